@@ -1,0 +1,168 @@
+// The command line. Every failure ends as one sentence on stderr and the
+// documented exit code (0 clean stop, 2 usage/config, 1 anything else); a
+// stack trace only with --debug.
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { type RawWatchFlags, watchSettingsFromFlags } from '../config/watch-settings.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, UsageError, UserError } from '../errors.ts';
+import type { ReflectorTiming } from '../informer/reflector.ts';
+import { KubeError } from '../kube/errors.ts';
+import { stderrLogger } from '../log.ts';
+import { parseDuration } from './duration.ts';
+import { runResources } from './resources.ts';
+import { runWatch } from './watch.ts';
+
+const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+const VERSION = packageJson.version;
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** The flags `watch` and `resources` share: which cluster, which resources. */
+function addSelectionFlags(command: Command): Command {
+  return command
+    .option('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+    .option('--context <name>', 'kubeconfig context to use (default: the current context)')
+    .option('-n, --namespace <ns>', 'only this namespace (repeatable, or comma-separated)', collect)
+    .option('--exclude-namespace <ns>', 'skip this namespace (repeatable, or comma-separated)', collect)
+    .option('-r, --resource <name>', 'only this resource type, as kubectl names it: pods, deploy, deployments.apps, widgets.example.com (repeatable)', collect)
+    .option('--exclude-resource <name>', 'skip this resource type (repeatable)', collect)
+    .option('-l, --selector <selector>', 'only objects whose labels match, e.g. app=web,tier!=cache')
+    .option('--debug', 'print debugging details and stack traces');
+}
+
+function buildProgram(): Command {
+  const program = new Command('kubediff')
+    .description('Watches a Kubernetes cluster and reports every change, field by field.')
+    .version(`kubediff ${VERSION}`, '-v, --version', 'print the version')
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({ outputError: () => {} });
+
+  program
+    .command('version')
+    .description('print the version of kubediff and of the Node.js running it')
+    .action(() => {
+      process.stdout.write(`kubediff ${VERSION} (node ${process.versions.node})\n`);
+    });
+
+  const watch = addSelectionFlags(
+    program.command('watch').description('report every change in the cluster until stopped (Ctrl-C)'),
+  )
+    .option('--events <types>', 'only these event types: added,updated,deleted', 'added,updated,deleted')
+    .option('--initial', 'report every existing object as ADDED at startup (default: a silent baseline)')
+    .option('--ignore <path>', 'ignore changes at this JSON Pointer and below, e.g. /spec/replicas; * matches one segment (repeatable)', collect)
+    .option('--status', 'report changes under /status too (ignored by default)')
+    .addOption(new Option('-o, --output <format>', 'json (one event per line) or pretty (default on a terminal)').choices(['json', 'pretty']))
+    .option('--cluster-name <name>', 'the "cluster" field of every event (default: the kubeconfig context name)')
+    .exitOverride()
+    .configureOutput({ outputError: () => {} });
+  watch.action(async (flags: RawWatchFlags) => {
+    const settings = watchSettingsFromFlags(flags, process.stdout.isTTY === true);
+    const log = stderrLogger({ debug: settings.debug });
+    await runWatch(settings, {
+      log,
+      stopRequested: stopSignal(log),
+      timing: timingFromEnvironment(),
+      rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
+    });
+  });
+
+  addSelectionFlags(
+    program
+      .command('resources')
+      .description('list what `watch` would watch with the same flags, and why the other types are skipped'),
+  )
+    .addOption(new Option('-o, --output <format>', 'table or json').choices(['table', 'json']).default('table'))
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .action(async (flags: RawWatchFlags & { output: 'table' | 'json' }) => {
+      const { output, ...selectionFlags } = flags;
+      const settings = watchSettingsFromFlags(selectionFlags, false);
+      await runResources(settings, { output }, process.stdout);
+    });
+
+  return program;
+}
+
+/** Resolves on the first SIGINT/SIGTERM; a second one ends the process at once. */
+function stopSignal(log: ReturnType<typeof stderrLogger>): Promise<string> {
+  return new Promise((resolve) => {
+    let received = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (received) {
+        log.warn(`${signal} again: exiting without finishing deliveries.`);
+        process.exit(EXIT_FAILURE);
+      }
+      received = true;
+      resolve(signal);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+function durationFromEnvironment(name: string): number | undefined {
+  const text = process.env[name];
+  if (text === undefined || text === '') return undefined;
+  const ms = parseDuration(text);
+  if (ms === undefined) throw new UsageError(`invalid ${name}="${text}": use a duration such as 500ms, 30s or 5m.`);
+  return ms;
+}
+
+/** Timing knobs (README, "Tuning"): mostly for tests that must see a dead connection quickly. */
+function timingFromEnvironment(): Partial<ReflectorTiming> {
+  const timing: Partial<ReflectorTiming> = {};
+  const idle = durationFromEnvironment('KUBEDIFF_WATCH_IDLE_TIMEOUT');
+  if (idle !== undefined) timing.idleTimeoutMs = idle;
+  const watchTimeout = durationFromEnvironment('KUBEDIFF_WATCH_TIMEOUT');
+  if (watchTimeout !== undefined) timing.minWatchTimeoutSeconds = Math.max(1, Math.round(watchTimeout / 1000));
+  const slowRetry = durationFromEnvironment('KUBEDIFF_SLOW_RETRY');
+  if (slowRetry !== undefined) timing.slowRetryMs = slowRetry;
+  const maxBackoff = durationFromEnvironment('KUBEDIFF_MAX_BACKOFF');
+  if (maxBackoff !== undefined) timing.backoff = { maxMs: maxBackoff };
+  return timing;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const debug = argv.includes('--debug');
+  try {
+    await buildProgram().parseAsync(argv);
+    return EXIT_OK;
+  } catch (error) {
+    return reportError(error, debug);
+  }
+}
+
+function reportError(error: unknown, debug: boolean): number {
+  if (error instanceof CommanderError) {
+    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0) {
+      return EXIT_OK;
+    }
+    if (error.code === 'commander.help') return EXIT_OK;
+    const message = error.message.replace(/^error: /, '').replace(/\.$/, '');
+    process.stderr.write(`kubediff: ${message}; run \`kubediff --help\` for usage.\n`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof UserError) {
+    process.stderr.write(`kubediff: ${error.message}\n`);
+    if (debug && error.cause instanceof Error) process.stderr.write(`${error.cause.stack}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof KubeError) {
+    process.stderr.write(`kubediff: ${error.message}\n`);
+    if (debug) process.stderr.write(`${error.stack}\n`);
+    return EXIT_FAILURE;
+  }
+  process.stderr.write(`kubediff: unexpected error: ${errorMessage(error)} (run with --debug for details)\n`);
+  if (debug && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  return EXIT_FAILURE;
+}
+
+const code = await main(process.argv);
+process.exitCode = code;
+// Everything has been stopped; if a stray handle keeps Node alive, do not hang forever.
+setTimeout(() => process.exit(code), 10_000).unref();

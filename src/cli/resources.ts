@@ -1,0 +1,110 @@
+// `kubediff resources`: what `watch` would watch with the same flags, and
+// why everything else is skipped, including types the identity may not
+// list or watch (asked with SelfSubjectAccessReviews).
+import type { Writable } from 'node:stream';
+import type { WatchSettings } from '../config/watch-settings.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { KubeClient as Client } from '../kube/client.ts';
+import type { DiscoveredResource } from '../kube/discovery.ts';
+import { Discovery } from '../kube/discovery.ts';
+import { loadKubeconfig } from '../kube/kubeconfig.ts';
+import { type Selection, type SkipReason, selectResources } from '../kube/selection.ts';
+import { qualifiedName } from '../kube/types.ts';
+import { explainConnectionFailure } from './connection-errors.ts';
+
+export interface ResourceRow {
+  name: string;
+  group: string;
+  version: string;
+  resource: string;
+  kind: string;
+  scope: 'Namespaced' | 'Cluster';
+  watched: boolean;
+  reason?: SkipReason;
+}
+
+export async function runResources(
+  settings: WatchSettings,
+  options: { output: 'json' | 'table' },
+  out: Writable,
+): Promise<void> {
+  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
+  const client = await Client.create(identity);
+  try {
+    let selection: Selection;
+    try {
+      const discovered = await new Discovery(client).discover();
+      selection = selectResources(discovered.resources, {
+        include: settings.resources,
+        exclude: settings.excludeResources,
+        namespaceScoped: settings.namespaces.length > 0,
+      });
+    } catch (error) {
+      throw explainConnectionFailure(error, identity);
+    }
+    const forbidden = await forbiddenTypes(client, selection.watched, settings.namespaces);
+    const rows: ResourceRow[] = [
+      ...selection.watched.map((type) =>
+        forbidden.has(type) ? row(type, false, 'forbidden') : row(type, true, undefined),
+      ),
+      ...selection.skipped.map((skipped) => row(skipped.type, false, skipped.reason)),
+    ].sort((a, b) => Number(b.watched) - Number(a.watched) || a.name.localeCompare(b.name));
+    if (options.output === 'json') {
+      for (const entry of rows) out.write(`${JSON.stringify(entry)}\n`);
+    } else {
+      out.write(table(rows));
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+function row(type: DiscoveredResource, watched: boolean, reason: SkipReason | undefined): ResourceRow {
+  return {
+    name: qualifiedName(type),
+    group: type.group,
+    version: type.version,
+    resource: type.resource,
+    kind: type.kind,
+    scope: type.namespaced ? 'Namespaced' : 'Cluster',
+    watched,
+    ...(reason ? { reason } : {}),
+  };
+}
+
+function table(rows: ResourceRow[]): string {
+  const header = ['NAME', 'APIVERSION', 'KIND', 'SCOPE', 'WATCHED'];
+  const lines = rows.map((entry) => [
+    entry.name,
+    entry.group ? `${entry.group}/${entry.version}` : entry.version,
+    entry.kind,
+    entry.scope,
+    entry.watched ? 'yes' : `no: ${entry.reason}`,
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)));
+  return [header, ...lines]
+    .map((line) => line.map((cell, column) => (column === line.length - 1 ? cell : cell.padEnd(widths[column] ?? 0))).join('  '))
+    .join('\n')
+    .concat('\n');
+}
+
+/** The watched types that this identity may not list or watch, asked of the server in one batch. */
+async function forbiddenTypes(
+  client: KubeClient,
+  types: DiscoveredResource[],
+  namespaces: readonly string[],
+): Promise<Set<DiscoveredResource>> {
+  const forbidden = new Set<DiscoveredResource>();
+  await Promise.all(
+    types.map(async (type) => {
+      const scopes = type.namespaced && namespaces.length > 0 ? namespaces : [undefined];
+      for (const namespace of scopes) {
+        for (const verb of ['list', 'watch']) {
+          const allowed = await client.canI({ verb, group: type.group, resource: type.resource, namespace });
+          if (!allowed) forbidden.add(type);
+        }
+      }
+    }),
+  );
+  return forbidden;
+}

@@ -1,0 +1,122 @@
+// `kubediff watch`: connect, discover, sync, then report every change until
+// SIGINT or SIGTERM. Data flows one way: informers → event builder →
+// event filter → output.
+import { normalizeObject } from '../diff/normalize.ts';
+import { EventBuilder } from '../diff/event-builder.ts';
+import { PathMatcher } from '../diff/ignore.ts';
+import type { ChangeEvent } from '../diff/types.ts';
+import type { WatchSettings } from '../config/watch-settings.ts';
+import { UsageError } from '../errors.ts';
+import { ClusterWatcher } from '../informer/cluster-watcher.ts';
+import type { ReflectorTiming } from '../informer/reflector.ts';
+import { KubeClient } from '../kube/client.ts';
+import { Discovery } from '../kube/discovery.ts';
+import { loadKubeconfig } from '../kube/kubeconfig.ts';
+import { suggestResourceName } from '../kube/resource-names.ts';
+import type { Selection } from '../kube/selection.ts';
+import type { Logger } from '../log.ts';
+import { prettyRenderer } from '../sinks/pretty.ts';
+import { renderJsonLine, StreamOutput } from '../sinks/stream-output.ts';
+import { explainConnectionFailure } from './connection-errors.ts';
+import { SyncProgress } from './progress.ts';
+
+export interface WatchRuntime {
+  log: Logger;
+  /** Resolves when the user asks to stop (SIGINT/SIGTERM). */
+  stopRequested: Promise<string>;
+  /** Test and tuning knobs from the environment (see README, "Tuning"). */
+  timing: Partial<ReflectorTiming>;
+  rediscoveryIntervalMs: number | undefined;
+}
+
+export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
+  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
+  const client = await KubeClient.create(identity);
+  const discovery = new Discovery(client);
+  const ignore = new PathMatcher(settings.ignoredPaths);
+
+  let stopOutput: (reason: string) => void = () => {};
+  const outputClosed = new Promise<string>((resolve) => {
+    stopOutput = resolve;
+  });
+  const output = new StreamOutput({
+    name: 'stdout',
+    stream: process.stdout,
+    render:
+      settings.output === 'json'
+        ? renderJsonLine
+        : prettyRenderer({ color: process.stdout.isTTY === true && !process.env.NO_COLOR }),
+    onClosed: (error) => stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
+  });
+
+  const emit = (event: ChangeEvent) => {
+    if (settings.events.has(event.type)) output.deliver(event);
+  };
+  const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });
+
+  let namesChecked = false;
+  const watcher = new ClusterWatcher({
+    client,
+    discovery,
+    selection: {
+      include: settings.resources,
+      exclude: settings.excludeResources,
+      namespaceScoped: settings.namespaces.length > 0,
+    },
+    namespaces: settings.namespaces,
+    excludeNamespaces: settings.excludeNamespaces,
+    labelSelector: settings.labelSelector,
+    normalize: (object) => normalizeObject(object, ignore),
+    initial: settings.initial,
+    handler: builder,
+    log: runtime.log,
+    timing: runtime.timing,
+    rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
+    onSelection: (selection) => {
+      // Checked on the first discovery, before any informer starts.
+      if (namesChecked) return;
+      namesChecked = true;
+      checkResourceNames(selection, runtime.log);
+    },
+  });
+
+  const progress = new SyncProgress(process.stderr);
+  try {
+    progress.start(() => watcher.allInformers());
+    try {
+      await watcher.start();
+    } catch (error) {
+      throw explainConnectionFailure(error, identity);
+    } finally {
+      progress.stop();
+    }
+    const count = new Set(watcher.allInformers().map((informer) => informer.type)).size;
+    runtime.log.info(
+      `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")`,
+    );
+    const reason = await Promise.race([runtime.stopRequested, outputClosed]);
+    runtime.log.debug(`stopping: ${reason}`);
+  } finally {
+    await watcher.stop();
+    await output.close(5_000);
+    await client.close();
+  }
+}
+
+/**
+ * A -r name that matches nothing is a typo (exit 2) unless it names a group
+ * with a dot: that is a custom resource whose CRD may be installed later.
+ */
+function checkResourceNames(selection: Selection, log: Logger): void {
+  const known = [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)];
+  for (const name of selection.unresolved) {
+    if (name.group?.includes('.')) {
+      log.warn(`--resource ${name.text}: not served yet; it will be watched as soon as its CRD or API appears.`);
+      continue;
+    }
+    const suggestion = suggestResourceName(name.text, known);
+    throw new UsageError(
+      `unknown resource type "${name.text}" in --resource${suggestion ? ` (did you mean ${suggestion}?)` : ''}; run \`kubediff resources\` to list what this cluster offers.`,
+    );
+  }
+}

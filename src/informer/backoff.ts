@@ -1,0 +1,65 @@
+// Exponential backoff with jitter, as client-go's reflector uses: start at
+// 800ms, double up to 30s, and forget the history once things have been
+// stable for a while, so that one blip an hour never waits 30s.
+
+export interface BackoffOptions {
+  initialMs: number;
+  maxMs: number;
+  factor: number;
+  /** 0.5 spreads each delay over [0.5×, 1.5×) so that many reconnecting watches do not stampede. */
+  jitter: number;
+  /** A success followed by this much quiet resets the delay to initialMs. */
+  resetAfterMs: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffOptions = {
+  initialMs: 800,
+  maxMs: 30_000,
+  factor: 2,
+  jitter: 0.5,
+  resetAfterMs: 120_000,
+};
+
+export class Backoff {
+  private readonly options: BackoffOptions;
+  private readonly random: () => number;
+  private current = 0;
+  private lastFailureAt = 0;
+
+  constructor(options: Partial<BackoffOptions> = {}, random: () => number = Math.random) {
+    this.options = { ...DEFAULT_BACKOFF, ...options };
+    this.random = random;
+  }
+
+  /** The delay before the next attempt. A server's Retry-After is honoured as a minimum. */
+  next(retryAfterMs?: number, now = Date.now()): number {
+    if (now - this.lastFailureAt > this.options.resetAfterMs) this.current = 0;
+    this.lastFailureAt = now;
+    this.current =
+      this.current === 0 ? this.options.initialMs : Math.min(this.options.maxMs, this.current * this.options.factor);
+    const spread = 1 - this.options.jitter + this.random() * 2 * this.options.jitter;
+    const delay = Math.round(this.current * spread);
+    return retryAfterMs !== undefined ? Math.max(delay, retryAfterMs) : delay;
+  }
+
+  reset(): void {
+    this.current = 0;
+    this.lastFailureAt = 0;
+  }
+}
+
+/** Waits `ms`, or less if `signal` aborts first. Never rejects and leaves no timer behind. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,270 @@
+// Watches every selected resource type of one cluster, and keeps that set in
+// step with what the server offers: a dynamic informer factory driven by
+// discovery. New CRDs and aggregated APIs are picked up within seconds
+// (their definitions are watched and trigger a re-discovery), and a periodic
+// re-discovery is the backstop. A type that disappears has its informer
+// stopped and its remaining objects reported as deleted.
+import type { KubeClient } from '../kube/client.ts';
+import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
+import { errorMessage } from '../errors.ts';
+import type { KubeError } from '../kube/errors.ts';
+import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
+import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
+import type { Logger } from '../log.ts';
+import { sleep } from './backoff.ts';
+import { Informer, type InformerHandler, type InitialListMode } from './informer.ts';
+import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
+
+export interface ClusterWatcherOptions {
+  client: KubeClient;
+  discovery: Discovery;
+  selection: SelectionOptions;
+  /** -n: watch only these namespaces (one informer per namespace and type). */
+  namespaces: readonly string[];
+  /** --exclude-namespace: filtered by the server with a field selector. */
+  excludeNamespaces: readonly string[];
+  labelSelector?: string | undefined;
+  normalize: (object: KubeObject) => JsonObject;
+  /** --initial: report existing objects as ADDED at startup. */
+  initial: boolean;
+  handler: InformerHandler;
+  log: Logger;
+  timing?: Partial<ReflectorTiming>;
+  /** Backstop re-discovery interval. */
+  rediscoveryIntervalMs?: number;
+  /** Called after each (re-)discovery with what is watched and skipped. */
+  onSelection?: (selection: Selection) => void;
+}
+
+const DEFAULT_REDISCOVERY_MS = 5 * 60_000;
+/** Discovery can lag a moment behind a CRD becoming Established: look again shortly after. */
+const FOLLOW_UP_REFRESH_MS = [400, 3_000];
+
+const TRIGGER_TYPES: ResourceType[] = [
+  {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    resource: 'customresourcedefinitions',
+    kind: 'CustomResourceDefinition',
+    namespaced: false,
+    verbs: ['list', 'watch'],
+    shortNames: [],
+    singularName: 'customresourcedefinition',
+    categories: [],
+  },
+  {
+    group: 'apiregistration.k8s.io',
+    version: 'v1',
+    resource: 'apiservices',
+    kind: 'APIService',
+    namespaced: false,
+    verbs: ['list', 'watch'],
+    shortNames: [],
+    singularName: 'apiservice',
+    categories: [],
+  },
+];
+
+export class ClusterWatcher {
+  private readonly options: ClusterWatcherOptions;
+  private readonly informers = new Map<string, Informer[]>();
+  private readonly triggers: Reflector[] = [];
+  private readonly abort = new AbortController();
+  private readonly reported = new Map<Informer, string>();
+  private refreshing: Promise<void> | undefined;
+  private refreshAgain = false;
+  private started = false;
+  private loops: Promise<void>[] = [];
+  private pendingFollowUps = new Set<Promise<void>>();
+
+  constructor(options: ClusterWatcherOptions) {
+    this.options = options;
+  }
+
+  /**
+   * Discovers, starts every informer and resolves when each has either
+   * completed its first LIST or reported why it cannot.
+   */
+  async start(): Promise<Selection> {
+    const selection = await this.discoverAndSelect();
+    this.applySelection(selection, this.options.initial ? 'added' : 'silent');
+    this.started = true;
+    await Promise.all(this.allInformers().map((informer) => informer.waitUntilSettled()));
+    this.startTriggers();
+    this.loops.push(this.periodicRediscovery());
+    return selection;
+  }
+
+  /** Stops everything; resolves when no request, timer or handler call is left. */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await Promise.all([
+      ...this.allInformers().map((informer) => informer.stop()),
+      ...this.triggers.map((trigger) => trigger.stop()),
+      ...this.loops,
+      ...this.pendingFollowUps,
+      this.refreshing,
+    ]);
+  }
+
+  allInformers(): Informer[] {
+    return [...this.informers.values()].flat();
+  }
+
+  /** Re-discovers now (coalescing concurrent calls) and starts or stops informers to match. */
+  refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.refreshAgain = false;
+        try {
+          const selection = await this.discoverAndSelect();
+          if (this.abort.signal.aborted) return;
+          await this.applySelectionAndRetire(selection);
+        } catch (error) {
+          if (!this.abort.signal.aborted) this.options.log.warn(`re-discovery failed: ${errorMessage(error)}; retrying later.`);
+        }
+      } while (this.refreshAgain && !this.abort.signal.aborted);
+    })().finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  private async discoverAndSelect(): Promise<Selection> {
+    const result = await this.options.discovery.discover(this.abort.signal);
+    for (const failed of result.failedGroups) {
+      this.options.log.warn(`discovery of ${failed.group}/${failed.version} failed: ${failed.reason}`);
+    }
+    const selection = selectResources(result.resources, this.options.selection);
+    this.options.onSelection?.(selection);
+    return selection;
+  }
+
+  private applySelection(selection: Selection, initialList: InitialListMode): void {
+    for (const type of selection.watched) {
+      const key = qualifiedName(type);
+      if (this.informers.has(key)) continue;
+      const informers = this.informersFor(type, initialList);
+      this.informers.set(key, informers);
+      for (const informer of informers) informer.start();
+      if (this.started) this.options.log.info(`watching new resource type ${key}`);
+    }
+  }
+
+  private async applySelectionAndRetire(selection: Selection): Promise<void> {
+    // A type that appears while running is new: everything already in it is reported as added.
+    this.applySelection(selection, 'added-offline');
+    const wanted = new Set(selection.watched.map(qualifiedName));
+    for (const [key, informers] of this.informers) {
+      if (wanted.has(key)) continue;
+      this.informers.delete(key);
+      await Promise.all(informers.map((informer) => informer.stop()));
+      for (const informer of informers) {
+        informer.flushAsDeleted();
+        this.reported.delete(informer);
+      }
+      this.options.log.info(`stopped watching ${key}: the API server no longer serves it`);
+    }
+  }
+
+  private informersFor(type: DiscoveredResource, initialList: InitialListMode): Informer[] {
+    const common = {
+      type,
+      labelSelector: this.options.labelSelector,
+      normalize: this.options.normalize,
+      initialList,
+      timing: this.options.timing ?? {},
+    };
+    const handler: InformerHandler = {
+      onAdd: (...args) => this.options.handler.onAdd(...args),
+      onUpdate: (...args) => this.options.handler.onUpdate(...args),
+      onDelete: (...args) => this.options.handler.onDelete(...args),
+      onState: (informer, state) => {
+        this.reportState(informer, state);
+        this.options.handler.onState?.(informer, state);
+      },
+    };
+    if (type.namespaced && this.options.namespaces.length > 0) {
+      return this.options.namespaces.map(
+        (namespace) => new Informer(this.options.client, { ...common, namespace }, handler),
+      );
+    }
+    const fieldSelector =
+      type.namespaced && this.options.excludeNamespaces.length > 0
+        ? this.options.excludeNamespaces.map((namespace) => `metadata.namespace!=${namespace}`).join(',')
+        : undefined;
+    return [new Informer(this.options.client, { ...common, fieldSelector }, handler)];
+  }
+
+  /** Each distinct problem of a resource is logged once, and its recovery once. */
+  private reportState(informer: Informer, state: ReflectorState): void {
+    const name = qualifiedName(informer.type) + (informer.namespace ? ` in namespace ${informer.namespace}` : '');
+    if (state.phase === 'failing') {
+      const summary = describeFailure(state.error);
+      if (this.reported.get(informer) === summary) return;
+      this.reported.set(informer, summary);
+      const retry = state.slow ? `retrying every ${Math.round(state.retryInMs / 1000)}s` : 'retrying with backoff';
+      this.options.log.warn(`${name}: ${summary}; ${retry}.`);
+    } else if (state.phase === 'watching' && this.reported.has(informer)) {
+      this.reported.delete(informer);
+      this.options.log.info(`${name}: watching again.`);
+    }
+  }
+
+  private startTriggers(): void {
+    for (const type of TRIGGER_TYPES) {
+      let listed = false;
+      const trigger = new Reflector(
+        this.options.client,
+        { type, timing: { ...this.options.timing, slowRetryMs: this.options.timing?.slowRetryMs ?? 300_000 } },
+        {
+          listStarted: () => {},
+          listPage: () => {},
+          listCompleted: () => {
+            // The first LIST is what discovery already reflects; later ones may hide changes.
+            if (listed) this.scheduleRefresh();
+            listed = true;
+          },
+          watchEvent: () => this.scheduleRefresh(),
+          stateChanged: () => {},
+        },
+      );
+      this.triggers.push(trigger);
+      trigger.start();
+    }
+  }
+
+  private scheduleRefresh(): void {
+    void this.refresh();
+    for (const delay of FOLLOW_UP_REFRESH_MS) {
+      const followUp = sleep(delay, this.abort.signal).then(() => {
+        this.pendingFollowUps.delete(followUp);
+        if (!this.abort.signal.aborted) return this.refresh();
+      });
+      this.pendingFollowUps.add(followUp);
+    }
+  }
+
+  private async periodicRediscovery(): Promise<void> {
+    const interval = this.options.rediscoveryIntervalMs ?? DEFAULT_REDISCOVERY_MS;
+    while (!this.abort.signal.aborted) {
+      await sleep(interval, this.abort.signal);
+      if (!this.abort.signal.aborted) await this.refresh();
+    }
+  }
+}
+
+export function describeFailure(error: KubeError): string {
+  switch (error.kind) {
+    case 'forbidden':
+      return `forbidden (${error.message})`;
+    case 'not-found':
+      return 'not found: the API server no longer serves it';
+    default:
+      return error.message;
+  }
+}

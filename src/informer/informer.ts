@@ -1,0 +1,212 @@
+// One resource type's informer: a reflector feeding a store, and handlers
+// told about each add, update and delete. Like client-go's shared informer,
+// but it reconciles every LIST against the store itself, so that a relist
+// after 410 Gone (or a restart) reports exactly what changed in the gap.
+import type { KubeClient } from '../kube/client.ts';
+import type { KubeError } from '../kube/errors.ts';
+import { type JsonObject, type KubeObject, objectKey, type ResourceType } from '../kube/types.ts';
+import { Reflector, type ReflectorOptions, type ReflectorSink, type ReflectorState, type WatchEventType } from './reflector.ts';
+import { ObjectStore, type StoredObject } from './store.ts';
+
+export interface AddContext {
+  /** Seen by a LIST rather than a live watch event: it happened while kubediff was not looking. */
+  offline: boolean;
+  /** Part of the first LIST's inventory (--initial), not a change. */
+  initial: boolean;
+}
+export interface UpdateContext {
+  offline: boolean;
+}
+export interface DeleteContext {
+  offline: boolean;
+  /** The object vanished between two LISTs: its last state is the one we had. */
+  finalStateUnknown: boolean;
+  /** The resourceVersion at which the deletion was seen. */
+  resourceVersion: string;
+}
+
+/** Receives every change; the diff stage decides whether an update changed anything that matters. */
+export interface InformerHandler {
+  onAdd(type: ResourceType, object: StoredObject, context: AddContext): void;
+  onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void;
+  onDelete(type: ResourceType, last: StoredObject, context: DeleteContext): void;
+  /** Health of the reflector behind this informer. */
+  onState?(informer: Informer, state: ReflectorState): void;
+}
+
+/**
+ * What the first LIST reports: nothing (a silent baseline), one ADDED per
+ * object (--initial), or ADDED marked offline (a resource type that appeared
+ * while running: everything in it is new to us).
+ */
+export type InitialListMode = 'silent' | 'added' | 'added-offline';
+
+export interface InformerOptions extends ReflectorOptions {
+  /** Turns an object into what is stored and compared: ignored paths dropped, Secrets redacted. */
+  normalize: (object: KubeObject) => JsonObject;
+  initialList: InitialListMode;
+}
+
+export class Informer implements ReflectorSink {
+  readonly type: ResourceType;
+  readonly namespace: string | undefined;
+  private readonly store = new ObjectStore();
+  private readonly reflector: Reflector;
+  private readonly handler: InformerHandler;
+  private readonly normalize: (object: KubeObject) => JsonObject;
+  private readonly initialList: InitialListMode;
+  private synced = false;
+  private seenInList: Set<string> | undefined;
+  private lastFailure: KubeError | undefined;
+  private settleWaiters: (() => void)[] = [];
+
+  constructor(client: KubeClient, options: InformerOptions, handler: InformerHandler) {
+    this.type = options.type;
+    this.namespace = options.namespace;
+    this.handler = handler;
+    this.normalize = options.normalize;
+    this.initialList = options.initialList;
+    this.reflector = new Reflector(client, options, this);
+  }
+
+  start(): void {
+    this.reflector.start();
+  }
+
+  /** Stops the reflector; after it resolves no handler is called any more. */
+  async stop(): Promise<void> {
+    await this.reflector.stop();
+    this.releaseSettleWaiters();
+  }
+
+  /** Reports every object still known as deleted: used when the resource type itself is gone. */
+  flushAsDeleted(): void {
+    for (const entry of this.store.values()) {
+      this.handler.onDelete(this.type, entry, {
+        offline: true,
+        finalStateUnknown: true,
+        resourceVersion: this.reflector.resourceVersion || entry.resourceVersion,
+      });
+    }
+    for (const key of [...this.store.keys()]) this.store.delete(key);
+  }
+
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  get objectCount(): number {
+    return this.store.size;
+  }
+
+  get failure(): KubeError | undefined {
+    return this.lastFailure;
+  }
+
+  /** Resolves once the first LIST is complete, the first attempt failed, or the informer stopped. */
+  waitUntilSettled(): Promise<void> {
+    if (this.synced || this.lastFailure) return Promise.resolve();
+    return new Promise((resolve) => this.settleWaiters.push(resolve));
+  }
+
+  // ReflectorSink
+
+  listStarted(): void {
+    this.seenInList = new Set();
+  }
+
+  listPage(items: KubeObject[]): void {
+    const seen = this.seenInList ?? new Set<string>();
+    for (const item of items) {
+      const current = this.toStored(item);
+      seen.add(current.key);
+      if (!this.synced) this.applyInitial(current);
+      else this.apply(current, true);
+    }
+  }
+
+  listCompleted(resourceVersion: string): void {
+    const seen = this.seenInList;
+    this.seenInList = undefined;
+    if (this.synced && seen) {
+      for (const entry of [...this.store.values()]) {
+        if (seen.has(entry.key)) continue;
+        this.store.delete(entry.key);
+        this.handler.onDelete(this.type, entry, { offline: true, finalStateUnknown: true, resourceVersion });
+      }
+    }
+    if (!this.synced) {
+      this.synced = true;
+      this.releaseSettleWaiters();
+    }
+  }
+
+  watchEvent(type: WatchEventType, object: KubeObject): void {
+    const current = this.toStored(object);
+    if (type === 'DELETED') {
+      // The server sends the object's final state with the deletion's resourceVersion.
+      this.store.delete(current.key);
+      this.handler.onDelete(this.type, current, {
+        offline: false,
+        finalStateUnknown: false,
+        resourceVersion: current.resourceVersion,
+      });
+      return;
+    }
+    this.apply(current, false);
+  }
+
+  stateChanged(state: ReflectorState): void {
+    if (state.phase === 'failing') {
+      this.lastFailure = state.error;
+      this.releaseSettleWaiters();
+    } else if (state.phase === 'watching') {
+      this.lastFailure = undefined;
+    }
+    this.handler.onState?.(this, state);
+  }
+
+  private applyInitial(current: StoredObject): void {
+    this.store.set(current);
+    if (this.initialList !== 'silent') {
+      this.handler.onAdd(this.type, current, { offline: this.initialList === 'added-offline', initial: true });
+    }
+  }
+
+  /** An object as seen now, live (watch) or by a LIST (offline): report how it differs from the store. */
+  private apply(current: StoredObject, offline: boolean): void {
+    const previous = this.store.get(current.key);
+    this.store.set(current);
+    if (!previous) {
+      this.handler.onAdd(this.type, current, { offline, initial: false });
+    } else if (previous.uid !== current.uid) {
+      // Deleted and re-created under the same name while we were not looking.
+      this.handler.onDelete(this.type, previous, {
+        offline: true,
+        finalStateUnknown: true,
+        resourceVersion: current.resourceVersion,
+      });
+      this.handler.onAdd(this.type, current, { offline, initial: false });
+    } else if (previous.resourceVersion !== current.resourceVersion) {
+      this.handler.onUpdate(this.type, previous, current, { offline });
+    }
+  }
+
+  private toStored(object: KubeObject): StoredObject {
+    const metadata = object.metadata;
+    return {
+      key: objectKey(metadata),
+      namespace: metadata.namespace,
+      name: metadata.name,
+      uid: metadata.uid,
+      resourceVersion: metadata.resourceVersion,
+      object: this.normalize(object),
+    };
+  }
+
+  private releaseSettleWaiters(): void {
+    const waiters = this.settleWaiters;
+    this.settleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}

@@ -1,0 +1,61 @@
+// Shapes kubediff relies on. Objects stay raw JSON end to end: only the few
+// metadata fields every object carries are typed.
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid: string;
+  resourceVersion: string;
+  generation?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  [key: string]: JsonValue | undefined;
+}
+
+/** Any Kubernetes object as the API server serves it. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  [key: string]: JsonValue | ObjectMeta | undefined;
+}
+
+/** One watchable resource type, as discovery describes it. */
+export interface ResourceType {
+  /** API group; '' for the core group. */
+  group: string;
+  version: string;
+  /** Plural resource name, e.g. 'deployments'. */
+  resource: string;
+  kind: string;
+  namespaced: boolean;
+  verbs: string[];
+  shortNames: string[];
+  singularName: string;
+  categories: string[];
+}
+
+/** 'deployments.apps', or 'pods' for the core group: the name kubectl and kubediff print. */
+export function qualifiedName(type: Pick<ResourceType, 'group' | 'resource'>): string {
+  return type.group === '' ? type.resource : `${type.resource}.${type.group}`;
+}
+
+export function apiVersionOf(type: Pick<ResourceType, 'group' | 'version'>): string {
+  return type.group === '' ? type.version : `${type.group}/${type.version}`;
+}
+
+/** The URL path of a resource's collection, across all namespaces or within one. */
+export function collectionPath(type: ResourceType, namespace?: string): string {
+  const base = type.group === '' ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+  return namespace && type.namespaced
+    ? `${base}/namespaces/${encodeURIComponent(namespace)}/${type.resource}`
+    : `${base}/${type.resource}`;
+}
+
+/** The store key of an object: 'namespace/name', or 'name' when cluster-scoped. */
+export function objectKey(meta: Pick<ObjectMeta, 'name' | 'namespace'>): string {
+  return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+}

@@ -1,0 +1,75 @@
+// The terminal rendering: a colored header per event, then one line per
+// change, `spec.replicas: 2 → 5`. Paths read like kubectl's JSONPath,
+// long values are elided in the middle so both ends stay visible.
+import { Chalk, type ChalkInstance } from 'chalk';
+import type { JsonValue } from '../kube/types.ts';
+import type { Change, ChangeEvent } from '../diff/types.ts';
+
+export interface PrettyOptions {
+  color: boolean;
+  /** Longest rendered value before eliding. */
+  maxValueLength?: number;
+}
+
+export function prettyRenderer(options: PrettyOptions): (event: ChangeEvent) => string {
+  const chalk = new Chalk({ level: options.color ? 1 : 0 });
+  const maxValueLength = options.maxValueLength ?? 100;
+  return (event) => renderPretty(event, chalk, maxValueLength);
+}
+
+function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: number): string {
+  const color = event.type === 'ADDED' ? chalk.green : event.type === 'DELETED' ? chalk.red : chalk.yellow;
+  const { object } = event;
+  const group = object.apiVersion.includes('/') ? `.${object.apiVersion.split('/')[0]}` : '';
+  const name = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const notes = [
+    event.offline ? 'while not watching' : '',
+    event.finalStateUnknown ? 'final state unknown' : '',
+  ].filter(Boolean);
+  const header = [
+    chalk.dim(event.time.slice(11, 19)),
+    color.bold(event.type.padEnd(7)),
+    `${object.resource}${group}`,
+    chalk.bold(name),
+    event.cluster ? chalk.dim(`[${event.cluster}]`) : '',
+    notes.length > 0 ? chalk.dim(`(${notes.join(', ')})`) : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  const lines = [header];
+  for (const change of event.changes ?? []) lines.push(`  ${renderChange(change, chalk, maxValueLength)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function renderChange(change: Change, chalk: ChalkInstance, maxValueLength: number): string {
+  const path = chalk.cyan(readablePath(change.path));
+  const from = () => chalk.red(renderValue(change.from ?? null, maxValueLength));
+  const to = () => chalk.green(renderValue(change.to ?? null, maxValueLength));
+  if (change.op === 'add') return `${chalk.green('+')} ${path}: ${to()}`;
+  if (change.op === 'remove') return `${chalk.red('-')} ${path}: ${from()}`;
+  return `${chalk.yellow('~')} ${path}: ${from()} → ${to()}`;
+}
+
+/** '/spec/containers/0/image' → 'spec.containers[0].image'; odd keys are bracketed. */
+export function readablePath(pointer: string): string {
+  if (pointer === '') return '(whole object)';
+  let out = '';
+  for (const raw of pointer.slice(1).split('/')) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(segment)) out += `[${segment}]`;
+    else if (/^[A-Za-z_$][\w$-]*$/.test(segment)) out += out ? `.${segment}` : segment;
+    else out += `[${JSON.stringify(segment)}]`;
+  }
+  return out;
+}
+
+export function renderValue(value: JsonValue, maxLength: number): string {
+  let text = JSON.stringify(value);
+  if (typeof value === 'string' && value.includes('\n')) {
+    const lines = value.split('\n');
+    text = `${JSON.stringify(lines[0])} (+${lines.length - 1} more lines)`;
+  }
+  if (text.length <= maxLength) return text;
+  const keep = Math.max(4, Math.floor((maxLength - 1) / 2));
+  return `${text.slice(0, keep)}…${text.slice(-keep)}`;
+}

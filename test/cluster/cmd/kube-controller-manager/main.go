@@ -1,0 +1,15 @@
+// Command kube-controller-manager is the upstream controller manager, unchanged.
+// The tests need it for namespace deletion, garbage collection and
+// ServiceAccount token controllers.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
