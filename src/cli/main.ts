@@ -24,11 +24,18 @@ function collect(value: string, previous: string[] = []): string[] {
 /** The flags `watch` and `resources` share: which cluster, which resources. */
 function addSelectionFlags(command: Command): Command {
   return command
-    .option('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+    .option(
+      '--kubeconfig <file>',
+      'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)',
+    )
     .option('--context <name>', 'kubeconfig context to use (default: the current context)')
     .option('-n, --namespace <ns>', 'only this namespace (repeatable, or comma-separated)', collect)
     .option('--exclude-namespace <ns>', 'skip this namespace (repeatable, or comma-separated)', collect)
-    .option('-r, --resource <name>', 'only this resource type, as kubectl names it: pods, deploy, deployments.apps, widgets.example.com (repeatable)', collect)
+    .option(
+      '-r, --resource <name>',
+      'only this resource type, as kubectl names it: pods, deploy, deployments.apps, widgets.example.com (repeatable)',
+      collect,
+    )
     .option('--exclude-resource <name>', 'skip this resource type (repeatable)', collect)
     .option('-l, --selector <selector>', 'only objects whose labels match, e.g. app=web,tier!=cache')
     .option('--debug', 'print debugging details and stack traces');
@@ -54,10 +61,22 @@ function buildProgram(): Command {
   )
     .option('--events <types>', 'only these event types: added,updated,deleted', 'added,updated,deleted')
     .option('--initial', 'report every existing object as ADDED at startup (default: a silent baseline)')
-    .option('--ignore <path>', 'ignore changes at this JSON Pointer and below, e.g. /spec/replicas; * matches one segment (repeatable)', collect)
+    .option(
+      '--ignore <path>',
+      'ignore changes at this JSON Pointer and below, e.g. /spec/replicas; * matches one segment (repeatable)',
+      collect,
+    )
     .option('--status', 'report changes under /status too (ignored by default)')
-    .addOption(new Option('-o, --output <format>', 'json (one event per line) or pretty (default on a terminal)').choices(['json', 'pretty']))
-    .option('--cluster-name <name>', 'the "cluster" field of every event (default: the kubeconfig context name)')
+    .addOption(
+      new Option(
+        '-o, --output <format>',
+        'json (one event per line) or pretty (default on a terminal)',
+      ).choices(['json', 'pretty']),
+    )
+    .option(
+      '--cluster-name <name>',
+      'the "cluster" field of every event (default: the kubeconfig context name)',
+    )
     .exitOverride()
     .configureOutput({ outputError: () => {} });
   watch.action(async (flags: RawWatchFlags) => {
@@ -76,7 +95,9 @@ function buildProgram(): Command {
       .command('resources')
       .description('list what `watch` would watch with the same flags, and why the other types are skipped'),
   )
-    .addOption(new Option('-o, --output <format>', 'table or json').choices(['table', 'json']).default('table'))
+    .addOption(
+      new Option('-o, --output <format>', 'table or json').choices(['table', 'json']).default('table'),
+    )
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .action(async (flags: RawWatchFlags & { output: 'table' | 'json' }) => {
@@ -109,7 +130,8 @@ function durationFromEnvironment(name: string): number | undefined {
   const text = process.env[name];
   if (text === undefined || text === '') return undefined;
   const ms = parseDuration(text);
-  if (ms === undefined) throw new UsageError(`invalid ${name}="${text}": use a duration such as 500ms, 30s or 5m.`);
+  if (ms === undefined)
+    throw new UsageError(`invalid ${name}="${text}": use a duration such as 500ms, 30s or 5m.`);
   return ms;
 }
 
@@ -119,9 +141,20 @@ function timingFromEnvironment(): Partial<ReflectorTiming> {
   const idle = durationFromEnvironment('KUBEDIFF_WATCH_IDLE_TIMEOUT');
   if (idle !== undefined) timing.idleTimeoutMs = idle;
   const watchTimeout = durationFromEnvironment('KUBEDIFF_WATCH_TIMEOUT');
-  if (watchTimeout !== undefined) timing.minWatchTimeoutSeconds = Math.max(1, Math.round(watchTimeout / 1000));
+  if (watchTimeout !== undefined)
+    timing.minWatchTimeoutSeconds = Math.max(1, Math.round(watchTimeout / 1000));
   const slowRetry = durationFromEnvironment('KUBEDIFF_SLOW_RETRY');
   if (slowRetry !== undefined) timing.slowRetryMs = slowRetry;
+  const pageSize = process.env.KUBEDIFF_LIST_PAGE_SIZE;
+  if (pageSize) {
+    const size = Number(pageSize);
+    if (!Number.isInteger(size) || size < 1) {
+      throw new UsageError(
+        `invalid KUBEDIFF_LIST_PAGE_SIZE="${pageSize}": use a whole number of objects such as 500.`,
+      );
+    }
+    timing.pageSize = size;
+  }
   const maxBackoff = durationFromEnvironment('KUBEDIFF_MAX_BACKOFF');
   if (maxBackoff !== undefined) timing.backoff = { maxMs: maxBackoff };
   return timing;
@@ -139,7 +172,11 @@ export async function main(argv: string[]): Promise<number> {
 
 function reportError(error: unknown, debug: boolean): number {
   if (error instanceof CommanderError) {
-    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0) {
+    if (
+      error.code === 'commander.helpDisplayed' ||
+      error.code === 'commander.version' ||
+      error.exitCode === 0
+    ) {
       return EXIT_OK;
     }
     if (error.code === 'commander.help') return EXIT_OK;

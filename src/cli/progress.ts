@@ -30,6 +30,8 @@ export class SyncProgress {
     const all = this.informers();
     const synced = all.filter((informer) => informer.hasSynced).length;
     const objects = all.reduce((sum, informer) => sum + informer.objectCount, 0);
-    this.stream.write(`\r\x1b[Ksyncing: ${synced}/${all.length} resource types, ${objects.toLocaleString('en')} objects`);
+    this.stream.write(
+      `\r\x1b[Ksyncing: ${synced}/${all.length} resource types, ${objects.toLocaleString('en')} objects`,
+    );
   }
 }

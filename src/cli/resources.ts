@@ -81,9 +81,15 @@ function table(rows: ResourceRow[]): string {
     entry.scope,
     entry.watched ? 'yes' : `no: ${entry.reason}`,
   ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)));
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)),
+  );
   return [header, ...lines]
-    .map((line) => line.map((cell, column) => (column === line.length - 1 ? cell : cell.padEnd(widths[column] ?? 0))).join('  '))
+    .map((line) =>
+      line
+        .map((cell, column) => (column === line.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+        .join('  '),
+    )
     .join('\n')
     .concat('\n');
 }

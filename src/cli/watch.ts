@@ -1,11 +1,12 @@
 // `kubediff watch`: connect, discover, sync, then report every change until
 // SIGINT or SIGTERM. Data flows one way: informers → event builder →
 // event filter → output.
-import { normalizeObject } from '../diff/normalize.ts';
+
+import type { WatchSettings } from '../config/watch-settings.ts';
 import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
+import { normalizeObject } from '../diff/normalize.ts';
 import type { ChangeEvent } from '../diff/types.ts';
-import type { WatchSettings } from '../config/watch-settings.ts';
 import { UsageError } from '../errors.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
@@ -46,7 +47,8 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       settings.output === 'json'
         ? renderJsonLine
         : prettyRenderer({ color: process.stdout.isTTY === true && !process.env.NO_COLOR }),
-    onClosed: (error) => stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
+    onClosed: (error) =>
+      stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
   });
 
   const emit = (event: ChangeEvent) => {
@@ -111,7 +113,9 @@ function checkResourceNames(selection: Selection, log: Logger): void {
   const known = [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)];
   for (const name of selection.unresolved) {
     if (name.group?.includes('.')) {
-      log.warn(`--resource ${name.text}: not served yet; it will be watched as soon as its CRD or API appears.`);
+      log.warn(
+        `--resource ${name.text}: not served yet; it will be watched as soon as its CRD or API appears.`,
+      );
       continue;
     }
     const suggestion = suggestResourceName(name.text, known);

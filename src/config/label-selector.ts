@@ -1,8 +1,8 @@
 // Checks a label selector's syntax before any request is made, so a typo is
 // one clear message instead of a 400 from every resource type.
 
-const KEY = String.raw`(?:[a-z0-9A-Z](?:[a-z0-9A-Z._-]{0,251}[a-z0-9A-Z])?/)?[a-z0-9A-Z](?:[a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])?`;
-const VALUE = String.raw`(?:[a-z0-9A-Z](?:[a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])?)?`;
+const KEY = `(?:[a-z0-9A-Z](?:[a-z0-9A-Z._-]{0,251}[a-z0-9A-Z])?/)?[a-z0-9A-Z](?:[a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])?`;
+const VALUE = `(?:[a-z0-9A-Z](?:[a-z0-9A-Z._-]{0,61}[a-z0-9A-Z])?)?`;
 const TERMS = [
   new RegExp(`^!?${KEY}$`),
   new RegExp(`^${KEY}\\s*(?:=|==|!=)\\s*${VALUE}$`),

@@ -48,7 +48,10 @@ export interface WatchSettings {
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
 export function splitList(values: readonly string[] | undefined): string[] {
-  return (values ?? []).flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean);
+  return (values ?? [])
+    .flatMap((value) => value.split(','))
+    .map((value) => value.trim())
+    .filter(Boolean);
 }
 
 export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolean): WatchSettings {
@@ -60,7 +63,8 @@ export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolea
   const extraIgnores = splitList(flags.ignore);
   for (const path of extraIgnores) {
     try {
-      parsePointer(path);
+      if (parsePointer(path).length === 0)
+        throw new Error('"" is the whole object; name a field such as /spec/replicas');
     } catch (error) {
       throw new UsageError(`invalid --ignore path: ${errorMessage(error)}.`);
     }
@@ -85,14 +89,20 @@ export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolea
 export function parseEventTypes(text: string | undefined): ReadonlySet<EventType> {
   if (text === undefined) return new Set(EVENT_TYPES);
   const types = new Set<EventType>();
-  for (const item of text.split(',').map((value) => value.trim()).filter(Boolean)) {
+  for (const item of text
+    .split(',')
+    .map((value) => value.trim())
+    .filter(Boolean)) {
     const type = item.toUpperCase() as EventType;
     if (!EVENT_TYPES.includes(type)) {
-      throw new UsageError(`invalid --events value "${item}": use a comma-separated list of added, updated, deleted.`);
+      throw new UsageError(
+        `invalid --events value "${item}": use a comma-separated list of added, updated, deleted.`,
+      );
     }
     types.add(type);
   }
-  if (types.size === 0) throw new UsageError('--events is empty: use a comma-separated list of added, updated, deleted.');
+  if (types.size === 0)
+    throw new UsageError('--events is empty: use a comma-separated list of added, updated, deleted.');
   return types;
 }
 

@@ -24,18 +24,30 @@ export class EventBuilder implements InformerHandler {
   }
 
   onAdd(type: ResourceType, object: StoredObject, context: AddContext): void {
-    this.options.emit(this.build('ADDED', type, object, object.resourceVersion, undefined, context.offline, false));
+    this.options.emit(
+      this.build('ADDED', type, object, object.resourceVersion, undefined, context.offline, false),
+    );
   }
 
   onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void {
     const changes = diffObjects(previous.object, current.object);
     if (changes.length === 0) return;
-    this.options.emit(this.build('UPDATED', type, current, current.resourceVersion, changes, context.offline, false));
+    this.options.emit(
+      this.build('UPDATED', type, current, current.resourceVersion, changes, context.offline, false),
+    );
   }
 
   onDelete(type: ResourceType, last: StoredObject, context: DeleteContext): void {
     this.options.emit(
-      this.build('DELETED', type, last, context.resourceVersion, undefined, context.offline, context.finalStateUnknown),
+      this.build(
+        'DELETED',
+        type,
+        last,
+        context.resourceVersion,
+        undefined,
+        context.offline,
+        context.finalStateUnknown,
+      ),
     );
   }
 

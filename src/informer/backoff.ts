@@ -36,7 +36,9 @@ export class Backoff {
     if (now - this.lastFailureAt > this.options.resetAfterMs) this.current = 0;
     this.lastFailureAt = now;
     this.current =
-      this.current === 0 ? this.options.initialMs : Math.min(this.options.maxMs, this.current * this.options.factor);
+      this.current === 0
+        ? this.options.initialMs
+        : Math.min(this.options.maxMs, this.current * this.options.factor);
     const spread = 1 - this.options.jitter + this.random() * 2 * this.options.jitter;
     const delay = Math.round(this.current * spread);
     return retryAfterMs !== undefined ? Math.max(delay, retryAfterMs) : delay;

@@ -4,9 +4,10 @@
 // (their definitions are watched and trigger a re-discovery), and a periodic
 // re-discovery is the backstop. A type that disappears has its informer
 // stopped and its remaining objects reported as deleted.
+
+import { errorMessage } from '../errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
-import { errorMessage } from '../errors.ts';
 import type { KubeError } from '../kube/errors.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
@@ -125,7 +126,8 @@ export class ClusterWatcher {
           if (this.abort.signal.aborted) return;
           await this.applySelectionAndRetire(selection);
         } catch (error) {
-          if (!this.abort.signal.aborted) this.options.log.warn(`re-discovery failed: ${errorMessage(error)}; retrying later.`);
+          if (!this.abort.signal.aborted)
+            this.options.log.warn(`re-discovery failed: ${errorMessage(error)}; retrying later.`);
         }
       } while (this.refreshAgain && !this.abort.signal.aborted);
     })().finally(() => {
@@ -202,12 +204,15 @@ export class ClusterWatcher {
 
   /** Each distinct problem of a resource is logged once, and its recovery once. */
   private reportState(informer: Informer, state: ReflectorState): void {
-    const name = qualifiedName(informer.type) + (informer.namespace ? ` in namespace ${informer.namespace}` : '');
+    const name =
+      qualifiedName(informer.type) + (informer.namespace ? ` in namespace ${informer.namespace}` : '');
     if (state.phase === 'failing') {
       const summary = describeFailure(state.error);
       if (this.reported.get(informer) === summary) return;
       this.reported.set(informer, summary);
-      const retry = state.slow ? `retrying every ${Math.round(state.retryInMs / 1000)}s` : 'retrying with backoff';
+      const retry = state.slow
+        ? `retrying every ${Math.round(state.retryInMs / 1000)}s`
+        : 'retrying with backoff';
       this.options.log.warn(`${name}: ${summary}; ${retry}.`);
     } else if (state.phase === 'watching' && this.reported.has(informer)) {
       this.reported.delete(informer);
@@ -220,7 +225,10 @@ export class ClusterWatcher {
       let listed = false;
       const trigger = new Reflector(
         this.options.client,
-        { type, timing: { ...this.options.timing, slowRetryMs: this.options.timing?.slowRetryMs ?? 300_000 } },
+        {
+          type,
+          timing: { ...this.options.timing, slowRetryMs: this.options.timing?.slowRetryMs ?? 300_000 },
+        },
         {
           listStarted: () => {},
           listPage: () => {},

@@ -5,7 +5,13 @@
 import type { KubeClient } from '../kube/client.ts';
 import type { KubeError } from '../kube/errors.ts';
 import { type JsonObject, type KubeObject, objectKey, type ResourceType } from '../kube/types.ts';
-import { Reflector, type ReflectorOptions, type ReflectorSink, type ReflectorState, type WatchEventType } from './reflector.ts';
+import {
+  Reflector,
+  type ReflectorOptions,
+  type ReflectorSink,
+  type ReflectorState,
+  type WatchEventType,
+} from './reflector.ts';
 import { ObjectStore, type StoredObject } from './store.ts';
 
 export interface AddContext {
@@ -169,7 +175,10 @@ export class Informer implements ReflectorSink {
   private applyInitial(current: StoredObject): void {
     this.store.set(current);
     if (this.initialList !== 'silent') {
-      this.handler.onAdd(this.type, current, { offline: this.initialList === 'added-offline', initial: true });
+      this.handler.onAdd(this.type, current, {
+        offline: this.initialList === 'added-offline',
+        initial: true,
+      });
     }
   }
 

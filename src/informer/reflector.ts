@@ -139,7 +139,9 @@ export class Reflector {
         if (slow) needList = true;
         const retryInMs = slow
           ? this.timing.slowRetryMs
-          : this.backoff.next(failure.retryAfterSeconds !== undefined ? failure.retryAfterSeconds * 1000 : undefined);
+          : this.backoff.next(
+              failure.retryAfterSeconds !== undefined ? failure.retryAfterSeconds * 1000 : undefined,
+            );
         this.sink.stateChanged({ phase: 'failing', error: failure, retryInMs, slow });
         await sleep(retryInMs, this.abort.signal);
       }
@@ -267,10 +269,14 @@ async function* jsonLines(body: Readable): AsyncGenerator<string> {
 
 function transportFailure(error: unknown, server: string, path: string): KubeError {
   const code = (error as { code?: unknown } | undefined)?.code;
-  const reason = code === 'UND_ERR_BODY_TIMEOUT' ? 'the watch connection went silent' : 'the watch connection broke';
+  const reason =
+    code === 'UND_ERR_BODY_TIMEOUT' ? 'the watch connection went silent' : 'the watch connection broke';
   return new KubeError('network', `${reason} (${server}${path})`, { path, cause: error });
 }
 
 function unexpected(error: unknown, path: string): KubeError {
-  return new KubeError('server', error instanceof Error ? error.message : String(error), { path, cause: error });
+  return new KubeError('server', error instanceof Error ? error.message : String(error), {
+    path,
+    cause: error,
+  });
 }

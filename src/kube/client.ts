@@ -17,7 +17,9 @@ export interface RequestOptions {
   bodyTimeoutMs?: number;
 }
 
-export type JsonResponse<T> = { notModified: false; body: T; etag: string | undefined } | { notModified: true };
+export type JsonResponse<T> =
+  | { notModified: false; body: T; etag: string | undefined }
+  | { notModified: true };
 
 interface HttpsOptions {
   ca?: string | Buffer;
@@ -65,7 +67,10 @@ export class KubeClient {
   }
 
   /** GET a JSON document. With `etag`, a 304 answer is returned as `notModified`. */
-  async getJSON<T>(path: string, options: RequestOptions & { etag?: string | undefined } = {}): Promise<JsonResponse<T>> {
+  async getJSON<T>(
+    path: string,
+    options: RequestOptions & { etag?: string | undefined } = {},
+  ): Promise<JsonResponse<T>> {
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (options.etag) headers['if-none-match'] = options.etag;
     const response = await this.send(path, { ...options, headers });
@@ -76,7 +81,11 @@ export class KubeClient {
     const text = await readText(response.body, this.server, path);
     try {
       const etag = response.headers.etag;
-      return { notModified: false, body: JSON.parse(text) as T, etag: typeof etag === 'string' ? etag : undefined };
+      return {
+        notModified: false,
+        body: JSON.parse(text) as T,
+        etag: typeof etag === 'string' ? etag : undefined,
+      };
     } catch (error) {
       throw new KubeError('server', `the API server sent a response that is not JSON for ${path}`, {
         path,
@@ -106,7 +115,12 @@ export class KubeClient {
   }
 
   /** Asks the server whether this identity may do `verb` on a resource (SelfSubjectAccessReview). */
-  async canI(check: { verb: string; group: string; resource: string; namespace?: string | undefined }): Promise<boolean> {
+  async canI(check: {
+    verb: string;
+    group: string;
+    resource: string;
+    namespace?: string | undefined;
+  }): Promise<boolean> {
     const review = await this.postJSON<{ status?: { allowed?: boolean } }>(
       '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
       {
@@ -149,13 +163,22 @@ export class KubeClient {
     if (response.statusCode >= 400) {
       const text = await readText(response.body, this.server, path).catch(() => '');
       const retryAfter = response.headers['retry-after'];
-      throw errorFromResponse(response.statusCode, text, typeof retryAfter === 'string' ? retryAfter : undefined, path);
+      throw errorFromResponse(
+        response.statusCode,
+        text,
+        typeof retryAfter === 'string' ? retryAfter : undefined,
+        path,
+      );
     }
     return response;
   }
 }
 
-async function readText(body: Readable & { text(): Promise<string> }, server: string, path: string): Promise<string> {
+async function readText(
+  body: Readable & { text(): Promise<string> },
+  server: string,
+  path: string,
+): Promise<string> {
   try {
     return await body.text();
   } catch (error) {

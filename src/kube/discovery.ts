@@ -78,7 +78,10 @@ export class Discovery {
       this.aggregated('/apis', signal),
     ]);
     if (core && groups) {
-      return { resources: fromAggregated([...(core.items ?? []), ...(groups.items ?? [])]), failedGroups: [] };
+      return {
+        resources: fromAggregated([...(core.items ?? []), ...(groups.items ?? [])]),
+        failedGroups: [],
+      };
     }
     return this.legacy(signal);
   }
@@ -111,7 +114,8 @@ export class Discovery {
         // Preferred version first, so that the first version offering a resource wins.
         const ordered = [...group.versions].sort(
           (a, b) =>
-            Number(b.version === group.preferredVersion?.version) - Number(a.version === group.preferredVersion?.version),
+            Number(b.version === group.preferredVersion?.version) -
+            Number(a.version === group.preferredVersion?.version),
         );
         for (const { version } of ordered) {
           versions.push({ group: group.name, version, path: `/apis/${group.name}/${version}` });
@@ -122,10 +126,16 @@ export class Discovery {
     const documents = await Promise.all(
       versions.map(async (entry) => {
         try {
-          const response = await this.client.getJSON<{ resources?: LegacyResource[] }>(entry.path, { signal });
+          const response = await this.client.getJSON<{ resources?: LegacyResource[] }>(entry.path, {
+            signal,
+          });
           return { ...entry, resources: response.notModified ? [] : (response.body.resources ?? []) };
         } catch (error) {
-          failedGroups.push({ group: entry.group, version: entry.version, reason: String((error as Error).message) });
+          failedGroups.push({
+            group: entry.group,
+            version: entry.version,
+            reason: String((error as Error).message),
+          });
           return { ...entry, resources: [] };
         }
       }),

@@ -119,7 +119,10 @@ export function errorFromTransport(error: unknown, server: string, path: string)
     return new KubeError('tls', `TLS handshake with ${server} failed (${code})`, { path, cause: error });
   }
   const reason = code ? describeNetworkCode(code) : error instanceof Error ? error.message : String(error);
-  return new KubeError('network', `cannot reach the API server at ${server}: ${reason}`, { path, cause: error });
+  return new KubeError('network', `cannot reach the API server at ${server}: ${reason}`, {
+    path,
+    cause: error,
+  });
 }
 
 function transportCode(error: unknown): string | undefined {

@@ -49,7 +49,10 @@ export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
     }
   } catch (error) {
     if (error instanceof UserError) throw error;
-    throw new UsageError(`cannot read kubeconfig ${source}: ${oneLine(errorMessage(error))}; fix the file or pass another with --kubeconfig.`, { cause: error });
+    throw new UsageError(
+      `cannot read kubeconfig ${source}: ${oneLine(errorMessage(error))}; fix the file or pass another with --kubeconfig.`,
+      { cause: error },
+    );
   }
 
   if (options.context) {

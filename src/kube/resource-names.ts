@@ -38,7 +38,9 @@ function nameMatches(type: ResourceType, name: string): boolean {
 function groupMatches(type: ResourceType, group: string | undefined): boolean {
   if (group === undefined) return true;
   // kubectl accepts a group's leading part: 'hpa.autoscaling', 'csr.certificates'.
-  return type.group === group || type.group.startsWith(`${group}.`) || (group === 'core' && type.group === '');
+  return (
+    type.group === group || type.group.startsWith(`${group}.`) || (group === 'core' && type.group === '')
+  );
 }
 
 /**

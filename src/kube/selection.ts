@@ -47,7 +47,10 @@ export const EXCLUDED_BY_DEFAULT: ReadonlySet<string> = new Set([
   'endpointslices.discovery.k8s.io',
 ]);
 
-export function selectResources(discovered: readonly DiscoveredResource[], options: SelectionOptions): Selection {
+export function selectResources(
+  discovered: readonly DiscoveredResource[],
+  options: SelectionOptions,
+): Selection {
   const watchable = discovered.filter((type) => type.verbs.includes('list') && type.verbs.includes('watch'));
   const named = new Set<DiscoveredResource>();
   const unresolved: ResourceName[] = [];

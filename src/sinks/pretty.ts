@@ -2,8 +2,8 @@
 // change, `spec.replicas: 2 → 5`. Paths read like kubectl's JSONPath,
 // long values are elided in the middle so both ends stay visible.
 import { Chalk, type ChalkInstance } from 'chalk';
-import type { JsonValue } from '../kube/types.ts';
 import type { Change, ChangeEvent } from '../diff/types.ts';
+import type { JsonValue } from '../kube/types.ts';
 
 export interface PrettyOptions {
   color: boolean;

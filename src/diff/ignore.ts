@@ -1,0 +1,132 @@
+// Ignored paths: subtrees kubediff neither stores nor diffs (see PRODUCT.md, "Default ignored paths").
+
+import { parsePointer } from './pointer.ts';
+
+/** What every watch ignores unless told otherwise; `--status` brings /status back. */
+export const DEFAULT_IGNORED_PATHS: readonly string[] = [
+  '/metadata/managedFields',
+  '/metadata/resourceVersion',
+  '/metadata/generation',
+  '/status',
+];
+
+const STATUS_PATH = '/status';
+
+/** The ignore list of a watch: the defaults (minus /status when status is wanted) plus the user's own. */
+export function ignoredPathsFor(options: { status: boolean; extra: readonly string[] }): string[] {
+  const defaults = options.status
+    ? DEFAULT_IGNORED_PATHS.filter((path) => path !== STATUS_PATH)
+    : DEFAULT_IGNORED_PATHS;
+  return [...new Set([...defaults, ...options.extra])];
+}
+
+/** A segment that matches any single key or index, e.g. /spec/template/spec/containers/x/image with '*' for x. */
+export const WILDCARD = '*';
+
+/** One node of the pattern trie; `ignored` marks the end of a pattern. */
+interface PatternNode {
+  ignored: boolean;
+  readonly literal: Map<string, PatternNode>;
+  wildcard: PatternNode | undefined;
+}
+
+/**
+ * Where a walk over an object stands: the pattern nodes its current path has reached.
+ * Empty means no pattern can match anywhere below, so a walker may stop looking.
+ */
+export type MatchCursor = readonly PatternNode[];
+
+const NOTHING_BELOW: MatchCursor = [];
+
+/**
+ * Decides whether a path is ignored: a pattern matches its own path and everything below it.
+ * Patterns are compiled once into a trie of segments, so a lookup is a walk down the trie with no
+ * string building or regex per call: it runs on every object kubediff stores.
+ */
+export class PathMatcher {
+  readonly #root: PatternNode = newNode();
+  readonly #isEmpty: boolean;
+
+  /** Throws a one-sentence Error for a pattern that is not a JSON Pointer or that would ignore everything. */
+  constructor(patterns: readonly string[]) {
+    for (const pattern of patterns) {
+      const segments = parsePointer(pattern);
+      if (segments.length === 0) {
+        throw new Error('"" cannot be ignored: it is the whole object; name a path such as /status');
+      }
+      let node = this.#root;
+      for (const segment of segments) {
+        node = segment === WILDCARD ? wildcardChild(node) : literalChild(node, segment);
+      }
+      node.ignored = true;
+    }
+    this.#isEmpty = patterns.length === 0;
+  }
+
+  get isEmpty(): boolean {
+    return this.#isEmpty;
+  }
+
+  /** Is this path, or one of its ancestors, ignored? */
+  matches(segments: readonly string[]): boolean {
+    return matchesFrom(this.#root, segments, 0);
+  }
+
+  /** Same as matches() for a JSON Pointer; throws if `pointer` is not one. */
+  matchesPointer(pointer: string): boolean {
+    return this.matches(parsePointer(pointer));
+  }
+
+  /** The cursor at the root of an object, for walkers that descend key by key (see step()). */
+  start(): MatchCursor {
+    return this.#isEmpty ? NOTHING_BELOW : [this.#root];
+  }
+
+  /**
+   * Descends from `cursor` into the key or index `segment`: 'ignored' if that subtree is ignored,
+   * otherwise the cursor of the subtree (empty when nothing below it can be ignored). Only ever
+   * called for paths whose ancestors were not ignored, so reaching a pattern's end means ignored.
+   */
+  step(cursor: MatchCursor, segment: string): MatchCursor | 'ignored' {
+    if (cursor.length === 0) return NOTHING_BELOW;
+    // Allocated only when a pattern continues below this segment, which is rare.
+    let next: PatternNode[] | undefined;
+    for (const node of cursor) {
+      const literal = node.literal.get(segment);
+      const wildcard = node.wildcard;
+      if (literal?.ignored || wildcard?.ignored) return 'ignored';
+      if (literal === undefined && wildcard === undefined) continue;
+      next = next ?? [];
+      if (literal) next.push(literal);
+      if (wildcard) next.push(wildcard);
+    }
+    return next ?? NOTHING_BELOW;
+  }
+}
+
+function newNode(): PatternNode {
+  return { ignored: false, literal: new Map(), wildcard: undefined };
+}
+
+function literalChild(node: PatternNode, segment: string): PatternNode {
+  let child = node.literal.get(segment);
+  if (!child) {
+    child = newNode();
+    node.literal.set(segment, child);
+  }
+  return child;
+}
+
+function wildcardChild(node: PatternNode): PatternNode {
+  node.wildcard = node.wildcard ?? newNode();
+  return node.wildcard;
+}
+
+function matchesFrom(node: PatternNode, segments: readonly string[], index: number): boolean {
+  if (node.ignored) return true;
+  const segment = segments[index];
+  if (segment === undefined) return false;
+  const literal = node.literal.get(segment);
+  if (literal && matchesFrom(literal, segments, index + 1)) return true;
+  return node.wildcard !== undefined && matchesFrom(node.wildcard, segments, index + 1);
+}

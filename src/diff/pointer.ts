@@ -1,0 +1,46 @@
+// RFC 6901 JSON Pointers: the `path` of every change and the syntax of ignored paths.
+
+/** Escapes one reference token: '~' first, so the '~' introduced for '/' is not escaped again. */
+export function escapeSegment(segment: string | number): string {
+  const text = String(segment);
+  // Most Kubernetes keys need no escaping; skip the two replaces for them.
+  if (!text.includes('~') && !text.includes('/')) return text;
+  return text.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/** ['metadata', 'labels', 'app.kubernetes.io/name'] → '/metadata/labels/app.kubernetes.io~1name'; [] → ''. */
+export function formatPointer(segments: readonly (string | number)[]): string {
+  let pointer = '';
+  for (const segment of segments) pointer += `/${escapeSegment(segment)}`;
+  return pointer;
+}
+
+/**
+ * '/metadata/labels/app.kubernetes.io~1name' → ['metadata', 'labels', 'app.kubernetes.io/name'];
+ * '' (the whole document) → []. Throws one readable sentence for anything that is not a pointer.
+ */
+export function parsePointer(text: string): string[] {
+  if (text === '') return [];
+  if (!text.startsWith('/')) {
+    throw new Error(
+      `${JSON.stringify(text)} is not a JSON Pointer: it must start with "/" (for example /${text})`,
+    );
+  }
+  return text
+    .slice(1)
+    .split('/')
+    .map((token) => unescapeSegment(token, text));
+}
+
+function unescapeSegment(token: string, pointer: string): string {
+  if (!token.includes('~')) return token;
+  // Every '~' must start '~0' or '~1'; checked before unescaping so '~01' is read as '~' + '1'.
+  if (/~(?![01])/.test(token)) {
+    throw new Error(
+      `${JSON.stringify(pointer)} is not a JSON Pointer: "~" must be followed by 0 or 1 ` +
+        '(write ~0 for "~" and ~1 for "/")',
+    );
+  }
+  // RFC 6901 §4: '~1' before '~0', so '~01' becomes '~1' and not '/'.
+  return token.replaceAll('~1', '/').replaceAll('~0', '~');
+}

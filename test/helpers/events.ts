@@ -1,0 +1,174 @@
+// The event as tests see it, plus small tools to find events and to check them against the contract
+// (PRODUCT.md, "The event").
+
+import type { ChangeEvent } from '../../src/diff/types.ts';
+
+/** One JSON line of `kubediff watch -o json` (and one webhook body). Mirrors the contract type. */
+export interface TestEvent extends ChangeEvent {}
+
+/** What `matching()` compares; every given field must be equal. */
+export interface EventFilter {
+  type?: TestEvent['type'];
+  kind?: string;
+  resource?: string;
+  apiVersion?: string;
+  /** `null` matches only cluster-scoped objects (no namespace). */
+  namespace?: string | null;
+  name?: string;
+  uid?: string;
+  offline?: boolean;
+  finalStateUnknown?: boolean;
+}
+
+/** A predicate for `waitForEvent`/`expectNoEvent`, e.g. `matching({ type: 'UPDATED', kind: 'ConfigMap', name: 'a' })`. */
+export function matching(filter: EventFilter): (event: TestEvent) => boolean {
+  return (event) => {
+    const object = event.object;
+    if (filter.type !== undefined && event.type !== filter.type) return false;
+    if (filter.kind !== undefined && object.kind !== filter.kind) return false;
+    if (filter.resource !== undefined && object.resource !== filter.resource) return false;
+    if (filter.apiVersion !== undefined && object.apiVersion !== filter.apiVersion) return false;
+    if (filter.namespace !== undefined && (object.namespace ?? null) !== filter.namespace) return false;
+    if (filter.name !== undefined && object.name !== filter.name) return false;
+    if (filter.uid !== undefined && object.uid !== filter.uid) return false;
+    if (filter.offline !== undefined && (event.offline === true) !== filter.offline) return false;
+    if (
+      filter.finalStateUnknown !== undefined &&
+      (event.finalStateUnknown === true) !== filter.finalStateUnknown
+    ) {
+      return false;
+    }
+    return true;
+  };
+}
+
+/** The change of an UPDATED event at `path`, if any. */
+export function changeAt(
+  event: TestEvent,
+  path: string,
+): NonNullable<TestEvent['changes']>[number] | undefined {
+  return event.changes?.find((change) => change.path === path);
+}
+
+/** A one-line summary for failure messages: `UPDATED apps/v1 Deployment shop/web rv=48213 [2 changes]`. */
+export function describeEvent(event: TestEvent): string {
+  // Lines parsed from stdout are not guaranteed to be well-formed events.
+  if (!isRecord(event.object)) return JSON.stringify(event);
+  const object = event.object;
+  const where = object.namespace === undefined ? object.name : `${object.namespace}/${object.name}`;
+  const flags = [event.offline ? 'offline' : '', event.finalStateUnknown ? 'finalStateUnknown' : '']
+    .filter(Boolean)
+    .join(',');
+  const changes =
+    event.changes === undefined ? '' : ` [${event.changes.map((c) => `${c.op} ${c.path}`).join('; ')}]`;
+  return `${event.type} ${object.apiVersion} ${object.kind} ${where} rv=${object.resourceVersion}${flags ? ` (${flags})` : ''}${changes}`;
+}
+
+const EVENT_KEYS = new Set([
+  'id',
+  'type',
+  'time',
+  'cluster',
+  'object',
+  'changes',
+  'offline',
+  'finalStateUnknown',
+]);
+const OBJECT_KEYS = new Set([
+  'apiVersion',
+  'kind',
+  'resource',
+  'namespace',
+  'name',
+  'uid',
+  'resourceVersion',
+]);
+const CHANGE_KEYS = new Set(['op', 'path', 'from', 'to']);
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+/** RFC 6901: '/'-separated tokens where '~' only appears as '~0' or '~1'. */
+const JSON_POINTER = /^(\/([^~/]|~[01])*)+$/;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Every way `value` breaks the event contract; empty when it is a valid event. */
+export function contractViolations(value: unknown): string[] {
+  const problems: string[] = [];
+  if (!isRecord(value)) return ['the event is not a JSON object'];
+  for (const key of Object.keys(value)) if (!EVENT_KEYS.has(key)) problems.push(`unknown field "${key}"`);
+
+  const { type, object, changes } = value;
+  if (type !== 'ADDED' && type !== 'UPDATED' && type !== 'DELETED')
+    problems.push(`bad type ${JSON.stringify(type)}`);
+  if (typeof value.time !== 'string' || !ISO_TIME.test(value.time) || Number.isNaN(Date.parse(value.time))) {
+    problems.push(`time ${JSON.stringify(value.time)} is not an ISO 8601 UTC timestamp`);
+  }
+  if ('cluster' in value && (typeof value.cluster !== 'string' || value.cluster === '')) {
+    problems.push('cluster, when present, must be a non-empty string');
+  }
+  for (const flag of ['offline', 'finalStateUnknown'] as const) {
+    if (flag in value && value[flag] !== true) problems.push(`${flag}, when present, must be true`);
+  }
+  if (value.finalStateUnknown === true && (type !== 'DELETED' || value.offline !== true)) {
+    problems.push('finalStateUnknown belongs only on an offline DELETED event');
+  }
+
+  if (!isRecord(object)) {
+    problems.push('object is missing or not an object');
+  } else {
+    for (const key of Object.keys(object))
+      if (!OBJECT_KEYS.has(key)) problems.push(`unknown field "object.${key}"`);
+    for (const key of ['apiVersion', 'kind', 'resource', 'name', 'uid', 'resourceVersion']) {
+      if (typeof object[key] !== 'string' || object[key] === '')
+        problems.push(`object.${key} must be a non-empty string`);
+    }
+    if ('namespace' in object && (typeof object.namespace !== 'string' || object.namespace === '')) {
+      problems.push(
+        'object.namespace, when present, must be a non-empty string (absent for cluster-scoped objects)',
+      );
+    }
+    if (value.id !== `${String(object.uid)}:${String(object.resourceVersion)}`) {
+      problems.push(`id ${JSON.stringify(value.id)} is not "uid:resourceVersion"`);
+    }
+  }
+
+  if (type === 'UPDATED') {
+    if (!Array.isArray(changes) || changes.length === 0) {
+      problems.push('an UPDATED event needs a non-empty changes list');
+    } else {
+      changes.forEach((change: unknown, index) => {
+        const at = `changes[${index}]`;
+        if (!isRecord(change)) {
+          problems.push(`${at} is not an object`);
+          return;
+        }
+        for (const key of Object.keys(change))
+          if (!CHANGE_KEYS.has(key)) problems.push(`unknown field "${at}.${key}"`);
+        const { op, path } = change;
+        if (op !== 'add' && op !== 'remove' && op !== 'replace')
+          problems.push(`${at}.op ${JSON.stringify(op)}`);
+        if (typeof path !== 'string' || !JSON_POINTER.test(path)) {
+          problems.push(`${at}.path ${JSON.stringify(path)} is not an RFC 6901 JSON Pointer`);
+        }
+        if ((op === 'add') === 'from' in change) {
+          problems.push(`${at}: "from" must be ${op === 'add' ? 'absent' : 'present'} for op ${String(op)}`);
+        }
+        if ((op === 'remove') === 'to' in change) {
+          problems.push(`${at}: "to" must be ${op === 'remove' ? 'absent' : 'present'} for op ${String(op)}`);
+        }
+      });
+    }
+  } else if (changes !== undefined) {
+    problems.push(`a ${String(type)} event carries no changes`);
+  }
+  return problems;
+}
+
+/** Throws, naming every problem, unless `value` is a valid event. */
+export function assertEvent(value: unknown): asserts value is TestEvent {
+  const problems = contractViolations(value);
+  if (problems.length > 0) {
+    throw new Error(`not a valid kubediff event (${problems.join('; ')}): ${JSON.stringify(value)}`);
+  }
+}

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseDuration } from '../../src/cli/duration.ts';
+import { labelSelectorProblem } from '../../src/config/label-selector.ts';
+import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
+import { UsageError } from '../../src/errors.ts';
+import { Backoff } from '../../src/informer/backoff.ts';
+import { errorFromResponse, errorFromTransport, parseRetryAfter } from '../../src/kube/errors.ts';
+
+describe('label selectors', () => {
+  it('accepts every kubectl form', () => {
+    for (const selector of [
+      'app',
+      '!app',
+      'app=web',
+      'app==web',
+      'app!=web',
+      'tier in (a, b)',
+      'tier notin (a)',
+      'app.kubernetes.io/name=x,env',
+      'a=',
+    ]) {
+      assert.equal(labelSelectorProblem(selector), undefined, selector);
+    }
+  });
+  it('names the bad requirement', () => {
+    assert.match(labelSelectorProblem('app=web,=x') ?? '', /"=x" is not a valid requirement/);
+    assert.match(labelSelectorProblem('app in a,b') ?? '', /"app in a" is not a valid requirement/);
+  });
+});
+
+describe('watch flags', () => {
+  it('splits repeated and comma-separated lists and picks the output by terminal', () => {
+    const settings = watchSettingsFromFlags(
+      { namespace: ['a,b', 'c'], resource: ['po'], ignore: ['/spec/replicas'] },
+      true,
+    );
+    assert.deepEqual(settings.namespaces, ['a', 'b', 'c']);
+    assert.equal(settings.output, 'pretty');
+    assert.equal(watchSettingsFromFlags({}, false).output, 'json');
+    assert.ok(settings.ignoredPaths.includes('/spec/replicas'));
+    assert.ok(settings.ignoredPaths.includes('/status'));
+    assert.ok(!watchSettingsFromFlags({ status: true }, false).ignoredPaths.includes('/status'));
+  });
+
+  it('rejects bad values with one sentence and exit code 2', () => {
+    const cases: [Parameters<typeof watchSettingsFromFlags>[0], RegExp][] = [
+      [{ events: 'added,renamed' }, /invalid --events value "renamed"/],
+      [{ selector: 'app in' }, /invalid --selector "app in"/],
+      [{ ignore: ['spec/replicas'] }, /invalid --ignore path: .*must start with "\/"/],
+      [{ namespace: ['Shop'] }, /invalid --namespace "Shop"/],
+      [{ output: 'yaml' }, /invalid --output "yaml"/],
+    ];
+    for (const [flags, message] of cases) {
+      assert.throws(
+        () => watchSettingsFromFlags(flags, false),
+        (error: unknown) =>
+          error instanceof UsageError && error.exitCode === 2 && message.test(error.message),
+      );
+    }
+  });
+});
+
+describe('durations', () => {
+  it('parses what people write', () => {
+    assert.equal(parseDuration('500ms'), 500);
+    assert.equal(parseDuration('30s'), 30_000);
+    assert.equal(parseDuration('1h30m'), 5_400_000);
+    assert.equal(parseDuration('5'), undefined);
+    assert.equal(parseDuration('soon'), undefined);
+  });
+});
+
+describe('backoff', () => {
+  it('doubles from 800ms to the cap, spreads with jitter, honours Retry-After and resets after quiet', () => {
+    const backoff = new Backoff({ jitter: 0 }, () => 0.5);
+    const delays = Array.from({ length: 8 }, () => backoff.next(undefined, 1_000));
+    assert.deepEqual(delays, [800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
+    assert.equal(backoff.next(45_000, 1_000), 45_000);
+    assert.equal(backoff.next(undefined, 1_000 + 121_000), 800);
+    const jittered = new Backoff({ jitter: 0.5 }, () => 0);
+    assert.equal(jittered.next(), 400);
+  });
+});
+
+describe('API errors', () => {
+  it('classifies statuses and reads Retry-After from the header or the Status body', () => {
+    const throttled = errorFromResponse(
+      429,
+      '{"kind":"Status","reason":"TooManyRequests","message":"slow down","details":{"retryAfterSeconds":3}}',
+      undefined,
+      '/api/v1/pods',
+    );
+    assert.equal(throttled.kind, 'throttled');
+    assert.equal(throttled.retryAfterSeconds, 3);
+    assert.equal(throttled.message, '429 TooManyRequests: slow down');
+    assert.equal(errorFromResponse(503, '<html>down</html>', '7', '/x').retryAfterSeconds, 7);
+    assert.equal(errorFromResponse(410, '', undefined, '/x').kind, 'gone');
+    assert.equal(errorFromResponse(403, '', undefined, '/x').kind, 'forbidden');
+    assert.equal(parseRetryAfter('soon'), undefined);
+  });
+  it('explains transport failures', () => {
+    const refused = errorFromTransport(
+      Object.assign(new Error('x'), { cause: { code: 'ECONNREFUSED' } }),
+      'https://h:1',
+      '/api',
+    );
+    assert.equal(refused.kind, 'network');
+    assert.equal(refused.message, 'cannot reach the API server at https://h:1: connection refused');
+    const tls = errorFromTransport(
+      Object.assign(new Error('x'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }),
+      'https://h:1',
+      '/api',
+    );
+    assert.equal(tls.kind, 'tls');
+  });
+});
