@@ -109,22 +109,30 @@ function buildProgram(): Command {
   return program;
 }
 
-/** Resolves on the first SIGINT/SIGTERM; a second one ends the process at once. */
+/**
+ * Resolves on the first SIGINT/SIGTERM; a second one, a moment later, ends
+ * the process at once. The same signal arriving twice together is one
+ * request: Ctrl-C reaches both the launcher (bin/kubediff.js) and this
+ * process, and the launcher forwards it too.
+ */
 function stopSignal(log: ReturnType<typeof stderrLogger>): Promise<string> {
   return new Promise((resolve) => {
-    let received = false;
+    let firstAt: number | undefined;
     const onSignal = (signal: NodeJS.Signals) => {
-      if (received) {
+      if (firstAt !== undefined) {
+        if (Date.now() - firstAt < REPEATED_SIGNAL_WINDOW_MS) return;
         log.warn(`${signal} again: exiting without finishing deliveries.`);
         process.exit(EXIT_FAILURE);
       }
-      received = true;
+      firstAt = Date.now();
       resolve(signal);
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
 }
+
+const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 
 function durationFromEnvironment(name: string): number | undefined {
   const text = process.env[name];
@@ -162,12 +170,24 @@ function timingFromEnvironment(): Partial<ReflectorTiming> {
 
 export async function main(argv: string[]): Promise<number> {
   const debug = argv.includes('--debug');
+  process.stdout.on('error', onStdoutError);
   try {
     await buildProgram().parseAsync(argv);
     return EXIT_OK;
   } catch (error) {
     return reportError(error, debug);
   }
+}
+
+/**
+ * A reader that leaves early (`kubediff resources | head`) closes stdout (EPIPE): there is nobody left to
+ * tell, so it is not an error, and never an unhandled 'error' event with a stack trace. `watch` also stops
+ * on it (StreamOutput). Any other failure to write stdout is one line on stderr and exit code 1.
+ */
+function onStdoutError(error: NodeJS.ErrnoException): void {
+  if (error.code === 'EPIPE') return;
+  process.stderr.write(`kubediff: cannot write to stdout: ${error.message}.\n`);
+  process.exit(EXIT_FAILURE);
 }
 
 function reportError(error: unknown, debug: boolean): number {
@@ -180,7 +200,11 @@ function reportError(error: unknown, debug: boolean): number {
       return EXIT_OK;
     }
     if (error.code === 'commander.help') return EXIT_OK;
-    const message = error.message.replace(/^error: /, '').replace(/\.$/, '');
+    const message = error.message
+      .replace(/^error: /, '')
+      .replace(/\.$/, '')
+      // Commander's "…is invalid. Allowed choices are a, b." is two sentences; the brief wants one.
+      .replace(/\. Allowed choices are /, '; allowed choices are ');
     process.stderr.write(`kubediff: ${message}; run \`kubediff --help\` for usage.\n`);
     return EXIT_USAGE;
   }

@@ -10,7 +10,9 @@ import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import { type Selection, type SkipReason, selectResources } from '../kube/selection.ts';
 import { qualifiedName } from '../kube/types.ts';
+import { stderrLogger } from '../log.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
+import { checkResourceNames } from './watch.ts';
 
 export interface ResourceRow {
   name: string;
@@ -42,6 +44,8 @@ export async function runResources(
     } catch (error) {
       throw explainConnectionFailure(error, identity);
     }
+    // The same -r check as `watch`: a typo is an error with a suggestion, not a list where nothing is watched.
+    checkResourceNames(selection, stderrLogger({ debug: false }));
     const forbidden = await forbiddenTypes(client, selection.watched, settings.namespaces);
     const rows: ResourceRow[] = [
       ...selection.watched.map((type) =>

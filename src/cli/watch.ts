@@ -92,9 +92,14 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     } finally {
       progress.stop();
     }
-    const count = new Set(watcher.allInformers().map((informer) => informer.type)).size;
+    const informers = watcher.allInformers();
+    const count = new Set(informers.map((informer) => informer.type)).size;
+    const failing = new Set(
+      informers.filter((informer) => !informer.hasSynced).map((informer) => informer.type),
+    ).size;
     runtime.log.info(
-      `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")`,
+      `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")` +
+        (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
     );
     const reason = await Promise.race([runtime.stopRequested, outputClosed]);
     runtime.log.debug(`stopping: ${reason}`);
@@ -109,7 +114,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
  * A -r name that matches nothing is a typo (exit 2) unless it names a group
  * with a dot: that is a custom resource whose CRD may be installed later.
  */
-function checkResourceNames(selection: Selection, log: Logger): void {
+export function checkResourceNames(selection: Selection, log: Logger): void {
   const known = [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)];
   for (const name of selection.unresolved) {
     if (name.group?.includes('.')) {

@@ -8,7 +8,7 @@
 import { errorMessage } from '../errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
-import type { KubeError } from '../kube/errors.ts';
+import type { KubeError, KubeFailureKind } from '../kube/errors.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../log.ts';
@@ -36,6 +36,9 @@ export interface ClusterWatcherOptions {
   /** Called after each (re-)discovery with what is watched and skipped. */
   onSelection?: (selection: Selection) => void;
 }
+
+/** Failures that concern the connection to the API server, not one resource. */
+const CONNECTION_FAILURES: ReadonlySet<KubeFailureKind> = new Set(['network', 'tls', 'unauthorized']);
 
 const DEFAULT_REDISCOVERY_MS = 5 * 60_000;
 /** Discovery can lag a moment behind a CRD becoming Established: look again shortly after. */
@@ -72,6 +75,7 @@ export class ClusterWatcher {
   private readonly triggers: Reflector[] = [];
   private readonly abort = new AbortController();
   private readonly reported = new Map<Informer, string>();
+  private readonly disconnected = new Set<Informer>();
   private refreshing: Promise<void> | undefined;
   private refreshAgain = false;
   private started = false;
@@ -168,6 +172,7 @@ export class ClusterWatcher {
       for (const informer of informers) {
         informer.flushAsDeleted();
         this.reported.delete(informer);
+        this.disconnected.delete(informer);
       }
       this.options.log.info(`stopped watching ${key}: the API server no longer serves it`);
     }
@@ -202,21 +207,35 @@ export class ClusterWatcher {
     return [new Informer(this.options.client, { ...common, fieldSelector }, handler)];
   }
 
-  /** Each distinct problem of a resource is logged once, and its recovery once. */
+  /**
+   * Each distinct problem of one resource (403, 404, a failing aggregated
+   * API) is logged once, and its recovery once. Losing the connection to
+   * the API server affects every resource at once: that is one line when
+   * it starts and one when every watch is back, not one per resource.
+   */
   private reportState(informer: Informer, state: ReflectorState): void {
     const name =
       qualifiedName(informer.type) + (informer.namespace ? ` in namespace ${informer.namespace}` : '');
     if (state.phase === 'failing') {
+      if (CONNECTION_FAILURES.has(state.error.kind)) {
+        if (this.disconnected.size === 0) {
+          this.options.log.warn(`${state.error.message}; reconnecting with backoff.`);
+        }
+        this.disconnected.add(informer);
+        return;
+      }
       const summary = describeFailure(state.error);
       if (this.reported.get(informer) === summary) return;
       this.reported.set(informer, summary);
-      const retry = state.slow
-        ? `retrying every ${Math.round(state.retryInMs / 1000)}s`
-        : 'retrying with backoff';
+      const retry = state.slow ? `retrying every ${roughDuration(state.retryInMs)}` : 'retrying with backoff';
       this.options.log.warn(`${name}: ${summary}; ${retry}.`);
-    } else if (state.phase === 'watching' && this.reported.has(informer)) {
-      this.reported.delete(informer);
-      this.options.log.info(`${name}: watching again.`);
+    } else if (state.phase === 'watching' || state.phase === 'stopped') {
+      if (this.disconnected.delete(informer) && this.disconnected.size === 0 && state.phase === 'watching') {
+        this.options.log.info('reconnected: every watch has resumed.');
+      }
+      if (this.reported.delete(informer) && state.phase === 'watching') {
+        this.options.log.info(`${name}: watching again.`);
+      }
     }
   }
 
@@ -275,4 +294,10 @@ export function describeFailure(error: KubeError): string {
     default:
       return error.message;
   }
+}
+
+/** 5m, 90s: for log lines. */
+function roughDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  return seconds >= 120 && seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
 }

@@ -65,6 +65,11 @@ export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
     kubeConfig.setCurrentContext(options.context);
   }
 
+  if (kubeConfig.getContexts().length === 0) {
+    throw new UsageError(
+      `kubeconfig ${source} defines no contexts, so it is not a usable kubeconfig; fix the file or pass another with --kubeconfig.`,
+    );
+  }
   const contextName = kubeConfig.getCurrentContext();
   if (!contextName || !kubeConfig.getContextObject(contextName)) {
     throw new UsageError(
@@ -92,5 +97,11 @@ function describeSource(options: KubeconfigOptions): string {
 }
 
 function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim().replace(/\.$/, '');
+  // A YAML syntax error ends with a code frame (the offending lines and a caret) after a blank line.
+  const [reason = text] = text.split(/\n\s*\n/);
+  return reason
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/ \((\d+):(\d+)\)$/, ' at line $1, column $2')
+    .replace(/\.$/, '');
 }

@@ -1,0 +1,848 @@
+// A real Kubernetes control plane for the tests: etcd, kube-apiserver and
+// kube-controller-manager, started on free 127.0.0.1 ports in a fresh temp
+// folder, the way controller-runtime's envtest does it (and honouring its
+// environment variables), plus the controller manager so that namespace
+// deletion and garbage collection really happen.
+//
+// The cluster is described by a plain, JSON-serialisable ClusterInfo: the test
+// runner (scripts/run-tests.ts) starts one cluster per run and hands its
+// description to the test processes (see cluster-env.ts).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import { accessSync, closeSync, constants, existsSync, openSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, request } from 'undici';
+
+export const repoRoot = path.resolve(import.meta.dirname, '../..');
+/** Where `npm run cluster:build` puts the binaries and `npm run cluster:up` its state. */
+export const clusterCacheDir = path.join(repoRoot, '.cache', 'cluster');
+export const defaultBinDir = path.join(clusterCacheDir, 'bin');
+
+/** Everything a test needs to reach the cluster; JSON-serialisable. */
+export interface ClusterInfo {
+  /** true when USE_EXISTING_CLUSTER=true: nothing was started, nothing will be stopped. */
+  external: boolean;
+  /** https://127.0.0.1:<port> */
+  server: string;
+  /** An admin kubeconfig (for our own cluster: written into the cluster's temp folder). */
+  kubeconfigPath: string;
+  /** PEM of the CA that signed the API server's serving certificate. */
+  caPem?: string;
+  /** The same CA as a file (our own cluster only). */
+  caFile?: string;
+  /** Skip TLS verification (only ever set from an existing cluster's kubeconfig). */
+  insecureSkipTLSVerify?: boolean;
+  /** Bearer token of a user in group system:masters. */
+  adminToken?: string;
+  /** Client certificate and key (PEM), for an existing cluster whose kubeconfig uses them. */
+  adminClientCert?: string;
+  adminClientKey?: string;
+  /** Bearer token of user `nobody`, who has no RBAC rights at all (403 on everything but discovery). */
+  nobodyToken?: string;
+  /** http://127.0.0.1:<port> of etcd (our own cluster only); used by compactEtcd(). */
+  etcdEndpoint?: string;
+  /** The API server's --etcd-compaction-interval (our own cluster only). */
+  compactionInterval?: string;
+  /** The cluster's temp folder (etcd data, certificates, logs). */
+  dir?: string;
+  /** Log file of each process, by name. */
+  logs?: Record<string, string>;
+  /** Process id of each process (each is the leader of its own process group). */
+  pids?: Record<string, number>;
+  /** The binary each process runs, by process name. */
+  binaries?: Record<string, string>;
+}
+
+export interface RunningCluster extends ClusterInfo {
+  /** Stops every process (SIGTERM, then SIGKILL) and removes the temp folder. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface ControlPlaneBinaries {
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string;
+  kubectl: string;
+}
+
+export interface ResolvedBinary {
+  path: string;
+  /** Which setting chose it: an environment variable, or 'build' for .cache/cluster/bin. */
+  source: string;
+}
+
+export interface StartClusterOptions {
+  /** Binaries to run; default: resolveBinaries() (envtest variables, then .cache/cluster/bin). */
+  binaries?: Partial<ControlPlaneBinaries>;
+  /**
+   * The API server's --etcd-compaction-interval, a Go duration. Default: $KUBEDIFF_TEST_COMPACTION_INTERVAL,
+   * else 10s. Short, so that resourceVersions expire (410 Gone) within a test's lifetime.
+   */
+  compactionInterval?: string;
+  /** Controllers for kube-controller-manager; default: DEFAULT_CONTROLLERS. */
+  controllers?: string[];
+  /** Extra flags for kube-apiserver (appended, so they win). */
+  apiserverArgs?: string[];
+  /** How long to wait for the whole control plane; default 180 s (a 2-core CI machine is slow). */
+  startTimeoutMs?: number;
+  /**
+   * Let the processes outlive this Node process (npm run cluster:up). Default false: they are
+   * killed when this process exits, even if stop() was never called.
+   */
+  persistent?: boolean;
+  /** Parent of the cluster's temp folder; default os.tmpdir(). */
+  tmpRoot?: string;
+  /** Connect to $KUBECONFIG instead of starting anything; default: $USE_EXISTING_CLUSTER === 'true'. */
+  useExistingCluster?: boolean;
+  /** Progress messages (one line each); default: silent. */
+  log?: (message: string) => void;
+}
+
+/**
+ * The controllers the tests rely on: namespace deletion, garbage collection (ownerReferences), and the
+ * ServiceAccount controllers, so that namespaces look like a real cluster's (a `default` ServiceAccount).
+ */
+export const DEFAULT_CONTROLLERS = [
+  'namespace-controller',
+  'garbage-collector-controller',
+  'serviceaccount-controller',
+  'serviceaccount-token-controller',
+];
+
+const DEFAULT_COMPACTION_INTERVAL = '10s';
+const SERVICE_CLUSTER_IP_RANGE = '10.96.0.0/16';
+const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
+const CLUSTER_NAME = 'kubediff-test';
+
+const BINARY_SETTINGS: Record<keyof ControlPlaneBinaries, { file: string; env: string }> = {
+  etcd: { file: 'etcd', env: 'TEST_ASSET_ETCD' },
+  kubeApiserver: { file: 'kube-apiserver', env: 'TEST_ASSET_KUBE_APISERVER' },
+  kubeControllerManager: { file: 'kube-controller-manager', env: 'TEST_ASSET_KUBE_CONTROLLER_MANAGER' },
+  kubectl: { file: 'kubectl', env: 'TEST_ASSET_KUBECTL' },
+};
+
+/**
+ * Which binary to run for each component, following envtest: TEST_ASSET_<NAME> names a file,
+ * KUBEBUILDER_ASSETS a folder; anything not found there comes from .cache/cluster/bin (source 'build').
+ */
+export function resolveBinaries(
+  env: NodeJS.ProcessEnv = process.env,
+): Record<keyof ControlPlaneBinaries, ResolvedBinary> {
+  const resolve = (key: keyof ControlPlaneBinaries): ResolvedBinary => {
+    const { file, env: variable } = BINARY_SETTINGS[key];
+    const explicit = env[variable];
+    if (explicit) return { path: path.resolve(explicit), source: variable };
+    const assets = env.KUBEBUILDER_ASSETS;
+    if (assets && existsSync(path.join(assets, file))) {
+      return { path: path.resolve(assets, file), source: 'KUBEBUILDER_ASSETS' };
+    }
+    return { path: path.join(defaultBinDir, file), source: 'build' };
+  };
+  return {
+    etcd: resolve('etcd'),
+    kubeApiserver: resolve('kubeApiserver'),
+    kubeControllerManager: resolve('kubeControllerManager'),
+    kubectl: resolve('kubectl'),
+  };
+}
+
+export function useExistingCluster(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.USE_EXISTING_CLUSTER === 'true';
+}
+
+/** Starts a control plane (or, with USE_EXISTING_CLUSTER=true, connects to $KUBECONFIG's cluster). */
+export async function startCluster(options: StartClusterOptions = {}): Promise<RunningCluster> {
+  if (options.useExistingCluster ?? useExistingCluster()) return connectExistingCluster(options);
+  // Free ports are found by binding port 0 and letting go; another process can take one in between.
+  // That shows as "address already in use" in a log, and a fresh set of ports is the cure.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOwnCluster(options);
+    } catch (error) {
+      if (!(error instanceof PortInUseError) || attempt >= 3) throw error;
+      options.log?.(`cluster: a port was taken while starting (${error.component}); retrying with new ports`);
+    }
+  }
+}
+
+/** The serialisable part of a cluster (what KUBEDIFF_TEST_CLUSTER points at). */
+export function describeCluster(cluster: ClusterInfo): ClusterInfo {
+  const { stop: _stop, ...info } = cluster as RunningCluster;
+  return JSON.parse(JSON.stringify(info)) as ClusterInfo;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Our own control plane
+
+class PortInUseError extends Error {
+  readonly component: string;
+  constructor(component: string, message: string) {
+    super(message);
+    this.component = component;
+  }
+}
+
+interface ManagedProcess {
+  name: string;
+  binary: string;
+  pid: number;
+  logFile: string;
+  child: ChildProcess;
+  exited: Promise<void>;
+  /** Set once the process has exited. */
+  exit?: { code: number | null; signal: NodeJS.Signals | null };
+  spawnError?: Error;
+}
+
+async function startOwnCluster(options: StartClusterOptions): Promise<RunningCluster> {
+  const log = options.log ?? (() => {});
+  const startedAt = performance.now();
+  const timeoutMs = options.startTimeoutMs ?? 180_000;
+  const deadline = Date.now() + timeoutMs;
+  const binaries = pickBinaries(options.binaries);
+  const compactionInterval =
+    options.compactionInterval ??
+    process.env.KUBEDIFF_TEST_COMPACTION_INTERVAL ??
+    DEFAULT_COMPACTION_INTERVAL;
+
+  const tmpRoot = options.tmpRoot ?? tmpdir();
+  await mkdir(tmpRoot, { recursive: true });
+  const dir = await mkdtemp(path.join(tmpRoot, 'kubediff-cluster-'));
+  const processes: ManagedProcess[] = [];
+  const agent = new Agent({ connect: { rejectUnauthorized: false } });
+  let tlsAgent: Agent | undefined;
+
+  const stopProcesses = async () => {
+    // The controller manager and the API server first (they talk to etcd), then etcd.
+    const [etcd, ...rest] = processes;
+    await Promise.all(rest.map((p) => terminate(p)));
+    if (etcd) await terminate(etcd);
+    for (const p of processes) liveProcessGroups.delete(p.pid);
+  };
+
+  try {
+    const [etcdClientPort, etcdPeerPort, apiserverPort, controllerManagerPort] = await freePorts(4);
+    const etcdEndpoint = `http://127.0.0.1:${etcdClientPort}`;
+    const server = `https://127.0.0.1:${apiserverPort}`;
+
+    // Credentials. Tokens are static (--token-auth-file): an admin in system:masters, and `nobody`,
+    // who belongs to no group but system:authenticated and so may do discovery and nothing else.
+    const adminToken = randomBytes(24).toString('hex');
+    const nobodyToken = randomBytes(24).toString('hex');
+    const tokenFile = path.join(dir, 'tokens.csv');
+    await writeFile(
+      tokenFile,
+      `${adminToken},admin,admin-uid,"system:masters"\n${nobodyToken},nobody,nobody-uid\n`,
+      {
+        mode: 0o600,
+      },
+    );
+    // ServiceAccount tokens: the API server signs and verifies them, the controller manager signs
+    // legacy token Secrets. Any RSA key will do.
+    const serviceAccountKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const saPrivateKeyFile = path.join(dir, 'sa.key');
+    const saPublicKeyFile = path.join(dir, 'sa.pub');
+    await writeFile(saPrivateKeyFile, serviceAccountKey.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+      mode: 0o600,
+    });
+    await writeFile(saPublicKeyFile, serviceAccountKey.publicKey.export({ type: 'spki', format: 'pem' }));
+
+    const launch = (name: string, binary: string, args: string[]) => {
+      const p = launchProcess(name, binary, args, dir, options.persistent ?? false);
+      processes.push(p);
+      return p;
+    };
+
+    // etcd, its data in the temp folder. fsync is pointless for a throw-away test store and slow.
+    log(`cluster: starting etcd on ${etcdEndpoint}`);
+    launch('etcd', binaries.etcd, [
+      '--name=kubediff-test',
+      `--data-dir=${path.join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdEndpoint}`,
+      `--advertise-client-urls=${etcdEndpoint}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-cluster=kubediff-test=http://127.0.0.1:${etcdPeerPort}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
+    ]);
+    await waitUntil(
+      'etcd to report healthy',
+      async () => {
+        const res = await request(`${etcdEndpoint}/health`, { dispatcher: agent });
+        const body = await res.body.text();
+        return res.statusCode === 200 && body.includes('"true"') ? true : `${res.statusCode} ${body.trim()}`;
+      },
+      { deadline, processes },
+    );
+
+    // kube-apiserver. Notes on the less obvious flags:
+    // - --cert-dir without --tls-cert-file: the API server makes a self-signed CA and a serving
+    //   certificate for 127.0.0.1 (the --bind-address) and writes both to apiserver.crt; the CA
+    //   goes into the kubeconfig.
+    // - --disable-admission-plugins=ServiceAccount: pods can be created in a namespace at once,
+    //   without waiting for its `default` ServiceAccount.
+    // - --etcd-compaction-interval: the API server compacts etcd this often, so an old
+    //   resourceVersion expires quickly, like on a busy production cluster.
+    // - --watch-cache-sizes=podtemplates#0: podtemplates get no watch cache, so their lists and
+    //   watches are served straight from etcd. A watch from a resourceVersion older than etcd's
+    //   compacted revision then fails with a REAL 410 Gone ("too old resource version") coming from
+    //   etcd itself, as soon as that revision is compacted (compactEtcd() forces it); with a watch
+    //   cache, the cache's own event window decides instead, independent of compaction.
+    const certDir = path.join(dir, 'apiserver-certs');
+    log(`cluster: starting kube-apiserver on ${server}`);
+    launch('kube-apiserver', binaries.kubeApiserver, [
+      `--etcd-servers=${etcdEndpoint}`,
+      `--etcd-compaction-interval=${compactionInterval}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiserverPort}`,
+      `--cert-dir=${certDir}`,
+      '--authorization-mode=RBAC',
+      `--token-auth-file=${tokenFile}`,
+      `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
+      `--service-account-key-file=${saPublicKeyFile}`,
+      `--service-account-signing-key-file=${saPrivateKeyFile}`,
+      `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+      '--disable-admission-plugins=ServiceAccount',
+      '--watch-cache-sizes=podtemplates#0',
+      // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints reject (loopback).
+      '--endpoint-reconciler-type=none',
+      '--allow-privileged=true',
+      '--profiling=false',
+      ...(options.apiserverArgs ?? []),
+    ]);
+    const servingCertFile = path.join(certDir, 'apiserver.crt');
+    await waitUntil(
+      'kube-apiserver to write its self-signed certificate',
+      async () => existsSync(servingCertFile) || 'no apiserver.crt yet',
+      { deadline, processes, intervalMs: 100 },
+    );
+    const caPem = await readServingCA(servingCertFile);
+    const caFile = path.join(dir, 'ca.crt');
+    await writeFile(caFile, caPem);
+    tlsAgent = new Agent({ connect: { ca: caPem } });
+    const adminGet = async (urlPath: string) => {
+      const res = await request(`${server}${urlPath}`, {
+        dispatcher: tlsAgent,
+        headers: { authorization: `Bearer ${adminToken}` },
+      });
+      return { status: res.statusCode, body: await res.body.text() };
+    };
+
+    // /readyz covers etcd, the RBAC bootstrap roles and bindings, and the bootstrap controller's
+    // system namespaces; `default` is the namespace a client falls back to, so wait for it too.
+    await waitUntil(
+      'kube-apiserver /readyz',
+      async () => {
+        const res = await adminGet('/readyz');
+        return res.status === 200 || `${res.status} ${lastLines(res.body, 3)}`;
+      },
+      { deadline, processes },
+    );
+    await waitUntil(
+      'the default namespace',
+      async () => {
+        const res = await adminGet('/api/v1/namespaces/default');
+        return res.status === 200 || `${res.status}`;
+      },
+      { deadline, processes },
+    );
+
+    const kubeconfigPath = path.join(dir, 'kubeconfig');
+    await writeFile(kubeconfigPath, kubeconfigYaml({ server, caPem, token: adminToken, nobodyToken }), {
+      mode: 0o600,
+    });
+
+    // kube-controller-manager, as the admin; no leader election (there is only one). The API server
+    // has no client-certificate CA to publish, so the controller manager should not look for one.
+    log('cluster: starting kube-controller-manager');
+    launch('kube-controller-manager', binaries.kubeControllerManager, [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      '--authentication-skip-lookup=true',
+      '--leader-elect=false',
+      `--controllers=${(options.controllers ?? DEFAULT_CONTROLLERS).join(',')}`,
+      `--service-account-private-key-file=${saPrivateKeyFile}`,
+      `--root-ca-file=${caFile}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${controllerManagerPort}`,
+      `--cert-dir=${path.join(dir, 'controller-manager-certs')}`,
+      '--profiling=false',
+    ]);
+    // The serviceaccount controller creates `default` in every namespace once its informers have
+    // synced: proof that the controller manager is connected and working.
+    await waitUntil(
+      'kube-controller-manager to create the default ServiceAccount',
+      async () => {
+        const res = await adminGet('/api/v1/namespaces/default/serviceaccounts/default');
+        return res.status === 200 || `${res.status}`;
+      },
+      { deadline, processes },
+    );
+
+    const pids: Record<string, number> = {};
+    const logs: Record<string, string> = {};
+    const binaryPaths: Record<string, string> = {};
+    for (const p of processes) {
+      pids[p.name] = p.pid;
+      logs[p.name] = p.logFile;
+      binaryPaths[p.name] = p.binary;
+    }
+    log(
+      `cluster: ready in ${((performance.now() - startedAt) / 1000).toFixed(1)}s at ${server} (folder ${dir})`,
+    );
+
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      stopping ??= (async () => {
+        await stopProcesses();
+        await Promise.all([agent.close(), tlsAgent?.close()]);
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return stopping;
+    };
+    return {
+      external: false,
+      server,
+      kubeconfigPath,
+      caPem,
+      caFile,
+      adminToken,
+      nobodyToken,
+      etcdEndpoint,
+      compactionInterval,
+      dir,
+      logs,
+      pids,
+      binaries: binaryPaths,
+      stop,
+    };
+  } catch (error) {
+    const report = await processReport(processes);
+    await stopProcesses();
+    await Promise.all([agent.close(), tlsAgent?.close()]);
+    await rm(dir, { recursive: true, force: true });
+    const message = error instanceof Error ? error.message : String(error);
+    const busy = processes.find((p) => report.get(p.name)?.includes('address already in use'));
+    if (busy) throw new PortInUseError(busy.name, message);
+    const tails = [...report].map(([name, tail]) => `--- ${name} (last lines of its log) ---\n${tail}`);
+    throw new Error(`cannot start the test cluster: ${message}\n${tails.join('\n')}`, { cause: error });
+  }
+}
+
+function pickBinaries(given: Partial<ControlPlaneBinaries> = {}): ControlPlaneBinaries {
+  const resolved = resolveBinaries();
+  const binaries: ControlPlaneBinaries = {
+    etcd: given.etcd ?? resolved.etcd.path,
+    kubeApiserver: given.kubeApiserver ?? resolved.kubeApiserver.path,
+    kubeControllerManager: given.kubeControllerManager ?? resolved.kubeControllerManager.path,
+    kubectl: given.kubectl ?? resolved.kubectl.path,
+  };
+  for (const key of ['etcd', 'kubeApiserver', 'kubeControllerManager'] as const) {
+    try {
+      accessSync(binaries[key], constants.X_OK);
+    } catch {
+      const { source } = resolved[key];
+      const hint =
+        given[key] || source !== 'build'
+          ? `check ${given[key] ? 'the path' : source}`
+          : 'run `npm run cluster:build`';
+      throw new Error(
+        `cannot start the test cluster: ${binaries[key]} is missing or not executable; ${hint}.`,
+      );
+    }
+  }
+  return binaries;
+}
+
+/** Kills every process of every cluster this Node process started, if it exits without stop(). */
+const liveProcessGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function launchProcess(
+  name: string,
+  binary: string,
+  args: string[],
+  dir: string,
+  persistent: boolean,
+): ManagedProcess {
+  const logFile = path.join(dir, `${name}.log`);
+  const out = openSync(logFile, 'a');
+  // detached: a process group (and session) of its own, so that stop() can signal the group, and
+  // so that a Ctrl-C meant for the test runner does not kill the cluster under its feet.
+  const child = spawn(binary, args, { detached: true, stdio: ['ignore', out, out], cwd: dir });
+  closeSync(out);
+  const managed: ManagedProcess = {
+    name,
+    binary,
+    pid: child.pid ?? -1,
+    logFile,
+    child,
+    exited: new Promise((resolve) => {
+      child.once('error', (error) => {
+        managed.spawnError = error;
+        managed.exit ??= { code: null, signal: null };
+        resolve();
+      });
+      child.once('exit', (code, signal) => {
+        managed.exit = { code, signal };
+        resolve();
+      });
+    }),
+  };
+  if (persistent) {
+    child.unref();
+  } else if (managed.pid > 0) {
+    liveProcessGroups.add(managed.pid);
+    if (!exitHookInstalled) {
+      exitHookInstalled = true;
+      process.once('exit', () => {
+        for (const pgid of liveProcessGroups) signalGroup(pgid, 'SIGKILL');
+      });
+    }
+  }
+  return managed;
+}
+
+async function terminate(p: ManagedProcess, graceMs = 5_000): Promise<void> {
+  if (p.exit || p.pid <= 0) return;
+  signalGroup(p.pid, 'SIGTERM');
+  const exitedInTime = await Promise.race([p.exited.then(() => true), sleep(graceMs, false)]);
+  if (!exitedInTime) signalGroup(p.pid, 'SIGKILL');
+  await p.exited;
+  // Anything the process left in its group (it should not have children, but be sure).
+  signalGroup(p.pid, 'SIGKILL');
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: already gone.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Processes started by another Node process (npm run cluster:up / cluster:down)
+
+/** Whether `pid` is a live process (not a zombie), optionally running `binary`. */
+export function processAlive(pid: number, binary?: string): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  if (process.platform !== 'linux') return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // pid (comm) STATE ...; comm may contain spaces and parentheses, so look after the last ')'.
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (state === 'Z' || state === 'X') return false;
+    if (binary) {
+      const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
+      return path.basename(argv0) === path.basename(binary);
+    }
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+/** Stops the process group led by `pid` (SIGTERM, then SIGKILL after graceMs), by polling. */
+export async function stopProcessGroup(pid: number, graceMs = 5_000): Promise<void> {
+  signalGroup(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (processAlive(pid) && Date.now() < deadline) await sleep(100);
+  signalGroup(pid, 'SIGKILL');
+  const killDeadline = Date.now() + 5_000;
+  while (processAlive(pid) && Date.now() < killDeadline) await sleep(100);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// etcd
+
+/**
+ * Compacts etcd right now, through its HTTP/JSON gateway, so that every resourceVersion older than the
+ * cluster's latest one expires: a watch (or an exact list) from one, on a resource without watch cache
+ * (podtemplates), gets 410 Gone. A watch from the latest resourceVersion keeps working.
+ *
+ * How: a write to a marker key outside the API server's /registry prefix moves etcd's revision one past
+ * the latest resourceVersion R, then etcd compacts at that revision (physically, i.e. it waits until
+ * done). Compacting at R itself would be subtly wrong: a watch from R-1 would start at R, which is
+ * still allowed, but R's event would lack its previous value and the API server would answer with a
+ * 500 InternalError instead of 410. Returns the compacted revision.
+ *
+ * Only for a cluster we started (an existing cluster's etcd is out of reach): see needsEtcd().
+ */
+export async function compactEtcd(cluster: Pick<ClusterInfo, 'etcdEndpoint'>): Promise<number> {
+  const endpoint = cluster.etcdEndpoint;
+  if (!endpoint) {
+    throw new Error(
+      'compactEtcd: this cluster has no etcd endpoint (USE_EXISTING_CLUSTER=true?); skip the test.',
+    );
+  }
+  const post = async (route: string, body: unknown) => {
+    const res = await request(`${endpoint}${route}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await res.body.text();
+    return { status: res.statusCode, json: parseJson(text), text };
+  };
+  const marker = await post('/v3/kv/put', {
+    key: Buffer.from('/kubediff-test/compaction-marker').toString('base64'),
+    value: Buffer.from(new Date().toISOString()).toString('base64'),
+  });
+  const revision = Number(readPath(marker.json, ['header', 'revision']));
+  if (marker.status !== 200 || !Number.isSafeInteger(revision) || revision <= 0) {
+    throw new Error(
+      `compactEtcd: etcd ${endpoint} /v3/kv/put answered ${marker.status} ${marker.text.trim()}`,
+    );
+  }
+  // int64 fields are strings in etcd's JSON.
+  const compaction = await post('/v3/kv/compaction', { revision: String(revision), physical: true });
+  // Compacting a revision that is already compacted (the API server's own compactor got there
+  // first) is just as good.
+  if (compaction.status !== 200 && !compaction.text.includes('required revision has been compacted')) {
+    throw new Error(
+      `compactEtcd: etcd ${endpoint} /v3/kv/compaction answered ${compaction.status} ${compaction.text.trim()}`,
+    );
+  }
+  return revision;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// An existing cluster (USE_EXISTING_CLUSTER=true)
+
+async function connectExistingCluster(options: StartClusterOptions): Promise<RunningCluster> {
+  const log = options.log ?? (() => {});
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kubeconfigPath = (process.env.KUBECONFIG ?? '').split(path.delimiter).find(Boolean);
+  const kubeConfig = new KubeConfig();
+  if (kubeconfigPath) {
+    kubeConfig.loadFromDefault();
+  } else {
+    const home = path.join(homedir(), '.kube', 'config');
+    if (!existsSync(home)) {
+      throw new Error(
+        'USE_EXISTING_CLUSTER=true needs a kubeconfig: set KUBECONFIG (or create ~/.kube/config).',
+      );
+    }
+    kubeConfig.loadFromFile(home);
+  }
+  const current = kubeConfig.getCurrentCluster();
+  if (!current) throw new Error('USE_EXISTING_CLUSTER=true: the kubeconfig has no current cluster.');
+  // Ask client-node for the TLS material and the Authorization header (runs exec plugins once).
+  const tls: {
+    ca?: unknown;
+    cert?: unknown;
+    key?: unknown;
+    rejectUnauthorized?: boolean;
+    headers?: unknown;
+  } = {};
+  await kubeConfig.applyToHTTPSOptions(tls);
+  const headers = (tls.headers ?? {}) as Record<string, unknown>;
+  const authorization = typeof headers.Authorization === 'string' ? headers.Authorization : undefined;
+  const info: ClusterInfo = {
+    external: true,
+    server: current.server.replace(/\/+$/, ''),
+    kubeconfigPath: kubeconfigPath ? path.resolve(kubeconfigPath) : path.join(homedir(), '.kube', 'config'),
+  };
+  const pem = (value: unknown) => (value === undefined || value === null ? undefined : String(value));
+  const caPem = pem(tls.ca);
+  if (caPem) info.caPem = caPem;
+  if (tls.rejectUnauthorized === false) info.insecureSkipTLSVerify = true;
+  if (authorization?.startsWith('Bearer ')) info.adminToken = authorization.slice('Bearer '.length);
+  const cert = pem(tls.cert);
+  const key = pem(tls.key);
+  if (cert && key) {
+    info.adminClientCert = cert;
+    info.adminClientKey = key;
+  }
+  // A user without rights: a ServiceAccount with no bindings, token from the TokenRequest API.
+  try {
+    info.nobodyToken = await serviceAccountToken(info);
+  } catch (error) {
+    log(
+      `cluster: no token for a user without rights (${error instanceof Error ? error.message : error}); tests needing one skip`,
+    );
+  }
+  log(`cluster: using the existing cluster at ${info.server} (USE_EXISTING_CLUSTER=true)`);
+  return { ...info, stop: async () => {} };
+}
+
+async function serviceAccountToken(info: ClusterInfo): Promise<string> {
+  const { KubeAdmin } = await import('./kube-admin.ts');
+  const admin = new KubeAdmin(info);
+  try {
+    const base = '/api/v1/namespaces/default/serviceaccounts';
+    await admin.createOrKeep(base, { metadata: { name: 'kubediff-test-nobody' } });
+    const review = await admin.create(`${base}/kubediff-test-nobody/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 24 * 3600 },
+    });
+    const token = readPath(review, ['status', 'token']);
+    if (typeof token !== 'string') throw new Error('TokenRequest returned no token');
+    return token;
+  } finally {
+    await admin.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Small parts
+
+async function readServingCA(certFile: string): Promise<string> {
+  // The file may be caught half-written; wait until it holds a CA.
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const text = await readFile(certFile, 'utf8');
+    const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    for (const block of blocks) {
+      try {
+        if (new X509Certificate(block).ca) return `${block}\n`;
+      } catch {
+        // Incomplete block: read again.
+      }
+    }
+    await sleep(100);
+  }
+  throw new Error(`${certFile} holds no CA certificate`);
+}
+
+export function kubeconfigYaml(options: {
+  server: string;
+  caPem?: string | undefined;
+  insecureSkipTLSVerify?: boolean | undefined;
+  token?: string | undefined;
+  clientCert?: string | undefined;
+  clientKey?: string | undefined;
+  nobodyToken?: string | undefined;
+  namespace?: string | undefined;
+}): string {
+  // JSON strings are valid YAML double-quoted scalars.
+  const q = (value: string) => JSON.stringify(value);
+  const b64 = (value: string) => q(Buffer.from(value).toString('base64'));
+  const user = (name: string, token?: string, cert?: string, key?: string) => {
+    const lines = [`- name: ${q(name)}`, '  user:'];
+    if (token) lines.push(`    token: ${q(token)}`);
+    if (cert && key)
+      lines.push(`    client-certificate-data: ${b64(cert)}`, `    client-key-data: ${b64(key)}`);
+    if (lines.length === 2) lines[1] = '  user: {}';
+    return lines;
+  };
+  const context = (name: string, userName: string) => [
+    `- name: ${q(name)}`,
+    '  context:',
+    `    cluster: ${q(CLUSTER_NAME)}`,
+    `    user: ${q(userName)}`,
+    ...(options.namespace ? [`    namespace: ${q(options.namespace)}`] : []),
+  ];
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: ${q(CLUSTER_NAME)}`,
+    '  cluster:',
+    `    server: ${q(options.server)}`,
+    ...(options.caPem ? [`    certificate-authority-data: ${b64(options.caPem)}`] : []),
+    ...(options.insecureSkipTLSVerify ? ['    insecure-skip-tls-verify: true'] : []),
+    'users:',
+    ...user('admin', options.token, options.clientCert, options.clientKey),
+    ...(options.nobodyToken ? user('nobody', options.nobodyToken) : []),
+    'contexts:',
+    ...context(CLUSTER_NAME, 'admin'),
+    ...(options.nobodyToken ? context(`${CLUSTER_NAME}-nobody`, 'nobody') : []),
+    `current-context: ${q(CLUSTER_NAME)}`,
+    '',
+  ].join('\n');
+}
+
+async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('no TCP port');
+      ports.push(address.port);
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  }
+}
+
+async function waitUntil(
+  what: string,
+  check: () => Promise<true | string>,
+  options: { deadline: number; processes: ManagedProcess[]; intervalMs?: number },
+): Promise<void> {
+  let last = 'not tried yet';
+  for (;;) {
+    for (const p of options.processes) {
+      if (p.spawnError) throw new Error(`${p.name} could not be started: ${p.spawnError.message}`);
+      if (p.exit) {
+        const how = p.exit.signal ? `signal ${p.exit.signal}` : `code ${p.exit.code}`;
+        throw new Error(`${p.name} exited with ${how} while waiting for ${what}`);
+      }
+    }
+    try {
+      const result = await check();
+      if (result === true) return;
+      last = result;
+    } catch (error) {
+      last = error instanceof Error ? `${error.message}${causeCode(error)}` : String(error);
+    }
+    if (Date.now() >= options.deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    await sleep(options.intervalMs ?? 250);
+  }
+}
+
+function causeCode(error: Error): string {
+  const cause = error.cause as { code?: unknown } | undefined;
+  return cause && typeof cause.code === 'string' ? ` (${cause.code})` : '';
+}
+
+async function processReport(processes: ManagedProcess[]): Promise<Map<string, string>> {
+  const report = new Map<string, string>();
+  for (const p of processes) {
+    const text = await readFile(p.logFile, 'utf8').catch(() => '');
+    report.set(p.name, lastLines(text, 30) || '(empty)');
+  }
+  return report;
+}
+
+function lastLines(text: string, count: number): string {
+  return text.trimEnd().split('\n').slice(-count).join('\n');
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function readPath(value: unknown, keys: string[]): unknown {
+  let current = value;
+  for (const key of keys) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
