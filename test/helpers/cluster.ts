@@ -568,15 +568,19 @@ export async function stopProcessGroup(pid: number, graceMs = 5_000): Promise<vo
 // etcd
 
 /**
- * Compacts etcd right now, through its HTTP/JSON gateway, so that every resourceVersion older than the
- * cluster's latest one expires: a watch (or an exact list) from one, on a resource without watch cache
- * (podtemplates), gets 410 Gone. A watch from the latest resourceVersion keeps working.
+ * Compacts etcd right now, through its HTTP/JSON gateway, and returns the compacted revision R. Every
+ * resourceVersion the cluster handed out before the call then expires: a watch (or an exact list) from
+ * one, on a resource without watch cache (podtemplates), gets 410 Gone. A watch from R (or newer) works.
  *
- * How: a write to a marker key outside the API server's /registry prefix moves etcd's revision one past
- * the latest resourceVersion R, then etcd compacts at that revision (physically, i.e. it waits until
- * done). Compacting at R itself would be subtly wrong: a watch from R-1 would start at R, which is
- * still allowed, but R's event would lack its previous value and the API server would answer with a
- * 500 InternalError instead of 410. Returns the compacted revision.
+ * How: a write to a marker key outside the API server's /registry prefix moves etcd's revision past
+ * every resourceVersion handed out so far, then etcd compacts at that write's revision R (physically,
+ * i.e. it waits until done). Compacting at the latest revision L itself would be subtly wrong: a watch
+ * from L-1 would start at L, which is still allowed, but L's event would lack its previous value and
+ * the API server would answer with a 500 InternalError instead of 410. (Strictly, a watch from R-1
+ * still works too: it starts at R, the marker, which no watch sees. R-1 is an object's resourceVersion
+ * only if that object was written last before the call; other writers such as lease renewals and the
+ * API server's own compactor make that a race, so a test should resume from R, not from an object's
+ * resourceVersion, when it needs a watch that survives.)
  *
  * Only for a cluster we started (an existing cluster's etcd is out of reach): see needsEtcd().
  */

@@ -7,6 +7,7 @@
 //   await admin.patch(`/api/v1/namespaces/${ns}/configmaps/a`, { data: { k: 'w' } });
 //   await admin.waitFor(async () => (await admin.tryGet(path)) === undefined, { what: 'a to be gone' });
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -100,7 +101,7 @@ export interface WatchStream {
 }
 
 export interface KubeconfigFileOptions {
-  /** Where to write; default a new temp file. */
+  /** Where to write; default a new file in a temp folder that is removed when the process exits. */
   path?: string;
   /** Another token instead of the admin's (e.g. cluster.nobodyToken). */
   token?: string;
@@ -276,6 +277,8 @@ export class KubeAdmin {
       return { status: res.statusCode, error, events: (async function* () {})(), close };
     }
     const stream = res.body;
+    // close() destroys the stream; without a listener that error would be uncaught when nobody iterates.
+    stream.on('error', () => {});
     async function* events(): AsyncGenerator<WatchEvent> {
       let buffer = '';
       try {
@@ -420,8 +423,7 @@ export async function writeKubeconfigFile(
   options: KubeconfigFileOptions = {},
 ): Promise<string> {
   const token = options.token ?? cluster.adminToken;
-  const file =
-    options.path ?? path.join(await mkdtemp(path.join(tmpdir(), 'kubediff-kubeconfig-')), 'kubeconfig');
+  const file = options.path ?? path.join(await scratchDir(), `kubeconfig-${uniqueName('k')}`);
   const useClientCert = !token && cluster.adminClientCert && cluster.adminClientKey;
   await writeFile(
     file,
@@ -437,6 +439,17 @@ export async function writeKubeconfigFile(
     { mode: 0o600 },
   );
   return file;
+}
+
+let scratch: Promise<string> | undefined;
+
+/** A temp folder for this test process's files, removed when the process exits. */
+function scratchDir(): Promise<string> {
+  scratch ??= mkdtemp(path.join(tmpdir(), 'kubediff-test-files-')).then((dir) => {
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  });
+  return scratch;
 }
 
 /** Polls `check` until it returns a truthy value; throws a clear error after `timeoutMs`. */

@@ -1,0 +1,186 @@
+// npm test — the whole check, as CI runs it: type-check, lint, then the unit and integration tests
+// against ONE real control plane started for the run (or the cluster in $KUBECONFIG with
+// USE_EXISTING_CLUSTER=true).
+//
+//   npm test                                         everything
+//   npm test -- test/integration/harness.test.ts     a subset (files or globs)
+//   npm test -- --test-name-pattern=403 --skip-checks  node --test options pass through
+//
+// Test processes find the cluster through KUBEDIFF_TEST_CLUSTER (test/helpers/cluster-env.ts). The
+// cluster is stopped afterwards whatever happens; when tests fail, its logs are copied to
+// .cache/cluster/test-logs/. The test runner's own output is left exactly as it prints it, and
+// this script prints nothing after it: CI reads its closing summary.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { globSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  clusterCacheDir,
+  describeCluster,
+  type RunningCluster,
+  repoRoot,
+  resolveBinaries,
+  startCluster,
+  useExistingCluster,
+} from '../test/helpers/cluster.ts';
+import { ensureClusterBinaries } from './cluster-build.ts';
+
+const DEFAULT_TEST_FILES = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
+/** Per test; a test against a real API server on a busy 2-core machine can take a while. */
+const TEST_TIMEOUT_MS = Number(process.env.KUBEDIFF_TEST_TIMEOUT_MS ?? 300_000);
+/** node --test options that take their value as the next argument. */
+const OPTIONS_WITH_VALUE = new Set([
+  '--test-name-pattern',
+  '--test-skip-pattern',
+  '--test-reporter',
+  '--test-reporter-destination',
+  '--test-shard',
+  '--test-concurrency',
+  '--test-timeout',
+  '--test-isolation',
+]);
+const logsDir = path.join(clusterCacheDir, 'test-logs');
+
+interface Arguments {
+  skipChecks: boolean;
+  nodeOptions: string[];
+  files: string[];
+}
+
+function parseArguments(argv: string[]): Arguments {
+  const parsed: Arguments = { skipChecks: false, nodeOptions: [], files: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--skip-checks') {
+      parsed.skipChecks = true;
+    } else if (arg.startsWith('-')) {
+      parsed.nodeOptions.push(arg);
+      const next = argv[i + 1];
+      if (OPTIONS_WITH_VALUE.has(arg) && next !== undefined) {
+        parsed.nodeOptions.push(next);
+        i++;
+      }
+    } else {
+      parsed.files.push(arg);
+    }
+  }
+  return parsed;
+}
+
+let signalled: NodeJS.Signals | undefined;
+let current: ChildProcess | undefined;
+
+function onSignal(signal: NodeJS.Signals): void {
+  if (signalled) {
+    current?.kill('SIGKILL'); // a second Ctrl-C: no more patience
+    return;
+  }
+  signalled = signal;
+  const child = current;
+  if (!child) return; // between steps: the main flow sees `signalled` and cleans up
+  // A Ctrl-C in a terminal reaches the child directly (same process group); give it a moment to
+  // act on its own, and pass the signal on if it came only to us (e.g. CI's SIGTERM).
+  setTimeout(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  }, 1_000).unref();
+}
+
+/** Runs a command with inherited output; resolves to its exit code (128+n for a signal). */
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: repoRoot, stdio: 'inherit', env });
+    current = child;
+    child.once('error', (error) => {
+      console.error(`npm test: cannot run ${command}: ${error.message}`);
+      current = undefined;
+      resolve(127);
+    });
+    child.once('exit', (code, signal) => {
+      current = undefined;
+      resolve(code ?? (signal === 'SIGINT' ? 130 : signal === 'SIGTERM' ? 143 : 1));
+    });
+  });
+}
+
+const bin = (name: string) => path.join(repoRoot, 'node_modules', '.bin', name);
+
+async function main(): Promise<number> {
+  const args = parseArguments(process.argv.slice(2));
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  if (!args.skipChecks) {
+    console.log('npm test: type-check (tsc -p .)');
+    const typecheck = await run(bin('tsc'), ['-p', '.']);
+    if (typecheck !== 0 || signalled) return typecheck || 130;
+    console.log('npm test: lint (biome check .)');
+    const lint = await run(bin('biome'), ['check', '.']);
+    if (lint !== 0 || signalled) return lint || 130;
+  }
+
+  const files =
+    args.files.length > 0
+      ? args.files
+      : DEFAULT_TEST_FILES.flatMap((pattern) => globSync(pattern, { cwd: repoRoot })).sort();
+  if (files.length === 0) {
+    console.error(`npm test: no test files match ${DEFAULT_TEST_FILES.join(' ')}`);
+    return 1;
+  }
+
+  let cluster: RunningCluster | undefined;
+  const runDir = await mkdtemp(path.join(tmpdir(), 'kubediff-test-run-'));
+  let code = 1;
+  try {
+    const external = useExistingCluster();
+    if (!external && Object.values(resolveBinaries()).some((binary) => binary.source === 'build')) {
+      await ensureClusterBinaries((message) => console.log(message));
+    }
+    if (signalled) return 130;
+    cluster = await startCluster({ log: (message) => console.log(message) });
+    if (signalled) return 130;
+    const descriptionFile = path.join(runDir, 'cluster.json');
+    await writeFile(descriptionFile, `${JSON.stringify(describeCluster(cluster), null, 2)}\n`, {
+      mode: 0o600,
+    });
+
+    const nodeArgs = [
+      '--test',
+      '--test-concurrency=2',
+      `--test-timeout=${TEST_TIMEOUT_MS}`,
+      ...args.nodeOptions,
+      ...files,
+    ];
+    console.log(`npm test: cluster logs are kept in ${path.relative(repoRoot, logsDir)}/ if tests fail`);
+    console.log(`npm test: node ${nodeArgs.join(' ')}`);
+    code = await run(process.execPath, nodeArgs, { ...process.env, KUBEDIFF_TEST_CLUSTER: descriptionFile });
+    return code;
+  } finally {
+    if (cluster) {
+      if (code !== 0 && cluster.logs) await keepLogs(cluster.logs);
+      await cluster.stop().catch((error: unknown) => {
+        console.error(
+          `npm test: stopping the test cluster failed: ${error instanceof Error ? error.message : error}`,
+        );
+      });
+    }
+    await rm(runDir, { recursive: true, force: true });
+  }
+}
+
+async function keepLogs(logs: Record<string, string>): Promise<void> {
+  await rm(logsDir, { recursive: true, force: true });
+  await mkdir(logsDir, { recursive: true });
+  for (const [name, file] of Object.entries(logs)) {
+    await copyFile(file, path.join(logsDir, `${name}.log`)).catch(() => {});
+  }
+}
+
+try {
+  process.exitCode = await main();
+} catch (error) {
+  console.error(`npm test: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+}
+// Nothing of ours is left running (the cluster is stopped); exit even if a socket lingers.
+process.exit();
