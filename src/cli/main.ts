@@ -70,23 +70,52 @@ function buildProgram(): Command {
     .addOption(
       new Option(
         '-o, --output <format>',
-        'json (one event per line) or pretty (default on a terminal)',
-      ).choices(['json', 'pretty']),
+        'json (one event per line), pretty (default on a terminal), or none (only Slack and webhooks)',
+      ).choices(['json', 'pretty', 'none']),
     )
     .option(
       '--cluster-name <name>',
       'the "cluster" field of every event (default: the kubeconfig context name)',
     )
+    .option(
+      '--webhook <url>',
+      'also POST every event as JSON to this URL (repeatable); signed when $KUBEDIFF_WEBHOOK_SECRET is set',
+      collect,
+    )
+    .option(
+      '--webhook-header <header>',
+      'add this header to webhook requests, "Name: value" (repeatable; secret ones in $KUBEDIFF_WEBHOOK_HEADERS)',
+      collect,
+    )
+    .option(
+      '--webhook-batch <n>',
+      'send webhooks JSON arrays of up to n events (default: one event per request)',
+    )
+    .option('--webhook-timeout <duration>', 'time limit of one webhook request (default: 10s)')
+    .option(
+      '--slack-webhook <url>',
+      'also post changes to Slack through this incoming webhook (or set $KUBEDIFF_SLACK_WEBHOOK)',
+    )
+    .option(
+      '--slack-channel <channel>',
+      'also post changes to this Slack channel as a bot; the token comes from $KUBEDIFF_SLACK_TOKEN',
+    )
+    .option('--dead-letter <file>', 'append events that Slack or a webhook did not take to this JSONL file')
+    .option(
+      '--shutdown-timeout <duration>',
+      'on SIGINT/SIGTERM, time to deliver what is queued before exiting (default: 10s)',
+    )
     .exitOverride()
     .configureOutput({ outputError: () => {} });
   watch.action(async (flags: RawWatchFlags) => {
-    const settings = watchSettingsFromFlags(flags, process.stdout.isTTY === true);
+    const settings = watchSettingsFromFlags(flags, process.stdout.isTTY === true, process.env);
     const log = stderrLogger({ debug: settings.debug });
     await runWatch(settings, {
       log,
       stopRequested: stopSignal(log),
       timing: timingFromEnvironment(),
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
+      userAgent: `kubediff/${VERSION}`,
     });
   });
 

@@ -1,6 +1,8 @@
 // `kubediff watch`: connect, discover, sync, then report every change until
 // SIGINT or SIGTERM. Data flows one way: informers → event builder →
-// event filter → output.
+// event filter → router → sinks (stdout, Slack, webhooks), each with its own
+// queue. On stop: stop watching, let the sinks deliver what is queued within
+// --shutdown-timeout, report what they could not, exit 0.
 
 import type { WatchSettings } from '../config/watch-settings.ts';
 import { EventBuilder } from '../diff/event-builder.ts';
@@ -16,8 +18,9 @@ import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import { suggestResourceName } from '../kube/resource-names.ts';
 import type { Selection } from '../kube/selection.ts';
 import type { Logger } from '../log.ts';
-import { prettyRenderer } from '../sinks/pretty.ts';
-import { renderJsonLine, StreamOutput } from '../sinks/stream-output.ts';
+import { describeSinkSpec } from '../sinks/flags.ts';
+import { logShutdownReport } from '../sinks/router.ts';
+import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
 import { SyncProgress } from './progress.ts';
 
@@ -28,6 +31,8 @@ export interface WatchRuntime {
   /** Test and tuning knobs from the environment (see README, "Tuning"). */
   timing: Partial<ReflectorTiming>;
   rediscoveryIntervalMs: number | undefined;
+  /** Sent to Slack and webhooks. */
+  userAgent?: string;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
@@ -40,19 +45,39 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
   const outputClosed = new Promise<string>((resolve) => {
     stopOutput = resolve;
   });
-  const output = new StreamOutput({
-    name: 'stdout',
-    stream: process.stdout,
-    render:
-      settings.output === 'json'
-        ? renderJsonLine
-        : prettyRenderer({ color: process.stdout.isTTY === true && !process.env.NO_COLOR }),
-    onClosed: (error) =>
-      stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
-  });
+  const specs: SinkSpec[] = [
+    ...(settings.output === 'none'
+      ? []
+      : [
+          {
+            type: 'stdout' as const,
+            format: settings.output,
+            color: process.stdout.isTTY === true && !process.env.NO_COLOR,
+          },
+        ]),
+    ...settings.delivery.sinks,
+  ];
+  let sinks: SinkSet;
+  try {
+    sinks = createSinks(specs, {
+      log: runtime.log,
+      stdout: process.stdout,
+      onStdoutClosed: (error) =>
+        stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
+      deadLetterFile: settings.delivery.deadLetterFile,
+      ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+    });
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  const { router } = sinks;
+  if (settings.delivery.sinks.length > 0) {
+    runtime.log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
+  }
 
   const emit = (event: ChangeEvent) => {
-    if (settings.events.has(event.type)) output.deliver(event);
+    if (settings.events.has(event.type)) router.deliver(event);
   };
   const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });
 
@@ -74,6 +99,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     log: runtime.log,
     timing: runtime.timing,
     rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
+    flowControl: sinks.flowControl,
     onSelection: (selection) => {
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;
@@ -105,7 +131,9 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     runtime.log.debug(`stopping: ${reason}`);
   } finally {
     await watcher.stop();
-    await output.close(5_000);
+    const reports = await router.close(settings.delivery.shutdownTimeoutMs);
+    for (const file of sinks.deadLetterFiles) file.close();
+    logShutdownReport(reports, runtime.log);
     await client.close();
   }
 }

@@ -5,14 +5,16 @@ import { parsePointer } from '../diff/pointer.ts';
 import type { EventType } from '../diff/types.ts';
 import { errorMessage, UsageError } from '../errors.ts';
 import { parseResourceName, type ResourceName } from '../kube/resource-names.ts';
+import { type RawSinkFlags, type SinkSettings, sinkSettingsFromFlags } from '../sinks/flags.ts';
 import { labelSelectorProblem } from './label-selector.ts';
 
-export type OutputFormat = 'json' | 'pretty';
+/** `none`: no events on stdout (only the sinks: Slack, webhooks). */
+export type OutputFormat = 'json' | 'pretty' | 'none';
 
 export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
 
 /** The flags as commander hands them over. */
-export interface RawWatchFlags {
+export interface RawWatchFlags extends RawSinkFlags {
   kubeconfig?: string;
   context?: string;
   namespace?: string[];
@@ -44,6 +46,8 @@ export interface WatchSettings {
   output: OutputFormat;
   clusterName: string | undefined;
   debug: boolean;
+  /** Slack, webhooks, dead letters, shutdown timeout (src/sinks/flags.ts). */
+  delivery: SinkSettings;
 }
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
@@ -54,7 +58,15 @@ export function splitList(values: readonly string[] | undefined): string[] {
     .filter(Boolean);
 }
 
-export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolean): WatchSettings {
+/**
+ * `env` holds the sinks' secrets (KUBEDIFF_WEBHOOK_SECRET, KUBEDIFF_SLACK_TOKEN, …); without it (`kubediff
+ * resources`), nothing is read from the environment.
+ */
+export function watchSettingsFromFlags(
+  flags: RawWatchFlags,
+  stdoutIsTTY: boolean,
+  env?: Readonly<Record<string, string | undefined>>,
+): WatchSettings {
   const labelSelector = flags.selector?.trim();
   if (labelSelector !== undefined) {
     const problem = labelSelectorProblem(labelSelector);
@@ -69,6 +81,13 @@ export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolea
       throw new UsageError(`invalid --ignore path: ${errorMessage(error)}.`);
     }
   }
+  const output = parseOutput(flags.output, stdoutIsTTY);
+  const delivery = sinkSettingsFromFlags(flags, env ?? {});
+  if (output === 'none' && delivery.sinks.length === 0) {
+    throw new UsageError(
+      '--output none leaves events nowhere to go: add --webhook, --slack-webhook or --slack-channel.',
+    );
+  }
   return {
     kubeconfig: flags.kubeconfig,
     context: flags.context,
@@ -80,9 +99,10 @@ export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolea
     events: parseEventTypes(flags.events),
     initial: flags.initial ?? false,
     ignoredPaths: ignoredPathsFor({ status: flags.status ?? false, extra: extraIgnores }),
-    output: parseOutput(flags.output, stdoutIsTTY),
+    output,
     clusterName: flags.clusterName,
     debug: flags.debug ?? false,
+    delivery,
   };
 }
 
@@ -108,8 +128,8 @@ export function parseEventTypes(text: string | undefined): ReadonlySet<EventType
 
 export function parseOutput(text: string | undefined, stdoutIsTTY: boolean): OutputFormat {
   if (text === undefined) return stdoutIsTTY ? 'pretty' : 'json';
-  if (text === 'json' || text === 'pretty') return text;
-  throw new UsageError(`invalid --output "${text}": use json or pretty.`);
+  if (text === 'json' || text === 'pretty' || text === 'none') return text;
+  throw new UsageError(`invalid --output "${text}": use json, pretty or none.`);
 }
 
 const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;

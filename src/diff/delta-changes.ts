@@ -56,6 +56,38 @@ export function changesBetween(from: JsonValue, to: JsonValue, differ: Differ): 
   return changes;
 }
 
+/**
+ * The same changes as changesBetween, for a `to` whose subtrees equal to `from`'s are `from`'s own
+ * (see share.ts): objects are walked here key by key, skipping shared values at once, and only an
+ * array that differs goes through the differ (for its list-key matching). jsondiffpatch compares
+ * objects key by key and strings, numbers, booleans and null as whole values, just as this walk
+ * does, so the result is the same; only the cost differs (no delta object, no context per node).
+ */
+export function changesOfShared(from: JsonValue, to: JsonValue, differ: Differ): Change[] {
+  const changes: Change[] = [];
+  collectShared({ differ, changes, trail: new Set() }, from, to, []);
+  return changes;
+}
+
+function collectShared(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
+  if (from === to) return;
+  if (isJsonObject(from) && isJsonObject(to)) {
+    for (const key of Object.keys(to)) {
+      const newValue = to[key]!;
+      const oldValue = getProperty(from, key);
+      path.push(key);
+      if (oldValue === undefined) walk.changes.push({ op: 'add', path: formatPointer(path), to: newValue });
+      else collectShared(walk, oldValue, newValue, path);
+      path.pop();
+    }
+    collectRemovedKeys(walk, from, to, path);
+  } else if (Array.isArray(from) && Array.isArray(to)) {
+    collectDiff(walk, from, to, path);
+  } else {
+    walk.changes.push({ op: 'replace', path: formatPointer(path), from, to });
+  }
+}
+
 interface Walk {
   readonly differ: Differ;
   readonly changes: Change[];
@@ -109,6 +141,11 @@ function collectObject(walk: Walk, delta: ObjectDelta, from: JsonObject, to: Jso
     }
     path.pop();
   }
+  collectRemovedKeys(walk, from, to, path);
+}
+
+/** Removed properties, in the old object's key order. */
+function collectRemovedKeys(walk: Walk, from: JsonObject, to: JsonObject, path: Path): void {
   for (const key of Object.keys(from)) {
     if (Object.hasOwn(to, key)) continue;
     path.push(key);

@@ -4,9 +4,10 @@ import type { DiffContext, Filter } from 'jsondiffpatch';
 import { create } from 'jsondiffpatch';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import type { ComputedDelta } from './delta-changes.ts';
-import { changesBetween, UNDIFFABLE_KEY } from './delta-changes.ts';
+import { changesOfShared, UNDIFFABLE_KEY } from './delta-changes.ts';
 import { getProperty, jsonEqual } from './json.ts';
 import { listItemKey } from './list-keys.ts';
+import { shareUnchanged } from './share.ts';
 import type { Change } from './types.ts';
 
 /**
@@ -63,7 +64,8 @@ const differ = create({
 });
 differ.processor.pipes.diff.replace('texts', wholeStringDiff);
 
-function computeDelta(left: JsonValue, right: JsonValue): ComputedDelta {
+/** The jsondiffpatch delta of two values, and the trail to their "__proto__" keys (see delta-changes.ts). */
+export function computeDelta(left: JsonValue, right: JsonValue): ComputedDelta {
   const trail = new Set<JsonValue>();
   undiffableTrail = trail;
   try {
@@ -79,10 +81,15 @@ function computeDelta(left: JsonValue, right: JsonValue): ComputedDelta {
  * structure with the inputs and must not be mutated.
  */
 export function diffObjects(oldObj: JsonObject, newObj: JsonObject): Change[] {
-  // A resync often hands over the very same object, and a relist an equal copy: an equality check
-  // costs a fraction of jsondiffpatch's walk, and stops at the first difference otherwise.
-  if (oldObj === newObj || jsonEqual(oldObj, newObj)) return [];
-  return changesBetween(oldObj, newObj, computeDelta);
+  // A watch update, a resync and a relist all hand over a whole object that is mostly equal to the
+  // one before. One plain walk finds the equal subtrees and shares them (see share.ts): that is the
+  // whole answer when nothing changed; otherwise only the paths that changed are walked, objects
+  // directly and changed arrays with jsondiffpatch (which costs many times more per node). The
+  // changes are those jsondiffpatch gives for the whole objects (test/unit/diff-shared.test.ts).
+  if (oldObj === newObj) return [];
+  const shared = shareUnchanged(oldObj, newObj);
+  if (shared === oldObj) return [];
+  return changesOfShared(oldObj, shared, computeDelta);
 }
 
 /** Whether diffObjects would report anything, without computing a delta (a resync's common case). */

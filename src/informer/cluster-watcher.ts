@@ -35,6 +35,8 @@ export interface ClusterWatcherOptions {
   rediscoveryIntervalMs?: number;
   /** Called after each (re-)discovery with what is watched and skipped. */
   onSelection?: (selection: Selection) => void;
+  /** Backpressure from the output: informers pause reading while it returns a promise (see Reflector). */
+  flowControl?: () => Promise<void> | undefined;
 }
 
 /** Failures that concern the connection to the API server, not one resource. */
@@ -185,6 +187,7 @@ export class ClusterWatcher {
       normalize: this.options.normalize,
       initialList,
       timing: this.options.timing ?? {},
+      flowControl: this.options.flowControl,
     };
     const handler: InformerHandler = {
       onAdd: (...args) => this.options.handler.onAdd(...args),

@@ -64,6 +64,12 @@ export interface ReflectorOptions {
   labelSelector?: string | undefined;
   fieldSelector?: string | undefined;
   timing?: Partial<ReflectorTiming>;
+  /**
+   * Backpressure from the consumer (stdout piped into a slow reader): a promise to await before reading
+   * more, or undefined to go on. While it is pending nothing more is read from the API server, so TCP
+   * pushes back on it; a watch the server drops meanwhile resumes (or relists) with no loss.
+   */
+  flowControl?: (() => Promise<void> | undefined) | undefined;
 }
 
 interface WatchLine {
@@ -174,6 +180,8 @@ export class Reflector {
       }
       if (this.stopped) return;
       this.sink.listPage(items);
+      await this.waitForConsumer();
+      if (this.stopped) return;
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     } while (continueToken);
@@ -201,6 +209,8 @@ export class Reflector {
       for await (const line of jsonLines(body)) {
         this.handleLine(line);
         if (this.stopped) break;
+        await this.waitForConsumer();
+        if (this.stopped) break;
       }
     } catch (error) {
       if (error instanceof KubeError || this.stopped) throw error;
@@ -210,6 +220,22 @@ export class Reflector {
     }
     // The server ended the watch as asked: things work, forget earlier failures.
     this.backoff.reset();
+  }
+
+  /** Waits while the consumer asks for a pause (see ReflectorOptions.flowControl); stop() ends the wait. */
+  private async waitForConsumer(): Promise<void> {
+    const pause = this.options.flowControl?.();
+    if (!pause) return;
+    const signal = this.abort.signal;
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      pause.then(done, done);
+    });
   }
 
   private handleLine(text: string): void {
@@ -250,19 +276,23 @@ export class Reflector {
   }
 }
 
-/** Splits a watch body into its JSON lines. */
+/**
+ * Splits a watch body into its JSON lines (a chunk may hold many lines, or part of one). Only the
+ * new chunk is searched for a newline: the start of a long line (a large object spans many chunks)
+ * is neither copied nor scanned again for each chunk.
+ */
 async function* jsonLines(body: Readable): AsyncGenerator<string> {
   body.setEncoding('utf8');
   let pending = '';
   for await (const chunk of body as AsyncIterable<string>) {
-    pending += chunk;
-    let newline = pending.indexOf('\n');
-    while (newline >= 0) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      if (line.trim()) yield line;
-      newline = pending.indexOf('\n');
+    let start = 0;
+    for (let newline = chunk.indexOf('\n'); newline >= 0; newline = chunk.indexOf('\n', start)) {
+      const line = pending === '' ? chunk.slice(start, newline) : pending + chunk.slice(start, newline);
+      pending = '';
+      start = newline + 1;
+      if (line !== '') yield line;
     }
+    pending = start === 0 ? pending + chunk : chunk.slice(start);
   }
   if (pending.trim()) yield pending;
 }

@@ -62,6 +62,12 @@ export class KubeClient {
       },
       keepAliveTimeout: 30_000,
       headersTimeout: HEADERS_TIMEOUT_MS,
+      // HTTP/1.1: one connection per watch. Over HTTP/2 (undici's default) all watches share one
+      // session, and Node's HTTP/2 session does not reliably notice a connection reset by the
+      // server: half the time every watch then sits silent until the idle timeout
+      // (90 s), even with PING frames. A reset HTTP/1.1 socket fails its watch at once.
+      // (test/integration/watch-faults.test.ts, "cut and refused".)
+      allowH2: false,
     });
     return new KubeClient(identity, agent);
   }

@@ -1,16 +1,34 @@
-// Writes events to a stream (stdout), one rendering per event. When the
-// reader is slower than the cluster, events wait in Node's stream buffer;
-// when the reader goes away (EPIPE: `kubediff watch | head`), onClosed lets
+// Writes events to a stream (stdout), one rendering per event.
+//
+// Backpressure: when stdout is piped into a reader slower than the cluster
+// (`kubediff watch | slow-consumer`), Node would buffer every write in
+// memory without bound. Instead, once `pauseAtBytes` are waiting,
+// flowControl() hands the informers a promise to await before they read
+// further from the API server: they stop reading, TCP pushes back on the API
+// server, and the watch resumes when stdout has drained. (If the API server
+// gives up on the stalled watch, the reflector resumes or relists, and
+// nothing is lost.)
+//
+// When the reader goes away (EPIPE: `kubediff watch | head`), onClosed lets
 // the command stop cleanly instead of crashing.
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../diff/types.ts';
-import type { Sink } from './sink.ts';
+import type { Logger } from '../log.ts';
+import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
+
+/** Above this much unwritten output, the watch pauses. */
+export const DEFAULT_PAUSE_AT_BYTES = 1024 * 1024;
 
 export class StreamOutput implements Sink {
   readonly name: string;
   private readonly stream: Writable;
   private readonly render: (event: ChangeEvent) => string;
+  private readonly pauseAtBytes: number;
+  private readonly log: Logger | undefined;
+  private readonly counters: SinkStats = emptyStats();
   private closed = false;
+  private room: Promise<void> | undefined;
+  private pauses = 0;
 
   constructor(options: {
     name: string;
@@ -18,10 +36,14 @@ export class StreamOutput implements Sink {
     render: (event: ChangeEvent) => string;
     /** The stream failed or its reader went away (EPIPE); nothing more is written. */
     onClosed?: (error: NodeJS.ErrnoException) => void;
+    pauseAtBytes?: number;
+    log?: Logger;
   }) {
     this.name = options.name;
     this.stream = options.stream;
     this.render = options.render;
+    this.pauseAtBytes = options.pauseAtBytes ?? DEFAULT_PAUSE_AT_BYTES;
+    this.log = options.log;
     this.stream.on('error', (error: NodeJS.ErrnoException) => {
       if (this.closed) return;
       this.closed = true;
@@ -30,19 +52,65 @@ export class StreamOutput implements Sink {
   }
 
   deliver(event: ChangeEvent): void {
-    if (this.closed) return;
-    this.stream.write(this.render(event));
+    this.counters.accepted++;
+    if (this.closed || this.stream.destroyed) {
+      this.counters.lost++;
+      return;
+    }
+    this.counters.pending++;
+    this.stream.write(this.render(event), (error) => {
+      this.counters.pending--;
+      if (error) this.counters.lost++;
+      else this.counters.delivered++;
+    });
   }
 
-  close(timeoutMs: number): Promise<void> {
-    if (this.closed || this.stream.writableLength === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.stream.once('drain', () => {
-        clearTimeout(timer);
+  /**
+   * Undefined while the reader keeps up; otherwise a promise that resolves once the output has drained (or
+   * the stream is gone). Informers await it before reading more from the API server.
+   */
+  flowControl(): Promise<void> | undefined {
+    if (this.room) return this.room;
+    if (this.closed || this.stream.destroyed || this.stream.writableLength < this.pauseAtBytes)
+      return undefined;
+    this.pauses++;
+    this.log?.debug(
+      `${this.name} is not keeping up (${Math.round(this.stream.writableLength / 1024)} KiB unwritten): pausing the watch until it drains (pause ${this.pauses}).`,
+    );
+    this.room = new Promise<void>((resolve) => {
+      const done = () => {
+        this.stream.off('drain', done);
+        this.stream.off('close', done);
+        this.stream.off('error', done);
+        this.room = undefined;
         resolve();
-      });
+      };
+      this.stream.on('drain', done);
+      this.stream.on('close', done);
+      this.stream.on('error', done);
     });
+    return this.room;
+  }
+
+  stats(): SinkStats {
+    return { ...this.counters };
+  }
+
+  async close(timeoutMs: number): Promise<SinkReport> {
+    if (!this.closed && this.stream.writableLength > 0) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.stream.off('drain', done);
+          this.stream.off('close', done);
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        this.stream.on('drain', done);
+        this.stream.on('close', done);
+      });
+    }
+    return { name: this.name, stats: this.stats() };
   }
 }
 

@@ -1,0 +1,193 @@
+// What the HTTP sinks share: the retry policy, a wake-up signal for their
+// delivery loop, the shutdown clock (closing, then a hard deadline), and the
+// rules for telling people about trouble: the first failure of an episode
+// and its recovery are logged, each distinct refusal once, never one line
+// per event.
+import type { Logger } from '../log.ts';
+
+export interface RetryOptions {
+  /** Attempts per request, the first included. */
+  maxAttempts: number;
+  /** The first retry waits about this long (±50% jitter); each further one twice as long… */
+  initialDelayMs: number;
+  /** …up to this. A receiver's Retry-After is honoured even when longer (up to 10 minutes). */
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 1_000, maxDelayMs: 60_000 };
+
+/** Exponential backoff with ±50% jitter; Retry-After is a minimum. Reset after a success. */
+export class RetryDelay {
+  private readonly options: RetryOptions;
+  private readonly random: () => number;
+  private current = 0;
+
+  constructor(options: RetryOptions, random: () => number = Math.random) {
+    this.options = options;
+    this.random = random;
+  }
+
+  next(retryAfterMs?: number): number {
+    this.current =
+      this.current === 0 ? this.options.initialDelayMs : Math.min(this.options.maxDelayMs, this.current * 2);
+    const delay = Math.round(this.current * (0.5 + this.random()));
+    return retryAfterMs !== undefined ? Math.max(delay, retryAfterMs) : delay;
+  }
+
+  reset(): void {
+    this.current = 0;
+  }
+}
+
+/** Wakes a waiting loop when there is work (or when it must stop). */
+export class Wakeup {
+  private waiters: (() => void)[] = [];
+
+  notify(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiters) waiter();
+  }
+
+  /** Resolves on the next notify(), after `ms` if given, or when `signal` aborts. Leaves no timer behind. */
+  wait(ms?: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted || (ms !== undefined && ms <= 0)) return Promise.resolve();
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.waiters = this.waiters.filter((waiter) => waiter !== done);
+        resolve();
+      };
+      this.waiters.push(done);
+      if (ms !== undefined) timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+/**
+ * Closing begins when close() is called (sleeps are cut short so the loop can decide whether a retry still
+ * fits); the deadline aborts whatever is in flight.
+ */
+export class ShutdownClock {
+  private readonly closingController = new AbortController();
+  private readonly deadlineController = new AbortController();
+  private deadlineAt = Number.POSITIVE_INFINITY;
+  private timer: NodeJS.Timeout | undefined;
+
+  get closing(): boolean {
+    return this.closingController.signal.aborted;
+  }
+
+  /** Aborted when close() begins. */
+  get closingSignal(): AbortSignal {
+    return this.closingController.signal;
+  }
+
+  /** Aborted at the deadline: in-flight requests are cut short. */
+  get deadlineSignal(): AbortSignal {
+    return this.deadlineController.signal;
+  }
+
+  get expired(): boolean {
+    return this.deadlineController.signal.aborted;
+  }
+
+  /** Milliseconds left before the deadline (Infinity while not closing). */
+  remaining(now = Date.now()): number {
+    return this.deadlineAt - now;
+  }
+
+  begin(timeoutMs: number): void {
+    if (this.closing) return;
+    this.deadlineAt = Date.now() + Math.max(0, timeoutMs);
+    this.closingController.abort();
+    this.timer = setTimeout(() => this.deadlineController.abort(), Math.max(0, timeoutMs));
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+
+  /**
+   * Waits until `at` (epoch ms). Before closing, close() interrupts the wait; while closing, waiting past
+   * the deadline is not possible: returns false when `at` is beyond it (the caller gives up instead).
+   */
+  async waitUntil(at: number, wakeup: Wakeup): Promise<boolean> {
+    for (;;) {
+      const now = Date.now();
+      if (now >= at) return true;
+      if (this.closing) {
+        if (at > this.deadlineAt) return false;
+        await wakeup.wait(at - now, this.deadlineSignal);
+        if (this.expired) return false;
+      } else {
+        await wakeup.wait(at - now, this.closingSignal);
+      }
+    }
+  }
+}
+
+/** Tells people about delivery trouble without repeating themselves. */
+export class TroubleReport {
+  private readonly name: string;
+  private readonly log: Logger;
+  private failing = false;
+  private readonly refusals = new Set<string>();
+
+  constructor(name: string, log: Logger) {
+    this.name = name;
+    this.log = log;
+  }
+
+  /** A retryable failure; logged when an episode of failures begins, later ones go to --debug. */
+  retrying(reason: string, delayMs: number, attempt: number): void {
+    const detail = `${this.name}: ${reason}; retrying in ${seconds(delayMs)} (attempt ${attempt + 1})`;
+    if (this.failing) {
+      this.log.debug(detail);
+      return;
+    }
+    this.failing = true;
+    this.log.warn(`${detail}; events wait in the queue meanwhile.`);
+  }
+
+  /** A success: ends an episode of failures. */
+  recovered(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.log.info(`${this.name}: delivering again.`);
+  }
+
+  /** A request refused for good (4xx) or given up on; each distinct `key` is logged once. */
+  refused(key: string, message: string): void {
+    if (this.refusals.has(key)) {
+      this.log.debug(`${this.name}: ${message}`);
+      return;
+    }
+    this.refusals.add(key);
+    this.log.warn(`${this.name}: ${message}`);
+  }
+
+  info(message: string): void {
+    this.log.info(`${this.name}: ${message}`);
+  }
+
+  warn(message: string): void {
+    this.log.warn(`${this.name}: ${message}`);
+  }
+
+  debug(message: string): void {
+    this.log.debug(`${this.name}: ${message}`);
+  }
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
+}
+
+/** 'event' / 'events'. */
+export function plural(count: number, word: string): string {
+  return `${count.toLocaleString('en-US')} ${word}${count === 1 ? '' : 's'}`;
+}

@@ -1,0 +1,190 @@
+// The sink flags of `kubediff watch` and their environment variables,
+// checked and turned into sink specs. Secrets never come from flags (they
+// would show in `ps` and in manifests): the HMAC secret, the Slack bot token,
+// secret webhook headers and, optionally, the Slack webhook URL come from the
+// environment. Every problem is a UsageError (exit code 2) that names the
+// flag or variable, never the secret itself.
+import { parseDuration } from '../cli/duration.ts';
+import { UsageError } from '../errors.ts';
+import { redactUrl } from './http.ts';
+import { checkHttpUrl, type SinkSpec, type SlackSinkSpec, type WebhookSinkSpec } from './setup.ts';
+
+/** The sink flags as commander hands them over. */
+export interface RawSinkFlags {
+  webhook?: string[];
+  webhookHeader?: string[];
+  webhookBatch?: string;
+  webhookTimeout?: string;
+  deadLetter?: string;
+  slackWebhook?: string;
+  slackChannel?: string;
+  shutdownTimeout?: string;
+}
+
+export interface SinkSettings {
+  /** The HTTP sinks (Slack, webhooks); stdout is set up from --output. */
+  sinks: SinkSpec[];
+  deadLetterFile: string | undefined;
+  shutdownTimeoutMs: number;
+}
+
+/** The environment variables read here (documented in docs/sinks.md). */
+export const SINK_ENV = {
+  webhookSecret: 'KUBEDIFF_WEBHOOK_SECRET',
+  webhookHeaders: 'KUBEDIFF_WEBHOOK_HEADERS',
+  slackWebhook: 'KUBEDIFF_SLACK_WEBHOOK',
+  slackToken: 'KUBEDIFF_SLACK_TOKEN',
+  slackApiUrl: 'KUBEDIFF_SLACK_API_URL',
+} as const;
+
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+const MAX_BATCH = 10_000;
+
+/** Headers undici or HTTP itself owns, and the ones kubediff sets. */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'expect',
+  'content-type',
+  'x-kubediff-signature',
+  'x-kubediff-kind',
+  'x-kubediff-attempt',
+  'x-kubediff-event-id',
+  'x-kubediff-batch-size',
+  'x-kubediff-digest-id',
+]);
+
+export function sinkSettingsFromFlags(
+  flags: RawSinkFlags,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): SinkSettings {
+  const sinks: SinkSpec[] = [];
+  const shutdownTimeoutMs =
+    flags.shutdownTimeout === undefined
+      ? DEFAULT_SHUTDOWN_TIMEOUT_MS
+      : durationFlag('--shutdown-timeout', flags.shutdownTimeout);
+
+  const webhooks = (flags.webhook ?? []).map((value) => value.trim()).filter(Boolean);
+  if (webhooks.length === 0) {
+    for (const [flag, value] of [
+      ['--webhook-header', flags.webhookHeader?.length ? 'set' : undefined],
+      ['--webhook-batch', flags.webhookBatch],
+      ['--webhook-timeout', flags.webhookTimeout],
+    ] as const) {
+      if (value !== undefined)
+        throw new UsageError(`${flag} applies to --webhook, and no --webhook is given.`);
+    }
+  }
+  const headers = {
+    ...parseHeaders(envValue(env, SINK_ENV.webhookHeaders)?.split(/\r?\n/) ?? [], SINK_ENV.webhookHeaders),
+    ...parseHeaders(flags.webhookHeader ?? [], '--webhook-header'),
+  };
+  const secret = envValue(env, SINK_ENV.webhookSecret);
+  const batch = flags.webhookBatch === undefined ? undefined : batchSize(flags.webhookBatch);
+  const timeoutMs =
+    flags.webhookTimeout === undefined ? undefined : durationFlag('--webhook-timeout', flags.webhookTimeout);
+  for (const url of webhooks) {
+    checkHttpUrl(url, 'invalid --webhook');
+    const spec: WebhookSinkSpec = { type: 'webhook', url };
+    if (Object.keys(headers).length > 0) spec.headers = headers;
+    if (secret) spec.secret = secret;
+    if (batch !== undefined) spec.batch = { maxEvents: batch };
+    if (timeoutMs !== undefined) spec.timeoutMs = timeoutMs;
+    sinks.push(spec);
+  }
+
+  const slackWebhook = flags.slackWebhook?.trim() || envValue(env, SINK_ENV.slackWebhook);
+  if (slackWebhook) {
+    const from = flags.slackWebhook?.trim() ? '--slack-webhook' : SINK_ENV.slackWebhook;
+    checkHttpUrl(slackWebhook, `invalid ${from}`);
+    sinks.push({ type: 'slack', webhookUrl: slackWebhook });
+  }
+  const token = envValue(env, SINK_ENV.slackToken);
+  const channel = flags.slackChannel?.trim();
+  const apiUrl = envValue(env, SINK_ENV.slackApiUrl);
+  if (apiUrl) checkHttpUrl(apiUrl, `invalid ${SINK_ENV.slackApiUrl}`);
+  if (channel !== undefined) {
+    if (channel === '' || /\s/.test(channel))
+      throw new UsageError(
+        `invalid --slack-channel "${channel}": use a channel ID such as C0123456789, or #name.`,
+      );
+    if (!token) {
+      throw new UsageError(
+        `--slack-channel needs a bot token: set ${SINK_ENV.slackToken} (an xoxb-… token with the chat:write scope).`,
+      );
+    }
+    const spec: SlackSinkSpec = { type: 'slack', token, channel };
+    if (apiUrl) spec.apiUrl = apiUrl;
+    sinks.push(spec);
+  } else if (token) {
+    throw new UsageError(
+      `${SINK_ENV.slackToken} is set but --slack-channel is not: name the channel to post to, e.g. --slack-channel '#alerts'.`,
+    );
+  }
+
+  const deadLetterFile = flags.deadLetter?.trim() || undefined;
+  if (deadLetterFile !== undefined && sinks.length === 0) {
+    throw new UsageError(
+      '--dead-letter applies to --webhook and Slack deliveries, and neither is given (stdout has no dead letters).',
+    );
+  }
+  return { sinks, deadLetterFile, shutdownTimeoutMs };
+}
+
+function envValue(env: Readonly<Record<string, string | undefined>>, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function durationFlag(flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined)
+    throw new UsageError(`invalid ${flag} "${text}": use a duration such as 500ms, 10s or 1m.`);
+  return ms;
+}
+
+function batchSize(text: string): number {
+  const size = Number(text);
+  if (!Number.isInteger(size) || size < 1 || size > MAX_BATCH) {
+    throw new UsageError(
+      `invalid --webhook-batch "${text}": use a number of events per request from 1 to ${MAX_BATCH.toLocaleString('en-US')}.`,
+    );
+  }
+  return size;
+}
+
+/** 'Name: value' lines; the value is never echoed in an error (it may be a credential). */
+function parseHeaders(lines: readonly string[], source: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [index, line] of lines.entries()) {
+    if (line.trim() === '') continue;
+    const colon = line.indexOf(':');
+    const name = colon < 0 ? line.trim() : line.slice(0, colon).trim();
+    const value = colon < 0 ? '' : line.slice(colon + 1).trim();
+    if (colon < 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      // A flag's text is the user's own to see; a line of the environment variable may be a secret.
+      const what = source.startsWith('--')
+        ? `${source} "${name.length > 40 ? `${name.slice(0, 40)}…` : name}"`
+        : `${source} (line ${index + 1})`;
+      throw new UsageError(`invalid ${what}: use Name: value, for example "X-Team: sre".`);
+    }
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      throw new UsageError(`invalid ${source}: kubediff sets ${name} itself.`);
+    if (/[\r\n\0]/.test(value))
+      throw new UsageError(`invalid ${source} ${name}: the value has a line break.`);
+    headers[name.toLowerCase()] = value;
+  }
+  return headers;
+}
+
+/** For the startup line: where events go, URLs elided. */
+export function describeSinkSpec(spec: SinkSpec): string {
+  if (spec.type === 'webhook') return `webhook ${redactUrl(spec.url)}`;
+  if (spec.type === 'slack')
+    return spec.webhookUrl !== undefined ? `slack ${redactUrl(spec.webhookUrl)}` : `slack ${spec.channel}`;
+  return 'stdout';
+}

@@ -1,0 +1,231 @@
+// One HTTP POST to a receiver, and what to make of the answer: delivered,
+// worth retrying (network trouble, timeouts, 408, 425, 429, 5xx, with the
+// server's Retry-After), or refused for good (other 4xx, redirects).
+// Receiver URLs are credentials (a Slack webhook URL is one): they appear in
+// logs and errors only as scheme and host, the path elided.
+import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+
+export type PostOutcome =
+  | { ok: true; status: number; body: string }
+  | {
+      ok: false;
+      /** Trying again later may work. */
+      retryable: boolean;
+      /** The request was cut short by the caller (shutdown), not by the receiver. */
+      aborted: boolean;
+      status?: number;
+      retryAfterMs?: number;
+      /** One phrase: 'HTTP 500 Internal Server Error: "oops"', 'connection refused', 'no response within 10s'. */
+      reason: string;
+      /** The response body, at most BODY_LIMIT characters. */
+      body?: string;
+    };
+
+export interface PostOptions {
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** Aborts the request (shutdown). */
+  signal?: AbortSignal;
+}
+
+/** How much of a response body is read; the rest is discarded. */
+const BODY_LIMIT = 64 * 1024;
+const EXCERPT_CHARS = 200;
+/** A Retry-After longer than this is taken as this: a receiver should not silence a sink for a day. */
+export const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'];
+
+/**
+ * A connection pool for one receiver. When HTTPS_PROXY or HTTP_PROXY is set (clusters whose egress goes
+ * through a proxy), requests go through it, except to hosts in NO_PROXY.
+ */
+export function createAgent(
+  timeoutMs: number,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Dispatcher {
+  const options = {
+    connect: { timeout: timeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    keepAliveTimeout: 4_000,
+    connections: 4,
+  };
+  return PROXY_VARIABLES.some((name) => env[name]) ? new EnvHttpProxyAgent(options) : new Agent(options);
+}
+
+export async function postJson(
+  agent: Dispatcher,
+  url: URL,
+  body: string,
+  options: PostOptions,
+): Promise<PostOutcome> {
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+  try {
+    const response = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...options.headers },
+      body,
+      dispatcher: agent,
+      signal,
+    });
+    const text = await readLimited(response.body);
+    const status = response.statusCode;
+    if (status >= 200 && status < 300) return { ok: true, status, body: text };
+    const retryAfterMs = retryAfterOf(response.headers['retry-after']);
+    const retryable = status === 408 || status === 425 || status === 429 || status >= 500;
+    let reason = `HTTP ${status}${statusText(status)}`;
+    const excerpt = bodyExcerpt(text);
+    if (status >= 300 && status < 400) reason += ' (redirects are not followed: configure the final URL)';
+    else if (excerpt) reason += `: ${excerpt}`;
+    return {
+      ok: false,
+      retryable,
+      aborted: false,
+      status,
+      reason,
+      body: text,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    };
+  } catch (error) {
+    if (options.signal?.aborted) {
+      return { ok: false, retryable: false, aborted: true, reason: 'cut short by shutdown' };
+    }
+    const reason = timeout.aborted
+      ? `no response within ${formatMs(options.timeoutMs)}`
+      : describeTransportError(error, url);
+    return { ok: false, retryable: true, aborted: false, reason };
+  }
+}
+
+async function readLimited(body: AsyncIterable<Buffer | string> & { destroy(): void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      chunks.push(buffer);
+      size += buffer.length;
+      if (size >= BODY_LIMIT) break;
+    }
+  } catch {
+    // A body cut short still has a useful beginning.
+  } finally {
+    body.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, BODY_LIMIT).toString('utf8');
+}
+
+/** Retry-After as seconds or an HTTP date, in ms, capped. */
+export function retryAfterOf(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return undefined;
+  let ms: number;
+  const seconds = Number(text);
+  if (Number.isFinite(seconds) && seconds >= 0) ms = seconds * 1000;
+  else {
+    const date = Date.parse(text);
+    if (Number.isNaN(date)) return undefined;
+    ms = Math.max(0, date - Date.now());
+  }
+  return Math.min(Math.round(ms), MAX_RETRY_AFTER_MS);
+}
+
+/** The first 200 characters of a body on one line, quoted; '' for an empty body. */
+export function bodyExcerpt(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  if (line === '') return '';
+  return JSON.stringify(line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line);
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  410: 'Gone',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
+  425: 'Too Early',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+function statusText(status: number): string {
+  const text = STATUS_TEXT[status];
+  return text ? ` ${text}` : '';
+}
+
+const NETWORK_CODES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  UND_ERR_SOCKET: 'connection closed by the receiver',
+  UND_ERR_CLOSED: 'connection closed',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'no response within the timeout',
+  UND_ERR_BODY_TIMEOUT: 'the response went silent',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+/** One phrase for a failed request; never contains the URL's path or query. */
+export function describeTransportError(error: unknown, url: URL): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && code in NETWORK_CODES && code !== 'UND_ERR_SOCKET')
+      return NETWORK_CODES[code] as string;
+    current = (current as { cause?: unknown }).cause;
+  }
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && code in NETWORK_CODES) return NETWORK_CODES[code] as string;
+  const message = error instanceof Error ? error.message : String(error);
+  return scrubUrl(message, url);
+}
+
+/** 'https://hooks.slack.com/…': scheme and host (and port) only. */
+export function redactUrl(url: string | URL): string {
+  try {
+    const parsed = typeof url === 'string' ? new URL(url) : url;
+    const hidden = parsed.pathname.length > 1 || parsed.search !== '' || parsed.hash !== '';
+    return `${parsed.protocol}//${parsed.host}${hidden ? '/…' : '/'}`;
+  } catch {
+    return '(an invalid URL)';
+  }
+}
+
+/** Replaces the URL (and its path and credentials) wherever they appear in `text`. */
+export function scrubUrl(text: string, url: URL): string {
+  let out = text;
+  const secrets = [
+    url.href,
+    `${url.pathname}${url.search}`,
+    url.pathname,
+    url.search,
+    url.username,
+    url.password,
+  ];
+  for (const secret of secrets) {
+    if (secret && secret.length > 1)
+      out = out.split(secret).join(secret === url.href ? redactUrl(url) : '/…');
+  }
+  return out;
+}
+
+export function formatMs(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  const seconds = ms / 1000;
+  if (seconds < 120) return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)}s`;
+  return `${Math.round(seconds / 60)}m`;
+}

@@ -1,0 +1,134 @@
+// Hands every event to every sink whose filter accepts it. deliver() never
+// blocks and never throws: each sink queues on its own, so a slow or broken
+// sink delays neither the watch nor the other sinks. close() lets all sinks
+// finish in parallel within one shutdown timeout and reports what became of
+// their events.
+import type { ChangeEvent } from '../diff/types.ts';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { compileFilter, type EventFilter, type FilterVerdict } from './filter.ts';
+import type { Sink, SinkReport } from './sink.ts';
+
+export interface Route {
+  sink: Sink;
+  /** Absent: every event. */
+  filter?: EventFilter;
+}
+
+export interface RouteReport extends SinkReport {
+  /** Events the sink's filter kept from it. */
+  filtered: number;
+}
+
+/** Extra time, beyond the shutdown timeout, that a sink's close() gets before it is reported as stuck. */
+const CLOSE_GRACE_MS = 2_000;
+
+export class Router {
+  private readonly routes: { sink: Sink; filter: EventFilter; filtered: number; failed: boolean }[];
+  private readonly log: Logger;
+  private readonly closeGraceMs: number;
+  private closing = false;
+
+  constructor(routes: readonly Route[], log: Logger, options: { closeGraceMs?: number } = {}) {
+    this.routes = routes.map((route) => ({
+      sink: route.sink,
+      filter: route.filter ?? compileFilter({}),
+      filtered: 0,
+      failed: false,
+    }));
+    this.log = log;
+    this.closeGraceMs = options.closeGraceMs ?? CLOSE_GRACE_MS;
+  }
+
+  get sinks(): Sink[] {
+    return this.routes.map((route) => route.sink);
+  }
+
+  deliver(event: ChangeEvent): void {
+    if (this.closing) return;
+    for (const route of this.routes) {
+      let verdict: FilterVerdict;
+      try {
+        verdict = route.filter.evaluate(event);
+      } catch (error) {
+        verdict = { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` };
+      }
+      if (!verdict.deliver) {
+        route.filtered++;
+        continue;
+      }
+      try {
+        route.sink.deliver(event);
+      } catch (error) {
+        // A sink must not throw; if one does, the others still get the event, and it is said once.
+        if (!route.failed) {
+          route.failed = true;
+          this.log.warn(`${route.sink.name}: failed to accept an event: ${errorMessage(error)}`);
+        }
+      }
+    }
+  }
+
+  /** Where `event` would go, and why (for --explain). */
+  explain(event: ChangeEvent): { sink: string; verdict: FilterVerdict }[] {
+    return this.routes.map((route) => ({ sink: route.sink.name, verdict: route.filter.evaluate(event) }));
+  }
+
+  /** Closes every sink in parallel; resolves within about `timeoutMs` even if a sink misbehaves. */
+  async close(timeoutMs: number): Promise<RouteReport[]> {
+    this.closing = true;
+    return Promise.all(
+      this.routes.map(async (route): Promise<RouteReport> => {
+        let timer: NodeJS.Timeout | undefined;
+        const stuck = new Promise<SinkReport>((resolve) => {
+          timer = setTimeout(
+            () => resolve({ name: route.sink.name, stats: route.sink.stats() }),
+            timeoutMs + this.closeGraceMs,
+          );
+        });
+        try {
+          const report = await Promise.race([route.sink.close(timeoutMs), stuck]);
+          return { ...report, filtered: route.filtered };
+        } catch (error) {
+          this.log.warn(`${route.sink.name}: failed to close: ${errorMessage(error)}`);
+          return { name: route.sink.name, stats: route.sink.stats(), filtered: route.filtered };
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+  }
+}
+
+/**
+ * The shutdown report: one line per sink that did not deliver everything (what, how many, where they went);
+ * the others only with --debug, and nothing for a sink that got no event.
+ */
+export function logShutdownReport(reports: readonly RouteReport[], log: Logger): void {
+  for (const report of reports) {
+    const { stats } = report;
+    const missed = stats.deadLettered + stats.lost + stats.pending;
+    const delivered = `${count(stats.delivered, 'event')} delivered${
+      stats.summarized > 0 ? `, ${count(stats.summarized, 'more')} in ${count(stats.digests, 'digest')}` : ''
+    }`;
+    if (missed === 0) {
+      if (stats.accepted > 0) log.debug(`${report.name}: ${delivered}.`);
+      continue;
+    }
+    const parts = [
+      stats.deadLettered > 0
+        ? `${count(stats.deadLettered, 'event')} written to the dead-letter file${report.deadLetterFile ? ` ${report.deadLetterFile}` : ''}`
+        : '',
+      stats.lost > 0 ? `${count(stats.lost, 'event')} lost` : '',
+      stats.pending > 0
+        ? `${count(stats.pending, 'event')} still queued when the shutdown timeout ran out`
+        : '',
+    ].filter(Boolean);
+    log.warn(`${report.name}: ${count(missed, 'event')} not delivered (${parts.join('; ')}); ${delivered}.`);
+  }
+}
+
+function count(n: number, word: string): string {
+  const plural = word === 'more' ? word : `${word}${n === 1 ? '' : 's'}`;
+  return `${n.toLocaleString('en-US')} ${plural}`;
+}

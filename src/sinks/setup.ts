@@ -1,0 +1,234 @@
+// From sink settings (flags today, the config file's `sinks:` list later)
+// to running sinks behind a router. The specs are plain data with every
+// option a sink has, so a config file maps its keys onto them one to one.
+import type { Writable } from 'node:stream';
+import type { ChangeEvent } from '../diff/types.ts';
+import { UsageError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { DeadLetterFile } from './dead-letter.ts';
+import type { RetryOptions } from './delivery.ts';
+import { compileFilter, type FilterSpec } from './filter.ts';
+import { redactUrl } from './http.ts';
+import { prettyRenderer } from './pretty.ts';
+import { type Route, Router } from './router.ts';
+import type { Sink } from './sink.ts';
+import { SlackSink } from './slack.ts';
+import type { SlackFormatOptions } from './slack-format.ts';
+import { renderJsonLine, StreamOutput } from './stream-output.ts';
+import { type WebhookBatchOptions, type WebhookQueueOptions, WebhookSink } from './webhook.ts';
+
+interface CommonSinkSpec {
+  /** For logs and reports; a default is derived (URLs elided). */
+  name?: string;
+  filter?: FilterSpec;
+}
+
+interface HttpSinkSpec extends CommonSinkSpec {
+  /** Per request. */
+  timeoutMs?: number;
+  retry?: Partial<RetryOptions>;
+  /** JSONL file for events that cannot be delivered (default: the watch's --dead-letter). */
+  deadLetterFile?: string;
+}
+
+export interface StdoutSinkSpec extends CommonSinkSpec {
+  type: 'stdout';
+  format: 'json' | 'pretty';
+  /** Pretty output in color. */
+  color?: boolean;
+}
+
+export interface WebhookSinkSpec extends HttpSinkSpec {
+  type: 'webhook';
+  url: string;
+  headers?: Record<string, string>;
+  /** HMAC-SHA256 secret (from the environment, never a flag). */
+  secret?: string;
+  batch?: WebhookBatchOptions;
+  queue?: WebhookQueueOptions;
+  maxRequestsPerSecond?: number;
+}
+
+export interface SlackSinkSpec extends HttpSinkSpec {
+  type: 'slack';
+  /** An incoming webhook URL… */
+  webhookUrl?: string;
+  /** …or a bot token (from the environment) and a channel. */
+  token?: string;
+  channel?: string;
+  /** Slack's Web API base URL; default https://slack.com/api. */
+  apiUrl?: string;
+  minIntervalMs?: number;
+  gatherMs?: number;
+  capacity?: number;
+  capacityBytes?: number;
+  format?: Partial<SlackFormatOptions>;
+}
+
+export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec;
+
+export interface SinkRuntime {
+  log: Logger;
+  /** Where stdout sinks write. */
+  stdout: Writable;
+  /** The stdout stream failed or its reader left. */
+  onStdoutClosed?: (error: NodeJS.ErrnoException) => void;
+  /** The default dead-letter file of HTTP sinks. */
+  deadLetterFile?: string;
+  userAgent?: string;
+}
+
+export interface SinkSet {
+  router: Router;
+  /** The stdout sink, whose backpressure the watch honours. */
+  stdout: StreamOutput | undefined;
+  /** Open dead-letter files; close them after the router. */
+  deadLetterFiles: DeadLetterFile[];
+  /** Pauses the watch while a stdout reader lags (see StreamOutput.flowControl). */
+  flowControl: () => Promise<void> | undefined;
+}
+
+/** Checks a spec without creating anything; throws a UsageError naming the sink and the problem. */
+export function checkSinkSpec(spec: SinkSpec, where: string): void {
+  const fail = (problem: string): never => {
+    throw new UsageError(`${where}: ${problem}.`);
+  };
+  if (spec.filter) {
+    try {
+      compileFilter(spec.filter);
+    } catch (error) {
+      fail(`invalid filter: ${(error as Error).message}`);
+    }
+  }
+  if (spec.type === 'webhook') {
+    checkHttpUrl(spec.url, where);
+    if (spec.batch && (!Number.isInteger(spec.batch.maxEvents) || spec.batch.maxEvents < 1))
+      fail('the batch size must be a whole number of events, at least 1');
+  } else if (spec.type === 'slack') {
+    if (spec.webhookUrl !== undefined) checkHttpUrl(spec.webhookUrl, where);
+    else if (spec.token === undefined || spec.channel === undefined)
+      fail('a Slack sink needs an incoming webhook URL, or a bot token and a channel');
+    if (spec.apiUrl !== undefined) checkHttpUrl(spec.apiUrl, where);
+  }
+}
+
+export function checkHttpUrl(text: string, where: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
+    const start = (text.split('/')[0] ?? '').slice(0, 40);
+    throw new UsageError(
+      `${where}: not a URL (it starts "${start}"); use http://host/path or https://host/path.`,
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UsageError(`${where}: ${redactUrl(url)} is not http:// or https://.`);
+  }
+  return url;
+}
+
+/** Creates the sinks and the router. Throws a UserError when a dead-letter file cannot be opened. */
+export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): SinkSet {
+  const files = new Map<string, DeadLetterFile>();
+  const deadLetter = (path: string | undefined): DeadLetterFile | undefined => {
+    if (path === undefined) return undefined;
+    let file = files.get(path);
+    if (!file) {
+      file = DeadLetterFile.open(path, runtime.log);
+      files.set(path, file);
+    }
+    return file;
+  };
+  const names = new Map<string, number>();
+  const unique = (name: string): string => {
+    const seen = (names.get(name) ?? 0) + 1;
+    names.set(name, seen);
+    return seen === 1 ? name : `${name} #${seen}`;
+  };
+
+  let stdout: StreamOutput | undefined;
+  const routes: Route[] = [];
+  try {
+    for (const spec of specs) {
+      let sink: Sink;
+      if (spec.type === 'stdout') {
+        const render: (event: ChangeEvent) => string =
+          spec.format === 'json' ? renderJsonLine : prettyRenderer({ color: spec.color ?? false });
+        stdout = new StreamOutput({
+          name: unique(spec.name ?? 'stdout'),
+          stream: runtime.stdout,
+          render,
+          log: runtime.log,
+          ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
+        });
+        sink = stdout;
+      } else if (spec.type === 'webhook') {
+        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
+        const name = spec.name ?? `webhook ${redactUrl(spec.url)}`;
+        sink = new WebhookSink({
+          url: spec.url,
+          name: unique(name),
+          log: runtime.log,
+          ...(spec.headers ? { headers: spec.headers } : {}),
+          ...(spec.secret ? { secret: spec.secret } : {}),
+          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+          ...(spec.batch ? { batch: spec.batch } : {}),
+          ...(spec.retry ? { retry: spec.retry } : {}),
+          ...(spec.queue ? { queue: spec.queue } : {}),
+          ...(spec.maxRequestsPerSecond !== undefined
+            ? { maxRequestsPerSecond: spec.maxRequestsPerSecond }
+            : {}),
+          ...(file ? { deadLetter: file } : {}),
+          ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+        });
+      } else {
+        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
+        const target =
+          spec.webhookUrl !== undefined
+            ? { kind: 'webhook' as const, url: spec.webhookUrl }
+            : {
+                kind: 'bot' as const,
+                token: spec.token ?? '',
+                channel: spec.channel ?? '',
+                ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
+              };
+        const probe = new URL(target.kind === 'webhook' ? target.url : 'https://slack.com');
+        const name =
+          spec.name ??
+          (target.kind === 'webhook'
+            ? `slack ${redactUrl(probe)}`
+            : `slack ${target.channel.startsWith('#') ? target.channel : `#${target.channel}`}`);
+        sink = new SlackSink({
+          target,
+          name: unique(name),
+          log: runtime.log,
+          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+          ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
+          ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
+          ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
+          ...(spec.capacityBytes !== undefined ? { capacityBytes: spec.capacityBytes } : {}),
+          ...(spec.format ? { format: spec.format } : {}),
+          ...(spec.retry ? { retry: spec.retry } : {}),
+          ...(file ? { deadLetter: file } : {}),
+          ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+        });
+      }
+      routes.push({ sink, ...(spec.filter ? { filter: compileFilter(spec.filter) } : {}) });
+    }
+  } catch (error) {
+    // A later dead-letter file failed to open: release what was created.
+    for (const route of routes) void route.sink.close(0);
+    for (const file of files.values()) file.close();
+    throw error;
+  }
+
+  const output = stdout;
+  return {
+    router: new Router(routes, runtime.log),
+    stdout: output,
+    deadLetterFiles: [...files.values()],
+    flowControl: () => output?.flowControl(),
+  };
+}

@@ -1,0 +1,363 @@
+// Posts to Slack through an incoming webhook or, with a bot token, through
+// chat.postMessage to a channel. Slack takes about one message per second
+// per webhook or channel, so this sink never sends faster than that: events
+// that arrive meanwhile are gathered, and the next message shows them one by
+// one when they are few, or as a digest when they are many. A 429 waits for
+// Retry-After while events keep gathering, so a burst or an outage costs a
+// few messages, never hours of backlog. Memory is bounded: beyond `capacity`
+// waiting events only counts are kept.
+import type { Dispatcher } from 'undici';
+import type { ChangeEvent } from '../diff/types.ts';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { DeadLetterFile } from './dead-letter.ts';
+import {
+  DEFAULT_RETRY,
+  plural,
+  RetryDelay,
+  type RetryOptions,
+  ShutdownClock,
+  TroubleReport,
+  Wakeup,
+} from './delivery.ts';
+import { Digest } from './digest.ts';
+import { bodyExcerpt, createAgent, formatMs, type PostOutcome, postJson, redactUrl } from './http.ts';
+import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
+import {
+  DEFAULT_SLACK_FORMAT,
+  renderSlackMessage,
+  type SlackFormatOptions,
+  showsEventsInFull,
+} from './slack-format.ts';
+
+export type SlackTarget =
+  /** An incoming webhook URL (https://hooks.slack.com/services/…); a credential. */
+  | { kind: 'webhook'; url: string }
+  /** A bot token (xoxb-…) and the channel to post to (an ID such as C0123456789, or #name). */
+  | { kind: 'bot'; token: string; channel: string; apiUrl?: string };
+
+export interface SlackSinkOptions {
+  target: SlackTarget;
+  /** For logs; default 'slack <scheme://host/…>' or 'slack #channel'. */
+  name?: string;
+  /** Per request. Default 10 s. */
+  timeoutMs?: number;
+  /** Minimum time between two messages. Default 1000 ms (Slack's rate limit). */
+  minIntervalMs?: number;
+  /** Wait this long after a first event for related ones (a rollout is several events). Default 300 ms. */
+  gatherMs?: number;
+  /** Events kept in full while waiting (for the message and the dead-letter file); beyond that only counted. Default 1000… */
+  capacity?: number;
+  /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
+  capacityBytes?: number;
+  format?: Partial<SlackFormatOptions>;
+  retry?: Partial<RetryOptions>;
+  deadLetter?: DeadLetterFile;
+  userAgent?: string;
+  log: Logger;
+}
+
+export const SLACK_DEFAULTS = {
+  apiUrl: 'https://slack.com/api',
+  timeoutMs: 10_000,
+  minIntervalMs: 1_000,
+  gatherMs: 300,
+  capacity: 1_000,
+  capacityBytes: 16 * 1024 * 1024,
+};
+
+/** chat.postMessage errors worth retrying; every other `error` is final. */
+const RETRYABLE_API_ERRORS = new Set([
+  'ratelimited',
+  'internal_error',
+  'fatal_error',
+  'service_unavailable',
+  'request_timeout',
+]);
+
+const API_ERROR_HINTS: Record<string, string> = {
+  channel_not_found: 'check --slack-channel (a channel ID such as C0123456789, or #name)',
+  not_in_channel: 'invite the app to the channel (/invite @your-app)',
+  is_archived: 'the channel is archived',
+  invalid_auth: 'check the token in KUBEDIFF_SLACK_TOKEN',
+  not_authed: 'set a bot token in KUBEDIFF_SLACK_TOKEN',
+  token_revoked: 'the token in KUBEDIFF_SLACK_TOKEN was revoked',
+  account_inactive: 'the token in KUBEDIFF_SLACK_TOKEN belongs to a deactivated app or user',
+  missing_scope: 'the token needs the chat:write scope',
+};
+
+const WEBHOOK_ERROR_HINTS: Record<string, string> = {
+  no_service: 'the webhook URL is wrong or was revoked',
+  channel_not_found: "the webhook's channel no longer exists",
+  channel_is_archived: "the webhook's channel is archived",
+  action_prohibited: 'an admin restricted posting to this channel',
+};
+
+export class SlackSink implements Sink {
+  readonly name: string;
+  private readonly options: SlackSinkOptions;
+  private readonly url: URL;
+  private readonly timeoutMs: number;
+  private readonly minIntervalMs: number;
+  private readonly gatherMs: number;
+  private readonly capacity: number;
+  private readonly capacityBytes: number;
+  private readonly format: SlackFormatOptions;
+  private readonly retry: RetryOptions;
+  private readonly delay: RetryDelay;
+  private readonly agent: Dispatcher;
+  private readonly wakeup = new Wakeup();
+  private readonly clock = new ShutdownClock();
+  private readonly trouble: TroubleReport;
+  private readonly counters: SinkStats = emptyStats();
+  private pending: Digest;
+  private pendingSince = 0;
+  private inFlight: Digest | undefined;
+  private nextSendAt = 0;
+  private readonly loop: Promise<void>;
+  private closed: Promise<SinkReport> | undefined;
+
+  constructor(options: SlackSinkOptions) {
+    this.options = options;
+    const target = options.target;
+    this.url =
+      target.kind === 'webhook'
+        ? new URL(target.url)
+        : new URL(`${(target.apiUrl ?? SLACK_DEFAULTS.apiUrl).replace(/\/+$/, '')}/chat.postMessage`);
+    this.name =
+      options.name ??
+      (target.kind === 'webhook' ? `slack ${redactUrl(this.url)}` : `slack ${channelLabel(target.channel)}`);
+    this.timeoutMs = options.timeoutMs ?? SLACK_DEFAULTS.timeoutMs;
+    this.minIntervalMs = options.minIntervalMs ?? SLACK_DEFAULTS.minIntervalMs;
+    this.gatherMs = options.gatherMs ?? SLACK_DEFAULTS.gatherMs;
+    this.capacity = Math.max(1, options.capacity ?? SLACK_DEFAULTS.capacity);
+    this.capacityBytes = options.capacityBytes ?? SLACK_DEFAULTS.capacityBytes;
+    this.format = { ...DEFAULT_SLACK_FORMAT, ...options.format };
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.delay = new RetryDelay(this.retry);
+    this.agent = createAgent(this.timeoutMs);
+    this.trouble = new TroubleReport(this.name, options.log);
+    this.pending = this.newBatch();
+    this.loop = this.run();
+  }
+
+  deliver(event: ChangeEvent): void {
+    this.counters.accepted++;
+    if (this.clock.closing) {
+      const batch = this.newBatch();
+      batch.add(event);
+      this.abandon(batch, 'arrived after shutdown began');
+      return;
+    }
+    if (this.pending.isEmpty) this.pendingSince = Date.now();
+    this.pending.add(event);
+    this.wakeup.notify();
+  }
+
+  stats(): SinkStats {
+    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) };
+  }
+
+  close(timeoutMs: number): Promise<SinkReport> {
+    this.closed ??= (async () => {
+      this.clock.begin(timeoutMs);
+      this.wakeup.notify();
+      await this.loop;
+      this.clock.dispose();
+      if (!this.pending.isEmpty) {
+        this.abandon(this.pending, 'not delivered within the shutdown timeout');
+        this.pending = this.newBatch();
+      }
+      await this.agent.destroy().catch(() => {});
+      return {
+        name: this.name,
+        stats: this.stats(),
+        ...(this.options.deadLetter ? { deadLetterFile: this.options.deadLetter.path } : {}),
+      };
+    })();
+    return this.closed;
+  }
+
+  private newBatch(): Digest {
+    return new Digest({ retain: this.capacity, retainBytes: this.capacityBytes });
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      if (this.clock.expired) return;
+      if (this.pending.isEmpty) {
+        if (this.clock.closing) return;
+        await this.wakeup.wait();
+        continue;
+      }
+      // Related events (a rollout) come within moments of each other: gather them into one message.
+      if (!this.clock.closing && Date.now() < this.pendingSince + this.gatherMs) {
+        await this.wakeup.wait(this.pendingSince + this.gatherMs - Date.now(), this.clock.closingSignal);
+        continue;
+      }
+      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+      const batch = this.pending;
+      this.pending = this.newBatch();
+      this.inFlight = batch;
+      try {
+        await this.send(batch);
+      } catch (error) {
+        // A bug must not end deliveries silently: account for this message and go on with the next.
+        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
+        this.abandon(batch, `unexpected failure: ${errorMessage(error)}`);
+      } finally {
+        this.inFlight = undefined;
+      }
+    }
+  }
+
+  /** Sends `batch`, folding in whatever arrives while it waits to be retried. */
+  private async send(batch: Digest): Promise<void> {
+    let failures = 0;
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      const message = renderSlackMessage(batch, this.format);
+      const outcome = classify(
+        await postJson(this.agent, this.url, JSON.stringify(this.payload(message)), {
+          headers: this.headers(),
+          timeoutMs: this.timeoutMs,
+          signal: this.clock.deadlineSignal,
+        }),
+        this.options.target.kind,
+      );
+      this.nextSendAt = Date.now() + this.minIntervalMs;
+      if (outcome.ok) {
+        this.delay.reset();
+        this.trouble.recovered();
+        if (showsEventsInFull(batch, this.format)) this.counters.delivered += batch.count;
+        else {
+          this.counters.summarized += batch.count;
+          this.counters.digests++;
+        }
+        return;
+      }
+      if (outcome.aborted) {
+        this.abandon(batch, 'in flight when the shutdown timeout ran out');
+        return;
+      }
+      if (!outcome.retryable) {
+        this.trouble.refused(
+          `status ${outcome.status ?? ''} ${outcome.reason}`,
+          `${outcome.reason}; not retried. ${this.describeLoss(batch)}`,
+        );
+        this.abandon(batch, `${outcome.reason} (not retried)`);
+        return;
+      }
+      let wait: number;
+      if (outcome.status === 429) {
+        // Slack's own pacing: wait as told; events keep gathering, so this does not count as a failure.
+        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.minIntervalMs);
+      } else {
+        failures++;
+        if (failures >= this.retry.maxAttempts) {
+          this.trouble.refused(
+            `gave up: ${outcome.status ?? outcome.reason}`,
+            `${outcome.reason}; gave up after ${plural(failures, 'attempt')}. ${this.describeLoss(batch)}`,
+          );
+          this.abandon(batch, `${outcome.reason} (gave up after ${plural(failures, 'attempt')})`);
+          return;
+        }
+        wait = this.delay.next(outcome.retryAfterMs);
+      }
+      this.trouble.retrying(
+        outcome.retryAfterMs !== undefined
+          ? `${outcome.reason} (Retry-After ${formatMs(outcome.retryAfterMs)})`
+          : outcome.reason,
+        wait,
+        attempts,
+      );
+      this.nextSendAt = Date.now() + wait;
+      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+        this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
+        return;
+      }
+      // Everything that arrived meanwhile goes out with this message.
+      batch.merge(this.pending);
+      this.pending = this.newBatch();
+    }
+  }
+
+  private payload(message: { text: string; blocks: unknown[] }): Record<string, unknown> {
+    const base = { text: message.text, blocks: message.blocks, unfurl_links: false, unfurl_media: false };
+    const target = this.options.target;
+    return target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base;
+  }
+
+  private headers(): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json; charset=utf-8',
+      'user-agent': this.options.userAgent ?? 'kubediff',
+    };
+    const target = this.options.target;
+    if (target.kind === 'bot') headers.authorization = `Bearer ${target.token}`;
+    return headers;
+  }
+
+  private describeLoss(batch: Digest): string {
+    const what = plural(batch.count, 'event');
+    const file = this.options.deadLetter;
+    return file ? `${what} written to the dead-letter file ${file.path}.` : `${what} not delivered.`;
+  }
+
+  /** Events that will not reach Slack: kept ones to the dead-letter file, the rest counted as lost. */
+  private abandon(batch: Digest, reason: string): void {
+    const file = this.options.deadLetter;
+    if (batch.isEmpty) return;
+    if (file?.writeDigest(this.name, reason, batch.toPayload())) {
+      this.counters.deadLettered += batch.events.length;
+      this.counters.lost += batch.count - batch.events.length;
+    } else {
+      this.counters.lost += batch.count;
+    }
+  }
+}
+
+function channelLabel(channel: string): string {
+  return channel.startsWith('#') || /^[CGD][A-Z0-9]{6,}$/.test(channel) ? channel : `#${channel}`;
+}
+
+/** A chat.postMessage answer is 200 even for errors: `{"ok": false, "error": "channel_not_found"}`. */
+function classify(outcome: PostOutcome, kind: SlackTarget['kind']): PostOutcome {
+  if (kind === 'bot' && outcome.ok) {
+    let answer: { ok?: unknown; error?: unknown } | undefined;
+    try {
+      answer = JSON.parse(outcome.body) as { ok?: unknown; error?: unknown };
+    } catch {
+      answer = undefined;
+    }
+    if (answer?.ok === true) return outcome;
+    const error = typeof answer?.error === 'string' ? answer.error : undefined;
+    const hint = error ? API_ERROR_HINTS[error] : undefined;
+    return {
+      ok: false,
+      retryable: error !== undefined && RETRYABLE_API_ERRORS.has(error),
+      aborted: false,
+      status: outcome.status,
+      reason: error
+        ? `Slack answered "${error}"${hint ? ` (${hint})` : ''}`
+        : `Slack answered HTTP ${outcome.status} without ok: ${bodyExcerpt(outcome.body) || '(empty)'}`,
+      body: outcome.body,
+    };
+  }
+  if (!outcome.ok && !outcome.retryable && outcome.body !== undefined) {
+    const code = outcome.body.trim();
+    const hint = kind === 'webhook' ? WEBHOOK_ERROR_HINTS[code] : undefined;
+    if (hint) return { ...outcome, reason: `${outcome.reason} (${hint})` };
+    if (kind === 'bot') {
+      try {
+        const error = (JSON.parse(code) as { error?: unknown }).error;
+        const apiHint = typeof error === 'string' ? API_ERROR_HINTS[error] : undefined;
+        if (apiHint) return { ...outcome, reason: `${outcome.reason} (${apiHint})` };
+      } catch {
+        // Not JSON: the excerpt in the reason says enough.
+      }
+    }
+  }
+  return outcome;
+}

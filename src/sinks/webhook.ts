@@ -1,0 +1,366 @@
+// POSTs events to an HTTP endpoint: one event per request (the event JSON of
+// the contract), or a JSON array of up to `batch.maxEvents` events when
+// batching is configured (for log collectors). One request at a time, in
+// queue order, so events of one object arrive in the order they happened.
+// Retries network errors, timeouts, 408, 425, 429 and 5xx with exponential
+// backoff and jitter (Retry-After honoured); other answers are final. What
+// cannot be delivered goes to the dead-letter file and is counted.
+import type { Dispatcher } from 'undici';
+import type { ChangeEvent } from '../diff/types.ts';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { DeadLetterFile } from './dead-letter.ts';
+import {
+  DEFAULT_RETRY,
+  plural,
+  RetryDelay,
+  type RetryOptions,
+  ShutdownClock,
+  TroubleReport,
+  Wakeup,
+} from './delivery.ts';
+import type { Digest } from './digest.ts';
+import { EventQueue } from './event-queue.ts';
+import { createAgent, formatMs, type PostOutcome, postJson, redactUrl } from './http.ts';
+import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
+import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
+
+export interface WebhookBatchOptions {
+  /** At most this many events per request (a JSON array). */
+  maxEvents: number;
+  /** Send a partial batch once its oldest event has waited this long. Default 1000 ms. */
+  maxWaitMs?: number;
+}
+
+export interface WebhookQueueOptions {
+  /** Events waiting individually before new ones are folded into a digest. Default 10,000… */
+  capacity?: number;
+  /** …or this many bytes of them (as JSON), whichever comes first. Default 64 MiB. */
+  maxBytes?: number;
+  /** Events a digest carries in full (the most recent). Default 20. */
+  digestRetain?: number;
+}
+
+export interface WebhookSinkOptions {
+  url: string;
+  /** For logs; default 'webhook <scheme://host/…>'. Must not contain the URL's path. */
+  name?: string;
+  /** Extra request headers (Authorization, X-Team, …). */
+  headers?: Readonly<Record<string, string>>;
+  /** HMAC-SHA256 signing secret: adds X-Kubediff-Signature. */
+  secret?: string;
+  /** Per request, connection to last byte. Default 10 s. */
+  timeoutMs?: number;
+  /** Absent: one event per request. */
+  batch?: WebhookBatchOptions;
+  retry?: Partial<RetryOptions>;
+  queue?: WebhookQueueOptions;
+  /** At most this many requests per second. Default: no limit. */
+  maxRequestsPerSecond?: number;
+  deadLetter?: DeadLetterFile;
+  userAgent?: string;
+  log: Logger;
+}
+
+export const WEBHOOK_DEFAULTS = {
+  timeoutMs: 10_000,
+  batchMaxWaitMs: 1_000,
+  queueCapacity: 10_000,
+  queueMaxBytes: 64 * 1024 * 1024,
+  digestRetain: 20,
+  userAgent: 'kubediff',
+};
+
+type Work =
+  | { kind: 'event'; event: ChangeEvent; json: string }
+  | { kind: 'batch'; events: ChangeEvent[]; json: string[] }
+  | { kind: 'digest'; digest: Digest };
+
+export class WebhookSink implements Sink {
+  readonly name: string;
+  private readonly url: URL;
+  private readonly options: WebhookSinkOptions;
+  private readonly timeoutMs: number;
+  private readonly retry: RetryOptions;
+  private readonly delay: RetryDelay;
+  private readonly agent: Dispatcher;
+  private readonly queue: EventQueue;
+  private readonly wakeup = new Wakeup();
+  private readonly clock = new ShutdownClock();
+  private readonly trouble: TroubleReport;
+  private readonly counters: SinkStats = emptyStats();
+  /** Events folded into each digest that were written to the dead-letter file when evicted from it. */
+  private readonly evictedWritten = new WeakMap<Digest, number>();
+  private inFlight = 0;
+  private nextSendAt = 0;
+  private overflowing = false;
+  private readonly loop: Promise<void>;
+  private closed: Promise<SinkReport> | undefined;
+
+  constructor(options: WebhookSinkOptions) {
+    this.options = options;
+    this.url = new URL(options.url);
+    this.name = options.name ?? `webhook ${redactUrl(this.url)}`;
+    this.timeoutMs = options.timeoutMs ?? WEBHOOK_DEFAULTS.timeoutMs;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.delay = new RetryDelay(this.retry);
+    this.agent = createAgent(this.timeoutMs);
+    this.trouble = new TroubleReport(this.name, options.log);
+    let currentDigest: Digest | undefined;
+    this.queue = new EventQueue({
+      capacity: options.queue?.capacity ?? WEBHOOK_DEFAULTS.queueCapacity,
+      maxBytes: options.queue?.maxBytes ?? WEBHOOK_DEFAULTS.queueMaxBytes,
+      digestRetain: options.queue?.digestRetain ?? WEBHOOK_DEFAULTS.digestRetain,
+      onOverflow: (digest) => {
+        currentDigest = digest;
+        this.startOverflow();
+      },
+      onEvict: (event) => {
+        const file = this.options.deadLetter;
+        if (!file || !currentDigest) return;
+        const written = file.writeEvents(
+          this.name,
+          `queue full: summarized in digest ${currentDigest.id}, not delivered individually`,
+          [event],
+        );
+        if (written)
+          this.evictedWritten.set(currentDigest, (this.evictedWritten.get(currentDigest) ?? 0) + 1);
+      },
+    });
+    this.loop = this.run();
+  }
+
+  deliver(event: ChangeEvent): void {
+    this.counters.accepted++;
+    if (this.clock.closing) {
+      this.abandon([event], 'arrived after shutdown began');
+      return;
+    }
+    this.queue.push(event);
+    this.wakeup.notify();
+  }
+
+  stats(): SinkStats {
+    return { ...this.counters, pending: this.queue.pendingEvents + this.inFlight };
+  }
+
+  close(timeoutMs: number): Promise<SinkReport> {
+    this.closed ??= (async () => {
+      this.clock.begin(timeoutMs);
+      this.wakeup.notify();
+      await this.loop;
+      this.clock.dispose();
+      for (const entry of this.queue.drain()) {
+        if (entry.kind === 'event') this.abandon([entry.event], 'not delivered within the shutdown timeout');
+        else this.abandonDigest(entry.digest, 'not delivered within the shutdown timeout');
+      }
+      await this.agent.destroy().catch(() => {});
+      return {
+        name: this.name,
+        stats: this.stats(),
+        ...(this.options.deadLetter ? { deadLetterFile: this.options.deadLetter.path } : {}),
+      };
+    })();
+    return this.closed;
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      const work = await this.next();
+      if (!work) return;
+      this.inFlight = countOf(work);
+      try {
+        await this.send(work);
+      } catch (error) {
+        // A bug must not end deliveries silently: account for this request and go on with the next.
+        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
+        this.failed(work, `unexpected failure: ${errorMessage(error)}`, false);
+      } finally {
+        this.inFlight = 0;
+      }
+      if (this.overflowing && this.queue.length === 0) {
+        this.overflowing = false;
+        this.trouble.info('caught up with the backlog.');
+      }
+    }
+  }
+
+  /** The next request's content, once it is due; undefined when there is nothing left to do. */
+  private async next(): Promise<Work | undefined> {
+    for (;;) {
+      if (this.clock.expired) return undefined;
+      const head = this.queue.peek();
+      if (!head) {
+        if (this.clock.closing) return undefined;
+        await this.wakeup.wait();
+        continue;
+      }
+      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return undefined;
+      const batch = this.options.batch;
+      if (head.kind === 'event' && batch && batch.maxEvents > 1 && !this.clock.closing) {
+        const due = head.queuedAt + (batch.maxWaitMs ?? WEBHOOK_DEFAULTS.batchMaxWaitMs);
+        if (this.queue.length < batch.maxEvents && Date.now() < due) {
+          await this.wakeup.wait(due - Date.now(), this.clock.closingSignal);
+          continue;
+        }
+      }
+      const rate = this.options.maxRequestsPerSecond;
+      if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
+      if (head.kind === 'digest') {
+        this.queue.shift();
+        return { kind: 'digest', digest: head.digest };
+      }
+      if (batch) {
+        const entries = this.queue.takeEvents(Math.max(1, batch.maxEvents));
+        return { kind: 'batch', events: entries.map((e) => e.event), json: entries.map((e) => e.json) };
+      }
+      this.queue.shift();
+      return { kind: 'event', event: head.event, json: head.json };
+    }
+  }
+
+  private async send(work: Work): Promise<void> {
+    // The same text JSON.stringify would give for the event or the array of events, serialized once.
+    const body =
+      work.kind === 'event'
+        ? work.json
+        : work.kind === 'batch'
+          ? `[${work.json.join(',')}]`
+          : JSON.stringify(work.digest.toPayload());
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await postJson(this.agent, this.url, body, {
+        headers: this.headersFor(work, body, attempt),
+        timeoutMs: this.timeoutMs,
+        signal: this.clock.deadlineSignal,
+      });
+      if (outcome.ok) {
+        this.delivered(work);
+        return;
+      }
+      if (outcome.aborted) {
+        this.failed(work, 'in flight when the shutdown timeout ran out');
+        return;
+      }
+      if (!outcome.retryable) {
+        this.trouble.refused(
+          `status ${outcome.status ?? outcome.reason}`,
+          `${outcome.reason}; not retried. ${describeLoss(work, this.options.deadLetter)}`,
+        );
+        this.failed(work, `${outcome.reason} (not retried)`, false);
+        return;
+      }
+      if (attempt >= this.retry.maxAttempts) {
+        this.trouble.refused(
+          `gave up: ${outcome.status ?? outcome.reason}`,
+          `${outcome.reason}; gave up after ${plural(attempt, 'attempt')}. ${describeLoss(work, this.options.deadLetter)}`,
+        );
+        this.failed(work, `${outcome.reason} (gave up after ${plural(attempt, 'attempt')})`, false);
+        return;
+      }
+      const wait = this.delay.next(outcome.retryAfterMs);
+      this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempt);
+      if (!(await this.clock.waitUntil(Date.now() + wait, this.wakeup))) {
+        this.failed(work, `${outcome.reason}; the next retry was due after the shutdown timeout`);
+        return;
+      }
+    }
+  }
+
+  private headersFor(work: Work, body: string, attempt: number): Record<string, string> {
+    const headers: Record<string, string> = {
+      'user-agent': this.options.userAgent ?? WEBHOOK_DEFAULTS.userAgent,
+      ...this.options.headers,
+      'x-kubediff-kind': work.kind,
+      'x-kubediff-attempt': String(attempt),
+    };
+    if (work.kind === 'event') headers['x-kubediff-event-id'] = work.event.id;
+    if (work.kind === 'batch') headers['x-kubediff-batch-size'] = String(work.events.length);
+    if (work.kind === 'digest') headers['x-kubediff-digest-id'] = work.digest.id;
+    if (this.options.secret) {
+      headers[SIGNATURE_HEADER.toLowerCase()] = signatureFor(
+        this.options.secret,
+        body,
+        Math.floor(Date.now() / 1000),
+      );
+    }
+    return headers;
+  }
+
+  private delivered(work: Work): void {
+    this.delay.reset();
+    this.trouble.recovered();
+    if (work.kind === 'event') this.counters.delivered++;
+    else if (work.kind === 'batch') this.counters.delivered += work.events.length;
+    else {
+      this.counters.summarized += work.digest.count;
+      this.counters.digests++;
+    }
+  }
+
+  /** A request that will not be delivered: its events go to the dead-letter file, or are counted lost. */
+  private failed(work: Work, reason: string, log = true): void {
+    if (log) this.trouble.debug(`${reason}: ${describeWork(work)}`);
+    if (work.kind === 'event') this.abandon([work.event], reason);
+    else if (work.kind === 'batch') this.abandon(work.events, reason);
+    else this.abandonDigest(work.digest, reason);
+  }
+
+  private abandon(events: readonly ChangeEvent[], reason: string): void {
+    const file = this.options.deadLetter;
+    if (file?.writeEvents(this.name, reason, events)) this.counters.deadLettered += events.length;
+    else this.counters.lost += events.length;
+  }
+
+  private abandonDigest(digest: Digest, reason: string): void {
+    const file = this.options.deadLetter;
+    const kept = digest.events.length;
+    const evictedWritten = this.evictedWritten.get(digest) ?? 0;
+    const neverWritten = digest.count - kept - evictedWritten;
+    if (file?.writeDigest(this.name, reason, digest.toPayload())) {
+      this.counters.deadLettered += kept + evictedWritten;
+      this.counters.lost += neverWritten;
+    } else {
+      this.counters.deadLettered += evictedWritten;
+      this.counters.lost += digest.count - evictedWritten;
+    }
+  }
+
+  private startOverflow(): void {
+    if (this.overflowing) return;
+    this.overflowing = true;
+    const file = this.options.deadLetter;
+    this.trouble.warn(
+      `${plural(this.queue.individualEvents, 'event')} (${mebibytes(this.queue.individualBytes)}) waiting (the receiver is slower than the cluster, or failing); ` +
+        `further events are summarized in a digest${file ? ` and written in full to ${file.path}` : ''} until it catches up.`,
+    );
+  }
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+function countOf(work: Work): number {
+  return work.kind === 'event' ? 1 : work.kind === 'batch' ? work.events.length : work.digest.count;
+}
+
+function describeWork(work: Work): string {
+  if (work.kind === 'event') return `event ${work.event.id}`;
+  if (work.kind === 'batch') return `${plural(work.events.length, 'event')} (a batch)`;
+  return `a digest of ${plural(work.digest.count, 'event')}`;
+}
+
+function describeLoss(work: Work, file: DeadLetterFile | undefined): string {
+  const what = work.kind === 'event' ? `Event ${work.event.id}` : capitalize(describeWork(work));
+  return file ? `${what} written to the dead-letter file ${file.path}.` : `${what} not delivered.`;
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function reasonWithRetryAfter(outcome: Extract<PostOutcome, { ok: false }>): string {
+  return outcome.retryAfterMs !== undefined
+    ? `${outcome.reason} (Retry-After ${formatMs(outcome.retryAfterMs)})`
+    : outcome.reason;
+}

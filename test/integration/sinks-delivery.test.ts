@@ -1,0 +1,285 @@
+// Slack and webhook delivery end to end: `kubediff watch` against the real API server, posting to local
+// receivers on loopback (a "Slack" and a webhook endpoint, test/helpers/http-receiver.ts).
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { verifySignature } from '../../src/sinks/signature.ts';
+import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { matching, type TestEvent } from '../helpers/events.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import {
+  blockKitProblems,
+  eventsInMessage,
+  type SlackPayload,
+  visibleText,
+} from '../helpers/slack-payload.ts';
+
+const READY = /watching \d+ resource types?/;
+let admin: KubeAdmin;
+let kubeconfig: string;
+const receivers: HttpReceiver[] = [];
+const namespaces: string[] = [];
+
+before(() => {
+  admin = adminClient();
+  kubeconfig = testCluster().kubeconfigPath;
+});
+
+after(async () => {
+  await killAll();
+  await Promise.all(receivers.map((receiver) => receiver.close()));
+  await Promise.all(namespaces.map((ns) => admin.deleteNamespace(ns)));
+  await admin.close();
+});
+
+async function receiver(...args: Parameters<typeof HttpReceiver.start>): Promise<HttpReceiver> {
+  const started = await HttpReceiver.start(...args);
+  receivers.push(started);
+  return started;
+}
+
+async function namespace(prefix: string): Promise<string> {
+  const name = await admin.createNamespace(prefix);
+  namespaces.push(name);
+  return name;
+}
+
+/**
+ * Watches ConfigMaps labelled `sinks-test` (unless `-l` is given): the kube-root-ca.crt ConfigMap the
+ * controller manager adds to every new namespace must not slip into what a receiver is asserted to get.
+ */
+async function startWatch(args: string[], env: Record<string, string> = {}): Promise<KubediffProcess> {
+  const selector = args.includes('-l') ? [] : ['-l', 'sinks-test'];
+  const process = runKubediff(
+    ['watch', '--kubeconfig', kubeconfig, '-r', 'configmaps', ...selector, ...args],
+    {
+      checkEvents: true,
+      env,
+      timeoutMs: 30_000,
+    },
+  );
+  await process.waitForStderr(READY, 90_000);
+  return process;
+}
+
+const configmaps = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
+const LABELS = { 'sinks-test': 'yes' };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('kubediff watch with Slack and webhooks', () => {
+  it('delivers a ConfigMap change to a local Slack and a local webhook, the same events as stdout', async () => {
+    const ns = await namespace('sinks-e2e');
+    const slack = await receiver();
+    const hook = await receiver();
+    const watch = await startWatch([
+      '-o',
+      'json',
+      '-n',
+      ns,
+      '--slack-webhook',
+      slack.url('/services/T0001/B0001/SLACKSECRET'),
+      '--webhook',
+      hook.url('/ingest'),
+    ]);
+    assert.match(
+      watch.stderr,
+      /delivering to webhook http:\/\/127\.0\.0\.1:\d+\/…, slack http:\/\/127\.0\.0\.1:\d+\/…/,
+    );
+
+    await admin.create(configmaps(ns), {
+      metadata: { name: 'settings', labels: LABELS },
+      data: { color: 'blue' },
+    });
+    await watch.waitForEvent(matching({ type: 'ADDED', name: 'settings' }));
+    await admin.patch(`${configmaps(ns)}/settings`, { data: { color: 'red' } });
+    const updated = await watch.waitForEvent(matching({ type: 'UPDATED', name: 'settings' }));
+
+    const bodies = await hook.waitUntil(() => {
+      const received = hook.jsonBodies() as TestEvent[];
+      return received.some((e) => e.id === updated.id) ? received : undefined;
+    });
+    assert.deepEqual(
+      bodies,
+      watch.events.filter((e) => e.object.name === 'settings'),
+      'the webhook gets exactly the events of stdout, in order',
+    );
+
+    const messages = await slack.waitUntil(() => {
+      const received = slack.jsonBodies() as SlackPayload[];
+      return received.reduce((sum, m) => sum + eventsInMessage(m), 0) >= 2 ? received : undefined;
+    });
+    for (const message of messages) assert.deepEqual(blockKitProblems(message), []);
+    const shown = messages.map(visibleText).join('\n');
+    assert.match(shown, new RegExp(`ConfigMap ${ns}/settings|ConfigMap \`${ns}/settings\``));
+    assert.match(shown, /`data\.color`: `"blue"` → `"red"`/);
+    assert.match(shown, /cluster \*kubediff-test\*/);
+
+    const stopped = await watch.stop('SIGINT');
+    assert.equal(stopped.code, 0);
+    assert.ok(!stopped.stderr.includes('SLACKSECRET'), 'the Slack webhook URL is never printed whole');
+    assert.ok(!/not delivered/.test(stopped.stderr), stopped.stderr);
+  });
+
+  it('delivers a ConfigMap change exactly once, signed, through a 429 with Retry-After: 1 and a 500', async () => {
+    const ns = await namespace('sinks-retry');
+    const hook = await receiver();
+    hook.script({ status: 429, headers: { 'retry-after': '1' } }, { status: 500, body: 'try again' });
+    const secret = 'integration-secret';
+    const watch = await startWatch(['-o', 'json', '-n', ns, '--webhook', hook.url('/hook')], {
+      KUBEDIFF_WEBHOOK_SECRET: secret,
+    });
+    const created = await admin.create(configmaps(ns), {
+      metadata: { name: 'retried', labels: LABELS },
+      data: { a: '1' },
+    });
+    const requests = await hook.waitForRequests(3, 20_000);
+    const id = `${created.metadata.uid}:${created.metadata.resourceVersion}`;
+    assert.deepEqual(
+      requests.map((r) => (JSON.parse(r.body) as TestEvent).id),
+      [id, id, id],
+    );
+    assert.deepEqual(
+      requests.map((r) => ('status' in r.reply ? r.reply.status : 0)),
+      [429, 500, 200],
+    );
+    assert.ok(requests[1]!.at - requests[0]!.at >= 950, 'Retry-After: 1 was honoured');
+    for (const request of requests) {
+      assert.ok(
+        verifySignature(secret, request.headers['x-kubediff-signature'] as string, request.body),
+        `signature of attempt ${request.headers['x-kubediff-attempt']}`,
+      );
+    }
+    const delivered = JSON.parse(requests[2]!.body) as TestEvent;
+    assert.equal(delivered.type, 'ADDED');
+    assert.deepEqual(
+      delivered,
+      watch.events.find((e) => e.id === id),
+    );
+    await sleep(1500);
+    assert.equal(hook.requests.length, 3, 'delivered once: no request after the 200');
+    assert.match(watch.stderr, /HTTP 429 Too Many Requests.*Retry-After 1s/);
+    const stopped = await watch.stop('SIGTERM');
+    assert.equal(stopped.code, 0);
+  });
+
+  it('brings 500 changes in 10 seconds to a local Slack as at most ~15 messages that account for all 500', async (t) => {
+    const ns = await namespace('sinks-burst');
+    const slack = await receiver();
+    const watch = await startWatch([
+      '-o',
+      'none',
+      '-n',
+      ns,
+      '-l',
+      'burst=yes',
+      '--slack-webhook',
+      slack.url('/services/T/B/X'),
+    ]);
+    const started = Date.now();
+    // 500 ConfigMaps, 50 a second, 5 requests at a time.
+    for (let second = 0; second < 10; second++) {
+      const batch = Array.from({ length: 50 }, (_, i) => second * 50 + i);
+      for (let i = 0; i < batch.length; i += 5) {
+        await Promise.all(
+          batch.slice(i, i + 5).map((n) =>
+            admin.create(configmaps(ns), {
+              metadata: { name: `cm-${n}`, labels: { burst: 'yes' } },
+              data: { n: `${n}` },
+            }),
+          ),
+        );
+      }
+      const due = started + (second + 1) * 1000;
+      if (Date.now() < due) await sleep(due - Date.now());
+    }
+    const created = Date.now() - started;
+    const messages = await slack.waitUntil(
+      () => {
+        const received = slack.jsonBodies() as SlackPayload[];
+        return received.reduce((sum, m) => sum + eventsInMessage(m), 0) >= 500 ? received : undefined;
+      },
+      30_000,
+      () => `messages for 500 changes (got ${slack.requests.length} messages)`,
+    );
+    await sleep(1500);
+    const all = slack.jsonBodies() as SlackPayload[];
+    const total = all.reduce((sum, m) => sum + eventsInMessage(m), 0);
+    t.diagnostic(`${all.length} Slack messages for 500 changes made in ${created} ms`);
+    assert.equal(total, 500, all.map((m) => m.text).join('\n'));
+    assert.ok(
+      all.length <= 15,
+      `${all.length} messages for 500 changes in ${created} ms:\n${all.map((m) => m.text).join('\n')}`,
+    );
+    for (const message of messages) assert.deepEqual(blockKitProblems(message), []);
+    for (let i = 1; i < slack.requests.length; i++) {
+      const gap = slack.requests[i]!.at - slack.requests[i - 1]!.at;
+      assert.ok(gap >= 950, `message ${i} came ${gap} ms after the previous one`);
+    }
+    assert.ok(
+      all.some((m) =>
+        /^\[kubediff-test\] \d+ changes in sinks-burst-\w+: \d+ configmaps added$/.test(String(m.text)),
+      ),
+    );
+    const stopped = await watch.stop('SIGTERM');
+    assert.equal(stopped.code, 0);
+  });
+
+  it('on SIGTERM, stops within --shutdown-timeout, reports per sink what was not delivered, dead-letters it', async () => {
+    const ns = await namespace('sinks-stop');
+    const hook = await receiver({ defaultReply: { hang: true } });
+    const slack = await receiver();
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-dead-'));
+    const deadLetters = path.join(dir, 'dead.jsonl');
+    const watch = await startWatch([
+      '-o',
+      'json',
+      '-n',
+      ns,
+      '--webhook',
+      hook.url('/hook'),
+      '--slack-webhook',
+      slack.url('/services/T/B/X'),
+      '--dead-letter',
+      deadLetters,
+      '--shutdown-timeout',
+      '1s',
+    ]);
+    await admin.create(configmaps(ns), { metadata: { name: 'one', labels: LABELS }, data: { a: '1' } });
+    await admin.create(configmaps(ns), { metadata: { name: 'two', labels: LABELS }, data: { a: '1' } });
+    await watch.waitForEvent(matching({ type: 'ADDED', name: 'two' }));
+    await hook.waitForRequests(1);
+    await slack.waitUntil(() =>
+      (slack.jsonBodies() as SlackPayload[]).reduce((sum, m) => sum + eventsInMessage(m), 0) >= 2
+        ? true
+        : undefined,
+    );
+    const stopping = Date.now();
+    const stopped = await watch.stop('SIGTERM', 10_000);
+    const took = Date.now() - stopping;
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.ok(took < 5_000, `took ${took} ms to stop with --shutdown-timeout 1s`);
+    assert.match(
+      stopped.stderr,
+      new RegExp(
+        `webhook http://127\\.0\\.0\\.1:${hook.port}/…: 2 events not delivered \\(2 events written to the dead-letter file ${deadLetters.replaceAll('/', '\\/')}\\)`,
+      ),
+    );
+    assert.doesNotMatch(stopped.stderr, /slack .*not delivered/);
+    const records = (await readFile(deadLetters, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { event: TestEvent; reason: string });
+    assert.deepEqual(
+      records.map((r) => r.event.object.name),
+      ['one', 'two'],
+    );
+    assert.deepEqual(
+      records.map((r) => r.event),
+      watch.events.filter((e) => e.type === 'ADDED'),
+    );
+  });
+});

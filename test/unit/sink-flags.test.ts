@@ -1,0 +1,147 @@
+// The sink flags and environment variables of `kubediff watch`.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
+import { UsageError } from '../../src/errors.ts';
+import { sinkSettingsFromFlags } from '../../src/sinks/flags.ts';
+import { redactUrl, scrubUrl } from '../../src/sinks/http.ts';
+
+describe('sink flags', () => {
+  it('sets up one webhook sink per --webhook, with headers, batch, timeout and the secret from the environment', () => {
+    const settings = sinkSettingsFromFlags(
+      {
+        webhook: ['https://a.example/hook', 'http://127.0.0.1:9000/x'],
+        webhookHeader: ['X-Team: sre'],
+        webhookBatch: '50',
+        webhookTimeout: '3s',
+        deadLetter: '/tmp/dead.jsonl',
+        shutdownTimeout: '30s',
+      },
+      {
+        KUBEDIFF_WEBHOOK_SECRET: 'hmac',
+        KUBEDIFF_WEBHOOK_HEADERS: 'Authorization: Bearer abc\nX-Extra: 1',
+      },
+    );
+    assert.deepEqual(settings, {
+      sinks: [
+        {
+          type: 'webhook',
+          url: 'https://a.example/hook',
+          headers: { authorization: 'Bearer abc', 'x-extra': '1', 'x-team': 'sre' },
+          secret: 'hmac',
+          batch: { maxEvents: 50 },
+          timeoutMs: 3000,
+        },
+        {
+          type: 'webhook',
+          url: 'http://127.0.0.1:9000/x',
+          headers: { authorization: 'Bearer abc', 'x-extra': '1', 'x-team': 'sre' },
+          secret: 'hmac',
+          batch: { maxEvents: 50 },
+          timeoutMs: 3000,
+        },
+      ],
+      deadLetterFile: '/tmp/dead.jsonl',
+      shutdownTimeoutMs: 30_000,
+    });
+  });
+
+  it('sets up Slack by webhook (flag or environment) and as a bot (channel flag, token from the environment)', () => {
+    const settings = sinkSettingsFromFlags(
+      { slackChannel: '#alerts' },
+      {
+        KUBEDIFF_SLACK_WEBHOOK: 'https://hooks.slack.com/services/T/B/X',
+        KUBEDIFF_SLACK_TOKEN: 'xoxb-1',
+        KUBEDIFF_SLACK_API_URL: 'http://127.0.0.1:1/api',
+      },
+    );
+    assert.deepEqual(settings.sinks, [
+      { type: 'slack', webhookUrl: 'https://hooks.slack.com/services/T/B/X' },
+      { type: 'slack', token: 'xoxb-1', channel: '#alerts', apiUrl: 'http://127.0.0.1:1/api' },
+    ]);
+    assert.equal(settings.shutdownTimeoutMs, 10_000);
+    const flagWins = sinkSettingsFromFlags(
+      { slackWebhook: 'https://hooks.slack.com/services/flag' },
+      { KUBEDIFF_SLACK_WEBHOOK: 'https://hooks.slack.com/services/env' },
+    );
+    assert.deepEqual(flagWins.sinks, [
+      { type: 'slack', webhookUrl: 'https://hooks.slack.com/services/flag' },
+    ]);
+  });
+
+  it('rejects mistakes with one sentence, exit code 2, and never the secret part of a URL', () => {
+    const cases: [Parameters<typeof sinkSettingsFromFlags>[0], Record<string, string>, RegExp][] = [
+      [
+        { webhook: ['ftp://host/secret-path'] },
+        {},
+        /invalid --webhook: ftp:\/\/host\/… is not http:\/\/ or https:\/\//,
+      ],
+      [{ webhook: ['not a url/secret-path'] }, {}, /invalid --webhook: not a URL \(it starts "not a url"\)/],
+      [
+        { slackWebhook: 'hooks.slack.com/services/T/B/SECRET' },
+        {},
+        /invalid --slack-webhook: not a URL \(it starts "hooks.slack.com"\)/,
+      ],
+      [{ slackChannel: '#alerts' }, {}, /--slack-channel needs a bot token: set KUBEDIFF_SLACK_TOKEN/],
+      [{}, { KUBEDIFF_SLACK_TOKEN: 'xoxb-1' }, /KUBEDIFF_SLACK_TOKEN is set but --slack-channel is not/],
+      [{ webhookBatch: '10' }, {}, /--webhook-batch applies to --webhook, and no --webhook is given/],
+      [{ webhook: ['http://h/'], webhookBatch: '0' }, {}, /invalid --webhook-batch "0"/],
+      [
+        { webhook: ['http://h/'], webhookTimeout: '10' },
+        {},
+        /invalid --webhook-timeout "10": use a duration/,
+      ],
+      [{ shutdownTimeout: 'soon' }, {}, /invalid --shutdown-timeout "soon"/],
+      [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook and Slack/],
+      [
+        { webhook: ['http://h/'], webhookHeader: ['NoColon'] },
+        {},
+        /invalid --webhook-header "NoColon": use Name: value/,
+      ],
+      [
+        { webhook: ['http://h/'], webhookHeader: ['Content-Type: text/plain'] },
+        {},
+        /kubediff sets Content-Type itself/,
+      ],
+    ];
+    for (const [flags, env, expected] of cases) {
+      assert.throws(
+        () => sinkSettingsFromFlags(flags, env),
+        (error: unknown) => {
+          assert.ok(error instanceof UsageError, String(error));
+          assert.match(error.message, expected);
+          assert.ok(!/SECRET|secret-path/.test(error.message), error.message);
+          return true;
+        },
+      );
+    }
+  });
+
+  it('reaches WatchSettings: -o none, and no environment read without one (kubediff resources)', () => {
+    const settings = watchSettingsFromFlags({ output: 'none', webhook: ['http://h/'] }, false, {
+      KUBEDIFF_WEBHOOK_SECRET: 's',
+    });
+    assert.equal(settings.output, 'none');
+    assert.equal(settings.delivery.sinks.length, 1);
+    const resources = watchSettingsFromFlags({}, false);
+    assert.deepEqual(resources.delivery.sinks, []);
+    assert.throws(
+      () => watchSettingsFromFlags({ output: 'none' }, false, {}),
+      /--output none leaves events nowhere/,
+    );
+  });
+});
+
+describe('URLs in logs', () => {
+  it('shows scheme and host only', () => {
+    assert.equal(redactUrl('https://hooks.slack.com/services/T0/B0/abc'), 'https://hooks.slack.com/…');
+    assert.equal(redactUrl('http://user:pw@127.0.0.1:8080/hook?token=x'), 'http://127.0.0.1:8080/…');
+    assert.equal(redactUrl('https://example.com/'), 'https://example.com/');
+    assert.equal(redactUrl('nonsense'), '(an invalid URL)');
+    const url = new URL('https://hooks.slack.com/services/T0/B0/abc');
+    assert.equal(
+      scrubUrl(`request to ${url.href} failed at /services/T0/B0/abc`, url),
+      'request to https://hooks.slack.com/… failed at /…',
+    );
+  });
+});
