@@ -1,18 +1,90 @@
 // Diagnostics go to stderr, never stdout: stdout carries only events.
+//
+// Two formats. On a terminal, one readable line per message ("kubediff: …",
+// "kubediff: warning: …"). Anywhere else (a pod, a pipe into a log shipper)
+// one JSON object per line, with a level a log stack can filter on:
+//   {"time":"2026-11-22T10:31:07.412Z","level":"warn","msg":"…","component":"leader-election"}
+// `msg` is the same one-sentence human message in both formats. The format is
+// chosen by --log-format / $KUBEDIFF_LOG_FORMAT (text, json; auto by default).
+
+export type LogFields = Record<string, string | number | boolean | undefined>;
 
 export interface Logger {
-  info(message: string): void;
-  warn(message: string): void;
-  debug(message: string): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  debug(message: string, fields?: LogFields): void;
 }
 
-export function stderrLogger(options: { debug: boolean }): Logger {
-  const write = (message: string) => process.stderr.write(`kubediff: ${message}\n`);
-  return {
-    info: write,
-    warn: (message) => write(`warning: ${message}`),
-    debug: options.debug ? (message) => write(`debug: ${message}`) : () => {},
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogFormat = 'text' | 'json';
+
+export interface StderrLoggerOptions {
+  debug: boolean;
+  /** Default: json unless stderr is a terminal ($KUBEDIFF_LOG_FORMAT overrides). */
+  format?: LogFormat | 'auto' | undefined;
+  /** Where lines go (tests); default process.stderr. */
+  write?: (line: string) => void;
+  /** Added to every JSON line, e.g. { component: 'leader-election' }. */
+  fields?: LogFields;
+}
+
+export interface StderrLogger extends Logger {
+  error(message: string, fields?: LogFields): void;
+  readonly format: LogFormat;
+  /** A logger whose JSON lines also carry `fields` (text lines are unchanged). */
+  with(fields: LogFields): StderrLogger;
+}
+
+export function resolveLogFormat(
+  requested: string | undefined,
+  isTTY: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): LogFormat {
+  const value = requested && requested !== 'auto' ? requested : env.KUBEDIFF_LOG_FORMAT || 'auto';
+  if (value === 'json' || value === 'text') return value;
+  return isTTY ? 'text' : 'json';
+}
+
+export function stderrLogger(options: StderrLoggerOptions): StderrLogger {
+  const format = resolveLogFormat(options.format, process.stderr.isTTY === true);
+  const write = options.write ?? ((line: string) => process.stderr.write(line));
+  return makeLogger(format, options.debug, write, options.fields ?? {});
+}
+
+function makeLogger(
+  format: LogFormat,
+  debug: boolean,
+  write: (line: string) => void,
+  baseFields: LogFields,
+): StderrLogger {
+  const emit = (level: LogLevel, message: string, fields?: LogFields) => {
+    if (level === 'debug' && !debug) return;
+    write(
+      format === 'json' ? jsonLine(level, message, { ...baseFields, ...fields }) : textLine(level, message),
+    );
   };
+  return {
+    format,
+    info: (message, fields) => emit('info', message, fields),
+    warn: (message, fields) => emit('warn', message, fields),
+    debug: (message, fields) => emit('debug', message, fields),
+    error: (message, fields) => emit('error', message, fields),
+    with: (fields) => makeLogger(format, debug, write, { ...baseFields, ...fields }),
+  };
+}
+
+function textLine(level: LogLevel, message: string): string {
+  const prefix = level === 'info' ? '' : level === 'warn' ? 'warning: ' : `${level}: `;
+  return `kubediff: ${prefix}${message}\n`;
+}
+
+/** One JSON object per line; `time`, `level` and `msg` first, extra fields after (never overriding them). */
+export function jsonLine(level: LogLevel, message: string, fields: LogFields = {}): string {
+  const record: Record<string, unknown> = { time: new Date().toISOString(), level, msg: message };
+  for (const [key, value] of Object.entries(fields)) {
+    if (value !== undefined && !(key in record)) record[key] = value;
+  }
+  return `${JSON.stringify(record)}\n`;
 }
 
 export const silentLogger: Logger = { info: () => {}, warn: () => {}, debug: () => {} };

@@ -3,13 +3,16 @@
 // stack trace only with --debug.
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { type RawWatchFlags, watchSettingsFromFlags } from '../config/watch-settings.ts';
+import { loadWatchSettings } from '../config/settings.ts';
+import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, UsageError, UserError } from '../errors.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
 import { parseDuration } from './duration.ts';
 import { runResources } from './resources.ts';
+import { addServiceFlags, type RawServiceFlags, serviceOptionsFromFlags } from './service-options.ts';
+import { runValidate } from './validate.ts';
 import { runWatch } from './watch.ts';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -38,6 +41,8 @@ function addSelectionFlags(command: Command): Command {
     )
     .option('--exclude-resource <name>', 'skip this resource type (repeatable)', collect)
     .option('-l, --selector <selector>', 'only objects whose labels match, e.g. app=web,tier!=cache')
+    .option('-c, --config <file>', 'read settings from this YAML file (see config.example.yaml); flags win')
+    .option('--preset <name>', 'noise preset: default, quiet or everything (see docs/config.md)')
     .option('--debug', 'print debugging details and stack traces');
 }
 
@@ -59,7 +64,7 @@ function buildProgram(): Command {
   const watch = addSelectionFlags(
     program.command('watch').description('report every change in the cluster until stopped (Ctrl-C)'),
   )
-    .option('--events <types>', 'only these event types: added,updated,deleted', 'added,updated,deleted')
+    .option('--events <types>', 'only these event types: added,updated,deleted (default: all three)')
     .option('--initial', 'report every existing object as ADDED at startup (default: a silent baseline)')
     .option(
       '--ignore <path>',
@@ -67,6 +72,7 @@ function buildProgram(): Command {
       collect,
     )
     .option('--status', 'report changes under /status too (ignored by default)')
+    .option('--explain', 'say on stderr, for every event and every sink, why it was delivered or dropped')
     .addOption(
       new Option(
         '-o, --output <format>',
@@ -107,10 +113,14 @@ function buildProgram(): Command {
     )
     .exitOverride()
     .configureOutput({ outputError: () => {} });
-  watch.action(async (flags: RawWatchFlags) => {
-    const settings = watchSettingsFromFlags(flags, process.stdout.isTTY === true, process.env);
-    const log = stderrLogger({ debug: settings.debug });
+  addServiceFlags(watch);
+  watch.action(async (flags: RawWatchFlags & RawServiceFlags) => {
+    const service = serviceOptionsFromFlags(flags);
+    const settings = loadWatchSettings(flags, process.stdout.isTTY === true, process.env);
+    const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
     await runWatch(settings, {
+      service,
+      version: VERSION,
       log,
       stopRequested: stopSignal(log),
       timing: timingFromEnvironment(),
@@ -131,8 +141,30 @@ function buildProgram(): Command {
     .configureOutput({ outputError: () => {} })
     .action(async (flags: RawWatchFlags & { output: 'table' | 'json' }) => {
       const { output, ...selectionFlags } = flags;
-      const settings = watchSettingsFromFlags(selectionFlags, false);
+      // Only the selection matters here: the file's sinks and their secrets are not needed.
+      const settings = loadWatchSettings({ ...selectionFlags, output: 'json' }, false, process.env, {
+        unsetVariables: 'warn',
+      });
       await runResources(settings, { output }, process.stdout);
+    });
+
+  program
+    .command('validate')
+    .description(
+      'check a config file: every problem with its line and column; --cluster also checks resource names',
+    )
+    .requiredOption('-c, --config <file>', 'the YAML config file to check')
+    .option('--cluster', 'also check against the cluster that the resource types it names exist')
+    .option('--kubeconfig <file>', "kubeconfig file for --cluster (default: the file's, then as for watch)")
+    .option(
+      '--context <name>',
+      "kubeconfig context for --cluster (default: the file's, then the current one)",
+    )
+    .option('--debug', 'print debugging details and stack traces')
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .action(async (flags: { config: string; cluster?: boolean; kubeconfig?: string; context?: string }) => {
+      await runValidate(flags, { env: process.env, stdout: process.stdout, stderr: process.stderr });
     });
 
   return program;

@@ -4,6 +4,7 @@
 // queue. On stop: stop watching, let the sinks deliver what is queued within
 // --shutdown-timeout, report what they could not, exit 0.
 
+import { DiscoveryResolver, eventGate } from '../config/event-gate.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
 import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
@@ -23,6 +24,8 @@ import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
 import { SyncProgress } from './progress.ts';
+import { ServiceRuntime } from './service.ts';
+import type { ServiceOptions } from './service-options.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -33,6 +36,9 @@ export interface WatchRuntime {
   rediscoveryIntervalMs: number | undefined;
   /** Sent to Slack and webhooks. */
   userAgent?: string;
+  /** --listen, --leader-elect, … (src/cli/service-options.ts). */
+  service?: ServiceOptions;
+  version?: string;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
@@ -40,6 +46,14 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
   const client = await KubeClient.create(identity);
   const discovery = new Discovery(client);
   const ignore = new PathMatcher(settings.ignoredPaths);
+  const service = await ServiceRuntime.start(runtime.service, {
+    client,
+    log: runtime.log,
+    version: runtime.version ?? 'dev',
+  }).catch(async (error: unknown) => {
+    await client.close();
+    throw error;
+  });
 
   let stopOutput: (reason: string) => void = () => {};
   const outputClosed = new Promise<string>((resolve) => {
@@ -68,16 +82,22 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
     });
   } catch (error) {
+    await service.stop();
     await client.close();
     throw error;
   }
   const { router } = sinks;
+  service.connect(router);
   if (settings.delivery.sinks.length > 0) {
     runtime.log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
 
+  // Event types, the config file's global rules and --explain (src/config/event-gate.ts).
+  const resolver = new DiscoveryResolver();
+  const gate = eventGate(settings, { router, log: runtime.log, resolver });
   const emit = (event: ChangeEvent) => {
-    if (settings.events.has(event.type)) router.deliver(event);
+    const passed = gate(event);
+    if (passed) service.emit(passed);
   };
   const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });
 
@@ -88,19 +108,20 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     selection: {
       include: settings.resources,
       exclude: settings.excludeResources,
-      namespaceScoped: settings.namespaces.length > 0,
+      namespaceScoped: settings.namespaces.length > 0 || (settings.filter?.namespaces?.length ?? 0) > 0,
     },
     namespaces: settings.namespaces,
     excludeNamespaces: settings.excludeNamespaces,
     labelSelector: settings.labelSelector,
     normalize: (object) => normalizeObject(object, ignore),
     initial: settings.initial,
-    handler: builder,
+    handler: service.handler(builder),
     log: runtime.log,
     timing: runtime.timing,
     rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
     flowControl: sinks.flowControl,
     onSelection: (selection) => {
+      resolver.update([...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;
       namesChecked = true;
@@ -118,6 +139,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     } finally {
       progress.stop();
     }
+    service.synced(watcher);
     const informers = watcher.allInformers();
     const count = new Set(informers.map((informer) => informer.type)).size;
     const failing = new Set(
@@ -130,10 +152,13 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     const reason = await Promise.race([runtime.stopRequested, outputClosed]);
     runtime.log.debug(`stopping: ${reason}`);
   } finally {
+    service.stopping();
     await watcher.stop();
     const reports = await router.close(settings.delivery.shutdownTimeoutMs);
     for (const file of sinks.deadLetterFiles) file.close();
     logShutdownReport(reports, runtime.log);
+    // After the sinks drained: a leader's last checkpoint covers what they delivered.
+    await service.stop();
     await client.close();
   }
 }

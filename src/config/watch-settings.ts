@@ -1,12 +1,15 @@
 // The settings of `kubediff watch`, checked and normalized. Every problem is
 // a UsageError (exit code 2) naming the flag, the bad value and the fix.
-import { ignoredPathsFor } from '../diff/ignore.ts';
 import { parsePointer } from '../diff/pointer.ts';
 import type { EventType } from '../diff/types.ts';
 import { errorMessage, UsageError } from '../errors.ts';
 import { parseResourceName, type ResourceName } from '../kube/resource-names.ts';
+import type { FilterSpec } from '../sinks/filter.ts';
 import { type RawSinkFlags, type SinkSettings, sinkSettingsFromFlags } from '../sinks/flags.ts';
+import { hasGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
+import { isPresetName, PRESET_NAMES, PRESETS, type PresetName, presetIgnoredPaths } from './presets.ts';
+import { builtinResourceFor } from './short-names.ts';
 
 /** `none`: no events on stdout (only the sinks: Slack, webhooks). */
 export type OutputFormat = 'json' | 'pretty' | 'none';
@@ -29,6 +32,10 @@ export interface RawWatchFlags extends RawSinkFlags {
   output?: string;
   clusterName?: string;
   debug?: boolean;
+  /** -c/--config: read by src/config/settings.ts, which merges the file under the flags. */
+  config?: string;
+  preset?: string;
+  explain?: boolean;
 }
 
 export interface WatchSettings {
@@ -48,6 +55,15 @@ export interface WatchSettings {
   debug: boolean;
   /** Slack, webhooks, dead letters, shutdown timeout (src/sinks/flags.ts). */
   delivery: SinkSettings;
+  /** The noise preset the ignored paths come from. */
+  preset?: PresetName;
+  /** --explain: say on stderr why each event was delivered to or kept from each sink. */
+  explain?: boolean;
+  /**
+   * Rules the watch applies to every event before the sinks see it: namespace globs (exact names are
+   * server-side field selectors), per-resource path rules and `only` from the config file.
+   */
+  filter?: FilterSpec;
 }
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
@@ -81,6 +97,10 @@ export function watchSettingsFromFlags(
       throw new UsageError(`invalid --ignore path: ${errorMessage(error)}.`);
     }
   }
+  const presetName = flags.preset?.trim() ?? 'default';
+  if (!isPresetName(presetName)) {
+    throw new UsageError(`invalid --preset "${presetName}": use ${PRESET_NAMES.join(', ')}.`);
+  }
   const output = parseOutput(flags.output, stdoutIsTTY);
   const delivery = sinkSettingsFromFlags(flags, env ?? {});
   if (output === 'none' && delivery.sinks.length === 0) {
@@ -88,22 +108,48 @@ export function watchSettingsFromFlags(
       '--output none leaves events nowhere to go: add --webhook, --slack-webhook or --slack-channel.',
     );
   }
+  // Exact namespace names become server-side field selectors; globs are matched client-side.
+  const namespaces = namesOf('--namespace', splitList(flags.namespace));
+  const excludeNamespaces = namesOf('--exclude-namespace', splitList(flags.excludeNamespace));
+  const namespaceGlobs = namespaces.some(hasGlob);
+  const excludeGlobs = excludeNamespaces.filter(hasGlob);
+  const filter: FilterSpec = {
+    ...(namespaceGlobs ? { namespaces } : {}),
+    ...(excludeGlobs.length > 0 ? { excludeNamespaces: excludeGlobs } : {}),
+  };
+  const resources = splitList(flags.resource);
+  const presetExcludes = PRESETS[presetName].excludeResources.filter(
+    (name) => !resources.some((wanted) => sameResource(wanted, name)),
+  );
   return {
     kubeconfig: flags.kubeconfig,
     context: flags.context,
-    namespaces: namesOf('--namespace', splitList(flags.namespace)),
-    excludeNamespaces: namesOf('--exclude-namespace', splitList(flags.excludeNamespace)),
-    resources: splitList(flags.resource).map(parseResourceName),
-    excludeResources: splitList(flags.excludeResource).map(parseResourceName),
+    namespaces: namespaceGlobs ? [] : namespaces,
+    excludeNamespaces: excludeNamespaces.filter((name) => !hasGlob(name)),
+    resources: resources.map(parseResourceName),
+    excludeResources: [...splitList(flags.excludeResource), ...presetExcludes].map(parseResourceName),
     labelSelector: labelSelector || undefined,
     events: parseEventTypes(flags.events),
     initial: flags.initial ?? false,
-    ignoredPaths: ignoredPathsFor({ status: flags.status ?? false, extra: extraIgnores }),
+    ignoredPaths: presetIgnoredPaths(presetName, flags.status, extraIgnores),
     output,
     clusterName: flags.clusterName,
     debug: flags.debug ?? false,
     delivery,
+    preset: presetName,
+    explain: flags.explain ?? false,
+    ...(Object.keys(filter).length > 0 ? { filter } : {}),
   };
+}
+
+/** 'pods' and 'po' and 'pods.core' name the same type as a preset's 'pods'; 'rs' names 'replicasets.apps'. */
+function sameResource(typed: string, qualified: string): boolean {
+  const name = parseResourceName(typed);
+  if (name.group === undefined && builtinResourceFor(name.name) === qualified) return true;
+  const [plural = '', ...rest] = qualified.split('.');
+  const group = rest.join('.');
+  if (name.name !== plural && name.name !== plural.replace(/s$/, '')) return false;
+  return name.group === undefined || name.group === group || (group === '' && name.group === 'core');
 }
 
 export function parseEventTypes(text: string | undefined): ReadonlySet<EventType> {
@@ -133,12 +179,14 @@ export function parseOutput(text: string | undefined, stdoutIsTTY: boolean): Out
 }
 
 const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** A glob over namespace names: `team-*`, `*-prod`, `ns-?`. */
+const NAMESPACE_GLOB = /^[-a-z0-9*?]{1,63}$/;
 
 function namesOf(flag: string, names: string[]): string[] {
   for (const name of names) {
-    if (!NAMESPACE_NAME.test(name)) {
+    if (hasGlob(name) ? !NAMESPACE_GLOB.test(name) : !NAMESPACE_NAME.test(name)) {
       throw new UsageError(
-        `invalid ${flag} "${name}": a namespace name is lowercase letters, digits and '-', at most 63 characters.`,
+        `invalid ${flag} "${name}": a namespace name is lowercase letters, digits and '-', at most 63 characters (globs: * and ?).`,
       );
     }
   }

@@ -54,8 +54,10 @@ function shareObject(previous: JsonObject, next: JsonObject): JsonObject {
   let sharing = false;
   for (let index = 0; index < keys.length; index++) {
     const key = keys[index]!;
-    const value = getProperty(next, key)!;
-    const before = getProperty(previous, key);
+    // An own key of `next` (so `next[key]` is its own value, "__proto__" included); when `previous`
+    // has the same key at the same place, the same holds for it, the common case made cheap.
+    const value = next[key]!;
+    const before = previousKeys[index] === key ? previous[key] : getProperty(previous, key);
     const kept = before === undefined ? value : shareUnchanged(before, value);
     if (kept !== value) sharing = true;
     if (copy !== undefined) setProperty(copy, key, kept);

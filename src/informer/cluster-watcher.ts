@@ -9,6 +9,7 @@ import { errorMessage } from '../errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import type { KubeError, KubeFailureKind } from '../kube/errors.ts';
+import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../log.ts';
@@ -227,7 +228,11 @@ export class ClusterWatcher {
         this.disconnected.add(informer);
         return;
       }
-      const summary = describeFailure(state.error);
+      const summary =
+        describeFailure(state.error) +
+        (state.error.kind === 'forbidden'
+          ? `; ${rbacHint({ ...informer.type, namespace: informer.namespace })}`
+          : '');
       if (this.reported.get(informer) === summary) return;
       this.reported.set(informer, summary);
       const retry = state.slow ? `retrying every ${roughDuration(state.retryInMs)}` : 'retrying with backoff';
@@ -244,7 +249,6 @@ export class ClusterWatcher {
 
   private startTriggers(): void {
     for (const type of TRIGGER_TYPES) {
-      let listed = false;
       const trigger = new Reflector(
         this.options.client,
         {
@@ -254,11 +258,10 @@ export class ClusterWatcher {
         {
           listStarted: () => {},
           listPage: () => {},
-          listCompleted: () => {
-            // The first LIST is what discovery already reflects; later ones may hide changes.
-            if (listed) this.scheduleRefresh();
-            listed = true;
-          },
+          // Every LIST may hide changes, the first one too: a CRD created between the initial
+          // discovery and this LIST (while the informers synced) sends no watch event. A discovery
+          // that finds nothing new costs two 304s.
+          listCompleted: () => this.scheduleRefresh(),
           watchEvent: () => this.scheduleRefresh(),
           stateChanged: () => {},
         },

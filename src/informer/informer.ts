@@ -101,6 +101,11 @@ export class Informer implements ReflectorSink {
     return this.synced;
   }
 
+  /** How far this informer has followed its collection (last event or bookmark); '' before the first LIST. */
+  get resourceVersion(): string {
+    return this.reflector.resourceVersion;
+  }
+
   get objectCount(): number {
     return this.store.size;
   }

@@ -105,6 +105,9 @@ export class KubeClient {
     const response = await this.send(path, {
       ...options,
       headers: { accept: 'application/json', ...options.headers },
+      // The API server answers a watch at once: waiting longer than the allowed silence for its
+      // headers is the same dead connection as a silent body.
+      headersTimeoutMs: Math.min(options.bodyTimeoutMs ?? HEADERS_TIMEOUT_MS, HEADERS_TIMEOUT_MS),
     });
     return response.body;
   }
@@ -114,6 +117,17 @@ export class KubeClient {
     const response = await this.send(path, {
       ...options,
       method: 'POST',
+      body: JSON.stringify(body),
+      headers: { accept: 'application/json', 'content-type': 'application/json', ...options.headers },
+    });
+    return JSON.parse(await readText(response.body, this.server, path)) as T;
+  }
+
+  /** PUT (replace) a JSON document and read the JSON answer; a stale resourceVersion is a 409 KubeError. */
+  async putJSON<T>(path: string, body: unknown, options: RequestOptions = {}): Promise<T> {
+    const response = await this.send(path, {
+      ...options,
+      method: 'PUT',
       body: JSON.stringify(body),
       headers: { accept: 'application/json', 'content-type': 'application/json', ...options.headers },
     });
@@ -149,7 +163,10 @@ export class KubeClient {
     await this.agent.destroy();
   }
 
-  private async send(path: string, options: RequestOptions & { method?: 'GET' | 'POST'; body?: string }) {
+  private async send(
+    path: string,
+    options: RequestOptions & { method?: 'GET' | 'POST' | 'PUT'; body?: string; headersTimeoutMs?: number },
+  ) {
     const url = this.server + path + queryString(options.query);
     const headers = { ...(await authHeaders(this.identity)), ...options.headers };
     let response: Awaited<ReturnType<typeof request>>;
@@ -161,6 +178,7 @@ export class KubeClient {
         ...(options.body !== undefined ? { body: options.body } : {}),
         signal: options.signal ?? null,
         bodyTimeout: options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
+        headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
       });
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error;

@@ -27,6 +27,14 @@ export interface ClusterIdentity {
 
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
+/**
+ * Where the pod's filesystem root is for the ServiceAccount files: '' (the real one), or a folder
+ * standing in for it ($KUBEDIFF_IN_CLUSTER_ROOT), so that tests can run kubediff "as in a pod".
+ */
+function inClusterRoot(): string {
+  return (process.env.KUBEDIFF_IN_CLUSTER_ROOT ?? '').replace(/\/+$/, '');
+}
+
 export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
   const kubeConfig = new KubeConfig();
   const source = describeSource(options);
@@ -40,8 +48,9 @@ export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
       kubeConfig.loadFromFile(options.kubeconfig);
     } else if (process.env.KUBECONFIG || existsSync(join(homedir(), '.kube', 'config'))) {
       kubeConfig.loadFromDefault();
-    } else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) {
-      kubeConfig.loadFromCluster();
+    } else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(`${inClusterRoot()}${IN_CLUSTER_TOKEN}`)) {
+      // The token file is read again every minute, so the kubelet's rotated tokens are picked up.
+      kubeConfig.loadFromCluster(inClusterRoot());
     } else {
       throw new UsageError(
         'no kubeconfig found: ~/.kube/config does not exist and $KUBECONFIG is not set; pass --kubeconfig <file> or run inside a pod with a ServiceAccount.',

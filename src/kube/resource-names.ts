@@ -49,6 +49,11 @@ function groupMatches(type: ResourceType, group: string | undefined): boolean {
  * else the first group in discovery order. Empty when nothing matches.
  */
 export function resolveResourceName<T extends ResourceType>(name: ResourceName, types: readonly T[]): T[] {
+  // '*.example.com': every type of the group example.com and of its subgroups.
+  if (name.name === '*' && name.group !== undefined) {
+    const group = name.group;
+    return types.filter((type) => type.group === group || type.group.endsWith(`.${group}`));
+  }
   const matches = types.filter(
     (type) =>
       nameMatches(type, name.name) &&

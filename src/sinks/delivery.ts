@@ -130,6 +130,23 @@ export class ShutdownClock {
   }
 }
 
+/**
+ * Process-wide observer of HTTP deliveries, for metrics (src/cli/metrics.ts): each request's duration and
+ * outcome, and each retry. At most one; absent unless `--listen` is given.
+ */
+export interface DeliveryObserver {
+  request(sink: string, seconds: number, outcome: 'ok' | 'error'): void;
+  retry(sink: string): void;
+}
+let deliveryObserver: DeliveryObserver | undefined;
+/** Installs `observer`; returns the function that removes it. */
+export function observeDeliveries(observer: DeliveryObserver): () => void {
+  deliveryObserver = observer;
+  return () => {
+    if (deliveryObserver === observer) deliveryObserver = undefined;
+  };
+}
+
 /** Tells people about delivery trouble without repeating themselves. */
 export class TroubleReport {
   private readonly name: string;
@@ -144,6 +161,7 @@ export class TroubleReport {
 
   /** A retryable failure; logged when an episode of failures begins, later ones go to --debug. */
   retrying(reason: string, delayMs: number, attempt: number): void {
+    deliveryObserver?.retry(this.name);
     const detail = `${this.name}: ${reason}; retrying in ${seconds(delayMs)} (attempt ${attempt + 1})`;
     if (this.failing) {
       this.log.debug(detail);
@@ -151,6 +169,11 @@ export class TroubleReport {
     }
     this.failing = true;
     this.log.warn(`${detail}; events wait in the queue meanwhile.`);
+  }
+
+  /** One HTTP request is over (for metrics): how long it took since `startedAt` (performance.now()). */
+  requestDone(startedAt: number, ok: boolean): void {
+    deliveryObserver?.request(this.name, (performance.now() - startedAt) / 1000, ok ? 'ok' : 'error');
   }
 
   /** A success: ends an episode of failures. */

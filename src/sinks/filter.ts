@@ -1,37 +1,84 @@
-// Which events one sink receives. A filter is a conjunction of rules, each
-// optional: namespaces, resources, event types and change paths. An event is
-// delivered when every rule given accepts it. `evaluate` returns a verdict
-// with the reason, so that `--explain` can say why an event went where it
-// went, and the config file can add rules (globs, path excludes) without
-// touching the router.
+// Which events one sink receives (and, with the same code, which events the
+// watch passes on at all: the config file's global rules). A filter is a
+// conjunction of rules, each optional: event types, namespaces (include and
+// exclude, with globs), resources (include and exclude: kubectl names, short
+// names, `*.group` wildcards) and path rules (`ignore` drops changes, `only`
+// keeps an UPDATED only when one of its paths changed), path rules optionally
+// limited to some resources. An event is delivered when every rule accepts
+// it. `evaluate` returns a verdict with the reason, so that `--explain` can
+// say why an event went where it went.
+
+import { globToRegExp, hasGlob } from '../config/glob.ts';
+import { builtinResourceFor } from '../config/short-names.ts';
+import { PathMatcher } from '../diff/ignore.ts';
 import { parsePointer } from '../diff/pointer.ts';
-import type { ChangeEvent, EventType } from '../diff/types.ts';
+import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
+
+/** A path rule: a JSON Pointer (`*` matches one segment), optionally for some resource types only. */
+export type PathRule = string | { path: string; resources?: readonly string[] };
 
 /** A filter as a config file or the command line states it. Every field is optional; an absent field accepts all. */
 export interface FilterSpec {
-  /** Only objects in these namespaces. Cluster-scoped objects do not match, except a Namespace listed by name. */
-  namespaces?: readonly string[];
   /**
-   * Only these resource types: a plural (`configmaps`), a kind (`ConfigMap`, `configmap`), either one
-   * qualified by group (`deployments.apps`, `widgets.example.com`) or by version and group
-   * (`deployments.v1.apps`). `core` stands for the core group (`pods.core`).
+   * Only objects in these namespaces; `*` and `?` are globs (`team-*`). Cluster-scoped objects do not match,
+   * except a Namespace whose own name matches.
+   */
+  namespaces?: readonly string[];
+  /** Not objects in these namespaces (globs allowed). Cluster-scoped objects are not affected. */
+  excludeNamespaces?: readonly string[];
+  /**
+   * Only these resource types: a plural (`configmaps`), a kind (`ConfigMap`, `configmap`), a short name
+   * (`deploy`, `cm`), either one qualified by group (`deployments.apps`, `widgets.example.com`) or by
+   * version and group (`deployments.v1.apps`); `*.example.com` is every type of that group and its
+   * subgroups. `core` stands for the core group (`pods.core`).
    */
   resources?: readonly string[];
+  /** Not these resource types (same names as `resources`). */
+  excludeResources?: readonly string[];
   /** Only these event types. */
   types?: readonly EventType[];
   /**
    * Only UPDATED events with a change at, below or above one of these JSON Pointers; `*` matches any one
-   * segment (`/spec/template/spec/containers/*\/image`). ADDED and DELETED events are not affected.
+   * segment (`/spec/template/spec/containers/*\/image`). ADDED and DELETED events are not affected. A rule
+   * limited to some resources only concerns their events. The event keeps all its changes.
    */
+  only?: readonly PathRule[];
+  /** Same as `only` (the name of the first version). */
   paths?: readonly string[];
+  /**
+   * Changes at or under these paths are removed from UPDATED events; an UPDATED left with no change is
+   * dropped.
+   */
+  ignore?: readonly PathRule[];
 }
 
 /** Which rule decided. */
-export type FilterRule = 'namespaces' | 'resources' | 'types' | 'paths';
+export type FilterRule =
+  | 'namespaces'
+  | 'excludeNamespaces'
+  | 'resources'
+  | 'excludeResources'
+  | 'types'
+  | 'paths'
+  | 'only'
+  | 'ignore';
 
 export type FilterVerdict =
-  | { deliver: true; reason: string }
+  /** `event`: the event to deliver when `ignore` removed some of its changes. */
+  | { deliver: true; reason: string; event?: ChangeEvent }
   | { deliver: false; rule: FilterRule; reason: string };
+
+/**
+ * The qualified names (`deployments.apps`, `pods`) a resource name stands for on this cluster, from
+ * discovery; undefined when it does not know the name (the filter then falls back on the names it knows).
+ */
+export type ResourceResolver = (text: string) => readonly string[] | undefined;
+
+export interface FilterOptions {
+  resolve?: ResourceResolver;
+  /** Who owns the filter, for reasons: 'the sink' (default) or 'the config file'. */
+  owner?: string;
+}
 
 export interface EventFilter {
   /** The spec this filter was compiled from (for messages and --explain). */
@@ -43,28 +90,59 @@ export interface EventFilter {
 
 interface ResourcePattern {
   text: string;
+  /** '*' for every type of a group. */
   name: string;
   group: string | undefined;
   version: string | undefined;
 }
 
+interface CompiledPathRule {
+  text: string;
+  segments: string[];
+  matcher: PathMatcher;
+  /** Absent: every resource. */
+  resources: ResourcePattern[] | undefined;
+}
+
 /** Compiles a spec; throws one readable sentence for a malformed entry (the caller adds where it came from). */
-export function compileFilter(spec: FilterSpec = {}): EventFilter {
-  const namespaces = spec.namespaces && spec.namespaces.length > 0 ? new Set(spec.namespaces) : undefined;
-  const resources =
-    spec.resources && spec.resources.length > 0 ? spec.resources.map(parseResourcePattern) : undefined;
+export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}): EventFilter {
+  const namespaces = nonEmpty(spec.namespaces)?.map(compileNamespace);
+  const excludeNamespaces = nonEmpty(spec.excludeNamespaces)?.map(compileNamespace);
+  const resources = nonEmpty(spec.resources)?.map(parseResourcePattern);
+  const excludeResources = nonEmpty(spec.excludeResources)?.map(parseResourcePattern);
   const types = spec.types && spec.types.length > 0 ? new Set(spec.types) : undefined;
-  const paths =
-    spec.paths && spec.paths.length > 0
-      ? spec.paths.map((path) => ({ text: path, segments: parsePathPattern(path) }))
-      : undefined;
-  const acceptsAll = !namespaces && !resources && !types && !paths;
+  const onlyRules = [...(spec.paths ?? []), ...(spec.only ?? [])];
+  const only = onlyRules.length > 0 ? onlyRules.map(compilePathRule) : undefined;
+  const onlyRuleName: FilterRule = spec.only && spec.only.length > 0 ? 'only' : 'paths';
+  const ignore = nonEmpty(spec.ignore)?.map(compilePathRule);
+  const acceptsAll =
+    !namespaces && !excludeNamespaces && !resources && !excludeResources && !types && !only && !ignore;
+  const owner = options.owner ?? 'the sink';
+
+  // Resource matches are cached per qualified type: discovery answers do not change for a type.
+  const cache = new Map<ResourcePattern, Map<string, boolean>>();
+  const matchesResource = (pattern: ResourcePattern, event: ChangeEvent): boolean => {
+    let byType = cache.get(pattern);
+    if (!byType) {
+      byType = new Map();
+      cache.set(pattern, byType);
+    }
+    const key = `${event.object.apiVersion}/${event.object.resource}/${event.object.kind}`;
+    let result = byType.get(key);
+    if (result === undefined) {
+      result = resourceMatches(pattern, event, options.resolve);
+      byType.set(key, result);
+    }
+    return result;
+  };
+  const ruleApplies = (rule: CompiledPathRule, event: ChangeEvent): boolean =>
+    rule.resources === undefined || rule.resources.some((pattern) => matchesResource(pattern, event));
 
   return {
     spec,
     acceptsAll,
     evaluate(event: ChangeEvent): FilterVerdict {
-      if (acceptsAll) return { deliver: true, reason: 'the sink has no filter' };
+      if (acceptsAll) return { deliver: true, reason: `${owner} has no filter` };
       const accepted: string[] = [];
       if (types) {
         if (!types.has(event.type)) {
@@ -72,30 +150,44 @@ export function compileFilter(spec: FilterSpec = {}): EventFilter {
         }
         accepted.push(`type ${event.type}`);
       }
+      const { namespace, kind, name } = event.object;
       if (namespaces) {
-        const { namespace, kind, name } = event.object;
         if (namespace === undefined) {
-          const isListedNamespace = kind === 'Namespace' && namespaces.has(name);
-          if (!isListedNamespace) {
+          const listed = kind === 'Namespace' ? namespaces.find((pattern) => pattern.test(name)) : undefined;
+          if (!listed) {
             return {
               deliver: false,
               rule: 'namespaces',
-              reason: `${kind} ${name} is cluster-scoped and the filter lists namespaces ${list(namespaces)}`,
+              reason: `${kind} ${name} is cluster-scoped and the filter lists namespaces ${texts(namespaces)}`,
             };
           }
           accepted.push(`namespace ${name} itself`);
-        } else if (!namespaces.has(namespace)) {
+        } else {
+          const match = namespaces.find((pattern) => pattern.test(namespace));
+          if (!match) {
+            return {
+              deliver: false,
+              rule: 'namespaces',
+              reason: `namespace ${namespace} is not in ${texts(namespaces)}`,
+            };
+          }
+          accepted.push(
+            match.text === namespace ? `namespace ${namespace}` : `namespace ${namespace} (${match.text})`,
+          );
+        }
+      }
+      if (excludeNamespaces && namespace !== undefined) {
+        const match = excludeNamespaces.find((pattern) => pattern.test(namespace));
+        if (match) {
           return {
             deliver: false,
-            rule: 'namespaces',
-            reason: `namespace ${namespace} is not in ${list(namespaces)}`,
+            rule: 'excludeNamespaces',
+            reason: `namespace ${namespace} is excluded (${match.text})`,
           };
-        } else {
-          accepted.push(`namespace ${namespace}`);
         }
       }
       if (resources) {
-        const match = resources.find((pattern) => resourceMatches(pattern, event));
+        const match = resources.find((pattern) => matchesResource(pattern, event));
         if (!match) {
           return {
             deliver: false,
@@ -105,28 +197,116 @@ export function compileFilter(spec: FilterSpec = {}): EventFilter {
         }
         accepted.push(`resource ${match.text}`);
       }
-      if (paths && event.type === 'UPDATED') {
-        for (const change of event.changes ?? []) {
-          const changeSegments = safeSegments(change.path);
-          const match = paths.find((pattern) => overlaps(pattern.segments, changeSegments));
-          if (match) {
-            accepted.push(`change at ${change.path || '(whole object)'} matches ${match.text}`);
-            return { deliver: true, reason: accepted.join('; ') };
+      if (excludeResources) {
+        const match = excludeResources.find((pattern) => matchesResource(pattern, event));
+        if (match) {
+          return {
+            deliver: false,
+            rule: 'excludeResources',
+            reason: `${qualifiedResource(event)} is excluded (${match.text})`,
+          };
+        }
+      }
+      if (event.type !== 'UPDATED') {
+        return { deliver: true, reason: accepted.join('; ') || 'every rule accepts it' };
+      }
+
+      let changes: readonly Change[] = event.changes ?? [];
+      let trimmed: ChangeEvent | undefined;
+      if (ignore) {
+        const rules = ignore.filter((rule) => ruleApplies(rule, event));
+        if (rules.length > 0) {
+          const kept = changes.filter(
+            (change) => !rules.some((rule) => rule.matcher.matches(safeSegments(change.path))),
+          );
+          if (kept.length === 0 && changes.length > 0) {
+            return {
+              deliver: false,
+              rule: 'ignore',
+              reason: `every change is ignored (${rules.map((rule) => rule.text).join(', ')})`,
+            };
+          }
+          if (kept.length < changes.length) {
+            accepted.push(`${count(changes.length - kept.length, 'change')} ignored`);
+            changes = kept;
+            trimmed = { ...event, changes: kept };
           }
         }
-        return {
-          deliver: false,
-          rule: 'paths',
-          reason: `no change is at or under ${paths.map((p) => p.text).join(', ')}`,
-        };
       }
-      return { deliver: true, reason: accepted.join('; ') || 'every rule accepts it' };
+      if (only) {
+        const rules = only.filter((rule) => ruleApplies(rule, event));
+        if (rules.length > 0) {
+          let matched: string | undefined;
+          for (const change of changes) {
+            const changeSegments = safeSegments(change.path);
+            const match = rules.find((rule) => overlaps(rule.segments, changeSegments));
+            if (match) {
+              matched = `change at ${change.path || '(whole object)'} matches ${match.text}`;
+              break;
+            }
+          }
+          if (matched === undefined) {
+            return {
+              deliver: false,
+              rule: onlyRuleName,
+              reason: `no change is at or under ${rules.map((rule) => rule.text).join(', ')}`,
+            };
+          }
+          accepted.push(matched);
+        }
+      }
+      const reason = accepted.join('; ') || 'every rule accepts it';
+      return trimmed ? { deliver: true, reason, event: trimmed } : { deliver: true, reason };
     },
   };
 }
 
+function nonEmpty<T>(values: readonly T[] | undefined): readonly T[] | undefined {
+  return values && values.length > 0 ? values : undefined;
+}
+
+function count(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
 function list(values: ReadonlySet<string>): string {
   return `[${[...values].join(', ')}]`;
+}
+
+function texts(patterns: readonly { text: string }[]): string {
+  return `[${patterns.map((pattern) => pattern.text).join(', ')}]`;
+}
+
+interface NamespacePattern {
+  text: string;
+  test(namespace: string): boolean;
+}
+
+function compileNamespace(text: string): NamespacePattern {
+  const trimmed = text.trim();
+  if (!/^[a-z0-9*?][-a-z0-9*?]*$/.test(trimmed)) {
+    throw new Error(
+      `${JSON.stringify(text)} is not a namespace name or glob: use lowercase letters, digits, '-', and * or ?`,
+    );
+  }
+  if (!hasGlob(trimmed)) return { text: trimmed, test: (namespace) => namespace === trimmed };
+  const pattern = globToRegExp(trimmed);
+  return { text: trimmed, test: (namespace) => pattern.test(namespace) };
+}
+
+function compilePathRule(rule: PathRule): CompiledPathRule {
+  const path = typeof rule === 'string' ? rule : rule.path;
+  const segments = parsePathPattern(path);
+  const resources =
+    typeof rule === 'string' || !rule.resources || rule.resources.length === 0
+      ? undefined
+      : rule.resources.map(parseResourcePattern);
+  return {
+    text: resources ? `${path} for ${resources.map((r) => r.text).join(', ')}` : path,
+    segments,
+    matcher: new PathMatcher([path]),
+    resources,
+  };
 }
 
 /** 'deployments.apps', 'configmaps': how kubectl names the event's resource type. */
@@ -145,11 +325,12 @@ function versionOf(apiVersion: string): string {
   return slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
 }
 
-function parseResourcePattern(text: string): ResourcePattern {
+/** Checks a resource name or `*.group` wildcard; throws one sentence. */
+export function parseResourcePattern(text: string): ResourcePattern {
   const trimmed = text.trim();
-  if (!/^[A-Za-z0-9][A-Za-z0-9.-]*$/.test(trimmed)) {
+  if (!/^(\*\.[A-Za-z0-9][A-Za-z0-9.-]*|[A-Za-z0-9][A-Za-z0-9.-]*)$/.test(trimmed)) {
     throw new Error(
-      `${JSON.stringify(text)} is not a resource name: use a plural such as configmaps or deployments.apps`,
+      `${JSON.stringify(text)} is not a resource name: use a plural such as configmaps or deployments.apps, a short name such as deploy, or *.example.com`,
     );
   }
   const [name = '', ...rest] = trimmed.toLowerCase().split('.');
@@ -161,15 +342,30 @@ function parseResourcePattern(text: string): ResourcePattern {
   return { text: trimmed, name, group: rest.join('.'), version: undefined };
 }
 
-function resourceMatches(pattern: ResourcePattern, event: ChangeEvent): boolean {
+function resourceMatches(
+  pattern: ResourcePattern,
+  event: ChangeEvent,
+  resolve: ResourceResolver | undefined,
+): boolean {
   const { resource, kind, apiVersion } = event.object;
-  if (pattern.name !== resource && pattern.name !== kind.toLowerCase()) return false;
-  if (pattern.group !== undefined) {
-    const group = groupOf(apiVersion);
-    const wanted = pattern.group === 'core' ? '' : pattern.group;
-    if (group !== wanted) return false;
+  const group = groupOf(apiVersion);
+  if (pattern.name === '*') {
+    const wanted = pattern.group ?? '';
+    return group === wanted || group.endsWith(`.${wanted}`);
   }
-  return pattern.version === undefined || pattern.version === versionOf(apiVersion);
+  if (pattern.version !== undefined && pattern.version !== versionOf(apiVersion)) return false;
+  const qualified = group === '' ? resource : `${resource}.${group}`;
+  // Discovery knows short names, singular names and the kubectl order of groups.
+  const resolved = resolve?.(pattern.text);
+  if (resolved && resolved.length > 0) return resolved.includes(qualified);
+  if (pattern.name === resource || pattern.name === kind.toLowerCase()) {
+    if (pattern.group === undefined) return true;
+    const wanted = pattern.group === 'core' ? '' : pattern.group;
+    return group === wanted || group.startsWith(`${wanted}.`);
+  }
+  // Without discovery (validate, tests): the short names of the built-in types.
+  const builtin = builtinResourceFor(pattern.name);
+  return pattern.group === undefined && builtin === qualified;
 }
 
 const ANY_SEGMENT = '*';

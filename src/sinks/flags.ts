@@ -183,6 +183,7 @@ function parseHeaders(lines: readonly string[], source: string): Record<string, 
 
 /** For the startup line: where events go, URLs elided. */
 export function describeSinkSpec(spec: SinkSpec): string {
+  if (spec.name) return spec.name;
   if (spec.type === 'webhook') return `webhook ${redactUrl(spec.url)}`;
   if (spec.type === 'slack')
     return spec.webhookUrl !== undefined ? `slack ${redactUrl(spec.webhookUrl)}` : `slack ${spec.channel}`;

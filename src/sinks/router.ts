@@ -6,7 +6,7 @@
 import type { ChangeEvent } from '../diff/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { compileFilter, type EventFilter, type FilterVerdict } from './filter.ts';
+import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from './filter.ts';
 import type { Sink, SinkReport } from './sink.ts';
 
 export interface Route {
@@ -58,7 +58,8 @@ export class Router {
         continue;
       }
       try {
-        route.sink.deliver(event);
+        // `ignore` rules may have removed some changes: the sink gets what its filter kept.
+        route.sink.deliver(verdict.event ?? event);
       } catch (error) {
         // A sink must not throw; if one does, the others still get the event, and it is said once.
         if (!route.failed) {
@@ -71,7 +72,14 @@ export class Router {
 
   /** Where `event` would go, and why (for --explain). */
   explain(event: ChangeEvent): { sink: string; verdict: FilterVerdict }[] {
-    return this.routes.map((route) => ({ sink: route.sink.name, verdict: route.filter.evaluate(event) }));
+    return this.routes.map((route) => {
+      try {
+        return { sink: route.sink.name, verdict: route.filter.evaluate(event) };
+      } catch (error) {
+        const reason = `the filter failed (${errorMessage(error)}); delivered anyway`;
+        return { sink: route.sink.name, verdict: { deliver: true, reason } };
+      }
+    });
   }
 
   /** Closes every sink in parallel; resolves within about `timeoutMs` even if a sink misbehaves. */
@@ -98,6 +106,19 @@ export class Router {
       }),
     );
   }
+}
+
+/**
+ * One --explain line: the event, where it went (a sink, or `all sinks` for the watch's own rules) and why.
+ * `explain: UPDATED deployments.apps shop/web 6f1c…:48213 → webhook audit: delivered (resource deploy)`.
+ */
+export function explainLine(event: ChangeEvent, target: string, verdict: FilterVerdict): string {
+  const { namespace, name } = event.object;
+  const subject = `${event.type} ${qualifiedResource(event)} ${namespace ? `${namespace}/` : ''}${name} ${event.id}`;
+  const outcome = verdict.deliver
+    ? `delivered (${verdict.reason}${verdict.event ? `; ${verdict.event.changes?.length ?? 0} of ${event.changes?.length ?? 0} changes kept` : ''})`
+    : `dropped by ${verdict.rule}: ${verdict.reason}`;
+  return `explain: ${subject} → ${target}: ${outcome}`;
 }
 
 /**

@@ -218,6 +218,7 @@ export class SlackSink implements Sink {
     for (;;) {
       attempts++;
       const message = renderSlackMessage(batch, this.format);
+      const startedAt = performance.now();
       const outcome = classify(
         await postJson(this.agent, this.url, JSON.stringify(this.payload(message)), {
           headers: this.headers(),
@@ -226,6 +227,7 @@ export class SlackSink implements Sink {
         }),
         this.options.target.kind,
       );
+      this.trouble.requestDone(startedAt, outcome.ok);
       this.nextSendAt = Date.now() + this.minIntervalMs;
       if (outcome.ok) {
         this.delay.reset();

@@ -228,11 +228,13 @@ export class WebhookSink implements Sink {
           ? `[${work.json.join(',')}]`
           : JSON.stringify(work.digest.toPayload());
     for (let attempt = 1; ; attempt++) {
+      const startedAt = performance.now();
       const outcome = await postJson(this.agent, this.url, body, {
         headers: this.headersFor(work, body, attempt),
         timeoutMs: this.timeoutMs,
         signal: this.clock.deadlineSignal,
       });
+      this.trouble.requestDone(startedAt, outcome.ok);
       if (outcome.ok) {
         this.delivered(work);
         return;

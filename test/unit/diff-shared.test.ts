@@ -53,7 +53,8 @@ class Random {
   }
   item(kind: number, depth: number): JsonValue {
     if (kind === 0) return this.scalar();
-    if (kind === 1) return { name: this.pick(NAMES), image: this.pick(STRINGS), env: this.list(depth + 1, 0) };
+    if (kind === 1)
+      return { name: this.pick(NAMES), image: this.pick(STRINGS), env: this.list(depth + 1, 0) };
     if (kind === 2) return { weight: this.int(3), tags: this.list(depth + 1, 0) }; // keyless: by position
     return this.value(depth + 1);
   }
@@ -77,14 +78,19 @@ class Random {
     if (children.length > 0 && this.int(10) < 6) {
       const child = this.pick<string | number>(children);
       const next = Array.isArray(target) ? target[child as number] : target[child as string];
-      if (typeof next === 'object' && next !== null) return this.edit(next, depth + 1);
+      if (typeof next === 'object' && next !== null) {
+        this.edit(next, depth + 1);
+        return;
+      }
     }
     if (Array.isArray(target)) {
       const action = this.int(6);
-      if (action === 0 || target.length === 0) target.splice(this.int(target.length + 1), 0, this.item(this.int(4), depth));
+      if (action === 0 || target.length === 0)
+        target.splice(this.int(target.length + 1), 0, this.item(this.int(4), depth));
       else if (action === 1) target.splice(this.int(target.length), 1);
       else if (action === 2) target[this.int(target.length)] = this.item(this.int(4), depth);
-      else if (action === 3) target.push(clone(target[this.int(target.length)]!)); // an equal item twice
+      else if (action === 3)
+        target.push(clone(target[this.int(target.length)]!)); // an equal item twice
       else if (action === 4) {
         const [moved] = target.splice(this.int(target.length), 1);
         target.splice(this.int(target.length + 1), 0, moved!);
@@ -94,7 +100,9 @@ class Random {
     const action = this.int(4);
     if (action === 0) {
       // The same properties in another order.
-      const entries = Object.keys(target).map((key) => [key, target[key]!] as const).reverse();
+      const entries = Object.keys(target)
+        .map((key) => [key, target[key]!] as const)
+        .reverse();
       for (const [key] of entries) delete target[key];
       for (const [key, value] of entries) setKey(target, key, value);
       return;
@@ -118,8 +126,14 @@ describe('shareUnchanged', () => {
   });
 
   it('shares equal subtrees, keeps changed ones, and mutates neither input', () => {
-    const previous = { metadata: { labels: { app: 'web' }, name: 'a' }, spec: { items: [{ k: 1 }, { k: 2 }] } };
-    const next = { metadata: { labels: { app: 'web' }, name: 'b' }, spec: { items: [{ k: 1 }, { k: 3 }, { k: 4 }] } };
+    const previous = {
+      metadata: { labels: { app: 'web' }, name: 'a' },
+      spec: { items: [{ k: 1 }, { k: 2 }] },
+    };
+    const next = {
+      metadata: { labels: { app: 'web' }, name: 'b' },
+      spec: { items: [{ k: 1 }, { k: 3 }, { k: 4 }] },
+    };
     const before = [JSON.stringify(previous), JSON.stringify(next)];
     const shared = shareUnchanged(previous, next) as typeof next;
     assert.equal(JSON.stringify(shared), JSON.stringify(next));
@@ -140,7 +154,7 @@ describe('shareUnchanged', () => {
   });
 
   it('shares a prefix when items were removed from the end', () => {
-    const previous = [{ a: 1 }, { b: 2 }, { c: 3 }];
+    const previous: JsonValue[] = [{ a: 1 }, { b: 2 }, { c: 3 }];
     const shared = shareUnchanged(previous, [{ a: 1 }, { b: 2 }]) as JsonValue[];
     assert.deepEqual(shared, [{ a: 1 }, { b: 2 }]);
     assert.equal(shared[0], previous[0]);
@@ -153,13 +167,21 @@ describe('diffObjects with shared subtrees', () => {
     for (let seed = 1; seed <= 4000; seed++) {
       const random = new Random(seed);
       const old = random.object(0);
-      setKey(old, 'spec', { containers: random.list(1, 1), args: random.list(1, 0), rules: random.list(1, 2) });
+      setKey(old, 'spec', {
+        containers: random.list(1, 1),
+        args: random.list(1, 0),
+        rules: random.list(1, 2),
+      });
       const updated = clone(old);
       const edits = 1 + random.int(4);
       for (let index = 0; index < edits; index++) random.edit(updated, 0);
       const expected = reference(old, updated);
       const actual = diffObjects(old, updated);
-      assert.deepEqual(actual, expected, `seed ${seed}\nold ${JSON.stringify(old)}\nnew ${JSON.stringify(updated)}`);
+      assert.deepEqual(
+        actual,
+        expected,
+        `seed ${seed}\nold ${JSON.stringify(old)}\nnew ${JSON.stringify(updated)}`,
+      );
       if (expected.length > 0) nonEmpty++;
     }
     assert.ok(nonEmpty > 3000, `only ${nonEmpty} cases had changes`);
@@ -177,7 +199,11 @@ describe('diffObjects with shared subtrees', () => {
       [{ l: ['a', 'b', 'c'] }, { l: ['c', 'a', 'b'] }],
     ];
     for (const [old, updated] of cases) {
-      assert.deepEqual(diffObjects(old, clone(updated)), reference(old, clone(updated)), JSON.stringify([old, updated]));
+      assert.deepEqual(
+        diffObjects(old, clone(updated)),
+        reference(old, clone(updated)),
+        JSON.stringify([old, updated]),
+      );
     }
   });
 });

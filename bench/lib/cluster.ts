@@ -1,0 +1,51 @@
+// The benchmark's own control plane: the same real API server the integration tests use (built
+// from the Kubernetes Go modules by scripts/cluster-build.ts), started for this run and stopped at
+// its end, plus the two controllers that make Deployments behave like a real cluster's (ReplicaSets
+// and Pods created and updated by the controller manager). `--cluster <file>` reuses a running
+// cluster instead (a ClusterInfo JSON file, as `npm run cluster:up` writes), for development.
+import { readFileSync } from 'node:fs';
+import { ensureClusterBinaries } from '../../scripts/cluster-build.ts';
+import { type ClusterInfo, DEFAULT_CONTROLLERS, startCluster } from '../../test/helpers/cluster.ts';
+import { KubeAdmin } from '../../test/helpers/kube-admin.ts';
+
+export interface BenchCluster {
+  info: ClusterInfo;
+  admin: KubeAdmin;
+  /** `gitVersion` of the API server's /version. */
+  kubernetesVersion: string;
+  stop(): Promise<void>;
+}
+
+export async function benchCluster(options: {
+  existing?: string | undefined;
+  log: (message: string) => void;
+}): Promise<BenchCluster> {
+  if (options.existing) {
+    const info = JSON.parse(readFileSync(options.existing, 'utf8')) as ClusterInfo;
+    const admin = new KubeAdmin(info);
+    return { info, admin, kubernetesVersion: await versionOf(admin), stop: () => admin.close() };
+  }
+  await ensureClusterBinaries(options.log);
+  const cluster = await startCluster({
+    useExistingCluster: false,
+    // The API server's default: a watch that keeps up never sees 410 Gone during the soak.
+    compactionInterval: '5m',
+    controllers: [...DEFAULT_CONTROLLERS, 'deployment-controller', 'replicaset-controller'],
+    log: options.log,
+  });
+  const admin = new KubeAdmin(cluster);
+  return {
+    info: cluster,
+    admin,
+    kubernetesVersion: await versionOf(admin),
+    stop: async () => {
+      await admin.close();
+      await cluster.stop();
+    },
+  };
+}
+
+async function versionOf(admin: KubeAdmin): Promise<string> {
+  const version = (await admin.send('GET', '/version')) as { gitVersion?: string };
+  return version.gitVersion ?? 'unknown';
+}

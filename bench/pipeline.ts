@@ -1,0 +1,200 @@
+// Figure 1: pipeline throughput. Replays recorded watch streams (see record.ts) through kubediff's
+// own path, byte chunks in: the reflector's line splitting and parsing, the informer's
+// normalization and store, the diff, the event builder and the JSON line rendering. The baseline
+// is JSON.parse + JSON.stringify of the same lines. Figures are watch events (input lines) per
+// second, measured pair by pair in one process.
+//
+//   node bench/pipeline.ts --fixtures <folder> [--pairs 7] [--stream pods]   (prints JSON)
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { EventBuilder } from '../src/diff/event-builder.ts';
+import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
+import { normalizeObject } from '../src/diff/normalize.ts';
+import { Informer } from '../src/informer/informer.ts';
+import type { KubeClient } from '../src/kube/client.ts';
+import type { ResourceType } from '../src/kube/types.ts';
+import { renderJsonLine } from '../src/sinks/stream-output.ts';
+import { paired, type Spread, spread } from './lib/stats.ts';
+
+export const STREAMS: Record<
+  string,
+  Omit<ResourceType, 'verbs' | 'shortNames' | 'singularName' | 'categories'>
+> = {
+  pods: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true },
+  deployments: {
+    group: 'apps',
+    version: 'v1',
+    resource: 'deployments',
+    kind: 'Deployment',
+    namespaced: true,
+  },
+  configmaps: { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
+  widgets: {
+    group: 'bench.kubediff.io',
+    version: 'v1',
+    resource: 'widgets',
+    kind: 'Widget',
+    namespaced: true,
+  },
+};
+
+/** The size of the chunks a socket hands over (undici reads up to 64 KiB at a time). */
+const CHUNK_BYTES = 64 * 1024;
+/** Each timed run replays its stream this long at least, so that timer resolution does not matter. */
+const MIN_RUN_MS = 250;
+
+export interface StreamFigures {
+  stream: string;
+  lines: number;
+  bytes: number;
+  /** Events emitted by one replay (ADDED, UPDATED with changes, DELETED). */
+  eventsOut: number;
+  pipelineEventsPerSecond: Spread;
+  baselineEventsPerSecond: Spread;
+  /** pipeline / baseline events per second, pair by pair. */
+  ratio: Spread;
+}
+
+interface Fixture {
+  stream: string;
+  type: ResourceType;
+  lines: string[];
+  chunks: Buffer[];
+  bytes: number;
+}
+
+function loadFixture(dir: string, stream: string): Fixture {
+  const buffer = readFileSync(path.join(dir, `${stream}.jsonl`));
+  const chunks: Buffer[] = [];
+  for (let offset = 0; offset < buffer.length; offset += CHUNK_BYTES) {
+    chunks.push(buffer.subarray(offset, offset + CHUNK_BYTES));
+  }
+  const lines = buffer
+    .toString('utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
+  const type: ResourceType = {
+    ...STREAMS[stream]!,
+    verbs: ['list', 'watch'],
+    shortNames: [],
+    singularName: '',
+    categories: [],
+  };
+  return { stream, type, lines, chunks, bytes: buffer.length };
+}
+
+/**
+ * A client that answers the reflector's LIST with an empty list and its first WATCH with the
+ * recorded bytes; the second WATCH (the reflector resuming after the stream ended) marks the end
+ * of the replay and waits for stop().
+ */
+function replayClient(chunks: Buffer[], onReplayed: () => void): KubeClient {
+  let watches = 0;
+  const client = {
+    server: 'https://replay.invalid',
+    getJSON: async () => ({
+      notModified: false,
+      body: { metadata: { resourceVersion: '1' }, items: [] },
+      etag: undefined,
+    }),
+    openStream: async (_path: string, options: { signal?: AbortSignal }) => {
+      watches++;
+      if (watches === 1) return Readable.from(chunks, { objectMode: false });
+      onReplayed();
+      const idle = new Readable({ read() {} });
+      options.signal?.addEventListener('abort', () => idle.destroy(), { once: true });
+      return idle;
+    },
+  };
+  return client as unknown as KubeClient;
+}
+
+const ignore = new PathMatcher(DEFAULT_IGNORED_PATHS);
+let sink = 0;
+
+/** One replay of the fixture through kubediff; returns the events emitted. */
+async function replayOnce(fixture: Fixture): Promise<number> {
+  let events = 0;
+  const builder = new EventBuilder({
+    cluster: 'bench',
+    emit: (event) => {
+      events++;
+      sink += renderJsonLine(event).length;
+    },
+  });
+  let replayed!: () => void;
+  const done = new Promise<void>((resolve) => {
+    replayed = resolve;
+  });
+  const informer = new Informer(
+    replayClient(fixture.chunks, () => replayed()),
+    {
+      type: fixture.type,
+      normalize: (object) => normalizeObject(object, ignore),
+      initialList: 'silent',
+      timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000 },
+    },
+    builder,
+  );
+  informer.start();
+  await done;
+  await informer.stop();
+  return events;
+}
+
+function baselineOnce(fixture: Fixture): number {
+  for (const line of fixture.lines) sink += JSON.stringify(JSON.parse(line)).length;
+  return fixture.lines.length;
+}
+
+/** Events (input lines) per second of `once`, repeated for at least MIN_RUN_MS. */
+async function rate(fixture: Fixture, once: () => Promise<unknown> | unknown): Promise<number> {
+  const started = performance.now();
+  let replays = 0;
+  let elapsed = 0;
+  do {
+    await once();
+    replays++;
+    elapsed = performance.now() - started;
+  } while (elapsed < MIN_RUN_MS);
+  return (replays * fixture.lines.length) / (elapsed / 1000);
+}
+
+export async function measureStream(dir: string, stream: string, pairs: number): Promise<StreamFigures> {
+  const fixture = loadFixture(dir, stream);
+  const eventsOut = await replayOnce(fixture);
+  const result = await paired(
+    pairs,
+    2,
+    () => rate(fixture, () => replayOnce(fixture)),
+    () => rate(fixture, () => baselineOnce(fixture)),
+  );
+  return {
+    stream,
+    lines: fixture.lines.length,
+    bytes: fixture.bytes,
+    eventsOut,
+    pipelineEventsPerSecond: spread(result.a),
+    baselineEventsPerSecond: spread(result.b),
+    ratio: spread(result.ratios),
+  };
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const option = (name: string) => {
+    const index = args.indexOf(name);
+    return index >= 0 ? args[index + 1] : undefined;
+  };
+  const dir = option('--fixtures');
+  if (!dir) throw new Error('usage: node bench/pipeline.ts --fixtures <folder> [--pairs N] [--stream name]');
+  const pairs = Number(option('--pairs') ?? 7);
+  const only = option('--stream');
+  const results: StreamFigures[] = [];
+  for (const stream of only ? [only] : Object.keys(STREAMS)) {
+    results.push(await measureStream(dir, stream, pairs));
+    process.stderr.write(`pipeline: ${stream} ratio ${results.at(-1)!.ratio.median.toFixed(3)}\n`);
+  }
+  process.stdout.write(`${JSON.stringify({ streams: results, sink: sink > 0 })}\n`);
+}

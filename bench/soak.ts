@@ -1,0 +1,227 @@
+// Figure 4: a churn soak. The real CLI watches ConfigMaps while they are created, updated and
+// deleted at a steady rate for a set time; its resident memory is sampled from /proc, and every
+// write the API server acknowledged must come out as exactly one event (ADDED for a create, with
+// the create's uid:resourceVersion as id; UPDATED for an update, likewise; DELETED for a delete).
+// Alongside, on the same stream, a Go watcher built from the Kubernetes modules (kubectl get -w)
+// runs for figure 5's side by side: CPU seconds and peak RSS of each process.
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type ClusterInfo, resolveBinaries } from '../test/helpers/cluster.ts';
+import type { KubeAdmin, KubeObject } from '../test/helpers/kube-admin.ts';
+import { configMap } from './lib/objects.ts';
+import { cpuSeconds, memory, startChild } from './lib/processes.ts';
+import { median, round } from './lib/stats.ts';
+
+const KUBEDIFF = path.resolve(import.meta.dirname, '../bin/kubediff.js');
+const SAMPLE_MS = 2_000;
+const LIVE_TARGET = 300;
+
+export interface SoakFigures {
+  durationSeconds: number;
+  writesPerSecond: number;
+  writes: { creates: number; updates: number; deletes: number; failed: number };
+  events: { added: number; updated: number; deleted: number; other: number; duplicates: number };
+  /** Acknowledged writes with no matching event. */
+  lost: number;
+  warmupSeconds: number;
+  /** Median RSS of the first tenth after warm-up, and of the last tenth (bytes). */
+  rssAfterWarmup: number;
+  rssAtEnd: number;
+  rssGrowth: number;
+  rssSamples: { t: number; rss: number }[];
+  /** The same stream, side by side (figure 5). */
+  sideBySide: {
+    kubediff: { cpuSeconds: number; peakRss: number };
+    kubectl: { cpuSeconds: number; peakRss: number; version: string } | { error: string };
+  };
+}
+
+export async function runSoak(
+  info: ClusterInfo,
+  admin: KubeAdmin,
+  options: { seconds: number; writesPerSecond: number; log: (m: string) => void },
+): Promise<SoakFigures> {
+  const ns = await admin.createNamespace('bench-soak');
+  const collection = `/api/v1/namespaces/${ns}/configmaps`;
+
+  const events = new Map<string, string>(); // id → type
+  const seen = { added: new Set<string>(), updated: new Set<string>(), deletedUids: new Set<string>() };
+  const counts = { added: 0, updated: 0, deleted: 0, other: 0, duplicates: 0 };
+  const kubediff = startChild(
+    process.execPath,
+    [KUBEDIFF, 'watch', '--kubeconfig', info.kubeconfigPath, '-o', 'json', '-r', 'configmaps', '-n', ns],
+    {
+      onLine: (line) => {
+        const event = JSON.parse(line) as { id: string; type: string; object: { uid: string } };
+        if (events.has(event.id)) counts.duplicates++;
+        events.set(event.id, event.type);
+        if (event.type === 'ADDED') {
+          counts.added++;
+          seen.added.add(event.id);
+        } else if (event.type === 'UPDATED') {
+          counts.updated++;
+          seen.updated.add(event.id);
+        } else if (event.type === 'DELETED') {
+          counts.deleted++;
+          seen.deletedUids.add(event.object.uid);
+        } else counts.other++;
+      },
+    },
+  );
+  const kubectlBinary = resolveBinaries().kubectl.path;
+  let kubectl: ReturnType<typeof startChild> | undefined;
+  let kubectlError: string | undefined;
+  let kubectlVersion = '';
+  try {
+    kubectl = startChild(
+      kubectlBinary,
+      ['--kubeconfig', info.kubeconfigPath, 'get', 'configmaps', '-n', ns, '-w', '-o', 'json'],
+      { stdout: 'ignore' },
+    );
+    const { execFileSync } = await import('node:child_process');
+    kubectlVersion = JSON.parse(
+      execFileSync(kubectlBinary, ['version', '--client', '-o', 'json'], { encoding: 'utf8' }),
+    ).clientVersion.gitVersion;
+  } catch (error) {
+    kubectlError = error instanceof Error ? error.message : String(error);
+  }
+
+  const expected = { created: [] as string[], updated: [] as string[], deletedUids: [] as string[] };
+  const writes = { creates: 0, updates: 0, deletes: 0, failed: 0 };
+  const samples: { t: number; rss: number }[] = [];
+  try {
+    await kubediff.waitForStderr(/watching \d+ resource type/, 60_000);
+    options.log(`soak: ${options.seconds} s of churn at ${options.writesPerSecond} writes/s`);
+    const live = new Map<string, string>(); // name → uid, objects whose create completed
+    const busy = new Set<string>();
+    let serial = 0;
+    const started = performance.now();
+    const sampler = setInterval(() => {
+      samples.push({ t: (performance.now() - started) / 1000, rss: memory(kubediff.pid).rss });
+    }, SAMPLE_MS);
+    const interval = 1000 / options.writesPerSecond;
+    const inFlight = new Set<Promise<void>>();
+    const random = seededRandom(7);
+    try {
+      for (let tick = 0; ; tick++) {
+        const due = started + tick * interval;
+        if (due - started >= options.seconds * 1000) break;
+        const wait = due - performance.now();
+        if (wait > 0) await sleep(wait);
+        const idle = [...live.keys()].filter((name) => !busy.has(name));
+        const roll = random();
+        const op =
+          live.size < LIVE_TARGET * 0.8 || idle.length === 0
+            ? 'create'
+            : live.size > LIVE_TARGET * 1.2
+              ? 'delete'
+              : roll < 0.6
+                ? 'update'
+                : roll < 0.8
+                  ? 'create'
+                  : 'delete';
+        const seq = serial++;
+        const name = op === 'create' ? `churn-${seq}` : idle[Math.floor(random() * idle.length)]!;
+        busy.add(name);
+        const write = (async () => {
+          try {
+            if (op === 'create') {
+              const created = await admin.create(collection, configMap(name, 6, 800, seq));
+              live.set(name, created.metadata.uid);
+              expected.created.push(`${created.metadata.uid}:${created.metadata.resourceVersion}`);
+              writes.creates++;
+            } else if (op === 'update') {
+              const updated: KubeObject = await admin.patch(`${collection}/${name}`, {
+                data: { setting_0: `value-${seq}` },
+                metadata: { annotations: { 'bench/seq': String(seq) } },
+              });
+              expected.updated.push(`${updated.metadata.uid}:${updated.metadata.resourceVersion}`);
+              writes.updates++;
+            } else {
+              const uid = live.get(name)!;
+              live.delete(name);
+              await admin.delete(`${collection}/${name}`);
+              expected.deletedUids.push(uid);
+              writes.deletes++;
+            }
+          } catch {
+            writes.failed++;
+          } finally {
+            busy.delete(name);
+          }
+        })();
+        inFlight.add(write);
+        void write.then(() => inFlight.delete(write));
+      }
+      await Promise.all(inFlight);
+    } finally {
+      clearInterval(sampler);
+    }
+    // Every acknowledged write must come out; give the last ones a moment.
+    const total = () => expected.created.length + expected.updated.length + expected.deletedUids.length;
+    const deadline = performance.now() + 30_000;
+    while (counts.added + counts.updated + counts.deleted < total() && performance.now() < deadline)
+      await sleep(200);
+    await sleep(1_000);
+  } finally {
+    const kubediffCpu = safe(() => cpuSeconds(kubediff.pid));
+    const kubediffPeak = safe(() => memory(kubediff.pid).peakRss);
+    const kubectlCpu = kubectl ? safe(() => cpuSeconds(kubectl!.pid)) : Number.NaN;
+    const kubectlPeak = kubectl ? safe(() => memory(kubectl!.pid).peakRss) : Number.NaN;
+    await kubediff.stop();
+    await kubectl?.stop();
+    await admin.deleteNamespace(ns);
+    Object.assign(expected, { kubediffCpu, kubediffPeak, kubectlCpu, kubectlPeak });
+  }
+  const { kubediffCpu, kubediffPeak, kubectlCpu, kubectlPeak } = expected as unknown as Record<
+    string,
+    number
+  >;
+
+  const lost =
+    expected.created.filter((id) => !seen.added.has(id)).length +
+    expected.updated.filter((id) => !seen.updated.has(id)).length +
+    expected.deletedUids.filter((uid) => !seen.deletedUids.has(uid)).length;
+  const warmupSeconds = Math.min(120, Math.max(10, options.seconds * 0.2));
+  const afterWarmup = samples.filter((s) => s.t >= warmupSeconds);
+  const window = Math.max(3, Math.round(afterWarmup.length / 10));
+  const rssAfterWarmup = median(afterWarmup.slice(0, window).map((s) => s.rss));
+  const rssAtEnd = median(afterWarmup.slice(-window).map((s) => s.rss));
+  return {
+    durationSeconds: options.seconds,
+    writesPerSecond: options.writesPerSecond,
+    writes,
+    events: counts,
+    lost,
+    warmupSeconds,
+    rssAfterWarmup,
+    rssAtEnd,
+    rssGrowth: rssAtEnd / rssAfterWarmup - 1,
+    rssSamples: samples.map((s) => ({ t: round(s.t), rss: s.rss })),
+    sideBySide: {
+      kubediff: { cpuSeconds: kubediffCpu!, peakRss: kubediffPeak! },
+      kubectl: kubectlError
+        ? { error: kubectlError }
+        : { cpuSeconds: kubectlCpu!, peakRss: kubectlPeak!, version: kubectlVersion },
+    },
+  };
+}
+
+function safe(read: () => number): number {
+  try {
+    return read();
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,212 @@
+// `--listen <addr>`: the HTTP endpoints a kubelet and a Prometheus use.
+//   GET /healthz  200 while the process runs and its event loop answers (liveness).
+//   GET /readyz   200 once the initial sync is done and no watch has been failing for longer than
+//                 --ready-failure-threshold; 503 with the reason otherwise (readiness).
+//   GET /metrics  Prometheus text format (src/cli/metrics.ts).
+// Readiness counts failures that concern the connection or the server (network, TLS, 401, 5xx, 429);
+// a resource that is forbidden (403) or gone (404) is a lasting configuration matter, reported in the
+// logs and in kubediff_watch_failures_total, and does not make the replica unready forever.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UsageError } from '../errors.ts';
+import type { Informer } from '../informer/informer.ts';
+import type { ReflectorState } from '../informer/reflector.ts';
+import { qualifiedName } from '../kube/types.ts';
+import type { Logger } from '../log.ts';
+import type { KubediffMetrics } from './metrics.ts';
+
+export interface ReadinessReport {
+  ready: boolean;
+  reason: string;
+}
+
+/** Tracks what /readyz answers. */
+export class Readiness {
+  private readonly thresholdMs: number;
+  private readonly now: () => number;
+  private synced = false;
+  private stopping = false;
+  /** Informers failing now, and since when (the first failure of the episode). */
+  private readonly failingSince = new Map<Informer, { since: number; reason: string }>();
+
+  constructor(options: { thresholdMs: number; now?: () => number }) {
+    this.thresholdMs = options.thresholdMs;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The initial sync is over (every informer listed, or reported why it cannot). */
+  markSynced(): void {
+    this.synced = true;
+  }
+
+  /** Shutting down: no longer ready. */
+  markStopping(): void {
+    this.stopping = true;
+  }
+
+  /** InformerHandler.onState. */
+  observeState(informer: Informer, state: ReflectorState): void {
+    if (state.phase === 'failing') {
+      if (state.slow) {
+        // 403/404: a lasting condition of one resource, not an outage (see the header).
+        this.failingSince.delete(informer);
+        return;
+      }
+      const known = this.failingSince.get(informer);
+      const reason = `${qualifiedName(informer.type)}: ${state.error.message}`;
+      this.failingSince.set(informer, { since: known?.since ?? this.now(), reason });
+    } else if (state.phase === 'watching' || state.phase === 'stopped') {
+      this.failingSince.delete(informer);
+    }
+  }
+
+  report(): ReadinessReport {
+    if (this.stopping) return { ready: false, reason: 'shutting down' };
+    if (!this.synced) return { ready: false, reason: 'initial sync in progress' };
+    const now = this.now();
+    let failing = 0;
+    let example: string | undefined;
+    let longest = 0;
+    for (const { since, reason } of this.failingSince.values()) {
+      const ms = now - since;
+      if (ms <= this.thresholdMs) continue;
+      failing++;
+      if (ms >= longest) {
+        longest = ms;
+        example = reason;
+      }
+    }
+    if (failing > 0) {
+      return {
+        ready: false,
+        reason: `${failing} watch${failing === 1 ? '' : 'es'} failing for more than ${Math.round(this.thresholdMs / 1000)}s (${example})`,
+      };
+    }
+    return { ready: true, reason: 'ok' };
+  }
+}
+
+export interface ListenAddress {
+  host: string | undefined;
+  port: number;
+}
+
+/** `:8080`, `8080`, `0.0.0.0:8080`, `127.0.0.1:0`, `[::1]:8080`, `localhost:8080`. */
+export function parseListenAddress(text: string): ListenAddress {
+  const value = text.trim();
+  let host: string | undefined;
+  let portText: string;
+  const bracketed = /^\[([^\]]+)\]:(\d+)$/.exec(value);
+  if (bracketed) {
+    host = bracketed[1];
+    portText = bracketed[2] ?? '';
+  } else if (/^\d+$/.test(value)) {
+    portText = value;
+  } else {
+    const colon = value.lastIndexOf(':');
+    host = colon > 0 ? value.slice(0, colon) : undefined;
+    portText = colon >= 0 ? value.slice(colon + 1) : '';
+    if (host?.includes(':')) portText = '';
+  }
+  const port = /^\d{1,5}$/.test(portText) ? Number(portText) : Number.NaN;
+  if (!(port >= 0 && port <= 65_535)) {
+    throw new UsageError(
+      `invalid --listen "${text}": use [host]:port, e.g. :8080 (every interface) or 127.0.0.1:8080.`,
+    );
+  }
+  return { host, port };
+}
+
+export interface HealthServerOptions {
+  readiness: Readiness;
+  metrics: KubediffMetrics;
+  log: Logger;
+}
+
+export class HealthServer {
+  private readonly server: Server;
+
+  private constructor(server: Server) {
+    this.server = server;
+  }
+
+  /** Listens on `address`; rejects with a UserError when the port cannot be had. */
+  static async start(address: string, options: HealthServerOptions): Promise<HealthServer> {
+    const { host, port } = parseListenAddress(address);
+    const server = createServer((request, response) => {
+      void handle(options, request.method ?? 'GET', request.url ?? '/', response);
+    });
+    server.keepAliveTimeout = 5_000;
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 30_000;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: NodeJS.ErrnoException) => {
+        reject(
+          new UsageError(
+            `cannot listen on ${address} (--listen): ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}; choose another address.`,
+            { cause: error },
+          ),
+        );
+      };
+      server.once('error', onError);
+      server.listen({ port, ...(host ? { host } : {}) }, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    const instance = new HealthServer(server);
+    options.log.info(`serving /healthz, /readyz and /metrics on http://${instance.address}`);
+    return instance;
+  }
+
+  /** host:port actually bound (the port is known even with :0). */
+  get address(): string {
+    const info = this.server.address() as AddressInfo;
+    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+    return `${host}:${info.port}`;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+}
+
+async function handle(
+  options: HealthServerOptions,
+  method: string,
+  url: string,
+  response: import('node:http').ServerResponse,
+): Promise<void> {
+  const path = url.split('?')[0];
+  const send = (status: number, body: string, contentType = 'text/plain; charset=utf-8') => {
+    response.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+    response.end(method === 'HEAD' ? undefined : body);
+  };
+  if (path !== '/healthz' && path !== '/livez' && path !== '/readyz' && path !== '/metrics') {
+    send(404, 'not found: try /healthz, /readyz or /metrics\n');
+    return;
+  }
+  if (method !== 'GET' && method !== 'HEAD') {
+    response.setHeader('allow', 'GET, HEAD');
+    send(405, 'method not allowed\n');
+    return;
+  }
+  try {
+    if (path === '/healthz' || path === '/livez') {
+      send(200, 'ok\n');
+    } else if (path === '/readyz') {
+      const report = options.readiness.report();
+      send(report.ready ? 200 : 503, `${report.ready ? 'ok' : `not ready: ${report.reason}`}\n`);
+    } else {
+      const { contentType, body } = await options.metrics.render();
+      send(200, body, contentType);
+    }
+  } catch (error) {
+    options.log.warn(`${path}: ${error instanceof Error ? error.message : String(error)}`);
+    if (!response.headersSent) send(500, 'internal error\n');
+  }
+}

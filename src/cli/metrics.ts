@@ -1,0 +1,254 @@
+// Prometheus metrics (`--listen`, GET /metrics), with prom-client. Everything
+// is observed from outside the data path: events as they leave the event
+// builder, informer health through InformerHandler.onState, sink counters
+// through Sink.stats() when scraped, HTTP request timings and retries through
+// the sinks' delivery observer. Nothing here is on a hot path beyond a
+// counter increment per event.
+//
+// Names follow Prometheus conventions (`_total` counters, base units). The
+// `resource` label is the kubectl-style qualified name (`deployments.apps`,
+// `pods`); `sink` is the sink's name as in the logs (URLs elided).
+
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ChangeEvent } from '../diff/types.ts';
+import type { Informer } from '../informer/informer.ts';
+import type { ReflectorState } from '../informer/reflector.ts';
+import { qualifiedName } from '../kube/types.ts';
+import { observeDeliveries } from '../sinks/delivery.ts';
+import type { Sink, SinkStats } from '../sinks/sink.ts';
+
+export interface MetricsSources {
+  /** The informers running now (read on each scrape). */
+  informers?: () => readonly Informer[];
+  /** The sinks (read on each scrape). */
+  sinks?: () => readonly Sink[];
+  /** 1 while this replica is the leader, or always when leader election is off. */
+  isLeader?: () => boolean;
+  isReady?: () => boolean;
+}
+
+const SINK_OUTCOMES: readonly [keyof SinkStats, string][] = [
+  ['accepted', 'accepted'],
+  ['delivered', 'delivered'],
+  ['summarized', 'summarized'],
+  ['deadLettered', 'dead_lettered'],
+  ['lost', 'lost'],
+];
+
+/** The resource label of an event: `deployments.apps`, `pods`. */
+export function resourceOfEvent(event: ChangeEvent): string {
+  const slash = event.object.apiVersion.indexOf('/');
+  return slash < 0
+    ? event.object.resource
+    : `${event.object.resource}.${event.object.apiVersion.slice(0, slash)}`;
+}
+
+export class KubediffMetrics {
+  readonly registry = new Registry();
+  private readonly events: Counter<'type' | 'resource'>;
+  private readonly watchRestarts: Counter<'resource'>;
+  private readonly relists: Counter<'resource'>;
+  private readonly watchFailures: Counter<'resource' | 'reason'>;
+  private readonly sinkRequests: Histogram<'sink' | 'outcome'>;
+  private readonly sinkRetries: Counter<'sink'>;
+  private readonly lastEventAt = new Map<string, number>();
+  /** Per informer: phases seen so far, to tell a first LIST/WATCH from a relist/restart. */
+  private readonly history = new WeakMap<Informer, { listed: boolean; watched: boolean }>();
+  private readonly sinkTotals = new Map<string, number>();
+  private sources: MetricsSources = {};
+  private readonly stopObserving: () => void;
+  private readonly now: () => number;
+
+  constructor(options: { version: string; defaultMetrics?: boolean; now?: () => number }) {
+    this.now = options.now ?? Date.now;
+    const registers = [this.registry];
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+
+    new Gauge({
+      name: 'kubediff_build_info',
+      help: 'Always 1; the labels say which kubediff and which Node.js run.',
+      labelNames: ['version', 'node'],
+      registers,
+    }).set({ version: options.version, node: process.versions.node }, 1);
+
+    this.events = new Counter({
+      name: 'kubediff_events_total',
+      help: 'Change events reported (before sink filters), by type and resource.',
+      labelNames: ['type', 'resource'],
+      registers,
+    });
+    const self = this;
+    new Gauge({
+      name: 'kubediff_seconds_since_last_event',
+      help: 'Seconds since the last change event of each resource (only resources that had one).',
+      labelNames: ['resource'],
+      registers,
+      collect() {
+        this.reset();
+        const now = self.now();
+        for (const [resource, at] of self.lastEventAt) this.set({ resource }, (now - at) / 1000);
+      },
+    });
+    this.watchRestarts = new Counter({
+      name: 'kubediff_watch_restarts_total',
+      help: 'Watches re-opened after the first one (server timeouts, dropped connections, errors), by resource.',
+      labelNames: ['resource'],
+      registers,
+    });
+    this.relists = new Counter({
+      name: 'kubediff_relists_total',
+      help: 'LISTs after the first one (after 410 Gone, 403/404 or a long failure), by resource.',
+      labelNames: ['resource'],
+      registers,
+    });
+    this.watchFailures = new Counter({
+      name: 'kubediff_watch_failures_total',
+      help: 'Failed LIST or WATCH attempts, by resource and kind of failure (network, forbidden, server, …).',
+      labelNames: ['resource', 'reason'],
+      registers,
+    });
+    new Gauge({
+      name: 'kubediff_informers',
+      help: 'Informers (one per resource type, or per type and namespace with -n), by state.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        const counts = { synced: 0, syncing: 0, failing: 0 };
+        for (const informer of self.sources.informers?.() ?? []) {
+          if (informer.failure) counts.failing++;
+          else if (informer.hasSynced) counts.synced++;
+          else counts.syncing++;
+        }
+        for (const [state, value] of Object.entries(counts)) this.set({ state }, value);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_informers_running',
+      help: 'Informers running (listing, watching or retrying).',
+      registers,
+      collect() {
+        this.set(self.sources.informers?.().length ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_objects',
+      help: 'Objects held in the informer caches, by resource.',
+      labelNames: ['resource'],
+      registers,
+      collect() {
+        this.reset();
+        const totals = new Map<string, number>();
+        for (const informer of self.sources.informers?.() ?? []) {
+          const resource = qualifiedName(informer.type);
+          totals.set(resource, (totals.get(resource) ?? 0) + informer.objectCount);
+        }
+        for (const [resource, value] of totals) this.set({ resource }, value);
+      },
+    });
+
+    new Counter({
+      name: 'kubediff_sink_events_total',
+      help: 'Events handed to each sink (accepted) and what became of them (delivered, summarized in a digest, dead_lettered, lost).',
+      labelNames: ['sink', 'outcome'],
+      registers,
+      collect() {
+        for (const sink of self.sources.sinks?.() ?? []) {
+          const stats = sink.stats();
+          for (const [field, outcome] of SINK_OUTCOMES) {
+            const key = `${sink.name}\u0000${outcome}`;
+            const delta = stats[field] - (self.sinkTotals.get(key) ?? 0);
+            if (delta > 0) this.inc({ sink: sink.name, outcome }, delta);
+            else if (!self.sinkTotals.has(key)) this.inc({ sink: sink.name, outcome }, 0);
+            self.sinkTotals.set(key, stats[field]);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: 'kubediff_sink_queue_depth',
+      help: 'Events queued or in flight in each sink.',
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        this.reset();
+        for (const sink of self.sources.sinks?.() ?? []) this.set({ sink: sink.name }, sink.stats().pending);
+      },
+    });
+    this.sinkRequests = new Histogram({
+      name: 'kubediff_sink_request_duration_seconds',
+      help: 'HTTP requests of the Slack and webhook sinks, by outcome (ok, error).',
+      labelNames: ['sink', 'outcome'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.sinkRetries = new Counter({
+      name: 'kubediff_sink_retries_total',
+      help: 'Requests of the Slack and webhook sinks retried after a failure.',
+      labelNames: ['sink'],
+      registers,
+    });
+
+    new Gauge({
+      name: 'kubediff_leader',
+      help: '1 while this replica delivers events (the leader, or leader election off); 0 on standby.',
+      registers,
+      collect() {
+        this.set(self.sources.isLeader?.() === false ? 0 : 1);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_ready',
+      help: '1 when /readyz answers ready.',
+      registers,
+      collect() {
+        this.set(self.sources.isReady?.() ? 1 : 0);
+      },
+    });
+
+    this.stopObserving = observeDeliveries({
+      request: (sink, seconds, outcome) => this.sinkRequests.observe({ sink, outcome }, seconds),
+      retry: (sink) => this.sinkRetries.inc({ sink }),
+    });
+  }
+
+  /** Where the scrape-time values come from (set once the watch is wired). */
+  setSources(sources: MetricsSources): void {
+    this.sources = { ...this.sources, ...sources };
+  }
+
+  /** An event that leaves the event builder (delivered, or buffered on a standby). */
+  observeEvent(event: ChangeEvent): void {
+    const resource = resourceOfEvent(event);
+    this.events.inc({ type: event.type, resource });
+    this.lastEventAt.set(resource, this.now());
+  }
+
+  /** InformerHandler.onState. */
+  observeState(informer: Informer, state: ReflectorState): void {
+    const resource = qualifiedName(informer.type);
+    let seen = this.history.get(informer);
+    if (!seen) {
+      seen = { listed: false, watched: false };
+      this.history.set(informer, seen);
+    }
+    if (state.phase === 'listing') {
+      if (seen.listed) this.relists.inc({ resource });
+      seen.listed = true;
+    } else if (state.phase === 'watching') {
+      if (seen.watched) this.watchRestarts.inc({ resource });
+      seen.watched = true;
+    } else if (state.phase === 'failing') {
+      this.watchFailures.inc({ resource, reason: state.error.kind });
+    }
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  close(): void {
+    this.stopObserving();
+    this.registry.clear();
+  }
+}

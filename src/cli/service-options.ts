@@ -1,0 +1,156 @@
+// The flags for running kubediff as a service (in a cluster): the health and metrics server, leader
+// election, the log format. Kept apart from the watch settings (src/config) so that both can grow
+// independently; a config file maps onto the same fields.
+import type { Command } from 'commander';
+import { UsageError } from '../errors.ts';
+import {
+  DEFAULT_LEASE_DURATION_MS,
+  DEFAULT_RENEW_DEADLINE_MS,
+  DEFAULT_RETRY_PERIOD_MS,
+  defaultIdentity,
+  defaultLeaseNamespace,
+  type LeaderElectionConfig,
+} from '../kube/leader-election.ts';
+import type { LogFormat } from '../log.ts';
+import { parseDuration } from './duration.ts';
+import { parseListenAddress } from './health-server.ts';
+
+export interface RawServiceFlags {
+  listen?: string;
+  readyFailureThreshold?: string;
+  leaderElect?: boolean;
+  leaderElectionNamespace?: string;
+  leaderElectionId?: string;
+  leaderElectionIdentity?: string;
+  leaderElectionLeaseDuration?: string;
+  leaderElectionRenewDeadline?: string;
+  leaderElectionRetryPeriod?: string;
+  logFormat?: string;
+}
+
+export interface ServiceOptions {
+  /** --listen: serve /healthz, /readyz, /metrics here. */
+  listen: string | undefined;
+  readyFailureThresholdMs: number;
+  /** --leader-elect. */
+  leaderElection: LeaderElectionConfig | undefined;
+  logFormat: LogFormat | 'auto';
+}
+
+export const DEFAULT_READY_FAILURE_THRESHOLD_MS = 60_000;
+
+export function addServiceFlags(command: Command): Command {
+  return command
+    .option(
+      '--listen <addr>',
+      'serve /healthz, /readyz and /metrics (Prometheus) over HTTP on this address, e.g. :8080',
+    )
+    .option(
+      '--ready-failure-threshold <duration>',
+      '/readyz fails once a watch has been failing for this long (default: 60s)',
+    )
+    .option('--leader-elect', 'run as one of several replicas: only the holder of a Lease delivers events')
+    .option(
+      '--leader-election-namespace <ns>',
+      "namespace of the Lease (default: the pod's namespace, else default)",
+    )
+    .option('--leader-election-id <name>', 'name of the Lease (default: kubediff)')
+    .option(
+      '--leader-election-identity <id>',
+      'this replica in the Lease (default: $POD_NAME or the hostname, and the pid)',
+    )
+    .option('--leader-election-lease-duration <duration>', 'how long a Lease is valid (default: 15s)')
+    .option(
+      '--leader-election-renew-deadline <duration>',
+      'the leader gives up after failing to renew this long (default: 10s)',
+    )
+    .option('--leader-election-retry-period <duration>', 'how often to try to acquire or renew (default: 2s)')
+    .option(
+      '--log-format <format>',
+      'text, json, or auto (default: json unless stderr is a terminal; or $KUBEDIFF_LOG_FORMAT)',
+    );
+}
+
+function duration(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0)
+    throw new UsageError(`invalid ${flag} "${text}": use a duration such as 500ms, 30s or 5m.`);
+  return ms;
+}
+
+export function serviceOptionsFromFlags(
+  flags: RawServiceFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): ServiceOptions {
+  if (flags.listen !== undefined) parseListenAddress(flags.listen);
+  const logFormat = flags.logFormat ?? 'auto';
+  if (logFormat !== 'text' && logFormat !== 'json' && logFormat !== 'auto') {
+    throw new UsageError(`invalid --log-format "${logFormat}": use text, json or auto.`);
+  }
+  const leaderFlagsWithout = (
+    [
+      ['--leader-election-namespace', flags.leaderElectionNamespace],
+      ['--leader-election-id', flags.leaderElectionId],
+      ['--leader-election-identity', flags.leaderElectionIdentity],
+      ['--leader-election-lease-duration', flags.leaderElectionLeaseDuration],
+      ['--leader-election-renew-deadline', flags.leaderElectionRenewDeadline],
+      ['--leader-election-retry-period', flags.leaderElectionRetryPeriod],
+    ] as const
+  ).find(([, value]) => value !== undefined);
+  if (!flags.leaderElect && leaderFlagsWithout) {
+    throw new UsageError(`${leaderFlagsWithout[0]} needs --leader-elect.`);
+  }
+  let leaderElection: LeaderElectionConfig | undefined;
+  if (flags.leaderElect) {
+    const leaseDurationMs = duration(
+      '--leader-election-lease-duration',
+      flags.leaderElectionLeaseDuration,
+      DEFAULT_LEASE_DURATION_MS,
+    );
+    const renewDeadlineMs = duration(
+      '--leader-election-renew-deadline',
+      flags.leaderElectionRenewDeadline,
+      DEFAULT_RENEW_DEADLINE_MS,
+    );
+    const retryPeriodMs = duration(
+      '--leader-election-retry-period',
+      flags.leaderElectionRetryPeriod,
+      DEFAULT_RETRY_PERIOD_MS,
+    );
+    if (!(leaseDurationMs > renewDeadlineMs)) {
+      throw new UsageError(
+        '--leader-election-lease-duration must be longer than --leader-election-renew-deadline (defaults 15s and 10s).',
+      );
+    }
+    if (!(renewDeadlineMs > retryPeriodMs * 1.2)) {
+      throw new UsageError(
+        '--leader-election-renew-deadline must be longer than 1.2 × --leader-election-retry-period (defaults 10s and 2s).',
+      );
+    }
+    const name = flags.leaderElectionId ?? 'kubediff';
+    if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) {
+      throw new UsageError(
+        `invalid --leader-election-id "${name}": a Lease name is lowercase letters, digits, "-" and ".".`,
+      );
+    }
+    leaderElection = {
+      namespace: flags.leaderElectionNamespace ?? defaultLeaseNamespace(env),
+      name,
+      identity: flags.leaderElectionIdentity ?? defaultIdentity(env),
+      leaseDurationMs,
+      renewDeadlineMs,
+      retryPeriodMs,
+    };
+  }
+  return {
+    listen: flags.listen,
+    readyFailureThresholdMs: duration(
+      '--ready-failure-threshold',
+      flags.readyFailureThreshold,
+      DEFAULT_READY_FAILURE_THRESHOLD_MS,
+    ),
+    leaderElection,
+    logFormat,
+  };
+}

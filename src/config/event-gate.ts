@@ -1,0 +1,89 @@
+// Between the event builder and the router: the watch's own rules (event types, namespace globs and the
+// config file's per-resource path rules and `only`), and --explain, which says for every event, for every
+// sink, whether it was delivered and which rule decided. Resource names in filters are resolved through
+// discovery (short names and kinds of custom resources too) by a DiscoveryResolver fed by the watch.
+import type { ChangeEvent } from '../diff/types.ts';
+import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
+import { qualifiedName, type ResourceType } from '../kube/types.ts';
+import type { Logger } from '../log.ts';
+import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from '../sinks/filter.ts';
+import { explainLine } from '../sinks/router.ts';
+import type { WatchSettings } from './watch-settings.ts';
+
+/** The resource types discovery offers, for resolving the names people write in filters. */
+export class DiscoveryResolver {
+  #types: readonly ResourceType[] = [];
+  #cache = new Map<string, readonly string[] | undefined>();
+
+  update(types: readonly ResourceType[]): void {
+    this.#types = types;
+    this.#cache.clear();
+  }
+
+  /** `deploy` → ['deployments.apps']; undefined when discovery does not know the name (yet). */
+  readonly resolve = (text: string): readonly string[] | undefined => {
+    if (this.#cache.has(text)) return this.#cache.get(text);
+    const matches = resolveResourceName(parseResourceName(text), this.#types).map(qualifiedName);
+    const result = matches.length > 0 ? matches : undefined;
+    this.#cache.set(text, result);
+    return result;
+  };
+}
+
+interface Router {
+  explain(event: ChangeEvent): { sink: string; verdict: FilterVerdict }[];
+}
+
+export interface EventGateOptions {
+  router: Router;
+  log: Logger;
+  resolver?: DiscoveryResolver;
+}
+
+/** Returns what to hand the router for `event` (changes trimmed by ignore rules), or undefined to drop it. */
+export function eventGate(
+  settings: Pick<WatchSettings, 'events' | 'filter' | 'explain'>,
+  options: EventGateOptions,
+): (event: ChangeEvent) => ChangeEvent | undefined {
+  const filter: EventFilter | undefined = settings.filter
+    ? compileFilter(settings.filter, {
+        owner: 'the watch',
+        ...(options.resolver ? { resolve: options.resolver.resolve } : {}),
+      })
+    : undefined;
+  const explain = (event: ChangeEvent, target: string, verdict: FilterVerdict) =>
+    options.log.info(explainLine(event, target, verdict), {
+      component: 'explain',
+      event: event.id,
+      type: event.type,
+      resource: qualifiedResource(event),
+      sink: target,
+      delivered: verdict.deliver,
+      rule: verdict.deliver ? undefined : verdict.rule,
+    });
+  return (event) => {
+    if (!settings.events.has(event.type)) {
+      if (settings.explain) {
+        explain(event, 'all sinks', {
+          deliver: false,
+          rule: 'types',
+          reason: `events: ${[...settings.events].join(', ').toLowerCase()} does not include ${event.type.toLowerCase()}`,
+        });
+      }
+      return undefined;
+    }
+    let passed = event;
+    if (filter) {
+      const verdict = filter.evaluate(event);
+      if (!verdict.deliver) {
+        if (settings.explain) explain(event, 'all sinks', verdict);
+        return undefined;
+      }
+      passed = verdict.event ?? event;
+    }
+    if (settings.explain) {
+      for (const { sink, verdict } of options.router.explain(passed)) explain(passed, sink, verdict);
+    }
+    return passed;
+  };
+}

@@ -1,0 +1,180 @@
+// `kubediff watch -c file`: the config file under the flags. A flag given on the command line wins over
+// the same key in the file (lists too: `-n a` replaces the file's namespaces); --ignore adds to the
+// file's ignore list; --webhook and --slack-* add sinks to the file's. The file's `sinks:` list may hold
+// a stdout sink (format, color, filter); without one, stdout is set up from `output:` / -o as usual.
+import { parseDuration } from '../cli/duration.ts';
+import type { EventType } from '../diff/types.ts';
+import { UsageError } from '../errors.ts';
+import type { FilterSpec, PathRule } from '../sinks/filter.ts';
+import { SINK_ENV } from '../sinks/flags.ts';
+import type { SinkSpec } from '../sinks/setup.ts';
+import { ConfigError, type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
+import type { FilterInput, PathRuleInput, SinkInput } from './schema.ts';
+import { type RawWatchFlags, type WatchSettings, watchSettingsFromFlags } from './watch-settings.ts';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The settings of `watch` from the flags and, with -c, the config file. */
+export function loadWatchSettings(
+  flags: RawWatchFlags,
+  stdoutIsTTY: boolean,
+  env?: Env,
+  options: ParseOptions = {},
+): WatchSettings {
+  if (flags.config === undefined) return watchSettingsFromFlags(flags, stdoutIsTTY, env);
+  return settingsFromConfig(loadConfigFile(flags.config, env ?? {}, options), flags, stdoutIsTTY, env);
+}
+
+export function settingsFromConfig(
+  loaded: LoadedConfig,
+  flags: RawWatchFlags,
+  stdoutIsTTY: boolean,
+  env?: Env,
+): WatchSettings {
+  const config = loaded.config;
+  const fileIgnores = (config.ignore ?? []).filter((rule): rule is string => typeof rule === 'string');
+  const fileSinks = config.sinks ?? [];
+  const stdoutInput = fileSinks.find((sink) => sink.type === 'stdout');
+  const httpInputs = fileSinks.filter((sink) => sink.type !== 'stdout');
+  const output = flags.output ?? stdoutInput?.format ?? config.output;
+
+  const merged: RawWatchFlags = {
+    ...flags,
+    kubeconfig: flags.kubeconfig ?? config.kubeconfig,
+    context: flags.context ?? config.context,
+    clusterName: flags.clusterName ?? config.clusterName,
+    preset: flags.preset ?? config.preset,
+    namespace: flags.namespace ?? config.namespaces,
+    excludeNamespace: flags.excludeNamespace ?? config.excludeNamespaces,
+    resource: flags.resource ?? config.resources,
+    excludeResource: flags.excludeResource ?? config.excludeResources,
+    selector: flags.selector ?? config.selector,
+    events: flags.events ?? config.events?.join(','),
+    initial: flags.initial ?? config.initial,
+    status: flags.status ?? config.status,
+    ignore: [...fileIgnores, ...(flags.ignore ?? [])],
+    shutdownTimeout: flags.shutdownTimeout ?? config.shutdownTimeout,
+    // Checked below against the file's sinks too.
+    output: output === 'none' || stdoutInput ? 'json' : output,
+  };
+  delete merged.deadLetter;
+  const settings = watchSettingsFromFlags(merged, stdoutIsTTY, env);
+
+  const deadLetterFile = flags.deadLetter?.trim() || config.deadLetter;
+  const sinks: SinkSpec[] = [];
+  if (stdoutInput && output !== 'none') {
+    const format = output === 'json' || output === 'pretty' ? output : stdoutIsTTY ? 'pretty' : 'json';
+    sinks.push({
+      type: 'stdout',
+      format,
+      color: stdoutInput.color ?? (stdoutIsTTY && !env?.NO_COLOR),
+      ...(stdoutInput.name ? { name: stdoutInput.name } : {}),
+      ...filterOf(stdoutInput.filter),
+    });
+  }
+  for (const input of httpInputs) sinks.push(sinkSpecOf(input, deadLetterFile, env ?? {}));
+  // Flag sinks take the dead-letter file from delivery.deadLetterFile (createSinks' default).
+  sinks.push(...settings.delivery.sinks);
+
+  const finalOutput = stdoutInput || output === 'none' ? 'none' : settings.output;
+  if (finalOutput === 'none' && sinks.length === 0) {
+    throw new UsageError(
+      `${loaded.file}: output none leaves events nowhere to go: list a sink under sinks:, or add --webhook or --slack-webhook.`,
+    );
+  }
+  const hasHttpSink = sinks.some((sink) => sink.type !== 'stdout');
+  if (deadLetterFile !== undefined && !hasHttpSink) {
+    if (flags.deadLetter !== undefined)
+      throw new UsageError(
+        '--dead-letter applies to --webhook and Slack deliveries, and neither is given (stdout has no dead letters).',
+      );
+    const { line, column } = loaded.locate(['deadLetter']);
+    throw new ConfigError(loaded.file, [
+      {
+        path: ['deadLetter'],
+        line,
+        column,
+        message: 'applies to webhook and Slack sinks, and none is listed (stdout has no dead letters)',
+      },
+    ]);
+  }
+
+  // The watch's own client-side rules: namespace globs (from watch-settings), per-resource ignores, only.
+  const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
+  const filter: FilterSpec = {
+    ...settings.filter,
+    ...(perResourceIgnores.length > 0 ? { ignore: perResourceIgnores } : {}),
+    ...(config.only && config.only.length > 0 ? { only: config.only.map(pathRuleOf) } : {}),
+  };
+  const { filter: _unused, ...rest } = settings;
+  return {
+    ...rest,
+    output: finalOutput,
+    delivery: { ...settings.delivery, sinks, deadLetterFile },
+    ...(Object.keys(filter).length > 0 ? { filter } : {}),
+  };
+}
+
+function pathRuleOf(rule: PathRuleInput): PathRule {
+  return typeof rule === 'string'
+    ? rule
+    : { path: rule.path, ...(rule.resources ? { resources: rule.resources } : {}) };
+}
+
+/** The `filter:` of a sink, as a SinkSpec field. */
+export function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
+  if (!input) return {};
+  const filter: FilterSpec = {
+    ...(input.namespaces ? { namespaces: input.namespaces } : {}),
+    ...(input.excludeNamespaces ? { excludeNamespaces: input.excludeNamespaces } : {}),
+    ...(input.resources ? { resources: input.resources } : {}),
+    ...(input.excludeResources ? { excludeResources: input.excludeResources } : {}),
+    ...(input.events ? { types: input.events.map((type) => type.toUpperCase() as EventType) } : {}),
+    ...(input.ignore ? { ignore: input.ignore.map(pathRuleOf) } : {}),
+    ...(input.only ? { only: input.only.map(pathRuleOf) } : {}),
+  };
+  return Object.keys(filter).length > 0 ? { filter } : {};
+}
+
+function ms(text: string | undefined): number | undefined {
+  return text === undefined ? undefined : parseDuration(text);
+}
+
+function sinkSpecOf(
+  input: Exclude<SinkInput, { type: 'stdout' }>,
+  deadLetter: string | undefined,
+  env: Env,
+): SinkSpec {
+  const common = {
+    ...(input.name ? { name: input.name } : {}),
+    ...filterOf(input.filter),
+    ...(input.timeout !== undefined ? { timeoutMs: ms(input.timeout) } : {}),
+    ...((input.deadLetter ?? deadLetter) ? { deadLetterFile: input.deadLetter ?? deadLetter } : {}),
+  };
+  if (input.type === 'webhook') {
+    const wait = ms(input.batchWait);
+    return {
+      type: 'webhook',
+      url: input.url,
+      ...common,
+      ...(input.headers ? { headers: input.headers } : {}),
+      ...(input.secret ? { secret: input.secret } : {}),
+      ...(input.batch !== undefined
+        ? { batch: { maxEvents: input.batch, ...(wait !== undefined ? { maxWaitMs: wait } : {}) } }
+        : {}),
+      ...(input.maxRequestsPerSecond !== undefined
+        ? { maxRequestsPerSecond: input.maxRequestsPerSecond }
+        : {}),
+    } as SinkSpec;
+  }
+  const apiUrl = input.apiUrl ?? (env[SINK_ENV.slackApiUrl]?.trim() || undefined);
+  return {
+    type: 'slack',
+    ...common,
+    ...(input.webhookUrl !== undefined ? { webhookUrl: input.webhookUrl } : {}),
+    ...(input.token !== undefined ? { token: input.token } : {}),
+    ...(input.channel !== undefined ? { channel: input.channel } : {}),
+    ...(apiUrl ? { apiUrl } : {}),
+    ...(input.minInterval !== undefined ? { minIntervalMs: ms(input.minInterval) } : {}),
+  } as SinkSpec;
+}

@@ -1,0 +1,176 @@
+// deploy/ on the test cluster: the manifests rendered into a unique namespace (an overlay that adds a
+// name suffix, so that cluster-scoped objects do not collide with other tests), kubectl to apply them,
+// and a pod's view of a ServiceAccount (token file, CA file, namespace file, KUBERNETES_SERVICE_*).
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ClusterInfo } from './cluster.ts';
+import { resolveBinaries } from './cluster.ts';
+import type { KubeAdmin, KubeObject } from './kube-admin.ts';
+
+export const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
+
+export function kubectlPath(): string | undefined {
+  const file = resolveBinaries().kubectl.path;
+  return existsSync(file) ? file : undefined;
+}
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function kubectl(args: string[], options: { input?: string } = {}): Promise<CommandResult> {
+  const file = kubectlPath();
+  if (!file) throw new Error('kubectl is not built: run npm run cluster:build');
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+export interface Overlay {
+  dir: string;
+  namespace: string;
+  /** Appended to every name (ServiceAccount `kubediff<suffix>`, ClusterRole `kubediff-read-all<suffix>`…). */
+  suffix: string;
+  remove(): Promise<void>;
+}
+
+/** A kustomize overlay of deploy/ into `namespace`, every name suffixed with `suffix`. */
+export async function deployOverlay(namespace: string, suffix: string): Promise<Overlay> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-overlay-'));
+  const base = path.relative(dir, DEPLOY_DIR);
+  await writeFile(
+    path.join(dir, 'kustomization.yaml'),
+    [
+      'apiVersion: kustomize.config.k8s.io/v1beta1',
+      'kind: Kustomization',
+      `namespace: ${namespace}`,
+      `nameSuffix: ${suffix}`,
+      'resources:',
+      `  - ${base}`,
+      '',
+    ].join('\n'),
+  );
+  return { dir, namespace, suffix, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The overlay as the API server would store it (`kubectl apply --dry-run=server -o json`). */
+export async function serverDryRun(kubeconfig: string, overlay: Overlay): Promise<KubeObject[]> {
+  const result = await kubectl([
+    '--kubeconfig',
+    kubeconfig,
+    'apply',
+    '--dry-run=server',
+    '-o',
+    'json',
+    '-k',
+    overlay.dir,
+  ]);
+  if (result.code !== 0) throw new Error(`kubectl apply --dry-run=server failed: ${result.stderr}`);
+  const parsed = JSON.parse(result.stdout) as { kind: string; items?: KubeObject[] } & KubeObject;
+  return parsed.kind === 'List' ? (parsed.items ?? []) : [parsed];
+}
+
+/** Creates (for real) the objects of these kinds from a dry run's output; returns them. */
+export async function applyObjects(kubeconfig: string, objects: KubeObject[]): Promise<void> {
+  const cleaned = objects.map((object) => {
+    const { uid, resourceVersion, creationTimestamp, managedFields, generation, ...metadata } =
+      object.metadata as Record<string, unknown>;
+    void uid;
+    void resourceVersion;
+    void creationTimestamp;
+    void managedFields;
+    void generation;
+    const { status, ...rest } = object as Record<string, unknown>;
+    void status;
+    return { ...rest, metadata };
+  });
+  const result = await kubectl(['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: cleaned }),
+  });
+  if (result.code !== 0) throw new Error(`kubectl apply failed: ${result.stderr}`);
+}
+
+/** A token for a ServiceAccount (TokenRequest API), optionally bound to an object so that deleting it revokes the token. */
+export async function mintToken(
+  admin: KubeAdmin,
+  namespace: string,
+  serviceAccount: string,
+  options: { seconds?: number; boundSecret?: { name: string; uid: string } } = {},
+): Promise<string> {
+  const review = (await admin.create(
+    `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`,
+    {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {
+        expirationSeconds: options.seconds ?? 3600,
+        ...(options.boundSecret
+          ? { boundObjectRef: { apiVersion: 'v1', kind: 'Secret', ...options.boundSecret } }
+          : {}),
+      },
+    },
+  )) as unknown as { status: { token: string } };
+  return review.status.token;
+}
+
+export interface PodFiles {
+  /** Stands in for `/` (KUBEDIFF_IN_CLUSTER_ROOT). */
+  root: string;
+  tokenFile: string;
+  /** The environment of a process in a pod: no kubeconfig, only KUBERNETES_SERVICE_HOST/PORT. */
+  env: Record<string, string | undefined>;
+  writeToken(token: string): Promise<void>;
+  remove(): Promise<void>;
+}
+
+/** The files a kubelet mounts for a ServiceAccount, in a temp folder, and the environment of a pod. */
+export async function podFiles(cluster: ClusterInfo, namespace: string, token: string): Promise<PodFiles> {
+  const root = await mkdtemp(path.join(tmpdir(), 'kubediff-pod-'));
+  const dir = path.join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
+  await mkdir(dir, { recursive: true });
+  const tokenFile = path.join(dir, 'token');
+  // The kubelet swaps the token atomically (a symlink flip); a rename is the same for a reader.
+  const writeToken = async (value: string) => {
+    const next = `${tokenFile}.next`;
+    await writeFile(next, value);
+    const { rename } = await import('node:fs/promises');
+    await rename(next, tokenFile);
+  };
+  await writeToken(token);
+  if (!cluster.caPem) throw new Error('the test cluster has no CA certificate to mount');
+  await writeFile(path.join(dir, 'ca.crt'), cluster.caPem);
+  await writeFile(path.join(dir, 'namespace'), namespace);
+  const url = new URL(cluster.server);
+  const home = path.join(root, 'home');
+  await mkdir(home);
+  return {
+    root,
+    tokenFile,
+    env: {
+      KUBEDIFF_IN_CLUSTER_ROOT: root,
+      KUBERNETES_SERVICE_HOST: url.hostname,
+      KUBERNETES_SERVICE_PORT: url.port || '443',
+      KUBECONFIG: undefined,
+      HOME: home,
+    },
+    writeToken,
+    remove: () => rm(root, { recursive: true, force: true }),
+  };
+}

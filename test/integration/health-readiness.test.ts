@@ -1,0 +1,192 @@
+// --listen against the real API server behind a fault proxy: /healthz answers from the start, /readyz
+// only once the initial sync is done; it turns unready when the API server has been unreachable for
+// longer than --ready-failure-threshold and ready again once every watch is back. /metrics counts
+// events, watch restarts, failures, and the webhook sink's requests and retries.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runKubediff } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { adminClient, waitFor } from '../helpers/kube-admin.ts';
+
+const admin = adminClient();
+
+async function get(url: string, method = 'GET'): Promise<{ status: number; body: string }> {
+  const response = await fetch(url, { method });
+  return { status: response.status, body: await response.text() };
+}
+
+/** `name{labels}` → value, from the Prometheus text format. */
+async function scrape(base: string): Promise<Map<string, number>> {
+  const { body } = await get(`${base}/metrics`);
+  const values = new Map<string, number>();
+  for (const line of body.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    values.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return values;
+}
+
+describe('health, readiness and metrics', () => {
+  let namespace: string;
+  let proxy: FaultProxy;
+  let receiver: HttpReceiver;
+
+  before(async () => {
+    namespace = await admin.createNamespace('health');
+    const { port, hostname } = new URL(testCluster().server);
+    proxy = await startFaultProxy({ target: { host: hostname, port: Number(port) } });
+    receiver = await HttpReceiver.start();
+  });
+  after(async () => {
+    await proxy?.close();
+    await receiver?.close();
+    await admin.deleteNamespace(namespace).catch(() => {});
+  });
+
+  test('ready after the sync, unready while the API server is cut off, ready again after', async () => {
+    const kubeconfig = await admin.writeKubeconfig(proxy.url());
+    // The API server is unreachable at first: alive, not ready.
+    proxy.blackhole(true);
+    // The webhook fails once, then takes events.
+    receiver.script({ status: 503 });
+    const kd = runKubediff(
+      [
+        'watch',
+        '--kubeconfig',
+        kubeconfig,
+        '-o',
+        'json',
+        '-n',
+        namespace,
+        '-r',
+        'configmaps,secrets',
+        '--listen',
+        '127.0.0.1:0',
+        '--ready-failure-threshold',
+        '2s',
+        '--webhook',
+        receiver.url('/hook'),
+      ],
+      {
+        env: { KUBEDIFF_MAX_BACKOFF: '1s', KUBEDIFF_WATCH_IDLE_TIMEOUT: '3s' },
+        timeoutMs: 60_000,
+      },
+    );
+    try {
+      const [, base] = await kd.waitForStderr(
+        /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
+      );
+      assert.equal((await get(`${base}/healthz`)).status, 200);
+      const syncing = await get(`${base}/readyz`);
+      assert.equal(syncing.status, 503);
+      assert.match(syncing.body, /initial sync in progress/);
+      proxy.blackhole(false);
+      await kd.waitForStderr(/watching 2 resource types/);
+      await waitFor(async () => (await get(`${base}/readyz`)).status === 200, {
+        what: 'ready after the sync',
+      });
+
+      // Cut off: every connection reset, new ones refused (once the watches are open).
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      proxy.refuse(true);
+      proxy.cutAll();
+      await kd.waitForStderr(/reconnecting with backoff/);
+      assert.equal((await get(`${base}/readyz`)).status, 200, 'still ready within the threshold');
+      const unready = await waitFor(
+        async () => {
+          const answer = await get(`${base}/readyz`);
+          return answer.status === 503 ? answer : undefined;
+        },
+        { timeoutMs: 10_000, what: 'unready after 2s of failures' },
+      );
+      assert.match(
+        unready.body,
+        /not ready: \d+ watch(es)? failing for more than 2s \((configmaps|secrets): /,
+      );
+      assert.equal((await get(`${base}/healthz`)).status, 200, 'alive all along');
+
+      proxy.refuse(false);
+      await kd.waitForStderr(/reconnected: every watch has resumed/, 20_000);
+      await waitFor(async () => (await get(`${base}/readyz`)).status === 200, { what: 'ready again' });
+
+      // Events and the webhook's delivery (one retry after the 503).
+      await admin.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'counted' },
+        data: { a: '1' },
+      });
+      await kd.waitForEvent((event) => event.object.name === 'counted');
+      await receiver.waitForRequests(2);
+      const sink = `webhook http://127.0.0.1:${receiver.port}/…`;
+      const metrics = await waitFor(
+        async () => {
+          const values = await scrape(base ?? '');
+          return values.get(`kubediff_sink_events_total{sink="${sink}",outcome="delivered"}`) === 1
+            ? values
+            : undefined;
+        },
+        { what: 'the webhook delivery counted' },
+      );
+      assert.equal(metrics.get('kubediff_events_total{type="ADDED",resource="configmaps"}'), 1);
+      assert.ok((metrics.get('kubediff_seconds_since_last_event{resource="configmaps"}') ?? -1) >= 0);
+      // A watch re-opened after the cut (one still opening when it came counts as a failure only).
+      const restarts = ['configmaps', 'secrets'].map(
+        (resource) => metrics.get(`kubediff_watch_restarts_total{resource="${resource}"}`) ?? 0,
+      );
+      assert.ok(restarts.reduce((sum, n) => sum + n, 0) >= 1, `watch restarts: ${restarts.join(', ')}`);
+      assert.ok(
+        (metrics.get('kubediff_watch_failures_total{resource="configmaps",reason="network"}') ?? 0) >= 1,
+      );
+      assert.equal(metrics.get('kubediff_informers_running'), 2);
+      assert.equal(metrics.get('kubediff_informers{state="synced"}'), 2);
+      assert.equal(metrics.get('kubediff_ready'), 1);
+      assert.equal(metrics.get('kubediff_leader'), 1);
+      assert.equal(metrics.get(`kubediff_sink_retries_total{sink="${sink}"}`), 1);
+      assert.equal(metrics.get(`kubediff_sink_queue_depth{sink="${sink}"}`), 0);
+      assert.equal(
+        metrics.get(`kubediff_sink_request_duration_seconds_count{sink="${sink}",outcome="error"}`),
+        1,
+      );
+      assert.equal(
+        metrics.get(`kubediff_sink_request_duration_seconds_count{sink="${sink}",outcome="ok"}`),
+        1,
+      );
+      assert.ok(metrics.has('process_resident_memory_bytes'), 'process metrics too');
+
+      // Only GET and HEAD, only these paths.
+      assert.equal((await get(`${base}/nope`)).status, 404);
+      assert.equal((await get(`${base}/readyz`, 'POST')).status, 405);
+      assert.equal((await get(`${base}/healthz`, 'HEAD')).status, 200);
+
+      const result = await kd.stop('SIGTERM');
+      assert.equal(result.code, 0, result.stderr);
+    } finally {
+      proxy.blackhole(false);
+      proxy.refuse(false);
+      if (!kd.exitResult) await kd.kill();
+    }
+  });
+
+  test('--listen on a port in use is a usage error (exit 2), one sentence', async () => {
+    const kubeconfig = await admin.writeKubeconfig();
+    const kd = runKubediff([
+      'watch',
+      '--kubeconfig',
+      kubeconfig,
+      '-r',
+      'configmaps',
+      '--listen',
+      `127.0.0.1:${receiver.port}`,
+    ]);
+    const result = await kd.waitForExit(30_000);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(
+      result.stderr,
+      /^kubediff: cannot listen on 127\.0\.0\.1:\d+ \(--listen\): the port is in use; choose another address\.\n$/,
+    );
+  });
+});

@@ -1,0 +1,100 @@
+// In a pod the kubelet replaces the ServiceAccount token file before the token expires; kubediff must
+// pick the new one up (client-node reads the file again every minute, as client-go does) and go on
+// watching. Here the old token is revoked outright (it is bound to a Secret that is then deleted) right
+// after the file changes: kubediff is refused (401) until it reads the file again, then resumes without
+// losing the change made meanwhile.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { runKubediff } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { mintToken, type PodFiles, podFiles } from '../helpers/deploy.ts';
+import { adminClient, KubeApiError } from '../helpers/kube-admin.ts';
+
+const admin = adminClient();
+let namespace: string;
+let pod: PodFiles | undefined;
+
+before(async () => {
+  namespace = await admin.createNamespace('rotation');
+});
+after(async () => {
+  await pod?.remove();
+  await admin.deleteNamespace(namespace).catch(() => {});
+});
+
+async function boundToken(name: string): Promise<string> {
+  const secret = await admin.create(`/api/v1/namespaces/${namespace}/secrets`, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name },
+  });
+  // The namespace's default ServiceAccount, with rights on ConfigMaps of this namespace only.
+  return mintToken(admin, namespace, 'default', {
+    seconds: 3600,
+    boundSecret: { name, uid: secret.metadata.uid ?? '' },
+  });
+}
+
+test('a rotated token file is picked up, and the old token can be revoked', {
+  timeout: 240_000,
+}, async () => {
+  await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'read-configmaps' },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
+  });
+  await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'read-configmaps' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-configmaps' },
+    subjects: [{ kind: 'ServiceAccount', name: 'default', namespace }],
+  });
+  // The controller manager creates the default ServiceAccount shortly after the namespace.
+  for (let i = 0; ; i++) {
+    try {
+      await admin.get(`/api/v1/namespaces/${namespace}/serviceaccounts/default`);
+      break;
+    } catch (error) {
+      if (!(error instanceof KubeApiError && error.status === 404) || i > 100) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  const first = await boundToken('token-a');
+  const second = await boundToken('token-b');
+  pod = await podFiles(testCluster(), namespace, first);
+
+  const kd = runKubediff(['watch', '-n', namespace, '-r', 'configmaps', '-o', 'json'], {
+    // Watches end every 1-2 s, so requests with the token are frequent.
+    env: { ...pod.env, KUBEDIFF_WATCH_TIMEOUT: '1s', KUBEDIFF_MAX_BACKOFF: '2s' },
+    timeoutMs: 120_000,
+  });
+  try {
+    await kd.waitForStderr(/watching 1 resource type/);
+    await admin.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'before' },
+    });
+    await kd.waitForEvent((event) => event.object.name === 'before');
+
+    // The kubelet's rotation, then the old token revoked.
+    await pod.writeToken(second);
+    await admin.delete(`/api/v1/namespaces/${namespace}/secrets/token-a`);
+    await kd.waitForStderr(/401|unauthorized|Unauthorized/, 30_000);
+    await admin.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'during' },
+    });
+    // Within a minute (client-node's re-read interval), plus a backoff.
+    await kd.waitForStderr(/reconnected: every watch has resumed/, 90_000);
+    const during = await kd.waitForEvent((event) => event.object.name === 'during', { timeoutMs: 20_000 });
+    assert.equal(during.type, 'ADDED');
+    const result = await kd.stop('SIGTERM');
+    assert.equal(result.code, 0, result.stderr);
+  } finally {
+    if (!kd.exitResult) await kd.kill();
+  }
+});

@@ -1,0 +1,165 @@
+// --leader-elect with two and three replicas against the real API server: one delivers, the others
+// stand by; when the leader dies (SIGKILL) a standby takes over within the lease duration and reports
+// the changes made during the handover exactly once, without re-sending what the old leader
+// delivered; on a clean stop (SIGTERM) the Lease is released and a standby takes over at once.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
+import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
+
+const admin = adminClient();
+const LEASE_MS = 4_000;
+
+describe('leader election', () => {
+  let namespace: string;
+  let kubeconfig: string;
+  const processes: KubediffProcess[] = [];
+
+  before(async () => {
+    namespace = await admin.createNamespace('leader');
+    kubeconfig = await admin.writeKubeconfig();
+  });
+  after(async () => {
+    for (const kd of processes) if (!kd.exitResult) await kd.kill();
+    await admin.deleteNamespace(namespace).catch(() => {});
+  });
+
+  const replica = (identity: string, lease: string): KubediffProcess => {
+    const kd = runKubediff(
+      [
+        'watch',
+        '--kubeconfig',
+        kubeconfig,
+        '-o',
+        'json',
+        '-n',
+        namespace,
+        '-r',
+        'configmaps',
+        '--leader-elect',
+        '--leader-election-namespace',
+        namespace,
+        '--leader-election-id',
+        lease,
+        '--leader-election-identity',
+        identity,
+        '--leader-election-lease-duration',
+        `${LEASE_MS / 1000}s`,
+        '--leader-election-renew-deadline',
+        '3s',
+        '--leader-election-retry-period',
+        '1s',
+      ],
+      { timeoutMs: 60_000, checkEvents: true },
+    );
+    processes.push(kd);
+    return kd;
+  };
+
+  const cmPath = (name = '') => `/api/v1/namespaces/${namespace}/configmaps${name ? `/${name}` : ''}`;
+  const createCM = (name: string, data: Record<string, string>) =>
+    admin.create(cmPath(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
+  const readLease = async (name: string) =>
+    (await admin.get(`/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${name}`)) as KubeObject & {
+      spec: { holderIdentity?: string; leaseTransitions?: number };
+    };
+  const ids = (kd: KubediffProcess) => kd.events.map((event) => event.id);
+  const about = (name: string) => (kd: KubediffProcess) =>
+    kd.events.filter((event) => event.object.name === name);
+
+  test('the leader dies (SIGKILL): a standby reports the handover changes once, and nothing twice', async () => {
+    const a = replica('replica-a', 'handover-kill');
+    await a.waitForStderr(/became the leader/);
+    const b = replica('replica-b', 'handover-kill');
+    await b.waitForStderr(/replica-a leads; standing by/);
+
+    await createCM('one', { v: '1' });
+    await a.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'one');
+    await admin.patch(cmPath('one'), { data: { v: '2' } });
+    const updated = await a.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'one');
+    // The standby saw them too, but delivers nothing.
+    await b.expectNoEvent(() => true, 1_500, { since: 0 });
+    // The leader's checkpoint (written on each renewal) has passed the update.
+    await waitFor(
+      async () => {
+        const text = (await readLease('handover-kill')).metadata.annotations?.['kubediff.io/checkpoint'];
+        const rv = text ? (JSON.parse(text) as { rv: Record<string, string> }).rv.configmaps : undefined;
+        return rv !== undefined && BigInt(rv) >= BigInt(updated.object.resourceVersion);
+      },
+      { timeoutMs: 10_000, what: 'the checkpoint in the Lease to pass the update' },
+    );
+
+    await a.kill();
+    const killedAt = Date.now();
+    // Changes while nobody leads.
+    await admin.patch(cmPath('one'), { data: { v: '3' } });
+    await createCM('two', { v: '1' });
+
+    await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
+    const takeover = Date.now() - killedAt;
+    assert.ok(takeover < LEASE_MS + 3_000, `took over after ${takeover} ms (lease ${LEASE_MS} ms)`);
+    const v3 = await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'one');
+    assert.deepEqual(v3.changes, [{ op: 'replace', path: '/data/v', from: '2', to: '3' }]);
+    await b.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'two');
+
+    // After the takeover, live changes as usual.
+    await admin.patch(cmPath('two'), { data: { v: '2' } });
+    await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'two');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+    // Exactly once: nothing the old leader delivered is sent again, nothing is sent twice.
+    assert.deepEqual(
+      about('one')(b).map((event) => event.type),
+      ['UPDATED'],
+      'the standby reports only the change the old leader never saw',
+    );
+    assert.deepEqual(
+      about('two')(b).map((event) => event.type),
+      ['ADDED', 'UPDATED'],
+    );
+    assert.equal(new Set(ids(b)).size, ids(b).length, 'no event twice');
+    assert.deepEqual(
+      ids(b).filter((id) => ids(a).includes(id)),
+      [],
+      'no event the old leader delivered',
+    );
+    const lease = await readLease('handover-kill');
+    assert.equal(lease.spec.holderIdentity, 'replica-b');
+    const result = await b.stop('SIGTERM');
+    assert.equal(result.code, 0, result.stderr);
+  });
+
+  test('a clean stop (SIGTERM) releases the Lease: a standby takes over at once, with no gap and no repeat', async () => {
+    const a = replica('replica-c', 'handover-term');
+    await a.waitForStderr(/became the leader/);
+    const b = replica('replica-d', 'handover-term');
+    await b.waitForStderr(/replica-c leads; standing by/);
+
+    await createCM('three', { v: '1' });
+    await a.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'three');
+    await admin.patch(cmPath('three'), { data: { v: '2' } });
+    await a.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'three');
+
+    // Stopped right after a change, before its next renewal: the release carries the final checkpoint.
+    const stoppedAt = Date.now();
+    const result = await a.stop('SIGTERM');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /released the lease/);
+    await admin.patch(cmPath('three'), { data: { v: '3' } });
+
+    await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
+    const takeover = Date.now() - stoppedAt;
+    assert.ok(takeover < LEASE_MS, `took over after ${takeover} ms: the Lease was released`);
+    const v3 = await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'three');
+    assert.deepEqual(v3.changes, [{ op: 'replace', path: '/data/v', from: '2', to: '3' }]);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.deepEqual(
+      about('three')(b).map((event) => event.type),
+      ['UPDATED'],
+    );
+    const lease = await readLease('handover-term');
+    assert.equal(lease.spec.holderIdentity, 'replica-d');
+    assert.equal(lease.spec.leaseTransitions, 1);
+    assert.equal((await b.stop('SIGTERM')).code, 0);
+  });
+});

@@ -1,0 +1,202 @@
+// Custom resources that come and go while kubediff runs, against the real API server, with the real
+// CLI as a user runs it (PRODUCT.md, "Correctness" 5): a new CRD is watched within seconds, its
+// deletion reports its objects as DELETED and stops that informer, and re-creating it works again.
+// Every test uses its own API group, so other tests' CRDs and objects are simply filtered out.
+import assert from 'node:assert/strict';
+import { after, afterEach, type TestContext, test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
+import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { describeEvent, type TestEvent } from '../helpers/events.ts';
+import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+
+const admin = adminClient();
+
+const WATCHING = /kubediff: watching \d+ resource types? on /;
+/** "Within seconds": from the CRD being Established to its first object being reported. */
+const PICKED_UP_WITHIN_MS = 10_000;
+
+afterEach(async () => {
+  await killAll();
+});
+
+after(async () => {
+  await admin.close();
+});
+
+/** A unique API group with a Widget CRD name; the CRD is deleted after the test, whatever happens. */
+function widgetGroup(t: TestContext, prefix: string): { group: string; crdName: string } {
+  const group = `${uniqueName(prefix)}.kubediff.test`;
+  const crdName = `widgets.${group}`;
+  t.after(() => admin.deleteCRD(crdName));
+  return { group, crdName };
+}
+
+async function namespaceFor(t: TestContext, prefix: string): Promise<string> {
+  const ns = await admin.createNamespace(prefix);
+  t.after(() => admin.deleteNamespace(ns));
+  return ns;
+}
+
+function startWatch(args: string[]): KubediffProcess {
+  return runKubediff(['watch', '--kubeconfig', testCluster().kubeconfigPath, '-o', 'json', ...args], {
+    checkEvents: true,
+    timeoutMs: 20_000,
+  });
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const id = (object: KubeObject) => `${object.metadata.uid}:${object.metadata.resourceVersion}`;
+const sortedChanges = (event: TestEvent) =>
+  [...(event.changes ?? [])].sort((a, b) => a.path.localeCompare(b.path));
+
+function widget(group: string, name: string, spec: Record<string, unknown>) {
+  return { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name }, spec };
+}
+
+/**
+ * The stream invariants of "Correctness" 2 over the events of one group: unique ids; per object
+ * (uid) ADDED? → UPDATED* → DELETED? with nothing after a DELETED; each UPDATED's `from` is what
+ * the previous event of that object left at that path.
+ */
+function assertStreamInvariants(events: readonly TestEvent[]): void {
+  const listing = () => events.map((event, index) => `  #${index} ${describeEvent(event)}`).join('\n');
+  const ids = new Set<string>();
+  const lastType = new Map<string, TestEvent['type']>();
+  const known = new Map<string, Map<string, unknown>>();
+  events.forEach((event, index) => {
+    assert.ok(!ids.has(event.id), `event #${index} repeats an id:\n${listing()}`);
+    ids.add(event.id);
+    const uid = event.object.uid;
+    const previous = lastType.get(uid);
+    if (event.type === 'ADDED') assert.equal(previous, undefined, `#${index} ADDED twice:\n${listing()}`);
+    else assert.notEqual(previous, 'DELETED', `#${index} ${event.type} after DELETED:\n${listing()}`);
+    lastType.set(uid, event.type);
+    const paths = known.get(uid) ?? new Map<string, unknown>();
+    known.set(uid, paths);
+    for (const change of event.changes ?? []) {
+      if (paths.has(change.path) && paths.get(change.path) !== undefined) {
+        assert.ok(
+          isDeepStrictEqual(change.from, paths.get(change.path)),
+          `#${index}: ${change.path} from ${JSON.stringify(change.from)}, previously ${JSON.stringify(paths.get(change.path))}:\n${listing()}`,
+        );
+      }
+      paths.set(change.path, change.op === 'remove' ? undefined : change.to);
+    }
+  });
+}
+
+test('a CRD created while kubediff runs is watched within seconds; deleting it reports its objects as DELETED; re-creating it works again', async (t) => {
+  const { group, crdName } = widgetGroup(t, 'crd-live');
+  const ns = await namespaceFor(t, 'crd-live');
+  const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
+  const ours = (event: TestEvent) => event.object.apiVersion === `${group}/v1`;
+  const ourEvents = () => kd.events.filter(ours);
+  const listing = () => `our events:\n${ourEvents().map(describeEvent).join('\n')}`;
+
+  // Cluster-wide, every resource type: what a user runs.
+  const kd = startWatch([]);
+  await kd.waitForStderr(WATCHING);
+
+  await admin.createCRD(group, 'Widget', 'widgets');
+  const establishedAt = Date.now();
+  const first = await admin.create(widgets, widget(group, 'w1', { size: 3 }));
+  const added = await kd.waitForEvent((event) => event.id === id(first), {
+    description: `ADDED of the first Widget (${group})`,
+    timeoutMs: PICKED_UP_WITHIN_MS,
+  });
+  t.diagnostic(`first object of the new CRD reported ${Date.now() - establishedAt} ms after Established`);
+  assert.equal(added.type, 'ADDED');
+  assert.deepEqual(added.object, {
+    apiVersion: `${group}/v1`,
+    kind: 'Widget',
+    resource: 'widgets',
+    namespace: ns,
+    name: 'w1',
+    uid: first.metadata.uid,
+    resourceVersion: first.metadata.resourceVersion,
+  });
+  assert.match(kd.stderr, new RegExp(`watching new resource type ${escape(crdName)}`));
+
+  const changed = await admin.patch(`${widgets}/w1`, { spec: { size: 4, color: 'red' } });
+  const updated = await kd.waitForEvent((event) => event.id === id(changed), {
+    description: 'UPDATED of the Widget',
+  });
+  assert.equal(updated.type, 'UPDATED');
+  assert.equal(updated.offline, undefined, 'a live update');
+  assert.deepEqual(sortedChanges(updated), [
+    { op: 'add', path: '/spec/color', to: 'red' },
+    { op: 'replace', path: '/spec/size', from: 3, to: 4 },
+  ]);
+
+  // Deleting the CRD deletes its objects, then the type itself goes away.
+  await admin.deleteCRD(crdName, { wait: true });
+  const deleted = await kd.waitForEvent(
+    (event) => ours(event) && event.type === 'DELETED' && event.object.uid === first.metadata.uid,
+    { description: 'DELETED of the Widget when its CRD is deleted' },
+  );
+  await kd.waitForStderr(new RegExp(`stopped watching ${escape(crdName)}`));
+  assert.equal(deleted.object.name, 'w1');
+
+  // Re-created: watched again, and the same name with a new uid is a new object.
+  await admin.createCRD(group, 'Widget', 'widgets');
+  const again = await admin.create(widgets, widget(group, 'w1', { size: 1 }));
+  assert.notEqual(again.metadata.uid, first.metadata.uid);
+  const readded = await kd.waitForEvent((event) => event.id === id(again), {
+    description: 'ADDED of the Widget after the CRD was re-created',
+    timeoutMs: PICKED_UP_WITHIN_MS,
+  });
+  assert.equal(readded.type, 'ADDED');
+  // A marker: every event of the first round has been delivered before it.
+  const marker = await admin.patch(`${widgets}/w1`, { spec: { size: 2 } });
+  await kd.waitForEvent((event) => event.id === id(marker), { description: 'the marker update' });
+
+  assert.deepEqual(
+    ourEvents().map((event) => `${event.type} ${event.object.name} ${event.object.uid}`),
+    [
+      `ADDED w1 ${first.metadata.uid}`,
+      `UPDATED w1 ${first.metadata.uid}`,
+      `DELETED w1 ${first.metadata.uid}`,
+      `ADDED w1 ${again.metadata.uid}`,
+      `UPDATED w1 ${again.metadata.uid}`,
+    ],
+    listing(),
+  );
+  assertStreamInvariants(ourEvents());
+  // The informer of the deleted type was stopped, not left failing: no warning about it.
+  const warnings = kd.stderr.split('\n').filter((line) => line.includes('warning') && line.includes(group));
+  assert.deepEqual(warnings, [], 'no warning about the deleted (and re-created) type');
+});
+
+test('-r names a custom resource whose CRD does not exist yet: kubediff warns, starts, and reports its objects once the CRD appears', async (t) => {
+  const { group, crdName } = widgetGroup(t, 'crd-later');
+  const ns = await namespaceFor(t, 'crd-later');
+  const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
+
+  const kd = startWatch(['-r', crdName]);
+  await kd.waitForStderr(new RegExp(`--resource ${escape(crdName)}: not served yet`));
+  await kd.waitForStderr(WATCHING);
+
+  await admin.createCRD(group, 'Widget', 'widgets');
+  const establishedAt = Date.now();
+  const created = await admin.create(widgets, widget(group, 'late', { size: 1 }));
+  const added = await kd.waitForEvent((event) => event.id === id(created), {
+    description: 'ADDED of the Widget once its CRD exists',
+    timeoutMs: PICKED_UP_WITHIN_MS,
+  });
+  t.diagnostic(`first object reported ${Date.now() - establishedAt} ms after the CRD was Established`);
+  const changed = await admin.patch(`${widgets}/late`, { spec: { size: 2 } });
+  const updated = await kd.waitForEvent((event) => event.id === id(changed), {
+    description: 'UPDATED of the Widget',
+  });
+
+  assert.equal(added.type, 'ADDED');
+  assert.equal(added.object.kind, 'Widget');
+  assert.deepEqual(updated.changes, [{ op: 'replace', path: '/spec/size', from: 1, to: 2 }]);
+  // -r: nothing else is watched.
+  assert.deepEqual(
+    kd.events.map((event) => event.id),
+    [id(created), id(changed)],
+    `events:\n${kd.events.map(describeEvent).join('\n')}`,
+  );
+});

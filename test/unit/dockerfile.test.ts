@@ -1,0 +1,118 @@
+// The Dockerfile, checked without a Docker engine: it parses and passes dockerfile-utils' validation
+// (the linter of the VS Code Docker extension), and it keeps the rules the image is built on:
+// multi-stage, Node 24 at runtime, production dependencies only, a numeric non-root user, node as
+// PID 1 through an exec-form ENTRYPOINT, nothing copied that .dockerignore leaves out.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { DockerfileParser } from 'dockerfile-ast';
+import { validate } from 'dockerfile-utils';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const text = readFileSync(`${root}Dockerfile`, 'utf8');
+const dockerfile = DockerfileParser.parse(text);
+const instructions = dockerfile.getInstructions();
+const args = new Map(
+  dockerfile
+    .getARGs()
+    .map((arg) => [arg.getProperty()?.getName() ?? '', arg.getProperty()?.getValue() ?? '']),
+);
+const resolve = (value: string) => value.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, a, b) => args.get(a ?? b) ?? '');
+
+/** The instructions of each stage, after its FROM. */
+function stages(): { image: string; name: string | null; body: typeof instructions }[] {
+  const result: { image: string; name: string | null; body: typeof instructions }[] = [];
+  for (const instruction of instructions) {
+    if (instruction.getKeyword() === 'FROM') {
+      const from = dockerfile
+        .getFROMs()
+        .find((candidate) => candidate.getRange().start.line === instruction.getRange().start.line);
+      result.push({ image: resolve(from?.getImage() ?? ''), name: from?.getBuildStage() ?? null, body: [] });
+    } else {
+      result.at(-1)?.body.push(instruction);
+    }
+  }
+  return result;
+}
+
+test('the Dockerfile parses and has no diagnostics', () => {
+  const diagnostics = validate(text);
+  assert.deepEqual(
+    diagnostics.map((diagnostic) => `line ${diagnostic.range.start.line + 1}: ${diagnostic.message}`),
+    [],
+  );
+});
+
+test('multi-stage: dependencies installed in one stage, a Node 24 runtime in the last', () => {
+  const all = stages();
+  assert.ok(all.length >= 2, 'at least two stages');
+  const runtime = all.at(-1);
+  assert.ok(runtime);
+  assert.match(runtime.image, /(^|\/)(node:24|nodejs24)/, `the runtime is Node 24: ${runtime.image}`);
+  for (const stage of all)
+    assert.doesNotMatch(stage.image, /:latest$|^[^:]+$/, `${stage.image} names a version`);
+  // The runtime stage runs nothing at build time (distroless has no shell) and installs nothing.
+  assert.deepEqual(
+    runtime.body.filter((instruction) => instruction.getKeyword() === 'RUN').map((i) => i.getTextContent()),
+    [],
+  );
+});
+
+test('production dependencies only, exactly as locked, without a second Node', () => {
+  const runs = instructions
+    .filter((instruction) => instruction.getKeyword() === 'RUN')
+    .map((i) => i.getTextContent());
+  const install = runs.find((run) => /\bnpm\s+ci\b/.test(run));
+  assert.ok(install, 'npm ci (the lockfile, exactly)');
+  assert.match(install, /--omit=dev/);
+  assert.match(install, /--ignore-scripts/);
+  assert.match(
+    install,
+    /rm -rf [^&]*node_modules\/node\b/,
+    'the `node` package (a second Node.js) is removed',
+  );
+  assert.ok(!runs.some((run) => /\bnpm\s+(install|i)\b/.test(run)), 'no npm install');
+});
+
+test('a numeric non-root user, node as PID 1 in exec form', () => {
+  const runtime = stages().at(-1);
+  assert.ok(runtime);
+  const users = runtime.body.filter((instruction) => instruction.getKeyword() === 'USER');
+  assert.equal(users.length, 1);
+  const user = users[0]?.getArgumentsContent() ?? '';
+  assert.match(user, /^\d+(:\d+)?$/, 'numeric, so that Kubernetes can check runAsNonRoot');
+  assert.notEqual(user.split(':')[0], '0');
+  const entrypoints = dockerfile.getENTRYPOINTs();
+  assert.equal(entrypoints.length, 1);
+  const entrypoint = entrypoints[0];
+  assert.ok(entrypoint);
+  const words = entrypoint.getJSONStrings().map((word) => word.getJSONValue());
+  assert.ok(words.length > 0, 'exec form (a JSON array): no shell in between to swallow SIGTERM');
+  assert.match(words[0] ?? '', /\/node$/);
+  assert.equal(words[1], '/app/bin/kubediff.js');
+  const cmd = dockerfile.getCMDs()[0];
+  assert.ok(cmd && cmd.getJSONStrings().length > 0, 'CMD in exec form');
+});
+
+test('everything copied from the build context exists and is not left out by .dockerignore', () => {
+  const ignore = readFileSync(`${root}.dockerignore`, 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
+  assert.equal(ignore[0], '*', '.dockerignore starts from nothing and lists what goes in');
+  const allowed = ignore
+    .filter((line) => line.startsWith('!'))
+    .map((line) => line.slice(1).replace(/\/$/, ''));
+  for (const copy of dockerfile.getCOPYs()) {
+    if (copy.getFromFlag()) continue;
+    const words = copy.getArguments().map((argument) => argument.getValue());
+    for (const source of words.slice(0, -1)) {
+      assert.ok(existsSync(`${root}${source}`), `COPY ${source}: exists`);
+      assert.ok(allowed.includes(source.replace(/\/$/, '')), `COPY ${source}: allowed by .dockerignore`);
+    }
+  }
+  // What the image runs: the launcher, the sources, the package manifest (read for the version).
+  for (const needed of ['bin', 'src', 'package.json']) assert.ok(allowed.includes(needed), needed);
+  assert.ok(!allowed.includes('node_modules') && !allowed.includes('test'), 'no host node_modules, no tests');
+});

@@ -1,0 +1,105 @@
+// src/cli/leader-gate.ts: the handover checkpoint. A standby holds events back and drops what the
+// leader's checkpoint covers; on takeover it delivers the rest, and never what the old leader had.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  CHECKPOINT_ANNOTATION,
+  checkpointAnnotation,
+  checkpointOf,
+  LeaderGate,
+} from '../../src/cli/leader-gate.ts';
+import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { Informer } from '../../src/informer/informer.ts';
+import type { Lease } from '../../src/kube/leader-election.ts';
+import { silentLogger } from '../../src/log.ts';
+
+const event = (resource: string, apiVersion: string, rv: string, name = 'x'): ChangeEvent => ({
+  id: `uid-${name}:${rv}`,
+  type: 'UPDATED',
+  time: '2026-11-22T00:00:00.000Z',
+  object: { apiVersion, kind: 'K', resource, name, uid: `uid-${name}`, resourceVersion: rv },
+});
+const lease = (rv: Record<string, string> | undefined, raw?: string): Lease => ({
+  metadata: {
+    name: 'kubediff',
+    annotations:
+      raw !== undefined
+        ? { [CHECKPOINT_ANNOTATION]: raw }
+        : rv
+          ? { [CHECKPOINT_ANNOTATION]: JSON.stringify({ v: 1, rv }) }
+          : {},
+  },
+});
+
+function gate() {
+  const delivered: string[] = [];
+  const g = new LeaderGate({ deliver: (e) => delivered.push(e.id), log: silentLogger, maxBuffered: 5 });
+  return { g, delivered };
+}
+
+test('a standby delivers nothing; on takeover, only what the old leader had not processed', () => {
+  const { g, delivered } = gate();
+  g.offer(event('configmaps', 'v1', '100', 'a'));
+  g.offer(event('deployments', 'apps/v1', '101', 'b'));
+  g.offer(event('configmaps', 'v1', '105', 'c'));
+  assert.deepEqual(delivered, []);
+  g.observe(lease({ configmaps: '100', 'deployments.apps': '101' }));
+  assert.equal(g.buffered, 1, 'the checkpoint covers two of them');
+  g.offer(event('configmaps', 'v1', '106', 'd'));
+  g.startLeading(lease({ configmaps: '105', 'deployments.apps': '101' }));
+  assert.deepEqual(delivered, ['uid-d:106']);
+  assert.equal(g.isLeader, true);
+  // A late event the old leader had processed (this replica lagged) is not sent again; new ones are.
+  g.offer(event('configmaps', 'v1', '104', 'e'));
+  g.offer(event('configmaps', 'v1', '107', 'f'));
+  g.offer(event('secrets', 'v1', '3', 'g'));
+  assert.deepEqual(delivered, ['uid-d:106', 'uid-f:107', 'uid-g:3']);
+});
+
+test('no checkpoint (first leader, or unreadable): everything held back is delivered', () => {
+  for (const previous of [undefined, lease(undefined), lease(undefined, 'not json')]) {
+    const { g, delivered } = gate();
+    g.offer(event('pods', 'v1', '1', 'a'));
+    g.startLeading(previous);
+    assert.deepEqual(delivered, ['uid-a:1']);
+  }
+});
+
+test('resourceVersions that are not numbers are never taken as covered (duplicates rather than loss)', () => {
+  const { g, delivered } = gate();
+  g.offer(event('widgets', 'example.com/v1', 'abc', 'a'));
+  g.startLeading(lease({ 'widgets.example.com': '5' }));
+  assert.deepEqual(delivered, ['uid-a:abc']);
+});
+
+test('losing the Lease holds events back again; the buffer is bounded', () => {
+  const { g, delivered } = gate();
+  g.startLeading(undefined);
+  g.stopLeading();
+  for (let rv = 1; rv <= 7; rv++) g.offer(event('pods', 'v1', String(rv), `p${rv}`));
+  assert.equal(g.buffered, 5, 'the oldest are dropped beyond the bound');
+  assert.deepEqual(delivered, []);
+  g.startLeading(undefined);
+  assert.deepEqual(delivered, ['uid-p3:3', 'uid-p4:4', 'uid-p5:5', 'uid-p6:6', 'uid-p7:7']);
+});
+
+test('the checkpoint: per resource, the lowest resourceVersion of its synced informers', () => {
+  const informer = (group: string, resource: string, rv: string, synced = true) =>
+    ({ type: { group, resource }, resourceVersion: rv, hasSynced: synced }) as unknown as Informer;
+  const text = checkpointAnnotation([
+    informer('', 'pods', '120'),
+    informer('', 'pods', '110'),
+    informer('apps', 'deployments', '130'),
+    informer('', 'secrets', '140', false),
+    informer('example.com', 'widgets', 'opaque'),
+  ]);
+  assert.deepEqual(JSON.parse(text), { v: 1, rv: { 'deployments.apps': '130', pods: '110' } });
+  const parsed = checkpointOf(lease(undefined, text));
+  assert.deepEqual(
+    [...parsed],
+    [
+      ['deployments.apps', 130n],
+      ['pods', 110n],
+    ],
+  );
+});

@@ -1,0 +1,46 @@
+// src/cli/service-options.ts: --listen, --ready-failure-threshold, --leader-elect and its settings.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { serviceOptionsFromFlags } from '../../src/cli/service-options.ts';
+import { microTime } from '../../src/kube/leader-election.ts';
+
+test('defaults: no server, no election, 60s threshold', () => {
+  assert.deepEqual(serviceOptionsFromFlags({}, {}), {
+    listen: undefined,
+    readyFailureThresholdMs: 60_000,
+    leaderElection: undefined,
+    logFormat: 'auto',
+  });
+});
+
+test("--leader-elect: client-go's durations, the pod's name and namespace", () => {
+  const options = serviceOptionsFromFlags(
+    { leaderElect: true },
+    { POD_NAME: 'kubediff-7d9f-abcde', POD_NAMESPACE: 'ops' },
+  );
+  assert.deepEqual(options.leaderElection, {
+    namespace: 'ops',
+    name: 'kubediff',
+    identity: `kubediff-7d9f-abcde_${process.pid}`,
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+  });
+});
+
+test('usage errors name the flag', () => {
+  const bad: [Record<string, unknown>, RegExp][] = [
+    [{ listen: 'x' }, /--listen/],
+    [{ readyFailureThreshold: 'soon' }, /--ready-failure-threshold "soon"/],
+    [{ leaderElectionId: 'x' }, /--leader-election-id needs --leader-elect/],
+    [{ leaderElect: true, leaderElectionLeaseDuration: '5s' }, /lease-duration must be longer than/],
+    [{ leaderElect: true, leaderElectionRetryPeriod: '9s' }, /renew-deadline must be longer than 1\.2/],
+    [{ leaderElect: true, leaderElectionId: 'Bad_Name' }, /invalid --leader-election-id/],
+    [{ logFormat: 'xml' }, /--log-format "xml"/],
+  ];
+  for (const [flags, pattern] of bad) assert.throws(() => serviceOptionsFromFlags(flags, {}), pattern);
+});
+
+test('Lease times are RFC 3339 with microseconds', () => {
+  assert.equal(microTime(Date.UTC(2026, 10, 22, 10, 31, 7, 412)), '2026-11-22T10:31:07.412000Z');
+});
