@@ -10,6 +10,7 @@ import type { ReflectorTiming } from '../informer/reflector.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
 import { parseDuration } from './duration.ts';
+import { type HistoryFlags, runHistory } from './history.ts';
 import { runResources } from './resources.ts';
 import { addServiceFlags, type RawServiceFlags, serviceOptionsFromFlags } from './service-options.ts';
 import { runValidate } from './validate.ts';
@@ -111,6 +112,13 @@ function buildProgram(): Command {
       '--shutdown-timeout <duration>',
       'on SIGINT/SIGTERM, time to deliver what is queued before exiting (default: 10s)',
     )
+    .option(
+      '--state <file>',
+      'record state in this SQLite file; on restart, report what changed while not running (docs/state.md)',
+    )
+    .option('--state-max-age <duration>', 'keep history events this long (default: 7d)')
+    .option('--state-max-events <n>', 'keep at most this many history events (default: 100000)')
+    .option('--state-max-size <size>', 'keep the state file under about this size (default: 256MB)')
     .exitOverride()
     .configureOutput({ outputError: () => {} });
   addServiceFlags(watch);
@@ -146,6 +154,28 @@ function buildProgram(): Command {
         unsetVariables: 'warn',
       });
       await runResources(settings, { output }, process.stdout);
+    });
+
+  program
+    .command('history')
+    .description('print the changes recorded in a --state file, newest last')
+    .argument('[resource]', 'only this type, or one object: deploy, deploy/web, widgets.example.com/w1')
+    .option('--state <file>', 'the state file that `kubediff watch --state` writes')
+    .option('-c, --config <file>', 'take the state file from this config file (state.path)')
+    .option('-n, --namespace <ns>', 'only this namespace')
+    .option('--since <duration>', 'only events newer than this: 30m, 2h, 7d')
+    .option('--tail <n>', 'only the newest n events')
+    .addOption(
+      new Option('-o, --output <format>', 'json or pretty (default: pretty on a terminal)').choices([
+        'json',
+        'pretty',
+      ]),
+    )
+    .option('--debug', 'print debugging details and stack traces')
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .action((resource: string | undefined, flags: HistoryFlags) => {
+      runHistory(resource, flags, { stdout: process.stdout, isTTY: process.stdout.isTTY === true });
     });
 
   program

@@ -13,6 +13,8 @@ import type { ChangeEvent } from '../diff/types.ts';
 import { UsageError } from '../errors.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
+import { StateDatabase } from '../informer/state-database.ts';
+import { StateRecorder, selectionSignature, sinkProgress } from '../informer/state-recorder.ts';
 import { KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
@@ -42,6 +44,15 @@ export interface WatchRuntime {
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
+  // --state (docs/state.md): opened first, so that a damaged or foreign file stops kubediff at once.
+  const recorder = settings.state
+    ? new StateRecorder({
+        database: StateDatabase.open(settings.state.path),
+        log: runtime.log,
+        signature: selectionSignature(settings),
+        retention: settings.state.retention,
+      })
+    : undefined;
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
   const client = await KubeClient.create(identity);
   const discovery = new Discovery(client);
@@ -97,10 +108,14 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
   const gate = eventGate(settings, { router, log: runtime.log, resolver });
   const emit = (event: ChangeEvent) => {
     const passed = gate(event);
-    if (passed) service.emit(passed);
+    if (passed) {
+      service.emit(passed);
+      recorder?.recordEvent(passed);
+    }
   };
   const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });
 
+  const handler = recorder ? recorder.handler(service.handler(builder)) : service.handler(builder);
   let namesChecked = false;
   const watcher = new ClusterWatcher({
     client,
@@ -115,12 +130,14 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     labelSelector: settings.labelSelector,
     normalize: (object) => normalizeObject(object, ignore),
     initial: settings.initial,
-    handler: service.handler(builder),
+    handler,
+    ...(recorder ? { planInformer: recorder.plan.bind(recorder) } : {}),
     log: runtime.log,
     timing: runtime.timing,
     rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
     flowControl: sinks.flowControl,
     onSelection: (selection) => {
+      recorder?.noteSelection(selection);
       resolver.update([...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;
@@ -129,11 +146,23 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     },
   });
 
+  if (recorder) {
+    recorder.attach(
+      sinkProgress(() => router.sinks),
+      () => watcher.allInformers(),
+    );
+    runtime.log.info(
+      recorder.hasPreviousState
+        ? `catching up from ${settings.state?.path}: changes made while kubediff was not running are reported offline.`
+        : `recording state in ${settings.state?.path}: the next start will catch up on what it missed.`,
+    );
+  }
   const progress = new SyncProgress(process.stderr);
   try {
     progress.start(() => watcher.allInformers());
     try {
-      await watcher.start();
+      const selection = await watcher.start();
+      recorder?.reportVanishedTypes(selection, handler);
     } catch (error) {
       throw explainConnectionFailure(error, identity);
     } finally {
@@ -155,6 +184,8 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     service.stopping();
     await watcher.stop();
     const reports = await router.close(settings.delivery.shutdownTimeoutMs);
+    // After the sinks finished: everything they were given is recorded as reported.
+    recorder?.close();
     for (const file of sinks.deadLetterFiles) file.close();
     logShutdownReport(reports, runtime.log);
     // After the sinks drained: a leader's last checkpoint covers what they delivered.

@@ -14,6 +14,7 @@ import { parseResourcePattern } from '../sinks/filter.ts';
 import { hasGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
 import { type ConfigInput, configSchema, filterSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
+import { parseAge, parseSize } from './state-settings.ts';
 
 export type KeyPath = readonly (string | number)[];
 
@@ -499,6 +500,7 @@ function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkPathRules(config.only, ['only'], at);
   if (config.events?.length === 0) at(['events'], 'expected at least one of added, updated, deleted');
   checkDuration(config.shutdownTimeout, ['shutdownTimeout'], at, shown);
+  checkStateRetention(config.state, at, shown);
   if (!Array.isArray(config.sinks)) return;
   config.sinks.forEach((sink, index) => {
     if (sink === null || typeof sink !== 'object') return;
@@ -594,6 +596,30 @@ function checkPathRules(
     }
     if (typeof rule !== 'string') checkResources(rule.resources, [...path, index, 'resources'], at);
   });
+}
+
+function checkStateRetention(state: ConfigInput['state'], at: At, shown: Shown): void {
+  if (state === null || typeof state !== 'object') return;
+  if (typeof state.maxAge === 'string') {
+    try {
+      parseAge(state.maxAge);
+    } catch {
+      at(
+        ['state', 'maxAge'],
+        `expected a duration such as 12h or 7d, got ${shown(['state', 'maxAge'], state.maxAge)}`,
+      );
+    }
+  }
+  if (typeof state.maxSize === 'string') {
+    try {
+      parseSize(state.maxSize);
+    } catch {
+      at(
+        ['state', 'maxSize'],
+        `expected a size such as 64MB or 1GB, got ${shown(['state', 'maxSize'], state.maxSize)}`,
+      );
+    }
+  }
 }
 
 function checkDuration(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {

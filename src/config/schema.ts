@@ -107,6 +107,17 @@ export const configSchema = {
     output: { type: 'string', enum: ['json', 'pretty', 'none'] },
     shutdownTimeout: duration,
     deadLetter: { type: 'string' },
+    state: {
+      type: 'object',
+      properties: {
+        path: { type: 'string' },
+        maxAge: { type: 'string' },
+        maxEvents: { type: 'integer', minimum: 1 },
+        maxSize: { type: 'string' },
+      },
+      required: ['path'],
+      additionalProperties: false,
+    },
     sinks: {
       type: 'array',
       items: {
@@ -186,5 +197,7 @@ export interface ConfigInput {
   output?: 'json' | 'pretty' | 'none';
   shutdownTimeout?: string;
   deadLetter?: string;
+  /** --state and its retention (docs/state.md). */
+  state?: { path: string; maxAge?: string; maxEvents?: number; maxSize?: string };
   sinks?: SinkInput[];
 }

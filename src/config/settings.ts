@@ -54,6 +54,10 @@ export function settingsFromConfig(
     status: flags.status ?? config.status,
     ignore: [...fileIgnores, ...(flags.ignore ?? [])],
     shutdownTimeout: flags.shutdownTimeout ?? config.shutdownTimeout,
+    state: flags.state ?? config.state?.path,
+    stateMaxAge: flags.stateMaxAge ?? config.state?.maxAge,
+    stateMaxEvents: flags.stateMaxEvents ?? config.state?.maxEvents,
+    stateMaxSize: flags.stateMaxSize ?? config.state?.maxSize,
     // Checked below against the file's sinks too.
     output: output === 'none' || stdoutInput ? 'json' : output,
   };

@@ -10,6 +10,7 @@ import { hasGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
 import { isPresetName, PRESET_NAMES, PRESETS, type PresetName, presetIgnoredPaths } from './presets.ts';
 import { builtinResourceFor } from './short-names.ts';
+import { type RawStateFlags, type StateSettings, stateSettingsFromFlags } from './state-settings.ts';
 
 /** `none`: no events on stdout (only the sinks: Slack, webhooks). */
 export type OutputFormat = 'json' | 'pretty' | 'none';
@@ -17,7 +18,7 @@ export type OutputFormat = 'json' | 'pretty' | 'none';
 export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
 
 /** The flags as commander hands them over. */
-export interface RawWatchFlags extends RawSinkFlags {
+export interface RawWatchFlags extends RawSinkFlags, RawStateFlags {
   kubeconfig?: string;
   context?: string;
   namespace?: string[];
@@ -64,6 +65,8 @@ export interface WatchSettings {
    * server-side field selectors), per-resource path rules and `only` from the config file.
    */
   filter?: FilterSpec;
+  /** --state: the state file (catch-up after a restart, `kubediff history`); see docs/state.md. */
+  state?: StateSettings;
 }
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
@@ -118,6 +121,7 @@ export function watchSettingsFromFlags(
     ...(excludeGlobs.length > 0 ? { excludeNamespaces: excludeGlobs } : {}),
   };
   const resources = splitList(flags.resource);
+  const state = stateSettingsFromFlags(flags);
   const presetExcludes = PRESETS[presetName].excludeResources.filter(
     (name) => !resources.some((wanted) => sameResource(wanted, name)),
   );
@@ -139,6 +143,7 @@ export function watchSettingsFromFlags(
     preset: presetName,
     explain: flags.explain ?? false,
     ...(Object.keys(filter).length > 0 ? { filter } : {}),
+    ...(state ? { state } : {}),
   };
 }
 

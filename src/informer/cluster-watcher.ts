@@ -16,6 +16,7 @@ import type { Logger } from '../log.ts';
 import { sleep } from './backoff.ts';
 import { Informer, type InformerHandler, type InitialListMode } from './informer.ts';
 import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
+import type { StoredObject } from './store.ts';
 
 export interface ClusterWatcherOptions {
   client: KubeClient;
@@ -38,6 +39,12 @@ export interface ClusterWatcherOptions {
   onSelection?: (selection: Selection) => void;
   /** Backpressure from the output: informers pause reading while it returns a promise (see Reflector). */
   flowControl?: () => Promise<void> | undefined;
+  /** --state: how each informer starts (pre-loaded store, catch-up) given what it would do without state. */
+  planInformer?: (
+    type: ResourceType,
+    namespace: string | undefined,
+    initialList: InitialListMode,
+  ) => { initialList: InitialListMode; preload?: StoredObject[] };
 }
 
 /** Failures that concern the connection to the API server, not one resource. */
@@ -194,21 +201,25 @@ export class ClusterWatcher {
       onAdd: (...args) => this.options.handler.onAdd(...args),
       onUpdate: (...args) => this.options.handler.onUpdate(...args),
       onDelete: (...args) => this.options.handler.onDelete(...args),
+      onBaseline: (...args) => this.options.handler.onBaseline?.(...args),
       onState: (informer, state) => {
         this.reportState(informer, state);
         this.options.handler.onState?.(informer, state);
       },
     };
+    const plan = (namespace: string | undefined) =>
+      this.options.planInformer?.(type, namespace, initialList) ?? { initialList };
     if (type.namespaced && this.options.namespaces.length > 0) {
       return this.options.namespaces.map(
-        (namespace) => new Informer(this.options.client, { ...common, namespace }, handler),
+        (namespace) =>
+          new Informer(this.options.client, { ...common, namespace, ...plan(namespace) }, handler),
       );
     }
     const fieldSelector =
       type.namespaced && this.options.excludeNamespaces.length > 0
         ? this.options.excludeNamespaces.map((namespace) => `metadata.namespace!=${namespace}`).join(',')
         : undefined;
-    return [new Informer(this.options.client, { ...common, fieldSelector }, handler)];
+    return [new Informer(this.options.client, { ...common, fieldSelector, ...plan(undefined) }, handler)];
   }
 
   /**

@@ -36,6 +36,8 @@ export interface InformerHandler {
   onAdd(type: ResourceType, object: StoredObject, context: AddContext): void;
   onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void;
   onDelete(type: ResourceType, last: StoredObject, context: DeleteContext): void;
+  /** An object of a silent first LIST (the baseline): not a change, but now the known state (--state records it). */
+  onBaseline?(type: ResourceType, object: StoredObject): void;
   /** Health of the reflector behind this informer. */
   onState?(informer: Informer, state: ReflectorState): void;
 }
@@ -51,6 +53,11 @@ export interface InformerOptions extends ReflectorOptions {
   /** Turns an object into what is stored and compared: ignored paths dropped, Secrets redacted. */
   normalize: (object: KubeObject) => JsonObject;
   initialList: InitialListMode;
+  /**
+   * The objects recorded by a previous run (--state): the store starts with them and the first LIST is
+   * reconciled against them like a relist, reporting what changed while kubediff was not running.
+   */
+  preload?: StoredObject[] | undefined;
 }
 
 export class Informer implements ReflectorSink {
@@ -62,6 +69,8 @@ export class Informer implements ReflectorSink {
   private readonly normalize: (object: KubeObject) => JsonObject;
   private readonly initialList: InitialListMode;
   private synced = false;
+  /** The first LIST is a relist against a pre-loaded store (catch-up after a restart). */
+  private readonly reconcileFirstList: boolean;
   private seenInList: Set<string> | undefined;
   private lastFailure: KubeError | undefined;
   private settleWaiters: (() => void)[] = [];
@@ -72,6 +81,8 @@ export class Informer implements ReflectorSink {
     this.handler = handler;
     this.normalize = options.normalize;
     this.initialList = options.initialList;
+    this.reconcileFirstList = options.preload !== undefined;
+    for (const entry of options.preload ?? []) this.store.set(entry);
     this.reflector = new Reflector(client, options, this);
   }
 
@@ -131,7 +142,7 @@ export class Informer implements ReflectorSink {
     for (const item of items) {
       const current = this.toStored(item);
       seen.add(current.key);
-      if (!this.synced) this.applyInitial(current);
+      if (!this.synced && !this.reconcileFirstList) this.applyInitial(current);
       else this.apply(current, true);
     }
   }
@@ -139,7 +150,7 @@ export class Informer implements ReflectorSink {
   listCompleted(resourceVersion: string): void {
     const seen = this.seenInList;
     this.seenInList = undefined;
-    if (this.synced && seen) {
+    if ((this.synced || this.reconcileFirstList) && seen) {
       for (const entry of [...this.store.values()]) {
         if (seen.has(entry.key)) continue;
         this.store.delete(entry.key);
@@ -184,6 +195,8 @@ export class Informer implements ReflectorSink {
         offline: this.initialList === 'added-offline',
         initial: true,
       });
+    } else {
+      this.handler.onBaseline?.(this.type, current);
     }
   }
 

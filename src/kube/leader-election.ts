@@ -151,7 +151,9 @@ export class LeaderElector {
       while (!this.stopped && this.leading) {
         await sleep(this.config.retryPeriodMs, this.abort.signal);
         if (this.stopped) break;
-        const renewed = await this.attempt();
+        // Bounded by the renew deadline (not by the start of this attempt), so that a leader cut off
+        // from the API server stops leading before its Lease can expire for the others.
+        const renewed = await this.attempt(renewedAt + this.config.renewDeadlineMs);
         if (this.stopped) break;
         if (renewed !== false) {
           renewedAt = Date.now();
@@ -173,9 +175,10 @@ export class LeaderElector {
    * One read and, when allowed, one write. Returns false when we do not hold the Lease afterwards;
    * otherwise the Lease as it was before our write (null when we created it).
    */
-  private async attempt(): Promise<Lease | null | false> {
+  private async attempt(deadline?: number): Promise<Lease | null | false> {
     const now = Date.now();
-    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.config.renewDeadlineMs)]);
+    const timeoutMs = Math.max(1, (deadline ?? now + this.config.renewDeadlineMs) - now);
+    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(timeoutMs)]);
     let lease: Lease;
     try {
       const response = await this.client.getJSON<Lease>(
@@ -248,6 +251,7 @@ export class LeaderElector {
         at: now,
       };
       this.lastHolder = this.config.identity;
+      this.warned = undefined;
       return lease;
     } catch (error) {
       if (!(error instanceof KubeError && error.status === 409)) this.reportFailure('update', error);
@@ -279,6 +283,7 @@ export class LeaderElector {
         { signal },
       );
       this.lastHolder = this.config.identity;
+      this.warned = undefined;
       return null;
     } catch (error) {
       if (!(error instanceof KubeError && error.status === 409)) this.reportFailure('create', error);
@@ -313,16 +318,21 @@ export class LeaderElector {
     }
   }
 
-  private failures = 0;
+  /** The failure last warned about: a run of the same failure is one warning, the rest --debug. */
+  private warned: string | undefined;
+
   private reportFailure(what: string, error: unknown): void {
     if (this.stopped) return;
-    this.failures++;
     const message = error instanceof Error ? error.message : String(error);
     const line = `leader election: cannot ${what} lease ${this.config.namespace}/${this.config.name}: ${message}`;
-    // The first failure of a run of them is a warning; the rest only with --debug.
-    if (this.failures === 1 || (error instanceof KubeError && error.kind === 'forbidden'))
-      this.log.warn(line, { component: 'leader-election' });
-    else this.log.debug(line, { component: 'leader-election' });
+    if (this.warned === line) {
+      this.log.debug(line, { component: 'leader-election' });
+      return;
+    }
+    this.warned = line;
+    this.log.warn(`${line}; retrying every ${Math.round(this.config.retryPeriodMs / 100) / 10}s.`, {
+      component: 'leader-election',
+    });
   }
 }
 

@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
@@ -24,12 +26,12 @@ describe('leader election', () => {
     await admin.deleteNamespace(namespace).catch(() => {});
   });
 
-  const replica = (identity: string, lease: string): KubediffProcess => {
+  const replica = (identity: string, lease: string, through = kubeconfig): KubediffProcess => {
     const kd = runKubediff(
       [
         'watch',
         '--kubeconfig',
-        kubeconfig,
+        through,
         '-o',
         'json',
         '-n',
@@ -161,5 +163,32 @@ describe('leader election', () => {
     assert.equal(lease.spec.holderIdentity, 'replica-d');
     assert.equal(lease.spec.leaseTransitions, 1);
     assert.equal((await b.stop('SIGTERM')).code, 0);
+  });
+
+  test('a leader cut off from the API server stops delivering before a standby takes over', async () => {
+    const { hostname, port } = new URL(testCluster().server);
+    const proxy = await startFaultProxy({ target: { host: hostname, port: Number(port) } });
+    try {
+      const a = replica('replica-e', 'handover-cut', await admin.writeKubeconfig(proxy.url()));
+      await a.waitForStderr(/became the leader/);
+      const b = replica('replica-f', 'handover-cut');
+      await b.waitForStderr(/replica-e leads; standing by/);
+
+      proxy.blackhole(true);
+      await a.waitForStderr(/lost the lease \(could not renew the lease for 3s\); standing by/, 3 * LEASE_MS);
+      await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
+      await createCM('split', { v: '1' });
+      await b.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'split');
+
+      // Back online, the old leader sees the change too, but holds it back: one replica delivers.
+      proxy.blackhole(false);
+      await a.waitForStderr(/replica-f leads; standing by/, 3 * LEASE_MS);
+      await a.expectNoEvent((event) => event.object.name === 'split', 3_000, { since: 0 });
+      assert.equal(about('split')(b).length, 1);
+      assert.equal((await a.stop('SIGTERM')).code, 0);
+      assert.equal((await b.stop('SIGTERM')).code, 0);
+    } finally {
+      await proxy.close();
+    }
   });
 });

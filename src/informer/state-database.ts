@@ -1,0 +1,490 @@
+// The state file behind `--state`: an embedded SQLite database (Node's own
+// node:sqlite, no native module) holding, per watched object, the last
+// reported state (normalized: ignored paths dropped, Secrets redacted), per
+// resource type whether it was served and watched and how far it was
+// followed, and the history of reported events for `kubediff history`.
+//
+// Recognised by its application_id; its schema version is PRAGMA user_version
+// and older versions are migrated in place, in one transaction. WAL journal:
+// a reader (`kubediff history`) never blocks the writer, and a kill -9 loses
+// at most the transaction being written, never the file.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
+import type { ChangeEvent } from '../diff/types.ts';
+import { errorMessage, UsageError } from '../errors.ts';
+import type { JsonObject, ResourceType } from '../kube/types.ts';
+import type { StoredObject } from './store.ts';
+
+/** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
+export const APPLICATION_ID = 0x4b446966;
+export const SCHEMA_VERSION = 2;
+
+/**
+ * node:sqlite is loaded on first use, and its ExperimentalWarning (printed by the Node 22 releases that
+ * kubediff supports; Node 24.21 prints none) is silenced: that one warning only, everything else passes.
+ */
+let sqlite: typeof import('node:sqlite') | undefined;
+function loadSqlite(): typeof import('node:sqlite') {
+  if (sqlite) return sqlite;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === 'string' ? warning : warning.message;
+    const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
+    const name = typeof warning === 'string' ? type : warning.name;
+    if (name === 'ExperimentalWarning' && /SQLite/i.test(text)) return;
+    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    sqlite = createRequire(import.meta.url)('node:sqlite') as typeof import('node:sqlite');
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+  return sqlite;
+}
+
+/** Migrations: MIGRATIONS[v] takes a database from user_version v to v + 1. */
+const MIGRATIONS: readonly string[] = [
+  // 0 → 1: the first schema.
+  `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+   CREATE TABLE resources (
+     resource TEXT PRIMARY KEY,            -- qualified name: deployments.apps
+     type TEXT NOT NULL,                   -- the discovered ResourceType, JSON
+     watched INTEGER NOT NULL DEFAULT 0,   -- 0: served but not selected
+     listed INTEGER NOT NULL DEFAULT 0,    -- 1: its objects below are a complete inventory
+     resource_version TEXT NOT NULL DEFAULT ''
+   ) WITHOUT ROWID;
+   CREATE TABLE objects (
+     resource TEXT NOT NULL,
+     key TEXT NOT NULL,                    -- namespace/name or name
+     namespace TEXT,
+     name TEXT NOT NULL,
+     uid TEXT NOT NULL,
+     resource_version TEXT NOT NULL,
+     object TEXT NOT NULL,                 -- the normalized object, JSON
+     PRIMARY KEY (resource, key)
+   ) WITHOUT ROWID;
+   CREATE TABLE events (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL,
+     time TEXT NOT NULL,
+     type TEXT NOT NULL,
+     event TEXT NOT NULL                   -- the event as reported, JSON
+   );
+   CREATE INDEX events_time ON events (time);`,
+  // 1 → 2: events get their object's resource, namespace and name as columns, for `history` queries.
+  `ALTER TABLE events ADD COLUMN resource TEXT NOT NULL DEFAULT '';
+   ALTER TABLE events ADD COLUMN namespace TEXT;
+   ALTER TABLE events ADD COLUMN name TEXT NOT NULL DEFAULT '';
+   UPDATE events SET
+     resource = json_extract(event, '$.object.resource') ||
+       CASE WHEN instr(json_extract(event, '$.object.apiVersion'), '/') > 0
+         THEN '.' || substr(json_extract(event, '$.object.apiVersion'), 1,
+                            instr(json_extract(event, '$.object.apiVersion'), '/') - 1)
+         ELSE '' END,
+     namespace = json_extract(event, '$.object.namespace'),
+     name = json_extract(event, '$.object.name');
+   CREATE INDEX events_object ON events (resource, namespace, name);`,
+];
+
+export interface StoredResource {
+  resource: string;
+  type: ResourceType;
+  watched: boolean;
+  listed: boolean;
+  resourceVersion: string;
+}
+
+/** One unit of a batch, applied in order. */
+export type StateWrite =
+  | { kind: 'object'; resource: string; object: StoredObject }
+  | { kind: 'delete'; resource: string; key: string }
+  | { kind: 'event'; resource: string; event: ChangeEvent };
+
+export interface Retention {
+  /** Events older than this are removed. */
+  maxAgeMs: number;
+  /** At most this many events are kept (the newest). */
+  maxEvents: number;
+  /** The file is kept under about this many bytes by removing the oldest events. */
+  maxSizeBytes: number;
+}
+
+export const DEFAULT_RETENTION: Retention = {
+  maxAgeMs: 7 * 24 * 3_600_000,
+  maxEvents: 100_000,
+  maxSizeBytes: 256 * 1024 * 1024,
+};
+
+export interface HistoryQuery {
+  namespace?: string | undefined;
+  /** Qualified resource name (deployments.apps, pods). */
+  resource?: string | undefined;
+  name?: string | undefined;
+  /** ISO time: only events at or after it. */
+  since?: string | undefined;
+  /** The newest this many. */
+  limit?: number | undefined;
+}
+
+const RESET_HINT =
+  'move it away or delete it to start afresh (the next run then takes a new silent baseline)';
+
+export class StateDatabase {
+  readonly path: string;
+  private readonly db: DatabaseSyncType;
+  private readonly statements = new Map<string, StatementSync>();
+
+  private constructor(path: string, db: DatabaseSyncType) {
+    this.path = path;
+    this.db = db;
+  }
+
+  /**
+   * Opens (creating it if needed) and migrates the state file. A file that is not a kubediff state
+   * database, or is damaged, is a UsageError (exit 2) that says how to reset it.
+   */
+  static open(path: string, options: { readOnly?: boolean } = {}): StateDatabase {
+    const { DatabaseSync } = loadSqlite();
+    const folder = dirname(resolve(path));
+    if (!existsSync(folder)) {
+      throw new UsageError(
+        `cannot create the state file ${path}: the directory ${folder} does not exist; create it or pass another --state path.`,
+      );
+    }
+    let db: DatabaseSyncType;
+    try {
+      db = new DatabaseSync(path, { readOnly: options.readOnly ?? false, timeout: 5_000 });
+    } catch (error) {
+      throw new UsageError(`cannot open the state file ${path}: ${plain(error)}.`, { cause: error });
+    }
+    const state = new StateDatabase(path, db);
+    try {
+      state.prepareFile(options.readOnly ?? false);
+    } catch (error) {
+      db.close();
+      if (error instanceof UsageError) throw error;
+      const message = plain(error);
+      if (/not a database|malformed|corrupt/i.test(message)) {
+        throw new UsageError(
+          `the state file ${path} is damaged or not a database (${message}); ${RESET_HINT}.`,
+          {
+            cause: error,
+          },
+        );
+      }
+      throw new UsageError(`cannot use the state file ${path}: ${message}.`, { cause: error });
+    }
+    return state;
+  }
+
+  private prepareFile(readOnly: boolean): void {
+    const applicationId = this.pragma('application_id');
+    const version = this.pragma('user_version');
+    const tables = (
+      this.db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }
+    ).n;
+    if (applicationId !== APPLICATION_ID && (applicationId !== 0 || tables > 0 || version !== 0)) {
+      throw new UsageError(
+        `the state file ${this.path} is an SQLite database of another application, not kubediff state; ` +
+          `pass another --state path, or ${RESET_HINT}.`,
+      );
+    }
+    if (version > SCHEMA_VERSION) {
+      throw new UsageError(
+        `the state file ${this.path} was written by a newer kubediff (schema ${version}, this one reads up to ${SCHEMA_VERSION}); ` +
+          `upgrade kubediff, or ${RESET_HINT}.`,
+      );
+    }
+    const check = this.db.prepare('PRAGMA quick_check').get() as Record<string, string> | undefined;
+    const verdict = check ? Object.values(check)[0] : 'ok';
+    if (verdict !== 'ok') throw new Error(`malformed: ${verdict}`);
+    if (readOnly) {
+      if (version < SCHEMA_VERSION && tables > 0) {
+        throw new UsageError(
+          `the state file ${this.path} has an older schema (${version}); run \`kubediff watch --state ${this.path}\` once to migrate it.`,
+        );
+      }
+      return;
+    }
+    this.db.exec('PRAGMA journal_mode = WAL');
+    // WAL + NORMAL: a commit is durable against a process crash (kill -9) at once, and against a power
+    // loss from the next checkpoint; one fsync per checkpoint, not per transaction.
+    this.db.exec('PRAGMA synchronous = NORMAL');
+    if (version < SCHEMA_VERSION) {
+      this.transaction(() => {
+        if (applicationId === 0) this.db.exec(`PRAGMA application_id = ${APPLICATION_ID}`);
+        for (let from = version; from < SCHEMA_VERSION; from++) this.db.exec(MIGRATIONS[from] ?? '');
+        this.db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+      });
+    }
+  }
+
+  /** The schema version a file had before open() migrated it is not kept; this is the current one. */
+  get schemaVersion(): number {
+    return this.pragma('user_version');
+  }
+
+  close(): void {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  getMeta(key: string): string | undefined {
+    const row = this.statement('SELECT value FROM meta WHERE key = ?').get(key) as
+      | { value: string }
+      | undefined;
+    return row?.value;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.statement(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ).run(key, value);
+  }
+
+  resources(): StoredResource[] {
+    const rows = this.statement(
+      'SELECT resource, type, watched, listed, resource_version FROM resources',
+    ).all() as {
+      resource: string;
+      type: string;
+      watched: number;
+      listed: number;
+      resource_version: string;
+    }[];
+    return rows.map((row) => ({
+      resource: row.resource,
+      type: JSON.parse(row.type) as ResourceType,
+      watched: row.watched === 1,
+      listed: row.listed === 1,
+      resourceVersion: row.resource_version,
+    }));
+  }
+
+  /** The objects recorded for one resource type (in one namespace, if given). */
+  objects(resource: string, namespace?: string): StoredObject[] {
+    const rows = (
+      namespace === undefined
+        ? this.statement(
+            'SELECT key, namespace, name, uid, resource_version, object FROM objects WHERE resource = ?',
+          ).all(resource)
+        : this.statement(
+            'SELECT key, namespace, name, uid, resource_version, object FROM objects WHERE resource = ? AND namespace = ?',
+          ).all(resource, namespace)
+    ) as {
+      key: string;
+      namespace: string | null;
+      name: string;
+      uid: string;
+      resource_version: string;
+      object: string;
+    }[];
+    return rows.map((row) => ({
+      key: row.key,
+      namespace: row.namespace ?? undefined,
+      name: row.name,
+      uid: row.uid,
+      resourceVersion: row.resource_version,
+      object: JSON.parse(row.object) as JsonObject,
+    }));
+  }
+
+  objectCount(resource?: string): number {
+    const row = (
+      resource === undefined
+        ? this.statement('SELECT count(*) AS n FROM objects').get()
+        : this.statement('SELECT count(*) AS n FROM objects WHERE resource = ?').get(resource)
+    ) as { n: number };
+    return row.n;
+  }
+
+  /** Records which types the server offers and which of them are watched; forgets the others. */
+  saveResources(resources: readonly { type: ResourceType; resource: string; watched: boolean }[]): void {
+    this.transaction(() => {
+      const served = new Set(resources.map((entry) => entry.resource));
+      for (const existing of this.resources()) {
+        // Kept while objects remain: their DELETED events (with the type's kind and version) are still due.
+        if (!served.has(existing.resource))
+          this.statement(
+            'DELETE FROM resources WHERE resource = ?1 AND NOT EXISTS (SELECT 1 FROM objects WHERE resource = ?1)',
+          ).run(existing.resource);
+      }
+      const upsert = this.statement(
+        `INSERT INTO resources (resource, type, watched) VALUES (?, ?, ?)
+         ON CONFLICT (resource) DO UPDATE SET type = excluded.type, watched = excluded.watched,
+           listed = CASE WHEN excluded.watched = 0 THEN 0 ELSE listed END`,
+      );
+      for (const entry of resources)
+        upsert.run(entry.resource, JSON.stringify(entry.type), entry.watched ? 1 : 0);
+    });
+  }
+
+  /** A resource type's objects are a complete inventory as of this resourceVersion. */
+  markListed(resource: string, resourceVersion: string): void {
+    this.statement('UPDATE resources SET listed = 1, resource_version = ? WHERE resource = ?').run(
+      resourceVersion,
+      resource,
+    );
+  }
+
+  /** Forgets every object of a resource type (no longer watched, or its state is being rebuilt). */
+  forgetObjects(resource?: string): void {
+    if (resource === undefined) {
+      this.db.exec('DELETE FROM objects');
+      this.db.exec('UPDATE resources SET listed = 0');
+    } else {
+      this.statement('DELETE FROM objects WHERE resource = ?').run(resource);
+      this.statement('UPDATE resources SET listed = 0 WHERE resource = ?').run(resource);
+    }
+  }
+
+  /** Applies a batch of writes in one transaction: one commit, one WAL append, whatever its size. */
+  write(batch: readonly StateWrite[], after?: () => void): void {
+    if (batch.length === 0 && !after) return;
+    const upsert = this.statement(
+      `INSERT INTO objects (resource, key, namespace, name, uid, resource_version, object) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (resource, key) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
+         uid = excluded.uid, resource_version = excluded.resource_version, object = excluded.object`,
+    );
+    const remove = this.statement('DELETE FROM objects WHERE resource = ? AND key = ?');
+    const insertEvent = this.statement(
+      'INSERT INTO events (id, time, type, resource, namespace, name, event) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.transaction(() => {
+      for (const write of batch) {
+        if (write.kind === 'object') {
+          const { object } = write;
+          upsert.run(
+            write.resource,
+            object.key,
+            object.namespace ?? null,
+            object.name,
+            object.uid,
+            object.resourceVersion,
+            JSON.stringify(object.object),
+          );
+        } else if (write.kind === 'delete') {
+          remove.run(write.resource, write.key);
+        } else {
+          const { event } = write;
+          insertEvent.run(
+            event.id,
+            event.time,
+            event.type,
+            write.resource,
+            event.object.namespace ?? null,
+            event.object.name,
+            JSON.stringify(event),
+          );
+        }
+      }
+      after?.();
+    });
+  }
+
+  /** The recorded events matching `query`, oldest first (the newest `limit` of them). */
+  history(query: HistoryQuery): ChangeEvent[] {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (query.namespace !== undefined) {
+      where.push('namespace = ?');
+      params.push(query.namespace);
+    }
+    if (query.resource !== undefined) {
+      where.push('resource = ?');
+      params.push(query.resource);
+    }
+    if (query.name !== undefined) {
+      where.push('name = ?');
+      params.push(query.name);
+    }
+    if (query.since !== undefined) {
+      where.push('time >= ?');
+      params.push(query.since);
+    }
+    const sql =
+      `SELECT event FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC` +
+      (query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '');
+    const rows = this.db.prepare(sql).all(...params) as { event: string }[];
+    return rows.reverse().map((row) => JSON.parse(row.event) as ChangeEvent);
+  }
+
+  /** The resource names that events were recorded for (to resolve `history deploy`). */
+  historyResources(): string[] {
+    const rows = this.statement('SELECT DISTINCT resource FROM events').all() as { resource: string }[];
+    return rows.map((row) => row.resource);
+  }
+
+  eventCount(): number {
+    return (this.statement('SELECT count(*) AS n FROM events').get() as { n: number }).n;
+  }
+
+  /** Removes events beyond the retention limits; returns how many. */
+  prune(retention: Retention, now: number = Date.now()): number {
+    let removed = 0;
+    this.transaction(() => {
+      const cutoff = new Date(now - retention.maxAgeMs).toISOString();
+      removed += Number(this.statement('DELETE FROM events WHERE time < ?').run(cutoff).changes);
+      const count = this.eventCount();
+      if (count > retention.maxEvents) {
+        removed += Number(
+          this.statement('DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT ?)').run(
+            count - retention.maxEvents,
+          ).changes,
+        );
+      }
+    });
+    // Size: drop the oldest tenth of the events until the live pages fit (freed pages are reused).
+    for (let round = 0; round < 20 && this.usedBytes() > retention.maxSizeBytes; round++) {
+      const count = this.eventCount();
+      if (count === 0) break;
+      removed += Number(
+        this.statement('DELETE FROM events WHERE seq IN (SELECT seq FROM events ORDER BY seq LIMIT ?)').run(
+          Math.max(1, Math.ceil(count / 10)),
+        ).changes,
+      );
+    }
+    return removed;
+  }
+
+  /** Bytes in use by the database's pages (not counting free pages). */
+  usedBytes(): number {
+    const pages = this.pragma('page_count') - this.pragma('freelist_count');
+    return pages * this.pragma('page_size');
+  }
+
+  /** Moves the WAL's contents into the main file (at a clean stop, so that the file alone is complete). */
+  checkpoint(): void {
+    this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  }
+
+  private transaction(work: () => void): void {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      work();
+      this.db.exec('COMMIT');
+    } catch (error) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  private pragma(name: string): number {
+    const row = this.db.prepare(`PRAGMA ${name}`).get() as Record<string, number> | undefined;
+    return Number(row ? Object.values(row)[0] : 0);
+  }
+
+  private statement(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+function plain(error: unknown): string {
+  return errorMessage(error).replace(/\.$/, '');
+}

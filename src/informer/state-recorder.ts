@@ -1,0 +1,370 @@
+// Keeps the state file in step with what kubediff reports, and uses it at
+// startup to catch up on what changed while kubediff was not running.
+//
+// Startup (plan): a type watched and listed by the previous run starts with
+// its store pre-loaded from the file and treats its first LIST as a relist,
+// so the informer reports exactly what was created, changed and deleted in
+// the meantime (offline). A type the server did not offer last time (a CRD
+// installed while down) has all its objects reported ADDED offline. A type
+// served before but not watched (the selection grew) takes a silent baseline.
+// A recorded type the server no longer offers has its objects reported
+// DELETED offline (reportVanishedTypes).
+//
+// Writing (crash safety): every informer notification (ADDED, UPDATED,
+// DELETED, baseline object) and every reported event is queued in order,
+// tagged with how many events each sink had accepted right after it was
+// handed over. A flush, every `flushIntervalMs`, commits in ONE transaction
+// the longest prefix of that queue whose events every sink has finished with
+// (delivered, or accounted for as dead-lettered/lost, which the log reports).
+// So the file never records as reported something a kill -9 could still keep
+// from a sink; and what a kill -9 keeps from the file (at most the changes
+// of the last moments) is found again by the next start's relist and
+// reported again with the same id: at-least-once with stable ids.
+import type { ChangeEvent } from '../diff/types.ts';
+import { errorMessage } from '../errors.ts';
+import type { Selection } from '../kube/selection.ts';
+import { qualifiedName, type ResourceType } from '../kube/types.ts';
+import type { Logger } from '../log.ts';
+import type { Informer, InformerHandler, InitialListMode } from './informer.ts';
+import { DEFAULT_RETENTION, type Retention, type StateDatabase, type StateWrite } from './state-database.ts';
+import type { StoredObject } from './store.ts';
+
+/** What an informer starts with. */
+export interface InformerPlan {
+  initialList: InitialListMode;
+  /** The recorded objects: the first LIST is reconciled against them (catch-up). */
+  preload?: StoredObject[];
+}
+
+/** Per sink: events accepted so far, and events finished with (accepted − pending). */
+export interface DeliveryProgress {
+  accepted(): number[];
+  finished(): number[];
+}
+
+export interface StateRecorderOptions {
+  database: StateDatabase;
+  log: Logger;
+  /**
+   * What the previous run's state must match to be compared against: the namespaces, label selector and
+   * ignored paths. When it differs, the recorded objects are dropped and a new silent baseline is taken.
+   */
+  signature: string;
+  retention?: Retention;
+  flushIntervalMs?: number;
+  /** Prune the history every this many ms. */
+  pruneIntervalMs?: number;
+}
+
+interface Pending {
+  write: StateWrite | undefined;
+  /** Per sink, the accepted count that must be finished before this entry may be committed. */
+  mark: number[];
+}
+
+const SIGNATURE_KEY = 'selection';
+const MAX_BATCH = 5_000;
+
+export class StateRecorder {
+  private readonly db: StateDatabase;
+  private readonly log: Logger;
+  private readonly retention: Retention;
+  private readonly flushIntervalMs: number;
+  private readonly pruneIntervalMs: number;
+  /** The previous run's state: true when there is one to catch up from. */
+  private readonly catchingUp: boolean;
+  private readonly previous: Map<string, { watched: boolean; listed: boolean; type: ResourceType }>;
+  private pending: Pending[] = [];
+  private progress: DeliveryProgress = { accepted: () => [], finished: () => [] };
+  private informers: () => Informer[] = () => [];
+  private timer: NodeJS.Timeout | undefined;
+  private lastPrune = 0;
+  /** Queue entries ever queued, and ever committed (positions in one sequence). */
+  private queued = 0;
+  private committed = 0;
+  /** Where in that sequence each informer's first LIST ended. */
+  private readonly syncedAt = new Map<Informer, { seq: number; resourceVersion: string }>();
+  /** What the file says each listed type was followed to. */
+  private readonly listed = new Map<string, string>();
+  private closed = false;
+  private failed = false;
+
+  constructor(options: StateRecorderOptions) {
+    this.db = options.database;
+    this.log = options.log;
+    this.retention = options.retention ?? DEFAULT_RETENTION;
+    this.flushIntervalMs = options.flushIntervalMs ?? 100;
+    this.pruneIntervalMs = options.pruneIntervalMs ?? 10 * 60_000;
+    const recorded = this.db.getMeta(SIGNATURE_KEY);
+    const resources = this.db.resources();
+    if (recorded !== undefined && recorded !== options.signature && resources.length > 0) {
+      this.log.warn(
+        `the state file ${this.db.path} was written with other namespaces, label selector or ignored paths; ` +
+          'taking a new baseline instead of catching up (the history is kept).',
+      );
+      this.db.forgetObjects();
+      this.previous = new Map();
+    } else {
+      this.previous = new Map(
+        resources.map((entry) => [
+          entry.resource,
+          { watched: entry.watched, listed: entry.listed, type: entry.type },
+        ]),
+      );
+    }
+    this.catchingUp = this.previous.size > 0;
+    this.db.setMeta(SIGNATURE_KEY, options.signature);
+    this.pruneNow();
+  }
+
+  /** True when the file holds a previous run's state: startup is a catch-up, not a baseline. */
+  get hasPreviousState(): boolean {
+    return this.catchingUp;
+  }
+
+  /** The sinks' counters (src/sinks/router.ts) and the informers, once they exist. */
+  attach(progress: DeliveryProgress, informers: () => Informer[]): void {
+    this.progress = progress;
+    this.informers = informers;
+    this.timer = setInterval(() => this.flush(), this.flushIntervalMs);
+    this.timer.unref();
+  }
+
+  /** How an informer for `type` (in `namespace`) starts; `fallback` is what it would do without state. */
+  plan(type: ResourceType, namespace: string | undefined, fallback: InitialListMode): InformerPlan {
+    // A type appearing while running (fallback 'added-offline') is new whatever the file says.
+    if (!this.catchingUp || fallback === 'added-offline') return { initialList: fallback };
+    const resource = qualifiedName(type);
+    const before = this.previous.get(resource);
+    if (!before) return { initialList: 'added-offline' }; // not offered last time: created while down
+    if (!before.watched) return { initialList: 'silent' }; // offered, but not watched: a new baseline
+    const preload = this.db.objects(resource, namespace);
+    if (!before.listed && preload.length === 0) return { initialList: 'silent' };
+    return { initialList: 'silent', preload };
+  }
+
+  /** Each (re-)discovery: remember what the server offers and what is watched. */
+  noteSelection(selection: Selection): void {
+    if (this.closed || this.failed) return;
+    const entries = [
+      ...selection.watched.map((type) => ({ type, resource: qualifiedName(type), watched: true })),
+      ...selection.skipped.map(({ type }) => ({ type, resource: qualifiedName(type), watched: false })),
+    ];
+    this.guard(() => {
+      // Types served but no longer watched: their objects are not followed any more.
+      const watched = new Set(selection.watched.map(qualifiedName));
+      // A type that stops being watched (or served) must be listed again when it comes back.
+      for (const resource of [...this.listed.keys()])
+        if (!watched.has(resource)) this.listed.delete(resource);
+      for (const entry of entries) {
+        if (!watched.has(entry.resource) && this.previous.get(entry.resource)?.watched)
+          this.db.forgetObjects(entry.resource);
+      }
+      this.db.saveResources(entries);
+    });
+  }
+
+  /**
+   * After the first sync: every object of a type recorded by the previous run that the server no longer
+   * offers (a CRD deleted while kubediff was down) is reported DELETED offline, finalStateUnknown.
+   */
+  reportVanishedTypes(selection: Selection, handler: InformerHandler): void {
+    if (!this.catchingUp) return;
+    const served = new Set(
+      [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)].map(qualifiedName),
+    );
+    const resourceVersion = newestResourceVersion(this.informers());
+    for (const [resource, before] of this.previous) {
+      if (served.has(resource) || !before.watched) continue;
+      const objects = this.db.objects(resource);
+      for (const object of objects) {
+        handler.onDelete(before.type, object, {
+          offline: true,
+          finalStateUnknown: true,
+          resourceVersion: resourceVersion ?? object.resourceVersion,
+        });
+      }
+      if (objects.length > 0) {
+        this.log.info(
+          `${resource} is no longer served: reported its ${objects.length} recorded object(s) as deleted.`,
+        );
+      }
+    }
+  }
+
+  /** Wraps the informers' handler: every notification becomes a state write, after the event left. */
+  handler(inner: InformerHandler): InformerHandler {
+    return {
+      onAdd: (type, object, context) => {
+        inner.onAdd(type, object, context);
+        this.queue({ kind: 'object', resource: qualifiedName(type), object });
+      },
+      onUpdate: (type, previous, current, context) => {
+        inner.onUpdate(type, previous, current, context);
+        this.queue({ kind: 'object', resource: qualifiedName(type), object: current });
+      },
+      onDelete: (type, last, context) => {
+        inner.onDelete(type, last, context);
+        this.queue({ kind: 'delete', resource: qualifiedName(type), key: last.key });
+      },
+      onBaseline: (type, object) => {
+        inner.onBaseline?.(type, object);
+        this.queue({ kind: 'object', resource: qualifiedName(type), object });
+      },
+      onState: (informer, state) => {
+        // Watching after the first LIST: every object of that LIST has been queued by now.
+        if (state.phase === 'watching' && informer.hasSynced && !this.syncedAt.has(informer)) {
+          this.syncedAt.set(informer, { seq: this.queued, resourceVersion: informer.resourceVersion });
+        }
+        inner.onState?.(informer, state);
+      },
+    };
+  }
+
+  /** An event that was handed to the sinks: kept for `kubediff history`. */
+  recordEvent(event: ChangeEvent): void {
+    const group = event.object.apiVersion.includes('/') ? event.object.apiVersion.split('/')[0] : '';
+    this.queue({
+      kind: 'event',
+      resource: group ? `${event.object.resource}.${group}` : event.object.resource,
+      event,
+    });
+  }
+
+  /** Commits what every sink has finished with. Called by a timer; `all` at the end, after the sinks closed. */
+  flush(all = false): void {
+    if (this.failed) return;
+    const finished = this.progress.finished();
+    let count = 0;
+    if (all) count = this.pending.length;
+    else {
+      // At most MAX_BATCH per transaction, so that a huge baseline does not stall the event loop at once.
+      const limit = Math.min(this.pending.length, MAX_BATCH);
+      while (count < limit && reached(finished, this.pending[count]?.mark ?? [])) count++;
+    }
+    // Types whose first LIST is entirely in this commit or before: their objects in the file are complete.
+    const listed = this.newlyListed(this.committed + count);
+    const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
+    if (count === 0 && listed.size === 0 && !due) return; // idle: no write at all
+    const batch = this.pending.slice(0, count);
+    this.guard(() => {
+      if (count > 0 || listed.size > 0) {
+        this.db.write(
+          batch.flatMap((entry) => (entry.write ? [entry.write] : [])),
+          () => {
+            for (const [resource, resourceVersion] of listed) this.db.markListed(resource, resourceVersion);
+          },
+        );
+        for (const [resource, resourceVersion] of listed) this.listed.set(resource, resourceVersion);
+      }
+      this.pending = this.pending.slice(count);
+      this.committed += count;
+      if (due) this.pruneNow();
+    });
+  }
+
+  /** After the sinks closed: commit everything, checkpoint, close the file. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.flush(true);
+    this.guard(() => this.db.checkpoint());
+    this.db.close();
+  }
+
+  /** Entries waiting for the sinks (for tests and metrics). */
+  get backlog(): number {
+    return this.pending.length;
+  }
+
+  private queue(write: StateWrite): void {
+    if (this.closed || this.failed) return;
+    this.pending.push({ write, mark: this.progress.accepted() });
+    this.queued++;
+  }
+
+  /**
+   * Types whose informers (all of them, with -n) have synced, and whose first LIST's objects are all
+   * committed once the first `committed` queue entries are, not yet marked in the file.
+   */
+  private newlyListed(committed: number): Map<string, string> {
+    const versions = new Map<string, string>();
+    const incomplete = new Set<string>();
+    for (const informer of this.informers()) {
+      const resource = qualifiedName(informer.type);
+      const synced = this.syncedAt.get(informer);
+      if (!synced || synced.seq > committed) incomplete.add(resource);
+      else versions.set(resource, synced.resourceVersion);
+    }
+    for (const resource of versions.keys()) {
+      if (incomplete.has(resource) || this.listed.has(resource)) versions.delete(resource);
+    }
+    return versions;
+  }
+
+  private pruneNow(): void {
+    this.lastPrune = Date.now();
+    const removed = this.db.prune(this.retention);
+    if (removed > 0) this.log.debug(`state: removed ${removed} event(s) from the history (retention).`);
+  }
+
+  /** A failing state file (disk full, permissions) stops recording; the watch goes on. */
+  private guard(work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      this.failed = true;
+      this.pending = [];
+      this.log.warn(
+        `cannot write the state file ${this.db.path}: ${errorMessage(error)}; changes are still reported, ` +
+          'but no longer recorded, and the next start will not catch up on them.',
+      );
+    }
+  }
+}
+
+function reached(finished: readonly number[], mark: readonly number[]): boolean {
+  for (let i = 0; i < mark.length; i++) if ((finished[i] ?? 0) < (mark[i] ?? 0)) return false;
+  return true;
+}
+
+/** The newest resourceVersion any informer has seen (numeric when the server's are, as etcd's are). */
+function newestResourceVersion(informers: readonly Informer[]): string | undefined {
+  let best: bigint | undefined;
+  for (const informer of informers) {
+    if (!/^\d+$/.test(informer.resourceVersion)) continue;
+    const value = BigInt(informer.resourceVersion);
+    if (best === undefined || value > best) best = value;
+  }
+  return best?.toString();
+}
+
+/** Sinks' progress from their counters (src/sinks/sink.ts). */
+export function sinkProgress(
+  sinks: () => readonly { stats(): { accepted: number; pending: number } }[],
+): DeliveryProgress {
+  return {
+    accepted: () => sinks().map((sink) => sink.stats().accepted),
+    finished: () =>
+      sinks().map((sink) => {
+        const stats = sink.stats();
+        return stats.accepted - stats.pending;
+      }),
+  };
+}
+
+/** What the recorded objects depend on: with other values they cannot be compared (see StateRecorderOptions). */
+export function selectionSignature(settings: {
+  namespaces: readonly string[];
+  excludeNamespaces: readonly string[];
+  labelSelector: string | undefined;
+  ignoredPaths: readonly string[];
+}): string {
+  return JSON.stringify({
+    namespaces: [...settings.namespaces].sort(),
+    excludeNamespaces: [...settings.excludeNamespaces].sort(),
+    labelSelector: settings.labelSelector ?? '',
+    ignoredPaths: [...settings.ignoredPaths].sort(),
+  });
+}

@@ -1,0 +1,150 @@
+// The Helm chart (deploy/helm/kubediff): it lints, renders objects the API server accepts (server-side
+// dry run) with the same least-privilege RBAC and locked-down pod as deploy/, and its RBAC, applied for
+// real, lets kubediff run with --leader-elect under the chart's Lease name and nothing more.
+// Needs helm, built from its Go module: cd test/helm && go build -o ../../.cache/helm/bin/helm helm.sh/helm/v3/cmd/helm
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { runKubediff } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { applyObjects, kubectl, kubectlPath, mintToken, type PodFiles, podFiles } from '../helpers/deploy.ts';
+import { adminClient, KubeApiError, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+
+const HELM =
+  process.env.KUBEDIFF_TEST_HELM ?? fileURLToPath(new URL('../../.cache/helm/bin/helm', import.meta.url));
+const CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', import.meta.url));
+const skip = !existsSync(HELM)
+  ? 'helm is not built: cd test/helm && go build -o ../../.cache/helm/bin/helm helm.sh/helm/v3/cmd/helm'
+  : !kubectlPath()
+    ? 'kubectl is not built (npm run cluster:build)'
+    : false;
+const admin = adminClient();
+
+function helm(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(HELM, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: rendered manifests, checked field by field
+type Manifest = KubeObject & Record<string, any>;
+
+describe('the Helm chart', { skip }, () => {
+  let namespace: string;
+  let kubeconfig: string;
+  let release: string;
+  let objects: Manifest[] = [];
+  let pod: PodFiles | undefined;
+  const clusterScoped: string[] = [];
+
+  before(async () => {
+    namespace = await admin.createNamespace('helm');
+    kubeconfig = await admin.writeKubeconfig();
+    release = uniqueName('kd');
+  });
+  after(async () => {
+    for (const objectPath of clusterScoped) await admin.delete(objectPath).catch(() => {});
+    await admin.deleteNamespace(namespace).catch(() => {});
+    await pod?.remove();
+  });
+
+  test('lints, and renders what the API server accepts (server-side dry run)', async () => {
+    const lint = await helm(['lint', '--strict', CHART]);
+    assert.equal(lint.code, 0, lint.stdout + lint.stderr);
+    const rendered = await helm(['template', release, CHART, '--namespace', namespace]);
+    assert.equal(rendered.code, 0, rendered.stderr);
+    const dryRun = await kubectl(
+      ['--kubeconfig', kubeconfig, 'apply', '--dry-run=server', '-n', namespace, '-o', 'json', '-f', '-'],
+      { input: rendered.stdout },
+    );
+    assert.equal(dryRun.code, 0, dryRun.stderr);
+    const list = JSON.parse(dryRun.stdout) as { items: Manifest[] };
+    objects = list.items;
+    const kinds = objects.map((object) => object.kind).sort();
+    assert.deepEqual(kinds, [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ConfigMap',
+      'Deployment',
+      'NetworkPolicy',
+      'PodDisruptionBudget',
+      'Role',
+      'RoleBinding',
+      'Service',
+      'ServiceAccount',
+    ]);
+    const clusterRole = objects.find((object) => object.kind === 'ClusterRole');
+    assert.deepEqual(clusterRole?.rules, [
+      { apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] },
+    ]);
+    const podSpec = objects.find((object) => object.kind === 'Deployment')?.spec.template.spec;
+    assert.equal(podSpec.securityContext.runAsNonRoot, true);
+    assert.equal(podSpec.securityContext.seccompProfile.type, 'RuntimeDefault');
+    const container = podSpec.containers[0];
+    assert.deepEqual(container.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    assert.ok(container.args.includes('--leader-elect'));
+    assert.ok(container.args.includes(`--leader-election-id=${release}-kubediff`));
+    // Several replicas without leader election would report everything twice: refused.
+    const refused = await helm(['template', release, CHART, '--set', 'leaderElection.enabled=false']);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /replicaCount > 1 needs leaderElection\.enabled/);
+  });
+
+  test("its RBAC is enough for kubediff with --leader-elect under the chart's Lease name, and no more", async () => {
+    const rbac = objects.filter((object) =>
+      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(
+        object.kind ?? '',
+      ),
+    );
+    assert.equal(rbac.length, 5);
+    for (const object of rbac) {
+      if (object.kind === 'ClusterRole')
+        clusterScoped.push(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${object.metadata.name}`);
+      if (object.kind === 'ClusterRoleBinding')
+        clusterScoped.push(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${object.metadata.name}`);
+    }
+    await applyObjects(kubeconfig, rbac);
+    const token = await mintToken(admin, namespace, `${release}-kubediff`);
+    pod = await podFiles(testCluster(), namespace, token);
+    const asPod = admin.as(token);
+    await assert.rejects(
+      asPod.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'nope' },
+      }),
+      (error: unknown) => error instanceof KubeApiError && error.status === 403,
+    );
+    await asPod.close();
+    const kd = runKubediff(
+      ['watch', '-n', namespace, '-o', 'json', '--leader-elect', `--leader-election-id=${release}-kubediff`],
+      { env: pod.env, timeoutMs: 60_000 },
+    );
+    try {
+      await kd.waitForStderr(/became the leader/);
+      assert.doesNotMatch(kd.stderr, /forbidden|cannot/);
+      const result = await kd.stop('SIGTERM');
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stderr, /released the lease/);
+    } finally {
+      if (!kd.exitResult) await kd.kill();
+    }
+  });
+});

@@ -1,0 +1,423 @@
+// --state against the real API server (issue 8, docs/state.md): kubediff is stopped, the cluster changes,
+// kubediff starts again with the same state file and reports exactly what changed while it was down,
+// each event offline, nothing for unchanged objects, and no id it had already reported. Then
+// `kubediff history` on that file; a kill -9 during a burst; damaged and foreign files.
+// Each test has its own namespace and API groups; -n keeps other tests' objects out.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, afterEach, type TestContext, test } from 'node:test';
+import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { describeEvent, type TestEvent } from '../helpers/events.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+
+const admin = adminClient();
+const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-it-'));
+const WATCHING = /kubediff: watching \d+ resource types? on /;
+
+afterEach(async () => {
+  await killAll();
+});
+after(async () => {
+  await admin.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function namespaceFor(t: TestContext, prefix: string): Promise<string> {
+  const ns = await admin.createNamespace(prefix);
+  t.after(() => admin.deleteNamespace(ns));
+  return ns;
+}
+
+function startWatch(ns: string, state: string, extra: string[] = []): KubediffProcess {
+  return runKubediff(
+    [
+      'watch',
+      '--kubeconfig',
+      testCluster().kubeconfigPath,
+      '-o',
+      'json',
+      '-n',
+      ns,
+      '--state',
+      state,
+      ...extra,
+    ],
+    { checkEvents: true, timeoutMs: 30_000 },
+  );
+}
+
+async function history(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runKubediffToCompletion(['history', ...args], { timeoutMs: 20_000 });
+}
+
+const id = (object: KubeObject) => `${object.metadata.uid}:${object.metadata.resourceVersion}`;
+const cmPath = (ns: string, name = '') => `/api/v1/namespaces/${ns}/configmaps${name ? `/${name}` : ''}`;
+const inNamespace = (ns: string) => (event: TestEvent) => event.object.namespace === ns;
+const describeAll = (events: readonly TestEvent[]) => events.map(describeEvent).join('\n  ');
+
+async function widgetCRD(t: TestContext, prefix: string): Promise<{ group: string; crd: string }> {
+  const group = `${uniqueName(prefix)}.kubediff.test`;
+  const crd = `widgets.${group}`;
+  t.after(() => admin.deleteCRD(crd));
+  await admin.createCRD(group, 'Widget', 'widgets');
+  return { group, crd };
+}
+
+async function createWidget(group: string, ns: string, name: string): Promise<KubeObject> {
+  const path = `/apis/${group}/v1/namespaces/${ns}/widgets`;
+  // A fresh CRD's API can take a moment to accept objects after Established.
+  return admin.waitFor(
+    () =>
+      admin
+        .create(path, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name }, spec: { size: 1 } })
+        .catch(() => undefined),
+    { timeoutMs: 20_000, what: `widget ${name} to be created` },
+  );
+}
+
+test('a restart with the same --state reports exactly what changed while kubediff was down', async (t) => {
+  const ns = await namespaceFor(t, 'state-catchup');
+  const state = join(dir, `${ns}.db`);
+  const old = await widgetCRD(t, 'state-old');
+  const oldWidget = await createWidget(old.group, ns, 'w-old');
+  const keep = await admin.create(cmPath(ns), { metadata: { name: 'keep' }, data: { k: 'same' } });
+  await admin.create(cmPath(ns), { metadata: { name: 'change' }, data: { k: '1' } });
+  const gone = await admin.create(cmPath(ns), { metadata: { name: 'gone' }, data: { k: 'x' } });
+  const recreateOld = await admin.create(cmPath(ns), { metadata: { name: 'recreate' }, data: { v: 'old' } });
+
+  // Run 1: a silent baseline, then two live changes.
+  const first = startWatch(ns, state);
+  await first.waitForStderr(WATCHING);
+  const live = await admin.create(cmPath(ns), { metadata: { name: 'live' }, data: { k: 'v' } });
+  await first.waitForEvent((e) => e.id === id(live), { description: 'live ADDED' });
+  const changed1 = await admin.patch(cmPath(ns, 'change'), { data: { k: '1b' } });
+  await first.waitForEvent((e) => e.id === id(changed1), { description: 'live UPDATED of change' });
+  const firstExit = await first.stop();
+  assert.equal(firstExit.code, 0, firstExit.stderr);
+  const firstEvents = first.events.filter(inNamespace(ns));
+  assert.ok(
+    firstEvents.every((e) => !e.offline),
+    `run 1 reports nothing offline:\n  ${describeAll(firstEvents)}`,
+  );
+
+  // While down: change, delete, delete and re-create under the same name, create, a new CRD with an
+  // object, and a CRD deleted with its object.
+  const changed2 = await admin.patch(cmPath(ns, 'change'), { data: { k: '2' } });
+  await admin.delete(cmPath(ns, 'gone'));
+  await admin.delete(cmPath(ns, 'recreate'));
+  await admin.waitFor(async () => (await admin.tryGet(cmPath(ns, 'recreate'))) === undefined);
+  const recreateNew = await admin.create(cmPath(ns), { metadata: { name: 'recreate' }, data: { v: 'new' } });
+  const fresh = await admin.create(cmPath(ns), { metadata: { name: 'fresh' }, data: { k: 'f' } });
+  const added = await widgetCRD(t, 'state-new');
+  const newWidget = await createWidget(added.group, ns, 'w-new');
+  await admin.deleteCRD(old.crd, { wait: true });
+
+  // Run 2: the catch-up.
+  const second = startWatch(ns, state);
+  await second.waitForStderr(/catching up from /);
+  await second.waitForStderr(WATCHING);
+  const expected: { what: string; match: (e: TestEvent) => boolean }[] = [
+    {
+      what: 'UPDATED change (offline, exact diff)',
+      match: (e) =>
+        e.type === 'UPDATED' &&
+        e.id === id(changed2) &&
+        JSON.stringify(e.changes) ===
+          JSON.stringify([{ op: 'replace', path: '/data/k', from: '1b', to: '2' }]),
+    },
+    {
+      what: 'DELETED gone (finalStateUnknown)',
+      match: (e) =>
+        e.type === 'DELETED' && e.object.uid === gone.metadata.uid && e.finalStateUnknown === true,
+    },
+    {
+      what: 'DELETED recreate, old uid (finalStateUnknown)',
+      match: (e) =>
+        e.type === 'DELETED' && e.object.uid === recreateOld.metadata.uid && e.finalStateUnknown === true,
+    },
+    { what: 'ADDED recreate, new uid', match: (e) => e.type === 'ADDED' && e.id === id(recreateNew) },
+    { what: 'ADDED fresh', match: (e) => e.type === 'ADDED' && e.id === id(fresh) },
+    {
+      what: 'ADDED w-new (CRD created while down)',
+      match: (e) => e.type === 'ADDED' && e.id === id(newWidget),
+    },
+    {
+      what: 'DELETED w-old (CRD deleted while down)',
+      match: (e) =>
+        e.type === 'DELETED' && e.object.uid === oldWidget.metadata.uid && e.finalStateUnknown === true,
+    },
+  ];
+  for (const { what, match } of expected) await second.waitForEvent(match, { description: what });
+  await second
+    .expectNoEvent(inNamespace(ns), 3_000, { since: 0, description: 'anything else' })
+    .catch(() => {});
+  const secondEvents = second.events.filter(inNamespace(ns));
+  const listing = describeAll(secondEvents);
+  assert.equal(secondEvents.length, expected.length, `exactly the catch-up events:\n  ${listing}`);
+  for (const { what, match } of expected) {
+    assert.equal(secondEvents.filter(match).length, 1, `${what} once:\n  ${listing}`);
+  }
+  assert.ok(
+    secondEvents.every((e) => e.offline === true),
+    `every catch-up event is offline:\n  ${listing}`,
+  );
+  const recreateOrder = secondEvents.findIndex((e) => e.object.uid === recreateOld.metadata.uid);
+  assert.ok(
+    recreateOrder < secondEvents.findIndex((e) => e.object.uid === recreateNew.metadata.uid),
+    'DELETED before ADDED',
+  );
+  const seenBefore = new Set(first.events.map((e) => e.id));
+  assert.deepEqual(
+    secondEvents.filter((e) => seenBefore.has(e.id)).map(describeEvent),
+    [],
+    'no id of run 1 again',
+  );
+  assert.ok(
+    !secondEvents.some((e) => e.object.uid === keep.metadata.uid || e.object.uid === live.metadata.uid),
+  );
+  const secondExit = await second.stop();
+  assert.equal(secondExit.code, 0, secondExit.stderr);
+
+  // Run 3 with nothing changed: nothing at all.
+  const third = startWatch(ns, state);
+  await third.waitForStderr(WATCHING);
+  await third.expectNoEvent(inNamespace(ns), 2_000, { since: 0, description: 'any event after no change' });
+  await third.stop();
+
+  // `kubediff history`: everything reported in this namespace, newest last, with filters.
+  const all = await history(['--state', state, '-n', ns, '-o', 'json']);
+  assert.equal(all.code, 0, all.stderr);
+  const recorded = all.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as TestEvent);
+  assert.deepEqual(
+    recorded.map((e) => e.id),
+    [...firstEvents, ...secondEvents].map((e) => e.id),
+    'history = what was reported, in order',
+  );
+  const ofChange = await history(['--state', state, '-n', ns, 'cm/change', '-o', 'json']);
+  assert.deepEqual(
+    ofChange.stdout
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as TestEvent).id),
+    [id(changed1), id(changed2)],
+  );
+  const tail = await history(['--state', state, '-n', ns, '--tail', '1', '-o', 'json']);
+  assert.equal((JSON.parse(tail.stdout) as TestEvent).id, recorded.at(-1)?.id);
+  const since = await history(['--state', state, '-n', ns, '--since', '2h', '-o', 'json']);
+  assert.equal(since.stdout, all.stdout);
+  const widgets = await history(['--state', state, '-n', ns, `widgets.${old.group}`, '-o', 'json']);
+  assert.equal(widgets.code, 0, widgets.stderr);
+  assert.deepEqual(
+    widgets.stdout
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as TestEvent).type),
+    ['DELETED'],
+    'a type no longer served is still in the history',
+  );
+  const pretty = await history(['--state', state, '-n', ns, 'configmaps/change', '-o', 'pretty']);
+  assert.match(pretty.stdout, /UPDATED\s+configmaps \S+\/change .*while not watching/);
+  assert.match(pretty.stdout, /data\.k: "1b" → "2"/);
+  const unknown = await history(['--state', state, 'nosuchthings']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown resource type "nosuchthings"/);
+});
+
+test('kill -9 during a burst: every change reported at least once, nothing recorded as reported again', async (t) => {
+  const ns = await namespaceFor(t, 'state-kill');
+  const state = join(dir, `${ns}.db`);
+  // 30 objects that the burst updates (two in three) or deletes (one in three).
+  const pre = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      admin.create(cmPath(ns), { metadata: { name: `pre-${i}` }, data: { v: '0' } }),
+    ),
+  );
+  const first = startWatch(ns, state, ['-r', 'configmaps']);
+  await first.waitForStderr(WATCHING);
+  const names = Array.from({ length: 300 }, (_, i) => `burst-${i}`);
+  /** The id each change must have been reported under: ADDED and UPDATED by id, DELETED by uid. */
+  const mustSee = new Map<string, string>();
+  const deletedUids = new Map<string, string>();
+  const creating = (async () => {
+    for (let i = 0; i < names.length; i += 10) {
+      const j = i / 10;
+      const target = pre[j] as KubeObject;
+      const [batch, changed] = await Promise.all([
+        Promise.all(
+          names
+            .slice(i, i + 10)
+            .map((name) => admin.create(cmPath(ns), { metadata: { name }, data: { n: name } })),
+        ),
+        j % 3 === 0
+          ? admin.delete(cmPath(ns, target.metadata.name)).then(() => undefined)
+          : admin.patch(cmPath(ns, target.metadata.name), { data: { v: String(j) } }),
+      ]);
+      for (const object of batch) mustSee.set(`ADDED ${object.metadata.name}`, id(object));
+      if (changed) mustSee.set(`UPDATED ${target.metadata.name}`, id(changed));
+      else deletedUids.set(`DELETED ${target.metadata.name}`, target.metadata.uid);
+    }
+  })();
+  await first.waitForEvent((e) => e.object.namespace === ns && e.object.name === 'burst-60', {
+    description: 'the burst under way',
+  });
+  await first.kill();
+  await creating;
+  const firstIds = new Set(first.events.filter(inNamespace(ns)).map((e) => e.id));
+  assert.ok(firstIds.size < names.length, 'killed during the burst');
+
+  // What the file records as reported: every one of those was on stdout before the kill.
+  const raw = new DatabaseSync(state, { readOnly: true });
+  const recordedIds = new Set(
+    (raw.prepare('SELECT id FROM events').all() as { id: string }[]).map((row) => row.id),
+  );
+  raw.close();
+  for (const recordedId of recordedIds) {
+    assert.ok(firstIds.has(recordedId), `${recordedId} was reported before it was recorded`);
+  }
+
+  const second = startWatch(ns, state, ['-r', 'configmaps']);
+  await second.waitForStderr(WATCHING);
+  for (const [what, wanted] of mustSee) {
+    if (firstIds.has(wanted)) continue;
+    await second.waitForEvent((e) => e.id === wanted, { description: `${what} after the restart` });
+  }
+  const deletedSeen = (uid: string) => (e: TestEvent) => e.type === 'DELETED' && e.object.uid === uid;
+  for (const [what, uid] of deletedUids) {
+    if (first.events.some(deletedSeen(uid))) continue;
+    await second.waitForEvent(deletedSeen(uid), { description: `${what} after the restart` });
+  }
+  await second.expectNoEvent(inNamespace(ns), 1_500).catch(() => {});
+  const secondEvents = second.events.filter(inNamespace(ns));
+  const secondIds = secondEvents.map((e) => e.id);
+  assert.equal(new Set(secondIds).size, secondIds.length, 'no duplicate within the second run');
+  assert.deepEqual(
+    secondIds.filter((x) => recordedIds.has(x)),
+    [],
+    'nothing recorded as reported is reported again',
+  );
+  assert.ok(
+    secondEvents.every((e) => e.offline === true),
+    `the restart reports only offline events:\n  ${describeAll(secondEvents)}`,
+  );
+  // Reported again (delivered before the kill, not yet recorded): at most the last moments' worth.
+  const again = secondIds.filter((x) => firstIds.has(x)).length;
+  t.diagnostic(
+    `run 1: ${firstIds.size} events, ${recordedIds.size} recorded; run 2: ${secondIds.length} (${again} again)`,
+  );
+  await second.stop();
+});
+
+test('a damaged file and a foreign SQLite file are refused with one sentence and exit code 2', async () => {
+  const damaged = join(dir, 'damaged.db');
+  writeFileSync(damaged, Buffer.alloc(8192, 7));
+  const foreign = join(dir, 'foreign.db');
+  const other = new DatabaseSync(foreign);
+  other.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY)');
+  other.close();
+  for (const [file, pattern] of [
+    [
+      damaged,
+      /^kubediff: the state file \S+damaged\.db is damaged or not a database \(.*\); move it away or delete it to start afresh/,
+    ],
+    [
+      foreign,
+      /^kubediff: the state file \S+foreign\.db is an SQLite database of another application, not kubediff state; pass another --state path, or move it away/,
+    ],
+  ] as const) {
+    for (const command of [
+      ['watch', '--kubeconfig', testCluster().kubeconfigPath, '-o', 'json', '--state', file],
+      ['history', '--state', file],
+    ]) {
+      const result = await runKubediffToCompletion(command, { timeoutMs: 20_000 });
+      assert.equal(result.code, 2, `${command.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, pattern);
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+    }
+  }
+});
+
+test('a state file of schema 1 (an older kubediff) is migrated and still catches up', async (t) => {
+  const ns = await namespaceFor(t, 'state-migrate');
+  const state = join(dir, `${ns}.db`);
+  await admin.create(cmPath(ns), { metadata: { name: 'a' }, data: { k: '1' } });
+  const first = startWatch(ns, state, ['-r', 'configmaps']);
+  await first.waitForStderr(WATCHING);
+  const b = await admin.create(cmPath(ns), { metadata: { name: 'b' }, data: { k: '1' } });
+  await first.waitForEvent((e) => e.id === id(b), { description: 'b ADDED' });
+  assert.equal((await first.stop()).code, 0);
+
+  // Back to schema 1: the history without its resource, namespace and name columns.
+  const raw = new DatabaseSync(state);
+  raw.exec(`DROP INDEX events_object;
+    ALTER TABLE events DROP COLUMN resource; ALTER TABLE events DROP COLUMN namespace;
+    ALTER TABLE events DROP COLUMN name; PRAGMA user_version = 1;`);
+  raw.close();
+  const tooOld = await history(['--state', state]);
+  assert.equal(tooOld.code, 2);
+  assert.match(tooOld.stderr, /older schema \(1\); run `kubediff watch --state \S+` once to migrate it/);
+
+  const changed = await admin.patch(cmPath(ns, 'a'), { data: { k: '2' } });
+  const second = startWatch(ns, state, ['-r', 'configmaps']);
+  await second.waitForStderr(WATCHING);
+  const update = await second.waitForEvent((e) => e.id === id(changed), { description: 'a UPDATED offline' });
+  assert.equal(update.offline, true);
+  assert.deepEqual(update.changes, [{ op: 'replace', path: '/data/k', from: '1', to: '2' }]);
+  await second.expectNoEvent((e) => inNamespace(ns)(e) && e.id !== id(changed), 1_500, { since: 0 });
+  assert.equal((await second.stop()).code, 0);
+
+  const check = new DatabaseSync(state, { readOnly: true });
+  assert.equal(Object.values(check.prepare('PRAGMA user_version').get() ?? {})[0], 2);
+  check.close();
+  const migrated = await history(['--state', state, '-n', ns, 'configmaps', '-o', 'json']);
+  assert.equal(migrated.code, 0, migrated.stderr);
+  assert.deepEqual(
+    migrated.stdout
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as TestEvent).id),
+    [id(b), id(changed)],
+    'the history written before the migration is queryable by resource and namespace',
+  );
+});
+
+test('a change a webhook has not taken yet is not recorded: after a kill -9 it is delivered again, same id', async (t) => {
+  const ns = await namespaceFor(t, 'state-webhook');
+  const state = join(dir, `${ns}.db`);
+  const stuck = await HttpReceiver.start({ defaultReply: { hang: true } });
+  t.after(() => stuck.close());
+  const first = startWatch(ns, state, ['-r', 'configmaps', '--webhook', stuck.url('/hook')]);
+  await first.waitForStderr(WATCHING);
+  const before = await admin.create(cmPath(ns), { metadata: { name: 'slow' }, data: { k: 'v' } });
+  await first.waitForEvent((e) => e.id === id(before), { description: 'slow ADDED on stdout' });
+  await stuck.waitForRequests(1);
+  await new Promise((resolve) => setTimeout(resolve, 1_000)); // ten flush intervals
+  const raw = new DatabaseSync(state, { readOnly: true });
+  const recorded = raw.prepare('SELECT count(*) AS n FROM events WHERE id = ?').get(id(before)) as {
+    n: number;
+  };
+  raw.close();
+  assert.equal(recorded.n, 0, 'on stdout, but the webhook has not taken it: not recorded');
+  await first.kill();
+
+  const receiver = await HttpReceiver.start();
+  t.after(() => receiver.close());
+  const second = startWatch(ns, state, ['-r', 'configmaps', '--webhook', receiver.url('/hook')]);
+  const again = await second.waitForEvent((e) => e.id === id(before), { description: 'slow again, offline' });
+  assert.equal(again.offline, true);
+  const [request] = await receiver.waitForRequests(1);
+  assert.equal((JSON.parse(request?.body ?? '{}') as TestEvent).id, id(before));
+  assert.equal((await second.stop()).code, 0);
+  const check = new DatabaseSync(state, { readOnly: true });
+  const now = check.prepare('SELECT count(*) AS n FROM events WHERE id = ?').get(id(before)) as { n: number };
+  check.close();
+  assert.equal(now.n, 1, 'recorded once delivered');
+});

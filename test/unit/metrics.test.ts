@@ -1,0 +1,109 @@
+// src/cli/metrics.ts: what /metrics says, from informer states, events and sink counters.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { KubediffMetrics } from '../../src/cli/metrics.ts';
+import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { Informer } from '../../src/informer/informer.ts';
+import { KubeError } from '../../src/kube/errors.ts';
+import type { Sink, SinkStats } from '../../src/sinks/sink.ts';
+import { emptyStats } from '../../src/sinks/sink.ts';
+
+async function values(metrics: KubediffMetrics): Promise<Map<string, number>> {
+  const { body } = await metrics.render();
+  const result = new Map<string, number>();
+  for (const line of body.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    result.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return result;
+}
+
+const informer = (group: string, resource: string, extra: Partial<Informer> = {}) =>
+  ({
+    type: { group, version: 'v1', resource },
+    hasSynced: true,
+    failure: undefined,
+    objectCount: 3,
+    ...extra,
+  }) as Informer;
+
+test('events by type and resource; seconds since the last one', async () => {
+  let now = 1_000_000;
+  const metrics = new KubediffMetrics({ version: '1.2.3', defaultMetrics: false, now: () => now });
+  try {
+    const event = {
+      type: 'UPDATED',
+      object: { apiVersion: 'apps/v1', resource: 'deployments' },
+    } as ChangeEvent;
+    metrics.observeEvent(event);
+    metrics.observeEvent({ ...event, type: 'ADDED' });
+    metrics.observeEvent({ type: 'DELETED', object: { apiVersion: 'v1', resource: 'pods' } } as ChangeEvent);
+    now += 2_500;
+    const scraped = await values(metrics);
+    assert.equal(scraped.get('kubediff_events_total{type="UPDATED",resource="deployments.apps"}'), 1);
+    assert.equal(scraped.get('kubediff_events_total{type="ADDED",resource="deployments.apps"}'), 1);
+    assert.equal(scraped.get('kubediff_events_total{type="DELETED",resource="pods"}'), 1);
+    assert.equal(scraped.get('kubediff_seconds_since_last_event{resource="pods"}'), 2.5);
+    assert.equal(scraped.get(`kubediff_build_info{version="1.2.3",node="${process.versions.node}"}`), 1);
+  } finally {
+    metrics.close();
+  }
+});
+
+test('watch restarts and relists count from the second; failures by reason', async () => {
+  const metrics = new KubediffMetrics({ version: 'x', defaultMetrics: false });
+  try {
+    const pods = informer('', 'pods');
+    const failing = {
+      phase: 'failing' as const,
+      error: new KubeError('network', 'reset', { path: '/api/v1/pods' }),
+      retryInMs: 1,
+      slow: false,
+    };
+    for (const state of [
+      { phase: 'listing' as const },
+      { phase: 'watching' as const },
+      failing,
+      { phase: 'watching' as const },
+      { phase: 'listing' as const },
+      { phase: 'watching' as const },
+    ]) {
+      metrics.observeState(pods, state);
+    }
+    metrics.setSources({ informers: () => [pods, informer('apps', 'deployments', { hasSynced: false })] });
+    const scraped = await values(metrics);
+    assert.equal(scraped.get('kubediff_watch_restarts_total{resource="pods"}'), 2);
+    assert.equal(scraped.get('kubediff_relists_total{resource="pods"}'), 1);
+    assert.equal(scraped.get('kubediff_watch_failures_total{resource="pods",reason="network"}'), 1);
+    assert.equal(scraped.get('kubediff_informers_running'), 2);
+    assert.equal(scraped.get('kubediff_informers{state="synced"}'), 1);
+    assert.equal(scraped.get('kubediff_informers{state="syncing"}'), 1);
+    assert.equal(scraped.get('kubediff_objects{resource="pods"}'), 3);
+  } finally {
+    metrics.close();
+  }
+});
+
+test('sink counters follow stats(), as counters that never go down', async () => {
+  const metrics = new KubediffMetrics({ version: 'x', defaultMetrics: false });
+  try {
+    let stats: SinkStats = { ...emptyStats(), accepted: 5, delivered: 3, pending: 2 };
+    const sink = { name: 'webhook https://example.com/…', stats: () => stats } as unknown as Sink;
+    metrics.setSources({ sinks: () => [sink], isLeader: () => false, isReady: () => true });
+    let scraped = await values(metrics);
+    const label = 'sink="webhook https://example.com/…"';
+    assert.equal(scraped.get(`kubediff_sink_events_total{${label},outcome="delivered"}`), 3);
+    assert.equal(scraped.get(`kubediff_sink_events_total{${label},outcome="lost"}`), 0);
+    assert.equal(scraped.get(`kubediff_sink_queue_depth{${label}}`), 2);
+    assert.equal(scraped.get('kubediff_leader'), 0);
+    assert.equal(scraped.get('kubediff_ready'), 1);
+    stats = { ...stats, delivered: 4, lost: 1, pending: 0 };
+    scraped = await values(metrics);
+    assert.equal(scraped.get(`kubediff_sink_events_total{${label},outcome="delivered"}`), 4);
+    assert.equal(scraped.get(`kubediff_sink_events_total{${label},outcome="lost"}`), 1);
+    assert.equal(scraped.get(`kubediff_sink_queue_depth{${label}}`), 0);
+  } finally {
+    metrics.close();
+  }
+});

@@ -1,0 +1,296 @@
+// The state file (src/informer/state-database.ts) and its recorder (state-recorder.ts): schema,
+// migration of an older file, foreign and damaged files, retention, history queries, and the rule
+// that nothing is recorded as reported before every sink has finished with it.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, test } from 'node:test';
+import type { ChangeEvent } from '../../src/diff/types.ts';
+import { UsageError } from '../../src/errors.ts';
+import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/informer/state-database.ts';
+import { StateRecorder } from '../../src/informer/state-recorder.ts';
+import type { StoredObject } from '../../src/informer/store.ts';
+import type { ResourceType } from '../../src/kube/types.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+const file = () => join(dir, `state-${++counter}.db`);
+const quiet = { info() {}, warn() {}, debug() {} };
+
+const configmaps: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'configmaps',
+  kind: 'ConfigMap',
+  namespaced: true,
+  verbs: ['list', 'watch'],
+  shortNames: ['cm'],
+  singularName: 'configmap',
+  categories: [],
+};
+
+function object(name: string, rv: string, data: Record<string, string> = {}): StoredObject {
+  return {
+    key: `ns/${name}`,
+    namespace: 'ns',
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: rv,
+    object: { metadata: { name, namespace: 'ns' }, data },
+  };
+}
+
+function event(name: string, rv: string, time: string, type: ChangeEvent['type'] = 'ADDED'): ChangeEvent {
+  return {
+    id: `uid-${name}:${rv}`,
+    type,
+    time,
+    object: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      resource: 'configmaps',
+      namespace: 'ns',
+      name,
+      uid: `uid-${name}`,
+      resourceVersion: rv,
+    },
+  };
+}
+
+function expectUsageError(fn: () => unknown, pattern: RegExp): void {
+  assert.throws(fn, (error: unknown) => {
+    assert.ok(error instanceof UsageError, `a UsageError, got ${String(error)}`);
+    assert.equal(error.exitCode, 2);
+    assert.match(error.message, pattern);
+    assert.doesNotMatch(error.message, /\n/);
+    return true;
+  });
+}
+
+test('a new file gets the application id, the current schema, WAL, and keeps objects and events', () => {
+  const path = file();
+  const db = StateDatabase.open(path);
+  db.write([
+    { kind: 'object', resource: 'configmaps', object: object('a', '10', { k: 'v' }) },
+    { kind: 'object', resource: 'configmaps', object: object('b', '11') },
+    { kind: 'event', resource: 'configmaps', event: event('a', '10', '2026-01-01T00:00:00.000Z') },
+    { kind: 'delete', resource: 'configmaps', key: 'ns/b' },
+  ]);
+  db.close();
+  const raw = new DatabaseSync(path);
+  assert.equal(Object.values(raw.prepare('PRAGMA application_id').get() ?? {})[0], APPLICATION_ID);
+  assert.equal(Object.values(raw.prepare('PRAGMA user_version').get() ?? {})[0], SCHEMA_VERSION);
+  assert.equal(Object.values(raw.prepare('PRAGMA journal_mode').get() ?? {})[0], 'wal');
+  raw.close();
+  const again = StateDatabase.open(path);
+  assert.deepEqual(again.objects('configmaps'), [object('a', '10', { k: 'v' })]);
+  assert.deepEqual(
+    again.history({}).map((e) => e.id),
+    ['uid-a:10'],
+  );
+  again.close();
+});
+
+test('a file that is not a database is a one-sentence usage error that says how to reset', () => {
+  const path = file();
+  writeFileSync(path, 'this is not sqlite at all, just some text that someone put here\n'.repeat(100));
+  expectUsageError(() => StateDatabase.open(path), /damaged or not a database.*delete it to start afresh/);
+});
+
+test('an SQLite file of another application is refused, untouched', () => {
+  const path = file();
+  const other = new DatabaseSync(path);
+  other.exec('CREATE TABLE songs (title TEXT)');
+  other.close();
+  expectUsageError(
+    () => StateDatabase.open(path),
+    /another application, not kubediff state.*another --state path/,
+  );
+  const check = new DatabaseSync(path);
+  assert.equal(Object.values(check.prepare('PRAGMA application_id').get() ?? {})[0], 0);
+  check.close();
+});
+
+test('a file from a newer kubediff is refused', () => {
+  const path = file();
+  const newer = new DatabaseSync(path);
+  newer.exec(`PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION + 1}`);
+  newer.close();
+  expectUsageError(() => StateDatabase.open(path), /newer kubediff.*upgrade kubediff/);
+});
+
+test('a schema 1 file (events without resource columns) is migrated, its history kept and queryable', () => {
+  const path = file();
+  const old = new DatabaseSync(path);
+  old.exec(`PRAGMA application_id = ${APPLICATION_ID};
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE resources (resource TEXT PRIMARY KEY, type TEXT NOT NULL, watched INTEGER NOT NULL DEFAULT 0,
+      listed INTEGER NOT NULL DEFAULT 0, resource_version TEXT NOT NULL DEFAULT '') WITHOUT ROWID;
+    CREATE TABLE objects (resource TEXT NOT NULL, key TEXT NOT NULL, namespace TEXT, name TEXT NOT NULL,
+      uid TEXT NOT NULL, resource_version TEXT NOT NULL, object TEXT NOT NULL, PRIMARY KEY (resource, key)) WITHOUT ROWID;
+    CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, time TEXT NOT NULL,
+      type TEXT NOT NULL, event TEXT NOT NULL);
+    CREATE INDEX events_time ON events (time);
+    PRAGMA user_version = 1;`);
+  const insert = old.prepare('INSERT INTO events (id, time, type, event) VALUES (?, ?, ?, ?)');
+  const e1 = event('a', '5', '2026-01-01T00:00:00.000Z');
+  const e2: ChangeEvent = {
+    ...event('web', '6', '2026-01-01T00:00:01.000Z'),
+    object: {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      resource: 'deployments',
+      namespace: 'shop',
+      name: 'web',
+      uid: 'u',
+      resourceVersion: '6',
+    },
+  };
+  for (const e of [e1, e2]) insert.run(e.id, e.time, e.type, JSON.stringify(e));
+  old.close();
+
+  const db = StateDatabase.open(path);
+  assert.equal(db.schemaVersion, SCHEMA_VERSION);
+  assert.deepEqual(db.history({ resource: 'deployments.apps' }), [e2]);
+  assert.deepEqual(db.history({ resource: 'configmaps', namespace: 'ns', name: 'a' }), [e1]);
+  db.close();
+});
+
+test('history: filters, newest last, and --tail takes the newest', () => {
+  const db = StateDatabase.open(file());
+  db.write([
+    { kind: 'event', resource: 'configmaps', event: event('a', '1', '2026-01-01T00:00:00.000Z') },
+    { kind: 'event', resource: 'configmaps', event: event('b', '2', '2026-01-01T01:00:00.000Z') },
+    { kind: 'event', resource: 'configmaps', event: event('a', '3', '2026-01-01T02:00:00.000Z', 'UPDATED') },
+  ]);
+  assert.deepEqual(
+    db.history({}).map((e) => e.id),
+    ['uid-a:1', 'uid-b:2', 'uid-a:3'],
+  );
+  assert.deepEqual(
+    db.history({ limit: 2 }).map((e) => e.id),
+    ['uid-b:2', 'uid-a:3'],
+  );
+  assert.deepEqual(
+    db.history({ name: 'a' }).map((e) => e.id),
+    ['uid-a:1', 'uid-a:3'],
+  );
+  assert.deepEqual(
+    db.history({ since: '2026-01-01T00:30:00.000Z' }).map((e) => e.id),
+    ['uid-b:2', 'uid-a:3'],
+  );
+  assert.deepEqual(db.history({ namespace: 'other' }), []);
+  db.close();
+});
+
+test('retention: by age, by count and by size, oldest first; objects are never pruned', () => {
+  const db = StateDatabase.open(file());
+  const now = Date.parse('2026-01-10T00:00:00.000Z');
+  const writes = [];
+  for (let i = 0; i < 50; i++) {
+    writes.push({
+      kind: 'event' as const,
+      resource: 'configmaps',
+      event: event(`o${i}`, String(i), new Date(now - (50 - i) * 3_600_000).toISOString()),
+    });
+  }
+  db.write([...writes, { kind: 'object', resource: 'configmaps', object: object('keep', '1') }]);
+  // Age: 10 hours keeps the last 10 (hours 1..10 before now).
+  db.prune({ maxAgeMs: 10 * 3_600_000, maxEvents: 1000, maxSizeBytes: 1 << 30 }, now);
+  assert.equal(db.eventCount(), 10);
+  db.prune({ maxAgeMs: 1e12, maxEvents: 4, maxSizeBytes: 1 << 30 }, now);
+  assert.deepEqual(
+    db.history({}).map((e) => e.object.name),
+    ['o46', 'o47', 'o48', 'o49'],
+  );
+  const big = [];
+  for (let i = 0; i < 2000; i++) {
+    big.push({
+      kind: 'event' as const,
+      resource: 'configmaps',
+      event: {
+        ...event(`b${i}`, String(i), new Date(now).toISOString()),
+        pad: 'x'.repeat(500),
+      } as ChangeEvent,
+    });
+  }
+  db.write(big);
+  const before = db.usedBytes();
+  db.prune({ maxAgeMs: 1e12, maxEvents: 1e9, maxSizeBytes: Math.floor(before / 2) }, now);
+  assert.ok(db.usedBytes() <= before / 2, `${db.usedBytes()} ≤ ${before / 2}`);
+  assert.ok(db.eventCount() > 0 && db.eventCount() < 2004);
+  assert.equal(db.history({ limit: 1 })[0]?.object.name, 'b1999', 'the newest events stay');
+  assert.equal(db.objectCount(), 1);
+  db.close();
+});
+
+test('the recorder commits only what every sink has finished with, in order, in one transaction', () => {
+  const path = file();
+  const db = StateDatabase.open(path);
+  const recorder = new StateRecorder({ database: db, log: quiet, signature: 's', flushIntervalMs: 1e9 });
+  // One sink: accepted / finished counters driven by the test.
+  let accepted = 0;
+  let finished = 0;
+  recorder.attach({ accepted: () => [accepted], finished: () => [finished] }, () => []);
+  const inner = {
+    onAdd: (_t: ResourceType, o: StoredObject) => {
+      accepted++;
+      recorder.recordEvent(event(o.name, o.resourceVersion, '2026-01-01T00:00:00.000Z'));
+    },
+    onUpdate: () => {},
+    onDelete: () => {},
+  };
+  const handler = recorder.handler(inner);
+  handler.onAdd(configmaps, object('a', '1'), { offline: false, initial: false });
+  handler.onAdd(configmaps, object('b', '2'), { offline: false, initial: false });
+  handler.onBaseline?.(configmaps, object('c', '3'));
+  recorder.flush();
+  assert.equal(db.objectCount(), 0, 'nothing delivered yet: nothing recorded');
+  finished = 1;
+  recorder.flush();
+  assert.deepEqual(
+    db.objects('configmaps').map((o) => o.name),
+    ['a'],
+  );
+  assert.deepEqual(
+    db.history({}).map((e) => e.id),
+    ['uid-a:1'],
+  );
+  finished = 2;
+  recorder.flush();
+  assert.deepEqual(
+    db
+      .objects('configmaps')
+      .map((o) => o.name)
+      .sort(),
+    ['a', 'b', 'c'],
+  );
+  assert.equal(recorder.backlog, 0);
+  recorder.close();
+});
+
+test('a recorder whose file was written with another selection takes a new baseline (history kept)', () => {
+  const path = file();
+  const db = StateDatabase.open(path);
+  const first = new StateRecorder({ database: db, log: quiet, signature: 'A' });
+  first.attach({ accepted: () => [], finished: () => [] }, () => []);
+  first.noteSelection({ watched: [configmaps], skipped: [], unresolved: [] } as never);
+  first.handler({ onAdd() {}, onUpdate() {}, onDelete() {} }).onBaseline?.(configmaps, object('a', '1'));
+  first.close();
+  const warnings: string[] = [];
+  const second = new StateRecorder({
+    database: StateDatabase.open(path),
+    log: { ...quiet, warn: (m: string) => warnings.push(m) },
+    signature: 'B',
+  });
+  assert.equal(second.hasPreviousState, false);
+  assert.deepEqual(second.plan(configmaps, undefined, 'silent'), { initialList: 'silent' });
+  assert.match(warnings.join('\n'), /taking a new baseline/);
+  second.close();
+  const third = new StateRecorder({ database: StateDatabase.open(path), log: quiet, signature: 'B' });
+  assert.equal(third.hasPreviousState, true);
+  third.close();
+});

@@ -1,0 +1,33 @@
+// --state and its retention flags (src/config/state-settings.ts), and the config file's `state:` keys.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseAge, parseSize, stateSettingsFromFlags } from '../../src/config/state-settings.ts';
+import { UsageError } from '../../src/errors.ts';
+import { DEFAULT_RETENTION } from '../../src/informer/state-database.ts';
+
+test('no --state: no state; retention flags alone are a usage error', () => {
+  assert.equal(stateSettingsFromFlags({}), undefined);
+  assert.throws(() => stateSettingsFromFlags({ stateMaxAge: '1d' }), UsageError);
+});
+
+test('--state with the default retention, or the given one', () => {
+  assert.deepEqual(stateSettingsFromFlags({ state: 'k.db' }), { path: 'k.db', retention: DEFAULT_RETENTION });
+  assert.deepEqual(
+    stateSettingsFromFlags({ state: 'k.db', stateMaxAge: '2d', stateMaxEvents: '50', stateMaxSize: '64MB' }),
+    { path: 'k.db', retention: { maxAgeMs: 2 * 86_400_000, maxEvents: 50, maxSizeBytes: 64 * 1024 * 1024 } },
+  );
+  assert.equal(stateSettingsFromFlags({ state: 'k.db', stateMaxEvents: 7 })?.retention.maxEvents, 7);
+});
+
+test('durations in days, sizes with units; bad values name the flag', () => {
+  assert.equal(parseAge('90m'), 90 * 60_000);
+  assert.equal(parseAge('1.5d'), 36 * 3_600_000);
+  assert.equal(parseSize('500k'), 500 * 1024);
+  assert.equal(parseSize('1GB'), 1024 ** 3);
+  assert.throws(() => parseAge('soon'), /invalid --state-max-age "soon": use a duration such as 12h or 7d/);
+  assert.throws(() => parseSize('big'), /invalid --state-max-size "big"/);
+  assert.throws(
+    () => stateSettingsFromFlags({ state: 'k.db', stateMaxEvents: '0' }),
+    /invalid --state-max-events "0"/,
+  );
+});
