@@ -20,5 +20,9 @@ process.stderr.write('ready\n');
 const stop = () => watch.close();
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
-await watch.ended;
+const failure = await watch.ended;
 await agent.close();
+if (failure) {
+  process.stderr.write(`raw watch failed: ${failure.message}\n`);
+  process.exitCode = 1;
+}

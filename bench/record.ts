@@ -65,6 +65,7 @@ export async function recordStreams(
   const rounds = Math.max(2, Math.round(4 * scale));
 
   const kubelet = fakeKubelet(admin, ns);
+  let failures: (Error | undefined)[] = [];
   try {
     options.log(
       `record: ${deployments} Deployments, ${configMaps} ConfigMaps, ${widgets} Widgets, ${rounds} rounds of updates in ${ns}`,
@@ -195,10 +196,14 @@ export async function recordStreams(
   } finally {
     await kubelet.stop();
     for (const watch of watches.values()) watch.close();
-    await Promise.all([...watches.values()].map((watch) => watch.ended));
+    failures = await Promise.all([...watches.values()].map((watch) => watch.ended));
     await agent.close();
   }
   await admin.deleteNamespace(ns);
+  const failed = failures.findIndex((failure) => failure !== undefined);
+  if (failed >= 0) {
+    throw new Error(`record: the ${[...watches.keys()][failed]} watch failed: ${failures[failed]!.message}`);
+  }
 
   await mkdir(outDir, { recursive: true });
   const recorded: RecordedStream[] = [];

@@ -216,6 +216,7 @@ Watch streams recorded at bench time from the API server (as it sends them: mana
 replayed in 64 KiB chunks through kubediff's own path: the reflector's line splitting and JSON parsing, the informer
 (normalization: ignored paths dropped, then the store), the diff, the event builder and the JSON line rendering. The
 baseline is \`JSON.parse\` + \`JSON.stringify\` of the same lines. Events/s counts input lines (watch events).
+The ratio is the median of the pairs' ratios, which need not equal the quotient of the two medians beside it.
 
 ${markdownTable(
   ['stream', 'lines', 'mean line', 'events out', 'kubediff', 'baseline', 'ratio'],

@@ -4,7 +4,8 @@
 //
 //   npm run bench                      the recorded run (about 15 minutes, 10-minute soak)
 //   npm run bench -- --quick           a development run (under 3 minutes); results in a temp folder
-//   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster),
+//   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
+//            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
 //            --only pipeline,sync,latency,soak,go (a subset; nothing recorded)
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -39,10 +40,10 @@ function parseArgs(argv: string[]) {
     figures: new Set<string>(only ?? FIGURES),
     cluster: option('--cluster'),
     record: !quick && !only,
-    pipelinePairs: quick ? 3 : 7,
+    pipelinePairs: quick ? 3 : 9,
     recordScale: quick ? 0.5 : 1,
     syncObjects: quick ? 2_000 : 10_000,
-    syncPairs: quick ? 3 : 5,
+    syncPairs: quick ? 3 : 9,
     latencyWrites: quick ? 300 : 1_200,
     latencyRate: 20,
     soakSeconds,

@@ -89,6 +89,12 @@ export async function runSoak(
   const expected = { created: [] as string[], updated: [] as string[], deletedUids: [] as string[] };
   const writes = { creates: 0, updates: 0, deletes: 0, failed: 0 };
   const samples: { t: number; rss: number }[] = [];
+  const usage = {
+    kubediffCpu: Number.NaN,
+    kubediffPeak: Number.NaN,
+    kubectlCpu: Number.NaN,
+    kubectlPeak: Number.NaN,
+  };
   try {
     await kubediff.waitForStderr(/watching \d+ resource type/, 60_000);
     options.log(`soak: ${options.seconds} s of churn at ${options.writesPerSecond} writes/s`);
@@ -164,19 +170,19 @@ export async function runSoak(
       await sleep(200);
     await sleep(1_000);
   } finally {
-    const kubediffCpu = safe(() => cpuSeconds(kubediff.pid));
-    const kubediffPeak = safe(() => memory(kubediff.pid).peakRss);
-    const kubectlCpu = kubectl ? safe(() => cpuSeconds(kubectl!.pid)) : Number.NaN;
-    const kubectlPeak = kubectl ? safe(() => memory(kubectl!.pid).peakRss) : Number.NaN;
+    // Read from /proc while the processes still exist.
+    usage.kubediffCpu = safe(() => cpuSeconds(kubediff.pid));
+    usage.kubediffPeak = safe(() => memory(kubediff.pid).peakRss);
+    if (kubectl) {
+      const pid = kubectl.pid;
+      usage.kubectlCpu = safe(() => cpuSeconds(pid));
+      usage.kubectlPeak = safe(() => memory(pid).peakRss);
+    }
     await kubediff.stop();
     await kubectl?.stop();
     await admin.deleteNamespace(ns);
-    Object.assign(expected, { kubediffCpu, kubediffPeak, kubectlCpu, kubectlPeak });
   }
-  const { kubediffCpu, kubediffPeak, kubectlCpu, kubectlPeak } = expected as unknown as Record<
-    string,
-    number
-  >;
+  const { kubediffCpu, kubediffPeak, kubectlCpu, kubectlPeak } = usage;
 
   const lost =
     expected.created.filter((id) => !seen.added.has(id)).length +
@@ -199,10 +205,10 @@ export async function runSoak(
     rssGrowth: rssAtEnd / rssAfterWarmup - 1,
     rssSamples: samples.map((s) => ({ t: round(s.t), rss: s.rss })),
     sideBySide: {
-      kubediff: { cpuSeconds: kubediffCpu!, peakRss: kubediffPeak! },
+      kubediff: { cpuSeconds: kubediffCpu, peakRss: kubediffPeak },
       kubectl: kubectlError
         ? { error: kubectlError }
-        : { cpuSeconds: kubectlCpu!, peakRss: kubectlPeak!, version: kubectlVersion },
+        : { cpuSeconds: kubectlCpu, peakRss: kubectlPeak, version: kubectlVersion },
     },
   };
 }

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { ensureClusterBinaries } from '../../scripts/cluster-build.ts';
 import { type ClusterInfo, DEFAULT_CONTROLLERS, startCluster } from '../../test/helpers/cluster.ts';
 import { KubeAdmin } from '../../test/helpers/kube-admin.ts';
+import { rawAgent } from './raw.ts';
 
 export interface BenchCluster {
   info: ClusterInfo;
@@ -22,8 +23,9 @@ export async function benchCluster(options: {
 }): Promise<BenchCluster> {
   if (options.existing) {
     const info = JSON.parse(readFileSync(options.existing, 'utf8')) as ClusterInfo;
-    const admin = new KubeAdmin(info);
-    return { info, admin, kubernetesVersion: await versionOf(admin), stop: () => admin.close() };
+    const agent = rawAgent(info);
+    const admin = new KubeAdmin(info, { dispatcher: agent });
+    return { info, admin, kubernetesVersion: await versionOf(admin), stop: () => agent.close() };
   }
   await ensureClusterBinaries(options.log);
   const cluster = await startCluster({
@@ -33,13 +35,16 @@ export async function benchCluster(options: {
     controllers: [...DEFAULT_CONTROLLERS, 'deployment-controller', 'replicaset-controller'],
     log: options.log,
   });
-  const admin = new KubeAdmin(cluster);
+  // The workload's writes over HTTP/1.1 too (undici would otherwise multiplex them all on one
+  // HTTP/2 session), like kubediff's own client.
+  const agent = rawAgent(cluster);
+  const admin = new KubeAdmin(cluster, { dispatcher: agent });
   return {
     info: cluster,
     admin,
     kubernetesVersion: await versionOf(admin),
     stop: async () => {
-      await admin.close();
+      await agent.close();
       await cluster.stop();
     },
   };

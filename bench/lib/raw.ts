@@ -3,12 +3,14 @@
 import { Agent, request } from 'undici';
 import type { ClusterInfo } from '../../test/helpers/cluster.ts';
 
+/** HTTP/1.1, as kubediff's own client (src/kube/client.ts): one connection per watch. */
 export function rawAgent(info: ClusterInfo): Agent {
   return new Agent({
     connect: {
       ...(info.caPem ? { ca: info.caPem } : {}),
       ...(info.insecureSkipTLSVerify ? { rejectUnauthorized: false } : {}),
     },
+    allowH2: false,
   });
 }
 
@@ -58,8 +60,8 @@ export interface RawWatch {
   /** When the last line arrived (performance.now()). */
   lastLineAt(): number;
   close(): void;
-  /** Resolves when the stream ended (closed or failed). */
-  readonly ended: Promise<void>;
+  /** Resolves when the stream ended: closed, or failed (then with the failure). */
+  readonly ended: Promise<Error | undefined>;
 }
 
 /** A watch from `resourceVersion`, its body split into lines and nothing else. */
@@ -99,8 +101,9 @@ export async function rawWatch(
         pending = text.slice(start);
       }
     } catch (error) {
-      if (!controller.signal.aborted) throw error;
+      if (!controller.signal.aborted) return error instanceof Error ? error : new Error(String(error));
     }
+    return undefined;
   })();
   return { lines, lastLineAt: () => last, close: () => controller.abort(), ended };
 }

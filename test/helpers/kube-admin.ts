@@ -128,6 +128,9 @@ export class KubeAdmin {
     this.dispatcher =
       options.dispatcher ??
       new Agent({
+        // HTTP/1.1, as the product uses: undici 8 would negotiate HTTP/2, whose shared session a test
+        // cutting connections can tear down under every request at once.
+        allowH2: false,
         connect: {
           ...(cluster.caPem ? { ca: cluster.caPem } : {}),
           ...(cluster.insecureSkipTLSVerify ? { rejectUnauthorized: false } : {}),
