@@ -113,25 +113,13 @@ export class KubeClient {
   }
 
   /** POST a JSON document and read the JSON answer. */
-  async postJSON<T>(path: string, body: unknown, options: RequestOptions = {}): Promise<T> {
-    const response = await this.send(path, {
-      ...options,
-      method: 'POST',
-      body: JSON.stringify(body),
-      headers: { accept: 'application/json', 'content-type': 'application/json', ...options.headers },
-    });
-    return JSON.parse(await readText(response.body, this.server, path)) as T;
+  postJSON<T>(path: string, body: unknown, options: RequestOptions = {}): Promise<T> {
+    return this.sendJSON<T>('POST', path, body, options);
   }
 
   /** PUT (replace) a JSON document and read the JSON answer; a stale resourceVersion is a 409 KubeError. */
-  async putJSON<T>(path: string, body: unknown, options: RequestOptions = {}): Promise<T> {
-    const response = await this.send(path, {
-      ...options,
-      method: 'PUT',
-      body: JSON.stringify(body),
-      headers: { accept: 'application/json', 'content-type': 'application/json', ...options.headers },
-    });
-    return JSON.parse(await readText(response.body, this.server, path)) as T;
+  putJSON<T>(path: string, body: unknown, options: RequestOptions = {}): Promise<T> {
+    return this.sendJSON<T>('PUT', path, body, options);
   }
 
   /** Asks the server whether this identity may do `verb` on a resource (SelfSubjectAccessReview). */
@@ -157,6 +145,21 @@ export class KubeClient {
       },
     );
     return review.status?.allowed === true;
+  }
+
+  private async sendJSON<T>(
+    method: 'POST' | 'PUT',
+    path: string,
+    body: unknown,
+    options: RequestOptions,
+  ): Promise<T> {
+    const response = await this.send(path, {
+      ...options,
+      method,
+      body: JSON.stringify(body),
+      headers: { accept: 'application/json', 'content-type': 'application/json', ...options.headers },
+    });
+    return JSON.parse(await readText(response.body, this.server, path)) as T;
   }
 
   async close(): Promise<void> {

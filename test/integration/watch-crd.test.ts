@@ -45,7 +45,7 @@ function startWatch(args: string[]): KubediffProcess {
   });
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const id = (object: KubeObject) => `${object.metadata.uid}:${object.metadata.resourceVersion}`;
 const sortedChanges = (event: TestEvent) =>
   [...(event.changes ?? [])].sort((a, b) => a.path.localeCompare(b.path));
@@ -116,7 +116,7 @@ test('a CRD created while kubediff runs is watched within seconds; deleting it r
     uid: first.metadata.uid,
     resourceVersion: first.metadata.resourceVersion,
   });
-  assert.match(kd.stderr, new RegExp(`watching new resource type ${escape(crdName)}`));
+  assert.match(kd.stderr, new RegExp(`watching new resource type ${escapeRegExp(crdName)}`));
 
   const changed = await admin.patch(`${widgets}/w1`, { spec: { size: 4, color: 'red' } });
   const updated = await kd.waitForEvent((event) => event.id === id(changed), {
@@ -135,8 +135,9 @@ test('a CRD created while kubediff runs is watched within seconds; deleting it r
     (event) => ours(event) && event.type === 'DELETED' && event.object.uid === first.metadata.uid,
     { description: 'DELETED of the Widget when its CRD is deleted' },
   );
-  await kd.waitForStderr(new RegExp(`stopped watching ${escape(crdName)}`));
+  await kd.waitForStderr(new RegExp(`stopped watching ${escapeRegExp(crdName)}`));
   assert.equal(deleted.object.name, 'w1');
+  t.diagnostic(`on CRD deletion: ${describeEvent(deleted)}`);
 
   // Re-created: watched again, and the same name with a new uid is a new object.
   await admin.createCRD(group, 'Widget', 'widgets');
@@ -174,7 +175,7 @@ test('-r names a custom resource whose CRD does not exist yet: kubediff warns, s
   const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
 
   const kd = startWatch(['-r', crdName]);
-  await kd.waitForStderr(new RegExp(`--resource ${escape(crdName)}: not served yet`));
+  await kd.waitForStderr(new RegExp(`--resource ${escapeRegExp(crdName)}: not served yet`));
   await kd.waitForStderr(WATCHING);
 
   await admin.createCRD(group, 'Widget', 'widgets');
