@@ -90,7 +90,9 @@ interface Waiter {
 /** Resets a socket (RST) if it can, destroys it otherwise. */
 function reset(socket: net.Socket): void {
   if (socket.destroyed) return;
-  if (socket.connecting) {
+  // A socket still connecting, or one whose end is being flushed, cannot be reset: libuv answers
+  // EINVAL and Node then drops it without ever emitting 'close', which would leave close() waiting.
+  if (socket.connecting || socket.writableEnded) {
     socket.destroy();
     return;
   }
