@@ -180,7 +180,8 @@ export class Reflector {
       }
       if (this.stopped) return;
       this.sink.listPage(items);
-      await this.waitForConsumer();
+      const pause = this.options.flowControl?.();
+      if (pause) await this.waitForConsumer(pause);
       if (this.stopped) return;
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
@@ -208,8 +209,9 @@ export class Reflector {
     try {
       for await (const line of jsonLines(body)) {
         this.handleLine(line);
-        if (this.stopped) break;
-        await this.waitForConsumer();
+        // Asked for each line, but only awaited when the consumer wants a pause: most lines cost no promise.
+        const pause = this.options.flowControl?.();
+        if (pause) await this.waitForConsumer(pause);
         if (this.stopped) break;
       }
     } catch (error) {
@@ -223,9 +225,7 @@ export class Reflector {
   }
 
   /** Waits while the consumer asks for a pause (see ReflectorOptions.flowControl); stop() ends the wait. */
-  private async waitForConsumer(): Promise<void> {
-    const pause = this.options.flowControl?.();
-    if (!pause) return;
+  private async waitForConsumer(pause: Promise<void>): Promise<void> {
     const signal = this.abort.signal;
     if (signal.aborted) return;
     await new Promise<void>((resolve) => {
