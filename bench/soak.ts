@@ -8,6 +8,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ClusterInfo, resolveBinaries } from '../test/helpers/cluster.ts';
 import type { KubeAdmin, KubeObject } from '../test/helpers/kube-admin.ts';
+import { seededRandom } from '../test/helpers/random-json.ts';
 import { configMap } from './lib/objects.ts';
 import { cpuSeconds, memory, startChild } from './lib/processes.ts';
 import { median, round } from './lib/stats.ts';
@@ -219,15 +220,4 @@ function safe(read: () => number): number {
   } catch {
     return Number.NaN;
   }
-}
-
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -5,7 +5,7 @@ import type { KubeAdmin } from '../../test/helpers/kube-admin.ts';
 
 export const CR_GROUP = 'bench.kubediff.io';
 export const CR_PLURAL = 'widgets';
-export const CR_KIND = 'Widget';
+const CR_KIND = 'Widget';
 
 function labels(app: string): Record<string, string> {
   return {

@@ -31,7 +31,7 @@ const DEFAULT_MAX_BUFFERED = 100_000;
 
 export type Checkpoint = Map<string, bigint>;
 
-export function parseResourceVersion(text: string | undefined): bigint | undefined {
+function parseResourceVersion(text: string | undefined): bigint | undefined {
   return text !== undefined && /^\d{1,30}$/.test(text) ? BigInt(text) : undefined;
 }
 
@@ -73,7 +73,7 @@ export function checkpointAnnotation(informers: readonly Informer[]): string {
 }
 
 /** True when `checkpoint` says this event's change was already processed by the leader that wrote it. */
-export function coveredBy(checkpoint: Checkpoint, event: ChangeEvent): boolean {
+function coveredBy(checkpoint: Checkpoint, event: ChangeEvent): boolean {
   const limit = checkpoint.get(resourceOfEvent(event));
   if (limit === undefined) return false;
   const rv = parseResourceVersion(event.object.resourceVersion);

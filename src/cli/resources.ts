@@ -12,7 +12,7 @@ import { type Selection, type SkipReason, selectResources } from '../kube/select
 import { qualifiedName } from '../kube/types.ts';
 import { stderrLogger } from '../log.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
-import { checkResourceNames } from './watch.ts';
+import { checkResourceNames } from './resource-name-check.ts';
 
 export interface ResourceRow {
   name: string;

@@ -84,7 +84,7 @@ interface NamedResource {
 }
 
 /** Every resource name the file writes, with where. */
-export function resourceNamesIn(config: ReturnType<typeof loadConfigFile>['config']): NamedResource[] {
+function resourceNamesIn(config: ReturnType<typeof loadConfigFile>['config']): NamedResource[] {
   const names: NamedResource[] = [];
   const list = (values: readonly string[] | undefined, path: KeyPath) =>
     values?.forEach((text, index) => {
@@ -113,7 +113,7 @@ export function resourceNamesIn(config: ReturnType<typeof loadConfigFile>['confi
   return names;
 }
 
-export function checkResourcesAgainst(
+function checkResourcesAgainst(
   names: readonly NamedResource[],
   types: readonly ResourceType[],
   locate: (path: KeyPath) => { line: number; column: number },

@@ -10,7 +10,6 @@ import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { normalizeObject } from '../diff/normalize.ts';
 import type { ChangeEvent } from '../diff/types.ts';
-import { UsageError } from '../errors.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { StateDatabase } from '../informer/state-database.ts';
@@ -18,14 +17,13 @@ import { StateRecorder, selectionSignature, sinkProgress } from '../informer/sta
 import { KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
-import { suggestResourceName } from '../kube/resource-names.ts';
-import type { Selection } from '../kube/selection.ts';
 import type { Logger } from '../log.ts';
 import { describeSinkSpec } from '../sinks/flags.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
 import { SyncProgress } from './progress.ts';
+import { checkResourceNames } from './resource-name-check.ts';
 import { ServiceRuntime } from './service.ts';
 import type { ServiceOptions } from './service-options.ts';
 
@@ -191,25 +189,5 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     // After the sinks drained: a leader's last checkpoint covers what they delivered.
     await service.stop();
     await client.close();
-  }
-}
-
-/**
- * A -r name that matches nothing is a typo (exit 2) unless it names a group
- * with a dot: that is a custom resource whose CRD may be installed later.
- */
-export function checkResourceNames(selection: Selection, log: Logger): void {
-  const known = [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)];
-  for (const name of selection.unresolved) {
-    if (name.group?.includes('.')) {
-      log.warn(
-        `--resource ${name.text}: not served yet; it will be watched as soon as its CRD or API appears.`,
-      );
-      continue;
-    }
-    const suggestion = suggestResourceName(name.text, known);
-    throw new UsageError(
-      `unknown resource type "${name.text}" in --resource${suggestion ? ` (did you mean ${suggestion}?)` : ''}; run \`kubediff resources\` to list what this cluster offers.`,
-    );
   }
 }

@@ -7,12 +7,12 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
 import { parseDuration } from '../cli/duration.ts';
-import { parsePointer } from '../diff/pointer.ts';
 import { UsageError } from '../errors.ts';
 import { editDistance } from '../kube/resource-names.ts';
 import { parseResourcePattern } from '../sinks/filter.ts';
-import { hasGlob } from './glob.ts';
+import { isNamespaceNameOrGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
+import { checkIgnorePath } from './presets.ts';
 import { type ConfigInput, configSchema, filterSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
 import { parseAge, parseSize } from './state-settings.ts';
 
@@ -467,7 +467,7 @@ function typeWord(type: string): string {
 }
 
 /** The known key nearest `key`, if it is near enough to be a typo. */
-export function closest(key: string, known: readonly string[]): string | undefined {
+function closest(key: string, known: readonly string[]): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const candidate of known) {
     const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
@@ -483,8 +483,6 @@ export function closest(key: string, known: readonly string[]): string | undefin
 type At = (path: KeyPath, message: string) => void;
 type Shown = (path: KeyPath, value: unknown) => string;
 
-const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const NAMESPACE_GLOB = /^[-a-z0-9*?]{1,63}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
@@ -557,8 +555,7 @@ function checkNamespaces(values: readonly string[] | undefined, path: KeyPath, a
   if (!Array.isArray(values)) return;
   values.forEach((name, index) => {
     if (typeof name !== 'string') return;
-    const ok = hasGlob(name) ? NAMESPACE_GLOB.test(name) : NAMESPACE_NAME.test(name);
-    if (!ok)
+    if (!isNamespaceNameOrGlob(name))
       at(
         [...path, index],
         `${JSON.stringify(name)} is not a namespace name: use lowercase letters, digits and '-' (globs: * and ?)`,
@@ -589,8 +586,7 @@ function checkPathRules(
     if (typeof pointer !== 'string') return;
     const here: KeyPath = typeof rule === 'string' ? [...path, index] : [...path, index, 'path'];
     try {
-      if (parsePointer(pointer).length === 0)
-        throw new Error('"" is the whole object; name a field such as /spec/replicas');
+      checkIgnorePath(pointer);
     } catch (error) {
       at(here, (error as Error).message);
     }

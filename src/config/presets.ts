@@ -1,6 +1,7 @@
 // Noise presets: what a watch ignores before any rule of the user's own. Chosen with `preset:` in the
 // config file or `--preset`; documented, path by path, in docs/config.md.
 import { DEFAULT_IGNORED_PATHS } from '../diff/ignore.ts';
+import { parsePointer } from '../diff/pointer.ts';
 
 export type PresetName = 'default' | 'quiet' | 'everything';
 
@@ -15,7 +16,7 @@ export interface Preset {
   excludeResources: readonly string[];
 }
 
-export const STATUS_PATH = '/status';
+const STATUS_PATH = '/status';
 
 export const PRESETS: Readonly<Record<PresetName, Preset>> = {
   /** PRODUCT.md's defaults: bookkeeping fields and /status. */
@@ -66,4 +67,10 @@ export function presetIgnoredPaths(
 
 export function isPresetName(text: string): text is PresetName {
   return (PRESET_NAMES as readonly string[]).includes(text);
+}
+
+/** Checks a user's ignore path (--ignore, `ignore:`, `only:`): a JSON Pointer below the whole object. */
+export function checkIgnorePath(path: string): void {
+  if (parsePointer(path).length === 0)
+    throw new Error('"" is the whole object; name a field such as /spec/replicas');
 }

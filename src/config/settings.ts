@@ -126,7 +126,7 @@ function pathRuleOf(rule: PathRuleInput): PathRule {
 }
 
 /** The `filter:` of a sink, as a SinkSpec field. */
-export function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
+function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
   if (!input) return {};
   const filter: FilterSpec = {
     ...(input.namespaces ? { namespaces: input.namespaces } : {}),

@@ -1,14 +1,20 @@
 // The settings of `kubediff watch`, checked and normalized. Every problem is
 // a UsageError (exit code 2) naming the flag, the bad value and the fix.
-import { parsePointer } from '../diff/pointer.ts';
 import type { EventType } from '../diff/types.ts';
 import { errorMessage, UsageError } from '../errors.ts';
 import { parseResourceName, type ResourceName } from '../kube/resource-names.ts';
 import type { FilterSpec } from '../sinks/filter.ts';
 import { type RawSinkFlags, type SinkSettings, sinkSettingsFromFlags } from '../sinks/flags.ts';
-import { hasGlob } from './glob.ts';
+import { hasGlob, isNamespaceNameOrGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
-import { isPresetName, PRESET_NAMES, PRESETS, type PresetName, presetIgnoredPaths } from './presets.ts';
+import {
+  checkIgnorePath,
+  isPresetName,
+  PRESET_NAMES,
+  PRESETS,
+  type PresetName,
+  presetIgnoredPaths,
+} from './presets.ts';
 import { builtinResourceFor } from './short-names.ts';
 import { type RawStateFlags, type StateSettings, stateSettingsFromFlags } from './state-settings.ts';
 
@@ -94,8 +100,7 @@ export function watchSettingsFromFlags(
   const extraIgnores = splitList(flags.ignore);
   for (const path of extraIgnores) {
     try {
-      if (parsePointer(path).length === 0)
-        throw new Error('"" is the whole object; name a field such as /spec/replicas');
+      checkIgnorePath(path);
     } catch (error) {
       throw new UsageError(`invalid --ignore path: ${errorMessage(error)}.`);
     }
@@ -160,10 +165,7 @@ function sameResource(typed: string, qualified: string): boolean {
 export function parseEventTypes(text: string | undefined): ReadonlySet<EventType> {
   if (text === undefined) return new Set(EVENT_TYPES);
   const types = new Set<EventType>();
-  for (const item of text
-    .split(',')
-    .map((value) => value.trim())
-    .filter(Boolean)) {
+  for (const item of splitList([text])) {
     const type = item.toUpperCase() as EventType;
     if (!EVENT_TYPES.includes(type)) {
       throw new UsageError(
@@ -183,13 +185,9 @@ export function parseOutput(text: string | undefined, stdoutIsTTY: boolean): Out
   throw new UsageError(`invalid --output "${text}": use json, pretty or none.`);
 }
 
-const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-/** A glob over namespace names: `team-*`, `*-prod`, `ns-?`. */
-const NAMESPACE_GLOB = /^[-a-z0-9*?]{1,63}$/;
-
 function namesOf(flag: string, names: string[]): string[] {
   for (const name of names) {
-    if (hasGlob(name) ? !NAMESPACE_GLOB.test(name) : !NAMESPACE_NAME.test(name)) {
+    if (!isNamespaceNameOrGlob(name)) {
       throw new UsageError(
         `invalid ${flag} "${name}": a namespace name is lowercase letters, digits and '-', at most 63 characters (globs: * and ?).`,
       );

@@ -91,8 +91,3 @@ export function diffObjects(oldObj: JsonObject, newObj: JsonObject): Change[] {
   if (shared === oldObj) return [];
   return changesOfShared(oldObj, shared, computeDelta);
 }
-
-/** Whether diffObjects would report anything, without computing a delta (a resync's common case). */
-export function hasChanges(oldObj: JsonObject, newObj: JsonObject): boolean {
-  return !jsonEqual(oldObj, newObj);
-}

@@ -10,16 +10,6 @@ export const DEFAULT_IGNORED_PATHS: readonly string[] = [
   '/status',
 ];
 
-const STATUS_PATH = '/status';
-
-/** The ignore list of a watch: the defaults (minus /status when status is wanted) plus the user's own. */
-export function ignoredPathsFor(options: { status: boolean; extra: readonly string[] }): string[] {
-  const defaults = options.status
-    ? DEFAULT_IGNORED_PATHS.filter((path) => path !== STATUS_PATH)
-    : DEFAULT_IGNORED_PATHS;
-  return [...new Set([...defaults, ...options.extra])];
-}
-
 /** A segment that matches any single key or index, e.g. /spec/template/spec/containers/x/image with '*' for x. */
 export const WILDCARD = '*';
 

@@ -57,7 +57,7 @@ export interface StateRecorderOptions {
 }
 
 interface Pending {
-  write: StateWrite | undefined;
+  write: StateWrite;
   /** Per sink, the accepted count that must be finished before this entry may be committed. */
   mark: number[];
 }
@@ -223,12 +223,9 @@ export class StateRecorder {
 
   /** An event that was handed to the sinks: kept for `kubediff history`. */
   recordEvent(event: ChangeEvent): void {
-    const group = event.object.apiVersion.includes('/') ? event.object.apiVersion.split('/')[0] : '';
-    this.queue({
-      kind: 'event',
-      resource: group ? `${event.object.resource}.${group}` : event.object.resource,
-      event,
-    });
+    const { apiVersion, resource } = event.object;
+    const group = apiVersion.includes('/') ? (apiVersion.split('/')[0] ?? '') : '';
+    this.queue({ kind: 'event', resource: qualifiedName({ group, resource }), event });
   }
 
   /** Commits what every sink has finished with. Called by a timer; `all` at the end, after the sinks closed. */
@@ -250,7 +247,7 @@ export class StateRecorder {
     this.guard(() => {
       if (count > 0 || listed.size > 0) {
         this.db.write(
-          batch.flatMap((entry) => (entry.write ? [entry.write] : [])),
+          batch.map((entry) => entry.write),
           () => {
             for (const [resource, resourceVersion] of listed) this.db.markListed(resource, resourceVersion);
           },

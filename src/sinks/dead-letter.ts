@@ -95,6 +95,11 @@ export class DeadLetterFile {
   }
 }
 
+/** How a log line ends for `what` that was not delivered: where it went, if anywhere. */
+export function lossNote(what: string, file: DeadLetterFile | undefined): string {
+  return file ? `${what} written to the dead-letter file ${file.path}.` : `${what} not delivered.`;
+}
+
 function describeOpenError(error: unknown): string {
   switch ((error as { code?: unknown } | undefined)?.code) {
     case 'ENOENT':

@@ -3,7 +3,11 @@
 // rules for telling people about trouble: the first failure of an episode
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
+import type { Dispatcher } from 'undici';
 import type { Logger } from '../log.ts';
+import type { DeadLetterFile } from './dead-letter.ts';
+import type { Digest } from './digest.ts';
+import type { SinkReport, SinkStats } from './sink.ts';
 
 export interface RetryOptions {
   /** Attempts per request, the first included. */
@@ -213,4 +217,57 @@ function seconds(ms: number): string {
 /** 'event' / 'events'. */
 export function plural(count: number, word: string): string {
   return `${count.toLocaleString('en-US')} ${word}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * The HTTP sinks' close(): begins the shutdown clock, lets the delivery loop finish, hands what is left to
+ * `abandonRest`, then releases the connections and reports.
+ */
+export async function closeDelivery(
+  sink: {
+    name: string;
+    clock: ShutdownClock;
+    wakeup: Wakeup;
+    loop: Promise<void>;
+    agent: Dispatcher;
+    deadLetter: DeadLetterFile | undefined;
+    stats: () => SinkStats;
+  },
+  timeoutMs: number,
+  abandonRest: () => void,
+): Promise<SinkReport> {
+  sink.clock.begin(timeoutMs);
+  sink.wakeup.notify();
+  await sink.loop;
+  sink.clock.dispose();
+  abandonRest();
+  await sink.agent.destroy().catch(() => {});
+  return {
+    name: sink.name,
+    stats: sink.stats(),
+    ...(sink.deadLetter ? { deadLetterFile: sink.deadLetter.path } : {}),
+  };
+}
+
+/**
+ * A digest that will not be delivered: the events it keeps in full go to the dead-letter file with its
+ * counts, together with `alreadyWritten` events written there when they were evicted from it; the rest
+ * are counted lost (all but `alreadyWritten` when the file cannot be written).
+ */
+export function abandonDigest(
+  counters: SinkStats,
+  file: DeadLetterFile | undefined,
+  sink: string,
+  reason: string,
+  digest: Digest,
+  alreadyWritten = 0,
+): void {
+  const kept = digest.events.length;
+  if (file?.writeDigest(sink, reason, digest.toPayload())) {
+    counters.deadLettered += kept + alreadyWritten;
+    counters.lost += digest.count - kept - alreadyWritten;
+  } else {
+    counters.deadLettered += alreadyWritten;
+    counters.lost += digest.count - alreadyWritten;
+  }
 }

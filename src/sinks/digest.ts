@@ -121,7 +121,8 @@ export class Digest {
     if (other.last !== undefined && (this.last === undefined || other.last > this.last))
       this.last = other.last;
     this.clusterName ??= other.clusterName;
-    this.retain(other.retained);
+    // Sizes already measured by `other` are not measured again.
+    this.retain(other.retained, other.retainedSizes);
   }
 
   byType(): Record<EventType, number> {
@@ -220,12 +221,13 @@ export class Digest {
     this.clusterName ??= event.cluster;
   }
 
-  private retain(events: readonly ChangeEvent[]): void {
+  /** `sizes[i]`, when given, is the JSON length of `events[i]`. */
+  private retain(events: readonly ChangeEvent[], sizes: readonly number[] = []): void {
     const measure = Number.isFinite(this.retainBytes);
-    for (const event of events) {
+    for (const [i, event] of events.entries()) {
       this.retained.push(event);
       if (measure) {
-        const size = JSON.stringify(event).length;
+        const size = sizes[i] ?? JSON.stringify(event).length;
         this.retainedSizes.push(size);
         this.retainedBytes += size;
       }

@@ -37,7 +37,7 @@ export const SINK_ENV = {
   slackApiUrl: 'KUBEDIFF_SLACK_API_URL',
 } as const;
 
-export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const MAX_BATCH = 10_000;
 
 /** Headers undici or HTTP itself owns, and the ones kubediff sets. */

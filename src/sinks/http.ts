@@ -32,7 +32,7 @@ export interface PostOptions {
 const BODY_LIMIT = 64 * 1024;
 const EXCERPT_CHARS = 200;
 /** A Retry-After longer than this is taken as this: a receiver should not silence a sink for a day. */
-export const MAX_RETRY_AFTER_MS = 10 * 60_000;
+const MAX_RETRY_AFTER_MS = 10 * 60_000;
 
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'];
 
@@ -118,7 +118,7 @@ async function readLimited(body: AsyncIterable<Buffer | string> & { destroy(): v
 }
 
 /** Retry-After as seconds or an HTTP date, in ms, capped. */
-export function retryAfterOf(value: string | string[] | undefined): number | undefined {
+function retryAfterOf(value: string | string[] | undefined): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;
   if (!text) return undefined;
   let ms: number;
@@ -180,7 +180,7 @@ const NETWORK_CODES: Record<string, string> = {
 };
 
 /** One phrase for a failed request; never contains the URL's path or query. */
-export function describeTransportError(error: unknown, url: URL): string {
+function describeTransportError(error: unknown, url: URL): string {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
     const code = (current as { code?: unknown }).code;
@@ -223,9 +223,16 @@ export function scrubUrl(text: string, url: URL): string {
   return out;
 }
 
-export function formatMs(ms: number): string {
+function formatMs(ms: number): string {
   if (ms < 1000) return `${ms}ms`;
   const seconds = ms / 1000;
   if (seconds < 120) return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)}s`;
   return `${Math.round(seconds / 60)}m`;
+}
+
+/** A failure's reason, with the receiver's Retry-After when it gave one. */
+export function reasonWithRetryAfter(outcome: Extract<PostOutcome, { ok: false }>): string {
+  return outcome.retryAfterMs !== undefined
+    ? `${outcome.reason} (Retry-After ${formatMs(outcome.retryAfterMs)})`
+    : outcome.reason;
 }

@@ -7,7 +7,7 @@ import type { ChangeEvent } from '../diff/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from './filter.ts';
-import type { Sink, SinkReport } from './sink.ts';
+import { type Sink, type SinkReport, undelivered } from './sink.ts';
 
 export interface Route {
   sink: Sink;
@@ -47,12 +47,7 @@ export class Router {
   deliver(event: ChangeEvent): void {
     if (this.closing) return;
     for (const route of this.routes) {
-      let verdict: FilterVerdict;
-      try {
-        verdict = route.filter.evaluate(event);
-      } catch (error) {
-        verdict = { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` };
-      }
+      const verdict = verdictOf(route.filter, event);
       if (!verdict.deliver) {
         route.filtered++;
         continue;
@@ -72,14 +67,7 @@ export class Router {
 
   /** Where `event` would go, and why (for --explain). */
   explain(event: ChangeEvent): { sink: string; verdict: FilterVerdict }[] {
-    return this.routes.map((route) => {
-      try {
-        return { sink: route.sink.name, verdict: route.filter.evaluate(event) };
-      } catch (error) {
-        const reason = `the filter failed (${errorMessage(error)}); delivered anyway`;
-        return { sink: route.sink.name, verdict: { deliver: true, reason } };
-      }
-    });
+    return this.routes.map((route) => ({ sink: route.sink.name, verdict: verdictOf(route.filter, event) }));
   }
 
   /** Closes every sink in parallel; resolves within about `timeoutMs` even if a sink misbehaves. */
@@ -108,6 +96,15 @@ export class Router {
   }
 }
 
+/** The filter's verdict; a filter that throws lets the event through (and says why). */
+function verdictOf(filter: EventFilter, event: ChangeEvent): FilterVerdict {
+  try {
+    return filter.evaluate(event);
+  } catch (error) {
+    return { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` };
+  }
+}
+
 /**
  * One --explain line: the event, where it went (a sink, or `all sinks` for the watch's own rules) and why.
  * `explain: UPDATED deployments.apps shop/web 6f1c…:48213 → webhook audit: delivered (resource deploy)`.
@@ -128,7 +125,7 @@ export function explainLine(event: ChangeEvent, target: string, verdict: FilterV
 export function logShutdownReport(reports: readonly RouteReport[], log: Logger): void {
   for (const report of reports) {
     const { stats } = report;
-    const missed = stats.deadLettered + stats.lost + stats.pending;
+    const missed = undelivered(stats);
     const delivered = `${count(stats.delivered, 'event')} delivered${
       stats.summarized > 0 ? `, ${count(stats.summarized, 'more')} in ${count(stats.digests, 'digest')}` : ''
     }`;

@@ -12,7 +12,7 @@ import { redactUrl } from './http.ts';
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
-import { SlackSink } from './slack.ts';
+import { SlackSink, slackSinkName } from './slack.ts';
 import type { SlackFormatOptions } from './slack-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import { type WebhookBatchOptions, type WebhookQueueOptions, WebhookSink } from './webhook.ts';
@@ -86,30 +86,6 @@ export interface SinkSet {
   deadLetterFiles: DeadLetterFile[];
   /** Pauses the watch while a stdout reader lags (see StreamOutput.flowControl). */
   flowControl: () => Promise<void> | undefined;
-}
-
-/** Checks a spec without creating anything; throws a UsageError naming the sink and the problem. */
-export function checkSinkSpec(spec: SinkSpec, where: string): void {
-  const fail = (problem: string): never => {
-    throw new UsageError(`${where}: ${problem}.`);
-  };
-  if (spec.filter) {
-    try {
-      compileFilter(spec.filter);
-    } catch (error) {
-      fail(`invalid filter: ${(error as Error).message}`);
-    }
-  }
-  if (spec.type === 'webhook') {
-    checkHttpUrl(spec.url, where);
-    if (spec.batch && (!Number.isInteger(spec.batch.maxEvents) || spec.batch.maxEvents < 1))
-      fail('the batch size must be a whole number of events, at least 1');
-  } else if (spec.type === 'slack') {
-    if (spec.webhookUrl !== undefined) checkHttpUrl(spec.webhookUrl, where);
-    else if (spec.token === undefined || spec.channel === undefined)
-      fail('a Slack sink needs an incoming webhook URL, or a bot token and a channel');
-    if (spec.apiUrl !== undefined) checkHttpUrl(spec.apiUrl, where);
-  }
 }
 
 export function checkHttpUrl(text: string, where: string): URL {
@@ -194,12 +170,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
                 channel: spec.channel ?? '',
                 ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
               };
-        const probe = new URL(target.kind === 'webhook' ? target.url : 'https://slack.com');
-        const name =
-          spec.name ??
-          (target.kind === 'webhook'
-            ? `slack ${redactUrl(probe)}`
-            : `slack ${target.channel.startsWith('#') ? target.channel : `#${target.channel}`}`);
+        const name = spec.name ?? slackSinkName(target);
         sink = new SlackSink({
           target,
           name: unique(name),

@@ -26,7 +26,7 @@ export interface SlackMessage {
   blocks: SlackBlock[];
 }
 
-export const SLACK_LIMITS = {
+const SLACK_LIMITS = {
   blocks: 50,
   headerText: 150,
   sectionText: 3000,
@@ -87,7 +87,7 @@ export function showsEventsInFull(
   return batch.complete && batch.count <= options.maxEventsPerMessage;
 }
 
-export function renderEventMessage(event: ChangeEvent, options: SlackFormatOptions): SlackMessage {
+function renderEventMessage(event: ChangeEvent, options: SlackFormatOptions): SlackMessage {
   const { object } = event;
   const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
   const blocks: SlackBlock[] = [
@@ -108,7 +108,7 @@ export function renderEventMessage(event: ChangeEvent, options: SlackFormatOptio
   return fit({ text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${count}`, blocks });
 }
 
-export function renderEventsMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
+function renderEventsMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
   const blocks: SlackBlock[] = [
     header(`${formatCount(batch.count)} changes ${batch.where()}`),
     context([...(batch.cluster ? [`cluster *${escapeMrkdwn(batch.cluster)}*`] : []), timeRange(batch)]),
@@ -123,7 +123,7 @@ export function renderEventsMessage(batch: Digest, options: SlackFormatOptions):
   return fit({ text: `${prefix(batch.cluster)}${batch.summary()}`, blocks });
 }
 
-export function renderDigestMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
+function renderDigestMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
   const parts = batch.parts();
   const shownParts = parts.slice(0, 10).map((part) => `• ${escapeMrkdwn(part)}`);
   if (parts.length > 10) shownParts.push(`• …and ${parts.length - 10} more kinds of change`);
@@ -182,7 +182,7 @@ function recentLine(event: ChangeEvent, maxValueLength: number): string {
 }
 
 /** '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'. */
-export function changeLine(change: Change, maxValueLength: number): string {
+function changeLine(change: Change, maxValueLength: number): string {
   const path = code(elide(readablePath(change.path), 120));
   const value = (v: Change['from']) => code(renderValue(v ?? null, maxValueLength));
   if (change.op === 'add') return `• ${path} added: ${value(change.to)}`;
@@ -195,7 +195,7 @@ function more(count: number): string {
 }
 
 /** Slack's mrkdwn needs &, < and > escaped; everything else is shown as is. */
-export function escapeMrkdwn(text: string): string {
+function escapeMrkdwn(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 

@@ -10,8 +10,10 @@ import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../diff/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { DeadLetterFile } from './dead-letter.ts';
+import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import {
+  abandonDigest,
+  closeDelivery,
   DEFAULT_RETRY,
   plural,
   RetryDelay,
@@ -21,7 +23,14 @@ import {
   Wakeup,
 } from './delivery.ts';
 import { Digest } from './digest.ts';
-import { bodyExcerpt, createAgent, formatMs, type PostOutcome, postJson, redactUrl } from './http.ts';
+import {
+  bodyExcerpt,
+  createAgent,
+  type PostOutcome,
+  postJson,
+  reasonWithRetryAfter,
+  redactUrl,
+} from './http.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 import {
   DEFAULT_SLACK_FORMAT,
@@ -57,7 +66,7 @@ export interface SlackSinkOptions {
   log: Logger;
 }
 
-export const SLACK_DEFAULTS = {
+const SLACK_DEFAULTS = {
   apiUrl: 'https://slack.com/api',
   timeoutMs: 10_000,
   minIntervalMs: 1_000,
@@ -124,9 +133,7 @@ export class SlackSink implements Sink {
       target.kind === 'webhook'
         ? new URL(target.url)
         : new URL(`${(target.apiUrl ?? SLACK_DEFAULTS.apiUrl).replace(/\/+$/, '')}/chat.postMessage`);
-    this.name =
-      options.name ??
-      (target.kind === 'webhook' ? `slack ${redactUrl(this.url)}` : `slack ${channelLabel(target.channel)}`);
+    this.name = options.name ?? slackSinkName(target);
     this.timeoutMs = options.timeoutMs ?? SLACK_DEFAULTS.timeoutMs;
     this.minIntervalMs = options.minIntervalMs ?? SLACK_DEFAULTS.minIntervalMs;
     this.gatherMs = options.gatherMs ?? SLACK_DEFAULTS.gatherMs;
@@ -159,27 +166,30 @@ export class SlackSink implements Sink {
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
-    this.closed ??= (async () => {
-      this.clock.begin(timeoutMs);
-      this.wakeup.notify();
-      await this.loop;
-      this.clock.dispose();
+    this.closed ??= closeDelivery(this.closeParts(), timeoutMs, () => {
       if (!this.pending.isEmpty) {
         this.abandon(this.pending, 'not delivered within the shutdown timeout');
         this.pending = this.newBatch();
       }
-      await this.agent.destroy().catch(() => {});
-      return {
-        name: this.name,
-        stats: this.stats(),
-        ...(this.options.deadLetter ? { deadLetterFile: this.options.deadLetter.path } : {}),
-      };
-    })();
+    });
     return this.closed;
   }
 
   private newBatch(): Digest {
     return new Digest({ retain: this.capacity, retainBytes: this.capacityBytes });
+  }
+
+  private closeParts(): Parameters<typeof closeDelivery>[0] {
+    const { name, clock, wakeup, loop, agent } = this;
+    return {
+      name,
+      clock,
+      wakeup,
+      loop,
+      agent,
+      deadLetter: this.options.deadLetter,
+      stats: () => this.stats(),
+    };
   }
 
   private async run(): Promise<void> {
@@ -267,13 +277,7 @@ export class SlackSink implements Sink {
         }
         wait = this.delay.next(outcome.retryAfterMs);
       }
-      this.trouble.retrying(
-        outcome.retryAfterMs !== undefined
-          ? `${outcome.reason} (Retry-After ${formatMs(outcome.retryAfterMs)})`
-          : outcome.reason,
-        wait,
-        attempts,
-      );
+      this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempts);
       this.nextSendAt = Date.now() + wait;
       if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
         this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
@@ -302,22 +306,20 @@ export class SlackSink implements Sink {
   }
 
   private describeLoss(batch: Digest): string {
-    const what = plural(batch.count, 'event');
-    const file = this.options.deadLetter;
-    return file ? `${what} written to the dead-letter file ${file.path}.` : `${what} not delivered.`;
+    return lossNote(plural(batch.count, 'event'), this.options.deadLetter);
   }
 
   /** Events that will not reach Slack: kept ones to the dead-letter file, the rest counted as lost. */
   private abandon(batch: Digest, reason: string): void {
-    const file = this.options.deadLetter;
-    if (batch.isEmpty) return;
-    if (file?.writeDigest(this.name, reason, batch.toPayload())) {
-      this.counters.deadLettered += batch.events.length;
-      this.counters.lost += batch.count - batch.events.length;
-    } else {
-      this.counters.lost += batch.count;
-    }
+    if (!batch.isEmpty) abandonDigest(this.counters, this.options.deadLetter, this.name, reason, batch);
   }
+}
+
+/** The name a Slack sink goes by in logs and reports when its config gives none: the host, or the channel. */
+export function slackSinkName(target: SlackTarget): string {
+  return target.kind === 'webhook'
+    ? `slack ${redactUrl(new URL(target.url))}`
+    : `slack ${channelLabel(target.channel)}`;
 }
 
 function channelLabel(channel: string): string {

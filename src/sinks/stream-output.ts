@@ -17,7 +17,7 @@ import type { Logger } from '../log.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 
 /** Above this much unwritten output, the watch pauses. */
-export const DEFAULT_PAUSE_AT_BYTES = 1024 * 1024;
+const DEFAULT_PAUSE_AT_BYTES = 1024 * 1024;
 
 export class StreamOutput implements Sink {
   readonly name: string;

@@ -9,8 +9,10 @@ import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../diff/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { DeadLetterFile } from './dead-letter.ts';
+import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import {
+  abandonDigest,
+  closeDelivery,
   DEFAULT_RETRY,
   plural,
   RetryDelay,
@@ -21,7 +23,7 @@ import {
 } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import { EventQueue } from './event-queue.ts';
-import { createAgent, formatMs, type PostOutcome, postJson, redactUrl } from './http.ts';
+import { createAgent, postJson, reasonWithRetryAfter, redactUrl } from './http.ts';
 import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 
@@ -62,7 +64,7 @@ export interface WebhookSinkOptions {
   log: Logger;
 }
 
-export const WEBHOOK_DEFAULTS = {
+const WEBHOOK_DEFAULTS = {
   timeoutMs: 10_000,
   batchMaxWaitMs: 1_000,
   queueCapacity: 10_000,
@@ -145,23 +147,26 @@ export class WebhookSink implements Sink {
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
-    this.closed ??= (async () => {
-      this.clock.begin(timeoutMs);
-      this.wakeup.notify();
-      await this.loop;
-      this.clock.dispose();
+    this.closed ??= closeDelivery(this.closeParts(), timeoutMs, () => {
       for (const entry of this.queue.drain()) {
         if (entry.kind === 'event') this.abandon([entry.event], 'not delivered within the shutdown timeout');
         else this.abandonDigest(entry.digest, 'not delivered within the shutdown timeout');
       }
-      await this.agent.destroy().catch(() => {});
-      return {
-        name: this.name,
-        stats: this.stats(),
-        ...(this.options.deadLetter ? { deadLetterFile: this.options.deadLetter.path } : {}),
-      };
-    })();
+    });
     return this.closed;
+  }
+
+  private closeParts(): Parameters<typeof closeDelivery>[0] {
+    const { name, clock, wakeup, loop, agent } = this;
+    return {
+      name,
+      clock,
+      wakeup,
+      loop,
+      agent,
+      deadLetter: this.options.deadLetter,
+      stats: () => this.stats(),
+    };
   }
 
   private async run(): Promise<void> {
@@ -314,17 +319,8 @@ export class WebhookSink implements Sink {
   }
 
   private abandonDigest(digest: Digest, reason: string): void {
-    const file = this.options.deadLetter;
-    const kept = digest.events.length;
-    const evictedWritten = this.evictedWritten.get(digest) ?? 0;
-    const neverWritten = digest.count - kept - evictedWritten;
-    if (file?.writeDigest(this.name, reason, digest.toPayload())) {
-      this.counters.deadLettered += kept + evictedWritten;
-      this.counters.lost += neverWritten;
-    } else {
-      this.counters.deadLettered += evictedWritten;
-      this.counters.lost += digest.count - evictedWritten;
-    }
+    const written = this.evictedWritten.get(digest) ?? 0;
+    abandonDigest(this.counters, this.options.deadLetter, this.name, reason, digest, written);
   }
 
   private startOverflow(): void {
@@ -353,16 +349,9 @@ function describeWork(work: Work): string {
 }
 
 function describeLoss(work: Work, file: DeadLetterFile | undefined): string {
-  const what = work.kind === 'event' ? `Event ${work.event.id}` : capitalize(describeWork(work));
-  return file ? `${what} written to the dead-letter file ${file.path}.` : `${what} not delivered.`;
+  return lossNote(work.kind === 'event' ? `Event ${work.event.id}` : capitalize(describeWork(work)), file);
 }
 
 function capitalize(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
-function reasonWithRetryAfter(outcome: Extract<PostOutcome, { ok: false }>): string {
-  return outcome.retryAfterMs !== undefined
-    ? `${outcome.reason} (Retry-After ${formatMs(outcome.retryAfterMs)})`
-    : outcome.reason;
 }

@@ -11,7 +11,7 @@ import type { ClusterInfo } from './cluster.ts';
 import { resolveBinaries } from './cluster.ts';
 import type { KubeAdmin, KubeObject } from './kube-admin.ts';
 
-export const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
+const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
 
 export function kubectlPath(): string | undefined {
   const file = resolveBinaries().kubectl.path;
@@ -27,6 +27,15 @@ export interface CommandResult {
 export function kubectl(args: string[], options: { input?: string } = {}): Promise<CommandResult> {
   const file = kubectlPath();
   if (!file) throw new Error('kubectl is not built: run npm run cluster:build');
+  return runCommand(file, args, options);
+}
+
+/** Runs `file` with `args`, `input` on its stdin, and collects its output. */
+export function runCommand(
+  file: string,
+  args: string[],
+  options: { input?: string } = {},
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -105,6 +114,25 @@ export async function applyObjects(kubeconfig: string, objects: KubeObject[]): P
     input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: cleaned }),
   });
   if (result.code !== 0) throw new Error(`kubectl apply failed: ${result.stderr}`);
+}
+
+const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+
+/** The ServiceAccount and RBAC objects among `objects`. */
+export function rbacObjects<T extends KubeObject>(objects: readonly T[]): T[] {
+  return objects.filter((object) => RBAC_KINDS.has(object.kind ?? ''));
+}
+
+/** The API paths of the ClusterRoles and ClusterRoleBindings among `objects`, to delete afterwards. */
+export function clusterScopedPaths(objects: readonly KubeObject[]): string[] {
+  const paths: string[] = [];
+  for (const object of objects) {
+    if (object.kind === 'ClusterRole')
+      paths.push(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${object.metadata.name}`);
+    if (object.kind === 'ClusterRoleBinding')
+      paths.push(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${object.metadata.name}`);
+  }
+  return paths;
 }
 
 /** A token for a ServiceAccount (TokenRequest API), optionally bound to an object so that deleting it revokes the token. */

@@ -1,10 +1,40 @@
 // The event as tests see it, plus small tools to find events and to check them against the contract
 // (PRODUCT.md, "The event").
 
+import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import type { ChangeEvent } from '../../src/diff/types.ts';
 
 /** One JSON line of `kubediff watch -o json` (and one webhook body). Mirrors the contract type. */
 export interface TestEvent extends ChangeEvent {}
+
+/** Overrides for `sampleEvent`; `object` is merged field by field. */
+export interface SampleOverrides extends Partial<Omit<TestEvent, 'object'>> {
+  object?: Partial<TestEvent['object']>;
+}
+
+/** A valid UPDATED event for unit tests: Deployment shop/web in cluster "prod", replicas 2 → 5. */
+export function sampleEvent(overrides: SampleOverrides = {}): TestEvent {
+  const { object, ...rest } = overrides;
+  return {
+    id: 'u1:5',
+    type: 'UPDATED',
+    time: '2026-11-22T10:31:07.412Z',
+    cluster: 'prod',
+    object: {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      resource: 'deployments',
+      namespace: 'shop',
+      name: 'web',
+      uid: 'u1',
+      resourceVersion: '5',
+      ...object,
+    },
+    changes: [{ op: 'replace', path: '/spec/replicas', from: 2, to: 5 }],
+    ...rest,
+  };
+}
 
 /** What `matching()` compares; every given field must be equal. */
 export interface EventFilter {
@@ -171,4 +201,57 @@ export function assertEvent(value: unknown): asserts value is TestEvent {
   if (problems.length > 0) {
     throw new Error(`not a valid kubediff event (${problems.join('; ')}): ${JSON.stringify(value)}`);
   }
+}
+
+/**
+ * The stream invariants of "Correctness" 2, over every event of a run: ids are unique; per object
+ * (uid) the types go ADDED? → UPDATED* → DELETED? and nothing follows a DELETED; and each UPDATED's
+ * `from` side is what the object's previous event said (`to` of the last change at that path).
+ */
+export function assertStreamInvariants(events: readonly TestEvent[]): void {
+  const listing = () => events.map((event, index) => `  #${index} ${describeEvent(event)}`).join('\n');
+  const ids = new Map<string, number>();
+  const lastType = new Map<string, TestEvent['type']>();
+  /** uid → path → the value last reported there (undefined: last reported as removed). */
+  const known = new Map<string, Map<string, unknown>>();
+  events.forEach((event, index) => {
+    const earlier = ids.get(event.id);
+    assert.equal(earlier, undefined, `event #${index} repeats the id of #${earlier}:\n${listing()}`);
+    ids.set(event.id, index);
+    const uid = event.object.uid;
+    const previous = lastType.get(uid);
+    if (event.type === 'ADDED') {
+      assert.equal(
+        previous,
+        undefined,
+        `#${index} ADDED after a ${previous} of the same object:\n${listing()}`,
+      );
+    } else {
+      assert.notEqual(previous, 'DELETED', `#${index} ${event.type} after a DELETED:\n${listing()}`);
+    }
+    lastType.set(uid, event.type);
+    const paths = known.get(uid) ?? new Map<string, unknown>();
+    known.set(uid, paths);
+    for (const change of event.changes ?? []) {
+      if (!paths.has(change.path)) {
+        paths.set(change.path, change.op === 'remove' ? undefined : change.to);
+        continue;
+      }
+      const before = paths.get(change.path);
+      if (before === undefined) {
+        assert.equal(
+          change.op,
+          'add',
+          `#${index}: ${change.path} was removed before, so it can only be added`,
+        );
+      } else {
+        assert.notEqual(change.op, 'add', `#${index}: ${change.path} already had a value`);
+        assert.ok(
+          isDeepStrictEqual(change.from, before),
+          `#${index}: ${change.path} goes from ${JSON.stringify(change.from)}, but the previous event left it at ${JSON.stringify(before)}:\n${listing()}`,
+        );
+      }
+      paths.set(change.path, change.op === 'remove' ? undefined : change.to);
+    }
+  });
 }

@@ -3,13 +3,23 @@
 // real, lets kubediff run with --leader-elect under the chart's Lease name and nothing more.
 // Needs helm, built from its Go module: cd test/helm && go build -o ../../.cache/helm/bin/helm helm.sh/helm/v3/cmd/helm
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
-import { applyObjects, kubectl, kubectlPath, mintToken, type PodFiles, podFiles } from '../helpers/deploy.ts';
+import {
+  applyObjects,
+  type CommandResult,
+  clusterScopedPaths,
+  kubectl,
+  kubectlPath,
+  mintToken,
+  type PodFiles,
+  podFiles,
+  rbacObjects,
+  runCommand,
+} from '../helpers/deploy.ts';
 import { adminClient, KubeApiError, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
 const HELM =
@@ -22,20 +32,8 @@ const skip = !existsSync(HELM)
     : false;
 const admin = adminClient();
 
-function helm(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(HELM, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function helm(args: string[]): Promise<CommandResult> {
+  return runCommand(HELM, args);
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests, checked field by field
@@ -108,18 +106,9 @@ describe('the Helm chart', { skip }, () => {
   });
 
   test("its RBAC is enough for kubediff with --leader-elect under the chart's Lease name, and no more", async () => {
-    const rbac = objects.filter((object) =>
-      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(
-        object.kind ?? '',
-      ),
-    );
+    const rbac = rbacObjects(objects);
     assert.equal(rbac.length, 5);
-    for (const object of rbac) {
-      if (object.kind === 'ClusterRole')
-        clusterScoped.push(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${object.metadata.name}`);
-      if (object.kind === 'ClusterRoleBinding')
-        clusterScoped.push(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${object.metadata.name}`);
-    }
+    clusterScoped.push(...clusterScopedPaths(rbac));
     await applyObjects(kubeconfig, rbac);
     const token = await mintToken(admin, namespace, `${release}-kubediff`);
     pod = await podFiles(testCluster(), namespace, token);

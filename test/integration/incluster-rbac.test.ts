@@ -11,12 +11,14 @@ import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {
   applyObjects,
+  clusterScopedPaths,
   deployOverlay,
   kubectlPath,
   mintToken,
   type Overlay,
   type PodFiles,
   podFiles,
+  rbacObjects,
   serverDryRun,
 } from '../helpers/deploy.ts';
 import { adminClient, KubeApiError, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
@@ -116,16 +118,8 @@ describe('in the cluster, with deploy/ RBAC only', { skip }, () => {
   });
 
   test('with only its ServiceAccount it watches every resource type and cannot write', async () => {
-    const rbacKinds = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
-    const rbac = (objects ?? (await serverDryRun(adminKubeconfig, overlay))).filter((object) =>
-      rbacKinds.has(object.kind ?? ''),
-    );
-    for (const object of rbac) {
-      if (object.kind === 'ClusterRole')
-        clusterScoped.push(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${object.metadata.name}`);
-      if (object.kind === 'ClusterRoleBinding')
-        clusterScoped.push(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${object.metadata.name}`);
-    }
+    const rbac = rbacObjects(objects ?? (await serverDryRun(adminKubeconfig, overlay)));
+    clusterScoped.push(...clusterScopedPaths(rbac));
     await applyObjects(adminKubeconfig, rbac);
     const token = await mintToken(admin, namespace, serviceAccount);
     pod = await podFiles(cluster, namespace, token);

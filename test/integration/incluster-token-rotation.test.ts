@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { mintToken, type PodFiles, podFiles } from '../helpers/deploy.ts';
-import { adminClient, KubeApiError } from '../helpers/kube-admin.ts';
+import { adminClient, waitFor } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
 let namespace: string;
@@ -52,15 +52,11 @@ test('a rotated token file is picked up, and the old token can be revoked', {
     subjects: [{ kind: 'ServiceAccount', name: 'default', namespace }],
   });
   // The controller manager creates the default ServiceAccount shortly after the namespace.
-  for (let i = 0; ; i++) {
-    try {
-      await admin.get(`/api/v1/namespaces/${namespace}/serviceaccounts/default`);
-      break;
-    } catch (error) {
-      if (!(error instanceof KubeApiError && error.status === 404) || i > 100) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  await waitFor(() => admin.get(`/api/v1/namespaces/${namespace}/serviceaccounts/default`), {
+    what: 'the default ServiceAccount',
+    intervalMs: 100,
+    timeoutMs: 10_000,
+  });
   const first = await boundToken('token-a');
   const second = await boundToken('token-b');
   pod = await podFiles(testCluster(), namespace, first);

@@ -4,10 +4,9 @@
 // Every test uses its own API group, so other tests' CRDs and objects are simply filtered out.
 import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext, test } from 'node:test';
-import { isDeepStrictEqual } from 'node:util';
 import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
-import { describeEvent, type TestEvent } from '../helpers/events.ts';
+import { assertStreamInvariants, describeEvent, type TestEvent } from '../helpers/events.ts';
 import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
@@ -52,38 +51,6 @@ const sortedChanges = (event: TestEvent) =>
 
 function widget(group: string, name: string, spec: Record<string, unknown>) {
   return { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name }, spec };
-}
-
-/**
- * The stream invariants of "Correctness" 2 over the events of one group: unique ids; per object
- * (uid) ADDED? → UPDATED* → DELETED? with nothing after a DELETED; each UPDATED's `from` is what
- * the previous event of that object left at that path.
- */
-function assertStreamInvariants(events: readonly TestEvent[]): void {
-  const listing = () => events.map((event, index) => `  #${index} ${describeEvent(event)}`).join('\n');
-  const ids = new Set<string>();
-  const lastType = new Map<string, TestEvent['type']>();
-  const known = new Map<string, Map<string, unknown>>();
-  events.forEach((event, index) => {
-    assert.ok(!ids.has(event.id), `event #${index} repeats an id:\n${listing()}`);
-    ids.add(event.id);
-    const uid = event.object.uid;
-    const previous = lastType.get(uid);
-    if (event.type === 'ADDED') assert.equal(previous, undefined, `#${index} ADDED twice:\n${listing()}`);
-    else assert.notEqual(previous, 'DELETED', `#${index} ${event.type} after DELETED:\n${listing()}`);
-    lastType.set(uid, event.type);
-    const paths = known.get(uid) ?? new Map<string, unknown>();
-    known.set(uid, paths);
-    for (const change of event.changes ?? []) {
-      if (paths.has(change.path) && paths.get(change.path) !== undefined) {
-        assert.ok(
-          isDeepStrictEqual(change.from, paths.get(change.path)),
-          `#${index}: ${change.path} from ${JSON.stringify(change.from)}, previously ${JSON.stringify(paths.get(change.path))}:\n${listing()}`,
-        );
-      }
-      paths.set(change.path, change.op === 'remove' ? undefined : change.to);
-    }
-  });
 }
 
 test('a CRD created while kubediff runs is watched within seconds; deleting it reports its objects as DELETED; re-creating it works again', async (t) => {

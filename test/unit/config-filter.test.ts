@@ -9,39 +9,20 @@ import type { ResourceType } from '../../src/kube/types.ts';
 import type { Logger } from '../../src/log.ts';
 import { compileFilter } from '../../src/sinks/filter.ts';
 import { explainLine } from '../../src/sinks/router.ts';
+import { type SampleOverrides, sampleEvent } from '../helpers/events.ts';
 
-interface Overrides {
-  type?: ChangeEvent['type'];
-  changes?: ChangeEvent['changes'];
-  object?: Partial<ChangeEvent['object']>;
-}
-
-function event(overrides: Overrides = {}): ChangeEvent {
-  const { object, ...rest } = overrides;
-  return {
-    id: 'u1:5',
-    type: 'UPDATED',
-    time: '2026-11-22T10:31:07.412Z',
-    cluster: 'prod',
-    object: {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      resource: 'deployments',
-      namespace: 'shop',
-      name: 'web',
-      uid: 'u1',
-      resourceVersion: '5',
-      ...object,
-    },
+/** The sample event with two changes, so that ignore/only can keep one. */
+function event(overrides: SampleOverrides = {}): ChangeEvent {
+  return sampleEvent({
     changes: [
       { op: 'replace', path: '/spec/replicas', from: 2, to: 5 },
       { op: 'replace', path: '/spec/template/spec/containers/0/image', from: 'a', to: 'b' },
     ],
-    ...rest,
-  };
+    ...overrides,
+  });
 }
 
-const configmap = (overrides: Overrides = {}) =>
+const configmap = (overrides: SampleOverrides = {}) =>
   event({
     ...overrides,
     object: { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', ...overrides.object },

@@ -305,6 +305,18 @@ describe('presets', () => {
       '/metadata/generation',
       '/spec/replicas',
     ]);
+    // A path named again is listed once, and an explicit /status stays even with --status.
+    assert.deepEqual(presetIgnoredPaths('default', true, ['/spec/replicas', '/status']), [
+      '/metadata/managedFields',
+      '/metadata/resourceVersion',
+      '/metadata/generation',
+      '/spec/replicas',
+      '/status',
+    ]);
+    assert.deepEqual(presetIgnoredPaths('default', false, ['/status', '/metadata/uid']), [
+      ...DEFAULT_IGNORED_PATHS,
+      '/metadata/uid',
+    ]);
   });
 
   it('an unknown --preset is a usage error', () => {

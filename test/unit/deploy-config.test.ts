@@ -1,16 +1,13 @@
 // deploy/config.yaml, the config file the Deployment mounts, is valid for this kubediff.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { runKubediffToCompletion } from '../helpers/cli.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-test('kubediff validate -c deploy/config.yaml', () => {
-  const result = spawnSync(process.execPath, ['bin/kubediff.js', 'validate', '-c', 'deploy/config.yaml'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  assert.equal(result.status, 0, result.stderr);
+test('kubediff validate -c deploy/config.yaml', async () => {
+  const result = await runKubediffToCompletion(['validate', '-c', 'deploy/config.yaml'], { cwd: root });
+  assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /valid/);
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_IGNORED_PATHS, ignoredPathsFor, PathMatcher } from '../../src/diff/ignore.ts';
+import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
 
 describe('PathMatcher', () => {
   it('matches a pattern, everything below it, and nothing beside or above it', () => {
@@ -87,20 +87,5 @@ describe('ignored paths', () => {
     assert.equal(matcher.matchesPointer('/metadata/generation'), true);
     assert.equal(matcher.matchesPointer('/metadata/generateName'), false);
     assert.equal(matcher.matchesPointer('/spec/replicas'), false);
-  });
-
-  it('keeps /status when status is wanted, and adds the extra paths', () => {
-    assert.deepEqual(ignoredPathsFor({ status: false, extra: [] }), [...DEFAULT_IGNORED_PATHS]);
-    assert.deepEqual(ignoredPathsFor({ status: true, extra: ['/spec/replicas', '/status'] }), [
-      '/metadata/managedFields',
-      '/metadata/resourceVersion',
-      '/metadata/generation',
-      '/spec/replicas',
-      '/status',
-    ]);
-    assert.deepEqual(ignoredPathsFor({ status: false, extra: ['/status', '/metadata/uid'] }), [
-      ...DEFAULT_IGNORED_PATHS,
-      '/metadata/uid',
-    ]);
   });
 });

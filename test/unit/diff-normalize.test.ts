@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_IGNORED_PATHS, ignoredPathsFor, PathMatcher } from '../../src/diff/ignore.ts';
+import { presetIgnoredPaths } from '../../src/config/presets.ts';
+import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
 import { normalizeObject } from '../../src/diff/normalize.ts';
 import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
 
@@ -37,7 +38,7 @@ describe('normalizeObject', () => {
   });
 
   it('keeps status when status is wanted', () => {
-    const matcher = new PathMatcher(ignoredPathsFor({ status: true, extra: [] }));
+    const matcher = new PathMatcher(presetIgnoredPaths('default', true, []));
     const normalized = normalizeObject(deployment(), matcher);
     assert.deepEqual(normalized.status, { replicas: 2, conditions: [{ type: 'Available', status: 'True' }] });
     assert.deepEqual(Object.keys(normalized.metadata as JsonObject), ['name', 'namespace', 'uid', 'labels']);

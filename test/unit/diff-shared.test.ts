@@ -8,29 +8,11 @@ import { changesBetween } from '../../src/diff/delta-changes.ts';
 import { computeDelta, diffObjects } from '../../src/diff/diff.ts';
 import { shareUnchanged } from '../../src/diff/share.ts';
 import type { JsonObject, JsonValue } from '../../src/kube/types.ts';
+import { clone, seededRandom, setKey } from '../helpers/random-json.ts';
 
 /** What diffObjects reported before the fast path: jsondiffpatch over the whole objects. */
 function reference(old: JsonObject, updated: JsonObject) {
   return changesBetween(old, updated, computeDelta);
-}
-
-function clone<T extends JsonValue>(value: T): T {
-  return JSON.parse(JSON.stringify(value));
-}
-
-function setKey(object: JsonObject, key: string, value: JsonValue): void {
-  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
-function randomSource(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const KEYS = ['a', 'b', 'spec', 'data', 'x/y', 't~z', '__proto__', '', '0', '10'];
@@ -40,7 +22,7 @@ const STRINGS = ['', 'v1', 'v2', 'x'.repeat(80)];
 class Random {
   readonly next: () => number;
   constructor(seed: number) {
-    this.next = randomSource(seed);
+    this.next = seededRandom(seed);
   }
   int(limit: number): number {
     return Math.floor(this.next() * limit);

@@ -1,30 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
 import { prettyRenderer, readablePath, renderValue } from '../../src/sinks/pretty.ts';
+import { sampleEvent } from '../helpers/events.ts';
 
 describe('pretty output', () => {
   it('renders a header and one line per change', () => {
-    const event: ChangeEvent = {
-      id: 'u:2',
-      type: 'UPDATED',
-      time: '2026-11-22T10:31:07.412Z',
+    const event = sampleEvent({
       cluster: 'prod-eu',
-      object: {
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        resource: 'deployments',
-        namespace: 'shop',
-        name: 'web',
-        uid: 'u',
-        resourceVersion: '2',
-      },
       changes: [
         { op: 'replace', path: '/spec/replicas', from: 2, to: 5 },
         { op: 'add', path: '/metadata/labels/app.kubernetes.io~1name', to: 'web' },
         { op: 'remove', path: '/spec/template/spec/containers/1', from: { name: 'sidecar' } },
       ],
-    };
+    });
     assert.equal(
       prettyRenderer({ color: false })(event),
       [
@@ -38,22 +26,16 @@ describe('pretty output', () => {
   });
 
   it('marks offline events and elides long values in the middle', () => {
-    const text = prettyRenderer({ color: false })({
-      id: 'u:9',
-      type: 'DELETED',
-      time: '2026-11-22T10:31:07.412Z',
-      object: {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        resource: 'configmaps',
-        namespace: 'a',
-        name: 'b',
-        uid: 'u',
-        resourceVersion: '9',
-      },
-      offline: true,
-      finalStateUnknown: true,
-    });
+    const text = prettyRenderer({ color: false })(
+      sampleEvent({
+        type: 'DELETED',
+        cluster: undefined,
+        object: { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespace: 'a', name: 'b' },
+        changes: undefined,
+        offline: true,
+        finalStateUnknown: true,
+      }),
+    );
     assert.equal(text, '10:31:07 DELETED configmaps a/b (while not watching, final state unknown)\n');
     const long = renderValue('x'.repeat(500), 21);
     assert.equal(long.length, 21);

@@ -2,34 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChangeEvent } from '../../src/diff/types.ts';
 import { compileFilter } from '../../src/sinks/filter.ts';
+import { sampleEvent } from '../helpers/events.ts';
 
-interface Overrides {
-  type?: ChangeEvent['type'];
-  changes?: ChangeEvent['changes'];
-  object?: Partial<ChangeEvent['object']>;
-}
-
-function event(overrides: Overrides = {}): ChangeEvent {
-  const { object, ...rest } = overrides;
-  return {
-    id: 'u1:5',
-    type: 'UPDATED',
-    time: '2026-11-22T10:31:07.412Z',
-    cluster: 'prod',
-    object: {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      resource: 'deployments',
-      namespace: 'shop',
-      name: 'web',
-      uid: 'u1',
-      resourceVersion: '5',
-      ...object,
-    },
-    changes: [{ op: 'replace', path: '/spec/replicas', from: 2, to: 5 }],
-    ...rest,
-  };
-}
+const event = sampleEvent;
 
 describe('sink filter', () => {
   it('accepts everything when empty, and says so', () => {

@@ -3,28 +3,18 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import type { ChangeEvent } from '../../src/diff/types.ts';
-import type { Logger } from '../../src/log.ts';
 import { compileFilter } from '../../src/sinks/filter.ts';
 import { logShutdownReport, Router } from '../../src/sinks/router.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from '../../src/sinks/sink.ts';
 import { renderJsonLine, StreamOutput } from '../../src/sinks/stream-output.ts';
 import { WebhookSink } from '../../src/sinks/webhook.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { memoryLog } from '../helpers/sink-test.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 after(async () => {
   for (const step of cleanup.reverse()) await step();
 });
-
-function memoryLog(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  return {
-    lines,
-    info: (m) => lines.push(`info: ${m}`),
-    warn: (m) => lines.push(`warn: ${m}`),
-    debug: (m) => lines.push(`debug: ${m}`),
-  };
-}
 
 /** A sink that remembers what it got. */
 class Collector implements Sink {

@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Change, ChangeEvent, EventType } from '../../src/diff/types.ts';
-import type { Logger } from '../../src/log.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
 import { SlackSink, type SlackSinkOptions } from '../../src/sinks/slack.ts';
 import { DEFAULT_SLACK_FORMAT, renderSlackMessage } from '../../src/sinks/slack-format.ts';
-import { HttpReceiver } from '../helpers/http-receiver.ts';
+import type { HttpReceiver } from '../helpers/http-receiver.ts';
+import { memoryLog, sinkTestKit } from '../helpers/sink-test.ts';
 import {
   blockKitProblems,
   eventsInMessage,
@@ -18,33 +18,8 @@ import {
   visibleText,
 } from '../helpers/slack-payload.ts';
 
-const receivers: HttpReceiver[] = [];
-const sinks: SlackSink[] = [];
-after(async () => {
-  await Promise.all(sinks.map((sink) => sink.close(0)));
-  await Promise.all(receivers.map((receiver) => receiver.close()));
-});
-
-async function slack(...args: Parameters<typeof HttpReceiver.start>): Promise<HttpReceiver> {
-  const started = await HttpReceiver.start(...args);
-  receivers.push(started);
-  return started;
-}
-
-function memoryLog(): Logger & { lines: string[]; warnings: string[] } {
-  const lines: string[] = [];
-  const warnings: string[] = [];
-  return {
-    lines,
-    warnings,
-    info: (m) => lines.push(`info: ${m}`),
-    warn: (m) => {
-      lines.push(`warn: ${m}`);
-      warnings.push(m);
-    },
-    debug: (m) => lines.push(`debug: ${m}`),
-  };
-}
+const kit = sinkTestKit<SlackSink>();
+const slack = kit.receiver;
 
 function sink(options: Partial<SlackSinkOptions> & Pick<SlackSinkOptions, 'target'>): SlackSink {
   const created = new SlackSink({
@@ -54,8 +29,7 @@ function sink(options: Partial<SlackSinkOptions> & Pick<SlackSinkOptions, 'targe
     retry: { initialDelayMs: 40, maxDelayMs: 150 },
     ...options,
   });
-  sinks.push(created);
-  return created;
+  return kit.track(created);
 }
 
 let sequence = 0;

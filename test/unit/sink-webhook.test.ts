@@ -6,54 +6,23 @@ import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { ChangeEvent } from '../../src/diff/types.ts';
 import type { Logger } from '../../src/log.ts';
 import { DeadLetterFile, type DeadLetterRecord } from '../../src/sinks/dead-letter.ts';
 import type { DigestPayload } from '../../src/sinks/digest.ts';
 import { verifySignature } from '../../src/sinks/signature.ts';
 import { WebhookSink, type WebhookSinkOptions } from '../../src/sinks/webhook.ts';
-import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { memoryLog, sinkTestKit } from '../helpers/sink-test.ts';
 
-const receivers: HttpReceiver[] = [];
-const sinks: WebhookSink[] = [];
-after(async () => {
-  await Promise.all(sinks.map((sink) => sink.close(0)));
-  await Promise.all(receivers.map((receiver) => receiver.close()));
-});
-
-async function receiver(...args: Parameters<typeof HttpReceiver.start>): Promise<HttpReceiver> {
-  const started = await HttpReceiver.start(...args);
-  receivers.push(started);
-  return started;
-}
-
-interface MemoryLog extends Logger {
-  lines: string[];
-  warnings: string[];
-}
-
-function memoryLog(): MemoryLog {
-  const lines: string[] = [];
-  const warnings: string[] = [];
-  return {
-    lines,
-    warnings,
-    info: (m) => lines.push(`info: ${m}`),
-    warn: (m) => {
-      lines.push(`warn: ${m}`);
-      warnings.push(m);
-    },
-    debug: (m) => lines.push(`debug: ${m}`),
-  };
-}
+const kit = sinkTestKit<WebhookSink>();
+const receiver = kit.receiver;
 
 const FAST_RETRY = { initialDelayMs: 40, maxDelayMs: 150 };
 
 function sink(options: Partial<WebhookSinkOptions> & { url: string; log?: Logger }): WebhookSink {
   const created = new WebhookSink({ log: memoryLog(), retry: FAST_RETRY, ...options });
-  sinks.push(created);
-  return created;
+  return kit.track(created);
 }
 
 let sequence = 0;
@@ -416,11 +385,7 @@ describe('webhook sink', () => {
     const hook = sink({ url: `http://127.0.0.1:${port}/hook`, log });
     const e = event();
     hook.deliver(e);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    assert.ok(
-      log.warnings.some((w) => /connection refused; retrying/.test(w)),
-      log.lines.join('\n'),
-    );
+    await log.waitForLine(/^warn: .*connection refused; retrying/);
     const back = await receiver({ port });
     await back.waitForRequests(1, 5000);
     assert.deepEqual(back.jsonBodies(), [e]);

@@ -13,24 +13,13 @@ import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/informe
 import { StateRecorder } from '../../src/informer/state-recorder.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
+import { silentLogger } from '../../src/log.ts';
+import { configmaps } from '../helpers/resource-types.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let counter = 0;
 const file = () => join(dir, `state-${++counter}.db`);
-const quiet = { info() {}, warn() {}, debug() {} };
-
-const configmaps: ResourceType = {
-  group: '',
-  version: 'v1',
-  resource: 'configmaps',
-  kind: 'ConfigMap',
-  namespaced: true,
-  verbs: ['list', 'watch'],
-  shortNames: ['cm'],
-  singularName: 'configmap',
-  categories: [],
-};
 
 function object(name: string, rv: string, data: Record<string, string> = {}): StoredObject {
   return {
@@ -230,7 +219,12 @@ test('retention: by age, by count and by size, oldest first; objects are never p
 test('the recorder commits only what every sink has finished with, in order, in one transaction', () => {
   const path = file();
   const db = StateDatabase.open(path);
-  const recorder = new StateRecorder({ database: db, log: quiet, signature: 's', flushIntervalMs: 1e9 });
+  const recorder = new StateRecorder({
+    database: db,
+    log: silentLogger,
+    signature: 's',
+    flushIntervalMs: 1e9,
+  });
   // One sink: accepted / finished counters driven by the test.
   let accepted = 0;
   let finished = 0;
@@ -275,7 +269,7 @@ test('the recorder commits only what every sink has finished with, in order, in 
 test('a recorder whose file was written with another selection takes a new baseline (history kept)', () => {
   const path = file();
   const db = StateDatabase.open(path);
-  const first = new StateRecorder({ database: db, log: quiet, signature: 'A' });
+  const first = new StateRecorder({ database: db, log: silentLogger, signature: 'A' });
   first.attach({ accepted: () => [], finished: () => [] }, () => []);
   first.noteSelection({ watched: [configmaps], skipped: [], unresolved: [] } as never);
   first.handler({ onAdd() {}, onUpdate() {}, onDelete() {} }).onBaseline?.(configmaps, object('a', '1'));
@@ -283,14 +277,14 @@ test('a recorder whose file was written with another selection takes a new basel
   const warnings: string[] = [];
   const second = new StateRecorder({
     database: StateDatabase.open(path),
-    log: { ...quiet, warn: (m: string) => warnings.push(m) },
+    log: { ...silentLogger, warn: (m: string) => warnings.push(m) },
     signature: 'B',
   });
   assert.equal(second.hasPreviousState, false);
   assert.deepEqual(second.plan(configmaps, undefined, 'silent'), { initialList: 'silent' });
   assert.match(warnings.join('\n'), /taking a new baseline/);
   second.close();
-  const third = new StateRecorder({ database: StateDatabase.open(path), log: quiet, signature: 'B' });
+  const third = new StateRecorder({ database: StateDatabase.open(path), log: silentLogger, signature: 'B' });
   assert.equal(third.hasPreviousState, true);
   third.close();
 });

@@ -6,19 +6,8 @@ import { test } from 'node:test';
 import { Informer, type InformerHandler } from '../../src/informer/informer.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { KubeObject, ResourceType } from '../../src/kube/types.ts';
-
-const configmaps: ResourceType = {
-  group: '',
-  version: 'v1',
-  resource: 'configmaps',
-  kind: 'ConfigMap',
-  namespaced: true,
-  verbs: ['list', 'watch'],
-  shortNames: ['cm'],
-  singularName: 'configmap',
-  categories: [],
-};
+import type { KubeObject } from '../../src/kube/types.ts';
+import { configmaps } from '../helpers/resource-types.ts';
 
 function cm(name: string, uid: string, rv: string, data: Record<string, string>): KubeObject {
   return {

@@ -1,0 +1,15 @@
+// ResourceType fixtures for unit tests that need one without asking an API server for discovery.
+import type { ResourceType } from '../../src/kube/types.ts';
+
+/** core/v1 configmaps as discovery describes them. */
+export const configmaps: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'configmaps',
+  kind: 'ConfigMap',
+  namespaced: true,
+  verbs: ['list', 'watch'],
+  shortNames: ['cm'],
+  singularName: 'configmap',
+  categories: [],
+};
