@@ -60,22 +60,42 @@ export interface Overlay {
   remove(): Promise<void>;
 }
 
+/** What an overlay adds to deploy/: components of deploy/components, JSON patches. */
+export interface OverlayOptions {
+  /** Names of deploy/components/* (e.g. `no-secrets`). */
+  components?: readonly string[];
+  /** JSON 6902 patches of the objects named (before the suffix), as a user's overlay would add them. */
+  patches?: readonly { kind: string; name: string; operations: readonly Record<string, unknown>[] }[];
+}
+
 /** A kustomize overlay of deploy/ into `namespace`, every name suffixed with `suffix`. */
-export async function deployOverlay(namespace: string, suffix: string): Promise<Overlay> {
+export async function deployOverlay(
+  namespace: string,
+  suffix: string,
+  options: OverlayOptions = {},
+): Promise<Overlay> {
   const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-overlay-'));
   const base = path.relative(dir, DEPLOY_DIR);
-  await writeFile(
-    path.join(dir, 'kustomization.yaml'),
-    [
-      'apiVersion: kustomize.config.k8s.io/v1beta1',
-      'kind: Kustomization',
-      `namespace: ${namespace}`,
-      `nameSuffix: ${suffix}`,
-      'resources:',
-      `  - ${base}`,
-      '',
-    ].join('\n'),
-  );
+  // JSON is YAML: kustomize reads it as it is.
+  const kustomization = {
+    apiVersion: 'kustomize.config.k8s.io/v1beta1',
+    kind: 'Kustomization',
+    namespace,
+    nameSuffix: suffix,
+    resources: [base],
+    ...(options.components?.length
+      ? { components: options.components.map((component) => path.join(base, 'components', component)) }
+      : {}),
+    ...(options.patches?.length
+      ? {
+          patches: options.patches.map(({ kind, name, operations }) => ({
+            target: { kind, name },
+            patch: JSON.stringify(operations),
+          })),
+        }
+      : {}),
+  };
+  await writeFile(path.join(dir, 'kustomization.yaml'), `${JSON.stringify(kustomization, null, 2)}\n`);
   return { dir, namespace, suffix, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
@@ -201,4 +221,114 @@ export async function podFiles(cluster: ClusterInfo, namespace: string, token: s
     writeToken,
     remove: () => rm(root, { recursive: true, force: true }),
   };
+}
+
+/** One question for the authorizer: may this identity do `verb` on this resource (and subresource)? */
+export interface AccessQuestion {
+  verb: string;
+  group: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+}
+
+/** `get pods/log in shop`, for messages. */
+export function describeAccess(question: AccessQuestion): string {
+  const what = `${question.resource}${question.subresource ? `/${question.subresource}` : ''}${question.group ? `.${question.group}` : ''}`;
+  return `${question.verb} ${what}${question.name ? ` named ${question.name}` : ''}${question.namespace ? ` in ${question.namespace}` : ' (cluster-wide)'}`;
+}
+
+/** The API server's answer for the client's own identity (a SelfSubjectAccessReview, as `kubectl auth can-i`). */
+export async function canI(client: KubeAdmin, question: AccessQuestion): Promise<boolean> {
+  const review = (await client.create('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SelfSubjectAccessReview',
+    spec: { resourceAttributes: question },
+  })) as unknown as { status: { allowed?: boolean } };
+  return review.status.allowed === true;
+}
+
+/** Answers many questions, a few at a time. */
+export async function canIAll(client: KubeAdmin, questions: readonly AccessQuestion[]): Promise<boolean[]> {
+  const answers: boolean[] = new Array(questions.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < questions.length) {
+      const index = next++;
+      answers[index] = await canI(client, questions[index] as AccessQuestion);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  return answers;
+}
+
+/** A resource type or subresource the API server serves, as discovery lists it. */
+export interface ServedResource {
+  group: string;
+  resource: string;
+  subresource?: string;
+  namespaced: boolean;
+  verbs: string[];
+}
+
+/**
+ * Everything the API server serves now, subresources included (the preferred version of each group;
+ * RBAC does not look at versions). A group whose discovery fails (an aggregated API with no backend)
+ * is left out.
+ */
+export async function servedResources(admin: KubeAdmin): Promise<ServedResource[]> {
+  interface ResourceList {
+    resources: { name: string; namespaced: boolean; verbs: string[] }[];
+  }
+  const groups = (
+    await admin.send<{
+      groups: { name: string; preferredVersion: { groupVersion: string } }[];
+    }>('GET', '/apis')
+  ).groups;
+  const lists = await Promise.all([
+    admin.send<ResourceList>('GET', '/api/v1').then((list) => ({ group: '', list })),
+    ...groups.map((group) =>
+      admin
+        .send<ResourceList>('GET', `/apis/${group.preferredVersion.groupVersion}`)
+        .then((list) => ({ group: group.name, list }))
+        .catch(() => undefined),
+    ),
+  ]);
+  const served: ServedResource[] = [];
+  for (const entry of lists) {
+    if (!entry) continue;
+    for (const item of entry.list.resources) {
+      const [resource = '', subresource] = item.name.split('/');
+      served.push({
+        group: entry.group,
+        resource,
+        ...(subresource ? { subresource } : {}),
+        namespaced: item.namespaced,
+        verbs: item.verbs,
+      });
+    }
+  }
+  return served;
+}
+
+/**
+ * The rendered Deployment's command line, for running kubediff "in" `pod`: its config file (from the
+ * rendered ConfigMap) written where the pod's root stands in for `/`, and --listen on a port the
+ * system chooses.
+ */
+export async function podCommand(objects: readonly KubeObject[], pod: PodFiles): Promise<string[]> {
+  const deployment = objects.find((object) => object.kind === 'Deployment') as
+    | (KubeObject & { spec: { template: { spec: { containers: { args: string[] }[] } } } })
+    | undefined;
+  const configMap = objects.find((object) => object.kind === 'ConfigMap') as
+    | (KubeObject & { data: Record<string, string> })
+    | undefined;
+  if (!deployment || !configMap) throw new Error('no Deployment and ConfigMap among the rendered objects');
+  const configDir = path.join(pod.root, 'etc/kubediff');
+  await mkdir(configDir, { recursive: true });
+  await writeFile(path.join(configDir, 'config.yaml'), configMap.data['config.yaml'] ?? '');
+  return (deployment.spec.template.spec.containers[0]?.args ?? []).map((arg) =>
+    arg.startsWith('--listen=') ? '--listen=127.0.0.1:0' : arg.replace('/etc/kubediff/', `${configDir}/`),
+  );
 }

@@ -84,8 +84,45 @@ describe('the Helm chart', { skip }, () => {
       'ServiceAccount',
     ]);
     const clusterRole = objects.find((object) => object.kind === 'ClusterRole');
-    assert.deepEqual(clusterRole?.rules, [
-      { apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] },
+    // list and watch, not get: `get` on `*` would open pods/log, nodes/proxy, services/proxy…
+    assert.deepEqual(clusterRole?.rules, [{ apiGroups: ['*'], resources: ['*'], verbs: ['list', 'watch'] }]);
+    // The metrics port: only from the monitoring namespace by default, from whatever the values select.
+    const policy = objects.find((object) => object.kind === 'NetworkPolicy');
+    assert.deepEqual(policy?.spec.ingress, [
+      {
+        from: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+            podSelector: {},
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8080 }],
+      },
+    ]);
+    const scrapers = await helm([
+      'template',
+      release,
+      CHART,
+      '--show-only',
+      'templates/networkpolicy.yaml',
+      '--set',
+      'networkPolicy.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=observability',
+      '--set',
+      'networkPolicy.podSelector.matchLabels.app\\.kubernetes\\.io/name=prometheus',
+    ]);
+    assert.equal(scrapers.code, 0, scrapers.stderr);
+    const custom = await kubectl(
+      ['--kubeconfig', kubeconfig, 'apply', '--dry-run=server', '-n', namespace, '-o', 'json', '-f', '-'],
+      { input: scrapers.stdout },
+    );
+    assert.equal(custom.code, 0, custom.stderr);
+    assert.deepEqual((JSON.parse(custom.stdout) as Manifest).spec.ingress[0].from, [
+      {
+        namespaceSelector: {
+          matchLabels: { 'kubernetes.io/metadata.name': 'observability' },
+        },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+      },
     ]);
     const podSpec = objects.find((object) => object.kind === 'Deployment')?.spec.template.spec;
     assert.equal(podSpec.securityContext.runAsNonRoot, true);

@@ -1,27 +1,33 @@
 // kubediff as it runs in a pod, with deploy/'s RBAC and nothing else: the manifests pass a server-side
-// dry run; their RBAC, applied for real (in a unique namespace, cluster-scoped names suffixed), lets
-// kubediff watch every resource type an admin can see, and write nothing but its own Lease. The
-// identity is a ServiceAccount token minted with the TokenRequest API, mounted as the kubelet would
-// (token file, CA file, namespace file, KUBERNETES_SERVICE_HOST/PORT; no kubeconfig).
+// dry run; their RBAC, applied for real (in a unique namespace, cluster-scoped names suffixed), grants
+// exactly what kubediff uses (list and watch of every collection, its own Lease: the API server's own
+// answers, asked for every verb on every resource and subresource it serves), and that is enough for
+// kubediff to watch every resource type an admin can see. The identity is a ServiceAccount token minted
+// with the TokenRequest API, mounted as the kubelet would (token file, CA file, namespace file,
+// KUBERNETES_SERVICE_HOST/PORT; no kubeconfig).
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {
+  type AccessQuestion,
   applyObjects,
+  canI,
+  canIAll,
   clusterScopedPaths,
   deployOverlay,
+  describeAccess,
   kubectlPath,
   mintToken,
   type Overlay,
   type PodFiles,
+  podCommand,
   podFiles,
   rbacObjects,
+  servedResources,
   serverDryRun,
 } from '../helpers/deploy.ts';
-import { adminClient, KubeApiError, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
+import { adminClient, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
 
 const cluster = testCluster();
 const admin = adminClient();
@@ -49,7 +55,18 @@ describe('in the cluster, with deploy/ RBAC only', { skip }, () => {
   let pod: PodFiles;
   let adminKubeconfig: string;
   let serviceAccount: string;
+  let token: string | undefined;
   const clusterScoped: string[] = [];
+
+  /** deploy/'s ServiceAccount and RBAC, applied for real (once); a token of that ServiceAccount. */
+  const applyRbac = async (): Promise<string> => {
+    if (token) return token;
+    const rbac = rbacObjects(objects ?? (await serverDryRun(adminKubeconfig, overlay)));
+    clusterScoped.push(...clusterScopedPaths(rbac));
+    await applyObjects(adminKubeconfig, rbac);
+    token = await mintToken(admin, namespace, serviceAccount);
+    return token;
+  };
 
   before(async () => {
     namespace = await admin.createNamespace('incluster');
@@ -88,11 +105,26 @@ describe('in the cluster, with deploy/ RBAC only', { skip }, () => {
     };
     assert.deepEqual(
       [...new Set(clusterRole.rules.flatMap((rule) => rule.verbs))].sort(),
-      ['get', 'list', 'watch'],
-      'the ClusterRole reads, and nothing more',
+      ['list', 'watch'],
+      'the ClusterRole lists and watches, and nothing more',
     );
     // biome-ignore lint/suspicious/noExplicitAny: a rendered manifest, checked field by field
     type Manifest = Record<string, any>;
+    // Only the monitoring namespace may reach the metrics port, not every pod of the cluster.
+    const policy = objects.find((object) => object.kind === 'NetworkPolicy') as KubeObject & {
+      spec: { ingress: Manifest[] };
+    };
+    assert.deepEqual(policy.spec.ingress, [
+      {
+        from: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+            podSelector: {},
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8080 }],
+      },
+    ]);
     const deployment = objects.find((object) => object.kind === 'Deployment') as KubeObject & {
       spec: { replicas: number; template: { spec: Manifest } };
     };
@@ -117,39 +149,138 @@ describe('in the cluster, with deploy/ RBAC only', { skip }, () => {
     );
   });
 
-  test('with only its ServiceAccount it watches every resource type and cannot write', async () => {
-    const rbac = rbacObjects(objects ?? (await serverDryRun(adminKubeconfig, overlay)));
-    clusterScoped.push(...clusterScopedPaths(rbac));
-    await applyObjects(adminKubeconfig, rbac);
-    const token = await mintToken(admin, namespace, serviceAccount);
-    pod = await podFiles(cluster, namespace, token);
-
-    // It cannot write: not a ConfigMap in its own namespace, not a Lease elsewhere, not another Lease.
-    const asPod = admin.as(token);
-    const forbidden = async (what: string, attempt: () => Promise<unknown>) => {
-      await assert.rejects(
-        attempt,
-        (error: unknown) => error instanceof KubeApiError && error.status === 403,
-        what,
+  test('its ServiceAccount may list and watch every collection, and nothing more: no subresource, no write but its Lease', async () => {
+    const podToken = await applyRbac();
+    // What a ServiceAccount without any binding may do (every authenticated identity may ask the
+    // authorizer about itself, say): the baseline that deploy/'s RBAC adds to.
+    const bystander = `bystander${overlay.suffix}`;
+    await admin.create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: bystander },
+    });
+    const asPod = admin.as(podToken);
+    const asBystander = admin.as(await mintToken(admin, namespace, bystander));
+    try {
+      // The doors a stolen token must not open: the kubelet, container logs, exec, attach, port
+      // forwarding, proxying to Services and pods, a single Secret.
+      const elsewhere = 'default';
+      const doors: AccessQuestion[] = [
+        { verb: 'get', group: '', resource: 'nodes', subresource: 'proxy' },
+        { verb: 'create', group: '', resource: 'nodes', subresource: 'proxy' },
+        { verb: 'get', group: '', resource: 'pods', subresource: 'log', namespace: elsewhere },
+        { verb: 'get', group: '', resource: 'pods', subresource: 'exec', namespace: elsewhere },
+        { verb: 'create', group: '', resource: 'pods', subresource: 'exec', namespace: elsewhere },
+        { verb: 'get', group: '', resource: 'pods', subresource: 'attach', namespace: elsewhere },
+        { verb: 'get', group: '', resource: 'pods', subresource: 'portforward', namespace: elsewhere },
+        { verb: 'get', group: '', resource: 'pods', subresource: 'proxy', namespace: elsewhere },
+        { verb: 'get', group: '', resource: 'services', subresource: 'proxy', namespace: elsewhere },
+        { verb: 'get', group: '', resource: 'secrets', namespace: elsewhere, name: 'any' },
+      ];
+      const doorAnswers = await canIAll(asPod, doors);
+      assert.deepEqual(
+        doors.filter((_, index) => doorAnswers[index]).map(describeAccess),
+        [],
+        'none of these is allowed',
       );
-    };
-    await forbidden('create a ConfigMap', () =>
-      asPod.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+
+      // Every verb on every resource and subresource the API server serves, here and in another
+      // namespace: what the ServiceAccount may do beyond the bystander is list and watch of whole
+      // collections, and creating a Lease in its own namespace. (RBAC's `*` matches subresources too, so
+      // the authorizer also says yes to list and watch of a subresource; but no such request exists: a
+      // subresource belongs to one named object, which makes a request on it a get, create, update…,
+      // and no subresource can be watched, as the watch paths below show.)
+      const served = await servedResources(admin);
+      const verbs = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
+      const questions: AccessQuestion[] = [];
+      for (const type of served) {
+        for (const where of type.namespaced ? [namespace, elsewhere] : [undefined]) {
+          for (const verb of verbs) {
+            questions.push({
+              verb,
+              group: type.group,
+              resource: type.resource,
+              ...(type.subresource ? { subresource: type.subresource } : {}),
+              ...(where ? { namespace: where } : {}),
+            });
+          }
+        }
+      }
+      // The verbs that are not about objects: taking another identity, granting rights, signing.
+      for (const resource of ['users', 'groups', 'serviceaccounts'])
+        questions.push({ verb: 'impersonate', group: '', resource });
+      questions.push({ verb: 'impersonate', group: 'authentication.k8s.io', resource: 'uids' });
+      for (const resource of ['roles', 'clusterroles'])
+        for (const verb of ['bind', 'escalate'])
+          questions.push({ verb, group: 'rbac.authorization.k8s.io', resource });
+      for (const verb of ['approve', 'sign'])
+        questions.push({ verb, group: 'certificates.k8s.io', resource: 'signers' });
+      const [mine, theirs] = await Promise.all([canIAll(asPod, questions), canIAll(asBystander, questions)]);
+      const isRead = (question: AccessQuestion) => question.verb === 'list' || question.verb === 'watch';
+      const isCollectionRead = (question: AccessQuestion) => isRead(question) && !question.subresource;
+      const isLeaseCreate = (question: AccessQuestion) =>
+        question.verb === 'create' &&
+        question.group === 'coordination.k8s.io' &&
+        question.resource === 'leases' &&
+        !question.subresource &&
+        question.namespace === namespace;
+      const beyondBaseline = questions.filter(
+        (question, index) => mine[index] && !theirs[index] && !isRead(question) && !isLeaseCreate(question),
+      );
+      assert.deepEqual(beyondBaseline.map(describeAccess), [], 'granted beyond list, watch and its Lease');
+      const unreadable = questions.filter((question, index) => {
+        const type = served.find(
+          (entry) =>
+            entry.group === question.group && entry.resource === question.resource && !entry.subresource,
+        );
+        const watchable = type?.verbs.includes('list') && type.verbs.includes('watch');
+        return isCollectionRead(question) && watchable && !mine[index];
+      });
+      assert.deepEqual(unreadable.map(describeAccess), [], 'every collection can be listed and watched');
+      assert.ok(questions.length > 1_000, `${questions.length} questions asked`);
+
+      // Watching a subresource, which the authorizer lets through: the API server serves no such thing.
+      await admin.create(`/api/v1/namespaces/${namespace}/pods`, {
         apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: { name: 'nope' },
-      }),
-    );
-    await forbidden('create a Lease in another namespace', () =>
-      asPod.create('/apis/coordination.k8s.io/v1/namespaces/default/leases', {
-        apiVersion: 'coordination.k8s.io/v1',
-        kind: 'Lease',
-        metadata: { name: uniqueName('nope') },
-        spec: {},
-      }),
-    );
-    await forbidden('delete a Namespace', () => asPod.delete(`/api/v1/namespaces/${namespace}`));
-    await asPod.close();
+        kind: 'Pod',
+        metadata: { name: 'target' },
+        spec: { containers: [{ name: 'main', image: 'registry.invalid/none' }] },
+      });
+      await admin.create(`/api/v1/namespaces/${namespace}/services`, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'target' },
+        spec: { ports: [{ port: 80 }] },
+      });
+      for (const type of served) {
+        if (type.group !== '' || !type.subresource || !['pods', 'services'].includes(type.resource)) continue;
+        const watchPath = `/api/v1/watch/namespaces/${namespace}/${type.resource}/target/${type.subresource}`;
+        const answer = await asPod.request('GET', watchPath);
+        assert.equal(answer.status, 404, `GET ${watchPath}: ${answer.status} ${answer.text.slice(0, 200)}`);
+      }
+
+      // Its Lease: the one named kubediff in its own namespace, read and renewed; no other, nowhere else.
+      const lease = { group: 'coordination.k8s.io', resource: 'leases' };
+      for (const [question, allowed] of [
+        [{ ...lease, verb: 'create', namespace }, true],
+        [{ ...lease, verb: 'get', namespace, name: 'kubediff' }, true],
+        [{ ...lease, verb: 'update', namespace, name: 'kubediff' }, true],
+        [{ ...lease, verb: 'delete', namespace, name: 'kubediff' }, false],
+        [{ ...lease, verb: 'patch', namespace, name: 'kubediff' }, false],
+        [{ ...lease, verb: 'update', namespace, name: 'someone-else' }, false],
+        [{ ...lease, verb: 'create', namespace: elsewhere }, false],
+        [{ ...lease, verb: 'update', namespace: elsewhere, name: 'kubediff' }, false],
+      ] as const) {
+        assert.equal(await canI(asPod, question), allowed, describeAccess(question));
+      }
+    } finally {
+      await asPod.close();
+      await asBystander.close();
+    }
+  });
+
+  test('with only its ServiceAccount it watches every resource type', async () => {
+    pod = await podFiles(cluster, namespace, await applyRbac());
 
     // What an admin would watch, it watches too: nothing is skipped for lack of rights. (Other tests
     // share the cluster and may add or remove a CRD between the two runs: compare again if so.)
@@ -190,20 +321,7 @@ describe('in the cluster, with deploy/ RBAC only', { skip }, () => {
     const expected = watched(adminView.stdout);
     assert.ok(expected.includes('secrets'), 'Secrets are watched (and redacted)');
 
-    // The Deployment's own command line and config file, with the config mounted where the pod's
-    // root stands in for `/`, and the port chosen by the system.
-    const deployment = objects.find((object) => object.kind === 'Deployment') as KubeObject & {
-      spec: { template: { spec: { containers: { args: string[] }[] } } };
-    };
-    const configMap = objects.find((object) => object.kind === 'ConfigMap') as KubeObject & {
-      data: Record<string, string>;
-    };
-    const configDir = path.join(pod.root, 'etc/kubediff');
-    await mkdir(configDir, { recursive: true });
-    await writeFile(path.join(configDir, 'config.yaml'), configMap.data['config.yaml'] ?? '');
-    const args = (deployment.spec.template.spec.containers[0]?.args ?? []).map((arg) =>
-      arg.startsWith('--listen=') ? '--listen=127.0.0.1:0' : arg.replace('/etc/kubediff/', `${configDir}/`),
-    );
+    const args = await podCommand(objects, pod);
     assert.equal(args[0], 'watch');
     const kd = runKubediff(args, {
       env: {
