@@ -6,12 +6,15 @@
 // Readiness counts failures that concern the connection or the server (network, TLS, 401, 5xx, 429);
 // a resource that is forbidden (403) or gone (404) is a lasting configuration matter, reported in the
 // logs and in kubediff_watch_failures_total, and does not make the replica unready forever.
+// Whoever can reach the port reads /readyz: its reasons name the resource and the kind of failure,
+// never the error's own message, which carries the API server's URL and addresses (those are logged).
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UsageError } from '../errors.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
+import type { KubeFailureKind } from '../kube/errors.ts';
 import { qualifiedName } from '../kube/types.ts';
 import type { Logger } from '../log.ts';
 import type { KubediffMetrics } from './metrics.ts';
@@ -54,7 +57,7 @@ export class Readiness {
         return;
       }
       const known = this.failingSince.get(informer);
-      const reason = `${qualifiedName(informer.type)}: ${state.error.message}`;
+      const reason = `${qualifiedName(informer.type)}: ${READINESS_REASONS[state.error.kind]}`;
       this.failingSince.set(informer, { since: known?.since ?? this.now(), reason });
     } else if (state.phase === 'watching' || state.phase === 'stopped') {
       this.failingSince.delete(informer);
@@ -80,12 +83,25 @@ export class Readiness {
     if (failing > 0) {
       return {
         ready: false,
-        reason: `${failing} watch${failing === 1 ? '' : 'es'} failing for more than ${Math.round(this.thresholdMs / 1000)}s (${example})`,
+        reason: `${failing} watch${failing === 1 ? '' : 'es'} failing for more than ${Math.round(this.thresholdMs / 1000)}s (${example}; details in the log)`,
       };
     }
     return { ready: true, reason: 'ok' };
   }
 }
+
+/** What /readyz says of each kind of failure: no URL, no address (the log has the details). */
+const READINESS_REASONS: Record<KubeFailureKind, string> = {
+  network: 'cannot reach the API server',
+  tls: 'the TLS handshake with the API server fails',
+  unauthorized: 'the API server rejects the credentials (401)',
+  forbidden: 'forbidden (403)',
+  'not-found': 'no longer served (404)',
+  gone: 'its resourceVersion expired (410)',
+  throttled: 'the API server asks to slow down (429)',
+  server: 'the API server fails (5xx)',
+  request: 'the API server refuses the request (4xx)',
+};
 
 export interface ListenAddress {
   host: string | undefined;

@@ -104,8 +104,13 @@ describe('health, readiness and metrics', () => {
       );
       assert.match(
         unready.body,
-        /not ready: \d+ watch(es)? failing for more than 2s \((configmaps|secrets): /,
+        /^not ready: \d+ watch(es)? failing for more than 2s \((configmaps|secrets): cannot reach the API server; details in the log\)\n$/,
       );
+      // Whoever reaches the port learns no internal address: not the API server's, not any other.
+      assert.doesNotMatch(unready.body, /\d+\.\d+\.\d+\.\d+|https?:|localhost|\[[\da-f:]+\]/i);
+      assert.ok(!unready.body.includes(String(proxy.port)), unready.body);
+      // The log has the details.
+      assert.match(kd.stderr, new RegExp(`127\\.0\\.0\\.1:${proxy.port}`));
       assert.equal((await get(`${base}/healthz`)).status, 200, 'alive all along');
 
       proxy.refuse(false);
