@@ -6,6 +6,10 @@
 //   {"time":"2026-11-22T10:31:07.412Z","level":"warn","msg":"…","component":"leader-election"}
 // `msg` is the same one-sentence human message in both formats. The format is
 // chosen by --log-format / $KUBEDIFF_LOG_FORMAT (text, json; auto by default).
+// Text lines are for a terminal: what a message quotes (object names, a
+// receiver's error body) passes through printable(), line breaks included, so
+// one message is one line and nothing in it acts on the terminal.
+import { printable } from './terminal-text.ts';
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
@@ -75,7 +79,7 @@ function makeLogger(
 
 function textLine(level: LogLevel, message: string): string {
   const prefix = level === 'info' ? '' : level === 'warn' ? 'warning: ' : `${level}: `;
-  return `kubediff: ${prefix}${message}\n`;
+  return `kubediff: ${prefix}${printable(message)}\n`;
 }
 
 /** One JSON object per line; `time`, `level` and `msg` first, extra fields after (never overriding them). */

@@ -9,6 +9,7 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, UsageError, UserError 
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
+import { printable } from '../terminal-text.ts';
 import { parseDuration } from './duration.ts';
 import { type HistoryFlags, runHistory } from './history.ts';
 import { runResources } from './resources.ts';
@@ -277,7 +278,7 @@ export async function main(argv: string[]): Promise<number> {
  */
 function onStdoutError(error: NodeJS.ErrnoException): void {
   if (error.code === 'EPIPE') return;
-  process.stderr.write(`kubediff: cannot write to stdout: ${error.message}.\n`);
+  process.stderr.write(`kubediff: cannot write to stdout: ${printable(error.message)}.\n`);
   process.exit(EXIT_FAILURE);
 }
 
@@ -296,20 +297,23 @@ function reportError(error: unknown, debug: boolean): number {
       .replace(/\.$/, '')
       // Commander's "…is invalid. Allowed choices are a, b." is two sentences; the brief wants one.
       .replace(/\. Allowed choices are /, '; allowed choices are ');
-    process.stderr.write(`kubediff: ${message}; run \`kubediff --help\` for usage.\n`);
+    process.stderr.write(`kubediff: ${printable(message)}; run \`kubediff --help\` for usage.\n`);
     return EXIT_USAGE;
   }
   if (error instanceof UserError) {
-    process.stderr.write(`kubediff: ${error.message}\n`);
+    // A config file's problems are one per line.
+    process.stderr.write(`kubediff: ${printable(error.message, { newlines: true })}\n`);
     if (debug && error.cause instanceof Error) process.stderr.write(`${error.cause.stack}\n`);
     return error.exitCode;
   }
   if (error instanceof KubeError) {
-    process.stderr.write(`kubediff: ${error.message}\n`);
+    process.stderr.write(`kubediff: ${printable(error.message)}\n`);
     if (debug) process.stderr.write(`${error.stack}\n`);
     return EXIT_FAILURE;
   }
-  process.stderr.write(`kubediff: unexpected error: ${errorMessage(error)} (run with --debug for details)\n`);
+  process.stderr.write(
+    `kubediff: unexpected error: ${printable(errorMessage(error))} (run with --debug for details)\n`,
+  );
   if (debug && error instanceof Error) process.stderr.write(`${error.stack}\n`);
   return EXIT_FAILURE;
 }

@@ -11,6 +11,7 @@ import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import { type Selection, type SkipReason, selectResources } from '../kube/selection.ts';
 import { qualifiedName } from '../kube/types.ts';
 import { stderrLogger } from '../log.ts';
+import { printable } from '../terminal-text.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
 import { checkResourceNames } from './resource-name-check.ts';
 
@@ -56,7 +57,7 @@ export async function runResources(
     if (options.output === 'json') {
       for (const entry of rows) out.write(`${JSON.stringify(entry)}\n`);
     } else {
-      out.write(table(rows));
+      out.write(resourcesTable(rows));
     }
   } finally {
     await client.close();
@@ -76,15 +77,18 @@ function row(type: DiscoveredResource, watched: boolean, reason: SkipReason | un
   };
 }
 
-function table(rows: ResourceRow[]): string {
+export function resourcesTable(rows: readonly ResourceRow[]): string {
   const header = ['NAME', 'APIVERSION', 'KIND', 'SCOPE', 'WATCHED'];
-  const lines = rows.map((entry) => [
-    entry.name,
-    entry.group ? `${entry.group}/${entry.version}` : entry.version,
-    entry.kind,
-    entry.scope,
-    entry.watched ? 'yes' : `no: ${entry.reason}`,
-  ]);
+  // Discovery documents come from the API server and aggregated APIs: printable() before padding.
+  const lines = rows.map((entry) =>
+    [
+      entry.name,
+      entry.group ? `${entry.group}/${entry.version}` : entry.version,
+      entry.kind,
+      entry.scope,
+      entry.watched ? 'yes' : `no: ${entry.reason}`,
+    ].map((cell) => printable(cell)),
+  );
   const widths = header.map((title, column) =>
     Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)),
   );

@@ -19,6 +19,7 @@ import { parseResourceName, resolveResourceName, suggestResourceName } from '../
 import type { ResourceType } from '../kube/types.ts';
 import { compileFilter, parseResourcePattern } from '../sinks/filter.ts';
 import { describeSinkSpec } from '../sinks/flags.ts';
+import { printable } from '../terminal-text.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
 
 export interface ValidateFlags {
@@ -38,7 +39,7 @@ export async function runValidate(flags: ValidateFlags, runtime: ValidateRuntime
   // Secrets are usually not set where a file is validated (CI, a laptop): an unset variable is a warning.
   const loaded = loadConfigFile(flags.config, runtime.env, { unsetVariables: 'warn' });
   for (const warning of loaded.warnings)
-    runtime.stderr.write(`kubediff: warning: ${formatProblem(loaded.file, warning)}.\n`);
+    runtime.stderr.write(`kubediff: warning: ${printable(formatProblem(loaded.file, warning))}.\n`);
   // What `watch -c file` would build, without a flag: cross-key problems (output none without a sink, …).
   const settings = settingsFromConfig(loaded, { config: flags.config }, false, runtime.env);
   for (const spec of settings.delivery.sinks) if (spec.filter) compileFilter(spec.filter);
@@ -64,7 +65,7 @@ export async function runValidate(flags: ValidateFlags, runtime: ValidateRuntime
       loaded.locate,
     );
     for (const warning of warnings)
-      runtime.stderr.write(`kubediff: warning: ${formatProblem(loaded.file, warning)}.\n`);
+      runtime.stderr.write(`kubediff: warning: ${printable(formatProblem(loaded.file, warning))}.\n`);
     if (problems.length > 0) throw new ConfigError(loaded.file, problems);
     checked = `; resource names checked against ${identity.server}`;
   }
@@ -74,7 +75,9 @@ export async function runValidate(flags: ValidateFlags, runtime: ValidateRuntime
   );
   if (settings.output !== 'none' && !sinks.includes('stdout')) sinks.unshift('stdout');
   runtime.stdout.write(
-    `${loaded.file}: valid (preset ${settings.preset ?? 'default'}; ${sinks.length} sink${sinks.length === 1 ? '' : 's'}: ${sinks.join(', ')})${checked}.\n`,
+    `${printable(
+      `${loaded.file}: valid (preset ${settings.preset ?? 'default'}; ${sinks.length} sink${sinks.length === 1 ? '' : 's'}: ${sinks.join(', ')})${checked}.`,
+    )}\n`,
   );
 }
 

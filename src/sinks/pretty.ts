@@ -1,9 +1,13 @@
 // The terminal rendering: a colored header per event, then one line per
 // change, `spec.replicas: 2 → 5`. Paths read like kubectl's JSONPath,
-// long values are elided in the middle so both ends stay visible.
+// long values are elided in the middle so both ends stay visible. Names,
+// paths and values come from the cluster: each passes through printable()
+// before it is colored, so no control character, bidi override or
+// invisible character reaches the terminal as itself.
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Change, ChangeEvent } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';
+import { printable } from '../terminal-text.ts';
 
 export interface PrettyOptions {
   color: boolean;
@@ -21,7 +25,7 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   const color = event.type === 'ADDED' ? chalk.green : event.type === 'DELETED' ? chalk.red : chalk.yellow;
   const { object } = event;
   const group = object.apiVersion.includes('/') ? `.${object.apiVersion.split('/')[0]}` : '';
-  const name = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const name = printable(object.namespace ? `${object.namespace}/${object.name}` : object.name);
   const notes = [
     event.offline ? 'while not watching' : '',
     event.finalStateUnknown ? 'final state unknown' : '',
@@ -29,9 +33,9 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   const header = [
     chalk.dim(event.time.slice(11, 19)),
     color.bold(event.type.padEnd(7)),
-    `${object.resource}${group}`,
+    printable(`${object.resource}${group}`),
     chalk.bold(name),
-    event.cluster ? chalk.dim(`[${event.cluster}]`) : '',
+    event.cluster ? chalk.dim(`[${printable(event.cluster)}]`) : '',
     notes.length > 0 ? chalk.dim(`(${notes.join(', ')})`) : '',
   ]
     .filter(Boolean)
@@ -52,6 +56,10 @@ function renderChange(change: Change, chalk: ChalkInstance, maxValueLength: numb
 
 /** '/spec/containers/0/image' → 'spec.containers[0].image'; odd keys are bracketed. */
 export function readablePath(pointer: string): string {
+  return printable(pathText(pointer));
+}
+
+function pathText(pointer: string): string {
   if (pointer === '') return '(whole object)';
   let out = '';
   for (const raw of pointer.slice(1).split('/')) {
@@ -64,10 +72,10 @@ export function readablePath(pointer: string): string {
 }
 
 export function renderValue(value: JsonValue, maxLength: number): string {
-  let text = JSON.stringify(value);
+  let text = printable(JSON.stringify(value));
   if (typeof value === 'string' && value.includes('\n')) {
     const lines = value.split('\n');
-    text = `${JSON.stringify(lines[0])} (+${lines.length - 1} more lines)`;
+    text = `${printable(JSON.stringify(lines[0]))} (+${lines.length - 1} more lines)`;
   }
   if (text.length <= maxLength) return text;
   const keep = Math.max(4, Math.floor((maxLength - 1) / 2));
