@@ -8,7 +8,11 @@
 // and older versions are migrated in place, in one transaction. WAL journal:
 // a reader (`kubediff history`) never blocks the writer, and a kill -9 loses
 // at most the transaction being written, never the file.
-import { existsSync } from 'node:fs';
+//
+// The file holds every watched object (Secrets redacted, but ConfigMaps and
+// everything else as they are): it is created 0600 before SQLite opens it,
+// and SQLite gives its -wal and -shm files the database file's mode.
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
@@ -128,6 +132,15 @@ export interface HistoryQuery {
   limit?: number | undefined;
 }
 
+/** Creates `path` empty with mode 0600 (an empty file is an empty SQLite database); an existing file is left as it is. */
+function createPrivately(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
 const RESET_HINT =
   'move it away or delete it to start afresh (the next run then takes a new silent baseline)';
 
@@ -155,6 +168,7 @@ export class StateDatabase {
     }
     let db: DatabaseSyncType;
     try {
+      if (!options.readOnly) createPrivately(path);
       db = new DatabaseSync(path, { readOnly: options.readOnly ?? false, timeout: 5_000 });
     } catch (error) {
       throw new UsageError(`cannot open the state file ${path}: ${plain(error)}.`, { cause: error });

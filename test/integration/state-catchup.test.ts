@@ -4,7 +4,7 @@
 // `kubediff history` on that file; a kill -9 during a burst; damaged and foreign files.
 // Each test has its own namespace and API groups; -n keeps other tests' objects out.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -314,6 +314,34 @@ test('kill -9 during a burst: every change reported at least once, nothing recor
     `run 1: ${firstIds.size} events, ${recordedIds.size} recorded; run 2: ${secondIds.length} (${again} again)`,
   );
   await second.stop();
+});
+
+test('the state file, its -wal and its -shm are created 0600, whatever the umask lets through', async (t) => {
+  const ns = await namespaceFor(t, 'state-modes');
+  const state = join(dir, 'modes.db');
+  // The usual umask (022) would leave files kubediff creates without a mode of their own readable by all.
+  const umask = process.umask(0o022);
+  t.after(() => process.umask(umask));
+  const kd = startWatch(ns, state);
+  await kd.waitForStderr(WATCHING);
+  await admin.create(cmPath(ns), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'written' } });
+  await kd.waitForEvent((event) => event.object.name === 'written');
+  // Recorded (the WAL is written) once the event is delivered: a history query sees it.
+  await admin.waitFor(
+    async () => (await history(['--state', state, '-o', 'json'])).stdout.includes('written'),
+    {
+      what: 'the event recorded',
+    },
+  );
+  const modes = Object.fromEntries(
+    ['', '-wal', '-shm'].map((suffix) => [
+      `modes.db${suffix}`,
+      (statSync(`${state}${suffix}`).mode & 0o777).toString(8),
+    ]),
+  );
+  assert.deepEqual(modes, { 'modes.db': '600', 'modes.db-wal': '600', 'modes.db-shm': '600' });
+  const result = await kd.stop('SIGTERM');
+  assert.equal(result.code, 0, result.stderr);
 });
 
 test('a damaged file and a foreign SQLite file are refused with one sentence and exit code 2', async () => {
