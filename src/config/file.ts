@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
 import { parseDuration } from '../cli/duration.ts';
-import { UsageError } from '../errors.ts';
+import { errorMessage, UsageError } from '../errors.ts';
 import { editDistance } from '../kube/resource-names.ts';
 import { parseResourcePattern } from '../sinks/filter.ts';
 import { isNamespaceNameOrGlob } from './glob.ts';
@@ -184,7 +184,25 @@ export function parseConfig(
     return describeValue(value);
   };
 
-  const config = (doc.toJS() ?? {}) as unknown;
+  let config: unknown;
+  try {
+    config = doc.toJS() ?? {};
+  } catch (error) {
+    // yaml refuses aliases that expand beyond its limit (a "billion laughs" file) rather than run out
+    // of memory; anything else it throws here is a file it cannot represent either.
+    let firstAlias: number | undefined;
+    visit(doc, {
+      Alias(_key, node) {
+        firstAlias = node.range?.[0];
+        return visit.BREAK;
+      },
+    });
+    const message = /alias/i.test(errorMessage(error))
+      ? 'not valid YAML: its aliases expand to too many values (as in a resource-exhaustion attack); write the values out, or use fewer aliases'
+      : `not valid YAML: ${errorMessage(error).replace(/\.$/, '')}`;
+    add([], firstAlias, message);
+    throw new ConfigError(file, problems);
+  }
   const at = (path: KeyPath, message: string) => add(path, nodeAt(path)?.range?.[0], message);
 
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {

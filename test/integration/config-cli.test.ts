@@ -179,6 +179,29 @@ describe('kubediff validate', () => {
     );
   });
 
+  test('a YAML alias bomb: one sentence, exit 2, for validate and watch -c alike', async () => {
+    // Nine levels of ten aliases each: a billion strings if expanded.
+    const levels = 'abcdefghi'.split('');
+    const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
+    for (let index = 1; index < levels.length; index++) {
+      const previous = levels[index - 1];
+      lines.push(`${levels[index]}: &${levels[index]} [${Array(10).fill(`*${previous}`).join(',')}]`);
+    }
+    const config = await file('bomb.yaml', `${lines.join('\n')}\n`);
+    for (const args of [
+      ['validate', '-c', config],
+      ['watch', '-c', config, '--kubeconfig', '/nonexistent'],
+    ]) {
+      const result = await runKubediffToCompletion(args, { env: CLEAN_ENV });
+      assert.equal(result.code, 2, shown(result));
+      assert.equal(result.stdout, '');
+      assert.equal(
+        result.stderr,
+        `kubediff: invalid config file ${config}:2:8: not valid YAML: its aliases expand to too many values (as in a resource-exhaustion attack); write the values out, or use fewer aliases.\n`,
+      );
+    }
+  });
+
   test('-c is required', async () => {
     const result = await runKubediffToCompletion(['validate']);
     assert.equal(result.code, 2, shown(result));
