@@ -303,19 +303,30 @@ function reportError(error: unknown, debug: boolean): number {
   if (error instanceof UserError) {
     // A config file's problems are one per line.
     process.stderr.write(`kubediff: ${printable(error.message, { newlines: true })}\n`);
-    if (debug && error.cause instanceof Error) process.stderr.write(`${error.cause.stack}\n`);
+    if (debug) process.stderr.write(stackFrames(error.cause instanceof Error ? error.cause : error));
     return error.exitCode;
   }
   if (error instanceof KubeError) {
     process.stderr.write(`kubediff: ${printable(error.message)}\n`);
-    if (debug) process.stderr.write(`${error.stack}\n`);
+    if (debug) process.stderr.write(stackFrames(error));
     return EXIT_FAILURE;
   }
   process.stderr.write(
     `kubediff: unexpected error: ${printable(errorMessage(error))} (run with --debug for details)\n`,
   );
-  if (debug && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  if (debug) process.stderr.write(stackFrames(error));
   return EXIT_FAILURE;
+}
+
+/**
+ * --debug: where an error came from, as its stack frames (function, file, line) only. Never the message
+ * of the error underneath: the sentence above already says what failed, and that message may quote
+ * what it was reading (a kubeconfig's YAML error shows the lines around the mistake, token included).
+ */
+function stackFrames(error: unknown): string {
+  if (!(error instanceof Error) || !error.stack) return '';
+  const frames = error.stack.split('\n').filter((line) => /^\s+at /.test(line));
+  return `${printable(error.name)}, raised at:\n${frames.map((frame) => printable(frame)).join('\n')}\n`;
 }
 
 const code = await main(process.argv);

@@ -201,6 +201,55 @@ describe('kubeconfig errors exit 2 and name the file', () => {
     assert.doesNotMatch(line, /\^/, `the YAML parser's code frame should not be in the message: ${line}`);
   });
 
+  test('a broken kubeconfig never shows its credentials, with or without --debug, in either log format', async () => {
+    const TOKEN = 'kd-secret-token-7f3a9c1e';
+    const KEY = Buffer.from('-----BEGIN PRIVATE KEY-----secret-key-bytes').toString('base64');
+    const user = ['users:', '- name: u', '  user:', `    token: ${TOKEN}`, `    client-key-data: ${KEY}`];
+    const tail = ['contexts:', '- context: {cluster: c, user: u}', '  name: x', 'current-context: x'];
+    const head = [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- cluster: {server: "https://127.0.0.1:1"}',
+      '  name: c',
+    ];
+    // The YAML error just after the credentials (its code frame shows the lines around it), on the
+    // token's own line, and inside a quoted token.
+    const variants = {
+      after: [...head, ...user, '    extra: [unclosed', ...tail],
+      'on the token line': [...head, ...user.slice(0, 3), `    token: ${TOKEN}: oops`, user[4], ...tail],
+      'in a quoted token': [...head, ...user.slice(0, 3), `    token: "${TOKEN}`, user[4], ...tail],
+    };
+    const config = await writeInDir('uses-kubeconfig.yaml', 'output: json\n');
+    const files: Record<string, string> = {};
+    for (const [where, lines] of Object.entries(variants)) {
+      files[where] = await writeInDir(
+        `leaky-kubeconfig-${where.replaceAll(' ', '-')}`,
+        `${lines.join('\n')}\n`,
+      );
+    }
+    const runs: { where: string; args: string[]; format: string }[] = [
+      ...Object.keys(variants).map((where) => ({ where, args: ['watch', '--debug'], format: 'text' })),
+      { where: 'after', args: ['watch'], format: 'text' },
+      { where: 'after', args: ['watch', '--debug'], format: 'json' },
+      { where: 'after', args: ['resources', '--debug'], format: 'text' },
+      { where: 'after', args: ['validate', '-c', config, '--cluster', '--debug'], format: 'text' },
+    ];
+    for (const { where, args, format } of runs) {
+      const result = await runKubediffToCompletion([...args, '--kubeconfig', files[where] ?? ''], {
+        env: { KUBEDIFF_LOG_FORMAT: format },
+      });
+      const what = `${where}: kubediff ${args.join(' ')} (${format} logs): ${shown(result)}`;
+      assert.equal(result.code, 2, what);
+      assert.match(result.stderr, /^kubediff: cannot read kubeconfig /, what);
+      for (const secret of [TOKEN, KEY, KEY.slice(0, 24)]) {
+        assert.ok(!result.stderr.includes(secret) && !result.stdout.includes(secret), what);
+      }
+      // --debug still says where the error came from.
+      if (args.includes('--debug')) assert.match(result.stderr, STACK_FRAME, what);
+    }
+  });
+
   test('a YAML file that is not a kubeconfig', async () => {
     const file = await writeInDir('not-a-kubeconfig.yaml', 'just: a\nshopping: list\n');
     const result = await runKubediffToCompletion(['resources', '--kubeconfig', file]);
