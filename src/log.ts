@@ -51,7 +51,12 @@ export function resolveLogFormat(
 
 export function stderrLogger(options: StderrLoggerOptions): StderrLogger {
   const format = resolveLogFormat(options.format, process.stderr.isTTY === true);
-  const write = options.write ?? ((line: string) => process.stderr.write(line));
+  // Once stderr is closed (its reader went away), lines have nowhere to go: dropped, not an error.
+  const write =
+    options.write ??
+    ((line: string) => {
+      if (!process.stderr.destroyed) process.stderr.write(line);
+    });
   return makeLogger(format, options.debug, write, options.fields ?? {});
 }
 

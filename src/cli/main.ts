@@ -131,7 +131,7 @@ function buildProgram(): Command {
       service,
       version: VERSION,
       log,
-      stopRequested: stopSignal(log),
+      stopRequested: Promise.race([stopSignal(log), stderrClosed]),
       timing: timingFromEnvironment(),
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
       userAgent: `kubediff/${VERSION}`,
@@ -263,6 +263,7 @@ function timingFromEnvironment(): Partial<ReflectorTiming> {
 export async function main(argv: string[]): Promise<number> {
   const debug = argv.includes('--debug');
   process.stdout.on('error', onStdoutError);
+  process.stderr.on('error', onStderrError);
   try {
     await buildProgram().parseAsync(argv);
     return EXIT_OK;
@@ -280,6 +281,21 @@ function onStdoutError(error: NodeJS.ErrnoException): void {
   if (error.code === 'EPIPE') return;
   process.stderr.write(`kubediff: cannot write to stdout: ${printable(error.message)}.\n`);
   process.exit(EXIT_FAILURE);
+}
+
+/**
+ * stderr closed (`kubediff watch 2>&1 | head -3`, or a log reader that went away): like a closed stdout,
+ * not a crash. Nothing can be said any more, so there is nothing to report; `watch` stops the way it does
+ * on SIGTERM (sinks drained, state recorded, Lease released) rather than run on with no way to tell
+ * anyone about trouble. Log lines are dropped from then on (src/log.ts).
+ */
+let onStderrClosed: (reason: string) => void = () => {};
+const stderrClosed = new Promise<string>((resolve) => {
+  onStderrClosed = resolve;
+});
+
+function onStderrError(error: NodeJS.ErrnoException): void {
+  onStderrClosed(error.code === 'EPIPE' ? 'stderr closed' : `stderr failed: ${error.message}`);
 }
 
 function reportError(error: unknown, debug: boolean): number {
