@@ -110,6 +110,14 @@ function buildProgram(): Command {
     )
     .option('--dead-letter <file>', 'append events that Slack or a webhook did not take to this JSONL file')
     .option(
+      '--dead-letter-max-size <size>',
+      'rotate the dead-letter file when it reaches this size (default: 10MB; docs/sinks.md)',
+    )
+    .option(
+      '--dead-letter-max-files <n>',
+      'keep at most this many dead-letter files, the rotated ones included; the oldest is deleted (default: 3)',
+    )
+    .option(
       '--shutdown-timeout <duration>',
       'on SIGINT/SIGTERM, time to deliver what is queued before exiting (default: 10s)',
     )

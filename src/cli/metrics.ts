@@ -14,6 +14,7 @@ import type { ChangeEvent } from '../diff/types.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import { qualifiedName } from '../kube/types.ts';
+import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
 
@@ -22,6 +23,8 @@ export interface MetricsSources {
   informers?: () => readonly Informer[];
   /** The sinks (read on each scrape). */
   sinks?: () => readonly Sink[];
+  /** The dead-letter files (read on each scrape). */
+  deadLetterFiles?: () => readonly DeadLetterFile[];
   /** 1 while this replica is the leader, or always when leader election is off. */
   isLeader?: () => boolean;
   isReady?: () => boolean;
@@ -55,6 +58,7 @@ export class KubediffMetrics {
   /** Per informer: phases seen so far, to tell a first LIST/WATCH from a relist/restart. */
   private readonly history = new WeakMap<Informer, { listed: boolean; watched: boolean }>();
   private readonly sinkTotals = new Map<string, number>();
+  private readonly droppedTotals = new Map<string, number>();
   private sources: MetricsSources = {};
   private readonly stopObserving: () => void;
   private readonly now: () => number;
@@ -173,6 +177,30 @@ export class KubediffMetrics {
       collect() {
         this.reset();
         for (const sink of self.sources.sinks?.() ?? []) this.set({ sink: sink.name }, sink.stats().pending);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_dead_letter_bytes',
+      help: 'Bytes in each dead-letter file and its rotated files (capped at --dead-letter-max-files × --dead-letter-max-size).',
+      labelNames: ['file'],
+      registers,
+      collect() {
+        this.reset();
+        for (const file of self.sources.deadLetterFiles?.() ?? [])
+          this.set({ file: file.path }, file.stats().bytes);
+      },
+    });
+    new Counter({
+      name: 'kubediff_dead_letter_dropped_total',
+      help: 'Dead letters deleted with the oldest rotated file when a dead-letter file reached its cap.',
+      labelNames: ['file'],
+      registers,
+      collect() {
+        for (const file of self.sources.deadLetterFiles?.() ?? []) {
+          const { droppedRecords } = file.stats();
+          this.inc({ file: file.path }, droppedRecords - (self.droppedTotals.get(file.path) ?? 0));
+          self.droppedTotals.set(file.path, droppedRecords);
+        }
       },
     });
     this.sinkRequests = new Histogram({

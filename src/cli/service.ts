@@ -8,6 +8,7 @@ import type { InformerHandler } from '../informer/informer.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { LeaderElector } from '../kube/leader-election.ts';
 import type { Logger } from '../log.ts';
+import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import type { Router } from '../sinks/router.ts';
 import { HealthServer, Readiness } from './health-server.ts';
 import { CHECKPOINT_ANNOTATION, checkpointAnnotation, LeaderGate } from './leader-gate.ts';
@@ -54,10 +55,10 @@ export class ServiceRuntime {
     return runtime;
   }
 
-  /** The sinks' router: where events go once this replica may deliver. */
-  connect(router: Router): void {
+  /** The sinks' router: where events go once this replica may deliver; the dead-letter files, for /metrics. */
+  connect(router: Router, deadLetterFiles: readonly DeadLetterFile[] = []): void {
     this.router = router;
-    this.metrics?.setSources({ sinks: () => router.sinks });
+    this.metrics?.setSources({ sinks: () => router.sinks, deadLetterFiles: () => deadLetterFiles });
     if (this.options?.leaderElection) {
       this.gate = new LeaderGate({ deliver: (event) => router.deliver(event), log: this.log });
     }

@@ -88,6 +88,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       onStdoutClosed: (error) =>
         stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
       deadLetterFile: settings.delivery.deadLetterFile,
+      deadLetterLimits: settings.delivery.deadLetterLimits,
       ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
     });
   } catch (error) {
@@ -96,7 +97,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     throw error;
   }
   const { router } = sinks;
-  service.connect(router);
+  service.connect(router, sinks.deadLetterFiles);
   if (settings.delivery.sinks.length > 0) {
     runtime.log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }

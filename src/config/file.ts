@@ -517,6 +517,7 @@ function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   if (config.events?.length === 0) at(['events'], 'expected at least one of added, updated, deleted');
   checkDuration(config.shutdownTimeout, ['shutdownTimeout'], at, shown);
   checkStateRetention(config.state, at, shown);
+  checkSize(config.deadLetterMaxSize, ['deadLetterMaxSize'], at, shown);
   if (!Array.isArray(config.sinks)) return;
   config.sinks.forEach((sink, index) => {
     if (sink === null || typeof sink !== 'object') return;
@@ -624,15 +625,15 @@ function checkStateRetention(state: ConfigInput['state'], at: At, shown: Shown):
       );
     }
   }
-  if (typeof state.maxSize === 'string') {
-    try {
-      parseSize(state.maxSize);
-    } catch {
-      at(
-        ['state', 'maxSize'],
-        `expected a size such as 64MB or 1GB, got ${shown(['state', 'maxSize'], state.maxSize)}`,
-      );
-    }
+  checkSize(state.maxSize, ['state', 'maxSize'], at, shown);
+}
+
+function checkSize(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {
+  if (typeof value !== 'string') return;
+  try {
+    parseSize(value);
+  } catch {
+    at(path, `expected a size such as 64MB or 1GB, got ${shown(path, value)}`);
   }
 }
 

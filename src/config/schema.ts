@@ -107,6 +107,8 @@ export const configSchema = {
     output: { type: 'string', enum: ['json', 'pretty', 'none'] },
     shutdownTimeout: duration,
     deadLetter: { type: 'string' },
+    deadLetterMaxSize: { type: 'string' },
+    deadLetterMaxFiles: { type: 'integer', minimum: 1, maximum: 1000 },
     state: {
       type: 'object',
       properties: {
@@ -197,6 +199,9 @@ export interface ConfigInput {
   output?: 'json' | 'pretty' | 'none';
   shutdownTimeout?: string;
   deadLetter?: string;
+  /** The cap of the dead-letter files (docs/sinks.md). */
+  deadLetterMaxSize?: string;
+  deadLetterMaxFiles?: number;
   /** --state and its retention (docs/state.md). */
   state?: { path: string; maxAge?: string; maxEvents?: number; maxSize?: string };
   sinks?: SinkInput[];

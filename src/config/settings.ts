@@ -8,6 +8,7 @@ import { UsageError } from '../errors.ts';
 import type { FilterSpec, PathRule } from '../sinks/filter.ts';
 import { SINK_ENV } from '../sinks/flags.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
+import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import { ConfigError, type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
 import type { FilterInput, PathRuleInput, SinkInput } from './schema.ts';
 import { type RawWatchFlags, type WatchSettings, watchSettingsFromFlags } from './watch-settings.ts';
@@ -62,6 +63,8 @@ export function settingsFromConfig(
     output: output === 'none' || stdoutInput ? 'json' : output,
   };
   delete merged.deadLetter;
+  delete merged.deadLetterMaxSize;
+  delete merged.deadLetterMaxFiles;
   const settings = watchSettingsFromFlags(merged, stdoutIsTTY, env);
 
   const deadLetterFile = flags.deadLetter?.trim() || config.deadLetter;
@@ -103,6 +106,25 @@ export function settingsFromConfig(
     ]);
   }
 
+  // The cap of the dead-letter files: for the top-level file and each sink's own.
+  const limitFlags = {
+    deadLetterMaxSize: flags.deadLetterMaxSize ?? config.deadLetterMaxSize,
+    deadLetterMaxFiles: flags.deadLetterMaxFiles ?? config.deadLetterMaxFiles,
+  };
+  const deadLetterLimits = deadLetterLimitsFromFlags(limitFlags);
+  const anyDeadLetterFile = sinks.some((sink) => sink.type !== 'stdout' && sink.deadLetterFile !== undefined);
+  if (deadLetterLimitsGiven(limitFlags) && deadLetterFile === undefined && !anyDeadLetterFile) {
+    if (deadLetterLimitsGiven(flags))
+      throw new UsageError(
+        '--dead-letter-max-size and --dead-letter-max-files apply to dead-letter files, and none is set (--dead-letter, or deadLetter in the config file).',
+      );
+    const key = config.deadLetterMaxSize !== undefined ? 'deadLetterMaxSize' : 'deadLetterMaxFiles';
+    const { line, column } = loaded.locate([key]);
+    throw new ConfigError(loaded.file, [
+      { path: [key], line, column, message: 'applies to dead-letter files, and none is set (deadLetter)' },
+    ]);
+  }
+
   // The watch's own client-side rules: namespace globs (from watch-settings), per-resource ignores, only.
   const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
   const filter: FilterSpec = {
@@ -114,7 +136,7 @@ export function settingsFromConfig(
   return {
     ...rest,
     output: finalOutput,
-    delivery: { ...settings.delivery, sinks, deadLetterFile },
+    delivery: { ...settings.delivery, sinks, deadLetterFile, deadLetterLimits },
     ...(Object.keys(filter).length > 0 ? { filter } : {}),
   };
 }

@@ -5,6 +5,11 @@ import { errorMessage, UsageError } from '../errors.ts';
 import { parseResourceName, type ResourceName } from '../kube/resource-names.ts';
 import type { FilterSpec } from '../sinks/filter.ts';
 import { type RawSinkFlags, type SinkSettings, sinkSettingsFromFlags } from '../sinks/flags.ts';
+import {
+  deadLetterLimitsFromFlags,
+  deadLetterLimitsGiven,
+  type RawDeadLetterFlags,
+} from './dead-letter-settings.ts';
 import { hasGlob, isNamespaceNameOrGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
 import {
@@ -24,7 +29,7 @@ export type OutputFormat = 'json' | 'pretty' | 'none';
 export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
 
 /** The flags as commander hands them over. */
-export interface RawWatchFlags extends RawSinkFlags, RawStateFlags {
+export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags {
   kubeconfig?: string;
   context?: string;
   namespace?: string[];
@@ -111,6 +116,12 @@ export function watchSettingsFromFlags(
   }
   const output = parseOutput(flags.output, stdoutIsTTY);
   const delivery = sinkSettingsFromFlags(flags, env ?? {});
+  if (deadLetterLimitsGiven(flags) && delivery.deadLetterFile === undefined) {
+    throw new UsageError(
+      '--dead-letter-max-size and --dead-letter-max-files apply to --dead-letter, and it is not given.',
+    );
+  }
+  delivery.deadLetterLimits = deadLetterLimitsFromFlags(flags);
   if (output === 'none' && delivery.sinks.length === 0) {
     throw new UsageError(
       '--output none leaves events nowhere to go: add --webhook, --slack-webhook or --slack-channel.',

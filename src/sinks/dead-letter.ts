@@ -6,7 +6,27 @@
 //
 // Lines are appended synchronously: dead letters are rare, and a line must
 // be on disk before kubediff reports it as written there.
-import { closeSync, openSync, writeSync } from 'node:fs';
+//
+// Bounded: a receiver down for days must not fill the disk (in a pod, an
+// emptyDir past its sizeLimit gets the pod evicted, dead letters and all).
+// When the file would grow past `maxFileBytes`, it is rotated: `file` becomes
+// `file.1`, `file.1` becomes `file.2`…, and the oldest beyond `maxFiles`
+// files in all is deleted: the newest dead letters are kept. Deleting one is
+// the cap at work: logged once per file, counted (droppedRecords, the metric
+// kubediff_dead_letter_dropped_total). Only a record larger than
+// `maxFileBytes` on its own makes a file exceed it (it is written alone to a
+// fresh file). Every file is created 0600: dead letters are whole events.
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import type { ChangeEvent } from '../diff/types.ts';
 import { errorMessage, UsageError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -24,22 +44,50 @@ export interface DeadLetterRecord {
   digest?: Omit<DigestPayload, 'events'>;
 }
 
+/** How much disk a dead-letter file may take: `maxFiles` files (the current one and rotated ones) of `maxFileBytes`. */
+export interface DeadLetterLimits {
+  maxFileBytes: number;
+  maxFiles: number;
+}
+
+/** 3 files of 10 MiB: 30 MiB, well inside deploy/'s 64 Mi data volume (docs/deploy.md). */
+export const DEFAULT_DEAD_LETTER_LIMITS: DeadLetterLimits = { maxFileBytes: 10 * 1024 * 1024, maxFiles: 3 };
+
+/** What a dead-letter file holds and has lost, for /metrics. */
+export interface DeadLetterStats {
+  path: string;
+  /** Bytes in the file and its rotated files now. */
+  bytes: number;
+  /** Records deleted with the oldest file at the cap. */
+  droppedRecords: number;
+}
+
 export class DeadLetterFile {
   readonly path: string;
+  readonly limits: DeadLetterLimits;
   private fd: number | undefined;
+  /** Bytes in the current file. */
+  private size: number;
   private readonly log: Logger;
   private failed = false;
+  private droppedRecords = 0;
 
-  private constructor(path: string, fd: number, log: Logger) {
+  private constructor(path: string, fd: number, log: Logger, limits: DeadLetterLimits) {
     this.path = path;
     this.fd = fd;
+    this.size = fstatSync(fd).size;
     this.log = log;
+    this.limits = limits;
   }
 
   /** Opens (creating it, mode 0600) for appending; a UsageError (exit 2) names the file and the problem. */
-  static open(path: string, log: Logger): DeadLetterFile {
+  static open(
+    path: string,
+    log: Logger,
+    limits: DeadLetterLimits = DEFAULT_DEAD_LETTER_LIMITS,
+  ): DeadLetterFile {
     try {
-      return new DeadLetterFile(path, openSync(path, 'a', 0o600), log);
+      return new DeadLetterFile(path, openSync(path, 'a', 0o600), log, limits);
     } catch (error) {
       throw new UsageError(
         `cannot open the dead-letter file ${path}: ${describeOpenError(error)}; choose a writable file with --dead-letter.`,
@@ -69,6 +117,18 @@ export class DeadLetterFile {
     ]);
   }
 
+  stats(): DeadLetterStats {
+    let bytes = 0;
+    for (const file of this.files()) {
+      try {
+        bytes += statSync(file).size;
+      } catch {
+        // Not there (not rotated yet, or removed by hand).
+      }
+    }
+    return { path: this.path, bytes, droppedRecords: this.droppedRecords };
+  }
+
   close(): void {
     if (this.fd === undefined) return;
     try {
@@ -82,8 +142,13 @@ export class DeadLetterFile {
   private append(records: DeadLetterRecord[]): boolean {
     if (this.fd === undefined || this.failed) return false;
     try {
-      const data = Buffer.from(records.map((record) => `${JSON.stringify(record)}\n`).join(''));
-      for (let offset = 0; offset < data.length; ) offset += writeSync(this.fd, data, offset);
+      for (const record of records) {
+        const line = Buffer.from(`${JSON.stringify(record)}\n`);
+        if (this.size > 0 && this.size + line.length > this.limits.maxFileBytes) this.rotate();
+        const fd = this.fd as number;
+        for (let offset = 0; offset < line.length; ) offset += writeSync(fd, line, offset);
+        this.size += line.length;
+      }
       return true;
     } catch (error) {
       this.failed = true;
@@ -93,6 +158,68 @@ export class DeadLetterFile {
       return false;
     }
   }
+
+  /** The current file, then the rotated ones, newest first: `file`, `file.1`, … */
+  private files(): string[] {
+    return Array.from({ length: this.limits.maxFiles }, (_, index) =>
+      index === 0 ? this.path : `${this.path}.${index}`,
+    );
+  }
+
+  /** The current file is full: shift the rotated files by one, deleting the oldest beyond maxFiles. */
+  private rotate(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+    const files = this.files();
+    const oldest = files[files.length - 1] as string;
+    if (existsSync(oldest)) this.drop(oldest);
+    for (let index = files.length - 1; index > 0; index--) {
+      const from = files[index - 1] as string;
+      if (existsSync(from)) renameSync(from, files[index] as string);
+    }
+    this.fd = openSync(this.path, 'a', 0o600);
+    this.size = 0;
+  }
+
+  /** Deletes the oldest file at the cap, counting the records lost with it. */
+  private drop(file: string): void {
+    const records = countLines(file);
+    unlinkSync(file);
+    if (this.droppedRecords === 0) {
+      const { maxFiles, maxFileBytes } = this.limits;
+      this.log.warn(
+        `the dead-letter file ${this.path} is at its cap (${maxFiles} file${maxFiles === 1 ? '' : 's'} of ${formatBytes(maxFileBytes)}): deleted ${file} and the ${records} dead letter${records === 1 ? '' : 's'} in it, and each further rotation deletes the oldest file; replay and remove them, or raise --dead-letter-max-files or --dead-letter-max-size (counted in kubediff_dead_letter_dropped_total).`,
+      );
+    }
+    this.droppedRecords += records;
+  }
+}
+
+/** Lines in `file`, read in small chunks (a file from an older kubediff may be large). */
+function countLines(file: string): number {
+  const fd = openSync(file, 'r');
+  try {
+    const chunk = Buffer.alloc(64 * 1024);
+    let lines = 0;
+    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
+      for (let index = 0; index < read; index++) if (chunk[index] === 0x0a) lines++;
+    }
+    return lines;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** 10485760 → '10 MiB'. */
+function formatBytes(bytes: number): string {
+  for (const [unit, size] of [
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const) {
+    if (bytes >= size) return `${Number((bytes / size).toFixed(1))} ${unit}`;
+  }
+  return `${bytes} bytes`;
 }
 
 /** How a log line ends for `what` that was not delivered: where it went, if anywhere. */

@@ -6,6 +6,7 @@
 // flag or variable, never the secret itself.
 import { parseDuration } from '../cli/duration.ts';
 import { UsageError } from '../errors.ts';
+import type { DeadLetterLimits } from './dead-letter.ts';
 import { redactUrl } from './http.ts';
 import { checkHttpUrl, type SinkSpec, type SlackSinkSpec, type WebhookSinkSpec } from './setup.ts';
 
@@ -25,6 +26,8 @@ export interface SinkSettings {
   /** The HTTP sinks (Slack, webhooks); stdout is set up from --output. */
   sinks: SinkSpec[];
   deadLetterFile: string | undefined;
+  /** The cap of every dead-letter file (default DEFAULT_DEAD_LETTER_LIMITS). */
+  deadLetterLimits?: DeadLetterLimits;
   shutdownTimeoutMs: number;
 }
 

@@ -5,7 +5,7 @@ import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../diff/types.ts';
 import { UsageError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { DeadLetterFile } from './dead-letter.ts';
+import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
 import { compileFilter, type FilterSpec } from './filter.ts';
 import { redactUrl } from './http.ts';
@@ -74,7 +74,9 @@ export interface SinkRuntime {
   /** The stdout stream failed or its reader left. */
   onStdoutClosed?: (error: NodeJS.ErrnoException) => void;
   /** The default dead-letter file of HTTP sinks. */
-  deadLetterFile?: string;
+  deadLetterFile?: string | undefined;
+  /** The cap of every dead-letter file. */
+  deadLetterLimits?: DeadLetterLimits | undefined;
   userAgent?: string;
 }
 
@@ -112,7 +114,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
     if (path === undefined) return undefined;
     let file = files.get(path);
     if (!file) {
-      file = DeadLetterFile.open(path, runtime.log);
+      file = DeadLetterFile.open(path, runtime.log, runtime.deadLetterLimits);
       files.set(path, file);
     }
     return file;

@@ -223,6 +223,23 @@ export async function podFiles(cluster: ClusterInfo, namespace: string, token: s
   };
 }
 
+/** A Kubernetes quantity in bytes: `64Mi`, `1Gi`, `500M`, `1024`. */
+export function quantityBytes(quantity: string): number {
+  const match = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity);
+  if (!match) throw new Error(`not a quantity: ${quantity}`);
+  const units: Record<string, number> = {
+    Ki: 1024,
+    Mi: 1024 ** 2,
+    Gi: 1024 ** 3,
+    Ti: 1024 ** 4,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+  };
+  return Number(match[1]) * (match[2] ? (units[match[2]] ?? Number.NaN) : 1);
+}
+
 /** One question for the authorizer: may this identity do `verb` on this resource (and subresource)? */
 export interface AccessQuestion {
   verb: string;

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_DEAD_LETTER_LIMITS } from '../../src/sinks/dead-letter.ts';
 import { runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {
@@ -17,6 +18,7 @@ import {
   mintToken,
   type PodFiles,
   podFiles,
+  quantityBytes,
   rbacObjects,
   runCommand,
 } from '../helpers/deploy.ts';
@@ -135,6 +137,10 @@ describe('the Helm chart', { skip }, () => {
       capabilities: { drop: ['ALL'] },
     });
     assert.ok(container.args.includes('--leader-elect'));
+    // The data volume: an emptyDir past its sizeLimit evicts the pod; the dead-letter cap stays below it.
+    const data = podSpec.volumes.find((volume: { name: string }) => volume.name === 'data');
+    const cap = DEFAULT_DEAD_LETTER_LIMITS.maxFiles * DEFAULT_DEAD_LETTER_LIMITS.maxFileBytes;
+    assert.ok(quantityBytes(data.emptyDir.sizeLimit) > cap, `${data.emptyDir.sizeLimit} above ${cap} bytes`);
     assert.ok(container.args.includes(`--leader-election-id=${release}-kubediff`));
     // Several replicas without leader election would report everything twice: refused.
     const refused = await helm(['template', release, CHART, '--set', 'leaderElection.enabled=false']);

@@ -7,6 +7,7 @@
 // KUBERNETES_SERVICE_HOST/PORT; no kubeconfig).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { DEFAULT_DEAD_LETTER_LIMITS } from '../../src/sinks/dead-letter.ts';
 import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {
@@ -23,6 +24,7 @@ import {
   type PodFiles,
   podCommand,
   podFiles,
+  quantityBytes,
   rbacObjects,
   servedResources,
   serverDryRun,
@@ -141,6 +143,10 @@ describe('in the cluster, with deploy/ RBAC only', { skip }, () => {
     assert.equal(container.readinessProbe.httpGet.path, '/readyz');
     assert.ok(container.resources.requests.memory && container.resources.limits.memory);
     assert.ok(container.args.includes('--leader-elect'), container.args.join(' '));
+    // The data volume: an emptyDir past its sizeLimit evicts the pod; the dead-letter cap stays below it.
+    const data = podSpec.volumes.find((volume: { name: string }) => volume.name === 'data');
+    const cap = DEFAULT_DEAD_LETTER_LIMITS.maxFiles * DEFAULT_DEAD_LETTER_LIMITS.maxFileBytes;
+    assert.ok(quantityBytes(data.emptyDir.sizeLimit) > cap, `${data.emptyDir.sizeLimit} above ${cap} bytes`);
     // The ConfigMap name carries kustomize's content hash, and the Deployment mounts that one.
     const configMap = objects.find((object) => object.kind === 'ConfigMap');
     assert.equal(

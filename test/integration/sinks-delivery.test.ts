@@ -1,7 +1,7 @@
 // Slack and webhook delivery end to end: `kubediff watch` against the real API server, posting to local
 // receivers on loopback (a "Slack" and a webhook endpoint, test/helpers/http-receiver.ts).
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +10,7 @@ import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
 import {
   blockKitProblems,
   eventsInMessage,
@@ -280,6 +280,87 @@ describe('kubediff watch with Slack and webhooks', () => {
     assert.deepEqual(
       records.map((r) => r.event),
       watch.events.filter((e) => e.type === 'ADDED'),
+    );
+  });
+  it('caps the dead-letter file: rotated at --dead-letter-max-size, the oldest deleted beyond --dead-letter-max-files, logged once, counted', async () => {
+    const ns = await namespace('sinks-cap');
+    // Refused (400 is not retried): every event goes straight to the dead-letter file.
+    const hook = await receiver({ defaultReply: { status: 400, body: 'no' } });
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-dead-cap-'));
+    const deadLetters = path.join(dir, 'dead.jsonl');
+    const watch = await startWatch([
+      '-o',
+      'json',
+      '-n',
+      ns,
+      '--webhook',
+      hook.url('/hook'),
+      '--dead-letter',
+      deadLetters,
+      '--dead-letter-max-size',
+      '2k',
+      '--dead-letter-max-files',
+      '2',
+      '--listen',
+      '127.0.0.1:0',
+    ]);
+    const [, base] = await watch.waitForStderr(
+      /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
+    );
+    const names = Array.from({ length: 24 }, (_, index) => `cm-${String(index).padStart(2, '0')}`);
+    for (const name of names) {
+      await admin.create(configmaps(ns), { metadata: { name, labels: LABELS }, data: { a: '1' } });
+    }
+    const sink = `webhook http://127.0.0.1:${hook.port}/…`;
+    const scrape = async () => {
+      const metrics = new Map<string, number>();
+      for (const line of (await (await fetch(`${base}/metrics`)).text()).split('\n')) {
+        if (line && !line.startsWith('#'))
+          metrics.set(line.slice(0, line.lastIndexOf(' ')), Number(line.slice(line.lastIndexOf(' ') + 1)));
+      }
+      return metrics;
+    };
+    const metrics = await waitFor(
+      async () => {
+        const scraped = await scrape();
+        return scraped.get(`kubediff_sink_events_total{sink="${sink}",outcome="dead_lettered"}`) ===
+          names.length
+          ? scraped
+          : undefined;
+      },
+      { timeoutMs: 30_000, what: `${names.length} events dead-lettered` },
+    );
+
+    // Two files at most, each within the size; all owner-only.
+    const files = (await readdir(dir)).sort();
+    assert.deepEqual(files, ['dead.jsonl', 'dead.jsonl.1']);
+    let bytes = 0;
+    for (const file of files) {
+      const info = await stat(path.join(dir, file));
+      assert.ok(info.size <= 2048, `${file}: ${info.size} bytes`);
+      assert.equal((info.mode & 0o777).toString(8), '600', file);
+      bytes += info.size;
+    }
+    // The newest are kept, in order; what was deleted is counted, so nothing is lost without a trace.
+    const kept = (
+      await Promise.all(['dead.jsonl.1', 'dead.jsonl'].map((file) => readFile(path.join(dir, file), 'utf8')))
+    )
+      .join('')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { event: TestEvent }).event.object.name);
+    assert.ok(kept.length > 0 && kept.length < names.length, kept.join(', '));
+    assert.deepEqual(kept, names.slice(names.length - kept.length));
+    const file = `file="${deadLetters}"`;
+    assert.equal(metrics.get(`kubediff_dead_letter_dropped_total{${file}}`), names.length - kept.length);
+    assert.equal(metrics.get(`kubediff_dead_letter_bytes{${file}}`), bytes);
+    const stopped = await watch.stop('SIGTERM');
+    assert.equal(stopped.code, 0, stopped.stderr);
+    const warnings = stopped.stderr.split('\n').filter((line) => line.includes('is at its cap'));
+    assert.equal(warnings.length, 1, stopped.stderr);
+    assert.match(
+      warnings[0] ?? '',
+      /the dead-letter file .*dead\.jsonl is at its cap \(2 files of 2 KiB\): deleted .*dead\.jsonl\.1 and the \d+ dead letters? in it/,
     );
   });
 });

@@ -202,7 +202,7 @@ describe('config loader: the broken-file corpus', () => {
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, output, shutdownTimeout, deadLetter, state, sinks.',
+          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, sinks.',
     );
   });
 });
@@ -475,5 +475,72 @@ sinks:
     assert.deepEqual(ok.delivery.sinks, [
       { type: 'webhook', url: 'https://h/', deadLetterFile: '/tmp/x.jsonl' },
     ]);
+  });
+
+  it('the dead-letter cap: from the file or the flags, checked, and only with a dead-letter file', () => {
+    const sinks = 'sinks:\n  - type: webhook\n    url: https://h/\n    deadLetter: /tmp/own.jsonl\n';
+    const fromFile = settingsFromConfig(
+      parseConfig(`deadLetterMaxSize: 2MB\ndeadLetterMaxFiles: 5\n${sinks}`, 'c.yaml', {}),
+      {},
+      false,
+      {},
+    );
+    assert.deepEqual(fromFile.delivery.deadLetterLimits, { maxFileBytes: 2 * 1024 * 1024, maxFiles: 5 });
+    const flagsWin = settingsFromConfig(
+      parseConfig(`deadLetterMaxSize: 2MB\n${sinks}`, 'c.yaml', {}),
+      { deadLetterMaxFiles: '7' },
+      false,
+      {},
+    );
+    assert.deepEqual(flagsWin.delivery.deadLetterLimits, { maxFileBytes: 2 * 1024 * 1024, maxFiles: 7 });
+    const defaults = settingsFromConfig(parseConfig(sinks, 'c.yaml', {}), {}, false, {});
+    assert.deepEqual(defaults.delivery.deadLetterLimits, { maxFileBytes: 10 * 1024 * 1024, maxFiles: 3 });
+    // Flags alone.
+    const webhook = { webhook: ['https://h/'] };
+    assert.deepEqual(
+      loadWatchSettings({ ...webhook, deadLetter: '/tmp/x.jsonl', deadLetterMaxSize: '500k' }, false, {})
+        .delivery.deadLetterLimits,
+      { maxFileBytes: 500 * 1024, maxFiles: 3 },
+    );
+    assert.throws(
+      () => loadWatchSettings({ ...webhook, deadLetterMaxSize: '500k' }, false, {}),
+      (error: unknown) =>
+        error instanceof UsageError &&
+        error.message ===
+          '--dead-letter-max-size and --dead-letter-max-files apply to --dead-letter, and it is not given.',
+    );
+    assert.throws(
+      () =>
+        loadWatchSettings({ ...webhook, deadLetter: '/tmp/x.jsonl', deadLetterMaxSize: 'big' }, false, {}),
+      /^UsageError: invalid --dead-letter-max-size "big": use a size such as 64MB or 1GB\.$/,
+    );
+    assert.throws(
+      () => parseConfig(`deadLetterMaxSize: lots\ndeadLetterMaxFiles: 0\n${sinks}`, 'c.yaml', {}),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          [
+            'invalid config file c.yaml: 2 problems:',
+            '  c.yaml:1:20: deadLetterMaxSize: expected a size such as 64MB or 1GB, got "lots"',
+            '  c.yaml:2:21: deadLetterMaxFiles: expected a number from 1 to 1,000, got the number 0',
+          ].join('\n'),
+    );
+    assert.throws(
+      () =>
+        settingsFromConfig(
+          parseConfig(
+            'deadLetterMaxFiles: 2\nsinks:\n  - type: webhook\n    url: https://h/\n',
+            'c.yaml',
+            {},
+          ),
+          {},
+          false,
+          {},
+        ),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          'invalid config file c.yaml:1:21: deadLetterMaxFiles: applies to dead-letter files, and none is set (deadLetter).',
+    );
   });
 });
