@@ -12,6 +12,18 @@ import { resolveBinaries } from './cluster.ts';
 import type { KubeAdmin, KubeObject } from './kube-admin.ts';
 
 const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
+/** The Helm chart, and helm built from its Go module (test/helm; `npm run helm:build`). */
+export const HELM_CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', import.meta.url));
+const HELM =
+  process.env.KUBEDIFF_TEST_HELM ?? fileURLToPath(new URL('../../.cache/helm/bin/helm', import.meta.url));
+
+export function helmPath(): string | undefined {
+  return existsSync(HELM) ? HELM : undefined;
+}
+
+export function helm(args: string[]): Promise<CommandResult> {
+  return runCommand(HELM, args);
+}
 
 export function kubectlPath(): string | undefined {
   const file = resolveBinaries().kubectl.path;
@@ -113,6 +125,27 @@ export async function serverDryRun(kubeconfig: string, overlay: Overlay): Promis
   ]);
   if (result.code !== 0) throw new Error(`kubectl apply --dry-run=server failed: ${result.stderr}`);
   const parsed = JSON.parse(result.stdout) as { kind: string; items?: KubeObject[] } & KubeObject;
+  return parsed.kind === 'List' ? (parsed.items ?? []) : [parsed];
+}
+
+/**
+ * `helm template <release> <chart> --namespace <namespace> ...args`, as the API server would store it
+ * (`kubectl apply --dry-run=server -o json`): the rendered objects, or a single one.
+ */
+export async function helmDryRun(
+  kubeconfig: string,
+  release: string,
+  namespace: string,
+  args: readonly string[] = [],
+): Promise<KubeObject[]> {
+  const rendered = await helm(['template', release, HELM_CHART, '--namespace', namespace, ...args]);
+  if (rendered.code !== 0) throw new Error(`helm template failed: ${rendered.stderr}`);
+  const dryRun = await kubectl(
+    ['--kubeconfig', kubeconfig, 'apply', '--dry-run=server', '-n', namespace, '-o', 'json', '-f', '-'],
+    { input: rendered.stdout },
+  );
+  if (dryRun.code !== 0) throw new Error(`kubectl apply --dry-run=server failed: ${dryRun.stderr}`);
+  const parsed = JSON.parse(dryRun.stdout) as { kind: string; items?: KubeObject[] } & KubeObject;
   return parsed.kind === 'List' ? (parsed.items ?? []) : [parsed];
 }
 

@@ -3,40 +3,33 @@
 // real, lets kubediff run with --leader-elect under the chart's Lease name and nothing more.
 // Needs helm, built from its Go module: cd test/helm && go build -o ../../.cache/helm/bin/helm helm.sh/helm/v3/cmd/helm
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { DEFAULT_DEAD_LETTER_LIMITS } from '../../src/sinks/dead-letter.ts';
 import { runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {
   applyObjects,
-  type CommandResult,
   clusterScopedPaths,
-  kubectl,
+  HELM_CHART,
+  helm,
+  helmDryRun,
+  helmPath,
   kubectlPath,
   mintToken,
   type PodFiles,
   podFiles,
   quantityBytes,
   rbacObjects,
-  runCommand,
 } from '../helpers/deploy.ts';
 import { adminClient, KubeApiError, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
-const HELM =
-  process.env.KUBEDIFF_TEST_HELM ?? fileURLToPath(new URL('../../.cache/helm/bin/helm', import.meta.url));
-const CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', import.meta.url));
-const skip = !existsSync(HELM)
+const CHART = HELM_CHART;
+const skip = !helmPath()
   ? 'helm is not built: cd test/helm && go build -o ../../.cache/helm/bin/helm helm.sh/helm/v3/cmd/helm'
   : !kubectlPath()
     ? 'kubectl is not built (npm run cluster:build)'
     : false;
 const admin = adminClient();
-
-function helm(args: string[]): Promise<CommandResult> {
-  return runCommand(HELM, args);
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests, checked field by field
 type Manifest = KubeObject & Record<string, any>;
@@ -63,15 +56,7 @@ describe('the Helm chart', { skip }, () => {
   test('lints, and renders what the API server accepts (server-side dry run)', async () => {
     const lint = await helm(['lint', '--strict', CHART]);
     assert.equal(lint.code, 0, lint.stdout + lint.stderr);
-    const rendered = await helm(['template', release, CHART, '--namespace', namespace]);
-    assert.equal(rendered.code, 0, rendered.stderr);
-    const dryRun = await kubectl(
-      ['--kubeconfig', kubeconfig, 'apply', '--dry-run=server', '-n', namespace, '-o', 'json', '-f', '-'],
-      { input: rendered.stdout },
-    );
-    assert.equal(dryRun.code, 0, dryRun.stderr);
-    const list = JSON.parse(dryRun.stdout) as { items: Manifest[] };
-    objects = list.items;
+    objects = (await helmDryRun(kubeconfig, release, namespace)) as Manifest[];
     const kinds = objects.map((object) => object.kind).sort();
     assert.deepEqual(kinds, [
       'ClusterRole',
@@ -101,24 +86,15 @@ describe('the Helm chart', { skip }, () => {
         ports: [{ protocol: 'TCP', port: 8080 }],
       },
     ]);
-    const scrapers = await helm([
-      'template',
-      release,
-      CHART,
+    const [custom] = (await helmDryRun(kubeconfig, release, namespace, [
       '--show-only',
       'templates/networkpolicy.yaml',
       '--set',
       'networkPolicy.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=observability',
       '--set',
       'networkPolicy.podSelector.matchLabels.app\\.kubernetes\\.io/name=prometheus',
-    ]);
-    assert.equal(scrapers.code, 0, scrapers.stderr);
-    const custom = await kubectl(
-      ['--kubeconfig', kubeconfig, 'apply', '--dry-run=server', '-n', namespace, '-o', 'json', '-f', '-'],
-      { input: scrapers.stdout },
-    );
-    assert.equal(custom.code, 0, custom.stderr);
-    assert.deepEqual((JSON.parse(custom.stdout) as Manifest).spec.ingress[0].from, [
+    ])) as Manifest[];
+    assert.deepEqual(custom?.spec.ingress[0].from, [
       {
         namespaceSelector: {
           matchLabels: { 'kubernetes.io/metadata.name': 'observability' },

@@ -7,9 +7,7 @@
 // lacks); and kubediff, run with the Deployment's own command line, reports no 403 for anything the
 // role grants, reports a ConfigMap and a custom resource of the added group, and never a Secret.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {
@@ -19,7 +17,8 @@ import {
   clusterScopedPaths,
   deployOverlay,
   describeAccess,
-  kubectl,
+  helmDryRun,
+  helmPath,
   kubectlPath,
   mintToken,
   type Overlay,
@@ -27,18 +26,14 @@ import {
   podCommand,
   podFiles,
   rbacObjects,
-  runCommand,
   servedResources,
   serverDryRun,
 } from '../helpers/deploy.ts';
 import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
-const HELM =
-  process.env.KUBEDIFF_TEST_HELM ?? fileURLToPath(new URL('../../.cache/helm/bin/helm', import.meta.url));
-const CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', import.meta.url));
 const skip = !kubectlPath()
   ? 'kubectl is not built (npm run cluster:build)'
-  : !existsSync(HELM)
+  : !helmPath()
     ? 'helm is not built: npm run helm:build'
     : false;
 const admin = adminClient();
@@ -108,24 +103,12 @@ describe('without Secrets', { skip }, () => {
   test('the kustomize component and the Helm value render the same role, and kubediff skips secrets', async () => {
     objects = (await serverDryRun(kubeconfig, overlay)) as Rendered[];
     const release = uniqueName('kd');
-    const rendered = await runCommand(HELM, [
-      'template',
-      release,
-      CHART,
-      '--namespace',
-      namespace,
+    const helmObjects = (await helmDryRun(kubeconfig, release, namespace, [
       '--set',
       'watchSecrets=false',
       '--set',
       `rbac.extraApiGroups={${group}}`,
-    ]);
-    assert.equal(rendered.code, 0, rendered.stderr);
-    const dryRun = await kubectl(
-      ['--kubeconfig', kubeconfig, 'apply', '--dry-run=server', '-n', namespace, '-o', 'json', '-f', '-'],
-      { input: rendered.stdout },
-    );
-    assert.equal(dryRun.code, 0, dryRun.stderr);
-    const helmObjects = (JSON.parse(dryRun.stdout) as { items: Rendered[] }).items;
+    ])) as Rendered[];
 
     const rules = find(objects, 'ClusterRole').rules ?? [];
     assert.deepEqual(find(helmObjects, 'ClusterRole').rules, rules, 'the same rules from Helm and kustomize');
