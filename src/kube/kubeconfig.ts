@@ -58,9 +58,10 @@ export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
     }
   } catch (error) {
     if (error instanceof UserError) throw error;
+    const reason = oneLine(errorMessage(error));
     throw new UsageError(
-      `cannot read kubeconfig ${source}: ${oneLine(errorMessage(error))}; fix the file or pass another with --kubeconfig.`,
-      { cause: error },
+      `cannot read kubeconfig ${source}: ${reason}; fix the file or pass another with --kubeconfig.`,
+      { cause: withoutQuotedText(error, reason) },
     );
   }
 
@@ -113,4 +114,19 @@ function oneLine(text: string): string {
     .trim()
     .replace(/ \((\d+):(\d+)\)$/, ' at line $1, column $2')
     .replace(/\.$/, '');
+}
+
+/**
+ * The cause that --debug prints: the error's stack frames under the one-line reason. The parser's own
+ * message quotes the lines around the mistake (a YAML code frame), tokens and keys included, and
+ * credential material is never printed.
+ */
+function withoutQuotedText(error: unknown, reason: string): Error {
+  const name = error instanceof Error ? error.name : 'Error';
+  const frames =
+    error instanceof Error ? (error.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line)) : [];
+  const cause = new Error(reason);
+  cause.name = name;
+  cause.stack = [`${name}: ${reason}`, ...frames].join('\n');
+  return cause;
 }
