@@ -45,7 +45,7 @@ const FILLERS: readonly string[] = [
   'c2VjcmV0',
   '==',
   '<>&',
-  '${X}',
+  '$$X',
 ];
 
 const ID_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789';

@@ -107,6 +107,16 @@ function marker(kind: 'hmac' | 'sha256', value: string): string {
   return `<redacted ${kind}:${hash.update(served).digest('hex').slice(0, 8)}>`;
 }
 
+/** The change markersOfAChange makes, hashed one way or the other. */
+function passwordChange(kind: 'hmac' | 'sha256') {
+  return {
+    op: 'replace',
+    path: '/data/password',
+    from: marker(kind, 'hunter2'),
+    to: marker(kind, 'hunter3'),
+  };
+}
+
 describe('KUBEDIFF_REDACTION_KEY from the Secret deploy/ and the Helm chart name', () => {
   for (const source of ['deploy', 'helm'] as const) {
     test(`${source}: the optional key redaction-key switches the markers to a keyed HMAC`, async () => {
@@ -122,26 +132,12 @@ describe('KUBEDIFF_REDACTION_KEY from the Secret deploy/ and the Helm chart name
       // Without the key (it is optional): plain SHA-256.
       await admin.create(secrets, { metadata: { name: secretName }, stringData: { 'webhook-secret': 'w' } });
       const plain = await markersOfAChange(await resolveEnv(env, namespace), namespace);
-      assert.deepEqual(plain, [
-        {
-          op: 'replace',
-          path: '/data/password',
-          from: marker('sha256', 'hunter2'),
-          to: marker('sha256', 'hunter3'),
-        },
-      ]);
+      assert.deepEqual(plain, [passwordChange('sha256')]);
 
       // With it: the HMAC under that key.
       await admin.patch(`${secrets}/${secretName}`, { stringData: { 'redaction-key': KEY } });
       const keyed = await markersOfAChange(await resolveEnv(env, namespace), namespace);
-      assert.deepEqual(keyed, [
-        {
-          op: 'replace',
-          path: '/data/password',
-          from: marker('hmac', 'hunter2'),
-          to: marker('hmac', 'hunter3'),
-        },
-      ]);
+      assert.deepEqual(keyed, [passwordChange('hmac')]);
       await admin.deleteNamespace(namespace);
     });
   }

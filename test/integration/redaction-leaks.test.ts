@@ -148,12 +148,14 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const hugeConfigMap = corpus.create('ConfigMap');
     (hugeConfigMap.data as JsonObject).password = huge;
     tracked.push({ kind: 'ConfigMap', name: 'huge', body: hugeConfigMap });
+    let writes = 0;
     const write = async (object: Tracked, create = false) => {
       const collection = API[object.kind].collection(namespace);
       const written = create
         ? await admin.create(collection, manifest(object))
         : await admin.update(`${collection}/${object.name}`, manifest(object));
       object.resourceVersion = written.metadata.resourceVersion;
+      writes++;
     };
     for (const object of tracked) await write(object, true);
     for (let round = 0; round < 3; round++) {
@@ -223,7 +225,12 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       { name: 'history -o json', read: () => historyJson.stdout, expect: hmacMarker },
       { name: 'history -o pretty', read: () => historyPretty.stdout, expect: hmacMarker },
     ];
-    await assertNoLeaks(sources);
+    const report = await assertNoLeaks(sources);
+    const scanned = Object.values(report.scanned).reduce((sum, size) => sum + size, 0);
+    console.log(
+      `end-to-end corpus: ${tracked.length + 3} objects, ${writes} writes, ${corpus.secretCount} secret values, ` +
+        `${first.events.length + second.events.length} events, ${(scanned / 1e6).toFixed(1)} MB of output scanned`,
+    );
 
     // Changes are visible as markers; what is not secret is shown as it is.
     const hmac = /^<redacted hmac:[0-9a-f]{8}>$/;

@@ -4,8 +4,8 @@ import { presetIgnoredPaths } from '../../src/config/presets.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
 import { type NormalizeRules, Normalizer, normalizeObject } from '../../src/diff/normalize.ts';
 import { Redactor } from '../../src/diff/redact.ts';
-import type { JsonObject, KubeObject, ResourceType } from '../../src/kube/types.ts';
-import { configmaps } from '../helpers/resource-types.ts';
+import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
+import { configmaps, secrets } from '../helpers/resource-types.ts';
 
 /** The rules of a type that is not a Secret, with these ignored paths and no `redact:` rule. */
 function ignoring(paths: readonly string[]): NormalizeRules {
@@ -16,14 +16,6 @@ function ignoring(paths: readonly string[]): NormalizeRules {
     redactor: new Redactor(),
   };
 }
-
-const secrets: ResourceType = {
-  ...configmaps,
-  resource: 'secrets',
-  kind: 'Secret',
-  shortNames: [],
-  singularName: 'secret',
-};
 
 function deployment(): KubeObject {
   return {

@@ -35,17 +35,10 @@ import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource } from '../helpers/leak-check.ts';
 import { seededRandom } from '../helpers/random-json.ts';
-import { configmaps } from '../helpers/resource-types.ts';
+import { configmaps, secrets } from '../helpers/resource-types.ts';
 import { CORPUS_REDACT_RULES, type CorpusKind, SecretCorpus, VAULT_TYPE } from '../helpers/secret-corpus.ts';
 import { memoryLog } from '../helpers/sink-test.ts';
 
-const secrets: ResourceType = {
-  ...configmaps,
-  resource: 'secrets',
-  kind: 'Secret',
-  shortNames: [],
-  singularName: 'secret',
-};
 const TYPES: Record<CorpusKind, ResourceType> = { Secret: secrets, ConfigMap: configmaps, Vault: VAULT_TYPE };
 /** The key holds the canary too: if it ever reached an output, the scan would find it. */
 const KEY = `${CANARY}redaction-key-0123456789`;
@@ -321,6 +314,9 @@ describe('no secret value reaches any output (in-process corpus)', () => {
   it('keyed HMAC markers: no SHA-256 marker anywhere, and the key itself never shown', async () => {
     const run = await runCorpus(12, 200, 3, KEY);
     await assertNoLeaks(run.sources);
+    console.log(
+      `corpus (HMAC): ${run.objects} objects, ${run.versions} versions, ${run.secretValues} secret values, ${run.events.length} events`,
+    );
     assertVisibleChanges(run.events, /^<redacted hmac:[0-9a-f]{8}>$/);
     for (const source of run.sources) {
       const content = (await source.read()) ?? '';
