@@ -5,11 +5,12 @@
 // --shutdown-timeout, report what they could not, exit 0.
 
 import { DiscoveryResolver, eventGate } from '../config/event-gate.ts';
-import { redactionSignature, redactorFor, redactPathsFor } from '../config/redaction.ts';
+import { redactionSignature, redactPathsFor } from '../config/redaction.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
 import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
+import { Redactor } from '../diff/redact.ts';
 import type { ChangeEvent } from '../diff/types.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
@@ -114,7 +115,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
   // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
   const normalizer = new Normalizer({
     ignore: new PathMatcher(settings.ignoredPaths),
-    redactor: redactorFor(settings.redaction),
+    redactor: new Redactor(settings.redaction.key),
     redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
   });
   const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });

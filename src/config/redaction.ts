@@ -35,10 +35,6 @@ export function redactionKeyFrom(env: Readonly<Record<string, string | undefined
   return key;
 }
 
-export function redactorFor(settings: RedactionSettings): Redactor {
-  return new Redactor(settings.key);
-}
-
 /**
  * The `redact:` paths that apply to a resource type. Resource names are resolved through discovery
  * (`resolve`), so short names and kinds of custom resources work as in every other rule.
@@ -70,7 +66,7 @@ export function redactPathsFor(
 export function redactionSignature(settings: RedactionSettings): string {
   return JSON.stringify({
     version: 2,
-    hashing: redactorFor(settings).id,
+    hashing: new Redactor(settings.key).id,
     rules: settings.rules
       .map((rule) => JSON.stringify([rule.path, [...(rule.resources ?? [])].sort()]))
       .sort(),
