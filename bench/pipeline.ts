@@ -10,7 +10,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { EventBuilder } from '../src/diff/event-builder.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
-import { normalizeObject } from '../src/diff/normalize.ts';
+import { Normalizer } from '../src/diff/normalize.ts';
+import { Redactor } from '../src/diff/redact.ts';
 import { Informer } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
 import type { ResourceType } from '../src/kube/types.ts';
@@ -110,7 +111,10 @@ function replayClient(chunks: Buffer[], onReplayed: () => void): KubeClient {
   return client as unknown as KubeClient;
 }
 
-const ignore = new PathMatcher(DEFAULT_IGNORED_PATHS);
+const normalizer = new Normalizer({
+  ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+  redactor: new Redactor(),
+});
 let sink = 0;
 
 /** One replay of the fixture through kubediff; returns the events emitted. */
@@ -131,7 +135,7 @@ async function replayOnce(fixture: Fixture): Promise<number> {
     replayClient(fixture.chunks, () => replayed()),
     {
       type: fixture.type,
-      normalize: (object) => normalizeObject(object, ignore),
+      normalize: (type, object) => normalizer.normalize(type, object),
       initialList: 'silent',
       timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000 },
     },

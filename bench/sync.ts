@@ -6,7 +6,8 @@
 //   `--expose-gc`:  node --expose-gc bench/sync.ts --heap --cluster <file> --namespace <ns> --empty <ns>
 import { EventBuilder } from '../src/diff/event-builder.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
-import { normalizeObject } from '../src/diff/normalize.ts';
+import { Normalizer } from '../src/diff/normalize.ts';
+import { Redactor } from '../src/diff/redact.ts';
 import { ClusterWatcher } from '../src/informer/cluster-watcher.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { Discovery } from '../src/kube/discovery.ts';
@@ -16,6 +17,7 @@ import type { KubeObject } from '../src/kube/types.ts';
 import { silentLogger } from '../src/log.ts';
 import type { ClusterInfo } from '../test/helpers/cluster.ts';
 import type { KubeAdmin } from '../test/helpers/kube-admin.ts';
+import { configmaps } from '../test/helpers/resource-types.ts';
 import { configMap, inParallel } from './lib/objects.ts';
 import { rawAgent, rawPagedList } from './lib/raw.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';
@@ -44,14 +46,17 @@ export async function populate(
 
 /** A ClusterWatcher as `kubediff watch -r configmaps -n <ns> -o json` builds it. */
 export function configMapWatcher(client: KubeClient, ns: string): ClusterWatcher {
-  const ignore = new PathMatcher(DEFAULT_IGNORED_PATHS);
+  const normalizer = new Normalizer({
+    ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+    redactor: new Redactor(),
+  });
   return new ClusterWatcher({
     client,
     discovery: new Discovery(client),
     selection: { include: [parseResourceName('configmaps')], exclude: [], namespaceScoped: true },
     namespaces: [ns],
     excludeNamespaces: [],
-    normalize: (object: KubeObject) => normalizeObject(object, ignore),
+    normalize: (type, object) => normalizer.normalize(type, object),
     initial: false,
     handler: new EventBuilder({ cluster: 'bench', emit: () => {} }),
     log: silentLogger,
@@ -154,7 +159,10 @@ async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Prom
   // The same objects as sent (a raw LIST) and as stored.
   const agent = rawAgent(info);
   const { request } = await import('undici');
-  const ignore = new PathMatcher(DEFAULT_IGNORED_PATHS);
+  const normalizer = new Normalizer({
+    ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+    redactor: new Redactor(),
+  });
   let json = 0;
   let stored = 0;
   let count = 0;
@@ -172,7 +180,7 @@ async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Prom
       item.apiVersion = 'v1';
       item.kind = 'ConfigMap';
       json += JSON.stringify(item).length;
-      stored += JSON.stringify(normalizeObject(item, ignore)).length;
+      stored += JSON.stringify(normalizer.normalize(configmaps, item)).length;
       count++;
     }
     continueToken = page.metadata.continue || undefined;

@@ -11,16 +11,15 @@ import {
   loadConfigFile,
 } from '../config/file.ts';
 import { settingsFromConfig } from '../config/settings.ts';
-import { builtinResourceFor } from '../config/short-names.ts';
 import { KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
-import { parseResourceName, resolveResourceName, suggestResourceName } from '../kube/resource-names.ts';
 import type { ResourceType } from '../kube/types.ts';
-import { compileFilter, parseResourcePattern } from '../sinks/filter.ts';
+import { compileFilter } from '../sinks/filter.ts';
 import { describeSinkSpec } from '../sinks/flags.ts';
 import { printable } from '../terminal-text.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
+import { unknownResourceName } from './resource-name-check.ts';
 
 export interface ValidateFlags {
   config: string;
@@ -104,6 +103,7 @@ function resourceNamesIn(config: ReturnType<typeof loadConfigFile>['config']): N
   list(config.excludeResources, ['excludeResources']);
   rules(config.ignore, ['ignore']);
   rules(config.only, ['only']);
+  rules(config.redact, ['redact']);
   config.sinks?.forEach((sink, index) => {
     const filter = sink.filter;
     if (!filter) return;
@@ -124,32 +124,10 @@ function checkResourcesAgainst(
   const problems: ConfigProblem[] = [];
   const warnings: ConfigProblem[] = [];
   for (const { path, text } of names) {
-    const pattern = parseResourcePattern(text);
-    const where = { path, ...locate(path) };
-    if (pattern.name === '*') {
-      const group = pattern.group ?? '';
-      if (!types.some((type) => type.group === group || type.group.endsWith(`.${group}`))) {
-        warnings.push({
-          ...where,
-          message: `no resource type of group ${group} is served yet (its CRDs may come later)`,
-        });
-      }
-      continue;
-    }
-    if (resolveResourceName(parseResourceName(text), types).length > 0) continue;
-    if (pattern.group === undefined && builtinResourceFor(pattern.name)) continue;
-    if (pattern.group?.includes('.')) {
-      warnings.push({
-        ...where,
-        message: `${text} is not served yet; it is used as soon as its CRD or API appears`,
-      });
-      continue;
-    }
-    const suggestion = suggestResourceName(text, types);
-    problems.push({
-      ...where,
-      message: `unknown resource type ${JSON.stringify(text)}${suggestion ? ` (did you mean ${suggestion}?)` : ''}; run \`kubediff resources\` to list what this cluster offers`,
-    });
+    const unknown = unknownResourceName(text, types);
+    if (!unknown) continue;
+    const problem = { path, ...locate(path), message: unknown.message };
+    (unknown.severity === 'warning' ? warnings : problems).push(problem);
   }
   return { problems, warnings };
 }

@@ -5,10 +5,12 @@
 // --shutdown-timeout, report what they could not, exit 0.
 
 import { DiscoveryResolver, eventGate } from '../config/event-gate.ts';
+import { redactionSignature, redactPathsFor } from '../config/redaction.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
 import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
-import { normalizeObject } from '../diff/normalize.ts';
+import { Normalizer } from '../diff/normalize.ts';
+import { Redactor } from '../diff/redact.ts';
 import type { ChangeEvent } from '../diff/types.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
@@ -23,7 +25,7 @@ import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { explainConnectionFailure } from './connection-errors.ts';
 import { SyncProgress } from './progress.ts';
-import { checkResourceNames } from './resource-name-check.ts';
+import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
 import { ServiceRuntime } from './service.ts';
 import type { ServiceOptions } from './service-options.ts';
 
@@ -47,14 +49,13 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     ? new StateRecorder({
         database: StateDatabase.open(settings.state.path),
         log: runtime.log,
-        signature: selectionSignature(settings),
+        signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
         retention: settings.state.retention,
       })
     : undefined;
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
   const client = await KubeClient.create(identity);
   const discovery = new Discovery(client);
-  const ignore = new PathMatcher(settings.ignoredPaths);
   const service = await ServiceRuntime.start(runtime.service, {
     client,
     log: runtime.log,
@@ -112,6 +113,12 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       recorder?.recordEvent(passed);
     }
   };
+  // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
+  const normalizer = new Normalizer({
+    ignore: new PathMatcher(settings.ignoredPaths),
+    redactor: new Redactor(settings.redaction.key),
+    redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
+  });
   const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });
 
   const handler = recorder ? recorder.handler(service.handler(builder)) : service.handler(builder);
@@ -127,7 +134,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     namespaces: settings.namespaces,
     excludeNamespaces: settings.excludeNamespaces,
     labelSelector: settings.labelSelector,
-    normalize: (object) => normalizeObject(object, ignore),
+    normalize: (type, object) => normalizer.normalize(type, object),
     initial: settings.initial,
     handler,
     ...(recorder ? { planInformer: recorder.plan.bind(recorder) } : {}),
@@ -142,6 +149,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       if (namesChecked) return;
       namesChecked = true;
       checkResourceNames(selection, runtime.log);
+      checkRedactRuleNames(settings.redaction.rules, selection, runtime.log);
     },
   });
 

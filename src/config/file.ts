@@ -514,6 +514,7 @@ function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkResources(config.excludeResources, ['excludeResources'], at);
   checkPathRules(config.ignore, ['ignore'], at);
   checkPathRules(config.only, ['only'], at);
+  checkPathRules(config.redact, ['redact'], at);
   if (config.events?.length === 0) at(['events'], 'expected at least one of added, updated, deleted');
   checkDuration(config.shutdownTimeout, ['shutdownTimeout'], at, shown);
   checkStateRetention(config.state, at, shown);

@@ -104,6 +104,7 @@ export const configSchema = {
     status: { type: 'boolean' },
     ignore: { type: 'array', items: pathRule },
     only: { type: 'array', items: pathRule },
+    redact: { type: 'array', items: pathRule },
     output: { type: 'string', enum: ['json', 'pretty', 'none'] },
     shutdownTimeout: duration,
     deadLetter: { type: 'string' },
@@ -196,6 +197,8 @@ export interface ConfigInput {
   status?: boolean;
   ignore?: PathRuleInput[];
   only?: PathRuleInput[];
+  /** Paths whose values are replaced by a hash, like a Secret's (docs/config.md, "Redaction"). */
+  redact?: PathRuleInput[];
   output?: 'json' | 'pretty' | 'none';
   shutdownTimeout?: string;
   deadLetter?: string;

@@ -9,7 +9,8 @@ import type { FilterSpec, PathRule } from '../sinks/filter.ts';
 import { SINK_ENV } from '../sinks/flags.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
-import { ConfigError, type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
+import { ConfigError, formatKeyPath, type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
+import type { RedactRule } from './redaction.ts';
 import type { FilterInput, PathRuleInput, SinkInput } from './schema.ts';
 import { type RawWatchFlags, type WatchSettings, watchSettingsFromFlags } from './watch-settings.ts';
 
@@ -135,10 +136,24 @@ export function settingsFromConfig(
   const { filter: _unused, ...rest } = settings;
   return {
     ...rest,
+    redaction: { ...settings.redaction, rules: redactRulesOf(loaded) },
     output: finalOutput,
     delivery: { ...settings.delivery, sinks, deadLetterFile, deadLetterLimits },
     ...(Object.keys(filter).length > 0 ? { filter } : {}),
   };
+}
+
+/** `redact:` entries, each with where it is written (an unknown resource name in one is reported there). */
+function redactRulesOf(loaded: LoadedConfig): RedactRule[] {
+  return (loaded.config.redact ?? []).map((input, index) => {
+    const rule = typeof input === 'string' ? { path: input } : input;
+    const { line, column } = loaded.locate(['redact', index]);
+    return {
+      path: rule.path,
+      ...(rule.resources ? { resources: rule.resources } : {}),
+      origin: `${loaded.file}:${line}:${column}: ${formatKeyPath(['redact', index])}`,
+    };
+  });
 }
 
 function pathRuleOf(rule: PathRuleInput): PathRule {

@@ -20,6 +20,7 @@ import {
   type PresetName,
   presetIgnoredPaths,
 } from './presets.ts';
+import { type RedactionSettings, redactionKeyFrom } from './redaction.ts';
 import { builtinResourceFor } from './short-names.ts';
 import { type RawStateFlags, type StateSettings, stateSettingsFromFlags } from './state-settings.ts';
 
@@ -78,6 +79,8 @@ export interface WatchSettings {
   filter?: FilterSpec;
   /** --state: the state file (catch-up after a restart, `kubediff history`); see docs/state.md. */
   state?: StateSettings;
+  /** What is redacted beyond Secrets (`redact:`), and KUBEDIFF_REDACTION_KEY. */
+  redaction: RedactionSettings;
 }
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
@@ -138,6 +141,7 @@ export function watchSettingsFromFlags(
   };
   const resources = splitList(flags.resource);
   const state = stateSettingsFromFlags(flags);
+  const redactionKey = env ? redactionKeyFrom(env) : undefined;
   const presetExcludes = PRESETS[presetName].excludeResources.filter(
     (name) => !resources.some((wanted) => sameResource(wanted, name)),
   );
@@ -160,6 +164,7 @@ export function watchSettingsFromFlags(
     explain: flags.explain ?? false,
     ...(Object.keys(filter).length > 0 ? { filter } : {}),
     ...(state ? { state } : {}),
+    redaction: { rules: [], ...(redactionKey ? { key: redactionKey } : {}) },
   };
 }
 

@@ -1,4 +1,5 @@
-// Ignored paths: subtrees kubediff neither stores nor diffs (see PRODUCT.md, "Default ignored paths").
+// Path patterns: the ignored paths (subtrees kubediff neither stores nor diffs, see PRODUCT.md, "Default
+// ignored paths") and the `redact:` paths of the config file (subtrees replaced by a hash).
 
 import { parsePointer } from './pointer.ts';
 
@@ -13,9 +14,9 @@ export const DEFAULT_IGNORED_PATHS: readonly string[] = [
 /** A segment that matches any single key or index, e.g. /spec/template/spec/containers/x/image with '*' for x. */
 export const WILDCARD = '*';
 
-/** One node of the pattern trie; `ignored` marks the end of a pattern. */
+/** One node of the pattern trie; `end` marks the end of a pattern. */
 interface PatternNode {
-  ignored: boolean;
+  end: boolean;
   readonly literal: Map<string, PatternNode>;
   wildcard: PatternNode | undefined;
 }
@@ -29,7 +30,8 @@ export type MatchCursor = readonly PatternNode[];
 const NOTHING_BELOW: MatchCursor = [];
 
 /**
- * Decides whether a path is ignored: a pattern matches its own path and everything below it.
+ * Decides whether a path is matched (ignored, or redacted): a pattern matches its own path and
+ * everything below it.
  * Patterns are compiled once into a trie of segments, so a lookup is a walk down the trie with no
  * string building or regex per call: it runs on every object kubediff stores.
  */
@@ -48,7 +50,7 @@ export class PathMatcher {
       for (const segment of segments) {
         node = segment === WILDCARD ? wildcardChild(node) : literalChild(node, segment);
       }
-      node.ignored = true;
+      node.end = true;
     }
     this.#isEmpty = patterns.length === 0;
   }
@@ -57,7 +59,7 @@ export class PathMatcher {
     return this.#isEmpty;
   }
 
-  /** Is this path, or one of its ancestors, ignored? */
+  /** Is this path, or one of its ancestors, matched? */
   matches(segments: readonly string[]): boolean {
     return matchesFrom(this.#root, segments, 0);
   }
@@ -73,18 +75,18 @@ export class PathMatcher {
   }
 
   /**
-   * Descends from `cursor` into the key or index `segment`: 'ignored' if that subtree is ignored,
-   * otherwise the cursor of the subtree (empty when nothing below it can be ignored). Only ever
-   * called for paths whose ancestors were not ignored, so reaching a pattern's end means ignored.
+   * Descends from `cursor` into the key or index `segment`: 'matched' if that subtree is matched,
+   * otherwise the cursor of the subtree (empty when nothing below it can be matched). Only ever
+   * called for paths whose ancestors were not matched, so reaching a pattern's end means matched.
    */
-  step(cursor: MatchCursor, segment: string): MatchCursor | 'ignored' {
+  step(cursor: MatchCursor, segment: string): MatchCursor | 'matched' {
     if (cursor.length === 0) return NOTHING_BELOW;
     // Allocated only when a pattern continues below this segment, which is rare.
     let next: PatternNode[] | undefined;
     for (const node of cursor) {
       const literal = node.literal.get(segment);
       const wildcard = node.wildcard;
-      if (literal?.ignored || wildcard?.ignored) return 'ignored';
+      if (literal?.end || wildcard?.end) return 'matched';
       if (literal === undefined && wildcard === undefined) continue;
       next = next ?? [];
       if (literal) next.push(literal);
@@ -95,7 +97,7 @@ export class PathMatcher {
 }
 
 function newNode(): PatternNode {
-  return { ignored: false, literal: new Map(), wildcard: undefined };
+  return { end: false, literal: new Map(), wildcard: undefined };
 }
 
 function literalChild(node: PatternNode, segment: string): PatternNode {
@@ -113,7 +115,7 @@ function wildcardChild(node: PatternNode): PatternNode {
 }
 
 function matchesFrom(node: PatternNode, segments: readonly string[], index: number): boolean {
-  if (node.ignored) return true;
+  if (node.end) return true;
   const segment = segments[index];
   if (segment === undefined) return false;
   const literal = node.literal.get(segment);

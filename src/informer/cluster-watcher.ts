@@ -27,7 +27,8 @@ export interface ClusterWatcherOptions {
   /** --exclude-namespace: filtered by the server with a field selector. */
   excludeNamespaces: readonly string[];
   labelSelector?: string | undefined;
-  normalize: (object: KubeObject) => JsonObject;
+  /** Turns an object of a resource type into what is stored and compared (see InformerOptions). */
+  normalize: (type: ResourceType, object: KubeObject) => JsonObject;
   /** --initial: report existing objects as ADDED at startup. */
   initial: boolean;
   handler: InformerHandler;

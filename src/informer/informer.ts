@@ -50,8 +50,11 @@ export interface InformerHandler {
 export type InitialListMode = 'silent' | 'added' | 'added-offline';
 
 export interface InformerOptions extends ReflectorOptions {
-  /** Turns an object into what is stored and compared: ignored paths dropped, Secrets redacted. */
-  normalize: (object: KubeObject) => JsonObject;
+  /**
+   * Turns an object into what is stored and compared: ignored paths dropped, Secrets redacted. Given
+   * the informer's resource type, which alone decides what is redacted (never the object's own kind).
+   */
+  normalize: (type: ResourceType, object: KubeObject) => JsonObject;
   initialList: InitialListMode;
   /**
    * The objects recorded by a previous run (--state): the store starts with them and the first LIST is
@@ -66,7 +69,7 @@ export class Informer implements ReflectorSink {
   private readonly store = new ObjectStore();
   private readonly reflector: Reflector;
   private readonly handler: InformerHandler;
-  private readonly normalize: (object: KubeObject) => JsonObject;
+  private readonly normalize: (type: ResourceType, object: KubeObject) => JsonObject;
   private readonly initialList: InitialListMode;
   private synced = false;
   /** The first LIST is a relist against a pre-loaded store (catch-up after a restart). */
@@ -227,7 +230,7 @@ export class Informer implements ReflectorSink {
       name: metadata.name,
       uid: metadata.uid,
       resourceVersion: metadata.resourceVersion,
-      object: this.normalize(object),
+      object: this.normalize(this.type, object),
     };
   }
 

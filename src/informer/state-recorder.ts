@@ -46,8 +46,9 @@ export interface StateRecorderOptions {
   database: StateDatabase;
   log: Logger;
   /**
-   * What the previous run's state must match to be compared against: the namespaces, label selector and
-   * ignored paths. When it differs, the recorded objects are dropped and a new silent baseline is taken.
+   * What the previous run's state must match to be compared against: the namespaces, label selector,
+   * ignored paths and redaction. When it differs, the recorded objects are dropped and a new silent
+   * baseline is taken.
    */
   signature: string;
   retention?: Retention;
@@ -99,7 +100,7 @@ export class StateRecorder {
     const resources = this.db.resources();
     if (recorded !== undefined && recorded !== options.signature && resources.length > 0) {
       this.log.warn(
-        `the state file ${this.db.path} was written with other namespaces, label selector or ignored paths; ` +
+        `the state file ${this.db.path} was written with other namespaces, label selector, ignored paths or redaction; ` +
           'taking a new baseline instead of catching up (the history is kept).',
       );
       this.db.forgetObjects();
@@ -357,11 +358,17 @@ export function selectionSignature(settings: {
   excludeNamespaces: readonly string[];
   labelSelector: string | undefined;
   ignoredPaths: readonly string[];
+  /**
+   * What redaction the recorded objects went through: objects redacted otherwise would compare as changed,
+   * or hold values in the clear that are redacted now (src/config/redaction.ts, redactionSignature).
+   */
+  redaction: string;
 }): string {
   return JSON.stringify({
     namespaces: [...settings.namespaces].sort(),
     excludeNamespaces: [...settings.excludeNamespaces].sort(),
     labelSelector: settings.labelSelector ?? '',
     ignoredPaths: [...settings.ignoredPaths].sort(),
+    redaction: settings.redaction,
   });
 }

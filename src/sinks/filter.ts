@@ -88,7 +88,7 @@ export interface EventFilter {
   evaluate(event: ChangeEvent): FilterVerdict;
 }
 
-interface ResourcePattern {
+export interface ResourcePattern {
   text: string;
   /** '*' for every type of a group. */
   name: string;
@@ -130,7 +130,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
     const key = `${event.object.apiVersion}/${event.object.resource}/${event.object.kind}`;
     let result = byType.get(key);
     if (result === undefined) {
-      result = resourceMatches(pattern, event, options.resolve);
+      result = resourcePatternMatches(pattern, event.object, options.resolve);
       byType.set(key, result);
     }
     return result;
@@ -342,12 +342,16 @@ export function parseResourcePattern(text: string): ResourcePattern {
   return { text: trimmed, name, group: rest.join('.'), version: undefined };
 }
 
-function resourceMatches(
+/** Which resource type something is about, as an event's `object` names it. */
+export type ResourceTarget = Pick<ChangeEvent['object'], 'apiVersion' | 'resource' | 'kind'>;
+
+/** Does a parsed resource name (parseResourcePattern) stand for this resource type? */
+export function resourcePatternMatches(
   pattern: ResourcePattern,
-  event: ChangeEvent,
+  target: ResourceTarget,
   resolve: ResourceResolver | undefined,
 ): boolean {
-  const { resource, kind, apiVersion } = event.object;
+  const { resource, kind, apiVersion } = target;
   const group = groupOf(apiVersion);
   if (pattern.name === '*') {
     const wanted = pattern.group ?? '';

@@ -66,6 +66,8 @@ export interface KubediffProcess {
   waitForEvent(predicate: EventPredicate, options?: WaitForEventOptions): Promise<TestEvent>;
   /** Resolves once stderr (all of it so far) matches. */
   waitForStderr(pattern: RegExp | string, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** Resolves once stdout (all of it so far) matches: for `-o pretty`, whose lines are not events. */
+  waitForStdout(pattern: RegExp | string, timeoutMs?: number): Promise<RegExpExecArray>;
   /** Resolves once the process has exited; rejects (without killing it) after the timeout. */
   waitForExit(timeoutMs?: number): Promise<ExitResult>;
   /** Sends `signal` (default SIGINT) and waits for the exit; after the timeout kills it and rejects. */
@@ -246,6 +248,32 @@ export function runKubediff(args: string[], options: RunOptions = {}): KubediffP
       check();
     });
 
+  /** Resolves once the whole of one output stream so far matches `pattern`. */
+  const waitForOutput = (
+    name: string,
+    text: () => string,
+    pattern: RegExp | string,
+    timeoutMs: number,
+  ): Promise<RegExpExecArray> => {
+    const regex =
+      typeof pattern === 'string'
+        ? new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        : new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
+    const what = `${name} to match ${String(pattern instanceof RegExp ? pattern : JSON.stringify(pattern))}`;
+    return waitFor<RegExpExecArray>(
+      () => {
+        const match = regex.exec(text());
+        if (match !== null) return { value: match };
+        if (exitResult !== undefined)
+          return { error: failure(`waiting for ${what}: kubediff ${exitText()} first`) };
+        return undefined;
+      },
+      timeoutMs,
+      () => timedOut(`timed out after ${timeoutMs} ms waiting for ${what}`),
+      `waiting for ${what}`,
+    );
+  };
+
   const handle: KubediffProcess = {
     args,
     pid: child.pid,
@@ -284,23 +312,11 @@ export function runKubediff(args: string[], options: RunOptions = {}): KubediffP
     },
 
     waitForStderr(pattern, timeoutMs = defaultTimeout) {
-      const regex =
-        typeof pattern === 'string'
-          ? new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-          : new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
-      const what = `stderr to match ${String(pattern instanceof RegExp ? pattern : JSON.stringify(pattern))}`;
-      return waitFor<RegExpExecArray>(
-        () => {
-          const match = regex.exec(stderr);
-          if (match !== null) return { value: match };
-          if (exitResult !== undefined)
-            return { error: failure(`waiting for ${what}: kubediff ${exitText()} first`) };
-          return undefined;
-        },
-        timeoutMs,
-        () => timedOut(`timed out after ${timeoutMs} ms waiting for ${what}`),
-        `waiting for ${what}`,
-      );
+      return waitForOutput('stderr', () => stderr, pattern, timeoutMs);
+    },
+
+    waitForStdout(pattern, timeoutMs = defaultTimeout) {
+      return waitForOutput('stdout', () => stdout, pattern, timeoutMs);
     },
 
     waitForExit(timeoutMs = defaultTimeout) {

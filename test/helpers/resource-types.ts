@@ -13,3 +13,12 @@ export const configmaps: ResourceType = {
   singularName: 'configmap',
   categories: [],
 };
+
+/** core/v1 secrets: redacted because of what they are (src/diff/redact.ts). */
+export const secrets: ResourceType = {
+  ...configmaps,
+  resource: 'secrets',
+  kind: 'Secret',
+  shortNames: [],
+  singularName: 'secret',
+};

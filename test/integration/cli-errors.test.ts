@@ -250,6 +250,22 @@ describe('kubeconfig errors exit 2 and name the file', () => {
     }
   });
 
+  test('a broken kubeconfig with --debug: the stack trace, but never the credentials around the mistake', async () => {
+    const token = 'kubeconfig-token-s3cr3t-4f2a';
+    const file = await writeInDir(
+      'broken-kubeconfig-with-token',
+      `apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: ${token}\n  bad: : :\n`,
+    );
+    for (const command of ['watch', 'resources']) {
+      const result = await runKubediffToCompletion([command, '--kubeconfig', file, '--debug']);
+      assert.equal(result.code, 2, shown(result));
+      assert.match(result.stderr, /^kubediff: cannot read kubeconfig .*line 7, column 8; fix the file/);
+      assert.match(result.stderr, STACK_FRAME, `--debug prints the stack; got ${shown(result)}`);
+      assert.ok(!result.stderr.includes(token), `the token must not be printed; got ${shown(result)}`);
+      assert.ok(!result.stderr.includes('bad: : :'), `no line of the file is printed; got ${shown(result)}`);
+    }
+  });
+
   test('a YAML file that is not a kubeconfig', async () => {
     const file = await writeInDir('not-a-kubeconfig.yaml', 'just: a\nshopping: list\n');
     const result = await runKubediffToCompletion(['resources', '--kubeconfig', file]);

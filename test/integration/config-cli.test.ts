@@ -3,6 +3,7 @@
 // spawned for real, their exit codes (2 for a config problem) and their messages; `validate --cluster`
 // against the real API server; and the RBAC hint of a forbidden list/watch.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -122,6 +123,53 @@ describe('kubediff watch -c', () => {
     assert.ok(updated.changes?.some((change) => change.path === '/metadata/resourceVersion'));
     const result = await kd.stop();
     assert.equal(result.code, 0, shown(result));
+  });
+
+  test('redact: hashes the values it names; a typo in its resource names stops the watch (exit 2)', async () => {
+    const ns = await admin.createNamespace('cfg-redact');
+    namespaces.push(ns);
+    const kubeconfig = testCluster().kubeconfigPath;
+    const config = await file(
+      'redact.yaml',
+      `kubeconfig: ${kubeconfig}\nresources: [cm]\nredact:\n  - path: /data/password\n    resources: [cm]\n`,
+    );
+    const kd = runKubediff(['watch', '-c', config, '-n', ns, '-o', 'json'], {
+      checkEvents: true,
+      timeoutMs: 30_000,
+    });
+    await kd.waitForStderr(/watching \d+ resource types?/, 90_000);
+    const configmaps = `/api/v1/namespaces/${ns}/configmaps`;
+    await admin.create(configmaps, {
+      metadata: { name: 'db' },
+      data: { password: 'pw-one-1f3a', user: 'app' },
+    });
+    await admin.patch(`${configmaps}/db`, { data: { password: 'pw-two-9c2e', user: 'admin' } });
+    const updated = await kd.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'db');
+    const hash = (value: string) =>
+      `<redacted sha256:${createHash('sha256').update(value).digest('hex').slice(0, 8)}>`;
+    assert.deepEqual(updated.changes, [
+      { op: 'replace', path: '/data/password', from: hash('pw-one-1f3a'), to: hash('pw-two-9c2e') },
+      { op: 'replace', path: '/data/user', from: 'app', to: 'admin' },
+    ]);
+    const result = await kd.stop();
+    assert.equal(result.code, 0, shown(result));
+    assert.doesNotMatch(result.stdout + result.stderr, /pw-one|pw-two/);
+
+    const typo = await file(
+      'redact-typo.yaml',
+      `kubeconfig: ${kubeconfig}\nresources: [cm]\nredact:\n  - path: /data/password\n    resources: [confgmaps]\n`,
+    );
+    const refused = await runKubediffToCompletion(['watch', '-c', typo, '-n', ns, '-o', 'json'], {
+      timeoutMs: 60_000,
+    });
+    assert.equal(refused.code, 2, shown(refused));
+    assert.equal(refused.stdout, '');
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `^kubediff: ${typo.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:4:5: redact\\[0\\]: unknown resource type "confgmaps" \\(did you mean configmaps\\?\\); .*values this rule should hide would be shown\\.\\n$`,
+      ),
+    );
   });
 });
 

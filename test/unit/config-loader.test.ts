@@ -56,6 +56,17 @@ const CORPUS: [string, string[]][] = [
     ],
   ],
   [
+    'bad-redact.yaml',
+    [
+      'invalid config file bad-redact.yaml: 5 problems:',
+      '  bad-redact.yaml:2:5: redact[0]: "data/password" is not a JSON Pointer: it must start with "/" (for example /data/password)',
+      '  bad-redact.yaml:3:5: redact[1]: "" is the whole object; name a field such as /spec/replicas',
+      '  bad-redact.yaml:5:17: redact[2].resources[0]: "config maps" is not a resource name: use a plural such as configmaps or deployments.apps, a short name such as deploy, or *.example.com',
+      '  bad-redact.yaml:7:5: redact[3].resource: unknown key (did you mean resources?)',
+      '  bad-redact.yaml:9:16: redact[4].resources: expected a list, got "widgets"',
+    ],
+  ],
+  [
     'bad-selector.yaml',
     [
       'invalid config file bad-selector.yaml:1:11: selector: not a label selector: "app in (web" is not a valid requirement (use key, !key, key=value, key!=value, key in (a,b) or key notin (a,b)).',
@@ -202,7 +213,7 @@ describe('config loader: the broken-file corpus', () => {
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, sinks.',
+          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, sinks.',
     );
   });
 });

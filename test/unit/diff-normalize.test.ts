@@ -2,8 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { presetIgnoredPaths } from '../../src/config/presets.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
-import { normalizeObject } from '../../src/diff/normalize.ts';
+import { type NormalizeRules, Normalizer, normalizeObject } from '../../src/diff/normalize.ts';
+import { Redactor } from '../../src/diff/redact.ts';
 import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
+import { configmaps, secrets } from '../helpers/resource-types.ts';
+
+/** The rules of a type that is not a Secret, with these ignored paths and no `redact:` rule. */
+function ignoring(paths: readonly string[]): NormalizeRules {
+  return {
+    ignore: new PathMatcher(paths),
+    redact: new PathMatcher([]),
+    secret: false,
+    redactor: new Redactor(),
+  };
+}
 
 function deployment(): KubeObject {
   return {
@@ -28,7 +40,7 @@ function deployment(): KubeObject {
 
 describe('normalizeObject', () => {
   it('strips managedFields, resourceVersion, generation and status by default', () => {
-    const normalized = normalizeObject(deployment(), new PathMatcher(DEFAULT_IGNORED_PATHS));
+    const normalized = normalizeObject(deployment(), ignoring(DEFAULT_IGNORED_PATHS));
     assert.deepEqual(normalized, {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -38,16 +50,16 @@ describe('normalizeObject', () => {
   });
 
   it('keeps status when status is wanted', () => {
-    const matcher = new PathMatcher(presetIgnoredPaths('default', true, []));
-    const normalized = normalizeObject(deployment(), matcher);
+    const matcher = presetIgnoredPaths('default', true, []);
+    const normalized = normalizeObject(deployment(), ignoring(matcher));
     assert.deepEqual(normalized.status, { replicas: 2, conditions: [{ type: 'Available', status: 'True' }] });
     assert.deepEqual(Object.keys(normalized.metadata as JsonObject), ['name', 'namespace', 'uid', 'labels']);
   });
 
   it('strips wildcard paths inside lists', () => {
-    const matcher = new PathMatcher(['/spec/template/spec/containers/*/image']);
+    const matcher = ['/spec/template/spec/containers/*/image'];
     const input = deployment();
-    const normalized = normalizeObject(input, matcher);
+    const normalized = normalizeObject(input, ignoring(matcher));
     assert.deepEqual(normalized.spec, { replicas: 2, template: { spec: { containers: [{ name: 'web' }] } } });
     assert.equal(normalized.metadata, input.metadata, 'metadata had nothing to strip: shared, not copied');
   });
@@ -55,13 +67,13 @@ describe('normalizeObject', () => {
   it('never mutates the input', () => {
     const input = deployment();
     const before = structuredClone(input);
-    normalizeObject(input, new PathMatcher(DEFAULT_IGNORED_PATHS));
+    normalizeObject(input, ignoring(DEFAULT_IGNORED_PATHS));
     assert.deepEqual(input, before);
   });
 
   it('shares subtrees that no pattern reaches', () => {
     const input = deployment();
-    const normalized = normalizeObject(input, new PathMatcher(DEFAULT_IGNORED_PATHS));
+    const normalized = normalizeObject(input, ignoring(DEFAULT_IGNORED_PATHS));
     assert.equal(normalized.spec, input.spec);
     assert.equal((normalized.metadata as JsonObject).labels, input.metadata.labels);
   });
@@ -73,8 +85,8 @@ describe('normalizeObject', () => {
       metadata: { name: 'c' },
       data: { a: 'b' },
     };
-    assert.equal(normalizeObject(input, new PathMatcher(DEFAULT_IGNORED_PATHS)), input);
-    assert.equal(normalizeObject(input, new PathMatcher([])), input);
+    assert.equal(normalizeObject(input, ignoring(DEFAULT_IGNORED_PATHS)), input);
+    assert.equal(normalizeObject(input, ignoring([])), input);
   });
 
   it('redacts Secrets before anything is stored', () => {
@@ -84,7 +96,11 @@ describe('normalizeObject', () => {
       metadata: { name: 's', resourceVersion: '9' },
       data: { password: 'aHVudGVyMg==' },
     };
-    const normalized = normalizeObject(secret, new PathMatcher(DEFAULT_IGNORED_PATHS));
+    const normalizer = new Normalizer({
+      ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+      redactor: new Redactor(),
+    });
+    const normalized = normalizer.normalize(secrets, secret);
     assert.deepEqual(normalized, {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -98,7 +114,79 @@ describe('normalizeObject', () => {
     const input = JSON.parse(
       '{"metadata":{"name":"c","resourceVersion":"1"},"data":{"__proto__":"x","b":"y"}}',
     );
-    const normalized = normalizeObject(input, new PathMatcher(['/metadata/resourceVersion', '/data/b']));
+    const normalized = normalizeObject(input, ignoring(['/metadata/resourceVersion', '/data/b']));
     assert.equal(JSON.stringify(normalized), '{"metadata":{"name":"c"},"data":{"__proto__":"x"}}');
+  });
+
+  it('redacts by resource type: a Secret without apiVersion and kind, and one of a future version', () => {
+    const normalizer = new Normalizer({ ignore: new PathMatcher([]), redactor: new Redactor() });
+    // A LIST item carries no apiVersion/kind of its own.
+    const item: JsonObject = { metadata: { name: 's' }, data: { password: 'aHVudGVyMg==' } };
+    assert.deepEqual(normalizer.normalize(secrets, item).data, { password: '<redacted sha256:b073aefd>' });
+    const future: JsonObject = {
+      apiVersion: 'v2',
+      kind: 'Secret',
+      metadata: { name: 's' },
+      data: { k: 'dg==' },
+    };
+    const v2 = { ...secrets, version: 'v2' };
+    assert.equal(JSON.stringify(normalizer.normalize(v2, future)).includes('dg=='), false);
+    // What an object says it is does not matter: a ConfigMap is not redacted, whatever its kind says.
+    const lookalike: JsonObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'c' },
+      data: { a: 'b' },
+    };
+    assert.equal(normalizer.normalize(configmaps, lookalike), lookalike);
+    // Nor is a custom resource that calls itself Secret in a group of its own.
+    const custom = { ...secrets, group: 'example.com' };
+    assert.equal(normalizer.normalize(custom, lookalike), lookalike);
+  });
+
+  it('hashes the `redact:` paths of the types they name, with wildcards, keys with / and ~, list items', () => {
+    const redactor = new Redactor();
+    const normalizer = new Normalizer({
+      ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+      redactor,
+      redactPaths: (type) =>
+        type.resource === 'configmaps'
+          ? ['/data/password', '/data/a~1b~0c', '/spec/containers/*/env/*/value', '/binaryData']
+          : [],
+    });
+    const input = JSON.parse(
+      JSON.stringify({
+        metadata: { name: 'c', resourceVersion: '3' },
+        data: { password: 'pw-1', 'a/b~c': 'slashed', plain: 'visible' },
+        binaryData: { blob: 'YmxvYg==', other: 'b3RoZXI=' },
+        spec: { containers: [{ name: 'web', env: [{ name: 'TOKEN', value: 'tok-1' }] }] },
+      }),
+    ) as JsonObject;
+    const normalized = normalizer.normalize(configmaps, input);
+    assert.deepEqual(normalized, {
+      metadata: { name: 'c' },
+      data: { password: redactor.marker('pw-1'), 'a/b~c': redactor.marker('slashed'), plain: 'visible' },
+      binaryData: redactor.marker({ blob: 'YmxvYg==', other: 'b3RoZXI=' }),
+      spec: { containers: [{ name: 'web', env: [{ name: 'TOKEN', value: redactor.marker('tok-1') }] }] },
+    });
+    // Another type is not touched.
+    const deploymentType = { ...configmaps, group: 'apps', resource: 'deployments', kind: 'Deployment' };
+    const other: JsonObject = { metadata: { name: 'd' }, data: { password: 'x' } };
+    assert.equal(normalizer.normalize(deploymentType, other).data, other.data);
+  });
+
+  it('decides the rules of a type once, so every version of an object is normalized alike', () => {
+    let asked = 0;
+    const normalizer = new Normalizer({
+      ignore: new PathMatcher([]),
+      redactor: new Redactor(),
+      redactPaths: () => {
+        asked++;
+        return ['/data/a'];
+      },
+    });
+    for (let n = 0; n < 3; n++)
+      normalizer.normalize(configmaps, { metadata: { name: 'c' }, data: { a: String(n) } });
+    assert.equal(asked, 1);
   });
 });

@@ -18,7 +18,7 @@ function cm(name: string, uid: string, rv: string, data: Record<string, string>)
   } as unknown as KubeObject;
 }
 
-const normalize = (object: KubeObject) => {
+const normalize = (_type: unknown, object: KubeObject) => {
   const { metadata, ...rest } = object as unknown as { metadata: Record<string, unknown> };
   const { resourceVersion: _rv, ...meta } = metadata;
   return { ...rest, metadata: meta } as never;
@@ -32,7 +32,7 @@ function stored(object: KubeObject): StoredObject {
     name: m.name,
     uid: m.uid,
     resourceVersion: m.resourceVersion,
-    object: normalize(object),
+    object: normalize(configmaps, object),
   };
 }
 

@@ -1,0 +1,327 @@
+// Property test over a generated corpus (test/helpers/secret-corpus.ts): seeded random Secrets, ConfigMaps
+// and custom resources with `redact:` rules, random edits, keys with '/', '~' and unicode, huge values and
+// base64. They go through the real pipeline in-process, the way `kubediff watch --state` runs it: informers
+// (LIST items without apiVersion/kind, watch events, a relist after a gap, a catch-up from the state file
+// after a restart), normalization, the event builder, the state recorder; and every event through every
+// renderer: JSON lines, pretty (with and without color), --explain lines, Slack messages and digests,
+// digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
+// as JSON and pretty. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
+// The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { after, describe, it } from 'node:test';
+import { runHistory } from '../../src/cli/history.ts';
+import { DiscoveryResolver } from '../../src/config/event-gate.ts';
+import { redactPathsFor } from '../../src/config/redaction.ts';
+import { EventBuilder } from '../../src/diff/event-builder.ts';
+import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
+import { Normalizer } from '../../src/diff/normalize.ts';
+import { Redactor } from '../../src/diff/redact.ts';
+import type { ChangeEvent } from '../../src/diff/types.ts';
+import { Informer } from '../../src/informer/informer.ts';
+import { StateDatabase } from '../../src/informer/state-database.ts';
+import { StateRecorder } from '../../src/informer/state-recorder.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
+import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
+import { Digest } from '../../src/sinks/digest.ts';
+import { compileFilter } from '../../src/sinks/filter.ts';
+import { prettyRenderer } from '../../src/sinks/pretty.ts';
+import { explainLine } from '../../src/sinks/router.ts';
+import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
+import { renderJsonLine } from '../../src/sinks/stream-output.ts';
+import { assertNoLeaks, CANARY, fileSource, type LeakSource } from '../helpers/leak-check.ts';
+import { seededRandom } from '../helpers/random-json.ts';
+import { configmaps, secrets } from '../helpers/resource-types.ts';
+import { CORPUS_REDACT_RULES, type CorpusKind, SecretCorpus, VAULT_TYPE } from '../helpers/secret-corpus.ts';
+import { memoryLog } from '../helpers/sink-test.ts';
+
+const TYPES: Record<CorpusKind, ResourceType> = { Secret: secrets, ConfigMap: configmaps, Vault: VAULT_TYPE };
+/** The key holds the canary too: if it ever reached an output, the scan would find it. */
+const KEY = `${CANARY}redaction-key-0123456789`;
+
+const dirs: string[] = [];
+after(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+interface Tracked {
+  kind: CorpusKind;
+  body: JsonObject;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+}
+
+interface CorpusRun {
+  objects: number;
+  versions: number;
+  events: ChangeEvent[];
+  secretValues: number;
+  sources: LeakSource[];
+}
+
+/** Drives one corpus through the pipeline; returns what came out of it, as leak sources. */
+async function runCorpus(seed: number, perKind: number, rounds: number, key?: string): Promise<CorpusRun> {
+  const random = seededRandom(seed);
+  const corpus = new SecretCorpus({ seed, apiValid: false, hugeEvery: 150 }, random);
+  const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-leaks-'));
+  dirs.push(dir);
+  const statePath = path.join(dir, 'state.db');
+  const deadLetterPath = path.join(dir, 'dead.jsonl');
+  const log = memoryLog();
+  const database = StateDatabase.open(statePath);
+  const recorder = new StateRecorder({ database, log, signature: 'leaks' });
+  recorder.attach({ accepted: () => [], finished: () => [] }, () => []);
+  const deadLetters = DeadLetterFile.open(deadLetterPath, log);
+
+  const resolver = new DiscoveryResolver();
+  resolver.update(Object.values(TYPES));
+  const normalizer = new Normalizer({
+    ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+    redactor: new Redactor(key),
+    redactPaths: redactPathsFor(CORPUS_REDACT_RULES, resolver.resolve),
+  });
+  const explainFilter = compileFilter(
+    { ignore: [{ path: '/data/password', resources: ['cm'] }], only: ['/data', '/spec', '/metadata'] },
+    { resolve: resolver.resolve },
+  );
+
+  // What every output path makes of the events, per path.
+  const out: Record<string, string[]> = {
+    json: [],
+    prettyColor: [],
+    pretty: [],
+    explain: [],
+    slack: [],
+    digestPayload: [],
+  };
+  const renderColor = prettyRenderer({ color: true });
+  const renderPlain = prettyRenderer({ color: false });
+  const events: ChangeEvent[] = [];
+  let batch = new Digest({ retain: 5 });
+  let burst = new Digest({
+    retain: 2,
+    onEvict: (event) => deadLetters.writeEvents('slack', 'evicted', [event]),
+  });
+  const emit = (event: ChangeEvent) => {
+    events.push(event);
+    recorder.recordEvent(event);
+    out.json!.push(renderJsonLine(event));
+    out.prettyColor!.push(renderColor(event));
+    out.pretty!.push(renderPlain(event));
+    out.explain!.push(explainLine(event, 'webhook audit', explainFilter.evaluate(event)));
+    const alone = new Digest({ retain: 1 });
+    alone.add(event);
+    out.slack!.push(JSON.stringify(renderSlackMessage(alone)));
+    batch.add(event);
+    if (batch.count === 5) {
+      out.slack!.push(JSON.stringify(renderSlackMessage(batch)));
+      batch = new Digest({ retain: 5 });
+    }
+    burst.add(event);
+    if (burst.count === 23) {
+      out.slack!.push(JSON.stringify(renderSlackMessage(burst)));
+      out.digestPayload!.push(JSON.stringify(burst.toPayload()));
+      deadLetters.writeDigest('webhook', 'refused (400)', burst.toPayload());
+      burst = new Digest({
+        retain: 2,
+        onEvict: (evicted) => deadLetters.writeEvents('slack', 'evicted', [evicted]),
+      });
+    }
+    if (events.length % 3 === 0) deadLetters.writeEvents('webhook', 'refused (400)', [event]);
+  };
+  const handler = recorder.handler(new EventBuilder({ cluster: 'leaks', emit }));
+
+  let rv = 1;
+  let uid = 0;
+  let versions = 0;
+  const tracked: Tracked[] = [];
+  const asServed = (object: Tracked, listItem: boolean): KubeObject => {
+    const { metadata, ...rest } = object.body as { metadata: JsonObject };
+    const served = {
+      // LIST items carry no apiVersion/kind of their own; redaction must not need them.
+      ...(listItem ? {} : { apiVersion: TYPES[object.kind].version, kind: object.kind }),
+      metadata: {
+        ...metadata,
+        name: object.name,
+        namespace: 'leak',
+        uid: object.uid,
+        resourceVersion: object.resourceVersion,
+        managedFields: [{ manager: 'kubectl', fieldsV1: { 'f:data': { 'f:password': {} } } }],
+      },
+      ...rest,
+    };
+    versions++;
+    return served as unknown as KubeObject;
+  };
+  const change = (object: Tracked) => {
+    object.body = corpus.edit(object.kind, object.body);
+    object.resourceVersion = String(++rv);
+  };
+
+  const kinds: CorpusKind[] = ['Secret', 'ConfigMap', 'Vault'];
+  const informers = new Map<CorpusKind, Informer>();
+  const start = (kind: CorpusKind, preload?: boolean) => {
+    const type = TYPES[kind];
+    const informer = new Informer(
+      {} as KubeClient,
+      {
+        type,
+        normalize: (t, object) => normalizer.normalize(t, object),
+        initialList: 'silent',
+        ...(preload ? { preload: database.objects(qualifiedName(type)) } : {}),
+      },
+      handler,
+    );
+    informers.set(kind, informer);
+    return informer;
+  };
+  const list = (kind: CorpusKind) => {
+    const informer = informers.get(kind)!;
+    informer.listStarted();
+    informer.listPage(
+      tracked.filter((object) => object.kind === kind).map((object) => asServed(object, true)),
+    );
+    informer.listCompleted(String(rv));
+  };
+
+  // The first LIST: a silent baseline, recorded.
+  for (const kind of kinds) {
+    for (let n = 0; n < perKind; n++) {
+      tracked.push({
+        kind,
+        body: corpus.create(kind),
+        name: `${kind.toLowerCase()}-${n}`,
+        uid: `uid-${++uid}`,
+        resourceVersion: String(++rv),
+      });
+    }
+    start(kind);
+    list(kind);
+  }
+  for (let round = 0; round < rounds; round++) {
+    for (const object of tracked) {
+      const informer = informers.get(object.kind)!;
+      const dice = corpus.int(100);
+      if (dice < 70) {
+        change(object);
+        informer.watchEvent('MODIFIED', asServed(object, false));
+      } else if (dice < 74) {
+        // Deleted, then created again under the same name.
+        informer.watchEvent('DELETED', asServed(object, false));
+        object.uid = `uid-${++uid}`;
+        object.body = corpus.create(object.kind);
+        object.resourceVersion = String(++rv);
+        informer.watchEvent('ADDED', asServed(object, false));
+      }
+    }
+    if (round === 1) {
+      // A gap (410 Gone): changes made meanwhile are found by a relist, offline.
+      for (const object of tracked) if (corpus.int(2) === 0) change(object);
+      for (const kind of kinds) list(kind);
+    }
+    recorder.flush();
+  }
+  // A restart: changes made while stopped, found by the first LIST against the recorded state.
+  recorder.flush(true);
+  for (const object of tracked) if (corpus.int(2) === 0) change(object);
+  for (const kind of kinds) {
+    start(kind, true);
+    list(kind);
+  }
+  recorder.flush(true);
+  // The state file as it is while running (WAL not yet checkpointed), then closed.
+  const walWhileRunning = fileSource('state -wal while running', `${statePath}-wal`, /<redacted/);
+  const walBytes = await walWhileRunning.read();
+  recorder.close();
+  deadLetters.close();
+
+  const history = (format: 'json' | 'pretty') => {
+    const chunks: string[] = [];
+    const stdout = new Writable({
+      write(chunk, _encoding, done) {
+        chunks.push(String(chunk));
+        done();
+      },
+    });
+    runHistory(undefined, { state: statePath, output: format }, { stdout, isTTY: false });
+    return chunks.join('');
+  };
+  // Slack escapes '<' and '>' (mrkdwn), so the marker is matched without them.
+  const marker = key ? /redacted hmac:[0-9a-f]{8}/ : /redacted sha256:[0-9a-f]{8}/;
+  const sources: LeakSource[] = [
+    ...Object.entries(out).map(([name, texts]) => ({
+      name,
+      read: () => texts.join(''),
+      // --explain names events and rules, never values.
+      expect: name === 'explain' ? /explain: UPDATED secrets leak\/secret-\d+ / : marker,
+    })),
+    fileSource('dead-letter file', deadLetterPath, marker),
+    fileSource('state database', statePath, marker),
+    { name: 'state -wal while running', read: () => walBytes, expect: /<redacted/ },
+    fileSource('state -wal', `${statePath}-wal`),
+    { name: 'history -o json', read: () => history('json'), expect: marker },
+    { name: 'history -o pretty', read: () => history('pretty'), expect: marker },
+    { name: 'logs', read: () => log.lines.join('\n') },
+  ];
+  return { objects: tracked.length, versions, events, secretValues: corpus.secretCount, sources };
+}
+
+/** The events show that things changed (markers differ) and what is not secret (visible values). */
+function assertVisibleChanges(events: readonly ChangeEvent[], marker: RegExp): void {
+  const changes = events.flatMap((event) => event.changes ?? []);
+  const at = (prefix: string) => changes.filter((change) => change.path.startsWith(prefix));
+  for (const prefix of [
+    '/data/',
+    '/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration',
+    '/spec/credentials',
+    '/spec/backends/',
+    '/spec/a~1b~0c',
+    '/binaryData',
+  ]) {
+    const redacted = at(prefix).filter((change) => marker.test(String(change.to ?? change.from)));
+    assert.ok(redacted.length > 0, `some change at ${prefix} shows a marker`);
+  }
+  for (const prefix of ['/metadata/annotations/meta.helm.sh~1release-name', '/data/color', '/spec/visible']) {
+    assert.ok(
+      at(prefix).some((change) => String(change.to).startsWith('visible-')),
+      `a change at ${prefix} is shown as it is`,
+    );
+  }
+  assert.ok(
+    events.some((event) => event.offline && event.type === 'UPDATED'),
+    'relist and catch-up report',
+  );
+}
+
+describe('no secret value reaches any output (in-process corpus)', () => {
+  it('plain SHA-256 markers: 3,000 objects, 5 rounds of random edits, a relist and a restart', async () => {
+    const run = await runCorpus(11, 1_000, 5);
+    const report = await assertNoLeaks(run.sources);
+    assertVisibleChanges(run.events, /^<redacted sha256:[0-9a-f]{8}>$/);
+    assert.ok(run.versions > 15_000, `versions: ${run.versions}`);
+    const scanned = Object.values(report.scanned).reduce((sum, size) => sum + size, 0);
+    console.log(
+      `corpus: ${run.objects} objects, ${run.versions} versions, ${run.secretValues} secret values, ` +
+        `${run.events.length} events, ${(scanned / 1e6).toFixed(1)} MB of output scanned`,
+    );
+  });
+
+  it('keyed HMAC markers: no SHA-256 marker anywhere, and the key itself never shown', async () => {
+    const run = await runCorpus(12, 200, 3, KEY);
+    await assertNoLeaks(run.sources);
+    console.log(
+      `corpus (HMAC): ${run.objects} objects, ${run.versions} versions, ${run.secretValues} secret values, ${run.events.length} events`,
+    );
+    assertVisibleChanges(run.events, /^<redacted hmac:[0-9a-f]{8}>$/);
+    for (const source of run.sources) {
+      const content = (await source.read()) ?? '';
+      const text = typeof content === 'string' ? content : Buffer.from(content).toString('latin1');
+      assert.equal(text.includes('<redacted sha256:'), false, `${source.name} holds a plain hash`);
+    }
+  });
+});
