@@ -5,11 +5,11 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { loadWatchSettings } from '../config/settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
+import { parseDurationSetting } from '../duration.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, UsageError, UserError } from '../errors.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
-import { parseDuration } from './duration.ts';
 import { type HistoryFlags, runHistory } from './history.ts';
 import { runResources } from './resources.ts';
 import { addServiceFlags, type RawServiceFlags, serviceOptionsFromFlags } from './service-options.ts';
@@ -228,10 +228,7 @@ const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 function durationFromEnvironment(name: string): number | undefined {
   const text = process.env[name];
   if (text === undefined || text === '') return undefined;
-  const ms = parseDuration(text);
-  if (ms === undefined)
-    throw new UsageError(`invalid ${name}="${text}": use a duration such as 500ms, 30s or 5m.`);
-  return ms;
+  return parseDurationSetting(name, text);
 }
 
 /** Timing knobs (README, "Tuning"): mostly for tests that must see a dead connection quickly. */

@@ -1,5 +1,5 @@
 // --state and its retention: where the state file is and how much history it keeps (docs/state.md).
-import { parseDuration } from '../cli/duration.ts';
+import { AGE_RULES, parseDurationSetting } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { DEFAULT_RETENTION, type Retention } from '../informer/state-database.ts';
 
@@ -26,7 +26,6 @@ const SIZE_UNITS: Record<string, number> = {
   g: 1024 ** 3,
   gb: 1024 ** 3,
 };
-const DAY_MS = 24 * 3_600_000;
 
 export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | undefined {
   const path = flags.state?.trim();
@@ -39,22 +38,16 @@ export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | un
   return {
     path,
     retention: {
-      maxAgeMs: flags.stateMaxAge === undefined ? DEFAULT_RETENTION.maxAgeMs : parseAge(flags.stateMaxAge),
+      maxAgeMs:
+        flags.stateMaxAge === undefined
+          ? DEFAULT_RETENTION.maxAgeMs
+          : parseDurationSetting('--state-max-age', flags.stateMaxAge, AGE_RULES),
       maxEvents:
         flags.stateMaxEvents === undefined ? DEFAULT_RETENTION.maxEvents : parseCount(flags.stateMaxEvents),
       maxSizeBytes:
         flags.stateMaxSize === undefined ? DEFAULT_RETENTION.maxSizeBytes : parseSize(flags.stateMaxSize),
     },
   };
-}
-
-/** 30m, 12h, 7d. */
-export function parseAge(text: string): number {
-  const days = /^\s*(\d+(?:\.\d+)?)d\s*$/.exec(text);
-  const ms = days ? Number(days[1]) * DAY_MS : parseDuration(text);
-  if (ms === undefined || ms <= 0)
-    throw new UsageError(`invalid --state-max-age "${text}": use a duration such as 12h or 7d.`);
-  return ms;
 }
 
 function parseCount(value: string | number): number {

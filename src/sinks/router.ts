@@ -4,6 +4,7 @@
 // finish in parallel within one shutdown timeout and reports what became of
 // their events.
 import type { ChangeEvent } from '../diff/types.ts';
+import { MAX_TIMER_MS } from '../duration.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from './filter.ts';
@@ -79,7 +80,7 @@ export class Router {
         const stuck = new Promise<SinkReport>((resolve) => {
           timer = setTimeout(
             () => resolve({ name: route.sink.name, stats: route.sink.stats() }),
-            timeoutMs + this.closeGraceMs,
+            Math.min(timeoutMs + this.closeGraceMs, MAX_TIMER_MS),
           );
         });
         try {

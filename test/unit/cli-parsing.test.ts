@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseDuration } from '../../src/cli/duration.ts';
 import { labelSelectorProblem } from '../../src/config/label-selector.ts';
 import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
 import { UsageError } from '../../src/errors.ts';
@@ -58,16 +57,6 @@ describe('watch flags', () => {
           error instanceof UsageError && error.exitCode === 2 && message.test(error.message),
       );
     }
-  });
-});
-
-describe('durations', () => {
-  it('parses what people write', () => {
-    assert.equal(parseDuration('500ms'), 500);
-    assert.equal(parseDuration('30s'), 30_000);
-    assert.equal(parseDuration('1h30m'), 5_400_000);
-    assert.equal(parseDuration('5'), undefined);
-    assert.equal(parseDuration('soon'), undefined);
   });
 });
 
