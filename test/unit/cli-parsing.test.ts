@@ -65,7 +65,11 @@ describe('backoff', () => {
     const backoff = new Backoff({ jitter: 0 }, () => 0.5);
     const delays = Array.from({ length: 8 }, () => backoff.next(undefined, 1_000));
     assert.deepEqual(delays, [800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
-    assert.equal(backoff.next(45_000, 1_000), 45_000);
+    // Retry-After is a minimum, up to the cap: a server cannot park a watch for a day.
+    assert.equal(backoff.next(20_000, 1_000), 30_000);
+    assert.equal(new Backoff({ jitter: 0 }).next(20_000, 1_000), 20_000);
+    assert.equal(backoff.next(45_000, 1_000), 30_000);
+    assert.equal(backoff.next(86_400_000, 1_000), 30_000);
     assert.equal(backoff.next(undefined, 1_000 + 121_000), 800);
     const jittered = new Backoff({ jitter: 0.5 }, () => 0);
     assert.equal(jittered.next(), 400);
