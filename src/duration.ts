@@ -67,3 +67,13 @@ export function parseDurationSetting(name: string, text: string, rules: Duration
   }
   return result.ms;
 }
+
+/** `ms` for log lines, in the units the parser reads: 500ms, 1.5s, 90s, 5m, 3h, 7d (rounded above a minute). */
+export function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)}ms`;
+  const seconds = ms / 1_000;
+  if (seconds < 120) return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)}s`;
+  if (seconds < 2 * 3_600) return `${Math.round(seconds / 60)}m`;
+  if (seconds < 2 * 86_400) return `${Math.round(seconds / 3_600)}h`;
+  return `${Math.round(seconds / 86_400)}d`;
+}

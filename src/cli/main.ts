@@ -135,6 +135,9 @@ function buildProgram(): Command {
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
       userAgent: `kubediff/${VERSION}`,
     });
+    // A stdout reader that stopped reading still holds output the shutdown report has counted as not
+    // delivered; Node would wait for it forever. Nothing else is left to do: exit now.
+    if (process.stdout.writableLength > 0) exitAtOnce = true;
   });
 
   addSelectionFlags(
@@ -311,7 +314,9 @@ function reportError(error: unknown, debug: boolean): number {
   return EXIT_FAILURE;
 }
 
+let exitAtOnce = false;
 const code = await main(process.argv);
 process.exitCode = code;
+if (exitAtOnce) process.exit(code);
 // Everything has been stopped; if a stray handle keeps Node alive, do not hang forever.
 setTimeout(() => process.exit(code), 10_000).unref();

@@ -10,6 +10,7 @@ import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { normalizeObject } from '../diff/normalize.ts';
 import type { ChangeEvent } from '../diff/types.ts';
+import { formatDuration } from '../duration.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { StateDatabase } from '../informer/state-database.ts';
@@ -155,12 +156,26 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
         : `recording state in ${settings.state?.path}: the next start will catch up on what it missed.`,
     );
   }
+  // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
+  // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
+  // hold it off until the kubelet's SIGKILL.
+  const stop = Promise.race([runtime.stopRequested, outputClosed]);
   const progress = new SyncProgress(process.stderr);
   try {
     progress.start(() => watcher.allInformers());
     try {
-      const selection = await watcher.start();
-      recorder?.reportVanishedTypes(selection, handler);
+      const starting = watcher.start();
+      const first = await Promise.race([
+        starting.then((selection) => ({ selection })),
+        stop.then((reason) => ({ reason })),
+      ]);
+      if ('reason' in first) {
+        // watcher.stop() (below) ends the sync; what it throws then is the stop, not an error.
+        starting.catch(() => undefined);
+        logStop(runtime.log, first.reason, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
+        return;
+      }
+      if (first.selection) recorder?.reportVanishedTypes(first.selection, handler);
     } catch (error) {
       throw explainConnectionFailure(error, identity);
     } finally {
@@ -176,8 +191,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")` +
         (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
     );
-    const reason = await Promise.race([runtime.stopRequested, outputClosed]);
-    runtime.log.debug(`stopping: ${reason}`);
+    logStop(runtime.log, await stop, settings.delivery.shutdownTimeoutMs, '');
   } finally {
     service.stopping();
     await watcher.stop();
@@ -189,5 +203,16 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     // After the sinks drained: a leader's last checkpoint covers what they delivered.
     await service.stop();
     await client.close();
+  }
+}
+
+/** A signal is the user's (or the kubelet's) request: say it is heard. A closed stdout needs no words. */
+function logStop(log: Logger, reason: string, shutdownTimeoutMs: number, when: string): void {
+  if (reason.startsWith('SIG')) {
+    log.info(
+      `stopping on ${reason}${when}: delivering what is queued (at most ${formatDuration(shutdownTimeoutMs)}), then exiting.`,
+    );
+  } else {
+    log.debug(`stopping${when}: ${reason}`);
   }
 }

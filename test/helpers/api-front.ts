@@ -12,7 +12,7 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { testCluster } from './cluster-env.ts';
 
@@ -26,7 +26,8 @@ export interface FrontRequest {
 }
 
 export interface FrontAnswer {
-  status: number;
+  /** 'hang': never answer (a server that accepted the request and went quiet). */
+  status: number | 'hang';
   headers?: Record<string, string>;
   /** Default: a Kubernetes Status object for `status`. */
   body?: string;
@@ -41,6 +42,8 @@ export interface ApiFront {
   answer(match: (request: FrontRequest) => boolean, answer: FrontAnswer, times?: number): void;
   /** Resolves once at least `n` requests matching `match` have been seen (answered or forwarded). */
   waitForRequests(match: (request: FrontRequest) => boolean, n: number, timeoutMs?: number): Promise<void>;
+  /** Resolves once no client connection is open; rejects after `timeoutMs`. */
+  waitForIdle(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,9 @@ export async function startApiFront(): Promise<ApiFront> {
   const rules: { match: (request: FrontRequest) => boolean; answer: FrontAnswer; left: number }[] = [];
   const requests: (FrontRequest & { answered: boolean })[] = [];
   const listeners = new Set<() => void>();
+  const notify = () => {
+    for (const listener of [...listeners]) listener();
+  };
 
   const tls = {
     cert: readFileSync(path.join(certDir, 'apiserver.crt')),
@@ -73,9 +79,10 @@ export async function startApiFront(): Promise<ApiFront> {
     };
     const rule = rules.find((candidate) => candidate.left > 0 && candidate.match(seen));
     requests.push({ ...seen, answered: rule !== undefined });
-    for (const listener of [...listeners]) listener();
+    notify();
     if (rule) {
       rule.left--;
+      if (rule.answer.status === 'hang') return;
       const body =
         rule.answer.body ??
         JSON.stringify({
@@ -108,9 +115,33 @@ export async function startApiFront(): Promise<ApiFront> {
     res.on('close', () => forward.destroy());
     req.pipe(forward);
   });
+  const sockets = new Set<Socket>();
+  server.on('secureConnection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => {
+      sockets.delete(socket);
+      notify();
+    });
+  });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
+
+  const until = (done: () => boolean, timeoutMs: number, failure: () => string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (!done()) return;
+        clearTimeout(timer);
+        listeners.delete(check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(failure()));
+      }, timeoutMs);
+      listeners.add(check);
+      check();
+    });
 
   return {
     url: `https://127.0.0.1:${port}`,
@@ -119,20 +150,18 @@ export async function startApiFront(): Promise<ApiFront> {
       rules.push({ match, answer, left: times });
     },
     waitForRequests(match, n, timeoutMs = 15_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (requests.filter(match).length < n) return;
-          clearTimeout(timer);
-          listeners.delete(check);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`the API front saw ${requests.filter(match).length} of ${n} matching requests`));
-        }, timeoutMs);
-        listeners.add(check);
-        check();
-      });
+      return until(
+        () => requests.filter(match).length >= n,
+        timeoutMs,
+        () => `the API front saw ${requests.filter(match).length} of ${n} matching requests`,
+      );
+    },
+    waitForIdle(timeoutMs = 15_000) {
+      return until(
+        () => sockets.size === 0,
+        timeoutMs,
+        () => `${sockets.size} connection(s) still open at the API front`,
+      );
     },
     async close() {
       server.closeAllConnections();
