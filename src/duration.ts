@@ -5,7 +5,7 @@
 // days): given more, Node fires it after 1 ms, every time, which turns a long wait into a busy loop. So a
 // duration is refused above that, unless it is never a timer (an age, such as --state-max-age). And 0 is
 // refused unless it means something: a timeout of 0 is "no timeout" to undici, a backoff of 0 is a spin.
-import { UsageError } from './errors.ts';
+import { invalidSetting } from './errors.ts';
 
 /** The longest wait a Node.js timer supports. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -61,10 +61,7 @@ export function checkDuration(text: string, rules: DurationRules = {}): Duration
  */
 export function parseDurationSetting(name: string, text: string, rules: DurationRules = {}): number {
   const result = checkDuration(text, rules);
-  if (result.problem !== undefined) {
-    const shown = name.startsWith('-') ? `${name} "${text}"` : `${name}="${text}"`;
-    throw new UsageError(`invalid ${shown}: ${result.problem}.`);
-  }
+  if (result.problem !== undefined) throw invalidSetting(name, text, result.problem);
   return result.ms;
 }
 

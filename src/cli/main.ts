@@ -6,10 +6,11 @@ import { Command, CommanderError, Option } from 'commander';
 import { loadWatchSettings } from '../config/settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { parseDurationSetting } from '../duration.ts';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, UsageError, UserError } from '../errors.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, invalidSetting, UserError } from '../errors.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
+import { parseSize } from '../size.ts';
 import { type HistoryFlags, runHistory } from './history.ts';
 import { runResources } from './resources.ts';
 import { addServiceFlags, type RawServiceFlags, serviceOptionsFromFlags } from './service-options.ts';
@@ -132,6 +133,10 @@ function buildProgram(): Command {
       log,
       stopRequested: stopSignal(log),
       timing: timingFromEnvironment(),
+      limits: {
+        stateMaxBacklogBytes: sizeFromEnvironment('KUBEDIFF_STATE_MAX_BACKLOG'),
+        standbyMaxBufferBytes: sizeFromEnvironment('KUBEDIFF_STANDBY_MAX_BUFFER'),
+      },
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
       userAgent: `kubediff/${VERSION}`,
     });
@@ -234,6 +239,12 @@ function durationFromEnvironment(name: string): number | undefined {
   return parseDurationSetting(name, text);
 }
 
+function sizeFromEnvironment(name: string): number | undefined {
+  const text = process.env[name];
+  if (text === undefined || text === '') return undefined;
+  return parseSize(name, text);
+}
+
 /** Timing knobs (README, "Tuning"): mostly for tests that must see a dead connection quickly. */
 function timingFromEnvironment(): Partial<ReflectorTiming> {
   const timing: Partial<ReflectorTiming> = {};
@@ -248,9 +259,7 @@ function timingFromEnvironment(): Partial<ReflectorTiming> {
   if (pageSize) {
     const size = Number(pageSize);
     if (!Number.isInteger(size) || size < 1) {
-      throw new UsageError(
-        `invalid KUBEDIFF_LIST_PAGE_SIZE="${pageSize}": use a whole number of objects such as 500.`,
-      );
+      throw invalidSetting('KUBEDIFF_LIST_PAGE_SIZE', pageSize, 'use a whole number of objects such as 500');
     }
     timing.pageSize = size;
   }

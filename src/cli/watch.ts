@@ -11,6 +11,7 @@ import { PathMatcher } from '../diff/ignore.ts';
 import { normalizeObject } from '../diff/normalize.ts';
 import type { ChangeEvent } from '../diff/types.ts';
 import { formatDuration } from '../duration.ts';
+import { EventFailures } from '../event-failures.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { StateDatabase } from '../informer/state-database.ts';
@@ -37,12 +38,16 @@ export interface WatchRuntime {
   rediscoveryIntervalMs: number | undefined;
   /** Sent to Slack and webhooks. */
   userAgent?: string;
+  /** Memory bounds from the environment (README, "Tuning"); defaults where absent. */
+  limits?: { stateMaxBacklogBytes?: number | undefined; standbyMaxBufferBytes?: number | undefined };
   /** --listen, --leader-elect, … (src/cli/service-options.ts). */
   service?: ServiceOptions;
   version?: string;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
+  // One exception while processing one change costs that change at that stage, never the watch.
+  const failures = new EventFailures(runtime.log);
   // --state (docs/state.md): opened first, so that a damaged or foreign file stops kubediff at once.
   const recorder = settings.state
     ? new StateRecorder({
@@ -50,6 +55,10 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
         log: runtime.log,
         signature: selectionSignature(settings),
         retention: settings.state.retention,
+        failures,
+        ...(runtime.limits?.stateMaxBacklogBytes !== undefined
+          ? { maxBacklogBytes: runtime.limits.stateMaxBacklogBytes }
+          : {}),
       })
     : undefined;
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
@@ -60,6 +69,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     client,
     log: runtime.log,
     version: runtime.version ?? 'dev',
+    standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
   }).catch(async (error: unknown) => {
     await client.close();
     throw error;
@@ -89,6 +99,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       onStdoutClosed: (error) =>
         stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
       deadLetterFile: settings.delivery.deadLetterFile,
+      failures,
       ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
     });
   } catch (error) {
@@ -97,14 +108,14 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     throw error;
   }
   const { router } = sinks;
-  service.connect(router);
+  service.connect(router, { failures, ...(recorder ? { state: recorder } : {}) });
   if (settings.delivery.sinks.length > 0) {
     runtime.log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
 
   // Event types, the config file's global rules and --explain (src/config/event-gate.ts).
   const resolver = new DiscoveryResolver();
-  const gate = eventGate(settings, { router, log: runtime.log, resolver });
+  const gate = eventGate(settings, { router, log: runtime.log, resolver, failures });
   const emit = (event: ChangeEvent) => {
     const passed = gate(event);
     if (passed) {
@@ -112,7 +123,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       recorder?.recordEvent(passed);
     }
   };
-  const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });
+  const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit, failures });
 
   const handler = recorder ? recorder.handler(service.handler(builder)) : service.handler(builder);
   let namesChecked = false;
@@ -135,6 +146,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     timing: runtime.timing,
     rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
     flowControl: sinks.flowControl,
+    failures,
     onSelection: (selection) => {
       recorder?.noteSelection(selection);
       resolver.update([...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);

@@ -10,11 +10,11 @@ import { AGE_RULES, checkDuration, type DurationRules, EXPECTED_DURATION } from 
 import { UsageError } from '../errors.ts';
 import { editDistance } from '../kube/resource-names.ts';
 import { parseResourcePattern } from '../sinks/filter.ts';
+import { parseSize } from '../size.ts';
 import { isNamespaceNameOrGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
 import { checkIgnorePath } from './presets.ts';
 import { type ConfigInput, configSchema, filterSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
-import { parseSize } from './state-settings.ts';
 
 export type KeyPath = readonly (string | number)[];
 
@@ -600,7 +600,7 @@ function checkStateRetention(state: ConfigInput['state'], at: At, shown: Shown):
   checkDurationKey(state.maxAge, ['state', 'maxAge'], at, shown, AGE_RULES);
   if (typeof state.maxSize === 'string') {
     try {
-      parseSize(state.maxSize);
+      parseSize('state.maxSize', state.maxSize);
     } catch {
       at(
         ['state', 'maxSize'],

@@ -2,6 +2,7 @@
 import { AGE_RULES, parseDurationSetting } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { DEFAULT_RETENTION, type Retention } from '../informer/state-database.ts';
+import { parseSize } from '../size.ts';
 
 export interface StateSettings {
   path: string;
@@ -15,17 +16,6 @@ export interface RawStateFlags {
   stateMaxEvents?: string | number;
   stateMaxSize?: string;
 }
-
-const SIZE_UNITS: Record<string, number> = {
-  '': 1,
-  b: 1,
-  k: 1024,
-  kb: 1024,
-  m: 1024 ** 2,
-  mb: 1024 ** 2,
-  g: 1024 ** 3,
-  gb: 1024 ** 3,
-};
 
 export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | undefined {
   const path = flags.state?.trim();
@@ -45,7 +35,9 @@ export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | un
       maxEvents:
         flags.stateMaxEvents === undefined ? DEFAULT_RETENTION.maxEvents : parseCount(flags.stateMaxEvents),
       maxSizeBytes:
-        flags.stateMaxSize === undefined ? DEFAULT_RETENTION.maxSizeBytes : parseSize(flags.stateMaxSize),
+        flags.stateMaxSize === undefined
+          ? DEFAULT_RETENTION.maxSizeBytes
+          : parseSize('--state-max-size', flags.stateMaxSize),
     },
   };
 }
@@ -57,13 +49,4 @@ function parseCount(value: string | number): number {
       `invalid --state-max-events "${value}": use a whole number of events such as 100000.`,
     );
   return count;
-}
-
-/** 64MB, 1GB, 500k. */
-export function parseSize(text: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const unit = SIZE_UNITS[(match?.[2] ?? 'x').toLowerCase()];
-  if (!match || unit === undefined || Number(match[1]) <= 0)
-    throw new UsageError(`invalid --state-max-size "${text}": use a size such as 64MB or 1GB.`);
-  return Math.round(Number(match[1]) * unit);
 }

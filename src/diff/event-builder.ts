@@ -1,9 +1,13 @@
 // Turns informer notifications into the events of the contract. An update
 // whose normalized objects do not differ (every change was in an ignored
-// path, or a resync found it unchanged) produces no event at all.
+// path, or a resync found it unchanged) produces no event at all. An update
+// the diff fails on (a bug, or an object nested too deep for its recursion)
+// is still reported, as one change of the whole object, and the failure is
+// reported once (src/event-failures.ts).
+import { type EventFailures, identityOf } from '../event-failures.ts';
 import type { AddContext, DeleteContext, InformerHandler, UpdateContext } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
-import { apiVersionOf, type ResourceType } from '../kube/types.ts';
+import { apiVersionOf, type JsonObject, qualifiedName, type ResourceType } from '../kube/types.ts';
 import { diffObjects } from './diff.ts';
 import type { Change, ChangeEvent, EventType } from './types.ts';
 
@@ -12,6 +16,8 @@ export interface EventBuilderOptions {
   cluster: string | undefined;
   emit: (event: ChangeEvent) => void;
   now?: () => Date;
+  /** Where a failing diff is reported. Without it, the exception propagates. */
+  failures?: EventFailures;
 }
 
 export class EventBuilder implements InformerHandler {
@@ -30,7 +36,7 @@ export class EventBuilder implements InformerHandler {
   }
 
   onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void {
-    const changes = diffObjects(previous.object, current.object);
+    const changes = this.changes(type, previous, current);
     if (changes.length === 0) return;
     this.options.emit(
       this.build('UPDATED', type, current, current.resourceVersion, changes, context.offline, false),
@@ -49,6 +55,25 @@ export class EventBuilder implements InformerHandler {
         context.finalStateUnknown,
       ),
     );
+  }
+
+  private changes(type: ResourceType, previous: StoredObject, current: StoredObject): Change[] {
+    try {
+      return diffObjects(previous.object, current.object);
+    } catch (error) {
+      if (!this.options.failures) throw error;
+      // An update only in ignored paths must stay silent even here.
+      if (sameJson(previous.object, current.object)) return [];
+      this.options.failures.report(
+        'diff',
+        'the diff',
+        identityOf(qualifiedName(type), current),
+        error,
+        'the update is reported as one change of the whole object',
+      );
+      // The path "" is the whole document (RFC 6901); both sides are normalized, redacted objects.
+      return [{ op: 'replace', path: '', from: previous.object, to: current.object }];
+    }
   }
 
   private build(
@@ -79,5 +104,14 @@ export class EventBuilder implements InformerHandler {
     if (offline) event.offline = true;
     if (finalStateUnknown) event.finalStateUnknown = true;
     return event;
+  }
+}
+
+/** Equal as JSON; false when that cannot be told (JSON.stringify has its own depth limit). */
+function sameJson(left: JsonObject, right: JsonObject): boolean {
+  try {
+    return JSON.stringify(left) === JSON.stringify(right);
+  } catch {
+    return false;
   }
 }

@@ -7,6 +7,7 @@
 
 import { formatDuration } from '../duration.ts';
 import { errorMessage } from '../errors.ts';
+import type { EventFailures } from '../event-failures.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import type { KubeError, KubeFailureKind } from '../kube/errors.ts';
@@ -38,6 +39,8 @@ export interface ClusterWatcherOptions {
   rediscoveryIntervalMs?: number;
   /** Called after each (re-)discovery with what is watched and skipped. */
   onSelection?: (selection: Selection) => void;
+  /** Where each informer reports an object it cannot process (see InformerOptions.failures). */
+  failures?: EventFailures;
   /** Backpressure from the output: informers pause reading while it returns a promise (see Reflector). */
   flowControl?: () => Promise<void> | undefined;
   /** --state: how each informer starts (pre-loaded store, catch-up) given what it would do without state. */
@@ -212,6 +215,7 @@ export class ClusterWatcher {
       initialList,
       timing: this.options.timing ?? {},
       flowControl: this.options.flowControl,
+      failures: this.options.failures,
     };
     const handler: InformerHandler = {
       onAdd: (...args) => this.options.handler.onAdd(...args),

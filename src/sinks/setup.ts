@@ -4,6 +4,7 @@
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../diff/types.ts';
 import { UsageError } from '../errors.ts';
+import type { EventFailures } from '../event-failures.ts';
 import type { Logger } from '../log.ts';
 import { DeadLetterFile } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
@@ -76,6 +77,8 @@ export interface SinkRuntime {
   /** The default dead-letter file of HTTP sinks. */
   deadLetterFile?: string;
   userAgent?: string;
+  /** Where a sink or a sink filter that throws is reported (src/event-failures.ts). */
+  failures?: EventFailures;
 }
 
 export interface SinkSet {
@@ -197,7 +200,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
 
   const output = stdout;
   return {
-    router: new Router(routes, runtime.log),
+    router: new Router(routes, runtime.log, runtime.failures ? { failures: runtime.failures } : {}),
     stdout: output,
     deadLetterFiles: [...files.values()],
     flowControl: () => output?.flowControl(),
