@@ -2,13 +2,21 @@
 // whose normalized objects do not differ (every change was in an ignored
 // path, or a resync found it unchanged) produces no event at all. An update
 // the diff fails on (a bug, or an object nested too deep for its recursion)
-// is still reported, as one change of the whole object, and the failure is
-// reported once (src/event-failures.ts).
+// is still reported, as changes of whole top-level fields, and the failure
+// is reported once (src/event-failures.ts).
 import { type EventFailures, identityOf } from '../event-failures.ts';
 import type { AddContext, DeleteContext, InformerHandler, UpdateContext } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
-import { apiVersionOf, type JsonObject, qualifiedName, type ResourceType } from '../kube/types.ts';
+import {
+  apiVersionOf,
+  type JsonObject,
+  type JsonValue,
+  qualifiedName,
+  type ResourceType,
+} from '../kube/types.ts';
 import { diffObjects } from './diff.ts';
+import { getProperty } from './json.ts';
+import { formatPointer } from './pointer.ts';
 import type { Change, ChangeEvent, EventType } from './types.ts';
 
 export interface EventBuilderOptions {
@@ -62,17 +70,17 @@ export class EventBuilder implements InformerHandler {
       return diffObjects(previous.object, current.object);
     } catch (error) {
       if (!this.options.failures) throw error;
-      // An update only in ignored paths must stay silent even here.
-      if (sameJson(previous.object, current.object)) return [];
+      const coarse = topLevelChanges(previous.object, current.object);
+      // An update only in ignored paths stays silent even here.
+      if (coarse.length === 0) return [];
       this.options.failures.report(
         'diff',
         'the diff',
         identityOf(qualifiedName(type), current),
         error,
-        'the update is reported as one change of the whole object',
+        'the update is reported as changes of whole top-level fields (spec, metadata, …)',
       );
-      // The path "" is the whole document (RFC 6901); both sides are normalized, redacted objects.
-      return [{ op: 'replace', path: '', from: previous.object, to: current.object }];
+      return coarse;
     }
   }
 
@@ -107,8 +115,26 @@ export class EventBuilder implements InformerHandler {
   }
 }
 
+/**
+ * The changes of each top-level field (spec, metadata, data, …), each whole: the fallback when the diff
+ * fails. Both sides are normalized objects (ignored paths gone, Secrets redacted), like any change.
+ */
+function topLevelChanges(previous: JsonObject, current: JsonObject): Change[] {
+  const changes: Change[] = [];
+  for (const key of new Set([...Object.keys(previous), ...Object.keys(current)])) {
+    const from = getProperty(previous, key);
+    const to = getProperty(current, key);
+    const path = formatPointer([key]);
+    if (from === undefined && to !== undefined) changes.push({ op: 'add', path, to });
+    else if (to === undefined && from !== undefined) changes.push({ op: 'remove', path, from });
+    else if (from !== undefined && to !== undefined && !sameJson(from, to))
+      changes.push({ op: 'replace', path, from, to });
+  }
+  return changes;
+}
+
 /** Equal as JSON; false when that cannot be told (JSON.stringify has its own depth limit). */
-function sameJson(left: JsonObject, right: JsonObject): boolean {
+function sameJson(left: JsonValue, right: JsonValue): boolean {
   try {
     return JSON.stringify(left) === JSON.stringify(right);
   } catch {
