@@ -2,8 +2,12 @@
 // units everywhere (7d works for --shutdown-timeout as for --state-max-age), nothing a Node.js timer
 // cannot wait for, no 0 where 0 would switch something off, and one wording for every mistake.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
 import { serviceOptionsFromFlags } from '../../src/cli/service-options.ts';
+import { loadConfigFile } from '../../src/config/file.ts';
 import { AGE_RULES, checkDuration, MAX_TIMER_MS, parseDurationSetting } from '../../src/duration.ts';
 import { UsageError } from '../../src/errors.ts';
 import { sinkSettingsFromFlags } from '../../src/sinks/flags.ts';
@@ -74,5 +78,33 @@ describe('durations', () => {
   it('accepts the same units for every flag: 7d is a valid --shutdown-timeout, 0 exits at once', () => {
     assert.equal(sinkSettingsFromFlags({ shutdownTimeout: '7d' }).shutdownTimeoutMs, 7 * 86_400_000);
     assert.equal(sinkSettingsFromFlags({ shutdownTimeout: '0s' }).shutdownTimeoutMs, 0);
+  });
+
+  it('says the same in a config file, where 0 is allowed only where it means "at once"', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kubediff-durations-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'kubediff.yaml');
+    writeFileSync(
+      file,
+      [
+        'shutdownTimeout: 7d',
+        'state: { path: /tmp/state.db, maxAge: 90d }',
+        'sinks:',
+        '  - { type: webhook, url: "http://127.0.0.1:9/", timeout: 0s, batch: 2, batchWait: 0s }',
+        '  - { type: webhook, url: "http://127.0.0.1:9/", timeout: 25d }',
+        '',
+      ].join('\n'),
+    );
+    assert.throws(
+      () => loadConfigFile(file, {}),
+      (error: unknown) => {
+        assert.ok(error instanceof UsageError);
+        assert.deepEqual(error.message.split('\n').slice(1), [
+          `  ${file}:4:59: sinks[0].timeout: expected a duration longer than 0, got "0s"`,
+          `  ${file}:5:59: sinks[1].timeout: expected at most 24d (2147483647ms, the longest a Node.js timer can wait), got "25d"`,
+        ]);
+        return true;
+      },
+    );
   });
 });
