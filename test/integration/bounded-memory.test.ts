@@ -11,8 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, afterEach, test } from 'node:test';
-import { killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import type { TestEvent } from '../helpers/events.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
 import { scrapeMetrics } from '../helpers/metrics.ts';
@@ -50,16 +49,9 @@ test('--state with a webhook that is down: the backlog stays under KUBEDIFF_STAT
   const bound = 512 * 1024;
 
   const kd = runKubediff(
-    [
-      'watch',
-      '--kubeconfig',
-      testCluster().kubeconfigPath,
-      '-o',
-      'json',
-      '-n',
+    watchArgs(
       ns,
-      '-r',
-      'configmaps',
+      ['configmaps'],
       '--state',
       stateFile,
       '--webhook',
@@ -68,7 +60,7 @@ test('--state with a webhook that is down: the backlog stays under KUBEDIFF_STAT
       '127.0.0.1:0',
       '--shutdown-timeout',
       '1s',
-    ],
+    ),
     { env: { KUBEDIFF_STATE_MAX_BACKLOG: '512KB' }, checkEvents: true, timeoutMs: 30_000 },
   );
   const [, base = ''] = await kd.waitForStderr(SERVING);
@@ -136,16 +128,9 @@ test('a standby behind a leader that writes no checkpoint: the buffer stays unde
   const bound = 64 * 1024;
 
   const kd = runKubediff(
-    [
-      'watch',
-      '--kubeconfig',
-      testCluster().kubeconfigPath,
-      '-o',
-      'json',
-      '-n',
+    watchArgs(
       ns,
-      '-r',
-      'configmaps',
+      ['configmaps'],
       '--listen',
       '127.0.0.1:0',
       '--leader-elect',
@@ -157,7 +142,7 @@ test('a standby behind a leader that writes no checkpoint: the buffer stays unde
       'standby',
       '--leader-election-retry-period',
       '1s',
-    ],
+    ),
     { env: { KUBEDIFF_STANDBY_MAX_BUFFER: '64KB' }, checkEvents: true, timeoutMs: 30_000 },
   );
   const [, base = ''] = await kd.waitForStderr(SERVING);

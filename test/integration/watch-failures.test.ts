@@ -4,8 +4,7 @@
 // exception ended the watch connection ("the watch connection broke") and the update was lost.
 import assert from 'node:assert/strict';
 import { after, afterEach, test } from 'node:test';
-import { killAll, runKubediff } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
 import { adminClient } from '../helpers/kube-admin.ts';
 import { scrapeMetrics } from '../helpers/metrics.ts';
 
@@ -34,24 +33,10 @@ test('a diff that throws is reported once with the object, the update still flow
   t.after(() => admin.deleteNamespace(ns));
   const deeps = `/apis/${GROUP}/v1/namespaces/${ns}/deeps`;
 
-  const kd = runKubediff(
-    [
-      'watch',
-      '--kubeconfig',
-      testCluster().kubeconfigPath,
-      '-o',
-      'json',
-      '-n',
-      ns,
-      '-r',
-      `deeps.${GROUP}`,
-      '-r',
-      'configmaps',
-      '--listen',
-      '127.0.0.1:0',
-    ],
-    { checkEvents: true, timeoutMs: 30_000 },
-  );
+  const kd = runKubediff(watchArgs(ns, [`deeps.${GROUP}`, 'configmaps'], '--listen', '127.0.0.1:0'), {
+    checkEvents: true,
+    timeoutMs: 30_000,
+  });
   const [, base] = await kd.waitForStderr(/serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/);
   await kd.waitForStderr(/watching 2 resource types/);
 

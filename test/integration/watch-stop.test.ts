@@ -11,8 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, afterEach, test } from 'node:test';
 import { startApiFront } from '../helpers/api-front.ts';
-import { KUBEDIFF_BIN, killAll, runKubediff } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { KUBEDIFF_BIN, killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
@@ -37,40 +36,25 @@ test('SIGTERM during an initial sync paused by a stalled stdout reader: exit 0, 
   }
   const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-stop-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  const args = [
-    'watch',
-    '--kubeconfig',
-    testCluster().kubeconfigPath,
-    '-o',
-    'json',
-    '-n',
-    ns,
-    '-r',
-    'configmaps',
-  ];
-  const state = ['--state', path.join(dir, 'state.db')];
+  const args = watchArgs(ns, ['configmaps'], '--state', path.join(dir, 'state.db'));
 
   // A first run records the ConfigMaps; while kubediff is down each of them changes. The next start's
   // initial sync reports those changes, ~400 KB each (from and to): far more than stdout may hold back.
-  const first = runKubediff([...args, ...state]);
+  const first = runKubediff(args);
   await first.waitForStderr(/watching 1 resource type/);
   assert.equal((await first.stop('SIGTERM')).code, 0);
   for (let n = 0; n < count; n++)
     await admin.patch(`${configMaps}/big-${n}`, { data: { value: value(n, 2) } });
 
-  const child = spawn(
-    process.execPath,
-    [KUBEDIFF_BIN, ...args, ...state, '--shutdown-timeout', '1s', '--debug'],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        NODE_TEST_CONTEXT: undefined,
-        KUBEDIFF_LOG_FORMAT: 'text',
-        KUBEDIFF_LIST_PAGE_SIZE: '2',
-      },
+  const child = spawn(process.execPath, [KUBEDIFF_BIN, ...args, '--shutdown-timeout', '1s', '--debug'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      NODE_TEST_CONTEXT: undefined,
+      KUBEDIFF_LOG_FORMAT: 'text',
+      KUBEDIFF_LIST_PAGE_SIZE: '2',
     },
-  );
+  });
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
