@@ -373,7 +373,7 @@ export class StateRecorder {
       this.failures.report(
         'recorder',
         'recording the change in the state file',
-        identityOf(write.resource, write.kind === 'event' ? write.event.object : writeSubject(write)),
+        identityOf(write.resource, write.kind === 'event' ? write.event.object : subjectOf(write)),
         error,
         'it is not recorded; the next start reports it again',
       );
@@ -439,12 +439,8 @@ function lagging(finished: readonly number[], mark: readonly number[]): number[]
 }
 
 /** The object a write is about, for failure reports. */
-function writeSubject(write: Exclude<StateWrite, { kind: 'event' }>): { name: string; namespace?: string } {
-  if (write.kind === 'object') return write.object;
-  const slash = write.key.indexOf('/');
-  return slash < 0
-    ? { name: write.key }
-    : { namespace: write.key.slice(0, slash), name: write.key.slice(slash + 1) };
+function subjectOf(write: Exclude<StateWrite, { kind: 'event' }>): { name: string; namespace?: string } {
+  return write.kind === 'object' ? write.object : { name: write.key };
 }
 
 /** The newest resourceVersion any informer has seen (numeric when the server's are, as etcd's are). */
