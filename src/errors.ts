@@ -26,3 +26,9 @@ export class UsageError extends UserError {
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** A flag's or environment variable's bad value: `invalid --flag "value": …` or `invalid NAME="value": …`. */
+export function invalidSetting(name: string, text: string, problem: string): UsageError {
+  const shown = name.startsWith('-') ? `${name} "${text}"` : `${name}="${text}"`;
+  return new UsageError(`invalid ${shown}: ${problem}.`);
+}

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { loadConfigFile } from '../config/file.ts';
-import { parseAge } from '../config/state-settings.ts';
+import { AGE_RULES, parseDurationSetting } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { type HistoryQuery, StateDatabase } from '../informer/state-database.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
@@ -43,12 +43,7 @@ export function runHistory(
   const query: HistoryQuery = {};
   if (flags.namespace) query.namespace = flags.namespace.trim();
   if (flags.since !== undefined) {
-    let age: number;
-    try {
-      age = parseAge(flags.since);
-    } catch {
-      throw new UsageError(`invalid --since "${flags.since}": use a duration such as 30m, 2h or 7d.`);
-    }
+    const age = parseDurationSetting('--since', flags.since, AGE_RULES);
     query.since = new Date((io.now ?? Date.now)() - age).toISOString();
   }
   if (flags.tail !== undefined) {

@@ -17,17 +17,27 @@
 // resourceVersions are compared as numbers, which they are on etcd-backed API servers; a resource whose
 // versions are not numbers (some aggregated APIs) is delivered in full after a takeover (duplicates, no
 // loss).
+//
+// Bounded: a standby holds at most `maxBuffered` events and `maxBufferedBytes` of them (as JSON). Only a
+// leader that writes no checkpoint (an older kubediff, or one stuck while still renewing) lets it fill;
+// then the oldest events are dropped, logged once and counted (kubediff_standby_dropped_events_total):
+// they matter only if that leader dies without having delivered them.
 
 import type { ChangeEvent } from '../diff/types.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { Lease } from '../kube/leader-election.ts';
 import { qualifiedName } from '../kube/types.ts';
 import type { Logger } from '../log.ts';
+import { formatSize } from '../size.ts';
 import { resourceOfEvent } from './metrics.ts';
 
 export const CHECKPOINT_ANNOTATION = 'kubediff.io/checkpoint';
-/** A standby never holds more than this many events (a leader that writes no checkpoint, say). */
+/** A standby never holds more than this many events (a leader that writes no checkpoint, say)… */
 const DEFAULT_MAX_BUFFERED = 100_000;
+/** …nor more than this many bytes of them. */
+export const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+/** Per event, besides its JSON (the event object, its entry): an estimate, on the high side. */
+const ENTRY_OVERHEAD_BYTES = 200;
 
 export type Checkpoint = Map<string, bigint>;
 
@@ -80,28 +90,54 @@ function coveredBy(checkpoint: Checkpoint, event: ChangeEvent): boolean {
   return rv !== undefined && rv <= limit;
 }
 
+interface Held {
+  event: ChangeEvent;
+  bytes: number;
+}
+
 export class LeaderGate {
   private readonly deliver: (event: ChangeEvent) => void;
   private readonly log: Logger;
   private readonly maxBuffered: number;
+  private readonly maxBufferedBytes: number;
   private leading = false;
-  private buffer: ChangeEvent[] = [];
+  /** Held back, oldest first, from `head` on (dropping the oldest does not copy the rest). */
+  private buffer: Held[] = [];
+  private head = 0;
+  private bytes = 0;
   /** The previous leader's last checkpoint: what it already delivered. */
   private floor: Checkpoint = new Map();
   private dropped = 0;
 
-  constructor(options: { deliver: (event: ChangeEvent) => void; log: Logger; maxBuffered?: number }) {
+  constructor(options: {
+    deliver: (event: ChangeEvent) => void;
+    log: Logger;
+    maxBuffered?: number;
+    maxBufferedBytes?: number;
+  }) {
     this.deliver = options.deliver;
     this.log = options.log;
     this.maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
+    this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
   }
 
   get isLeader(): boolean {
     return this.leading;
   }
 
+  /** Events held back (a metric). */
   get buffered(): number {
-    return this.buffer.length;
+    return this.buffer.length - this.head;
+  }
+
+  /** Bytes of the events held back, as accounted against maxBufferedBytes (a metric). */
+  get bufferedBytes(): number {
+    return this.bytes;
+  }
+
+  /** Events dropped because the buffer was full (a metric). */
+  get droppedEvents(): number {
+    return this.dropped;
   }
 
   offer(event: ChangeEvent): void {
@@ -109,32 +145,57 @@ export class LeaderGate {
       if (!coveredBy(this.floor, event)) this.deliver(event);
       return;
     }
-    this.buffer.push(event);
-    if (this.buffer.length > this.maxBuffered) {
-      this.buffer.shift();
-      if (this.dropped++ === 0) {
-        this.log.warn(
-          `standby: more than ${this.maxBuffered} events held back without a checkpoint from the leader; dropping the oldest.`,
-        );
-      }
+    const bytes = ENTRY_OVERHEAD_BYTES + jsonLength(event);
+    this.buffer.push({ event, bytes });
+    this.bytes += bytes;
+    while (this.buffered > this.maxBuffered || (this.bytes > this.maxBufferedBytes && this.buffered > 1)) {
+      this.dropOldest();
     }
+  }
+
+  private dropOldest(): void {
+    const oldest = this.buffer[this.head] as Held;
+    this.buffer[this.head] = undefined as unknown as Held;
+    this.head++;
+    this.bytes -= oldest.bytes;
+    if (this.head > 1024 && this.head * 2 > this.buffer.length) this.hold(this.buffer.slice(this.head));
+    if (this.dropped++ === 0) {
+      this.log.warn(
+        `standby: more than ${this.maxBuffered.toLocaleString('en-US')} events or ${formatSize(this.maxBufferedBytes)} ` +
+          'held back without a checkpoint from the leader; dropping the oldest (they are lost only if the leader ' +
+          'dies without delivering them). Counted in kubediff_standby_dropped_events_total; logged once.',
+      );
+    }
+  }
+
+  /** Replaces what is held back. */
+  private hold(held: Held[]): void {
+    this.buffer = held;
+    this.head = 0;
+    this.bytes = held.reduce((sum, entry) => sum + entry.bytes, 0);
+  }
+
+  /** What is held back, oldest first. */
+  private get heldEvents(): Held[] {
+    return this.buffer.slice(this.head);
   }
 
   /** Standby: the leader's latest checkpoint; what it covers will never be needed. */
   observe(lease: Lease): void {
     const checkpoint = checkpointOf(lease);
     this.floor = checkpoint;
-    if (this.buffer.length > 0 && checkpoint.size > 0) {
-      this.buffer = this.buffer.filter((event) => !coveredBy(checkpoint, event));
+    if (this.buffered > 0 && checkpoint.size > 0) {
+      this.hold(this.heldEvents.filter((held) => !coveredBy(checkpoint, held.event)));
     }
   }
 
   /** Takes over: delivers what the previous leader had not, then everything new. */
   startLeading(previous: Lease | undefined): void {
     this.floor = checkpointOf(previous);
-    const pending = this.buffer.filter((event) => !coveredBy(this.floor, event));
-    const skipped = this.buffer.length - pending.length;
-    this.buffer = [];
+    const held = this.heldEvents;
+    const pending = held.map((entry) => entry.event).filter((event) => !coveredBy(this.floor, event));
+    const skipped = held.length - pending.length;
+    this.hold([]);
     this.leading = true;
     if (pending.length > 0 || skipped > 0) {
       this.log.info(
@@ -148,5 +209,14 @@ export class LeaderGate {
   /** Lost the Lease: hold events back again until we lead. */
   stopLeading(): void {
     this.leading = false;
+  }
+}
+
+/** The size of `event` as JSON; 0 for one JSON.stringify cannot serialize (no sink could either). */
+function jsonLength(event: ChangeEvent): number {
+  try {
+    return JSON.stringify(event).length;
+  } catch {
+    return 0;
   }
 }

@@ -5,12 +5,13 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { loadWatchSettings } from '../config/settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, UsageError, UserError } from '../errors.ts';
+import { parseDurationSetting } from '../duration.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, invalidSetting, UserError } from '../errors.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
+import { parseSize } from '../size.ts';
 import { printable } from '../terminal-text.ts';
-import { parseDuration } from './duration.ts';
 import { type HistoryFlags, runHistory } from './history.ts';
 import { runResources } from './resources.ts';
 import { addServiceFlags, type RawServiceFlags, serviceOptionsFromFlags } from './service-options.ts';
@@ -141,9 +142,16 @@ function buildProgram(): Command {
       log,
       stopRequested: Promise.race([stopSignal(log), stderrClosed]),
       timing: timingFromEnvironment(),
+      limits: {
+        stateMaxBacklogBytes: sizeFromEnvironment('KUBEDIFF_STATE_MAX_BACKLOG'),
+        standbyMaxBufferBytes: sizeFromEnvironment('KUBEDIFF_STANDBY_MAX_BUFFER'),
+      },
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
       userAgent: `kubediff/${VERSION}`,
     });
+    // A stdout reader that stopped reading still holds output the shutdown report has counted as not
+    // delivered; Node would wait for it forever. Nothing else is left to do: exit now.
+    if (process.stdout.writableLength > 0) exitAtOnce = true;
   });
 
   addSelectionFlags(
@@ -237,10 +245,13 @@ const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 function durationFromEnvironment(name: string): number | undefined {
   const text = process.env[name];
   if (text === undefined || text === '') return undefined;
-  const ms = parseDuration(text);
-  if (ms === undefined)
-    throw new UsageError(`invalid ${name}="${text}": use a duration such as 500ms, 30s or 5m.`);
-  return ms;
+  return parseDurationSetting(name, text);
+}
+
+function sizeFromEnvironment(name: string): number | undefined {
+  const text = process.env[name];
+  if (text === undefined || text === '') return undefined;
+  return parseSize(name, text);
 }
 
 /** Timing knobs (README, "Tuning"): mostly for tests that must see a dead connection quickly. */
@@ -257,9 +268,7 @@ function timingFromEnvironment(): Partial<ReflectorTiming> {
   if (pageSize) {
     const size = Number(pageSize);
     if (!Number.isInteger(size) || size < 1) {
-      throw new UsageError(
-        `invalid KUBEDIFF_LIST_PAGE_SIZE="${pageSize}": use a whole number of objects such as 500.`,
-      );
+      throw invalidSetting('KUBEDIFF_LIST_PAGE_SIZE', pageSize, 'use a whole number of objects such as 500');
     }
     timing.pageSize = size;
   }
@@ -353,7 +362,9 @@ function stackFrames(error: unknown): string {
   return `${printable(error.name)}, raised at:\n${frames.map((frame) => printable(frame)).join('\n')}\n`;
 }
 
+let exitAtOnce = false;
 const code = await main(process.argv);
 process.exitCode = code;
+if (exitAtOnce) process.exit(code);
 // Everything has been stopped; if a stray handle keeps Node alive, do not hang forever.
 setTimeout(() => process.exit(code), 10_000).unref();

@@ -11,6 +11,7 @@
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ChangeEvent } from '../diff/types.ts';
+import { type EventFailures, FAILURE_STAGES } from '../event-failures.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import { qualifiedName } from '../kube/types.ts';
@@ -21,6 +22,12 @@ import type { Sink, SinkStats } from '../sinks/sink.ts';
 export interface MetricsSources {
   /** The informers running now (read on each scrape). */
   informers?: () => readonly Informer[];
+  /** Changes that failed at one stage of processing (src/event-failures.ts). */
+  failures?: EventFailures;
+  /** --state: the writes held back for the sinks. */
+  state?: { readonly backlogBytes: number; readonly unconfirmedWrites: number };
+  /** --leader-elect: the events a standby holds back. */
+  standby?: { readonly buffered: number; readonly bufferedBytes: number; readonly droppedEvents: number };
   /** The sinks (read on each scrape). */
   sinks?: () => readonly Sink[];
   /** The dead-letter files (read on each scrape). */
@@ -58,7 +65,8 @@ export class KubediffMetrics {
   /** Per informer: phases seen so far, to tell a first LIST/WATCH from a relist/restart. */
   private readonly history = new WeakMap<Informer, { listed: boolean; watched: boolean }>();
   private readonly sinkTotals = new Map<string, number>();
-  private readonly droppedTotals = new Map<string, number>();
+  /** Cumulative counts read from sources at the last scrape (see incrementTo). */
+  private readonly sourceTotals = new Map<string, number>();
   private sources: MetricsSources = {};
   private readonly stopObserving: () => void;
   private readonly now: () => number;
@@ -197,9 +205,12 @@ export class KubediffMetrics {
       registers,
       collect() {
         for (const file of self.sources.deadLetterFiles?.() ?? []) {
-          const { droppedRecords } = file.stats();
-          this.inc({ file: file.path }, droppedRecords - (self.droppedTotals.get(file.path) ?? 0));
-          self.droppedTotals.set(file.path, droppedRecords);
+          self.incrementTo(
+            this,
+            { file: file.path },
+            file.stats().droppedRecords,
+            `dead-letter\u0000${file.path}`,
+          );
         }
       },
     });
@@ -215,6 +226,59 @@ export class KubediffMetrics {
       help: 'Requests of the Slack and webhook sinks retried after a failure.',
       labelNames: ['sink'],
       registers,
+    });
+
+    new Counter({
+      name: 'kubediff_event_failures_total',
+      help: 'Changes whose processing failed at one stage (normalize, diff, filter, sink, recorder, handler); the watch went on. The log names the first object of each kind of failure.',
+      labelNames: ['stage'],
+      registers,
+      collect() {
+        const failures = self.sources.failures;
+        for (const stage of FAILURE_STAGES) {
+          self.incrementTo(this, { stage }, failures?.count(stage) ?? 0, `failures\u0000${stage}`);
+        }
+      },
+    });
+    new Gauge({
+      name: 'kubediff_state_backlog_bytes',
+      help: 'Bytes of --state writes held back until every sink has finished with their events (bounded by KUBEDIFF_STATE_MAX_BACKLOG).',
+      registers,
+      collect() {
+        this.set(self.sources.state?.backlogBytes ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kubediff_state_unconfirmed_writes_total',
+      help: '--state writes committed before every sink had finished with their events, because the backlog was at its bound (a slow or failing sink).',
+      registers,
+      collect() {
+        self.incrementTo(this, {}, self.sources.state?.unconfirmedWrites ?? 0, 'state-unconfirmed');
+      },
+    });
+    new Gauge({
+      name: 'kubediff_standby_buffer_events',
+      help: 'Events a standby (--leader-elect) holds back until it leads or the leader passes them.',
+      registers,
+      collect() {
+        this.set(self.sources.standby?.buffered ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_standby_buffer_bytes',
+      help: 'Bytes of the events a standby holds back (bounded by KUBEDIFF_STANDBY_MAX_BUFFER).',
+      registers,
+      collect() {
+        this.set(self.sources.standby?.bufferedBytes ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kubediff_standby_dropped_events_total',
+      help: 'Events a standby dropped (the oldest) because its buffer was full: the leader wrote no checkpoint.',
+      registers,
+      collect() {
+        self.incrementTo(this, {}, self.sources.standby?.droppedEvents ?? 0, 'standby-dropped');
+      },
     });
 
     new Gauge({
@@ -238,6 +302,18 @@ export class KubediffMetrics {
       request: (sink, seconds, outcome) => this.sinkRequests.observe({ sink, outcome }, seconds),
       retry: (sink) => this.sinkRetries.inc({ sink }),
     });
+  }
+
+  /** Brings `counter` (at `labels`) up to `total`, a cumulative count kept elsewhere; `key` remembers it. */
+  private incrementTo<L extends string>(
+    counter: Counter<L>,
+    labels: Partial<Record<L, string>>,
+    total: number,
+    key: string,
+  ): void {
+    const delta = total - (this.sourceTotals.get(key) ?? 0);
+    counter.inc(labels, Math.max(0, delta));
+    this.sourceTotals.set(key, Math.max(total, this.sourceTotals.get(key) ?? 0));
   }
 
   /** Where the scrape-time values come from (set once the watch is wired). */

@@ -2,6 +2,7 @@
 // election, the log format. Kept apart from the watch settings (src/config) so that both can grow
 // independently; a config file maps onto the same fields.
 import type { Command } from 'commander';
+import { parseDurationSetting } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import {
   DEFAULT_LEASE_DURATION_MS,
@@ -12,7 +13,6 @@ import {
   type LeaderElectionConfig,
 } from '../kube/leader-election.ts';
 import type { LogFormat } from '../log.ts';
-import { parseDuration } from './duration.ts';
 import { parseListenAddress } from './health-server.ts';
 
 export interface RawServiceFlags {
@@ -72,11 +72,7 @@ export function addServiceFlags(command: Command): Command {
 }
 
 function duration(flag: string, text: string | undefined, fallback: number): number {
-  if (text === undefined) return fallback;
-  const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0)
-    throw new UsageError(`invalid ${flag} "${text}": use a duration such as 500ms, 30s or 5m.`);
-  return ms;
+  return text === undefined ? fallback : parseDurationSetting(flag, text);
 }
 
 export function serviceOptionsFromFlags(

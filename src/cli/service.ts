@@ -8,11 +8,10 @@ import type { InformerHandler } from '../informer/informer.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { LeaderElector } from '../kube/leader-election.ts';
 import type { Logger } from '../log.ts';
-import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import type { Router } from '../sinks/router.ts';
 import { HealthServer, Readiness } from './health-server.ts';
 import { CHECKPOINT_ANNOTATION, checkpointAnnotation, LeaderGate } from './leader-gate.ts';
-import { KubediffMetrics } from './metrics.ts';
+import { KubediffMetrics, type MetricsSources } from './metrics.ts';
 import type { ServiceOptions } from './service-options.ts';
 
 export class ServiceRuntime {
@@ -25,9 +24,17 @@ export class ServiceRuntime {
   private gate: LeaderGate | undefined;
   private elector: LeaderElector | undefined;
   private router: Router | undefined;
+  private readonly standbyMaxBufferBytes: number | undefined;
 
-  private constructor(options: ServiceOptions | undefined, client: KubeClient, log: Logger, version: string) {
+  private constructor(
+    options: ServiceOptions | undefined,
+    client: KubeClient,
+    log: Logger,
+    version: string,
+    standbyMaxBufferBytes: number | undefined,
+  ) {
     this.options = options;
+    this.standbyMaxBufferBytes = standbyMaxBufferBytes;
     this.client = client;
     this.log = log;
     this.readiness = new Readiness({ thresholdMs: options?.readyFailureThresholdMs ?? 60_000 });
@@ -37,9 +44,21 @@ export class ServiceRuntime {
   /** Opens the health server at once, so that the kubelet sees a live (not yet ready) process during the sync. */
   static async start(
     options: ServiceOptions | undefined,
-    deps: { client: KubeClient; log: Logger; version: string },
+    deps: {
+      client: KubeClient;
+      log: Logger;
+      version: string;
+      /** KUBEDIFF_STANDBY_MAX_BUFFER: bytes a standby may hold back (default in leader-gate.ts). */
+      standbyMaxBufferBytes?: number | undefined;
+    },
   ): Promise<ServiceRuntime> {
-    const runtime = new ServiceRuntime(options, deps.client, deps.log, deps.version);
+    const runtime = new ServiceRuntime(
+      options,
+      deps.client,
+      deps.log,
+      deps.version,
+      deps.standbyMaxBufferBytes,
+    );
     if (options?.listen && runtime.metrics) {
       try {
         runtime.server = await HealthServer.start(options.listen, {
@@ -55,12 +74,23 @@ export class ServiceRuntime {
     return runtime;
   }
 
-  /** The sinks' router: where events go once this replica may deliver; the dead-letter files, for /metrics. */
-  connect(router: Router, deadLetterFiles: readonly DeadLetterFile[] = []): void {
+  /**
+   * The sinks' router: where events go once this replica may deliver; and, for the metrics, the
+   * dead-letter files, the failure counts and the --state recorder.
+   */
+  connect(
+    router: Router,
+    observed: Pick<MetricsSources, 'failures' | 'state' | 'deadLetterFiles'> = {},
+  ): void {
     this.router = router;
-    this.metrics?.setSources({ sinks: () => router.sinks, deadLetterFiles: () => deadLetterFiles });
+    this.metrics?.setSources({ sinks: () => router.sinks, ...observed });
     if (this.options?.leaderElection) {
-      this.gate = new LeaderGate({ deliver: (event) => router.deliver(event), log: this.log });
+      this.gate = new LeaderGate({
+        deliver: (event) => router.deliver(event),
+        log: this.log,
+        ...(this.standbyMaxBufferBytes !== undefined ? { maxBufferedBytes: this.standbyMaxBufferBytes } : {}),
+      });
+      this.metrics?.setSources({ standby: this.gate });
     }
   }
 

@@ -12,6 +12,8 @@ import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
 import type { ChangeEvent } from '../diff/types.ts';
+import { formatDuration } from '../duration.ts';
+import { EventFailures } from '../event-failures.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { StateDatabase } from '../informer/state-database.ts';
@@ -38,12 +40,16 @@ export interface WatchRuntime {
   rediscoveryIntervalMs: number | undefined;
   /** Sent to Slack and webhooks. */
   userAgent?: string;
+  /** Memory bounds from the environment (README, "Tuning"); defaults where absent. */
+  limits?: { stateMaxBacklogBytes?: number | undefined; standbyMaxBufferBytes?: number | undefined };
   /** --listen, --leader-elect, … (src/cli/service-options.ts). */
   service?: ServiceOptions;
   version?: string;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
+  // One exception while processing one change costs that change at that stage, never the watch.
+  const failures = new EventFailures(runtime.log);
   // --state (docs/state.md): opened first, so that a damaged or foreign file stops kubediff at once.
   const recorder = settings.state
     ? new StateRecorder({
@@ -51,6 +57,10 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
         log: runtime.log,
         signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
         retention: settings.state.retention,
+        failures,
+        ...(runtime.limits?.stateMaxBacklogBytes !== undefined
+          ? { maxBacklogBytes: runtime.limits.stateMaxBacklogBytes }
+          : {}),
       })
     : undefined;
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
@@ -60,6 +70,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     client,
     log: runtime.log,
     version: runtime.version ?? 'dev',
+    standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
   }).catch(async (error: unknown) => {
     await client.close();
     throw error;
@@ -90,6 +101,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
         stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
       deadLetterFile: settings.delivery.deadLetterFile,
       deadLetterLimits: settings.delivery.deadLetterLimits,
+      failures,
       ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
     });
   } catch (error) {
@@ -98,14 +110,19 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     throw error;
   }
   const { router } = sinks;
-  service.connect(router, sinks.deadLetterFiles);
+  const deadLetterFiles = sinks.deadLetterFiles;
+  service.connect(router, {
+    failures,
+    deadLetterFiles: () => deadLetterFiles,
+    ...(recorder ? { state: recorder } : {}),
+  });
   if (settings.delivery.sinks.length > 0) {
     runtime.log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
 
   // Event types, the config file's global rules and --explain (src/config/event-gate.ts).
   const resolver = new DiscoveryResolver();
-  const gate = eventGate(settings, { router, log: runtime.log, resolver });
+  const gate = eventGate(settings, { router, log: runtime.log, resolver, failures });
   const emit = (event: ChangeEvent) => {
     const passed = gate(event);
     if (passed) {
@@ -119,7 +136,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     redactor: new Redactor(settings.redaction.key),
     redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
   });
-  const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit });
+  const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit, failures });
 
   const handler = recorder ? recorder.handler(service.handler(builder)) : service.handler(builder);
   let namesChecked = false;
@@ -142,6 +159,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     timing: runtime.timing,
     rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
     flowControl: sinks.flowControl,
+    failures,
     onSelection: (selection) => {
       recorder?.noteSelection(selection);
       resolver.update([...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
@@ -164,12 +182,26 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
         : `recording state in ${settings.state?.path}: the next start will catch up on what it missed.`,
     );
   }
+  // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
+  // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
+  // hold it off until the kubelet's SIGKILL.
+  const stop = Promise.race([runtime.stopRequested, outputClosed]);
   const progress = new SyncProgress(process.stderr);
   try {
     progress.start(() => watcher.allInformers());
     try {
-      const selection = await watcher.start();
-      recorder?.reportVanishedTypes(selection, handler);
+      const starting = watcher.start();
+      const first = await Promise.race([
+        starting.then((selection) => ({ selection })),
+        stop.then((reason) => ({ reason })),
+      ]);
+      if ('reason' in first) {
+        // watcher.stop() (below) ends the sync; what it throws then is the stop, not an error.
+        starting.catch(() => undefined);
+        logStop(runtime.log, first.reason, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
+        return;
+      }
+      if (first.selection) recorder?.reportVanishedTypes(first.selection, handler);
     } catch (error) {
       throw explainConnectionFailure(error, identity);
     } finally {
@@ -185,8 +217,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")` +
         (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
     );
-    const reason = await Promise.race([runtime.stopRequested, outputClosed]);
-    runtime.log.debug(`stopping: ${reason}`);
+    logStop(runtime.log, await stop, settings.delivery.shutdownTimeoutMs, '');
   } finally {
     service.stopping();
     await watcher.stop();
@@ -198,5 +229,16 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     // After the sinks drained: a leader's last checkpoint covers what they delivered.
     await service.stop();
     await client.close();
+  }
+}
+
+/** A signal is the user's (or the kubelet's) request: say it is heard. A closed stdout needs no words. */
+function logStop(log: Logger, reason: string, shutdownTimeoutMs: number, when: string): void {
+  if (reason.startsWith('SIG')) {
+    log.info(
+      `stopping on ${reason}${when}: delivering what is queued (at most ${formatDuration(shutdownTimeoutMs)}), then exiting.`,
+    );
+  } else {
+    log.debug(`stopping${when}: ${reason}`);
   }
 }

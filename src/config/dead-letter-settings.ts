@@ -3,7 +3,7 @@
 // written as for the state file (64MB, 500k).
 import { UsageError } from '../errors.ts';
 import { DEFAULT_DEAD_LETTER_LIMITS, type DeadLetterLimits } from '../sinks/dead-letter.ts';
-import { parseSize } from './state-settings.ts';
+import { parseSize } from '../size.ts';
 
 /** The flags (or the config file's keys, same spelling as the flags' values). */
 export interface RawDeadLetterFlags {
@@ -18,7 +18,7 @@ export function deadLetterLimitsFromFlags(flags: RawDeadLetterFlags): DeadLetter
     maxFileBytes:
       flags.deadLetterMaxSize === undefined
         ? DEFAULT_DEAD_LETTER_LIMITS.maxFileBytes
-        : parseSize(flags.deadLetterMaxSize, '--dead-letter-max-size'),
+        : parseSize('--dead-letter-max-size', flags.deadLetterMaxSize),
     maxFiles:
       flags.deadLetterMaxFiles === undefined
         ? DEFAULT_DEAD_LETTER_LIMITS.maxFiles

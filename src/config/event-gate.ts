@@ -3,11 +3,12 @@
 // sink, whether it was delivered and which rule decided. Resource names in filters are resolved through
 // discovery (short names and kinds of custom resources too) by a DiscoveryResolver fed by the watch.
 import type { ChangeEvent } from '../diff/types.ts';
+import type { EventFailures } from '../event-failures.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from '../sinks/filter.ts';
-import { explainLine } from '../sinks/router.ts';
+import { evaluateContained, explainLine } from '../sinks/router.ts';
 import type { WatchSettings } from './watch-settings.ts';
 
 /** The resource types discovery offers, for resolving the names people write in filters. */
@@ -38,6 +39,8 @@ export interface EventGateOptions {
   router: Router;
   log: Logger;
   resolver?: DiscoveryResolver;
+  /** Where a filter that throws is reported; the event then goes on as if the filter had let it through. */
+  failures?: EventFailures;
 }
 
 /** Returns what to hand the router for `event` (changes trimmed by ignore rules), or undefined to drop it. */
@@ -74,7 +77,7 @@ export function eventGate(
     }
     let passed = event;
     if (filter) {
-      const verdict = filter.evaluate(event);
+      const verdict = evaluateContained(filter, event, options.failures);
       if (!verdict.deliver) {
         if (settings.explain) explain(event, 'all sinks', verdict);
         return undefined;

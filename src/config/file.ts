@@ -6,15 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
-import { parseDuration } from '../cli/duration.ts';
+import { AGE_RULES, checkDuration, type DurationRules, EXPECTED_DURATION } from '../duration.ts';
 import { errorMessage, UsageError } from '../errors.ts';
 import { editDistance } from '../kube/resource-names.ts';
 import { parseResourcePattern } from '../sinks/filter.ts';
+import { parseSize } from '../size.ts';
 import { isNamespaceNameOrGlob } from './glob.ts';
 import { labelSelectorProblem } from './label-selector.ts';
 import { checkIgnorePath } from './presets.ts';
 import { type ConfigInput, configSchema, filterSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
-import { parseAge, parseSize } from './state-settings.ts';
 
 export type KeyPath = readonly (string | number)[];
 
@@ -419,7 +419,7 @@ function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: 
       }
       case 'type': {
         if ((schemaAt(rootSchema, error.schemaPath) as { $comment?: string }).$comment === 'duration') {
-          result.push({ path, message: 'expected a duration such as 500ms, 10s or 1m, got <value>' });
+          result.push({ path, message: `${EXPECTED_DURATION}, got <value>` });
           break;
         }
         const expected = ([] as string[]).concat(error.params.type as string | string[]);
@@ -516,7 +516,8 @@ function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkPathRules(config.only, ['only'], at);
   checkPathRules(config.redact, ['redact'], at);
   if (config.events?.length === 0) at(['events'], 'expected at least one of added, updated, deleted');
-  checkDuration(config.shutdownTimeout, ['shutdownTimeout'], at, shown);
+  // A shutdown timeout of 0 is meaningful (exit at once); so are a batch wait and a Slack interval of 0.
+  checkDurationKey(config.shutdownTimeout, ['shutdownTimeout'], at, shown, { allowZero: true });
   checkStateRetention(config.state, at, shown);
   checkSize(config.deadLetterMaxSize, ['deadLetterMaxSize'], at, shown);
   if (!Array.isArray(config.sinks)) return;
@@ -537,8 +538,8 @@ function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
     }
     if (sink.type === 'webhook') {
       checkUrl(sink.url, [...here, 'url'], at, shown);
-      checkDuration(sink.timeout, [...here, 'timeout'], at, shown);
-      checkDuration(sink.batchWait, [...here, 'batchWait'], at, shown);
+      checkDurationKey(sink.timeout, [...here, 'timeout'], at, shown);
+      checkDurationKey(sink.batchWait, [...here, 'batchWait'], at, shown, { allowZero: true });
       if (sink.batchWait !== undefined && sink.batch === undefined)
         at([...here, 'batchWait'], 'applies to batches: set batch: too (events per request)');
       for (const name of Object.keys(sink.headers ?? {})) {
@@ -548,8 +549,8 @@ function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
     } else if (sink.type === 'slack') {
       checkUrl(sink.webhookUrl, [...here, 'webhookUrl'], at, shown);
       checkUrl(sink.apiUrl, [...here, 'apiUrl'], at, shown);
-      checkDuration(sink.timeout, [...here, 'timeout'], at, shown);
-      checkDuration(sink.minInterval, [...here, 'minInterval'], at, shown);
+      checkDurationKey(sink.timeout, [...here, 'timeout'], at, shown);
+      checkDurationKey(sink.minInterval, [...here, 'minInterval'], at, shown, { allowZero: true });
       if (sink.webhookUrl !== undefined && (sink.token !== undefined || sink.channel !== undefined)) {
         at(here, 'a Slack sink posts either through webhookUrl or as a bot with token and channel, not both');
       } else if (sink.webhookUrl === undefined && (sink.token === undefined || sink.channel === undefined)) {
@@ -616,31 +617,29 @@ function checkPathRules(
 
 function checkStateRetention(state: ConfigInput['state'], at: At, shown: Shown): void {
   if (state === null || typeof state !== 'object') return;
-  if (typeof state.maxAge === 'string') {
-    try {
-      parseAge(state.maxAge);
-    } catch {
-      at(
-        ['state', 'maxAge'],
-        `expected a duration such as 12h or 7d, got ${shown(['state', 'maxAge'], state.maxAge)}`,
-      );
-    }
-  }
+  checkDurationKey(state.maxAge, ['state', 'maxAge'], at, shown, AGE_RULES);
   checkSize(state.maxSize, ['state', 'maxSize'], at, shown);
 }
 
 function checkSize(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {
   if (typeof value !== 'string') return;
   try {
-    parseSize(value);
+    parseSize(path.join('.'), value);
   } catch {
     at(path, `expected a size such as 64MB or 1GB, got ${shown(path, value)}`);
   }
 }
 
-function checkDuration(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {
-  if (typeof value === 'string' && parseDuration(value) === undefined)
-    at(path, `expected a duration such as 500ms, 10s or 1m, got ${shown(path, value)}`);
+function checkDurationKey(
+  value: string | undefined,
+  path: KeyPath,
+  at: At,
+  shown: Shown,
+  rules?: DurationRules,
+): void {
+  if (typeof value !== 'string') return;
+  const { problem } = checkDuration(value, rules);
+  if (problem !== undefined) at(path, `${problem}, got ${shown(path, value)}`);
 }
 
 function checkUrl(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {

@@ -2,8 +2,8 @@
 // the same key in the file (lists too: `-n a` replaces the file's namespaces); --ignore adds to the
 // file's ignore list; --webhook and --slack-* add sinks to the file's. The file's `sinks:` list may hold
 // a stdout sink (format, color, filter); without one, stdout is set up from `output:` / -o as usual.
-import { parseDuration } from '../cli/duration.ts';
 import type { EventType } from '../diff/types.ts';
+import { checkDuration } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import type { FilterSpec, PathRule } from '../sinks/filter.ts';
 import { SINK_ENV } from '../sinks/flags.ts';
@@ -177,8 +177,9 @@ function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
   return Object.keys(filter).length > 0 ? { filter } : {};
 }
 
+/** A duration the file's checks have already accepted. */
 function ms(text: string | undefined): number | undefined {
-  return text === undefined ? undefined : parseDuration(text);
+  return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
 }
 
 function sinkSpecOf(

@@ -1,7 +1,8 @@
 // --state and its retention: where the state file is and how much history it keeps (docs/state.md).
-import { parseDuration } from '../cli/duration.ts';
+import { AGE_RULES, parseDurationSetting } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import { DEFAULT_RETENTION, type Retention } from '../informer/state-database.ts';
+import { parseSize } from '../size.ts';
 
 export interface StateSettings {
   path: string;
@@ -16,18 +17,6 @@ export interface RawStateFlags {
   stateMaxSize?: string;
 }
 
-const SIZE_UNITS: Record<string, number> = {
-  '': 1,
-  b: 1,
-  k: 1024,
-  kb: 1024,
-  m: 1024 ** 2,
-  mb: 1024 ** 2,
-  g: 1024 ** 3,
-  gb: 1024 ** 3,
-};
-const DAY_MS = 24 * 3_600_000;
-
 export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | undefined {
   const path = flags.state?.trim();
   const given = flags.stateMaxAge ?? flags.stateMaxEvents ?? flags.stateMaxSize;
@@ -39,22 +28,18 @@ export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | un
   return {
     path,
     retention: {
-      maxAgeMs: flags.stateMaxAge === undefined ? DEFAULT_RETENTION.maxAgeMs : parseAge(flags.stateMaxAge),
+      maxAgeMs:
+        flags.stateMaxAge === undefined
+          ? DEFAULT_RETENTION.maxAgeMs
+          : parseDurationSetting('--state-max-age', flags.stateMaxAge, AGE_RULES),
       maxEvents:
         flags.stateMaxEvents === undefined ? DEFAULT_RETENTION.maxEvents : parseCount(flags.stateMaxEvents),
       maxSizeBytes:
-        flags.stateMaxSize === undefined ? DEFAULT_RETENTION.maxSizeBytes : parseSize(flags.stateMaxSize),
+        flags.stateMaxSize === undefined
+          ? DEFAULT_RETENTION.maxSizeBytes
+          : parseSize('--state-max-size', flags.stateMaxSize),
     },
   };
-}
-
-/** 30m, 12h, 7d. */
-export function parseAge(text: string): number {
-  const days = /^\s*(\d+(?:\.\d+)?)d\s*$/.exec(text);
-  const ms = days ? Number(days[1]) * DAY_MS : parseDuration(text);
-  if (ms === undefined || ms <= 0)
-    throw new UsageError(`invalid --state-max-age "${text}": use a duration such as 12h or 7d.`);
-  return ms;
 }
 
 function parseCount(value: string | number): number {
@@ -64,13 +49,4 @@ function parseCount(value: string | number): number {
       `invalid --state-max-events "${value}": use a whole number of events such as 100000.`,
     );
   return count;
-}
-
-/** 64MB, 1GB, 500k (units of 1024); `flag` names the setting in the error. */
-export function parseSize(text: string, flag = '--state-max-size'): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const unit = SIZE_UNITS[(match?.[2] ?? 'x').toLowerCase()];
-  if (!match || unit === undefined || Number(match[1]) <= 0)
-    throw new UsageError(`invalid ${flag} "${text}": use a size such as 64MB or 1GB.`);
-  return Math.round(Number(match[1]) * unit);
 }

@@ -1,10 +1,22 @@
 // Turns informer notifications into the events of the contract. An update
 // whose normalized objects do not differ (every change was in an ignored
-// path, or a resync found it unchanged) produces no event at all.
+// path, or a resync found it unchanged) produces no event at all. An update
+// the diff fails on (a bug, or an object nested too deep for its recursion)
+// is still reported, as changes of whole top-level fields, and the failure
+// is reported once (src/event-failures.ts).
+import { type EventFailures, identityOf } from '../event-failures.ts';
 import type { AddContext, DeleteContext, InformerHandler, UpdateContext } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
-import { apiVersionOf, type ResourceType } from '../kube/types.ts';
+import {
+  apiVersionOf,
+  type JsonObject,
+  type JsonValue,
+  qualifiedName,
+  type ResourceType,
+} from '../kube/types.ts';
 import { diffObjects } from './diff.ts';
+import { getProperty } from './json.ts';
+import { formatPointer } from './pointer.ts';
 import type { Change, ChangeEvent, EventType } from './types.ts';
 
 export interface EventBuilderOptions {
@@ -12,6 +24,8 @@ export interface EventBuilderOptions {
   cluster: string | undefined;
   emit: (event: ChangeEvent) => void;
   now?: () => Date;
+  /** Where a failing diff is reported. Without it, the exception propagates. */
+  failures?: EventFailures;
 }
 
 export class EventBuilder implements InformerHandler {
@@ -30,7 +44,7 @@ export class EventBuilder implements InformerHandler {
   }
 
   onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void {
-    const changes = diffObjects(previous.object, current.object);
+    const changes = this.changes(type, previous, current);
     if (changes.length === 0) return;
     this.options.emit(
       this.build('UPDATED', type, current, current.resourceVersion, changes, context.offline, false),
@@ -49,6 +63,25 @@ export class EventBuilder implements InformerHandler {
         context.finalStateUnknown,
       ),
     );
+  }
+
+  private changes(type: ResourceType, previous: StoredObject, current: StoredObject): Change[] {
+    try {
+      return diffObjects(previous.object, current.object);
+    } catch (error) {
+      if (!this.options.failures) throw error;
+      const coarse = topLevelChanges(previous.object, current.object);
+      // An update only in ignored paths stays silent even here.
+      if (coarse.length === 0) return [];
+      this.options.failures.report(
+        'diff',
+        'the diff',
+        identityOf(qualifiedName(type), current),
+        error,
+        'the update is reported as changes of whole top-level fields (spec, metadata, …)',
+      );
+      return coarse;
+    }
   }
 
   private build(
@@ -79,5 +112,32 @@ export class EventBuilder implements InformerHandler {
     if (offline) event.offline = true;
     if (finalStateUnknown) event.finalStateUnknown = true;
     return event;
+  }
+}
+
+/**
+ * The changes of each top-level field (spec, metadata, data, …), each whole: the fallback when the diff
+ * fails. Both sides are normalized objects (ignored paths gone, Secrets redacted), like any change.
+ */
+function topLevelChanges(previous: JsonObject, current: JsonObject): Change[] {
+  const changes: Change[] = [];
+  for (const key of new Set([...Object.keys(previous), ...Object.keys(current)])) {
+    const from = getProperty(previous, key);
+    const to = getProperty(current, key);
+    const path = formatPointer([key]);
+    if (from === undefined && to !== undefined) changes.push({ op: 'add', path, to });
+    else if (to === undefined && from !== undefined) changes.push({ op: 'remove', path, from });
+    else if (from !== undefined && to !== undefined && !sameJson(from, to))
+      changes.push({ op: 'replace', path, from, to });
+  }
+  return changes;
+}
+
+/** Equal as JSON; false when that cannot be told (JSON.stringify has its own depth limit). */
+function sameJson(left: JsonValue, right: JsonValue): boolean {
+  try {
+    return JSON.stringify(left) === JSON.stringify(right);
+  } catch {
+    return false;
   }
 }

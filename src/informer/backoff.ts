@@ -1,6 +1,12 @@
 // Exponential backoff with jitter, as client-go's reflector uses: start at
 // 800ms, double up to 30s, and forget the history once things have been
 // stable for a while, so that one blip an hour never waits 30s.
+//
+// A server's Retry-After is honoured as a minimum, but only up to maxMs: an
+// API server (or a proxy in front of it) answering `Retry-After: 86400` must
+// not park a resource type for a day, and a value beyond 24.8 days would
+// overflow Node's timer into a 1 ms busy loop.
+import { MAX_TIMER_MS } from '../duration.ts';
 
 export interface BackoffOptions {
   initialMs: number;
@@ -31,7 +37,7 @@ export class Backoff {
     this.random = random;
   }
 
-  /** The delay before the next attempt. A server's Retry-After is honoured as a minimum. */
+  /** The delay before the next attempt. A server's Retry-After is honoured as a minimum, up to maxMs. */
   next(retryAfterMs?: number, now = Date.now()): number {
     if (now - this.lastFailureAt > this.options.resetAfterMs) this.current = 0;
     this.lastFailureAt = now;
@@ -41,7 +47,7 @@ export class Backoff {
         : Math.min(this.options.maxMs, this.current * this.options.factor);
     const spread = 1 - this.options.jitter + this.random() * 2 * this.options.jitter;
     const delay = Math.round(this.current * spread);
-    return retryAfterMs !== undefined ? Math.max(delay, retryAfterMs) : delay;
+    return retryAfterMs !== undefined ? Math.max(delay, Math.min(retryAfterMs, this.options.maxMs)) : delay;
   }
 
   reset(): void {
@@ -50,7 +56,10 @@ export class Backoff {
   }
 }
 
-/** Waits `ms`, or less if `signal` aborts first. Never rejects and leaves no timer behind. */
+/**
+ * Waits `ms` (at most as long as a Node.js timer can), or less if `signal` aborts first. Never rejects
+ * and leaves no timer behind.
+ */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
@@ -58,10 +67,13 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       clearTimeout(timer);
       resolve();
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -5,7 +5,9 @@
 // re-discovery is the backstop. A type that disappears has its informer
 // stopped and its remaining objects reported as deleted.
 
+import { formatDuration } from '../duration.ts';
 import { errorMessage } from '../errors.ts';
+import type { EventFailures } from '../event-failures.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import type { KubeError, KubeFailureKind } from '../kube/errors.ts';
@@ -38,6 +40,8 @@ export interface ClusterWatcherOptions {
   rediscoveryIntervalMs?: number;
   /** Called after each (re-)discovery with what is watched and skipped. */
   onSelection?: (selection: Selection) => void;
+  /** Where each informer reports an object it cannot process (see InformerOptions.failures). */
+  failures?: EventFailures;
   /** Backpressure from the output: informers pause reading while it returns a promise (see Reflector). */
   flowControl?: () => Promise<void> | undefined;
   /** --state: how each informer starts (pre-loaded store, catch-up) given what it would do without state. */
@@ -90,6 +94,7 @@ export class ClusterWatcher {
   private refreshing: Promise<void> | undefined;
   private refreshAgain = false;
   private started = false;
+  private starting: Promise<Selection | undefined> | undefined;
   private loops: Promise<void>[] = [];
   private pendingFollowUps = new Set<Promise<void>>();
 
@@ -99,19 +104,33 @@ export class ClusterWatcher {
 
   /**
    * Discovers, starts every informer and resolves when each has either
-   * completed its first LIST or reported why it cannot.
+   * completed its first LIST or reported why it cannot. stop() may be called
+   * at any moment meanwhile: start() then starts nothing more and resolves
+   * with undefined (or rejects, if the discovery it interrupted does).
    */
-  async start(): Promise<Selection> {
+  start(): Promise<Selection | undefined> {
+    this.starting ??= this.startOnce();
+    return this.starting;
+  }
+
+  private async startOnce(): Promise<Selection | undefined> {
     const selection = await this.discoverAndSelect();
+    if (this.abort.signal.aborted) return undefined;
     this.applySelection(selection, this.options.initial ? 'added' : 'silent');
     this.started = true;
     await Promise.all(this.allInformers().map((informer) => informer.waitUntilSettled()));
+    if (this.abort.signal.aborted) return undefined;
     this.startTriggers();
     this.loops.push(this.periodicRediscovery());
     return selection;
   }
 
-  /** Stops everything; resolves when no request, timer or handler call is left. */
+  /**
+   * Stops everything, also in the middle of start(); resolves when no timer or handler call is left and
+   * every LIST and WATCH has ended. A discovery that start() is still waiting for is not awaited: undici
+   * reports the abort of a request only once its connection attempt is over (up to the connect timeout
+   * on a dead link), and its answer is ignored anyway; KubeClient.close() ends it.
+   */
   async stop(): Promise<void> {
     this.abort.abort();
     await Promise.all([
@@ -197,6 +216,7 @@ export class ClusterWatcher {
       initialList,
       timing: this.options.timing ?? {},
       flowControl: this.options.flowControl,
+      failures: this.options.failures,
     };
     const handler: InformerHandler = {
       onAdd: (...args) => this.options.handler.onAdd(...args),
@@ -247,7 +267,9 @@ export class ClusterWatcher {
           : '');
       if (this.reported.get(informer) === summary) return;
       this.reported.set(informer, summary);
-      const retry = state.slow ? `retrying every ${roughDuration(state.retryInMs)}` : 'retrying with backoff';
+      const retry = state.slow
+        ? `retrying every ${formatDuration(state.retryInMs)}`
+        : 'retrying with backoff';
       this.options.log.warn(`${name}: ${summary}; ${retry}.`);
     } else if (state.phase === 'watching' || state.phase === 'stopped') {
       if (this.disconnected.delete(informer) && this.disconnected.size === 0 && state.phase === 'watching') {
@@ -312,10 +334,4 @@ export function describeFailure(error: KubeError): string {
     default:
       return error.message;
   }
-}
-
-/** 5m, 90s: for log lines. */
-function roughDuration(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  return seconds >= 120 && seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
 }

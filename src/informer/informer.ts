@@ -2,9 +2,16 @@
 // told about each add, update and delete. Like client-go's shared informer,
 // but it reconciles every LIST against the store itself, so that a relist
 // after 410 Gone (or a restart) reports exactly what changed in the gap.
+import { type EventFailures, identityOf } from '../event-failures.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { KubeError } from '../kube/errors.ts';
-import { type JsonObject, type KubeObject, objectKey, type ResourceType } from '../kube/types.ts';
+import {
+  type JsonObject,
+  type KubeObject,
+  objectKey,
+  qualifiedName,
+  type ResourceType,
+} from '../kube/types.ts';
 import {
   Reflector,
   type ReflectorOptions,
@@ -61,6 +68,11 @@ export interface InformerOptions extends ReflectorOptions {
    * reconciled against them like a relist, reporting what changed while kubediff was not running.
    */
   preload?: StoredObject[] | undefined;
+  /**
+   * Where an exception while processing one object (normalizing it, or in a handler) is reported; the
+   * watch goes on with the next one. Without it such an exception ends the watch connection.
+   */
+  failures?: EventFailures | undefined;
 }
 
 export class Informer implements ReflectorSink {
@@ -69,6 +81,7 @@ export class Informer implements ReflectorSink {
   private readonly store = new ObjectStore();
   private readonly reflector: Reflector;
   private readonly handler: InformerHandler;
+  private readonly failures: EventFailures | undefined;
   private readonly normalize: (type: ResourceType, object: KubeObject) => JsonObject;
   private readonly initialList: InitialListMode;
   private synced = false;
@@ -81,7 +94,8 @@ export class Informer implements ReflectorSink {
   constructor(client: KubeClient, options: InformerOptions, handler: InformerHandler) {
     this.type = options.type;
     this.namespace = options.namespace;
-    this.handler = handler;
+    this.failures = options.failures;
+    this.handler = options.failures ? containedHandler(handler, options.type, options.failures) : handler;
     this.normalize = options.normalize;
     this.initialList = options.initialList;
     this.reconcileFirstList = options.preload !== undefined;
@@ -143,8 +157,10 @@ export class Informer implements ReflectorSink {
   listPage(items: KubeObject[]): void {
     const seen = this.seenInList ?? new Set<string>();
     for (const item of items) {
+      // Seen even if it cannot be processed: it exists, and must not be reported deleted.
+      seen.add(objectKey(item.metadata));
       const current = this.toStored(item);
-      seen.add(current.key);
+      if (!current) continue;
       if (!this.synced && !this.reconcileFirstList) this.applyInitial(current);
       else this.apply(current, true);
     }
@@ -168,6 +184,7 @@ export class Informer implements ReflectorSink {
 
   watchEvent(type: WatchEventType, object: KubeObject): void {
     const current = this.toStored(object);
+    if (!current) return;
     if (type === 'DELETED') {
       // The server sends the object's final state with the deletion's resourceVersion.
       this.store.delete(current.key);
@@ -222,15 +239,33 @@ export class Informer implements ReflectorSink {
     }
   }
 
-  private toStored(object: KubeObject): StoredObject {
+  /**
+   * The object as stored and compared; undefined (reported) when it cannot be normalized: the store
+   * keeps its previous state, so its next change is reported against that.
+   */
+  private toStored(object: KubeObject): StoredObject | undefined {
     const metadata = object.metadata;
+    let normalized: JsonObject;
+    try {
+      normalized = this.normalize(this.type, object);
+    } catch (error) {
+      if (!this.failures) throw error;
+      this.failures.report(
+        'normalize',
+        'normalizing the object',
+        identityOf(qualifiedName(this.type), metadata),
+        error,
+        'this change is not reported; the next one is reported from the last state that was',
+      );
+      return undefined;
+    }
     return {
       key: objectKey(metadata),
       namespace: metadata.namespace,
       name: metadata.name,
       uid: metadata.uid,
       resourceVersion: metadata.resourceVersion,
-      object: this.normalize(this.type, object),
+      object: normalized,
     };
   }
 
@@ -239,4 +274,44 @@ export class Informer implements ReflectorSink {
     this.settleWaiters = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+/**
+ * The handler, with each call contained: an exception in it (one that its own stages did not contain)
+ * is reported with the object's identity, and the informer goes on with the next object instead of the
+ * exception ending the watch connection (which would also lose this change: the resume point has moved).
+ */
+function containedHandler(
+  handler: InformerHandler,
+  type: ResourceType,
+  failures: EventFailures,
+): InformerHandler {
+  const resource = qualifiedName(type);
+  const contain = (object: StoredObject, call: () => void): void => {
+    try {
+      call();
+    } catch (error) {
+      failures.report(
+        'handler',
+        'processing the change',
+        identityOf(resource, object),
+        error,
+        'it is not reported',
+      );
+    }
+  };
+  return {
+    onAdd: (t, object, context) => contain(object, () => handler.onAdd(t, object, context)),
+    onUpdate: (t, previous, current, context) =>
+      contain(current, () => handler.onUpdate(t, previous, current, context)),
+    onDelete: (t, last, context) => contain(last, () => handler.onDelete(t, last, context)),
+    onBaseline: (t, object) => contain(object, () => handler.onBaseline?.(t, object)),
+    onState: (informer, state) => {
+      try {
+        handler.onState?.(informer, state);
+      } catch (error) {
+        failures.report('handler', 'observing the watch state', { resource }, error, 'ignored');
+      }
+    },
+  };
 }

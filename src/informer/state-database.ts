@@ -106,6 +106,63 @@ export type StateWrite =
   | { kind: 'delete'; resource: string; key: string }
   | { kind: 'event'; resource: string; event: ChangeEvent };
 
+/**
+ * A StateWrite with its JSON made: the rows it writes, and nothing else. The recorder holds writes in
+ * this form while sinks deliver, so that what it holds is exactly what it accounts for (a whole object
+ * would also keep alive every version the informer's store has since replaced).
+ */
+export type SerializedWrite =
+  | {
+      kind: 'object';
+      resource: string;
+      key: string;
+      namespace: string | undefined;
+      name: string;
+      uid: string;
+      resourceVersion: string;
+      json: string;
+    }
+  | { kind: 'delete'; resource: string; key: string }
+  | {
+      kind: 'event';
+      resource: string;
+      id: string;
+      time: string;
+      type: string;
+      namespace: string | undefined;
+      name: string;
+      json: string;
+    };
+
+/** Serializes `write`; throws what JSON.stringify throws (an object nested too deep for it). */
+export function serializeWrite(write: StateWrite): SerializedWrite {
+  if (write.kind === 'delete') return write;
+  if (write.kind === 'object') {
+    const { key, namespace, name, uid, resourceVersion, object } = write.object;
+    return {
+      kind: 'object',
+      resource: write.resource,
+      key,
+      namespace,
+      name,
+      uid,
+      resourceVersion,
+      json: JSON.stringify(object),
+    };
+  }
+  const { event } = write;
+  return {
+    kind: 'event',
+    resource: write.resource,
+    id: event.id,
+    time: event.time,
+    type: event.type,
+    namespace: event.object.namespace,
+    name: event.object.name,
+    json: JSON.stringify(event),
+  };
+}
+
 export interface Retention {
   /** Events older than this are removed. */
   maxAgeMs: number;
@@ -355,6 +412,11 @@ export class StateDatabase {
 
   /** Applies a batch of writes in one transaction: one commit, one WAL append, whatever its size. */
   write(batch: readonly StateWrite[], after?: () => void): void {
+    this.writeSerialized(batch.map(serializeWrite), after);
+  }
+
+  /** write(), for writes already serialized. */
+  writeSerialized(batch: readonly SerializedWrite[], after?: () => void): void {
     if (batch.length === 0 && !after) return;
     const upsert = this.statement(
       `INSERT INTO objects (resource, key, namespace, name, uid, resource_version, object) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -368,28 +430,26 @@ export class StateDatabase {
     this.transaction(() => {
       for (const write of batch) {
         if (write.kind === 'object') {
-          const { object } = write;
           upsert.run(
             write.resource,
-            object.key,
-            object.namespace ?? null,
-            object.name,
-            object.uid,
-            object.resourceVersion,
-            JSON.stringify(object.object),
+            write.key,
+            write.namespace ?? null,
+            write.name,
+            write.uid,
+            write.resourceVersion,
+            write.json,
           );
         } else if (write.kind === 'delete') {
           remove.run(write.resource, write.key);
         } else {
-          const { event } = write;
           insertEvent.run(
-            event.id,
-            event.time,
-            event.type,
+            write.id,
+            write.time,
+            write.type,
             write.resource,
-            event.object.namespace ?? null,
-            event.object.name,
-            JSON.stringify(event),
+            write.namespace ?? null,
+            write.name,
+            write.json,
           );
         }
       }

@@ -20,13 +20,32 @@
 // from a sink; and what a kill -9 keeps from the file (at most the changes
 // of the last moments) is found again by the next start's relist and
 // reported again with the same id: at-least-once with stable ids.
+//
+// Bounded (memory): the queue holds each write serialized, and at most
+// `maxBacklogBytes` of them. A sink that is slow or down (a webhook retrying
+// for minutes) would otherwise keep every change, whole object included, in
+// memory until it recovers. At the bound the oldest writes are committed
+// before that sink has finished with them, down to half the bound: memory
+// stays bounded and the watch and the other sinks go on, at the price that a
+// kill -9 meanwhile can lose, for that sink only, changes it still had queued
+// (a clean stop hands them to the dead-letter file or reports them, as
+// always). Logged once, counted (unconfirmedWrites, a metric).
 import type { ChangeEvent } from '../diff/types.ts';
 import { errorMessage } from '../errors.ts';
+import { type EventFailures, identityOf } from '../event-failures.ts';
 import type { Selection } from '../kube/selection.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../log.ts';
+import { formatSize } from '../size.ts';
 import type { Informer, InformerHandler, InitialListMode } from './informer.ts';
-import { DEFAULT_RETENTION, type Retention, type StateDatabase, type StateWrite } from './state-database.ts';
+import {
+  DEFAULT_RETENTION,
+  type Retention,
+  type SerializedWrite,
+  type StateDatabase,
+  type StateWrite,
+  serializeWrite,
+} from './state-database.ts';
 import type { StoredObject } from './store.ts';
 
 /** What an informer starts with. */
@@ -40,6 +59,8 @@ export interface InformerPlan {
 export interface DeliveryProgress {
   accepted(): number[];
   finished(): number[];
+  /** The sinks' names, in the same order (for the log). */
+  names?(): string[];
 }
 
 export interface StateRecorderOptions {
@@ -55,16 +76,25 @@ export interface StateRecorderOptions {
   flushIntervalMs?: number;
   /** Prune the history every this many ms. */
   pruneIntervalMs?: number;
+  /** The most bytes of writes held back for the sinks (see the bound above). Default 64 MiB. */
+  maxBacklogBytes?: number;
+  /** Where a write that cannot be serialized is reported (it is then not recorded). */
+  failures?: EventFailures;
 }
 
 interface Pending {
-  write: StateWrite;
+  write: SerializedWrite;
   /** Per sink, the accepted count that must be finished before this entry may be committed. */
   mark: number[];
+  /** What the entry costs, as accounted against maxBacklogBytes. */
+  bytes: number;
 }
 
 const SIGNATURE_KEY = 'selection';
 const MAX_BATCH = 5_000;
+export const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+/** Per entry, besides its JSON: the entry, its mark and its keys (an estimate, on the high side). */
+const ENTRY_OVERHEAD_BYTES = 200;
 
 export class StateRecorder {
   private readonly db: StateDatabase;
@@ -89,10 +119,16 @@ export class StateRecorder {
   private readonly listed = new Map<string, string>();
   private closed = false;
   private failed = false;
+  private readonly maxBacklogBytes: number;
+  private readonly failures: EventFailures | undefined;
+  private pendingBytes = 0;
+  private unconfirmed = 0;
 
   constructor(options: StateRecorderOptions) {
     this.db = options.database;
     this.log = options.log;
+    this.maxBacklogBytes = options.maxBacklogBytes ?? DEFAULT_MAX_BACKLOG_BYTES;
+    this.failures = options.failures;
     this.retention = options.retention ?? DEFAULT_RETENTION;
     this.flushIntervalMs = options.flushIntervalMs ?? 100;
     this.pruneIntervalMs = options.pruneIntervalMs ?? 10 * 60_000;
@@ -240,6 +276,46 @@ export class StateRecorder {
       const limit = Math.min(this.pending.length, MAX_BATCH);
       while (count < limit && reached(finished, this.pending[count]?.mark ?? [])) count++;
     }
+    this.commit(count);
+  }
+
+  /**
+   * The backlog passed maxBacklogBytes: commit the oldest entries down to half of it, whether or not the
+   * sinks have finished with them (see the bound at the top).
+   */
+  private relieve(): void {
+    const finished = this.progress.finished();
+    let count = 0;
+    let bytes = this.pendingBytes;
+    let early = 0;
+    let behind: number[] = [];
+    while (count < this.pending.length && bytes > this.maxBacklogBytes / 2) {
+      const entry = this.pending[count] as Pending;
+      if (!reached(finished, entry.mark)) {
+        if (early === 0) behind = lagging(finished, entry.mark);
+        early++;
+      }
+      bytes -= entry.bytes;
+      count++;
+    }
+    if (early > 0) {
+      if (this.unconfirmed === 0) {
+        const names = this.progress.names?.() ?? [];
+        const sinks = behind.map((index) => names[index] ?? `sink ${index + 1}`).join(', ');
+        this.log.warn(
+          `state: ${sinks || 'a sink'} is more than ${formatSize(this.maxBacklogBytes)} of changes behind; the state file ` +
+            'records them before it has delivered them, so that memory stays bounded. A kill -9 now could lose, ' +
+            'for that sink only, what it still has queued (a clean stop reports it or writes it to the dead-letter ' +
+            'file, as always). Counted in kubediff_state_unconfirmed_writes_total; logged once.',
+        );
+      }
+      this.unconfirmed += early;
+    }
+    this.commit(count);
+  }
+
+  /** Commits the first `count` queue entries (and marks the types they complete as listed). */
+  private commit(count: number): void {
     // Types whose first LIST is entirely in this commit or before: their objects in the file are complete.
     const listed = this.newlyListed(this.committed + count);
     const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
@@ -247,7 +323,7 @@ export class StateRecorder {
     const batch = this.pending.slice(0, count);
     this.guard(() => {
       if (count > 0 || listed.size > 0) {
-        this.db.write(
+        this.db.writeSerialized(
           batch.map((entry) => entry.write),
           () => {
             for (const [resource, resourceVersion] of listed) this.db.markListed(resource, resourceVersion);
@@ -256,6 +332,7 @@ export class StateRecorder {
         for (const [resource, resourceVersion] of listed) this.listed.set(resource, resourceVersion);
       }
       this.pending = this.pending.slice(count);
+      for (const entry of batch) this.pendingBytes -= entry.bytes;
       this.committed += count;
       if (due) this.pruneNow();
     });
@@ -276,10 +353,39 @@ export class StateRecorder {
     return this.pending.length;
   }
 
+  /** Bytes of the entries waiting for the sinks, as accounted against maxBacklogBytes (a metric). */
+  get backlogBytes(): number {
+    return this.pendingBytes;
+  }
+
+  /** Entries committed before every sink had finished with them, because the backlog was full (a metric). */
+  get unconfirmedWrites(): number {
+    return this.unconfirmed;
+  }
+
   private queue(write: StateWrite): void {
     if (this.closed || this.failed) return;
-    this.pending.push({ write, mark: this.progress.accepted() });
+    let serialized: SerializedWrite;
+    try {
+      serialized = serializeWrite(write);
+    } catch (error) {
+      // Not recorded: the file keeps the state before it, and the next start reports the change again.
+      if (!this.failures) throw error;
+      this.failures.report(
+        'recorder',
+        'recording the change in the state file',
+        identityOf(write.resource, write.kind === 'event' ? write.event.object : subjectOf(write)),
+        error,
+        'it is not recorded; the next start reports it again',
+      );
+      return;
+    }
+    const bytes =
+      ENTRY_OVERHEAD_BYTES + (serialized.kind === 'delete' ? serialized.key.length : serialized.json.length);
+    this.pending.push({ write: serialized, mark: this.progress.accepted(), bytes });
+    this.pendingBytes += bytes;
     this.queued++;
+    if (this.pendingBytes > this.maxBacklogBytes) this.relieve();
   }
 
   /**
@@ -314,6 +420,7 @@ export class StateRecorder {
     } catch (error) {
       this.failed = true;
       this.pending = [];
+      this.pendingBytes = 0;
       this.log.warn(
         `cannot write the state file ${this.db.path}: ${errorMessage(error)}; changes are still reported, ` +
           'but no longer recorded, and the next start will not catch up on them.',
@@ -325,6 +432,16 @@ export class StateRecorder {
 function reached(finished: readonly number[], mark: readonly number[]): boolean {
   for (let i = 0; i < mark.length; i++) if ((finished[i] ?? 0) < (mark[i] ?? 0)) return false;
   return true;
+}
+
+/** The sinks (indices) that have not finished up to `mark`. */
+function lagging(finished: readonly number[], mark: readonly number[]): number[] {
+  return mark.flatMap((needed, index) => ((finished[index] ?? 0) < needed ? [index] : []));
+}
+
+/** The object a write is about, for failure reports. */
+function subjectOf(write: Exclude<StateWrite, { kind: 'event' }>): { name: string; namespace?: string } {
+  return write.kind === 'object' ? write.object : { name: write.key };
 }
 
 /** The newest resourceVersion any informer has seen (numeric when the server's are, as etcd's are). */
@@ -340,7 +457,7 @@ function newestResourceVersion(informers: readonly Informer[]): string | undefin
 
 /** Sinks' progress from their counters (src/sinks/sink.ts). */
 export function sinkProgress(
-  sinks: () => readonly { stats(): { accepted: number; pending: number } }[],
+  sinks: () => readonly { name: string; stats(): { accepted: number; pending: number } }[],
 ): DeliveryProgress {
   return {
     accepted: () => sinks().map((sink) => sink.stats().accepted),
@@ -349,6 +466,7 @@ export function sinkProgress(
         const stats = sink.stats();
         return stats.accepted - stats.pending;
       }),
+    names: () => sinks().map((sink) => sink.name),
   };
 }
 

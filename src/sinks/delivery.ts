@@ -4,6 +4,7 @@
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
 import type { Dispatcher } from 'undici';
+import { formatDuration } from '../duration.ts';
 import type { Logger } from '../log.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
@@ -166,7 +167,7 @@ export class TroubleReport {
   /** A retryable failure; logged when an episode of failures begins, later ones go to --debug. */
   retrying(reason: string, delayMs: number, attempt: number): void {
     deliveryObserver?.retry(this.name);
-    const detail = `${this.name}: ${reason}; retrying in ${seconds(delayMs)} (attempt ${attempt + 1})`;
+    const detail = `${this.name}: ${reason}; retrying in ${formatDuration(delayMs)} (attempt ${attempt + 1})`;
     if (this.failing) {
       this.log.debug(detail);
       return;
@@ -208,10 +209,6 @@ export class TroubleReport {
   debug(message: string): void {
     this.log.debug(`${this.name}: ${message}`);
   }
-}
-
-function seconds(ms: number): string {
-  return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
 }
 
 /** 'event' / 'events'. */

@@ -4,7 +4,7 @@
 // secret webhook headers and, optionally, the Slack webhook URL come from the
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
-import { parseDuration } from '../cli/duration.ts';
+import { parseDurationSetting } from '../duration.ts';
 import { UsageError } from '../errors.ts';
 import type { DeadLetterLimits } from './dead-letter.ts';
 import { redactUrl } from './http.ts';
@@ -69,7 +69,8 @@ export function sinkSettingsFromFlags(
   const shutdownTimeoutMs =
     flags.shutdownTimeout === undefined
       ? DEFAULT_SHUTDOWN_TIMEOUT_MS
-      : durationFlag('--shutdown-timeout', flags.shutdownTimeout);
+      : // 0 is meaningful: exit at once, reporting what is still queued.
+        parseDurationSetting('--shutdown-timeout', flags.shutdownTimeout, { allowZero: true });
 
   const webhooks = (flags.webhook ?? []).map((value) => value.trim()).filter(Boolean);
   if (webhooks.length === 0) {
@@ -89,7 +90,9 @@ export function sinkSettingsFromFlags(
   const secret = envValue(env, SINK_ENV.webhookSecret);
   const batch = flags.webhookBatch === undefined ? undefined : batchSize(flags.webhookBatch);
   const timeoutMs =
-    flags.webhookTimeout === undefined ? undefined : durationFlag('--webhook-timeout', flags.webhookTimeout);
+    flags.webhookTimeout === undefined
+      ? undefined
+      : parseDurationSetting('--webhook-timeout', flags.webhookTimeout);
   for (const url of webhooks) {
     checkHttpUrl(url, 'invalid --webhook');
     const spec: WebhookSinkSpec = { type: 'webhook', url };
@@ -141,13 +144,6 @@ export function sinkSettingsFromFlags(
 function envValue(env: Readonly<Record<string, string | undefined>>, name: string): string | undefined {
   const value = env[name]?.trim();
   return value ? value : undefined;
-}
-
-function durationFlag(flag: string, text: string): number {
-  const ms = parseDuration(text);
-  if (ms === undefined)
-    throw new UsageError(`invalid ${flag} "${text}": use a duration such as 500ms, 10s or 1m.`);
-  return ms;
 }
 
 function batchSize(text: string): number {

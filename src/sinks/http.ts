@@ -4,6 +4,7 @@
 // Receiver URLs are credentials (a Slack webhook URL is one): they appear in
 // logs and errors only as scheme and host, the path elided.
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import { formatDuration } from '../duration.ts';
 
 export type PostOutcome =
   | { ok: true; status: number; body: string }
@@ -93,7 +94,7 @@ export async function postJson(
       return { ok: false, retryable: false, aborted: true, reason: 'cut short by shutdown' };
     }
     const reason = timeout.aborted
-      ? `no response within ${formatMs(options.timeoutMs)}`
+      ? `no response within ${formatDuration(options.timeoutMs)}`
       : describeTransportError(error, url);
     return { ok: false, retryable: true, aborted: false, reason };
   }
@@ -223,16 +224,9 @@ export function scrubUrl(text: string, url: URL): string {
   return out;
 }
 
-function formatMs(ms: number): string {
-  if (ms < 1000) return `${ms}ms`;
-  const seconds = ms / 1000;
-  if (seconds < 120) return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)}s`;
-  return `${Math.round(seconds / 60)}m`;
-}
-
 /** A failure's reason, with the receiver's Retry-After when it gave one. */
 export function reasonWithRetryAfter(outcome: Extract<PostOutcome, { ok: false }>): string {
   return outcome.retryAfterMs !== undefined
-    ? `${outcome.reason} (Retry-After ${formatMs(outcome.retryAfterMs)})`
+    ? `${outcome.reason} (Retry-After ${formatDuration(outcome.retryAfterMs)})`
     : outcome.reason;
 }

@@ -4,7 +4,9 @@
 // finish in parallel within one shutdown timeout and reports what became of
 // their events.
 import type { ChangeEvent } from '../diff/types.ts';
+import { MAX_TIMER_MS } from '../duration.ts';
 import { errorMessage } from '../errors.ts';
+import { EventFailures, identityOf, type ObjectIdentity } from '../event-failures.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from './filter.ts';
 import { type Sink, type SinkReport, undelivered } from './sink.ts';
@@ -24,19 +26,24 @@ export interface RouteReport extends SinkReport {
 const CLOSE_GRACE_MS = 2_000;
 
 export class Router {
-  private readonly routes: { sink: Sink; filter: EventFilter; filtered: number; failed: boolean }[];
+  private readonly routes: { sink: Sink; filter: EventFilter; filtered: number }[];
   private readonly log: Logger;
+  private readonly failures: EventFailures;
   private readonly closeGraceMs: number;
   private closing = false;
 
-  constructor(routes: readonly Route[], log: Logger, options: { closeGraceMs?: number } = {}) {
+  constructor(
+    routes: readonly Route[],
+    log: Logger,
+    options: { closeGraceMs?: number; failures?: EventFailures } = {},
+  ) {
     this.routes = routes.map((route) => ({
       sink: route.sink,
       filter: route.filter ?? compileFilter({}),
       filtered: 0,
-      failed: false,
     }));
     this.log = log;
+    this.failures = options.failures ?? new EventFailures(log);
     this.closeGraceMs = options.closeGraceMs ?? CLOSE_GRACE_MS;
   }
 
@@ -47,7 +54,7 @@ export class Router {
   deliver(event: ChangeEvent): void {
     if (this.closing) return;
     for (const route of this.routes) {
-      const verdict = verdictOf(route.filter, event);
+      const verdict = evaluateContained(route.filter, event, this.failures, route.sink.name);
       if (!verdict.deliver) {
         route.filtered++;
         continue;
@@ -56,18 +63,25 @@ export class Router {
         // `ignore` rules may have removed some changes: the sink gets what its filter kept.
         route.sink.deliver(verdict.event ?? event);
       } catch (error) {
-        // A sink must not throw; if one does, the others still get the event, and it is said once.
-        if (!route.failed) {
-          route.failed = true;
-          this.log.warn(`${route.sink.name}: failed to accept an event: ${errorMessage(error)}`);
-        }
+        // A sink must not throw; if one does, the others still get the event, and it is reported.
+        this.failures.report(
+          'sink',
+          `${route.sink.name} accepting the event`,
+          identityOfEvent(event),
+          error,
+          'that sink does not get it; the other sinks do',
+        );
       }
     }
   }
 
   /** Where `event` would go, and why (for --explain). */
   explain(event: ChangeEvent): { sink: string; verdict: FilterVerdict }[] {
-    return this.routes.map((route) => ({ sink: route.sink.name, verdict: verdictOf(route.filter, event) }));
+    // deliver() reports a failing filter; explaining it is not a second failure.
+    return this.routes.map((route) => ({
+      sink: route.sink.name,
+      verdict: evaluate(route.filter, event).verdict,
+    }));
   }
 
   /** Closes every sink in parallel; resolves within about `timeoutMs` even if a sink misbehaves. */
@@ -79,7 +93,7 @@ export class Router {
         const stuck = new Promise<SinkReport>((resolve) => {
           timer = setTimeout(
             () => resolve({ name: route.sink.name, stats: route.sink.stats() }),
-            timeoutMs + this.closeGraceMs,
+            Math.min(timeoutMs + this.closeGraceMs, MAX_TIMER_MS),
           );
         });
         try {
@@ -96,13 +110,44 @@ export class Router {
   }
 }
 
-/** The filter's verdict; a filter that throws lets the event through (and says why). */
-function verdictOf(filter: EventFilter, event: ChangeEvent): FilterVerdict {
-  try {
-    return filter.evaluate(event);
-  } catch (error) {
-    return { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` };
+/**
+ * The filter's verdict; a filter that throws lets the event through (a filter bug must not lose changes),
+ * says why for --explain, and is reported. Without `failures` the exception propagates.
+ */
+export function evaluateContained(
+  filter: EventFilter,
+  event: ChangeEvent,
+  failures: EventFailures | undefined,
+  owner = 'the watch',
+): FilterVerdict {
+  const { verdict, error } = evaluate(filter, event);
+  if (error !== undefined) {
+    if (!failures) throw error;
+    failures.report(
+      'filter',
+      `the filter of ${owner}`,
+      identityOfEvent(event),
+      error,
+      'the event is delivered as if the filter had let it through',
+    );
   }
+  return verdict;
+}
+
+function evaluate(filter: EventFilter, event: ChangeEvent): { verdict: FilterVerdict; error?: unknown } {
+  try {
+    return { verdict: filter.evaluate(event) };
+  } catch (error) {
+    return {
+      verdict: { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` },
+      error,
+    };
+  }
+}
+
+/** Which object an event is about, for failure reports. */
+export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
+  return identityOf(qualifiedResource(event), event.object);
 }
 
 /**

@@ -4,6 +4,7 @@
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../diff/types.ts';
 import { UsageError } from '../errors.ts';
+import type { EventFailures } from '../event-failures.ts';
 import type { Logger } from '../log.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
@@ -78,6 +79,8 @@ export interface SinkRuntime {
   /** The cap of every dead-letter file. */
   deadLetterLimits?: DeadLetterLimits | undefined;
   userAgent?: string;
+  /** Where a sink or a sink filter that throws is reported (src/event-failures.ts). */
+  failures?: EventFailures;
 }
 
 export interface SinkSet {
@@ -199,7 +202,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
 
   const output = stdout;
   return {
-    router: new Router(routes, runtime.log),
+    router: new Router(routes, runtime.log, runtime.failures ? { failures: runtime.failures } : {}),
     stdout: output,
     deadLetterFiles: [...files.values()],
     flowControl: () => output?.flowControl(),

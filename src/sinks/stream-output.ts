@@ -57,8 +57,16 @@ export class StreamOutput implements Sink {
       this.counters.lost++;
       return;
     }
+    let text: string;
+    try {
+      text = this.render(event);
+    } catch (error) {
+      // Accounted for; the router reports it (src/event-failures.ts).
+      this.counters.lost++;
+      throw error;
+    }
     this.counters.pending++;
-    this.stream.write(this.render(event), (error) => {
+    this.stream.write(text, (error) => {
       this.counters.pending--;
       if (error) this.counters.lost++;
       else this.counters.delivered++;

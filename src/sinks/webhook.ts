@@ -9,6 +9,7 @@ import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../diff/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { formatSize } from '../size.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import {
   abandonDigest,
@@ -138,7 +139,13 @@ export class WebhookSink implements Sink {
       this.abandon([event], 'arrived after shutdown began');
       return;
     }
-    this.queue.push(event);
+    try {
+      this.queue.push(event);
+    } catch (error) {
+      // An event that cannot be serialized: accounted for; the router reports it (src/event-failures.ts).
+      this.counters.lost++;
+      throw error;
+    }
     this.wakeup.notify();
   }
 
@@ -328,14 +335,10 @@ export class WebhookSink implements Sink {
     this.overflowing = true;
     const file = this.options.deadLetter;
     this.trouble.warn(
-      `${plural(this.queue.individualEvents, 'event')} (${mebibytes(this.queue.individualBytes)}) waiting (the receiver is slower than the cluster, or failing); ` +
+      `${plural(this.queue.individualEvents, 'event')} (${formatSize(this.queue.individualBytes)}) waiting (the receiver is slower than the cluster, or failing); ` +
         `further events are summarized in a digest${file ? ` and written in full to ${file.path}` : ''} until it catches up.`,
     );
   }
-}
-
-function mebibytes(bytes: number): string {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
 function countOf(work: Work): number {

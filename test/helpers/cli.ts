@@ -6,6 +6,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { testCluster } from './cluster-env.ts';
 import { contractViolations, describeEvent, type TestEvent } from './events.ts';
 
 /** The CLI entry point, as installed (`bin` in package.json). */
@@ -76,6 +77,24 @@ export interface KubediffProcess {
   kill(): Promise<ExitResult>;
   /** Resolves if no matching event arrives within `forMs`; rejects as soon as one does. */
   expectNoEvent(predicate: EventPredicate, forMs: number, options?: ExpectNoEventOptions): Promise<void>;
+}
+
+/**
+ * The arguments most tests start from: `kubediff watch` against the test cluster, JSON lines, one namespace,
+ * these resource types, then `extra`.
+ */
+export function watchArgs(namespace: string, resources: readonly string[], ...extra: string[]): string[] {
+  return [
+    'watch',
+    '--kubeconfig',
+    testCluster().kubeconfigPath,
+    '-o',
+    'json',
+    '-n',
+    namespace,
+    ...resources.flatMap((resource) => ['-r', resource]),
+    ...extra,
+  ];
 }
 
 /** Children not yet exited, killed on process exit. */

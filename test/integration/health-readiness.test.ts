@@ -9,24 +9,13 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
+import { scrapeMetrics } from '../helpers/metrics.ts';
 
 const admin = adminClient();
 
 async function get(url: string, method = 'GET'): Promise<{ status: number; body: string }> {
   const response = await fetch(url, { method });
   return { status: response.status, body: await response.text() };
-}
-
-/** `name{labels}` → value, from the Prometheus text format. */
-async function scrape(base: string): Promise<Map<string, number>> {
-  const { body } = await get(`${base}/metrics`);
-  const values = new Map<string, number>();
-  for (const line of body.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const space = line.lastIndexOf(' ');
-    values.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return values;
 }
 
 describe('health, readiness and metrics', () => {
@@ -129,7 +118,7 @@ describe('health, readiness and metrics', () => {
       const sink = `webhook http://127.0.0.1:${receiver.port}/…`;
       const metrics = await waitFor(
         async () => {
-          const values = await scrape(base ?? '');
+          const values = await scrapeMetrics(base ?? '');
           return values.get(`kubediff_sink_events_total{sink="${sink}",outcome="delivered"}`) === 1
             ? values
             : undefined;

@@ -7,8 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { KUBEDIFF_BIN } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { KUBEDIFF_BIN, watchArgs } from '../helpers/cli.ts';
 import type { TestEvent } from '../helpers/events.ts';
 import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
 
@@ -33,23 +32,10 @@ describe('stdout backpressure', () => {
   it('pauses the watch while the stdout reader lags, then delivers every change once, in order', async () => {
     const ns = await admin.createNamespace('sinks-stdout');
     namespaces.push(ns);
-    const child = spawn(
-      process.execPath,
-      [
-        KUBEDIFF_BIN,
-        'watch',
-        '--kubeconfig',
-        testCluster().kubeconfigPath,
-        '-o',
-        'json',
-        '-n',
-        ns,
-        '-r',
-        'configmaps',
-        '--debug',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_TEST_CONTEXT: undefined } },
-    );
+    const child = spawn(process.execPath, [KUBEDIFF_BIN, ...watchArgs(ns, ['configmaps'], '--debug')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_TEST_CONTEXT: undefined },
+    });
     try {
       let stderr = '';
       child.stderr.setEncoding('utf8');

@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, afterEach, type TestContext, test } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
+import {
+  type KubediffProcess,
+  killAll,
+  runKubediff,
+  runKubediffToCompletion,
+  watchArgs,
+} from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { describeEvent, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
@@ -34,21 +40,7 @@ async function namespaceFor(t: TestContext, prefix: string): Promise<string> {
 }
 
 function startWatch(ns: string, state: string, extra: string[] = []): KubediffProcess {
-  return runKubediff(
-    [
-      'watch',
-      '--kubeconfig',
-      testCluster().kubeconfigPath,
-      '-o',
-      'json',
-      '-n',
-      ns,
-      '--state',
-      state,
-      ...extra,
-    ],
-    { checkEvents: true, timeoutMs: 30_000 },
-  );
+  return runKubediff(watchArgs(ns, [], '--state', state, ...extra), { checkEvents: true, timeoutMs: 30_000 });
 }
 
 async function history(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

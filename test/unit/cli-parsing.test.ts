@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseDuration } from '../../src/cli/duration.ts';
 import { labelSelectorProblem } from '../../src/config/label-selector.ts';
 import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
 import { UsageError } from '../../src/errors.ts';
@@ -61,22 +60,16 @@ describe('watch flags', () => {
   });
 });
 
-describe('durations', () => {
-  it('parses what people write', () => {
-    assert.equal(parseDuration('500ms'), 500);
-    assert.equal(parseDuration('30s'), 30_000);
-    assert.equal(parseDuration('1h30m'), 5_400_000);
-    assert.equal(parseDuration('5'), undefined);
-    assert.equal(parseDuration('soon'), undefined);
-  });
-});
-
 describe('backoff', () => {
   it('doubles from 800ms to the cap, spreads with jitter, honours Retry-After and resets after quiet', () => {
     const backoff = new Backoff({ jitter: 0 }, () => 0.5);
     const delays = Array.from({ length: 8 }, () => backoff.next(undefined, 1_000));
     assert.deepEqual(delays, [800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
-    assert.equal(backoff.next(45_000, 1_000), 45_000);
+    // Retry-After is a minimum, up to the cap: a server cannot park a watch for a day.
+    assert.equal(backoff.next(20_000, 1_000), 30_000);
+    assert.equal(new Backoff({ jitter: 0 }).next(20_000, 1_000), 20_000);
+    assert.equal(backoff.next(45_000, 1_000), 30_000);
+    assert.equal(backoff.next(86_400_000, 1_000), 30_000);
     assert.equal(backoff.next(undefined, 1_000 + 121_000), 800);
     const jittered = new Backoff({ jitter: 0.5 }, () => 0);
     assert.equal(jittered.next(), 400);

@@ -78,7 +78,7 @@ const CORPUS: [string, string[]][] = [
       'invalid config file bad-urls.yaml: 6 problems:',
       '  bad-urls.yaml:3:10: sinks[0].url: expected an http:// or https:// URL, not ftp://',
       '  bad-urls.yaml:5:17: sinks[1].webhookUrl: expected an http:// or https:// URL, got "hooks.slack.com/…"',
-      '  bad-urls.yaml:8:14: sinks[2].timeout: expected a duration such as 500ms, 10s or 1m, got "soon"',
+      '  bad-urls.yaml:8:14: sinks[2].timeout: expected a duration such as 500ms, 30s, 5m, 2h or 7d, got "soon"',
       '  bad-urls.yaml:9:16: sinks[2].batchWait: applies to batches: set batch: too (events per request)',
       '  bad-urls.yaml:12:13: sinks[3].secret: expected a string, got a number',
       '  bad-urls.yaml:14:16: sinks[3].headers.X-Token: expected a string, got a number',
@@ -123,7 +123,7 @@ const CORPUS: [string, string[]][] = [
     [
       'invalid config file secret-echo.yaml: 2 problems:',
       '  secret-echo.yaml:3:10: sinks[0].url: expected an http:// or https:// URL, got the value of ${HOOK_URL}',
-      '  secret-echo.yaml:4:14: sinks[0].timeout: expected a duration such as 500ms, 10s or 1m, got the value of ${HOOK_TIMEOUT}',
+      '  secret-echo.yaml:4:14: sinks[0].timeout: expected a duration such as 500ms, 30s, 5m, 2h or 7d, got the value of ${HOOK_TIMEOUT}',
     ],
   ],
   [
@@ -168,7 +168,7 @@ const CORPUS: [string, string[]][] = [
       '  wrong-types.yaml:1:13: namespaces: expected a list, got "shop"',
       '  wrong-types.yaml:2:10: initial: expected true or false, got "yes"',
       '  wrong-types.yaml:3:9: status: expected true or false, got the number 1',
-      '  wrong-types.yaml:4:18: shutdownTimeout: expected a duration such as 500ms, 10s or 1m, got the number 10',
+      '  wrong-types.yaml:4:18: shutdownTimeout: expected a duration such as 500ms, 30s, 5m, 2h or 7d, got the number 10',
       '  wrong-types.yaml:5:9: preset: expected one of default, quiet, everything, got "loud"',
       '  wrong-types.yaml:6:9: output: expected one of json, pretty, none, got "yaml"',
     ],

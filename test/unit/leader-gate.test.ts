@@ -83,6 +83,38 @@ test('losing the Lease holds events back again; the buffer is bounded', () => {
   assert.deepEqual(delivered, ['uid-p3:3', 'uid-p4:4', 'uid-p5:5', 'uid-p6:6', 'uid-p7:7']);
 });
 
+test('the buffer is bounded in bytes too: the oldest are dropped, counted, and it is said once', () => {
+  const delivered: string[] = [];
+  const warnings: string[] = [];
+  const log = { ...silentLogger, warn: (message: string) => warnings.push(message) };
+  const bound = 20_000;
+  const g = new LeaderGate({ deliver: (e) => delivered.push(e.id), log, maxBufferedBytes: bound });
+  // Each event carries a ~3 KB change: the bound holds about six of them.
+  const big = (rv: number): ChangeEvent => ({
+    ...event('configmaps', 'v1', String(rv), `c${rv}`),
+    changes: [{ op: 'replace', path: '/data/v', from: 'a'.repeat(1_500), to: 'b'.repeat(1_500) }],
+  });
+  for (let rv = 1; rv <= 50; rv++) {
+    g.offer(big(rv));
+    assert.ok(g.bufferedBytes <= bound, `${g.bufferedBytes} bytes held after event ${rv}`);
+  }
+  const held = g.buffered;
+  assert.ok(held >= 5 && held <= 6, `${held} events held`);
+  assert.equal(g.droppedEvents, 50 - held);
+  assert.equal(warnings.length, 1);
+  assert.match(
+    warnings[0] ?? '',
+    /standby: more than 100,000 events or 20 KiB held back .*dropping the oldest/,
+  );
+  // Nothing the bound kept is lost: the newest are delivered on takeover.
+  g.startLeading(undefined);
+  assert.deepEqual(
+    delivered,
+    Array.from({ length: held }, (_, i) => `uid-c${51 - held + i}:${51 - held + i}`),
+  );
+  assert.equal(g.bufferedBytes, 0);
+});
+
 test('the checkpoint: per resource, the lowest resourceVersion of its synced informers', () => {
   const informer = (group: string, resource: string, rv: string, synced = true) =>
     ({ type: { group, resource }, resourceVersion: rv, hasSynced: synced }) as unknown as Informer;

@@ -89,7 +89,7 @@ describe('sink flags', () => {
       [
         { webhook: ['http://h/'], webhookTimeout: '10' },
         {},
-        /invalid --webhook-timeout "10": use a duration/,
+        /invalid --webhook-timeout "10": expected a duration/,
       ],
       [{ shutdownTimeout: 'soon' }, {}, /invalid --shutdown-timeout "soon"/],
       [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook and Slack/],

@@ -266,6 +266,64 @@ test('the recorder commits only what every sink has finished with, in order, in 
   recorder.close();
 });
 
+test("the recorder's backlog is bounded in bytes: a sink that never finishes does not hold every change in memory", () => {
+  const path = file();
+  const db = StateDatabase.open(path);
+  const warnings: string[] = [];
+  const bound = 200_000;
+  const recorder = new StateRecorder({
+    database: db,
+    log: { ...silentLogger, warn: (message: string) => warnings.push(message) },
+    signature: 's',
+    flushIntervalMs: 1e9,
+    maxBacklogBytes: bound,
+  });
+  // Two sinks: the first keeps up, the second (a webhook that is down) never finishes anything.
+  let accepted = 0;
+  recorder.attach(
+    {
+      accepted: () => [accepted, accepted],
+      finished: () => [accepted, 0],
+      names: () => ['stdout', 'webhook down'],
+    },
+    () => [],
+  );
+  const inner = {
+    onAdd: () => {},
+    onUpdate: (_t: ResourceType, _p: StoredObject, current: StoredObject) => {
+      accepted++;
+      recorder.recordEvent(
+        event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
+      );
+    },
+    onDelete: () => {},
+  };
+  const handler = recorder.handler(inner);
+  // 200 updates of a ~10 KB object: 2 MB of writes, ten times the bound.
+  let previous = object('big', '0', { v: '0'.repeat(10_000) });
+  for (let rv = 1; rv <= 200; rv++) {
+    const current = object('big', String(rv), { v: String(rv % 10).repeat(10_000) });
+    handler.onUpdate(configmaps, previous, current, { offline: false });
+    previous = current;
+    recorder.flush();
+    assert.ok(recorder.backlogBytes <= bound, `${recorder.backlogBytes} bytes held after update ${rv}`);
+  }
+  // The oldest were recorded before the dead sink delivered them: counted, and said once, naming it.
+  assert.ok(recorder.unconfirmedWrites > 0);
+  assert.equal(warnings.length, 1);
+  assert.match(
+    warnings[0] ?? '',
+    /^state: webhook down is more than 195 KiB of changes behind; the state file records them/,
+  );
+  assert.ok(db.eventCount() > 100, `${db.eventCount()} events recorded while the sink was down`);
+  // Nothing lost: a clean stop records the rest, in order.
+  recorder.close();
+  const reopened = StateDatabase.open(path);
+  assert.equal(reopened.eventCount(), 200);
+  assert.equal(reopened.objects('configmaps')[0]?.resourceVersion, '200');
+  reopened.close();
+});
+
 test('a recorder whose file was written with another selection takes a new baseline (history kept)', () => {
   const path = file();
   const db = StateDatabase.open(path);

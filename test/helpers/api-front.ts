@@ -1,0 +1,172 @@
+// An HTTPS reverse proxy on loopback in front of the real API server, for answers the real server
+// gives only under load (429 with Retry-After, 503): a test tells it to answer the next request(s)
+// matching a predicate itself; everything else, watches included, streams through to the API server.
+//
+//   const front = await startApiFront();
+//   front.answer((r) => r.watch && r.path.endsWith('/configmaps'), { status: 429, headers: { 'retry-after': '86400' } });
+//   const kubeconfig = await admin.writeKubeconfig(front.url);   // kubediff now talks to the front
+//
+// The front presents the API server's own serving certificate (issued for 127.0.0.1 by the cluster's CA,
+// which every test kubeconfig trusts), so kubediff verifies TLS as usual; the client's Authorization
+// header passes through unchanged.
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import path from 'node:path';
+import { testCluster } from './cluster-env.ts';
+
+export interface FrontRequest {
+  method: string;
+  /** The path without the query. */
+  path: string;
+  query: URLSearchParams;
+  /** A WATCH (watch=1 or watch=true in the query). */
+  watch: boolean;
+}
+
+export interface FrontAnswer {
+  /** 'hang': never answer (a server that accepted the request and went quiet). */
+  status: number | 'hang';
+  headers?: Record<string, string>;
+  /** Default: a Kubernetes Status object for `status`. */
+  body?: string;
+}
+
+export interface ApiFront {
+  /** https://127.0.0.1:<port> */
+  readonly url: string;
+  /** Every request seen, in order, and whether the front answered it itself. */
+  readonly requests: readonly (FrontRequest & { answered: boolean })[];
+  /** Answers the next `times` requests matching `match` with `answer` instead of forwarding them. */
+  answer(match: (request: FrontRequest) => boolean, answer: FrontAnswer, times?: number): void;
+  /** Resolves once at least `n` requests matching `match` have been seen (answered or forwarded). */
+  waitForRequests(match: (request: FrontRequest) => boolean, n: number, timeoutMs?: number): Promise<void>;
+  /** Resolves once no client connection is open; rejects after `timeoutMs`. */
+  waitForIdle(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startApiFront(): Promise<ApiFront> {
+  const cluster = testCluster();
+  if (!cluster.dir)
+    throw new Error("the API front needs the test run's own cluster (its serving certificate)");
+  const certDir = path.join(cluster.dir, 'apiserver-certs');
+  const upstream = new URL(cluster.server);
+  const agent = new https.Agent({
+    keepAlive: true,
+    ...(cluster.caPem ? { ca: cluster.caPem } : {}),
+    ...(cluster.insecureSkipTLSVerify ? { rejectUnauthorized: false } : {}),
+  });
+  const rules: { match: (request: FrontRequest) => boolean; answer: FrontAnswer; left: number }[] = [];
+  const requests: (FrontRequest & { answered: boolean })[] = [];
+  const listeners = new Set<() => void>();
+  const notify = () => {
+    for (const listener of [...listeners]) listener();
+  };
+
+  const tls = {
+    cert: readFileSync(path.join(certDir, 'apiserver.crt')),
+    key: readFileSync(path.join(certDir, 'apiserver.key')),
+  };
+  const server = https.createServer(tls, (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://front');
+    const seen: FrontRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.searchParams,
+      watch: ['1', 'true'].includes(url.searchParams.get('watch') ?? ''),
+    };
+    const rule = rules.find((candidate) => candidate.left > 0 && candidate.match(seen));
+    requests.push({ ...seen, answered: rule !== undefined });
+    notify();
+    if (rule) {
+      rule.left--;
+      if (rule.answer.status === 'hang') return;
+      const body =
+        rule.answer.body ??
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          message: `answered by the test's API front with ${rule.answer.status}`,
+          code: rule.answer.status,
+        });
+      req.resume();
+      res.writeHead(rule.answer.status, { 'content-type': 'application/json', ...rule.answer.headers });
+      res.end(body);
+      return;
+    }
+    const forward = https.request(
+      {
+        agent,
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: upstream.host },
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    res.on('close', () => forward.destroy());
+    req.pipe(forward);
+  });
+  const sockets = new Set<Socket>();
+  server.on('secureConnection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => {
+      sockets.delete(socket);
+      notify();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+
+  const until = (done: () => boolean, timeoutMs: number, failure: () => string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (!done()) return;
+        clearTimeout(timer);
+        listeners.delete(check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(failure()));
+      }, timeoutMs);
+      listeners.add(check);
+      check();
+    });
+
+  return {
+    url: `https://127.0.0.1:${port}`,
+    requests,
+    answer(match, answer, times = 1) {
+      rules.push({ match, answer, left: times });
+    },
+    waitForRequests(match, n, timeoutMs = 15_000) {
+      return until(
+        () => requests.filter(match).length >= n,
+        timeoutMs,
+        () => `the API front saw ${requests.filter(match).length} of ${n} matching requests`,
+      );
+    },
+    waitForIdle(timeoutMs = 15_000) {
+      return until(
+        () => sockets.size === 0,
+        timeoutMs,
+        () => `${sockets.size} connection(s) still open at the API front`,
+      );
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      agent.destroy();
+    },
+  };
+}
