@@ -4,9 +4,11 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { loadWatchSettings } from '../config/settings.ts';
+import { parseSize } from '../config/state-settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, UsageError, UserError } from '../errors.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
+import type { HttpSettings } from '../kube/client.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
 import { parseDuration } from './duration.ts';
@@ -132,6 +134,7 @@ function buildProgram(): Command {
       log,
       stopRequested: stopSignal(log),
       timing: timingFromEnvironment(),
+      http: httpFromEnvironment(),
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
       userAgent: `kubediff/${VERSION}`,
     });
@@ -153,7 +156,7 @@ function buildProgram(): Command {
       const settings = loadWatchSettings({ ...selectionFlags, output: 'json' }, false, process.env, {
         unsetVariables: 'warn',
       });
-      await runResources(settings, { output }, process.stdout);
+      await runResources(settings, { output, http: httpFromEnvironment() }, process.stdout);
     });
 
   program
@@ -194,7 +197,12 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .action(async (flags: { config: string; cluster?: boolean; kubeconfig?: string; context?: string }) => {
-      await runValidate(flags, { env: process.env, stdout: process.stdout, stderr: process.stderr });
+      await runValidate(flags, {
+        env: process.env,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        http: httpFromEnvironment(),
+      });
     });
 
   return program;
@@ -257,6 +265,41 @@ function timingFromEnvironment(): Partial<ReflectorTiming> {
   const maxBackoff = durationFromEnvironment('KUBEDIFF_MAX_BACKOFF');
   if (maxBackoff !== undefined) timing.backoff = { maxMs: maxBackoff };
   return timing;
+}
+
+/** How kubediff talks to the API server (README, "Tuning"). */
+function httpFromEnvironment(): Partial<HttpSettings> {
+  const http: Partial<HttpSettings> = {};
+  const version = process.env.KUBEDIFF_HTTP_VERSION;
+  if (version) {
+    if (version !== '2' && version !== '1.1')
+      throw new UsageError(
+        `invalid KUBEDIFF_HTTP_VERSION="${version}": use 2 (HTTP/2 when the server offers it, the default) or 1.1.`,
+      );
+    http.protocol = version === '2' ? 'auto' : 'http/1.1';
+  }
+  for (const [name, key] of [
+    ['KUBEDIFF_READ_IDLE_TIMEOUT', 'readIdleMs'],
+    ['KUBEDIFF_PING_TIMEOUT', 'pingTimeoutMs'],
+  ] as const) {
+    const ms = durationFromEnvironment(name);
+    if (ms === undefined) continue;
+    if (ms <= 0)
+      throw new UsageError(`invalid ${name}="${process.env[name]}": use a duration above zero such as 30s.`);
+    http[key] = ms;
+  }
+  const connections = process.env.KUBEDIFF_MAX_CONNECTIONS;
+  if (connections) {
+    const count = Number(connections);
+    if (!Number.isInteger(count) || count < 1)
+      throw new UsageError(
+        `invalid KUBEDIFF_MAX_CONNECTIONS="${connections}": use a whole number of connections such as 256.`,
+      );
+    http.maxConnections = count;
+  }
+  const readSize = process.env.KUBEDIFF_MAX_READ_SIZE;
+  if (readSize) http.maxReadBytes = parseSize(readSize, 'KUBEDIFF_MAX_READ_SIZE');
+  return http;
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -66,11 +66,11 @@ function parseCount(value: string | number): number {
   return count;
 }
 
-/** 64MB, 1GB, 500k. */
-export function parseSize(text: string): number {
+/** 64MB, 1GB, 500k. `what` names the setting in the error. */
+export function parseSize(text: string, what = '--state-max-size'): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
   const unit = SIZE_UNITS[(match?.[2] ?? 'x').toLowerCase()];
   if (!match || unit === undefined || Number(match[1]) <= 0)
-    throw new UsageError(`invalid --state-max-size "${text}": use a size such as 64MB or 1GB.`);
+    throw new UsageError(`invalid ${what} "${text}": use a size such as 64MB or 1GB.`);
   return Math.round(Number(match[1]) * unit);
 }

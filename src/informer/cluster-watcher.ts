@@ -308,6 +308,8 @@ export function describeFailure(error: KubeError): string {
       return `forbidden (${error.message})`;
     case 'not-found':
       return 'not found: the API server no longer serves it';
+    case 'too-large':
+      return `${error.message}; raise KUBEDIFF_MAX_READ_SIZE, or leave this type out with --exclude-resource`;
     default:
       return error.message;
   }
