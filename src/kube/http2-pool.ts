@@ -346,13 +346,19 @@ export class Http2Pool implements Transport {
   private ping(connection: Connection): void {
     if (connection.pingTimer || connection.dead || connection.session.destroyed) return;
     const seconds = this.options.pingTimeoutMs / 1000;
-    connection.pingTimer = setTimeout(() => {
-      this.lose(
-        connection,
-        'ping-timeout',
-        `the connection to the API server at ${this.origin} went silent: no answer to a PING within ${seconds}s`,
-      );
+    const timer = setTimeout(() => {
+      // Timers run before the event loop reads its sockets: after a stall of this process, the answer
+      // may be waiting in the socket. setImmediate runs after that read; the answer clears pingTimer.
+      setImmediate(() => {
+        if (connection.pingTimer !== timer) return;
+        this.lose(
+          connection,
+          'ping-timeout',
+          `the connection to the API server at ${this.origin} went silent: no answer to a PING within ${seconds}s`,
+        );
+      });
     }, this.options.pingTimeoutMs);
+    connection.pingTimer = timer;
     const sent = connection.session.ping((error) => {
       clearTimeout(connection.pingTimer);
       connection.pingTimer = undefined;
