@@ -9,24 +9,13 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics as scrape } from '../helpers/metrics.ts';
 
 const admin = adminClient();
 
 async function get(url: string, method = 'GET'): Promise<{ status: number; body: string }> {
   const response = await fetch(url, { method });
   return { status: response.status, body: await response.text() };
-}
-
-/** `name{labels}` → value, from the Prometheus text format. */
-async function scrape(base: string): Promise<Map<string, number>> {
-  const { body } = await get(`${base}/metrics`);
-  const values = new Map<string, number>();
-  for (const line of body.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const space = line.lastIndexOf(' ');
-    values.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return values;
 }
 
 describe('health, readiness and metrics', () => {
@@ -76,9 +65,7 @@ describe('health, readiness and metrics', () => {
       },
     );
     try {
-      const [, base] = await kd.waitForStderr(
-        /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
-      );
+      const [, base] = await kd.waitForStderr(SERVING);
       assert.equal((await get(`${base}/healthz`)).status, 200);
       const syncing = await get(`${base}/readyz`);
       assert.equal(syncing.status, 503);

@@ -18,6 +18,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { assertStreamInvariants, describeEvent } from '../helpers/events.ts';
 import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { establishedConnections } from '../helpers/sockets.ts';
 import { makeTestPki, startTlsProxy, type TestPki, type TlsProxy } from '../helpers/tls-proxy.ts';
 
@@ -129,7 +130,17 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
   });
   const pingTimeoutMs = 3_000;
   const kd = runKubediff(
-    ['watch', '--kubeconfig', await admin.writeKubeconfig(proxy.url()), '-o', 'json', '-n', ns],
+    [
+      'watch',
+      '--kubeconfig',
+      await admin.writeKubeconfig(proxy.url()),
+      '-o',
+      'json',
+      '-n',
+      ns,
+      '--listen',
+      '127.0.0.1:0',
+    ],
     {
       env: {
         KUBEDIFF_MAX_BACKOFF: '1s',
@@ -140,6 +151,7 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
       timeoutMs: 20_000,
     },
   );
+  const [, metricsBase = ''] = await kd.waitForStderr(SERVING);
   await kd.waitForStderr(WATCHING);
   const pid = kd.pid;
   assert.ok(pid);
@@ -211,6 +223,22 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
     `${watches} watches, ${proxy.totalConnections} connections`,
   );
   assert.ok(peak <= 2, `at most two connections at once, saw ${peak}`);
+  // What /metrics says about it.
+  const metrics = await scrapeMetrics(metricsBase);
+  assert.equal(metrics.get('kubediff_api_connections{protocol="h2"}'), 1);
+  assert.equal(metrics.get('kubediff_api_connections_opened_total'), 1 + outages);
+  assert.equal(
+    metrics.get('kubediff_api_connections_lost_total{reason="ping_timeout"}'),
+    outages / kinds.length,
+  );
+  const lost = ['reset', 'ping_timeout', 'closed', 'goaway'].map(
+    (reason) => metrics.get(`kubediff_api_connections_lost_total{reason="${reason}"}`) ?? 0,
+  );
+  assert.equal(
+    lost.reduce((sum, count) => sum + count, 0),
+    outages,
+    `lost by reason: ${lost.join(', ')}`,
+  );
   for (const kind of kinds)
     t.diagnostic(`${kind}: every watch resumed after ${recoveries[kind].join(', ')} ms`);
 });
