@@ -120,7 +120,7 @@ export class Http2Pool implements Transport {
         if (request.signal?.aborted) throw request.signal.reason ?? error;
         if (!unprocessed(error, stream) || attempt >= MAX_ATTEMPTS)
           throw this.failure(connection, error, request.path);
-        connection.draining = true;
+        this.drain(connection);
       }
     }
   }
@@ -299,8 +299,7 @@ export class Http2Pool implements Transport {
     session.on('goaway', () => {
       // The server is going away gracefully: streams it accepted finish, new ones go to a new connection.
       if (!connection.draining && !connection.dead) this.lost.goaway++;
-      connection.draining = true;
-      if (!session.closed && !session.destroyed) session.close();
+      this.drain(connection);
     });
     session.on('error', (error) => {
       this.lose(
@@ -320,10 +319,18 @@ export class Http2Pool implements Transport {
     });
   }
 
+  /** No new stream goes to this connection; it closes once its last stream ends (a graceful close). */
+  private drain(connection: Connection): void {
+    connection.draining = true;
+    const { session } = connection;
+    if (!session.closed && !session.destroyed) session.close();
+  }
+
   private lose(connection: Connection, reason: ConnectionLoss, message: string, cause?: unknown): void {
     if (connection.dead) return;
     connection.dead = new KubeError('network', message, { path: '/', cause });
-    if (!this.closed && this.connections.has(connection)) this.lost[reason]++;
+    // A connection closing after a GOAWAY was already counted as replaced.
+    if (!this.closed && !connection.draining && this.connections.has(connection)) this.lost[reason]++;
     this.connections.delete(connection);
     clearTimeout(connection.pingTimer);
     connection.session.destroy(connection.dead);

@@ -38,15 +38,6 @@ after(async () => {
   await admin.close();
 });
 
-async function namespaceFor(t: TestContext, prefix: string): Promise<string> {
-  const ns = await admin.createNamespace(prefix);
-  t.after(() => admin.deleteNamespace(ns));
-  await admin.waitFor(() => admin.tryGet(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
-    what: `the default ServiceAccount of ${ns}`,
-  });
-  return ns;
-}
-
 /** Resolves once `pattern` (global) has matched stderr at least `count` times. */
 function waitForLines(kd: KubediffProcess, pattern: RegExp, count: number, timeoutMs?: number) {
   return kd.waitForStderr(new RegExp(`(?:${pattern.source}[\\s\\S]*){${count}}`), timeoutMs);
@@ -92,7 +83,7 @@ test('watching every resource type of the API server holds exactly one TCP conne
   const names = rows.filter((row) => row.watched || row.reason === 'excluded by default (high churn)');
   assert.ok(names.length >= 50, `only ${names.length} types`);
 
-  const ns = await namespaceFor(t, 'conn-all');
+  const ns = await admin.namespaceFor(t, 'conn-all', { settled: true });
   const kd = runKubediff(
     [
       'watch',
@@ -120,7 +111,7 @@ test('watching every resource type of the API server holds exactly one TCP conne
 });
 
 test('21 outages (reset, refused reconnect, black hole): every watch resumes once on one new connection, one log line each, nothing lost or repeated', async (t) => {
-  const ns = await namespaceFor(t, 'conn-outages');
+  const ns = await admin.namespaceFor(t, 'conn-outages', { settled: true });
   const configMaps = `/api/v1/namespaces/${ns}/configmaps`;
   const created = await admin.create(configMaps, { metadata: { name: 'x' }, data: { k: 'start' } });
   const proxy = await startFaultProxy({ target: { host: '127.0.0.1', port: apiPort } });
@@ -244,8 +235,8 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
 });
 
 test('a watch whose reader pauses holds at most its stream window and does not stall another watch on the same connection', async (t) => {
-  const ns = await namespaceFor(t, 'conn-flow');
-  const slowNs = await namespaceFor(t, 'conn-flow-slow');
+  const ns = await admin.namespaceFor(t, 'conn-flow', { settled: true });
+  const slowNs = await admin.namespaceFor(t, 'conn-flow-slow', { settled: true });
   const client = await KubeClient.create(loadKubeconfig({ kubeconfig: cluster.kubeconfigPath }));
   t.after(() => client.close());
   const watch = (namespace: string) =>
@@ -304,7 +295,7 @@ async function tlsProxyFor(
 }
 
 test('a proxy that offers only HTTP/1.1: kubediff says so once, stays within KUBEDIFF_MAX_CONNECTIONS, and reports every change', async (t) => {
-  const ns = await namespaceFor(t, 'conn-http1');
+  const ns = await admin.namespaceFor(t, 'conn-http1', { settled: true });
   const pki = makeTestPki();
   const proxy = await tlsProxyFor(t, pki, ['http/1.1']);
   const types = ['configmaps', 'secrets', 'serviceaccounts', 'podtemplates', 'limitranges', 'resourcequotas'];
@@ -373,7 +364,7 @@ test('a proxy that offers only HTTP/1.1: kubediff says so once, stays within KUB
 });
 
 test('the client certificate of the kubeconfig is presented on the one HTTP/2 connection', async (t) => {
-  const ns = await namespaceFor(t, 'conn-mtls');
+  const ns = await admin.namespaceFor(t, 'conn-mtls', { settled: true });
   const pki = makeTestPki();
   const proxy = await tlsProxyFor(t, pki, ['h2', 'http/1.1'], true);
   const kd = runKubediff(

@@ -3,7 +3,7 @@
 // to read fails its resource type alone, once, naming the object, while every other type goes on;
 // once it is gone, the type recovers and reports what changed meanwhile.
 import assert from 'node:assert/strict';
-import { after, afterEach, type TestContext, test } from 'node:test';
+import { after, afterEach, test } from 'node:test';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { assertStreamInvariants, describeEvent, matching } from '../helpers/events.ts';
@@ -20,17 +20,11 @@ after(async () => {
   await admin.close();
 });
 
-async function namespaceFor(t: TestContext, prefix: string): Promise<string> {
-  const ns = await admin.createNamespace(prefix);
-  t.after(() => admin.deleteNamespace(ns));
-  return ns;
-}
-
 const id = (object: KubeObject) => `${object.metadata.uid}:${object.metadata.resourceVersion}`;
 const KiB = 1024;
 
 test('with a 512 KiB read limit: large LIST pages shrink, an object over the limit fails only its type, once, by name, and nothing is lost', async (t) => {
-  const ns = await namespaceFor(t, 'read-limit');
+  const ns = await admin.namespaceFor(t, 'read-limit');
   const configMaps = `/api/v1/namespaces/${ns}/configmaps`;
   // Twelve ConfigMaps of 100 KiB: a first LIST page of 500 would be 1.2 MB.
   const small: KubeObject[] = [];
