@@ -150,8 +150,8 @@ export function rows(result: Result): Row[] {
     const { http2, http1, ratios } = connections;
     out.push({
       figure: `6. connections, ${connections.types} resource types (peak / settled)`,
-      kubediff: `${http2.peakConnections.max} / ${http2.settledConnections.max} (HTTP/2)`,
-      baseline: `${http1.peakConnections.median} / ${http1.settledConnections.median} (HTTP/1.1)`,
+      kubediff: `${http2.peakConnections.max} / ${http2.settledConnections.max} (HTTP/2, at most)`,
+      baseline: `${Math.round(http1.peakConnections.median)} / ${Math.round(http1.settledConnections.median)} (HTTP/1.1)`,
       ratio: '—',
       target: '1 (2 while replacing one)',
       met: http2.peakConnections.max <= 2 && http2.settledConnections.max === 1,

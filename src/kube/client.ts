@@ -81,6 +81,7 @@ export class KubeClient {
             readIdleMs: this.http.readIdleMs,
             pingTimeoutMs: this.http.pingTimeoutMs,
             maxConnections: this.http.maxConnections,
+            log: options.log,
           })
         : this.http1();
   }

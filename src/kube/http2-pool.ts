@@ -17,6 +17,7 @@
 import http2 from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import type { TLSSocket } from 'node:tls';
+import type { Logger } from '../log.ts';
 import { connectTls, type TlsSettings } from './credentials.ts';
 import { errorFromTransport, KubeError } from './errors.ts';
 import {
@@ -46,6 +47,8 @@ export interface Http2PoolOptions {
   /** A PING unanswered for this long: the connection is dead. */
   pingTimeoutMs: number;
   maxConnections: number;
+  /** Debug lines: each connection opened and given up. */
+  log?: Logger | undefined;
 }
 
 /** The server chose another protocol than h2 in ALPN (or none): the caller falls back to HTTP/1.1. */
@@ -243,6 +246,9 @@ export class Http2Pool implements Transport {
     }
     this.connections.add(connection);
     this.opened++;
+    this.options.log?.debug(
+      `opened an HTTP/2 connection to ${this.origin} (${this.connections.size} open, up to ${connection.capacity} streams each)`,
+    );
     this.healthTimer ??= setInterval(() => this.checkHealth(), this.tickMs).unref();
     return connection;
   }
@@ -321,6 +327,8 @@ export class Http2Pool implements Transport {
 
   /** No new stream goes to this connection; it closes once its last stream ends (a graceful close). */
   private drain(connection: Connection): void {
+    if (!connection.draining)
+      this.options.log?.debug(`closing an HTTP/2 connection once its ${connection.streams} streams end`);
     connection.draining = true;
     const { session } = connection;
     if (!session.closed && !session.destroyed) session.close();
@@ -329,6 +337,10 @@ export class Http2Pool implements Transport {
   private lose(connection: Connection, reason: ConnectionLoss, message: string, cause?: unknown): void {
     if (connection.dead) return;
     connection.dead = new KubeError('network', message, { path: '/', cause });
+    if (!this.closed)
+      this.options.log?.debug(
+        `gave up an HTTP/2 connection (${connection.streams} streams on it): ${message}`,
+      );
     // A connection closing after a GOAWAY was already counted as replaced.
     if (!this.closed && !connection.draining && this.connections.has(connection)) this.lost[reason]++;
     this.connections.delete(connection);

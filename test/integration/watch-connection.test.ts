@@ -380,3 +380,40 @@ test('the client certificate of the kubeconfig is presented on the one HTTP/2 co
   assert.deepEqual(proxy.protocols, ['h2']);
   assert.deepEqual(proxy.clientNames, [pki.clientName]);
 });
+
+test('connection settings: a bad value exits 2 naming the variable; a read limit too small for discovery exits 1 saying so', async () => {
+  const resources = (env: Record<string, string>) =>
+    runKubediffToCompletion(['resources', '--kubeconfig', cluster.kubeconfigPath], { env });
+  for (const [name, value, expected] of [
+    [
+      'KUBEDIFF_HTTP_VERSION',
+      '3',
+      'kubediff: invalid KUBEDIFF_HTTP_VERSION="3": use 2 (HTTP/2 when the server offers it, the default) or 1.1.\n',
+    ],
+    [
+      'KUBEDIFF_PING_TIMEOUT',
+      '0s',
+      'kubediff: invalid KUBEDIFF_PING_TIMEOUT="0s": use a duration above zero such as 30s.\n',
+    ],
+    [
+      'KUBEDIFF_MAX_CONNECTIONS',
+      'many',
+      'kubediff: invalid KUBEDIFF_MAX_CONNECTIONS="many": use a whole number of connections such as 256.\n',
+    ],
+    [
+      'KUBEDIFF_MAX_READ_SIZE',
+      'big',
+      'kubediff: invalid KUBEDIFF_MAX_READ_SIZE "big": use a size such as 64MB or 1GB.\n',
+    ],
+  ] as const) {
+    const result = await resources({ [name]: value });
+    assert.equal(result.code, 2, `${name}=${value}: ${result.stderr}`);
+    assert.equal(result.stderr, expected);
+  }
+  const tiny = await resources({ KUBEDIFF_MAX_READ_SIZE: '2KB' });
+  assert.equal(tiny.code, 1, tiny.stderr);
+  assert.match(
+    tiny.stderr,
+    /^kubediff: the API server at \S+ \(context "[^"]+"\) answered \/apis? with more than 2 KiB, the most kubediff reads at once; raise KUBEDIFF_MAX_READ_SIZE\.\n$/,
+  );
+});
