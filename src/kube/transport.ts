@@ -132,9 +132,10 @@ export async function* readChunks(stream: Readable): AsyncGenerator<Buffer | str
         yield chunk;
         continue;
       }
-      if (failure !== undefined) throw failure;
+      // The stream may have failed or closed before this reader was attached.
+      if (failure !== undefined || stream.errored) throw failure ?? stream.errored;
       if (stream.readableEnded) return;
-      if (closed)
+      if (closed || stream.destroyed)
         throw Object.assign(new Error('the connection closed before the end of the answer'), {
           code: 'ERR_STREAM_PREMATURE_CLOSE',
         });

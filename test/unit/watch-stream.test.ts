@@ -100,4 +100,13 @@ test('readChunks fails when the stream closes before its end, and ends when it e
   const whole: string[] = [];
   for await (const chunk of readChunks(Readable.from(['a', 'b']))) whole.push(String(chunk));
   assert.deepEqual(whole, ['a', 'b']);
+
+  // Closed, or failed, before anyone read it: a failure at once, not a reader waiting forever.
+  const gone = new PassThrough();
+  gone.destroy();
+  await assert.rejects(readChunks(gone).next(), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+  const failed = new PassThrough();
+  failed.on('error', () => {});
+  failed.destroy(new Error('reset'));
+  await assert.rejects(readChunks(failed).next(), { message: 'reset' });
 });
