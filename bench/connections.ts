@@ -72,9 +72,10 @@ export async function measureConnections(
 
   const once = async (protocol: '2' | '1.1'): Promise<Run> => {
     const started = performance.now();
+    // --debug: each connection opened and given up is a debug line, quoted when HTTP/2 needed more than one.
     const child = startChild(
       process.execPath,
-      [KUBEDIFF, 'watch', '--kubeconfig', info.kubeconfigPath, '-o', 'json'],
+      [KUBEDIFF, 'watch', '--kubeconfig', info.kubeconfigPath, '-o', 'json', '--debug'],
       {
         env: { ...process.env, KUBEDIFF_HTTP_VERSION: protocol, KUBEDIFF_LOG_FORMAT: 'text' },
         onLine: () => {},
@@ -102,6 +103,13 @@ export async function measureConnections(
         await sleep(1000 / options.writesPerSecond);
       }
       const windowCpuSeconds = cpuSeconds(child.pid) - windowStart;
+      if (protocol === '2' && peak > 1) {
+        const lines = child
+          .stderr()
+          .split('\n')
+          .filter((line) => /HTTP\/2 connection|went silent|broke|refused/.test(line));
+        options.log(`6. connections: HTTP/2 held ${peak} at once: ${lines.join(' | ')}`);
+      }
       return {
         startupMs,
         peakConnections: peak,

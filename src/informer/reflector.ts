@@ -13,11 +13,11 @@
 // - reads are bounded (KubeClient.maxReadBytes): LIST pages shrink when they
 //   are large, and one object too large to read fails only this resource,
 //   with its name, retried slowly.
-import type { KubeClient, Query } from '../kube/client.ts';
+import type { JsonResponse, KubeClient, Query } from '../kube/client.ts';
 import { KubeError } from '../kube/errors.ts';
-import { formatBytes, ResponseTooLarge } from '../kube/transport.ts';
+import { ResponseTooLarge } from '../kube/transport.ts';
 import { apiVersionOf, collectionPath, type KubeObject, type ResourceType } from '../kube/types.ts';
-import { watchLines } from '../kube/watch-stream.ts';
+import { objectTooLarge, watchLines } from '../kube/watch-stream.ts';
 import { Backoff, type BackoffOptions, sleep } from './backoff.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -180,7 +180,7 @@ export class Reflector {
     let continueToken: string | undefined;
     let resourceVersion = '';
     for (;;) {
-      let response: Awaited<ReturnType<KubeClient['getJSON']>>;
+      let response: JsonResponse<ListPage>;
       try {
         response = await this.client.getJSON<ListPage>(this.path, {
           query: { ...this.baseQuery(), limit: this.pageLimit, continue: continueToken },
@@ -188,12 +188,12 @@ export class Reflector {
         });
       } catch (error) {
         if (!(error instanceof ResponseTooLarge)) throw error;
-        if (this.pageLimit === 1) throw await this.objectTooLarge(continueToken, error.limitBytes);
+        if (this.pageLimit === 1) throw await this.tooLarge(continueToken, error.limitBytes);
         this.pageLimit = Math.max(1, Math.floor(this.pageLimit / 8));
         continue;
       }
       if (response.notModified) throw unexpected(new Error('304 answer to a LIST'), this.path);
-      const page = response.body as ListPage;
+      const page = response.body;
       const items = page.items ?? [];
       this.adaptPageLimit(items.length, response.bytes, targetBytes);
       // Items of a List carry no apiVersion/kind of their own; the diff and redaction need them.
@@ -223,7 +223,7 @@ export class Reflector {
   }
 
   /** The error for one object too large to read: its name comes from a metadata-only LIST of it. */
-  private async objectTooLarge(continueToken: string | undefined, limitBytes: number): Promise<KubeError> {
+  private async tooLarge(continueToken: string | undefined, limitBytes: number): Promise<KubeError> {
     let name: string | undefined;
     try {
       const response = await this.client.getJSON<{ items?: KubeObject[] }>(this.path, {
@@ -236,11 +236,7 @@ export class Reflector {
     } catch {
       // The error below says enough without the name.
     }
-    return new KubeError(
-      'too-large',
-      `${name ? `the object ${name}` : 'an object'} is larger than ${formatBytes(limitBytes)}, the most kubediff reads at once`,
-      { path: this.path },
-    );
+    return objectTooLarge(name, limitBytes, this.path);
   }
 
   /** One WATCH from the last resourceVersion, until the server ends it or it fails. */

@@ -128,7 +128,7 @@ export class Http2Pool implements Transport {
         if (request.signal?.aborted) throw request.signal.reason ?? error;
         if (!unprocessed(error, stream) || attempt >= MAX_ATTEMPTS)
           throw this.failure(connection, error, request.path);
-        this.drain(connection);
+        this.drain(connection, `the server refused ${request.path} unprocessed`);
       }
     }
   }
@@ -310,7 +310,7 @@ export class Http2Pool implements Transport {
     session.on('goaway', () => {
       // The server is going away gracefully: streams it accepted finish, new ones go to a new connection.
       if (!connection.draining && !connection.dead) this.lost.goaway++;
-      this.drain(connection);
+      this.drain(connection, 'the server sent GOAWAY');
     });
     session.on('error', (error) => {
       this.lose(
@@ -331,9 +331,11 @@ export class Http2Pool implements Transport {
   }
 
   /** No new stream goes to this connection; it closes once its last stream ends (a graceful close). */
-  private drain(connection: Connection): void {
+  private drain(connection: Connection, reason: string): void {
     if (!connection.draining)
-      this.options.log?.debug(`closing an HTTP/2 connection once its ${connection.streams} streams end`);
+      this.options.log?.debug(
+        `closing an HTTP/2 connection once its ${connection.streams} streams end: ${reason}`,
+      );
     connection.draining = true;
     const { session } = connection;
     if (!session.closed && !session.destroyed) session.close();

@@ -61,11 +61,15 @@ export async function* watchLines(body: Readable, limits: WatchLineLimits): Asyn
 }
 
 function tooLarge(line: string, limits: WatchLineLimits): KubeError {
-  const name = objectNameIn(line.slice(0, 8192));
+  return objectTooLarge(objectNameIn(line.slice(0, 8192)), limits.maxLineLength, limits.path);
+}
+
+/** The error for one object larger than kubediff reads at once, named when the name is known. */
+export function objectTooLarge(name: string | undefined, limitBytes: number, path: string): KubeError {
   return new KubeError(
     'too-large',
-    `${name ? `the object ${name}` : 'an object'} is larger than ${formatBytes(limits.maxLineLength)}, the most kubediff reads at once`,
-    { path: limits.path },
+    `${name ? `the object ${name}` : 'an object'} is larger than ${formatBytes(limitBytes)}, the most kubediff reads at once`,
+    { path },
   );
 }
 
