@@ -3,7 +3,11 @@
 /** `name{labels}` → value, from the Prometheus text format served at `${base}/metrics`. */
 export async function scrapeMetrics(base: string): Promise<Map<string, number>> {
   const response = await fetch(`${base}/metrics`);
-  const body = await response.text();
+  return parseMetrics(await response.text());
+}
+
+/** `name{labels}` → value, from the Prometheus text format. */
+export function parseMetrics(body: string): Map<string, number> {
   const values = new Map<string, number>();
   for (const line of body.split('\n')) {
     if (!line || line.startsWith('#')) continue;

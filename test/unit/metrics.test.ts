@@ -7,16 +7,10 @@ import type { Informer } from '../../src/informer/informer.ts';
 import { KubeError } from '../../src/kube/errors.ts';
 import type { Sink, SinkStats } from '../../src/sinks/sink.ts';
 import { emptyStats } from '../../src/sinks/sink.ts';
+import { parseMetrics } from '../helpers/metrics.ts';
 
 async function values(metrics: KubediffMetrics): Promise<Map<string, number>> {
-  const { body } = await metrics.render();
-  const result = new Map<string, number>();
-  for (const line of body.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const space = line.lastIndexOf(' ');
-    result.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return result;
+  return parseMetrics((await metrics.render()).body);
 }
 
 const informer = (group: string, resource: string, extra: Partial<Informer> = {}) =>
