@@ -1,4 +1,5 @@
 // Renders a bench result (bench/run.ts) as a console table and as BENCHMARKS.md.
+import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { LatencyFigures } from './latency.ts';
 import { round, type Spread } from './lib/stats.ts';
 import type { StreamFigures } from './pipeline.ts';
@@ -140,6 +141,42 @@ export function rows(result: Result): Row[] {
       kubediff: mib(sideBySide.kubediff.peakRss),
       baseline: mib(kubectl.peakRss),
       ratio: ratio(sideBySide.kubediff.peakRss / kubectl.peakRss),
+      target: '—',
+      met: undefined,
+    });
+  }
+  const connections = result.connections as ConnectionFigures | undefined;
+  if (connections) {
+    const { http2, http1, ratios } = connections;
+    out.push({
+      figure: `6. connections, ${connections.types} resource types (peak / settled)`,
+      kubediff: `${http2.peakConnections.max} / ${http2.settledConnections.max} (HTTP/2, at most)`,
+      baseline: `${Math.round(http1.peakConnections.median)} / ${Math.round(http1.settledConnections.median)} (HTTP/1.1)`,
+      ratio: '—',
+      target: '1 (2 while replacing one)',
+      met: http2.peakConnections.max <= 2 && http2.settledConnections.max === 1,
+    });
+    out.push({
+      figure: `6. time to "watching ${connections.types} resource types"`,
+      kubediff: ms(http2.startupMs.median),
+      baseline: `${ms(http1.startupMs.median)} (HTTP/1.1)`,
+      ratio: spreadRatio(ratios.startupMs),
+      target: '—',
+      met: undefined,
+    });
+    out.push({
+      figure: '6. … RSS, settled',
+      kubediff: mib(http2.rssBytes.median),
+      baseline: `${mib(http1.rssBytes.median)} (HTTP/1.1)`,
+      ratio: spreadRatio(ratios.rssBytes),
+      target: '—',
+      met: undefined,
+    });
+    out.push({
+      figure: `6. … CPU, ${connections.windowSeconds} s settled (${connections.writesPerSecond} writes/s)`,
+      kubediff: `${http2.windowCpuSeconds.median.toFixed(2)} CPU s`,
+      baseline: `${http1.windowCpuSeconds.median.toFixed(2)} CPU s (HTTP/1.1)`,
+      ratio: spreadRatio(ratios.windowCpuSeconds),
       target: '—',
       met: undefined,
     });
@@ -352,8 +389,58 @@ ${markdownTable(
     : ''
 }`);
   }
+  const connections = result.connections as ConnectionFigures | undefined;
+  if (connections) parts.push(connectionsSection(connections));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
+}
+
+/** Figure 6 (bench/connections.ts); also written alone, after a \`--only connections\` run. */
+export function connectionsSection(figures: ConnectionFigures): string {
+  const row = (label: string, pick: (side: ProtocolFigures) => Spread, format: (value: number) => string) => [
+    label,
+    `${format(pick(figures.http2).median)} (${format(pick(figures.http2).min)}–${format(pick(figures.http2).max)})`,
+    `${format(pick(figures.http1).median)} (${format(pick(figures.http1).min)}–${format(pick(figures.http1).max)})`,
+  ];
+  const count = (value: number) => String(Math.round(value));
+  const seconds = (value: number) => value.toFixed(2);
+  return `## 6. Connections: HTTP/2 against HTTP/1.1
+
+Measured on ${figures.date.slice(0, 10)}. The real CLI (\`kubediff watch -o json\`, everything) on a cluster serving
+${figures.types} resource types (the API server's own and ${figures.crds} CRDs made for it), over HTTP/2 (the default:
+one connection carries discovery, every LIST and every WATCH) and over HTTP/1.1 (\`KUBEDIFF_HTTP_VERSION=1.1\`: one
+connection per watch), ${figures.pairs} pairs after one unrecorded pair. Connections are the process's ESTABLISHED TCP
+connections to the API server, read from /proc every 20 ms from its start to its "watching" line (peak) and at the
+end of a ${figures.windowSeconds} s settled window with ${figures.writesPerSecond} ConfigMap writes/s (settled). Medians, min–max in brackets.
+
+${markdownTable(
+  ['', 'HTTP/2', 'HTTP/1.1', 'ratio'],
+  [
+    [...row('connections at the peak', (side) => side.peakConnections, count), '—'],
+    [...row('connections, settled', (side) => side.settledConnections, count), '—'],
+    [
+      ...row('time to "watching" (ms)', (side) => side.startupMs, count),
+      spreadRatio(figures.ratios.startupMs),
+    ],
+    [
+      ...row('CPU s until then', (side) => side.startupCpuSeconds, seconds),
+      spreadRatio(figures.ratios.startupCpuSeconds),
+    ],
+    [
+      ...row('CPU s, settled window', (side) => side.windowCpuSeconds, seconds),
+      spreadRatio(figures.ratios.windowCpuSeconds),
+    ],
+    [
+      ...row(
+        'RSS, settled (MiB)',
+        (side) => side.rssBytes,
+        (value) => (value / 2 ** 20).toFixed(1),
+      ),
+      spreadRatio(figures.ratios.rssBytes),
+    ],
+  ],
+)}
+`;
 }
 
 /** What the figures do not say by themselves: kept with the generator so every run writes it. */

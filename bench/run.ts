@@ -6,12 +6,13 @@
 //   npm run bench -- --quick           a development run (under 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go (a subset; nothing recorded)
+//            --only pipeline,sync,latency,soak,go,connections (a subset; nothing recorded)
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describeCluster } from '../test/helpers/cluster.ts';
+import { measureConnections } from './connections.ts';
 import { buildGoOriginal } from './go-original.ts';
 import { measureLatency } from './latency.ts';
 import { benchCluster } from './lib/cluster.ts';
@@ -21,7 +22,7 @@ import { renderMarkdown, renderTable } from './report.ts';
 import { runSoak } from './soak.ts';
 import { measureSyncTime, populate } from './sync.ts';
 
-const FIGURES = ['pipeline', 'sync', 'latency', 'soak', 'go'] as const;
+const FIGURES = ['pipeline', 'sync', 'latency', 'soak', 'go', 'connections'] as const;
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
 function parseArgs(argv: string[]) {
@@ -48,6 +49,9 @@ function parseArgs(argv: string[]) {
     latencyRate: 20,
     soakSeconds,
     soakRate: 40,
+    connectionPairs: quick ? 1 : 2,
+    // Long enough for HTTP/1.1's idle LIST connections to close (30 s keep-alive): "settled" is then what stays.
+    connectionWindowSeconds: quick ? 5 : 35,
   };
 }
 
@@ -150,6 +154,15 @@ try {
     result.soak = await runSoak(cluster.info, cluster.admin, {
       seconds: settings.soakSeconds,
       writesPerSecond: settings.soakRate,
+      log,
+    });
+  }
+  if (settings.figures.has('connections')) {
+    log('6. connections: HTTP/2 against HTTP/1.1, 64 resource types');
+    result.connections = await measureConnections(cluster.info, cluster.admin, {
+      pairs: settings.connectionPairs,
+      windowSeconds: settings.connectionWindowSeconds,
+      writesPerSecond: 5,
       log,
     });
   }

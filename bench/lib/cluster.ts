@@ -35,8 +35,8 @@ export async function benchCluster(options: {
     controllers: [...DEFAULT_CONTROLLERS, 'deployment-controller', 'replicaset-controller'],
     log: options.log,
   });
-  // The workload's writes over HTTP/1.1 too (undici would otherwise multiplex them all on one
-  // HTTP/2 session), like kubediff's own client.
+  // The workload's writes over HTTP/1.1, on connections of their own (undici would otherwise
+  // multiplex them all on one HTTP/2 session).
   const agent = rawAgent(cluster);
   const admin = new KubeAdmin(cluster, { dispatcher: agent });
   return {

@@ -3,7 +3,7 @@
 import { Agent, request } from 'undici';
 import type { ClusterInfo } from '../../test/helpers/cluster.ts';
 
-/** HTTP/1.1, as kubediff's own client (src/kube/client.ts): one connection per watch. */
+/** HTTP/1.1, the plainest client: one connection per request in flight, nothing shared between watches. */
 export function rawAgent(info: ClusterInfo): Agent {
   return new Agent({
     connect: {

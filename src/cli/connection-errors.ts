@@ -3,6 +3,7 @@
 import { UserError } from '../errors.ts';
 import { KubeError } from '../kube/errors.ts';
 import type { ClusterIdentity } from '../kube/kubeconfig.ts';
+import { formatBytes, ResponseTooLarge } from '../kube/transport.ts';
 
 export function explainConnectionFailure(error: unknown, identity: ClusterIdentity): unknown {
   if (!(error instanceof KubeError)) return error;
@@ -29,6 +30,14 @@ export function explainConnectionFailure(error: unknown, identity: ClusterIdenti
     case 'forbidden':
       return new UserError(
         `the API server at ${where} refused discovery (403 Forbidden); the user needs get on the non-resource URLs /api and /apis (the default system:discovery role grants it).`,
+        1,
+        { cause: error },
+      );
+    case 'too-large':
+      return new UserError(
+        error instanceof ResponseTooLarge
+          ? `the API server at ${where} answered ${error.path} with more than ${formatBytes(error.limitBytes)}, the most kubediff reads at once; raise KUBEDIFF_MAX_READ_SIZE.`
+          : `the API server at ${where}: ${error.message}; raise KUBEDIFF_MAX_READ_SIZE.`,
         1,
         { cause: error },
       );

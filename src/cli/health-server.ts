@@ -101,6 +101,7 @@ const READINESS_REASONS: Record<KubeFailureKind, string> = {
   throttled: 'the API server asks to slow down (429)',
   server: 'the API server fails (5xx)',
   request: 'the API server refuses the request (4xx)',
+  'too-large': 'an object is larger than kubediff reads at once',
 };
 
 export interface ListenAddress {

@@ -8,6 +8,7 @@ import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { parseDurationSetting } from '../duration.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, invalidSetting, UserError } from '../errors.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
+import type { HttpSettings } from '../kube/client.ts';
 import { KubeError } from '../kube/errors.ts';
 import { stderrLogger } from '../log.ts';
 import { parseSize } from '../size.ts';
@@ -146,6 +147,7 @@ function buildProgram(): Command {
         stateMaxBacklogBytes: sizeFromEnvironment('KUBEDIFF_STATE_MAX_BACKLOG'),
         standbyMaxBufferBytes: sizeFromEnvironment('KUBEDIFF_STANDBY_MAX_BUFFER'),
       },
+      http: httpFromEnvironment(),
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
       userAgent: `kubediff/${VERSION}`,
     });
@@ -170,7 +172,7 @@ function buildProgram(): Command {
       const settings = loadWatchSettings({ ...selectionFlags, output: 'json' }, false, process.env, {
         unsetVariables: 'warn',
       });
-      await runResources(settings, { output }, process.stdout);
+      await runResources(settings, { output, http: httpFromEnvironment() }, process.stdout);
     });
 
   program
@@ -211,7 +213,12 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .action(async (flags: { config: string; cluster?: boolean; kubeconfig?: string; context?: string }) => {
-      await runValidate(flags, { env: process.env, stdout: process.stdout, stderr: process.stderr });
+      await runValidate(flags, {
+        env: process.env,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        http: httpFromEnvironment(),
+      });
     });
 
   return program;
@@ -275,6 +282,40 @@ function timingFromEnvironment(): Partial<ReflectorTiming> {
   const maxBackoff = durationFromEnvironment('KUBEDIFF_MAX_BACKOFF');
   if (maxBackoff !== undefined) timing.backoff = { maxMs: maxBackoff };
   return timing;
+}
+
+/** How kubediff talks to the API server (README, "Tuning"). */
+function httpFromEnvironment(): Partial<HttpSettings> {
+  const http: Partial<HttpSettings> = {};
+  const version = process.env.KUBEDIFF_HTTP_VERSION;
+  if (version) {
+    if (version !== '2' && version !== '1.1')
+      throw invalidSetting(
+        'KUBEDIFF_HTTP_VERSION',
+        version,
+        'use 2 (HTTP/2 when the server offers it, the default) or 1.1',
+      );
+    http.protocol = version === '2' ? 'auto' : 'http/1.1';
+  }
+  // The duration parser refuses 0 (it would switch dead-connection detection off).
+  const readIdle = durationFromEnvironment('KUBEDIFF_READ_IDLE_TIMEOUT');
+  if (readIdle !== undefined) http.readIdleMs = readIdle;
+  const pingTimeout = durationFromEnvironment('KUBEDIFF_PING_TIMEOUT');
+  if (pingTimeout !== undefined) http.pingTimeoutMs = pingTimeout;
+  const connections = process.env.KUBEDIFF_MAX_CONNECTIONS;
+  if (connections) {
+    const count = Number(connections);
+    if (!Number.isInteger(count) || count < 1)
+      throw invalidSetting(
+        'KUBEDIFF_MAX_CONNECTIONS',
+        connections,
+        'use a whole number of connections such as 256',
+      );
+    http.maxConnections = count;
+  }
+  const maxReadBytes = sizeFromEnvironment('KUBEDIFF_MAX_READ_SIZE');
+  if (maxReadBytes !== undefined) http.maxReadBytes = maxReadBytes;
+  return http;
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -14,6 +14,7 @@ import type { ChangeEvent } from '../diff/types.ts';
 import { type EventFailures, FAILURE_STAGES } from '../event-failures.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
+import type { ConnectionStats } from '../kube/transport.ts';
 import { qualifiedName } from '../kube/types.ts';
 import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
@@ -35,6 +36,8 @@ export interface MetricsSources {
   /** 1 while this replica is the leader, or always when leader election is off. */
   isLeader?: () => boolean;
   isReady?: () => boolean;
+  /** The connections to the API server (read on each scrape). */
+  connections?: () => ConnectionStats;
 }
 
 const SINK_OUTCOMES: readonly [keyof SinkStats, string][] = [
@@ -295,6 +298,48 @@ export class KubediffMetrics {
       registers,
       collect() {
         this.set(self.sources.isReady?.() ? 1 : 0);
+      },
+    });
+
+    new Gauge({
+      name: 'kubediff_api_connections',
+      help: 'Connections open to the API server, by protocol (h2: one carries every request; http/1.1: one per watch).',
+      labelNames: ['protocol'],
+      registers,
+      collect() {
+        this.reset();
+        const stats = self.sources.connections?.();
+        if (stats) this.set({ protocol: stats.protocol }, stats.open);
+      },
+    });
+    new Counter({
+      name: 'kubediff_api_connections_opened_total',
+      help: 'Connections opened to the API server since the start.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(self.sources.connections?.().opened ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kubediff_api_connections_lost_total',
+      help: 'HTTP/2 connections given up, by reason: reset, ping_timeout (no answer to a PING), closed by the server, goaway (replaced gracefully).',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        const lost = self.sources.connections?.().lost;
+        if (!lost) return;
+        for (const [reason, count] of Object.entries(lost))
+          this.inc({ reason: reason.replace('-', '_') }, count);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_api_requests_waiting',
+      help: 'Requests waiting for a connection because every one allowed (KUBEDIFF_MAX_CONNECTIONS) is busy.',
+      registers,
+      collect() {
+        this.set(self.sources.connections?.().waiting ?? 0);
       },
     });
 

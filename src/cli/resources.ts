@@ -3,7 +3,7 @@
 // list or watch (asked with SelfSubjectAccessReviews).
 import type { Writable } from 'node:stream';
 import type { WatchSettings } from '../config/watch-settings.ts';
-import type { KubeClient } from '../kube/client.ts';
+import type { HttpSettings, KubeClient } from '../kube/client.ts';
 import { KubeClient as Client } from '../kube/client.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import { Discovery } from '../kube/discovery.ts';
@@ -28,11 +28,11 @@ export interface ResourceRow {
 
 export async function runResources(
   settings: WatchSettings,
-  options: { output: 'json' | 'table' },
+  options: { output: 'json' | 'table'; http?: Partial<HttpSettings> },
   out: Writable,
 ): Promise<void> {
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
-  const client = await Client.create(identity);
+  const client = await Client.create(identity, { http: options.http });
   try {
     let selection: Selection;
     try {

@@ -39,6 +39,7 @@ export class ServiceRuntime {
     this.log = log;
     this.readiness = new Readiness({ thresholdMs: options?.readyFailureThresholdMs ?? 60_000 });
     this.metrics = options?.listen ? new KubediffMetrics({ version }) : undefined;
+    this.metrics?.setSources({ connections: () => client.connectionStats() });
   }
 
   /** Opens the health server at once, so that the kubelet sees a live (not yet ready) process during the sync. */

@@ -11,7 +11,7 @@ import {
   loadConfigFile,
 } from '../config/file.ts';
 import { settingsFromConfig } from '../config/settings.ts';
-import { KubeClient } from '../kube/client.ts';
+import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import type { ResourceType } from '../kube/types.ts';
@@ -32,6 +32,8 @@ export interface ValidateRuntime {
   env: Readonly<Record<string, string | undefined>>;
   stdout: Writable;
   stderr: Writable;
+  /** How to talk to the API server for --cluster (README, "Tuning"). */
+  http?: Partial<HttpSettings>;
 }
 
 export async function runValidate(flags: ValidateFlags, runtime: ValidateRuntime): Promise<void> {
@@ -49,7 +51,7 @@ export async function runValidate(flags: ValidateFlags, runtime: ValidateRuntime
     const kubeconfig = flags.kubeconfig ?? loaded.config.kubeconfig;
     const context = flags.context ?? loaded.config.context;
     const identity = loadKubeconfig({ kubeconfig, context });
-    const client = await KubeClient.create(identity);
+    const client = await KubeClient.create(identity, { http: runtime.http });
     let types: ResourceType[];
     try {
       types = (await new Discovery(client).discover()).resources;

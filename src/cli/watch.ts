@@ -18,7 +18,7 @@ import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { StateDatabase } from '../informer/state-database.ts';
 import { StateRecorder, selectionSignature, sinkProgress } from '../informer/state-recorder.ts';
-import { KubeClient } from '../kube/client.ts';
+import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import type { Logger } from '../log.ts';
@@ -37,6 +37,8 @@ export interface WatchRuntime {
   stopRequested: Promise<string>;
   /** Test and tuning knobs from the environment (see README, "Tuning"). */
   timing: Partial<ReflectorTiming>;
+  /** How to talk to the API server: protocol, PINGs, connection and read limits. */
+  http?: Partial<HttpSettings>;
   rediscoveryIntervalMs: number | undefined;
   /** Sent to Slack and webhooks. */
   userAgent?: string;
@@ -64,7 +66,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       })
     : undefined;
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
-  const client = await KubeClient.create(identity);
+  const client = await KubeClient.create(identity, { http: runtime.http, log: runtime.log });
   const discovery = new Discovery(client);
   const service = await ServiceRuntime.start(runtime.service, {
     client,

@@ -10,7 +10,7 @@ import { errorMessage } from '../errors.ts';
 import type { EventFailures } from '../event-failures.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
-import type { KubeError, KubeFailureKind } from '../kube/errors.ts';
+import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
 import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
@@ -160,14 +160,20 @@ export class ClusterWatcher {
           if (this.abort.signal.aborted) return;
           await this.applySelectionAndRetire(selection);
         } catch (error) {
-          if (!this.abort.signal.aborted)
-            this.options.log.warn(`re-discovery failed: ${errorMessage(error)}; retrying later.`);
+          if (!this.abort.signal.aborted) this.reportRediscoveryFailure(error);
         }
       } while (this.refreshAgain && !this.abort.signal.aborted);
     })().finally(() => {
       this.refreshing = undefined;
     });
     return this.refreshing;
+  }
+
+  /** A lost connection is reported once, by the watches (reportState): here it is only a debug line. */
+  private reportRediscoveryFailure(error: unknown): void {
+    const message = `re-discovery failed: ${errorMessage(error)}; retrying later.`;
+    if (error instanceof KubeError && CONNECTION_FAILURES.has(error.kind)) this.options.log.debug(message);
+    else this.options.log.warn(message);
   }
 
   private async discoverAndSelect(): Promise<Selection> {
@@ -331,6 +337,8 @@ export function describeFailure(error: KubeError): string {
       return `forbidden (${error.message})`;
     case 'not-found':
       return 'not found: the API server no longer serves it';
+    case 'too-large':
+      return `${error.message}; raise KUBEDIFF_MAX_READ_SIZE, or leave this type out with --exclude-resource`;
     default:
       return error.message;
   }

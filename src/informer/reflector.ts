@@ -7,13 +7,17 @@
 // - 410 Gone (the resourceVersion was compacted away) means relist; the
 //   informer then reports what changed in the gap;
 // - network and server trouble backs off with jitter, honouring Retry-After;
-// - a connection that goes silent for longer than idleTimeoutMs is taken as
+// - a watch that goes silent for longer than idleTimeoutMs is taken as
 //   dead and replaced (the API server sends bookmarks about once a minute);
-// - 403 and 404 concern only this resource: reported once, retried slowly.
-import type { Readable } from 'node:stream';
-import type { KubeClient, Query } from '../kube/client.ts';
+// - 403 and 404 concern only this resource: reported once, retried slowly;
+// - reads are bounded (KubeClient.maxReadBytes): LIST pages shrink when they
+//   are large, and one object too large to read fails only this resource,
+//   with its name, retried slowly.
+import type { JsonResponse, KubeClient, Query } from '../kube/client.ts';
 import { KubeError } from '../kube/errors.ts';
+import { ResponseTooLarge } from '../kube/transport.ts';
 import { apiVersionOf, collectionPath, type KubeObject, type ResourceType } from '../kube/types.ts';
+import { objectTooLarge, watchLines } from '../kube/watch-stream.ts';
 import { Backoff, type BackoffOptions, sleep } from './backoff.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -38,7 +42,7 @@ export type ReflectorState =
   | { phase: 'stopped' };
 
 export interface ReflectorTiming {
-  /** LIST page size. */
+  /** LIST page size, at most: pages shrink when they are large (see Reflector.list). */
   pageSize: number;
   /** Each WATCH asks the server to end it after a random time in [min, 2×min] seconds. */
   minWatchTimeoutSeconds: number;
@@ -93,6 +97,8 @@ export class Reflector {
   private readonly apiVersion: string;
   private lastResourceVersion = '';
   private running: Promise<void> | undefined;
+  /** Objects asked per LIST page: pageSize, less while this collection's pages are large. */
+  private pageLimit: number;
 
   constructor(client: KubeClient, options: ReflectorOptions, sink: ReflectorSink) {
     this.client = client;
@@ -102,6 +108,7 @@ export class Reflector {
     this.backoff = new Backoff(this.timing.backoff);
     this.path = collectionPath(options.type, options.namespace);
     this.apiVersion = apiVersionOf(options.type);
+    this.pageLimit = this.timing.pageSize;
   }
 
   /** The resourceVersion the next WATCH would resume from. */
@@ -140,7 +147,8 @@ export class Reflector {
           needList = true;
           continue;
         }
-        const slow = failure.kind === 'forbidden' || failure.kind === 'not-found';
+        const slow =
+          failure.kind === 'forbidden' || failure.kind === 'not-found' || failure.kind === 'too-large';
         // After a long pause the watch may be far behind: relisting is cheaper than a 410 later.
         if (slow) needList = true;
         const retryInMs = slow
@@ -159,20 +167,35 @@ export class Reflector {
     return { labelSelector: this.options.labelSelector, fieldSelector: this.options.fieldSelector };
   }
 
-  /** A paged LIST. An expired continue token (410) mid-way restarts it from the first page. */
+  /**
+   * A paged LIST. An expired continue token (410) mid-way restarts it from the first page.
+   * Pages are kept near a quarter of the read limit: a page larger than that makes the next ones
+   * smaller, small ones let them grow back to pageSize. A page over the limit itself is asked again,
+   * from the same place, with fewer objects; when one object alone is over it, the LIST fails naming it.
+   */
   private async list(): Promise<void> {
     this.sink.stateChanged({ phase: 'listing' });
     this.sink.listStarted();
+    const targetBytes = this.client.maxReadBytes / 4;
     let continueToken: string | undefined;
     let resourceVersion = '';
-    do {
-      const response = await this.client.getJSON<ListPage>(this.path, {
-        query: { ...this.baseQuery(), limit: this.timing.pageSize, continue: continueToken },
-        signal: this.abort.signal,
-      });
+    for (;;) {
+      let response: JsonResponse<ListPage>;
+      try {
+        response = await this.client.getJSON<ListPage>(this.path, {
+          query: { ...this.baseQuery(), limit: this.pageLimit, continue: continueToken },
+          signal: this.abort.signal,
+        });
+      } catch (error) {
+        if (!(error instanceof ResponseTooLarge)) throw error;
+        if (this.pageLimit === 1) throw await this.tooLarge(continueToken, error.limitBytes);
+        this.pageLimit = Math.max(1, Math.floor(this.pageLimit / 8));
+        continue;
+      }
       if (response.notModified) throw unexpected(new Error('304 answer to a LIST'), this.path);
       const page = response.body;
       const items = page.items ?? [];
+      this.adaptPageLimit(items.length, response.bytes, targetBytes);
       // Items of a List carry no apiVersion/kind of their own; the diff and redaction need them.
       for (const item of items) {
         item.apiVersion ??= this.apiVersion;
@@ -185,9 +208,35 @@ export class Reflector {
       if (this.stopped) return;
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-    } while (continueToken);
+      if (!continueToken) break;
+    }
     this.lastResourceVersion = resourceVersion;
     this.sink.listCompleted(resourceVersion);
+  }
+
+  private adaptPageLimit(count: number, bytes: number, targetBytes: number): void {
+    if (bytes > targetBytes && count > 1) {
+      this.pageLimit = Math.max(1, Math.floor((count * targetBytes) / bytes));
+    } else if (bytes < targetBytes / 4 && count >= this.pageLimit) {
+      this.pageLimit = Math.min(this.timing.pageSize, this.pageLimit * 2);
+    }
+  }
+
+  /** The error for one object too large to read: its name comes from a metadata-only LIST of it. */
+  private async tooLarge(continueToken: string | undefined, limitBytes: number): Promise<KubeError> {
+    let name: string | undefined;
+    try {
+      const response = await this.client.getJSON<{ items?: KubeObject[] }>(this.path, {
+        query: { ...this.baseQuery(), limit: 1, continue: continueToken },
+        headers: { accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' },
+        signal: this.abort.signal,
+      });
+      const metadata = response.notModified ? undefined : response.body.items?.[0]?.metadata;
+      if (metadata) name = metadata.namespace ? `${metadata.namespace}/${metadata.name}` : metadata.name;
+    } catch {
+      // The error below says enough without the name.
+    }
+    return objectTooLarge(name, limitBytes, this.path);
   }
 
   /** One WATCH from the last resourceVersion, until the server ends it or it fails. */
@@ -203,11 +252,17 @@ export class Reflector {
         timeoutSeconds,
       },
       signal: this.abort.signal,
-      bodyTimeoutMs: this.timing.idleTimeoutMs,
+      idleTimeoutMs: this.timing.idleTimeoutMs,
     });
     this.sink.stateChanged({ phase: 'watching' });
+    const lines = watchLines(body, {
+      idleMs: this.timing.idleTimeoutMs,
+      maxLineLength: this.client.maxReadBytes,
+      server: this.client.server,
+      path: this.path,
+    });
     try {
-      for await (const line of jsonLines(body)) {
+      for await (const line of lines) {
         this.handleLine(line);
         // Asked for each line, but only awaited when the consumer wants a pause: most lines cost no promise.
         const pause = this.options.flowControl?.();
@@ -276,32 +331,8 @@ export class Reflector {
   }
 }
 
-/**
- * Splits a watch body into its JSON lines (a chunk may hold many lines, or part of one). Only the
- * new chunk is searched for a newline: the start of a long line (a large object spans many chunks)
- * is neither copied nor scanned again for each chunk.
- */
-async function* jsonLines(body: Readable): AsyncGenerator<string> {
-  body.setEncoding('utf8');
-  let pending = '';
-  for await (const chunk of body as AsyncIterable<string>) {
-    let start = 0;
-    for (let newline = chunk.indexOf('\n'); newline >= 0; newline = chunk.indexOf('\n', start)) {
-      const line = pending === '' ? chunk.slice(start, newline) : pending + chunk.slice(start, newline);
-      pending = '';
-      start = newline + 1;
-      if (line !== '') yield line;
-    }
-    pending = start === 0 ? pending + chunk : chunk.slice(start);
-  }
-  if (pending.trim()) yield pending;
-}
-
 function transportFailure(error: unknown, server: string, path: string): KubeError {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  const reason =
-    code === 'UND_ERR_BODY_TIMEOUT' ? 'the watch connection went silent' : 'the watch connection broke';
-  return new KubeError('network', `${reason} (${server}${path})`, { path, cause: error });
+  return new KubeError('network', `the watch connection broke (${server}${path})`, { path, cause: error });
 }
 
 function unexpected(error: unknown, path: string): KubeError {

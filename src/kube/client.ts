@@ -1,11 +1,17 @@
-// The HTTP side of talking to one API server. One undici Agent (one pool of
-// keep-alive connections) per cluster identity, shared by discovery, every
-// LIST and every WATCH. Credentials come from @kubernetes/client-node on each
-// request, so rotated tokens and exec plugins keep working for months.
+// The HTTP side of talking to one API server: JSON requests and watch streams for one cluster
+// identity. Every request goes over one HTTP/2 connection (http2-pool.ts says why node:http2 and how
+// a dead connection is found); a server or proxy that does not offer HTTP/2 in ALPN gets HTTP/1.1
+// instead, with a bounded number of connections (http1-pool.ts). Credentials come from
+// @kubernetes/client-node on each request, so rotated tokens and exec plugins keep working for months.
+// Every read is bounded (maxReadBytes): no answer is read whole past it.
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import type { Logger } from '../log.ts';
+import { authHeaders, tlsSettings } from './credentials.ts';
 import { errorFromResponse, errorFromTransport, KubeError } from './errors.ts';
+import { Http1Pool } from './http1-pool.ts';
+import { Http2Pool, Http2Unavailable } from './http2-pool.ts';
 import type { ClusterIdentity } from './kubeconfig.ts';
+import { type ConnectionStats, type HttpMethod, readBody, type Transport } from './transport.ts';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -13,63 +19,86 @@ export interface RequestOptions {
   query?: Query;
   headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
-  /** Longest silence allowed between two chunks of the body (ms). */
-  bodyTimeoutMs?: number;
 }
 
 export type JsonResponse<T> =
-  | { notModified: false; body: T; etag: string | undefined }
+  | { notModified: false; body: T; etag: string | undefined; bytes: number }
   | { notModified: true };
 
-interface HttpsOptions {
-  ca?: string | Buffer;
-  cert?: string | Buffer;
-  key?: string | Buffer;
-  rejectUnauthorized?: boolean;
-  servername?: string;
-  headers?: Record<string, string | number | string[]>;
-  auth?: string;
+/** How kubediff talks HTTP to the API server (README, "Tuning"). */
+export interface HttpSettings {
+  /** 'auto': HTTP/2, or HTTP/1.1 when the server does not offer HTTP/2; 'http/1.1': never HTTP/2. */
+  protocol: 'auto' | 'http/1.1';
+  /** HTTP/2: a connection that read nothing this long is sent a PING (client-go: 30 s). */
+  readIdleMs: number;
+  /** HTTP/2: a PING unanswered this long means the connection is dead (client-go: 15 s). */
+  pingTimeoutMs: number;
+  /** The most connections open to the API server at once. */
+  maxConnections: number;
+  /** The largest answer (a LIST page, a document) or watch event kubediff reads. */
+  maxReadBytes: number;
+}
+
+export const DEFAULT_HTTP: HttpSettings = {
+  protocol: 'auto',
+  readIdleMs: 30_000,
+  pingTimeoutMs: 15_000,
+  maxConnections: 256,
+  maxReadBytes: 16 * 1024 * 1024,
+};
+
+export interface KubeClientOptions {
+  http?: Partial<HttpSettings> | undefined;
+  /** Where the one-time notices go (HTTP/1.1 fallback, connection limit reached). */
+  log?: Logger | undefined;
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const HEADERS_TIMEOUT_MS = 30_000;
-const DEFAULT_BODY_TIMEOUT_MS = 60_000;
+/** Longest silence in the middle of an answer that is read whole. */
+const BODY_IDLE_TIMEOUT_MS = 60_000;
 
 export class KubeClient {
   readonly identity: ClusterIdentity;
   readonly server: string;
-  private readonly agent: Agent;
+  readonly http: HttpSettings;
+  private readonly log: Logger | undefined;
+  private transport: Transport;
 
-  private constructor(identity: ClusterIdentity, agent: Agent) {
+  private constructor(identity: ClusterIdentity, options: KubeClientOptions) {
     this.identity = identity;
     this.server = identity.server;
-    this.agent = agent;
+    this.http = { ...DEFAULT_HTTP, ...options.http };
+    this.log = options.log;
+    const url = new URL(identity.server);
+    // Plain http:// servers (rare, local) get HTTP/1.1: HTTP/2 without TLS is not offered by the API server.
+    this.transport =
+      this.http.protocol === 'auto' && url.protocol === 'https:'
+        ? new Http2Pool({
+            server: url,
+            tls: () => tlsSettings(identity),
+            connectTimeoutMs: CONNECT_TIMEOUT_MS,
+            readIdleMs: this.http.readIdleMs,
+            pingTimeoutMs: this.http.pingTimeoutMs,
+            maxConnections: this.http.maxConnections,
+            log: options.log,
+          })
+        : this.http1();
   }
 
-  /** Reads the TLS material of the identity once and opens the connection pool. */
-  static async create(identity: ClusterIdentity): Promise<KubeClient> {
-    const tls = await httpsOptionsOf(identity);
-    const agent = new Agent({
-      connect: {
-        timeout: CONNECT_TIMEOUT_MS,
-        ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
-        ...(tls.cert !== undefined ? { cert: tls.cert } : {}),
-        ...(tls.key !== undefined ? { key: tls.key } : {}),
-        ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
-        ...(tls.servername !== undefined ? { servername: tls.servername } : {}),
-        keepAlive: true,
-        keepAliveInitialDelay: 30_000,
-      },
-      keepAliveTimeout: 30_000,
-      headersTimeout: HEADERS_TIMEOUT_MS,
-      // HTTP/1.1: one connection per watch. Over HTTP/2 (undici's default) all watches share one
-      // session, and Node's HTTP/2 session does not reliably notice a connection reset by the
-      // server: half the time every watch then sits silent until the idle timeout
-      // (90 s), even with PING frames. A reset HTTP/1.1 socket fails its watch at once.
-      // (test/integration/watch-faults.test.ts, "cut and refused".)
-      allowH2: false,
-    });
-    return new KubeClient(identity, agent);
+  /** Connections are opened on the first request; TLS material is read for each new connection. */
+  static async create(identity: ClusterIdentity, options: KubeClientOptions = {}): Promise<KubeClient> {
+    return new KubeClient(identity, options);
+  }
+
+  /** The largest answer or watch event read (README, "Tuning": KUBEDIFF_MAX_READ_SIZE). */
+  get maxReadBytes(): number {
+    return this.http.maxReadBytes;
+  }
+
+  /** Connections to the API server, for the metrics. */
+  connectionStats(): ConnectionStats {
+    return this.transport.stats();
   }
 
   /** GET a JSON document. With `etag`, a 304 answer is returned as `notModified`. */
@@ -79,35 +108,30 @@ export class KubeClient {
   ): Promise<JsonResponse<T>> {
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (options.etag) headers['if-none-match'] = options.etag;
-    const response = await this.send(path, { ...options, headers });
-    if (response.statusCode === 304) {
-      await response.body.dump();
+    const response = await this.send('GET', path, { ...options, headers });
+    if (response.status === 304) {
+      response.body.resume();
       return { notModified: true };
     }
-    const text = await readText(response.body, this.server, path);
-    try {
-      const etag = response.headers.etag;
-      return {
-        notModified: false,
-        body: JSON.parse(text) as T,
-        etag: typeof etag === 'string' ? etag : undefined,
-      };
-    } catch (error) {
-      throw new KubeError('server', `the API server sent a response that is not JSON for ${path}`, {
-        path,
-        cause: error,
-      });
-    }
+    const bytes = await this.read(response.body, path);
+    const etag = response.headers.etag;
+    return { notModified: false, body: this.parse<T>(bytes, path), etag, bytes: bytes.length };
   }
 
-  /** Opens a streaming GET (a watch) and returns its body once the server answered 200. */
-  async openStream(path: string, options: RequestOptions = {}): Promise<Readable> {
-    const response = await this.send(path, {
+  /**
+   * Opens a streaming GET (a watch) and returns its body once the server answered 200. The caller
+   * reads it, and decides when a silence means a dead stream: `idleTimeoutMs` only bounds the wait
+   * for the response headers, since the API server answers a watch at once.
+   */
+  async openStream(
+    path: string,
+    options: RequestOptions & { idleTimeoutMs?: number } = {},
+  ): Promise<Readable> {
+    const response = await this.send('GET', path, {
       ...options,
       headers: { accept: 'application/json', ...options.headers },
-      // The API server answers a watch at once: waiting longer than the allowed silence for its
-      // headers is the same dead connection as a silent body.
-      headersTimeoutMs: Math.min(options.bodyTimeoutMs ?? HEADERS_TIMEOUT_MS, HEADERS_TIMEOUT_MS),
+      headersTimeoutMs: Math.min(options.idleTimeoutMs ?? HEADERS_TIMEOUT_MS, HEADERS_TIMEOUT_MS),
+      longLived: true,
     });
     return response.body;
   }
@@ -147,69 +171,99 @@ export class KubeClient {
     return review.status?.allowed === true;
   }
 
+  async close(): Promise<void> {
+    await this.transport.close();
+  }
+
   private async sendJSON<T>(
     method: 'POST' | 'PUT',
     path: string,
     body: unknown,
     options: RequestOptions,
   ): Promise<T> {
-    const response = await this.send(path, {
+    const response = await this.send(method, path, {
       ...options,
-      method,
       body: JSON.stringify(body),
       headers: { accept: 'application/json', 'content-type': 'application/json', ...options.headers },
     });
-    return JSON.parse(await readText(response.body, this.server, path)) as T;
-  }
-
-  async close(): Promise<void> {
-    await this.agent.destroy();
+    return this.parse<T>(await this.read(response.body, path), path);
   }
 
   private async send(
+    method: HttpMethod,
     path: string,
-    options: RequestOptions & { method?: 'GET' | 'POST' | 'PUT'; body?: string; headersTimeoutMs?: number },
+    options: RequestOptions & { body?: string; headersTimeoutMs?: number; longLived?: boolean },
   ) {
-    const url = this.server + path + queryString(options.query);
-    const headers = { ...(await authHeaders(this.identity)), ...options.headers };
-    let response: Awaited<ReturnType<typeof request>>;
+    const request = {
+      method,
+      path: path + queryString(options.query),
+      headers: { ...(await authHeaders(this.identity)), ...options.headers },
+      body: options.body,
+      signal: options.signal,
+      headersTimeoutMs: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      longLived: options.longLived ?? false,
+    };
+    let response: Awaited<ReturnType<Transport['request']>>;
     try {
-      response = await request(url, {
-        dispatcher: this.agent,
-        method: options.method ?? 'GET',
-        headers,
-        ...(options.body !== undefined ? { body: options.body } : {}),
-        signal: options.signal ?? null,
-        bodyTimeout: options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
-        headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      response = await this.transport.request(request).catch((error: unknown) => {
+        if (!(error instanceof Http2Unavailable)) throw error;
+        this.fallBackToHttp1(error);
+        return this.transport.request(request);
       });
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error;
-      throw errorFromTransport(error, this.server, path);
+      throw error instanceof KubeError ? error : errorFromTransport(error, this.server, path);
     }
-    if (response.statusCode >= 400) {
-      const text = await readText(response.body, this.server, path).catch(() => '');
-      const retryAfter = response.headers['retry-after'];
-      throw errorFromResponse(
-        response.statusCode,
-        text,
-        typeof retryAfter === 'string' ? retryAfter : undefined,
-        path,
+    if (response.status >= 400) {
+      const text = await this.read(response.body, path).then(
+        (bytes) => bytes.toString('utf8'),
+        () => '',
       );
+      throw errorFromResponse(response.status, text, response.headers['retry-after'], path);
     }
     return response;
   }
-}
 
-async function readText(
-  body: Readable & { text(): Promise<string> },
-  server: string,
-  path: string,
-): Promise<string> {
-  try {
-    return await body.text();
-  } catch (error) {
-    throw errorFromTransport(error, server, path);
+  private read(body: Readable, path: string): Promise<Buffer> {
+    return readBody(
+      body,
+      { maxBytes: this.http.maxReadBytes, idleMs: BODY_IDLE_TIMEOUT_MS },
+      { server: this.server, path },
+    ).catch((error: unknown) => {
+      throw error instanceof KubeError ? error : errorFromTransport(error, this.server, path);
+    });
+  }
+
+  private parse<T>(bytes: Buffer, path: string): T {
+    try {
+      return JSON.parse(bytes.toString('utf8')) as T;
+    } catch (error) {
+      throw new KubeError('server', `the API server sent a response that is not JSON for ${path}`, {
+        path,
+        cause: error,
+      });
+    }
+  }
+
+  private http1(): Http1Pool {
+    return new Http1Pool({
+      server: new URL(this.identity.server),
+      tls: () => tlsSettings(this.identity),
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      maxConnections: this.http.maxConnections,
+      onSaturated: (message) => this.log?.warn(`${message}.`),
+    });
+  }
+
+  /** Once per client: the server answered ALPN without h2. */
+  private fallBackToHttp1(reason: Http2Unavailable): void {
+    if (this.transport.protocol === 'http/1.1') return;
+    const previous = this.transport;
+    this.transport = this.http1();
+    void previous.close();
+    this.log?.info(
+      `the API server at ${this.server} does not offer HTTP/2 (ALPN answered ${reason.negotiated}): using HTTP/1.1, one connection per watch, at most ${this.http.maxConnections} (KUBEDIFF_MAX_CONNECTIONS).`,
+    );
   }
 }
 
@@ -221,23 +275,4 @@ function queryString(query: Query | undefined): string {
   }
   const text = params.toString();
   return text ? `?${text}` : '';
-}
-
-async function httpsOptionsOf(identity: ClusterIdentity): Promise<HttpsOptions> {
-  const options: HttpsOptions = {};
-  await identity.kubeConfig.applyToHTTPSOptions(options);
-  return options;
-}
-
-/** The authentication headers for the next request: client-node refreshes tokens as needed. */
-async function authHeaders(identity: ClusterIdentity): Promise<Record<string, string>> {
-  const options = await httpsOptionsOf(identity);
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.headers ?? {})) {
-    headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
-  }
-  if (options.auth && !headers.authorization) {
-    headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
-  }
-  return headers;
 }

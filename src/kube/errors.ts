@@ -19,7 +19,9 @@ export type KubeFailureKind =
   /** 5xx and other server trouble: retry with backoff. */
   | 'server'
   /** Any other 4xx: the request itself is wrong. */
-  | 'request';
+  | 'request'
+  /** An answer (or one object) larger than kubediff reads at once (KUBEDIFF_MAX_READ_SIZE). */
+  | 'too-large';
 
 export class KubeError extends Error {
   readonly kind: KubeFailureKind;
@@ -112,7 +114,7 @@ const TLS_CODES = new Set([
   'ERR_SSL_WRONG_VERSION_NUMBER',
 ]);
 
-/** Classifies an error thrown by undici (or a socket) while talking to `server`. */
+/** Classifies an error thrown by undici, node:http2 or a socket while talking to `server`. */
 export function errorFromTransport(error: unknown, server: string, path: string): KubeError {
   const code = transportCode(error);
   if (code && TLS_CODES.has(code)) {
@@ -159,6 +161,14 @@ function describeNetworkCode(code: string): string {
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
       return 'network unreachable';
+    case 'ERR_STREAM_PREMATURE_CLOSE':
+      return 'the connection closed before the end of the answer';
+    case 'ERR_HTTP2_STREAM_ERROR':
+      return 'the server reset the request (HTTP/2 stream error)';
+    case 'ERR_HTTP2_GOAWAY_SESSION':
+    case 'ERR_HTTP2_INVALID_SESSION':
+    case 'ERR_HTTP2_STREAM_CANCEL':
+      return 'the connection was closing';
     default:
       return code;
   }

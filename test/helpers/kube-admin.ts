@@ -311,6 +311,25 @@ export class KubeAdmin {
     return name;
   }
 
+  /**
+   * A namespace for one test, deleted when the test ends. With `settled`, also waits for its `default`
+   * ServiceAccount, so that a watch started afterwards does not see it appear as a change.
+   */
+  async namespaceFor(
+    test: { after(fn: () => Promise<void>): void },
+    prefix: string,
+    options: { settled?: boolean } = {},
+  ): Promise<string> {
+    const ns = await this.createNamespace(prefix);
+    test.after(() => this.deleteNamespace(ns));
+    if (options.settled) {
+      await this.waitFor(() => this.tryGet(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
+        what: `the default ServiceAccount of ${ns}`,
+      });
+    }
+    return ns;
+  }
+
   /** Deletes a namespace; with `wait`, until it is gone (the controller manager empties it first). */
   async deleteNamespace(name: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<void> {
     const objectPath = `/api/v1/namespaces/${name}`;

@@ -9,7 +9,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
-import { scrapeMetrics } from '../helpers/metrics.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 
 const admin = adminClient();
 
@@ -65,9 +65,7 @@ describe('health, readiness and metrics', () => {
       },
     );
     try {
-      const [, base] = await kd.waitForStderr(
-        /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
-      );
+      const [, base] = await kd.waitForStderr(SERVING);
       assert.equal((await get(`${base}/healthz`)).status, 200);
       const syncing = await get(`${base}/readyz`);
       assert.equal(syncing.status, 503);

@@ -25,16 +25,6 @@ after(async () => {
   await admin.close();
 });
 
-/** A namespace of our own, with its `default` ServiceAccount already in place (so it is not a change). */
-async function namespaceFor(t: TestContext, prefix: string): Promise<string> {
-  const ns = await admin.createNamespace(prefix);
-  t.after(() => admin.deleteNamespace(ns));
-  await admin.waitFor(() => admin.tryGet(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
-    what: `the default ServiceAccount of ${ns}`,
-  });
-  return ns;
-}
-
 async function proxyFor(t: TestContext): Promise<FaultProxy> {
   const port = Number(new URL(testCluster().server).port);
   const proxy = await startFaultProxy({ target: { host: '127.0.0.1', port } });
@@ -84,7 +74,7 @@ function objectRef(object: KubeObject, resource: string, kind: string) {
 const configMapRef = (object: KubeObject) => objectRef(object, 'configmaps', 'ConfigMap');
 
 test('changes made while every connection is cut and refused are each reported once after reconnecting', async (t) => {
-  const ns = await namespaceFor(t, 'faults-cut');
+  const ns = await admin.namespaceFor(t, 'faults-cut', { settled: true });
   const configMaps = `/api/v1/namespaces/${ns}/configmaps`;
   const b0 = await admin.create(configMaps, { metadata: { name: 'b' }, data: { k: '1' } });
   const c0 = await admin.create(configMaps, { metadata: { name: 'c' }, data: { k: '1' } });
@@ -152,7 +142,7 @@ test('changes made while every connection is cut and refused are each reported o
 });
 
 test('a dead (black-holed) connection is noticed soon after the idle timeout, and the change made meanwhile is reported once', async (t) => {
-  const ns = await namespaceFor(t, 'faults-dead');
+  const ns = await admin.namespaceFor(t, 'faults-dead', { settled: true });
   const configMaps = `/api/v1/namespaces/${ns}/configmaps`;
   const d0 = await admin.create(configMaps, { metadata: { name: 'd' }, data: { k: '1' } });
 
@@ -221,7 +211,7 @@ const podTemplateRef = (object: KubeObject) => objectRef(object, 'podtemplates',
 test('after 410 Gone, kubediff relists and reports exactly what changed in the gap, offline', {
   skip: needsEtcd(),
 }, async (t) => {
-  const ns = await namespaceFor(t, 'faults-gone');
+  const ns = await admin.namespaceFor(t, 'faults-gone', { settled: true });
   const templates = `/api/v1/namespaces/${ns}/podtemplates`;
   const same = await admin.create(templates, podTemplate('pt-same'));
   const update0 = await admin.create(templates, podTemplate('pt-update'));
@@ -315,7 +305,7 @@ test('after 410 Gone, kubediff relists and reports exactly what changed in the g
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   test(`${signal} stops kubediff cleanly: exit code 0, promptly, every connection closed`, async (t) => {
-    const ns = await namespaceFor(t, `faults-${signal.toLowerCase()}`);
+    const ns = await admin.namespaceFor(t, `faults-${signal.toLowerCase()}`, { settled: true });
     const proxy = await proxyFor(t);
     const kd = await watchThrough(proxy, ['-n', ns]);
     assert.ok(proxy.connections > 0, 'kubediff holds connections while it watches');
@@ -333,7 +323,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 test('a stop while reconnecting (backing off after losing the API server) is just as clean', async (t) => {
-  const ns = await namespaceFor(t, 'faults-stop-offline');
+  const ns = await admin.namespaceFor(t, 'faults-stop-offline', { settled: true });
   const proxy = await proxyFor(t);
   const kd = await watchThrough(proxy, ['-n', ns], { KUBEDIFF_MAX_BACKOFF: '1s' });
   proxy.refuse(true);

@@ -101,9 +101,11 @@ test('SIGINT while the API server does not answer the initial discovery: exit 0,
 
   const stopped = await kd.stop('SIGINT');
   assert.equal(stopped.code, 0, stopped.stderr);
+  // The front offers HTTP/1.1 only (ALPN), which kubediff says once before anything else.
   assert.equal(
     stopped.stderr,
-    'kubediff: stopping on SIGINT during the initial sync: delivering what is queued (at most 10s), then exiting.\n',
+    `kubediff: the API server at ${front.url} does not offer HTTP/2 (ALPN answered http/1.1): using HTTP/1.1, one connection per watch, at most 256 (KUBEDIFF_MAX_CONNECTIONS).\n` +
+      'kubediff: stopping on SIGINT during the initial sync: delivering what is queued (at most 10s), then exiting.\n',
   );
   assert.equal(stopped.stdout, '');
   await front.waitForIdle(5_000);
