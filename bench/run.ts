@@ -2,8 +2,8 @@
 // the same run, on a control plane of its own. Prints a table; a full run also writes
 // bench/results/latest.json and BENCHMARKS.md. Numbers are recorded, never asserted.
 //
-//   npm run bench                      the recorded run (about 15 minutes, 10-minute soak)
-//   npm run bench -- --quick           a development run (under 3 minutes); results in a temp folder
+//   npm run bench                      the recorded run (about 21 minutes, 10-minute soak)
+//   npm run bench -- --quick           a development run (about 4 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
 //            --only pipeline,sync,latency,soak,go-original,startup (a subset; nothing recorded unless
@@ -240,7 +240,10 @@ function mergeIntoLatest(jsonFile: string, partial: Record<string, unknown>): Re
     const key = FIGURES[name as keyof typeof FIGURES];
     latest[key] = partial[key];
   }
-  const runs = (latest.partialRuns as unknown[] | undefined) ?? [];
+  // An earlier partial run keeps only the figures this one did not measure again.
+  const runs = ((latest.partialRuns as { figures: string[] }[] | undefined) ?? [])
+    .map((run) => ({ ...run, figures: run.figures.filter((name) => !figures.includes(name)) }))
+    .filter((run) => run.figures.length > 0);
   latest.partialRuns = [
     ...runs,
     {
