@@ -557,7 +557,7 @@ changes equal those jsondiffpatch gives for the whole objects.
 ### Reproducing
 
 \`npm run bench\` (full, ~21 minutes: builds the control plane and the Go original if needed, starts its own control
-plane, writes this file); \`npm run bench -- --quick\` (about 4 minutes, records nothing); \`--soak-seconds N\`;
+plane, writes this file); \`npm run bench -- --quick\` (about 3 minutes, records nothing); \`--soak-seconds N\`;
 \`--only pipeline,sync,latency,soak,go-original,startup\` for some figures (with \`--record\`, they replace theirs in
 bench/results/latest.json and this file, the others are kept); \`node bench/report.ts\` writes this file again from
 latest.json. Figure 5 needs Go and the Go original's source (by default in \`shared/anchors/kubediff-go\` beside the

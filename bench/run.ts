@@ -3,7 +3,7 @@
 // bench/results/latest.json and BENCHMARKS.md. Numbers are recorded, never asserted.
 //
 //   npm run bench                      the recorded run (about 21 minutes, 10-minute soak)
-//   npm run bench -- --quick           a development run (about 4 minutes); results in a temp folder
+//   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
 //            --only pipeline,sync,latency,soak,go-original,startup (a subset; nothing recorded unless
