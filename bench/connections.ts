@@ -68,7 +68,7 @@ export async function measureConnections(
     await admin.create(collection, { metadata: { name: `cm-${index}` }, data: { k: '0' } });
   }
   const types = await watchedTypes(info);
-  options.log(`6. connections: ${types} resource types (${crds} CRDs made for it)`);
+  options.log(`7. connections: ${types} resource types (${crds} CRDs made for it)`);
 
   const once = async (protocol: '2' | '1.1'): Promise<Run> => {
     const started = performance.now();
@@ -108,7 +108,7 @@ export async function measureConnections(
           .stderr()
           .split('\n')
           .filter((line) => /HTTP\/2 connection|went silent|broke|refused/.test(line));
-        options.log(`6. connections: HTTP/2 held ${peak} at once: ${lines.join(' | ')}`);
+        options.log(`7. connections: HTTP/2 held ${peak} at once: ${lines.join(' | ')}`);
       }
       return {
         startupMs,
@@ -132,7 +132,7 @@ export async function measureConnections(
     for (const protocol of order) {
       const run = await once(protocol);
       options.log(
-        `6. connections: HTTP/${protocol}: ${run.peakConnections} connections at the peak, ${run.settledConnections} settled, watching after ${Math.round(run.startupMs)} ms`,
+        `7. connections: HTTP/${protocol}: ${run.peakConnections} connections at the peak, ${run.settledConnections} settled, watching after ${Math.round(run.startupMs)} ms`,
       );
       if (index > 0) (protocol === '2' ? runs.http2 : runs.http1).push(run);
     }

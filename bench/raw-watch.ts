@@ -1,4 +1,4 @@
-// The baseline watcher of figures 3 and 5: a plain undici watch of one collection that writes each
+// The baseline watcher of figure 3: a plain undici watch of one collection that writes each
 // line to stdout as it arrives, and nothing else (a minimal `kubectl get -w -o json`).
 //   node bench/raw-watch.ts --cluster <ClusterInfo.json> --path /api/v1/namespaces/<ns>/configmaps
 // Prints "ready" on stderr once the watch is open.

@@ -1,9 +1,16 @@
 // Renders a bench result (bench/run.ts) as a console table and as BENCHMARKS.md.
+
+//   node bench/report.ts    writes BENCHMARKS.md again from bench/results/latest.json
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
+import type { GoOriginalBuild } from './go-original.ts';
 import type { LatencyFigures } from './latency.ts';
 import { round, type Spread } from './lib/stats.ts';
 import type { StreamFigures } from './pipeline.ts';
+import type { SideBySideFigures } from './side-by-side.ts';
 import type { SoakFigures } from './soak.ts';
+import type { StartupComparison, StartupFigures } from './startup.ts';
 import type { HeapFigures, SyncTimeFigures } from './sync.ts';
 
 type Result = Record<string, unknown>;
@@ -22,6 +29,10 @@ const ms = (value: number) => `${round(value)} ms`;
 const ratio = (value: number) => `${round(value).toFixed(2)}×`;
 const spreadRatio = (s: Spread) =>
   `${ratio(s.median)} (${round(s.min).toFixed(2)}–${round(s.max).toFixed(2)})`;
+const spreadOf = (s: Spread, format: (value: number) => string) =>
+  `${format(s.median)} (${format(s.min)}–${format(s.max)})`;
+const cpu = (seconds: number) => `${round(seconds).toFixed(2)} s`;
+const count = (value: number) => value.toLocaleString('en-US');
 const duration = (seconds: number) => (seconds >= 120 ? `${round(seconds / 60)} min` : `${seconds} s`);
 const perSecond = (value: number) => `${Math.round(value).toLocaleString('en-US')} events/s`;
 
@@ -114,42 +125,83 @@ export function rows(result: Result): Row[] {
       met: soak.lost === 0 && soak.events.duplicates === 0,
     });
   }
-  const go = result.goOriginal as { built: boolean; reason?: string } | undefined;
-  if (go) {
+  const go = result.goOriginal as GoOriginalFigures | undefined;
+  for (const stream of go?.streams ?? []) {
+    const at = `5. vs the Go original, ${count(stream.objects)} objects`;
+    const rssTarget = rssTargetFor(stream.objects);
     out.push({
-      figure: '5. the Go original, side by side',
-      kubediff: '—',
-      baseline: go.built ? 'built' : 'does not build here',
+      figure: `${at}: CPU seconds`,
+      kubediff: cpu(stream.kubediff.cpuSeconds.median),
+      baseline: `${cpu(stream.goOriginal.cpuSeconds.median)} (Go original)`,
+      ratio: spreadRatio(stream.cpuRatio),
+      target: '≤ 1×',
+      met: stream.cpuRatio.median <= 1,
+    });
+    out.push({
+      figure: `${at}: peak RSS`,
+      kubediff: mib(stream.kubediff.peakRss.median),
+      baseline: `${mib(stream.goOriginal.peakRss.median)} (Go original)`,
+      ratio: spreadRatio(stream.peakRssRatio),
+      target: `≤ ${rssTarget}×`,
+      met: stream.peakRssRatio.median <= rssTarget,
+    });
+    out.push({
+      figure: `${at}: updates seen`,
+      kubediff: seenOf(stream, (r) => r.kubediff.updatesSeen),
+      baseline: `${seenOf(stream, (r) => r.goOriginal.updatesSeen)} (Go original)`,
       ratio: '—',
-      target: 'compare, or say why not',
-      met: undefined,
+      target: `all ${count(stream.writes)}, both`,
+      met: stream.allSeen,
     });
   }
-  const sideBySide = soak?.sideBySide;
-  if (sideBySide && !('error' in sideBySide.kubectl)) {
-    const kubectl = sideBySide.kubectl;
-    out.push({
-      figure: '5b. a Go watcher (kubectl get -w) on the soak stream: CPU',
-      kubediff: `${sideBySide.kubediff.cpuSeconds.toFixed(1)} CPU s`,
-      baseline: `${kubectl.cpuSeconds.toFixed(1)} CPU s`,
-      ratio: ratio(sideBySide.kubediff.cpuSeconds / kubectl.cpuSeconds),
-      target: '—',
-      met: undefined,
+  const startup = result.startup as StartupFigures | undefined;
+  if (startup) {
+    const startupRow = (figure: string, c: StartupComparison, target: string, met: boolean): Row => ({
+      figure,
+      kubediff: `${ms(c.kubediff.ms.median)}, ${mib(c.kubediff.peakRss.median)}`,
+      baseline: `${ms(c.baseline.ms.median)}, ${mib(c.baseline.peakRss.median)} (${c.baselineCommand.replace(/ -n <namespace>/, '')})`,
+      ratio: `${spreadRatio(c.msRatio)} time, ${ratio(c.peakRssRatio.median)} RSS`,
+      target,
+      met,
     });
-    out.push({
-      figure: '5b. … peak RSS',
-      kubediff: mib(sideBySide.kubediff.peakRss),
-      baseline: mib(kubectl.peakRss),
-      ratio: ratio(sideBySide.kubediff.peakRss / kubectl.peakRss),
-      target: '—',
-      met: undefined,
-    });
+    out.push(
+      startupRow(
+        '6. start-up: `kubediff version`',
+        startup.version,
+        '≤ 0.15 s',
+        startup.version.kubediff.ms.median <= 150,
+      ),
+    );
+    out.push(
+      startupRow(
+        '6. start-up: `kubediff --help`',
+        startup.help,
+        '≤ 0.15 s',
+        startup.help.kubediff.ms.median <= 150,
+      ),
+    );
+    out.push(
+      startupRow(
+        `6. start-up: \`kubediff watch -n\` to ready (${startup.ready.resourceTypes} types)`,
+        startup.ready,
+        '≤ 0.5 s',
+        startup.ready.kubediff.ms.median <= 500,
+      ),
+    );
+    out.push(
+      startupRow(
+        `6. start-up: \`kubediff watch --initial\`, ${count(startup.initial.objects)} objects`,
+        startup.initial,
+        '≤ 1.1×',
+        startup.initial.msRatio.median <= 1.1,
+      ),
+    );
   }
   const connections = result.connections as ConnectionFigures | undefined;
   if (connections) {
     const { http2, http1, ratios } = connections;
     out.push({
-      figure: `6. connections, ${connections.types} resource types (peak / settled)`,
+      figure: `7. connections, ${connections.types} resource types (peak / settled)`,
       kubediff: `${http2.peakConnections.max} / ${http2.settledConnections.max} (HTTP/2, at most)`,
       baseline: `${Math.round(http1.peakConnections.median)} / ${Math.round(http1.settledConnections.median)} (HTTP/1.1)`,
       ratio: '—',
@@ -157,7 +209,7 @@ export function rows(result: Result): Row[] {
       met: http2.peakConnections.max <= 2 && http2.settledConnections.max === 1,
     });
     out.push({
-      figure: `6. time to "watching ${connections.types} resource types"`,
+      figure: `7. time to "watching ${connections.types} resource types"`,
       kubediff: ms(http2.startupMs.median),
       baseline: `${ms(http1.startupMs.median)} (HTTP/1.1)`,
       ratio: spreadRatio(ratios.startupMs),
@@ -165,7 +217,7 @@ export function rows(result: Result): Row[] {
       met: undefined,
     });
     out.push({
-      figure: '6. … RSS, settled',
+      figure: '7. … RSS, settled',
       kubediff: mib(http2.rssBytes.median),
       baseline: `${mib(http1.rssBytes.median)} (HTTP/1.1)`,
       ratio: spreadRatio(ratios.rssBytes),
@@ -173,7 +225,7 @@ export function rows(result: Result): Row[] {
       met: undefined,
     });
     out.push({
-      figure: `6. … CPU, ${connections.windowSeconds} s settled (${connections.writesPerSecond} writes/s)`,
+      figure: `7. … CPU, ${connections.windowSeconds} s settled (${connections.writesPerSecond} writes/s)`,
       kubediff: `${http2.windowCpuSeconds.median.toFixed(2)} CPU s`,
       baseline: `${http1.windowCpuSeconds.median.toFixed(2)} CPU s (HTTP/1.1)`,
       ratio: spreadRatio(ratios.windowCpuSeconds),
@@ -182,6 +234,22 @@ export function rows(result: Result): Row[] {
     });
   }
   return out;
+}
+
+interface GoOriginalFigures {
+  build: Omit<GoOriginalBuild, 'binary' | 'source'>;
+  streams: SideBySideFigures[];
+}
+
+/** The issue's targets: ≤ 2× the Go original's peak RSS at 300 objects, ≤ 1× at 10,000. */
+function rssTargetFor(objects: number): number {
+  return objects >= 10_000 ? 1 : 2;
+}
+
+/** "3,000 of 3,000", or the fewest of any round. */
+function seenOf(stream: SideBySideFigures, pick: (r: SideBySideFigures['rounds'][number]) => number): string {
+  const fewest = Math.min(...stream.rounds.map(pick));
+  return `${count(fewest)} of ${count(stream.writes)}`;
 }
 
 const verdict = (met: boolean | undefined) => (met === undefined ? '—' : met ? 'met' : 'NOT met');
@@ -227,7 +295,7 @@ Nothing here is asserted by \`npm test\`.
 
 - Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os} (load average ${machine.loadAverageAtStart.join(' ')} at the start: other work ran alongside)
 - Node ${result.node}; Kubernetes ${result.kubernetes} (the test control plane: kube-apiserver, etcd and kube-controller-manager built from the Kubernetes Go modules, started by the bench); ${result.goVersion}
-- Run: ${result.mode}, ${result.elapsedSeconds} s in all
+- Run: ${result.mode}, ${result.elapsedSeconds} s in all${partialRuns(result)}
 
 ## Summary
 
@@ -340,54 +408,116 @@ that uid.
 - RSS over time (s: MiB): ${picked.map((s) => `${Math.round(s.t)}: ${(s.rss / 2 ** 20).toFixed(0)}`).join(', ')}.
 `);
   }
-  const go = result.goOriginal as
-    | {
-        module: string;
-        goVersion: string;
-        built: boolean;
-        reason?: string;
-        attempts: { command: string; exitCode: number | null; output: string }[];
-      }
-    | undefined;
+  const go = result.goOriginal as GoOriginalFigures | undefined;
   if (go) {
-    const side = soak?.sideBySide;
+    const first = go.streams[0];
     parts.push(`## 5. The Go original, side by side
 
-${go.built ? 'Built' : '**Not compared: it does not build here.**'} ${go.reason ? `Reason: ${go.reason}.` : ''}
+The Go original (github.com/arriqaaq/kubediff, last commit a9d1958, MIT), built by the bench from its published
+source (${go.build.goVersion}, its dependencies through the Go module proxy, into .cache/go-original, rebuilt when a
+stamp of its sources changes), and kubediff (\`kubediff watch -o json -r configmaps -n <ns>\`) watch the ConfigMaps of
+one namespace of the test API server at the same time, while ${first ? count(first.writes) : '—'} merge patches arrive at ${first?.writesPerSecond ?? '—'}/s, spread over
+the namespace's objects in turn (each changes one key of \`data\` and one annotation). The Go original runs as its
+README says: \`mode: diff\`, the one resource \`v1/configmaps\`, the namespace, the \`noop\` notifier, a kubeconfig in
+\`$KUBECONFIG\`; it logs each update as a pretty-printed JSON block on stdout ("update event", with a go-test/deep diff)
+and, through the noop notifier, one more line on stderr. Each round starts both processes afresh; the figures are
+read from /proc for both at the same moment, once both have reported every write (medians over the rounds, min–max
+in brackets; ratios round by round).
 
-What the go command answered (${go.goVersion}, a temporary GOPATH, nothing kept):
+- Updates seen: a write counts for a process when it reports an update carrying that write's resourceVersion
+  (kubediff: the \`uid:resourceVersion\` id of an UPDATED event; the Go original: the resourceVersion line of the
+  block's diff). The Go original resyncs every minute, so every round of a minute or more includes one: in diff mode
+  it logs an update only when the old and new objects differ, and a resync hands it the same object twice, so it
+  logs nothing; any report of neither a stream write nor a readiness patch is counted as "other" below.
+- Readiness: the Go original prints nothing when it has synced, so before the stream one object is patched until
+  both processes have reported the same patch; those patches are not counted.
+- CPU seconds are from process start (what the process costs, its start-up and initial LIST included); the stream
+  alone (from its first write to the moment of reading) is shown too.
 
-\`\`\`
-${go.attempts.map((a) => `$ ${a.command}\n${a.output}\n(exit ${a.exitCode})`).join('\n')}
-\`\`\`
-${
-  side && !('error' in side.kubectl)
-    ? `
-In its place, a Go watcher built from the same Kubernetes modules ran on the same stream for the whole soak:
-\`kubectl get configmaps -w -o json\` (${side.kubectl.version}, from the test control plane's build). It is not
-the same job (it prints each object whole; kubediff stores, normalizes, diffs and reports field changes), so it
-bounds what a client-go program costs rather than standing in for kubediff's Go original.
+${go.streams
+  .map(
+    (
+      stream,
+    ) => `### ${count(stream.objects)} objects, ${count(stream.writes)} writes at ${stream.writesPerSecond}/s, ${stream.rounds.length} round${stream.rounds.length === 1 ? '' : 's'}
 
 ${markdownTable(
-  ['', 'kubediff', 'kubectl get -w', 'ratio'],
+  ['', 'kubediff', 'Go original', 'ratio', 'target'],
   [
     [
-      'CPU seconds',
-      side.kubediff.cpuSeconds.toFixed(2),
-      side.kubectl.cpuSeconds.toFixed(2),
-      ratio(side.kubediff.cpuSeconds / side.kubectl.cpuSeconds),
+      'CPU seconds from start',
+      spreadOf(stream.kubediff.cpuSeconds, cpu),
+      spreadOf(stream.goOriginal.cpuSeconds, cpu),
+      spreadRatio(stream.cpuRatio),
+      '≤ 1×',
+    ],
+    [
+      'CPU seconds of the stream alone',
+      spreadOf(stream.kubediff.streamCpuSeconds, cpu),
+      spreadOf(stream.goOriginal.streamCpuSeconds, cpu),
+      spreadRatio(stream.streamCpuRatio),
+      '',
     ],
     [
       'peak RSS',
-      mib(side.kubediff.peakRss),
-      mib(side.kubectl.peakRss),
-      ratio(side.kubediff.peakRss / side.kubectl.peakRss),
+      spreadOf(stream.kubediff.peakRss, mib),
+      spreadOf(stream.goOriginal.peakRss, mib),
+      spreadRatio(stream.peakRssRatio),
+      `≤ ${rssTargetFor(stream.objects)}×`,
+    ],
+    [
+      'updates seen (fewest in a round)',
+      seenOf(stream, (r) => r.kubediff.updatesSeen),
+      seenOf(stream, (r) => r.goOriginal.updatesSeen),
+      '',
+      'all, both',
+    ],
+    [
+      'other reports (all rounds)',
+      count(stream.rounds.reduce((sum, r) => sum + r.kubediff.otherReports, 0)),
+      count(stream.rounds.reduce((sum, r) => sum + r.goOriginal.otherReports, 0)),
+      '',
+      '0',
     ],
   ],
 )}
-`
-    : ''
-}`);
+`,
+  )
+  .join('\n')}`);
+  }
+  const startup = result.startup as StartupFigures | undefined;
+  if (startup) {
+    const line = (c: StartupComparison, target: string) => [
+      `\`${c.command}\``,
+      `${spreadOf(c.kubediff.ms, ms)}; ${mib(c.kubediff.peakRss.median)}`,
+      `\`${c.baselineCommand}\`: ${spreadOf(c.baseline.ms, ms)}; ${mib(c.baseline.peakRss.median)}`,
+      spreadRatio(c.msRatio),
+      spreadRatio(c.peakRssRatio),
+      target,
+    ];
+    parts.push(`## 6. Start-up
+
+Each command against kubectl (${startup.kubectlVersion}, the test control plane's build) in the same run, pair by pair
+(${startup.pairs} pairs after a warm-up pair, medians with min–max). Wall time from the spawn as this process sees it; peak
+RSS from GNU time for a command that exits, from /proc at the moment measured for a watch. kubediff runs with the
+Node that runs the bench (${result.node}), as \`kubediff\` does from the PATH with Node 24.
+
+${markdownTable(
+  ['command', 'kubediff: time; peak RSS', 'baseline: time; peak RSS', 'time ratio', 'RSS ratio', 'target'],
+  [
+    line(startup.version, '≤ 0.15 s'),
+    line(startup.help, '≤ 0.15 s'),
+    line(startup.ready, '≤ 0.5 s'),
+    line(startup.initial, '≤ 1.1×'),
+  ],
+)}
+
+- \`kubediff watch -n\`: a namespace of ${startup.ready.namespaceObjects} ConfigMaps, every resource type (${startup.ready.resourceTypes} of them), timed to
+  the "watching N resource types" line on stderr; kubectl lists one of them in that namespace.
+- \`kubediff watch --initial\`: every ConfigMap of a namespace (${count(startup.initial.objects)}, made as in figure 2), timed to the
+  ADDED line of the last of them on stdout; kubectl to its exit, its JSON list complete (checked).
+- kubectl's discovery cache (a folder of its own for this run, filled by the warm-up pair) is warm, as a user who
+  has run kubectl before has it; kubediff keeps no discovery cache and asks the API server each time.
+`);
   }
   const connections = result.connections as ConnectionFigures | undefined;
   if (connections) parts.push(connectionsSection(connections));
@@ -395,7 +525,7 @@ ${markdownTable(
   return `${parts.join('\n')}`;
 }
 
-/** Figure 6 (bench/connections.ts); also written alone, after a \`--only connections\` run. */
+/** Figure 7 (bench/connections.ts); also written alone, after a \`--only connections\` run. */
 export function connectionsSection(figures: ConnectionFigures): string {
   const row = (label: string, pick: (side: ProtocolFigures) => Spread, format: (value: number) => string) => [
     label,
@@ -404,7 +534,7 @@ export function connectionsSection(figures: ConnectionFigures): string {
   ];
   const count = (value: number) => String(Math.round(value));
   const seconds = (value: number) => value.toFixed(2);
-  return `## 6. Connections: HTTP/2 against HTTP/1.1
+  return `## 7. Connections: HTTP/2 against HTTP/1.1
 
 Measured on ${figures.date.slice(0, 10)}. The real CLI (\`kubediff watch -o json\`, everything) on a cluster serving
 ${figures.types} resource types (the API server's own and ${figures.crds} CRDs made for it), over HTTP/2 (the default:
@@ -441,6 +571,32 @@ ${markdownTable(
   ],
 )}
 `;
+}
+
+const FIGURE_NUMBERS: Record<string, string> = {
+  pipeline: '1',
+  sync: '2',
+  latency: '3',
+  soak: '4',
+  'go-original': '5',
+  startup: '6',
+  connections: '7',
+};
+
+/** Figures re-measured after the full run (`--only … --record`): which, when, under what load. */
+function partialRuns(result: Result): string {
+  const runs = (result.partialRuns ?? []) as {
+    figures: string[];
+    date: string;
+    elapsedSeconds: number;
+    machine: { cpu: string; cores: number; loadAverageAtStart: number[] };
+  }[];
+  return runs
+    .map(
+      (run) =>
+        `\n- Figures ${run.figures.map((name) => FIGURE_NUMBERS[name] ?? name).join(' and ')} (${run.figures.join(', ')}): re-measured on ${run.date.slice(0, 10)} by \`npm run bench -- --only ${run.figures.join(',')} --record\` (${run.machine.cpu}, ${run.machine.cores} cores; ${run.elapsedSeconds} s, load average ${run.machine.loadAverageAtStart.join(' ')} at its start); every other figure is from the run above`,
+    )
+    .join('');
 }
 
 /** What the figures do not say by themselves: kept with the generator so every run writes it. */
@@ -482,12 +638,29 @@ changes equal those jsondiffpatch gives for the whole objects.
 - Figure 1, widgets: parsing 100 KiB dominates both sides; the sharing walk is the largest part of kubediff's own work.
 - Resident memory is mostly fixed cost: a kubediff process that watches nothing sits near 150 MiB, of which about
   90 MiB come from loading @kubernetes/client-node (kubeconfig and auth); the per-object cost is in figure 2. That is
-  the main reason for the peak RSS ratio against kubectl in 5b.
+  the main reason for the peak RSS ratio against the Go original in figure 5, which shrinks as objects are added.
+- Start-up is the same fixed cost in time: loading the modules takes most of a second before any command runs
+  (figure 6), and about a second of CPU, which is most of the difference in figure 5's CPU seconds from start; on
+  the stream alone the two processes are close.
 
 ### Reproducing
 
-\`npm run bench\` (full, ~15 minutes: builds the control plane if needed, starts its own, writes this file);
-\`npm run bench -- --quick\` (under 3 minutes, records nothing); \`--soak-seconds N\`, \`--only pipeline,sync,…\`.
+\`npm run bench\` (full, ~21 minutes: builds the control plane and the Go original if needed, starts its own control
+plane, writes this file); \`npm run bench -- --quick\` (about 3 minutes, records nothing); \`--soak-seconds N\`;
+\`--only pipeline,sync,latency,soak,go-original,startup\` for some figures (with \`--record\`, they replace theirs in
+bench/results/latest.json and this file, the others are kept); \`node bench/report.ts\` writes this file again from
+latest.json. Figure 5 needs Go and the Go original's source (by default in \`shared/anchors/kubediff-go\` beside the
+repository's folder; \`--go-original-src <folder>\` elsewhere); figure 6 needs GNU time (\`/usr/bin/time\`, Debian
+package \`time\`) for the peak RSS of a command that exits.
 The pieces run alone too: \`node bench/pipeline.ts --fixtures <folder>\` replays recordings made by
 \`node bench/record.ts --cluster <ClusterInfo.json> --out <folder>\` (with \`node --cpu-prof\` for a profile).
 `;
+
+if (import.meta.main) {
+  const latest = path.join(import.meta.dirname, 'results', 'latest.json');
+  const target = path.join(import.meta.dirname, '..', 'BENCHMARKS.md');
+  writeFileSync(target, renderMarkdown(JSON.parse(readFileSync(latest, 'utf8')) as Result));
+  process.stderr.write(
+    `bench: wrote ${path.relative(process.cwd(), target)} from ${path.relative(process.cwd(), latest)}\n`,
+  );
+}

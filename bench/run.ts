@@ -2,27 +2,41 @@
 // the same run, on a control plane of its own. Prints a table; a full run also writes
 // bench/results/latest.json and BENCHMARKS.md. Numbers are recorded, never asserted.
 //
-//   npm run bench                      the recorded run (about 15 minutes, 10-minute soak)
-//   npm run bench -- --quick           a development run (under 3 minutes); results in a temp folder
+//   npm run bench                      the recorded run (about 21 minutes, 10-minute soak)
+//   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go,connections (a subset; nothing recorded)
+//            --only pipeline,sync,latency,soak,go-original,startup,connections (a subset; nothing recorded unless
+//            --record: then its figures replace theirs in latest.json, the others are kept),
+//            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describeCluster } from '../test/helpers/cluster.ts';
 import { measureConnections } from './connections.ts';
-import { buildGoOriginal } from './go-original.ts';
+import { DEFAULT_GO_ORIGINAL_SRC, ensureGoOriginal } from './go-original.ts';
 import { measureLatency } from './latency.ts';
 import { benchCluster } from './lib/cluster.ts';
 import type { StreamFigures } from './pipeline.ts';
 import { recordStreams } from './record.ts';
 import { renderMarkdown, renderTable } from './report.ts';
+import { measureSideBySide } from './side-by-side.ts';
 import { runSoak } from './soak.ts';
+import { measureStartup } from './startup.ts';
 import { measureSyncTime, populate } from './sync.ts';
 
-const FIGURES = ['pipeline', 'sync', 'latency', 'soak', 'go', 'connections'] as const;
+/** Each figure's name for --only, and its key in the result. */
+const FIGURES = {
+  pipeline: 'pipeline',
+  sync: 'sync',
+  latency: 'latency',
+  soak: 'soak',
+  'go-original': 'goOriginal',
+  startup: 'startup',
+  connections: 'connections',
+} as const;
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
 function parseArgs(argv: string[]) {
@@ -33,14 +47,16 @@ function parseArgs(argv: string[]) {
   const quick = argv.includes('--quick');
   const only = option('--only')?.split(',');
   for (const name of only ?? []) {
-    if (!(FIGURES as readonly string[]).includes(name)) throw new Error(`--only: unknown figure ${name}`);
+    if (!Object.hasOwn(FIGURES, name))
+      throw new Error(`--only: unknown figure ${name} (figures: ${Object.keys(FIGURES).join(', ')})`);
   }
   const soakSeconds = Number(option('--soak-seconds') ?? (quick ? 45 : 600));
   return {
     quick,
-    figures: new Set<string>(only ?? FIGURES),
+    figures: new Set<string>(only ?? Object.keys(FIGURES)),
     cluster: option('--cluster'),
-    record: !quick && !only,
+    record: !quick && (!only || argv.includes('--record')),
+    partial: only !== undefined,
     pipelinePairs: quick ? 3 : 9,
     recordScale: quick ? 0.5 : 1,
     syncObjects: quick ? 2_000 : 10_000,
@@ -52,6 +68,13 @@ function parseArgs(argv: string[]) {
     connectionPairs: quick ? 1 : 2,
     // Long enough for HTTP/1.1's idle LIST connections to close (30 s keep-alive): "settled" is then what stays.
     connectionWindowSeconds: quick ? 5 : 35,
+    goOriginalSource: path.resolve(option('--go-original-src') ?? DEFAULT_GO_ORIGINAL_SRC),
+    sideBySideObjects: quick ? [300, 2_000] : [300, 10_000],
+    sideBySideWrites: quick ? 1_000 : 3_000,
+    sideBySideRate: 50,
+    sideBySideRounds: quick ? 1 : 3,
+    startupPairs: quick ? 3 : 9,
+    initialObjects: quick ? 1_000 : 3_000,
   };
 }
 
@@ -90,7 +113,12 @@ const result: Record<string, unknown> = {
   mode: settings.quick ? 'quick' : 'full',
   machine: machine(),
   node: process.version,
-  settings: { ...settings, figures: [...settings.figures] },
+  // The source folder as seen from the repository: the machine's own paths are not part of a result.
+  settings: {
+    ...settings,
+    figures: [...settings.figures],
+    goOriginalSource: path.relative(repoRoot, settings.goOriginalSource),
+  },
 };
 log(`${settings.quick ? 'quick' : 'full'} run; working in ${work}`);
 const cluster = await benchCluster({ existing: settings.cluster, log });
@@ -157,27 +185,40 @@ try {
       log,
     });
   }
+  if (settings.figures.has('go-original')) {
+    log('5. the Go original, side by side');
+    const build = await ensureGoOriginal(settings.goOriginalSource, log);
+    const streams = [];
+    for (const objects of settings.sideBySideObjects) {
+      streams.push(
+        await measureSideBySide(cluster.info, cluster.admin, build, {
+          objects,
+          writes: settings.sideBySideWrites,
+          writesPerSecond: settings.sideBySideRate,
+          rounds: settings.sideBySideRounds,
+          log,
+        }),
+      );
+    }
+    const { binary: _binary, source: _source, ...buildFigures } = build;
+    result.goOriginal = { build: buildFigures, streams };
+  }
+  if (settings.figures.has('startup')) {
+    log('6. start-up');
+    result.startup = await measureStartup(cluster.info, cluster.admin, {
+      pairs: settings.startupPairs,
+      initialObjects: settings.initialObjects,
+      log,
+    });
+  }
   if (settings.figures.has('connections')) {
-    log('6. connections: HTTP/2 against HTTP/1.1, 64 resource types');
+    log('7. connections: HTTP/2 against HTTP/1.1, 64 resource types');
     result.connections = await measureConnections(cluster.info, cluster.admin, {
       pairs: settings.connectionPairs,
       windowSeconds: settings.connectionWindowSeconds,
       writesPerSecond: 5,
       log,
     });
-  }
-  if (settings.figures.has('go')) {
-    log('5. the Go original: go install from the module proxy');
-    const build = await buildGoOriginal();
-    const { cleanup, binary, ...rest } = build;
-    result.goOriginal = {
-      ...rest,
-      built: binary !== undefined,
-      ...(binary
-        ? { reason: 'it built, but this benchmark has no runner for its configuration yet: not compared' }
-        : {}),
-    };
-    await cleanup();
   }
 } finally {
   await cluster.stop();
@@ -189,8 +230,9 @@ process.stdout.write(`${renderTable(result)}\n`);
 if (settings.record) {
   await mkdir(path.join(import.meta.dirname, 'results'), { recursive: true });
   const jsonFile = path.join(import.meta.dirname, 'results', 'latest.json');
-  await writeFile(jsonFile, `${JSON.stringify(result, null, 2)}\n`);
-  await writeFile(path.join(repoRoot, 'BENCHMARKS.md'), renderMarkdown(result));
+  const recorded = settings.partial ? mergeIntoLatest(jsonFile, result) : result;
+  await writeFile(jsonFile, `${JSON.stringify(recorded, null, 2)}\n`);
+  await writeFile(path.join(repoRoot, 'BENCHMARKS.md'), renderMarkdown(recorded));
   log(`wrote ${path.relative(repoRoot, jsonFile)} and BENCHMARKS.md`);
   await rm(work, { recursive: true, force: true });
 } else {
@@ -198,6 +240,38 @@ if (settings.record) {
   await rm(path.join(work, 'fixtures'), { recursive: true, force: true });
   await writeFile(jsonFile, `${JSON.stringify(result, null, 2)}\n`);
   log(`not recorded (quick or partial run); result in ${jsonFile}`);
+}
+
+/**
+ * A partial run with --record: its figures replace theirs in the last recorded result, the others
+ * stay, and the run is listed under `partialRuns` (BENCHMARKS.md says which figures came from when).
+ */
+function mergeIntoLatest(jsonFile: string, partial: Record<string, unknown>): Record<string, unknown> {
+  if (!existsSync(jsonFile)) throw new Error(`--record with --only needs a full run's ${jsonFile} to update`);
+  const latest = JSON.parse(readFileSync(jsonFile, 'utf8')) as Record<string, unknown>;
+  const figures = [...settings.figures];
+  for (const name of figures) {
+    const key = FIGURES[name as keyof typeof FIGURES];
+    latest[key] = partial[key];
+  }
+  // An earlier partial run keeps only the figures this one did not measure again.
+  const runs = ((latest.partialRuns as { figures: string[] }[] | undefined) ?? [])
+    .map((run) => ({ ...run, figures: run.figures.filter((name) => !figures.includes(name)) }))
+    .filter((run) => run.figures.length > 0);
+  latest.partialRuns = [
+    ...runs,
+    {
+      figures,
+      date: partial.date,
+      settings: partial.settings,
+      machine: partial.machine,
+      node: partial.node,
+      kubernetes: partial.kubernetes,
+      goVersion: partial.goVersion,
+      elapsedSeconds: partial.elapsedSeconds,
+    },
+  ];
+  return latest;
 }
 
 function safeExec(command: string, args: string[]): string {

@@ -2,15 +2,13 @@
 // deleted at a steady rate for a set time; its resident memory is sampled from /proc, and every
 // write the API server acknowledged must come out as exactly one event (ADDED for a create, with
 // the create's uid:resourceVersion as id; UPDATED for an update, likewise; DELETED for a delete).
-// Alongside, on the same stream, a Go watcher built from the Kubernetes modules (kubectl get -w)
-// runs for figure 5's side by side: CPU seconds and peak RSS of each process.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ClusterInfo, resolveBinaries } from '../test/helpers/cluster.ts';
+import type { ClusterInfo } from '../test/helpers/cluster.ts';
 import type { KubeAdmin, KubeObject } from '../test/helpers/kube-admin.ts';
 import { seededRandom } from '../test/helpers/random-json.ts';
 import { configMap } from './lib/objects.ts';
-import { cpuSeconds, memory, startChild } from './lib/processes.ts';
+import { memory, startChild } from './lib/processes.ts';
 import { median, round } from './lib/stats.ts';
 
 const KUBEDIFF = path.resolve(import.meta.dirname, '../bin/kubediff.js');
@@ -30,11 +28,6 @@ export interface SoakFigures {
   rssAtEnd: number;
   rssGrowth: number;
   rssSamples: { t: number; rss: number }[];
-  /** The same stream, side by side (figure 5). */
-  sideBySide: {
-    kubediff: { cpuSeconds: number; peakRss: number };
-    kubectl: { cpuSeconds: number; peakRss: number; version: string } | { error: string };
-  };
 }
 
 export async function runSoak(
@@ -69,33 +62,9 @@ export async function runSoak(
       },
     },
   );
-  const kubectlBinary = resolveBinaries().kubectl.path;
-  let kubectl: ReturnType<typeof startChild> | undefined;
-  let kubectlError: string | undefined;
-  let kubectlVersion = '';
-  try {
-    kubectl = startChild(
-      kubectlBinary,
-      ['--kubeconfig', info.kubeconfigPath, 'get', 'configmaps', '-n', ns, '-w', '-o', 'json'],
-      { stdout: 'ignore' },
-    );
-    const { execFileSync } = await import('node:child_process');
-    kubectlVersion = JSON.parse(
-      execFileSync(kubectlBinary, ['version', '--client', '-o', 'json'], { encoding: 'utf8' }),
-    ).clientVersion.gitVersion;
-  } catch (error) {
-    kubectlError = error instanceof Error ? error.message : String(error);
-  }
-
   const expected = { created: [] as string[], updated: [] as string[], deletedUids: [] as string[] };
   const writes = { creates: 0, updates: 0, deletes: 0, failed: 0 };
   const samples: { t: number; rss: number }[] = [];
-  const usage = {
-    kubediffCpu: Number.NaN,
-    kubediffPeak: Number.NaN,
-    kubectlCpu: Number.NaN,
-    kubectlPeak: Number.NaN,
-  };
   try {
     await kubediff.waitForStderr(/watching \d+ resource type/, 60_000);
     options.log(`soak: ${options.seconds} s of churn at ${options.writesPerSecond} writes/s`);
@@ -171,19 +140,9 @@ export async function runSoak(
       await sleep(200);
     await sleep(1_000);
   } finally {
-    // Read from /proc while the processes still exist.
-    usage.kubediffCpu = safe(() => cpuSeconds(kubediff.pid));
-    usage.kubediffPeak = safe(() => memory(kubediff.pid).peakRss);
-    if (kubectl) {
-      const pid = kubectl.pid;
-      usage.kubectlCpu = safe(() => cpuSeconds(pid));
-      usage.kubectlPeak = safe(() => memory(pid).peakRss);
-    }
     await kubediff.stop();
-    await kubectl?.stop();
     await admin.deleteNamespace(ns);
   }
-  const { kubediffCpu, kubediffPeak, kubectlCpu, kubectlPeak } = usage;
 
   const lost =
     expected.created.filter((id) => !seen.added.has(id)).length +
@@ -205,19 +164,5 @@ export async function runSoak(
     rssAtEnd,
     rssGrowth: rssAtEnd / rssAfterWarmup - 1,
     rssSamples: samples.map((s) => ({ t: round(s.t), rss: s.rss })),
-    sideBySide: {
-      kubediff: { cpuSeconds: kubediffCpu, peakRss: kubediffPeak },
-      kubectl: kubectlError
-        ? { error: kubectlError }
-        : { cpuSeconds: kubectlCpu, peakRss: kubectlPeak, version: kubectlVersion },
-    },
   };
-}
-
-function safe(read: () => number): number {
-  try {
-    return read();
-  } catch {
-    return Number.NaN;
-  }
 }

@@ -115,14 +115,25 @@ function readGoVersion(): string {
 
 /** sha256 over `go version`, the build flags, go.mod, go.sum and cmd/**\/*.go (names and contents). */
 export async function computeStamp(goVersion = readGoVersion()): Promise<string> {
-  const files = ['go.mod', 'go.sum'];
-  for await (const file of glob('cmd/**/*.go', { cwd: clusterModuleDir }))
-    files.push(file.split(path.sep).join('/'));
+  return sourceStamp(
+    clusterModuleDir,
+    ['go.mod', 'go.sum', 'cmd/**/*.go'],
+    `${goVersion}\n${buildArgs().slice(0, 3).join(' ')}\n`,
+  );
+}
+
+/**
+ * sha256 over `header` and the files of `dir` matching `patterns` (sorted names and contents): what
+ * a build's output depends on, so that a matching stamp means the output is current.
+ */
+export async function sourceStamp(dir: string, patterns: string[], header: string): Promise<string> {
+  const files: string[] = [];
+  for await (const file of glob(patterns, { cwd: dir })) files.push(file.split(path.sep).join('/'));
   files.sort();
   const hash = createHash('sha256');
-  hash.update(`${goVersion}\n${buildArgs().slice(0, 3).join(' ')}\n`);
+  hash.update(header);
   for (const file of files) {
-    const content = await readFile(path.join(clusterModuleDir, file));
+    const content = await readFile(path.join(dir, file));
     hash.update(`${file}\0${createHash('sha256').update(content).digest('hex')}\n`);
   }
   return hash.digest('hex');

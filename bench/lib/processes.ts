@@ -1,7 +1,12 @@
 // Child processes of the benchmark: started with pipes, read line by line with the time each line
-// arrived, measured from /proc (CPU seconds, resident memory), stopped by their own pid.
+// arrived, measured from /proc (CPU seconds, resident memory), stopped by their own pid. Short-lived
+// commands run under GNU time, the one way to learn the peak RSS of a process that has exited.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+
+/** What stays of a child's stderr: its tail is enough for errors, and a chatty child (the Go
+ * original logs every event there too) must not grow the benchmark's own memory. */
+const STDERR_KEPT = 256 * 1024;
 
 export interface Child {
   process: ChildProcess;
@@ -18,11 +23,10 @@ export function startChild(
   options: {
     onLine?: (line: string, at: number) => void;
     env?: NodeJS.ProcessEnv;
-    stdout?: 'pipe' | 'ignore';
   } = {},
 ): Child {
   const child = spawn(command, args, {
-    stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: options.env ?? process.env,
   });
   if (child.pid === undefined) throw new Error(`cannot start ${command}`);
@@ -31,6 +35,7 @@ export function startChild(
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (text: string) => {
     stderr += text;
+    if (stderr.length > 2 * STDERR_KEPT) stderr = stderr.slice(-STDERR_KEPT);
     for (const listener of [...listeners]) listener();
   });
   if (child.stdout) {
@@ -103,4 +108,49 @@ export function memory(pid: number): { rss: number; peakRss: number } {
   const kib = (name: string) =>
     Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
   return { rss: kib('VmRSS'), peakRss: kib('VmHWM') };
+}
+
+const GNU_TIME = '/usr/bin/time';
+const MAXRSS_TAG = 'bench-maxrss-kib';
+
+export interface TimedRun {
+  /** From just before the spawn to the end of its output and its exit. */
+  ms: number;
+  /** Peak resident memory, bytes (GNU time's maximum resident set size). */
+  peakRss: number;
+  stdout: string;
+}
+
+/**
+ * Runs a command to its end under GNU time: wall time as seen from here, peak RSS as the kernel
+ * counted it. Throws unless it exits 0.
+ */
+export function timedRun(command: string, args: string[], env: NodeJS.ProcessEnv = process.env) {
+  if (!existsSync(GNU_TIME))
+    throw new Error(
+      `${GNU_TIME} is missing: the start-up figures read a short command's peak memory with GNU time; install it (Debian and Ubuntu: apt-get install time).`,
+    );
+  return new Promise<TimedRun>((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(GNU_TIME, ['-f', `${MAXRSS_TAG} %M`, command, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (text: string) => (stdout += text));
+    child.stderr.on('data', (text: string) => (stderr += text));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      const ms = performance.now() - started;
+      const kib = new RegExp(`^${MAXRSS_TAG} (\\d+)$`, 'm').exec(stderr)?.[1];
+      if (code !== 0 || kib === undefined) {
+        reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${stderr.slice(-1000)}`));
+        return;
+      }
+      resolve({ ms, peakRss: Number(kib) * 1024, stdout });
+    });
+  });
 }

@@ -51,18 +51,39 @@ export async function paired(
   a: () => Promise<number> | number,
   b: () => Promise<number> | number,
 ): Promise<PairedResult> {
-  const result: PairedResult = { a: [], b: [], ratios: [] };
+  const samples = await pairedSamples(pairs, warmup, a, b);
+  return { a: samples.a, b: samples.b, ratios: samples.a.map((value, index) => value / samples.b[index]!) };
+}
+
+/**
+ * The pairing of `paired` for runs that yield more than one figure (a time and a peak RSS, say):
+ * each side's samples in run order, sample i of `a` paired with sample i of `b`.
+ */
+export async function pairedSamples<T>(
+  pairs: number,
+  warmup: number,
+  a: () => Promise<T> | T,
+  b: () => Promise<T> | T,
+): Promise<{ a: T[]; b: T[] }> {
+  const result: { a: T[]; b: T[] } = { a: [], b: [] };
   for (let index = 0; index < warmup + pairs; index++) {
     // Alternate which side goes first, so neither always runs on a warmer (or cooler) machine.
     const first = index % 2 === 0;
     const x = first ? await a() : await b();
     const y = first ? await b() : await a();
     if (index < warmup) continue;
-    const valueA = first ? x : y;
-    const valueB = first ? y : x;
-    result.a.push(valueA);
-    result.b.push(valueB);
-    result.ratios.push(valueA / valueB);
+    result.a.push(first ? x : y);
+    result.b.push(first ? y : x);
   }
   return result;
+}
+
+/** Each pair's a/b of one figure of multi-figure samples, with the spread of each side. */
+export function pairedSpread<T>(
+  samples: { a: T[]; b: T[] },
+  pick: (sample: T) => number,
+): { a: Spread; b: Spread; ratio: Spread } {
+  const a = samples.a.map(pick);
+  const b = samples.b.map(pick);
+  return { a: spread(a), b: spread(b), ratio: spread(a.map((value, index) => value / b[index]!)) };
 }
