@@ -19,8 +19,7 @@ import {
   lastLines,
   launchProcess,
   type ManagedProcess,
-  PortInUseError,
-  processReport,
+  retryOnPortInUse,
   startFailure,
   terminate,
   waitUntil,
@@ -166,16 +165,8 @@ export function useExistingCluster(env: NodeJS.ProcessEnv = process.env): boolea
 /** Starts a control plane (or, with USE_EXISTING_CLUSTER=true, connects to $KUBECONFIG's cluster). */
 export async function startCluster(options: StartClusterOptions = {}): Promise<RunningCluster> {
   if (options.useExistingCluster ?? useExistingCluster()) return connectExistingCluster(options);
-  // Free ports are found by binding port 0 and letting go; another process can take one in between.
-  // That shows as "address already in use" in a log, and a fresh set of ports is the cure.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOwnCluster(options);
-    } catch (error) {
-      if (!(error instanceof PortInUseError) || attempt >= 3) throw error;
-      options.log?.(`cluster: a port was taken while starting (${error.component}); retrying with new ports`);
-    }
-  }
+  // A port taken by another process shows as "address already in use" in a log.
+  return retryOnPortInUse('cluster', () => startOwnCluster(options), options.log);
 }
 
 /** The serialisable part of a cluster (what KUBEDIFF_TEST_CLUSTER points at). */
@@ -412,14 +403,11 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       stop,
     };
   } catch (error) {
-    const report = await processReport(processes);
-    await stopProcesses();
-    await Promise.all([agent.close(), tlsAgent?.close()]);
-    await rm(dir, { recursive: true, force: true });
-    const message = error instanceof Error ? error.message : String(error);
-    const busy = processes.find((p) => report.get(p.name)?.includes('address already in use'));
-    if (busy) throw new PortInUseError(busy.name, message);
-    throw startFailure('the test cluster', message, report, error);
+    throw await startFailure('the test cluster', error, processes, async () => {
+      await stopProcesses();
+      await Promise.all([agent.close(), tlsAgent?.close()]);
+      await rm(dir, { recursive: true, force: true });
+    });
   }
 }
 

@@ -68,7 +68,11 @@ export function makeTestPki(): TestPki {
         file(`${name}.ext`),
       );
     };
-    sign('server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+    sign(
+      'server',
+      '/CN=127.0.0.1',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+    );
     sign('client', `/CN=${clientName}`, 'extendedKeyUsage=clientAuth\n');
     const read = (name: string) => readFileSync(file(name), 'utf8');
     return {

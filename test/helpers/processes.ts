@@ -4,7 +4,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { connect, createServer, type Server } from 'node:net';
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -14,6 +15,50 @@ export class PortInUseError extends Error {
   constructor(component: string, message: string) {
     super(message);
     this.component = component;
+  }
+}
+
+/** Where a test server we started (PostgreSQL, Kafka) keeps its things; absent for an existing server. */
+export interface ServerFiles {
+  /** The server's temp folder (configuration, data, certificates, log). */
+  dir?: string;
+  logFile?: string;
+  /** Process id of the server (the leader of its own process group). */
+  pid?: number;
+}
+
+/** How a test server (PostgreSQL, Kafka) is started; see startPostgres() and startKafka(). */
+export interface ServerOptions {
+  /** Parent of the server's temp folder; default os.tmpdir(). */
+  tmpRoot?: string;
+  /** How long to wait for the server to be ready; each server has its default. */
+  startTimeoutMs?: number;
+  /** Extra server settings (they win over the defaults). */
+  settings?: Record<string, string>;
+  /** Whether stop() copies the server's log to .cache/test-artifacts/logs/<label>.log; default true. */
+  keepLog?: boolean;
+  /** Names the copied log; default <server>-<port>. */
+  label?: string;
+  /** Progress messages (one line each); default silent. */
+  log?: (message: string) => void;
+}
+
+/**
+ * Runs `start` again (up to 3 times in all) when it fails with PortInUseError: free ports are found by
+ * binding port 0 and letting go, and another process can take one in between; fresh ports are the cure.
+ */
+export async function retryOnPortInUse<T>(
+  what: string,
+  start: () => Promise<T>,
+  log: ((message: string) => void) | undefined,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (!(error instanceof PortInUseError) || attempt >= 3) throw error;
+      log?.(`${what}: a port was taken while starting (${error.component}); retrying with new ports`);
+    }
   }
 }
 
@@ -105,9 +150,10 @@ export async function terminate(
 ): Promise<void> {
   if (!p.exit && p.pid > 0) {
     signalGroup(p.pid, options.signal ?? 'SIGTERM');
+    // An unref'd timer: once the process has exited, the rest of its grace period must not keep Node alive.
     const exitedInTime = await Promise.race([
       p.exited.then(() => true),
-      sleep(options.graceMs ?? 5_000, false),
+      sleep(options.graceMs ?? 5_000, false, { ref: false }),
     ]);
     if (!exitedInTime) signalGroup(p.pid, 'SIGKILL');
     await p.exited;
@@ -221,27 +267,90 @@ function causeCode(error: Error): string {
   return cause && typeof cause.code === 'string' ? ` (${cause.code})` : '';
 }
 
-/** The last 30 lines of each process's log, by process name. */
-export async function processReport(processes: ManagedProcess[]): Promise<Map<string, string>> {
+/**
+ * What a failed start throws, after `cleanUp` (stop the processes, remove the folder): a PortInUseError
+ * when a process's log says a port was taken (see retryOnPortInUse), else the reason followed by the
+ * last lines of each process's log.
+ */
+export async function startFailure(
+  what: string,
+  error: unknown,
+  processes: ManagedProcess[],
+  cleanUp: () => Promise<void>,
+): Promise<Error> {
   const report = new Map<string, string>();
   for (const p of processes) {
     const text = await readFile(p.logFile, 'utf8').catch(() => '');
     report.set(p.name, lastLines(text, 30) || '(empty)');
   }
-  return report;
+  await cleanUp();
+  const message = error instanceof Error ? error.message : String(error);
+  const busy = [...report].find(([, tail]) => /address already in use/i.test(tail));
+  if (busy) return new PortInUseError(busy[0], message);
+  const tails = [...report].map(([name, tail]) => `--- ${name} (last lines of its log) ---\n${tail}`);
+  return new Error(`cannot start ${what}: ${message}\n${tails.join('\n')}`, { cause: error });
 }
 
-/** A start failure as one Error: the reason, then the tail of each process's log. */
-export function startFailure(
-  what: string,
-  message: string,
-  report: Map<string, string>,
-  cause: unknown,
-): Error {
-  const tails = [...report].map(([name, tail]) => `--- ${name} (last lines of its log) ---\n${tail}`);
-  return new Error(`cannot start ${what}: ${message}\n${tails.join('\n')}`, { cause });
+/** Whether a TCP connection to host:port is accepted now. */
+export function tcpAccepts(hostPort: string): Promise<boolean> {
+  const at = hostPort.lastIndexOf(':');
+  const host = hostPort.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+  return new Promise((resolve) => {
+    const socket = connect({ host, port: Number(hostPort.slice(at + 1)) });
+    socket.setTimeout(2_000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 export function lastLines(text: string, count: number): string {
   return text.trimEnd().split('\n').slice(-count).join('\n');
+}
+
+export interface CommandResult {
+  /** Exit code; 128+n for signal n (e.g. after the timeout). */
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a short-lived command to its end (a client tool: psql, a Kafka console tool), with `input` on
+ * its standard input, killed after timeoutMs. Never throws for a non-zero exit: the caller decides.
+ */
+export function runCommand(
+  binary: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number; cwd?: string } = {},
+): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, args, {
+      env: options.env ?? process.env,
+      cwd: options.cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      timeout: options.timeoutMs ?? 120_000,
+      killSignal: 'SIGKILL',
+    });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.stdin.on('error', () => {}); // a command that exits without reading its input
+    child.stdin.end(options.input ?? '');
+    child.once('error', (error) => reject(new Error(`cannot run ${binary}: ${error.message}`)));
+    child.once('close', (code, signal) => {
+      resolve({
+        code: code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0),
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+      });
+    });
+  });
 }
