@@ -2,7 +2,7 @@
 // a process group of its own with its output in a log file, waited for, and stopped by signalling
 // its group. Shared by test/helpers/cluster.ts, postgres.ts and kafka.ts.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { constants as osConstants } from 'node:os';
@@ -148,24 +148,66 @@ export async function terminate(
   p: ManagedProcess,
   options: { signal?: NodeJS.Signals; graceMs?: number } = {},
 ): Promise<void> {
+  // The process's descendants, found now: some leave its group (PostgreSQL's backends call setsid()),
+  // and once it is gone they belong to init. A crash (SIGKILL) must take them too.
+  const family = p.pid > 0 ? [p.pid, ...descendants(p.pid)] : [];
+  const killAll = () => {
+    signalGroup(p.pid, 'SIGKILL');
+    for (const pid of family) if (processAlive(pid)) signalProcess(pid, 'SIGKILL');
+  };
   if (!p.exit && p.pid > 0) {
-    signalGroup(p.pid, options.signal ?? 'SIGTERM');
+    if (options.signal === 'SIGKILL') killAll();
+    else signalGroup(p.pid, options.signal ?? 'SIGTERM');
     // An unref'd timer: once the process has exited, the rest of its grace period must not keep Node alive.
     const exitedInTime = await Promise.race([
       p.exited.then(() => true),
       sleep(options.graceMs ?? 5_000, false, { ref: false }),
     ]);
-    if (!exitedInTime) signalGroup(p.pid, 'SIGKILL');
+    if (!exitedInTime) killAll();
     await p.exited;
   }
-  // Anything the process left in its group (servers such as PostgreSQL have children).
-  if (p.pid > 0) signalGroup(p.pid, 'SIGKILL');
+  // Whatever is left, waited for: a server started again at once must not find its predecessor's
+  // children still holding its shared memory, files or ports.
+  if (p.pid > 0) {
+    killAll();
+    const deadline = Date.now() + 5_000;
+    while (family.some((pid) => processAlive(pid)) && Date.now() < deadline) await sleep(20);
+  }
   liveProcessGroups.delete(p.pid);
 }
 
+/** Every process below `pid` in the process tree (Linux /proc; elsewhere none). */
+function descendants(pid: number): number[] {
+  if (process.platform !== 'linux') return [];
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ...; comm may hold spaces and parentheses: read after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const found: number[] = [];
+  for (let queue = [pid], next = queue.pop(); next !== undefined; next = queue.pop()) {
+    for (const child of children.get(next) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  signalProcess(-pgid, signal);
+}
+
+function signalProcess(pid: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(-pgid, signal);
+    process.kill(pid, signal);
   } catch {
     // ESRCH: already gone.
   }
