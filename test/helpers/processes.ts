@@ -148,9 +148,10 @@ export async function terminate(
   p: ManagedProcess,
   options: { signal?: NodeJS.Signals; graceMs?: number } = {},
 ): Promise<void> {
-  // The process's descendants, found now: some leave its group (PostgreSQL's backends call setsid()),
-  // and once it is gone they belong to init. A crash (SIGKILL) must take them too.
-  const family = p.pid > 0 ? [p.pid, ...descendants(p.pid)] : [];
+  // The process's descendants, found while it runs (an exited process's pid may be someone else's by
+  // now): some leave its group (PostgreSQL's backends call setsid()), and once it is gone they belong
+  // to init. A crash (SIGKILL) must take them too.
+  const family = !p.exit && p.pid > 0 ? descendants(p.pid) : [];
   const killAll = () => {
     signalGroup(p.pid, 'SIGKILL');
     for (const pid of family) if (processAlive(pid)) signalProcess(pid, 'SIGKILL');
