@@ -11,7 +11,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { glob, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { defaultBinDir, processAlive, repoRoot } from '../test/helpers/cluster.ts';
+import { defaultBinDir, repoRoot } from '../test/helpers/cluster.ts';
+import { processAlive } from '../test/helpers/processes.ts';
 
 export const clusterModuleDir = path.join(repoRoot, 'test', 'cluster');
 export const BINARIES = ['kube-apiserver', 'kube-controller-manager', 'etcd', 'kubectl'];

@@ -4,12 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  type ClusterInfo,
-  clusterCacheDir,
-  processAlive,
-  stopProcessGroup,
-} from '../test/helpers/cluster.ts';
+import { type ClusterInfo, clusterCacheDir } from '../test/helpers/cluster.ts';
+import { processAlive, stopProcessGroup } from '../test/helpers/processes.ts';
 
 export const stateFile = path.join(clusterCacheDir, 'state.json');
 export const kubeconfigFile = path.join(clusterCacheDir, 'kubeconfig');

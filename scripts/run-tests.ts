@@ -6,15 +6,17 @@
 //   npm test -- test/integration/harness.test.ts     a subset (files or globs)
 //   npm test -- --test-name-pattern=403 --skip-checks  node --test options pass through
 //
-// Test processes find the cluster through KUBEDIFF_TEST_CLUSTER (test/helpers/cluster-env.ts). The
-// cluster is stopped afterwards whatever happens; when tests fail, its logs are copied to
-// .cache/cluster/test-logs/. The test runner's own output is left exactly as it prints it, and
-// this script prints nothing after it: CI reads its closing summary.
+// Test processes find the cluster through KUBEDIFF_TEST_CLUSTER (test/helpers/cluster-env.ts). Beside
+// it, and at the same time, the PostgreSQL server and the Kafka broker start when a selected test file
+// needs them (scripts/test-servers.ts). Everything is stopped afterwards whatever happens; when tests
+// fail, the servers' logs are copied to .cache/cluster/test-logs/. The test runner's own output is
+// left exactly as it prints it, and this script prints nothing after it: CI reads its closing summary.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { testArtifactsDir } from '../test/helpers/artifacts.ts';
 import {
   clusterCacheDir,
   describeCluster,
@@ -25,6 +27,7 @@ import {
   useExistingCluster,
 } from '../test/helpers/cluster.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
+import { serverNeeds, startTestServers, type TestServers } from './test-servers.ts';
 
 const DEFAULT_TEST_FILES = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
 /** Per test; a test against a real API server on a busy 2-core machine can take a while. */
@@ -129,18 +132,31 @@ async function main(): Promise<number> {
   }
 
   let cluster: RunningCluster | undefined;
+  let servers: TestServers | undefined;
   const runDir = await mkdtemp(path.join(tmpdir(), 'kubediff-test-run-'));
   let code = 1;
   try {
-    const external = useExistingCluster();
-    if (!external && Object.values(resolveBinaries()).some((binary) => binary.source === 'build')) {
-      await ensureClusterBinaries((message) => console.log(message));
-    }
-    if (signalled) return 130;
-    cluster = await startCluster({ log: (message) => console.log(message) });
+    // Screenshots and server logs of this run only.
+    await rm(testArtifactsDir, { recursive: true, force: true });
+    const log = (message: string) => console.log(message);
+    const startingCluster = (async () => {
+      if (
+        !useExistingCluster() &&
+        Object.values(resolveBinaries()).some((binary) => binary.source === 'build')
+      ) {
+        await ensureClusterBinaries(log);
+      }
+      return startCluster({ log });
+    })();
+    const startingServers = startTestServers(serverNeeds(files), { runDir, log });
+    const [clusterStart, serversStart] = await Promise.allSettled([startingCluster, startingServers]);
+    if (clusterStart.status === 'fulfilled') cluster = clusterStart.value;
+    if (serversStart.status === 'fulfilled') servers = serversStart.value;
+    if (clusterStart.status === 'rejected') throw clusterStart.reason;
+    if (serversStart.status === 'rejected') throw serversStart.reason;
     if (signalled) return 130;
     const descriptionFile = path.join(runDir, 'cluster.json');
-    await writeFile(descriptionFile, `${JSON.stringify(describeCluster(cluster), null, 2)}\n`, {
+    await writeFile(descriptionFile, `${JSON.stringify(describeCluster(clusterStart.value), null, 2)}\n`, {
       mode: 0o600,
     });
 
@@ -151,13 +167,18 @@ async function main(): Promise<number> {
       ...args.nodeOptions,
       ...files,
     ];
-    console.log(`npm test: cluster logs are kept in ${path.relative(repoRoot, logsDir)}/ if tests fail`);
+    console.log(`npm test: server logs are kept in ${path.relative(repoRoot, logsDir)}/ if tests fail`);
     console.log(`npm test: node ${nodeArgs.join(' ')}`);
-    code = await run(process.execPath, nodeArgs, { ...process.env, KUBEDIFF_TEST_CLUSTER: descriptionFile });
+    code = await run(process.execPath, nodeArgs, {
+      ...process.env,
+      ...servers?.env,
+      KUBEDIFF_TEST_CLUSTER: descriptionFile,
+    });
     return code;
   } finally {
+    if (code !== 0) await keepLogs({ ...cluster?.logs, ...servers?.logs });
+    await servers?.stop();
     if (cluster) {
-      if (code !== 0 && cluster.logs) await keepLogs(cluster.logs);
       await cluster.stop().catch((error: unknown) => {
         console.error(
           `npm test: stopping the test cluster failed: ${error instanceof Error ? error.message : error}`,

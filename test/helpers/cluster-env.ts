@@ -2,32 +2,25 @@
 // cluster per run and passes its description (a JSON file, see ClusterInfo) in KUBEDIFF_TEST_CLUSTER.
 // To iterate on one test file against `npm run cluster:up`'s cluster:
 //   KUBEDIFF_TEST_CLUSTER=.cache/cluster/state.json node --test test/integration/x.test.ts
-import { readFileSync } from 'node:fs';
 import type { ClusterInfo } from './cluster.ts';
+import { readRunDescription } from './run-description.ts';
 
 let cached: ClusterInfo | undefined;
 
 /** The cluster this test run uses. Throws when the test was not started by `npm test`. */
 export function testCluster(): ClusterInfo {
-  if (cached) return cached;
-  const file = process.env.KUBEDIFF_TEST_CLUSTER;
-  if (!file) {
-    throw new Error(
-      'KUBEDIFF_TEST_CLUSTER is not set: run the tests with npm test (or `npm test -- <files>` for a subset), which starts the test cluster.',
+  if (!cached) {
+    const info = readRunDescription<Omit<ClusterInfo, 'external'> & { external?: boolean }>(
+      'KUBEDIFF_TEST_CLUSTER',
+      'the test cluster',
+      (value) =>
+        typeof value.server !== 'string' || typeof value.kubeconfigPath !== 'string'
+          ? 'server/kubeconfigPath'
+          : undefined,
     );
+    // A state.json of `npm run cluster:up` is a cluster of ours, with or without the field.
+    cached = { ...info, external: info.external ?? false };
   }
-  let info: Partial<ClusterInfo>;
-  try {
-    info = JSON.parse(readFileSync(file, 'utf8')) as Partial<ClusterInfo>;
-  } catch (error) {
-    throw new Error(
-      `KUBEDIFF_TEST_CLUSTER=${file} cannot be read (${error instanceof Error ? error.message : error}); run the tests with npm test.`,
-    );
-  }
-  if (typeof info.server !== 'string' || typeof info.kubeconfigPath !== 'string') {
-    throw new Error(`KUBEDIFF_TEST_CLUSTER=${file} does not describe a cluster (no server/kubeconfigPath).`);
-  }
-  cached = { external: false, ...info } as ClusterInfo;
   return cached;
 }
 

@@ -7,15 +7,23 @@
 // The cluster is described by a plain, JSON-serialisable ClusterInfo: the test
 // runner (scripts/run-tests.ts) starts one cluster per run and hands its
 // description to the test processes (see cluster-env.ts).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
-import { accessSync, closeSync, constants, existsSync, openSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
+import {
+  freePorts,
+  lastLines,
+  launchProcess,
+  type ManagedProcess,
+  retryOnPortInUse,
+  startFailure,
+  terminate,
+  waitUntil,
+} from './processes.ts';
 
 export const repoRoot = path.resolve(import.meta.dirname, '../..');
 /** Where `npm run cluster:build` puts the binaries and `npm run cluster:up` its state. */
@@ -157,16 +165,8 @@ export function useExistingCluster(env: NodeJS.ProcessEnv = process.env): boolea
 /** Starts a control plane (or, with USE_EXISTING_CLUSTER=true, connects to $KUBECONFIG's cluster). */
 export async function startCluster(options: StartClusterOptions = {}): Promise<RunningCluster> {
   if (options.useExistingCluster ?? useExistingCluster()) return connectExistingCluster(options);
-  // Free ports are found by binding port 0 and letting go; another process can take one in between.
-  // That shows as "address already in use" in a log, and a fresh set of ports is the cure.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOwnCluster(options);
-    } catch (error) {
-      if (!(error instanceof PortInUseError) || attempt >= 3) throw error;
-      options.log?.(`cluster: a port was taken while starting (${error.component}); retrying with new ports`);
-    }
-  }
+  // A port taken by another process shows as "address already in use" in a log.
+  return retryOnPortInUse('cluster', () => startOwnCluster(options), options.log);
 }
 
 /** The serialisable part of a cluster (what KUBEDIFF_TEST_CLUSTER points at). */
@@ -177,26 +177,6 @@ export function describeCluster(cluster: ClusterInfo): ClusterInfo {
 
 // ---------------------------------------------------------------------------------------------------
 // Our own control plane
-
-class PortInUseError extends Error {
-  readonly component: string;
-  constructor(component: string, message: string) {
-    super(message);
-    this.component = component;
-  }
-}
-
-interface ManagedProcess {
-  name: string;
-  binary: string;
-  pid: number;
-  logFile: string;
-  child: ChildProcess;
-  exited: Promise<void>;
-  /** Set once the process has exited. */
-  exit?: { code: number | null; signal: NodeJS.Signals | null };
-  spawnError?: Error;
-}
 
 async function startOwnCluster(options: StartClusterOptions): Promise<RunningCluster> {
   const log = options.log ?? (() => {});
@@ -221,7 +201,6 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
     const [etcd, ...rest] = processes;
     await Promise.all(rest.map((p) => terminate(p)));
     if (etcd) await terminate(etcd);
-    for (const p of processes) liveProcessGroups.delete(p.pid);
   };
 
   try {
@@ -252,7 +231,7 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
     await writeFile(saPublicKeyFile, serviceAccountKey.publicKey.export({ type: 'spki', format: 'pem' }));
 
     const launch = (name: string, binary: string, args: string[]) => {
-      const p = launchProcess(name, binary, args, dir, options.persistent ?? false);
+      const p = launchProcess({ name, binary, args, dir, persistent: options.persistent ?? false });
       processes.push(p);
       return p;
     };
@@ -424,15 +403,11 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       stop,
     };
   } catch (error) {
-    const report = await processReport(processes);
-    await stopProcesses();
-    await Promise.all([agent.close(), tlsAgent?.close()]);
-    await rm(dir, { recursive: true, force: true });
-    const message = error instanceof Error ? error.message : String(error);
-    const busy = processes.find((p) => report.get(p.name)?.includes('address already in use'));
-    if (busy) throw new PortInUseError(busy.name, message);
-    const tails = [...report].map(([name, tail]) => `--- ${name} (last lines of its log) ---\n${tail}`);
-    throw new Error(`cannot start the test cluster: ${message}\n${tails.join('\n')}`, { cause: error });
+    throw await startFailure('the test cluster', error, processes, async () => {
+      await stopProcesses();
+      await Promise.all([agent.close(), tlsAgent?.close()]);
+      await rm(dir, { recursive: true, force: true });
+    });
   }
 }
 
@@ -459,109 +434,6 @@ function pickBinaries(given: Partial<ControlPlaneBinaries> = {}): ControlPlaneBi
     }
   }
   return binaries;
-}
-
-/** Kills every process of every cluster this Node process started, if it exits without stop(). */
-const liveProcessGroups = new Set<number>();
-let exitHookInstalled = false;
-
-function launchProcess(
-  name: string,
-  binary: string,
-  args: string[],
-  dir: string,
-  persistent: boolean,
-): ManagedProcess {
-  const logFile = path.join(dir, `${name}.log`);
-  const out = openSync(logFile, 'a');
-  // detached: a process group (and session) of its own, so that stop() can signal the group, and
-  // so that a Ctrl-C meant for the test runner does not kill the cluster under its feet.
-  const child = spawn(binary, args, { detached: true, stdio: ['ignore', out, out], cwd: dir });
-  closeSync(out);
-  const managed: ManagedProcess = {
-    name,
-    binary,
-    pid: child.pid ?? -1,
-    logFile,
-    child,
-    exited: new Promise((resolve) => {
-      child.once('error', (error) => {
-        managed.spawnError = error;
-        managed.exit ??= { code: null, signal: null };
-        resolve();
-      });
-      child.once('exit', (code, signal) => {
-        managed.exit = { code, signal };
-        resolve();
-      });
-    }),
-  };
-  if (persistent) {
-    child.unref();
-  } else if (managed.pid > 0) {
-    liveProcessGroups.add(managed.pid);
-    if (!exitHookInstalled) {
-      exitHookInstalled = true;
-      process.once('exit', () => {
-        for (const pgid of liveProcessGroups) signalGroup(pgid, 'SIGKILL');
-      });
-    }
-  }
-  return managed;
-}
-
-async function terminate(p: ManagedProcess, graceMs = 5_000): Promise<void> {
-  if (p.exit || p.pid <= 0) return;
-  signalGroup(p.pid, 'SIGTERM');
-  const exitedInTime = await Promise.race([p.exited.then(() => true), sleep(graceMs, false)]);
-  if (!exitedInTime) signalGroup(p.pid, 'SIGKILL');
-  await p.exited;
-  // Anything the process left in its group (it should not have children, but be sure).
-  signalGroup(p.pid, 'SIGKILL');
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // ESRCH: already gone.
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Processes started by another Node process (npm run cluster:up / cluster:down)
-
-/** Whether `pid` is a live process (not a zombie), optionally running `binary`. */
-export function processAlive(pid: number, binary?: string): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  if (process.platform !== 'linux') return true;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // pid (comm) STATE ...; comm may contain spaces and parentheses, so look after the last ')'.
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (state === 'Z' || state === 'X') return false;
-    if (binary) {
-      const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
-      return path.basename(argv0) === path.basename(binary);
-    }
-  } catch {
-    return false;
-  }
-  return true;
-}
-
-/** Stops the process group led by `pid` (SIGTERM, then SIGKILL after graceMs), by polling. */
-export async function stopProcessGroup(pid: number, graceMs = 5_000): Promise<void> {
-  signalGroup(pid, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (processAlive(pid) && Date.now() < deadline) await sleep(100);
-  signalGroup(pid, 'SIGKILL');
-  const killDeadline = Date.now() + 5_000;
-  while (processAlive(pid) && Date.now() < killDeadline) await sleep(100);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -767,71 +639,6 @@ export function kubeconfigYaml(options: {
     `current-context: ${q(CLUSTER_NAME)}`,
     '',
   ].join('\n');
-}
-
-async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-      const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('no TCP port');
-      ports.push(address.port);
-    }
-    return ports;
-  } finally {
-    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  }
-}
-
-async function waitUntil(
-  what: string,
-  check: () => Promise<true | string>,
-  options: { deadline: number; processes: ManagedProcess[]; intervalMs?: number },
-): Promise<void> {
-  let last = 'not tried yet';
-  for (;;) {
-    for (const p of options.processes) {
-      if (p.spawnError) throw new Error(`${p.name} could not be started: ${p.spawnError.message}`);
-      if (p.exit) {
-        const how = p.exit.signal ? `signal ${p.exit.signal}` : `code ${p.exit.code}`;
-        throw new Error(`${p.name} exited with ${how} while waiting for ${what}`);
-      }
-    }
-    try {
-      const result = await check();
-      if (result === true) return;
-      last = result;
-    } catch (error) {
-      last = error instanceof Error ? `${error.message}${causeCode(error)}` : String(error);
-    }
-    if (Date.now() >= options.deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
-    await sleep(options.intervalMs ?? 250);
-  }
-}
-
-function causeCode(error: Error): string {
-  const cause = error.cause as { code?: unknown } | undefined;
-  return cause && typeof cause.code === 'string' ? ` (${cause.code})` : '';
-}
-
-async function processReport(processes: ManagedProcess[]): Promise<Map<string, string>> {
-  const report = new Map<string, string>();
-  for (const p of processes) {
-    const text = await readFile(p.logFile, 'utf8').catch(() => '');
-    report.set(p.name, lastLines(text, 30) || '(empty)');
-  }
-  return report;
-}
-
-function lastLines(text: string, count: number): string {
-  return text.trimEnd().split('\n').slice(-count).join('\n');
 }
 
 function parseJson(text: string): unknown {

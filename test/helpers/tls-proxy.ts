@@ -6,90 +6,9 @@
 // ['http/1.1'] to play a proxy that does not speak HTTP/2), optionally requires a client certificate
 // signed by the same CA, then opens TLS to the API server with the protocol the client chose and
 // copies bytes both ways. Requests keep their bearer token, so the API server authenticates as usual.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import tls from 'node:tls';
-
-export interface TestPki {
-  caPem: string;
-  serverCert: string;
-  serverKey: string;
-  clientCert: string;
-  clientKey: string;
-  /** The client certificate's subject CN. */
-  clientName: string;
-}
-
-/** A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
-export function makeTestPki(): TestPki {
-  const dir = mkdtempSync(path.join(tmpdir(), 'kubediff-test-pki-'));
-  const file = (name: string) => path.join(dir, name);
-  const openssl = (...args: string[]) =>
-    execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  const clientName = 'kubediff-test-client';
-  try {
-    openssl(
-      'req',
-      '-x509',
-      ...newKey,
-      '-keyout',
-      file('ca.key'),
-      '-out',
-      file('ca.crt'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=kubediff-test-proxy-ca',
-    );
-    const sign = (name: string, subject: string, extensions: string) => {
-      writeFileSync(file(`${name}.ext`), extensions);
-      openssl(
-        'req',
-        ...newKey,
-        '-keyout',
-        file(`${name}.key`),
-        '-out',
-        file(`${name}.csr`),
-        '-subj',
-        subject,
-      );
-      openssl(
-        'x509',
-        '-req',
-        '-in',
-        file(`${name}.csr`),
-        '-CA',
-        file('ca.crt'),
-        '-CAkey',
-        file('ca.key'),
-        '-CAcreateserial',
-        '-out',
-        file(`${name}.crt`),
-        '-days',
-        '1',
-        '-extfile',
-        file(`${name}.ext`),
-      );
-    };
-    sign('server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-    sign('client', `/CN=${clientName}`, 'extendedKeyUsage=clientAuth\n');
-    const read = (name: string) => readFileSync(file(name), 'utf8');
-    return {
-      caPem: read('ca.crt'),
-      serverCert: read('server.crt'),
-      serverKey: read('server.key'),
-      clientCert: read('client.crt'),
-      clientKey: read('client.key'),
-      clientName,
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+import type { TestPki } from './pki.ts';
 
 export interface TlsProxyOptions {
   /** The API server and the CA its certificate chains to. */

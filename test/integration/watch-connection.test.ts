@@ -19,8 +19,9 @@ import { assertStreamInvariants, describeEvent } from '../helpers/events.ts';
 import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
+import { makeTestPki, type TestPki } from '../helpers/pki.ts';
 import { establishedConnections } from '../helpers/sockets.ts';
-import { makeTestPki, startTlsProxy, type TestPki, type TlsProxy } from '../helpers/tls-proxy.ts';
+import { startTlsProxy, type TlsProxy } from '../helpers/tls-proxy.ts';
 
 const admin = adminClient();
 const cluster = testCluster();

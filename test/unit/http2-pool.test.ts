@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import { Http2Pool } from '../../src/kube/http2-pool.ts';
 import { readBody, type TransportRequest } from '../../src/kube/transport.ts';
 import { waitFor } from '../helpers/kube-admin.ts';
-import { makeTestPki } from '../helpers/tls-proxy.ts';
+import { makeTestPki } from '../helpers/pki.ts';
 
 const pki = makeTestPki();
 
