@@ -8,10 +8,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { EventBuilder } from '../src/diff/event-builder.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
+import { EventBuilder } from '../src/events/event-builder.ts';
 import { Informer } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
 import type { ResourceType } from '../src/kube/types.ts';

@@ -3,19 +3,30 @@
 // stack trace only with --debug.
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import {
+  addServiceFlags,
+  type RawServiceFlags,
+  serviceOptionsFromFlags,
+} from '../config/service-settings.ts';
 import { loadWatchSettings } from '../config/settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
-import { parseDurationSetting } from '../duration.ts';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, invalidSetting, UserError } from '../errors.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { HttpSettings } from '../kube/client.ts';
 import { KubeError } from '../kube/errors.ts';
-import { stderrLogger } from '../log.ts';
-import { parseSize } from '../size.ts';
-import { printable } from '../terminal-text.ts';
+import { parseDurationSetting } from '../util/duration.ts';
+import {
+  EXIT_FAILURE,
+  EXIT_OK,
+  EXIT_USAGE,
+  errorMessage,
+  invalidSetting,
+  UserError,
+} from '../util/errors.ts';
+import { stderrLogger } from '../util/log.ts';
+import { parseSize } from '../util/size.ts';
+import { printable } from '../util/terminal-text.ts';
 import { type HistoryFlags, runHistory } from './history.ts';
 import { runResources } from './resources.ts';
-import { addServiceFlags, type RawServiceFlags, serviceOptionsFromFlags } from './service-options.ts';
 import { runValidate } from './validate.ts';
 import { runWatch } from './watch.ts';
 
@@ -345,7 +356,7 @@ function onStdoutError(error: NodeJS.ErrnoException): void {
  * stderr closed (`kubediff watch 2>&1 | head -3`, or a log reader that went away): like a closed stdout,
  * not a crash. Nothing can be said any more, so there is nothing to report; `watch` stops the way it does
  * on SIGTERM (sinks drained, state recorded, Lease released) rather than run on with no way to tell
- * anyone about trouble. Log lines are dropped from then on (src/log.ts).
+ * anyone about trouble. Log lines are dropped from then on (src/util/log.ts).
  */
 let onStderrClosed: (reason: string) => void = () => {};
 const stderrClosed = new Promise<string>((resolve) => {

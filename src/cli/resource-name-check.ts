@@ -1,13 +1,13 @@
 // Shared by `watch`, `resources` and `validate --cluster`: what to do with resource names that match
 // nothing the server offers.
 import type { RedactRule } from '../config/redaction.ts';
-import { builtinResourceFor } from '../config/short-names.ts';
-import { UsageError } from '../errors.ts';
+import { parseResourcePattern } from '../events/filter.ts';
 import { parseResourceName, resolveResourceName, suggestResourceName } from '../kube/resource-names.ts';
 import type { Selection } from '../kube/selection.ts';
+import { builtinResourceFor } from '../kube/short-names.ts';
 import type { ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { parseResourcePattern } from '../sinks/filter.ts';
+import { UsageError } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
 
 /**
  * A -r name that matches nothing is a typo (exit 2) unless it names a group

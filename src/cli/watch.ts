@@ -4,32 +4,32 @@
 // queue. On stop: stop watching, let the sinks deliver what is queued within
 // --shutdown-timeout, report what they could not, exit 0.
 
-import { DiscoveryResolver, eventGate } from '../config/event-gate.ts';
 import { redactionSignature, redactPathsFor } from '../config/redaction.ts';
+import type { ServiceOptions } from '../config/service-settings.ts';
+import { describeSinkSpec } from '../config/sink-settings.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
-import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
 import type { ChangeEvent } from '../diff/types.ts';
-import { formatDuration } from '../duration.ts';
-import { EventFailures } from '../event-failures.ts';
+import { EventBuilder } from '../events/event-builder.ts';
+import { DiscoveryResolver, eventGate } from '../events/gate.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
-import { StateDatabase } from '../informer/state-database.ts';
-import { StateRecorder, selectionSignature, sinkProgress } from '../informer/state-recorder.ts';
 import { type HttpSettings, KubeClient } from '../kube/client.ts';
+import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
-import type { Logger } from '../log.ts';
-import { describeSinkSpec } from '../sinks/flags.ts';
+import { SyncProgress } from '../service/progress.ts';
+import { ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
-import { explainConnectionFailure } from './connection-errors.ts';
-import { SyncProgress } from './progress.ts';
+import { StateDatabase } from '../state/database.ts';
+import { StateRecorder, selectionSignature, sinkProgress } from '../state/recorder.ts';
+import { formatDuration } from '../util/duration.ts';
+import { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
-import { ServiceRuntime } from './service.ts';
-import type { ServiceOptions } from './service-options.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -44,7 +44,7 @@ export interface WatchRuntime {
   userAgent?: string;
   /** Memory bounds from the environment (README, "Tuning"); defaults where absent. */
   limits?: { stateMaxBacklogBytes?: number | undefined; standbyMaxBufferBytes?: number | undefined };
-  /** --listen, --leader-elect, … (src/cli/service-options.ts). */
+  /** --listen, --leader-elect, … (src/config/service-settings.ts). */
   service?: ServiceOptions;
   version?: string;
 }
@@ -122,7 +122,7 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     runtime.log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
 
-  // Event types, the config file's global rules and --explain (src/config/event-gate.ts).
+  // Event types, the config file's global rules and --explain (src/events/gate.ts).
   const resolver = new DiscoveryResolver();
   const gate = eventGate(settings, { router, log: runtime.log, resolver, failures });
   const emit = (event: ChangeEvent) => {

@@ -6,13 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
-import { AGE_RULES, checkDuration, type DurationRules, EXPECTED_DURATION } from '../duration.ts';
-import { errorMessage, UsageError } from '../errors.ts';
+import { parseResourcePattern } from '../events/filter.ts';
+import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { editDistance } from '../kube/resource-names.ts';
-import { parseResourcePattern } from '../sinks/filter.ts';
-import { parseSize } from '../size.ts';
-import { isNamespaceNameOrGlob } from './glob.ts';
-import { labelSelectorProblem } from './label-selector.ts';
+import { AGE_RULES, checkDuration, type DurationRules, EXPECTED_DURATION } from '../util/duration.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
+import { isNamespaceNameOrGlob } from '../util/glob.ts';
+import { parseSize } from '../util/size.ts';
 import { checkIgnorePath } from './presets.ts';
 import { type ConfigInput, configSchema, filterSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
 

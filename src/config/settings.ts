@@ -3,15 +3,15 @@
 // file's ignore list; --webhook and --slack-* add sinks to the file's. The file's `sinks:` list may hold
 // a stdout sink (format, color, filter); without one, stdout is set up from `output:` / -o as usual.
 import type { EventType } from '../diff/types.ts';
-import { checkDuration } from '../duration.ts';
-import { UsageError } from '../errors.ts';
-import type { FilterSpec, PathRule } from '../sinks/filter.ts';
-import { SINK_ENV } from '../sinks/flags.ts';
+import type { FilterSpec, PathRule } from '../events/filter.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
+import { checkDuration } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import { ConfigError, formatKeyPath, type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
 import type { RedactRule } from './redaction.ts';
 import type { FilterInput, PathRuleInput, SinkInput } from './schema.ts';
+import { SINK_ENV } from './sink-settings.ts';
 import { type RawWatchFlags, type WatchSettings, watchSettingsFromFlags } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -1,17 +1,17 @@
 // The settings of `kubediff watch`, checked and normalized. Every problem is
 // a UsageError (exit code 2) naming the flag, the bad value and the fix.
 import type { EventType } from '../diff/types.ts';
-import { errorMessage, UsageError } from '../errors.ts';
+import type { FilterSpec } from '../events/filter.ts';
+import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { parseResourceName, type ResourceName } from '../kube/resource-names.ts';
-import type { FilterSpec } from '../sinks/filter.ts';
-import { type RawSinkFlags, type SinkSettings, sinkSettingsFromFlags } from '../sinks/flags.ts';
+import { builtinResourceFor } from '../kube/short-names.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
+import { hasGlob, isNamespaceNameOrGlob } from '../util/glob.ts';
 import {
   deadLetterLimitsFromFlags,
   deadLetterLimitsGiven,
   type RawDeadLetterFlags,
 } from './dead-letter-settings.ts';
-import { hasGlob, isNamespaceNameOrGlob } from './glob.ts';
-import { labelSelectorProblem } from './label-selector.ts';
 import {
   checkIgnorePath,
   isPresetName,
@@ -21,7 +21,7 @@ import {
   presetIgnoredPaths,
 } from './presets.ts';
 import { type RedactionSettings, redactionKeyFrom } from './redaction.ts';
-import { builtinResourceFor } from './short-names.ts';
+import { type RawSinkFlags, type SinkSettings, sinkSettingsFromFlags } from './sink-settings.ts';
 import { type RawStateFlags, type StateSettings, stateSettingsFromFlags } from './state-settings.ts';
 
 /** `none`: no events on stdout (only the sinks: Slack, webhooks). */
@@ -66,7 +66,7 @@ export interface WatchSettings {
   output: OutputFormat;
   clusterName: string | undefined;
   debug: boolean;
-  /** Slack, webhooks, dead letters, shutdown timeout (src/sinks/flags.ts). */
+  /** Slack, webhooks, dead letters, shutdown timeout (src/config/sink-settings.ts). */
   delivery: SinkSettings;
   /** The noise preset the ignored paths come from. */
   preset?: PresetName;

@@ -5,17 +5,17 @@
 // re-discovery is the backstop. A type that disappears has its informer
 // stopped and its remaining objects reported as deleted.
 
-import { formatDuration } from '../duration.ts';
-import { errorMessage } from '../errors.ts';
-import type { EventFailures } from '../event-failures.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
 import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { sleep } from './backoff.ts';
+import { sleep } from '../util/backoff.ts';
+import { formatDuration } from '../util/duration.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
 import { Informer, type InformerHandler, type InitialListMode } from './informer.ts';
 import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
 import type { StoredObject } from './store.ts';

@@ -2,7 +2,7 @@
 // told about each add, update and delete. Like client-go's shared informer,
 // but it reconciles every LIST against the store itself, so that a relist
 // after 410 Gone (or a restart) reports exactly what changed in the gap.
-import { type EventFailures, identityOf } from '../event-failures.ts';
+
 import type { KubeClient } from '../kube/client.ts';
 import type { KubeError } from '../kube/errors.ts';
 import {
@@ -12,6 +12,7 @@ import {
   qualifiedName,
   type ResourceType,
 } from '../kube/types.ts';
+import { type EventFailures, identityOf } from '../util/event-failures.ts';
 import {
   Reflector,
   type ReflectorOptions,

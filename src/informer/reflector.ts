@@ -18,7 +18,7 @@ import { KubeError } from '../kube/errors.ts';
 import { ResponseTooLarge } from '../kube/transport.ts';
 import { apiVersionOf, collectionPath, type KubeObject, type ResourceType } from '../kube/types.ts';
 import { objectTooLarge, watchLines } from '../kube/watch-stream.ts';
-import { Backoff, type BackoffOptions, sleep } from './backoff.ts';
+import { Backoff, type BackoffOptions, sleep } from '../util/backoff.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 

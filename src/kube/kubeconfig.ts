@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, UsageError, UserError } from '../errors.ts';
+import { errorMessage, UsageError, UserError } from '../util/errors.ts';
 
 export interface KubeconfigOptions {
   /** --kubeconfig */

@@ -8,13 +8,13 @@
 // - every write is a PUT carrying the resourceVersion read, so two candidates cannot both win (409);
 // - on a clean stop the leader releases the Lease (empty holder), so a standby takes over at once.
 // The leader also stores small annotations of its own in the Lease on each renew (kubediff uses them for
-// its handover checkpoint, src/cli/leader-gate.ts); a new leader is told what the previous one wrote.
+// its handover checkpoint, src/service/leader-gate.ts); a new leader is told what the previous one wrote.
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { sleep } from '../informer/backoff.ts';
-import type { Logger } from '../log.ts';
+import { sleep } from '../util/backoff.ts';
+import type { Logger } from '../util/log.ts';
 import type { KubeClient } from './client.ts';
 import { KubeError } from './errors.ts';
 

@@ -28,8 +28,8 @@ import {
   writeSync,
 } from 'node:fs';
 import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage, UsageError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
 import type { DigestPayload } from './digest.ts';
 
 export interface DeadLetterRecord {

@@ -4,8 +4,8 @@
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
 import type { Dispatcher } from 'undici';
-import { formatDuration } from '../duration.ts';
-import type { Logger } from '../log.ts';
+import { formatDuration } from '../util/duration.ts';
+import type { Logger } from '../util/log.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
@@ -136,7 +136,7 @@ export class ShutdownClock {
 }
 
 /**
- * Process-wide observer of HTTP deliveries, for metrics (src/cli/metrics.ts): each request's duration and
+ * Process-wide observer of HTTP deliveries, for metrics (src/service/metrics.ts): each request's duration and
  * outcome, and each retry. At most one; absent unless `--listen` is given.
  */
 export interface DeliveryObserver {

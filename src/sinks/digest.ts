@@ -7,7 +7,7 @@
 // `onEvict` (the dead-letter file) and stay counted.
 import { randomUUID } from 'node:crypto';
 import type { ChangeEvent, EventType } from '../diff/types.ts';
-import { qualifiedResource } from './filter.ts';
+import { qualifiedResource } from '../events/filter.ts';
 
 export interface DigestGroup {
   type: EventType;

@@ -4,7 +4,7 @@
 // Receiver URLs are credentials (a Slack webhook URL is one): they appear in
 // logs and errors only as scheme and host, the path elided.
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
-import { formatDuration } from '../duration.ts';
+import { formatDuration } from '../util/duration.ts';
 
 export type PostOutcome =
   | { ok: true; status: number; body: string }

@@ -7,7 +7,7 @@
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Change, ChangeEvent } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';
-import { printable } from '../terminal-text.ts';
+import { printable } from '../util/terminal-text.ts';
 
 export interface PrettyOptions {
   color: boolean;

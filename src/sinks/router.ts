@@ -4,11 +4,11 @@
 // finish in parallel within one shutdown timeout and reports what became of
 // their events.
 import type { ChangeEvent } from '../diff/types.ts';
-import { MAX_TIMER_MS } from '../duration.ts';
-import { errorMessage } from '../errors.ts';
-import { EventFailures, identityOf, type ObjectIdentity } from '../event-failures.ts';
-import type { Logger } from '../log.ts';
-import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from './filter.ts';
+import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from '../events/filter.ts';
+import { MAX_TIMER_MS } from '../util/duration.ts';
+import { errorMessage } from '../util/errors.ts';
+import { EventFailures, identityOf, type ObjectIdentity } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
 import { type Sink, type SinkReport, undelivered } from './sink.ts';
 
 export interface Route {

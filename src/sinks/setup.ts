@@ -3,12 +3,12 @@
 // option a sink has, so a config file maps its keys onto them one to one.
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../diff/types.ts';
-import { UsageError } from '../errors.ts';
-import type { EventFailures } from '../event-failures.ts';
-import type { Logger } from '../log.ts';
+import { compileFilter, type FilterSpec } from '../events/filter.ts';
+import { UsageError } from '../util/errors.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
-import { compileFilter, type FilterSpec } from './filter.ts';
 import { redactUrl } from './http.ts';
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
@@ -79,7 +79,7 @@ export interface SinkRuntime {
   /** The cap of every dead-letter file. */
   deadLetterLimits?: DeadLetterLimits | undefined;
   userAgent?: string;
-  /** Where a sink or a sink filter that throws is reported (src/event-failures.ts). */
+  /** Where a sink or a sink filter that throws is reported (src/util/event-failures.ts). */
   failures?: EventFailures;
 }
 

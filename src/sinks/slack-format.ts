@@ -9,9 +9,9 @@
 // which Slack rejects a message; long values are elided in the middle and
 // what does not fit is counted ("…and 12 more changes").
 import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
+import { qualifiedResource } from '../events/filter.ts';
 import type { Digest } from './digest.ts';
 import { formatCount } from './digest.ts';
-import { qualifiedResource } from './filter.ts';
 import { readablePath, renderValue } from './pretty.ts';
 
 export type SlackBlock =

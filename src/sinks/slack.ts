@@ -8,8 +8,8 @@
 // waiting events only counts are kept.
 import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import {
   abandonDigest,

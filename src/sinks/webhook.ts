@@ -7,9 +7,9 @@
 // cannot be delivered goes to the dead-letter file and is counted.
 import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import { formatSize } from '../size.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import {
   abandonDigest,
@@ -142,7 +142,7 @@ export class WebhookSink implements Sink {
     try {
       this.queue.push(event);
     } catch (error) {
-      // An event that cannot be serialized: accounted for; the router reports it (src/event-failures.ts).
+      // An event that cannot be serialized: accounted for; the router reports it (src/util/event-failures.ts).
       this.counters.lost++;
       throw error;
     }

@@ -112,7 +112,7 @@ function childEnv(extra: RunOptions['env']): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Set by `node --test` for its own children; kubediff is not a test file.
   delete env.NODE_TEST_CONTEXT;
-  // Tests read kubediff's human log lines; a test of the JSON format asks for it (src/log.ts).
+  // Tests read kubediff's human log lines; a test of the JSON format asks for it (src/util/log.ts).
   env.KUBEDIFF_LOG_FORMAT ??= 'text';
   for (const [key, value] of Object.entries(extra ?? {})) {
     if (value === undefined) delete env[key];

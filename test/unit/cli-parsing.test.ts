@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { labelSelectorProblem } from '../../src/config/label-selector.ts';
 import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
-import { UsageError } from '../../src/errors.ts';
-import { Backoff } from '../../src/informer/backoff.ts';
 import { errorFromResponse, errorFromTransport, parseRetryAfter } from '../../src/kube/errors.ts';
+import { labelSelectorProblem } from '../../src/kube/label-selector.ts';
+import { Backoff } from '../../src/util/backoff.ts';
+import { UsageError } from '../../src/util/errors.ts';
 
 describe('label selectors', () => {
   it('accepts every kubectl form', () => {

@@ -9,7 +9,7 @@ import { ConfigError, loadConfigFile, parseConfig, substitute } from '../../src/
 import { PRESETS, presetIgnoredPaths } from '../../src/config/presets.ts';
 import { loadWatchSettings, settingsFromConfig } from '../../src/config/settings.ts';
 import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
-import { EXIT_USAGE, UsageError } from '../../src/errors.ts';
+import { EXIT_USAGE, UsageError } from '../../src/util/errors.ts';
 
 const FIXTURES = path.join(import.meta.dirname, '../fixtures/config');
 /** The environment of every corpus case: values that must never appear in a message. */

@@ -3,13 +3,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkRedactRuleNames } from '../../src/cli/resource-name-check.ts';
-import { DiscoveryResolver } from '../../src/config/event-gate.ts';
 import { parseConfig } from '../../src/config/file.ts';
 import { REDACTION_KEY_ENV, redactionSignature, redactPathsFor } from '../../src/config/redaction.ts';
 import { settingsFromConfig } from '../../src/config/settings.ts';
 import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
-import { EXIT_USAGE, UsageError } from '../../src/errors.ts';
+import { DiscoveryResolver } from '../../src/events/gate.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
+import { EXIT_USAGE, UsageError } from '../../src/util/errors.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 import { memoryLog } from '../helpers/sink-test.ts';
 

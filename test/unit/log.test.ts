@@ -1,7 +1,7 @@
-// src/log.ts: human lines on a terminal, JSON lines with levels anywhere else; the same message in both.
+// src/util/log.ts: human lines on a terminal, JSON lines with levels anywhere else; the same message in both.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jsonLine, resolveLogFormat, stderrLogger } from '../../src/log.ts';
+import { jsonLine, resolveLogFormat, stderrLogger } from '../../src/util/log.ts';
 
 function capture(format: 'text' | 'json', debug = false) {
   const lines: string[] = [];

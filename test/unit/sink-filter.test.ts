@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChangeEvent } from '../../src/diff/types.ts';
-import { compileFilter } from '../../src/sinks/filter.ts';
+import { compileFilter } from '../../src/events/filter.ts';
 import { sampleEvent } from '../helpers/events.ts';
 
 const event = sampleEvent;

@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { ChangeEvent } from '../../src/diff/types.ts';
-import type { Logger } from '../../src/log.ts';
 import { DeadLetterFile, type DeadLetterRecord } from '../../src/sinks/dead-letter.ts';
 import type { DigestPayload } from '../../src/sinks/digest.ts';
 import { verifySignature } from '../../src/sinks/signature.ts';
 import { WebhookSink, type WebhookSinkOptions } from '../../src/sinks/webhook.ts';
+import type { Logger } from '../../src/util/log.ts';
 import { memoryLog, sinkTestKit } from '../helpers/sink-test.ts';
 
 const kit = sinkTestKit<WebhookSink>();

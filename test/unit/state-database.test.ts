@@ -1,4 +1,4 @@
-// The state file (src/informer/state-database.ts) and its recorder (state-recorder.ts): schema,
+// The state file (src/state/database.ts) and its recorder (state/recorder.ts): schema,
 // migration of an older file, foreign and damaged files, retention, history queries, and the rule
 // that nothing is recorded as reported before every sink has finished with it.
 import assert from 'node:assert/strict';
@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import type { ChangeEvent } from '../../src/diff/types.ts';
-import { UsageError } from '../../src/errors.ts';
-import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/informer/state-database.ts';
-import { StateRecorder } from '../../src/informer/state-recorder.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
-import { silentLogger } from '../../src/log.ts';
+import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/state/database.ts';
+import { StateRecorder } from '../../src/state/recorder.ts';
+import { UsageError } from '../../src/util/errors.ts';
+import { silentLogger } from '../../src/util/log.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-'));

@@ -8,11 +8,11 @@
 // it. `evaluate` returns a verdict with the reason, so that `--explain` can
 // say why an event went where it went.
 
-import { globToRegExp, hasGlob } from '../config/glob.ts';
-import { builtinResourceFor } from '../config/short-names.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { parsePointer } from '../diff/pointer.ts';
 import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
+import { builtinResourceFor } from '../kube/short-names.ts';
+import { globToRegExp, hasGlob } from '../util/glob.ts';
 
 /** A path rule: a JSON Pointer (`*` matches one segment), optionally for some resource types only. */
 export type PathRule = string | { path: string; resources?: readonly string[] };

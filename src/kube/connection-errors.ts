@@ -1,9 +1,9 @@
 // Turns a failure to talk to the cluster at startup into one sentence that
 // says what failed, where, and what to do about it.
-import { UserError } from '../errors.ts';
-import { KubeError } from '../kube/errors.ts';
-import type { ClusterIdentity } from '../kube/kubeconfig.ts';
-import { formatBytes, ResponseTooLarge } from '../kube/transport.ts';
+import { UserError } from '../util/errors.ts';
+import { KubeError } from './errors.ts';
+import type { ClusterIdentity } from './kubeconfig.ts';
+import { formatBytes, ResponseTooLarge } from './transport.ts';
 
 export function explainConnectionFailure(error: unknown, identity: ClusterIdentity): unknown {
   if (!(error instanceof KubeError)) return error;

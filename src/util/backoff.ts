@@ -6,7 +6,7 @@
 // API server (or a proxy in front of it) answering `Retry-After: 86400` must
 // not park a resource type for a day, and a value beyond 24.8 days would
 // overflow Node's timer into a 1 ms busy loop.
-import { MAX_TIMER_MS } from '../duration.ts';
+import { MAX_TIMER_MS } from './duration.ts';
 
 export interface BackoffOptions {
   initialMs: number;

@@ -3,8 +3,12 @@
 // path, or a resync found it unchanged) produces no event at all. An update
 // the diff fails on (a bug, or an object nested too deep for its recursion)
 // is still reported, as changes of whole top-level fields, and the failure
-// is reported once (src/event-failures.ts).
-import { type EventFailures, identityOf } from '../event-failures.ts';
+// is reported once (src/util/event-failures.ts).
+
+import { diffObjects } from '../diff/diff.ts';
+import { getProperty } from '../diff/json.ts';
+import { formatPointer } from '../diff/pointer.ts';
+import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
 import type { AddContext, DeleteContext, InformerHandler, UpdateContext } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import {
@@ -14,10 +18,7 @@ import {
   qualifiedName,
   type ResourceType,
 } from '../kube/types.ts';
-import { diffObjects } from './diff.ts';
-import { getProperty } from './json.ts';
-import { formatPointer } from './pointer.ts';
-import type { Change, ChangeEvent, EventType } from './types.ts';
+import { type EventFailures, identityOf } from '../util/event-failures.ts';
 
 export interface EventBuilderOptions {
   /** --cluster-name, or the kubeconfig context's name. */

@@ -2,14 +2,15 @@
 // config file's per-resource path rules and `only`), and --explain, which says for every event, for every
 // sink, whether it was delivered and which rule decided. Resource names in filters are resolved through
 // discovery (short names and kinds of custom resources too) by a DiscoveryResolver fed by the watch.
+
+import type { WatchSettings } from '../config/watch-settings.ts';
 import type { ChangeEvent } from '../diff/types.ts';
-import type { EventFailures } from '../event-failures.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from '../sinks/filter.ts';
 import { evaluateContained, explainLine } from '../sinks/router.ts';
-import type { WatchSettings } from './watch-settings.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
+import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from './filter.ts';
 
 /** The resource types discovery offers, for resolving the names people write in filters. */
 export class DiscoveryResolver {

@@ -11,7 +11,6 @@
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ChangeEvent } from '../diff/types.ts';
-import { type EventFailures, FAILURE_STAGES } from '../event-failures.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { ConnectionStats } from '../kube/transport.ts';
@@ -19,11 +18,12 @@ import { qualifiedName } from '../kube/types.ts';
 import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
+import { type EventFailures, FAILURE_STAGES } from '../util/event-failures.ts';
 
 export interface MetricsSources {
   /** The informers running now (read on each scrape). */
   informers?: () => readonly Informer[];
-  /** Changes that failed at one stage of processing (src/event-failures.ts). */
+  /** Changes that failed at one stage of processing (src/util/event-failures.ts). */
   failures?: EventFailures;
   /** --state: the writes held back for the sinks. */
   state?: { readonly backlogBytes: number; readonly unconfirmedWrites: number };

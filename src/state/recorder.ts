@@ -31,13 +31,14 @@
 // (a clean stop hands them to the dead-letter file or reports them, as
 // always). Logged once, counted (unconfirmedWrites, a metric).
 import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage } from '../errors.ts';
-import { type EventFailures, identityOf } from '../event-failures.ts';
+import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
+import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { formatSize } from '../size.ts';
-import type { Informer, InformerHandler, InitialListMode } from './informer.ts';
+import { errorMessage } from '../util/errors.ts';
+import { type EventFailures, identityOf } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 import {
   DEFAULT_RETENTION,
   type Retention,
@@ -45,8 +46,7 @@ import {
   type StateDatabase,
   type StateWrite,
   serializeWrite,
-} from './state-database.ts';
-import type { StoredObject } from './store.ts';
+} from './database.ts';
 
 /** What an informer starts with. */
 export interface InformerPlan {

@@ -2,8 +2,6 @@
 // election, the log format. Kept apart from the watch settings (src/config) so that both can grow
 // independently; a config file maps onto the same fields.
 import type { Command } from 'commander';
-import { parseDurationSetting } from '../duration.ts';
-import { UsageError } from '../errors.ts';
 import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
@@ -12,8 +10,10 @@ import {
   defaultLeaseNamespace,
   type LeaderElectionConfig,
 } from '../kube/leader-election.ts';
-import type { LogFormat } from '../log.ts';
-import { parseListenAddress } from './health-server.ts';
+import { parseListenAddress } from '../service/health-server.ts';
+import { parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
+import type { LogFormat } from '../util/log.ts';
 
 export interface RawServiceFlags {
   listen?: string;

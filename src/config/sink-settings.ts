@@ -4,11 +4,12 @@
 // secret webhook headers and, optionally, the Slack webhook URL come from the
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
-import { parseDurationSetting } from '../duration.ts';
-import { UsageError } from '../errors.ts';
-import type { DeadLetterLimits } from './dead-letter.ts';
-import { redactUrl } from './http.ts';
-import { checkHttpUrl, type SinkSpec, type SlackSinkSpec, type WebhookSinkSpec } from './setup.ts';
+
+import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
+import { redactUrl } from '../sinks/http.ts';
+import { checkHttpUrl, type SinkSpec, type SlackSinkSpec, type WebhookSinkSpec } from '../sinks/setup.ts';
+import { parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {

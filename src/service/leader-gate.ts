@@ -27,8 +27,8 @@ import type { ChangeEvent } from '../diff/types.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { Lease } from '../kube/leader-election.ts';
 import { qualifiedName } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { formatSize } from '../size.ts';
+import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 import { resourceOfEvent } from './metrics.ts';
 
 export const CHECKPOINT_ANNOTATION = 'kubediff.io/checkpoint';

@@ -17,9 +17,9 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
 import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage, UsageError } from '../errors.ts';
+import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
-import type { StoredObject } from './store.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
 
 /** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
 export const APPLICATION_ID = 0x4b446966;
