@@ -5,13 +5,12 @@
 // --shutdown-timeout, report what they could not, exit 0.
 
 import { redactionSignature, redactPathsFor } from '../config/redaction.ts';
-import type { ServiceOptions } from '../config/service-settings.ts';
 import { describeSinkSpec } from '../config/sink-settings.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import { EventBuilder } from '../events/event-builder.ts';
 import { DiscoveryResolver, eventGate } from '../events/gate.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
@@ -21,7 +20,7 @@ import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import { SyncProgress } from '../service/progress.ts';
-import { ServiceRuntime } from '../service/service.ts';
+import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { StateDatabase } from '../state/database.ts';

@@ -11,9 +11,9 @@ import {
   type LeaderElectionConfig,
 } from '../kube/leader-election.ts';
 import { parseListenAddress } from '../service/health-server.ts';
+import type { ServiceOptions } from '../service/service.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
-import type { LogFormat } from '../util/log.ts';
 
 export interface RawServiceFlags {
   listen?: string;
@@ -26,15 +26,6 @@ export interface RawServiceFlags {
   leaderElectionRenewDeadline?: string;
   leaderElectionRetryPeriod?: string;
   logFormat?: string;
-}
-
-export interface ServiceOptions {
-  /** --listen: serve /healthz, /readyz, /metrics here. */
-  listen: string | undefined;
-  readyFailureThresholdMs: number;
-  /** --leader-elect. */
-  leaderElection: LeaderElectionConfig | undefined;
-  logFormat: LogFormat | 'auto';
 }
 
 export const DEFAULT_READY_FAILURE_THRESHOLD_MS = 60_000;

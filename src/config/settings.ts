@@ -2,7 +2,7 @@
 // the same key in the file (lists too: `-n a` replaces the file's namespaces); --ignore adds to the
 // file's ignore list; --webhook and --slack-* add sinks to the file's. The file's `sinks:` list may hold
 // a stdout sink (format, color, filter); without one, stdout is set up from `output:` / -o as usual.
-import type { EventType } from '../diff/types.ts';
+import type { EventType } from '../events/event.ts';
 import type { FilterSpec, PathRule } from '../events/filter.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
 import { checkDuration } from '../util/duration.ts';

@@ -1,6 +1,6 @@
 // The settings of `kubediff watch`, checked and normalized. Every problem is
 // a UsageError (exit code 2) naming the flag, the bad value and the fix.
-import type { EventType } from '../diff/types.ts';
+import { EVENT_TYPES, type EventType } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { parseResourceName, type ResourceName } from '../kube/resource-names.ts';
@@ -26,8 +26,6 @@ import { type RawStateFlags, type StateSettings, stateSettingsFromFlags } from '
 
 /** `none`: no events on stdout (only the sinks: Slack, webhooks). */
 export type OutputFormat = 'json' | 'pretty' | 'none';
-
-export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
 
 /** The flags as commander hands them over. */
 export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags {

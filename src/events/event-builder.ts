@@ -8,7 +8,7 @@
 import { diffObjects } from '../diff/diff.ts';
 import { getProperty } from '../diff/json.ts';
 import { formatPointer } from '../diff/pointer.ts';
-import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
+import type { Change } from '../diff/types.ts';
 import type { AddContext, DeleteContext, InformerHandler, UpdateContext } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import {
@@ -19,6 +19,7 @@ import {
   type ResourceType,
 } from '../kube/types.ts';
 import { type EventFailures, identityOf } from '../util/event-failures.ts';
+import type { ChangeEvent, EventType } from './event.ts';
 
 export interface EventBuilderOptions {
   /** --cluster-name, or the kubeconfig context's name. */

@@ -10,9 +10,12 @@
 
 import { PathMatcher } from '../diff/ignore.ts';
 import { parsePointer } from '../diff/pointer.ts';
-import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
+import type { Change } from '../diff/types.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { EventFailures } from '../util/event-failures.ts';
 import { globToRegExp, hasGlob } from '../util/glob.ts';
+import { type ChangeEvent, type EventType, identityOfEvent, qualifiedResource } from './event.ts';
 
 /** A path rule: a JSON Pointer (`*` matches one segment), optionally for some resource types only. */
 export type PathRule = string | { path: string; resources?: readonly string[] };
@@ -309,12 +312,6 @@ function compilePathRule(rule: PathRule): CompiledPathRule {
   };
 }
 
-/** 'deployments.apps', 'configmaps': how kubectl names the event's resource type. */
-export function qualifiedResource(event: ChangeEvent): string {
-  const group = groupOf(event.object.apiVersion);
-  return group === '' ? event.object.resource : `${event.object.resource}.${group}`;
-}
-
 function groupOf(apiVersion: string): string {
   const slash = apiVersion.indexOf('/');
   return slash < 0 ? '' : apiVersion.slice(0, slash);
@@ -401,4 +398,43 @@ function overlaps(pattern: readonly string[], change: readonly string[]): boolea
     if (segment !== ANY_SEGMENT && segment !== change[i]) return false;
   }
   return true;
+}
+
+/**
+ * The filter's verdict; a filter that throws lets the event through (a filter bug must not lose changes),
+ * says why for --explain, and is reported. Without `failures` the exception propagates.
+ */
+export function evaluateContained(
+  filter: EventFilter,
+  event: ChangeEvent,
+  failures: EventFailures | undefined,
+  owner = 'the watch',
+): FilterVerdict {
+  const { verdict, error } = evaluateSafely(filter, event);
+  if (error !== undefined) {
+    if (!failures) throw error;
+    failures.report(
+      'filter',
+      `the filter of ${owner}`,
+      identityOfEvent(event),
+      error,
+      'the event is delivered as if the filter had let it through',
+    );
+  }
+  return verdict;
+}
+
+/** The verdict, or, when the filter throws, a verdict that lets the event through and the error. */
+export function evaluateSafely(
+  filter: EventFilter,
+  event: ChangeEvent,
+): { verdict: FilterVerdict; error?: unknown } {
+  try {
+    return { verdict: filter.evaluate(event) };
+  } catch (error) {
+    return {
+      verdict: { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` },
+      error,
+    };
+  }
 }

@@ -23,13 +23,12 @@
 // then the oldest events are dropped, logged once and counted (kubediff_standby_dropped_events_total):
 // they matter only if that leader dies without having delivered them.
 
-import type { ChangeEvent } from '../diff/types.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { Lease } from '../kube/leader-election.ts';
 import { qualifiedName } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
-import { resourceOfEvent } from './metrics.ts';
 
 export const CHECKPOINT_ANNOTATION = 'kubediff.io/checkpoint';
 /** A standby never holds more than this many events (a leader that writes no checkpoint, say)… */
@@ -84,7 +83,7 @@ export function checkpointAnnotation(informers: readonly Informer[]): string {
 
 /** True when `checkpoint` says this event's change was already processed by the leader that wrote it. */
 function coveredBy(checkpoint: Checkpoint, event: ChangeEvent): boolean {
-  const limit = checkpoint.get(resourceOfEvent(event));
+  const limit = checkpoint.get(qualifiedResource(event));
   if (limit === undefined) return false;
   const rv = parseResourceVersion(event.object.resourceVersion);
   return rv !== undefined && rv <= limit;

@@ -10,7 +10,7 @@
 // `pods`); `sink` is the sink's name as in the logs (URLs elided).
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ChangeEvent } from '../diff/types.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { ConnectionStats } from '../kube/transport.ts';
@@ -47,14 +47,6 @@ const SINK_OUTCOMES: readonly [keyof SinkStats, string][] = [
   ['deadLettered', 'dead_lettered'],
   ['lost', 'lost'],
 ];
-
-/** The resource label of an event: `deployments.apps`, `pods`. */
-export function resourceOfEvent(event: ChangeEvent): string {
-  const slash = event.object.apiVersion.indexOf('/');
-  return slash < 0
-    ? event.object.resource
-    : `${event.object.resource}.${event.object.apiVersion.slice(0, slash)}`;
-}
 
 export class KubediffMetrics {
   readonly registry = new Registry();
@@ -368,7 +360,7 @@ export class KubediffMetrics {
 
   /** An event that leaves the event builder (delivered, or buffered on a standby). */
   observeEvent(event: ChangeEvent): void {
-    const resource = resourceOfEvent(event);
+    const resource = qualifiedResource(event);
     this.events.inc({ type: event.type, resource });
     this.lastEventAt.set(resource, this.now());
   }

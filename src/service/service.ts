@@ -3,17 +3,25 @@
 // before the sinks exist (start), for each event (emit), for each informer state (handler), once the
 // initial sync is over (synced), and when stopping (stop, after the sinks drained).
 
-import type { ServiceOptions } from '../config/service-settings.ts';
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import type { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { InformerHandler } from '../informer/informer.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { LeaderElector } from '../kube/leader-election.ts';
+import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-election.ts';
 import type { Router } from '../sinks/router.ts';
-import type { Logger } from '../util/log.ts';
+import type { LogFormat, Logger } from '../util/log.ts';
 import { HealthServer, Readiness } from './health-server.ts';
 import { CHECKPOINT_ANNOTATION, checkpointAnnotation, LeaderGate } from './leader-gate.ts';
 import { KubediffMetrics, type MetricsSources } from './metrics.ts';
+
+export interface ServiceOptions {
+  /** --listen: serve /healthz, /readyz, /metrics here. */
+  listen: string | undefined;
+  readyFailureThresholdMs: number;
+  /** --leader-elect. */
+  leaderElection: LeaderElectionConfig | undefined;
+  logFormat: LogFormat | 'auto';
+}
 
 export class ServiceRuntime {
   private readonly options: ServiceOptions | undefined;

@@ -2,7 +2,7 @@
 // to running sinks behind a router. The specs are plain data with every
 // option a sink has, so a config file maps its keys onto them one to one.
 import type { Writable } from 'node:stream';
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import { compileFilter, type FilterSpec } from '../events/filter.ts';
 import { UsageError } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';

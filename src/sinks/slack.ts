@@ -7,7 +7,7 @@
 // few messages, never hours of backlog. Memory is bounded: beyond `capacity`
 // waiting events only counts are kept.
 import type { Dispatcher } from 'undici';
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';

@@ -12,7 +12,7 @@
 // When the reader goes away (EPIPE: `kubediff watch | head`), onClosed lets
 // the command stop cleanly instead of crashing.
 import type { Writable } from 'node:stream';
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import type { Logger } from '../util/log.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 

@@ -6,7 +6,7 @@
 // backoff and jitter (Retry-After honoured); other answers are final. What
 // cannot be delivered goes to the dead-letter file and is counted.
 import type { Dispatcher } from 'undici';
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';

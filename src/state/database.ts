@@ -16,7 +16,7 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';

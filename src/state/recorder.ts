@@ -30,7 +30,7 @@
 // kill -9 meanwhile can lose, for that sink only, changes it still had queued
 // (a clean stop hands them to the dead-letter file or reports them, as
 // always). Logged once, counted (unconfirmedWrites, a metric).
-import type { ChangeEvent } from '../diff/types.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
@@ -260,9 +260,7 @@ export class StateRecorder {
 
   /** An event that was handed to the sinks: kept for `kubediff history`. */
   recordEvent(event: ChangeEvent): void {
-    const { apiVersion, resource } = event.object;
-    const group = apiVersion.includes('/') ? (apiVersion.split('/')[0] ?? '') : '';
-    this.queue({ kind: 'event', resource: qualifiedName({ group, resource }), event });
+    this.queue({ kind: 'event', resource: qualifiedResource(event), event });
   }
 
   /** Commits what every sink has finished with. Called by a timer; `all` at the end, after the sinks closed. */

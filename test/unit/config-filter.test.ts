@@ -3,11 +3,10 @@
 // test/integration/config-filters.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import { compileFilter } from '../../src/events/filter.ts';
-import { DiscoveryResolver, eventGate } from '../../src/events/gate.ts';
+import { DiscoveryResolver, eventGate, explainLine } from '../../src/events/gate.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
-import { explainLine } from '../../src/sinks/router.ts';
 import type { Logger } from '../../src/util/log.ts';
 import { type SampleOverrides, sampleEvent } from '../helpers/events.ts';
 

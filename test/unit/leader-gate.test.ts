@@ -2,7 +2,7 @@
 // leader's checkpoint covers; on takeover it delivers the rest, and never what the old leader had.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import type { Informer } from '../../src/informer/informer.ts';
 import type { Lease } from '../../src/kube/leader-election.ts';
 import {

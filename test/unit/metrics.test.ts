@@ -1,7 +1,7 @@
 // src/service/metrics.ts: what /metrics says, from informer states, events and sink counters.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import type { Informer } from '../../src/informer/informer.ts';
 import { KubeError } from '../../src/kube/errors.ts';
 import { KubediffMetrics } from '../../src/service/metrics.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import { compileFilter } from '../../src/events/filter.ts';
 import { sampleEvent } from '../helpers/events.ts';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, describe, it } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import { compileFilter } from '../../src/events/filter.ts';
 import { logShutdownReport, Router } from '../../src/sinks/router.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from '../../src/sinks/sink.ts';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import { DeadLetterFile, type DeadLetterRecord } from '../../src/sinks/dead-letter.ts';
 import type { DigestPayload } from '../../src/sinks/digest.ts';
 import { verifySignature } from '../../src/sinks/signature.ts';

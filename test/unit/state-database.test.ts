@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
 import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/state/database.ts';
