@@ -4,6 +4,7 @@
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
 import type { Dispatcher } from 'undici';
+import { Backoff } from '../util/backoff.ts';
 import { formatDuration } from '../util/duration.ts';
 import type { Logger } from '../util/log.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
@@ -21,27 +22,22 @@ export interface RetryOptions {
 
 export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 1_000, maxDelayMs: 60_000 };
 
-/** Exponential backoff with ±50% jitter; Retry-After is a minimum. Reset after a success. */
-export class RetryDelay {
-  private readonly options: RetryOptions;
-  private readonly random: () => number;
-  private current = 0;
-
-  constructor(options: RetryOptions, random: () => number = Math.random) {
-    this.options = options;
-    this.random = random;
-  }
-
-  next(retryAfterMs?: number): number {
-    this.current =
-      this.current === 0 ? this.options.initialDelayMs : Math.min(this.options.maxDelayMs, this.current * 2);
-    const delay = Math.round(this.current * (0.5 + this.random()));
-    return retryAfterMs !== undefined ? Math.max(delay, retryAfterMs) : delay;
-  }
-
-  reset(): void {
-    this.current = 0;
-  }
+/**
+ * The backoff of one sink's retries: RetryOptions' delays, doubling with ±50% jitter, reset after a
+ * success. A receiver's Retry-After is a minimum (http.ts caps it at 10 minutes).
+ */
+export function retryBackoff(options: RetryOptions, random?: () => number): Backoff {
+  return new Backoff(
+    {
+      initialMs: options.initialDelayMs,
+      maxMs: options.maxDelayMs,
+      factor: 2,
+      jitter: 0.5,
+      resetAfterMs: Number.POSITIVE_INFINITY,
+      maxRetryAfterMs: Number.POSITIVE_INFINITY,
+    },
+    random,
+  );
 }
 
 /** Wakes a waiting loop when there is work (or when it must stop). */

@@ -6,8 +6,10 @@
 // Retry-After while events keep gathering, so a burst or an outage costs a
 // few messages, never hours of backlog. Memory is bounded: beyond `capacity`
 // waiting events only counts are kept.
+
 import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../events/event.ts';
+import type { Backoff } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
@@ -16,8 +18,8 @@ import {
   closeDelivery,
   DEFAULT_RETRY,
   plural,
-  RetryDelay,
   type RetryOptions,
+  retryBackoff,
   ShutdownClock,
   TroubleReport,
   Wakeup,
@@ -113,7 +115,7 @@ export class SlackSink implements Sink {
   private readonly capacityBytes: number;
   private readonly format: SlackFormatOptions;
   private readonly retry: RetryOptions;
-  private readonly delay: RetryDelay;
+  private readonly delay: Backoff;
   private readonly agent: Dispatcher;
   private readonly wakeup = new Wakeup();
   private readonly clock = new ShutdownClock();
@@ -141,7 +143,7 @@ export class SlackSink implements Sink {
     this.capacityBytes = options.capacityBytes ?? SLACK_DEFAULTS.capacityBytes;
     this.format = { ...DEFAULT_SLACK_FORMAT, ...options.format };
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
-    this.delay = new RetryDelay(this.retry);
+    this.delay = retryBackoff(this.retry);
     this.agent = createAgent(this.timeoutMs);
     this.trouble = new TroubleReport(this.name, options.log);
     this.pending = this.newBatch();

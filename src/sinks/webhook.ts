@@ -5,8 +5,10 @@
 // Retries network errors, timeouts, 408, 425, 429 and 5xx with exponential
 // backoff and jitter (Retry-After honoured); other answers are final. What
 // cannot be delivered goes to the dead-letter file and is counted.
+
 import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../events/event.ts';
+import type { Backoff } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
@@ -16,8 +18,8 @@ import {
   closeDelivery,
   DEFAULT_RETRY,
   plural,
-  RetryDelay,
   type RetryOptions,
+  retryBackoff,
   ShutdownClock,
   TroubleReport,
   Wakeup,
@@ -85,7 +87,7 @@ export class WebhookSink implements Sink {
   private readonly options: WebhookSinkOptions;
   private readonly timeoutMs: number;
   private readonly retry: RetryOptions;
-  private readonly delay: RetryDelay;
+  private readonly delay: Backoff;
   private readonly agent: Dispatcher;
   private readonly queue: EventQueue;
   private readonly wakeup = new Wakeup();
@@ -106,7 +108,7 @@ export class WebhookSink implements Sink {
     this.name = options.name ?? `webhook ${redactUrl(this.url)}`;
     this.timeoutMs = options.timeoutMs ?? WEBHOOK_DEFAULTS.timeoutMs;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
-    this.delay = new RetryDelay(this.retry);
+    this.delay = retryBackoff(this.retry);
     this.agent = createAgent(this.timeoutMs);
     this.trouble = new TroubleReport(this.name, options.log);
     let currentDigest: Digest | undefined;

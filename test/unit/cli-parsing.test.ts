@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
 import { errorFromResponse, errorFromTransport, parseRetryAfter } from '../../src/kube/errors.ts';
 import { labelSelectorProblem } from '../../src/kube/label-selector.ts';
-import { Backoff } from '../../src/util/backoff.ts';
 import { UsageError } from '../../src/util/errors.ts';
 
 describe('label selectors', () => {
@@ -57,22 +56,6 @@ describe('watch flags', () => {
           error instanceof UsageError && error.exitCode === 2 && message.test(error.message),
       );
     }
-  });
-});
-
-describe('backoff', () => {
-  it('doubles from 800ms to the cap, spreads with jitter, honours Retry-After and resets after quiet', () => {
-    const backoff = new Backoff({ jitter: 0 }, () => 0.5);
-    const delays = Array.from({ length: 8 }, () => backoff.next(undefined, 1_000));
-    assert.deepEqual(delays, [800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
-    // Retry-After is a minimum, up to the cap: a server cannot park a watch for a day.
-    assert.equal(backoff.next(20_000, 1_000), 30_000);
-    assert.equal(new Backoff({ jitter: 0 }).next(20_000, 1_000), 20_000);
-    assert.equal(backoff.next(45_000, 1_000), 30_000);
-    assert.equal(backoff.next(86_400_000, 1_000), 30_000);
-    assert.equal(backoff.next(undefined, 1_000 + 121_000), 800);
-    const jittered = new Backoff({ jitter: 0.5 }, () => 0);
-    assert.equal(jittered.next(), 400);
   });
 });
 
