@@ -12,7 +12,7 @@ export interface RawDeadLetterFlags {
   deadLetterMaxFiles?: string | number;
 }
 
-export const MAX_DEAD_LETTER_FILES = 1000;
+const MAX_DEAD_LETTER_FILES = 1000;
 
 export function deadLetterLimitsFromFlags(flags: RawDeadLetterFlags): DeadLetterLimits {
   return {

@@ -14,7 +14,7 @@ import { errorMessage, UsageError } from '../util/errors.ts';
 import { isNamespaceNameOrGlob } from '../util/glob.ts';
 import { parseSize } from '../util/size.ts';
 import { checkIgnorePath } from './presets.ts';
-import { type ConfigInput, configSchema, filterSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
+import { type ConfigInput, configSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
 
 export type KeyPath = readonly (string | number)[];
 
@@ -654,5 +654,3 @@ function checkUrl(value: string | undefined, path: KeyPath, at: At, shown: Shown
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     at(path, `expected an http:// or https:// URL, not ${url.protocol}//`);
 }
-
-export { filterSchema };

@@ -20,7 +20,7 @@ const eventTypes = {
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
 
-export const filterSchema = {
+const filterSchema = {
   type: 'object',
   properties: {
     namespaces: stringList,
@@ -151,13 +151,13 @@ interface CommonSinkInput {
   filter?: FilterInput;
 }
 
-export interface StdoutSinkInput extends CommonSinkInput {
+interface StdoutSinkInput extends CommonSinkInput {
   type: 'stdout';
   format?: 'json' | 'pretty';
   color?: boolean;
 }
 
-export interface WebhookSinkInput extends CommonSinkInput {
+interface WebhookSinkInput extends CommonSinkInput {
   type: 'webhook';
   url: string;
   headers?: Record<string, string>;
@@ -169,7 +169,7 @@ export interface WebhookSinkInput extends CommonSinkInput {
   deadLetter?: string;
 }
 
-export interface SlackSinkInput extends CommonSinkInput {
+interface SlackSinkInput extends CommonSinkInput {
   type: 'slack';
   webhookUrl?: string;
   token?: string;

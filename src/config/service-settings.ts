@@ -28,7 +28,7 @@ export interface RawServiceFlags {
   logFormat?: string;
 }
 
-export const DEFAULT_READY_FAILURE_THRESHOLD_MS = 60_000;
+const DEFAULT_READY_FAILURE_THRESHOLD_MS = 60_000;
 
 export function addServiceFlags(command: Command): Command {
   return command

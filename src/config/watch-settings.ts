@@ -25,7 +25,7 @@ import { type RawSinkFlags, type SinkSettings, sinkSettingsFromFlags } from './s
 import { type RawStateFlags, type StateSettings, stateSettingsFromFlags } from './state-settings.ts';
 
 /** `none`: no events on stdout (only the sinks: Slack, webhooks). */
-export type OutputFormat = 'json' | 'pretty' | 'none';
+type OutputFormat = 'json' | 'pretty' | 'none';
 
 /** The flags as commander hands them over. */
 export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags {
@@ -82,7 +82,7 @@ export interface WatchSettings {
 }
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
-export function splitList(values: readonly string[] | undefined): string[] {
+function splitList(values: readonly string[] | undefined): string[] {
   return (values ?? [])
     .flatMap((value) => value.split(','))
     .map((value) => value.trim())
@@ -176,7 +176,7 @@ function sameResource(typed: string, qualified: string): boolean {
   return name.group === undefined || name.group === group || (group === '' && name.group === 'core');
 }
 
-export function parseEventTypes(text: string | undefined): ReadonlySet<EventType> {
+function parseEventTypes(text: string | undefined): ReadonlySet<EventType> {
   if (text === undefined) return new Set(EVENT_TYPES);
   const types = new Set<EventType>();
   for (const item of splitList([text])) {
@@ -193,7 +193,7 @@ export function parseEventTypes(text: string | undefined): ReadonlySet<EventType
   return types;
 }
 
-export function parseOutput(text: string | undefined, stdoutIsTTY: boolean): OutputFormat {
+function parseOutput(text: string | undefined, stdoutIsTTY: boolean): OutputFormat {
   if (text === undefined) return stdoutIsTTY ? 'pretty' : 'json';
   if (text === 'json' || text === 'pretty' || text === 'none') return text;
   throw new UsageError(`invalid --output "${text}": use json, pretty or none.`);

@@ -46,8 +46,6 @@ export interface FilterSpec {
    * limited to some resources only concerns their events. The event keeps all its changes.
    */
   only?: readonly PathRule[];
-  /** Same as `only` (the name of the first version). */
-  paths?: readonly string[];
   /**
    * Changes at or under these paths are removed from UPDATED events; an UPDATED left with no change is
    * dropped.
@@ -56,13 +54,12 @@ export interface FilterSpec {
 }
 
 /** Which rule decided. */
-export type FilterRule =
+type FilterRule =
   | 'namespaces'
   | 'excludeNamespaces'
   | 'resources'
   | 'excludeResources'
   | 'types'
-  | 'paths'
   | 'only'
   | 'ignore';
 
@@ -114,9 +111,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
   const resources = nonEmpty(spec.resources)?.map(parseResourcePattern);
   const excludeResources = nonEmpty(spec.excludeResources)?.map(parseResourcePattern);
   const types = spec.types && spec.types.length > 0 ? new Set(spec.types) : undefined;
-  const onlyRules = [...(spec.paths ?? []), ...(spec.only ?? [])];
-  const only = onlyRules.length > 0 ? onlyRules.map(compilePathRule) : undefined;
-  const onlyRuleName: FilterRule = spec.only && spec.only.length > 0 ? 'only' : 'paths';
+  const only = nonEmpty(spec.only)?.map(compilePathRule);
   const ignore = nonEmpty(spec.ignore)?.map(compilePathRule);
   const acceptsAll =
     !namespaces && !excludeNamespaces && !resources && !excludeResources && !types && !only && !ignore;
@@ -251,7 +246,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           if (matched === undefined) {
             return {
               deliver: false,
-              rule: onlyRuleName,
+              rule: 'only',
               reason: `no change is at or under ${rules.map((rule) => rule.text).join(', ')}`,
             };
           }

@@ -331,7 +331,7 @@ export class ClusterWatcher {
   }
 }
 
-export function describeFailure(error: KubeError): string {
+function describeFailure(error: KubeError): string {
   switch (error.kind) {
     case 'forbidden':
       return `forbidden (${error.message})`;

@@ -53,7 +53,7 @@ export interface ReflectorTiming {
   backoff: Partial<BackoffOptions>;
 }
 
-export const DEFAULT_TIMING: ReflectorTiming = {
+const DEFAULT_TIMING: ReflectorTiming = {
   pageSize: 500,
   minWatchTimeoutSeconds: 300,
   idleTimeoutMs: 90_000,
@@ -196,7 +196,8 @@ export class Reflector {
       const page = response.body;
       const items = page.items ?? [];
       this.adaptPageLimit(items.length, response.bytes, targetBytes);
-      // Items of a List carry no apiVersion/kind of their own; the diff and redaction need them.
+      // Items of a List carry no apiVersion/kind of their own, watch events do: set them, so that an
+      // object seen by a LIST and the same object seen by a WATCH compare equal.
       for (const item of items) {
         item.apiVersion ??= this.apiVersion;
         item.kind ??= this.options.type.kind;

@@ -39,7 +39,7 @@ export interface HttpSettings {
   maxReadBytes: number;
 }
 
-export const DEFAULT_HTTP: HttpSettings = {
+const DEFAULT_HTTP: HttpSettings = {
   protocol: 'auto',
   readIdleMs: 30_000,
   pingTimeoutMs: 15_000,

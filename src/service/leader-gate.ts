@@ -34,7 +34,7 @@ export const CHECKPOINT_ANNOTATION = 'kubediff.io/checkpoint';
 /** A standby never holds more than this many events (a leader that writes no checkpoint, say)… */
 const DEFAULT_MAX_BUFFERED = 100_000;
 /** …nor more than this many bytes of them. */
-export const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /** Per event, besides its JSON (the event object, its entry): an estimate, on the high side. */
 const ENTRY_OVERHEAD_BYTES = 200;
 

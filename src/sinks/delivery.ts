@@ -96,11 +96,6 @@ export class ShutdownClock {
     return this.deadlineController.signal.aborted;
   }
 
-  /** Milliseconds left before the deadline (Infinity while not closing). */
-  remaining(now = Date.now()): number {
-    return this.deadlineAt - now;
-  }
-
   begin(timeoutMs: number): void {
     if (this.closing) return;
     this.deadlineAt = Date.now() + Math.max(0, timeoutMs);

@@ -32,7 +32,7 @@ interface HttpSinkSpec extends CommonSinkSpec {
   deadLetterFile?: string;
 }
 
-export interface StdoutSinkSpec extends CommonSinkSpec {
+interface StdoutSinkSpec extends CommonSinkSpec {
   type: 'stdout';
   format: 'json' | 'pretty';
   /** Pretty output in color. */

@@ -14,7 +14,7 @@ import type { Digest } from './digest.ts';
 import { formatCount } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
 
-export type SlackBlock =
+type SlackBlock =
   | { type: 'header'; text: { type: 'plain_text'; text: string; emoji: boolean } }
   | { type: 'section'; text: { type: 'mrkdwn'; text: string } }
   | { type: 'context'; elements: { type: 'mrkdwn'; text: string }[] }

@@ -292,11 +292,6 @@ export class StateDatabase {
     }
   }
 
-  /** The schema version a file had before open() migrated it is not kept; this is the current one. */
-  get schemaVersion(): number {
-    return this.pragma('user_version');
-  }
-
   close(): void {
     if (this.db.isOpen) this.db.close();
   }

@@ -92,7 +92,7 @@ interface Pending {
 
 const SIGNATURE_KEY = 'selection';
 const MAX_BATCH = 5_000;
-export const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
 /** Per entry, besides its JSON: the entry, its mark and its keys (an estimate, on the high side). */
 const ENTRY_OVERHEAD_BYTES = 200;
 
@@ -344,11 +344,6 @@ export class StateRecorder {
     this.flush(true);
     this.guard(() => this.db.checkpoint());
     this.db.close();
-  }
-
-  /** Entries waiting for the sinks (for tests and metrics). */
-  get backlog(): number {
-    return this.pending.length;
   }
 
   /** Bytes of the entries waiting for the sinks, as accounted against maxBacklogBytes (a metric). */

@@ -22,7 +22,7 @@ export interface BackoffOptions {
   maxRetryAfterMs?: number;
 }
 
-export const DEFAULT_BACKOFF: BackoffOptions = {
+const DEFAULT_BACKOFF: BackoffOptions = {
   initialMs: 800,
   maxMs: 30_000,
   factor: 2,

@@ -25,7 +25,7 @@ export interface FrontRequest {
   watch: boolean;
 }
 
-export interface FrontAnswer {
+interface FrontAnswer {
   /** 'hang': never answer (a server that accepted the request and went quiet). */
   status: number | 'hang';
   headers?: Record<string, string>;

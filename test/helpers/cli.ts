@@ -36,7 +36,7 @@ export interface ExitResult {
   stderr: string;
 }
 
-export interface WaitForEventOptions {
+interface WaitForEventOptions {
   timeoutMs?: number;
   /** What is awaited, in words; it leads the failure message. */
   description?: string;
@@ -44,13 +44,13 @@ export interface WaitForEventOptions {
   since?: number;
 }
 
-export interface ExpectNoEventOptions {
+interface ExpectNoEventOptions {
   description?: string;
   /** Also consider events from this index on that arrived before the call. Default: only new events. */
   since?: number;
 }
 
-export type EventPredicate = (event: TestEvent) => boolean;
+type EventPredicate = (event: TestEvent) => boolean;
 
 export interface KubediffProcess {
   readonly args: readonly string[];

@@ -45,12 +45,6 @@ test('json: one object per line with time, level, msg and extra fields', () => {
   assert.deepEqual(Object.keys(records[0] ?? {}).slice(0, 3), ['time', 'level', 'msg']);
 });
 
-test('with(): fields on every JSON line', () => {
-  const { log, lines } = capture('json');
-  log.with({ component: 'health' }).info('ok');
-  assert.equal((JSON.parse(lines[0] ?? '') as { component: string }).component, 'health');
-});
-
 test('a message with quotes and newlines stays one valid JSON line', () => {
   const line = jsonLine('warn', 'a "quoted"\nmessage');
   assert.equal(line.split('\n').length, 2);
