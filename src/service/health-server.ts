@@ -148,7 +148,7 @@ export class HealthServer {
     this.server = server;
   }
 
-  /** Listens on `address`; rejects with a UserError when the port cannot be had. */
+  /** Listens on `address`; rejects with a UsageError when the port cannot be had. */
   static async start(address: string, options: HealthServerOptions): Promise<HealthServer> {
     const { host, port } = parseListenAddress(address);
     const server = createServer((request, response) => {

@@ -110,7 +110,7 @@ export function checkHttpUrl(text: string, where: string): URL {
   return url;
 }
 
-/** Creates the sinks and the router. Throws a UserError when a dead-letter file cannot be opened. */
+/** Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. */
 export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): SinkSet {
   const files = new Map<string, DeadLetterFile>();
   const deadLetter = (path: string | undefined): DeadLetterFile | undefined => {

@@ -1,24 +1,19 @@
-// Errors that reach the user. Each carries one sentence (what, where, how to
-// fix) and the documented exit code: 2 for usage and configuration errors, 1
-// for everything else. The CLI prints `message` alone, never a stack trace.
+// Errors that reach the user. Each carries one sentence (what, where, how to fix); the CLI prints
+// `message` alone, never a stack trace, and alone decides the exit code from the class
+// (src/cli/exit-codes.ts): a UsageError is the user's input to fix, anything else a failure.
 
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
-
-export class UserError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode: number = EXIT_FAILURE, options?: { cause?: unknown }) {
+/** A failure the user can act on, said in one sentence. */
+export class KubediffError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'UserError';
-    this.exitCode = exitCode;
+    this.name = 'KubediffError';
   }
 }
 
-/** A usage or configuration mistake: exit code 2. */
-export class UsageError extends UserError {
+/** The user's input is wrong: a flag, an environment variable, a config file, a kubeconfig, a file path. */
+export class UsageError extends KubediffError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, EXIT_USAGE, options);
+    super(message, options);
     this.name = 'UsageError';
   }
 }

@@ -5,11 +5,12 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { ConfigError, loadConfigFile, parseConfig, substitute } from '../../src/config/file.ts';
 import { PRESETS, presetIgnoredPaths } from '../../src/config/presets.ts';
 import { loadWatchSettings, settingsFromConfig } from '../../src/config/settings.ts';
 import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
-import { EXIT_USAGE, UsageError } from '../../src/util/errors.ts';
+import { UsageError } from '../../src/util/errors.ts';
 
 const FIXTURES = path.join(import.meta.dirname, '../fixtures/config');
 /** The environment of every corpus case: values that must never appear in a message. */
@@ -20,7 +21,7 @@ function problemsOf(file: string, env: Record<string, string> = ENV): string[] {
     loadConfigFile(path.join(FIXTURES, file), env);
   } catch (error) {
     assert.ok(error instanceof ConfigError, `${file}: ${String(error)}`);
-    assert.equal(error.exitCode, EXIT_USAGE);
+    assert.equal(exitCodeOf(error), EXIT_USAGE);
     return error.message.replaceAll(`${FIXTURES}/`, '').split('\n');
   }
   assert.fail(`${file} was accepted`);

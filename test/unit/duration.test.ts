@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { loadConfigFile } from '../../src/config/file.ts';
 import { serviceOptionsFromFlags } from '../../src/config/service-settings.ts';
 import { sinkSettingsFromFlags } from '../../src/config/sink-settings.ts';
@@ -52,7 +53,7 @@ describe('durations', () => {
       try {
         run();
       } catch (error) {
-        assert.ok(error instanceof UsageError && error.exitCode === 2, String(error));
+        assert.ok(error instanceof UsageError && exitCodeOf(error) === EXIT_USAGE, String(error));
         return error.message;
       }
       assert.fail('no error');

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
@@ -52,7 +53,7 @@ function event(name: string, rv: string, time: string, type: ChangeEvent['type']
 function expectUsageError(fn: () => unknown, pattern: RegExp): void {
   assert.throws(fn, (error: unknown) => {
     assert.ok(error instanceof UsageError, `a UsageError, got ${String(error)}`);
-    assert.equal(error.exitCode, 2);
+    assert.equal(exitCodeOf(error), EXIT_USAGE);
     assert.match(error.message, pattern);
     assert.doesNotMatch(error.message, /\n/);
     return true;
