@@ -13,6 +13,7 @@ import { AGE_RULES, checkDuration, type DurationRules, EXPECTED_DURATION } from 
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { isNamespaceNameOrGlob } from '../util/glob.ts';
 import { parseSize } from '../util/size.ts';
+import { parseHttpUrl, urlStart } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
 import { type ConfigInput, configSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
 
@@ -179,7 +180,7 @@ export function parseConfig(
       return describeKind(value);
     const last = path[path.length - 1];
     if (typeof value === 'string' && typeof last === 'string' && /url$/i.test(last)) {
-      return JSON.stringify(`${(value.split('/')[0] ?? '').slice(0, 40)}${value.includes('/') ? '/…' : ''}`);
+      return JSON.stringify(`${urlStart(value)}${value.includes('/') ? '/…' : ''}`);
     }
     return describeValue(value);
   };
@@ -345,11 +346,22 @@ function valueAt(root: unknown, path: KeyPath): unknown {
 // ---------------------------------------------------------------------------------------------------
 // Shapes: ajv with every error, translated into sentences.
 
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
-const validateConfig = ajv.compile(configSchema);
-const validateSink = Object.fromEntries(
-  SINK_TYPES.map((type) => [type, ajv.compile(sinkSchemas[type])]),
-) as Record<(typeof SINK_TYPES)[number], ReturnType<typeof ajv.compile>>;
+type Validator = ReturnType<Ajv['compile']>;
+/** Compiled on first use: compiling takes longer than everything a command without -c does. */
+let validators: { config: Validator; sinks: Record<(typeof SINK_TYPES)[number], Validator> } | undefined;
+
+function compiledValidators(): NonNullable<typeof validators> {
+  if (validators) return validators;
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  validators = {
+    config: ajv.compile(configSchema),
+    sinks: Object.fromEntries(SINK_TYPES.map((type) => [type, ajv.compile(sinkSchemas[type])])) as Record<
+      (typeof SINK_TYPES)[number],
+      Validator
+    >,
+  };
+  return validators;
+}
 
 interface ShapeError {
   path: KeyPath;
@@ -361,6 +373,7 @@ interface ShapeError {
 
 function validateShape(config: Record<string, unknown>): ShapeError[] {
   const errors: ShapeError[] = [];
+  const { config: validateConfig, sinks: validateSink } = compiledValidators();
   if (!validateConfig(config)) errors.push(...translate(validateConfig.errors ?? [], [], configSchema));
   const sinks = config.sinks;
   if (Array.isArray(sinks)) {
@@ -644,13 +657,9 @@ function checkDurationKey(
 
 function checkUrl(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {
   if (typeof value !== 'string') return;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
+  const { problem } = parseHttpUrl(value);
+  if (problem?.kind === 'not-a-url')
     at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
-    return;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    at(path, `expected an http:// or https:// URL, not ${url.protocol}//`);
+  else if (problem?.kind === 'scheme')
+    at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
 }

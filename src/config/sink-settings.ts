@@ -6,10 +6,10 @@
 // flag or variable, never the secret itself.
 
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
-import { redactUrl } from '../sinks/http.ts';
-import { checkHttpUrl, type SinkSpec, type SlackSinkSpec, type WebhookSinkSpec } from '../sinks/setup.ts';
+import type { SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
@@ -188,4 +188,17 @@ export function describeSinkSpec(spec: SinkSpec): string {
   if (spec.type === 'slack')
     return spec.webhookUrl !== undefined ? `slack ${redactUrl(spec.webhookUrl)}` : `slack ${spec.channel}`;
   return 'stdout';
+}
+
+/** A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise. */
+function checkHttpUrl(text: string, where: string): void {
+  const { problem } = parseHttpUrl(text);
+  if (problem?.kind === 'not-a-url') {
+    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
+    throw new UsageError(
+      `${where}: not a URL (it starts "${urlStart(text)}"); use http://host/path or https://host/path.`,
+    );
+  }
+  if (problem?.kind === 'scheme')
+    throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
 }

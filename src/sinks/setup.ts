@@ -4,12 +4,11 @@
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../events/event.ts';
 import { compileFilter, type FilterSpec } from '../events/filter.ts';
-import { UsageError } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
+import { redactUrl } from '../util/url.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
-import { redactUrl } from './http.ts';
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
@@ -91,23 +90,6 @@ export interface SinkSet {
   deadLetterFiles: DeadLetterFile[];
   /** Pauses the watch while a stdout reader lags (see StreamOutput.flowControl). */
   flowControl: () => Promise<void> | undefined;
-}
-
-export function checkHttpUrl(text: string, where: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
-    const start = (text.split('/')[0] ?? '').slice(0, 40);
-    throw new UsageError(
-      `${where}: not a URL (it starts "${start}"); use http://host/path or https://host/path.`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UsageError(`${where}: ${redactUrl(url)} is not http:// or https://.`);
-  }
-  return url;
 }
 
 /** Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. */

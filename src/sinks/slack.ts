@@ -12,6 +12,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Backoff } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { redactUrl } from '../util/url.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import {
   abandonDigest,
@@ -25,14 +26,7 @@ import {
   Wakeup,
 } from './delivery.ts';
 import { Digest } from './digest.ts';
-import {
-  bodyExcerpt,
-  createAgent,
-  type PostOutcome,
-  postJson,
-  reasonWithRetryAfter,
-  redactUrl,
-} from './http.ts';
+import { bodyExcerpt, createAgent, type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 import {
   DEFAULT_SLACK_FORMAT,

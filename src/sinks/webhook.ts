@@ -12,6 +12,7 @@ import type { Backoff } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
+import { redactUrl } from '../util/url.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import {
   abandonDigest,
@@ -26,7 +27,7 @@ import {
 } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import { EventQueue } from './event-queue.ts';
-import { createAgent, postJson, reasonWithRetryAfter, redactUrl } from './http.ts';
+import { createAgent, postJson, reasonWithRetryAfter } from './http.ts';
 import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sinkSettingsFromFlags } from '../../src/config/sink-settings.ts';
 import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
-import { redactUrl, scrubUrl } from '../../src/sinks/http.ts';
 import { UsageError } from '../../src/util/errors.ts';
+import { redactUrl, scrubUrl } from '../../src/util/url.ts';
 
 describe('sink flags', () => {
   it('sets up one webhook sink per --webhook, with headers, batch, timeout and the secret from the environment', () => {
