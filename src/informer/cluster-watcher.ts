@@ -228,7 +228,7 @@ export class ClusterWatcher {
       onAdd: (...args) => this.options.handler.onAdd(...args),
       onUpdate: (...args) => this.options.handler.onUpdate(...args),
       onDelete: (...args) => this.options.handler.onDelete(...args),
-      onBaseline: (...args) => this.options.handler.onBaseline?.(...args),
+      onBaseline: (...args) => this.options.handler.onBaseline(...args),
       onState: (informer, state) => {
         this.reportState(informer, state);
         this.options.handler.onState?.(informer, state);

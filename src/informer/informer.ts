@@ -45,7 +45,7 @@ export interface InformerHandler {
   onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void;
   onDelete(type: ResourceType, last: StoredObject, context: DeleteContext): void;
   /** An object of a silent first LIST (the baseline): not a change, but now the known state (--state records it). */
-  onBaseline?(type: ResourceType, object: StoredObject): void;
+  onBaseline(type: ResourceType, object: StoredObject): void;
   /** Health of the reflector behind this informer. */
   onState?(informer: Informer, state: ReflectorState): void;
 }
@@ -217,7 +217,7 @@ export class Informer implements ReflectorSink {
         initial: true,
       });
     } else {
-      this.handler.onBaseline?.(this.type, current);
+      this.handler.onBaseline(this.type, current);
     }
   }
 
@@ -306,7 +306,7 @@ function containedHandler(
     onUpdate: (t, previous, current, context) =>
       contain(current, () => handler.onUpdate(t, previous, current, context)),
     onDelete: (t, last, context) => contain(last, () => handler.onDelete(t, last, context)),
-    onBaseline: (t, object) => contain(object, () => handler.onBaseline?.(t, object)),
+    onBaseline: (t, object) => contain(object, () => handler.onBaseline(t, object)),
     onState: (informer, state) => {
       try {
         handler.onState?.(informer, state);

@@ -11,6 +11,7 @@ import {
   evaluateSafely,
   type FilterVerdict,
 } from '../events/filter.ts';
+import type { DeliveryMark, EventDelivery } from '../events/pipeline.ts';
 import { MAX_TIMER_MS } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
@@ -31,7 +32,8 @@ export interface RouteReport extends SinkReport {
 /** Extra time, beyond the shutdown timeout, that a sink's close() gets before it is reported as stuck. */
 const CLOSE_GRACE_MS = 2_000;
 
-export class Router {
+/** The pipeline's delivery: every sink whose filter accepts an event gets it. */
+export class Router implements EventDelivery {
   private readonly routes: { sink: Sink; filter: EventFilter; filtered: number }[];
   private readonly log: Logger;
   private readonly failures: EventFailures;
@@ -57,8 +59,9 @@ export class Router {
     return this.routes.map((route) => route.sink);
   }
 
-  deliver(event: ChangeEvent): void {
-    if (this.closing) return;
+  /** Hands `event` to every sink whose filter accepts it; returns each sink's accepted count with it. */
+  deliver(event: ChangeEvent): DeliveryMark {
+    if (this.closing) return this.accepted();
     for (const route of this.routes) {
       const verdict = evaluateContained(route.filter, event, this.failures, route.sink.name);
       if (!verdict.deliver) {
@@ -79,6 +82,12 @@ export class Router {
         );
       }
     }
+    return this.accepted();
+  }
+
+  /** Per sink, the events it has accepted so far. */
+  accepted(): DeliveryMark {
+    return this.routes.map((route) => route.sink.stats().accepted);
   }
 
   /** Where `event` would go, and why (for --explain). */

@@ -39,6 +39,7 @@ test('an object that cannot be normalized is reported and skipped; the others go
     onAdd: (_t, o) => seen.push(`ADDED ${o.name}`),
     onUpdate: (_t, _p, o) => seen.push(`UPDATED ${o.name}`),
     onDelete: (_t, o) => seen.push(`DELETED ${o.name}`),
+    onBaseline: () => {},
   };
   const normalize = (_type: unknown, object: KubeObject): JsonObject => {
     if ((object as unknown as { data: Record<string, string> }).data.poison) {
@@ -84,6 +85,7 @@ test('a handler that throws costs that change only: reported once per kind, coun
     },
     onUpdate: () => {},
     onDelete: () => {},
+    onBaseline: () => {},
   };
   const informer = new Informer(
     client,

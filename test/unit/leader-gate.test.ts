@@ -11,7 +11,7 @@ import {
   checkpointOf,
   LeaderGate,
 } from '../../src/service/leader-gate.ts';
-import { silentLogger } from '../../src/util/log.ts';
+import { type Logger, silentLogger } from '../../src/util/log.ts';
 
 const event = (resource: string, apiVersion: string, rv: string, name = 'x'): ChangeEvent => ({
   id: `uid-${name}:${rv}`,
@@ -31,9 +31,14 @@ const lease = (rv: Record<string, string> | undefined, raw?: string): Lease => (
   },
 });
 
-function gate() {
+/** A gate connected to a delivery that keeps the ids; `g.offer(event)` hands it an event as the pipeline does. */
+function gate(options: { log?: Logger; maxBuffered?: number; maxBufferedBytes?: number } = { maxBuffered: 5 }) {
   const delivered: string[] = [];
-  const g = new LeaderGate({ deliver: (e) => delivered.push(e.id), log: silentLogger, maxBuffered: 5 });
+  const stage = new LeaderGate({ log: silentLogger, ...options });
+  const enter = stage.connect((handover) => {
+    if (handover.event) delivered.push(handover.event.id);
+  });
+  const g = Object.assign(stage, { offer: (e: ChangeEvent) => enter({ change: undefined, event: e }) });
   return { g, delivered };
 }
 
@@ -84,11 +89,10 @@ test('losing the Lease holds events back again; the buffer is bounded', () => {
 });
 
 test('the buffer is bounded in bytes too: the oldest are dropped, counted, and it is said once', () => {
-  const delivered: string[] = [];
   const warnings: string[] = [];
   const log = { ...silentLogger, warn: (message: string) => warnings.push(message) };
   const bound = 20_000;
-  const g = new LeaderGate({ deliver: (e) => delivered.push(e.id), log, maxBufferedBytes: bound });
+  const { g, delivered } = gate({ log, maxBufferedBytes: bound });
   // Each event carries a ~3 KB change: the bound holds about six of them.
   const big = (rv: number): ChangeEvent => ({
     ...event('configmaps', 'v1', String(rv), `c${rv}`),

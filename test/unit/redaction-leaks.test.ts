@@ -7,6 +7,7 @@
 // digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
 // as JSON and pretty. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
+
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,9 +20,9 @@ import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
 import { Normalizer } from '../../src/diff/normalize.ts';
 import { Redactor } from '../../src/diff/redact.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
-import { EventBuilder } from '../../src/events/event-builder.ts';
 import { compileFilter } from '../../src/events/filter.ts';
 import { DiscoveryResolver, explainLine } from '../../src/events/gate.ts';
+import { Pipeline } from '../../src/events/pipeline.ts';
 import { Informer } from '../../src/informer/informer.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
@@ -32,6 +33,7 @@ import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
 import { StateDatabase } from '../../src/state/database.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
+import { EventFailures } from '../../src/util/event-failures.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource } from '../helpers/leak-check.ts';
 import { seededRandom } from '../helpers/random-json.ts';
 import { configmaps, secrets } from '../helpers/resource-types.ts';
@@ -74,7 +76,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const log = memoryLog();
   const database = StateDatabase.open(statePath);
   const recorder = new StateRecorder({ database, log, signature: 'leaks' });
-  recorder.attach({ accepted: () => [], finished: () => [] }, () => []);
+  recorder.attach({ finished: () => [] }, () => []);
   const deadLetters = DeadLetterFile.open(deadLetterPath, log);
 
   const resolver = new DiscoveryResolver();
@@ -108,7 +110,6 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   });
   const emit = (event: ChangeEvent) => {
     events.push(event);
-    recorder.recordEvent(event);
     out.json!.push(renderJsonLine(event));
     out.prettyColor!.push(renderColor(event));
     out.pretty!.push(renderPlain(event));
@@ -133,7 +134,21 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     }
     if (events.length % 3 === 0) deadLetters.writeEvents('webhook', 'refused (400)', [event]);
   };
-  const handler = recorder.handler(new EventBuilder({ cluster: 'leaks', emit }));
+  // The pipeline as `watch` builds it, its delivery standing in for the sinks; the recorder observes it.
+  const handler = new Pipeline({
+    normalizer,
+    rules: [],
+    handover: [],
+    delivery: {
+      deliver: (event) => {
+        emit(event);
+        return [];
+      },
+      accepted: () => [],
+    },
+    observers: [recorder],
+    failures: new EventFailures(log),
+  }).source('leaks');
 
   let rv = 1;
   let uid = 0;

@@ -228,22 +228,19 @@ test('the recorder commits only what every sink has finished with, in order, in 
     signature: 's',
     flushIntervalMs: 1e9,
   });
-  // One sink: accepted / finished counters driven by the test.
-  let accepted = 0;
+  // One sink, whose finished counter the test drives; the pipeline tells the recorder, for each change,
+  // the sink's accepted count once its event was handed over.
   let finished = 0;
-  recorder.attach({ accepted: () => [accepted], finished: () => [finished] }, () => []);
-  const inner = {
-    onAdd: (_t: ResourceType, o: StoredObject) => {
-      accepted++;
-      recorder.recordEvent(event(o.name, o.resourceVersion, '2026-01-01T00:00:00.000Z'));
-    },
-    onUpdate: () => {},
-    onDelete: () => {},
-  };
-  const handler = recorder.handler(inner);
-  handler.onAdd(configmaps, object('a', '1'), { offline: false, initial: false });
-  handler.onAdd(configmaps, object('b', '2'), { offline: false, initial: false });
-  handler.onBaseline?.(configmaps, object('c', '3'));
+  recorder.attach({ finished: () => [finished] }, () => []);
+  const added = (o: StoredObject, accepted: number) =>
+    recorder.changeProcessed(
+      { kind: 'added', type: configmaps, object: o },
+      event(o.name, o.resourceVersion, '2026-01-01T00:00:00.000Z'),
+      [accepted],
+    );
+  added(object('a', '1'), 1);
+  added(object('b', '2'), 2);
+  recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('c', '3') }, undefined, [2]);
   recorder.flush();
   assert.equal(db.objectCount(), 0, 'nothing delivered yet: nothing recorded');
   finished = 1;
@@ -283,31 +280,16 @@ test("the recorder's backlog is bounded in bytes: a sink that never finishes doe
   });
   // Two sinks: the first keeps up, the second (a webhook that is down) never finishes anything.
   let accepted = 0;
-  recorder.attach(
-    {
-      accepted: () => [accepted, accepted],
-      finished: () => [accepted, 0],
-      names: () => ['stdout', 'webhook down'],
-    },
-    () => [],
-  );
-  const inner = {
-    onAdd: () => {},
-    onUpdate: (_t: ResourceType, _p: StoredObject, current: StoredObject) => {
-      accepted++;
-      recorder.recordEvent(
-        event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
-      );
-    },
-    onDelete: () => {},
-  };
-  const handler = recorder.handler(inner);
+  recorder.attach({ finished: () => [accepted, 0], names: () => ['stdout', 'webhook down'] }, () => []);
   // 200 updates of a ~10 KB object: 2 MB of writes, ten times the bound.
-  let previous = object('big', '0', { v: '0'.repeat(10_000) });
   for (let rv = 1; rv <= 200; rv++) {
     const current = object('big', String(rv), { v: String(rv % 10).repeat(10_000) });
-    handler.onUpdate(configmaps, previous, current, { offline: false });
-    previous = current;
+    accepted++;
+    recorder.changeProcessed(
+      { kind: 'updated', type: configmaps, object: current },
+      event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
+      [accepted, accepted],
+    );
     recorder.flush();
     assert.ok(recorder.backlogBytes <= bound, `${recorder.backlogBytes} bytes held after update ${rv}`);
   }
@@ -331,9 +313,9 @@ test('a recorder whose file was written with another selection takes a new basel
   const path = file();
   const db = StateDatabase.open(path);
   const first = new StateRecorder({ database: db, log: silentLogger, signature: 'A' });
-  first.attach({ accepted: () => [], finished: () => [] }, () => []);
+  first.attach({ finished: () => [] }, () => []);
   first.noteSelection({ watched: [configmaps], skipped: [], unresolved: [] } as never);
-  first.handler({ onAdd() {}, onUpdate() {}, onDelete() {} }).onBaseline?.(configmaps, object('a', '1'));
+  first.changeProcessed({ kind: 'baseline', type: configmaps, object: object('a', '1') }, undefined, []);
   first.close();
   const warnings: string[] = [];
   const second = new StateRecorder({
