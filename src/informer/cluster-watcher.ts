@@ -8,6 +8,7 @@
 import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
+import { listerWatcherFor } from '../kube/lister-watcher.ts';
 import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
@@ -217,7 +218,6 @@ export class ClusterWatcher {
   private informersFor(type: DiscoveredResource, initialList: InitialListMode): Informer[] {
     const common = {
       type,
-      labelSelector: this.options.labelSelector,
       normalize: this.options.normalize,
       initialList,
       timing: this.options.timing ?? {},
@@ -236,17 +236,28 @@ export class ClusterWatcher {
     };
     const plan = (namespace: string | undefined) =>
       this.options.planInformer?.(type, namespace, initialList) ?? { initialList };
+    const { client, labelSelector } = this.options;
     if (type.namespaced && this.options.namespaces.length > 0) {
       return this.options.namespaces.map(
         (namespace) =>
-          new Informer(this.options.client, { ...common, namespace, ...plan(namespace) }, handler),
+          new Informer(
+            listerWatcherFor(client, type, { namespace, labelSelector }),
+            { ...common, namespace, ...plan(namespace) },
+            handler,
+          ),
       );
     }
     const fieldSelector =
       type.namespaced && this.options.excludeNamespaces.length > 0
         ? this.options.excludeNamespaces.map((namespace) => `metadata.namespace!=${namespace}`).join(',')
         : undefined;
-    return [new Informer(this.options.client, { ...common, fieldSelector, ...plan(undefined) }, handler)];
+    return [
+      new Informer(
+        listerWatcherFor(client, type, { labelSelector, fieldSelector }),
+        { ...common, ...plan(undefined) },
+        handler,
+      ),
+    ];
   }
 
   /**
@@ -290,7 +301,7 @@ export class ClusterWatcher {
   private startTriggers(): void {
     for (const type of TRIGGER_TYPES) {
       const trigger = new Reflector(
-        this.options.client,
+        listerWatcherFor(this.options.client, type),
         {
           type,
           timing: { ...this.options.timing, slowRetryMs: this.options.timing?.slowRetryMs ?? 300_000 },

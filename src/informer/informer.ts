@@ -3,8 +3,8 @@
 // but it reconciles every LIST against the store itself, so that a relist
 // after 410 Gone (or a restart) reports exactly what changed in the gap.
 
-import type { KubeClient } from '../kube/client.ts';
 import type { KubeError } from '../kube/errors.ts';
+import type { ListerWatcher } from '../kube/lister-watcher.ts';
 import {
   type JsonObject,
   type KubeObject,
@@ -58,6 +58,8 @@ export interface InformerHandler {
 export type InitialListMode = 'silent' | 'added' | 'added-offline';
 
 export interface InformerOptions extends ReflectorOptions {
+  /** The namespace its collection is limited to (-n), for messages and metrics. */
+  namespace?: string | undefined;
   /**
    * Turns an object into what is stored and compared: ignored paths dropped, Secrets redacted. Given
    * the informer's resource type, which alone decides what is redacted (never the object's own kind).
@@ -92,7 +94,7 @@ export class Informer implements ReflectorSink {
   private lastFailure: KubeError | undefined;
   private settleWaiters: (() => void)[] = [];
 
-  constructor(client: KubeClient, options: InformerOptions, handler: InformerHandler) {
+  constructor(source: ListerWatcher, options: InformerOptions, handler: InformerHandler) {
     this.type = options.type;
     this.namespace = options.namespace;
     this.failures = options.failures;
@@ -101,7 +103,7 @@ export class Informer implements ReflectorSink {
     this.initialList = options.initialList;
     this.reconcileFirstList = options.preload !== undefined;
     for (const entry of options.preload ?? []) this.store.set(entry);
-    this.reflector = new Reflector(client, options, this);
+    this.reflector = new Reflector(source, options, this);
   }
 
   start(): void {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Informer, type InformerHandler } from '../../src/informer/informer.ts';
-import type { KubeClient } from '../../src/kube/client.ts';
+import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
 import { EventFailures } from '../../src/util/event-failures.ts';
 import { configmaps } from '../helpers/resource-types.ts';
@@ -29,7 +29,7 @@ function memoryLog() {
   };
 }
 
-const client = {} as KubeClient;
+const client = {} as ListerWatcher;
 
 test('an object that cannot be normalized is reported and skipped; the others go on, nothing is deleted', () => {
   const log = memoryLog();

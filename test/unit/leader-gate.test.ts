@@ -32,7 +32,9 @@ const lease = (rv: Record<string, string> | undefined, raw?: string): Lease => (
 });
 
 /** A gate connected to a delivery that keeps the ids; `g.offer(event)` hands it an event as the pipeline does. */
-function gate(options: { log?: Logger; maxBuffered?: number; maxBufferedBytes?: number } = { maxBuffered: 5 }) {
+function gate(
+  options: { log?: Logger; maxBuffered?: number; maxBufferedBytes?: number } = { maxBuffered: 5 },
+) {
   const delivered: string[] = [];
   const stage = new LeaderGate({ log: silentLogger, ...options });
   const enter = stage.connect((handover) => {

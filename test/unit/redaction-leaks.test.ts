@@ -24,7 +24,7 @@ import { compileFilter } from '../../src/events/filter.ts';
 import { DiscoveryResolver, explainLine } from '../../src/events/gate.ts';
 import { Pipeline } from '../../src/events/pipeline.ts';
 import { Informer } from '../../src/informer/informer.ts';
-import type { KubeClient } from '../../src/kube/client.ts';
+import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
@@ -182,7 +182,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const start = (kind: CorpusKind, preload?: boolean) => {
     const type = TYPES[kind];
     const informer = new Informer(
-      {} as KubeClient,
+      {} as ListerWatcher,
       {
         type,
         normalize: (t, object) => normalizer.normalize(t, object),
