@@ -5,10 +5,9 @@
 // re-discovery is the backstop. A type that disappears has its informer
 // stopped and its remaining objects reported as deleted.
 
-import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
-import { listerWatcherFor } from '../kube/lister-watcher.ts';
+import { type CollectionReader, listerWatcherFor } from '../kube/lister-watcher.ts';
 import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
@@ -22,8 +21,9 @@ import { Reflector, type ReflectorState, type ReflectorTiming } from './reflecto
 import type { StoredObject } from './store.ts';
 
 export interface ClusterWatcherOptions {
-  client: KubeClient;
-  discovery: Discovery;
+  /** The cluster: every informer reads its collection through this client. */
+  client: CollectionReader;
+  discovery: Pick<Discovery, 'discover'>;
   selection: SelectionOptions;
   /** -n: watch only these namespaces (one informer per namespace and type). */
   namespaces: readonly string[];

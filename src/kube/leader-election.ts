@@ -18,6 +18,9 @@ import type { Logger } from '../util/log.ts';
 import type { KubeClient } from './client.ts';
 import { KubeError } from './errors.ts';
 
+/** What leader election asks of the client: read, create and replace a Lease. */
+export type LeaseClient = Pick<KubeClient, 'getJSON' | 'postJSON' | 'putJSON'>;
+
 export interface LeaderElectionConfig {
   namespace: string;
   /** The Lease's name. */
@@ -66,7 +69,7 @@ export interface LeaderCallbacks {
 }
 
 export class LeaderElector {
-  private readonly client: KubeClient;
+  private readonly client: LeaseClient;
   private readonly config: LeaderElectionConfig;
   private readonly callbacks: LeaderCallbacks;
   private readonly log: Logger;
@@ -80,7 +83,7 @@ export class LeaderElector {
   private readonly random: () => number;
 
   constructor(
-    client: KubeClient,
+    client: LeaseClient,
     config: LeaderElectionConfig,
     callbacks: LeaderCallbacks,
     log: Logger,
