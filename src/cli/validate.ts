@@ -3,13 +3,8 @@
 // asks the cluster's discovery whether the resource types the file names exist: an unknown name is an
 // error with a "did you mean"; a dotted name (a custom resource whose CRD may come later) is a warning.
 import type { Writable } from 'node:stream';
-import {
-  ConfigError,
-  type ConfigProblem,
-  formatProblem,
-  type KeyPath,
-  loadConfigFile,
-} from '../config/file.ts';
+import { loadConfigFile } from '../config/file.ts';
+import { ConfigError, type ConfigProblem, formatProblem, type KeyPath } from '../config/problems.ts';
 import { settingsFromConfig } from '../config/settings.ts';
 import { describeSinkSpec } from '../config/sink-settings.ts';
 import { compileFilter } from '../events/filter.ts';

@@ -130,22 +130,18 @@ describe('ClusterWatcher', () => {
     cluster.discovery.types = [served(configmaps), widgets];
     cluster.collection(WIDGETS).answerList(page('20', [configMap('w1', '19')]));
     await settle();
-    cluster
-      .collection(CRDS)
-      .watches[0]?.send('ADDED', {
-        metadata: { name: 'widgets.example.com', uid: 'c', resourceVersion: '20' },
-      });
+    cluster.collection(CRDS).watches[0]?.send('ADDED', {
+      metadata: { name: 'widgets.example.com', uid: 'c', resourceVersion: '20' },
+    });
     await settle();
     assert.deepEqual(handler.log.slice(1), ['ADDED widgets w1 offline']);
     assert.ok(logLines.includes('watching new resource type widgets.example.com'));
 
     // Deleted: the informer stops, and what it knew is reported gone.
     cluster.discovery.types = [served(configmaps)];
-    cluster
-      .collection(CRDS)
-      .watches[0]?.send('DELETED', {
-        metadata: { name: 'widgets.example.com', uid: 'c', resourceVersion: '25' },
-      });
+    cluster.collection(CRDS).watches[0]?.send('DELETED', {
+      metadata: { name: 'widgets.example.com', uid: 'c', resourceVersion: '25' },
+    });
     await settle();
     assert.deepEqual(handler.log.slice(2), ['DELETED widgets w1 finalStateUnknown']);
     assert.ok(logLines.includes('stopped watching widgets.example.com: the API server no longer serves it'));

@@ -6,9 +6,11 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
-import { ConfigError, loadConfigFile, parseConfig, substitute } from '../../src/config/file.ts';
+import { loadConfigFile, parseConfig } from '../../src/config/file.ts';
 import { PRESETS, presetIgnoredPaths } from '../../src/config/presets.ts';
+import { ConfigError } from '../../src/config/problems.ts';
 import { loadWatchSettings, settingsFromConfig } from '../../src/config/settings.ts';
+import { substitute } from '../../src/config/substitution.ts';
 import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
 import { UsageError } from '../../src/util/errors.ts';
 
