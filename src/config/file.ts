@@ -188,11 +188,7 @@ export function parseConfig(
   }
   // Meanings are checked where the shape is right: one problem per place.
   const shapeProblems = problems.length;
-  try {
-    checkMeanings(config as ConfigInput, at, shown);
-  } catch {
-    // A value of the wrong type that a check stumbled on: the schema has already said so.
-  }
+  checkMeanings(config as ConfigInput, at, shown);
   const wrongShape = problems.slice(0, shapeProblems).map((problem) => formatKeyPath(problem.path));
   for (let index = problems.length - 1; index >= shapeProblems; index--) {
     const place = formatKeyPath(problems[index]?.path ?? []);

@@ -16,6 +16,10 @@ export type Shown = (path: KeyPath, value: unknown) => string;
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/**
+ * Checks what the schema cannot. `config` has passed the schema only where no shape problem was
+ * reported: any value may still be of another type than declared, so every check tests the type first.
+ */
 export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   if (typeof config.selector === 'string') {
     const problem = labelSelectorProblem(config.selector);
@@ -28,17 +32,18 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkPathRules(config.ignore, ['ignore'], at);
   checkPathRules(config.only, ['only'], at);
   checkPathRules(config.redact, ['redact'], at);
-  if (config.events?.length === 0) at(['events'], 'expected at least one of added, updated, deleted');
+  if (Array.isArray(config.events) && config.events.length === 0)
+    at(['events'], 'expected at least one of added, updated, deleted');
   // A shutdown timeout of 0 is meaningful (exit at once); so are a batch wait and a Slack interval of 0.
   checkDurationKey(config.shutdownTimeout, ['shutdownTimeout'], at, shown, { allowZero: true });
   checkStateRetention(config.state, at, shown);
   checkSize(config.deadLetterMaxSize, ['deadLetterMaxSize'], at, shown);
   if (!Array.isArray(config.sinks)) return;
   config.sinks.forEach((sink, index) => {
-    if (sink === null || typeof sink !== 'object') return;
+    if (!isRecord(sink)) return;
     const here: KeyPath = ['sinks', index];
     const filter = sink.filter;
-    if (filter) {
+    if (isRecord(filter)) {
       const f: KeyPath = [...here, 'filter'];
       checkNamespaces(filter.namespaces, [...f, 'namespaces'], at);
       checkNamespaces(filter.excludeNamespaces, [...f, 'excludeNamespaces'], at);
@@ -46,7 +51,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       checkResources(filter.excludeResources, [...f, 'excludeResources'], at);
       checkPathRules(filter.ignore, [...f, 'ignore'], at);
       checkPathRules(filter.only, [...f, 'only'], at);
-      if (filter.events?.length === 0)
+      if (Array.isArray(filter.events) && filter.events.length === 0)
         at([...f, 'events'], 'expected at least one of added, updated, deleted');
     }
     if (sink.type === 'webhook') {
@@ -55,7 +60,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       checkDurationKey(sink.batchWait, [...here, 'batchWait'], at, shown, { allowZero: true });
       if (sink.batchWait !== undefined && sink.batch === undefined)
         at([...here, 'batchWait'], 'applies to batches: set batch: too (events per request)');
-      for (const name of Object.keys(sink.headers ?? {})) {
+      for (const name of isRecord(sink.headers) ? Object.keys(sink.headers) : []) {
         if (!HEADER_NAME.test(name))
           at([...here, 'headers', name], `${JSON.stringify(name)} is not an HTTP header name`);
       }
@@ -74,20 +79,20 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
             : `a Slack bot sink needs both token and channel (${sink.token === undefined ? 'token' : 'channel'} is missing)`,
         );
       }
-      if (sink.channel !== undefined && (sink.channel.trim() === '' || /\s/.test(sink.channel)))
+      if (typeof sink.channel === 'string' && (sink.channel.trim() === '' || /\s/.test(sink.channel)))
         at([...here, 'channel'], 'expected a channel ID such as C0123456789, or #name');
     }
   });
-  const stdoutSinks = config.sinks?.filter((sink) => sink.type === 'stdout').length ?? 0;
-  if (stdoutSinks > 1) {
-    const index = config.sinks?.findLastIndex((sink) => sink.type === 'stdout') ?? 0;
+  const isStdout = (sink: unknown) => isRecord(sink) && sink.type === 'stdout';
+  if (config.sinks.filter(isStdout).length > 1) {
+    const index = config.sinks.findLastIndex(isStdout);
     at(['sinks', index, 'type'], 'only one stdout sink can be listed (stdout is one stream)');
   }
 }
 
-function checkNamespaces(values: readonly string[] | undefined, path: KeyPath, at: At): void {
+function checkNamespaces(values: unknown, path: KeyPath, at: At): void {
   if (!Array.isArray(values)) return;
-  values.forEach((name, index) => {
+  values.forEach((name: unknown, index) => {
     if (typeof name !== 'string') return;
     if (!isNamespaceNameOrGlob(name))
       at(
@@ -97,9 +102,9 @@ function checkNamespaces(values: readonly string[] | undefined, path: KeyPath, a
   });
 }
 
-function checkResources(values: readonly string[] | undefined, path: KeyPath, at: At): void {
+function checkResources(values: unknown, path: KeyPath, at: At): void {
   if (!Array.isArray(values)) return;
-  values.forEach((name, index) => {
+  values.forEach((name: unknown, index) => {
     if (typeof name !== 'string') return;
     try {
       parseResourcePattern(name);
@@ -109,14 +114,10 @@ function checkResources(values: readonly string[] | undefined, path: KeyPath, at
   });
 }
 
-function checkPathRules(
-  rules: readonly (string | { path: string; resources?: string[] })[] | undefined,
-  path: KeyPath,
-  at: At,
-): void {
+function checkPathRules(rules: unknown, path: KeyPath, at: At): void {
   if (!Array.isArray(rules)) return;
-  rules.forEach((rule, index) => {
-    const pointer = typeof rule === 'string' ? rule : rule?.path;
+  rules.forEach((rule: unknown, index) => {
+    const pointer = typeof rule === 'string' ? rule : isRecord(rule) ? rule.path : undefined;
     if (typeof pointer !== 'string') return;
     const here: KeyPath = typeof rule === 'string' ? [...path, index] : [...path, index, 'path'];
     try {
@@ -124,7 +125,7 @@ function checkPathRules(
     } catch (error) {
       at(here, (error as Error).message);
     }
-    if (typeof rule !== 'string') checkResources(rule.resources, [...path, index, 'resources'], at);
+    if (isRecord(rule)) checkResources(rule.resources, [...path, index, 'resources'], at);
   });
 }
 
@@ -162,4 +163,8 @@ function checkUrl(value: string | undefined, path: KeyPath, at: At, shown: Shown
     at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
   else if (problem?.kind === 'scheme')
     at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> & object {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

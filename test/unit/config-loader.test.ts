@@ -210,6 +210,32 @@ describe('config loader: the broken-file corpus', () => {
     );
   });
 
+  it('values of the wrong type anywhere are problems of their shape, never a crash of a later check', () => {
+    const text = [
+      'events: ""',
+      'sinks:',
+      '  - null',
+      '  - "webhook"',
+      '  - type: slack',
+      '    channel: 5',
+      '    token: t',
+      '  - type: webhook',
+      '    url: https://h/',
+      '    headers: "X-Token: a"',
+      '    filter: "shop"',
+      '  - type: stdout',
+      '    filter: { events: "" }',
+      '',
+    ].join('\n');
+    assert.throws(
+      () => parseConfig(text, 'c.yaml', {}),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.problems.length > 0 &&
+        error.problems.every((problem) => / expected |missing key/.test(problem.message)),
+    );
+  });
+
   it('an unknown key far from every known one lists the keys', () => {
     assert.throws(
       () => parseConfig('colour: red\n', 'c.yaml', {}),
