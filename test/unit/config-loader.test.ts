@@ -231,8 +231,17 @@ describe('config loader: the broken-file corpus', () => {
       () => parseConfig(text, 'c.yaml', {}),
       (error: unknown) =>
         error instanceof ConfigError &&
-        error.problems.length > 0 &&
-        error.problems.every((problem) => / expected |missing key/.test(problem.message)),
+        error.message ===
+          [
+            'invalid config file c.yaml: 7 problems:',
+            '  c.yaml:1:9: events: expected a list, got ""',
+            '  c.yaml:3:5: sinks[0]: expected a mapping, got nothing',
+            '  c.yaml:4:5: sinks[1]: expected a mapping, got "webhook"',
+            '  c.yaml:6:14: sinks[2].channel: expected a string, got the number 5',
+            '  c.yaml:10:14: sinks[3].headers: expected a mapping, got a string',
+            '  c.yaml:11:13: sinks[3].filter: expected a mapping, got "shop"',
+            '  c.yaml:13:23: sinks[4].filter.events: expected a list, got ""',
+          ].join('\n'),
     );
   });
 
