@@ -1,10 +1,10 @@
 // What the schema cannot say: JSON Pointers, label selectors, URLs, durations, sizes, names, and the
 // rules that tie keys together (a Slack sink's target, one stdout sink). Each check looks only at a value
 // of the expected type: a value of the wrong type is the schema's problem, reported there.
-import { parseResourcePattern } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
+import { resourceNameProblem } from '../kube/resource-names.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
-import { isNamespaceNameOrGlob } from '../util/glob.ts';
+import { namespaceProblem } from '../util/glob.ts';
 import { parseSize } from '../util/size.ts';
 import { parseHttpUrl } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
@@ -94,11 +94,8 @@ function checkNamespaces(values: unknown, path: KeyPath, at: At): void {
   if (!Array.isArray(values)) return;
   values.forEach((name: unknown, index) => {
     if (typeof name !== 'string') return;
-    if (!isNamespaceNameOrGlob(name))
-      at(
-        [...path, index],
-        `${JSON.stringify(name)} is not a namespace name: use lowercase letters, digits and '-' (globs: * and ?)`,
-      );
+    const problem = namespaceProblem(name);
+    if (problem) at([...path, index], `${JSON.stringify(name)} is ${problem}`);
   });
 }
 
@@ -106,11 +103,8 @@ function checkResources(values: unknown, path: KeyPath, at: At): void {
   if (!Array.isArray(values)) return;
   values.forEach((name: unknown, index) => {
     if (typeof name !== 'string') return;
-    try {
-      parseResourcePattern(name);
-    } catch (error) {
-      at([...path, index], (error as Error).message);
-    }
+    const problem = resourceNameProblem(name);
+    if (problem) at([...path, index], problem);
   });
 }
 

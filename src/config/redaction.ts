@@ -3,7 +3,8 @@
 // instead of a plain SHA-256). Rules name resource types the way every other rule does (src/events/filter.ts)
 // and paths the way `ignore` does (src/diff/ignore.ts).
 import { MIN_REDACTION_KEY_LENGTH, Redactor } from '../diff/redact.ts';
-import { parseResourcePattern, type ResourceResolver, resourcePatternMatches } from '../events/filter.ts';
+import { type ResourceResolver, resourcePatternMatches } from '../events/filter.ts';
+import { parseResourceName } from '../kube/resource-names.ts';
 import { apiVersionOf, type ResourceType } from '../kube/types.ts';
 import { UsageError } from '../util/errors.ts';
 
@@ -45,8 +46,7 @@ export function redactPathsFor(
 ): (type: ResourceType) => string[] {
   const compiled = rules.map((rule) => ({
     path: rule.path,
-    patterns:
-      rule.resources && rule.resources.length > 0 ? rule.resources.map(parseResourcePattern) : undefined,
+    patterns: rule.resources && rule.resources.length > 0 ? rule.resources.map(parseResourceName) : undefined,
   }));
   return (type) => {
     const target = { apiVersion: apiVersionOf(type), resource: type.resource, kind: type.kind };

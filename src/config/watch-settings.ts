@@ -5,8 +5,8 @@ import type { FilterSpec } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { parseResourceName, type ResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
-import { errorMessage, UsageError } from '../util/errors.ts';
-import { hasGlob, isNamespaceNameOrGlob } from '../util/glob.ts';
+import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
+import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import {
   deadLetterLimitsFromFlags,
   deadLetterLimitsGiven,
@@ -201,11 +201,8 @@ function parseOutput(text: string | undefined, stdoutIsTTY: boolean): OutputForm
 
 function namesOf(flag: string, names: string[]): string[] {
   for (const name of names) {
-    if (!isNamespaceNameOrGlob(name)) {
-      throw new UsageError(
-        `invalid ${flag} "${name}": a namespace name is lowercase letters, digits and '-', at most 63 characters (globs: * and ?).`,
-      );
-    }
+    const problem = namespaceProblem(name);
+    if (problem) throw invalidSetting(flag, name, problem);
   }
   return names;
 }
