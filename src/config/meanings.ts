@@ -3,6 +3,7 @@
 // of the expected type: a value of the wrong type is the schema's problem, reported there.
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
+import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
 import { namespaceProblem } from '../util/glob.ts';
 import { parseSize } from '../util/size.ts';
@@ -13,8 +14,6 @@ import type { ConfigInput } from './schema.ts';
 
 export type At = (path: KeyPath, message: string) => void;
 export type Shown = (path: KeyPath, value: unknown) => string;
-
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
  * Checks what the schema cannot. `config` has passed the schema only where no shape problem was
@@ -61,8 +60,9 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       if (sink.batchWait !== undefined && sink.batch === undefined)
         at([...here, 'batchWait'], 'applies to batches: set batch: too (events per request)');
       for (const name of isRecord(sink.headers) ? Object.keys(sink.headers) : []) {
-        if (!HEADER_NAME.test(name))
+        if (!isHeaderName(name))
           at([...here, 'headers', name], `${JSON.stringify(name)} is not an HTTP header name`);
+        else if (isReservedHeader(name)) at([...here, 'headers', name], `kubediff sets ${name} itself`);
       }
     } else if (sink.type === 'slack') {
       checkUrl(sink.webhookUrl, [...here, 'webhookUrl'], at, shown);
@@ -79,7 +79,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
             : `a Slack bot sink needs both token and channel (${sink.token === undefined ? 'token' : 'channel'} is missing)`,
         );
       }
-      if (typeof sink.channel === 'string' && (sink.channel.trim() === '' || /\s/.test(sink.channel)))
+      if (typeof sink.channel === 'string' && !isSlackChannel(sink.channel))
         at([...here, 'channel'], 'expected a channel ID such as C0123456789, or #name');
     }
   });

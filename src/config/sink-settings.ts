@@ -6,6 +6,7 @@
 // flag or variable, never the secret itself.
 
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
+import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
@@ -43,24 +44,6 @@ export const SINK_ENV = {
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const MAX_BATCH = 10_000;
-
-/** Headers undici or HTTP itself owns, and the ones kubediff sets. */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'expect',
-  'content-type',
-  'x-kubediff-signature',
-  'x-kubediff-kind',
-  'x-kubediff-attempt',
-  'x-kubediff-event-id',
-  'x-kubediff-batch-size',
-  'x-kubediff-digest-id',
-]);
 
 export function sinkSettingsFromFlags(
   flags: RawSinkFlags,
@@ -115,7 +98,7 @@ export function sinkSettingsFromFlags(
   const apiUrl = envValue(env, SINK_ENV.slackApiUrl);
   if (apiUrl) checkHttpUrl(apiUrl, `invalid ${SINK_ENV.slackApiUrl}`);
   if (channel !== undefined) {
-    if (channel === '' || /\s/.test(channel))
+    if (!isSlackChannel(channel))
       throw new UsageError(
         `invalid --slack-channel "${channel}": use a channel ID such as C0123456789, or #name.`,
       );
@@ -165,15 +148,14 @@ function parseHeaders(lines: readonly string[], source: string): Record<string, 
     const colon = line.indexOf(':');
     const name = colon < 0 ? line.trim() : line.slice(0, colon).trim();
     const value = colon < 0 ? '' : line.slice(colon + 1).trim();
-    if (colon < 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+    if (colon < 0 || !isHeaderName(name)) {
       // A flag's text is the user's own to see; a line of the environment variable may be a secret.
       const what = source.startsWith('--')
         ? `${source} "${name.length > 40 ? `${name.slice(0, 40)}…` : name}"`
         : `${source} (line ${index + 1})`;
       throw new UsageError(`invalid ${what}: use Name: value, for example "X-Team: sre".`);
     }
-    if (RESERVED_HEADERS.has(name.toLowerCase()))
-      throw new UsageError(`invalid ${source}: kubediff sets ${name} itself.`);
+    if (isReservedHeader(name)) throw new UsageError(`invalid ${source}: kubediff sets ${name} itself.`);
     if (/[\r\n\0]/.test(value))
       throw new UsageError(`invalid ${source} ${name}: the value has a line break.`);
     headers[name.toLowerCase()] = value;

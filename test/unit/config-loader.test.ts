@@ -210,6 +210,21 @@ describe('config loader: the broken-file corpus', () => {
     );
   });
 
+  it('a header kubediff sets itself is refused in the file as with --webhook-header', () => {
+    assert.throws(
+      () =>
+        parseConfig(
+          'sinks:\n  - type: webhook\n    url: https://h/\n    headers:\n      X-Kubediff-Signature: forged\n',
+          'c.yaml',
+          {},
+        ),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          'invalid config file c.yaml:5:29: sinks[0].headers.X-Kubediff-Signature: kubediff sets X-Kubediff-Signature itself.',
+    );
+  });
+
   it('values of the wrong type anywhere are problems of their shape, never a crash of a later check', () => {
     const text = [
       'events: ""',
