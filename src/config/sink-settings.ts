@@ -5,12 +5,14 @@
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
 
+import type { FilterSpec } from '../events/filter.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
-import { parseDurationSetting } from '../util/duration.ts';
+import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import type { SinkInput } from './schema.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
@@ -183,4 +185,56 @@ function checkHttpUrl(text: string, where: string): void {
   }
   if (problem?.kind === 'scheme')
     throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
+}
+
+/** A duration the file's checks have already accepted (meanings.ts). */
+function checkedMs(text: string | undefined): number | undefined {
+  return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
+}
+
+/**
+ * A Slack or webhook sink of the config file (checked by meanings.ts) as a sink spec, with its filter
+ * (`filter`), and the file's dead-letter file unless it names its own.
+ */
+export function sinkSpecOf(
+  input: Exclude<SinkInput, { type: 'stdout' }>,
+  filter: { filter?: FilterSpec },
+  deadLetter: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): WebhookSinkSpec | SlackSinkSpec {
+  const timeoutMs = checkedMs(input.timeout);
+  const deadLetterFile = input.deadLetter ?? deadLetter;
+  const common = {
+    ...(input.name ? { name: input.name } : {}),
+    ...filter,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(deadLetterFile ? { deadLetterFile } : {}),
+  };
+  if (input.type === 'webhook') {
+    const maxWaitMs = checkedMs(input.batchWait);
+    return {
+      type: 'webhook',
+      url: input.url,
+      ...common,
+      ...(input.headers ? { headers: input.headers } : {}),
+      ...(input.secret ? { secret: input.secret } : {}),
+      ...(input.batch !== undefined
+        ? { batch: { maxEvents: input.batch, ...(maxWaitMs !== undefined ? { maxWaitMs } : {}) } }
+        : {}),
+      ...(input.maxRequestsPerSecond !== undefined
+        ? { maxRequestsPerSecond: input.maxRequestsPerSecond }
+        : {}),
+    };
+  }
+  const apiUrl = input.apiUrl ?? envValue(env, SINK_ENV.slackApiUrl);
+  const minIntervalMs = checkedMs(input.minInterval);
+  return {
+    type: 'slack',
+    ...common,
+    ...(input.webhookUrl !== undefined ? { webhookUrl: input.webhookUrl } : {}),
+    ...(input.token !== undefined ? { token: input.token } : {}),
+    ...(input.channel !== undefined ? { channel: input.channel } : {}),
+    ...(apiUrl ? { apiUrl } : {}),
+    ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
+  };
 }

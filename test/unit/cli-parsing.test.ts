@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { EXIT_FAILURE, EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { main } from '../../src/cli/main.ts';
-import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
+import { watchSettingsFromFlags } from '../../src/config/settings.ts';
 import { errorFromResponse, errorFromTransport, parseRetryAfter } from '../../src/kube/errors.ts';
 import { labelSelectorProblem } from '../../src/kube/label-selector.ts';
 import { KubediffError, UsageError } from '../../src/util/errors.ts';

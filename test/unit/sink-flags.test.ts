@@ -1,8 +1,8 @@
 // The sink flags and environment variables of `kubediff watch`.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { watchSettingsFromFlags } from '../../src/config/settings.ts';
 import { sinkSettingsFromFlags } from '../../src/config/sink-settings.ts';
-import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
 import { UsageError } from '../../src/util/errors.ts';
 import { redactUrl, scrubUrl } from '../../src/util/url.ts';
 
