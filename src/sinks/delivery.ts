@@ -4,12 +4,14 @@
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
 import type { Dispatcher } from 'undici';
+import type { ChangeEvent } from '../events/event.ts';
 import { Backoff } from '../util/backoff.ts';
 import { formatDuration } from '../util/duration.ts';
 import type { Logger } from '../util/log.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
-import type { SinkReport, SinkStats } from './sink.ts';
+import { createAgent, type PostOutcome } from './http.ts';
+import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 
 export interface RetryOptions {
   /** Attempts per request, the first included. */
@@ -208,33 +210,78 @@ export function plural(count: number, word: string): string {
 }
 
 /**
- * The HTTP sinks' close(): begins the shutdown clock, lets the delivery loop finish, hands what is left to
- * `abandonRest`, then releases the connections and reports.
+ * What the HTTP sinks (Slack, webhooks) share: their retry schedule and connection pool, the wake-up of
+ * their delivery loop, the shutdown clock, the trouble report and the counters, and close(): begin the
+ * shutdown clock, let the delivery loop finish, hand what is left to `abandonRest`, then release the
+ * connections and report.
  */
-export async function closeDelivery(
-  sink: {
+export abstract class HttpSink implements Sink {
+  readonly name: string;
+  protected readonly timeoutMs: number;
+  protected readonly retry: RetryOptions;
+  protected readonly delay: Backoff;
+  protected readonly agent: Dispatcher;
+  protected readonly wakeup = new Wakeup();
+  protected readonly clock = new ShutdownClock();
+  protected readonly trouble: TroubleReport;
+  protected readonly counters: SinkStats = emptyStats();
+  private readonly deadLetterFile: DeadLetterFile | undefined;
+  /** The delivery loop, started by the subclass once it is set up. */
+  protected abstract readonly loop: Promise<void>;
+  private closed: Promise<SinkReport> | undefined;
+
+  constructor(options: {
     name: string;
-    clock: ShutdownClock;
-    wakeup: Wakeup;
-    loop: Promise<void>;
-    agent: Dispatcher;
-    deadLetter: DeadLetterFile | undefined;
-    stats: () => SinkStats;
-  },
-  timeoutMs: number,
-  abandonRest: () => void,
-): Promise<SinkReport> {
-  sink.clock.begin(timeoutMs);
-  sink.wakeup.notify();
-  await sink.loop;
-  sink.clock.dispose();
-  abandonRest();
-  await sink.agent.destroy().catch(() => {});
-  return {
-    name: sink.name,
-    stats: sink.stats(),
-    ...(sink.deadLetter ? { deadLetterFile: sink.deadLetter.path } : {}),
-  };
+    timeoutMs: number;
+    retry?: Partial<RetryOptions> | undefined;
+    log: Logger;
+    deadLetter?: DeadLetterFile | undefined;
+  }) {
+    this.name = options.name;
+    this.timeoutMs = options.timeoutMs;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.delay = retryBackoff(this.retry);
+    this.agent = createAgent(this.timeoutMs);
+    this.trouble = new TroubleReport(this.name, options.log);
+    this.deadLetterFile = options.deadLetter;
+  }
+
+  abstract deliver(event: ChangeEvent): void;
+  abstract stats(): SinkStats;
+  abstract close(timeoutMs: number): Promise<SinkReport>;
+
+  /**
+   * A post that failed for good, or undefined when it is worth retrying: cut short by the shutdown, or
+   * refused (said once per `refusalKey`; `loss` says what becomes of the events). Returns the reason the
+   * dead-letter file records, and whether the receiver refused it (that is logged already).
+   */
+  protected finalFailure(
+    outcome: Extract<PostOutcome, { ok: false }>,
+    refusalKey: string,
+    loss: string,
+  ): { reason: string; refused: boolean } | undefined {
+    if (outcome.aborted) return { reason: 'in flight when the shutdown timeout ran out', refused: false };
+    if (outcome.retryable) return undefined;
+    this.trouble.refused(refusalKey, `${outcome.reason}; not retried. ${loss}`);
+    return { reason: `${outcome.reason} (not retried)`, refused: true };
+  }
+
+  protected closeWith(timeoutMs: number, abandonRest: () => void): Promise<SinkReport> {
+    this.closed ??= (async () => {
+      this.clock.begin(timeoutMs);
+      this.wakeup.notify();
+      await this.loop;
+      this.clock.dispose();
+      abandonRest();
+      await this.agent.destroy().catch(() => {});
+      return {
+        name: this.name,
+        stats: this.stats(),
+        ...(this.deadLetterFile ? { deadLetterFile: this.deadLetterFile.path } : {}),
+      };
+    })();
+    return this.closed;
+  }
 }
 
 /**
