@@ -454,24 +454,15 @@ export class StateDatabase {
 
   /** The recorded events matching `query`, oldest first (the newest `limit` of them). */
   history(query: HistoryQuery): ChangeEvent[] {
-    const where: string[] = [];
-    const params: (string | number)[] = [];
-    if (query.namespace !== undefined) {
-      where.push('namespace = ?');
-      params.push(query.namespace);
-    }
-    if (query.resource !== undefined) {
-      where.push('resource = ?');
-      params.push(query.resource);
-    }
-    if (query.name !== undefined) {
-      where.push('name = ?');
-      params.push(query.name);
-    }
-    if (query.since !== undefined) {
-      where.push('time >= ?');
-      params.push(query.since);
-    }
+    const conditions: [string, string | undefined][] = [
+      ['namespace = ?', query.namespace],
+      ['resource = ?', query.resource],
+      ['name = ?', query.name],
+      ['time >= ?', query.since],
+    ];
+    const given = conditions.filter((condition): condition is [string, string] => condition[1] !== undefined);
+    const where = given.map(([clause]) => clause);
+    const params: (string | number)[] = given.map(([, value]) => value);
     const sql =
       `SELECT event FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC` +
       (query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '');

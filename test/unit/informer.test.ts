@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { Informer, type InformerHandler, type InitialListMode } from '../../src/informer/informer.ts';
-import { KubeError } from '../../src/kube/errors.ts';
 import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
 import { configMap, FakeCollection, page, settle } from '../helpers/fake-collection.ts';
 import { configmaps } from '../helpers/resource-types.ts';

@@ -10,7 +10,6 @@ import { after, test } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
-import type { ResourceType } from '../../src/kube/types.ts';
 import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/state/database.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
 import { UsageError } from '../../src/util/errors.ts';
