@@ -11,7 +11,7 @@
 // .cache/cluster/test-logs/. The test runner's own output is left exactly as it prints it, and
 // this script prints nothing after it: CI reads its closing summary.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { globSync } from 'node:fs';
+import { globSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +25,7 @@ import {
   useExistingCluster,
 } from '../test/helpers/cluster.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
+import { ensureHelm } from './helm-build.ts';
 
 const DEFAULT_TEST_FILES = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
 /** Per test; a test against a real API server on a busy 2-core machine can take a while. */
@@ -136,6 +137,9 @@ async function main(): Promise<number> {
     if (!external && Object.values(resolveBinaries()).some((binary) => binary.source === 'build')) {
       await ensureClusterBinaries((message) => console.log(message));
     }
+    // helm, for the tests of the Helm chart, is built on demand and cached like the control plane.
+    if (!process.env.KUBEDIFF_TEST_HELM && files.some(needsHelm))
+      await ensureHelm((message) => console.log(message));
     if (signalled) return 130;
     cluster = await startCluster({ log: (message) => console.log(message) });
     if (signalled) return 130;
@@ -165,6 +169,15 @@ async function main(): Promise<number> {
       });
     }
     await rm(runDir, { recursive: true, force: true });
+  }
+}
+
+/** A test file that renders the Helm chart (test/helpers/deploy.ts, helm()). */
+function needsHelm(file: string): boolean {
+  try {
+    return /\bhelm(DryRun)?\(/.test(readFileSync(path.join(repoRoot, file), 'utf8'));
+  } catch {
+    return false;
   }
 }
 
