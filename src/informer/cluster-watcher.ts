@@ -128,9 +128,9 @@ export class ClusterWatcher {
 
   /**
    * Stops everything, also in the middle of start(); resolves when no timer or handler call is left and
-   * every LIST and WATCH has ended. A discovery that start() is still waiting for is not awaited: undici
-   * reports the abort of a request only once its connection attempt is over (up to the connect timeout
-   * on a dead link), and its answer is ignored anyway; KubeClient.close() ends it.
+   * every LIST and WATCH has ended. A discovery that start() is still waiting for is not awaited: a
+   * request still connecting reports its abort only once the connection attempt is over (up to the
+   * connect timeout on a dead link), and its answer is ignored anyway; KubeClient.close() ends it.
    */
   async stop(): Promise<void> {
     this.abort.abort();
