@@ -36,7 +36,7 @@ export interface SinkSettings {
 }
 
 /** The environment variables read here (documented in docs/sinks.md). */
-export const SINK_ENV = {
+const SINK_ENV = {
   webhookSecret: 'KUBEDIFF_WEBHOOK_SECRET',
   webhookHeaders: 'KUBEDIFF_WEBHOOK_HEADERS',
   slackWebhook: 'KUBEDIFF_SLACK_WEBHOOK',

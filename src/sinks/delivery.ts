@@ -22,7 +22,7 @@ export interface RetryOptions {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 1_000, maxDelayMs: 60_000 };
+const DEFAULT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 1_000, maxDelayMs: 60_000 };
 
 /**
  * The backoff of one sink's retries: RetryOptions' delays, doubling with ±50% jitter, reset after a
@@ -43,7 +43,7 @@ export function retryBackoff(options: RetryOptions, random?: () => number): Back
 }
 
 /** Wakes a waiting loop when there is work (or when it must stop). */
-export class Wakeup {
+class Wakeup {
   private waiters: (() => void)[] = [];
 
   notify(): void {
@@ -74,7 +74,7 @@ export class Wakeup {
  * Closing begins when close() is called (sleeps are cut short so the loop can decide whether a retry still
  * fits); the deadline aborts whatever is in flight.
  */
-export class ShutdownClock {
+class ShutdownClock {
   private readonly closingController = new AbortController();
   private readonly deadlineController = new AbortController();
   private deadlineAt = Number.POSITIVE_INFINITY;

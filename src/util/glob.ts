@@ -19,7 +19,7 @@ const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const NAMESPACE_GLOB = /^[-a-z0-9*?]{1,63}$/;
 
 /** A namespace name (`kube-system`) or a glob over them (`team-*`), as -n and `namespaces:` take them. */
-export function isNamespaceNameOrGlob(text: string): boolean {
+function isNamespaceNameOrGlob(text: string): boolean {
   return hasGlob(text) ? NAMESPACE_GLOB.test(text) : NAMESPACE_NAME.test(text);
 }
 

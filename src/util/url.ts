@@ -5,7 +5,7 @@
 export type HttpUrl = { url: URL; problem?: undefined } | { url?: undefined; problem: UrlProblem };
 
 /** Why a text is not an http(s) URL: not a URL at all, or another scheme (`ftp:`). */
-export type UrlProblem = { kind: 'not-a-url' } | { kind: 'scheme'; url: URL };
+type UrlProblem = { kind: 'not-a-url' } | { kind: 'scheme'; url: URL };
 
 /** An http:// or https:// URL, or what is wrong with `text`. */
 export function parseHttpUrl(text: string): HttpUrl {
