@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { sourceStamp } from '../scripts/cluster-build.ts';
+import { sourceStamp } from '../scripts/go-build.ts';
 import { repoRoot } from '../test/helpers/cluster.ts';
 import { type Child, startChild } from './lib/processes.ts';
 

@@ -8,12 +8,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { EventBuilder } from '../src/diff/event-builder.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
+import { EventBuilder } from '../src/events/event-builder.ts';
 import { Informer } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
+import { listerWatcherFor } from '../src/kube/lister-watcher.ts';
 import type { ResourceType } from '../src/kube/types.ts';
 import { renderJsonLine } from '../src/sinks/stream-output.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';
@@ -132,7 +133,10 @@ async function replayOnce(fixture: Fixture): Promise<number> {
     replayed = resolve;
   });
   const informer = new Informer(
-    replayClient(fixture.chunks, () => replayed()),
+    listerWatcherFor(
+      replayClient(fixture.chunks, () => replayed()),
+      fixture.type,
+    ),
     {
       type: fixture.type,
       normalize: (type, object) => normalizer.normalize(type, object),

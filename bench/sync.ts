@@ -4,17 +4,18 @@
 //   against a raw paged LIST of the same objects (undici, each page read and parsed), pair by pair.
 // - Retained heap per cached object against its JSON size, measured in a child process with
 //   `--expose-gc`:  node --expose-gc bench/sync.ts --heap --cluster <file> --namespace <ns> --empty <ns>
-import { EventBuilder } from '../src/diff/event-builder.ts';
+
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
+import { EventBuilder } from '../src/events/event-builder.ts';
 import { ClusterWatcher } from '../src/informer/cluster-watcher.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { Discovery } from '../src/kube/discovery.ts';
 import { loadKubeconfig } from '../src/kube/kubeconfig.ts';
 import { parseResourceName } from '../src/kube/resource-names.ts';
 import type { KubeObject } from '../src/kube/types.ts';
-import { silentLogger } from '../src/log.ts';
+import { silentLogger } from '../src/util/log.ts';
 import type { ClusterInfo } from '../test/helpers/cluster.ts';
 import type { KubeAdmin } from '../test/helpers/kube-admin.ts';
 import { configmaps } from '../test/helpers/resource-types.ts';

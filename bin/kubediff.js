@@ -11,7 +11,7 @@ const [major, minor] = process.versions.node.split('.').map(Number);
 const supported = major > 22 || (major === 22 && minor >= 19);
 
 if (supported) {
-  await import('../src/cli/main.ts');
+  await import('../src/cli/entry.ts');
 } else {
   const bundledNode = fileURLToPath(new URL('../node_modules/node/bin/node', import.meta.url));
   if (!existsSync(bundledNode)) {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { repoRoot } from '../test/helpers/cluster.ts';
 import { kafkaCacheDir, kafkaCacheEntry, kafkaPom, kafkaVersion } from '../test/helpers/kafka.ts';
 import { processAlive } from '../test/helpers/processes.ts';
-import { formatDuration } from './cluster-build.ts';
+import { formatDuration } from './go-build.ts';
 
 export interface FetchResult {
   fetched: boolean;

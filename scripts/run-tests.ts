@@ -12,7 +12,7 @@
 // fail, the servers' logs are copied to .cache/cluster/test-logs/. The test runner's own output is
 // left exactly as it prints it, and this script prints nothing after it: CI reads its closing summary.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { globSync } from 'node:fs';
+import { globSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,6 +27,7 @@ import {
   useExistingCluster,
 } from '../test/helpers/cluster.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
+import { ensureHelm } from './helm-build.ts';
 import { serverNeeds, startTestServers, type TestServers } from './test-servers.ts';
 
 const DEFAULT_TEST_FILES = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
@@ -146,6 +147,8 @@ async function main(): Promise<number> {
       ) {
         await ensureClusterBinaries(log);
       }
+      // helm, for the tests of the Helm chart, is built on demand and cached like the control plane.
+      if (!process.env.KUBEDIFF_TEST_HELM && files.some(needsHelm)) await ensureHelm(log);
       return startCluster({ log });
     })();
     const startingServers = startTestServers(serverNeeds(files), { runDir, log });
@@ -186,6 +189,15 @@ async function main(): Promise<number> {
       });
     }
     await rm(runDir, { recursive: true, force: true });
+  }
+}
+
+/** A test file that renders the Helm chart (test/helpers/deploy.ts, helm()). */
+function needsHelm(file: string): boolean {
+  try {
+    return /\bhelm(DryRun)?\(/.test(readFileSync(path.join(repoRoot, file), 'utf8'));
+  } catch {
+    return false;
   }
 }
 

@@ -4,11 +4,11 @@
 import { existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { loadConfigFile } from '../config/file.ts';
-import { AGE_RULES, parseDurationSetting } from '../duration.ts';
-import { UsageError } from '../errors.ts';
-import { type HistoryQuery, StateDatabase } from '../informer/state-database.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
+import { type HistoryQuery, StateDatabase } from '../state/database.ts';
+import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
 
 export interface HistoryFlags {
   state?: string;

@@ -1,23 +1,25 @@
-// The command line. Every failure ends as one sentence on stderr and the
-// documented exit code (0 clean stop, 2 usage/config, 1 anything else); a
-// stack trace only with --debug.
+// The command line: the commands, their flags, and what each runs. Every failure ends as one sentence
+// on stderr and the documented exit code (src/cli/exit-codes.ts). Importing this module runs nothing:
+// src/cli/entry.ts runs main() for the launcher.
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, Option } from 'commander';
+import {
+  addServiceFlags,
+  type RawServiceFlags,
+  serviceOptionsFromFlags,
+} from '../config/service-settings.ts';
 import { loadWatchSettings } from '../config/settings.ts';
+import {
+  durationFromEnvironment,
+  httpFromEnvironment,
+  sizeFromEnvironment,
+  timingFromEnvironment,
+} from '../config/tuning.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
-import { parseDurationSetting } from '../duration.ts';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, errorMessage, invalidSetting, UserError } from '../errors.ts';
-import type { ReflectorTiming } from '../informer/reflector.ts';
-import type { HttpSettings } from '../kube/client.ts';
-import { KubeError } from '../kube/errors.ts';
-import { stderrLogger } from '../log.ts';
-import { parseSize } from '../size.ts';
-import { printable } from '../terminal-text.ts';
-import { type HistoryFlags, runHistory } from './history.ts';
-import { runResources } from './resources.ts';
-import { addServiceFlags, type RawServiceFlags, serviceOptionsFromFlags } from './service-options.ts';
-import { runValidate } from './validate.ts';
-import { runWatch } from './watch.ts';
+import { stderrLogger } from '../util/log.ts';
+import { printable } from '../util/terminal-text.ts';
+import { EXIT_FAILURE, EXIT_OK, reportError } from './exit-codes.ts';
+import type { HistoryFlags } from './history.ts';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -50,6 +52,11 @@ function addSelectionFlags(command: Command): Command {
     .option('--debug', 'print debugging details and stack traces');
 }
 
+/**
+ * Each command's module is imported when that command runs, after its flags are checked: the kube
+ * client's dependencies (@kubernetes/client-node alone takes about 0.4 s to import) are then paid only
+ * by a command that talks to a cluster, not by `--help`, `version` or a mistyped flag.
+ */
 function buildProgram(): Command {
   const program = new Command('kubediff')
     .description('Watches a Kubernetes cluster and reports every change, field by field.')
@@ -137,6 +144,7 @@ function buildProgram(): Command {
     const service = serviceOptionsFromFlags(flags);
     const settings = loadWatchSettings(flags, process.stdout.isTTY === true, process.env);
     const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
+    const { runWatch } = await import('./watch.ts');
     await runWatch(settings, {
       service,
       version: VERSION,
@@ -172,6 +180,7 @@ function buildProgram(): Command {
       const settings = loadWatchSettings({ ...selectionFlags, output: 'json' }, false, process.env, {
         unsetVariables: 'warn',
       });
+      const { runResources } = await import('./resources.ts');
       await runResources(settings, { output, http: httpFromEnvironment() }, process.stdout);
     });
 
@@ -193,7 +202,8 @@ function buildProgram(): Command {
     .option('--debug', 'print debugging details and stack traces')
     .exitOverride()
     .configureOutput({ outputError: () => {} })
-    .action((resource: string | undefined, flags: HistoryFlags) => {
+    .action(async (resource: string | undefined, flags: HistoryFlags) => {
+      const { runHistory } = await import('./history.ts');
       runHistory(resource, flags, { stdout: process.stdout, isTTY: process.stdout.isTTY === true });
     });
 
@@ -213,6 +223,7 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .action(async (flags: { config: string; cluster?: boolean; kubeconfig?: string; context?: string }) => {
+      const { runValidate } = await import('./validate.ts');
       await runValidate(flags, {
         env: process.env,
         stdout: process.stdout,
@@ -249,75 +260,6 @@ function stopSignal(log: ReturnType<typeof stderrLogger>): Promise<string> {
 
 const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 
-function durationFromEnvironment(name: string): number | undefined {
-  const text = process.env[name];
-  if (text === undefined || text === '') return undefined;
-  return parseDurationSetting(name, text);
-}
-
-function sizeFromEnvironment(name: string): number | undefined {
-  const text = process.env[name];
-  if (text === undefined || text === '') return undefined;
-  return parseSize(name, text);
-}
-
-/** Timing knobs (README, "Tuning"): mostly for tests that must see a dead connection quickly. */
-function timingFromEnvironment(): Partial<ReflectorTiming> {
-  const timing: Partial<ReflectorTiming> = {};
-  const idle = durationFromEnvironment('KUBEDIFF_WATCH_IDLE_TIMEOUT');
-  if (idle !== undefined) timing.idleTimeoutMs = idle;
-  const watchTimeout = durationFromEnvironment('KUBEDIFF_WATCH_TIMEOUT');
-  if (watchTimeout !== undefined)
-    timing.minWatchTimeoutSeconds = Math.max(1, Math.round(watchTimeout / 1000));
-  const slowRetry = durationFromEnvironment('KUBEDIFF_SLOW_RETRY');
-  if (slowRetry !== undefined) timing.slowRetryMs = slowRetry;
-  const pageSize = process.env.KUBEDIFF_LIST_PAGE_SIZE;
-  if (pageSize) {
-    const size = Number(pageSize);
-    if (!Number.isInteger(size) || size < 1) {
-      throw invalidSetting('KUBEDIFF_LIST_PAGE_SIZE', pageSize, 'use a whole number of objects such as 500');
-    }
-    timing.pageSize = size;
-  }
-  const maxBackoff = durationFromEnvironment('KUBEDIFF_MAX_BACKOFF');
-  if (maxBackoff !== undefined) timing.backoff = { maxMs: maxBackoff };
-  return timing;
-}
-
-/** How kubediff talks to the API server (README, "Tuning"). */
-function httpFromEnvironment(): Partial<HttpSettings> {
-  const http: Partial<HttpSettings> = {};
-  const version = process.env.KUBEDIFF_HTTP_VERSION;
-  if (version) {
-    if (version !== '2' && version !== '1.1')
-      throw invalidSetting(
-        'KUBEDIFF_HTTP_VERSION',
-        version,
-        'use 2 (HTTP/2 when the server offers it, the default) or 1.1',
-      );
-    http.protocol = version === '2' ? 'auto' : 'http/1.1';
-  }
-  // The duration parser refuses 0 (it would switch dead-connection detection off).
-  const readIdle = durationFromEnvironment('KUBEDIFF_READ_IDLE_TIMEOUT');
-  if (readIdle !== undefined) http.readIdleMs = readIdle;
-  const pingTimeout = durationFromEnvironment('KUBEDIFF_PING_TIMEOUT');
-  if (pingTimeout !== undefined) http.pingTimeoutMs = pingTimeout;
-  const connections = process.env.KUBEDIFF_MAX_CONNECTIONS;
-  if (connections) {
-    const count = Number(connections);
-    if (!Number.isInteger(count) || count < 1)
-      throw invalidSetting(
-        'KUBEDIFF_MAX_CONNECTIONS',
-        connections,
-        'use a whole number of connections such as 256',
-      );
-    http.maxConnections = count;
-  }
-  const maxReadBytes = sizeFromEnvironment('KUBEDIFF_MAX_READ_SIZE');
-  if (maxReadBytes !== undefined) http.maxReadBytes = maxReadBytes;
-  return http;
-}
-
 export async function main(argv: string[]): Promise<number> {
   const debug = argv.includes('--debug');
   process.stdout.on('error', onStdoutError);
@@ -345,7 +287,7 @@ function onStdoutError(error: NodeJS.ErrnoException): void {
  * stderr closed (`kubediff watch 2>&1 | head -3`, or a log reader that went away): like a closed stdout,
  * not a crash. Nothing can be said any more, so there is nothing to report; `watch` stops the way it does
  * on SIGTERM (sinks drained, state recorded, Lease released) rather than run on with no way to tell
- * anyone about trouble. Log lines are dropped from then on (src/log.ts).
+ * anyone about trouble. Log lines are dropped from then on (src/util/log.ts).
  */
 let onStderrClosed: (reason: string) => void = () => {};
 const stderrClosed = new Promise<string>((resolve) => {
@@ -356,56 +298,9 @@ function onStderrError(error: NodeJS.ErrnoException): void {
   onStderrClosed(error.code === 'EPIPE' ? 'stderr closed' : `stderr failed: ${error.message}`);
 }
 
-function reportError(error: unknown, debug: boolean): number {
-  if (error instanceof CommanderError) {
-    if (
-      error.code === 'commander.helpDisplayed' ||
-      error.code === 'commander.version' ||
-      error.exitCode === 0
-    ) {
-      return EXIT_OK;
-    }
-    if (error.code === 'commander.help') return EXIT_OK;
-    const message = error.message
-      .replace(/^error: /, '')
-      .replace(/\.$/, '')
-      // Commander's "…is invalid. Allowed choices are a, b." is two sentences; the brief wants one.
-      .replace(/\. Allowed choices are /, '; allowed choices are ');
-    process.stderr.write(`kubediff: ${printable(message)}; run \`kubediff --help\` for usage.\n`);
-    return EXIT_USAGE;
-  }
-  if (error instanceof UserError) {
-    // A config file's problems are one per line.
-    process.stderr.write(`kubediff: ${printable(error.message, { newlines: true })}\n`);
-    if (debug) process.stderr.write(stackFrames(error.cause instanceof Error ? error.cause : error));
-    return error.exitCode;
-  }
-  if (error instanceof KubeError) {
-    process.stderr.write(`kubediff: ${printable(error.message)}\n`);
-    if (debug) process.stderr.write(stackFrames(error));
-    return EXIT_FAILURE;
-  }
-  process.stderr.write(
-    `kubediff: unexpected error: ${printable(errorMessage(error))} (run with --debug for details)\n`,
-  );
-  if (debug) process.stderr.write(stackFrames(error));
-  return EXIT_FAILURE;
-}
-
-/**
- * --debug: where an error came from, as its stack frames (function, file, line) only. Never the message
- * of the error underneath: the sentence above already says what failed, and that message may quote
- * what it was reading (a kubeconfig's YAML error shows the lines around the mistake, token included).
- */
-function stackFrames(error: unknown): string {
-  if (!(error instanceof Error) || !error.stack) return '';
-  const frames = error.stack.split('\n').filter((line) => /^\s+at /.test(line));
-  return `${printable(error.name)}, raised at:\n${frames.map((frame) => printable(frame)).join('\n')}\n`;
-}
-
 let exitAtOnce = false;
-const code = await main(process.argv);
-process.exitCode = code;
-if (exitAtOnce) process.exit(code);
-// Everything has been stopped; if a stray handle keeps Node alive, do not hang forever.
-setTimeout(() => process.exit(code), 10_000).unref();
+
+/** After main(): true when output a stalled reader never took would keep Node waiting (see `watch`). */
+export function mustExitAtOnce(): boolean {
+  return exitAtOnce;
+}

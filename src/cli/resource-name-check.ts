@@ -1,13 +1,12 @@
 // Shared by `watch`, `resources` and `validate --cluster`: what to do with resource names that match
 // nothing the server offers.
 import type { RedactRule } from '../config/redaction.ts';
-import { builtinResourceFor } from '../config/short-names.ts';
-import { UsageError } from '../errors.ts';
 import { parseResourceName, resolveResourceName, suggestResourceName } from '../kube/resource-names.ts';
 import type { Selection } from '../kube/selection.ts';
+import { builtinResourceFor } from '../kube/short-names.ts';
 import type { ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { parseResourcePattern } from '../sinks/filter.ts';
+import { UsageError } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
 
 /**
  * A -r name that matches nothing is a typo (exit 2) unless it names a group
@@ -41,7 +40,7 @@ export interface UnknownName {
  * that matches nothing is a typo (an error, with a "did you mean").
  */
 export function unknownResourceName(text: string, types: readonly ResourceType[]): UnknownName | undefined {
-  const pattern = parseResourcePattern(text);
+  const pattern = parseResourceName(text);
   if (pattern.name === '*') {
     const group = pattern.group ?? '';
     if (types.some((type) => type.group === group || type.group.endsWith(`.${group}`))) return undefined;
@@ -50,7 +49,7 @@ export function unknownResourceName(text: string, types: readonly ResourceType[]
       message: `no resource type of group ${group} is served yet (its CRDs may come later)`,
     };
   }
-  if (resolveResourceName(parseResourceName(text), types).length > 0) return undefined;
+  if (resolveResourceName(pattern, types).length > 0) return undefined;
   if (pattern.group === undefined && builtinResourceFor(pattern.name)) return undefined;
   if (pattern.group?.includes('.')) {
     return {

@@ -5,14 +5,14 @@ import type { Writable } from 'node:stream';
 import type { WatchSettings } from '../config/watch-settings.ts';
 import type { HttpSettings, KubeClient } from '../kube/client.ts';
 import { KubeClient as Client } from '../kube/client.ts';
+import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import { type Selection, type SkipReason, selectResources } from '../kube/selection.ts';
 import { qualifiedName } from '../kube/types.ts';
-import { stderrLogger } from '../log.ts';
-import { printable } from '../terminal-text.ts';
-import { explainConnectionFailure } from './connection-errors.ts';
+import { stderrLogger } from '../util/log.ts';
+import { printable } from '../util/terminal-text.ts';
 import { checkResourceNames } from './resource-name-check.ts';
 
 export interface ResourceRow {

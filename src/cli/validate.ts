@@ -3,22 +3,17 @@
 // asks the cluster's discovery whether the resource types the file names exist: an unknown name is an
 // error with a "did you mean"; a dotted name (a custom resource whose CRD may come later) is a warning.
 import type { Writable } from 'node:stream';
-import {
-  ConfigError,
-  type ConfigProblem,
-  formatProblem,
-  type KeyPath,
-  loadConfigFile,
-} from '../config/file.ts';
+import { loadConfigFile } from '../config/file.ts';
+import { ConfigError, type ConfigProblem, formatProblem, type KeyPath } from '../config/problems.ts';
 import { settingsFromConfig } from '../config/settings.ts';
+import { describeSinkSpec } from '../config/sink-settings.ts';
+import { compileFilter } from '../events/filter.ts';
 import { type HttpSettings, KubeClient } from '../kube/client.ts';
+import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import type { ResourceType } from '../kube/types.ts';
-import { compileFilter } from '../sinks/filter.ts';
-import { describeSinkSpec } from '../sinks/flags.ts';
-import { printable } from '../terminal-text.ts';
-import { explainConnectionFailure } from './connection-errors.ts';
+import { printable } from '../util/terminal-text.ts';
 import { unknownResourceName } from './resource-name-check.ts';
 
 export interface ValidateFlags {

@@ -1,35 +1,34 @@
-// `kubediff watch`: connect, discover, sync, then report every change until
-// SIGINT or SIGTERM. Data flows one way: informers → event builder →
-// event filter → router → sinks (stdout, Slack, webhooks), each with its own
-// queue. On stop: stop watching, let the sinks deliver what is queued within
-// --shutdown-timeout, report what they could not, exit 0.
-
-import { DiscoveryResolver, eventGate } from '../config/event-gate.ts';
+// `kubediff watch`: connect, discover, sync, then report every change until SIGINT or SIGTERM. This is
+// wiring and lifecycle only: the path of a change is the Pipeline (src/events/pipeline.ts), assembled
+// here in one place from its parts, and everything opened is closed by one Lifecycle, in reverse order:
+// on stop, watching ends first, then the sinks deliver what is queued within --shutdown-timeout and
+// report what they could not, then the Lease is released, the connections closed and the state file
+// committed.
 import { redactionSignature, redactPathsFor } from '../config/redaction.ts';
+import { describeSinkSpec } from '../config/sink-settings.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
-import { EventBuilder } from '../diff/event-builder.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
-import type { ChangeEvent } from '../diff/types.ts';
-import { formatDuration } from '../duration.ts';
-import { EventFailures } from '../event-failures.ts';
+import { DiscoveryResolver, eventGate } from '../events/gate.ts';
+import { filterStage, Pipeline, type PipelineObserver } from '../events/pipeline.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
-import { StateDatabase } from '../informer/state-database.ts';
-import { StateRecorder, selectionSignature, sinkProgress } from '../informer/state-recorder.ts';
 import { type HttpSettings, KubeClient } from '../kube/client.ts';
+import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
-import type { Logger } from '../log.ts';
-import { describeSinkSpec } from '../sinks/flags.ts';
+import { SyncProgress } from '../service/progress.ts';
+import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
-import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
-import { explainConnectionFailure } from './connection-errors.ts';
-import { SyncProgress } from './progress.ts';
+import { createSinks, type SinkSpec } from '../sinks/setup.ts';
+import { StateDatabase } from '../state/database.ts';
+import { StateRecorder, selectionSignature, sinkProgress } from '../state/recorder.ts';
+import { formatDuration } from '../util/duration.ts';
+import { EventFailures } from '../util/event-failures.ts';
+import { Lifecycle } from '../util/lifecycle.ts';
+import type { Logger } from '../util/log.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
-import { ServiceRuntime } from './service.ts';
-import type { ServiceOptions } from './service-options.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -44,107 +43,110 @@ export interface WatchRuntime {
   userAgent?: string;
   /** Memory bounds from the environment (README, "Tuning"); defaults where absent. */
   limits?: { stateMaxBacklogBytes?: number | undefined; standbyMaxBufferBytes?: number | undefined };
-  /** --listen, --leader-elect, … (src/cli/service-options.ts). */
+  /** --listen, --leader-elect, … (src/config/service-settings.ts). */
   service?: ServiceOptions;
   version?: string;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
+  const lifecycle = new Lifecycle();
+  try {
+    await watch(settings, runtime, lifecycle);
+  } finally {
+    await lifecycle.close();
+  }
+}
+
+async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: Lifecycle): Promise<void> {
+  const { log } = runtime;
   // One exception while processing one change costs that change at that stage, never the watch.
-  const failures = new EventFailures(runtime.log);
-  // --state (docs/state.md): opened first, so that a damaged or foreign file stops kubediff at once.
+  const failures = new EventFailures(log);
+  // --state (docs/state.md): opened first, so that a damaged or foreign file stops kubediff at once;
+  // committed last, once the sinks have finished with everything they were given.
   const recorder = settings.state
-    ? new StateRecorder({
-        database: StateDatabase.open(settings.state.path),
-        log: runtime.log,
-        signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
-        retention: settings.state.retention,
-        failures,
-        ...(runtime.limits?.stateMaxBacklogBytes !== undefined
-          ? { maxBacklogBytes: runtime.limits.stateMaxBacklogBytes }
-          : {}),
-      })
+    ? lifecycle.use(
+        new StateRecorder({
+          database: StateDatabase.open(settings.state.path),
+          log,
+          signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
+          retention: settings.state.retention,
+          failures,
+          ...(runtime.limits?.stateMaxBacklogBytes !== undefined
+            ? { maxBacklogBytes: runtime.limits.stateMaxBacklogBytes }
+            : {}),
+        }),
+        (recorder) => recorder.close(),
+      )
     : undefined;
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
-  const client = await KubeClient.create(identity, { http: runtime.http, log: runtime.log });
-  const discovery = new Discovery(client);
-  const service = await ServiceRuntime.start(runtime.service, {
-    client,
-    log: runtime.log,
-    version: runtime.version ?? 'dev',
-    standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
-  }).catch(async (error: unknown) => {
-    await client.close();
-    throw error;
-  });
+  const client = lifecycle.use(await KubeClient.create(identity, { http: runtime.http, log }), (client) =>
+    client.close(),
+  );
+  // After the sinks drained: the leader's last checkpoint covers what they delivered.
+  const service = lifecycle.use(
+    await ServiceRuntime.start(runtime.service, {
+      client,
+      log,
+      version: runtime.version ?? 'dev',
+      standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
+    }),
+    (service) => service.stop(),
+  );
 
   let stopOutput: (reason: string) => void = () => {};
   const outputClosed = new Promise<string>((resolve) => {
     stopOutput = resolve;
   });
-  const specs: SinkSpec[] = [
-    ...(settings.output === 'none'
-      ? []
-      : [
-          {
-            type: 'stdout' as const,
-            format: settings.output,
-            color: process.stdout.isTTY === true && !process.env.NO_COLOR,
-          },
-        ]),
-    ...settings.delivery.sinks,
-  ];
-  let sinks: SinkSet;
-  try {
-    sinks = createSinks(specs, {
-      log: runtime.log,
-      stdout: process.stdout,
-      onStdoutClosed: (error) =>
-        stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
-      deadLetterFile: settings.delivery.deadLetterFile,
-      deadLetterLimits: settings.delivery.deadLetterLimits,
-      failures,
-      ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
-    });
-  } catch (error) {
-    await service.stop();
-    await client.close();
-    throw error;
-  }
-  const { router } = sinks;
-  const deadLetterFiles = sinks.deadLetterFiles;
-  service.connect(router, {
+  const sinks = createSinks(sinkSpecs(settings), {
+    log,
+    stdout: process.stdout,
+    onStdoutClosed: (error) =>
+      stopOutput(error.code === 'EPIPE' ? 'stdout closed' : `stdout failed: ${error.message}`),
+    deadLetterFile: settings.delivery.deadLetterFile,
+    deadLetterLimits: settings.delivery.deadLetterLimits,
     failures,
-    deadLetterFiles: () => deadLetterFiles,
+    ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+  });
+  const { router } = sinks;
+  lifecycle.defer(() => {
+    for (const file of sinks.deadLetterFiles) file.close();
+  });
+  lifecycle.defer(async () => {
+    logShutdownReport(await router.close(settings.delivery.shutdownTimeoutMs), log);
+  });
+  service.observeSinks(() => router.sinks, {
+    failures,
+    deadLetterFiles: () => sinks.deadLetterFiles,
     ...(recorder ? { state: recorder } : {}),
   });
   if (settings.delivery.sinks.length > 0) {
-    runtime.log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
+    log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
 
-  // Event types, the config file's global rules and --explain (src/config/event-gate.ts).
+  // The pipeline: normalize → store/diff → the watch's rules → the leader gate → the sinks.
+  // Resource names in rules (`redact:`, filters) are resolved through discovery, fed below.
   const resolver = new DiscoveryResolver();
-  const gate = eventGate(settings, { router, log: runtime.log, resolver, failures });
-  const emit = (event: ChangeEvent) => {
-    const passed = gate(event);
-    if (passed) {
-      service.emit(passed);
-      recorder?.recordEvent(passed);
-    }
-  };
-  // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
-  const normalizer = new Normalizer({
-    ignore: new PathMatcher(settings.ignoredPaths),
-    redactor: new Redactor(settings.redaction.key),
-    redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
+  const observers: PipelineObserver[] = recorder ? [recorder, service] : [service];
+  const pipeline = new Pipeline({
+    // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
+    normalizer: new Normalizer({
+      ignore: new PathMatcher(settings.ignoredPaths),
+      redactor: new Redactor(settings.redaction.key),
+      redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
+    }),
+    // Event types, the config file's global rules and --explain (src/events/gate.ts).
+    rules: [filterStage('rules', eventGate(settings, { router, log, resolver, failures }))],
+    handover: service.stages,
+    delivery: router,
+    observers,
+    failures,
   });
-  const builder = new EventBuilder({ cluster: settings.clusterName ?? identity.contextName, emit, failures });
+  const source = pipeline.source(settings.clusterName ?? identity.contextName);
 
-  const handler = recorder ? recorder.handler(service.handler(builder)) : service.handler(builder);
   let namesChecked = false;
   const watcher = new ClusterWatcher({
     client,
-    discovery,
+    discovery: new Discovery(client),
     selection: {
       include: settings.resources,
       exclude: settings.excludeResources,
@@ -153,11 +155,11 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
     namespaces: settings.namespaces,
     excludeNamespaces: settings.excludeNamespaces,
     labelSelector: settings.labelSelector,
-    normalize: (type, object) => normalizer.normalize(type, object),
+    normalize: (type, object) => pipeline.normalize(type, object),
     initial: settings.initial,
-    handler,
+    handler: source,
     ...(recorder ? { planInformer: recorder.plan.bind(recorder) } : {}),
-    log: runtime.log,
+    log,
     timing: runtime.timing,
     rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
     flowControl: sinks.flowControl,
@@ -168,17 +170,20 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;
       namesChecked = true;
-      checkResourceNames(selection, runtime.log);
-      checkRedactRuleNames(settings.redaction.rules, selection, runtime.log);
+      checkResourceNames(selection, log);
+      checkRedactRuleNames(settings.redaction.rules, selection, log);
     },
   });
+  lifecycle.defer(() => watcher.stop());
+  // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
+  lifecycle.defer(() => service.stopping());
 
   if (recorder) {
     recorder.attach(
       sinkProgress(() => router.sinks),
       () => watcher.allInformers(),
     );
-    runtime.log.info(
+    log.info(
       recorder.hasPreviousState
         ? `catching up from ${settings.state?.path}: changes made while kubediff was not running are reported offline.`
         : `recording state in ${settings.state?.path}: the next start will catch up on what it missed.`,
@@ -191,47 +196,50 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
   const progress = new SyncProgress(process.stderr);
   try {
     progress.start(() => watcher.allInformers());
-    try {
-      const starting = watcher.start();
-      const first = await Promise.race([
-        starting.then((selection) => ({ selection })),
-        stop.then((reason) => ({ reason })),
-      ]);
-      if ('reason' in first) {
-        // watcher.stop() (below) ends the sync; what it throws then is the stop, not an error.
-        starting.catch(() => undefined);
-        logStop(runtime.log, first.reason, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
-        return;
-      }
-      if (first.selection) recorder?.reportVanishedTypes(first.selection, handler);
-    } catch (error) {
-      throw explainConnectionFailure(error, identity);
-    } finally {
-      progress.stop();
+    const starting = watcher.start();
+    const first = await Promise.race([
+      starting.then((selection) => ({ selection })),
+      stop.then((reason) => ({ reason })),
+    ]);
+    if ('reason' in first) {
+      // watcher.stop() (at close) ends the sync; what it throws then is the stop, not an error.
+      starting.catch(() => undefined);
+      logStop(log, first.reason, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
+      return;
     }
-    service.synced(watcher);
-    const informers = watcher.allInformers();
-    const count = new Set(informers.map((informer) => informer.type)).size;
-    const failing = new Set(
-      informers.filter((informer) => !informer.hasSynced).map((informer) => informer.type),
-    ).size;
-    runtime.log.info(
-      `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")` +
-        (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
-    );
-    logStop(runtime.log, await stop, settings.delivery.shutdownTimeoutMs, '');
+    if (first.selection) recorder?.reportVanishedTypes(first.selection, source);
+  } catch (error) {
+    throw explainConnectionFailure(error, identity);
   } finally {
-    service.stopping();
-    await watcher.stop();
-    const reports = await router.close(settings.delivery.shutdownTimeoutMs);
-    // After the sinks finished: everything they were given is recorded as reported.
-    recorder?.close();
-    for (const file of sinks.deadLetterFiles) file.close();
-    logShutdownReport(reports, runtime.log);
-    // After the sinks drained: a leader's last checkpoint covers what they delivered.
-    await service.stop();
-    await client.close();
+    progress.stop();
   }
+  service.synced(watcher);
+  const informers = watcher.allInformers();
+  const count = new Set(informers.map((informer) => informer.type)).size;
+  const failing = new Set(
+    informers.filter((informer) => !informer.hasSynced).map((informer) => informer.type),
+  ).size;
+  log.info(
+    `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")` +
+      (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
+  );
+  logStop(log, await stop, settings.delivery.shutdownTimeoutMs, '');
+}
+
+/** stdout (unless `-o none`), then the Slack and webhook sinks. */
+function sinkSpecs(settings: WatchSettings): SinkSpec[] {
+  return [
+    ...(settings.output === 'none'
+      ? []
+      : [
+          {
+            type: 'stdout' as const,
+            format: settings.output,
+            color: process.stdout.isTTY === true && !process.env.NO_COLOR,
+          },
+        ]),
+    ...settings.delivery.sinks,
+  ];
 }
 
 /** A signal is the user's (or the kubelet's) request: say it is heard. A closed stdout needs no words. */

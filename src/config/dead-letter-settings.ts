@@ -1,9 +1,10 @@
 // The cap of the dead-letter files (docs/sinks.md, "Dead letters"): --dead-letter-max-size and
 // --dead-letter-max-files, or the config file's deadLetterMaxSize and deadLetterMaxFiles. Sizes are
 // written as for the state file (64MB, 500k).
-import { UsageError } from '../errors.ts';
+
 import { DEFAULT_DEAD_LETTER_LIMITS, type DeadLetterLimits } from '../sinks/dead-letter.ts';
-import { parseSize } from '../size.ts';
+import { UsageError } from '../util/errors.ts';
+import { parseSize } from '../util/size.ts';
 
 /** The flags (or the config file's keys, same spelling as the flags' values). */
 export interface RawDeadLetterFlags {
@@ -11,7 +12,7 @@ export interface RawDeadLetterFlags {
   deadLetterMaxFiles?: string | number;
 }
 
-export const MAX_DEAD_LETTER_FILES = 1000;
+const MAX_DEAD_LETTER_FILES = 1000;
 
 export function deadLetterLimitsFromFlags(flags: RawDeadLetterFlags): DeadLetterLimits {
   return {

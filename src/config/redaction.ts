@@ -1,11 +1,12 @@
 // What is redacted beyond Secrets, and how: the config file's `redact:` rules (paths per resource type,
 // for ConfigMaps and custom resources that hold credentials) and KUBEDIFF_REDACTION_KEY (a keyed HMAC
-// instead of a plain SHA-256). Rules name resource types the way every other rule does (src/sinks/filter.ts)
+// instead of a plain SHA-256). Rules name resource types the way every other rule does (src/events/filter.ts)
 // and paths the way `ignore` does (src/diff/ignore.ts).
 import { MIN_REDACTION_KEY_LENGTH, Redactor } from '../diff/redact.ts';
-import { UsageError } from '../errors.ts';
+import { type ResourceResolver, resourcePatternMatches } from '../events/filter.ts';
+import { parseResourceName } from '../kube/resource-names.ts';
 import { apiVersionOf, type ResourceType } from '../kube/types.ts';
-import { parseResourcePattern, type ResourceResolver, resourcePatternMatches } from '../sinks/filter.ts';
+import { UsageError } from '../util/errors.ts';
 
 export const REDACTION_KEY_ENV = 'KUBEDIFF_REDACTION_KEY';
 
@@ -45,8 +46,7 @@ export function redactPathsFor(
 ): (type: ResourceType) => string[] {
   const compiled = rules.map((rule) => ({
     path: rule.path,
-    patterns:
-      rule.resources && rule.resources.length > 0 ? rule.resources.map(parseResourcePattern) : undefined,
+    patterns: rule.resources && rule.resources.length > 0 ? rule.resources.map(parseResourceName) : undefined,
   }));
   return (type) => {
     const target = { apiVersion: apiVersionOf(type), resource: type.resource, kind: type.kind };

@@ -1,6 +1,8 @@
-// The JSON Schema of the config file (validated with ajv). Shapes and types live here; what a schema
-// cannot say well (JSON Pointers, label selectors, URLs, durations, resource names) is checked in
-// file.ts with the same line-and-column messages.
+// The JSON Schema of the config file (validated with ajv, shape.ts), and the one source of its
+// TypeScript types: they are derived from the schema (json-schema-to-ts, types only), so the two cannot
+// drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
+// names) is checked in meanings.ts with the same line-and-column messages.
+import type { FromSchema } from 'json-schema-to-ts';
 
 const stringList = { type: 'array', items: { type: 'string' } } as const;
 const duration = { type: 'string', $comment: 'duration' } as const;
@@ -20,7 +22,7 @@ const eventTypes = {
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
 
-export const filterSchema = {
+const filterSchema = {
   type: 'object',
   properties: {
     namespaces: stringList,
@@ -35,7 +37,6 @@ export const filterSchema = {
 } as const;
 
 const common = {
-  type: { type: 'string' },
   name: { type: 'string' },
   filter: filterSchema,
 } as const;
@@ -49,15 +50,18 @@ export const sinkSchemas = {
   stdout: {
     type: 'object',
     properties: {
+      type: { const: 'stdout' },
       ...common,
       format: { type: 'string', enum: ['json', 'pretty'] },
       color: { type: 'boolean' },
     },
+    required: ['type'],
     additionalProperties: false,
   },
   webhook: {
     type: 'object',
     properties: {
+      type: { const: 'webhook' },
       ...common,
       ...http,
       url: { type: 'string' },
@@ -67,12 +71,13 @@ export const sinkSchemas = {
       batchWait: duration,
       maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
     },
-    required: ['url'],
+    required: ['type', 'url'],
     additionalProperties: false,
   },
   slack: {
     type: 'object',
     properties: {
+      type: { const: 'slack' },
       ...common,
       ...http,
       webhookUrl: { type: 'string' },
@@ -81,6 +86,7 @@ export const sinkSchemas = {
       apiUrl: { type: 'string' },
       minInterval: duration,
     },
+    required: ['type'],
     additionalProperties: false,
   },
 } as const;
@@ -133,79 +139,12 @@ export const configSchema = {
   additionalProperties: false,
 } as const;
 
-// The config file as typed after validation.
-export type PathRuleInput = string | { path: string; resources?: string[] };
-
-export interface FilterInput {
-  namespaces?: string[];
-  excludeNamespaces?: string[];
-  resources?: string[];
-  excludeResources?: string[];
-  events?: string[];
-  ignore?: PathRuleInput[];
-  only?: PathRuleInput[];
-}
-
-interface CommonSinkInput {
-  name?: string;
-  filter?: FilterInput;
-}
-
-export interface StdoutSinkInput extends CommonSinkInput {
-  type: 'stdout';
-  format?: 'json' | 'pretty';
-  color?: boolean;
-}
-
-export interface WebhookSinkInput extends CommonSinkInput {
-  type: 'webhook';
-  url: string;
-  headers?: Record<string, string>;
-  secret?: string;
-  batch?: number;
-  batchWait?: string;
-  maxRequestsPerSecond?: number;
-  timeout?: string;
-  deadLetter?: string;
-}
-
-export interface SlackSinkInput extends CommonSinkInput {
-  type: 'slack';
-  webhookUrl?: string;
-  token?: string;
-  channel?: string;
-  apiUrl?: string;
-  minInterval?: string;
-  timeout?: string;
-  deadLetter?: string;
-}
-
-export type SinkInput = StdoutSinkInput | WebhookSinkInput | SlackSinkInput;
-
-export interface ConfigInput {
-  kubeconfig?: string;
-  context?: string;
-  clusterName?: string;
-  preset?: 'default' | 'quiet' | 'everything';
-  namespaces?: string[];
-  excludeNamespaces?: string[];
-  resources?: string[];
-  excludeResources?: string[];
-  selector?: string;
-  events?: string[];
-  initial?: boolean;
-  status?: boolean;
-  ignore?: PathRuleInput[];
-  only?: PathRuleInput[];
-  /** Paths whose values are replaced by a hash, like a Secret's (docs/config.md, "Redaction"). */
-  redact?: PathRuleInput[];
-  output?: 'json' | 'pretty' | 'none';
-  shutdownTimeout?: string;
-  deadLetter?: string;
-  /** The cap of the dead-letter files (docs/sinks.md). */
-  deadLetterMaxSize?: string;
-  deadLetterMaxFiles?: number;
-  /** --state and its retention (docs/state.md). */
-  state?: { path: string; maxAge?: string; maxEvents?: number; maxSize?: string };
-  sinks?: SinkInput[];
-}
+// The config file as typed after validation: derived from the schemas above.
+export type PathRuleInput = FromSchema<typeof pathRule>;
+export type FilterInput = FromSchema<typeof filterSchema>;
+export type SinkInput =
+  | FromSchema<typeof sinkSchemas.stdout>
+  | FromSchema<typeof sinkSchemas.webhook>
+  | FromSchema<typeof sinkSchemas.slack>;
+/** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
+export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };

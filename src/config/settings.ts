@@ -1,18 +1,35 @@
-// `kubediff watch -c file`: the config file under the flags. A flag given on the command line wins over
-// the same key in the file (lists too: `-n a` replaces the file's namespaces); --ignore adds to the
-// file's ignore list; --webhook and --slack-* add sinks to the file's. The file's `sinks:` list may hold
-// a stdout sink (format, color, filter); without one, stdout is set up from `output:` / -o as usual.
-import type { EventType } from '../diff/types.ts';
-import { checkDuration } from '../duration.ts';
-import { UsageError } from '../errors.ts';
-import type { FilterSpec, PathRule } from '../sinks/filter.ts';
-import { SINK_ENV } from '../sinks/flags.ts';
+// The settings of `kubediff watch` from its two sources, the flags and (with -c) the config file, in one
+// pass: each setting is read once, from the flag when it is given and from the file otherwise (lists
+// too: `-n a` replaces the file's namespaces), except that --ignore adds to the file's ignore list and
+// --webhook and --slack-* add sinks to the file's. Each value is checked once, by its concept's one
+// checker: a flag here, as it is read (a UsageError naming the flag); a file value by meanings.ts, with
+// its line and column, before it gets here. What ties settings together (output none without a sink, a
+// dead-letter file without an HTTP sink) is checked last, worded for where the settings came from.
+import type { EventType } from '../events/event.ts';
+import { EVENT_TYPES } from '../events/event.ts';
+import type { FilterSpec, PathRule } from '../events/filter.ts';
+import { labelSelectorProblem } from '../kube/label-selector.ts';
+import { parseResourceName } from '../kube/resource-names.ts';
+import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
+import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
+import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
-import { ConfigError, formatKeyPath, type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
-import type { RedactRule } from './redaction.ts';
-import type { FilterInput, PathRuleInput, SinkInput } from './schema.ts';
-import { type RawWatchFlags, type WatchSettings, watchSettingsFromFlags } from './watch-settings.ts';
+import { type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
+import {
+  checkIgnorePath,
+  isPresetName,
+  PRESET_NAMES,
+  PRESETS,
+  type PresetName,
+  presetIgnoredPaths,
+} from './presets.ts';
+import { ConfigError, formatKeyPath, type KeyPath } from './problems.ts';
+import { type RedactRule, redactionKeyFrom } from './redaction.ts';
+import type { ConfigInput, FilterInput, PathRuleInput } from './schema.ts';
+import { sinkSettingsFromFlags, sinkSpecOf } from './sink-settings.ts';
+import { stateSettingsFromFlags } from './state-settings.ts';
+import type { OutputFormat, RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -23,88 +40,184 @@ export function loadWatchSettings(
   env?: Env,
   options: ParseOptions = {},
 ): WatchSettings {
-  if (flags.config === undefined) return watchSettingsFromFlags(flags, stdoutIsTTY, env);
-  return settingsFromConfig(loadConfigFile(flags.config, env ?? {}, options), flags, stdoutIsTTY, env);
+  const file = flags.config === undefined ? undefined : loadConfigFile(flags.config, env ?? {}, options);
+  return resolveWatchSettings(flags, file, stdoutIsTTY, env);
 }
 
+/**
+ * The flags alone. `env` holds the sinks' secrets (KUBEDIFF_WEBHOOK_SECRET, KUBEDIFF_SLACK_TOKEN, …);
+ * without it (`kubediff resources`), nothing is read from the environment.
+ */
+export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolean, env?: Env): WatchSettings {
+  return resolveWatchSettings(flags, undefined, stdoutIsTTY, env);
+}
+
+/** A loaded config file under the flags (`validate` checks a file with no flag at all). */
 export function settingsFromConfig(
   loaded: LoadedConfig,
   flags: RawWatchFlags,
   stdoutIsTTY: boolean,
   env?: Env,
 ): WatchSettings {
-  const config = loaded.config;
-  const fileIgnores = (config.ignore ?? []).filter((rule): rule is string => typeof rule === 'string');
+  return resolveWatchSettings(flags, loaded, stdoutIsTTY, env);
+}
+
+function resolveWatchSettings(
+  flags: RawWatchFlags,
+  file: LoadedConfig | undefined,
+  stdoutIsTTY: boolean,
+  env: Env | undefined,
+): WatchSettings {
+  const config: ConfigInput = file?.config ?? {};
   const fileSinks = config.sinks ?? [];
   const stdoutInput = fileSinks.find((sink) => sink.type === 'stdout');
-  const httpInputs = fileSinks.filter((sink) => sink.type !== 'stdout');
-  const output = flags.output ?? stdoutInput?.format ?? config.output;
 
-  const merged: RawWatchFlags = {
-    ...flags,
-    kubeconfig: flags.kubeconfig ?? config.kubeconfig,
-    context: flags.context ?? config.context,
-    clusterName: flags.clusterName ?? config.clusterName,
-    preset: flags.preset ?? config.preset,
-    namespace: flags.namespace ?? config.namespaces,
-    excludeNamespace: flags.excludeNamespace ?? config.excludeNamespaces,
-    resource: flags.resource ?? config.resources,
-    excludeResource: flags.excludeResource ?? config.excludeResources,
-    selector: flags.selector ?? config.selector,
-    events: flags.events ?? config.events?.join(','),
-    initial: flags.initial ?? config.initial,
-    status: flags.status ?? config.status,
-    ignore: [...fileIgnores, ...(flags.ignore ?? [])],
-    shutdownTimeout: flags.shutdownTimeout ?? config.shutdownTimeout,
+  const labelSelector =
+    flags.selector !== undefined ? checkedSelector(flags.selector.trim()) : config.selector;
+  const fileIgnores = (config.ignore ?? []).filter((rule): rule is string => typeof rule === 'string');
+  const extraIgnores = checkedIgnores(splitList(flags.ignore));
+  const presetName =
+    flags.preset !== undefined ? checkedPreset(flags.preset.trim()) : (config.preset ?? 'default');
+
+  // stdout: the file's stdout sink (its format from -o or its own), or the implicit one from -o/output.
+  const outputText = flags.output ?? stdoutInput?.format ?? config.output;
+  const wantsNone = outputText === 'none' || stdoutInput !== undefined;
+  const output = parseOutput(wantsNone && file ? undefined : outputText, stdoutIsTTY, !file);
+
+  // The file's dead-letter file is set below; the flags' own checks must not see the file's sinks as missing.
+  const delivery = sinkSettingsFromFlags(
+    {
+      ...flags,
+      shutdownTimeout: flags.shutdownTimeout ?? config.shutdownTimeout,
+      ...(file ? { deadLetter: undefined } : {}),
+    },
+    env ?? {},
+  );
+  if (!file) {
+    if (deadLetterLimitsGiven(flags) && delivery.deadLetterFile === undefined) {
+      throw new UsageError(
+        '--dead-letter-max-size and --dead-letter-max-files apply to --dead-letter, and it is not given.',
+      );
+    }
+    delivery.deadLetterLimits = deadLetterLimitsFromFlags(flags);
+    if (output === 'none' && delivery.sinks.length === 0) {
+      throw new UsageError(
+        '--output none leaves events nowhere to go: add --webhook, --slack-webhook or --slack-channel.',
+      );
+    }
+  }
+
+  // Exact namespace names become server-side field selectors; globs are matched client-side.
+  const namespaces =
+    flags.namespace !== undefined
+      ? checkedNamespaces('--namespace', flags.namespace)
+      : (config.namespaces ?? []);
+  const excludeNamespaces =
+    flags.excludeNamespace !== undefined
+      ? checkedNamespaces('--exclude-namespace', flags.excludeNamespace)
+      : (config.excludeNamespaces ?? []);
+  const namespaceGlobs = namespaces.some(hasGlob);
+  const excludeGlobs = excludeNamespaces.filter(hasGlob);
+  const resources = flags.resource !== undefined ? splitList(flags.resource) : (config.resources ?? []);
+  const excludeResources =
+    flags.excludeResource !== undefined ? splitList(flags.excludeResource) : (config.excludeResources ?? []);
+  const state = stateSettingsFromFlags({
     state: flags.state ?? config.state?.path,
     stateMaxAge: flags.stateMaxAge ?? config.state?.maxAge,
     stateMaxEvents: flags.stateMaxEvents ?? config.state?.maxEvents,
     stateMaxSize: flags.stateMaxSize ?? config.state?.maxSize,
-    // Checked below against the file's sinks too.
-    output: output === 'none' || stdoutInput ? 'json' : output,
-  };
-  delete merged.deadLetter;
-  delete merged.deadLetterMaxSize;
-  delete merged.deadLetterMaxFiles;
-  const settings = watchSettingsFromFlags(merged, stdoutIsTTY, env);
+  });
+  const redactionKey = env ? redactionKeyFrom(env) : undefined;
+  const events = flags.events !== undefined ? parseEventTypes(flags.events) : eventTypesOf(config.events);
+  const presetExcludes = PRESETS[presetName].excludeResources.filter(
+    (name) => !resources.some((wanted) => sameResource(wanted, name)),
+  );
 
+  const settings: WatchSettings = {
+    kubeconfig: flags.kubeconfig ?? config.kubeconfig,
+    context: flags.context ?? config.context,
+    namespaces: namespaceGlobs ? [] : namespaces,
+    excludeNamespaces: excludeNamespaces.filter((name) => !hasGlob(name)),
+    resources: resources.map(parseResourceName),
+    excludeResources: [...excludeResources, ...presetExcludes].map(parseResourceName),
+    labelSelector: labelSelector || undefined,
+    events,
+    initial: flags.initial ?? config.initial ?? false,
+    ignoredPaths: presetIgnoredPaths(presetName, flags.status ?? config.status, [
+      ...fileIgnores,
+      ...extraIgnores,
+    ]),
+    output,
+    clusterName: flags.clusterName ?? config.clusterName,
+    debug: flags.debug ?? false,
+    delivery,
+    preset: presetName,
+    explain: flags.explain ?? false,
+    ...(state ? { state } : {}),
+    redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
+  };
+  // The watch's own client-side rules: namespace globs, and the file's per-resource ignores and `only`.
+  const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
+  const filter: FilterSpec = {
+    ...(namespaceGlobs ? { namespaces } : {}),
+    ...(excludeGlobs.length > 0 ? { excludeNamespaces: excludeGlobs } : {}),
+    ...(perResourceIgnores.length > 0 ? { ignore: perResourceIgnores } : {}),
+    ...(config.only && config.only.length > 0 ? { only: config.only.map(pathRuleOf) } : {}),
+  };
+  if (Object.keys(filter).length > 0) settings.filter = filter;
+  return file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
+}
+
+/**
+ * The file's sinks (its stdout sink, then its HTTP sinks) before the flags' own, its dead-letter file and
+ * cap, and what ties them together.
+ */
+function withFileSinks(
+  settings: WatchSettings,
+  file: LoadedConfig,
+  flags: RawWatchFlags,
+  stdoutIsTTY: boolean,
+  env: Env,
+): WatchSettings {
+  const config = file.config;
+  const fileSinks = config.sinks ?? [];
+  const stdoutInput = fileSinks.find((sink) => sink.type === 'stdout');
+  const outputText = flags.output ?? stdoutInput?.format ?? config.output;
   const deadLetterFile = flags.deadLetter?.trim() || config.deadLetter;
   const sinks: SinkSpec[] = [];
-  if (stdoutInput && output !== 'none') {
-    const format = output === 'json' || output === 'pretty' ? output : stdoutIsTTY ? 'pretty' : 'json';
+  if (stdoutInput && outputText !== 'none') {
+    const format =
+      outputText === 'json' || outputText === 'pretty' ? outputText : stdoutIsTTY ? 'pretty' : 'json';
     sinks.push({
       type: 'stdout',
       format,
-      color: stdoutInput.color ?? (stdoutIsTTY && !env?.NO_COLOR),
+      color: stdoutInput.color ?? (stdoutIsTTY && !env.NO_COLOR),
       ...(stdoutInput.name ? { name: stdoutInput.name } : {}),
       ...filterOf(stdoutInput.filter),
     });
   }
-  for (const input of httpInputs) sinks.push(sinkSpecOf(input, deadLetterFile, env ?? {}));
+  for (const input of fileSinks) {
+    if (input.type !== 'stdout') sinks.push(sinkSpecOf(input, filterOf(input.filter), deadLetterFile, env));
+  }
   // Flag sinks take the dead-letter file from delivery.deadLetterFile (createSinks' default).
   sinks.push(...settings.delivery.sinks);
 
-  const finalOutput = stdoutInput || output === 'none' ? 'none' : settings.output;
-  if (finalOutput === 'none' && sinks.length === 0) {
+  const output: OutputFormat = stdoutInput || outputText === 'none' ? 'none' : settings.output;
+  if (output === 'none' && sinks.length === 0) {
     throw new UsageError(
-      `${loaded.file}: output none leaves events nowhere to go: list a sink under sinks:, or add --webhook or --slack-webhook.`,
+      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add --webhook or --slack-webhook.`,
     );
   }
-  const hasHttpSink = sinks.some((sink) => sink.type !== 'stdout');
-  if (deadLetterFile !== undefined && !hasHttpSink) {
+  if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
     if (flags.deadLetter !== undefined)
       throw new UsageError(
         '--dead-letter applies to --webhook and Slack deliveries, and neither is given (stdout has no dead letters).',
       );
-    const { line, column } = loaded.locate(['deadLetter']);
-    throw new ConfigError(loaded.file, [
-      {
-        path: ['deadLetter'],
-        line,
-        column,
-        message: 'applies to webhook and Slack sinks, and none is listed (stdout has no dead letters)',
-      },
-    ]);
+    throw problemAt(
+      file,
+      ['deadLetter'],
+      'applies to webhook and Slack sinks, and none is listed (stdout has no dead letters)',
+    );
   }
 
   // The cap of the dead-letter files: for the top-level file and each sink's own.
@@ -112,7 +225,6 @@ export function settingsFromConfig(
     deadLetterMaxSize: flags.deadLetterMaxSize ?? config.deadLetterMaxSize,
     deadLetterMaxFiles: flags.deadLetterMaxFiles ?? config.deadLetterMaxFiles,
   };
-  const deadLetterLimits = deadLetterLimitsFromFlags(limitFlags);
   const anyDeadLetterFile = sinks.some((sink) => sink.type !== 'stdout' && sink.deadLetterFile !== undefined);
   if (deadLetterLimitsGiven(limitFlags) && deadLetterFile === undefined && !anyDeadLetterFile) {
     if (deadLetterLimitsGiven(flags))
@@ -120,27 +232,100 @@ export function settingsFromConfig(
         '--dead-letter-max-size and --dead-letter-max-files apply to dead-letter files, and none is set (--dead-letter, or deadLetter in the config file).',
       );
     const key = config.deadLetterMaxSize !== undefined ? 'deadLetterMaxSize' : 'deadLetterMaxFiles';
-    const { line, column } = loaded.locate([key]);
-    throw new ConfigError(loaded.file, [
-      { path: [key], line, column, message: 'applies to dead-letter files, and none is set (deadLetter)' },
-    ]);
+    throw problemAt(file, [key], 'applies to dead-letter files, and none is set (deadLetter)');
   }
-
-  // The watch's own client-side rules: namespace globs (from watch-settings), per-resource ignores, only.
-  const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
-  const filter: FilterSpec = {
-    ...settings.filter,
-    ...(perResourceIgnores.length > 0 ? { ignore: perResourceIgnores } : {}),
-    ...(config.only && config.only.length > 0 ? { only: config.only.map(pathRuleOf) } : {}),
-  };
-  const { filter: _unused, ...rest } = settings;
   return {
-    ...rest,
-    redaction: { ...settings.redaction, rules: redactRulesOf(loaded) },
-    output: finalOutput,
-    delivery: { ...settings.delivery, sinks, deadLetterFile, deadLetterLimits },
-    ...(Object.keys(filter).length > 0 ? { filter } : {}),
+    ...settings,
+    output,
+    delivery: {
+      ...settings.delivery,
+      sinks,
+      deadLetterFile,
+      deadLetterLimits: deadLetterLimitsFromFlags(limitFlags),
+    },
   };
+}
+
+function problemAt(file: LoadedConfig, path: KeyPath, message: string): ConfigError {
+  return new ConfigError(file.file, [{ path, ...file.locate(path), message }]);
+}
+
+/** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
+function splitList(values: readonly string[] | undefined): string[] {
+  return (values ?? [])
+    .flatMap((value) => value.split(','))
+    .map((value) => value.trim())
+    .filter(Boolean);
+}
+
+function checkedSelector(selector: string): string {
+  const problem = labelSelectorProblem(selector);
+  if (problem) throw new UsageError(`invalid --selector "${selector}": ${problem}.`);
+  return selector;
+}
+
+function checkedIgnores(paths: string[]): string[] {
+  for (const path of paths) {
+    try {
+      checkIgnorePath(path);
+    } catch (error) {
+      throw new UsageError(`invalid --ignore path: ${errorMessage(error)}.`);
+    }
+  }
+  return paths;
+}
+
+function checkedPreset(name: string): PresetName {
+  if (!isPresetName(name))
+    throw new UsageError(`invalid --preset "${name}": use ${PRESET_NAMES.join(', ')}.`);
+  return name;
+}
+
+function checkedNamespaces(flag: string, values: readonly string[]): string[] {
+  const names = splitList(values);
+  for (const name of names) {
+    const problem = namespaceProblem(name);
+    if (problem) throw invalidSetting(flag, name, problem);
+  }
+  return names;
+}
+
+/** 'pods' and 'po' and 'pods.core' name the same type as a preset's 'pods'; 'rs' names 'replicasets.apps'. */
+function sameResource(typed: string, qualified: string): boolean {
+  const name = parseResourceName(typed);
+  if (name.group === undefined && builtinResourceFor(name.name) === qualified) return true;
+  const [plural = '', ...rest] = qualified.split('.');
+  const group = rest.join('.');
+  if (name.name !== plural && name.name !== plural.replace(/s$/, '')) return false;
+  return name.group === undefined || name.group === group || (group === '' && name.group === 'core');
+}
+
+function parseEventTypes(text: string): ReadonlySet<EventType> {
+  const types = new Set<EventType>();
+  for (const item of splitList([text])) {
+    const type = item.toUpperCase() as EventType;
+    if (!EVENT_TYPES.includes(type)) {
+      throw new UsageError(
+        `invalid --events value "${item}": use a comma-separated list of added, updated, deleted.`,
+      );
+    }
+    types.add(type);
+  }
+  if (types.size === 0)
+    throw new UsageError('--events is empty: use a comma-separated list of added, updated, deleted.');
+  return types;
+}
+
+/** The file's `events:`, which its schema has checked. */
+function eventTypesOf(events: readonly string[] | undefined): ReadonlySet<EventType> {
+  return new Set(events ? events.map((type) => type.toUpperCase() as EventType) : EVENT_TYPES);
+}
+
+/** -o: json, pretty or none; without it, pretty on a terminal. `flagOnly`: a bad value names the flag. */
+function parseOutput(text: string | undefined, stdoutIsTTY: boolean, flagOnly: boolean): OutputFormat {
+  if (text === undefined) return stdoutIsTTY ? 'pretty' : 'json';
+  if (text === 'json' || text === 'pretty' || (flagOnly && text === 'none')) return text;
+  throw new UsageError(`invalid --output "${text}": use json, pretty or none.`);
 }
 
 /** `redact:` entries, each with where it is written (an unknown resource name in one is reported there). */
@@ -175,48 +360,4 @@ function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
     ...(input.only ? { only: input.only.map(pathRuleOf) } : {}),
   };
   return Object.keys(filter).length > 0 ? { filter } : {};
-}
-
-/** A duration the file's checks have already accepted. */
-function ms(text: string | undefined): number | undefined {
-  return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
-}
-
-function sinkSpecOf(
-  input: Exclude<SinkInput, { type: 'stdout' }>,
-  deadLetter: string | undefined,
-  env: Env,
-): SinkSpec {
-  const common = {
-    ...(input.name ? { name: input.name } : {}),
-    ...filterOf(input.filter),
-    ...(input.timeout !== undefined ? { timeoutMs: ms(input.timeout) } : {}),
-    ...((input.deadLetter ?? deadLetter) ? { deadLetterFile: input.deadLetter ?? deadLetter } : {}),
-  };
-  if (input.type === 'webhook') {
-    const wait = ms(input.batchWait);
-    return {
-      type: 'webhook',
-      url: input.url,
-      ...common,
-      ...(input.headers ? { headers: input.headers } : {}),
-      ...(input.secret ? { secret: input.secret } : {}),
-      ...(input.batch !== undefined
-        ? { batch: { maxEvents: input.batch, ...(wait !== undefined ? { maxWaitMs: wait } : {}) } }
-        : {}),
-      ...(input.maxRequestsPerSecond !== undefined
-        ? { maxRequestsPerSecond: input.maxRequestsPerSecond }
-        : {}),
-    } as SinkSpec;
-  }
-  const apiUrl = input.apiUrl ?? (env[SINK_ENV.slackApiUrl]?.trim() || undefined);
-  return {
-    type: 'slack',
-    ...common,
-    ...(input.webhookUrl !== undefined ? { webhookUrl: input.webhookUrl } : {}),
-    ...(input.token !== undefined ? { token: input.token } : {}),
-    ...(input.channel !== undefined ? { channel: input.channel } : {}),
-    ...(apiUrl ? { apiUrl } : {}),
-    ...(input.minInterval !== undefined ? { minIntervalMs: ms(input.minInterval) } : {}),
-  } as SinkSpec;
 }

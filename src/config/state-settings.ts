@@ -1,8 +1,9 @@
 // --state and its retention: where the state file is and how much history it keeps (docs/state.md).
-import { AGE_RULES, parseDurationSetting } from '../duration.ts';
-import { UsageError } from '../errors.ts';
-import { DEFAULT_RETENTION, type Retention } from '../informer/state-database.ts';
-import { parseSize } from '../size.ts';
+
+import { DEFAULT_RETENTION, type Retention } from '../state/database.ts';
+import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
+import { parseSize } from '../util/size.ts';
 
 export interface StateSettings {
   path: string;

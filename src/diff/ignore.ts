@@ -12,7 +12,7 @@ export const DEFAULT_IGNORED_PATHS: readonly string[] = [
 ];
 
 /** A segment that matches any single key or index, e.g. /spec/template/spec/containers/x/image with '*' for x. */
-export const WILDCARD = '*';
+const WILDCARD = '*';
 
 /** One node of the pattern trie; `end` marks the end of a pattern. */
 interface PatternNode {
@@ -62,11 +62,6 @@ export class PathMatcher {
   /** Is this path, or one of its ancestors, matched? */
   matches(segments: readonly string[]): boolean {
     return matchesFrom(this.#root, segments, 0);
-  }
-
-  /** Same as matches() for a JSON Pointer; throws if `pointer` is not one. */
-  matchesPointer(pointer: string): boolean {
-    return this.matches(parsePointer(pointer));
   }
 
   /** The cursor at the root of an object, for walkers that descend key by key (see step()). */

@@ -7,9 +7,6 @@ import { createHash, createHmac } from 'node:crypto';
 import type { JsonObject, JsonValue, ResourceType } from '../kube/types.ts';
 import { copyObject, getProperty, isJsonObject, setProperty } from './json.ts';
 
-/** `kubectl apply` copies the whole manifest, Secret values included, into this annotation. */
-export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
-
 /**
  * The only Secret annotations shown as they are; every other annotation value of a Secret is hashed,
  * because tools store whole copies of the Secret there (kapp's `kapp.k14s.io/original`, kubectl's

@@ -10,25 +10,3 @@ export interface Change {
   /** The new value; absent for 'remove'. */
   to?: JsonValue;
 }
-
-export type EventType = 'ADDED' | 'UPDATED' | 'DELETED';
-
-/** The event contract: one JSON line on stdout, the body of a webhook. Field order is the order printed. */
-export interface ChangeEvent {
-  id: string;
-  type: EventType;
-  time: string;
-  cluster?: string;
-  object: {
-    apiVersion: string;
-    kind: string;
-    resource: string;
-    namespace?: string;
-    name: string;
-    uid: string;
-    resourceVersion: string;
-  };
-  changes?: Change[];
-  offline?: true;
-  finalStateUnknown?: true;
-}

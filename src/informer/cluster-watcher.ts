@@ -5,24 +5,25 @@
 // re-discovery is the backstop. A type that disappears has its informer
 // stopped and its remaining objects reported as deleted.
 
-import { formatDuration } from '../duration.ts';
-import { errorMessage } from '../errors.ts';
-import type { EventFailures } from '../event-failures.ts';
-import type { KubeClient } from '../kube/client.ts';
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
+import { type CollectionReader, listerWatcherFor } from '../kube/lister-watcher.ts';
 import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { sleep } from './backoff.ts';
+import { sleep } from '../util/backoff.ts';
+import { formatDuration } from '../util/duration.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
 import { Informer, type InformerHandler, type InitialListMode } from './informer.ts';
 import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
 import type { StoredObject } from './store.ts';
 
 export interface ClusterWatcherOptions {
-  client: KubeClient;
-  discovery: Discovery;
+  /** The cluster: every informer reads its collection through this client. */
+  client: CollectionReader;
+  discovery: Pick<Discovery, 'discover'>;
   selection: SelectionOptions;
   /** -n: watch only these namespaces (one informer per namespace and type). */
   namespaces: readonly string[];
@@ -127,9 +128,9 @@ export class ClusterWatcher {
 
   /**
    * Stops everything, also in the middle of start(); resolves when no timer or handler call is left and
-   * every LIST and WATCH has ended. A discovery that start() is still waiting for is not awaited: undici
-   * reports the abort of a request only once its connection attempt is over (up to the connect timeout
-   * on a dead link), and its answer is ignored anyway; KubeClient.close() ends it.
+   * every LIST and WATCH has ended. A discovery that start() is still waiting for is not awaited: a
+   * request still connecting reports its abort only once the connection attempt is over (up to the
+   * connect timeout on a dead link), and its answer is ignored anyway; KubeClient.close() ends it.
    */
   async stop(): Promise<void> {
     this.abort.abort();
@@ -217,7 +218,6 @@ export class ClusterWatcher {
   private informersFor(type: DiscoveredResource, initialList: InitialListMode): Informer[] {
     const common = {
       type,
-      labelSelector: this.options.labelSelector,
       normalize: this.options.normalize,
       initialList,
       timing: this.options.timing ?? {},
@@ -228,7 +228,7 @@ export class ClusterWatcher {
       onAdd: (...args) => this.options.handler.onAdd(...args),
       onUpdate: (...args) => this.options.handler.onUpdate(...args),
       onDelete: (...args) => this.options.handler.onDelete(...args),
-      onBaseline: (...args) => this.options.handler.onBaseline?.(...args),
+      onBaseline: (...args) => this.options.handler.onBaseline(...args),
       onState: (informer, state) => {
         this.reportState(informer, state);
         this.options.handler.onState?.(informer, state);
@@ -236,17 +236,28 @@ export class ClusterWatcher {
     };
     const plan = (namespace: string | undefined) =>
       this.options.planInformer?.(type, namespace, initialList) ?? { initialList };
+    const { client, labelSelector } = this.options;
     if (type.namespaced && this.options.namespaces.length > 0) {
       return this.options.namespaces.map(
         (namespace) =>
-          new Informer(this.options.client, { ...common, namespace, ...plan(namespace) }, handler),
+          new Informer(
+            listerWatcherFor(client, type, { namespace, labelSelector }),
+            { ...common, namespace, ...plan(namespace) },
+            handler,
+          ),
       );
     }
     const fieldSelector =
       type.namespaced && this.options.excludeNamespaces.length > 0
         ? this.options.excludeNamespaces.map((namespace) => `metadata.namespace!=${namespace}`).join(',')
         : undefined;
-    return [new Informer(this.options.client, { ...common, fieldSelector, ...plan(undefined) }, handler)];
+    return [
+      new Informer(
+        listerWatcherFor(client, type, { labelSelector, fieldSelector }),
+        { ...common, ...plan(undefined) },
+        handler,
+      ),
+    ];
   }
 
   /**
@@ -290,7 +301,7 @@ export class ClusterWatcher {
   private startTriggers(): void {
     for (const type of TRIGGER_TYPES) {
       const trigger = new Reflector(
-        this.options.client,
+        listerWatcherFor(this.options.client, type),
         {
           type,
           timing: { ...this.options.timing, slowRetryMs: this.options.timing?.slowRetryMs ?? 300_000 },
@@ -331,7 +342,7 @@ export class ClusterWatcher {
   }
 }
 
-export function describeFailure(error: KubeError): string {
+function describeFailure(error: KubeError): string {
   switch (error.kind) {
     case 'forbidden':
       return `forbidden (${error.message})`;

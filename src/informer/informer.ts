@@ -2,9 +2,9 @@
 // told about each add, update and delete. Like client-go's shared informer,
 // but it reconciles every LIST against the store itself, so that a relist
 // after 410 Gone (or a restart) reports exactly what changed in the gap.
-import { type EventFailures, identityOf } from '../event-failures.ts';
-import type { KubeClient } from '../kube/client.ts';
+
 import type { KubeError } from '../kube/errors.ts';
+import type { ListerWatcher } from '../kube/lister-watcher.ts';
 import {
   type JsonObject,
   type KubeObject,
@@ -12,6 +12,7 @@ import {
   qualifiedName,
   type ResourceType,
 } from '../kube/types.ts';
+import { type EventFailures, identityOf } from '../util/event-failures.ts';
 import {
   Reflector,
   type ReflectorOptions,
@@ -44,7 +45,7 @@ export interface InformerHandler {
   onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void;
   onDelete(type: ResourceType, last: StoredObject, context: DeleteContext): void;
   /** An object of a silent first LIST (the baseline): not a change, but now the known state (--state records it). */
-  onBaseline?(type: ResourceType, object: StoredObject): void;
+  onBaseline(type: ResourceType, object: StoredObject): void;
   /** Health of the reflector behind this informer. */
   onState?(informer: Informer, state: ReflectorState): void;
 }
@@ -57,6 +58,8 @@ export interface InformerHandler {
 export type InitialListMode = 'silent' | 'added' | 'added-offline';
 
 export interface InformerOptions extends ReflectorOptions {
+  /** The namespace its collection is limited to (-n), for messages and metrics. */
+  namespace?: string | undefined;
   /**
    * Turns an object into what is stored and compared: ignored paths dropped, Secrets redacted. Given
    * the informer's resource type, which alone decides what is redacted (never the object's own kind).
@@ -91,7 +94,7 @@ export class Informer implements ReflectorSink {
   private lastFailure: KubeError | undefined;
   private settleWaiters: (() => void)[] = [];
 
-  constructor(client: KubeClient, options: InformerOptions, handler: InformerHandler) {
+  constructor(source: ListerWatcher, options: InformerOptions, handler: InformerHandler) {
     this.type = options.type;
     this.namespace = options.namespace;
     this.failures = options.failures;
@@ -100,7 +103,7 @@ export class Informer implements ReflectorSink {
     this.initialList = options.initialList;
     this.reconcileFirstList = options.preload !== undefined;
     for (const entry of options.preload ?? []) this.store.set(entry);
-    this.reflector = new Reflector(client, options, this);
+    this.reflector = new Reflector(source, options, this);
   }
 
   start(): void {
@@ -216,7 +219,7 @@ export class Informer implements ReflectorSink {
         initial: true,
       });
     } else {
-      this.handler.onBaseline?.(this.type, current);
+      this.handler.onBaseline(this.type, current);
     }
   }
 
@@ -305,7 +308,7 @@ function containedHandler(
     onUpdate: (t, previous, current, context) =>
       contain(current, () => handler.onUpdate(t, previous, current, context)),
     onDelete: (t, last, context) => contain(last, () => handler.onDelete(t, last, context)),
-    onBaseline: (t, object) => contain(object, () => handler.onBaseline?.(t, object)),
+    onBaseline: (t, object) => contain(object, () => handler.onBaseline(t, object)),
     onState: (informer, state) => {
       try {
         handler.onState?.(informer, state);

@@ -13,12 +13,12 @@
 // - reads are bounded (KubeClient.maxReadBytes): LIST pages shrink when they
 //   are large, and one object too large to read fails only this resource,
 //   with its name, retried slowly.
-import type { JsonResponse, KubeClient, Query } from '../kube/client.ts';
 import { KubeError } from '../kube/errors.ts';
+import type { ListerWatcher, ListPage } from '../kube/lister-watcher.ts';
 import { ResponseTooLarge } from '../kube/transport.ts';
-import { apiVersionOf, collectionPath, type KubeObject, type ResourceType } from '../kube/types.ts';
+import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.ts';
 import { objectTooLarge, watchLines } from '../kube/watch-stream.ts';
-import { Backoff, type BackoffOptions, sleep } from './backoff.ts';
+import { Backoff, type BackoffOptions, sleep } from '../util/backoff.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -53,7 +53,7 @@ export interface ReflectorTiming {
   backoff: Partial<BackoffOptions>;
 }
 
-export const DEFAULT_TIMING: ReflectorTiming = {
+const DEFAULT_TIMING: ReflectorTiming = {
   pageSize: 500,
   minWatchTimeoutSeconds: 300,
   idleTimeoutMs: 90_000,
@@ -62,12 +62,11 @@ export const DEFAULT_TIMING: ReflectorTiming = {
 };
 
 export interface ReflectorOptions {
+  /** The collection's type: its objects get its apiVersion and kind where the server leaves them out. */
   type: ResourceType;
-  /** Watch only this namespace; all namespaces when undefined. */
-  namespace?: string | undefined;
-  labelSelector?: string | undefined;
-  fieldSelector?: string | undefined;
   timing?: Partial<ReflectorTiming>;
+  /** Jitter of the backoff and of the watch timeouts (tests make it predictable). */
+  random?: () => number;
   /**
    * Backpressure from the consumer (stdout piped into a slow reader): a promise to await before reading
    * more, or undefined to go on. While it is pending nothing more is read from the API server, so TCP
@@ -81,13 +80,8 @@ interface WatchLine {
   object: KubeObject & { code?: number; reason?: string; message?: string };
 }
 
-interface ListPage {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: KubeObject[];
-}
-
 export class Reflector {
-  private readonly client: KubeClient;
+  private readonly source: ListerWatcher;
   private readonly options: ReflectorOptions;
   private readonly sink: ReflectorSink;
   private readonly timing: ReflectorTiming;
@@ -95,18 +89,20 @@ export class Reflector {
   private readonly abort = new AbortController();
   private readonly path: string;
   private readonly apiVersion: string;
+  private readonly random: () => number;
   private lastResourceVersion = '';
   private running: Promise<void> | undefined;
   /** Objects asked per LIST page: pageSize, less while this collection's pages are large. */
   private pageLimit: number;
 
-  constructor(client: KubeClient, options: ReflectorOptions, sink: ReflectorSink) {
-    this.client = client;
+  constructor(source: ListerWatcher, options: ReflectorOptions, sink: ReflectorSink) {
+    this.source = source;
     this.options = options;
     this.sink = sink;
     this.timing = { ...DEFAULT_TIMING, ...options.timing };
-    this.backoff = new Backoff(this.timing.backoff);
-    this.path = collectionPath(options.type, options.namespace);
+    this.random = options.random ?? Math.random;
+    this.backoff = new Backoff(this.timing.backoff, this.random);
+    this.path = source.path;
     this.apiVersion = apiVersionOf(options.type);
     this.pageLimit = this.timing.pageSize;
   }
@@ -163,10 +159,6 @@ export class Reflector {
     this.sink.stateChanged({ phase: 'stopped' });
   }
 
-  private baseQuery(): Query {
-    return { labelSelector: this.options.labelSelector, fieldSelector: this.options.fieldSelector };
-  }
-
   /**
    * A paged LIST. An expired continue token (410) mid-way restarts it from the first page.
    * Pages are kept near a quarter of the read limit: a page larger than that makes the next ones
@@ -176,14 +168,15 @@ export class Reflector {
   private async list(): Promise<void> {
     this.sink.stateChanged({ phase: 'listing' });
     this.sink.listStarted();
-    const targetBytes = this.client.maxReadBytes / 4;
+    const targetBytes = this.source.maxReadBytes / 4;
     let continueToken: string | undefined;
     let resourceVersion = '';
     for (;;) {
-      let response: JsonResponse<ListPage>;
+      let page: ListPage;
       try {
-        response = await this.client.getJSON<ListPage>(this.path, {
-          query: { ...this.baseQuery(), limit: this.pageLimit, continue: continueToken },
+        page = await this.source.list({
+          limit: this.pageLimit,
+          continue: continueToken,
           signal: this.abort.signal,
         });
       } catch (error) {
@@ -192,11 +185,10 @@ export class Reflector {
         this.pageLimit = Math.max(1, Math.floor(this.pageLimit / 8));
         continue;
       }
-      if (response.notModified) throw unexpected(new Error('304 answer to a LIST'), this.path);
-      const page = response.body;
       const items = page.items ?? [];
-      this.adaptPageLimit(items.length, response.bytes, targetBytes);
-      // Items of a List carry no apiVersion/kind of their own; the diff and redaction need them.
+      this.adaptPageLimit(items.length, page.bytes, targetBytes);
+      // Items of a List carry no apiVersion/kind of their own, watch events do: set them, so that an
+      // object seen by a LIST and the same object seen by a WATCH compare equal.
       for (const item of items) {
         item.apiVersion ??= this.apiVersion;
         item.kind ??= this.options.type.kind;
@@ -226,12 +218,13 @@ export class Reflector {
   private async tooLarge(continueToken: string | undefined, limitBytes: number): Promise<KubeError> {
     let name: string | undefined;
     try {
-      const response = await this.client.getJSON<{ items?: KubeObject[] }>(this.path, {
-        query: { ...this.baseQuery(), limit: 1, continue: continueToken },
-        headers: { accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' },
+      const page = await this.source.list({
+        limit: 1,
+        continue: continueToken,
+        metadataOnly: true,
         signal: this.abort.signal,
       });
-      const metadata = response.notModified ? undefined : response.body.items?.[0]?.metadata;
+      const metadata = page.items?.[0]?.metadata;
       if (metadata) name = metadata.namespace ? `${metadata.namespace}/${metadata.name}` : metadata.name;
     } catch {
       // The error below says enough without the name.
@@ -242,23 +235,18 @@ export class Reflector {
   /** One WATCH from the last resourceVersion, until the server ends it or it fails. */
   private async watch(): Promise<void> {
     const min = this.timing.minWatchTimeoutSeconds;
-    const timeoutSeconds = Math.floor(min + Math.random() * min);
-    const body = await this.client.openStream(this.path, {
-      query: {
-        ...this.baseQuery(),
-        watch: 1,
-        allowWatchBookmarks: true,
-        resourceVersion: this.lastResourceVersion,
-        timeoutSeconds,
-      },
-      signal: this.abort.signal,
+    const timeoutSeconds = Math.floor(min + this.random() * min);
+    const body = await this.source.watch({
+      resourceVersion: this.lastResourceVersion,
+      timeoutSeconds,
       idleTimeoutMs: this.timing.idleTimeoutMs,
+      signal: this.abort.signal,
     });
     this.sink.stateChanged({ phase: 'watching' });
     const lines = watchLines(body, {
       idleMs: this.timing.idleTimeoutMs,
-      maxLineLength: this.client.maxReadBytes,
-      server: this.client.server,
+      maxLineLength: this.source.maxReadBytes,
+      server: this.source.server,
       path: this.path,
     });
     try {
@@ -271,7 +259,7 @@ export class Reflector {
       }
     } catch (error) {
       if (error instanceof KubeError || this.stopped) throw error;
-      throw transportFailure(error, this.client.server, this.path);
+      throw transportFailure(error, this.source.server, this.path);
     } finally {
       body.destroy();
     }

@@ -5,7 +5,7 @@
 // @kubernetes/client-node on each request, so rotated tokens and exec plugins keep working for months.
 // Every read is bounded (maxReadBytes): no answer is read whole past it.
 import type { Readable } from 'node:stream';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../util/log.ts';
 import { authHeaders, tlsSettings } from './credentials.ts';
 import { errorFromResponse, errorFromTransport, KubeError } from './errors.ts';
 import { Http1Pool } from './http1-pool.ts';
@@ -39,7 +39,7 @@ export interface HttpSettings {
   maxReadBytes: number;
 }
 
-export const DEFAULT_HTTP: HttpSettings = {
+const DEFAULT_HTTP: HttpSettings = {
   protocol: 'auto',
   readIdleMs: 30_000,
   pingTimeoutMs: 15_000,

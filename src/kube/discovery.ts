@@ -167,7 +167,7 @@ export class Discovery {
 }
 
 /** Flattens aggregated discovery: versions come in preference order, the first offering a resource wins. */
-export function fromAggregated(groups: AggregatedGroup[]): DiscoveredResource[] {
+function fromAggregated(groups: AggregatedGroup[]): DiscoveredResource[] {
   const resources: DiscoveredResource[] = [];
   for (const group of groups) {
     const groupName = group.metadata?.name ?? '';

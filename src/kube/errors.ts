@@ -44,11 +44,6 @@ export class KubeError extends Error {
     this.retryAfterSeconds = details.retryAfterSeconds;
     this.path = details.path;
   }
-
-  /** Worth retrying as it is: the problem is on the network or the server side. */
-  get transient(): boolean {
-    return this.kind === 'network' || this.kind === 'throttled' || this.kind === 'server';
-  }
 }
 
 interface StatusBody {
@@ -59,7 +54,7 @@ interface StatusBody {
   details?: { retryAfterSeconds?: number };
 }
 
-export function kindForStatus(status: number): KubeFailureKind {
+function kindForStatus(status: number): KubeFailureKind {
   if (status === 401) return 'unauthorized';
   if (status === 403) return 'forbidden';
   if (status === 404) return 'not-found';

@@ -22,7 +22,7 @@ import http2 from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../util/log.ts';
 import { connectTls, type TlsSettings } from './credentials.ts';
 import { errorFromTransport, KubeError } from './errors.ts';
 import {

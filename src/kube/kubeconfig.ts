@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, UsageError, UserError } from '../errors.ts';
+import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
 
 export interface KubeconfigOptions {
   /** --kubeconfig */
@@ -57,7 +57,7 @@ export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
       );
     }
   } catch (error) {
-    if (error instanceof UserError) throw error;
+    if (error instanceof KubediffError) throw error;
     throw new UsageError(
       `cannot read kubeconfig ${source}: ${oneLine(errorMessage(error))}; fix the file or pass another with --kubeconfig.`,
       { cause: error },

@@ -8,15 +8,18 @@
 // - every write is a PUT carrying the resourceVersion read, so two candidates cannot both win (409);
 // - on a clean stop the leader releases the Lease (empty holder), so a standby takes over at once.
 // The leader also stores small annotations of its own in the Lease on each renew (kubediff uses them for
-// its handover checkpoint, src/cli/leader-gate.ts); a new leader is told what the previous one wrote.
+// its handover checkpoint, src/service/leader-gate.ts); a new leader is told what the previous one wrote.
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { sleep } from '../informer/backoff.ts';
-import type { Logger } from '../log.ts';
+import { sleep } from '../util/backoff.ts';
+import type { Logger } from '../util/log.ts';
 import type { KubeClient } from './client.ts';
 import { KubeError } from './errors.ts';
+
+/** What leader election asks of the client: read, create and replace a Lease. */
+export type LeaseClient = Pick<KubeClient, 'getJSON' | 'postJSON' | 'putJSON'>;
 
 export interface LeaderElectionConfig {
   namespace: string;
@@ -66,7 +69,7 @@ export interface LeaderCallbacks {
 }
 
 export class LeaderElector {
-  private readonly client: KubeClient;
+  private readonly client: LeaseClient;
   private readonly config: LeaderElectionConfig;
   private readonly callbacks: LeaderCallbacks;
   private readonly log: Logger;
@@ -80,7 +83,7 @@ export class LeaderElector {
   private readonly random: () => number;
 
   constructor(
-    client: KubeClient,
+    client: LeaseClient,
     config: LeaderElectionConfig,
     callbacks: LeaderCallbacks,
     log: Logger,
@@ -240,54 +243,54 @@ export class LeaderElector {
         leaseTransitions: (spec.leaseTransitions ?? 0) + (ours ? 0 : 1),
       },
     };
-    try {
-      const written = await this.client.putJSON<Lease>(
-        `${this.path}/${encodeURIComponent(this.config.name)}`,
-        updated,
-        { signal },
-      );
-      this.observed = {
-        key: `${this.config.identity}\u0000${written.spec?.renewTime ?? stamp}\u0000${written.spec?.leaseTransitions ?? 0}`,
-        at: now,
-      };
-      this.lastHolder = this.config.identity;
-      this.warned = undefined;
-      return lease;
-    } catch (error) {
-      if (!(error instanceof KubeError && error.status === 409)) this.reportFailure('update', error);
-      return false;
-    }
+    const written = await this.write('update', () =>
+      this.client.putJSON<Lease>(`${this.path}/${encodeURIComponent(this.config.name)}`, updated, { signal }),
+    );
+    if (!written) return false;
+    this.observed = {
+      key: `${this.config.identity}\u0000${written.spec?.renewTime ?? stamp}\u0000${written.spec?.leaseTransitions ?? 0}`,
+      at: now,
+    };
+    return lease;
   }
 
   private async create(signal: AbortSignal): Promise<Lease | null | false> {
     const stamp = microTime(Date.now());
+    const lease: Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: this.config.name,
+        namespace: this.config.namespace,
+        labels: { 'app.kubernetes.io/name': 'kubediff' },
+      },
+      spec: {
+        holderIdentity: this.config.identity,
+        leaseDurationSeconds: Math.ceil(this.config.leaseDurationMs / 1000),
+        acquireTime: stamp,
+        renewTime: stamp,
+        leaseTransitions: 0,
+      },
+    };
+    const created = await this.write('create', () =>
+      this.client.postJSON<Lease>(this.path, lease, { signal }),
+    );
+    return created ? null : false;
+  }
+
+  /**
+   * One write of the Lease; the Lease as written, or undefined when it failed. A conflict (409: another
+   * replica wrote it first) is the normal way to lose a race, and not reported.
+   */
+  private async write(what: 'create' | 'update', send: () => Promise<Lease>): Promise<Lease | undefined> {
     try {
-      await this.client.postJSON<Lease>(
-        this.path,
-        {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: {
-            name: this.config.name,
-            namespace: this.config.namespace,
-            labels: { 'app.kubernetes.io/name': 'kubediff' },
-          },
-          spec: {
-            holderIdentity: this.config.identity,
-            leaseDurationSeconds: Math.ceil(this.config.leaseDurationMs / 1000),
-            acquireTime: stamp,
-            renewTime: stamp,
-            leaseTransitions: 0,
-          },
-        } satisfies Lease,
-        { signal },
-      );
+      const written = await send();
       this.lastHolder = this.config.identity;
       this.warned = undefined;
-      return null;
+      return written;
     } catch (error) {
-      if (!(error instanceof KubeError && error.status === 409)) this.reportFailure('create', error);
-      return false;
+      if (!(error instanceof KubeError && error.status === 409)) this.reportFailure(what, error);
+      return undefined;
     }
   }
 

@@ -12,18 +12,32 @@ export interface ResourceName {
   version: string | undefined;
 }
 
+/** A plural, a singular, a short name or a kind, optionally with .version.group or .group; or `*.group`. */
+const RESOURCE_NAME = /^(\*\.[A-Za-z0-9][A-Za-z0-9.-]*|[A-Za-z0-9][A-Za-z0-9.-]*)$/;
+
+/** Why `text` cannot be a resource name, in a phrase; undefined when it can. */
+export function resourceNameProblem(text: string): string | undefined {
+  if (RESOURCE_NAME.test(text.trim())) return undefined;
+  return `${JSON.stringify(text)} is not a resource name: use a plural such as configmaps or deployments.apps, a short name such as deploy, or *.example.com`;
+}
+
+/**
+ * The parts of a resource name as written: 'deploy', 'deployments.apps', 'deployments.v1.apps',
+ * '*.example.com' (name '*': every type of that group and its subgroups). Names and groups are lower-cased;
+ * whether such a type exists is for resolveResourceName to say.
+ */
 export function parseResourceName(text: string): ResourceName {
   const trimmed = text.trim();
   const dot = trimmed.indexOf('.');
-  if (dot < 0) return { text, name: trimmed.toLowerCase(), group: undefined, version: undefined };
+  if (dot < 0) return { text: trimmed, name: trimmed.toLowerCase(), group: undefined, version: undefined };
   const name = trimmed.slice(0, dot).toLowerCase();
   const rest = trimmed.slice(dot + 1).toLowerCase();
   const [first, ...others] = rest.split('.');
   // 'deployments.v1.apps': a version between the resource and its group.
   if (first && /^v\d+((alpha|beta)\d+)?$/.test(first) && others.length > 0) {
-    return { text, name, group: others.join('.'), version: first };
+    return { text: trimmed, name, group: others.join('.'), version: first };
   }
-  return { text, name, group: rest, version: undefined };
+  return { text: trimmed, name, group: rest, version: undefined };
 }
 
 function nameMatches(type: ResourceType, name: string): boolean {

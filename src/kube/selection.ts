@@ -14,7 +14,7 @@ export type SkipReason =
   | 'same objects as events'
   | 'forbidden';
 
-export interface SkippedResource {
+interface SkippedResource {
   type: DiscoveredResource;
   reason: SkipReason;
 }
@@ -39,7 +39,7 @@ export interface Selection {
  * High-churn types that would drown everything else: watched only when named.
  * Keys are qualified names.
  */
-export const EXCLUDED_BY_DEFAULT: ReadonlySet<string> = new Set([
+const EXCLUDED_BY_DEFAULT: ReadonlySet<string> = new Set([
   'events',
   'events.events.k8s.io',
   'leases.coordination.k8s.io',

@@ -28,7 +28,7 @@ export interface TransportResponse {
   body: Readable;
 }
 
-export type Protocol = 'h2' | 'http/1.1';
+type Protocol = 'h2' | 'http/1.1';
 
 /** Why a connection was given up, for the metrics. */
 export type ConnectionLoss = 'reset' | 'ping-timeout' | 'closed' | 'goaway';

@@ -27,9 +27,9 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage, UsageError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import type { ChangeEvent } from '../events/event.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
 import type { DigestPayload } from './digest.ts';
 
 export interface DeadLetterRecord {

@@ -4,11 +4,14 @@
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
 import type { Dispatcher } from 'undici';
-import { formatDuration } from '../duration.ts';
-import type { Logger } from '../log.ts';
+import type { ChangeEvent } from '../events/event.ts';
+import { Backoff } from '../util/backoff.ts';
+import { formatDuration } from '../util/duration.ts';
+import type { Logger } from '../util/log.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
-import type { SinkReport, SinkStats } from './sink.ts';
+import { createAgent, type PostOutcome } from './http.ts';
+import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 
 export interface RetryOptions {
   /** Attempts per request, the first included. */
@@ -19,33 +22,28 @@ export interface RetryOptions {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 1_000, maxDelayMs: 60_000 };
+const DEFAULT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 1_000, maxDelayMs: 60_000 };
 
-/** Exponential backoff with ±50% jitter; Retry-After is a minimum. Reset after a success. */
-export class RetryDelay {
-  private readonly options: RetryOptions;
-  private readonly random: () => number;
-  private current = 0;
-
-  constructor(options: RetryOptions, random: () => number = Math.random) {
-    this.options = options;
-    this.random = random;
-  }
-
-  next(retryAfterMs?: number): number {
-    this.current =
-      this.current === 0 ? this.options.initialDelayMs : Math.min(this.options.maxDelayMs, this.current * 2);
-    const delay = Math.round(this.current * (0.5 + this.random()));
-    return retryAfterMs !== undefined ? Math.max(delay, retryAfterMs) : delay;
-  }
-
-  reset(): void {
-    this.current = 0;
-  }
+/**
+ * The backoff of one sink's retries: RetryOptions' delays, doubling with ±50% jitter, reset after a
+ * success. A receiver's Retry-After is a minimum (http.ts caps it at 10 minutes).
+ */
+export function retryBackoff(options: RetryOptions, random?: () => number): Backoff {
+  return new Backoff(
+    {
+      initialMs: options.initialDelayMs,
+      maxMs: options.maxDelayMs,
+      factor: 2,
+      jitter: 0.5,
+      resetAfterMs: Number.POSITIVE_INFINITY,
+      maxRetryAfterMs: Number.POSITIVE_INFINITY,
+    },
+    random,
+  );
 }
 
 /** Wakes a waiting loop when there is work (or when it must stop). */
-export class Wakeup {
+class Wakeup {
   private waiters: (() => void)[] = [];
 
   notify(): void {
@@ -76,7 +74,7 @@ export class Wakeup {
  * Closing begins when close() is called (sleeps are cut short so the loop can decide whether a retry still
  * fits); the deadline aborts whatever is in flight.
  */
-export class ShutdownClock {
+class ShutdownClock {
   private readonly closingController = new AbortController();
   private readonly deadlineController = new AbortController();
   private deadlineAt = Number.POSITIVE_INFINITY;
@@ -98,11 +96,6 @@ export class ShutdownClock {
 
   get expired(): boolean {
     return this.deadlineController.signal.aborted;
-  }
-
-  /** Milliseconds left before the deadline (Infinity while not closing). */
-  remaining(now = Date.now()): number {
-    return this.deadlineAt - now;
   }
 
   begin(timeoutMs: number): void {
@@ -136,7 +129,7 @@ export class ShutdownClock {
 }
 
 /**
- * Process-wide observer of HTTP deliveries, for metrics (src/cli/metrics.ts): each request's duration and
+ * Process-wide observer of HTTP deliveries, for metrics (src/service/metrics.ts): each request's duration and
  * outcome, and each retry. At most one; absent unless `--listen` is given.
  */
 export interface DeliveryObserver {
@@ -217,33 +210,78 @@ export function plural(count: number, word: string): string {
 }
 
 /**
- * The HTTP sinks' close(): begins the shutdown clock, lets the delivery loop finish, hands what is left to
- * `abandonRest`, then releases the connections and reports.
+ * What the HTTP sinks (Slack, webhooks) share: their retry schedule and connection pool, the wake-up of
+ * their delivery loop, the shutdown clock, the trouble report and the counters, and close(): begin the
+ * shutdown clock, let the delivery loop finish, hand what is left to `abandonRest`, then release the
+ * connections and report.
  */
-export async function closeDelivery(
-  sink: {
+export abstract class HttpSink implements Sink {
+  readonly name: string;
+  protected readonly timeoutMs: number;
+  protected readonly retry: RetryOptions;
+  protected readonly delay: Backoff;
+  protected readonly agent: Dispatcher;
+  protected readonly wakeup = new Wakeup();
+  protected readonly clock = new ShutdownClock();
+  protected readonly trouble: TroubleReport;
+  protected readonly counters: SinkStats = emptyStats();
+  private readonly deadLetterFile: DeadLetterFile | undefined;
+  /** The delivery loop, started by the subclass once it is set up. */
+  protected abstract readonly loop: Promise<void>;
+  private closed: Promise<SinkReport> | undefined;
+
+  constructor(options: {
     name: string;
-    clock: ShutdownClock;
-    wakeup: Wakeup;
-    loop: Promise<void>;
-    agent: Dispatcher;
-    deadLetter: DeadLetterFile | undefined;
-    stats: () => SinkStats;
-  },
-  timeoutMs: number,
-  abandonRest: () => void,
-): Promise<SinkReport> {
-  sink.clock.begin(timeoutMs);
-  sink.wakeup.notify();
-  await sink.loop;
-  sink.clock.dispose();
-  abandonRest();
-  await sink.agent.destroy().catch(() => {});
-  return {
-    name: sink.name,
-    stats: sink.stats(),
-    ...(sink.deadLetter ? { deadLetterFile: sink.deadLetter.path } : {}),
-  };
+    timeoutMs: number;
+    retry?: Partial<RetryOptions> | undefined;
+    log: Logger;
+    deadLetter?: DeadLetterFile | undefined;
+  }) {
+    this.name = options.name;
+    this.timeoutMs = options.timeoutMs;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.delay = retryBackoff(this.retry);
+    this.agent = createAgent(this.timeoutMs);
+    this.trouble = new TroubleReport(this.name, options.log);
+    this.deadLetterFile = options.deadLetter;
+  }
+
+  abstract deliver(event: ChangeEvent): void;
+  abstract stats(): SinkStats;
+  abstract close(timeoutMs: number): Promise<SinkReport>;
+
+  /**
+   * A post that failed for good, or undefined when it is worth retrying: cut short by the shutdown, or
+   * refused (said once per `refusalKey`; `loss` says what becomes of the events). Returns the reason the
+   * dead-letter file records, and whether the receiver refused it (that is logged already).
+   */
+  protected finalFailure(
+    outcome: Extract<PostOutcome, { ok: false }>,
+    refusalKey: string,
+    loss: string,
+  ): { reason: string; refused: boolean } | undefined {
+    if (outcome.aborted) return { reason: 'in flight when the shutdown timeout ran out', refused: false };
+    if (outcome.retryable) return undefined;
+    this.trouble.refused(refusalKey, `${outcome.reason}; not retried. ${loss}`);
+    return { reason: `${outcome.reason} (not retried)`, refused: true };
+  }
+
+  protected closeWith(timeoutMs: number, abandonRest: () => void): Promise<SinkReport> {
+    this.closed ??= (async () => {
+      this.clock.begin(timeoutMs);
+      this.wakeup.notify();
+      await this.loop;
+      this.clock.dispose();
+      abandonRest();
+      await this.agent.destroy().catch(() => {});
+      return {
+        name: this.name,
+        stats: this.stats(),
+        ...(this.deadLetterFile ? { deadLetterFile: this.deadLetterFile.path } : {}),
+      };
+    })();
+    return this.closed;
+  }
 }
 
 /**

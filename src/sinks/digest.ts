@@ -6,8 +6,7 @@
 // of hours of backlog. Events that no longer fit in full are handed to
 // `onEvict` (the dead-letter file) and stay counted.
 import { randomUUID } from 'node:crypto';
-import type { ChangeEvent, EventType } from '../diff/types.ts';
-import { qualifiedResource } from './filter.ts';
+import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
 
 export interface DigestGroup {
   type: EventType;

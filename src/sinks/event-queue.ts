@@ -6,7 +6,7 @@
 // between single events and tiny digests). Order is kept: a digest stands
 // where its events would have been. Each event is serialized once, here: the
 // sink sends that text.
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import { Digest } from './digest.ts';
 
 export type QueueEntry =

@@ -3,8 +3,10 @@
 // server's Retry-After), or refused for good (other 4xx, redirects).
 // Receiver URLs are credentials (a Slack webhook URL is one): they appear in
 // logs and errors only as scheme and host, the path elided.
+
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
-import { formatDuration } from '../duration.ts';
+import { formatDuration } from '../util/duration.ts';
+import { scrubUrl } from '../util/url.ts';
 
 export type PostOutcome =
   | { ok: true; status: number; body: string }
@@ -193,35 +195,6 @@ function describeTransportError(error: unknown, url: URL): string {
   if (typeof code === 'string' && code in NETWORK_CODES) return NETWORK_CODES[code] as string;
   const message = error instanceof Error ? error.message : String(error);
   return scrubUrl(message, url);
-}
-
-/** 'https://hooks.slack.com/…': scheme and host (and port) only. */
-export function redactUrl(url: string | URL): string {
-  try {
-    const parsed = typeof url === 'string' ? new URL(url) : url;
-    const hidden = parsed.pathname.length > 1 || parsed.search !== '' || parsed.hash !== '';
-    return `${parsed.protocol}//${parsed.host}${hidden ? '/…' : '/'}`;
-  } catch {
-    return '(an invalid URL)';
-  }
-}
-
-/** Replaces the URL (and its path and credentials) wherever they appear in `text`. */
-export function scrubUrl(text: string, url: URL): string {
-  let out = text;
-  const secrets = [
-    url.href,
-    `${url.pathname}${url.search}`,
-    url.pathname,
-    url.search,
-    url.username,
-    url.password,
-  ];
-  for (const secret of secrets) {
-    if (secret && secret.length > 1)
-      out = out.split(secret).join(secret === url.href ? redactUrl(url) : '/…');
-  }
-  return out;
 }
 
 /** A failure's reason, with the receiver's Retry-After when it gave one. */

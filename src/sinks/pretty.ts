@@ -5,9 +5,10 @@
 // before it is colored, so no control character, bidi override or
 // invisible character reaches the terminal as itself.
 import { Chalk, type ChalkInstance } from 'chalk';
-import type { Change, ChangeEvent } from '../diff/types.ts';
+import type { Change } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import type { JsonValue } from '../kube/types.ts';
-import { printable } from '../terminal-text.ts';
+import { printable } from '../util/terminal-text.ts';
 
 export interface PrettyOptions {
   color: boolean;

@@ -3,12 +3,19 @@
 // sink delays neither the watch nor the other sinks. close() lets all sinks
 // finish in parallel within one shutdown timeout and reports what became of
 // their events.
-import type { ChangeEvent } from '../diff/types.ts';
-import { MAX_TIMER_MS } from '../duration.ts';
-import { errorMessage } from '../errors.ts';
-import { EventFailures, identityOf, type ObjectIdentity } from '../event-failures.ts';
-import type { Logger } from '../log.ts';
-import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from './filter.ts';
+import { type ChangeEvent, identityOfEvent } from '../events/event.ts';
+import {
+  compileFilter,
+  type EventFilter,
+  evaluateContained,
+  evaluateSafely,
+  type FilterVerdict,
+} from '../events/filter.ts';
+import type { DeliveryMark, EventDelivery } from '../events/pipeline.ts';
+import { MAX_TIMER_MS } from '../util/duration.ts';
+import { errorMessage } from '../util/errors.ts';
+import { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
 import { type Sink, type SinkReport, undelivered } from './sink.ts';
 
 export interface Route {
@@ -25,7 +32,8 @@ export interface RouteReport extends SinkReport {
 /** Extra time, beyond the shutdown timeout, that a sink's close() gets before it is reported as stuck. */
 const CLOSE_GRACE_MS = 2_000;
 
-export class Router {
+/** The pipeline's delivery: every sink whose filter accepts an event gets it. */
+export class Router implements EventDelivery {
   private readonly routes: { sink: Sink; filter: EventFilter; filtered: number }[];
   private readonly log: Logger;
   private readonly failures: EventFailures;
@@ -51,8 +59,9 @@ export class Router {
     return this.routes.map((route) => route.sink);
   }
 
-  deliver(event: ChangeEvent): void {
-    if (this.closing) return;
+  /** Hands `event` to every sink whose filter accepts it; returns each sink's accepted count with it. */
+  deliver(event: ChangeEvent): DeliveryMark {
+    if (this.closing) return this.accepted();
     for (const route of this.routes) {
       const verdict = evaluateContained(route.filter, event, this.failures, route.sink.name);
       if (!verdict.deliver) {
@@ -73,6 +82,12 @@ export class Router {
         );
       }
     }
+    return this.accepted();
+  }
+
+  /** Per sink, the events it has accepted so far. */
+  accepted(): DeliveryMark {
+    return this.routes.map((route) => route.sink.stats().accepted);
   }
 
   /** Where `event` would go, and why (for --explain). */
@@ -80,7 +95,7 @@ export class Router {
     // deliver() reports a failing filter; explaining it is not a second failure.
     return this.routes.map((route) => ({
       sink: route.sink.name,
-      verdict: evaluate(route.filter, event).verdict,
+      verdict: evaluateSafely(route.filter, event).verdict,
     }));
   }
 
@@ -108,59 +123,6 @@ export class Router {
       }),
     );
   }
-}
-
-/**
- * The filter's verdict; a filter that throws lets the event through (a filter bug must not lose changes),
- * says why for --explain, and is reported. Without `failures` the exception propagates.
- */
-export function evaluateContained(
-  filter: EventFilter,
-  event: ChangeEvent,
-  failures: EventFailures | undefined,
-  owner = 'the watch',
-): FilterVerdict {
-  const { verdict, error } = evaluate(filter, event);
-  if (error !== undefined) {
-    if (!failures) throw error;
-    failures.report(
-      'filter',
-      `the filter of ${owner}`,
-      identityOfEvent(event),
-      error,
-      'the event is delivered as if the filter had let it through',
-    );
-  }
-  return verdict;
-}
-
-function evaluate(filter: EventFilter, event: ChangeEvent): { verdict: FilterVerdict; error?: unknown } {
-  try {
-    return { verdict: filter.evaluate(event) };
-  } catch (error) {
-    return {
-      verdict: { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` },
-      error,
-    };
-  }
-}
-
-/** Which object an event is about, for failure reports. */
-export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
-  return identityOf(qualifiedResource(event), event.object);
-}
-
-/**
- * One --explain line: the event, where it went (a sink, or `all sinks` for the watch's own rules) and why.
- * `explain: UPDATED deployments.apps shop/web 6f1c…:48213 → webhook audit: delivered (resource deploy)`.
- */
-export function explainLine(event: ChangeEvent, target: string, verdict: FilterVerdict): string {
-  const { namespace, name } = event.object;
-  const subject = `${event.type} ${qualifiedResource(event)} ${namespace ? `${namespace}/` : ''}${name} ${event.id}`;
-  const outcome = verdict.deliver
-    ? `delivered (${verdict.reason}${verdict.event ? `; ${verdict.event.changes?.length ?? 0} of ${event.changes?.length ?? 0} changes kept` : ''})`
-    : `dropped by ${verdict.rule}: ${verdict.reason}`;
-  return `explain: ${subject} → ${target}: ${outcome}`;
 }
 
 /**

@@ -2,14 +2,13 @@
 // to running sinks behind a router. The specs are plain data with every
 // option a sink has, so a config file maps its keys onto them one to one.
 import type { Writable } from 'node:stream';
-import type { ChangeEvent } from '../diff/types.ts';
-import { UsageError } from '../errors.ts';
-import type { EventFailures } from '../event-failures.ts';
-import type { Logger } from '../log.ts';
+import type { ChangeEvent } from '../events/event.ts';
+import { compileFilter, type FilterSpec } from '../events/filter.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
+import { redactUrl } from '../util/url.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
-import { compileFilter, type FilterSpec } from './filter.ts';
-import { redactUrl } from './http.ts';
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
@@ -32,7 +31,7 @@ interface HttpSinkSpec extends CommonSinkSpec {
   deadLetterFile?: string;
 }
 
-export interface StdoutSinkSpec extends CommonSinkSpec {
+interface StdoutSinkSpec extends CommonSinkSpec {
   type: 'stdout';
   format: 'json' | 'pretty';
   /** Pretty output in color. */
@@ -79,7 +78,7 @@ export interface SinkRuntime {
   /** The cap of every dead-letter file. */
   deadLetterLimits?: DeadLetterLimits | undefined;
   userAgent?: string;
-  /** Where a sink or a sink filter that throws is reported (src/event-failures.ts). */
+  /** Where a sink or a sink filter that throws is reported (src/util/event-failures.ts). */
   failures?: EventFailures;
 }
 
@@ -93,24 +92,7 @@ export interface SinkSet {
   flowControl: () => Promise<void> | undefined;
 }
 
-export function checkHttpUrl(text: string, where: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
-    const start = (text.split('/')[0] ?? '').slice(0, 40);
-    throw new UsageError(
-      `${where}: not a URL (it starts "${start}"); use http://host/path or https://host/path.`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UsageError(`${where}: ${redactUrl(url)} is not http:// or https://.`);
-  }
-  return url;
-}
-
-/** Creates the sinks and the router. Throws a UserError when a dead-letter file cannot be opened. */
+/** Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. */
 export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): SinkSet {
   const files = new Map<string, DeadLetterFile>();
   const deadLetter = (path: string | undefined): DeadLetterFile | undefined => {

@@ -3,7 +3,7 @@
 // the watch: it queues, delivers on its own schedule and accounts for every
 // event it accepted (delivered, summarized in a digest, dead-lettered or
 // reported as not delivered).
-import type { ChangeEvent } from '../diff/types.ts';
+import type { ChangeEvent } from '../events/event.ts';
 
 export interface Sink {
   /** For logs and the shutdown report; never contains a secret (URLs are elided). */

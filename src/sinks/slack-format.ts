@@ -8,13 +8,13 @@
 // characters per header, 3000 per section text, and well under the size at
 // which Slack rejects a message; long values are elided in the middle and
 // what does not fit is counted ("…and 12 more changes").
-import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
+import type { Change } from '../diff/types.ts';
+import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
 import type { Digest } from './digest.ts';
 import { formatCount } from './digest.ts';
-import { qualifiedResource } from './filter.ts';
 import { readablePath, renderValue } from './pretty.ts';
 
-export type SlackBlock =
+type SlackBlock =
   | { type: 'header'; text: { type: 'plain_text'; text: string; emoji: boolean } }
   | { type: 'section'; text: { type: 'mrkdwn'; text: string } }
   | { type: 'context'; elements: { type: 'mrkdwn'; text: string }[] }

@@ -6,32 +6,16 @@
 // Retry-After while events keep gathering, so a burst or an outage costs a
 // few messages, never hours of backlog. Memory is bounded: beyond `capacity`
 // waiting events only counts are kept.
-import type { Dispatcher } from 'undici';
-import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage } from '../errors.ts';
-import type { Logger } from '../log.ts';
+
+import type { ChangeEvent } from '../events/event.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import { redactUrl } from '../util/url.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import {
-  abandonDigest,
-  closeDelivery,
-  DEFAULT_RETRY,
-  plural,
-  RetryDelay,
-  type RetryOptions,
-  ShutdownClock,
-  TroubleReport,
-  Wakeup,
-} from './delivery.ts';
+import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
 import { Digest } from './digest.ts';
-import {
-  bodyExcerpt,
-  createAgent,
-  type PostOutcome,
-  postJson,
-  reasonWithRetryAfter,
-  redactUrl,
-} from './http.ts';
-import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
+import { bodyExcerpt, type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
+import type { SinkReport, SinkStats } from './sink.ts';
 import {
   DEFAULT_SLACK_FORMAT,
   renderSlackMessage,
@@ -102,48 +86,39 @@ const WEBHOOK_ERROR_HINTS: Record<string, string> = {
   action_prohibited: 'an admin restricted posting to this channel',
 };
 
-export class SlackSink implements Sink {
-  readonly name: string;
+export class SlackSink extends HttpSink {
   private readonly options: SlackSinkOptions;
   private readonly url: URL;
-  private readonly timeoutMs: number;
   private readonly minIntervalMs: number;
   private readonly gatherMs: number;
   private readonly capacity: number;
   private readonly capacityBytes: number;
   private readonly format: SlackFormatOptions;
-  private readonly retry: RetryOptions;
-  private readonly delay: RetryDelay;
-  private readonly agent: Dispatcher;
-  private readonly wakeup = new Wakeup();
-  private readonly clock = new ShutdownClock();
-  private readonly trouble: TroubleReport;
-  private readonly counters: SinkStats = emptyStats();
   private pending: Digest;
   private pendingSince = 0;
   private inFlight: Digest | undefined;
   private nextSendAt = 0;
-  private readonly loop: Promise<void>;
-  private closed: Promise<SinkReport> | undefined;
+  protected readonly loop: Promise<void>;
 
   constructor(options: SlackSinkOptions) {
+    super({
+      name: options.name ?? slackSinkName(options.target),
+      timeoutMs: options.timeoutMs ?? SLACK_DEFAULTS.timeoutMs,
+      retry: options.retry,
+      log: options.log,
+      deadLetter: options.deadLetter,
+    });
     this.options = options;
     const target = options.target;
     this.url =
       target.kind === 'webhook'
         ? new URL(target.url)
         : new URL(`${(target.apiUrl ?? SLACK_DEFAULTS.apiUrl).replace(/\/+$/, '')}/chat.postMessage`);
-    this.name = options.name ?? slackSinkName(target);
-    this.timeoutMs = options.timeoutMs ?? SLACK_DEFAULTS.timeoutMs;
     this.minIntervalMs = options.minIntervalMs ?? SLACK_DEFAULTS.minIntervalMs;
     this.gatherMs = options.gatherMs ?? SLACK_DEFAULTS.gatherMs;
     this.capacity = Math.max(1, options.capacity ?? SLACK_DEFAULTS.capacity);
     this.capacityBytes = options.capacityBytes ?? SLACK_DEFAULTS.capacityBytes;
     this.format = { ...DEFAULT_SLACK_FORMAT, ...options.format };
-    this.retry = { ...DEFAULT_RETRY, ...options.retry };
-    this.delay = new RetryDelay(this.retry);
-    this.agent = createAgent(this.timeoutMs);
-    this.trouble = new TroubleReport(this.name, options.log);
     this.pending = this.newBatch();
     this.loop = this.run();
   }
@@ -166,30 +141,16 @@ export class SlackSink implements Sink {
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
-    this.closed ??= closeDelivery(this.closeParts(), timeoutMs, () => {
+    return this.closeWith(timeoutMs, () => {
       if (!this.pending.isEmpty) {
         this.abandon(this.pending, 'not delivered within the shutdown timeout');
         this.pending = this.newBatch();
       }
     });
-    return this.closed;
   }
 
   private newBatch(): Digest {
     return new Digest({ retain: this.capacity, retainBytes: this.capacityBytes });
-  }
-
-  private closeParts(): Parameters<typeof closeDelivery>[0] {
-    const { name, clock, wakeup, loop, agent } = this;
-    return {
-      name,
-      clock,
-      wakeup,
-      loop,
-      agent,
-      deadLetter: this.options.deadLetter,
-      stats: () => this.stats(),
-    };
   }
 
   private async run(): Promise<void> {
@@ -249,16 +210,13 @@ export class SlackSink implements Sink {
         }
         return;
       }
-      if (outcome.aborted) {
-        this.abandon(batch, 'in flight when the shutdown timeout ran out');
-        return;
-      }
-      if (!outcome.retryable) {
-        this.trouble.refused(
-          `status ${outcome.status ?? ''} ${outcome.reason}`,
-          `${outcome.reason}; not retried. ${this.describeLoss(batch)}`,
-        );
-        this.abandon(batch, `${outcome.reason} (not retried)`);
+      const final = this.finalFailure(
+        outcome,
+        `status ${outcome.status ?? ''} ${outcome.reason}`,
+        this.describeLoss(batch),
+      );
+      if (final) {
+        this.abandon(batch, final.reason);
         return;
       }
       let wait: number;

@@ -12,8 +12,8 @@
 // When the reader goes away (EPIPE: `kubediff watch | head`), onClosed lets
 // the command stop cleanly instead of crashing.
 import type { Writable } from 'node:stream';
-import type { ChangeEvent } from '../diff/types.ts';
-import type { Logger } from '../log.ts';
+import type { ChangeEvent } from '../events/event.ts';
+import type { Logger } from '../util/log.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 
 /** Above this much unwritten output, the watch pauses. */
@@ -61,7 +61,7 @@ export class StreamOutput implements Sink {
     try {
       text = this.render(event);
     } catch (error) {
-      // Accounted for; the router reports it (src/event-failures.ts).
+      // Accounted for; the router reports it (src/util/event-failures.ts).
       this.counters.lost++;
       throw error;
     }

@@ -5,28 +5,19 @@
 // Retries network errors, timeouts, 408, 425, 429 and 5xx with exponential
 // backoff and jitter (Retry-After honoured); other answers are final. What
 // cannot be delivered goes to the dead-letter file and is counted.
-import type { Dispatcher } from 'undici';
-import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import { formatSize } from '../size.ts';
+
+import type { ChangeEvent } from '../events/event.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
+import { redactUrl } from '../util/url.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import {
-  abandonDigest,
-  closeDelivery,
-  DEFAULT_RETRY,
-  plural,
-  RetryDelay,
-  type RetryOptions,
-  ShutdownClock,
-  TroubleReport,
-  Wakeup,
-} from './delivery.ts';
+import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import { EventQueue } from './event-queue.ts';
-import { createAgent, postJson, reasonWithRetryAfter, redactUrl } from './http.ts';
+import { postJson, reasonWithRetryAfter } from './http.ts';
 import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
-import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
+import type { SinkReport, SinkStats } from './sink.ts';
 
 export interface WebhookBatchOptions {
   /** At most this many events per request (a JSON array). */
@@ -79,36 +70,28 @@ type Work =
   | { kind: 'batch'; events: ChangeEvent[]; json: string[] }
   | { kind: 'digest'; digest: Digest };
 
-export class WebhookSink implements Sink {
-  readonly name: string;
+export class WebhookSink extends HttpSink {
   private readonly url: URL;
   private readonly options: WebhookSinkOptions;
-  private readonly timeoutMs: number;
-  private readonly retry: RetryOptions;
-  private readonly delay: RetryDelay;
-  private readonly agent: Dispatcher;
   private readonly queue: EventQueue;
-  private readonly wakeup = new Wakeup();
-  private readonly clock = new ShutdownClock();
-  private readonly trouble: TroubleReport;
-  private readonly counters: SinkStats = emptyStats();
   /** Events folded into each digest that were written to the dead-letter file when evicted from it. */
   private readonly evictedWritten = new WeakMap<Digest, number>();
   private inFlight = 0;
   private nextSendAt = 0;
   private overflowing = false;
-  private readonly loop: Promise<void>;
-  private closed: Promise<SinkReport> | undefined;
+  protected readonly loop: Promise<void>;
 
   constructor(options: WebhookSinkOptions) {
+    const url = new URL(options.url);
+    super({
+      name: options.name ?? `webhook ${redactUrl(url)}`,
+      timeoutMs: options.timeoutMs ?? WEBHOOK_DEFAULTS.timeoutMs,
+      retry: options.retry,
+      log: options.log,
+      deadLetter: options.deadLetter,
+    });
     this.options = options;
-    this.url = new URL(options.url);
-    this.name = options.name ?? `webhook ${redactUrl(this.url)}`;
-    this.timeoutMs = options.timeoutMs ?? WEBHOOK_DEFAULTS.timeoutMs;
-    this.retry = { ...DEFAULT_RETRY, ...options.retry };
-    this.delay = new RetryDelay(this.retry);
-    this.agent = createAgent(this.timeoutMs);
-    this.trouble = new TroubleReport(this.name, options.log);
+    this.url = url;
     let currentDigest: Digest | undefined;
     this.queue = new EventQueue({
       capacity: options.queue?.capacity ?? WEBHOOK_DEFAULTS.queueCapacity,
@@ -142,7 +125,7 @@ export class WebhookSink implements Sink {
     try {
       this.queue.push(event);
     } catch (error) {
-      // An event that cannot be serialized: accounted for; the router reports it (src/event-failures.ts).
+      // An event that cannot be serialized: accounted for; the router reports it (src/util/event-failures.ts).
       this.counters.lost++;
       throw error;
     }
@@ -154,26 +137,12 @@ export class WebhookSink implements Sink {
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
-    this.closed ??= closeDelivery(this.closeParts(), timeoutMs, () => {
+    return this.closeWith(timeoutMs, () => {
       for (const entry of this.queue.drain()) {
         if (entry.kind === 'event') this.abandon([entry.event], 'not delivered within the shutdown timeout');
         else this.abandonDigest(entry.digest, 'not delivered within the shutdown timeout');
       }
     });
-    return this.closed;
-  }
-
-  private closeParts(): Parameters<typeof closeDelivery>[0] {
-    const { name, clock, wakeup, loop, agent } = this;
-    return {
-      name,
-      clock,
-      wakeup,
-      loop,
-      agent,
-      deadLetter: this.options.deadLetter,
-      stats: () => this.stats(),
-    };
   }
 
   private async run(): Promise<void> {
@@ -251,16 +220,14 @@ export class WebhookSink implements Sink {
         this.delivered(work);
         return;
       }
-      if (outcome.aborted) {
-        this.failed(work, 'in flight when the shutdown timeout ran out');
-        return;
-      }
-      if (!outcome.retryable) {
-        this.trouble.refused(
-          `status ${outcome.status ?? outcome.reason}`,
-          `${outcome.reason}; not retried. ${describeLoss(work, this.options.deadLetter)}`,
-        );
-        this.failed(work, `${outcome.reason} (not retried)`, false);
+      const final = this.finalFailure(
+        outcome,
+        `status ${outcome.status ?? outcome.reason}`,
+        describeLoss(work, this.options.deadLetter),
+      );
+      if (final) {
+        // A refusal is logged already; a request cut short by the shutdown only with --debug.
+        this.failed(work, final.reason, !final.refused);
         return;
       }
       if (attempt >= this.retry.maxAttempts) {

@@ -8,9 +8,13 @@
 //
 // The front presents the API server's own serving certificate (issued for 127.0.0.1 by the cluster's CA,
 // which every test kubeconfig trusts), so kubediff verifies TLS as usual; the client's Authorization
-// header passes through unchanged.
+// header passes through unchanged. It offers HTTP/2 in ALPN as the API server does, so kubediff takes its
+// default path (one HTTP/2 connection); `startApiFront({ http1Only: true })` offers HTTP/1.1 alone, for
+// kubediff's fallback.
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
@@ -23,9 +27,11 @@ export interface FrontRequest {
   query: URLSearchParams;
   /** A WATCH (watch=1 or watch=true in the query). */
   watch: boolean;
+  /** '2.0' or '1.1': what kubediff spoke to the front. */
+  httpVersion: string;
 }
 
-export interface FrontAnswer {
+interface FrontAnswer {
   /** 'hang': never answer (a server that accepted the request and went quiet). */
   status: number | 'hang';
   headers?: Record<string, string>;
@@ -47,7 +53,16 @@ export interface ApiFront {
   close(): Promise<void>;
 }
 
-export async function startApiFront(): Promise<ApiFront> {
+/** Headers of one hop that HTTP/2 forbids (and its pseudo-headers, which HTTP/1.1 cannot carry). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
+
+function forwardable(headers: IncomingHttpHeaders | OutgoingHttpHeaders): OutgoingHttpHeaders {
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !name.startsWith(':') && !HOP_BY_HOP.has(name)),
+  );
+}
+
+export async function startApiFront(options: { http1Only?: boolean } = {}): Promise<ApiFront> {
   const cluster = testCluster();
   if (!cluster.dir)
     throw new Error("the API front needs the test run's own cluster (its serving certificate)");
@@ -69,13 +84,20 @@ export async function startApiFront(): Promise<ApiFront> {
     cert: readFileSync(path.join(certDir, 'apiserver.crt')),
     key: readFileSync(path.join(certDir, 'apiserver.key')),
   };
-  const server = https.createServer(tls, (req, res) => {
+  const handle = (
+    req: IncomingMessage | Http2ServerRequest,
+    res: ServerResponse | Http2ServerResponse,
+  ): void => {
+    // Both kinds of response take the same writeHead(status, headers).
+    const writeHead = (status: number, headers: OutgoingHttpHeaders) =>
+      (res as ServerResponse).writeHead(status, headers);
     const url = new URL(req.url ?? '/', 'http://front');
     const seen: FrontRequest = {
       method: req.method ?? 'GET',
       path: url.pathname,
       query: url.searchParams,
       watch: ['1', 'true'].includes(url.searchParams.get('watch') ?? ''),
+      httpVersion: req.httpVersion,
     };
     const rule = rules.find((candidate) => candidate.left > 0 && candidate.match(seen));
     requests.push({ ...seen, answered: rule !== undefined });
@@ -93,7 +115,7 @@ export async function startApiFront(): Promise<ApiFront> {
           code: rule.answer.status,
         });
       req.resume();
-      res.writeHead(rule.answer.status, { 'content-type': 'application/json', ...rule.answer.headers });
+      writeHead(rule.answer.status, { 'content-type': 'application/json', ...rule.answer.headers });
       res.end(body);
       return;
     }
@@ -104,16 +126,24 @@ export async function startApiFront(): Promise<ApiFront> {
         port: upstream.port,
         method: req.method,
         path: req.url,
-        headers: { ...req.headers, host: upstream.host },
+        headers: { ...forwardable(req.headers), host: upstream.host },
       },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+        writeHead(answer.statusCode ?? 502, forwardable(answer.headers));
+        answer.pipe(res as NodeJS.WritableStream);
       },
     );
     forward.on('error', () => res.destroy());
     res.on('close', () => forward.destroy());
     req.pipe(forward);
+  };
+  const server = options.http1Only
+    ? https.createServer(tls, handle)
+    : http2.createSecureServer({ ...tls, allowHTTP1: true }, handle);
+  const sessions = new Set<Http2Session>();
+  server.on('session', (session: Http2Session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
   });
   const sockets = new Set<Socket>();
   server.on('secureConnection', (socket) => {
@@ -164,7 +194,8 @@ export async function startApiFront(): Promise<ApiFront> {
       );
     },
     async close() {
-      server.closeAllConnections();
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       agent.destroy();
     },

@@ -36,7 +36,7 @@ export interface ExitResult {
   stderr: string;
 }
 
-export interface WaitForEventOptions {
+interface WaitForEventOptions {
   timeoutMs?: number;
   /** What is awaited, in words; it leads the failure message. */
   description?: string;
@@ -44,13 +44,13 @@ export interface WaitForEventOptions {
   since?: number;
 }
 
-export interface ExpectNoEventOptions {
+interface ExpectNoEventOptions {
   description?: string;
   /** Also consider events from this index on that arrived before the call. Default: only new events. */
   since?: number;
 }
 
-export type EventPredicate = (event: TestEvent) => boolean;
+type EventPredicate = (event: TestEvent) => boolean;
 
 export interface KubediffProcess {
   readonly args: readonly string[];
@@ -112,7 +112,7 @@ function childEnv(extra: RunOptions['env']): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Set by `node --test` for its own children; kubediff is not a test file.
   delete env.NODE_TEST_CONTEXT;
-  // Tests read kubediff's human log lines; a test of the JSON format asks for it (src/log.ts).
+  // Tests read kubediff's human log lines; a test of the JSON format asks for it (src/util/log.ts).
   env.KUBEDIFF_LOG_FORMAT ??= 'text';
   for (const [key, value] of Object.entries(extra ?? {})) {
     if (value === undefined) delete env[key];

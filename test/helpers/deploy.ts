@@ -12,22 +12,16 @@ import { resolveBinaries } from './cluster.ts';
 import type { KubeAdmin, KubeObject } from './kube-admin.ts';
 
 const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
-/** The Helm chart, and helm built from its Go module (test/helm; `npm run helm:build`). */
+/** The Helm chart, and helm built from its Go module (test/helm). */
 export const HELM_CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', import.meta.url));
 const HELM =
   process.env.KUBEDIFF_TEST_HELM ?? fileURLToPath(new URL('../../.cache/helm/bin/helm', import.meta.url));
 
-export function helmPath(): string | undefined {
-  return existsSync(HELM) ? HELM : undefined;
-}
-
+/** helm, which `npm test` builds before the tests that need it (scripts/helm-build.ts). */
 export function helm(args: string[]): Promise<CommandResult> {
+  if (!existsSync(HELM))
+    throw new Error(`helm is not built at ${HELM}: npm test builds it (or npm run helm:build)`);
   return runCommand(HELM, args);
-}
-
-export function kubectlPath(): string | undefined {
-  const file = resolveBinaries().kubectl.path;
-  return existsSync(file) ? file : undefined;
 }
 
 export interface CommandResult {
@@ -37,8 +31,9 @@ export interface CommandResult {
 }
 
 export function kubectl(args: string[], options: { input?: string } = {}): Promise<CommandResult> {
-  const file = kubectlPath();
-  if (!file) throw new Error('kubectl is not built: run npm run cluster:build');
+  const file = resolveBinaries().kubectl.path;
+  if (!existsSync(file))
+    throw new Error(`kubectl is not built at ${file}: npm test builds it (or npm run cluster:build)`);
   return runCommand(file, args, options);
 }
 

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 
 /** One JSON line of `kubediff watch -o json` (and one webhook body). Mirrors the contract type. */
 export interface TestEvent extends ChangeEvent {}

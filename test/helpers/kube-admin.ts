@@ -85,7 +85,7 @@ export interface WaitOptions {
   what?: string;
 }
 
-export interface WatchEvent {
+interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
   object: KubeObject;
 }

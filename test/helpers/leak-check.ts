@@ -2,7 +2,7 @@
 //
 // Every secret value a test generates (secretValue) is a chain of short pieces, each starting with the same
 // canary, CANARY, followed by an id and a filler (unicode, '/', '~', quotes, newlines, base64-looking text).
-// So the value itself, any run of LEAK_FRAGMENT characters of it, its base64, or any long enough run of its
+// So the value itself, any run of it as long as two canaries, an id and a filler, its base64, or any long enough run of its
 // base64, contains the canary or one of the three base64 forms of the canary (one per alignment of the
 // canary in a 3-byte group). Searching an output for those four fixed needles is one pass each, however
 // many secrets a corpus holds and however big they are; the id after a raw hit names the value that leaked.
@@ -24,12 +24,10 @@ import type { HttpReceiver } from './http-receiver.ts';
 /** ASCII letters only: JSON and terminal escaping leave it as it is, and no hash marker can contain it. */
 export const CANARY = 'KdLeakCanary';
 const ID_LENGTH = 6;
-/** Longest filler between two canaries, in UTF-16 code units. */
-const MAX_FILLER = 8;
-/** Any run of this many characters of a secret value holds a whole canary. */
-export const LEAK_FRAGMENT = CANARY.length + ID_LENGTH + MAX_FILLER + CANARY.length - 1;
-
-/** What values are made of between canaries: what tends to break escaping, paths and encodings. */
+/**
+ * What values are made of between canaries: what tends to break escaping, paths and encodings; at most 8
+ * UTF-16 code units each.
+ */
 const FILLERS: readonly string[] = [
   '',
   '/',
@@ -92,7 +90,7 @@ const NEEDLES: readonly { form: string; text: string }[] = [
     .map((text) => ({ form: 'base64url', text })),
 ];
 
-export interface Leak {
+interface Leak {
   source: string;
   /** 'text' (the value or a run of it), 'base64' or 'base64url'. */
   form: string;
@@ -102,7 +100,7 @@ export interface Leak {
 }
 
 /** Every place `content` holds a secret value (or a run of one, or its base64). */
-export function findLeaks(source: string, content: string | Uint8Array): Leak[] {
+function findLeaks(source: string, content: string | Uint8Array): Leak[] {
   // Bytes as latin1: one character per byte, so the ASCII needles are found in UTF-8 and binary files alike.
   const text = typeof content === 'string' ? content : Buffer.from(content).toString('latin1');
   const leaks: Leak[] = [];

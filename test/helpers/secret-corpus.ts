@@ -262,6 +262,6 @@ export class SecretCorpus {
   }
 }
 
-export function base64(text: string): string {
+function base64(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64');
 }

@@ -1,7 +1,7 @@
 // What the sink unit tests share: a logger that remembers its lines, and loopback receivers and sinks that
 // are closed after the test file (sinks first, then the receivers they post to).
 import { after } from 'node:test';
-import type { Logger } from '../../src/log.ts';
+import type { Logger } from '../../src/util/log.ts';
 import { HttpReceiver } from './http-receiver.ts';
 
 export interface MemoryLog extends Logger {

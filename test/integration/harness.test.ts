@@ -100,7 +100,6 @@ test('deleting a namespace completes: its objects (custom ones too) are removed,
     what: `the default ServiceAccount in ${ns}`,
   });
 
-  const started = Date.now();
   await admin.delete(`/api/v1/namespaces/${ns}`);
   const terminating = await admin.tryGet(`/api/v1/namespaces/${ns}`);
   assert.equal(
@@ -111,7 +110,6 @@ test('deleting a namespace completes: its objects (custom ones too) are removed,
     timeoutMs: 60_000,
     what: `namespace ${ns} to be deleted by the namespace controller`,
   });
-  assert.ok(Date.now() - started < 60_000);
   for (const collection of [
     `/api/v1/namespaces/${ns}/configmaps`,
     `/apis/${group}/v1/namespaces/${ns}/widgets`,

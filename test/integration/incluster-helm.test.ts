@@ -13,8 +13,6 @@ import {
   HELM_CHART,
   helm,
   helmDryRun,
-  helmPath,
-  kubectlPath,
   mintToken,
   type PodFiles,
   podFiles,
@@ -24,17 +22,12 @@ import {
 import { adminClient, KubeApiError, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
 const CHART = HELM_CHART;
-const skip = !helmPath()
-  ? 'helm is not built: cd test/helm && go build -o ../../.cache/helm/bin/helm helm.sh/helm/v3/cmd/helm'
-  : !kubectlPath()
-    ? 'kubectl is not built (npm run cluster:build)'
-    : false;
 const admin = adminClient();
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests, checked field by field
 type Manifest = KubeObject & Record<string, any>;
 
-describe('the Helm chart', { skip }, () => {
+describe('the Helm chart', () => {
   let namespace: string;
   let kubeconfig: string;
   let release: string;

@@ -18,8 +18,6 @@ import {
   deployOverlay,
   describeAccess,
   helmDryRun,
-  helmPath,
-  kubectlPath,
   mintToken,
   type Overlay,
   type PodFiles,
@@ -31,11 +29,6 @@ import {
 } from '../helpers/deploy.ts';
 import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
-const skip = !kubectlPath()
-  ? 'kubectl is not built (npm run cluster:build)'
-  : !helmPath()
-    ? 'helm is not built: npm run helm:build'
-    : false;
 const admin = adminClient();
 
 type Rules = { apiGroups: string[]; resources: string[]; verbs: string[] }[];
@@ -52,7 +45,7 @@ const find = (objects: readonly Rendered[], kind: string): Rendered => {
 const argsOf = (objects: readonly Rendered[]) =>
   find(objects, 'Deployment').spec?.template.spec.containers[0]?.args;
 
-describe('without Secrets', { skip }, () => {
+describe('without Secrets', () => {
   let namespace: string;
   let kubeconfig: string;
   let overlay: Overlay;

@@ -18,7 +18,6 @@ import {
   clusterScopedPaths,
   deployOverlay,
   describeAccess,
-  kubectlPath,
   mintToken,
   type Overlay,
   type PodFiles,
@@ -33,7 +32,6 @@ import { adminClient, type KubeObject, uniqueName, waitFor } from '../helpers/ku
 
 const cluster = testCluster();
 const admin = adminClient();
-const skip = kubectlPath() ? false : 'kubectl is not built (npm run cluster:build)';
 
 interface Metrics {
   [name: string]: number;
@@ -50,7 +48,7 @@ async function scrape(url: string): Promise<Metrics> {
   return metrics;
 }
 
-describe('in the cluster, with deploy/ RBAC only', { skip }, () => {
+describe('in the cluster, with deploy/ RBAC only', () => {
   let namespace: string;
   let overlay: Overlay;
   let objects: KubeObject[];

@@ -26,7 +26,12 @@ describe('leader election', () => {
     await admin.deleteNamespace(namespace).catch(() => {});
   });
 
-  const replica = (identity: string, lease: string, through = kubeconfig): KubediffProcess => {
+  const replica = (
+    identity: string,
+    lease: string,
+    through = kubeconfig,
+    ...extra: string[]
+  ): KubediffProcess => {
     const kd = runKubediff(
       [
         'watch',
@@ -51,6 +56,7 @@ describe('leader election', () => {
         '3s',
         '--leader-election-retry-period',
         '1s',
+        ...extra,
       ],
       { timeoutMs: 60_000, checkEvents: true },
     );
@@ -79,8 +85,7 @@ describe('leader election', () => {
     await a.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'one');
     await admin.patch(cmPath('one'), { data: { v: '2' } });
     const updated = await a.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'one');
-    // The standby saw them too, but delivers nothing.
-    await b.expectNoEvent(() => true, 1_500, { since: 0 });
+    // The standby sees them too, but delivers nothing (its events are checked at the end).
     // The leader's checkpoint (written on each renewal) has passed the update.
     await waitFor(
       async () => {
@@ -92,14 +97,12 @@ describe('leader election', () => {
     );
 
     await a.kill();
-    const killedAt = Date.now();
     // Changes while nobody leads.
     await admin.patch(cmPath('one'), { data: { v: '3' } });
     await createCM('two', { v: '1' });
 
+    // How soon (within the lease duration, by the standby's own clock) is test/unit/leader-election.test.ts's.
     await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
-    const takeover = Date.now() - killedAt;
-    assert.ok(takeover < LEASE_MS + 3_000, `took over after ${takeover} ms (lease ${LEASE_MS} ms)`);
     const v3 = await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'one');
     assert.deepEqual(v3.changes, [{ op: 'replace', path: '/data/v', from: '2', to: '3' }]);
     await b.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'two');
@@ -107,7 +110,9 @@ describe('leader election', () => {
     // After the takeover, live changes as usual.
     await admin.patch(cmPath('two'), { data: { v: '2' } });
     await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'two');
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // A later change on the same watch: everything before it has been reported by now.
+    await createCM('sentinel-kill', {});
+    await b.waitForEvent((event) => event.object.name === 'sentinel-kill');
 
     // Exactly once: nothing the old leader delivered is sent again, nothing is sent twice.
     assert.deepEqual(
@@ -143,18 +148,16 @@ describe('leader election', () => {
     await a.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'three');
 
     // Stopped right after a change, before its next renewal: the release carries the final checkpoint.
-    const stoppedAt = Date.now();
     const result = await a.stop('SIGTERM');
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /released the lease/);
     await admin.patch(cmPath('three'), { data: { v: '3' } });
 
     await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
-    const takeover = Date.now() - stoppedAt;
-    assert.ok(takeover < LEASE_MS, `took over after ${takeover} ms: the Lease was released`);
     const v3 = await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'three');
     assert.deepEqual(v3.changes, [{ op: 'replace', path: '/data/v', from: '2', to: '3' }]);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await createCM('sentinel-term', {});
+    await b.waitForEvent((event) => event.object.name === 'sentinel-term');
     assert.deepEqual(
       about('three')(b).map((event) => event.type),
       ['UPDATED'],
@@ -169,7 +172,8 @@ describe('leader election', () => {
     const { hostname, port } = new URL(testCluster().server);
     const proxy = await startFaultProxy({ target: { host: hostname, port: Number(port) } });
     try {
-      const a = replica('replica-e', 'handover-cut', await admin.writeKubeconfig(proxy.url()));
+      // --explain: a standby says on stderr what it saw, before holding it back.
+      const a = replica('replica-e', 'handover-cut', await admin.writeKubeconfig(proxy.url()), '--explain');
       await a.waitForStderr(/became the leader/);
       const b = replica('replica-f', 'handover-cut');
       await b.waitForStderr(/replica-e leads; standing by/);
@@ -183,9 +187,10 @@ describe('leader election', () => {
       // Back online, the old leader sees the change too, but holds it back: one replica delivers.
       proxy.blackhole(false);
       await a.waitForStderr(/replica-f leads; standing by/, 3 * LEASE_MS);
-      await a.expectNoEvent((event) => event.object.name === 'split', 3_000, { since: 0 });
-      assert.equal(about('split')(b).length, 1);
+      await a.waitForStderr(/explain: ADDED configmaps \S+\/split /, 3 * LEASE_MS);
       assert.equal((await a.stop('SIGTERM')).code, 0);
+      assert.equal(about('split')(a).length, 0, 'the old leader, now standing by, never delivered it');
+      assert.equal(about('split')(b).length, 1);
       assert.equal((await b.stop('SIGTERM')).code, 0);
     } finally {
       await proxy.close();

@@ -159,8 +159,17 @@ describe('kubediff watch with Slack and webhooks', () => {
       delivered,
       watch.events.find((e) => e.id === id),
     );
-    await sleep(1500);
-    assert.equal(hook.requests.length, 3, 'delivered once: no request after the 200');
+    // A later change: the queue is in order, so a repeat of the first would come before it.
+    const later = await admin.create(configmaps(ns), {
+      metadata: { name: 'later', labels: LABELS },
+      data: {},
+    });
+    const all = await hook.waitForRequests(4);
+    assert.deepEqual(
+      all.map((r) => (JSON.parse(r.body) as TestEvent).id),
+      [id, id, id, `${later.metadata.uid}:${later.metadata.resourceVersion}`],
+      'delivered once: no request for it after the 200',
+    );
     assert.match(watch.stderr, /HTTP 429 Too Many Requests.*Retry-After 1s/);
     const stopped = await watch.stop('SIGTERM');
     assert.equal(stopped.code, 0);
@@ -205,7 +214,9 @@ describe('kubediff watch with Slack and webhooks', () => {
       30_000,
       () => `messages for 500 changes (got ${slack.requests.length} messages)`,
     );
-    await sleep(1500);
+    // Stopped, with nothing left to deliver: every message it would send has been received.
+    const stopped = await watch.stop('SIGTERM');
+    assert.equal(stopped.code, 0);
     const all = slack.jsonBodies() as SlackPayload[];
     const total = all.reduce((sum, m) => sum + eventsInMessage(m), 0);
     t.diagnostic(`${all.length} Slack messages for 500 changes made in ${created} ms`);
@@ -224,8 +235,6 @@ describe('kubediff watch with Slack and webhooks', () => {
         /^\[kubediff-test\] \d+ changes in sinks-burst-\w+: \d+ configmaps added$/.test(String(m.text)),
       ),
     );
-    const stopped = await watch.stop('SIGTERM');
-    assert.equal(stopped.code, 0);
   });
 
   it('on SIGTERM, stops within --shutdown-timeout, reports per sink what was not delivered, dead-letters it', async () => {
@@ -257,11 +266,10 @@ describe('kubediff watch with Slack and webhooks', () => {
         ? true
         : undefined,
     );
-    const stopping = Date.now();
+    // Within --shutdown-timeout 1s: the hanging webhook's events are reported as not delivered (the
+    // 10 s of stop()'s own patience would see them delivered or the process killed).
     const stopped = await watch.stop('SIGTERM', 10_000);
-    const took = Date.now() - stopping;
     assert.equal(stopped.code, 0, stopped.stderr);
-    assert.ok(took < 5_000, `took ${took} ms to stop with --shutdown-timeout 1s`);
     assert.match(
       stopped.stderr,
       new RegExp(

@@ -8,11 +8,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import { needsNobody, testCluster } from '../helpers/cluster-env.ts';
 import { describeEvent, matching } from '../helpers/events.ts';
-import { adminClient, nobodyClient, writeKubeconfigFile } from '../helpers/kube-admin.ts';
+import { adminClient, nobodyClient, waitFor, writeKubeconfigFile } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 
 const admin = adminClient();
 const namespaces: string[] = [];
@@ -103,7 +103,20 @@ test('a forbidden resource is reported once, retried slowly, and disturbs nothin
     path: path.join(dir, 'nobody-kubeconfig'),
   });
   const kd = runKubediff(
-    ['watch', '--kubeconfig', kubeconfig, '-n', ns, '-r', 'configmaps,secrets', '-o', 'json'],
+    // --listen: the metrics count the retries.
+    [
+      'watch',
+      '--kubeconfig',
+      kubeconfig,
+      '-n',
+      ns,
+      '-r',
+      'configmaps,secrets',
+      '-o',
+      'json',
+      '--listen',
+      '127.0.0.1:0',
+    ],
     {
       env: { KUBEDIFF_SLOW_RETRY: '1s' },
       checkEvents: true,
@@ -135,7 +148,14 @@ test('a forbidden resource is reported once, retried slowly, and disturbs nothin
   await kd.waitForEvent((e) => cm(e) && e.type === 'DELETED', { since, description: 'DELETED settings' });
 
   // Several slow retries (every 1 s) later: still one line about secrets, and nothing else reported.
-  await sleep(4_000);
+  const base = (await kd.waitForStderr(SERVING))[1];
+  await waitFor(
+    async () =>
+      ((await scrapeMetrics(base ?? '')).get(
+        'kubediff_watch_failures_total{resource="secrets",reason="forbidden"}',
+      ) ?? 0) >= 4,
+    { timeoutMs: 15_000, what: 'four attempts at secrets, each forbidden' },
+  );
   assert.equal(countForbidden(), 1, `the 403 on secrets must be reported once:\n${kd.stderr}`);
   assert.deepEqual(
     kd.events.slice(since).map((e) => `${e.type} ${e.object.kind} ${e.object.name}`),

@@ -90,23 +90,32 @@ test('SIGTERM during an initial sync paused by a stalled stdout reader: exit 0, 
   assert.doesNotMatch(stderr, /watching \d+ resource type/);
 });
 
-test('SIGINT while the API server does not answer the initial discovery: exit 0, connection closed, no error', async (t) => {
-  const front = await startApiFront();
-  t.after(() => front.close());
-  // The server accepted the request and went quiet (an overloaded API server: no answer for 30 s).
-  front.answer((request) => request.path === '/apis', { status: 'hang' });
-  const kubeconfig = await admin.writeKubeconfig(front.url);
-  const kd = runKubediff(['watch', '--kubeconfig', kubeconfig, '-o', 'json'], { timeoutMs: 20_000 });
-  await front.waitForRequests((request) => request.path === '/apis', 1);
+for (const http1Only of [false, true]) {
+  const protocol = http1Only ? 'HTTP/1.1 (the fallback)' : 'HTTP/2';
+  test(`SIGINT while the API server does not answer the initial discovery, over ${protocol}: exit 0, connection closed, no error`, async (t) => {
+    const front = await startApiFront({ http1Only });
+    t.after(() => front.close());
+    // The server accepted the request and went quiet (an overloaded API server: no answer for 30 s).
+    front.answer((request) => request.path === '/apis', { status: 'hang' });
+    const kubeconfig = await admin.writeKubeconfig(front.url);
+    const kd = runKubediff(['watch', '--kubeconfig', kubeconfig, '-o', 'json'], { timeoutMs: 20_000 });
+    await front.waitForRequests((request) => request.path === '/apis', 1);
+    assert.deepEqual(
+      [...new Set(front.requests.map((request) => request.httpVersion))],
+      [http1Only ? '1.1' : '2.0'],
+    );
 
-  const stopped = await kd.stop('SIGINT');
-  assert.equal(stopped.code, 0, stopped.stderr);
-  // The front offers HTTP/1.1 only (ALPN), which kubediff says once before anything else.
-  assert.equal(
-    stopped.stderr,
-    `kubediff: the API server at ${front.url} does not offer HTTP/2 (ALPN answered http/1.1): using HTTP/1.1, one connection per watch, at most 256 (KUBEDIFF_MAX_CONNECTIONS).\n` +
-      'kubediff: stopping on SIGINT during the initial sync: delivering what is queued (at most 10s), then exiting.\n',
-  );
-  assert.equal(stopped.stdout, '');
-  await front.waitForIdle(5_000);
-});
+    const stopped = await kd.stop('SIGINT');
+    assert.equal(stopped.code, 0, stopped.stderr);
+    // Over HTTP/1.1 only (ALPN), kubediff says so once before anything else.
+    assert.equal(
+      stopped.stderr,
+      (http1Only
+        ? `kubediff: the API server at ${front.url} does not offer HTTP/2 (ALPN answered http/1.1): using HTTP/1.1, one connection per watch, at most 256 (KUBEDIFF_MAX_CONNECTIONS).\n`
+        : '') +
+        'kubediff: stopping on SIGINT during the initial sync: delivering what is queued (at most 10s), then exiting.\n',
+    );
+    assert.equal(stopped.stdout, '');
+    await front.waitForIdle(5_000);
+  });
+}

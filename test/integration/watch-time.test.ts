@@ -55,6 +55,8 @@ test('a 429 with Retry-After: 86400 on the watch is retried within the max backo
     1,
     'one WATCH answered by the API server after the throttled one',
   );
+  // Over kubediff's default path: HTTP/2, which the front offers as the API server does.
+  assert.deepEqual([...new Set(front.requests.map((request) => request.httpVersion))], ['2.0']);
 
   const stopped = await kd.stop('SIGTERM');
   assert.equal(stopped.code, 0, stopped.stderr);

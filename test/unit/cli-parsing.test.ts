@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { labelSelectorProblem } from '../../src/config/label-selector.ts';
-import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
-import { UsageError } from '../../src/errors.ts';
-import { Backoff } from '../../src/informer/backoff.ts';
+import { EXIT_FAILURE, EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
+import { main } from '../../src/cli/main.ts';
+import { watchSettingsFromFlags } from '../../src/config/settings.ts';
 import { errorFromResponse, errorFromTransport, parseRetryAfter } from '../../src/kube/errors.ts';
+import { labelSelectorProblem } from '../../src/kube/label-selector.ts';
+import { KubediffError, UsageError } from '../../src/util/errors.ts';
 
 describe('label selectors', () => {
   it('accepts every kubectl form', () => {
@@ -54,25 +56,9 @@ describe('watch flags', () => {
       assert.throws(
         () => watchSettingsFromFlags(flags, false),
         (error: unknown) =>
-          error instanceof UsageError && error.exitCode === 2 && message.test(error.message),
+          error instanceof UsageError && exitCodeOf(error) === EXIT_USAGE && message.test(error.message),
       );
     }
-  });
-});
-
-describe('backoff', () => {
-  it('doubles from 800ms to the cap, spreads with jitter, honours Retry-After and resets after quiet', () => {
-    const backoff = new Backoff({ jitter: 0 }, () => 0.5);
-    const delays = Array.from({ length: 8 }, () => backoff.next(undefined, 1_000));
-    assert.deepEqual(delays, [800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
-    // Retry-After is a minimum, up to the cap: a server cannot park a watch for a day.
-    assert.equal(backoff.next(20_000, 1_000), 30_000);
-    assert.equal(new Backoff({ jitter: 0 }).next(20_000, 1_000), 20_000);
-    assert.equal(backoff.next(45_000, 1_000), 30_000);
-    assert.equal(backoff.next(86_400_000, 1_000), 30_000);
-    assert.equal(backoff.next(undefined, 1_000 + 121_000), 800);
-    const jittered = new Backoff({ jitter: 0.5 }, () => 0);
-    assert.equal(jittered.next(), 400);
   });
 });
 
@@ -106,5 +92,51 @@ describe('API errors', () => {
       '/api',
     );
     assert.equal(tls.kind, 'tls');
+  });
+});
+
+describe('the command line as a module', () => {
+  const packageVersion = (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
+
+  /** Runs main() with `args`, capturing what it writes to stdout and stderr. */
+  async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const written = { stdout: '', stderr: '' };
+    const capture = (stream: 'stdout' | 'stderr') => {
+      const original = process[stream].write;
+      process[stream].write = ((chunk: string | Uint8Array) => {
+        written[stream] += String(chunk);
+        return true;
+      }) as typeof original;
+      return () => {
+        process[stream].write = original;
+      };
+    };
+    const restore = [capture('stdout'), capture('stderr')];
+    try {
+      const code = await main(['node', 'kubediff', ...args]);
+      return { code, ...written };
+    } finally {
+      for (const undo of restore) undo();
+    }
+  }
+
+  it('runs nothing when imported; main() returns the exit code a command ends with', async () => {
+    assert.deepEqual(await run('version'), {
+      code: 0,
+      stdout: `kubediff ${packageVersion} (node ${process.versions.node})\n`,
+      stderr: '',
+    });
+    const bad = await run('watch', '--events', 'created');
+    assert.equal(bad.code, EXIT_USAGE);
+    assert.match(bad.stderr, /^kubediff: invalid --events value "created": use a comma-separated list/);
+    assert.equal(bad.stdout, '');
+  });
+
+  it('maps each kind of error to its exit code', () => {
+    assert.equal(exitCodeOf(new UsageError('bad flag')), EXIT_USAGE);
+    assert.equal(exitCodeOf(new KubediffError('cannot reach the API server')), EXIT_FAILURE);
+    assert.equal(exitCodeOf(new Error('a bug')), EXIT_FAILURE);
   });
 });

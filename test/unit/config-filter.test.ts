@@ -1,14 +1,13 @@
-// Filter semantics of the config file's rules (src/sinks/filter.ts) and the watch's event gate with
-// --explain (src/config/event-gate.ts). The same rules run against the API server in
+// Filter semantics of the config file's rules (src/events/filter.ts) and the watch's event gate with
+// --explain (src/events/gate.ts). The same rules run against the API server in
 // test/integration/config-filters.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DiscoveryResolver, eventGate } from '../../src/config/event-gate.ts';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
+import { compileFilter } from '../../src/events/filter.ts';
+import { DiscoveryResolver, eventGate, explainLine } from '../../src/events/gate.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
-import type { Logger } from '../../src/log.ts';
-import { compileFilter } from '../../src/sinks/filter.ts';
-import { explainLine } from '../../src/sinks/router.ts';
+import type { Logger } from '../../src/util/log.ts';
 import { type SampleOverrides, sampleEvent } from '../helpers/events.ts';
 
 /** The sample event with two changes, so that ignore/only can keep one. */

@@ -5,11 +5,14 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfigFile, parseConfig, substitute } from '../../src/config/file.ts';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
+import { loadConfigFile, parseConfig } from '../../src/config/file.ts';
 import { PRESETS, presetIgnoredPaths } from '../../src/config/presets.ts';
+import { ConfigError } from '../../src/config/problems.ts';
 import { loadWatchSettings, settingsFromConfig } from '../../src/config/settings.ts';
+import { substitute } from '../../src/config/substitution.ts';
 import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
-import { EXIT_USAGE, UsageError } from '../../src/errors.ts';
+import { UsageError } from '../../src/util/errors.ts';
 
 const FIXTURES = path.join(import.meta.dirname, '../fixtures/config');
 /** The environment of every corpus case: values that must never appear in a message. */
@@ -20,7 +23,7 @@ function problemsOf(file: string, env: Record<string, string> = ENV): string[] {
     loadConfigFile(path.join(FIXTURES, file), env);
   } catch (error) {
     assert.ok(error instanceof ConfigError, `${file}: ${String(error)}`);
-    assert.equal(error.exitCode, EXIT_USAGE);
+    assert.equal(exitCodeOf(error), EXIT_USAGE);
     return error.message.replaceAll(`${FIXTURES}/`, '').split('\n');
   }
   assert.fail(`${file} was accepted`);
@@ -204,6 +207,56 @@ describe('config loader: the broken-file corpus', () => {
         error instanceof UsageError &&
         error.message ===
           `cannot read config file ${path.join(FIXTURES, 'no-such-file.yaml')}: no such file; check the path given to -c/--config.`,
+    );
+  });
+
+  it('a header kubediff sets itself is refused in the file as with --webhook-header', () => {
+    assert.throws(
+      () =>
+        parseConfig(
+          'sinks:\n  - type: webhook\n    url: https://h/\n    headers:\n      X-Kubediff-Signature: forged\n',
+          'c.yaml',
+          {},
+        ),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          'invalid config file c.yaml:5:29: sinks[0].headers.X-Kubediff-Signature: kubediff sets X-Kubediff-Signature itself.',
+    );
+  });
+
+  it('values of the wrong type anywhere are problems of their shape, never a crash of a later check', () => {
+    const text = [
+      'events: ""',
+      'sinks:',
+      '  - null',
+      '  - "webhook"',
+      '  - type: slack',
+      '    channel: 5',
+      '    token: t',
+      '  - type: webhook',
+      '    url: https://h/',
+      '    headers: "X-Token: a"',
+      '    filter: "shop"',
+      '  - type: stdout',
+      '    filter: { events: "" }',
+      '',
+    ].join('\n');
+    assert.throws(
+      () => parseConfig(text, 'c.yaml', {}),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          [
+            'invalid config file c.yaml: 7 problems:',
+            '  c.yaml:1:9: events: expected a list, got ""',
+            '  c.yaml:3:5: sinks[0]: expected a mapping, got nothing',
+            '  c.yaml:4:5: sinks[1]: expected a mapping, got "webhook"',
+            '  c.yaml:6:14: sinks[2].channel: expected a string, got the number 5',
+            '  c.yaml:10:14: sinks[3].headers: expected a mapping, got a string',
+            '  c.yaml:11:13: sinks[3].filter: expected a mapping, got "shop"',
+            '  c.yaml:13:23: sinks[4].filter.events: expected a list, got ""',
+          ].join('\n'),
     );
   });
 

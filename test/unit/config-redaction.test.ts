@@ -2,14 +2,14 @@
 // types a rule applies to, what a wrong key or an unknown resource name does, and what the state file keeps.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { checkRedactRuleNames } from '../../src/cli/resource-name-check.ts';
-import { DiscoveryResolver } from '../../src/config/event-gate.ts';
 import { parseConfig } from '../../src/config/file.ts';
 import { REDACTION_KEY_ENV, redactionSignature, redactPathsFor } from '../../src/config/redaction.ts';
-import { settingsFromConfig } from '../../src/config/settings.ts';
-import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
-import { EXIT_USAGE, UsageError } from '../../src/errors.ts';
+import { settingsFromConfig, watchSettingsFromFlags } from '../../src/config/settings.ts';
+import { DiscoveryResolver } from '../../src/events/gate.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
+import { UsageError } from '../../src/util/errors.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 import { memoryLog } from '../helpers/sink-test.ts';
 
@@ -75,7 +75,7 @@ describe('redact: in the config file', () => {
       () => checkRedactRuleNames(typo, selection, log),
       (error: unknown) =>
         error instanceof UsageError &&
-        error.exitCode === EXIT_USAGE &&
+        exitCodeOf(error) === EXIT_USAGE &&
         error.message ===
           'c.yaml:2:5: redact[0]: unknown resource type "confgmaps" (did you mean configmaps?); run `kubediff resources` to list what this cluster offers; values this rule should hide would be shown.',
     );
@@ -102,7 +102,7 @@ describe(REDACTION_KEY_ENV, () => {
       () => watchSettingsFromFlags({}, false, { [REDACTION_KEY_ENV]: 'hunter2' }),
       (error: unknown) =>
         error instanceof UsageError &&
-        error.exitCode === EXIT_USAGE &&
+        exitCodeOf(error) === EXIT_USAGE &&
         !error.message.includes('hunter2') &&
         error.message ===
           'KUBEDIFF_REDACTION_KEY is 7 characters long, too short to keep hashes from being guessed; use at least 16 random characters, e.g. `openssl rand -hex 32`.',

@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import { DEFAULT_DEAD_LETTER_LIMITS, DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { sampleEvent } from '../helpers/events.ts';
 import { memoryLog } from '../helpers/sink-test.ts';

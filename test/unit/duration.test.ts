@@ -1,4 +1,4 @@
-// One duration parser for every flag, config key and environment variable (src/duration.ts): the same
+// One duration parser for every flag, config key and environment variable (src/util/duration.ts): the same
 // units everywhere (7d works for --shutdown-timeout as for --state-max-age), nothing a Node.js timer
 // cannot wait for, no 0 where 0 would switch something off, and one wording for every mistake.
 import assert from 'node:assert/strict';
@@ -6,11 +6,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { serviceOptionsFromFlags } from '../../src/cli/service-options.ts';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { loadConfigFile } from '../../src/config/file.ts';
-import { AGE_RULES, checkDuration, MAX_TIMER_MS, parseDurationSetting } from '../../src/duration.ts';
-import { UsageError } from '../../src/errors.ts';
-import { sinkSettingsFromFlags } from '../../src/sinks/flags.ts';
+import { serviceOptionsFromFlags } from '../../src/config/service-settings.ts';
+import { sinkSettingsFromFlags } from '../../src/config/sink-settings.ts';
+import { AGE_RULES, checkDuration, MAX_TIMER_MS, parseDurationSetting } from '../../src/util/duration.ts';
+import { UsageError } from '../../src/util/errors.ts';
 
 describe('durations', () => {
   it('reads what people write, days included', () => {
@@ -52,7 +53,7 @@ describe('durations', () => {
       try {
         run();
       } catch (error) {
-        assert.ok(error instanceof UsageError && error.exitCode === 2, String(error));
+        assert.ok(error instanceof UsageError && exitCodeOf(error) === EXIT_USAGE, String(error));
         return error.message;
       }
       assert.fail('no error');

@@ -1,13 +1,13 @@
 // One exception while processing one object costs that object's change at that stage, never the informer
-// (src/event-failures.ts): reported once per kind with the object's identity and never its contents,
+// (src/util/event-failures.ts): reported once per kind with the object's identity and never its contents,
 // counted per stage, and the next objects are processed as usual. (The real CLI case, a diff that
 // overflows its stack on a deeply nested custom resource, is test/integration/watch-failures.test.ts.)
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EventFailures } from '../../src/event-failures.ts';
 import { Informer, type InformerHandler } from '../../src/informer/informer.ts';
-import type { KubeClient } from '../../src/kube/client.ts';
+import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
+import { EventFailures } from '../../src/util/event-failures.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 
 function cm(name: string, rv: string, data: Record<string, string> = {}): KubeObject {
@@ -29,7 +29,7 @@ function memoryLog() {
   };
 }
 
-const client = {} as KubeClient;
+const client = {} as ListerWatcher;
 
 test('an object that cannot be normalized is reported and skipped; the others go on, nothing is deleted', () => {
   const log = memoryLog();
@@ -39,6 +39,7 @@ test('an object that cannot be normalized is reported and skipped; the others go
     onAdd: (_t, o) => seen.push(`ADDED ${o.name}`),
     onUpdate: (_t, _p, o) => seen.push(`UPDATED ${o.name}`),
     onDelete: (_t, o) => seen.push(`DELETED ${o.name}`),
+    onBaseline: () => {},
   };
   const normalize = (_type: unknown, object: KubeObject): JsonObject => {
     if ((object as unknown as { data: Record<string, string> }).data.poison) {
@@ -84,6 +85,7 @@ test('a handler that throws costs that change only: reported once per kind, coun
     },
     onUpdate: () => {},
     onDelete: () => {},
+    onBaseline: () => {},
   };
   const informer = new Informer(
     client,

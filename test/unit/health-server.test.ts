@@ -1,9 +1,9 @@
-// src/cli/health-server.ts: what /readyz answers, and --listen addresses.
+// src/service/health-server.ts: what /readyz answers, and --listen addresses.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseListenAddress, Readiness } from '../../src/cli/health-server.ts';
 import type { Informer } from '../../src/informer/informer.ts';
 import { KubeError } from '../../src/kube/errors.ts';
+import { parseListenAddress, Readiness } from '../../src/service/health-server.ts';
 
 const informer = (resource: string) =>
   ({ type: { group: '', version: 'v1', resource, kind: resource } }) as unknown as Informer;

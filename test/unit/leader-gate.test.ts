@@ -1,17 +1,17 @@
-// src/cli/leader-gate.ts: the handover checkpoint. A standby holds events back and drops what the
+// src/service/leader-gate.ts: the handover checkpoint. A standby holds events back and drops what the
 // leader's checkpoint covers; on takeover it delivers the rest, and never what the old leader had.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { ChangeEvent } from '../../src/events/event.ts';
+import type { Informer } from '../../src/informer/informer.ts';
+import type { Lease } from '../../src/kube/leader-election.ts';
 import {
   CHECKPOINT_ANNOTATION,
   checkpointAnnotation,
   checkpointOf,
   LeaderGate,
-} from '../../src/cli/leader-gate.ts';
-import type { ChangeEvent } from '../../src/diff/types.ts';
-import type { Informer } from '../../src/informer/informer.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
-import { silentLogger } from '../../src/log.ts';
+} from '../../src/service/leader-gate.ts';
+import { type Logger, silentLogger } from '../../src/util/log.ts';
 
 const event = (resource: string, apiVersion: string, rv: string, name = 'x'): ChangeEvent => ({
   id: `uid-${name}:${rv}`,
@@ -31,9 +31,16 @@ const lease = (rv: Record<string, string> | undefined, raw?: string): Lease => (
   },
 });
 
-function gate() {
+/** A gate connected to a delivery that keeps the ids; `g.offer(event)` hands it an event as the pipeline does. */
+function gate(
+  options: { log?: Logger; maxBuffered?: number; maxBufferedBytes?: number } = { maxBuffered: 5 },
+) {
   const delivered: string[] = [];
-  const g = new LeaderGate({ deliver: (e) => delivered.push(e.id), log: silentLogger, maxBuffered: 5 });
+  const stage = new LeaderGate({ log: silentLogger, ...options });
+  const enter = stage.connect((handover) => {
+    if (handover.event) delivered.push(handover.event.id);
+  });
+  const g = Object.assign(stage, { offer: (e: ChangeEvent) => enter({ change: undefined, event: e }) });
   return { g, delivered };
 }
 
@@ -84,11 +91,10 @@ test('losing the Lease holds events back again; the buffer is bounded', () => {
 });
 
 test('the buffer is bounded in bytes too: the oldest are dropped, counted, and it is said once', () => {
-  const delivered: string[] = [];
   const warnings: string[] = [];
   const log = { ...silentLogger, warn: (message: string) => warnings.push(message) };
   const bound = 20_000;
-  const g = new LeaderGate({ deliver: (e) => delivered.push(e.id), log, maxBufferedBytes: bound });
+  const { g, delivered } = gate({ log, maxBufferedBytes: bound });
   // Each event carries a ~3 KB change: the bound holds about six of them.
   const big = (rv: number): ChangeEvent => ({
     ...event('configmaps', 'v1', String(rv), `c${rv}`),

@@ -1,7 +1,7 @@
-// src/log.ts: human lines on a terminal, JSON lines with levels anywhere else; the same message in both.
+// src/util/log.ts: human lines on a terminal, JSON lines with levels anywhere else; the same message in both.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jsonLine, resolveLogFormat, stderrLogger } from '../../src/log.ts';
+import { jsonLine, resolveLogFormat, stderrLogger } from '../../src/util/log.ts';
 
 function capture(format: 'text' | 'json', debug = false) {
   const lines: string[] = [];
@@ -43,12 +43,6 @@ test('json: one object per line with time, level, msg and extra fields', () => {
     ],
   );
   assert.deepEqual(Object.keys(records[0] ?? {}).slice(0, 3), ['time', 'level', 'msg']);
-});
-
-test('with(): fields on every JSON line', () => {
-  const { log, lines } = capture('json');
-  log.with({ component: 'health' }).info('ok');
-  assert.equal((JSON.parse(lines[0] ?? '') as { component: string }).component, 'health');
 });
 
 test('a message with quotes and newlines stays one valid JSON line', () => {

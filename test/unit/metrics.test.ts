@@ -1,10 +1,10 @@
-// src/cli/metrics.ts: what /metrics says, from informer states, events and sink counters.
+// src/service/metrics.ts: what /metrics says, from informer states, events and sink counters.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KubediffMetrics } from '../../src/cli/metrics.ts';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import type { Informer } from '../../src/informer/informer.ts';
 import { KubeError } from '../../src/kube/errors.ts';
+import { KubediffMetrics } from '../../src/service/metrics.ts';
 import type { Sink, SinkStats } from '../../src/sinks/sink.ts';
 import { emptyStats } from '../../src/sinks/sink.ts';
 import { parseMetrics } from '../helpers/metrics.ts';

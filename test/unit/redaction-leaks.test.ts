@@ -7,6 +7,7 @@
 // digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
 // as JSON and pretty. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
+
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,25 +15,25 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { runHistory } from '../../src/cli/history.ts';
-import { DiscoveryResolver } from '../../src/config/event-gate.ts';
 import { redactPathsFor } from '../../src/config/redaction.ts';
-import { EventBuilder } from '../../src/diff/event-builder.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
 import { Normalizer } from '../../src/diff/normalize.ts';
 import { Redactor } from '../../src/diff/redact.ts';
-import type { ChangeEvent } from '../../src/diff/types.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
+import { compileFilter } from '../../src/events/filter.ts';
+import { DiscoveryResolver, explainLine } from '../../src/events/gate.ts';
+import { Pipeline } from '../../src/events/pipeline.ts';
 import { Informer } from '../../src/informer/informer.ts';
-import { StateDatabase } from '../../src/informer/state-database.ts';
-import { StateRecorder } from '../../src/informer/state-recorder.ts';
-import type { KubeClient } from '../../src/kube/client.ts';
+import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
-import { compileFilter } from '../../src/sinks/filter.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
-import { explainLine } from '../../src/sinks/router.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
+import { StateDatabase } from '../../src/state/database.ts';
+import { StateRecorder } from '../../src/state/recorder.ts';
+import { EventFailures } from '../../src/util/event-failures.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource } from '../helpers/leak-check.ts';
 import { seededRandom } from '../helpers/random-json.ts';
 import { configmaps, secrets } from '../helpers/resource-types.ts';
@@ -75,7 +76,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const log = memoryLog();
   const database = StateDatabase.open(statePath);
   const recorder = new StateRecorder({ database, log, signature: 'leaks' });
-  recorder.attach({ accepted: () => [], finished: () => [] }, () => []);
+  recorder.attach({ finished: () => [] }, () => []);
   const deadLetters = DeadLetterFile.open(deadLetterPath, log);
 
   const resolver = new DiscoveryResolver();
@@ -109,7 +110,6 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   });
   const emit = (event: ChangeEvent) => {
     events.push(event);
-    recorder.recordEvent(event);
     out.json!.push(renderJsonLine(event));
     out.prettyColor!.push(renderColor(event));
     out.pretty!.push(renderPlain(event));
@@ -134,7 +134,21 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     }
     if (events.length % 3 === 0) deadLetters.writeEvents('webhook', 'refused (400)', [event]);
   };
-  const handler = recorder.handler(new EventBuilder({ cluster: 'leaks', emit }));
+  // The pipeline as `watch` builds it, its delivery standing in for the sinks; the recorder observes it.
+  const handler = new Pipeline({
+    normalizer,
+    rules: [],
+    handover: [],
+    delivery: {
+      deliver: (event) => {
+        emit(event);
+        return [];
+      },
+      accepted: () => [],
+    },
+    observers: [recorder],
+    failures: new EventFailures(log),
+  }).source('leaks');
 
   let rv = 1;
   let uid = 0;
@@ -168,7 +182,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const start = (kind: CorpusKind, preload?: boolean) => {
     const type = TYPES[kind];
     const informer = new Informer(
-      {} as KubeClient,
+      {} as ListerWatcher,
       {
         type,
         normalize: (t, object) => normalizer.normalize(t, object),

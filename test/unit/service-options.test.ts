@@ -1,7 +1,7 @@
-// src/cli/service-options.ts: --listen, --ready-failure-threshold, --leader-elect and its settings.
+// src/config/service-settings.ts: --listen, --ready-failure-threshold, --leader-elect and its settings.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { serviceOptionsFromFlags } from '../../src/cli/service-options.ts';
+import { serviceOptionsFromFlags } from '../../src/config/service-settings.ts';
 import { microTime } from '../../src/kube/leader-election.ts';
 
 test('defaults: no server, no election, 60s threshold', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChangeEvent, EventType } from '../../src/diff/types.ts';
+import type { ChangeEvent, EventType } from '../../src/events/event.ts';
 import { Digest } from '../../src/sinks/digest.ts';
 import { EventQueue } from '../../src/sinks/event-queue.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
-import { compileFilter } from '../../src/sinks/filter.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
+import { compileFilter } from '../../src/events/filter.ts';
 import { sampleEvent } from '../helpers/events.ts';
 
 const event = sampleEvent;
@@ -75,7 +75,7 @@ describe('sink filter', () => {
   });
 
   it('passes an UPDATED only when a change is at, under or above a path prefix', () => {
-    const filter = compileFilter({ paths: ['/spec/template/spec/containers/*/image', '/metadata/labels'] });
+    const filter = compileFilter({ only: ['/spec/template/spec/containers/*/image', '/metadata/labels'] });
     const image = event({
       changes: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', from: 'a', to: 'b' }],
     });
@@ -91,7 +91,7 @@ describe('sink filter', () => {
     assert.equal(filter.evaluate(labelsLookAlike).deliver, false);
     const verdict = filter.evaluate(replicas);
     assert.equal(verdict.deliver, false);
-    assert.equal(verdict.deliver === false && verdict.rule, 'paths');
+    assert.equal(verdict.deliver === false && verdict.rule, 'only');
     assert.match(
       filter.evaluate(image).reason,
       /change at \/spec\/template\/spec\/containers\/0\/image matches/,
@@ -111,8 +111,8 @@ describe('sink filter', () => {
   });
 
   it('rejects malformed entries with one sentence', () => {
-    assert.throws(() => compileFilter({ paths: ['spec/replicas'] }), /must start with "\/"/);
-    assert.throws(() => compileFilter({ paths: [''] }), /whole object/);
+    assert.throws(() => compileFilter({ only: ['spec/replicas'] }), /must start with "\/"/);
+    assert.throws(() => compileFilter({ only: [''] }), /whole object/);
     assert.throws(() => compileFilter({ resources: ['deploy ments'] }), /not a resource name/);
   });
 });

@@ -1,10 +1,10 @@
 // The sink flags and environment variables of `kubediff watch`.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { watchSettingsFromFlags } from '../../src/config/watch-settings.ts';
-import { UsageError } from '../../src/errors.ts';
-import { sinkSettingsFromFlags } from '../../src/sinks/flags.ts';
-import { redactUrl, scrubUrl } from '../../src/sinks/http.ts';
+import { watchSettingsFromFlags } from '../../src/config/settings.ts';
+import { sinkSettingsFromFlags } from '../../src/config/sink-settings.ts';
+import { UsageError } from '../../src/util/errors.ts';
+import { redactUrl, scrubUrl } from '../../src/util/url.ts';
 
 describe('sink flags', () => {
   it('sets up one webhook sink per --webhook, with headers, batch, timeout and the secret from the environment', () => {

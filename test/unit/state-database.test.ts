@@ -1,4 +1,4 @@
-// The state file (src/informer/state-database.ts) and its recorder (state-recorder.ts): schema,
+// The state file (src/state/database.ts) and its recorder (state/recorder.ts): schema,
 // migration of an older file, foreign and damaged files, retention, history queries, and the rule
 // that nothing is recorded as reported before every sink has finished with it.
 import assert from 'node:assert/strict';
@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
-import type { ChangeEvent } from '../../src/diff/types.ts';
-import { UsageError } from '../../src/errors.ts';
-import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/informer/state-database.ts';
-import { StateRecorder } from '../../src/informer/state-recorder.ts';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
+import type { ChangeEvent } from '../../src/events/event.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
-import type { ResourceType } from '../../src/kube/types.ts';
-import { silentLogger } from '../../src/log.ts';
+import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/state/database.ts';
+import { StateRecorder } from '../../src/state/recorder.ts';
+import { UsageError } from '../../src/util/errors.ts';
+import { silentLogger } from '../../src/util/log.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-'));
@@ -52,7 +52,7 @@ function event(name: string, rv: string, time: string, type: ChangeEvent['type']
 function expectUsageError(fn: () => unknown, pattern: RegExp): void {
   assert.throws(fn, (error: unknown) => {
     assert.ok(error instanceof UsageError, `a UsageError, got ${String(error)}`);
-    assert.equal(error.exitCode, 2);
+    assert.equal(exitCodeOf(error), EXIT_USAGE);
     assert.match(error.message, pattern);
     assert.doesNotMatch(error.message, /\n/);
     return true;
@@ -142,10 +142,12 @@ test('a schema 1 file (events without resource columns) is migrated, its history
   old.close();
 
   const db = StateDatabase.open(path);
-  assert.equal(db.schemaVersion, SCHEMA_VERSION);
   assert.deepEqual(db.history({ resource: 'deployments.apps' }), [e2]);
   assert.deepEqual(db.history({ resource: 'configmaps', namespace: 'ns', name: 'a' }), [e1]);
   db.close();
+  const migrated = new DatabaseSync(path, { readOnly: true });
+  assert.equal(migrated.prepare('PRAGMA user_version').get()?.user_version, SCHEMA_VERSION);
+  migrated.close();
 });
 
 test('history: filters, newest last, and --tail takes the newest', () => {
@@ -225,22 +227,19 @@ test('the recorder commits only what every sink has finished with, in order, in 
     signature: 's',
     flushIntervalMs: 1e9,
   });
-  // One sink: accepted / finished counters driven by the test.
-  let accepted = 0;
+  // One sink, whose finished counter the test drives; the pipeline tells the recorder, for each change,
+  // the sink's accepted count once its event was handed over.
   let finished = 0;
-  recorder.attach({ accepted: () => [accepted], finished: () => [finished] }, () => []);
-  const inner = {
-    onAdd: (_t: ResourceType, o: StoredObject) => {
-      accepted++;
-      recorder.recordEvent(event(o.name, o.resourceVersion, '2026-01-01T00:00:00.000Z'));
-    },
-    onUpdate: () => {},
-    onDelete: () => {},
-  };
-  const handler = recorder.handler(inner);
-  handler.onAdd(configmaps, object('a', '1'), { offline: false, initial: false });
-  handler.onAdd(configmaps, object('b', '2'), { offline: false, initial: false });
-  handler.onBaseline?.(configmaps, object('c', '3'));
+  recorder.attach({ finished: () => [finished] }, () => []);
+  const added = (o: StoredObject, accepted: number) =>
+    recorder.changeProcessed(
+      { kind: 'added', type: configmaps, object: o },
+      event(o.name, o.resourceVersion, '2026-01-01T00:00:00.000Z'),
+      [accepted],
+    );
+  added(object('a', '1'), 1);
+  added(object('b', '2'), 2);
+  recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('c', '3') }, undefined, [2]);
   recorder.flush();
   assert.equal(db.objectCount(), 0, 'nothing delivered yet: nothing recorded');
   finished = 1;
@@ -262,7 +261,7 @@ test('the recorder commits only what every sink has finished with, in order, in 
       .sort(),
     ['a', 'b', 'c'],
   );
-  assert.equal(recorder.backlog, 0);
+  assert.equal(recorder.backlogBytes, 0);
   recorder.close();
 });
 
@@ -280,31 +279,16 @@ test("the recorder's backlog is bounded in bytes: a sink that never finishes doe
   });
   // Two sinks: the first keeps up, the second (a webhook that is down) never finishes anything.
   let accepted = 0;
-  recorder.attach(
-    {
-      accepted: () => [accepted, accepted],
-      finished: () => [accepted, 0],
-      names: () => ['stdout', 'webhook down'],
-    },
-    () => [],
-  );
-  const inner = {
-    onAdd: () => {},
-    onUpdate: (_t: ResourceType, _p: StoredObject, current: StoredObject) => {
-      accepted++;
-      recorder.recordEvent(
-        event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
-      );
-    },
-    onDelete: () => {},
-  };
-  const handler = recorder.handler(inner);
+  recorder.attach({ finished: () => [accepted, 0], names: () => ['stdout', 'webhook down'] }, () => []);
   // 200 updates of a ~10 KB object: 2 MB of writes, ten times the bound.
-  let previous = object('big', '0', { v: '0'.repeat(10_000) });
   for (let rv = 1; rv <= 200; rv++) {
     const current = object('big', String(rv), { v: String(rv % 10).repeat(10_000) });
-    handler.onUpdate(configmaps, previous, current, { offline: false });
-    previous = current;
+    accepted++;
+    recorder.changeProcessed(
+      { kind: 'updated', type: configmaps, object: current },
+      event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
+      [accepted, accepted],
+    );
     recorder.flush();
     assert.ok(recorder.backlogBytes <= bound, `${recorder.backlogBytes} bytes held after update ${rv}`);
   }
@@ -328,9 +312,9 @@ test('a recorder whose file was written with another selection takes a new basel
   const path = file();
   const db = StateDatabase.open(path);
   const first = new StateRecorder({ database: db, log: silentLogger, signature: 'A' });
-  first.attach({ accepted: () => [], finished: () => [] }, () => []);
+  first.attach({ finished: () => [] }, () => []);
   first.noteSelection({ watched: [configmaps], skipped: [], unresolved: [] } as never);
-  first.handler({ onAdd() {}, onUpdate() {}, onDelete() {} }).onBaseline?.(configmaps, object('a', '1'));
+  first.changeProcessed({ kind: 'baseline', type: configmaps, object: object('a', '1') }, undefined, []);
   first.close();
   const warnings: string[] = [];
   const second = new StateRecorder({

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Informer, type InformerHandler } from '../../src/informer/informer.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
-import type { KubeClient } from '../../src/kube/client.ts';
+import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 
@@ -55,7 +55,7 @@ function recorder(): { handler: InformerHandler; log: string[] } {
   };
 }
 
-const client = {} as KubeClient;
+const client = {} as ListerWatcher;
 
 test('a pre-loaded informer reconciles its first LIST: created, changed, deleted, re-created, unchanged', () => {
   const { handler, log } = recorder();

@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { stateSettingsFromFlags } from '../../src/config/state-settings.ts';
-import { UsageError } from '../../src/errors.ts';
-import { DEFAULT_RETENTION } from '../../src/informer/state-database.ts';
-import { formatSize, parseSize } from '../../src/size.ts';
+import { DEFAULT_RETENTION } from '../../src/state/database.ts';
+import { UsageError } from '../../src/util/errors.ts';
+import { formatSize, parseSize } from '../../src/util/size.ts';
 
 test('no --state: no state; retention flags alone are a usage error', () => {
   assert.equal(stateSettingsFromFlags({}), undefined);

@@ -1,11 +1,11 @@
-// src/terminal-text.ts: what a terminal would act on or hide is written as a visible escape, in every
+// src/util/terminal-text.ts: what a terminal would act on or hide is written as a visible escape, in every
 // human-readable output (pretty events, text log lines, the resources table, error messages).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resourcesTable } from '../../src/cli/resources.ts';
-import { stderrLogger } from '../../src/log.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
-import { printable } from '../../src/terminal-text.ts';
+import { stderrLogger } from '../../src/util/log.ts';
+import { printable } from '../../src/util/terminal-text.ts';
 import { sampleEvent } from '../helpers/events.ts';
 
 describe('printable', () => {

@@ -8,11 +8,15 @@
 // it. `evaluate` returns a verdict with the reason, so that `--explain` can
 // say why an event went where it went.
 
-import { globToRegExp, hasGlob } from '../config/glob.ts';
-import { builtinResourceFor } from '../config/short-names.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { parsePointer } from '../diff/pointer.ts';
-import type { Change, ChangeEvent, EventType } from '../diff/types.ts';
+import type { Change } from '../diff/types.ts';
+import { parseResourceName, type ResourceName, resourceNameProblem } from '../kube/resource-names.ts';
+import { builtinResourceFor } from '../kube/short-names.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import { globToRegExp, hasGlob, namespaceProblem } from '../util/glob.ts';
+import { type ChangeEvent, type EventType, identityOfEvent, qualifiedResource } from './event.ts';
 
 /** A path rule: a JSON Pointer (`*` matches one segment), optionally for some resource types only. */
 export type PathRule = string | { path: string; resources?: readonly string[] };
@@ -43,8 +47,6 @@ export interface FilterSpec {
    * limited to some resources only concerns their events. The event keeps all its changes.
    */
   only?: readonly PathRule[];
-  /** Same as `only` (the name of the first version). */
-  paths?: readonly string[];
   /**
    * Changes at or under these paths are removed from UPDATED events; an UPDATED left with no change is
    * dropped.
@@ -53,13 +55,12 @@ export interface FilterSpec {
 }
 
 /** Which rule decided. */
-export type FilterRule =
+type FilterRule =
   | 'namespaces'
   | 'excludeNamespaces'
   | 'resources'
   | 'excludeResources'
   | 'types'
-  | 'paths'
   | 'only'
   | 'ignore';
 
@@ -88,40 +89,30 @@ export interface EventFilter {
   evaluate(event: ChangeEvent): FilterVerdict;
 }
 
-export interface ResourcePattern {
-  text: string;
-  /** '*' for every type of a group. */
-  name: string;
-  group: string | undefined;
-  version: string | undefined;
-}
-
 interface CompiledPathRule {
   text: string;
   segments: string[];
   matcher: PathMatcher;
   /** Absent: every resource. */
-  resources: ResourcePattern[] | undefined;
+  resources: ResourceName[] | undefined;
 }
 
 /** Compiles a spec; throws one readable sentence for a malformed entry (the caller adds where it came from). */
 export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}): EventFilter {
   const namespaces = nonEmpty(spec.namespaces)?.map(compileNamespace);
   const excludeNamespaces = nonEmpty(spec.excludeNamespaces)?.map(compileNamespace);
-  const resources = nonEmpty(spec.resources)?.map(parseResourcePattern);
-  const excludeResources = nonEmpty(spec.excludeResources)?.map(parseResourcePattern);
+  const resources = nonEmpty(spec.resources)?.map(resourcePattern);
+  const excludeResources = nonEmpty(spec.excludeResources)?.map(resourcePattern);
   const types = spec.types && spec.types.length > 0 ? new Set(spec.types) : undefined;
-  const onlyRules = [...(spec.paths ?? []), ...(spec.only ?? [])];
-  const only = onlyRules.length > 0 ? onlyRules.map(compilePathRule) : undefined;
-  const onlyRuleName: FilterRule = spec.only && spec.only.length > 0 ? 'only' : 'paths';
+  const only = nonEmpty(spec.only)?.map(compilePathRule);
   const ignore = nonEmpty(spec.ignore)?.map(compilePathRule);
   const acceptsAll =
     !namespaces && !excludeNamespaces && !resources && !excludeResources && !types && !only && !ignore;
   const owner = options.owner ?? 'the sink';
 
   // Resource matches are cached per qualified type: discovery answers do not change for a type.
-  const cache = new Map<ResourcePattern, Map<string, boolean>>();
-  const matchesResource = (pattern: ResourcePattern, event: ChangeEvent): boolean => {
+  const cache = new Map<ResourceName, Map<string, boolean>>();
+  const matchesResource = (pattern: ResourceName, event: ChangeEvent): boolean => {
     let byType = cache.get(pattern);
     if (!byType) {
       byType = new Map();
@@ -248,7 +239,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           if (matched === undefined) {
             return {
               deliver: false,
-              rule: onlyRuleName,
+              rule: 'only',
               reason: `no change is at or under ${rules.map((rule) => rule.text).join(', ')}`,
             };
           }
@@ -284,11 +275,8 @@ interface NamespacePattern {
 
 function compileNamespace(text: string): NamespacePattern {
   const trimmed = text.trim();
-  if (!/^[a-z0-9*?][-a-z0-9*?]*$/.test(trimmed)) {
-    throw new Error(
-      `${JSON.stringify(text)} is not a namespace name or glob: use lowercase letters, digits, '-', and * or ?`,
-    );
-  }
+  const problem = namespaceProblem(trimmed);
+  if (problem) throw new Error(`${JSON.stringify(text)} is ${problem}`);
   if (!hasGlob(trimmed)) return { text: trimmed, test: (namespace) => namespace === trimmed };
   const pattern = globToRegExp(trimmed);
   return { text: trimmed, test: (namespace) => pattern.test(namespace) };
@@ -300,19 +288,13 @@ function compilePathRule(rule: PathRule): CompiledPathRule {
   const resources =
     typeof rule === 'string' || !rule.resources || rule.resources.length === 0
       ? undefined
-      : rule.resources.map(parseResourcePattern);
+      : rule.resources.map(resourcePattern);
   return {
     text: resources ? `${path} for ${resources.map((r) => r.text).join(', ')}` : path,
     segments,
     matcher: new PathMatcher([path]),
     resources,
   };
-}
-
-/** 'deployments.apps', 'configmaps': how kubectl names the event's resource type. */
-export function qualifiedResource(event: ChangeEvent): string {
-  const group = groupOf(event.object.apiVersion);
-  return group === '' ? event.object.resource : `${event.object.resource}.${group}`;
 }
 
 function groupOf(apiVersion: string): string {
@@ -325,29 +307,19 @@ function versionOf(apiVersion: string): string {
   return slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
 }
 
-/** Checks a resource name or `*.group` wildcard; throws one sentence. */
-export function parseResourcePattern(text: string): ResourcePattern {
-  const trimmed = text.trim();
-  if (!/^(\*\.[A-Za-z0-9][A-Za-z0-9.-]*|[A-Za-z0-9][A-Za-z0-9.-]*)$/.test(trimmed)) {
-    throw new Error(
-      `${JSON.stringify(text)} is not a resource name: use a plural such as configmaps or deployments.apps, a short name such as deploy, or *.example.com`,
-    );
-  }
-  const [name = '', ...rest] = trimmed.toLowerCase().split('.');
-  if (rest.length === 0) return { text: trimmed, name, group: undefined, version: undefined };
-  const [first = '', ...others] = rest;
-  if (/^v\d+((alpha|beta)\d+)?$/.test(first) && others.length > 0) {
-    return { text: trimmed, name, group: others.join('.'), version: first };
-  }
-  return { text: trimmed, name, group: rest.join('.'), version: undefined };
+/** A resource name or `*.group` wildcard of a rule; throws one sentence for one that cannot be a name. */
+function resourcePattern(text: string): ResourceName {
+  const problem = resourceNameProblem(text);
+  if (problem) throw new Error(problem);
+  return parseResourceName(text);
 }
 
 /** Which resource type something is about, as an event's `object` names it. */
 export type ResourceTarget = Pick<ChangeEvent['object'], 'apiVersion' | 'resource' | 'kind'>;
 
-/** Does a parsed resource name (parseResourcePattern) stand for this resource type? */
+/** Does a parsed resource name (resourcePattern) stand for this resource type? */
 export function resourcePatternMatches(
-  pattern: ResourcePattern,
+  pattern: ResourceName,
   target: ResourceTarget,
   resolve: ResourceResolver | undefined,
 ): boolean {
@@ -401,4 +373,43 @@ function overlaps(pattern: readonly string[], change: readonly string[]): boolea
     if (segment !== ANY_SEGMENT && segment !== change[i]) return false;
   }
   return true;
+}
+
+/**
+ * The filter's verdict; a filter that throws lets the event through (a filter bug must not lose changes),
+ * says why for --explain, and is reported. Without `failures` the exception propagates.
+ */
+export function evaluateContained(
+  filter: EventFilter,
+  event: ChangeEvent,
+  failures: EventFailures | undefined,
+  owner = 'the watch',
+): FilterVerdict {
+  const { verdict, error } = evaluateSafely(filter, event);
+  if (error !== undefined) {
+    if (!failures) throw error;
+    failures.report(
+      'filter',
+      `the filter of ${owner}`,
+      identityOfEvent(event),
+      error,
+      'the event is delivered as if the filter had let it through',
+    );
+  }
+  return verdict;
+}
+
+/** The verdict, or, when the filter throws, a verdict that lets the event through and the error. */
+export function evaluateSafely(
+  filter: EventFilter,
+  event: ChangeEvent,
+): { verdict: FilterVerdict; error?: unknown } {
+  try {
+    return { verdict: filter.evaluate(event) };
+  } catch (error) {
+    return {
+      verdict: { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` },
+      error,
+    };
+  }
 }

@@ -4,11 +4,15 @@
 // secret webhook headers and, optionally, the Slack webhook URL come from the
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
-import { parseDurationSetting } from '../duration.ts';
-import { UsageError } from '../errors.ts';
-import type { DeadLetterLimits } from './dead-letter.ts';
-import { redactUrl } from './http.ts';
-import { checkHttpUrl, type SinkSpec, type SlackSinkSpec, type WebhookSinkSpec } from './setup.ts';
+
+import type { FilterSpec } from '../events/filter.ts';
+import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
+import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
+import type { SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
+import { checkDuration, parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
+import { parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import type { SinkInput } from './schema.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
@@ -32,7 +36,7 @@ export interface SinkSettings {
 }
 
 /** The environment variables read here (documented in docs/sinks.md). */
-export const SINK_ENV = {
+const SINK_ENV = {
   webhookSecret: 'KUBEDIFF_WEBHOOK_SECRET',
   webhookHeaders: 'KUBEDIFF_WEBHOOK_HEADERS',
   slackWebhook: 'KUBEDIFF_SLACK_WEBHOOK',
@@ -42,24 +46,6 @@ export const SINK_ENV = {
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const MAX_BATCH = 10_000;
-
-/** Headers undici or HTTP itself owns, and the ones kubediff sets. */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'expect',
-  'content-type',
-  'x-kubediff-signature',
-  'x-kubediff-kind',
-  'x-kubediff-attempt',
-  'x-kubediff-event-id',
-  'x-kubediff-batch-size',
-  'x-kubediff-digest-id',
-]);
 
 export function sinkSettingsFromFlags(
   flags: RawSinkFlags,
@@ -114,7 +100,7 @@ export function sinkSettingsFromFlags(
   const apiUrl = envValue(env, SINK_ENV.slackApiUrl);
   if (apiUrl) checkHttpUrl(apiUrl, `invalid ${SINK_ENV.slackApiUrl}`);
   if (channel !== undefined) {
-    if (channel === '' || /\s/.test(channel))
+    if (!isSlackChannel(channel))
       throw new UsageError(
         `invalid --slack-channel "${channel}": use a channel ID such as C0123456789, or #name.`,
       );
@@ -164,15 +150,14 @@ function parseHeaders(lines: readonly string[], source: string): Record<string, 
     const colon = line.indexOf(':');
     const name = colon < 0 ? line.trim() : line.slice(0, colon).trim();
     const value = colon < 0 ? '' : line.slice(colon + 1).trim();
-    if (colon < 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+    if (colon < 0 || !isHeaderName(name)) {
       // A flag's text is the user's own to see; a line of the environment variable may be a secret.
       const what = source.startsWith('--')
         ? `${source} "${name.length > 40 ? `${name.slice(0, 40)}…` : name}"`
         : `${source} (line ${index + 1})`;
       throw new UsageError(`invalid ${what}: use Name: value, for example "X-Team: sre".`);
     }
-    if (RESERVED_HEADERS.has(name.toLowerCase()))
-      throw new UsageError(`invalid ${source}: kubediff sets ${name} itself.`);
+    if (isReservedHeader(name)) throw new UsageError(`invalid ${source}: kubediff sets ${name} itself.`);
     if (/[\r\n\0]/.test(value))
       throw new UsageError(`invalid ${source} ${name}: the value has a line break.`);
     headers[name.toLowerCase()] = value;
@@ -187,4 +172,69 @@ export function describeSinkSpec(spec: SinkSpec): string {
   if (spec.type === 'slack')
     return spec.webhookUrl !== undefined ? `slack ${redactUrl(spec.webhookUrl)}` : `slack ${spec.channel}`;
   return 'stdout';
+}
+
+/** A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise. */
+function checkHttpUrl(text: string, where: string): void {
+  const { problem } = parseHttpUrl(text);
+  if (problem?.kind === 'not-a-url') {
+    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
+    throw new UsageError(
+      `${where}: not a URL (it starts "${urlStart(text)}"); use http://host/path or https://host/path.`,
+    );
+  }
+  if (problem?.kind === 'scheme')
+    throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
+}
+
+/** A duration the file's checks have already accepted (meanings.ts). */
+function checkedMs(text: string | undefined): number | undefined {
+  return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
+}
+
+/**
+ * A Slack or webhook sink of the config file (checked by meanings.ts) as a sink spec, with its filter
+ * (`filter`), and the file's dead-letter file unless it names its own.
+ */
+export function sinkSpecOf(
+  input: Exclude<SinkInput, { type: 'stdout' }>,
+  filter: { filter?: FilterSpec },
+  deadLetter: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): WebhookSinkSpec | SlackSinkSpec {
+  const timeoutMs = checkedMs(input.timeout);
+  const deadLetterFile = input.deadLetter ?? deadLetter;
+  const common = {
+    ...(input.name ? { name: input.name } : {}),
+    ...filter,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(deadLetterFile ? { deadLetterFile } : {}),
+  };
+  if (input.type === 'webhook') {
+    const maxWaitMs = checkedMs(input.batchWait);
+    return {
+      type: 'webhook',
+      url: input.url,
+      ...common,
+      ...(input.headers ? { headers: input.headers } : {}),
+      ...(input.secret ? { secret: input.secret } : {}),
+      ...(input.batch !== undefined
+        ? { batch: { maxEvents: input.batch, ...(maxWaitMs !== undefined ? { maxWaitMs } : {}) } }
+        : {}),
+      ...(input.maxRequestsPerSecond !== undefined
+        ? { maxRequestsPerSecond: input.maxRequestsPerSecond }
+        : {}),
+    };
+  }
+  const apiUrl = input.apiUrl ?? envValue(env, SINK_ENV.slackApiUrl);
+  const minIntervalMs = checkedMs(input.minInterval);
+  return {
+    type: 'slack',
+    ...common,
+    ...(input.webhookUrl !== undefined ? { webhookUrl: input.webhookUrl } : {}),
+    ...(input.token !== undefined ? { token: input.token } : {}),
+    ...(input.channel !== undefined ? { channel: input.channel } : {}),
+    ...(apiUrl ? { apiUrl } : {}),
+    ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
+  };
 }

@@ -2,14 +2,19 @@
 // config file's per-resource path rules and `only`), and --explain, which says for every event, for every
 // sink, whether it was delivered and which rule decided. Resource names in filters are resolved through
 // discovery (short names and kinds of custom resources too) by a DiscoveryResolver fed by the watch.
-import type { ChangeEvent } from '../diff/types.ts';
-import type { EventFailures } from '../event-failures.ts';
+
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { compileFilter, type EventFilter, type FilterVerdict, qualifiedResource } from '../sinks/filter.ts';
-import { evaluateContained, explainLine } from '../sinks/router.ts';
-import type { WatchSettings } from './watch-settings.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
+import { type ChangeEvent, type EventType, qualifiedResource } from './event.ts';
+import {
+  compileFilter,
+  type EventFilter,
+  evaluateContained,
+  type FilterSpec,
+  type FilterVerdict,
+} from './filter.ts';
 
 /** The resource types discovery offers, for resolving the names people write in filters. */
 export class DiscoveryResolver {
@@ -35,6 +40,14 @@ interface Router {
   explain(event: ChangeEvent): { sink: string; verdict: FilterVerdict }[];
 }
 
+/** The watch's own rules: which event types, the config file's global filter, and --explain. */
+export interface GateRules {
+  events: ReadonlySet<EventType>;
+  filter?: FilterSpec | undefined;
+  /** Say on stderr, for every event and every sink, why it was delivered or dropped. */
+  explain?: boolean | undefined;
+}
+
 export interface EventGateOptions {
   router: Router;
   log: Logger;
@@ -45,7 +58,7 @@ export interface EventGateOptions {
 
 /** Returns what to hand the router for `event` (changes trimmed by ignore rules), or undefined to drop it. */
 export function eventGate(
-  settings: Pick<WatchSettings, 'events' | 'filter' | 'explain'>,
+  settings: GateRules,
   options: EventGateOptions,
 ): (event: ChangeEvent) => ChangeEvent | undefined {
   const filter: EventFilter | undefined = settings.filter
@@ -89,4 +102,17 @@ export function eventGate(
     }
     return passed;
   };
+}
+
+/**
+ * One --explain line: the event, where it went (a sink, or `all sinks` for the watch's own rules) and why.
+ * `explain: UPDATED deployments.apps shop/web 6f1c…:48213 → webhook audit: delivered (resource deploy)`.
+ */
+export function explainLine(event: ChangeEvent, target: string, verdict: FilterVerdict): string {
+  const { namespace, name } = event.object;
+  const subject = `${event.type} ${qualifiedResource(event)} ${namespace ? `${namespace}/` : ''}${name} ${event.id}`;
+  const outcome = verdict.deliver
+    ? `delivered (${verdict.reason}${verdict.event ? `; ${verdict.event.changes?.length ?? 0} of ${event.changes?.length ?? 0} changes kept` : ''})`
+    : `dropped by ${verdict.rule}: ${verdict.reason}`;
+  return `explain: ${subject} → ${target}: ${outcome}`;
 }

@@ -2,7 +2,7 @@
 //   GET /healthz  200 while the process runs and its event loop answers (liveness).
 //   GET /readyz   200 once the initial sync is done and no watch has been failing for longer than
 //                 --ready-failure-threshold; 503 with the reason otherwise (readiness).
-//   GET /metrics  Prometheus text format (src/cli/metrics.ts).
+//   GET /metrics  Prometheus text format (src/service/metrics.ts).
 // Readiness counts failures that concern the connection or the server (network, TLS, 401, 5xx, 429);
 // a resource that is forbidden (403) or gone (404) is a lasting configuration matter, reported in the
 // logs and in kubediff_watch_failures_total, and does not make the replica unready forever.
@@ -11,12 +11,12 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UsageError } from '../errors.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { KubeFailureKind } from '../kube/errors.ts';
 import { qualifiedName } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
+import { UsageError } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
 import type { KubediffMetrics } from './metrics.ts';
 
 export interface ReadinessReport {
@@ -148,7 +148,7 @@ export class HealthServer {
     this.server = server;
   }
 
-  /** Listens on `address`; rejects with a UserError when the port cannot be had. */
+  /** Listens on `address`; rejects with a UsageError when the port cannot be had. */
   static async start(address: string, options: HealthServerOptions): Promise<HealthServer> {
     const { host, port } = parseListenAddress(address);
     const server = createServer((request, response) => {

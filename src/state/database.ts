@@ -16,10 +16,10 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
-import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage, UsageError } from '../errors.ts';
+import type { ChangeEvent } from '../events/event.ts';
+import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
-import type { StoredObject } from './store.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
 
 /** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
 export const APPLICATION_ID = 0x4b446966;
@@ -292,11 +292,6 @@ export class StateDatabase {
     }
   }
 
-  /** The schema version a file had before open() migrated it is not kept; this is the current one. */
-  get schemaVersion(): number {
-    return this.pragma('user_version');
-  }
-
   close(): void {
     if (this.db.isOpen) this.db.close();
   }
@@ -459,24 +454,15 @@ export class StateDatabase {
 
   /** The recorded events matching `query`, oldest first (the newest `limit` of them). */
   history(query: HistoryQuery): ChangeEvent[] {
-    const where: string[] = [];
-    const params: (string | number)[] = [];
-    if (query.namespace !== undefined) {
-      where.push('namespace = ?');
-      params.push(query.namespace);
-    }
-    if (query.resource !== undefined) {
-      where.push('resource = ?');
-      params.push(query.resource);
-    }
-    if (query.name !== undefined) {
-      where.push('name = ?');
-      params.push(query.name);
-    }
-    if (query.since !== undefined) {
-      where.push('time >= ?');
-      params.push(query.since);
-    }
+    const conditions: [string, string | undefined][] = [
+      ['namespace = ?', query.namespace],
+      ['resource = ?', query.resource],
+      ['name = ?', query.name],
+      ['time >= ?', query.since],
+    ];
+    const given = conditions.filter((condition): condition is [string, string] => condition[1] !== undefined);
+    const where = given.map(([clause]) => clause);
+    const params: (string | number)[] = given.map(([, value]) => value);
     const sql =
       `SELECT event FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC` +
       (query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '');

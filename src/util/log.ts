@@ -35,8 +35,6 @@ export interface StderrLoggerOptions {
 export interface StderrLogger extends Logger {
   error(message: string, fields?: LogFields): void;
   readonly format: LogFormat;
-  /** A logger whose JSON lines also carry `fields` (text lines are unchanged). */
-  with(fields: LogFields): StderrLogger;
 }
 
 export function resolveLogFormat(
@@ -78,7 +76,6 @@ function makeLogger(
     warn: (message, fields) => emit('warn', message, fields),
     debug: (message, fields) => emit('debug', message, fields),
     error: (message, fields) => emit('error', message, fields),
-    with: (fields) => makeLogger(format, debug, write, { ...baseFields, ...fields }),
   };
 }
 

@@ -10,8 +10,7 @@
 // `pods`); `sink` is the sink's name as in the logs (URLs elided).
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ChangeEvent } from '../diff/types.ts';
-import { type EventFailures, FAILURE_STAGES } from '../event-failures.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { ConnectionStats } from '../kube/transport.ts';
@@ -19,11 +18,12 @@ import { qualifiedName } from '../kube/types.ts';
 import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
+import { type EventFailures, FAILURE_STAGES } from '../util/event-failures.ts';
 
 export interface MetricsSources {
   /** The informers running now (read on each scrape). */
   informers?: () => readonly Informer[];
-  /** Changes that failed at one stage of processing (src/event-failures.ts). */
+  /** Changes that failed at one stage of processing (src/util/event-failures.ts). */
   failures?: EventFailures;
   /** --state: the writes held back for the sinks. */
   state?: { readonly backlogBytes: number; readonly unconfirmedWrites: number };
@@ -47,14 +47,6 @@ const SINK_OUTCOMES: readonly [keyof SinkStats, string][] = [
   ['deadLettered', 'dead_lettered'],
   ['lost', 'lost'],
 ];
-
-/** The resource label of an event: `deployments.apps`, `pods`. */
-export function resourceOfEvent(event: ChangeEvent): string {
-  const slash = event.object.apiVersion.indexOf('/');
-  return slash < 0
-    ? event.object.resource
-    : `${event.object.resource}.${event.object.apiVersion.slice(0, slash)}`;
-}
 
 export class KubediffMetrics {
   readonly registry = new Registry();
@@ -368,7 +360,7 @@ export class KubediffMetrics {
 
   /** An event that leaves the event builder (delivered, or buffered on a standby). */
   observeEvent(event: ChangeEvent): void {
-    const resource = resourceOfEvent(event);
+    const resource = qualifiedResource(event);
     this.events.inc({ type: event.type, resource });
     this.lastEventAt.set(resource, this.now());
   }

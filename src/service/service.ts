@@ -1,30 +1,41 @@
 // What `watch` adds when it runs as a service: the health/metrics server (--listen), readiness,
-// metrics, and leader election (--leader-elect) with its event gate. `watch` calls it at four points:
-// before the sinks exist (start), for each event (emit), for each informer state (handler), once the
-// initial sync is over (synced), and when stopping (stop, after the sinks drained).
-import type { ChangeEvent } from '../diff/types.ts';
+// metrics, and leader election (--leader-elect). In the pipeline it is an observer (informer states
+// for readiness and metrics, reported events for metrics) and, under --leader-elect, a handover stage
+// (the leader gate). Its lifecycle: start (before the sinks exist, so that the kubelet sees a live
+// process during the sync), synced (ready; campaign for the Lease), stopping, stop (after the sinks
+// drained: the final checkpoint covers what they delivered).
+
+import type { ChangeEvent } from '../events/event.ts';
+import type { EventStage, PipelineObserver } from '../events/pipeline.ts';
 import type { ClusterWatcher } from '../informer/cluster-watcher.ts';
-import type { InformerHandler } from '../informer/informer.ts';
+import type { Informer } from '../informer/informer.ts';
+import type { ReflectorState } from '../informer/reflector.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { LeaderElector } from '../kube/leader-election.ts';
-import type { Logger } from '../log.ts';
-import type { Router } from '../sinks/router.ts';
+import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-election.ts';
+import type { Sink } from '../sinks/sink.ts';
+import type { LogFormat, Logger } from '../util/log.ts';
 import { HealthServer, Readiness } from './health-server.ts';
 import { CHECKPOINT_ANNOTATION, checkpointAnnotation, LeaderGate } from './leader-gate.ts';
 import { KubediffMetrics, type MetricsSources } from './metrics.ts';
-import type { ServiceOptions } from './service-options.ts';
 
-export class ServiceRuntime {
+export interface ServiceOptions {
+  /** --listen: serve /healthz, /readyz, /metrics here. */
+  listen: string | undefined;
+  readyFailureThresholdMs: number;
+  /** --leader-elect. */
+  leaderElection: LeaderElectionConfig | undefined;
+  logFormat: LogFormat | 'auto';
+}
+
+export class ServiceRuntime implements PipelineObserver {
   private readonly options: ServiceOptions | undefined;
   private readonly log: Logger;
   private readonly client: KubeClient;
   private readonly metrics: KubediffMetrics | undefined;
   private readonly readiness: Readiness;
+  private readonly gate: LeaderGate | undefined;
   private server: HealthServer | undefined;
-  private gate: LeaderGate | undefined;
   private elector: LeaderElector | undefined;
-  private router: Router | undefined;
-  private readonly standbyMaxBufferBytes: number | undefined;
 
   private constructor(
     options: ServiceOptions | undefined,
@@ -34,12 +45,18 @@ export class ServiceRuntime {
     standbyMaxBufferBytes: number | undefined,
   ) {
     this.options = options;
-    this.standbyMaxBufferBytes = standbyMaxBufferBytes;
     this.client = client;
     this.log = log;
     this.readiness = new Readiness({ thresholdMs: options?.readyFailureThresholdMs ?? 60_000 });
     this.metrics = options?.listen ? new KubediffMetrics({ version }) : undefined;
     this.metrics?.setSources({ connections: () => client.connectionStats() });
+    if (options?.leaderElection) {
+      this.gate = new LeaderGate({
+        log,
+        ...(standbyMaxBufferBytes !== undefined ? { maxBufferedBytes: standbyMaxBufferBytes } : {}),
+      });
+      this.metrics?.setSources({ standby: this.gate });
+    }
   }
 
   /** Opens the health server at once, so that the kubelet sees a live (not yet ready) process during the sync. */
@@ -75,45 +92,28 @@ export class ServiceRuntime {
     return runtime;
   }
 
-  /**
-   * The sinks' router: where events go once this replica may deliver; and, for the metrics, the
-   * dead-letter files, the failure counts and the --state recorder.
-   */
-  connect(
-    router: Router,
+  /** The pipeline's handover stages: under --leader-elect, the gate that holds events back on a standby. */
+  get stages(): EventStage[] {
+    return this.gate ? [this.gate] : [];
+  }
+
+  /** What the metrics read on each scrape: the sinks, the dead-letter files, the failures, --state. */
+  observeSinks(
+    sinks: () => readonly Sink[],
     observed: Pick<MetricsSources, 'failures' | 'state' | 'deadLetterFiles'> = {},
   ): void {
-    this.router = router;
-    this.metrics?.setSources({ sinks: () => router.sinks, ...observed });
-    if (this.options?.leaderElection) {
-      this.gate = new LeaderGate({
-        deliver: (event) => router.deliver(event),
-        log: this.log,
-        ...(this.standbyMaxBufferBytes !== undefined ? { maxBufferedBytes: this.standbyMaxBufferBytes } : {}),
-      });
-      this.metrics?.setSources({ standby: this.gate });
-    }
+    this.metrics?.setSources({ sinks, ...observed });
   }
 
-  /** An event from the event builder. */
-  emit(event: ChangeEvent): void {
+  /** PipelineObserver: informer health, for readiness and metrics. */
+  stateChanged(informer: Informer, state: ReflectorState): void {
+    this.readiness.observeState(informer, state);
+    this.metrics?.observeState(informer, state);
+  }
+
+  /** PipelineObserver: an event that passed the watch's rules (delivered, or held on a standby). */
+  eventReported(event: ChangeEvent): void {
     this.metrics?.observeEvent(event);
-    if (this.gate) this.gate.offer(event);
-    else this.router?.deliver(event);
-  }
-
-  /** The informer handler, observed for readiness and metrics. */
-  handler(inner: InformerHandler): InformerHandler {
-    return {
-      onAdd: (type, object, context) => inner.onAdd(type, object, context),
-      onUpdate: (type, previous, current, context) => inner.onUpdate(type, previous, current, context),
-      onDelete: (type, last, context) => inner.onDelete(type, last, context),
-      onState: (informer, state) => {
-        this.readiness.observeState(informer, state);
-        this.metrics?.observeState(informer, state);
-        inner.onState?.(informer, state);
-      },
-    };
   }
 
   /** The initial sync is over: ready, and (with --leader-elect) campaigning for the Lease. */

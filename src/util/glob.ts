@@ -1,4 +1,4 @@
-// Shell-style globs for namespace names: `*` is any run of characters, `?` one character.
+// Namespace names, and shell-style globs over them: `*` is any run of characters, `?` one character.
 
 export function hasGlob(text: string): boolean {
   return text.includes('*') || text.includes('?');
@@ -19,6 +19,12 @@ const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const NAMESPACE_GLOB = /^[-a-z0-9*?]{1,63}$/;
 
 /** A namespace name (`kube-system`) or a glob over them (`team-*`), as -n and `namespaces:` take them. */
-export function isNamespaceNameOrGlob(text: string): boolean {
+function isNamespaceNameOrGlob(text: string): boolean {
   return hasGlob(text) ? NAMESPACE_GLOB.test(text) : NAMESPACE_NAME.test(text);
+}
+
+/** Why `text` is not a namespace name or glob, in a phrase ("not a namespace name: …"); undefined when it is one. */
+export function namespaceProblem(text: string): string | undefined {
+  if (isNamespaceNameOrGlob(text)) return undefined;
+  return "not a namespace name: use lowercase letters, digits and '-' (globs: * and ?)";
 }

@@ -2,8 +2,6 @@
 // election, the log format. Kept apart from the watch settings (src/config) so that both can grow
 // independently; a config file maps onto the same fields.
 import type { Command } from 'commander';
-import { parseDurationSetting } from '../duration.ts';
-import { UsageError } from '../errors.ts';
 import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
@@ -12,8 +10,10 @@ import {
   defaultLeaseNamespace,
   type LeaderElectionConfig,
 } from '../kube/leader-election.ts';
-import type { LogFormat } from '../log.ts';
-import { parseListenAddress } from './health-server.ts';
+import { parseListenAddress } from '../service/health-server.ts';
+import type { ServiceOptions } from '../service/service.ts';
+import { parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
 
 export interface RawServiceFlags {
   listen?: string;
@@ -28,16 +28,7 @@ export interface RawServiceFlags {
   logFormat?: string;
 }
 
-export interface ServiceOptions {
-  /** --listen: serve /healthz, /readyz, /metrics here. */
-  listen: string | undefined;
-  readyFailureThresholdMs: number;
-  /** --leader-elect. */
-  leaderElection: LeaderElectionConfig | undefined;
-  logFormat: LogFormat | 'auto';
-}
-
-export const DEFAULT_READY_FAILURE_THRESHOLD_MS = 60_000;
+const DEFAULT_READY_FAILURE_THRESHOLD_MS = 60_000;
 
 export function addServiceFlags(command: Command): Command {
   return command

@@ -1,24 +1,28 @@
-// Exponential backoff with jitter, as client-go's reflector uses: start at
-// 800ms, double up to 30s, and forget the history once things have been
-// stable for a while, so that one blip an hour never waits 30s.
+// Exponential backoff with jitter, the one retry schedule of the program: the reflector's watches
+// (as client-go's reflector: 800ms doubling to 30s) and the sinks' deliveries (1s doubling to 60s)
+// use it with their own numbers.
 //
-// A server's Retry-After is honoured as a minimum, but only up to maxMs: an
-// API server (or a proxy in front of it) answering `Retry-After: 86400` must
-// not park a resource type for a day, and a value beyond 24.8 days would
-// overflow Node's timer into a 1 ms busy loop.
-import { MAX_TIMER_MS } from '../duration.ts';
+// A server's Retry-After is honoured as a minimum, but only up to maxRetryAfterMs: an API server (or a
+// proxy in front of it) answering `Retry-After: 86400` must not park a resource type for a day, and a
+// value beyond 24.8 days would overflow Node's timer into a 1 ms busy loop.
+import { MAX_TIMER_MS } from './duration.ts';
 
 export interface BackoffOptions {
   initialMs: number;
   maxMs: number;
   factor: number;
-  /** 0.5 spreads each delay over [0.5×, 1.5×) so that many reconnecting watches do not stampede. */
+  /** 0.5 spreads each delay over [0.5×, 1.5×) so that many reconnecting clients do not stampede. */
   jitter: number;
-  /** A success followed by this much quiet resets the delay to initialMs. */
+  /**
+   * A success followed by this much quiet resets the delay to initialMs, so that one blip an hour never
+   * waits the maximum. Infinity: only reset() does.
+   */
   resetAfterMs: number;
+  /** The longest Retry-After honoured. Default: maxMs. */
+  maxRetryAfterMs?: number;
 }
 
-export const DEFAULT_BACKOFF: BackoffOptions = {
+const DEFAULT_BACKOFF: BackoffOptions = {
   initialMs: 800,
   maxMs: 30_000,
   factor: 2,
@@ -37,7 +41,7 @@ export class Backoff {
     this.random = random;
   }
 
-  /** The delay before the next attempt. A server's Retry-After is honoured as a minimum, up to maxMs. */
+  /** The delay before the next attempt. A server's Retry-After is honoured as a minimum, up to maxRetryAfterMs. */
   next(retryAfterMs?: number, now = Date.now()): number {
     if (now - this.lastFailureAt > this.options.resetAfterMs) this.current = 0;
     this.lastFailureAt = now;
@@ -47,7 +51,8 @@ export class Backoff {
         : Math.min(this.options.maxMs, this.current * this.options.factor);
     const spread = 1 - this.options.jitter + this.random() * 2 * this.options.jitter;
     const delay = Math.round(this.current * spread);
-    return retryAfterMs !== undefined ? Math.max(delay, Math.min(retryAfterMs, this.options.maxMs)) : delay;
+    if (retryAfterMs === undefined) return delay;
+    return Math.max(delay, Math.min(retryAfterMs, this.options.maxRetryAfterMs ?? this.options.maxMs));
   }
 
   reset(): void {

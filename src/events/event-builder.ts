@@ -3,8 +3,12 @@
 // path, or a resync found it unchanged) produces no event at all. An update
 // the diff fails on (a bug, or an object nested too deep for its recursion)
 // is still reported, as changes of whole top-level fields, and the failure
-// is reported once (src/event-failures.ts).
-import { type EventFailures, identityOf } from '../event-failures.ts';
+// is reported once (src/util/event-failures.ts).
+
+import { diffObjects } from '../diff/diff.ts';
+import { getProperty } from '../diff/json.ts';
+import { formatPointer } from '../diff/pointer.ts';
+import type { Change } from '../diff/types.ts';
 import type { AddContext, DeleteContext, InformerHandler, UpdateContext } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import {
@@ -14,15 +18,14 @@ import {
   qualifiedName,
   type ResourceType,
 } from '../kube/types.ts';
-import { diffObjects } from './diff.ts';
-import { getProperty } from './json.ts';
-import { formatPointer } from './pointer.ts';
-import type { Change, ChangeEvent, EventType } from './types.ts';
+import { type EventFailures, identityOf } from '../util/event-failures.ts';
+import type { ChangeEvent, EventType } from './event.ts';
 
 export interface EventBuilderOptions {
   /** --cluster-name, or the kubeconfig context's name. */
   cluster: string | undefined;
-  emit: (event: ChangeEvent) => void;
+  /** Where the InformerHandler methods send their events (the pipeline calls added/updated/deleted). */
+  emit?: (event: ChangeEvent) => void;
   now?: () => Date;
   /** Where a failing diff is reported. Without it, the exception propagates. */
   failures?: EventFailures;
@@ -37,33 +40,51 @@ export class EventBuilder implements InformerHandler {
     this.now = options.now ?? (() => new Date());
   }
 
-  onAdd(type: ResourceType, object: StoredObject, context: AddContext): void {
-    this.options.emit(
-      this.build('ADDED', type, object, object.resourceVersion, undefined, context.offline, false),
+  added(type: ResourceType, object: StoredObject, context: AddContext): ChangeEvent {
+    return this.build('ADDED', type, object, object.resourceVersion, undefined, context.offline, false);
+  }
+
+  /** Undefined when nothing reportable changed (every change was in an ignored path). */
+  updated(
+    type: ResourceType,
+    previous: StoredObject,
+    current: StoredObject,
+    context: UpdateContext,
+  ): ChangeEvent | undefined {
+    const changes = this.changes(type, previous, current);
+    if (changes.length === 0) return undefined;
+    return this.build('UPDATED', type, current, current.resourceVersion, changes, context.offline, false);
+  }
+
+  deleted(type: ResourceType, last: StoredObject, context: DeleteContext): ChangeEvent {
+    return this.build(
+      'DELETED',
+      type,
+      last,
+      context.resourceVersion,
+      undefined,
+      context.offline,
+      context.finalStateUnknown,
     );
+  }
+
+  // InformerHandler: for a builder used on its own (the benchmarks, tests), events go to `emit`.
+
+  onAdd(type: ResourceType, object: StoredObject, context: AddContext): void {
+    this.options.emit?.(this.added(type, object, context));
   }
 
   onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void {
-    const changes = this.changes(type, previous, current);
-    if (changes.length === 0) return;
-    this.options.emit(
-      this.build('UPDATED', type, current, current.resourceVersion, changes, context.offline, false),
-    );
+    const event = this.updated(type, previous, current, context);
+    if (event) this.options.emit?.(event);
   }
 
   onDelete(type: ResourceType, last: StoredObject, context: DeleteContext): void {
-    this.options.emit(
-      this.build(
-        'DELETED',
-        type,
-        last,
-        context.resourceVersion,
-        undefined,
-        context.offline,
-        context.finalStateUnknown,
-      ),
-    );
+    this.options.emit?.(this.deleted(type, last, context));
   }
+
+  /** A baseline object is the known state, not a change: no event. */
+  onBaseline(): void {}
 
   private changes(type: ResourceType, previous: StoredObject, current: StoredObject): Change[] {
     try {

@@ -10,10 +10,10 @@
 // A recorded type the server no longer offers has its objects reported
 // DELETED offline (reportVanishedTypes).
 //
-// Writing (crash safety): every informer notification (ADDED, UPDATED,
-// DELETED, baseline object) and every reported event is queued in order,
-// tagged with how many events each sink had accepted right after it was
-// handed over. A flush, every `flushIntervalMs`, commits in ONE transaction
+// Writing (crash safety): every change of an informer's store (ADDED,
+// UPDATED, DELETED, baseline object) and every reported event is queued in
+// order, tagged with how many events each sink had accepted right after it
+// was handed over (the pipeline's DeliveryMark). A flush, every `flushIntervalMs`, commits in ONE transaction
 // the longest prefix of that queue whose events every sink has finished with
 // (delivered, or accounted for as dead-lettered/lost, which the log reports).
 // So the file never records as reported something a kill -9 could still keep
@@ -30,14 +30,17 @@
 // kill -9 meanwhile can lose, for that sink only, changes it still had queued
 // (a clean stop hands them to the dead-letter file or reports them, as
 // always). Logged once, counted (unconfirmedWrites, a metric).
-import type { ChangeEvent } from '../diff/types.ts';
-import { errorMessage } from '../errors.ts';
-import { type EventFailures, identityOf } from '../event-failures.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import type { DeliveryMark, PipelineObserver, StoreChange } from '../events/pipeline.ts';
+import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
+import type { ReflectorState } from '../informer/reflector.ts';
+import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { formatSize } from '../size.ts';
-import type { Informer, InformerHandler, InitialListMode } from './informer.ts';
+import { errorMessage } from '../util/errors.ts';
+import { type EventFailures, identityOf } from '../util/event-failures.ts';
+import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 import {
   DEFAULT_RETENTION,
   type Retention,
@@ -45,8 +48,7 @@ import {
   type StateDatabase,
   type StateWrite,
   serializeWrite,
-} from './state-database.ts';
-import type { StoredObject } from './store.ts';
+} from './database.ts';
 
 /** What an informer starts with. */
 export interface InformerPlan {
@@ -55,9 +57,8 @@ export interface InformerPlan {
   preload?: StoredObject[];
 }
 
-/** Per sink: events accepted so far, and events finished with (accepted − pending). */
+/** Per sink, in the router's order: events finished with so far (accepted − pending). */
 export interface DeliveryProgress {
-  accepted(): number[];
   finished(): number[];
   /** The sinks' names, in the same order (for the log). */
   names?(): string[];
@@ -85,18 +86,18 @@ export interface StateRecorderOptions {
 interface Pending {
   write: SerializedWrite;
   /** Per sink, the accepted count that must be finished before this entry may be committed. */
-  mark: number[];
+  mark: DeliveryMark;
   /** What the entry costs, as accounted against maxBacklogBytes. */
   bytes: number;
 }
 
 const SIGNATURE_KEY = 'selection';
 const MAX_BATCH = 5_000;
-export const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
 /** Per entry, besides its JSON: the entry, its mark and its keys (an estimate, on the high side). */
 const ENTRY_OVERHEAD_BYTES = 200;
 
-export class StateRecorder {
+export class StateRecorder implements PipelineObserver {
   private readonly db: StateDatabase;
   private readonly log: Logger;
   private readonly retention: Retention;
@@ -106,7 +107,7 @@ export class StateRecorder {
   private readonly catchingUp: boolean;
   private readonly previous: Map<string, { watched: boolean; listed: boolean; type: ResourceType }>;
   private pending: Pending[] = [];
-  private progress: DeliveryProgress = { accepted: () => [], finished: () => [] };
+  private progress: DeliveryProgress = { finished: () => [] };
   private informers: () => Informer[] = () => [];
   private timer: NodeJS.Timeout | undefined;
   private lastPrune = 0;
@@ -229,40 +230,24 @@ export class StateRecorder {
     }
   }
 
-  /** Wraps the informers' handler: every notification becomes a state write, after the event left. */
-  handler(inner: InformerHandler): InformerHandler {
-    return {
-      onAdd: (type, object, context) => {
-        inner.onAdd(type, object, context);
-        this.queue({ kind: 'object', resource: qualifiedName(type), object });
-      },
-      onUpdate: (type, previous, current, context) => {
-        inner.onUpdate(type, previous, current, context);
-        this.queue({ kind: 'object', resource: qualifiedName(type), object: current });
-      },
-      onDelete: (type, last, context) => {
-        inner.onDelete(type, last, context);
-        this.queue({ kind: 'delete', resource: qualifiedName(type), key: last.key });
-      },
-      onBaseline: (type, object) => {
-        inner.onBaseline?.(type, object);
-        this.queue({ kind: 'object', resource: qualifiedName(type), object });
-      },
-      onState: (informer, state) => {
-        // Watching after the first LIST: every object of that LIST has been queued by now.
-        if (state.phase === 'watching' && informer.hasSynced && !this.syncedAt.has(informer)) {
-          this.syncedAt.set(informer, { seq: this.queued, resourceVersion: informer.resourceVersion });
-        }
-        inner.onState?.(informer, state);
-      },
-    };
+  /** PipelineObserver: after the first LIST of an informer, where its objects end in the queue. */
+  stateChanged(informer: Informer, state: ReflectorState): void {
+    // Watching after the first LIST: every object of that LIST has been queued by now.
+    if (state.phase === 'watching' && informer.hasSynced && !this.syncedAt.has(informer)) {
+      this.syncedAt.set(informer, { seq: this.queued, resourceVersion: informer.resourceVersion });
+    }
   }
 
-  /** An event that was handed to the sinks: kept for `kubediff history`. */
-  recordEvent(event: ChangeEvent): void {
-    const { apiVersion, resource } = event.object;
-    const group = apiVersion.includes('/') ? (apiVersion.split('/')[0] ?? '') : '';
-    this.queue({ kind: 'event', resource: qualifiedName({ group, resource }), event });
+  /**
+   * PipelineObserver: each change of an informer's store (a baseline object too), once its event went
+   * to the sinks. The event (kept for `kubediff history`) and the object are queued, to be committed
+   * when every sink has finished with what it had accepted at `mark`.
+   */
+  changeProcessed(change: StoreChange, reported: ChangeEvent | undefined, mark: DeliveryMark): void {
+    const resource = qualifiedName(change.type);
+    if (reported) this.queue({ kind: 'event', resource: qualifiedResource(reported), event: reported }, mark);
+    if (change.kind === 'deleted') this.queue({ kind: 'delete', resource, key: change.object.key }, mark);
+    else this.queue({ kind: 'object', resource, object: change.object }, mark);
   }
 
   /** Commits what every sink has finished with. Called by a timer; `all` at the end, after the sinks closed. */
@@ -348,11 +333,6 @@ export class StateRecorder {
     this.db.close();
   }
 
-  /** Entries waiting for the sinks (for tests and metrics). */
-  get backlog(): number {
-    return this.pending.length;
-  }
-
   /** Bytes of the entries waiting for the sinks, as accounted against maxBacklogBytes (a metric). */
   get backlogBytes(): number {
     return this.pendingBytes;
@@ -363,7 +343,7 @@ export class StateRecorder {
     return this.unconfirmed;
   }
 
-  private queue(write: StateWrite): void {
+  private queue(write: StateWrite, mark: DeliveryMark): void {
     if (this.closed || this.failed) return;
     let serialized: SerializedWrite;
     try {
@@ -382,7 +362,7 @@ export class StateRecorder {
     }
     const bytes =
       ENTRY_OVERHEAD_BYTES + (serialized.kind === 'delete' ? serialized.key.length : serialized.json.length);
-    this.pending.push({ write: serialized, mark: this.progress.accepted(), bytes });
+    this.pending.push({ write: serialized, mark, bytes });
     this.pendingBytes += bytes;
     this.queued++;
     if (this.pendingBytes > this.maxBacklogBytes) this.relieve();
@@ -429,13 +409,13 @@ export class StateRecorder {
   }
 }
 
-function reached(finished: readonly number[], mark: readonly number[]): boolean {
+function reached(finished: readonly number[], mark: DeliveryMark): boolean {
   for (let i = 0; i < mark.length; i++) if ((finished[i] ?? 0) < (mark[i] ?? 0)) return false;
   return true;
 }
 
 /** The sinks (indices) that have not finished up to `mark`. */
-function lagging(finished: readonly number[], mark: readonly number[]): number[] {
+function lagging(finished: readonly number[], mark: DeliveryMark): number[] {
   return mark.flatMap((needed, index) => ((finished[index] ?? 0) < needed ? [index] : []));
 }
 
@@ -455,12 +435,11 @@ function newestResourceVersion(informers: readonly Informer[]): string | undefin
   return best?.toString();
 }
 
-/** Sinks' progress from their counters (src/sinks/sink.ts). */
+/** Sinks' progress from their counters (src/sinks/sink.ts), in the router's order. */
 export function sinkProgress(
   sinks: () => readonly { name: string; stats(): { accepted: number; pending: number } }[],
 ): DeliveryProgress {
   return {
-    accepted: () => sinks().map((sink) => sink.stats().accepted),
     finished: () =>
       sinks().map((sink) => {
         const stats = sink.stats();

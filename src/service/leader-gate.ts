@@ -23,19 +23,19 @@
 // then the oldest events are dropped, logged once and counted (kubediff_standby_dropped_events_total):
 // they matter only if that leader dies without having delivered them.
 
-import type { ChangeEvent } from '../diff/types.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import type { EventStage, Handover } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { Lease } from '../kube/leader-election.ts';
 import { qualifiedName } from '../kube/types.ts';
-import type { Logger } from '../log.ts';
-import { formatSize } from '../size.ts';
-import { resourceOfEvent } from './metrics.ts';
+import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 
 export const CHECKPOINT_ANNOTATION = 'kubediff.io/checkpoint';
 /** A standby never holds more than this many events (a leader that writes no checkpoint, say)… */
 const DEFAULT_MAX_BUFFERED = 100_000;
 /** …nor more than this many bytes of them. */
-export const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /** Per event, besides its JSON (the event object, its entry): an estimate, on the high side. */
 const ENTRY_OVERHEAD_BYTES = 200;
 
@@ -84,7 +84,7 @@ export function checkpointAnnotation(informers: readonly Informer[]): string {
 
 /** True when `checkpoint` says this event's change was already processed by the leader that wrote it. */
 function coveredBy(checkpoint: Checkpoint, event: ChangeEvent): boolean {
-  const limit = checkpoint.get(resourceOfEvent(event));
+  const limit = checkpoint.get(qualifiedResource(event));
   if (limit === undefined) return false;
   const rv = parseResourceVersion(event.object.resourceVersion);
   return rv !== undefined && rv <= limit;
@@ -95,8 +95,11 @@ interface Held {
   bytes: number;
 }
 
-export class LeaderGate {
-  private readonly deliver: (event: ChangeEvent) => void;
+/** The pipeline's handover stage under --leader-elect: delivers as the leader, holds back as a standby. */
+export class LeaderGate implements EventStage {
+  readonly name = 'leader gate';
+  /** Hands a held event to the rest of the pipeline (set when the pipeline is built). */
+  private deliver: (event: ChangeEvent) => void = () => {};
   private readonly log: Logger;
   private readonly maxBuffered: number;
   private readonly maxBufferedBytes: number;
@@ -109,13 +112,7 @@ export class LeaderGate {
   private floor: Checkpoint = new Map();
   private dropped = 0;
 
-  constructor(options: {
-    deliver: (event: ChangeEvent) => void;
-    log: Logger;
-    maxBuffered?: number;
-    maxBufferedBytes?: number;
-  }) {
-    this.deliver = options.deliver;
+  constructor(options: { log: Logger; maxBuffered?: number; maxBufferedBytes?: number }) {
     this.log = options.log;
     this.maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
@@ -140,17 +137,24 @@ export class LeaderGate {
     return this.dropped;
   }
 
-  offer(event: ChangeEvent): void {
-    if (this.leading) {
-      if (!coveredBy(this.floor, event)) this.deliver(event);
-      return;
-    }
+  connect(next: (handover: Handover) => void): (handover: Handover) => void {
+    this.deliver = (event) => next({ change: undefined, event });
+    return (handover) => next(handover.event ? { ...handover, event: this.admit(handover.event) } : handover);
+  }
+
+  /**
+   * The event to deliver now; undefined when it is held back (a standby) or was delivered by the
+   * previous leader already.
+   */
+  private admit(event: ChangeEvent): ChangeEvent | undefined {
+    if (this.leading) return coveredBy(this.floor, event) ? undefined : event;
     const bytes = ENTRY_OVERHEAD_BYTES + jsonLength(event);
     this.buffer.push({ event, bytes });
     this.bytes += bytes;
     while (this.buffered > this.maxBuffered || (this.bytes > this.maxBufferedBytes && this.buffered > 1)) {
       this.dropOldest();
     }
+    return undefined;
   }
 
   private dropOldest(): void {

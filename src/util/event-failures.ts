@@ -92,7 +92,7 @@ export function identityOf(
 }
 
 /** `configmaps shop/web (uid 6f1c…, resourceVersion 48213)`. */
-export function describeObject(object: ObjectIdentity): string {
+function describeObject(object: ObjectIdentity): string {
   if (object.name === undefined) return object.resource;
   const ids = [
     object.uid ? `uid ${object.uid}` : '',

@@ -1,0 +1,164 @@
+// What the schema cannot say: JSON Pointers, label selectors, URLs, durations, sizes, names, and the
+// rules that tie keys together (a Slack sink's target, one stdout sink). Each check looks only at a value
+// of the expected type: a value of the wrong type is the schema's problem, reported there.
+import { labelSelectorProblem } from '../kube/label-selector.ts';
+import { resourceNameProblem } from '../kube/resource-names.ts';
+import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
+import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
+import { namespaceProblem } from '../util/glob.ts';
+import { parseSize } from '../util/size.ts';
+import { parseHttpUrl } from '../util/url.ts';
+import { checkIgnorePath } from './presets.ts';
+import type { KeyPath } from './problems.ts';
+import type { ConfigInput } from './schema.ts';
+
+export type At = (path: KeyPath, message: string) => void;
+export type Shown = (path: KeyPath, value: unknown) => string;
+
+/**
+ * Checks what the schema cannot. `config` has passed the schema only where no shape problem was
+ * reported: any value may still be of another type than declared, so every check tests the type first.
+ */
+export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
+  if (typeof config.selector === 'string') {
+    const problem = labelSelectorProblem(config.selector);
+    if (problem) at(['selector'], `not a label selector: ${problem}`);
+  }
+  checkNamespaces(config.namespaces, ['namespaces'], at);
+  checkNamespaces(config.excludeNamespaces, ['excludeNamespaces'], at);
+  checkResources(config.resources, ['resources'], at);
+  checkResources(config.excludeResources, ['excludeResources'], at);
+  checkPathRules(config.ignore, ['ignore'], at);
+  checkPathRules(config.only, ['only'], at);
+  checkPathRules(config.redact, ['redact'], at);
+  if (Array.isArray(config.events) && config.events.length === 0)
+    at(['events'], 'expected at least one of added, updated, deleted');
+  // A shutdown timeout of 0 is meaningful (exit at once); so are a batch wait and a Slack interval of 0.
+  checkDurationKey(config.shutdownTimeout, ['shutdownTimeout'], at, shown, { allowZero: true });
+  checkStateRetention(config.state, at, shown);
+  checkSize(config.deadLetterMaxSize, ['deadLetterMaxSize'], at, shown);
+  if (!Array.isArray(config.sinks)) return;
+  config.sinks.forEach((sink, index) => {
+    if (!isRecord(sink)) return;
+    const here: KeyPath = ['sinks', index];
+    const filter = sink.filter;
+    if (isRecord(filter)) {
+      const f: KeyPath = [...here, 'filter'];
+      checkNamespaces(filter.namespaces, [...f, 'namespaces'], at);
+      checkNamespaces(filter.excludeNamespaces, [...f, 'excludeNamespaces'], at);
+      checkResources(filter.resources, [...f, 'resources'], at);
+      checkResources(filter.excludeResources, [...f, 'excludeResources'], at);
+      checkPathRules(filter.ignore, [...f, 'ignore'], at);
+      checkPathRules(filter.only, [...f, 'only'], at);
+      if (Array.isArray(filter.events) && filter.events.length === 0)
+        at([...f, 'events'], 'expected at least one of added, updated, deleted');
+    }
+    if (sink.type === 'webhook') {
+      checkUrl(sink.url, [...here, 'url'], at, shown);
+      checkDurationKey(sink.timeout, [...here, 'timeout'], at, shown);
+      checkDurationKey(sink.batchWait, [...here, 'batchWait'], at, shown, { allowZero: true });
+      if (sink.batchWait !== undefined && sink.batch === undefined)
+        at([...here, 'batchWait'], 'applies to batches: set batch: too (events per request)');
+      for (const name of isRecord(sink.headers) ? Object.keys(sink.headers) : []) {
+        if (!isHeaderName(name))
+          at([...here, 'headers', name], `${JSON.stringify(name)} is not an HTTP header name`);
+        else if (isReservedHeader(name)) at([...here, 'headers', name], `kubediff sets ${name} itself`);
+      }
+    } else if (sink.type === 'slack') {
+      checkUrl(sink.webhookUrl, [...here, 'webhookUrl'], at, shown);
+      checkUrl(sink.apiUrl, [...here, 'apiUrl'], at, shown);
+      checkDurationKey(sink.timeout, [...here, 'timeout'], at, shown);
+      checkDurationKey(sink.minInterval, [...here, 'minInterval'], at, shown, { allowZero: true });
+      if (sink.webhookUrl !== undefined && (sink.token !== undefined || sink.channel !== undefined)) {
+        at(here, 'a Slack sink posts either through webhookUrl or as a bot with token and channel, not both');
+      } else if (sink.webhookUrl === undefined && (sink.token === undefined || sink.channel === undefined)) {
+        at(
+          here,
+          sink.token === undefined && sink.channel === undefined
+            ? 'a Slack sink needs webhookUrl (an incoming webhook), or token and channel (a bot)'
+            : `a Slack bot sink needs both token and channel (${sink.token === undefined ? 'token' : 'channel'} is missing)`,
+        );
+      }
+      if (typeof sink.channel === 'string' && !isSlackChannel(sink.channel))
+        at([...here, 'channel'], 'expected a channel ID such as C0123456789, or #name');
+    }
+  });
+  const isStdout = (sink: unknown) => isRecord(sink) && sink.type === 'stdout';
+  if (config.sinks.filter(isStdout).length > 1) {
+    const index = config.sinks.findLastIndex(isStdout);
+    at(['sinks', index, 'type'], 'only one stdout sink can be listed (stdout is one stream)');
+  }
+}
+
+function checkNamespaces(values: unknown, path: KeyPath, at: At): void {
+  if (!Array.isArray(values)) return;
+  values.forEach((name: unknown, index) => {
+    if (typeof name !== 'string') return;
+    const problem = namespaceProblem(name);
+    if (problem) at([...path, index], `${JSON.stringify(name)} is ${problem}`);
+  });
+}
+
+function checkResources(values: unknown, path: KeyPath, at: At): void {
+  if (!Array.isArray(values)) return;
+  values.forEach((name: unknown, index) => {
+    if (typeof name !== 'string') return;
+    const problem = resourceNameProblem(name);
+    if (problem) at([...path, index], problem);
+  });
+}
+
+function checkPathRules(rules: unknown, path: KeyPath, at: At): void {
+  if (!Array.isArray(rules)) return;
+  rules.forEach((rule: unknown, index) => {
+    const pointer = typeof rule === 'string' ? rule : isRecord(rule) ? rule.path : undefined;
+    if (typeof pointer !== 'string') return;
+    const here: KeyPath = typeof rule === 'string' ? [...path, index] : [...path, index, 'path'];
+    try {
+      checkIgnorePath(pointer);
+    } catch (error) {
+      at(here, (error as Error).message);
+    }
+    if (isRecord(rule)) checkResources(rule.resources, [...path, index, 'resources'], at);
+  });
+}
+
+function checkStateRetention(state: ConfigInput['state'], at: At, shown: Shown): void {
+  if (state === null || typeof state !== 'object') return;
+  checkDurationKey(state.maxAge, ['state', 'maxAge'], at, shown, AGE_RULES);
+  checkSize(state.maxSize, ['state', 'maxSize'], at, shown);
+}
+
+function checkSize(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {
+  if (typeof value !== 'string') return;
+  try {
+    parseSize(path.join('.'), value);
+  } catch {
+    at(path, `expected a size such as 64MB or 1GB, got ${shown(path, value)}`);
+  }
+}
+
+function checkDurationKey(
+  value: string | undefined,
+  path: KeyPath,
+  at: At,
+  shown: Shown,
+  rules?: DurationRules,
+): void {
+  if (typeof value !== 'string') return;
+  const { problem } = checkDuration(value, rules);
+  if (problem !== undefined) at(path, `${problem}, got ${shown(path, value)}`);
+}
+
+function checkUrl(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {
+  if (typeof value !== 'string') return;
+  const { problem } = parseHttpUrl(value);
+  if (problem?.kind === 'not-a-url')
+    at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
+  else if (problem?.kind === 'scheme')
+    at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> & object {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

@@ -1,0 +1,169 @@
+// The shapes and types of the config file, checked by its JSON Schema (src/config/schema.ts) with ajv,
+// every error translated into one sentence: the key path, what was expected, what was found.
+import { Ajv, type ErrorObject } from 'ajv';
+import { editDistance } from '../kube/resource-names.ts';
+import { EXPECTED_DURATION } from '../util/duration.ts';
+import { formatKeyPath, type KeyPath } from './problems.ts';
+import { configSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
+
+type Validator = ReturnType<Ajv['compile']>;
+/** Compiled on first use: compiling takes longer than everything a command without -c does. */
+let validators: { config: Validator; sinks: Record<(typeof SINK_TYPES)[number], Validator> } | undefined;
+
+function compiledValidators(): NonNullable<typeof validators> {
+  if (validators) return validators;
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  validators = {
+    config: ajv.compile(configSchema),
+    sinks: Object.fromEntries(SINK_TYPES.map((type) => [type, ajv.compile(sinkSchemas[type])])) as Record<
+      (typeof SINK_TYPES)[number],
+      Validator
+    >,
+  };
+  return validators;
+}
+
+export interface ShapeError {
+  path: KeyPath;
+  /** For an unknown key: the key (the path is its mapping's). */
+  unknownKey?: string;
+  /** `<value>` stands for the value found (filled in by the caller, who knows what came from env). */
+  message: string;
+}
+
+export function validateShape(config: Record<string, unknown>): ShapeError[] {
+  const errors: ShapeError[] = [];
+  const { config: validateConfig, sinks: validateSink } = compiledValidators();
+  if (!validateConfig(config)) errors.push(...translate(validateConfig.errors ?? [], [], configSchema));
+  const sinks = config.sinks;
+  if (Array.isArray(sinks)) {
+    sinks.forEach((sink: unknown, index) => {
+      if (sink === null || typeof sink !== 'object' || Array.isArray(sink)) return;
+      const type = (sink as { type?: unknown }).type;
+      if (typeof type !== 'string' || !(SINK_TYPES as string[]).includes(type)) return;
+      const validate = validateSink[type as (typeof SINK_TYPES)[number]];
+      if (!validate(sink)) {
+        errors.push(
+          ...translate(
+            validate.errors ?? [],
+            ['sinks', index],
+            sinkSchemas[type as (typeof SINK_TYPES)[number]],
+          ),
+        );
+      }
+    });
+  }
+  // One message per place: a union type's several errors say the same thing.
+  const seen = new Set<string>();
+  return errors.filter((error) => {
+    const key = `${formatKeyPath(error.path)}|${error.unknownKey ?? ''}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: object): ShapeError[] {
+  const result: ShapeError[] = [];
+  for (const error of errors) {
+    const path = [
+      ...prefix,
+      ...error.instancePath
+        .split('/')
+        .slice(1)
+        .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'))
+        .map((token) => (/^\d+$/.test(token) ? Number(token) : token)),
+    ];
+    switch (error.keyword) {
+      case 'additionalProperties': {
+        const key = String(error.params.additionalProperty);
+        const known = Object.keys(
+          (schemaAt(rootSchema, error.schemaPath) as { properties?: object }).properties ?? {},
+        );
+        const suggestion = closest(key, known);
+        result.push({
+          path,
+          unknownKey: key,
+          message: suggestion
+            ? `unknown key (did you mean ${suggestion}?)`
+            : `unknown key; expected one of ${known.join(', ')}`,
+        });
+        break;
+      }
+      case 'type': {
+        if ((schemaAt(rootSchema, error.schemaPath) as { $comment?: string }).$comment === 'duration') {
+          result.push({ path, message: `${EXPECTED_DURATION}, got <value>` });
+          break;
+        }
+        const expected = ([] as string[]).concat(error.params.type as string | string[]);
+        result.push({ path, message: `expected ${expected.map(typeWord).join(' or ')}, got <value>` });
+        break;
+      }
+      case 'enum': {
+        const allowed = [
+          ...new Set((error.params.allowedValues as string[]).map((v) => String(v).toLowerCase())),
+        ];
+        result.push({ path, message: `expected one of ${allowed.join(', ')}, got <value>` });
+        break;
+      }
+      case 'required':
+        result.push({ path, message: `missing key ${String(error.params.missingProperty)}` });
+        break;
+      case 'minimum':
+      case 'maximum':
+      case 'exclusiveMinimum': {
+        const schema = schemaAt(rootSchema, error.schemaPath) as {
+          minimum?: number;
+          maximum?: number;
+        };
+        const range =
+          schema.minimum !== undefined && schema.maximum !== undefined
+            ? `from ${schema.minimum} to ${schema.maximum.toLocaleString('en-US')}`
+            : 'greater than 0';
+        result.push({ path, message: `expected a number ${range}, got <value>` });
+        break;
+      }
+      default:
+        result.push({ path, message: `${error.message ?? 'invalid'}, got <value>` });
+    }
+  }
+  return result;
+}
+
+function schemaAt(root: object, schemaPath: string): object {
+  let node: unknown = root;
+  const tokens = schemaPath.replace(/^#\/?/, '').split('/').filter(Boolean);
+  // The schema path of a keyword ends with the keyword; its parent is the schema.
+  for (const token of tokens.slice(0, -1)) node = (node as Record<string, unknown>)?.[token];
+  return (node ?? {}) as object;
+}
+
+function typeWord(type: string): string {
+  switch (type) {
+    case 'array':
+      return 'a list';
+    case 'object':
+      return 'a mapping';
+    case 'integer':
+      return 'a whole number';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return 'true or false';
+    case 'string':
+      return 'a string';
+    default:
+      return type;
+  }
+}
+
+/** The known key nearest `key`, if it is near enough to be a typo. */
+function closest(key: string, known: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    const limit = Math.max(2, Math.floor(candidate.length / 3));
+    if (distance <= limit && (!best || distance < best.distance)) best = { name: candidate, distance };
+  }
+  return best?.name;
+}

@@ -1,0 +1,40 @@
+// The event of the contract (README, "The event"): one JSON line on stdout, the body of a webhook, a
+// row of the state file's history. What every stage after the event builder passes along.
+import type { Change } from '../diff/types.ts';
+import { identityOf, type ObjectIdentity } from '../util/event-failures.ts';
+
+export type EventType = 'ADDED' | 'UPDATED' | 'DELETED';
+
+export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
+
+/** Field order is the order printed. */
+export interface ChangeEvent {
+  id: string;
+  type: EventType;
+  time: string;
+  cluster?: string;
+  object: {
+    apiVersion: string;
+    kind: string;
+    resource: string;
+    namespace?: string;
+    name: string;
+    uid: string;
+    resourceVersion: string;
+  };
+  changes?: Change[];
+  offline?: true;
+  finalStateUnknown?: true;
+}
+
+/** 'deployments.apps', 'configmaps': how kubectl names the event's resource type (labels, rules, logs). */
+export function qualifiedResource(event: ChangeEvent): string {
+  const { apiVersion, resource } = event.object;
+  const slash = apiVersion.indexOf('/');
+  return slash < 0 ? resource : `${resource}.${apiVersion.slice(0, slash)}`;
+}
+
+/** Which object an event is about, for failure reports: never its contents. */
+export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
+  return identityOf(qualifiedResource(event), event.object);
+}

@@ -1,0 +1,38 @@
+// What a receiver's settings must be, whether they come from flags, the environment or the config file:
+// HTTP header names (and the headers kubediff sets itself, which no setting may replace), and Slack
+// channels. Each source words its own message around these answers.
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Headers undici or HTTP itself owns, and the ones kubediff sets. */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'expect',
+  'content-type',
+  'x-kubediff-signature',
+  'x-kubediff-kind',
+  'x-kubediff-attempt',
+  'x-kubediff-event-id',
+  'x-kubediff-batch-size',
+  'x-kubediff-digest-id',
+]);
+
+/** An HTTP header name (a token: letters, digits and !#$%&'*+.^_`|~-). */
+export function isHeaderName(name: string): boolean {
+  return HEADER_NAME.test(name);
+}
+
+/** A header kubediff sets on every request (or HTTP itself owns): no setting may replace it. */
+export function isReservedHeader(name: string): boolean {
+  return RESERVED_HEADERS.has(name.toLowerCase());
+}
+
+/** A Slack channel as chat.postMessage takes it: an ID (C0123456789) or #name; never blank or with spaces. */
+export function isSlackChannel(text: string): boolean {
+  return text.trim() !== '' && !/\s/.test(text);
+}

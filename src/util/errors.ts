@@ -1,0 +1,29 @@
+// Errors that reach the user. Each carries one sentence (what, where, how to fix); the CLI prints
+// `message` alone, never a stack trace, and alone decides the exit code from the class
+// (src/cli/exit-codes.ts): a UsageError is the user's input to fix, anything else a failure.
+
+/** A failure the user can act on, said in one sentence. */
+export class KubediffError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KubediffError';
+  }
+}
+
+/** The user's input is wrong: a flag, an environment variable, a config file, a kubeconfig, a file path. */
+export class UsageError extends KubediffError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UsageError';
+  }
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A flag's or environment variable's bad value: `invalid --flag "value": …` or `invalid NAME="value": …`. */
+export function invalidSetting(name: string, text: string, problem: string): UsageError {
+  const shown = name.startsWith('-') ? `${name} "${text}"` : `${name}="${text}"`;
+  return new UsageError(`invalid ${shown}: ${problem}.`);
+}

@@ -1,0 +1,54 @@
+// Receiver URLs (webhooks, Slack): one check of what is acceptable, and how they are shown. A receiver's
+// URL is a credential (a Slack webhook URL is one): logs, errors and names show its scheme and host
+// only, the path elided.
+
+export type HttpUrl = { url: URL; problem?: undefined } | { url?: undefined; problem: UrlProblem };
+
+/** Why a text is not an http(s) URL: not a URL at all, or another scheme (`ftp:`). */
+type UrlProblem = { kind: 'not-a-url' } | { kind: 'scheme'; url: URL };
+
+/** An http:// or https:// URL, or what is wrong with `text`. */
+export function parseHttpUrl(text: string): HttpUrl {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return { problem: { kind: 'not-a-url' } };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { problem: { kind: 'scheme', url } };
+  return { url };
+}
+
+/** The part of a URL that may be shown: what comes before the first '/', at most 40 characters. */
+export function urlStart(text: string): string {
+  return (text.split('/')[0] ?? '').slice(0, 40);
+}
+
+/** 'https://hooks.slack.com/…': scheme and host (and port) only. */
+export function redactUrl(url: string | URL): string {
+  try {
+    const parsed = typeof url === 'string' ? new URL(url) : url;
+    const hidden = parsed.pathname.length > 1 || parsed.search !== '' || parsed.hash !== '';
+    return `${parsed.protocol}//${parsed.host}${hidden ? '/…' : '/'}`;
+  } catch {
+    return '(an invalid URL)';
+  }
+}
+
+/** Replaces the URL (and its path and credentials) wherever they appear in `text`. */
+export function scrubUrl(text: string, url: URL): string {
+  let out = text;
+  const secrets = [
+    url.href,
+    `${url.pathname}${url.search}`,
+    url.pathname,
+    url.search,
+    url.username,
+    url.password,
+  ];
+  for (const secret of secrets) {
+    if (secret && secret.length > 1)
+      out = out.split(secret).join(secret === url.href ? redactUrl(url) : '/…');
+  }
+  return out;
+}

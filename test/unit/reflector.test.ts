@@ -1,0 +1,248 @@
+// The reflector (src/informer/reflector.ts) against a collection answered by the test
+// (test/helpers/fake-collection.ts), with node:test's mock timers for every wait: paged LISTs, WATCHes
+// that resume from the last resourceVersion (bookmarks count), 410 Gone, backoff with Retry-After, the
+// slow retry of a forbidden type, the idle timeout, and flow control. Milliseconds each; the same
+// behaviours against the real API server are in test/integration/watch-*.test.ts.
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it, mock } from 'node:test';
+import { Reflector, type ReflectorSink, type ReflectorState } from '../../src/informer/reflector.ts';
+import { KubeError } from '../../src/kube/errors.ts';
+import type { KubeObject } from '../../src/kube/types.ts';
+import { configMap, FakeCollection, page, settle } from '../helpers/fake-collection.ts';
+import { configmaps } from '../helpers/resource-types.ts';
+
+/** What the reflector told its informer, one line each. */
+function recordingSink(): ReflectorSink & { log: string[]; states: ReflectorState[] } {
+  const log: string[] = [];
+  const states: ReflectorState[] = [];
+  return {
+    log,
+    states,
+    listStarted: () => log.push('list'),
+    listPage: (items: KubeObject[]) =>
+      log.push(
+        `page ${items.map((item) => `${item.metadata.name}@${item.metadata.resourceVersion}`).join(' ')}`,
+      ),
+    listCompleted: (resourceVersion: string) => log.push(`listed @${resourceVersion}`),
+    watchEvent: (type, object) =>
+      log.push(`${type} ${object.metadata.name}@${object.metadata.resourceVersion}`),
+    stateChanged: (state) => {
+      states.push(state);
+      log.push(
+        state.phase === 'failing' ? `failing ${state.error.kind} retry ${state.retryInMs}ms` : state.phase,
+      );
+    },
+  };
+}
+
+const TIMING = {
+  pageSize: 2,
+  minWatchTimeoutSeconds: 300,
+  idleTimeoutMs: 90_000,
+  slowRetryMs: 300_000,
+  backoff: { maxMs: 30_000 },
+};
+
+describe('Reflector', () => {
+  let reflector: Reflector | undefined;
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 1_000_000 }));
+  afterEach(async () => {
+    await reflector?.stop();
+    reflector = undefined;
+    mock.timers.reset();
+  });
+
+  /** Starts a reflector over `collection`; random 0.5 makes the jitter and the watch timeout exact. */
+  function start(
+    collection: FakeCollection,
+    options: { flowControl?: () => Promise<void> | undefined } = {},
+  ) {
+    const sink = recordingSink();
+    reflector = new Reflector(
+      collection,
+      { type: configmaps, timing: TIMING, random: () => 0.5, ...options },
+      sink,
+    );
+    reflector.start();
+    return sink;
+  }
+
+  it('lists page by page, then watches from the LIST resourceVersion; a bookmark moves the resume point', async () => {
+    const collection = new FakeCollection().answerList(
+      page('10', [configMap('a', '5'), configMap('b', '6')], 'next-page'),
+      page('10', [configMap('c', '7')]),
+    );
+    const sink = start(collection);
+    await settle();
+    assert.deepEqual(
+      collection.lists.map((options) => [options.limit, options.continue]),
+      [
+        [2, undefined],
+        [2, 'next-page'],
+      ],
+    );
+    const [first] = collection.watches;
+    assert.equal(first?.options.resourceVersion, '10');
+    // A random timeout in [min, 2×min]: 300 + 0.5 × 300.
+    assert.equal(first?.options.timeoutSeconds, 450);
+    first?.send('ADDED', configMap('d', '11'));
+    first?.send('BOOKMARK', { metadata: { resourceVersion: '15' } } as KubeObject);
+    first?.end();
+    await settle();
+    // The server ended the watch: it resumes at once from the bookmark, without a LIST.
+    assert.equal(collection.watches[1]?.options.resourceVersion, '15');
+    assert.equal(reflector?.resourceVersion, '15');
+    assert.deepEqual(sink.log, [
+      'listing',
+      'list',
+      'page a@5 b@6',
+      'page c@7',
+      'listed @10',
+      'watching',
+      'ADDED d@11',
+      'watching',
+    ]);
+    // LIST items get the type's apiVersion and kind, as watch events carry them.
+    assert.equal(collection.lists.length, 2);
+  });
+
+  it('410 Gone on the watch relists at once and watches from the new LIST', async () => {
+    const collection = new FakeCollection().answerList(page('10', []), page('40', [configMap('a', '39')]));
+    const sink = start(collection);
+    await settle();
+    collection.watches[0]?.sendError(410, 'too old resource version: 10 (30)');
+    await settle();
+    assert.deepEqual(sink.log, [
+      'listing',
+      'list',
+      'page ',
+      'listed @10',
+      'watching',
+      'listing',
+      'list',
+      'page a@39',
+      'listed @40',
+      'watching',
+    ]);
+    assert.equal(collection.watches[1]?.options.resourceVersion, '40');
+  });
+
+  it('backs off exponentially; a Retry-After is a minimum, capped at the maximum backoff', async () => {
+    const throttled = (seconds: number) =>
+      new KubeError('throttled', '429 TooManyRequests', {
+        status: 429,
+        retryAfterSeconds: seconds,
+        path: '/x',
+      });
+    const collection = new FakeCollection()
+      .answerList(page('10', []))
+      .failWatch(new KubeError('network', 'connection refused', { path: '/x' }))
+      .failWatch(throttled(5))
+      .failWatch(throttled(86_400));
+    const sink = start(collection);
+    await settle();
+    assert.equal(sink.log.at(-1), 'failing network retry 800ms');
+    mock.timers.tick(799);
+    await settle();
+    assert.equal(sink.log.at(-1), 'failing network retry 800ms', 'no retry before the delay');
+    mock.timers.tick(1);
+    await settle();
+    // Backoff 1.6s, but the server asked for 5s.
+    assert.equal(sink.log.at(-1), 'failing throttled retry 5000ms');
+    mock.timers.tick(5_000);
+    await settle();
+    // A day asked for: the maximum backoff instead.
+    assert.equal(sink.log.at(-1), 'failing throttled retry 30000ms');
+    mock.timers.tick(30_000);
+    await settle();
+    assert.equal(sink.log.at(-1), 'watching');
+    assert.equal(collection.lists.length, 1, 'transient failures resume the watch, no relist');
+    assert.equal(collection.watches[0]?.options.resourceVersion, '10');
+  });
+
+  it('a forbidden type is retried slowly, with a fresh LIST', async () => {
+    const forbidden = new KubeError('forbidden', '403 Forbidden: configmaps is forbidden', {
+      status: 403,
+      path: '/x',
+    });
+    const collection = new FakeCollection().answerList(forbidden, page('20', [configMap('a', '19')]));
+    const sink = start(collection);
+    await settle();
+    assert.deepEqual(sink.log, ['listing', 'list', 'failing forbidden retry 300000ms']);
+    const last = sink.states.at(-1);
+    assert.ok(last?.phase === 'failing' && last.slow, 'a slow retry');
+    mock.timers.tick(299_999);
+    await settle();
+    assert.equal(collection.lists.length, 1);
+    mock.timers.tick(1);
+    await settle();
+    assert.deepEqual(sink.log.slice(3), ['listing', 'list', 'page a@19', 'listed @20', 'watching']);
+  });
+
+  it('a watch silent for the idle timeout is taken as dead and resumed after the backoff', async () => {
+    const collection = new FakeCollection().answerList(page('10', []));
+    const sink = start(collection);
+    await settle();
+    collection.watches[0]?.send('MODIFIED', configMap('a', '11'));
+    await settle();
+    mock.timers.tick(90_000);
+    await settle();
+    assert.equal(sink.log.at(-1), 'failing network retry 800ms');
+    assert.match(
+      (sink.states.at(-1) as { error: KubeError }).error.message,
+      /the watch connection went silent \(https:\/\/api\.test\.invalid\/api\/v1\/configmaps\)/,
+    );
+    mock.timers.tick(800);
+    await settle();
+    assert.equal(collection.watches[1]?.options.resourceVersion, '11');
+    assert.equal(sink.log.at(-1), 'watching');
+  });
+
+  it('a broken connection resumes from the last event, not from the LIST', async () => {
+    const collection = new FakeCollection().answerList(page('10', []));
+    const sink = start(collection);
+    await settle();
+    collection.watches[0]?.send('ADDED', configMap('a', '12'));
+    await settle();
+    collection.watches[0]?.break();
+    await settle();
+    assert.equal(sink.log.at(-1), 'failing network retry 800ms');
+    mock.timers.tick(800);
+    await settle();
+    assert.equal(collection.watches[1]?.options.resourceVersion, '12');
+    assert.equal(collection.lists.length, 1);
+  });
+
+  it('while the consumer asks for a pause, nothing more is read; stop() ends the pause', async () => {
+    let pause: Promise<void> | undefined;
+    let resume: () => void = () => {};
+    const collection = new FakeCollection().answerList(page('10', []));
+    const sink = start(collection, { flowControl: () => pause });
+    await settle();
+    pause = new Promise((resolve) => {
+      resume = resolve;
+    });
+    const watch = collection.watches[0];
+    watch?.send('ADDED', configMap('a', '11'));
+    watch?.send('ADDED', configMap('b', '12'));
+    await settle();
+    // The first line is handed over, then the reflector waits: the second stays unread.
+    assert.deepEqual(sink.log.slice(-1), ['ADDED a@11']);
+    pause = undefined;
+    resume();
+    await settle();
+    assert.deepEqual(sink.log.slice(-2), ['ADDED a@11', 'ADDED b@12']);
+  });
+
+  it('stop() ends a backoff wait at once and leaves no timer; the last state is stopped', async () => {
+    const collection = new FakeCollection()
+      .answerList(page('10', []))
+      .failWatch(new KubeError('server', '500 InternalError', { status: 500, path: '/x' }));
+    const sink = start(collection);
+    await settle();
+    assert.equal(sink.log.at(-1), 'failing server retry 800ms');
+    await reflector?.stop();
+    assert.equal(sink.log.at(-1), 'stopped');
+    assert.equal(collection.watches.length, 0);
+  });
+});
