@@ -5,7 +5,8 @@
 // and Slack; one printing pretty output with plain hashes. Then more edits while the first is stopped, and
 // a restart that catches up on them from the state file; then `kubediff history`. Every output is searched
 // for every secret value and its base64 (test/helpers/leak-check.ts): stdout (JSON and pretty), stderr,
-// webhook and Slack bodies, the dead-letter file, the state database and its -wal, and history's output.
+// webhook and Slack bodies, the dead-letter file and its rotated files, /readyz and /metrics, the state
+// database and its -wal, and history's output.
 // The in-process corpus, much larger, is test/unit/redaction-leaks.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -114,6 +115,10 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
         ...selection,
         clusterName: 'leaks',
         deadLetter: deadLetterPath,
+        // Small enough that the refused webhook's dead letters rotate (and the oldest is dropped at the
+        // cap): the rotated files are outputs too.
+        deadLetterMaxSize: '4KB',
+        deadLetterMaxFiles: 3,
         shutdownTimeout: '20s',
         state: { path: statePath },
         sinks: [
@@ -127,8 +132,11 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     await writeFile(prettyConfig, JSON.stringify(selection));
 
     const keyed = { KUBEDIFF_REDACTION_KEY: KEY };
-    const watchArgs = ['-c', config, '-o', 'json', '--explain', '--debug'];
+    const watchArgs = ['-c', config, '-o', 'json', '--explain', '--debug', '--listen', '127.0.0.1:0'];
     const first = await startWatch(watchArgs, keyed);
+    const [, healthBase] = await first.waitForStderr(
+      /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
+    );
     const pretty = await startWatch(['-c', prettyConfig, '-o', 'pretty']);
 
     // The corpus: created, edited three times at random, some deleted; a huge Secret and ConfigMap too.
@@ -176,6 +184,12 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     await first.waitForEvent(matching({ type: 'ADDED', name: 'sentinel' }));
     await pretty.waitForStdout(`ADDED   configmaps ${namespace}/sentinel`);
     const walWhileRunning = await fileSource('', `${statePath}-wal`).read();
+    const served = async (route: string) => {
+      const response = await fetch(`${healthBase}${route}`);
+      return `${response.status} ${await response.text()}`;
+    };
+    const readyz = await served('/readyz');
+    const metrics = await served('/metrics');
     const firstResult = await first.stop('SIGTERM', 60_000);
     assert.equal(firstResult.code, 0, firstResult.stderr);
     const prettyResult = await pretty.stop('SIGTERM', 60_000);
@@ -217,6 +231,10 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       receiverSource('refused webhook bodies', refusing, hmacMarker),
       receiverSource('Slack payloads', slack, hmacMarker),
       fileSource('dead-letter file', deadLetterPath, hmacMarker),
+      fileSource('rotated dead-letter file .1', `${deadLetterPath}.1`, hmacMarker),
+      fileSource('rotated dead-letter file .2', `${deadLetterPath}.2`, hmacMarker),
+      { name: '/readyz', read: () => readyz, expect: /^200 / },
+      { name: '/metrics', read: () => metrics, expect: /kubediff_events_total/ },
       fileSource('state database', statePath, hmacMarker),
       { name: 'state -wal while running', read: () => walWhileRunning },
       { name: 'state -wal while catching up', read: () => walWhileCatchingUp },
