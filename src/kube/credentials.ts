@@ -9,7 +9,9 @@ import { readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { errorFromTransport } from './errors.ts';
+import { errorMessage } from '../util/errors.ts';
+import { printable } from '../util/terminal-text.ts';
+import { errorFromTransport, KubeError } from './errors.ts';
 import type { ClusterIdentity } from './kubeconfig.ts';
 
 export interface TlsSettings {
@@ -99,7 +101,17 @@ async function pluginOptions(identity: ClusterIdentity): Promise<HttpsOptions> {
     pluginConfigs.set(identity, config);
   }
   const options: HttpsOptions = {};
-  await (await config).applyToHTTPSOptions(options);
+  try {
+    await (await config).applyToHTTPSOptions(options);
+  } catch (error) {
+    // Like a 401: the request cannot be authenticated now; a watch retries with backoff.
+    const reason = printable(errorMessage(error).split('\n')[0] ?? '').replace(/[.:]\s*$/, '');
+    throw new KubeError(
+      'unauthorized',
+      `the credential plugin of kubeconfig user "${identity.user.name}" failed: ${reason}; check its exec command (or auth-provider) by running it by hand`,
+      { path: '/', cause: error },
+    );
+  }
   return options;
 }
 
