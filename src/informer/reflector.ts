@@ -148,8 +148,11 @@ export class Reflector {
 
   private async run(): Promise<void> {
     let needList = true;
+    /** This (re)list only, a paged LIST: the server could not stream it yet. */
+    let listOnce = false;
     while (!this.stopped) {
-      const streaming = needList && this.timing.initialSync === 'stream' && !this.streamingRefused;
+      const streaming =
+        needList && this.timing.initialSync === 'stream' && !this.streamingRefused && !listOnce;
       try {
         if (streaming) {
           // The state and the watch in one request; a stream that ends before its initial events
@@ -165,6 +168,7 @@ export class Reflector {
         if (needList) {
           await this.list();
           needList = false;
+          listOnce = false;
         }
         await this.watch();
       } catch (error) {
@@ -173,6 +177,10 @@ export class Reflector {
         const failure = error instanceof KubeError ? error : unexpected(error, this.path);
         if (streaming && needList && refusesStreaming(failure)) {
           this.streamingRefused = true;
+          continue;
+        }
+        if (streaming && needList && cacheInitializing(failure)) {
+          listOnce = true;
           continue;
         }
         if (failure.kind === 'gone') {
@@ -432,6 +440,15 @@ function refusesStreaming(failure: KubeError): boolean {
     failure.kind === 'too-large' ||
     (failure.kind === 'request' && (failure.status === 400 || failure.status === 422))
   );
+}
+
+/**
+ * A streaming list is served by the API server's watch cache, which answers 429 while it fills (for a
+ * custom resource just created, or after the API server restarted). A paged LIST is served from etcd
+ * meanwhile: this one relist takes it, at once, rather than wait or warn about a type that works.
+ */
+function cacheInitializing(failure: KubeError): boolean {
+  return failure.kind === 'throttled' && /storage is \(re\)initializing/.test(failure.message);
 }
 
 function transportFailure(error: unknown, server: string, path: string): KubeError {

@@ -318,6 +318,40 @@ describe('Reflector', () => {
       ]);
     });
 
+    it('a watch cache still filling (429 storage is (re)initializing): a paged LIST this time, streaming later', async () => {
+      const initializing = new KubeError('throttled', '429 TooManyRequests: storage is (re)initializing', {
+        status: 429,
+        retryAfterSeconds: 1,
+        path: '/x',
+      });
+      const collection = new FakeCollection()
+        .failWatch(initializing)
+        .answerList(page('10', [configMap('a', '5')]));
+      const sink = start(collection, { initialSync: 'stream' });
+      await settle();
+      collection.watches[0]?.sendError(410, 'too old resource version');
+      await settle();
+      collection.watches[1]?.endInitialEvents('40');
+      await settle();
+      // No failing state, no wait: the LIST at once; the relist after 410 streams again.
+      assert.deepEqual(sink.log, [
+        'listing',
+        'listing',
+        'list',
+        'page a@5',
+        'listed @10',
+        'watching',
+        'listing',
+        'list',
+        'listed @40',
+        'watching',
+      ]);
+      assert.deepEqual(streamed(collection), [
+        [false, '10'],
+        [true, ''],
+      ]);
+    });
+
     it('a server that ignores it (a plain bookmark before the end) gets a paged LIST, started over', async () => {
       const collection = new FakeCollection().answerList(page('10', [configMap('a', '5')]));
       const sink = start(collection, { initialSync: 'stream' });
