@@ -1,7 +1,8 @@
 // Figure 2: the initial sync of many objects in the real API server.
-// - Time to "synced": kubediff's ClusterWatcher (discovery, the paged LIST, normalization, the
+// - Time to "synced": kubediff's ClusterWatcher (discovery, the streaming list, normalization, the
 //   store), exactly what `kubediff watch` awaits before it prints "watching N resource types",
-//   against a raw paged LIST of the same objects (undici, each page read and parsed), pair by pair.
+//   against a raw paged LIST of the same objects (undici, each page read and parsed), pair by pair;
+//   and the same with kubediff's paged LIST (KUBEDIFF_INITIAL_SYNC=list), its fallback.
 // - Retained heap per cached object against its JSON size, measured in a child process with
 //   `--expose-gc`:  node --expose-gc bench/sync.ts --heap --cluster <file> --namespace <ns> --empty <ns>
 
@@ -46,7 +47,11 @@ export async function populate(
 }
 
 /** A ClusterWatcher as `kubediff watch -r configmaps -n <ns> -o json` builds it. */
-export function configMapWatcher(client: KubeClient, ns: string): ClusterWatcher {
+export function configMapWatcher(
+  client: KubeClient,
+  ns: string,
+  initialSync: 'stream' | 'list' = 'stream',
+): ClusterWatcher {
   const normalizer = new Normalizer({
     ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
     redactor: new Redactor(),
@@ -62,16 +67,21 @@ export function configMapWatcher(client: KubeClient, ns: string): ClusterWatcher
     handler: new EventBuilder({ cluster: 'bench', emit: () => {} }),
     log: silentLogger,
     // Long watches and no periodic re-discovery while measuring.
-    timing: { minWatchTimeoutSeconds: 3600 },
+    timing: { minWatchTimeoutSeconds: 3600, initialSync },
     rediscoveryIntervalMs: 3_600_000,
   });
 }
 
 /** Milliseconds from nothing (a new client) to a synced watcher. */
-async function kubediffSync(info: ClusterInfo, ns: string, expected: number): Promise<number> {
+async function kubediffSync(
+  info: ClusterInfo,
+  ns: string,
+  expected: number,
+  initialSync: 'stream' | 'list',
+): Promise<number> {
   const started = performance.now();
   const client = await KubeClient.create(loadKubeconfig({ kubeconfig: info.kubeconfigPath }));
-  const watcher = configMapWatcher(client, ns);
+  const watcher = configMapWatcher(client, ns, initialSync);
   await watcher.start();
   const elapsed = performance.now() - started;
   const count = watcher.allInformers().reduce((sum, informer) => sum + informer.objectCount, 0);
@@ -94,10 +104,13 @@ async function rawSync(info: ClusterInfo, ns: string, expected: number): Promise
 
 export interface SyncTimeFigures {
   objects: number;
+  /** By streaming list (the default). */
   kubediffMs: Spread;
   rawListMs: Spread;
   /** kubediff / raw LIST, pair by pair. */
   ratio: Spread;
+  /** By paged LIST (KUBEDIFF_INITIAL_SYNC=list), against the raw LIST of its own pairs. */
+  paged: { kubediffMs: Spread; rawListMs: Spread; ratio: Spread };
 }
 
 export async function measureSyncTime(
@@ -109,10 +122,22 @@ export async function measureSyncTime(
   const result = await paired(
     pairs,
     1,
-    () => kubediffSync(info, ns, objects),
+    () => kubediffSync(info, ns, objects, 'stream'),
     () => rawSync(info, ns, objects),
   );
-  return { objects, kubediffMs: spread(result.a), rawListMs: spread(result.b), ratio: spread(result.ratios) };
+  const paged = await paired(
+    pairs,
+    1,
+    () => kubediffSync(info, ns, objects, 'list'),
+    () => rawSync(info, ns, objects),
+  );
+  return {
+    objects,
+    kubediffMs: spread(result.a),
+    rawListMs: spread(result.b),
+    ratio: spread(result.ratios),
+    paged: { kubediffMs: spread(paged.a), rawListMs: spread(paged.b), ratio: spread(paged.ratios) },
+  };
 }
 
 export interface HeapFigures {

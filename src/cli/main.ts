@@ -8,13 +8,6 @@ import {
   type RawServiceFlags,
   serviceOptionsFromFlags,
 } from '../config/service-settings.ts';
-import { loadWatchSettings } from '../config/settings.ts';
-import {
-  durationFromEnvironment,
-  httpFromEnvironment,
-  sizeFromEnvironment,
-  timingFromEnvironment,
-} from '../config/tuning.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -141,8 +134,11 @@ function buildProgram(): Command {
     .configureOutput({ outputError: () => {} });
   addServiceFlags(watch);
   watch.action(async (flags: RawWatchFlags & RawServiceFlags) => {
+    const { loadWatchSettings } = await import('../config/settings.ts');
+    const { durationFromEnvironment, httpFromEnvironment, sizeFromEnvironment, timingFromEnvironment } =
+      await import('../config/tuning.ts');
     const service = serviceOptionsFromFlags(flags);
-    const settings = loadWatchSettings(flags, process.stdout.isTTY === true, process.env);
+    const settings = await loadWatchSettings(flags, process.stdout.isTTY === true, process.env);
     const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
     const { runWatch } = await import('./watch.ts');
     await runWatch(settings, {
@@ -176,8 +172,10 @@ function buildProgram(): Command {
     .configureOutput({ outputError: () => {} })
     .action(async (flags: RawWatchFlags & { output: 'table' | 'json' }) => {
       const { output, ...selectionFlags } = flags;
+      const { loadWatchSettings } = await import('../config/settings.ts');
+      const { httpFromEnvironment } = await import('../config/tuning.ts');
       // Only the selection matters here: the file's sinks and their secrets are not needed.
-      const settings = loadWatchSettings({ ...selectionFlags, output: 'json' }, false, process.env, {
+      const settings = await loadWatchSettings({ ...selectionFlags, output: 'json' }, false, process.env, {
         unsetVariables: 'warn',
       });
       const { runResources } = await import('./resources.ts');
@@ -224,6 +222,7 @@ function buildProgram(): Command {
     .configureOutput({ outputError: () => {} })
     .action(async (flags: { config: string; cluster?: boolean; kubeconfig?: string; context?: string }) => {
       const { runValidate } = await import('./validate.ts');
+      const { httpFromEnvironment } = await import('../config/tuning.ts');
       await runValidate(flags, {
         env: process.env,
         stdout: process.stdout,

@@ -97,7 +97,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   const outputClosed = new Promise<string>((resolve) => {
     stopOutput = resolve;
   });
-  const sinks = createSinks(sinkSpecs(settings), {
+  const sinks = await createSinks(sinkSpecs(settings), {
     log,
     stdout: process.stdout,
     onStdoutClosed: (error) =>

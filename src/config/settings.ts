@@ -15,7 +15,7 @@ import type { SinkSpec } from '../sinks/setup.ts';
 import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
-import { type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
+import type { LoadedConfig, ParseOptions } from './file.ts';
 import {
   checkIgnorePath,
   isPresetName,
@@ -33,14 +33,21 @@ import type { OutputFormat, RawWatchFlags, WatchSettings } from './watch-setting
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** The settings of `watch` from the flags and, with -c, the config file. */
-export function loadWatchSettings(
+/**
+ * The settings of `watch` from the flags and, with -c, the config file. The file's reader (YAML, the
+ * schema validator: about 25 MiB) is imported only when there is a file.
+ */
+export async function loadWatchSettings(
   flags: RawWatchFlags,
   stdoutIsTTY: boolean,
   env?: Env,
   options: ParseOptions = {},
-): WatchSettings {
-  const file = flags.config === undefined ? undefined : loadConfigFile(flags.config, env ?? {}, options);
+): Promise<WatchSettings> {
+  let file: LoadedConfig | undefined;
+  if (flags.config !== undefined) {
+    const { loadConfigFile } = await import('./file.ts');
+    file = loadConfigFile(flags.config, env ?? {}, options);
+  }
   return resolveWatchSettings(flags, file, stdoutIsTTY, env);
 }
 

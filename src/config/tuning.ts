@@ -39,6 +39,13 @@ export function timingFromEnvironment(env: Env = process.env): Partial<Reflector
     }
     timing.pageSize = size;
   }
+  const initialSync = env.KUBEDIFF_INITIAL_SYNC;
+  if (initialSync) {
+    if (initialSync !== 'stream' && initialSync !== 'list') {
+      throw invalidSetting('KUBEDIFF_INITIAL_SYNC', initialSync, 'use stream or list');
+    }
+    timing.initialSync = initialSync;
+  }
   const maxBackoff = durationFromEnvironment('KUBEDIFF_MAX_BACKOFF', env);
   if (maxBackoff !== undefined) timing.backoff = { maxMs: maxBackoff };
   return timing;

@@ -1,7 +1,14 @@
 // Keeps one collection (a resource type, across all namespaces or in one)
-// in step with the API server: a paged LIST, then a WATCH that resumes from
-// the last resourceVersion seen (bookmarks included) for as long as kubediff
-// runs. Modelled on client-go's tools/cache Reflector:
+// in step with the API server: the collection's state, then a WATCH that
+// resumes from the last resourceVersion seen (bookmarks included) for as long
+// as kubediff runs. Modelled on client-go's tools/cache Reflector:
+// - the state comes from a streaming list where the server offers it (a WATCH
+//   with sendInitialEvents, "WatchList": the objects as ADDED events, one at a
+//   time, ended by a bookmark annotated k8s.io/initial-events-end, then the
+//   same stream goes on as the watch), which spares both sides the memory of
+//   whole LIST pages; a server that refuses it (400/422: the WatchList feature
+//   is off) or ignores it (a plain bookmark before the end) gets a paged LIST
+//   from then on, as does a collection holding an object too large to read;
 // - a WATCH ends every few minutes by design (randomized timeoutSeconds, so
 //   that many reflectors do not reconnect together); it simply resumes;
 // - 410 Gone (the resourceVersion was compacted away) means relist; the
@@ -51,9 +58,18 @@ export interface ReflectorTiming {
   /** How long to wait before retrying a forbidden or vanished resource. */
   slowRetryMs: number;
   backoff: Partial<BackoffOptions>;
+  /**
+   * How the state is read: 'stream' (a streaming list where the server offers it, else a paged LIST)
+   * or 'list' (a paged LIST always). Initial events are handed on in batches of pageSize.
+   */
+  initialSync: 'stream' | 'list';
 }
 
+/** The annotation of the bookmark that ends a streaming list's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
 const DEFAULT_TIMING: ReflectorTiming = {
+  initialSync: 'stream',
   pageSize: 500,
   minWatchTimeoutSeconds: 300,
   idleTimeoutMs: 90_000,
@@ -94,6 +110,10 @@ export class Reflector {
   private running: Promise<void> | undefined;
   /** Objects asked per LIST page: pageSize, less while this collection's pages are large. */
   private pageLimit: number;
+  /** The server refused or ignored a streaming list: paged LISTs from now on. */
+  private streamingRefused = false;
+  /** During a streaming list's initial events: those not yet handed on. */
+  private initialEvents: KubeObject[] | undefined;
 
   constructor(source: ListerWatcher, options: ReflectorOptions, sink: ReflectorSink) {
     this.source = source;
@@ -128,16 +148,41 @@ export class Reflector {
 
   private async run(): Promise<void> {
     let needList = true;
+    /** This (re)list only, a paged LIST: the server could not stream it yet. */
+    let listOnce = false;
     while (!this.stopped) {
+      const streaming =
+        needList && this.timing.initialSync === 'stream' && !this.streamingRefused && !listOnce;
       try {
+        if (streaming) {
+          // The state and the watch in one request; a stream that ends before its initial events
+          // did (the server's timeout) leaves needList set: the next one starts over.
+          await this.watch({
+            streamList: true,
+            onInitialEventsEnd: () => {
+              needList = false;
+            },
+          });
+          continue;
+        }
         if (needList) {
           await this.list();
           needList = false;
+          listOnce = false;
         }
         await this.watch();
       } catch (error) {
+        this.initialEvents = undefined;
         if (this.stopped) break;
         const failure = error instanceof KubeError ? error : unexpected(error, this.path);
+        if (streaming && needList && refusesStreaming(failure)) {
+          this.streamingRefused = true;
+          continue;
+        }
+        if (streaming && needList && cacheInitializing(failure)) {
+          listOnce = true;
+          continue;
+        }
         if (failure.kind === 'gone') {
           // The resume point was compacted away: start over from a fresh LIST.
           needList = true;
@@ -232,17 +277,31 @@ export class Reflector {
     return objectTooLarge(name, limitBytes, this.path);
   }
 
-  /** One WATCH from the last resourceVersion, until the server ends it or it fails. */
-  private async watch(): Promise<void> {
+  /**
+   * One WATCH from the last resourceVersion, until the server ends it or it fails. With `streamList`,
+   * a streaming list: from the current state (resourceVersion '', read consistently), its initial
+   * events handed on as a LIST's pages, then a watch like any other.
+   */
+  private async watch(
+    stream: { streamList: true; onInitialEventsEnd: () => void } | undefined = undefined,
+  ): Promise<void> {
     const min = this.timing.minWatchTimeoutSeconds;
     const timeoutSeconds = Math.floor(min + this.random() * min);
+    if (stream) this.sink.stateChanged({ phase: 'listing' });
     const body = await this.source.watch({
-      resourceVersion: this.lastResourceVersion,
+      resourceVersion: stream ? '' : this.lastResourceVersion,
+      ...(stream ? { sendInitialEvents: true } : {}),
       timeoutSeconds,
       idleTimeoutMs: this.timing.idleTimeoutMs,
       signal: this.abort.signal,
     });
-    this.sink.stateChanged({ phase: 'watching' });
+    if (stream) {
+      this.sink.listStarted();
+      this.initialEvents = [];
+      this.onInitialEventsEnd = stream.onInitialEventsEnd;
+    } else {
+      this.sink.stateChanged({ phase: 'watching' });
+    }
     const lines = watchLines(body, {
       idleMs: this.timing.idleTimeoutMs,
       maxLineLength: this.source.maxReadBytes,
@@ -262,9 +321,21 @@ export class Reflector {
       throw transportFailure(error, this.source.server, this.path);
     } finally {
       body.destroy();
+      this.initialEvents = undefined;
     }
     // The server ended the watch as asked: things work, forget earlier failures.
     this.backoff.reset();
+  }
+
+  /** Set for each streaming list: what to do when its initial events end. */
+  private onInitialEventsEnd: () => void = () => {};
+
+  /** Hands on the initial events received so far, as one page of the list. */
+  private flushInitialEvents(): void {
+    if (!this.initialEvents?.length) return;
+    const items = this.initialEvents;
+    this.initialEvents = [];
+    this.sink.listPage(items);
   }
 
   /** Waits while the consumer asks for a pause (see ReflectorOptions.flowControl); stop() ends the wait. */
@@ -298,10 +369,36 @@ export class Reflector {
       case 'DELETED':
         object.apiVersion ??= this.apiVersion;
         object.kind ??= this.options.type.kind;
+        if (this.initialEvents) {
+          // The initial state holds objects that exist: nothing but ADDED comes before its end.
+          if (line.type !== 'ADDED') {
+            throw new KubeError(
+              'server',
+              `the API server sent ${line.type} among the initial events of ${this.path}`,
+              {
+                path: this.path,
+              },
+            );
+          }
+          this.initialEvents.push(object);
+          if (this.initialEvents.length >= this.timing.pageSize) this.flushInitialEvents();
+          return;
+        }
         this.lastResourceVersion = object.metadata.resourceVersion;
         this.sink.watchEvent(line.type, object);
         return;
       case 'BOOKMARK':
+        if (this.initialEvents) {
+          if (object.metadata.annotations?.[INITIAL_EVENTS_END] !== 'true')
+            throw new StreamingIgnored(this.path);
+          this.flushInitialEvents();
+          this.initialEvents = undefined;
+          this.lastResourceVersion = object.metadata.resourceVersion;
+          this.sink.listCompleted(object.metadata.resourceVersion);
+          this.onInitialEventsEnd();
+          this.sink.stateChanged({ phase: 'watching' });
+          return;
+        }
         this.lastResourceVersion = object.metadata.resourceVersion;
         return;
       case 'ERROR': {
@@ -317,6 +414,41 @@ export class Reflector {
         return;
     }
   }
+}
+
+/** A server that took sendInitialEvents for a plain watch (it predates streaming lists). */
+class StreamingIgnored extends KubeError {
+  constructor(path: string) {
+    super(
+      'request',
+      `the API server does not stream the list of ${path} (a bookmark came before the initial events ended)`,
+      {
+        path,
+      },
+    );
+  }
+}
+
+/**
+ * Whether a failure of a streaming list means: read this collection with paged LISTs instead. A
+ * refusal (400/422, the WatchList feature off), a server that ignored the request, or an object too
+ * large to read (the paged LIST names it).
+ */
+function refusesStreaming(failure: KubeError): boolean {
+  return (
+    failure instanceof StreamingIgnored ||
+    failure.kind === 'too-large' ||
+    (failure.kind === 'request' && (failure.status === 400 || failure.status === 422))
+  );
+}
+
+/**
+ * A streaming list is served by the API server's watch cache, which answers 429 while it fills (for a
+ * custom resource just created, or after the API server restarted). A paged LIST is served from etcd
+ * meanwhile: this one relist takes it, at once, rather than wait or warn about a type that works.
+ */
+function cacheInitializing(failure: KubeError): boolean {
+  return failure.kind === 'throttled' && /storage is \(re\)initializing/.test(failure.message);
 }
 
 function transportFailure(error: unknown, server: string, path: string): KubeError {

@@ -8,7 +8,6 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../util/log.ts';
 import { authHeaders, tlsSettings } from './credentials.ts';
 import { errorFromResponse, errorFromTransport, KubeError } from './errors.ts';
-import { Http1Pool } from './http1-pool.ts';
 import { Http2Pool, Http2Unavailable } from './http2-pool.ts';
 import type { ClusterIdentity } from './kubeconfig.ts';
 import { type ConnectionStats, type HttpMethod, readBody, type Transport } from './transport.ts';
@@ -63,7 +62,8 @@ export class KubeClient {
   readonly server: string;
   readonly http: HttpSettings;
   private readonly log: Logger | undefined;
-  private transport: Transport;
+  private transport: Transport | undefined;
+  private http1Fallback: Promise<void> | undefined;
 
   private constructor(identity: ClusterIdentity, options: KubeClientOptions) {
     this.identity = identity;
@@ -72,23 +72,24 @@ export class KubeClient {
     this.log = options.log;
     const url = new URL(identity.server);
     // Plain http:// servers (rare, local) get HTTP/1.1: HTTP/2 without TLS is not offered by the API server.
-    this.transport =
-      this.http.protocol === 'auto' && url.protocol === 'https:'
-        ? new Http2Pool({
-            server: url,
-            tls: () => tlsSettings(identity),
-            connectTimeoutMs: CONNECT_TIMEOUT_MS,
-            readIdleMs: this.http.readIdleMs,
-            pingTimeoutMs: this.http.pingTimeoutMs,
-            maxConnections: this.http.maxConnections,
-            log: options.log,
-          })
-        : this.http1();
+    if (this.http.protocol === 'auto' && url.protocol === 'https:') {
+      this.transport = new Http2Pool({
+        server: url,
+        tls: () => tlsSettings(identity),
+        connectTimeoutMs: CONNECT_TIMEOUT_MS,
+        readIdleMs: this.http.readIdleMs,
+        pingTimeoutMs: this.http.pingTimeoutMs,
+        maxConnections: this.http.maxConnections,
+        log: options.log,
+      });
+    }
   }
 
   /** Connections are opened on the first request; TLS material is read for each new connection. */
   static async create(identity: ClusterIdentity, options: KubeClientOptions = {}): Promise<KubeClient> {
-    return new KubeClient(identity, options);
+    const client = new KubeClient(identity, options);
+    client.transport ??= await client.http1();
+    return client;
   }
 
   /** The largest answer or watch event read (README, "Tuning": KUBEDIFF_MAX_READ_SIZE). */
@@ -98,7 +99,7 @@ export class KubeClient {
 
   /** Connections to the API server, for the metrics. */
   connectionStats(): ConnectionStats {
-    return this.transport.stats();
+    return this.usedTransport().stats();
   }
 
   /** GET a JSON document. With `etag`, a 304 answer is returned as `notModified`. */
@@ -172,7 +173,7 @@ export class KubeClient {
   }
 
   async close(): Promise<void> {
-    await this.transport.close();
+    await this.transport?.close();
   }
 
   private async sendJSON<T>(
@@ -205,11 +206,13 @@ export class KubeClient {
     };
     let response: Awaited<ReturnType<Transport['request']>>;
     try {
-      response = await this.transport.request(request).catch((error: unknown) => {
-        if (!(error instanceof Http2Unavailable)) throw error;
-        this.fallBackToHttp1(error);
-        return this.transport.request(request);
-      });
+      response = await this.usedTransport()
+        .request(request)
+        .catch(async (error: unknown) => {
+          if (!(error instanceof Http2Unavailable)) throw error;
+          await this.fallBackToHttp1(error);
+          return this.usedTransport().request(request);
+        });
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error;
       throw error instanceof KubeError ? error : errorFromTransport(error, this.server, path);
@@ -245,7 +248,15 @@ export class KubeClient {
     }
   }
 
-  private http1(): Http1Pool {
+  /** Set by the constructor or by create(): there is always one once create() returned. */
+  private usedTransport(): Transport {
+    if (!this.transport) throw new Error('KubeClient used before create() finished');
+    return this.transport;
+  }
+
+  /** undici (about 25 MiB) is imported only for a server that needs HTTP/1.1. */
+  private async http1(): Promise<Transport> {
+    const { Http1Pool } = await import('./http1-pool.ts');
     return new Http1Pool({
       server: new URL(this.identity.server),
       tls: () => tlsSettings(this.identity),
@@ -256,14 +267,16 @@ export class KubeClient {
   }
 
   /** Once per client: the server answered ALPN without h2. */
-  private fallBackToHttp1(reason: Http2Unavailable): void {
-    if (this.transport.protocol === 'http/1.1') return;
-    const previous = this.transport;
-    this.transport = this.http1();
-    void previous.close();
-    this.log?.info(
-      `the API server at ${this.server} does not offer HTTP/2 (ALPN answered ${reason.negotiated}): using HTTP/1.1, one connection per watch, at most ${this.http.maxConnections} (KUBEDIFF_MAX_CONNECTIONS).`,
-    );
+  private fallBackToHttp1(reason: Http2Unavailable): Promise<void> {
+    this.http1Fallback ??= this.http1().then((http1) => {
+      const previous = this.transport;
+      this.transport = http1;
+      void previous?.close();
+      this.log?.info(
+        `the API server at ${this.server} does not offer HTTP/2 (ALPN answered ${reason.negotiated}): using HTTP/1.1, one connection per watch, at most ${this.http.maxConnections} (KUBEDIFF_MAX_CONNECTIONS).`,
+      );
+    });
+    return this.http1Fallback;
   }
 }
 

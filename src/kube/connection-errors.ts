@@ -20,6 +20,8 @@ export function explainConnectionFailure(error: unknown, identity: ClusterIdenti
         { cause: error },
       );
     case 'unauthorized':
+      // No status: the credentials could not be made (a credential plugin failed); the server was not asked.
+      if (error.status === undefined) return new KubediffError(`${error.message}.`, { cause: error });
       return new KubediffError(
         `the API server at ${where} rejected the credentials (401 Unauthorized); they may have expired: log in again or refresh the kubeconfig.`,
         { cause: error },

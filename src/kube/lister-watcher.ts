@@ -26,7 +26,13 @@ export interface ListPage {
 }
 
 export interface WatchOptions {
+  /** Where to resume; '' with sendInitialEvents: the current state, read consistently. */
   resourceVersion: string;
+  /**
+   * A streaming list (WatchList): the server first sends the collection's objects as ADDED events,
+   * then a BOOKMARK annotated `k8s.io/initial-events-end`, then goes on as a watch.
+   */
+  sendInitialEvents?: boolean;
   /** The server ends the watch after this long. */
   timeoutSeconds: number;
   /** How long to wait for the server to answer (the reflector decides when a silence means a dead watch). */
@@ -88,6 +94,9 @@ export function listerWatcherFor(
           watch: 1,
           allowWatchBookmarks: true,
           resourceVersion: options.resourceVersion,
+          ...(options.sendInitialEvents
+            ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' }
+            : {}),
           timeoutSeconds: options.timeoutSeconds,
         },
         signal: options.signal,

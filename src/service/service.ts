@@ -16,7 +16,7 @@ import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
 import { HealthServer, Readiness } from './health-server.ts';
 import { CHECKPOINT_ANNOTATION, checkpointAnnotation, LeaderGate } from './leader-gate.ts';
-import { KubediffMetrics, type MetricsSources } from './metrics.ts';
+import type { KubediffMetrics, MetricsSources } from './metrics.ts';
 
 export interface ServiceOptions {
   /** --listen: serve /healthz, /readyz, /metrics here. */
@@ -41,14 +41,14 @@ export class ServiceRuntime implements PipelineObserver {
     options: ServiceOptions | undefined,
     client: KubeClient,
     log: Logger,
-    version: string,
     standbyMaxBufferBytes: number | undefined,
+    metrics: KubediffMetrics | undefined,
   ) {
     this.options = options;
     this.client = client;
     this.log = log;
     this.readiness = new Readiness({ thresholdMs: options?.readyFailureThresholdMs ?? 60_000 });
-    this.metrics = options?.listen ? new KubediffMetrics({ version }) : undefined;
+    this.metrics = metrics;
     this.metrics?.setSources({ connections: () => client.connectionStats() });
     if (options?.leaderElection) {
       this.gate = new LeaderGate({
@@ -70,13 +70,11 @@ export class ServiceRuntime implements PipelineObserver {
       standbyMaxBufferBytes?: number | undefined;
     },
   ): Promise<ServiceRuntime> {
-    const runtime = new ServiceRuntime(
-      options,
-      deps.client,
-      deps.log,
-      deps.version,
-      deps.standbyMaxBufferBytes,
-    );
+    // prom-client (about 20 MiB) is imported only when the metrics are served.
+    const metrics = options?.listen
+      ? new (await import('./metrics.ts')).KubediffMetrics({ version: deps.version })
+      : undefined;
+    const runtime = new ServiceRuntime(options, deps.client, deps.log, deps.standbyMaxBufferBytes, metrics);
     if (options?.listen && runtime.metrics) {
       try {
         runtime.server = await HealthServer.start(options.listen, {

@@ -12,10 +12,9 @@ import type { RetryOptions } from './delivery.ts';
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
-import { SlackSink, slackSinkName } from './slack.ts';
 import type { SlackFormatOptions } from './slack-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
-import { type WebhookBatchOptions, type WebhookQueueOptions, WebhookSink } from './webhook.ts';
+import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
 
 interface CommonSinkSpec {
   /** For logs and reports; a default is derived (URLs elided). */
@@ -92,8 +91,13 @@ export interface SinkSet {
   flowControl: () => Promise<void> | undefined;
 }
 
-/** Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. */
-export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): SinkSet {
+/**
+ * Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. The
+ * HTTP sinks' modules (undici: about 25 MiB) are imported only when there is an HTTP sink.
+ */
+export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): Promise<SinkSet> {
+  const webhook = specs.some((spec) => spec.type === 'webhook') ? await import('./webhook.ts') : undefined;
+  const slack = specs.some((spec) => spec.type === 'slack') ? await import('./slack.ts') : undefined;
   const files = new Map<string, DeadLetterFile>();
   const deadLetter = (path: string | undefined): DeadLetterFile | undefined => {
     if (path === undefined) return undefined;
@@ -130,6 +134,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
       } else if (spec.type === 'webhook') {
         const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
         const name = spec.name ?? `webhook ${redactUrl(spec.url)}`;
+        const { WebhookSink } = webhook as typeof import('./webhook.ts');
         sink = new WebhookSink({
           url: spec.url,
           name: unique(name),
@@ -157,6 +162,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
                 channel: spec.channel ?? '',
                 ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
               };
+        const { SlackSink, slackSinkName } = slack as typeof import('./slack.ts');
         const name = spec.name ?? slackSinkName(target);
         sink = new SlackSink({
           target,

@@ -7,6 +7,7 @@
 // The cluster is described by a plain, JSON-serialisable ClusterInfo: the test
 // runner (scripts/run-tests.ts) starts one cluster per run and hands its
 // description to the test processes (see cluster-env.ts).
+
 import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,6 +15,7 @@ import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
+import { makeTestPki } from './pki.ts';
 import {
   freePorts,
   lastLines,
@@ -46,7 +48,10 @@ export interface ClusterInfo {
   insecureSkipTLSVerify?: boolean;
   /** Bearer token of a user in group system:masters. */
   adminToken?: string;
-  /** Client certificate and key (PEM), for an existing cluster whose kubeconfig uses them. */
+  /**
+   * Client certificate and key (PEM) of a user in group system:masters: for an existing cluster whose
+   * kubeconfig uses them, and for our own (its API server trusts a client CA made at start).
+   */
   adminClientCert?: string;
   adminClientKey?: string;
   /** Bearer token of user `nobody`, who has no RBAC rights at all (403 on everything but discovery). */
@@ -249,6 +254,11 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       '--unsafe-no-fsync=true',
       '--log-level=warn',
     ]);
+    // While etcd starts: a client CA for the API server (--client-ca-file) and an admin's client
+    // certificate signed by it (O is the group), for the tests of client-certificate authentication.
+    const clientPki = makeTestPki({ clientSubject: { cn: 'kubediff-cert-admin', o: 'system:masters' } });
+    const clientCaFile = path.join(dir, 'client-ca.crt');
+    await writeFile(clientCaFile, clientPki.caPem);
     await waitUntil(
       'etcd to report healthy',
       async () => {
@@ -283,6 +293,7 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       `--cert-dir=${certDir}`,
       '--authorization-mode=RBAC',
       `--token-auth-file=${tokenFile}`,
+      `--client-ca-file=${clientCaFile}`,
       `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
       `--service-account-key-file=${saPublicKeyFile}`,
       `--service-account-signing-key-file=${saPrivateKeyFile}`,
@@ -337,8 +348,8 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       mode: 0o600,
     });
 
-    // kube-controller-manager, as the admin; no leader election (there is only one). The API server
-    // has no client-certificate CA to publish, so the controller manager should not look for one.
+    // kube-controller-manager, as the admin (by token); no leader election (there is only one). It
+    // need not look up the API server's client CA: nothing asks it to authenticate a client.
     log('cluster: starting kube-controller-manager');
     launch('kube-controller-manager', binaries.kubeControllerManager, [
       `--kubeconfig=${kubeconfigPath}`,
@@ -393,6 +404,8 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       caPem,
       caFile,
       adminToken,
+      adminClientCert: clientPki.clientCert,
+      adminClientKey: clientPki.clientKey,
       nobodyToken,
       etcdEndpoint,
       compactionInterval,

@@ -24,6 +24,13 @@ export class FakeWatch {
     this.body.write(`${JSON.stringify({ type, object })}\n`);
   }
 
+  /** The bookmark that ends a streaming list's initial events (sendInitialEvents). */
+  endInitialEvents(resourceVersion: string): void {
+    this.send('BOOKMARK', {
+      metadata: { resourceVersion, annotations: { 'k8s.io/initial-events-end': 'true' } },
+    } as unknown as KubeObject);
+  }
+
   /** An ERROR event with this HTTP status (410 Gone: the resourceVersion expired). */
   sendError(code: number, message = 'error'): void {
     this.body.write(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code, message } })}\n`);

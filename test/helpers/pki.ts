@@ -16,14 +16,19 @@ export interface TestPki {
   clientName: string;
 }
 
-/** A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
-export function makeTestPki(): TestPki {
+/**
+ * A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. The client's
+ * subject is CN=kubediff-test-client unless `clientSubject` says otherwise (for the API server, O
+ * names the user's groups).
+ */
+export function makeTestPki(options: { clientSubject?: { cn: string; o?: string } } = {}): TestPki {
   const dir = mkdtempSync(path.join(tmpdir(), 'kubediff-test-pki-'));
   const file = (name: string) => path.join(dir, name);
   const openssl = (...args: string[]) =>
     execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  const clientName = 'kubediff-test-client';
+  const clientName = options.clientSubject?.cn ?? 'kubediff-test-client';
+  const organization = options.clientSubject?.o;
   try {
     openssl(
       'req',
@@ -73,7 +78,11 @@ export function makeTestPki(): TestPki {
       '/CN=127.0.0.1',
       'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
     );
-    sign('client', `/CN=${clientName}`, 'extendedKeyUsage=clientAuth\n');
+    sign(
+      'client',
+      `${organization ? `/O=${organization}` : ''}/CN=${clientName}`,
+      'extendedKeyUsage=clientAuth\n',
+    );
     const read = (name: string) => readFileSync(file(name), 'utf8');
     return {
       caPem: read('ca.crt'),

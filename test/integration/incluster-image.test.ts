@@ -2,9 +2,10 @@
 // bin/, src/ and the production dependencies (`npm ci --omit=dev`, minus the `node` package). This
 // builds that tree from the lockfile (every package not marked dev), and runs it the way the image's
 // ENTRYPOINT does (this Node 24, bin/kubediff.js), as in a pod: it must start, sync and serve /readyz
-// with no dev dependency and no second Node.js.
+// with no dev dependency and no second Node.js; and with the module compile cache the image build fills
+// (bin/warm-compile-cache.js), read-only.
 import assert from 'node:assert/strict';
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -19,8 +20,20 @@ const admin = adminClient();
 let image: string | undefined;
 
 after(async () => {
-  if (image) await rm(image, { recursive: true, force: true });
+  if (image) {
+    await chmodTree(path.join(image, 'compile-cache'), 0o755, 0o644).catch(() => {});
+    await rm(image, { recursive: true, force: true });
+  }
 });
+
+async function chmodTree(dir: string, dirMode: number, fileMode: number): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) await chmodTree(full, dirMode, fileMode);
+    else await chmod(full, fileMode);
+  }
+  await chmod(dir, dirMode);
+}
 
 /** The runtime stage's /app: what the Dockerfile copies. */
 async function buildImageTree(): Promise<string> {
@@ -42,7 +55,25 @@ async function buildImageTree(): Promise<string> {
 test('the image tree (production dependencies only) runs kubediff as in a pod', async () => {
   image = await buildImageTree();
   const script = path.join(image, 'bin', 'kubediff.js');
-  const version = await runKubediffToCompletion(['version'], { script });
+  // The compile cache, filled as the Dockerfile does, then read-only as on a read-only root filesystem.
+  const compileCache = path.join(image, 'compile-cache');
+  const warm = await runKubediffToCompletion([], {
+    script: path.join(image, 'bin', 'warm-compile-cache.js'),
+    env: { NODE_COMPILE_CACHE: compileCache },
+    timeoutMs: 60_000,
+  });
+  assert.equal(warm.code, 0, warm.stderr);
+  assert.match(warm.stdout, /^compile cache: \d+ modules and @kubernetes\/client-node, in /);
+  const [cacheFolder] = await readdir(compileCache);
+  assert.ok(
+    cacheFolder && (await readdir(path.join(compileCache, cacheFolder))).length > 90,
+    'cache entries',
+  );
+  await chmodTree(compileCache, 0o555, 0o444);
+  const version = await runKubediffToCompletion(['version'], {
+    script,
+    env: { NODE_COMPILE_CACHE: compileCache },
+  });
   assert.equal(version.code, 0, version.stderr);
   assert.match(version.stdout, /^kubediff \d+\.\d+\.\d+ \(node 24\./);
 
@@ -54,7 +85,7 @@ test('the image tree (production dependencies only) runs kubediff as in a pod', 
   const pod = await podFiles(cluster, namespace, token);
   const kd = runKubediff(['watch', '-n', namespace, '-o', 'json', '--listen', '127.0.0.1:0'], {
     script,
-    env: { ...pod.env, KUBEDIFF_LOG_FORMAT: undefined },
+    env: { ...pod.env, KUBEDIFF_LOG_FORMAT: undefined, NODE_COMPILE_CACHE: compileCache },
     timeoutMs: 60_000,
   });
   try {

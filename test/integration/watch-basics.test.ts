@@ -206,7 +206,7 @@ describe('kubediff watch', () => {
     await watch.stop();
   });
 
-  it('starts with a silent baseline; --initial reports each existing object once, across LIST pages', async () => {
+  it('starts with a silent baseline; --initial reports each existing object once, from a streaming list and across LIST pages', async () => {
     const namespace = await admin.createNamespace('baseline');
     const existing = 23;
     for (let index = 0; index < existing; index++) {
@@ -216,25 +216,29 @@ describe('kubediff watch', () => {
       });
     }
 
-    const silent = await startWatch(['-n', namespace, '-r', 'configmaps'], { KUBEDIFF_LIST_PAGE_SIZE: '5' });
-    await admin.create(configmaps(namespace), { metadata: { name: 'marker' } });
-    await silent.waitForEvent(matching({ type: 'ADDED', name: 'marker' }));
-    // Only the marker: none of the existing objects is reported.
-    assert.deepEqual(
-      silent.events.map((event) => `${event.type} ${event.object.name}`),
-      ['ADDED marker'],
-      silent.events.map(describeEvent).join('\n'),
-    );
-    await silent.stop();
+    // The streaming list (the default; its initial events handed on 5 at a time) and the paged LIST.
+    for (const sync of ['stream', 'list']) {
+      const env = { KUBEDIFF_LIST_PAGE_SIZE: '5', KUBEDIFF_INITIAL_SYNC: sync };
+      const silent = await startWatch(['-n', namespace, '-r', 'configmaps'], env);
+      await admin.create(configmaps(namespace), { metadata: { name: `marker-${sync}` } });
+      await silent.waitForEvent(matching({ type: 'ADDED', name: `marker-${sync}` }));
+      // Only the marker: none of the existing objects is reported.
+      assert.deepEqual(
+        silent.events.map((event) => `${event.type} ${event.object.name}`),
+        [`ADDED marker-${sync}`],
+        `${sync}: ${silent.events.map(describeEvent).join('\n')}`,
+      );
+      await silent.stop();
 
-    const initial = await startWatch(['-n', namespace, '-r', 'configmaps', '--initial'], {
-      KUBEDIFF_LIST_PAGE_SIZE: '5',
-    });
-    const names = initial.events.map((event) => event.object.name).filter((name) => name.startsWith('old-'));
-    assert.equal(names.length, existing, initial.events.map(describeEvent).join('\n'));
-    assert.equal(new Set(names).size, existing);
-    assert.ok(initial.events.every((event) => event.type === 'ADDED' && event.offline === undefined));
-    await initial.stop();
+      const initial = await startWatch(['-n', namespace, '-r', 'configmaps', '--initial'], env);
+      const names = initial.events
+        .map((event) => event.object.name)
+        .filter((name) => name.startsWith('old-'));
+      assert.equal(names.length, existing, `${sync}: ${initial.events.map(describeEvent).join('\n')}`);
+      assert.equal(new Set(names).size, existing);
+      assert.ok(initial.events.every((event) => event.type === 'ADDED' && event.offline === undefined));
+      await initial.stop();
+    }
   });
 
   it('drops changes under ignored paths, and updates whose every change is ignored', async () => {

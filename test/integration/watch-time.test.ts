@@ -25,7 +25,7 @@ test('a 429 with Retry-After: 86400 on the watch is retried within the max backo
   t.after(() => front.close());
   const configMapWatch = (request: FrontRequest) =>
     request.watch && request.path === `/api/v1/namespaces/${ns}/configmaps`;
-  // The first WATCH after the LIST is throttled "for a day".
+  // The first WATCH (the streaming list) is throttled "for a day".
   front.answer(configMapWatch, { status: 429, headers: { 'retry-after': '86400' } });
 
   const kubeconfig = await admin.writeKubeconfig(front.url);
@@ -37,8 +37,9 @@ test('a 429 with Retry-After: 86400 on the watch is retried within the max backo
   await kd.waitForStderr(
     /configmaps in namespace \S+: 429: answered by the test's API front .*retrying with backoff/,
   );
-
-  // Reported only once the watch is back, which a day-long wait would never allow.
+  // Back once the retry succeeded, which a day-long wait would never allow. (The throttled WATCH is the
+  // streaming list: what exists when it succeeds is the silent baseline, so the change comes after.)
+  await kd.waitForStderr(/configmaps in namespace \S+: watching again/);
   const created = await admin.create(`/api/v1/namespaces/${ns}/configmaps`, {
     metadata: { name: 'after-429' },
     data: { k: 'v' },

@@ -108,7 +108,7 @@ describe('ClusterWatcher', () => {
       initial: false,
       handler,
       log,
-      timing: { backoff: { maxMs: 30_000 } },
+      timing: { backoff: { maxMs: 30_000 }, initialSync: 'list' },
     });
     return { handler, logLines, started: watcher.start() };
   }

@@ -383,9 +383,9 @@ describe('presets', () => {
     ]);
   });
 
-  it('an unknown --preset is a usage error', () => {
-    assert.throws(
-      () => loadWatchSettings({ preset: 'loud' }, false, {}),
+  it('an unknown --preset is a usage error', async () => {
+    await assert.rejects(
+      loadWatchSettings({ preset: 'loud' }, false, {}),
       (error: unknown) =>
         error instanceof UsageError &&
         error.message === 'invalid --preset "loud": use default, quiet, everything.',
@@ -541,7 +541,7 @@ sinks:
     ]);
   });
 
-  it('the dead-letter cap: from the file or the flags, checked, and only with a dead-letter file', () => {
+  it('the dead-letter cap: from the file or the flags, checked, and only with a dead-letter file', async () => {
     const sinks = 'sinks:\n  - type: webhook\n    url: https://h/\n    deadLetter: /tmp/own.jsonl\n';
     const fromFile = settingsFromConfig(
       parseConfig(`deadLetterMaxSize: 2MB\ndeadLetterMaxFiles: 5\n${sinks}`, 'c.yaml', {}),
@@ -562,20 +562,24 @@ sinks:
     // Flags alone.
     const webhook = { webhook: ['https://h/'] };
     assert.deepEqual(
-      loadWatchSettings({ ...webhook, deadLetter: '/tmp/x.jsonl', deadLetterMaxSize: '500k' }, false, {})
-        .delivery.deadLetterLimits,
+      (
+        await loadWatchSettings(
+          { ...webhook, deadLetter: '/tmp/x.jsonl', deadLetterMaxSize: '500k' },
+          false,
+          {},
+        )
+      ).delivery.deadLetterLimits,
       { maxFileBytes: 500 * 1024, maxFiles: 3 },
     );
-    assert.throws(
-      () => loadWatchSettings({ ...webhook, deadLetterMaxSize: '500k' }, false, {}),
+    await assert.rejects(
+      loadWatchSettings({ ...webhook, deadLetterMaxSize: '500k' }, false, {}),
       (error: unknown) =>
         error instanceof UsageError &&
         error.message ===
           '--dead-letter-max-size and --dead-letter-max-files apply to --dead-letter, and it is not given.',
     );
-    assert.throws(
-      () =>
-        loadWatchSettings({ ...webhook, deadLetter: '/tmp/x.jsonl', deadLetterMaxSize: 'big' }, false, {}),
+    await assert.rejects(
+      loadWatchSettings({ ...webhook, deadLetter: '/tmp/x.jsonl', deadLetterMaxSize: 'big' }, false, {}),
       /^UsageError: invalid --dead-letter-max-size "big": use a size such as 64MB or 1GB\.$/,
     );
     assert.throws(

@@ -52,10 +52,18 @@ test('multi-stage: dependencies installed in one stage, a Node 24 runtime in the
   assert.match(runtime.image, /(^|\/)(node:24|nodejs24)/, `the runtime is Node 24: ${runtime.image}`);
   for (const stage of all)
     assert.doesNotMatch(stage.image, /:latest$|^[^:]+$/, `${stage.image} names a version`);
-  // The runtime stage runs nothing at build time (distroless has no shell) and installs nothing.
+  // The runtime stage installs nothing: at build time it only runs its own Node (exec form: distroless
+  // has no shell) to fill the module compile cache that NODE_COMPILE_CACHE names.
   assert.deepEqual(
     runtime.body.filter((instruction) => instruction.getKeyword() === 'RUN').map((i) => i.getTextContent()),
-    [],
+    [
+      'RUN ["/nodejs/bin/node", "/app/bin/warm-compile-cache.js"]',
+      'RUN ["/nodejs/bin/node", "/app/bin/kubediff.js", "version"]',
+    ],
+  );
+  assert.ok(
+    runtime.body.some((instruction) => /^ENV NODE_COMPILE_CACHE=\/app\//.test(instruction.getTextContent())),
+    'the compile cache is in the image',
   );
 });
 

@@ -38,7 +38,12 @@ describe('Informer', () => {
 
   function start(collection: FakeCollection, initialList: InitialListMode = 'silent') {
     const handler = recorder();
-    informer = new Informer(collection, { type: configmaps, normalize, initialList }, handler);
+    // The paged LIST: the reflector's tests cover the streaming list, which feeds the informer alike.
+    informer = new Informer(
+      collection,
+      { type: configmaps, normalize, initialList, timing: { initialSync: 'list' } },
+      handler,
+    );
     informer.start();
     return handler;
   }

@@ -1,7 +1,8 @@
 // The reflector (src/informer/reflector.ts) against a collection answered by the test
 // (test/helpers/fake-collection.ts), with node:test's mock timers for every wait: paged LISTs, WATCHes
 // that resume from the last resourceVersion (bookmarks count), 410 Gone, backoff with Retry-After, the
-// slow retry of a forbidden type, the idle timeout, and flow control. Milliseconds each; the same
+// slow retry of a forbidden type, the idle timeout, and flow control; the streaming list (WatchList) and
+// its fallback to the paged LIST. Milliseconds each; the same
 // behaviours against the real API server are in test/integration/watch-*.test.ts.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
@@ -36,6 +37,8 @@ function recordingSink(): ReflectorSink & { log: string[]; states: ReflectorStat
 }
 
 const TIMING = {
+  // The paged LIST; the streaming list has its own tests below.
+  initialSync: 'list' as const,
   pageSize: 2,
   minWatchTimeoutSeconds: 300,
   idleTimeoutMs: 90_000,
@@ -55,12 +58,13 @@ describe('Reflector', () => {
   /** Starts a reflector over `collection`; random 0.5 makes the jitter and the watch timeout exact. */
   function start(
     collection: FakeCollection,
-    options: { flowControl?: () => Promise<void> | undefined } = {},
+    options: { flowControl?: () => Promise<void> | undefined; initialSync?: 'stream' | 'list' } = {},
   ) {
     const sink = recordingSink();
+    const { initialSync = 'list', ...rest } = options;
     reflector = new Reflector(
       collection,
-      { type: configmaps, timing: TIMING, random: () => 0.5, ...options },
+      { type: configmaps, timing: { ...TIMING, initialSync }, random: () => 0.5, ...rest },
       sink,
     );
     reflector.start();
@@ -244,5 +248,171 @@ describe('Reflector', () => {
     await reflector?.stop();
     assert.equal(sink.log.at(-1), 'stopped');
     assert.equal(collection.watches.length, 0);
+  });
+
+  describe('streaming list', () => {
+    const streamed = (collection: FakeCollection) =>
+      collection.watches.map((watch) => [
+        watch.options.sendInitialEvents === true,
+        watch.options.resourceVersion,
+      ]);
+
+    it('one WATCH with sendInitialEvents: initial events as pages, the end bookmark, then the same stream watches', async () => {
+      const collection = new FakeCollection();
+      const sink = start(collection, { initialSync: 'stream' });
+      await settle();
+      const watch = collection.watches[0];
+      watch?.send('ADDED', configMap('a', '5'));
+      watch?.send('ADDED', configMap('b', '6'));
+      watch?.send('ADDED', configMap('c', '7'));
+      watch?.endInitialEvents('10');
+      watch?.send('MODIFIED', configMap('a', '11'));
+      watch?.end();
+      await settle();
+      assert.deepEqual(sink.log, [
+        'listing',
+        'list',
+        'page a@5 b@6',
+        'page c@7',
+        'listed @10',
+        'watching',
+        'MODIFIED a@11',
+        'watching',
+      ]);
+      // The current state (resourceVersion ''), then a plain watch resuming from the last event; no LIST.
+      assert.deepEqual(streamed(collection), [
+        [true, ''],
+        [false, '11'],
+      ]);
+      assert.equal(collection.lists.length, 0);
+    });
+
+    it('a server that refuses it (422: WatchList off) gets a paged LIST at once, and for every later relist', async () => {
+      const refused = new KubeError('request', '422 Invalid: sendInitialEvents is forbidden for watch', {
+        status: 422,
+        path: '/x',
+      });
+      const collection = new FakeCollection()
+        .failWatch(refused)
+        .answerList(page('10', [configMap('a', '5')]), page('40', [configMap('a', '39')]));
+      const sink = start(collection, { initialSync: 'stream' });
+      await settle();
+      collection.watches[0]?.sendError(410, 'too old resource version');
+      await settle();
+      assert.deepEqual(sink.log, [
+        'listing',
+        'listing',
+        'list',
+        'page a@5',
+        'listed @10',
+        'watching',
+        'listing',
+        'list',
+        'page a@39',
+        'listed @40',
+        'watching',
+      ]);
+      assert.deepEqual(streamed(collection), [
+        [false, '10'],
+        [false, '40'],
+      ]);
+    });
+
+    it('a watch cache still filling (429 storage is (re)initializing): a paged LIST this time, streaming later', async () => {
+      const initializing = new KubeError('throttled', '429 TooManyRequests: storage is (re)initializing', {
+        status: 429,
+        retryAfterSeconds: 1,
+        path: '/x',
+      });
+      const collection = new FakeCollection()
+        .failWatch(initializing)
+        .answerList(page('10', [configMap('a', '5')]));
+      const sink = start(collection, { initialSync: 'stream' });
+      await settle();
+      collection.watches[0]?.sendError(410, 'too old resource version');
+      await settle();
+      collection.watches[1]?.endInitialEvents('40');
+      await settle();
+      // No failing state, no wait: the LIST at once; the relist after 410 streams again.
+      assert.deepEqual(sink.log, [
+        'listing',
+        'listing',
+        'list',
+        'page a@5',
+        'listed @10',
+        'watching',
+        'listing',
+        'list',
+        'listed @40',
+        'watching',
+      ]);
+      assert.deepEqual(streamed(collection), [
+        [false, '10'],
+        [true, ''],
+      ]);
+    });
+
+    it('a server that ignores it (a plain bookmark before the end) gets a paged LIST, started over', async () => {
+      const collection = new FakeCollection().answerList(page('10', [configMap('a', '5')]));
+      const sink = start(collection, { initialSync: 'stream' });
+      await settle();
+      collection.watches[0]?.send('ADDED', configMap('a', '5'));
+      collection.watches[0]?.send('BOOKMARK', { metadata: { resourceVersion: '9' } } as KubeObject);
+      await settle();
+      assert.deepEqual(sink.log, [
+        'listing',
+        'list',
+        'listing',
+        'list',
+        'page a@5',
+        'listed @10',
+        'watching',
+      ]);
+      assert.deepEqual(streamed(collection), [
+        [true, ''],
+        [false, '10'],
+      ]);
+    });
+
+    it('a stream that breaks before its initial events end starts over after the backoff; 410 later streams again', async () => {
+      const collection = new FakeCollection();
+      const sink = start(collection, { initialSync: 'stream' });
+      await settle();
+      collection.watches[0]?.send('ADDED', configMap('a', '5'));
+      collection.watches[0]?.send('ADDED', configMap('b', '6'));
+      collection.watches[0]?.break();
+      await settle();
+      assert.equal(sink.log.at(-1), 'failing network retry 800ms');
+      mock.timers.tick(800);
+      await settle();
+      collection.watches[1]?.send('ADDED', configMap('a', '5'));
+      collection.watches[1]?.endInitialEvents('10');
+      await settle();
+      collection.watches[1]?.sendError(410, 'too old resource version');
+      await settle();
+      collection.watches[2]?.endInitialEvents('50');
+      await settle();
+      assert.deepEqual(sink.log, [
+        'listing',
+        'list',
+        'page a@5 b@6',
+        'failing network retry 800ms',
+        'listing',
+        'list',
+        'page a@5',
+        'listed @10',
+        'watching',
+        'listing',
+        'list',
+        'listed @50',
+        'watching',
+      ]);
+      assert.deepEqual(streamed(collection), [
+        [true, ''],
+        [true, ''],
+        [true, ''],
+      ]);
+      assert.equal(reflector?.resourceVersion, '50');
+    });
   });
 });
