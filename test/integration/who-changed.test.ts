@@ -3,11 +3,21 @@
 // apply (client-side and server-side with a field manager of ours), a merge patch with a fieldManager
 // query parameter, two managers within one second, and objects without managedFields.
 import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
+import {
+  type KubediffProcess,
+  killAll,
+  runKubediff,
+  runKubediffToCompletion,
+  watchArgs,
+} from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { kubectl } from '../helpers/deploy.ts';
 import { changeAt, matching, type TestEvent } from '../helpers/events.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, type KubeAdmin, type KubeObject } from '../helpers/kube-admin.ts';
 
 const READY = /watching \d+ resource types?/;
@@ -233,5 +243,144 @@ describe('who changed it (field managers)', () => {
     const deleted = await watch.waitForEvent(matching({ type: 'DELETED', name: 'bare' }));
     assert.equal(deleted.by, undefined);
     await watch.stop();
+  });
+
+  it('manager filters drop the autoscaler-style change and keep the same path changed by a person', async () => {
+    const namespace = await admin.createNamespace('who-filter');
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-who-'));
+    const state = path.join(dir, 'state.db');
+    const hook = await HttpReceiver.start();
+    const file = path.join(dir, 'config.yaml');
+    await writeFile(
+      file,
+      `
+kubeconfig: ${testCluster().kubeconfigPath}
+namespaces: [${namespace}]
+resources: [deploy]
+ignore:
+  - path: /spec/replicas
+    managers: [horizontal-pod-autoscaler, kube-controller-manager]
+sinks:
+  - type: stdout
+    format: json
+  - type: webhook
+    name: people
+    url: ${hook.url('/people')}
+    filter:
+      managers: ["kubectl*"]
+`,
+    );
+    try {
+      const watch = runKubediff(
+        ['watch', '-c', file, '--explain', '--ignore-manager', 'argocd-*', '--state', state],
+        { checkEvents: true, timeoutMs: 30_000 },
+      );
+      await watch.waitForStderr(READY, 90_000);
+      const deployments = `/apis/apps/v1/namespaces/${namespace}/deployments`;
+      await admin.create(deployments, {
+        metadata: { name: 'api' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'api' } },
+          template: {
+            metadata: { labels: { app: 'api' } },
+            spec: { containers: [{ name: 'api', image: 'api:1' }] },
+          },
+        },
+      });
+      await watch.waitForEvent(matching({ type: 'ADDED', name: 'api' }));
+      const patchAs = (fieldManager: string, subpath: string, body: unknown) =>
+        admin.send<KubeObject>('PATCH', `${deployments}/api${subpath}`, {
+          query: { fieldManager },
+          body,
+          contentType: 'application/merge-patch+json',
+        });
+
+      // The autoscaler's write of /spec/replicas (through the scale subresource, as it does): dropped.
+      const auto = await patchAs('horizontal-pod-autoscaler', '/scale', { spec: { replicas: 2 } });
+      // A person scales: the same path, reported.
+      await run('-n', namespace, 'scale', 'deploy', 'api', '--replicas=3');
+      const scaled = await updatedAt(watch, 'api', '/spec/replicas');
+      assert.deepEqual(scaled.changes, [
+        { op: 'replace', path: '/spec/replicas', from: 2, to: 3, manager: 'kubectl' },
+      ]);
+      // A GitOps controller, muted by --ignore-manager; then a bot the webhook's filter leaves out.
+      const gitops = await patchAs('argocd-application-controller', '', {
+        metadata: { labels: { synced: 'yes' } },
+      });
+      await patchAs('release-bot', '', { metadata: { labels: { release: 'r1' } } });
+      await run('-n', namespace, 'label', 'deploy', 'api', 'done=yes');
+      const sentinel = await updatedAt(watch, 'api', '/metadata/labels/done');
+
+      const updates = watch.events.filter((event) => event.type === 'UPDATED');
+      assert.deepEqual(
+        updates.map((event) => [managersOf(event), Object.keys(changeManagers(event))]),
+        [
+          [['kubectl'], ['/spec/replicas']],
+          [['release-bot'], ['/metadata/labels/release']],
+          [['kubectl-label'], ['/metadata/labels/done']],
+        ],
+      );
+      assert.equal(sentinel.id, updates.at(-1)?.id);
+      // The webhook wants only what kubectl* did: not the ADDED (by the test's client), not the bot's label.
+      await hook.waitForRequests(2);
+      assert.deepEqual(
+        hook.jsonBodies().map((body) => {
+          const event = body as TestEvent;
+          return `${event.type} ${managersOf(event)?.join(',')} ${event.id}`;
+        }),
+        [`UPDATED kubectl ${scaled.id}`, `UPDATED kubectl-label ${sentinel.id}`],
+      );
+      // --explain names the manager rule that dropped each.
+      assert.match(
+        watch.stderr,
+        new RegExp(
+          `explain: UPDATED deployments.apps ${namespace}/api \\S+:${auto.metadata.resourceVersion} → all sinks: dropped by ignore: every change is ignored \\(/spec/replicas by horizontal-pod-autoscaler, kube-controller-manager\\)`,
+        ),
+      );
+      assert.match(
+        watch.stderr,
+        new RegExp(
+          `explain: UPDATED deployments.apps ${namespace}/api \\S+:${gitops.metadata.resourceVersion} → all sinks: dropped by excludeManagers: every change is made by an excluded manager \\(argocd-application-controller; excluded \\[argocd-\\*\\]\\)`,
+        ),
+      );
+      assert.match(
+        watch.stderr,
+        new RegExp(
+          `explain: UPDATED deployments.apps ${namespace}/api \\S+ → people: dropped by managers: made by release-bot, not by \\[kubectl\\*\\]`,
+        ),
+      );
+      assert.equal((await watch.stop()).code, 0);
+
+      // History, filtered by manager from the recorded events.
+      const history = async (...args: string[]) => {
+        const result = await runKubediffToCompletion(['history', '--state', state, '-o', 'json', ...args], {
+          timeoutMs: 20_000,
+        });
+        assert.equal(result.code, 0, result.stderr);
+        return result.stdout
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as TestEvent);
+      };
+      const byKubectl = await history('--manager', 'kubectl*');
+      assert.deepEqual(
+        byKubectl.map((event) => event.id),
+        [scaled.id, sentinel.id],
+      );
+      const byBot = await history('--manager', 'release-bot', 'deploy/api');
+      assert.deepEqual(
+        byBot.map((event) => managersOf(event)),
+        [['release-bot']],
+      );
+      const bad = await runKubediffToCompletion(['history', '--state', state, '--manager', ' '], {
+        timeoutMs: 20_000,
+      });
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /^kubediff: invalid --manager " ": not a field manager name/);
+    } finally {
+      await hook.close();
+    }
   });
 });
