@@ -45,8 +45,11 @@ export async function populate(
   });
 }
 
-/** A ClusterWatcher as `kubediff watch -r configmaps -n <ns> -o json` builds it. */
-export function configMapWatcher(client: KubeClient, ns: string): ClusterWatcher {
+/**
+ * A ClusterWatcher as `kubediff watch -r configmaps -n <ns> -o json` builds it; `fieldManagers: false`
+ * without who-changed-it (no managedFields signature per object), for the memory it costs.
+ */
+export function configMapWatcher(client: KubeClient, ns: string, fieldManagers = true): ClusterWatcher {
   const normalizer = new Normalizer({
     ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
     redactor: new Redactor(),
@@ -59,6 +62,7 @@ export function configMapWatcher(client: KubeClient, ns: string): ClusterWatcher
     excludeNamespaces: [],
     normalize: (type, object) => normalizer.normalize(type, object),
     initial: false,
+    fieldManagers,
     handler: new EventBuilder({ cluster: 'bench', emit: () => {} }),
     log: silentLogger,
     // Long watches and no periodic re-discovery while measuring.
@@ -119,6 +123,8 @@ export interface HeapFigures {
   objects: number;
   /** Retained heap per cached object (bytes), the watcher's fixed cost taken out. */
   retainedBytesPerObject: number;
+  /** The same without who-changed-it (no managedFields signature kept per object). */
+  retainedBytesPerObjectWithoutManagers: number;
   /** Mean JSON size of an object as the API server sends it (managedFields included). */
   jsonBytesPerObject: number;
   /** Mean JSON size of an object as kubediff stores it (ignored paths dropped). */
@@ -136,17 +142,22 @@ function settledHeap(): number {
   return process.memoryUsage().heapUsed;
 }
 
-/** In a child process: what a synced watcher retains per object. */
-async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Promise<HeapFigures> {
+/** What a synced watcher retains per object, its fixed cost taken out. */
+async function retainedPerObject(
+  info: ClusterInfo,
+  ns: string,
+  emptyNs: string,
+  fieldManagers: boolean,
+): Promise<{ objects: number; perObject: number }> {
   const identity = loadKubeconfig({ kubeconfig: info.kubeconfigPath });
   const before = settledHeap();
   // A watcher of an empty namespace: the fixed cost (client, discovery, informers), taken out below.
   const emptyClient = await KubeClient.create(identity);
-  const empty = configMapWatcher(emptyClient, emptyNs);
+  const empty = configMapWatcher(emptyClient, emptyNs, fieldManagers);
   await empty.start();
   const withEmpty = settledHeap();
   const client = await KubeClient.create(identity);
-  const watcher = configMapWatcher(client, ns);
+  const watcher = configMapWatcher(client, ns, fieldManagers);
   await watcher.start();
   const withFull = settledHeap();
   const objects = watcher.allInformers().reduce((sum, informer) => sum + informer.objectCount, 0);
@@ -156,6 +167,13 @@ async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Prom
   await empty.stop();
   await client.close();
   await emptyClient.close();
+  return { objects, perObject: retained / objects };
+}
+
+/** In a child process: what a synced watcher retains per object, with and without who-changed-it. */
+async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Promise<HeapFigures> {
+  const without = await retainedPerObject(info, ns, emptyNs, false);
+  const { objects, perObject } = await retainedPerObject(info, ns, emptyNs, true);
 
   // The same objects as sent (a raw LIST) and as stored.
   const agent = rawAgent(info);
@@ -187,10 +205,10 @@ async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Prom
     continueToken = page.metadata.continue || undefined;
   } while (continueToken);
   await agent.close();
-  const perObject = retained / objects;
   return {
     objects,
     retainedBytesPerObject: perObject,
+    retainedBytesPerObjectWithoutManagers: without.perObject,
     jsonBytesPerObject: json / count,
     storedJsonBytesPerObject: stored / count,
     ratio: perObject / (json / count),

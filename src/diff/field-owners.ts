@@ -19,42 +19,132 @@ export function ownersOf(
   object: JsonValue,
   path: readonly string[],
 ): ManagedFieldsEntry[] {
-  let deepest = -1;
+  const at = entries.map((entry) => start(entry, object));
+  for (const segment of path) for (const position of at) step(position, segment);
+  return deepest(at);
+}
+
+/**
+ * ownersOf for the changes of one update, one after the other: the diff reports sibling paths together
+ * (`/data/a`, `/data/b`, …), so the walk to their parent is done once for all of them.
+ */
+export class FieldOwnership {
+  readonly #entries: readonly ManagedFieldsEntry[];
+  readonly #object: JsonValue;
+  #parent: readonly string[] = [];
+  #atParent: Position[];
+
+  constructor(entries: readonly ManagedFieldsEntry[], object: JsonValue) {
+    this.#entries = entries;
+    this.#object = object;
+    this.#atParent = entries.map((entry) => start(entry, object));
+  }
+
+  ownersOf(path: readonly string[]): ManagedFieldsEntry[] {
+    if (path.length === 0) return deepest(this.#entries.map((entry) => start(entry, this.#object)));
+    const parent = path.slice(0, -1);
+    if (!sameSegments(parent, this.#parent)) {
+      const at = this.#entries.map((entry) => start(entry, this.#object));
+      for (const segment of parent) for (const position of at) step(position, segment);
+      this.#parent = parent;
+      this.#atParent = at;
+    }
+    // The last step, without moving the parent's positions (the next sibling starts from them too).
+    const last = path[path.length - 1]!;
+    let best = -1;
+    let owners: ManagedFieldsEntry[] = [];
+    for (const position of this.#atParent) {
+      const depth = depthAfter(position, last);
+      if (depth < 0 || depth < best) continue;
+      if (depth > best) {
+        best = depth;
+        owners = [];
+      }
+      owners.push(position.entry);
+    }
+    return owners;
+  }
+}
+
+/** Where a walk down one entry's trie and the object side by side stands. */
+interface Position {
+  entry: ManagedFieldsEntry;
+  node: JsonObject | undefined;
+  value: JsonValue | undefined;
+  /** Segments walked inside the trie; -1 once the path left it. */
+  depth: number;
+  /** The trie ended above the path (an atomic field, or a map's existence): owned at `depth`. */
+  ended: boolean;
+}
+
+function start(entry: ManagedFieldsEntry, object: JsonValue): Position {
+  const node = entry.fieldsV1;
+  return { entry, node, value: object, depth: node === undefined ? -1 : 0, ended: false };
+}
+
+function step(position: Position, segment: string): void {
+  const { node, value } = position;
+  if (position.ended || position.depth < 0 || node === undefined) return;
+  const child = childNode(node, value, segment);
+  position.value = childValue(value, segment);
+  if (child !== undefined) {
+    position.node = child;
+    position.depth++;
+    return;
+  }
+  // Looked at only when the path leaves the trie (enumerating keys costs more than a lookup).
+  if (position.depth > 0 && isLeaf(node)) position.ended = true;
+  else position.depth = -1;
+}
+
+/** The depth `position` would reach with one more segment (step without moving). */
+function depthAfter(position: Position, segment: string): number {
+  const { node, depth } = position;
+  if (position.ended || depth < 0 || node === undefined) return depth;
+  if (childNode(node, position.value, segment) !== undefined) return depth + 1;
+  return depth > 0 && isLeaf(node) ? depth : -1;
+}
+
+function childNode(node: JsonObject, value: JsonValue | undefined, segment: string): JsonObject | undefined {
+  let child: JsonValue | undefined;
+  if (Array.isArray(value)) {
+    const index = Number(segment);
+    if (!Number.isInteger(index) || index < 0 || index >= value.length) return undefined;
+    child = itemNode(node, value[index]!, index);
+  } else {
+    // Trie keys all carry a prefix (`f:`), so none can be an inherited property: a plain lookup will do.
+    child = node[`f:${segment}`];
+  }
+  return isJsonObject(child) ? child : undefined;
+}
+
+function childValue(value: JsonValue | undefined, segment: string): JsonValue | undefined {
+  if (Array.isArray(value)) {
+    const index = Number(segment);
+    return Number.isInteger(index) && index >= 0 ? value[index] : undefined;
+  }
+  return isJsonObject(value) ? getProperty(value, segment) : undefined;
+}
+
+/** The entries whose walk went deepest (and did not leave the trie). */
+function deepest(positions: readonly Position[]): ManagedFieldsEntry[] {
+  let best = -1;
   let owners: ManagedFieldsEntry[] = [];
-  for (const entry of entries) {
-    if (entry.fieldsV1 === undefined) continue;
-    const depth = ownedDepth(entry.fieldsV1, object, path);
-    if (depth < 0 || depth < deepest) continue;
-    if (depth > deepest) {
-      deepest = depth;
+  for (const position of positions) {
+    if (position.depth < 0 || position.depth < best) continue;
+    if (position.depth > best) {
+      best = position.depth;
       owners = [];
     }
-    owners.push(entry);
+    owners.push(position.entry);
   }
   return owners;
 }
 
-/** How deep along `path` the trie goes (path.length: the path itself or below); -1 when it leaves it. */
-function ownedDepth(trie: JsonObject, object: JsonValue, path: readonly string[]): number {
-  let node = trie;
-  let value: JsonValue | undefined = object;
-  for (let depth = 0; depth < path.length; depth++) {
-    const segment = path[depth]!;
-    if (isLeaf(node)) return depth === 0 ? -1 : depth;
-    let child: JsonValue | undefined;
-    if (Array.isArray(value)) {
-      const index = Number(segment);
-      if (!Number.isInteger(index) || index < 0 || index >= value.length) return -1;
-      child = itemNode(node, value[index]!, index);
-      value = value[index];
-    } else {
-      child = getProperty(node, `f:${segment}`);
-      value = isJsonObject(value) ? getProperty(value, segment) : undefined;
-    }
-    if (!isJsonObject(child)) return -1;
-    node = child;
-  }
-  return path.length;
+function sameSegments(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
+  return true;
 }
 
 /** A node with no key, or with only `.`, owns everything below it. */

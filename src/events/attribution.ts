@@ -1,12 +1,12 @@
 // Who made a change, from managedFields (the API server's own record, no audit log needed):
 // - `by`: the managers whose entries this version changed. A manager that writes gets its entry's time
 //   set; one whose fields were taken over only loses fields. Times have one-second resolution and some
-//   entries have none, so a change of the owned fields (not a shrink) counts as a write too.
+//   entries have none, so an entry that owns more fields than before counts as a write too.
 // - each change's `manager`: the owner of its path in the new version. A removed path has no owner any
 //   more: it goes to the one manager that wrote, when there is exactly one.
 // When the object has no managedFields, or the answer is not unique, nothing is said: no guess.
 
-import { ownersOf } from '../diff/field-owners.ts';
+import { FieldOwnership } from '../diff/field-owners.ts';
 import { getProperty, isJsonObject } from '../diff/json.ts';
 import { parsePointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
@@ -22,7 +22,7 @@ import type { ManagerRef } from './event.ts';
 export interface UpdateAttribution {
   /** Absent when no manager could be named. */
   managers?: ManagerRef[];
-  /** The changes, each with its `manager` where one owns it (new objects; the input is not mutated). */
+  /** The changes, each with its `manager` where one owns it. */
   changes: Change[];
 }
 
@@ -34,7 +34,8 @@ export interface AttributionInput {
   entries: readonly ManagedFieldsEntry[];
   previous: JsonObject;
   current: JsonObject;
-  changes: readonly Change[];
+  /** The diff's fresh changes: `manager` is set on them in place (copying each would cost more than the rest). */
+  changes: Change[];
 }
 
 export function attributeUpdate(input: AttributionInput): UpdateAttribution {
@@ -43,13 +44,16 @@ export function attributeUpdate(input: AttributionInput): UpdateAttribution {
   const writerNames = new Set(writers?.map((entry) => entry.manager));
   const soleWriter = writerNames.size === 1 ? writers![0] : undefined;
   const ownerEntries = new Set<ManagedFieldsEntry>();
-  const changes = input.changes.map((change): Change => {
-    const owner = ownerOf(change, input, writerNames, soleWriter);
-    if (!owner) return change;
+  const named = new Set<string>();
+  const changes = input.changes;
+  const ownership = new FieldOwnership(entries, input.current);
+  for (const change of changes) {
+    const owner = ownerOf(change, ownership, writerNames, soleWriter);
+    if (!owner) continue;
     ownerEntries.add(owner);
-    return { ...change, manager: owner.manager };
-  });
-  const named = new Set(changes.map((change) => change.manager).filter((name) => name !== undefined));
+    named.add(owner.manager);
+    change.manager = owner.manager;
+  }
   // The writers that made a reported change; all writers when none is an owner (every reported change
   // was removed, or owned by nobody); without writers, the owners of the changes.
   const involved = writers?.filter((entry) => named.has(entry.manager)) ?? [];
@@ -86,12 +90,14 @@ export function managerRef(entry: ManagedFieldsEntry): ManagerRef {
 }
 
 /**
- * The entries this version wrote: new, restamped, or with other owned fields (not only fewer). When none
+ * The entries this version wrote: new, restamped, or owning more fields than before. When none
  * did, a manager whose entry vanished removed all it owned: it wrote, if it is the only one. Undefined
  * when that cannot be told (no previous signature).
  */
 function writersOf(input: AttributionInput): ManagedFieldsEntry[] | undefined {
   if (input.previousSignature === undefined || input.currentSignature === undefined) return undefined;
+  // The same entries as before: nobody's changed (a same-second rewrite of the same fields).
+  if (input.previousSignature === input.currentSignature) return [];
   const previous = parseManagersSignature(input.previousSignature);
   const before = new Map<string, EntrySignature>();
   for (const entry of previous) before.set(entry.whoAndWhen, entry);
@@ -101,8 +107,8 @@ function writersOf(input: AttributionInput): ManagedFieldsEntry[] | undefined {
   const writers = input.entries.filter((_, index) => {
     const signature = now[index]!;
     const was = before.get(signature.whoAndWhen);
-    if (!was) return true;
-    return was.fields !== signature.fields && signature.count >= was.count;
+    // Not restamped: it wrote only if it owns more fields now (a same-second write that added some).
+    return !was || signature.count > was.count;
   });
   if (writers.length > 0) return writers;
   const present = new Set(now.map(entryIdentity));
@@ -118,7 +124,7 @@ function entryIdentity(entry: EntrySignature): string {
 
 function ownerOf(
   change: Change,
-  input: AttributionInput,
+  ownership: FieldOwnership,
   writerNames: ReadonlySet<string>,
   soleWriter: ManagedFieldsEntry | undefined,
 ): ManagedFieldsEntry | undefined {
@@ -129,11 +135,18 @@ function ownerOf(
   } catch {
     return undefined;
   }
-  const owners = ownersOf(input.entries, input.current, segments);
-  const names = new Set(owners.map((entry) => entry.manager));
-  if (names.size === 1) return owners.find((entry) => writerNames.has(entry.manager)) ?? owners[0];
-  if (names.size === 0) return undefined;
+  const owners = ownership.ownersOf(segments);
+  if (owners.length === 0) return undefined;
+  const first = owners[0]!.manager;
+  if (owners.every((entry) => entry.manager === first)) {
+    return owners.find((entry) => writerNames.has(entry.manager)) ?? owners[0];
+  }
   // Shared (several appliers set the same value, or a map partly each one's): the one that wrote now.
-  const writing = owners.filter((entry) => writerNames.has(entry.manager));
-  return new Set(writing.map((entry) => entry.manager)).size === 1 ? writing[0] : undefined;
+  let writing: ManagedFieldsEntry | undefined;
+  for (const entry of owners) {
+    if (!writerNames.has(entry.manager)) continue;
+    if (writing && writing.manager !== entry.manager) return undefined;
+    writing ??= entry;
+  }
+  return writing;
 }

@@ -91,7 +91,7 @@ export interface InformerOptions extends ReflectorOptions {
 /** An object as it arrives: what is stored, and its managedFields, handed to the handler and then dropped. */
 interface Arrival {
   stored: StoredObject;
-  managedFields: ManagedFieldsEntry[] | undefined;
+  managedFields: readonly ManagedFieldsEntry[] | undefined;
 }
 
 export class Informer implements ReflectorSink {

@@ -17,15 +17,19 @@ export interface ManagedFieldsEntry {
   fieldsV1?: JsonObject;
 }
 
-/** The object's managedFields entries that name a manager; undefined when it has none. */
-export function managedFieldsOf(object: KubeObject): ManagedFieldsEntry[] | undefined {
+/**
+ * The object's managedFields entries that name a manager; undefined when it has none. The entries as
+ * served when all are well-formed (no copy on the hot path), else the well-formed ones, normalized.
+ */
+export function managedFieldsOf(object: KubeObject): readonly ManagedFieldsEntry[] | undefined {
   const entries = object.metadata.managedFields;
   if (!Array.isArray(entries) || entries.length === 0) return undefined;
+  if (entries.every(isWellFormed)) return entries as unknown as ManagedFieldsEntry[];
   const result: ManagedFieldsEntry[] = [];
   for (const raw of entries) {
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue;
+    if (!isObject(raw)) continue;
     const { manager, operation, subresource, time, apiVersion, fieldsV1 } = raw;
-    if (typeof manager !== 'string' || typeof operation !== 'string') continue;
+    if (typeof manager !== 'string' || typeof operation !== 'string' || manager === '') continue;
     const entry: ManagedFieldsEntry = { manager, operation };
     if (typeof subresource === 'string' && subresource !== '') entry.subresource = subresource;
     if (typeof time === 'string') entry.time = time;
@@ -36,18 +40,38 @@ export function managedFieldsOf(object: KubeObject): ManagedFieldsEntry[] | unde
   return result.length > 0 ? result : undefined;
 }
 
+/** An entry as the API server writes it: every field ManagedFieldsEntry declares has its declared type. */
+function isWellFormed(raw: JsonValue): boolean {
+  if (!isObject(raw)) return false;
+  const { manager, operation, subresource, time, apiVersion, fieldsV1 } = raw;
+  return (
+    typeof manager === 'string' &&
+    manager !== '' &&
+    typeof operation === 'string' &&
+    (subresource === undefined || (typeof subresource === 'string' && subresource !== '')) &&
+    (time === undefined || typeof time === 'string') &&
+    (apiVersion === undefined || typeof apiVersion === 'string') &&
+    (fieldsV1 === undefined || isObject(fieldsV1))
+  );
+}
+
 /**
  * A compact signature of an object's entries, one line per entry: a hash of who and when (manager,
- * operation, subresource, apiVersion, time), a hash of the owned fields and their count (base 36), then the
- * operation, the subresource and the manager's name (so that a manager whose entry vanished, because it
- * removed all its fields, can still be named). About 20 bytes plus the name per manager.
+ * operation, subresource, apiVersion, time) and the count of owned fields (base 36), then the operation,
+ * the subresource and the manager's name (so that a manager whose entry vanished, because it removed all
+ * its fields, can still be named). About 12 bytes plus the name per manager. The owned fields themselves
+ * are only counted, not hashed: hashing every key of every entry of every version costs more than it
+ * tells (see EntrySignature).
  */
 export type ManagersSignature = string;
 
 /** One entry of a signature, read back. */
 export interface EntrySignature {
   whoAndWhen: string;
-  fields: string;
+  /**
+   * How many keys its field trie has. A same-second write that keeps the count (one field swapped for
+   * another) is not seen as a write; the owners of the changed paths are named then instead.
+   */
   count: number;
   manager: string;
   operation: string;
@@ -60,15 +84,25 @@ const OPERATION_CODES: Record<string, string> = { Apply: 'A', Update: 'U' };
 const OPERATIONS: Record<string, string> = { A: 'Apply', U: 'Update' };
 
 export function managersSignature(entries: readonly ManagedFieldsEntry[]): ManagersSignature {
-  let signature = '';
+  // Built by one join, which makes one flat string: concatenation would keep a tree of pieces alive.
+  const parts: string[] = [];
   for (const entry of entries) {
-    const { hash, count } = fieldsHash(entry.fieldsV1);
-    if (signature !== '') signature += ENTRY_SEPARATOR;
+    if (parts.length > 0) parts.push(ENTRY_SEPARATOR);
     const operation = OPERATION_CODES[entry.operation] ?? entry.operation.replaceAll('.', '');
     // The name goes last: it may hold dots; the subresource and the operation cannot.
-    signature += `${whoAndWhenHash(entry).toString(36)}.${hash.toString(36)}.${count.toString(36)}.${operation}.${entry.subresource ?? ''}.${entry.manager}`;
+    parts.push(
+      whoAndWhenHash(entry).toString(36),
+      '.',
+      countFields(entry.fieldsV1).toString(36),
+      '.',
+      operation,
+      '.',
+      entry.subresource ?? '',
+      '.',
+      entry.manager,
+    );
   }
-  return signature;
+  return parts.join('');
 }
 
 export function parseManagersSignature(signature: ManagersSignature): EntrySignature[] {
@@ -76,16 +110,15 @@ export function parseManagersSignature(signature: ManagersSignature): EntrySigna
   return signature.split(ENTRY_SEPARATOR).map((line) => {
     const parts: string[] = [];
     let start = 0;
-    for (let field = 0; field < 5; field++) {
+    for (let field = 0; field < 4; field++) {
       const dot = line.indexOf('.', start);
       if (dot < 0) break;
       parts.push(line.slice(start, dot));
       start = dot + 1;
     }
-    const [whoAndWhen = '', fields = '', count = '0', operation = '', subresource = ''] = parts;
+    const [whoAndWhen = '', count = '0', operation = '', subresource = ''] = parts;
     const entry: EntrySignature = {
       whoAndWhen,
-      fields,
       count: Number.parseInt(count, 36),
       manager: line.slice(start),
       operation: OPERATIONS[operation] ?? operation,
@@ -97,7 +130,7 @@ export function parseManagersSignature(signature: ManagersSignature): EntrySigna
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
-/** 30 bits: the hashes stay small integers, and a collision (a change missed) is one in a billion. */
+/** 30 bits: the hashes stay small integers, and a collision (a write missed) is one in a billion. */
 const HASH_MASK = 0x3fffffff;
 
 function fnv(hash: number, text: string): number {
@@ -119,26 +152,16 @@ function whoAndWhenHash(entry: ManagedFieldsEntry): number {
   return (hash >>> 0) & HASH_MASK;
 }
 
-/** The keys of the field trie, depth first: the server writes them sorted, so equal sets hash alike. */
-function fieldsHash(fields: JsonObject | undefined): { hash: number; count: number } {
-  if (!fields) return { hash: 0, count: 0 };
-  const state = { hash: FNV_OFFSET, count: 0 };
-  hashTrie(fields, state);
-  return { hash: (state.hash >>> 0) & HASH_MASK, count: state.count };
-}
-
-function hashTrie(node: JsonObject, state: { hash: number; count: number }): void {
+/** The number of keys in a field trie, at every depth. */
+function countFields(node: JsonObject | undefined): number {
+  if (!node) return 0;
+  let count = 0;
   for (const key in node) {
-    if (!Object.hasOwn(node, key)) continue;
-    state.hash = fnv(state.hash, key);
-    state.count++;
+    count++;
     const child = node[key];
-    if (isObject(child)) {
-      hashTrie(child, state);
-      // The end of a child's keys, so that nesting differs from siblings.
-      state.hash = fnv(state.hash, '');
-    }
+    if (isObject(child)) count += countFields(child);
   }
+  return count;
 }
 
 function isObject(value: JsonValue | undefined): value is JsonObject {
