@@ -55,6 +55,16 @@ export function rows(result: Result): Row[] {
         target: '≥ 0.5×',
         met: s.ratio.median >= 0.5,
       });
+      if (s.withoutManagersRatio) {
+        out.push({
+          figure: `1. … ${s.stream} without who-changed-it, vs with it`,
+          kubediff: 'without',
+          baseline: 'with',
+          ratio: spreadRatio(s.withoutManagersRatio),
+          target: 'measured',
+          met: undefined,
+        });
+      }
     }
     const kd = combinedRate(pipeline.streams, (s) => s.pipelineEventsPerSecond.median);
     const base = combinedRate(pipeline.streams, (s) => s.baselineEventsPerSecond.median);
