@@ -9,24 +9,12 @@ import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { getProperty, isJsonObject, jsonEqual } from './json.ts';
 
 /**
- * The entries that own `path` of `object` (the version the path points into): those whose trie holds
- * the path itself or a field below it (the path is a map or list partly theirs), else those whose trie
- * ends above it. An ended branch is an atomic field (owned whole) or only the existence of a map or
- * struct (its fields are others'): without the schema the two look alike, so the deepest owner wins.
- */
-export function ownersOf(
-  entries: readonly ManagedFieldsEntry[],
-  object: JsonValue,
-  path: readonly string[],
-): ManagedFieldsEntry[] {
-  const at = entries.map((entry) => start(entry, object));
-  for (const segment of path) for (const position of at) step(position, segment);
-  return deepest(at);
-}
-
-/**
- * ownersOf for the changes of one update, one after the other: the diff reports sibling paths together
- * (`/data/a`, `/data/b`, …), so the walk to their parent is done once for all of them.
+ * The entries that own paths of `object` (the version the paths point into): for each path, those whose
+ * trie holds the path itself or a field below it (the path is a map or list partly theirs), else those
+ * whose trie ends above it. An ended branch is an atomic field (owned whole) or only the existence of a
+ * map or struct (its fields are others'): without the schema the two look alike, so the deepest owner
+ * wins. Paths are asked one after the other: the diff reports sibling paths together (`/data/a`,
+ * `/data/b`, …), so the walk to their parent is done once for all of them.
  */
 export class FieldOwnership {
   readonly #entries: readonly ManagedFieldsEntry[];

@@ -32,7 +32,7 @@ export interface AttributionInput {
   /** The new version's signature, entry by entry the same as `entries`. */
   currentSignature: ManagersSignature | undefined;
   entries: readonly ManagedFieldsEntry[];
-  previous: JsonObject;
+  /** The new version (normalized), which the changes' paths point into. */
   current: JsonObject;
   /** The diff's fresh changes: `manager` is set on them in place (copying each would cost more than the rest). */
   changes: Change[];

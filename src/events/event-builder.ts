@@ -3,7 +3,8 @@
 // path, or a resync found it unchanged) produces no event at all. An update
 // the diff fails on (a bug, or an object nested too deep for its recursion)
 // is still reported, as changes of whole top-level fields, and the failure
-// is reported once (src/util/event-failures.ts).
+// is reported once (src/util/event-failures.ts). Who made a change (`by`, each change's `manager`)
+// comes from the managedFields the informer hands over with each call (attribution.ts).
 
 import { diffObjects } from '../diff/diff.ts';
 import { getProperty } from '../diff/json.ts';
@@ -68,7 +69,6 @@ export class EventBuilder implements InformerHandler {
       previousSignature: previous.managers,
       currentSignature: current.managers,
       entries: context.managedFields,
-      previous: previous.object,
       current: current.object,
       changes,
     });

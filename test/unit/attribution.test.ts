@@ -2,7 +2,7 @@
 // per object, and which managers wrote a version. Entries are shaped as the API server serves them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ownersOf } from '../../src/diff/field-owners.ts';
+import { FieldOwnership } from '../../src/diff/field-owners.ts';
 import type { Change } from '../../src/diff/types.ts';
 import { attributeUpdate, creatorOf } from '../../src/events/attribution.ts';
 import {
@@ -69,6 +69,11 @@ const labeller = entry('kubectl-label', {
 });
 const entries = [creator, scaler, setter, labeller];
 
+/** The owners of one path, asked alone. */
+function ownersOf(list: ManagedFieldsEntry[], object: JsonObject, path: string[]): ManagedFieldsEntry[] {
+  return new FieldOwnership(list, object).ownersOf(path);
+}
+
 const owner = (path: string) =>
   ownersOf(entries, deployment, path.split('/').slice(1)).map((found) => found.manager);
 
@@ -97,6 +102,20 @@ describe('field owners (FieldsV1 against JSON Pointer paths)', () => {
     assert.deepEqual(
       owners.map((found) => found.manager),
       ['scaler'],
+    );
+  });
+
+  it('answers sibling paths asked one after the other as each alone', () => {
+    const ownership = new FieldOwnership(entries, deployment);
+    const paths = [
+      '/metadata/labels/app',
+      '/metadata/labels/tier',
+      '/spec/replicas',
+      '/metadata/labels/tier',
+    ];
+    assert.deepEqual(
+      paths.map((path) => ownership.ownersOf(path.split('/').slice(1)).map((found) => found.manager)),
+      [['kubectl-create'], ['kubectl-label'], ['kubectl'], ['kubectl-label']],
     );
   });
 
@@ -146,7 +165,6 @@ function attribute(before: ManagedFieldsEntry[] | undefined, after: ManagedField
     previousSignature: before ? managersSignature(before) : undefined,
     currentSignature: managersSignature(after),
     entries: after,
-    previous: deployment,
     current: deployment,
     changes,
   });
