@@ -55,6 +55,16 @@ export function rows(result: Result): Row[] {
         target: '≥ 0.5×',
         met: s.ratio.median >= 0.5,
       });
+      if (s.withoutManagersRatio) {
+        out.push({
+          figure: `1. … ${s.stream} without who-changed-it, vs with it`,
+          kubediff: 'without',
+          baseline: 'with',
+          ratio: spreadRatio(s.withoutManagersRatio),
+          target: 'measured',
+          met: undefined,
+        });
+      }
     }
     const kd = combinedRate(pipeline.streams, (s) => s.pipelineEventsPerSecond.median);
     const base = combinedRate(pipeline.streams, (s) => s.baselineEventsPerSecond.median);
@@ -96,6 +106,16 @@ export function rows(result: Result): Row[] {
       target: '≤ 2×',
       met: sync.heap.ratio <= 2,
     });
+    if (sync.heap.retainedBytesPerObjectWithoutManagers !== undefined) {
+      out.push({
+        figure: '2. … of which who-changed-it (the managedFields signature)',
+        kubediff: `${Math.round(sync.heap.retainedBytesPerObject)} B`,
+        baseline: `${Math.round(sync.heap.retainedBytesPerObjectWithoutManagers)} B (without it)`,
+        ratio: ratio(sync.heap.retainedBytesPerObject / sync.heap.retainedBytesPerObjectWithoutManagers),
+        target: 'measured',
+        met: undefined,
+      });
+    }
   }
   const latency = result.latency as LatencyFigures | undefined;
   if (latency) {
@@ -375,7 +395,12 @@ ${sync.time.objects.toLocaleString('en-US')} ConfigMaps (server-side applied, so
 - Retained heap (\`--expose-gc\`, heapUsed after full GCs, the fixed cost of a watcher of an empty namespace taken
   out): ${Math.round(sync.heap.retainedBytesPerObject)} B per object, against ${Math.round(sync.heap.jsonBytesPerObject)} B of JSON as the API server sends it
   (${ratio(sync.heap.ratio)}) and ${Math.round(sync.heap.storedJsonBytesPerObject)} B of JSON as kubediff stores it, without the ignored paths
-  (${ratio(sync.heap.ratioToStoredJson)}).
+  (${ratio(sync.heap.ratioToStoredJson)}).${
+    sync.heap.retainedBytesPerObjectWithoutManagers === undefined
+      ? ''
+      : ` Without who-changed-it (no signature of the managedFields entries kept per object):
+  ${Math.round(sync.heap.retainedBytesPerObjectWithoutManagers)} B per object; the signature costs ${Math.round(sync.heap.retainedBytesPerObject - sync.heap.retainedBytesPerObjectWithoutManagers)} B.`
+  }
 `);
   }
   const latency = result.latency as LatencyFigures | undefined;

@@ -46,12 +46,16 @@ export async function populate(
   });
 }
 
-/** A ClusterWatcher as `kubediff watch -r configmaps -n <ns> -o json` builds it. */
+/**
+ * A ClusterWatcher as `kubediff watch -r configmaps -n <ns> -o json` builds it; `fieldManagers: false`
+ * without who-changed-it (no managedFields signature per object), for the memory it costs.
+ */
 export function configMapWatcher(
   client: KubeClient,
   ns: string,
-  initialSync: 'stream' | 'list' = 'stream',
+  options: { initialSync?: 'stream' | 'list'; fieldManagers?: boolean } = {},
 ): ClusterWatcher {
+  const { initialSync = 'stream', fieldManagers = true } = options;
   const normalizer = new Normalizer({
     ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
     redactor: new Redactor(),
@@ -64,6 +68,7 @@ export function configMapWatcher(
     excludeNamespaces: [],
     normalize: (type, object) => normalizer.normalize(type, object),
     initial: false,
+    fieldManagers,
     handler: new EventBuilder({ cluster: 'bench', emit: () => {} }),
     log: silentLogger,
     // Long watches and no periodic re-discovery while measuring.
@@ -81,7 +86,7 @@ async function kubediffSync(
 ): Promise<number> {
   const started = performance.now();
   const client = await KubeClient.create(loadKubeconfig({ kubeconfig: info.kubeconfigPath }));
-  const watcher = configMapWatcher(client, ns, initialSync);
+  const watcher = configMapWatcher(client, ns, { initialSync });
   await watcher.start();
   const elapsed = performance.now() - started;
   const count = watcher.allInformers().reduce((sum, informer) => sum + informer.objectCount, 0);
@@ -144,6 +149,8 @@ export interface HeapFigures {
   objects: number;
   /** Retained heap per cached object (bytes), the watcher's fixed cost taken out. */
   retainedBytesPerObject: number;
+  /** The same without who-changed-it (no managedFields signature kept per object). */
+  retainedBytesPerObjectWithoutManagers: number;
   /** Mean JSON size of an object as the API server sends it (managedFields included). */
   jsonBytesPerObject: number;
   /** Mean JSON size of an object as kubediff stores it (ignored paths dropped). */
@@ -161,17 +168,22 @@ function settledHeap(): number {
   return process.memoryUsage().heapUsed;
 }
 
-/** In a child process: what a synced watcher retains per object. */
-async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Promise<HeapFigures> {
+/** What a synced watcher retains per object, its fixed cost taken out. */
+async function retainedPerObject(
+  info: ClusterInfo,
+  ns: string,
+  emptyNs: string,
+  fieldManagers: boolean,
+): Promise<{ objects: number; perObject: number }> {
   const identity = loadKubeconfig({ kubeconfig: info.kubeconfigPath });
   const before = settledHeap();
   // A watcher of an empty namespace: the fixed cost (client, discovery, informers), taken out below.
   const emptyClient = await KubeClient.create(identity);
-  const empty = configMapWatcher(emptyClient, emptyNs);
+  const empty = configMapWatcher(emptyClient, emptyNs, { fieldManagers });
   await empty.start();
   const withEmpty = settledHeap();
   const client = await KubeClient.create(identity);
-  const watcher = configMapWatcher(client, ns);
+  const watcher = configMapWatcher(client, ns, { fieldManagers });
   await watcher.start();
   const withFull = settledHeap();
   const objects = watcher.allInformers().reduce((sum, informer) => sum + informer.objectCount, 0);
@@ -181,6 +193,13 @@ async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Prom
   await empty.stop();
   await client.close();
   await emptyClient.close();
+  return { objects, perObject: retained / objects };
+}
+
+/** In a child process: what a synced watcher retains per object, with and without who-changed-it. */
+async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Promise<HeapFigures> {
+  const without = await retainedPerObject(info, ns, emptyNs, false);
+  const { objects, perObject } = await retainedPerObject(info, ns, emptyNs, true);
 
   // The same objects as sent (a raw LIST) and as stored.
   const agent = rawAgent(info);
@@ -212,10 +231,10 @@ async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Prom
     continueToken = page.metadata.continue || undefined;
   } while (continueToken);
   await agent.close();
-  const perObject = retained / objects;
   return {
     objects,
     retainedBytesPerObject: perObject,
+    retainedBytesPerObjectWithoutManagers: without.perObject,
     jsonBytesPerObject: json / count,
     storedJsonBytesPerObject: stored / count,
     ratio: perObject / (json / count),

@@ -1,9 +1,11 @@
-// `kubediff history --state <file> [-n ns] [resource[/name]] [--since 2h] [--tail n] [-o json|pretty]`:
+// `kubediff history --state <file> [-n ns] [resource[/name]] [--since 2h] [--tail n] [--manager glob]
+// [-o json|pretty]`:
 // the events recorded in a state file, newest last. Reads the file without writing it, so it can run
 // while `kubediff watch` is writing it (WAL: readers never block the writer).
 import { existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { loadConfigFile } from '../config/file.ts';
+import { managerNameProblem } from '../events/filter.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
 import { type HistoryQuery, StateDatabase } from '../state/database.ts';
@@ -17,6 +19,8 @@ export interface HistoryFlags {
   namespace?: string;
   since?: string;
   tail?: string;
+  /** Only events made by a field manager matching this glob (kubectl-*). */
+  manager?: string;
   output?: 'json' | 'pretty';
 }
 
@@ -51,6 +55,11 @@ export function runHistory(
     if (!Number.isInteger(tail) || tail < 1)
       throw new UsageError(`invalid --tail "${flags.tail}": use a whole number of events such as 50.`);
     query.limit = tail;
+  }
+  if (flags.manager !== undefined) {
+    const problem = managerNameProblem(flags.manager);
+    if (problem) throw new UsageError(`invalid --manager ${JSON.stringify(flags.manager)}: ${problem}.`);
+    query.manager = flags.manager.trim();
   }
   const db = StateDatabase.open(path, { readOnly: true });
   try {

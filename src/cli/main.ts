@@ -75,6 +75,11 @@ function buildProgram(): Command {
       'ignore changes at this JSON Pointer and below, e.g. /spec/replicas; * matches one segment (repeatable)',
       collect,
     )
+    .option(
+      '--ignore-manager <name>',
+      'do not report changes made by this field manager; globs: kube-controller-manager, argocd-* (repeatable)',
+      collect,
+    )
     .option('--status', 'report changes under /status too (ignored by default)')
     .option('--explain', 'say on stderr, for every event and every sink, why it was delivered or dropped')
     .addOption(
@@ -191,6 +196,7 @@ function buildProgram(): Command {
     .option('-n, --namespace <ns>', 'only this namespace')
     .option('--since <duration>', 'only events newer than this: 30m, 2h, 7d')
     .option('--tail <n>', 'only the newest n events')
+    .option('--manager <name>', 'only events made by this field manager; globs: kubectl-*')
     .addOption(
       new Option('-o, --output <format>', 'json or pretty (default: pretty on a terminal)').choices([
         'json',

@@ -1,6 +1,7 @@
 // What the schema cannot say: JSON Pointers, label selectors, URLs, durations, sizes, names, and the
 // rules that tie keys together (a Slack sink's target, one stdout sink). Each check looks only at a value
 // of the expected type: a value of the wrong type is the schema's problem, reported there.
+import { managerNameProblem } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
@@ -31,6 +32,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkPathRules(config.ignore, ['ignore'], at);
   checkPathRules(config.only, ['only'], at);
   checkPathRules(config.redact, ['redact'], at);
+  checkManagers(config.ignoreManagers, ['ignoreManagers'], at);
   if (Array.isArray(config.events) && config.events.length === 0)
     at(['events'], 'expected at least one of added, updated, deleted');
   // A shutdown timeout of 0 is meaningful (exit at once); so are a batch wait and a Slack interval of 0.
@@ -50,6 +52,8 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       checkResources(filter.excludeResources, [...f, 'excludeResources'], at);
       checkPathRules(filter.ignore, [...f, 'ignore'], at);
       checkPathRules(filter.only, [...f, 'only'], at);
+      checkManagers(filter.managers, [...f, 'managers'], at);
+      checkManagers(filter.excludeManagers, [...f, 'excludeManagers'], at);
       if (Array.isArray(filter.events) && filter.events.length === 0)
         at([...f, 'events'], 'expected at least one of added, updated, deleted');
     }
@@ -119,7 +123,19 @@ function checkPathRules(rules: unknown, path: KeyPath, at: At): void {
     } catch (error) {
       at(here, (error as Error).message);
     }
-    if (isRecord(rule)) checkResources(rule.resources, [...path, index, 'resources'], at);
+    if (isRecord(rule)) {
+      checkResources(rule.resources, [...path, index, 'resources'], at);
+      checkManagers(rule.managers, [...path, index, 'managers'], at);
+    }
+  });
+}
+
+function checkManagers(names: unknown, path: KeyPath, at: At): void {
+  if (!Array.isArray(names)) return;
+  names.forEach((name: unknown, index) => {
+    if (typeof name !== 'string') return;
+    const problem = managerNameProblem(name);
+    if (problem) at([...path, index], `${JSON.stringify(name)} is ${problem}`);
   });
 }
 

@@ -12,6 +12,7 @@ const pathRule = {
   properties: {
     path: { type: 'string' },
     resources: stringList,
+    managers: stringList,
   },
   required: ['path'],
   additionalProperties: false,
@@ -32,6 +33,8 @@ const filterSchema = {
     events: eventTypes,
     ignore: { type: 'array', items: pathRule },
     only: { type: 'array', items: pathRule },
+    managers: stringList,
+    excludeManagers: stringList,
   },
   additionalProperties: false,
 } as const;
@@ -111,6 +114,7 @@ export const configSchema = {
     ignore: { type: 'array', items: pathRule },
     only: { type: 'array', items: pathRule },
     redact: { type: 'array', items: pathRule },
+    ignoreManagers: stringList,
     output: { type: 'string', enum: ['json', 'pretty', 'none'] },
     shutdownTimeout: duration,
     deadLetter: { type: 'string' },

@@ -7,7 +7,7 @@
 // dead-letter file without an HTTP sink) is checked last, worded for where the settings came from.
 import type { EventType } from '../events/event.ts';
 import { EVENT_TYPES } from '../events/event.ts';
-import type { FilterSpec, PathRule } from '../events/filter.ts';
+import { type FilterSpec, managerNameProblem, type PathRule } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
@@ -165,7 +165,12 @@ function resolveWatchSettings(
   };
   // The watch's own client-side rules: namespace globs, and the file's per-resource ignores and `only`.
   const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
+  const ignoreManagers =
+    flags.ignoreManager !== undefined
+      ? checkedManagers(splitList(flags.ignoreManager))
+      : (config.ignoreManagers ?? []);
   const filter: FilterSpec = {
+    ...(ignoreManagers.length > 0 ? { excludeManagers: ignoreManagers } : {}),
     ...(namespaceGlobs ? { namespaces } : {}),
     ...(excludeGlobs.length > 0 ? { excludeNamespaces: excludeGlobs } : {}),
     ...(perResourceIgnores.length > 0 ? { ignore: perResourceIgnores } : {}),
@@ -351,7 +356,20 @@ function redactRulesOf(loaded: LoadedConfig): RedactRule[] {
 function pathRuleOf(rule: PathRuleInput): PathRule {
   return typeof rule === 'string'
     ? rule
-    : { path: rule.path, ...(rule.resources ? { resources: rule.resources } : {}) };
+    : {
+        path: rule.path,
+        ...(rule.resources ? { resources: rule.resources } : {}),
+        ...(rule.managers ? { managers: rule.managers } : {}),
+      };
+}
+
+/** --ignore-manager values: field manager names or globs. */
+function checkedManagers(values: readonly string[]): string[] {
+  for (const value of values) {
+    const problem = managerNameProblem(value);
+    if (problem) throw new UsageError(`invalid --ignore-manager ${JSON.stringify(value)}: ${problem}.`);
+  }
+  return values.map((value) => value.trim());
 }
 
 /** The `filter:` of a sink, as a SinkSpec field. */
@@ -365,6 +383,8 @@ function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
     ...(input.events ? { types: input.events.map((type) => type.toUpperCase() as EventType) } : {}),
     ...(input.ignore ? { ignore: input.ignore.map(pathRuleOf) } : {}),
     ...(input.only ? { only: input.only.map(pathRuleOf) } : {}),
+    ...(input.managers ? { managers: input.managers } : {}),
+    ...(input.excludeManagers ? { excludeManagers: input.excludeManagers } : {}),
   };
   return Object.keys(filter).length > 0 ? { filter } : {};
 }

@@ -25,6 +25,8 @@ export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLette
   events?: string;
   initial?: boolean;
   ignore?: string[];
+  /** --ignore-manager: field managers (globs) whose changes are not reported. */
+  ignoreManager?: string[];
   status?: boolean;
   output?: string;
   clusterName?: string;

@@ -26,10 +26,9 @@ export function parsePointer(text: string): string[] {
       `${JSON.stringify(text)} is not a JSON Pointer: it must start with "/" (for example /${text})`,
     );
   }
-  return text
-    .slice(1)
-    .split('/')
-    .map((token) => unescapeSegment(token, text));
+  const tokens = text.slice(1).split('/');
+  // Most paths escape nothing: no second pass over their tokens.
+  return text.includes('~') ? tokens.map((token) => unescapeSegment(token, text)) : tokens;
 }
 
 function unescapeSegment(token: string, pointer: string): string {

@@ -9,4 +9,6 @@ export interface Change {
   from?: JsonValue;
   /** The new value; absent for 'remove'. */
   to?: JsonValue;
+  /** The field manager that owns the path in the new object (README, "Who changed it"); absent when unknown. */
+  manager?: string;
 }

@@ -3,7 +3,8 @@
 // path, or a resync found it unchanged) produces no event at all. An update
 // the diff fails on (a bug, or an object nested too deep for its recursion)
 // is still reported, as changes of whole top-level fields, and the failure
-// is reported once (src/util/event-failures.ts).
+// is reported once (src/util/event-failures.ts). Who made a change (`by`, each change's `manager`)
+// comes from the managedFields the informer hands over with each call (attribution.ts).
 
 import { diffObjects } from '../diff/diff.ts';
 import { getProperty } from '../diff/json.ts';
@@ -19,7 +20,8 @@ import {
   type ResourceType,
 } from '../kube/types.ts';
 import { type EventFailures, identityOf } from '../util/event-failures.ts';
-import type { ChangeEvent, EventType } from './event.ts';
+import { attributeUpdate, creatorOf } from './attribution.ts';
+import type { ByInfo, ChangeEvent, EventType } from './event.ts';
 
 export interface EventBuilderOptions {
   /** --cluster-name, or the kubeconfig context's name. */
@@ -41,7 +43,11 @@ export class EventBuilder implements InformerHandler {
   }
 
   added(type: ResourceType, object: StoredObject, context: AddContext): ChangeEvent {
-    return this.build('ADDED', type, object, object.resourceVersion, undefined, context.offline, false);
+    const creator = context.managedFields ? creatorOf(context.managedFields, object.object) : undefined;
+    return this.build('ADDED', type, object, object.resourceVersion, {
+      by: creator ? { managers: [creator] } : undefined,
+      offline: context.offline,
+    });
   }
 
   /** Undefined when nothing reportable changed (every change was in an ignored path). */
@@ -53,19 +59,31 @@ export class EventBuilder implements InformerHandler {
   ): ChangeEvent | undefined {
     const changes = this.changes(type, previous, current);
     if (changes.length === 0) return undefined;
-    return this.build('UPDATED', type, current, current.resourceVersion, changes, context.offline, false);
+    if (!context.managedFields) {
+      return this.build('UPDATED', type, current, current.resourceVersion, {
+        changes,
+        offline: context.offline,
+      });
+    }
+    const attribution = attributeUpdate({
+      previousSignature: previous.managers,
+      currentSignature: current.managers,
+      entries: context.managedFields,
+      current: current.object,
+      changes,
+    });
+    return this.build('UPDATED', type, current, current.resourceVersion, {
+      by: attribution.managers ? { managers: attribution.managers } : undefined,
+      changes: attribution.changes,
+      offline: context.offline,
+    });
   }
 
   deleted(type: ResourceType, last: StoredObject, context: DeleteContext): ChangeEvent {
-    return this.build(
-      'DELETED',
-      type,
-      last,
-      context.resourceVersion,
-      undefined,
-      context.offline,
-      context.finalStateUnknown,
-    );
+    return this.build('DELETED', type, last, context.resourceVersion, {
+      offline: context.offline,
+      finalStateUnknown: context.finalStateUnknown,
+    });
   }
 
   // InformerHandler: for a builder used on its own (the benchmarks, tests), events go to `emit`.
@@ -110,9 +128,7 @@ export class EventBuilder implements InformerHandler {
     type: ResourceType,
     object: StoredObject,
     resourceVersion: string,
-    changes: Change[] | undefined,
-    offline: boolean,
-    finalStateUnknown: boolean,
+    parts: EventParts,
   ): ChangeEvent {
     const event: ChangeEvent = {
       id: `${object.uid}:${resourceVersion}`,
@@ -129,11 +145,21 @@ export class EventBuilder implements InformerHandler {
         resourceVersion,
       },
     };
-    if (changes) event.changes = changes;
-    if (offline) event.offline = true;
-    if (finalStateUnknown) event.finalStateUnknown = true;
+    // Assigned in the contract's field order.
+    if (parts.by) event.by = parts.by;
+    if (parts.changes) event.changes = parts.changes;
+    if (parts.offline) event.offline = true;
+    if (parts.finalStateUnknown) event.finalStateUnknown = true;
     return event;
   }
+}
+
+/** What differs between events beyond the object: who, what changed, how it was seen. */
+interface EventParts {
+  by?: ByInfo | undefined;
+  changes?: Change[];
+  offline: boolean;
+  finalStateUnknown?: boolean;
 }
 
 /**

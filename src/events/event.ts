@@ -7,6 +7,33 @@ export type EventType = 'ADDED' | 'UPDATED' | 'DELETED';
 
 export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
 
+/** A field manager of metadata.managedFields: who wrote the object, how, and when (one-second resolution). */
+export interface ManagerRef {
+  manager: string;
+  operation: string;
+  subresource?: string;
+  time?: string;
+}
+
+/** A user as the API server's audit log names it. */
+export interface UserInfo {
+  username: string;
+  groups?: string[];
+  uid?: string;
+}
+
+/** Who made the change (README, "Who changed it"). */
+export interface ByInfo {
+  /** The field managers whose managedFields entries this change wrote; for an ADDED, the creating one. */
+  managers?: ManagerRef[];
+  user?: UserInfo;
+  impersonatedUser?: UserInfo;
+  userAgent?: string;
+  sourceIPs?: string[];
+  auditID?: string;
+  match?: 'exact' | 'nearest';
+}
+
 /** Field order is the order printed. */
 export interface ChangeEvent {
   id: string;
@@ -22,6 +49,7 @@ export interface ChangeEvent {
     uid: string;
     resourceVersion: string;
   };
+  by?: ByInfo;
   changes?: Change[];
   offline?: true;
   finalStateUnknown?: true;

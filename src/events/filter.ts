@@ -2,9 +2,10 @@
 // watch passes on at all: the config file's global rules). A filter is a
 // conjunction of rules, each optional: event types, namespaces (include and
 // exclude, with globs), resources (include and exclude: kubectl names, short
-// names, `*.group` wildcards) and path rules (`ignore` drops changes, `only`
-// keeps an UPDATED only when one of its paths changed), path rules optionally
-// limited to some resources. An event is delivered when every rule accepts
+// names, `*.group` wildcards), field managers (include and exclude, with globs)
+// and path rules (`ignore` drops changes, `only` keeps an UPDATED only when one
+// of its paths changed), path rules optionally limited to some resources and
+// to changes made by some managers. An event is delivered when every rule accepts
 // it. `evaluate` returns a verdict with the reason, so that `--explain` can
 // say why an event went where it went.
 
@@ -18,8 +19,11 @@ import type { EventFailures } from '../util/event-failures.ts';
 import { globToRegExp, hasGlob, namespaceProblem } from '../util/glob.ts';
 import { type ChangeEvent, type EventType, identityOfEvent, qualifiedResource } from './event.ts';
 
-/** A path rule: a JSON Pointer (`*` matches one segment), optionally for some resource types only. */
-export type PathRule = string | { path: string; resources?: readonly string[] };
+/**
+ * A path rule: a JSON Pointer (`*` matches one segment), optionally for some resource types only, and
+ * for changes made by some field managers only (globs).
+ */
+export type PathRule = string | { path: string; resources?: readonly string[]; managers?: readonly string[] };
 
 /** A filter as a config file or the command line states it. Every field is optional; an absent field accepts all. */
 export interface FilterSpec {
@@ -42,6 +46,17 @@ export interface FilterSpec {
   /** Only these event types. */
   types?: readonly EventType[];
   /**
+   * Only events made by one of these field managers (globs: `kubectl*`): an UPDATED with a change (or a
+   * `by`) naming one, an ADDED whose creator is one. An event that names no manager (a DELETED, an object
+   * without managedFields) does not match. The event keeps all its changes.
+   */
+  managers?: readonly string[];
+  /**
+   * Changes made by these field managers (globs) are removed from UPDATED events, and an UPDATED left with
+   * no change is dropped; an ADDED whose creator is one is dropped. Events naming no manager pass.
+   */
+  excludeManagers?: readonly string[];
+  /**
    * Only UPDATED events with a change at, below or above one of these JSON Pointers; `*` matches any one
    * segment (`/spec/template/spec/containers/*\/image`). ADDED and DELETED events are not affected. A rule
    * limited to some resources only concerns their events. The event keeps all its changes.
@@ -61,6 +76,8 @@ type FilterRule =
   | 'resources'
   | 'excludeResources'
   | 'types'
+  | 'managers'
+  | 'excludeManagers'
   | 'only'
   | 'ignore';
 
@@ -95,6 +112,8 @@ interface CompiledPathRule {
   matcher: PathMatcher;
   /** Absent: every resource. */
   resources: ResourceName[] | undefined;
+  /** Absent: changes by any manager (or none known). */
+  managers: ManagerPattern[] | undefined;
 }
 
 /** Compiles a spec; throws one readable sentence for a malformed entry (the caller adds where it came from). */
@@ -104,10 +123,20 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
   const resources = nonEmpty(spec.resources)?.map(resourcePattern);
   const excludeResources = nonEmpty(spec.excludeResources)?.map(resourcePattern);
   const types = spec.types && spec.types.length > 0 ? new Set(spec.types) : undefined;
+  const managers = nonEmpty(spec.managers)?.map(compileManager);
+  const excludeManagers = nonEmpty(spec.excludeManagers)?.map(compileManager);
   const only = nonEmpty(spec.only)?.map(compilePathRule);
   const ignore = nonEmpty(spec.ignore)?.map(compilePathRule);
   const acceptsAll =
-    !namespaces && !excludeNamespaces && !resources && !excludeResources && !types && !only && !ignore;
+    !namespaces &&
+    !excludeNamespaces &&
+    !resources &&
+    !excludeResources &&
+    !types &&
+    !managers &&
+    !excludeManagers &&
+    !only &&
+    !ignore;
   const owner = options.owner ?? 'the sink';
 
   // Resource matches are cached per qualified type: discovery answers do not change for a type.
@@ -198,18 +227,61 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           };
         }
       }
+      if (managers) {
+        const names = eventManagers(event);
+        const match = firstMatch(managers, names);
+        if (!match) {
+          return {
+            deliver: false,
+            rule: 'managers',
+            reason:
+              names.length === 0
+                ? `the ${event.type} names no field manager, and the filter lists managers ${texts(managers)}`
+                : `made by ${names.join(', ')}, not by ${texts(managers)}`,
+          };
+        }
+        accepted.push(
+          `manager ${match.name}${match.pattern.text === match.name ? '' : ` (${match.pattern.text})`}`,
+        );
+      }
+      if (excludeManagers && event.type === 'ADDED') {
+        const match = firstMatch(excludeManagers, eventManagers(event));
+        if (match) {
+          return {
+            deliver: false,
+            rule: 'excludeManagers',
+            reason: `created by ${match.name}, excluded (${match.pattern.text})`,
+          };
+        }
+      }
       if (event.type !== 'UPDATED') {
         return { deliver: true, reason: accepted.join('; ') || 'every rule accepts it' };
       }
 
       let changes: readonly Change[] = event.changes ?? [];
       let trimmed: ChangeEvent | undefined;
+      if (excludeManagers) {
+        const kept = changes.filter((change) => {
+          const manager = changeManager(change, event);
+          return manager === undefined || !excludeManagers.some((pattern) => pattern.test(manager));
+        });
+        if (kept.length === 0 && changes.length > 0) {
+          return {
+            deliver: false,
+            rule: 'excludeManagers',
+            reason: `every change is made by an excluded manager (${[...new Set(changes.map((change) => changeManager(change, event)))].join(', ')}; excluded ${texts(excludeManagers)})`,
+          };
+        }
+        if (kept.length < changes.length) {
+          accepted.push(`${count(changes.length - kept.length, 'change')} by excluded managers dropped`);
+          changes = kept;
+          trimmed = { ...event, changes: kept };
+        }
+      }
       if (ignore) {
         const rules = ignore.filter((rule) => ruleApplies(rule, event));
         if (rules.length > 0) {
-          const kept = changes.filter(
-            (change) => !rules.some((rule) => rule.matcher.matches(safeSegments(change.path))),
-          );
+          const kept = changes.filter((change) => !rules.some((rule) => ruleMatches(rule, change, event)));
           if (kept.length === 0 && changes.length > 0) {
             return {
               deliver: false,
@@ -230,7 +302,9 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           let matched: string | undefined;
           for (const change of changes) {
             const changeSegments = safeSegments(change.path);
-            const match = rules.find((rule) => overlaps(rule.segments, changeSegments));
+            const match = rules.find(
+              (rule) => overlaps(rule.segments, changeSegments) && managerOfRule(rule, change, event),
+            );
             if (match) {
               matched = `change at ${change.path || '(whole object)'} matches ${match.text}`;
               break;
@@ -250,6 +324,69 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
       return trimmed ? { deliver: true, reason, event: trimmed } : { deliver: true, reason };
     },
   };
+}
+
+interface ManagerPattern {
+  text: string;
+  test(manager: string): boolean;
+}
+
+/** The API server's limit on a field manager's name. */
+const MANAGER_NAME_MAX = 128;
+
+/** Why `text` cannot be a field manager name or glob, in a phrase; undefined when it can. */
+export function managerNameProblem(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (trimmed !== '' && trimmed.length <= MANAGER_NAME_MAX) return undefined;
+  return `not a field manager name: use its name as managedFields shows it (kubectl-set, helm, horizontal-pod-autoscaler), at most ${MANAGER_NAME_MAX} characters, or a glob such as kubectl*`;
+}
+
+function compileManager(text: string): ManagerPattern {
+  const problem = typeof text === 'string' ? managerNameProblem(text) : 'not a string';
+  if (problem) throw new Error(`${JSON.stringify(text)} is ${problem}`);
+  const trimmed = text.trim();
+  if (!hasGlob(trimmed)) return { text: trimmed, test: (manager) => manager === trimmed };
+  const pattern = globToRegExp(trimmed);
+  return { text: trimmed, test: (manager) => pattern.test(manager) };
+}
+
+/** The manager a change is attributed to: its own, else the event's when it names only one. */
+function changeManager(change: Change, event: ChangeEvent): string | undefined {
+  if (change.manager !== undefined) return change.manager;
+  const managers = event.by?.managers;
+  if (!managers || managers.length === 0) return undefined;
+  const first = managers[0]!.manager;
+  return managers.every((entry) => entry.manager === first) ? first : undefined;
+}
+
+/** Every manager an event names: in `by`, then on its changes. */
+function eventManagers(event: ChangeEvent): string[] {
+  const names = new Set<string>();
+  for (const entry of event.by?.managers ?? []) names.add(entry.manager);
+  for (const change of event.changes ?? []) if (change.manager !== undefined) names.add(change.manager);
+  return [...names];
+}
+
+function firstMatch(
+  patterns: readonly ManagerPattern[],
+  names: readonly string[],
+): { pattern: ManagerPattern; name: string } | undefined {
+  for (const name of names) {
+    const pattern = patterns.find((candidate) => candidate.test(name));
+    if (pattern) return { pattern, name };
+  }
+  return undefined;
+}
+
+/** A rule limited to managers concerns a change only when its manager is known and one of them. */
+function managerOfRule(rule: CompiledPathRule, change: Change, event: ChangeEvent): boolean {
+  if (!rule.managers) return true;
+  const manager = changeManager(change, event);
+  return manager !== undefined && rule.managers.some((pattern) => pattern.test(manager));
+}
+
+function ruleMatches(rule: CompiledPathRule, change: Change, event: ChangeEvent): boolean {
+  return rule.matcher.matches(safeSegments(change.path)) && managerOfRule(rule, change, event);
 }
 
 function nonEmpty<T>(values: readonly T[] | undefined): readonly T[] | undefined {
@@ -289,12 +426,13 @@ function compilePathRule(rule: PathRule): CompiledPathRule {
     typeof rule === 'string' || !rule.resources || rule.resources.length === 0
       ? undefined
       : rule.resources.map(resourcePattern);
-  return {
-    text: resources ? `${path} for ${resources.map((r) => r.text).join(', ')}` : path,
-    segments,
-    matcher: new PathMatcher([path]),
-    resources,
-  };
+  const managers =
+    typeof rule === 'string' || !rule.managers || rule.managers.length === 0
+      ? undefined
+      : rule.managers.map(compileManager);
+  let text = resources ? `${path} for ${resources.map((r) => r.text).join(', ')}` : path;
+  if (managers) text += ` by ${managers.map((m) => m.text).join(', ')}`;
+  return { text, segments, matcher: new PathMatcher([path]), resources, managers };
 }
 
 function groupOf(apiVersion: string): string {

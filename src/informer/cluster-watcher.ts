@@ -34,6 +34,8 @@ export interface ClusterWatcherOptions {
   normalize: (type: ResourceType, object: KubeObject) => JsonObject;
   /** --initial: report existing objects as ADDED at startup. */
   initial: boolean;
+  /** Read managedFields to tell who changed an object (default true; see InformerOptions.fieldManagers). */
+  fieldManagers?: boolean;
   handler: InformerHandler;
   log: Logger;
   timing?: Partial<ReflectorTiming>;
@@ -223,6 +225,7 @@ export class ClusterWatcher {
       timing: this.options.timing ?? {},
       flowControl: this.options.flowControl,
       failures: this.options.failures,
+      fieldManagers: this.options.fieldManagers,
     };
     const handler: InformerHandler = {
       onAdd: (...args) => this.options.handler.onAdd(...args),

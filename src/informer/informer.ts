@@ -5,6 +5,7 @@
 
 import type { KubeError } from '../kube/errors.ts';
 import type { ListerWatcher } from '../kube/lister-watcher.ts';
+import { type ManagedFieldsEntry, managedFieldsOf, managersSignature } from '../kube/managed-fields.ts';
 import {
   type JsonObject,
   type KubeObject,
@@ -27,9 +28,13 @@ export interface AddContext {
   offline: boolean;
   /** Part of the first LIST's inventory (--initial), not a change. */
   initial: boolean;
+  /** The object's managedFields as served, for this call only: the store never keeps them. */
+  managedFields?: readonly ManagedFieldsEntry[] | undefined;
 }
 export interface UpdateContext {
   offline: boolean;
+  /** The new version's managedFields as served, for this call only (the previous one's signature is stored). */
+  managedFields?: readonly ManagedFieldsEntry[] | undefined;
 }
 export interface DeleteContext {
   offline: boolean;
@@ -76,6 +81,17 @@ export interface InformerOptions extends ReflectorOptions {
    * watch goes on with the next one. Without it such an exception ends the watch connection.
    */
   failures?: EventFailures | undefined;
+  /**
+   * Read each object's managedFields to tell who changed it (default true): the handlers get the entries
+   * with each call and the store keeps a signature of them. Off, the store is as small as it can be.
+   */
+  fieldManagers?: boolean | undefined;
+}
+
+/** An object as it arrives: what is stored, and its managedFields, handed to the handler and then dropped. */
+interface Arrival {
+  stored: StoredObject;
+  managedFields: readonly ManagedFieldsEntry[] | undefined;
 }
 
 export class Informer implements ReflectorSink {
@@ -87,6 +103,7 @@ export class Informer implements ReflectorSink {
   private readonly failures: EventFailures | undefined;
   private readonly normalize: (type: ResourceType, object: KubeObject) => JsonObject;
   private readonly initialList: InitialListMode;
+  private readonly fieldManagers: boolean;
   private synced = false;
   /** The first LIST is a relist against a pre-loaded store (catch-up after a restart). */
   private readonly reconcileFirstList: boolean;
@@ -101,6 +118,7 @@ export class Informer implements ReflectorSink {
     this.handler = options.failures ? containedHandler(handler, options.type, options.failures) : handler;
     this.normalize = options.normalize;
     this.initialList = options.initialList;
+    this.fieldManagers = options.fieldManagers ?? true;
     this.reconcileFirstList = options.preload !== undefined;
     for (const entry of options.preload ?? []) this.store.set(entry);
     this.reflector = new Reflector(source, options, this);
@@ -162,10 +180,10 @@ export class Informer implements ReflectorSink {
     for (const item of items) {
       // Seen even if it cannot be processed: it exists, and must not be reported deleted.
       seen.add(objectKey(item.metadata));
-      const current = this.toStored(item);
-      if (!current) continue;
-      if (!this.synced && !this.reconcileFirstList) this.applyInitial(current);
-      else this.apply(current, true);
+      const arrival = this.toStored(item);
+      if (!arrival) continue;
+      if (!this.synced && !this.reconcileFirstList) this.applyInitial(arrival);
+      else this.apply(arrival, true);
     }
   }
 
@@ -186,9 +204,10 @@ export class Informer implements ReflectorSink {
   }
 
   watchEvent(type: WatchEventType, object: KubeObject): void {
-    const current = this.toStored(object);
-    if (!current) return;
+    const arrival = this.toStored(object);
+    if (!arrival) return;
     if (type === 'DELETED') {
+      const current = arrival.stored;
       // The server sends the object's final state with the deletion's resourceVersion.
       this.store.delete(current.key);
       this.handler.onDelete(this.type, current, {
@@ -198,7 +217,7 @@ export class Informer implements ReflectorSink {
       });
       return;
     }
-    this.apply(current, false);
+    this.apply(arrival, false);
   }
 
   stateChanged(state: ReflectorState): void {
@@ -211,12 +230,13 @@ export class Informer implements ReflectorSink {
     this.handler.onState?.(this, state);
   }
 
-  private applyInitial(current: StoredObject): void {
+  private applyInitial({ stored: current, managedFields }: Arrival): void {
     this.store.set(current);
     if (this.initialList !== 'silent') {
       this.handler.onAdd(this.type, current, {
         offline: this.initialList === 'added-offline',
         initial: true,
+        managedFields,
       });
     } else {
       this.handler.onBaseline(this.type, current);
@@ -224,11 +244,11 @@ export class Informer implements ReflectorSink {
   }
 
   /** An object as seen now, live (watch) or by a LIST (offline): report how it differs from the store. */
-  private apply(current: StoredObject, offline: boolean): void {
+  private apply({ stored: current, managedFields }: Arrival, offline: boolean): void {
     const previous = this.store.get(current.key);
     this.store.set(current);
     if (!previous) {
-      this.handler.onAdd(this.type, current, { offline, initial: false });
+      this.handler.onAdd(this.type, current, { offline, initial: false, managedFields });
     } else if (previous.uid !== current.uid) {
       // Deleted and re-created under the same name while we were not looking.
       this.handler.onDelete(this.type, previous, {
@@ -236,9 +256,9 @@ export class Informer implements ReflectorSink {
         finalStateUnknown: true,
         resourceVersion: current.resourceVersion,
       });
-      this.handler.onAdd(this.type, current, { offline, initial: false });
+      this.handler.onAdd(this.type, current, { offline, initial: false, managedFields });
     } else if (previous.resourceVersion !== current.resourceVersion) {
-      this.handler.onUpdate(this.type, previous, current, { offline });
+      this.handler.onUpdate(this.type, previous, current, { offline, managedFields });
     }
   }
 
@@ -246,7 +266,7 @@ export class Informer implements ReflectorSink {
    * The object as stored and compared; undefined (reported) when it cannot be normalized: the store
    * keeps its previous state, so its next change is reported against that.
    */
-  private toStored(object: KubeObject): StoredObject | undefined {
+  private toStored(object: KubeObject): Arrival | undefined {
     const metadata = object.metadata;
     let normalized: JsonObject;
     try {
@@ -262,14 +282,17 @@ export class Informer implements ReflectorSink {
       );
       return undefined;
     }
-    return {
+    const managedFields = this.fieldManagers ? managedFieldsOf(object) : undefined;
+    const stored: StoredObject = {
       key: objectKey(metadata),
       namespace: metadata.namespace,
       name: metadata.name,
       uid: metadata.uid,
       resourceVersion: metadata.resourceVersion,
       object: normalized,
+      managers: managedFields ? managersSignature(managedFields) : undefined,
     };
+    return { stored, managedFields };
   }
 
   private releaseSettleWaiters(): void {

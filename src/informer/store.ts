@@ -2,6 +2,7 @@
 // namespace/name. It holds objects already normalized (ignored paths
 // removed, Secrets redacted), which is both what the next diff compares
 // against and the least memory per object.
+import type { ManagersSignature } from '../kube/managed-fields.ts';
 import type { JsonObject } from '../kube/types.ts';
 
 export interface StoredObject {
@@ -12,6 +13,11 @@ export interface StoredObject {
   resourceVersion: string;
   /** The normalized object: what was last reported. */
   object: JsonObject;
+  /**
+   * A signature of its managedFields entries (not the entries: they would double the memory), so that the
+   * next version can tell whose entries changed; undefined when it had none or was loaded from --state.
+   */
+  managers?: ManagersSignature | undefined;
 }
 
 export class ObjectStore {

@@ -1,5 +1,6 @@
-// The terminal rendering: a colored header per event, then one line per
-// change, `spec.replicas: 2 → 5`. Paths read like kubectl's JSONPath,
+// The terminal rendering: a colored header per event (with who made it,
+// `by kubectl-set`), then one line per change, `spec.replicas: 2 → 5`,
+// followed by its manager when the changes come from several. Paths read like kubectl's JSONPath,
 // long values are elided in the middle so both ends stay visible. Names,
 // paths and values come from the cluster: each passes through printable()
 // before it is colored, so no control character, bidi override or
@@ -9,6 +10,7 @@ import type { Change } from '../diff/types.ts';
 import type { ChangeEvent } from '../events/event.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { printable } from '../util/terminal-text.ts';
+import { byText, changesFromSeveralManagers } from './who.ts';
 
 export interface PrettyOptions {
   color: boolean;
@@ -31,18 +33,25 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
     event.offline ? 'while not watching' : '',
     event.finalStateUnknown ? 'final state unknown' : '',
   ].filter(Boolean);
+  const by = byText(event.by);
   const header = [
     chalk.dim(event.time.slice(11, 19)),
     color.bold(event.type.padEnd(7)),
     printable(`${object.resource}${group}`),
     chalk.bold(name),
+    by ? `by ${chalk.magenta(printable(by))}` : '',
     event.cluster ? chalk.dim(`[${printable(event.cluster)}]`) : '',
     notes.length > 0 ? chalk.dim(`(${notes.join(', ')})`) : '',
   ]
     .filter(Boolean)
     .join(' ');
   const lines = [header];
-  for (const change of event.changes ?? []) lines.push(`  ${renderChange(change, chalk, maxValueLength)}`);
+  const changes = event.changes ?? [];
+  const perChange = changesFromSeveralManagers(changes);
+  for (const change of changes) {
+    const owner = perChange && change.manager ? chalk.dim(` (${printable(change.manager)})`) : '';
+    lines.push(`  ${renderChange(change, chalk, maxValueLength)}${owner}`);
+  }
   return `${lines.join('\n')}\n`;
 }
 

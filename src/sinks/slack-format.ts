@@ -13,6 +13,7 @@ import { type ChangeEvent, type EventType, qualifiedResource } from '../events/e
 import type { Digest } from './digest.ts';
 import { formatCount } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
+import { byText, changesFromSeveralManagers } from './who.ts';
 
 type SlackBlock =
   | { type: 'header'; text: { type: 'plain_text'; text: string; emoji: boolean } }
@@ -90,9 +91,11 @@ export function showsEventsInFull(
 function renderEventMessage(event: ChangeEvent, options: SlackFormatOptions): SlackMessage {
   const { object } = event;
   const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const by = elideBy(byText(event.by));
   const blocks: SlackBlock[] = [
     header(`${EMOJI[event.type]} ${event.type} ${object.kind} ${where}`),
     context([
+      ...(by ? [`by *${escapeMrkdwn(by)}*`] : []),
       ...(event.cluster ? [`cluster *${escapeMrkdwn(event.cluster)}*`] : []),
       `${escapeMrkdwn(qualifiedResource(event))} (${escapeMrkdwn(object.apiVersion)})`,
       clock(event.time),
@@ -101,11 +104,15 @@ function renderEventMessage(event: ChangeEvent, options: SlackFormatOptions): Sl
   ];
   const changes = event.changes ?? [];
   const shown = changes.slice(0, options.maxChangesPerEvent);
-  blocks.push(...sections(shown.map((change) => changeLine(change, options.maxValueLength))));
+  const perChange = changesFromSeveralManagers(changes);
+  blocks.push(...sections(shown.map((change) => changeLine(change, options.maxValueLength, perChange))));
   if (changes.length > shown.length) blocks.push(context([`…and ${more(changes.length - shown.length)}`]));
   const count =
     changes.length > 0 ? ` (${changes.length === 1 ? '1 change' : `${changes.length} changes`})` : '';
-  return fit({ text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${count}`, blocks });
+  return fit({
+    text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${by ? ` by ${by}` : ''}${count}`,
+    blocks,
+  });
 }
 
 function renderEventsMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
@@ -116,7 +123,11 @@ function renderEventsMessage(batch: Digest, options: SlackFormatOptions): SlackM
   for (const event of batch.events) {
     const changes = event.changes ?? [];
     const shown = changes.slice(0, options.maxChangesPerEventInGroup);
-    const lines = [eventTitle(event), ...shown.map((change) => changeLine(change, options.maxValueLength))];
+    const perChange = changesFromSeveralManagers(changes);
+    const lines = [
+      eventTitle(event),
+      ...shown.map((change) => changeLine(change, options.maxValueLength, perChange)),
+    ];
     if (changes.length > shown.length) lines.push(`_…and ${more(changes.length - shown.length)}_`);
     blocks.push(...sections(lines));
   }
@@ -170,7 +181,9 @@ function eventTitle(event: ChangeEvent): string {
   const { object } = event;
   const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
   const extra = notes(event).map((note) => ` _(${note})_`);
-  return `${EMOJI[event.type]} *${event.type}* ${escapeMrkdwn(object.kind)} ${code(where)}${extra.join('')}`;
+  const by = elideBy(byText(event.by));
+  const who = by ? ` by *${escapeMrkdwn(by)}*` : '';
+  return `${EMOJI[event.type]} *${event.type}* ${escapeMrkdwn(object.kind)} ${code(where)}${who}${extra.join('')}`;
 }
 
 function recentLine(event: ChangeEvent, maxValueLength: number): string {
@@ -182,12 +195,14 @@ function recentLine(event: ChangeEvent, maxValueLength: number): string {
 }
 
 /** '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'. */
-function changeLine(change: Change, maxValueLength: number): string {
+/** One change; with `withManager`, followed by its manager (the event's changes come from several). */
+function changeLine(change: Change, maxValueLength: number, withManager = false): string {
   const path = code(elide(readablePath(change.path), 120));
   const value = (v: Change['from']) => code(renderValue(v ?? null, maxValueLength));
-  if (change.op === 'add') return `• ${path} added: ${value(change.to)}`;
-  if (change.op === 'remove') return `• ${path} removed (was ${value(change.from)})`;
-  return `• ${path}: ${value(change.from)} → ${value(change.to)}`;
+  const owner = withManager && change.manager ? ` _(${escapeMrkdwn(elide(change.manager, 80))})_` : '';
+  if (change.op === 'add') return `• ${path} added: ${value(change.to)}${owner}`;
+  if (change.op === 'remove') return `• ${path} removed (was ${value(change.from)})${owner}`;
+  return `• ${path}: ${value(change.from)} → ${value(change.to)}${owner}`;
 }
 
 function more(count: number): string {
@@ -294,4 +309,9 @@ function fit(message: SlackMessage): SlackMessage {
   while (blocks.length > 1 && (blocks.length > SLACK_LIMITS.blocks - 1 || total() > budget)) blocks.pop();
   blocks.push(note);
   return { text, blocks };
+}
+
+/** Who made it, short enough for a context element or a title (up to 128 characters per manager name). */
+function elideBy(by: string | undefined): string | undefined {
+  return by === undefined ? undefined : elide(by, 150);
 }

@@ -187,6 +187,23 @@ export interface HistoryQuery {
   since?: string | undefined;
   /** The newest this many. */
   limit?: number | undefined;
+  /**
+   * Only events made by a field manager matching this glob (`*`, `?`): one in `by.managers` or on a change.
+   * Read from the stored event JSON, so it needs no column of its own.
+   */
+  manager?: string | undefined;
+}
+
+/**
+ * The condition of HistoryQuery.manager on the stored event JSON (SQLite's json_each), with its two
+ * parameters: the glob in SQLite's GLOB syntax, where `[` opens a class and is escaped as `[[]`.
+ */
+const MANAGER_CONDITION =
+  "(EXISTS (SELECT 1 FROM json_each(event, '$.by.managers') WHERE json_extract(value, '$.manager') GLOB ?)" +
+  " OR EXISTS (SELECT 1 FROM json_each(event, '$.changes') WHERE json_extract(value, '$.manager') GLOB ?))";
+
+function sqliteGlob(glob: string): string {
+  return glob.replaceAll('[', '[[]');
 }
 
 /** Creates `path` empty with mode 0600 (an empty file is an empty SQLite database); an existing file is left as it is. */
@@ -463,6 +480,10 @@ export class StateDatabase {
     const given = conditions.filter((condition): condition is [string, string] => condition[1] !== undefined);
     const where = given.map(([clause]) => clause);
     const params: (string | number)[] = given.map(([, value]) => value);
+    if (query.manager !== undefined) {
+      where.push(MANAGER_CONDITION);
+      params.push(sqliteGlob(query.manager), sqliteGlob(query.manager));
+    }
     const sql =
       `SELECT event FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC` +
       (query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '');

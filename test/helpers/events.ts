@@ -100,6 +100,7 @@ const EVENT_KEYS = new Set([
   'time',
   'cluster',
   'object',
+  'by',
   'changes',
   'offline',
   'finalStateUnknown',
@@ -113,7 +114,17 @@ const OBJECT_KEYS = new Set([
   'uid',
   'resourceVersion',
 ]);
-const CHANGE_KEYS = new Set(['op', 'path', 'from', 'to']);
+const CHANGE_KEYS = new Set(['op', 'path', 'from', 'to', 'manager']);
+const BY_KEYS = new Set([
+  'managers',
+  'user',
+  'impersonatedUser',
+  'userAgent',
+  'sourceIPs',
+  'auditID',
+  'match',
+]);
+const MANAGER_KEYS = new Set(['manager', 'operation', 'subresource', 'time']);
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 /** RFC 6901: '/'-separated tokens where '~' only appears as '~0' or '~1'. */
 const JSON_POINTER = /^(\/([^~/]|~[01])*)+$/;
@@ -143,6 +154,8 @@ export function contractViolations(value: unknown): string[] {
   if (value.finalStateUnknown === true && (type !== 'DELETED' || value.offline !== true)) {
     problems.push('finalStateUnknown belongs only on an offline DELETED event');
   }
+
+  if ('by' in value) problems.push(...byViolations(value.by, type));
 
   if (!isRecord(object)) {
     problems.push('object is missing or not an object');
@@ -184,6 +197,9 @@ export function contractViolations(value: unknown): string[] {
         if ((op === 'add') === 'from' in change) {
           problems.push(`${at}: "from" must be ${op === 'add' ? 'absent' : 'present'} for op ${String(op)}`);
         }
+        if ('manager' in change && (typeof change.manager !== 'string' || change.manager === '')) {
+          problems.push(`${at}.manager, when present, must be a non-empty string`);
+        }
         if ((op === 'remove') === 'to' in change) {
           problems.push(`${at}: "to" must be ${op === 'remove' ? 'absent' : 'present'} for op ${String(op)}`);
         }
@@ -192,6 +208,35 @@ export function contractViolations(value: unknown): string[] {
   } else if (changes !== undefined) {
     problems.push(`a ${String(type)} event carries no changes`);
   }
+  return problems;
+}
+
+/** What is wrong with an event's `by` (README, "Who changed it"). */
+function byViolations(by: unknown, type: unknown): string[] {
+  if (!isRecord(by)) return ['by, when present, must be an object'];
+  const problems: string[] = [];
+  if (type === 'DELETED') problems.push('a DELETED event names no field manager');
+  for (const key of Object.keys(by)) if (!BY_KEYS.has(key)) problems.push(`unknown field "by.${key}"`);
+  const managers = by.managers;
+  if (managers === undefined) return problems;
+  if (!Array.isArray(managers) || managers.length === 0)
+    return [...problems, 'by.managers must be a non-empty list'];
+  managers.forEach((manager: unknown, index) => {
+    const at = `by.managers[${index}]`;
+    if (!isRecord(manager)) {
+      problems.push(`${at} is not an object`);
+      return;
+    }
+    for (const key of Object.keys(manager))
+      if (!MANAGER_KEYS.has(key)) problems.push(`unknown field "${at}.${key}"`);
+    for (const key of ['manager', 'operation']) {
+      if (typeof manager[key] !== 'string' || manager[key] === '')
+        problems.push(`${at}.${key} must be a non-empty string`);
+    }
+    if ('time' in manager && (typeof manager.time !== 'string' || !ISO_TIME.test(manager.time))) {
+      problems.push(`${at}.time, when present, must be an ISO 8601 UTC timestamp`);
+    }
+  });
   return problems;
 }
 

@@ -45,6 +45,12 @@ export type KubeBody = Record<string, unknown>;
 
 export type PatchType = 'merge' | 'strategic' | 'json';
 
+/**
+ * The field manager the API server records for this client's writes (it sends no User-Agent and no
+ * fieldManager): what kubediff reports as the `manager` of the changes a test makes through it.
+ */
+export const ADMIN_FIELD_MANAGER = 'unknown';
+
 const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   merge: 'application/merge-patch+json',
   strategic: 'application/strategic-merge-patch+json',

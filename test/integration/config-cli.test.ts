@@ -10,7 +10,12 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type ExitResult, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { needsNobody, testCluster } from '../helpers/cluster-env.ts';
-import { adminClient, type KubeAdmin, writeKubeconfigFile } from '../helpers/kube-admin.ts';
+import {
+  ADMIN_FIELD_MANAGER,
+  adminClient,
+  type KubeAdmin,
+  writeKubeconfigFile,
+} from '../helpers/kube-admin.ts';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const EXAMPLE = path.join(REPO, 'config.example.yaml');
@@ -148,8 +153,14 @@ describe('kubediff watch -c', () => {
     const hash = (value: string) =>
       `<redacted sha256:${createHash('sha256').update(value).digest('hex').slice(0, 8)}>`;
     assert.deepEqual(updated.changes, [
-      { op: 'replace', path: '/data/password', from: hash('pw-one-1f3a'), to: hash('pw-two-9c2e') },
-      { op: 'replace', path: '/data/user', from: 'app', to: 'admin' },
+      {
+        op: 'replace',
+        path: '/data/password',
+        from: hash('pw-one-1f3a'),
+        to: hash('pw-two-9c2e'),
+        manager: ADMIN_FIELD_MANAGER,
+      },
+      { op: 'replace', path: '/data/user', from: 'app', to: 'admin', manager: ADMIN_FIELD_MANAGER },
     ]);
     const result = await kd.stop();
     assert.equal(result.code, 0, shown(result));

@@ -9,7 +9,7 @@ import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { changeAt, matching, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 
 const READY = /watching \d+ resource types?/;
 const IMAGE = '/spec/template/spec/containers/0/image';
@@ -179,7 +179,9 @@ sinks:
     // A real change plus noise: the event carries only the real change.
     await admin.patch(`${configmaps(a)}/c`, { data: { noise: '2', color: 'red' } });
     const updated = await watch.waitForEvent(matching({ type: 'UPDATED', namespace: a, name: 'c' }));
-    assert.deepEqual(updated.changes, [{ op: 'replace', path: '/data/color', from: 'blue', to: 'red' }]);
+    assert.deepEqual(updated.changes, [
+      { op: 'replace', path: '/data/color', from: 'blue', to: 'red', manager: ADMIN_FIELD_MANAGER },
+    ]);
     assert.equal(
       watch.events.filter((e) => e.type === 'UPDATED' && e.object.namespace === a).length,
       1,

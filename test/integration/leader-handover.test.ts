@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { startFaultProxy } from '../helpers/fault-proxy.ts';
-import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
 const LEASE_MS = 4_000;
@@ -104,7 +104,9 @@ describe('leader election', () => {
     // How soon (within the lease duration, by the standby's own clock) is test/unit/leader-election.test.ts's.
     await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
     const v3 = await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'one');
-    assert.deepEqual(v3.changes, [{ op: 'replace', path: '/data/v', from: '2', to: '3' }]);
+    assert.deepEqual(v3.changes, [
+      { op: 'replace', path: '/data/v', from: '2', to: '3', manager: ADMIN_FIELD_MANAGER },
+    ]);
     await b.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'two');
 
     // After the takeover, live changes as usual.
@@ -155,7 +157,9 @@ describe('leader election', () => {
 
     await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
     const v3 = await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'three');
-    assert.deepEqual(v3.changes, [{ op: 'replace', path: '/data/v', from: '2', to: '3' }]);
+    assert.deepEqual(v3.changes, [
+      { op: 'replace', path: '/data/v', from: '2', to: '3', manager: ADMIN_FIELD_MANAGER },
+    ]);
     await createCM('sentinel-term', {});
     await b.waitForEvent((event) => event.object.name === 'sentinel-term');
     assert.deepEqual(

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { KUBEDIFF_BIN, watchArgs } from '../helpers/cli.ts';
 import type { TestEvent } from '../helpers/events.ts';
-import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
 
 let admin: KubeAdmin;
 const namespaces: string[] = [];
@@ -83,7 +83,13 @@ describe('stdout backpressure', () => {
       assert.equal(new Set(big.map((e) => e.id)).size, big.length, 'no duplicates');
       big.slice(1).forEach((event, i) => {
         assert.deepEqual(event.changes, [
-          { op: 'replace', path: '/data/value', from: bigValue(i), to: bigValue(i + 1) },
+          {
+            op: 'replace',
+            path: '/data/value',
+            from: bigValue(i),
+            to: bigValue(i + 1),
+            manager: ADMIN_FIELD_MANAGER,
+          },
         ]);
       });
 

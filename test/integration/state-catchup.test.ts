@@ -19,7 +19,7 @@ import {
 import { testCluster } from '../helpers/cluster-env.ts';
 import { describeEvent, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-it-'));
@@ -120,7 +120,9 @@ test('a restart with the same --state reports exactly what changed while kubedif
         e.type === 'UPDATED' &&
         e.id === id(changed2) &&
         JSON.stringify(e.changes) ===
-          JSON.stringify([{ op: 'replace', path: '/data/k', from: '1b', to: '2' }]),
+          JSON.stringify([
+            { op: 'replace', path: '/data/k', from: '1b', to: '2', manager: ADMIN_FIELD_MANAGER },
+          ]),
     },
     {
       what: 'DELETED gone (finalStateUnknown)',
@@ -389,7 +391,9 @@ test('a state file of schema 1 (an older kubediff) is migrated and still catches
   await second.waitForStderr(WATCHING);
   const update = await second.waitForEvent((e) => e.id === id(changed), { description: 'a UPDATED offline' });
   assert.equal(update.offline, true);
-  assert.deepEqual(update.changes, [{ op: 'replace', path: '/data/k', from: '1', to: '2' }]);
+  assert.deepEqual(update.changes, [
+    { op: 'replace', path: '/data/k', from: '1', to: '2', manager: ADMIN_FIELD_MANAGER },
+  ]);
   assert.equal((await second.stop()).code, 0);
   assert.deepEqual(
     second.events.filter((e) => inNamespace(ns)(e) && e.id !== id(changed)).map(describeEvent),

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { describeEvent, matching, type TestEvent } from '../helpers/events.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 
 const READY = /watching \d+ resource types?/;
 let admin: KubeAdmin;
@@ -67,9 +67,9 @@ describe('kubediff watch', () => {
     const updated = await watch.waitForEvent(matching({ type: 'UPDATED', name: 'settings' }));
     assert.equal(updated.id, `${created.metadata.uid}:${edited.metadata.resourceVersion}`);
     assert.deepEqual(updated.changes, [
-      { op: 'replace', path: '/data/color', from: 'blue', to: 'red' },
-      { op: 'add', path: '/data/size', to: 'L' },
-      { op: 'remove', path: '/data/mode', from: 'fast' },
+      { op: 'replace', path: '/data/color', from: 'blue', to: 'red', manager: ADMIN_FIELD_MANAGER },
+      { op: 'add', path: '/data/size', to: 'L', manager: ADMIN_FIELD_MANAGER },
+      { op: 'remove', path: '/data/mode', from: 'fast', manager: ADMIN_FIELD_MANAGER },
     ]);
 
     await admin.delete(`${configmaps(namespace)}/settings`);
@@ -101,7 +101,9 @@ describe('kubediff watch', () => {
     await watch.waitForEvent(matching({ type: 'ADDED', resource: 'deployments', name: 'web' }));
     await admin.patch(`/apis/apps/v1/namespaces/${namespace}/deployments/web`, { spec: { replicas: 3 } });
     const scaled = await watch.waitForEvent(matching({ type: 'UPDATED', name: 'web' }));
-    assert.deepEqual(scaled.changes, [{ op: 'replace', path: '/spec/replicas', from: 1, to: 3 }]);
+    assert.deepEqual(scaled.changes, [
+      { op: 'replace', path: '/spec/replicas', from: 1, to: 3, manager: ADMIN_FIELD_MANAGER },
+    ]);
 
     // A new sidecar is one add, matched by name, not a cascade of replaces.
     await admin.patch(
@@ -199,7 +201,9 @@ describe('kubediff watch', () => {
     let previous = '0';
     for (const event of stream.slice(1, -1)) {
       const [change] = event.changes ?? [];
-      assert.deepEqual(event.changes, [{ op: 'replace', path: '/data/n', from: previous, to: change?.to }]);
+      assert.deepEqual(event.changes, [
+        { op: 'replace', path: '/data/n', from: previous, to: change?.to, manager: ADMIN_FIELD_MANAGER },
+      ]);
       assert.equal(Number(change?.to), Number(previous) + 1);
       previous = String(change?.to);
     }
@@ -256,7 +260,9 @@ describe('kubediff watch', () => {
     });
     const next = await watch.waitForEvent(matching({ type: 'UPDATED', name: 'app' }));
     // The heartbeat-only update produced nothing; the next one shows only what is not ignored.
-    assert.deepEqual(next.changes, [{ op: 'add', path: '/metadata/labels', to: { team: 'a' } }]);
+    assert.deepEqual(next.changes, [
+      { op: 'add', path: '/metadata/labels', to: { team: 'a' }, manager: ADMIN_FIELD_MANAGER },
+    ]);
     assert.deepEqual(
       eventsFor(watch, created.metadata.uid).map((event) => event.type),
       ['ADDED', 'UPDATED'],

@@ -7,7 +7,7 @@ import { after, afterEach, type TestContext, test } from 'node:test';
 import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { assertStreamInvariants, describeEvent, type TestEvent } from '../helpers/events.ts';
-import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
 
@@ -92,8 +92,8 @@ test('a CRD created while kubediff runs is watched within seconds; deleting it r
   assert.equal(updated.type, 'UPDATED');
   assert.equal(updated.offline, undefined, 'a live update');
   assert.deepEqual(sortedChanges(updated), [
-    { op: 'add', path: '/spec/color', to: 'red' },
-    { op: 'replace', path: '/spec/size', from: 3, to: 4 },
+    { op: 'add', path: '/spec/color', to: 'red', manager: ADMIN_FIELD_MANAGER },
+    { op: 'replace', path: '/spec/size', from: 3, to: 4, manager: ADMIN_FIELD_MANAGER },
   ]);
 
   // Deleting the CRD deletes its objects, then the type itself goes away.
@@ -160,7 +160,9 @@ test('-r names a custom resource whose CRD does not exist yet: kubediff warns, s
 
   assert.equal(added.type, 'ADDED');
   assert.equal(added.object.kind, 'Widget');
-  assert.deepEqual(updated.changes, [{ op: 'replace', path: '/spec/size', from: 1, to: 2 }]);
+  assert.deepEqual(updated.changes, [
+    { op: 'replace', path: '/spec/size', from: 1, to: 2, manager: ADMIN_FIELD_MANAGER },
+  ]);
   // -r: nothing else is watched.
   assert.deepEqual(
     kd.events.map((event) => event.id),

@@ -11,7 +11,13 @@ import { after, test } from 'node:test';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import { needsNobody, testCluster } from '../helpers/cluster-env.ts';
 import { describeEvent, matching } from '../helpers/events.ts';
-import { adminClient, nobodyClient, waitFor, writeKubeconfigFile } from '../helpers/kube-admin.ts';
+import {
+  ADMIN_FIELD_MANAGER,
+  adminClient,
+  nobodyClient,
+  waitFor,
+  writeKubeconfigFile,
+} from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 
 const admin = adminClient();
@@ -143,7 +149,9 @@ test('a forbidden resource is reported once, retried slowly, and disturbs nothin
     since,
     description: 'UPDATED settings',
   });
-  assert.deepEqual(updated.changes, [{ op: 'replace', path: '/data/color', from: 'blue', to: 'red' }]);
+  assert.deepEqual(updated.changes, [
+    { op: 'replace', path: '/data/color', from: 'blue', to: 'red', manager: ADMIN_FIELD_MANAGER },
+  ]);
   await admin.delete(`${configMaps}/settings`);
   await kd.waitForEvent((e) => cm(e) && e.type === 'DELETED', { since, description: 'DELETED settings' });
 

@@ -43,4 +43,48 @@ describe('pretty output', () => {
     assert.equal(renderValue('line1\nline2\nline3', 100), '"line1" (+2 more lines)');
     assert.equal(readablePath(''), '(whole object)');
   });
+
+  it('says who made it, and the manager of each change when the changes come from several', () => {
+    const render = prettyRenderer({ color: false });
+    const one = sampleEvent({
+      by: { managers: [{ manager: 'kubectl-set', operation: 'Update' }] },
+      changes: [{ op: 'replace', path: '/spec/replicas', from: 2, to: 5, manager: 'kubectl-set' }],
+    });
+    assert.equal(
+      render(one),
+      '10:31:07 UPDATED deployments.apps shop/web by kubectl-set [prod]\n  ~ spec.replicas: 2 → 5\n',
+    );
+    const several = sampleEvent({
+      cluster: undefined,
+      by: {
+        managers: [
+          { manager: 'kubectl', operation: 'Update', subresource: 'scale' },
+          { manager: 'kubectl-set', operation: 'Update' },
+        ],
+      },
+      changes: [
+        { op: 'replace', path: '/spec/replicas', from: 2, to: 5, manager: 'kubectl' },
+        {
+          op: 'replace',
+          path: '/spec/template/spec/containers/0/image',
+          from: 'a',
+          to: 'b',
+          manager: 'kubectl-set',
+        },
+      ],
+    });
+    assert.equal(
+      render(several),
+      [
+        '10:31:07 UPDATED deployments.apps shop/web by kubectl, kubectl-set',
+        '  ~ spec.replicas: 2 → 5 (kubectl)',
+        '  ~ spec.template.spec.containers[0].image: "a" → "b" (kubectl-set)',
+        '',
+      ].join('\n'),
+    );
+    const withUser = sampleEvent({
+      by: { user: { username: 'alice' }, managers: [{ manager: 'kubectl-set', operation: 'Update' }] },
+    });
+    assert.match(render(withUser), /shop\/web by alice \(kubectl-set\) \[prod\]/);
+  });
 });

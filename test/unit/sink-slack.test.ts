@@ -36,7 +36,14 @@ function sink(options: Partial<SlackSinkOptions> & Pick<SlackSinkOptions, 'targe
 let sequence = 0;
 function event(
   type: EventType = 'UPDATED',
-  options: { name?: string; namespace?: string; resource?: string; kind?: string; changes?: Change[] } = {},
+  options: {
+    name?: string;
+    namespace?: string;
+    resource?: string;
+    kind?: string;
+    changes?: Change[];
+    by?: ChangeEvent['by'];
+  } = {},
 ): ChangeEvent {
   sequence++;
   const name = options.name ?? 'settings';
@@ -54,6 +61,7 @@ function event(
       uid: `uid-${name}`,
       resourceVersion: String(sequence),
     },
+    ...(options.by ? { by: options.by } : {}),
     ...(type === 'UPDATED'
       ? {
           changes: options.changes ?? [
@@ -79,6 +87,38 @@ function batchOf(events: ChangeEvent[]): Digest {
 }
 
 describe('Slack messages (Block Kit)', () => {
+  it('names who made a change, and the manager of each change when they come from several', () => {
+    const by = { managers: [{ manager: 'kubectl-set', operation: 'Update' }] };
+    const one = renderSlackMessage(
+      batchOf([
+        event('UPDATED', {
+          by,
+          changes: [{ op: 'replace', path: '/data/a', from: '1', to: '2', manager: 'kubectl-set' }],
+        }),
+      ]),
+    );
+    assertValid(one);
+    assert.equal(one.text, '[prod-eu] UPDATED ConfigMap shop/settings by kubectl-set (1 change)');
+    assert.ok(JSON.stringify(one.blocks).includes('by *kubectl-set*'));
+    assert.ok(!JSON.stringify(one.blocks).includes('_(kubectl-set)_'));
+    const mixed = renderSlackMessage(
+      batchOf([
+        event('UPDATED', {
+          by: { managers: [...by.managers, { manager: 'helm', operation: 'Update' }] },
+          changes: [
+            { op: 'replace', path: '/data/a', from: '1', to: '2', manager: 'kubectl-set' },
+            { op: 'add', path: '/data/b', to: '3', manager: 'helm' },
+          ],
+        }),
+        event('UPDATED', { name: 'other', by }),
+      ]),
+    );
+    assertValid(mixed);
+    const text = JSON.stringify(mixed.blocks);
+    assert.ok(text.includes('_(kubectl-set)_') && text.includes('_(helm)_'), text);
+    assert.ok(text.includes('by *kubectl-set, helm*'), text);
+  });
+
   it('shows one event at a glance: cluster, type, kind namespace/name, then path: from → to', () => {
     const message = renderSlackMessage(
       batchOf([

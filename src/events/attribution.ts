@@ -1,0 +1,152 @@
+// Who made a change, from managedFields (the API server's own record, no audit log needed):
+// - `by`: the managers whose entries this version changed. A manager that writes gets its entry's time
+//   set; one whose fields were taken over only loses fields. Times have one-second resolution and some
+//   entries have none, so an entry that owns more fields than before counts as a write too.
+// - each change's `manager`: the owner of its path in the new version. A removed path has no owner any
+//   more: it goes to the one manager that wrote, when there is exactly one.
+// When the object has no managedFields, or the answer is not unique, nothing is said: no guess.
+
+import { FieldOwnership } from '../diff/field-owners.ts';
+import { getProperty, isJsonObject } from '../diff/json.ts';
+import { parsePointer } from '../diff/pointer.ts';
+import type { Change } from '../diff/types.ts';
+import {
+  type EntrySignature,
+  type ManagedFieldsEntry,
+  type ManagersSignature,
+  parseManagersSignature,
+} from '../kube/managed-fields.ts';
+import type { JsonObject } from '../kube/types.ts';
+import type { ManagerRef } from './event.ts';
+
+export interface UpdateAttribution {
+  /** Absent when no manager could be named. */
+  managers?: ManagerRef[];
+  /** The changes, each with its `manager` where one owns it. */
+  changes: Change[];
+}
+
+export interface AttributionInput {
+  /** The previous version's signature; undefined when unknown (loaded from --state, or it had none). */
+  previousSignature: ManagersSignature | undefined;
+  /** The new version's signature, entry by entry the same as `entries`. */
+  currentSignature: ManagersSignature | undefined;
+  entries: readonly ManagedFieldsEntry[];
+  /** The new version (normalized), which the changes' paths point into. */
+  current: JsonObject;
+  /** The diff's fresh changes: `manager` is set on them in place (copying each would cost more than the rest). */
+  changes: Change[];
+}
+
+export function attributeUpdate(input: AttributionInput): UpdateAttribution {
+  const { entries } = input;
+  const writers = writersOf(input);
+  const writerNames = new Set(writers?.map((entry) => entry.manager));
+  const soleWriter = writerNames.size === 1 ? writers![0] : undefined;
+  const ownerEntries = new Set<ManagedFieldsEntry>();
+  const named = new Set<string>();
+  const changes = input.changes;
+  const ownership = new FieldOwnership(entries, input.current);
+  for (const change of changes) {
+    const owner = ownerOf(change, ownership, writerNames, soleWriter);
+    if (!owner) continue;
+    ownerEntries.add(owner);
+    named.add(owner.manager);
+    change.manager = owner.manager;
+  }
+  // The writers that made a reported change; all writers when none is an owner (every reported change
+  // was removed, or owned by nobody); without writers, the owners of the changes.
+  const involved = writers?.filter((entry) => named.has(entry.manager)) ?? [];
+  const chosen =
+    involved.length > 0
+      ? involved
+      : writers && writers.length > 0
+        ? writers
+        : entries.filter((entry) => ownerEntries.has(entry));
+  return chosen.length > 0 ? { managers: chosen.map(managerRef), changes } : { changes };
+}
+
+/** The creating manager of an object seen as ADDED, when the entries tell it unambiguously. */
+export function creatorOf(
+  entries: readonly ManagedFieldsEntry[],
+  object: JsonObject,
+): ManagerRef | undefined {
+  // A subresource write (status, scale) never creates an object.
+  const main = entries.filter((entry) => entry.subresource === undefined);
+  if (main.length === 1) return managerRef(main[0]!);
+  // Seen later (--initial, a relist): the creator's entry is the one stamped at creation, if only one is.
+  const metadata = getProperty(object, 'metadata');
+  const created = isJsonObject(metadata) ? getProperty(metadata, 'creationTimestamp') : undefined;
+  if (typeof created !== 'string') return undefined;
+  const atCreation = main.filter((entry) => entry.time === created);
+  return atCreation.length === 1 ? managerRef(atCreation[0]!) : undefined;
+}
+
+export function managerRef(entry: ManagedFieldsEntry): ManagerRef {
+  const ref: ManagerRef = { manager: entry.manager, operation: entry.operation };
+  if (entry.subresource !== undefined) ref.subresource = entry.subresource;
+  if (entry.time !== undefined) ref.time = entry.time;
+  return ref;
+}
+
+/**
+ * The entries this version wrote: new, restamped, or owning more fields than before. When none
+ * did, a manager whose entry vanished removed all it owned: it wrote, if it is the only one. Undefined
+ * when that cannot be told (no previous signature).
+ */
+function writersOf(input: AttributionInput): ManagedFieldsEntry[] | undefined {
+  if (input.previousSignature === undefined || input.currentSignature === undefined) return undefined;
+  // The same entries as before: nobody's changed (a same-second rewrite of the same fields).
+  if (input.previousSignature === input.currentSignature) return [];
+  const previous = parseManagersSignature(input.previousSignature);
+  const before = new Map<string, EntrySignature>();
+  for (const entry of previous) before.set(entry.whoAndWhen, entry);
+  const now = parseManagersSignature(input.currentSignature);
+  // The signature is built from these very entries; a mismatch means it cannot be trusted.
+  if (now.length !== input.entries.length) return undefined;
+  const writers = input.entries.filter((_, index) => {
+    const signature = now[index]!;
+    const was = before.get(signature.whoAndWhen);
+    // Not restamped: it wrote only if it owns more fields now (a same-second write that added some).
+    return !was || signature.count > was.count;
+  });
+  if (writers.length > 0) return writers;
+  const present = new Set(now.map(entryIdentity));
+  const vanished = previous.filter((entry) => !present.has(entryIdentity(entry)));
+  if (vanished.length !== 1) return writers;
+  const { manager, operation, subresource } = vanished[0]!;
+  return [subresource === undefined ? { manager, operation } : { manager, operation, subresource }];
+}
+
+function entryIdentity(entry: EntrySignature): string {
+  return `${entry.manager}\n${entry.operation}\n${entry.subresource ?? ''}`;
+}
+
+function ownerOf(
+  change: Change,
+  ownership: FieldOwnership,
+  writerNames: ReadonlySet<string>,
+  soleWriter: ManagedFieldsEntry | undefined,
+): ManagedFieldsEntry | undefined {
+  if (change.op === 'remove') return soleWriter;
+  let segments: string[];
+  try {
+    segments = parsePointer(change.path);
+  } catch {
+    return undefined;
+  }
+  const owners = ownership.ownersOf(segments);
+  if (owners.length === 0) return undefined;
+  const first = owners[0]!.manager;
+  if (owners.every((entry) => entry.manager === first)) {
+    return owners.find((entry) => writerNames.has(entry.manager)) ?? owners[0];
+  }
+  // Shared (several appliers set the same value, or a map partly each one's): the one that wrote now.
+  let writing: ManagedFieldsEntry | undefined;
+  for (const entry of owners) {
+    if (!writerNames.has(entry.manager)) continue;
+    if (writing && writing.manager !== entry.manager) return undefined;
+    writing ??= entry;
+  }
+  return writing;
+}
