@@ -41,7 +41,8 @@ export function generatedEvent(n: number, spec: GeneratedHistory): RecordedEvent
   };
   if (type === 'UPDATED') {
     event.changes = [{ op: 'replace', path: '/spec/replicas', from: round - 1, to: round }];
-    if (n % 3 === 0) event.changes.push({ op: 'replace', path: '/metadata/labels/version', from: 'a', to: 'b' });
+    if (n % 3 === 0)
+      event.changes.push({ op: 'replace', path: '/metadata/labels/version', from: 'a', to: 'b' });
     event.by = { managers: [{ manager: n % 5 === 0 ? 'helm' : 'kubectl-edit', operation: 'Update' }] };
     if (n % 7 === 0) event.by.user = { username: 'alice@example.com' };
   }

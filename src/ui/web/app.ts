@@ -268,7 +268,7 @@ function wireControls(): void {
     const start = dragStart;
     dragStart = undefined;
     if (Math.abs(moved) < 5) return;
-    const shift = (-moved / Math.max(1, timelineBox.clientWidth - 180)) * (start.to - start.from);
+    const shift = (-moved / Math.max(1, timelineBox.clientWidth - 240)) * (start.to - start.from);
     void setWindow(start.from + shift, start.to + shift, false);
   });
   window.addEventListener('resize', redraw);

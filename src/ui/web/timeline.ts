@@ -4,7 +4,7 @@
 import type { EventSummary, Timeline } from '../../state/history-reader.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
-const LABEL_WIDTH = 170;
+const LABEL_WIDTH = 230;
 const ROW_HEIGHT = 22;
 const AXIS_HEIGHT = 22;
 const STEPS = [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400].map(
@@ -60,7 +60,7 @@ export function drawTimeline(
   rows.forEach((row, index) => {
     const y = AXIS_HEIGHT + index * ROW_HEIGHT;
     const label = element('text', { x: 4, y: y + 15, class: 'row-label' });
-    label.textContent = row.label.length > 28 ? `${row.label.slice(0, 27)}…` : row.label;
+    label.textContent = row.label.length > 36 ? `${row.label.slice(0, 35)}…` : row.label;
     const title = element('title', {});
     title.textContent = `${row.label}: ${row.count} events`;
     label.append(title);
