@@ -341,51 +341,61 @@ export class SqliteHistoryReader implements HistoryReader {
   timeline(filter: HistoryFilter, options: TimelineOptions): Timeline {
     const latestSeq = this.latestSeq();
     const where = filterClause({ ...filter, from: options.from, to: options.to });
+    // A count first (the time index answers it alone when only the window is given): single marks
+    // when few, otherwise one pass that counts per row and bucket, the rows summed from it.
+    const total =
+      this.db.select<{ total: number }>(
+        `SELECT count(*) AS total FROM events WHERE ${where.sql}`,
+        ...where.params,
+      )[0]?.total ?? 0;
     const rowColumn = options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
-    const counted = this.db.select<{ key: string; count: number }>(
-      `SELECT ${rowColumn} AS key, count(*) AS count FROM events WHERE ${where.sql} GROUP BY key ORDER BY count DESC, key`,
-      ...where.params,
-    );
-    const total = counted.reduce((sum, row) => sum + row.count, 0);
-    const kinds =
-      options.rows === 'kind'
-        ? new Map(this.facets().resources.map((entry) => [entry.resource, entry.kind]))
-        : undefined;
-    const rows = counted.slice(0, options.maxRows).map((row) => ({
-      key: row.key,
-      label: kinds ? `${kinds.get(row.key) ?? row.key} (${row.key})` : row.key,
-      count: row.count,
-    }));
-    const timeline: Timeline = { latestSeq, from: options.from, to: options.to, total, rows };
+    const counts = new Map<string, number>();
+    let marks: EventSummary[] | undefined;
+    let cells: DensityCell[] = [];
+    let bucketMs = 0;
     if (total <= options.maxMarks) {
-      timeline.marks = this.db
+      marks = this.db
         .select<SummaryRow>(
           `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql} ORDER BY seq`,
           ...where.params,
         )
         .map(summaryOf);
-      return timeline;
+      for (const mark of marks) {
+        const key = options.rows === 'namespace' ? (mark.namespace ?? CLUSTER_SCOPED) : mark.resource;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+    } else {
+      const start = Date.parse(options.from);
+      bucketMs = Math.max(1, Math.ceil(Math.max(1, Date.parse(options.to) - start) / options.buckets));
+      // Most of the history in the window: reading the table in order beats an index lookup per row.
+      const scan = total > this.facets().count / 4 ? 'events NOT INDEXED' : 'events';
+      cells = this.db.select<DensityCell>(
+        `SELECT ${rowColumn} AS row,
+           CAST((julianday(time) - julianday(?)) * 86400000 / ? AS INTEGER) AS bucket,
+           sum(type = 'ADDED') AS added, sum(type = 'UPDATED') AS updated, sum(type = 'DELETED') AS deleted
+         FROM ${scan} WHERE ${where.sql} GROUP BY row, bucket`,
+        options.from,
+        bucketMs,
+        ...where.params,
+      );
+      for (const cell of cells)
+        counts.set(cell.row, (counts.get(cell.row) ?? 0) + cell.added + cell.updated + cell.deleted);
     }
-    const start = Date.parse(options.from);
-    const span = Math.max(1, Date.parse(options.to) - start);
-    const bucketMs = Math.max(1, Math.ceil(span / options.buckets));
-    const cells = this.db.select<{
-      row: string;
-      bucket: number;
-      added: number;
-      updated: number;
-      deleted: number;
-    }>(
-      `SELECT ${rowColumn} AS row,
-         CAST((unixepoch(time, 'subsec') * 1000 - ?) / ? AS INTEGER) AS bucket,
-         sum(type = 'ADDED') AS added, sum(type = 'UPDATED') AS updated, sum(type = 'DELETED') AS deleted
-       FROM events WHERE ${where.sql} GROUP BY row, bucket`,
-      start,
-      bucketMs,
-      ...where.params,
-    );
-    const shown = new Set(rows.map((row) => row.key));
-    timeline.density = { bucketMs, cells: cells.filter((cell) => shown.has(cell.row)) };
+    const kinds =
+      options.rows === 'kind'
+        ? new Map(this.facets().resources.map((entry) => [entry.resource, entry.kind]))
+        : undefined;
+    const rows = [...counts]
+      .sort(([keyA, a], [keyB, b]) => b - a || (keyA < keyB ? -1 : 1))
+      .slice(0, options.maxRows)
+      .map(([key, count]) => ({ key, label: kinds ? `${kinds.get(key) ?? key} (${key})` : key, count }));
+    const timeline: Timeline = { latestSeq, from: options.from, to: options.to, total, rows };
+    if (marks) {
+      timeline.marks = marks;
+    } else {
+      const shown = new Set(rows.map((row) => row.key));
+      timeline.density = { bucketMs, cells: cells.filter((cell) => shown.has(cell.row)) };
+    }
     return timeline;
   }
 
