@@ -7,6 +7,7 @@
 //
 //   npm run bench:ui                    1,000,000 events (about 3 minutes)
 //   npm run bench:ui -- --events 100000 --no-record
+//   npm run bench:ui -- --reuse <file> --no-record      a file written by an earlier run (kept with --keep)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -25,6 +26,8 @@ const option = (name: string) => {
 };
 const EVENTS = Number(option('--events') ?? 1_000_000);
 const RECORD = !argv.includes('--no-record');
+const REUSE = option('--reuse');
+const KEEP = argv.includes('--keep');
 const RUNS = 5;
 
 export interface UiQueryFigure {
@@ -56,7 +59,7 @@ async function time<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kubediff-bench-ui-'));
-  const file = path.join(dir, 'history.db');
+  const file = REUSE ?? path.join(dir, 'history.db');
   const stepMs = 250;
   const spec: GeneratedHistory = {
     events: EVENTS,
@@ -66,10 +69,12 @@ async function main(): Promise<void> {
     objects: 20_000,
   };
   try {
-    const written = await time(async () => writeGeneratedHistory(file, spec));
+    const written = await time(async () => (REUSE ? undefined : writeGeneratedHistory(file, spec)));
     process.stderr.write(`bench ui: wrote ${EVENTS} events in ${(written.ms / 1000).toFixed(1)} s\n`);
     const fullPass = [];
     const db = new DatabaseSync(file, { readOnly: true });
+    // The window of the file as written (a reused one was written earlier).
+    spec.start = Date.parse((db.prepare('SELECT min(time) AS t FROM events').get() as { t: string }).t);
     for (let run = 0; run < RUNS; run++) {
       const started = performance.now();
       db.prepare('SELECT count(*), sum(length(event)) FROM events').get();
@@ -109,6 +114,10 @@ async function main(): Promise<void> {
         ['timeline, last 5 minutes (1,200 marks)', `/api/v1/timeline?${lastFive}`],
         ['events, newest page of 100', '/api/v1/events?limit=100'],
         ['events, a page 500,000 events back', `/api/v1/events?limit=100&before=${EVENTS / 2}`],
+        [
+          'events, newest page of an hour two days back',
+          `/api/v1/events?limit=100&from=${iso(end - 50 * 3_600_000)}&to=${iso(end - 49 * 3_600_000)}`,
+        ],
         ['events, name filter', '/api/v1/events?limit=100&name=obj-4242'],
         ['events, path filter', '/api/v1/events?limit=100&path=metadata.labels'],
         ['events, user filter matching nothing (every event read)', '/api/v1/events?limit=100&user=nobody'],
@@ -155,7 +164,7 @@ async function main(): Promise<void> {
       await withBrowser(async (browser) => {
         for (const [view, query] of [
           ['the default view (last hour, live)', ''],
-          ['the whole history (69 hours) by kind', `?rows=kind&${whole}`],
+          ['the whole history (69 hours) by kind, as density', `?rows=kind&${whole}`],
         ] as const) {
           const ms: number[] = [];
           for (let run = 0; run < RUNS; run++) {
@@ -203,7 +212,8 @@ async function main(): Promise<void> {
       server.kill('SIGTERM');
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (KEEP) process.stderr.write(`bench ui: kept ${file}\n`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 

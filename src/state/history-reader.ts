@@ -112,6 +112,7 @@ export interface ObjectHistory {
 export interface Facets {
   first?: string;
   last?: string;
+  /** About how many events the history holds (the span of their seqs). */
   count: number;
   latestSeq: number;
   namespaces: string[];
@@ -195,16 +196,24 @@ function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
 }
 
-/** The WHERE clause of a filter and its parameters (one place, for every query). */
-export function filterClause(filter: HistoryFilter): { sql: string; params: SqlParameter[] } {
+/**
+ * The WHERE clause of a filter and its parameters (one place, for every query). `timeIndex: false`
+ * keeps SQLite off the time index (`+time`): a page newest first then walks the events by seq and stops
+ * at its limit, instead of sorting every event of a wide window.
+ */
+export function filterClause(
+  filter: HistoryFilter,
+  options: { timeIndex?: boolean } = {},
+): { sql: string; params: SqlParameter[] } {
   const clauses: string[] = [];
   const params: SqlParameter[] = [];
+  const time = options.timeIndex === false ? '+time' : 'time';
   if (filter.from !== undefined) {
-    clauses.push('time >= ?');
+    clauses.push(`${time} >= ?`);
     params.push(filter.from);
   }
   if (filter.to !== undefined) {
-    clauses.push('time < ?');
+    clauses.push(`${time} < ?`);
     params.push(filter.to);
   }
   if (filter.namespaces?.length) {
@@ -252,7 +261,8 @@ export function filterClause(filter: HistoryFilter): { sql: string; params: SqlP
   return { sql: clauses.length > 0 ? clauses.join(' AND ') : '1', params };
 }
 
-const FACET_TTL_MS = 10_000;
+const FACET_REFRESH_MS = 10 * 60_000;
+const FACET_INCREMENT_MAX = 100_000;
 /** Clusters are named only in each event's JSON: the newest this many events are looked at. */
 const CLUSTER_SAMPLE = 10_000;
 
@@ -274,17 +284,34 @@ export class SqliteHistoryReader implements HistoryReader {
     return this.db.select<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')[0]?.seq ?? 0;
   }
 
-  /** Cached for FACET_TTL_MS while no event is added: the distinct values cost a scan of an index. */
+  /**
+   * Computed once (distinct values cost a scan of an index: seconds on a million events), then kept
+   * current from the events added since, which are few; recomputed in full every FACET_REFRESH_MS (so
+   * values whose events retention removed disappear) or when many events were added at once.
+   */
   facets(): Facets {
     const seq = this.latestSeq();
     const cached = this.cachedFacets;
-    if (cached && cached.seq === seq && this.now() - cached.at < FACET_TTL_MS) return cached.facets;
-    const span = this.db.select<{ first: string | null; last: string | null; count: number }>(
-      'SELECT min(time) AS first, max(time) AS last, count(*) AS count FROM events',
-    )[0];
-    const namespaces = this.db
-      .select<{ namespace: string | null }>('SELECT DISTINCT namespace FROM events ORDER BY namespace')
-      .map((row) => row.namespace ?? CLUSTER_SCOPED);
+    const age = cached ? this.now() - cached.at : Number.POSITIVE_INFINITY;
+    if (cached && cached.seq === seq && age < FACET_REFRESH_MS) return cached.facets;
+    const incremental =
+      cached !== undefined && age < FACET_REFRESH_MS && seq - cached.seq <= FACET_INCREMENT_MAX;
+    // The full pass reads the (resource, namespace, name) index; the increment, the newest rows.
+    const newer = incremental ? ` WHERE seq > ${cached.seq}` : '';
+    const namespaces = new Set(incremental ? cached.facets.namespaces : []);
+    for (const row of this.db.select<{ namespace: string | null }>(
+      `SELECT DISTINCT namespace FROM events${newer}`,
+    ))
+      namespaces.add(row.namespace ?? CLUSTER_SCOPED);
+    const resources = new Set(incremental ? cached.facets.resources.map((entry) => entry.resource) : []);
+    for (const row of this.db.select<{ resource: string }>(`SELECT DISTINCT resource FROM events${newer}`))
+      resources.add(row.resource);
+    const clusters = new Set(incremental ? cached.facets.clusters : []);
+    for (const row of this.db.select<{ cluster: string | null }>(
+      `SELECT DISTINCT json_extract(event, '$.cluster') AS cluster
+       FROM (SELECT event FROM events${newer} ORDER BY seq DESC LIMIT ${CLUSTER_SAMPLE})`,
+    ))
+      if (row.cluster !== null) clusters.add(row.cluster);
     const kinds = new Map<string, string>();
     for (const stored of this.db.resources()) {
       kinds.set(
@@ -292,25 +319,29 @@ export class SqliteHistoryReader implements HistoryReader {
         stored.type.kind,
       );
     }
-    const resources = this.db
-      .select<{ resource: string }>('SELECT DISTINCT resource FROM events ORDER BY resource')
-      .map(({ resource }) => ({ resource, kind: kinds.get(resource) ?? this.kindFromHistory(resource) }));
-    const clusters = this.db
-      .select<{ cluster: string | null }>(
-        `SELECT DISTINCT json_extract(event, '$.cluster') AS cluster
-         FROM (SELECT event FROM events ORDER BY seq DESC LIMIT ${CLUSTER_SAMPLE}) ORDER BY cluster`,
-      )
-      .flatMap((row) => (row.cluster === null ? [] : [row.cluster]));
-    const facets: Facets = {
-      count: span?.count ?? 0,
-      latestSeq: seq,
-      namespaces,
-      resources,
-      clusters,
+    const known = new Map(
+      incremental ? cached.facets.resources.map((entry) => [entry.resource, entry.kind]) : [],
+    );
+    // Both ends from the time and seq indexes (one min or max per query, or SQLite reads every row).
+    const one = <T>(sql: string) => this.db.select<{ value: T | null }>(sql)[0]?.value ?? null;
+    const span = {
+      first: one<string>('SELECT min(time) AS value FROM events'),
+      last: one<string>('SELECT max(time) AS value FROM events'),
+      low: one<number>('SELECT min(seq) AS value FROM events'),
     };
-    if (span?.first) facets.first = span.first;
-    if (span?.last) facets.last = span.last;
-    this.cachedFacets = { at: this.now(), seq, facets };
+    const facets: Facets = {
+      count: span.low ? seq - span.low + 1 : 0,
+      latestSeq: seq,
+      namespaces: [...namespaces].sort(),
+      resources: [...resources].sort().map((resource) => ({
+        resource,
+        kind: kinds.get(resource) ?? known.get(resource) ?? this.kindFromHistory(resource),
+      })),
+      clusters: [...clusters].sort(),
+    };
+    if (span.first) facets.first = span.first;
+    if (span.last) facets.last = span.last;
+    this.cachedFacets = { at: incremental ? cached.at : this.now(), seq, facets };
     return facets;
   }
 
@@ -323,7 +354,7 @@ export class SqliteHistoryReader implements HistoryReader {
   }
 
   events(filter: HistoryFilter, page: { limit: number; before?: number | undefined }): EventPage {
-    const where = filterClause(filter);
+    const where = filterClause(filter, { timeIndex: false });
     const params = [...where.params];
     let sql = `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql}`;
     if (page.before !== undefined) {
@@ -423,7 +454,7 @@ export class SqliteHistoryReader implements HistoryReader {
   }
 
   after(seq: number, filter: HistoryFilter, limit: number): EventSummary[] {
-    const where = filterClause(filter);
+    const where = filterClause(filter, { timeIndex: false });
     return this.db
       .select<SummaryRow>(
         `SELECT ${SUMMARY_COLUMNS} FROM events WHERE seq > ? AND ${where.sql} ORDER BY seq LIMIT ?`,

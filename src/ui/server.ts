@@ -92,6 +92,8 @@ export class UiServer {
   static async start(address: string, options: UiServerOptions): Promise<UiServer> {
     const flag = options.flag ?? '--listen';
     const { host, port } = parseListenAddress(address, flag);
+    // The filters' values, computed once before the first page asks (seconds on a million events).
+    options.reader.facets();
     const server = createServer();
     const ui = new UiServer(server, options, isLoopback(host));
     server.on('request', (request, response) => ui.handle(request, response));

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, afterEach, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { collectPageErrors, newPage, saveScreenshot, withBrowser } from '../helpers/browser.ts';
-import { killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
+import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import { adminClient } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
@@ -159,4 +159,32 @@ test('kubediff ui with --token-file: the page asks for the token, and works with
   });
   const stopped = await ui.stop('SIGTERM');
   assert.equal(stopped.code, 0);
+});
+
+test('mistakes are one sentence on stderr and exit code 2', async () => {
+  const missing = join(dir, 'missing.db');
+  const existing = join(dir, 'empty.db');
+  writeFileSync(existing, '');
+  for (const [args, message] of [
+    [['ui'], /^kubediff: ui needs --state <file>/],
+    [['ui', '--state', missing], /^kubediff: no state file at .*missing\.db: run `kubediff watch --state/],
+    [
+      ['ui', '--state', existing, '--listen', 'nowhere'],
+      /^kubediff: invalid --listen "nowhere": use \[host\]:port/,
+    ],
+    [
+      ['ui', '--state', existing, '--token-file', join(dir, 'no.token')],
+      /^kubediff: cannot read --token-file .*no\.token: .*; pass a readable file that holds the token\./,
+    ],
+    [
+      ['watch', '--ui', '127.0.0.1:0', '-n', 'default'],
+      /^kubediff: --ui shows the history that --state records/,
+    ],
+    [['watch', '--ui', 'x:y', '--state', existing], /^kubediff: invalid --ui "x:y"/],
+  ] as const) {
+    const result = await runKubediffToCompletion([...args]);
+    assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+    assert.match(result.stderr, message);
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+  }
 });
