@@ -45,6 +45,8 @@ export function generatedEvent(n: number, spec: GeneratedHistory): RecordedEvent
       event.changes.push({ op: 'replace', path: '/metadata/labels/version', from: 'a', to: 'b' });
     event.by = { managers: [{ manager: n % 5 === 0 ? 'helm' : 'kubectl-edit', operation: 'Update' }] };
     if (n % 7 === 0) event.by.user = { username: 'alice@example.com' };
+    if (n % 5 === 0)
+      event.owner = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'shop-web', uid: 'uid-owner' };
   }
   return event;
 }

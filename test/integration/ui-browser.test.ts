@@ -10,6 +10,7 @@ import { after, afterEach, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { collectPageErrors, newPage, saveScreenshot, withBrowser } from '../helpers/browser.ts';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
+import { writeGeneratedHistory } from '../helpers/generated-history.ts';
 import { adminClient } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
@@ -159,6 +160,40 @@ test('kubediff ui with --token-file: the page asks for the token, and works with
   });
   const stopped = await ui.stop('SIGTERM');
   assert.equal(stopped.code, 0);
+});
+
+test('a larger history: density when many, a cell zooms in to marks; who and story in the object view', async () => {
+  const state = join(dir, 'generated.db');
+  const spec = { events: 3_000, start: Date.now() - 3_000_000, stepMs: 1_000, namespaces: 7, objects: 500 };
+  writeGeneratedHistory(state, spec);
+  const ui = runKubediff(['ui', '--state', state, '--listen', '127.0.0.1:0']);
+  const origin = (await ui.waitForStderr(SERVING))[1]!;
+  await withBrowser(async (browser) => {
+    const page = await newPage(browser);
+    const errors = collectPageErrors(page);
+    await page.goto(`${origin}/`);
+    await page.locator('#status').filter({ hasText: '3000 events in view, shown as density' }).waitFor();
+    assert.equal(await page.locator('#timeline polygon.mark').count(), 0);
+    const cells = page.locator('#timeline rect.mark');
+    assert.ok((await cells.count()) > 7, 'density cells in every namespace row');
+    await saveScreenshot(page, 'ui-density');
+    // A cell zooms into its bucket: single marks again, the window in the address.
+    await cells.first().click();
+    await page.waitForFunction(() => document.querySelectorAll('#timeline polygon.mark').length > 0);
+    assert.match(page.url(), /from=.*&to=/);
+
+    // Event 525 (generated-history.ts): an UPDATED of deployments obj-25 in ns-4, by alice with helm,
+    // in the story of Deployment shop-web.
+    await page.goto(
+      `${origin}/?object.kind=deployments.apps&object.namespace=ns-4&object.name=obj-25&object.seq=526`,
+    );
+    const selected = page.locator('#object-events li.selected');
+    await selected.waitFor();
+    const text = (await selected.textContent()) ?? '';
+    assert.match(text, /UPDATED by alice@example\.com \(helm\) story: Deployment shop-web/);
+    assert.match(text, /\/spec\/replicas: 0 → 1/);
+    assert.deepEqual(errors, []);
+  });
 });
 
 test('mistakes are one sentence on stderr and exit code 2', async () => {
