@@ -98,6 +98,14 @@ export class UiServer {
     const ui = new UiServer(server, options, isLoopback(host));
     server.on('request', (request, response) => ui.handle(request, response));
     server.maxConnections = SERVER_LIMITS.connections;
+    let warnedConnections = false;
+    server.on('drop', () => {
+      if (warnedConnections) return;
+      warnedConnections = true;
+      options.log.warn(
+        `ui: ${SERVER_LIMITS.connections} connections are open, the most served; further ones are closed at once (logged once).`,
+      );
+    });
     server.keepAliveTimeout = 5_000;
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
