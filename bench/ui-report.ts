@@ -54,7 +54,7 @@ ${table(
   result.pageLoads.map((load) => [
     load.view,
     `${load.medianMs} ms`,
-    load.ms.map((ms) => `${ms}`).join(', '),
+    load.runs,
     load.view.startsWith('the default view')
       ? `≤ ${UI_TARGET.pageLoadMs} ms: ${met(load.medianMs, UI_TARGET.pageLoadMs)}`
       : '—',

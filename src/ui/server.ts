@@ -257,20 +257,13 @@ export class UiServer {
           fallback: LIMITS.objectEventsDefault,
         })!;
         const history = reader.object(objectRef(params), limit);
-        const versions = rebuildVersions(history);
-        const wanted = ['a', 'b'].map((name) =>
-          integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER }),
-        );
-        const { current: _current, ...rest } = history;
-        sendJson(response, 200, {
-          ...rest,
-          rebuildable: [...versions.keys()],
-          versions: Object.fromEntries(
-            wanted.flatMap((seq) =>
-              seq !== undefined && versions.has(seq) ? [[seq, versions.get(seq)]] : [],
-            ),
-          ),
+        const wanted = ['a', 'b'].flatMap((name) => {
+          const seq = integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER });
+          return seq === undefined ? [] : [seq];
         });
+        const { rebuildable, versions } = rebuildVersions(history, new Set(wanted));
+        const { current: _current, ...rest } = history;
+        sendJson(response, 200, { ...rest, rebuildable, versions: Object.fromEntries(versions) });
         return;
       }
       case '/api/v1/stream':

@@ -5,21 +5,29 @@ import { undoChanges } from '../diff/undo.ts';
 import type { JsonObject } from '../kube/types.ts';
 import type { ObjectHistory } from '../state/history-reader.ts';
 
-/** The object after each event, by the event's seq, for the events whose version can be rebuilt. */
-export function rebuildVersions(history: ObjectHistory): Map<number, JsonObject> {
-  const versions = new Map<number, JsonObject>();
+export interface RebuiltVersions {
+  /** The seqs of the events whose version (the object right after them) can be rebuilt. */
+  rebuildable: number[];
+  /** The versions asked for, by seq; only those are kept (one object at a time is in memory otherwise). */
+  versions: Map<number, JsonObject>;
+}
+
+export function rebuildVersions(history: ObjectHistory, wanted: ReadonlySet<number>): RebuiltVersions {
+  const result: RebuiltVersions = { rebuildable: [], versions: new Map() };
   const { events, current } = history;
   const last = events.at(-1);
-  if (!current || !last || last.type === 'DELETED') return versions;
+  if (!current || !last || last.type === 'DELETED') return result;
   const currentUid = (current.metadata as JsonObject | undefined)?.uid;
-  if (currentUid !== undefined && currentUid !== last.object.uid) return versions;
+  if (currentUid !== undefined && currentUid !== last.object.uid) return result;
   let state: JsonObject | undefined = current;
   for (let index = events.length - 1; index >= 0 && state; index--) {
     const event = events[index]!;
     if (event.object.uid !== last.object.uid) break;
-    versions.set(event.seq, state);
+    result.rebuildable.push(event.seq);
+    if (wanted.has(event.seq)) result.versions.set(event.seq, state);
     if (event.type !== 'UPDATED') break;
     state = undoChanges(state, event.changes ?? []);
   }
-  return versions;
+  result.rebuildable.reverse();
+  return result;
 }
