@@ -140,13 +140,18 @@ test('kubediff ui with --token-file: the page asks for the token, and works with
   const ns = await admin.createNamespace('ui-token');
   t.after(() => admin.deleteNamespace(ns));
   const state = join(dir, `${ns}.db`);
-  const watch = runKubediff(watchArgs(ns, ['configmaps'], '--state', state), { checkEvents: true });
+  const watch = runKubediff(watchArgs(ns, ['configmaps'], '--state', state), {
+    checkEvents: true,
+    timeoutMs: 30_000,
+  });
   await watch.waitForStderr(/watching \d+ resource types?/);
   await admin.create(cmPath(ns), { metadata: { name: 'flags' }, data: { a: '1' } });
   await watch.waitForEvent((event) => event.object.name === 'flags');
   const tokenFile = join(dir, `${ns}.token`);
   writeFileSync(tokenFile, 'ui-test-token-4f2a\n', { mode: 0o600 });
-  const ui = runKubediff(['ui', '--state', state, '--listen', '127.0.0.1:0', '--token-file', tokenFile]);
+  const ui = runKubediff(['ui', '--state', state, '--listen', '127.0.0.1:0', '--token-file', tokenFile], {
+    timeoutMs: 30_000,
+  });
   const origin = (await ui.waitForStderr(SERVING))[1]!;
 
   await withBrowser(async (browser) => {
@@ -166,7 +171,7 @@ test('a larger history: density when many, a cell zooms in to marks; who and sto
   const state = join(dir, 'generated.db');
   const spec = { events: 3_000, start: Date.now() - 3_000_000, stepMs: 1_000, namespaces: 7, objects: 500 };
   writeGeneratedHistory(state, spec);
-  const ui = runKubediff(['ui', '--state', state, '--listen', '127.0.0.1:0']);
+  const ui = runKubediff(['ui', '--state', state, '--listen', '127.0.0.1:0'], { timeoutMs: 30_000 });
   const origin = (await ui.waitForStderr(SERVING))[1]!;
   await withBrowser(async (browser) => {
     const page = await newPage(browser);
