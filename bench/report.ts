@@ -12,6 +12,7 @@ import type { SideBySideFigures } from './side-by-side.ts';
 import type { SoakFigures } from './soak.ts';
 import type { StartupComparison, StartupFigures } from './startup.ts';
 import type { HeapFigures, SyncTimeFigures } from './sync.ts';
+import { uiSection } from './ui-report.ts';
 
 type Result = Record<string, unknown>;
 
@@ -563,6 +564,8 @@ ${markdownTable(
   }
   const connections = result.connections as ConnectionFigures | undefined;
   if (connections) parts.push(connectionsSection(connections));
+  const ui = uiSection();
+  if (ui) parts.push(ui);
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }

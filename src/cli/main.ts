@@ -9,10 +9,14 @@ import {
   serviceOptionsFromFlags,
 } from '../config/service-settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
+import { parseListenAddress } from '../service/health-server.ts';
+import { readTokenFile } from '../ui/token.ts';
+import { UsageError } from '../util/errors.ts';
 import { stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
 import { EXIT_FAILURE, EXIT_OK, reportError } from './exit-codes.ts';
 import type { HistoryFlags } from './history.ts';
+import type { UiFlags } from './ui.ts';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -135,15 +139,19 @@ function buildProgram(): Command {
     .option('--state-max-age <duration>', 'keep history events this long (default: 7d)')
     .option('--state-max-events <n>', 'keep at most this many history events (default: 100000)')
     .option('--state-max-size <size>', 'keep the state file under about this size (default: 256MB)')
+    .option('--ui <addr>', 'also serve the --state history as a live web page on this address (docs/ui.md)')
+    .option('--ui-token-file <file>', "require this file's token on the --ui page's API")
     .exitOverride()
     .configureOutput({ outputError: () => {} });
   addServiceFlags(watch);
-  watch.action(async (flags: RawWatchFlags & RawServiceFlags) => {
+  watch.action(async (flags: RawWatchFlags & RawServiceFlags & UiWatchFlags) => {
     const { loadWatchSettings } = await import('../config/settings.ts');
     const { durationFromEnvironment, httpFromEnvironment, sizeFromEnvironment, timingFromEnvironment } =
       await import('../config/tuning.ts');
-    const service = serviceOptionsFromFlags(flags);
-    const settings = await loadWatchSettings(flags, process.stdout.isTTY === true, process.env);
+    const { ui: uiAddress, uiTokenFile, ...watchFlags } = flags;
+    const service = serviceOptionsFromFlags(watchFlags);
+    const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
+    const ui = uiAddress === undefined ? undefined : uiSettings(uiAddress, uiTokenFile, settings.state?.path);
     const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
     const { runWatch } = await import('./watch.ts');
     await runWatch(settings, {
@@ -159,6 +167,7 @@ function buildProgram(): Command {
       http: httpFromEnvironment(),
       rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
       userAgent: `kubediff/${VERSION}`,
+      ui,
     });
     // A stdout reader that stopped reading still holds output the shutdown report has counted as not
     // delivered; Node would wait for it forever. Nothing else is left to do: exit now.
@@ -209,6 +218,35 @@ function buildProgram(): Command {
     .action(async (resource: string | undefined, flags: HistoryFlags) => {
       const { runHistory } = await import('./history.ts');
       runHistory(resource, flags, { stdout: process.stdout, isTTY: process.stdout.isTTY === true });
+    });
+
+  program
+    .command('ui')
+    .description(
+      "serve the change history of a --state file as a web page: a timeline and each object's diffs",
+    )
+    .option('--state <file>', 'the state file that `kubediff watch --state` writes')
+    .option('-c, --config <file>', 'take the state file from this config file (state.path)')
+    .option(
+      '--listen <addr>',
+      'address to serve on; other machines only with a host such as 0.0.0.0',
+      '127.0.0.1:8080',
+    )
+    .option('--token-file <file>', "require this file's token (Authorization: Bearer) on the API")
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        'text, json or auto (default: JSON lines when stderr is not a terminal)',
+      ).choices(['text', 'json', 'auto']),
+    )
+    .option('--debug', 'print debugging details and stack traces')
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .action(async (flags: UiFlags & { debug?: boolean; logFormat?: 'text' | 'json' | 'auto' }) => {
+      parseListenAddress(flags.listen);
+      const log = stderrLogger({ debug: flags.debug === true, format: flags.logFormat });
+      const { runUi } = await import('./ui.ts');
+      await runUi(flags, { log, stopRequested: Promise.race([stopSignal(log), stderrClosed]) });
     });
 
   program
@@ -264,6 +302,22 @@ function stopSignal(log: ReturnType<typeof stderrLogger>): Promise<string> {
 }
 
 const REPEATED_SIGNAL_WINDOW_MS = 1_000;
+
+interface UiWatchFlags {
+  ui?: string;
+  uiTokenFile?: string;
+}
+
+/** `watch --ui`: checked before anything connects; the page reads the history --state records. */
+function uiSettings(address: string, tokenFile: string | undefined, statePath: string | undefined) {
+  parseListenAddress(address, '--ui');
+  if (!statePath) {
+    throw new UsageError(
+      '--ui shows the history that --state records: pass --state <file> too (docs/ui.md).',
+    );
+  }
+  return { address, token: tokenFile ? readTokenFile(tokenFile, '--ui-token-file') : undefined };
+}
 
 export async function main(argv: string[]): Promise<number> {
   const debug = argv.includes('--debug');

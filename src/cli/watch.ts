@@ -23,7 +23,9 @@ import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSpec } from '../sinks/setup.ts';
 import { StateDatabase } from '../state/database.ts';
+import { SqliteHistoryReader } from '../state/history-reader.ts';
 import { StateRecorder, selectionSignature, sinkProgress } from '../state/recorder.ts';
+import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
 import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
@@ -46,6 +48,8 @@ export interface WatchRuntime {
   /** --listen, --leader-elect, … (src/config/service-settings.ts). */
   service?: ServiceOptions;
   version?: string;
+  /** --ui: serve the history --state records as a live page (docs/ui.md). */
+  ui?: { address: string; token?: string | undefined } | undefined;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
@@ -78,6 +82,17 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
         (recorder) => recorder.close(),
       )
     : undefined;
+  if (runtime.ui && settings.state) {
+    // A connection of its own, read-only: the page's queries never hold the recorder's writes.
+    const reader = lifecycle.use(
+      new SqliteHistoryReader(StateDatabase.open(settings.state.path, { readOnly: true })),
+      (reader) => reader.close(),
+    );
+    lifecycle.use(
+      await UiServer.start(runtime.ui.address, { reader, log, token: runtime.ui.token, flag: '--ui' }),
+      (server) => server.close(),
+    );
+  }
   const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
   const client = lifecycle.use(await KubeClient.create(identity, { http: runtime.http, log }), (client) =>
     client.close(),

@@ -20,6 +20,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
+import { withoutExperimentalWarning } from '../util/experimental.ts';
 
 /** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
 export const APPLICATION_ID = 0x4b446966;
@@ -31,20 +32,10 @@ export const SCHEMA_VERSION = 2;
  */
 let sqlite: typeof import('node:sqlite') | undefined;
 function loadSqlite(): typeof import('node:sqlite') {
-  if (sqlite) return sqlite;
-  const emitWarning = process.emitWarning;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    const text = typeof warning === 'string' ? warning : warning.message;
-    const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
-    const name = typeof warning === 'string' ? type : warning.name;
-    if (name === 'ExperimentalWarning' && /SQLite/i.test(text)) return;
-    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
-  }) as typeof process.emitWarning;
-  try {
-    sqlite = createRequire(import.meta.url)('node:sqlite') as typeof import('node:sqlite');
-  } finally {
-    process.emitWarning = emitWarning;
-  }
+  sqlite ??= withoutExperimentalWarning(
+    /SQLite/i,
+    () => createRequire(import.meta.url)('node:sqlite') as typeof import('node:sqlite'),
+  );
   return sqlite;
 }
 
@@ -177,6 +168,8 @@ export const DEFAULT_RETENTION: Retention = {
   maxEvents: 100_000,
   maxSizeBytes: 256 * 1024 * 1024,
 };
+
+export type SqlParameter = string | number | null;
 
 export interface HistoryQuery {
   namespace?: string | undefined;
@@ -489,6 +482,14 @@ export class StateDatabase {
       (query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '');
     const rows = this.db.prepare(sql).all(...params) as { event: string }[];
     return rows.reverse().map((row) => JSON.parse(row.event) as ChangeEvent);
+  }
+
+  /**
+   * The rows of one read-only query, for the history readers (src/state/history-reader.ts): their
+   * statements vary with the filters given, so they are prepared each time, not cached.
+   */
+  select<Row>(sql: string, ...params: SqlParameter[]): Row[] {
+    return this.db.prepare(sql).all(...params) as Row[];
   }
 
   /** The resource names that events were recorded for (to resolve `history deploy`). */

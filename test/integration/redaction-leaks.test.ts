@@ -3,10 +3,10 @@
 // created, edited at random and partly deleted while two kubediffs watch it: one with a redaction key,
 // --explain, --debug, a state file, a webhook, a refusing webhook (its events go to the dead-letter file)
 // and Slack; one printing pretty output with plain hashes. Then more edits while the first is stopped, and
-// a restart that catches up on them from the state file; then `kubediff history`. Every output is searched
+// a restart that catches up on them from the state file; then `kubediff history` and `kubediff ui`. Every output is searched
 // for every secret value and its base64 (test/helpers/leak-check.ts): stdout (JSON and pretty), stderr,
 // webhook and Slack bodies, the dead-letter file and its rotated files, /readyz and /metrics, the state
-// database and its -wal, and history's output.
+// database and its -wal, history's output, and every answer of the UI's API.
 // The in-process corpus, much larger, is test/unit/redaction-leaks.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -50,6 +50,58 @@ after(async () => {
   await admin.close();
   await rm(dir, { recursive: true, force: true });
 });
+
+/**
+ * `kubediff ui` on the state file: every answer its API gives (facets, every page of events, the
+ * timeline, the live stream from the start, every object's history with its oldest and newest rebuilt
+ * versions), concatenated for the leak scan.
+ */
+async function readEverythingFromUi(statePath: string): Promise<string> {
+  const ui = runKubediff(['ui', '--state', statePath, '--listen', '127.0.0.1:0']);
+  const origin = (await ui.waitForStderr(/serving the change history on (http:\/\/\S+?)\//))[1]!;
+  const answers: string[] = [];
+  const get = async (pathAndQuery: string) => {
+    const response = await fetch(`${origin}${pathAndQuery}`);
+    const text = await response.text();
+    assert.equal(response.status, 200, `${pathAndQuery}: ${text}`);
+    answers.push(text);
+    return JSON.parse(text) as Record<string, unknown>;
+  };
+  const facets = await get('/api/v1/facets');
+  await get(
+    `/api/v1/timeline?from=${String(facets.first)}&to=${new Date(Date.now() + 60_000).toISOString()}`,
+  );
+  const objects = new Map<string, string>();
+  let before = '';
+  for (;;) {
+    const page = await get(`/api/v1/events?limit=500${before}`);
+    for (const event of page.events as { resource: string; namespace?: string; name: string }[]) {
+      const query = `kind=${event.resource}&namespace=${event.namespace ?? ''}&name=${event.name}`;
+      objects.set(query, query);
+    }
+    if (page.next === undefined) break;
+    before = `&before=${String(page.next)}`;
+  }
+  for (const query of objects.values()) {
+    const history = await get(`/api/v1/object?${query}`);
+    const rebuildable = history.rebuildable as number[];
+    if (rebuildable.length > 0)
+      await get(`/api/v1/object?${query}&a=${rebuildable.at(-1)}&b=${rebuildable[0]}`);
+  }
+  const abort = new AbortController();
+  const stream = await fetch(`${origin}/api/v1/stream?after=0`, { signal: abort.signal });
+  let text = '';
+  for await (const chunk of stream.body!) {
+    text += Buffer.from(chunk as Uint8Array).toString('utf8');
+    if (text.includes('event: events')) break;
+  }
+  abort.abort();
+  answers.push(text);
+  const stopped = await ui.stop('SIGTERM');
+  assert.equal(stopped.code, 0, stopped.stderr);
+  answers.push(stopped.stderr);
+  return answers.join('\n');
+}
 
 interface Tracked {
   kind: CorpusKind;
@@ -215,6 +267,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const historyPretty = await runKubediffToCompletion(['history', '--state', statePath, '-o', 'pretty']);
     assert.equal(historyPretty.code, 0, historyPretty.stderr);
 
+    const uiAnswers = await readEverythingFromUi(statePath);
+
     const hmacMarker = /redacted hmac:[0-9a-f]{8}/;
     const sources: LeakSource[] = [
       { name: 'stdout (json)', read: () => firstResult.stdout, expect: hmacMarker },
@@ -242,6 +296,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       fileSource('state -shm', `${statePath}-shm`),
       { name: 'history -o json', read: () => historyJson.stdout, expect: hmacMarker },
       { name: 'history -o pretty', read: () => historyPretty.stdout, expect: hmacMarker },
+      { name: 'kubediff ui API answers', read: () => uiAnswers, expect: hmacMarker },
     ];
     const report = await assertNoLeaks(sources);
     const scanned = Object.values(report.scanned).reduce((sum, size) => sum + size, 0);

@@ -6,6 +6,7 @@ import { diffObjects } from '../../src/diff/diff.ts';
 import { jsonEqual } from '../../src/diff/json.ts';
 import { parsePointer } from '../../src/diff/pointer.ts';
 import type { Change } from '../../src/diff/types.ts';
+import { undoChanges } from '../../src/diff/undo.ts';
 import type { JsonObject, JsonValue } from '../../src/kube/types.ts';
 import { clone, seededRandom, setKey } from '../helpers/random-json.ts';
 
@@ -162,7 +163,7 @@ function assertWellFormed(change: Change): void {
 }
 
 describe('diffObjects (property)', () => {
-  it('reports changes that turn the old object into the new one', () => {
+  it('reports changes that turn the old object into the new one, and back (undone)', () => {
     let reorders = 0;
     let protoKeys = 0;
     for (let seed = 1; seed <= 3000; seed++) {
@@ -178,6 +179,8 @@ describe('diffObjects (property)', () => {
       try {
         changes.forEach(assertWellFormed);
         assert.deepEqual(applyChanges(old, changes), updated);
+        // The UI rebuilds earlier versions this way (src/diff/undo.ts).
+        assert.deepEqual(undoChanges(updated, changes), old, 'undone');
         assert.equal(changes.length > 0, !jsonEqual(old, updated));
         assert.deepEqual(diffObjects(updated, clone(updated)), []);
       } catch (error) {

@@ -1,0 +1,467 @@
+// The history as `kubediff ui` reads it: filtered, paged, counted per time bucket, one object's story.
+// One small interface (HistoryReader) with one implementation per store; this one reads the SQLite state
+// file through StateDatabase, read-only. A PostgreSQL store implements the same interface with the same
+// filters, so the UI above it does not know which store it reads.
+//
+// Filters use the history's columns (time, type, resource, namespace, name) where they exist and the
+// stored event's JSON for the rest (cluster, who, change paths): no column or index of its own, so the
+// schema stays the state file's.
+import type { ChangeEvent, EventType } from '../events/event.ts';
+import type { JsonObject } from '../kube/types.ts';
+import type { SqlParameter, StateDatabase } from './database.ts';
+
+/** Who made a change and which controller it belongs to, when the watch recorded them (both optional). */
+export interface RecordedEvent extends ChangeEvent {
+  owner?: { apiVersion: string; kind: string; name: string; uid: string };
+  by?: {
+    managers?: { manager: string; operation: string; subresource?: string; time?: string }[];
+    user?: { username: string; groups?: string[]; uid?: string };
+    impersonatedUser?: { username: string };
+    userAgent?: string;
+    match?: 'exact' | 'nearest';
+  };
+}
+
+/** A namespace filter value for cluster-scoped objects (no namespace name can be "-"). */
+export const CLUSTER_SCOPED = '-';
+
+export interface HistoryFilter {
+  /** ISO times: from inclusive, to exclusive. */
+  from?: string | undefined;
+  to?: string | undefined;
+  clusters?: readonly string[] | undefined;
+  /** Namespace names, CLUSTER_SCOPED for cluster-scoped objects. */
+  namespaces?: readonly string[] | undefined;
+  /** Qualified resource names: deployments.apps, configmaps. */
+  resources?: readonly string[] | undefined;
+  types?: readonly EventType[] | undefined;
+  /** Part of the object's name. */
+  name?: string | undefined;
+  /** A field manager named in `by.managers`. */
+  manager?: string | undefined;
+  /** A user (`by.user` or `by.impersonatedUser`). */
+  user?: string | undefined;
+  /** Part of a change's path: `/spec/replicas`, `spec.replicas` or `containers[0].image`. */
+  path?: string | undefined;
+}
+
+/** One mark on the timeline: what the page needs to draw it and name it. */
+export interface EventSummary {
+  seq: number;
+  id: string;
+  time: string;
+  type: EventType;
+  cluster?: string;
+  resource: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  uid: string;
+  changes: number;
+  offline?: true;
+  manager?: string;
+  user?: string;
+}
+
+export interface EventPage {
+  events: EventSummary[];
+  /** Pass as `before` for the next (older) page; absent on the last page. */
+  next?: number;
+}
+
+export type RowKey = 'namespace' | 'kind';
+
+/** Counts of one row in one time bucket, per event type. */
+export interface DensityCell {
+  row: string;
+  bucket: number;
+  added: number;
+  updated: number;
+  deleted: number;
+}
+
+export interface Timeline {
+  /** The newest event's seq when the query began: live updates follow from there. */
+  latestSeq: number;
+  from: string;
+  to: string;
+  total: number;
+  /** Rows with their counts in the window, busiest first. */
+  rows: { key: string; label: string; count: number }[];
+  /** Every event, when there are at most `maxMarks`. */
+  marks?: EventSummary[];
+  /** Otherwise, counts per row and bucket of `bucketMs`. */
+  density?: { bucketMs: number; cells: DensityCell[] };
+}
+
+export interface ObjectRef {
+  resource: string;
+  namespace?: string | undefined;
+  name: string;
+}
+
+export interface ObjectHistory {
+  /** Oldest first; the newest `limit`. */
+  events: (RecordedEvent & { seq: number })[];
+  /** True when older events exist beyond `limit`. */
+  truncated: boolean;
+  /** The object as last recorded (normalized, Secrets redacted), while it exists. */
+  current?: JsonObject;
+}
+
+export interface Facets {
+  first?: string;
+  last?: string;
+  /** About how many events the history holds (the span of their seqs). */
+  count: number;
+  latestSeq: number;
+  namespaces: string[];
+  resources: { resource: string; kind: string }[];
+  clusters: string[];
+}
+
+/** What the UI reads. Every method is bounded by its arguments. */
+export interface HistoryReader {
+  facets(): Facets;
+  /** Newest first, `limit` at most, older than `before` (a seq). */
+  events(filter: HistoryFilter, page: { limit: number; before?: number | undefined }): EventPage;
+  timeline(filter: HistoryFilter, options: TimelineOptions): Timeline;
+  object(ref: ObjectRef, limit: number): ObjectHistory;
+  /** Events after `seq`, oldest first, at most `limit` (live updates). */
+  after(seq: number, filter: HistoryFilter, limit: number): EventSummary[];
+  latestSeq(): number;
+  close(): void;
+}
+
+export interface TimelineOptions {
+  from: string;
+  to: string;
+  rows: RowKey;
+  buckets: number;
+  maxMarks: number;
+  maxRows: number;
+}
+
+/** `spec.replicas`, `containers[0].image`, `/spec/replicas` → the part of a JSON Pointer to look for. */
+export function pathFragment(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed.startsWith('/')) return trimmed;
+  return trimmed.replace(/\[(\d+)\]/g, '.$1').replaceAll('.', '/');
+}
+
+const SUMMARY_COLUMNS = `seq, id, time, type, resource, namespace, name,
+  json_extract(event, '$.cluster') AS cluster, json_extract(event, '$.object.kind') AS kind,
+  json_extract(event, '$.object.uid') AS uid, json_array_length(event, '$.changes') AS changes,
+  json_extract(event, '$.offline') AS offline, json_extract(event, '$.by.managers[0].manager') AS manager,
+  json_extract(event, '$.by.user.username') AS user`;
+
+interface SummaryRow {
+  seq: number;
+  id: string;
+  time: string;
+  type: EventType;
+  resource: string;
+  namespace: string | null;
+  name: string;
+  cluster: string | null;
+  kind: string | null;
+  uid: string | null;
+  changes: number | null;
+  offline: number | null;
+  manager: string | null;
+  user: string | null;
+}
+
+function summaryOf(row: SummaryRow): EventSummary {
+  const summary: EventSummary = {
+    seq: row.seq,
+    id: row.id,
+    time: row.time,
+    type: row.type,
+    resource: row.resource,
+    kind: row.kind ?? row.resource,
+    name: row.name,
+    uid: row.uid ?? '',
+    changes: row.changes ?? 0,
+  };
+  if (row.cluster !== null) summary.cluster = row.cluster;
+  if (row.namespace !== null) summary.namespace = row.namespace;
+  if (row.offline) summary.offline = true;
+  if (row.manager !== null) summary.manager = row.manager;
+  if (row.user !== null) summary.user = row.user;
+  return summary;
+}
+
+function placeholders(count: number): string {
+  return Array.from({ length: count }, () => '?').join(', ');
+}
+
+/**
+ * The WHERE clause of a filter and its parameters (one place, for every query). `timeIndex: false`
+ * keeps SQLite off the time index (`+time`): a page newest first then walks the events by seq and stops
+ * at its limit, instead of sorting every event of a wide window.
+ */
+export function filterClause(
+  filter: HistoryFilter,
+  options: { timeIndex?: boolean } = {},
+): { sql: string; params: SqlParameter[] } {
+  const clauses: string[] = [];
+  const params: SqlParameter[] = [];
+  const time = options.timeIndex === false ? '+time' : 'time';
+  if (filter.from !== undefined) {
+    clauses.push(`${time} >= ?`);
+    params.push(filter.from);
+  }
+  if (filter.to !== undefined) {
+    clauses.push(`${time} < ?`);
+    params.push(filter.to);
+  }
+  if (filter.namespaces?.length) {
+    const named = filter.namespaces.filter((namespace) => namespace !== CLUSTER_SCOPED);
+    const parts = named.length > 0 ? [`namespace IN (${placeholders(named.length)})`] : [];
+    if (named.length < filter.namespaces.length) parts.push('namespace IS NULL');
+    clauses.push(`(${parts.join(' OR ')})`);
+    params.push(...named);
+  }
+  if (filter.resources?.length) {
+    clauses.push(`resource IN (${placeholders(filter.resources.length)})`);
+    params.push(...filter.resources);
+  }
+  if (filter.types?.length) {
+    clauses.push(`type IN (${placeholders(filter.types.length)})`);
+    params.push(...filter.types);
+  }
+  if (filter.clusters?.length) {
+    clauses.push(`json_extract(event, '$.cluster') IN (${placeholders(filter.clusters.length)})`);
+    params.push(...filter.clusters);
+  }
+  if (filter.name) {
+    clauses.push('instr(name, ?) > 0');
+    params.push(filter.name);
+  }
+  if (filter.manager) {
+    clauses.push(
+      `(EXISTS (SELECT 1 FROM json_each(event, '$.by.managers') WHERE json_extract(value, '$.manager') = ?)
+        OR EXISTS (SELECT 1 FROM json_each(event, '$.changes') WHERE json_extract(value, '$.manager') = ?))`,
+    );
+    params.push(filter.manager, filter.manager);
+  }
+  if (filter.user) {
+    clauses.push(
+      `(json_extract(event, '$.by.user.username') = ? OR json_extract(event, '$.by.impersonatedUser.username') = ?)`,
+    );
+    params.push(filter.user, filter.user);
+  }
+  if (filter.path) {
+    clauses.push(
+      `EXISTS (SELECT 1 FROM json_each(event, '$.changes') WHERE instr(json_extract(value, '$.path'), ?) > 0)`,
+    );
+    params.push(pathFragment(filter.path));
+  }
+  return { sql: clauses.length > 0 ? clauses.join(' AND ') : '1', params };
+}
+
+const FACET_REFRESH_MS = 10 * 60_000;
+const FACET_INCREMENT_MAX = 100_000;
+/** Clusters are named only in each event's JSON: the newest this many events are looked at. */
+const CLUSTER_SAMPLE = 10_000;
+
+export class SqliteHistoryReader implements HistoryReader {
+  private readonly db: StateDatabase;
+  private readonly now: () => number;
+  private cachedFacets: { at: number; seq: number; facets: Facets } | undefined;
+
+  constructor(db: StateDatabase, options: { now?: () => number } = {}) {
+    this.db = db;
+    this.now = options.now ?? Date.now;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  latestSeq(): number {
+    return this.db.select<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')[0]?.seq ?? 0;
+  }
+
+  /**
+   * Computed once (distinct values cost a scan of an index: seconds on a million events), then kept
+   * current from the events added since, which are few; recomputed in full every FACET_REFRESH_MS (so
+   * values whose events retention removed disappear) or when many events were added at once.
+   */
+  facets(): Facets {
+    const seq = this.latestSeq();
+    const cached = this.cachedFacets;
+    const age = cached ? this.now() - cached.at : Number.POSITIVE_INFINITY;
+    if (cached && cached.seq === seq && age < FACET_REFRESH_MS) return cached.facets;
+    const incremental =
+      cached !== undefined && age < FACET_REFRESH_MS && seq - cached.seq <= FACET_INCREMENT_MAX;
+    // The full pass reads the (resource, namespace, name) index; the increment, the newest rows.
+    const newer = incremental ? ` WHERE seq > ${cached.seq}` : '';
+    const namespaces = new Set(incremental ? cached.facets.namespaces : []);
+    for (const row of this.db.select<{ namespace: string | null }>(
+      `SELECT DISTINCT namespace FROM events${newer}`,
+    ))
+      namespaces.add(row.namespace ?? CLUSTER_SCOPED);
+    const resources = new Set(incremental ? cached.facets.resources.map((entry) => entry.resource) : []);
+    for (const row of this.db.select<{ resource: string }>(`SELECT DISTINCT resource FROM events${newer}`))
+      resources.add(row.resource);
+    const clusters = new Set(incremental ? cached.facets.clusters : []);
+    for (const row of this.db.select<{ cluster: string | null }>(
+      `SELECT DISTINCT json_extract(event, '$.cluster') AS cluster
+       FROM (SELECT event FROM events${newer} ORDER BY seq DESC LIMIT ${CLUSTER_SAMPLE})`,
+    ))
+      if (row.cluster !== null) clusters.add(row.cluster);
+    const kinds = new Map<string, string>();
+    for (const stored of this.db.resources()) {
+      kinds.set(
+        stored.type.group === '' ? stored.type.resource : `${stored.type.resource}.${stored.type.group}`,
+        stored.type.kind,
+      );
+    }
+    const known = new Map(
+      incremental ? cached.facets.resources.map((entry) => [entry.resource, entry.kind]) : [],
+    );
+    // Both ends from the time and seq indexes (one min or max per query, or SQLite reads every row).
+    const one = <T>(sql: string) => this.db.select<{ value: T | null }>(sql)[0]?.value ?? null;
+    const span = {
+      first: one<string>('SELECT min(time) AS value FROM events'),
+      last: one<string>('SELECT max(time) AS value FROM events'),
+      low: one<number>('SELECT min(seq) AS value FROM events'),
+    };
+    const facets: Facets = {
+      count: span.low ? seq - span.low + 1 : 0,
+      latestSeq: seq,
+      namespaces: [...namespaces].sort(),
+      resources: [...resources].sort().map((resource) => ({
+        resource,
+        kind: kinds.get(resource) ?? known.get(resource) ?? this.kindFromHistory(resource),
+      })),
+      clusters: [...clusters].sort(),
+    };
+    if (span.first) facets.first = span.first;
+    if (span.last) facets.last = span.last;
+    this.cachedFacets = { at: incremental ? cached.at : this.now(), seq, facets };
+    return facets;
+  }
+
+  private kindFromHistory(resource: string): string {
+    const row = this.db.select<{ kind: string | null }>(
+      "SELECT json_extract(event, '$.object.kind') AS kind FROM events WHERE resource = ? LIMIT 1",
+      resource,
+    )[0];
+    return row?.kind ?? resource;
+  }
+
+  events(filter: HistoryFilter, page: { limit: number; before?: number | undefined }): EventPage {
+    const where = filterClause(filter, { timeIndex: false });
+    const params = [...where.params];
+    let sql = `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql}`;
+    if (page.before !== undefined) {
+      sql += ' AND seq < ?';
+      params.push(page.before);
+    }
+    sql += ' ORDER BY seq DESC LIMIT ?';
+    params.push(page.limit + 1);
+    const rows = this.db.select<SummaryRow>(sql, ...params);
+    const events = rows.slice(0, page.limit).map(summaryOf);
+    const last = events.at(-1);
+    return rows.length > page.limit && last ? { events, next: last.seq } : { events };
+  }
+
+  timeline(filter: HistoryFilter, options: TimelineOptions): Timeline {
+    const latestSeq = this.latestSeq();
+    const where = filterClause({ ...filter, from: options.from, to: options.to });
+    // A count first (the time index answers it alone when only the window is given): single marks
+    // when few, otherwise one pass that counts per row and bucket, the rows summed from it.
+    const total =
+      this.db.select<{ total: number }>(
+        `SELECT count(*) AS total FROM events WHERE ${where.sql}`,
+        ...where.params,
+      )[0]?.total ?? 0;
+    const rowColumn = options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
+    const counts = new Map<string, number>();
+    let marks: EventSummary[] | undefined;
+    let cells: DensityCell[] = [];
+    let bucketMs = 0;
+    if (total <= options.maxMarks) {
+      marks = this.db
+        .select<SummaryRow>(
+          `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql} ORDER BY seq`,
+          ...where.params,
+        )
+        .map(summaryOf);
+      for (const mark of marks) {
+        const key = options.rows === 'namespace' ? (mark.namespace ?? CLUSTER_SCOPED) : mark.resource;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+    } else {
+      const start = Date.parse(options.from);
+      bucketMs = Math.max(1, Math.ceil(Math.max(1, Date.parse(options.to) - start) / options.buckets));
+      // Most of the history in the window: reading the table in order beats an index lookup per row.
+      const scan = total > this.facets().count / 4 ? 'events NOT INDEXED' : 'events';
+      cells = this.db.select<DensityCell>(
+        `SELECT ${rowColumn} AS row,
+           CAST((julianday(time) - julianday(?)) * 86400000 / ? AS INTEGER) AS bucket,
+           sum(type = 'ADDED') AS added, sum(type = 'UPDATED') AS updated, sum(type = 'DELETED') AS deleted
+         FROM ${scan} WHERE ${where.sql} GROUP BY row, bucket`,
+        options.from,
+        bucketMs,
+        ...where.params,
+      );
+      for (const cell of cells)
+        counts.set(cell.row, (counts.get(cell.row) ?? 0) + cell.added + cell.updated + cell.deleted);
+    }
+    const kinds =
+      options.rows === 'kind'
+        ? new Map(this.facets().resources.map((entry) => [entry.resource, entry.kind]))
+        : undefined;
+    const rows = [...counts]
+      .sort(([keyA, a], [keyB, b]) => b - a || (keyA < keyB ? -1 : 1))
+      .slice(0, options.maxRows)
+      .map(([key, count]) => ({ key, label: kinds ? `${kinds.get(key) ?? key} (${key})` : key, count }));
+    const timeline: Timeline = { latestSeq, from: options.from, to: options.to, total, rows };
+    if (marks) {
+      timeline.marks = marks;
+    } else {
+      const shown = new Set(rows.map((row) => row.key));
+      timeline.density = { bucketMs, cells: cells.filter((cell) => shown.has(cell.row)) };
+    }
+    return timeline;
+  }
+
+  object(ref: ObjectRef, limit: number): ObjectHistory {
+    const rows = this.db.select<{ seq: number; event: string }>(
+      'SELECT seq, event FROM events WHERE resource = ? AND namespace IS ? AND name = ? ORDER BY seq DESC LIMIT ?',
+      ref.resource,
+      ref.namespace ?? null,
+      ref.name,
+      limit + 1,
+    );
+    const events = rows
+      .slice(0, limit)
+      .reverse()
+      .map((row) => ({ ...(JSON.parse(row.event) as RecordedEvent), seq: row.seq }));
+    const history: ObjectHistory = { events, truncated: rows.length > limit };
+    const key = ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
+    const current = this.db.select<{ object: string }>(
+      'SELECT object FROM objects WHERE resource = ? AND key = ?',
+      ref.resource,
+      key,
+    )[0];
+    if (current) history.current = JSON.parse(current.object) as JsonObject;
+    return history;
+  }
+
+  after(seq: number, filter: HistoryFilter, limit: number): EventSummary[] {
+    const where = filterClause(filter, { timeIndex: false });
+    return this.db
+      .select<SummaryRow>(
+        `SELECT ${SUMMARY_COLUMNS} FROM events WHERE seq > ? AND ${where.sql} ORDER BY seq LIMIT ?`,
+        seq,
+        ...where.params,
+        limit,
+      )
+      .map(summaryOf);
+  }
+}

@@ -1,0 +1,379 @@
+// `kubediff ui` and `watch --ui`: the change history as a web page, served by kubediff itself.
+// Read-only (GET and HEAD only; the history is opened read-only), bound to loopback unless told
+// otherwise, with an optional bearer token on the API, and strict headers on every answer (a Content
+// Security Policy that allows only the page's own files, no framing, no referrer, no sniffing).
+//
+//   GET /                       the page           GET /assets/<file>   its modules and style
+//   GET /api/v1/facets          what the filters can offer (namespaces, kinds, clusters, time span)
+//   GET /api/v1/timeline        marks, or density per row and time bucket, in a window
+//   GET /api/v1/events          events newest first, paged (before=<seq>)
+//   GET /api/v1/object          one object's history, and two rebuilt versions (a=<seq>&b=<seq>)
+//   GET /api/v1/stream          server-sent events: what is recorded from now on (after=<seq>)
+//   GET /healthz
+//
+// Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseListenAddress } from '../service/health-server.ts';
+import type { EventSummary, HistoryFilter, HistoryReader } from '../state/history-reader.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import { type Asset, loadAssets } from './assets.ts';
+import { BadRequest, historyFilter, integer, LIMITS, objectRef, rowKey, time } from './query.ts';
+import { rebuildVersions } from './versions.ts';
+
+/** Documented in docs/ui.md ("Limits"). */
+export const SERVER_LIMITS = {
+  connections: 64,
+  streams: 16,
+  /** Events one stream is sent per poll; the rest follow at the next. */
+  streamBatch: 500,
+  /** A stream whose client reads slower than this much unsent data is closed (it reconnects). */
+  streamBufferBytes: 1024 * 1024,
+} as const;
+
+export interface UiServerOptions {
+  reader: HistoryReader;
+  log: Logger;
+  /** Required as `Authorization: Bearer <token>` on /api/ when set. */
+  token?: string | undefined;
+  /** The flag named in messages: --listen (ui) or --ui (watch). */
+  flag?: string;
+  /** How often live streams look for new events. */
+  pollIntervalMs?: number;
+  heartbeatMs?: number;
+}
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'permissions-policy': 'camera=(), microphone=(), geolocation=()',
+};
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+
+function isLoopback(host: string | undefined): boolean {
+  return host !== undefined && (LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host));
+}
+
+interface Stream {
+  response: ServerResponse;
+  filter: HistoryFilter;
+  after: number;
+}
+
+export class UiServer {
+  private readonly server: Server;
+  private readonly options: UiServerOptions;
+  private readonly assets: Map<string, Asset>;
+  private readonly tokenDigest: Buffer | undefined;
+  private readonly loopbackOnly: boolean;
+  private readonly streams = new Set<Stream>();
+  private poller: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private warnedStreams = false;
+
+  private constructor(server: Server, options: UiServerOptions, loopbackOnly: boolean) {
+    this.server = server;
+    this.options = options;
+    this.assets = loadAssets();
+    this.tokenDigest = options.token ? digest(options.token) : undefined;
+    this.loopbackOnly = loopbackOnly;
+  }
+
+  /** Listens on `address` ([host]:port); a UsageError when it cannot. */
+  static async start(address: string, options: UiServerOptions): Promise<UiServer> {
+    const flag = options.flag ?? '--listen';
+    const { host, port } = parseListenAddress(address, flag);
+    // The filters' values, computed once before the first page asks (seconds on a million events).
+    options.reader.facets();
+    const server = createServer();
+    const ui = new UiServer(server, options, isLoopback(host));
+    server.on('request', (request, response) => ui.handle(request, response));
+    server.maxConnections = SERVER_LIMITS.connections;
+    let warnedConnections = false;
+    server.on('drop', () => {
+      if (warnedConnections) return;
+      warnedConnections = true;
+      options.log.warn(
+        `ui: ${SERVER_LIMITS.connections} connections are open, the most served; further ones are closed at once (logged once).`,
+      );
+    });
+    server.keepAliveTimeout = 5_000;
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 30_000;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: NodeJS.ErrnoException) => {
+        reject(
+          new UsageError(
+            `cannot listen on ${address} (${flag}): ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}; choose another address.`,
+            { cause: error },
+          ),
+        );
+      };
+      server.once('error', onError);
+      server.listen({ port, ...(host ? { host } : {}) }, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    if (!ui.loopbackOnly && !options.token) {
+      options.log.warn(
+        `the UI on ${address} is reachable from other machines and has no token: anyone who reaches the port reads the change history; pass --token-file, or listen on 127.0.0.1 and use kubectl port-forward.`,
+      );
+    }
+    options.log.info(`serving the change history on http://${ui.address}/`);
+    return ui;
+  }
+
+  /** host:port actually bound. */
+  get address(): string {
+    const info = this.server.address() as AddressInfo;
+    return `${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.poller);
+    clearInterval(this.heartbeat);
+    for (const stream of this.streams) stream.response.end();
+    this.streams.clear();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private handle(request: IncomingMessage, response: ServerResponse): void {
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
+    const method = request.method ?? 'GET';
+    const rawUrl = request.url ?? '/';
+    try {
+      if (method !== 'GET' && method !== 'HEAD') {
+        response.setHeader('allow', 'GET, HEAD');
+        sendJson(response, 405, { error: 'the UI is read-only: only GET and HEAD are served.' });
+        return;
+      }
+      if (rawUrl.length > LIMITS.url) {
+        sendJson(response, 414, { error: `the URL is longer than ${LIMITS.url} characters.` });
+        return;
+      }
+      // DNS rebinding: a page of another site whose name resolves to 127.0.0.1 must not read loopback.
+      if (this.loopbackOnly && !isLoopback(hostnameOf(request.headers.host))) {
+        sendJson(response, 421, { error: 'this UI answers only to a loopback host name.' });
+        return;
+      }
+      const url = new URL(rawUrl, 'http://ui.invalid');
+      const asset = this.assets.get(url.pathname);
+      if (asset) {
+        sendAsset(request, response, asset);
+        return;
+      }
+      if (url.pathname === '/healthz') {
+        sendText(response, 200, 'ok\n');
+        return;
+      }
+      if (url.pathname === '/favicon.ico') {
+        response.writeHead(204).end();
+        return;
+      }
+      if (!url.pathname.startsWith('/api/v1/')) {
+        sendJson(response, 404, { error: `no such page: ${url.pathname}` });
+        return;
+      }
+      if (!this.authorized(request)) {
+        response.setHeader('www-authenticate', 'Bearer realm="kubediff"');
+        sendJson(response, 401, {
+          error:
+            'this UI needs its token: open it as http://host:port/#token=<token>, or send Authorization: Bearer <token>.',
+        });
+        return;
+      }
+      this.api(url, response);
+    } catch (error) {
+      if (error instanceof BadRequest) {
+        sendJson(response, 400, { error: error.message });
+        return;
+      }
+      this.options.log.warn(`ui: ${pathOf(rawUrl)}: ${errorMessage(error)}`);
+      if (!response.headersSent) sendJson(response, 500, { error: 'internal error (logged by kubediff).' });
+      else response.destroy();
+    }
+  }
+
+  private authorized(request: IncomingMessage): boolean {
+    if (!this.tokenDigest) return true;
+    const header = request.headers.authorization ?? '';
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    return match !== null && timingSafeEqual(digest(match[1]!), this.tokenDigest);
+  }
+
+  private api(url: URL, response: ServerResponse): void {
+    const { reader } = this.options;
+    const params = url.searchParams;
+    switch (url.pathname) {
+      case '/api/v1/facets':
+        sendJson(response, 200, reader.facets());
+        return;
+      case '/api/v1/events': {
+        const limit = integer(params, 'limit', {
+          min: 1,
+          max: LIMITS.pageMax,
+          fallback: LIMITS.pageDefault,
+        })!;
+        const before = integer(params, 'before', { min: 1, max: Number.MAX_SAFE_INTEGER });
+        sendJson(response, 200, reader.events(historyFilter(params), { limit, before }));
+        return;
+      }
+      case '/api/v1/timeline': {
+        const from = time(params, 'from');
+        const to = time(params, 'to');
+        if (!from || !to || from >= to) throw new BadRequest('a timeline needs from and to, from before to.');
+        const timeline = reader.timeline(historyFilter(params), {
+          from,
+          to,
+          rows: rowKey(params),
+          buckets: integer(params, 'buckets', {
+            min: 1,
+            max: LIMITS.bucketsMax,
+            fallback: LIMITS.bucketsDefault,
+          })!,
+          maxMarks: LIMITS.marks,
+          maxRows: integer(params, 'maxRows', { min: 1, max: LIMITS.rowsMax, fallback: LIMITS.rowsDefault })!,
+        });
+        sendJson(response, 200, timeline);
+        return;
+      }
+      case '/api/v1/object': {
+        const limit = integer(params, 'limit', {
+          min: 1,
+          max: LIMITS.objectEventsMax,
+          fallback: LIMITS.objectEventsDefault,
+        })!;
+        const history = reader.object(objectRef(params), limit);
+        const wanted = ['a', 'b'].flatMap((name) => {
+          const seq = integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER });
+          return seq === undefined ? [] : [seq];
+        });
+        const { rebuildable, versions } = rebuildVersions(history, new Set(wanted));
+        const { current: _current, ...rest } = history;
+        sendJson(response, 200, { ...rest, rebuildable, versions: Object.fromEntries(versions) });
+        return;
+      }
+      case '/api/v1/stream':
+        this.openStream(params, response);
+        return;
+      default:
+        sendJson(response, 404, { error: `no such API: ${url.pathname}` });
+        return;
+    }
+  }
+
+  private openStream(params: URLSearchParams, response: ServerResponse): void {
+    if (this.streams.size >= SERVER_LIMITS.streams) {
+      if (!this.warnedStreams) {
+        this.warnedStreams = true;
+        this.options.log.warn(
+          `ui: ${SERVER_LIMITS.streams} live streams are open, the most served; further pages get no live updates until one closes.`,
+        );
+      }
+      response.setHeader('retry-after', '10');
+      sendJson(response, 503, { error: `at most ${SERVER_LIMITS.streams} live streams are served.` });
+      return;
+    }
+    const filter = historyFilter(params);
+    const after =
+      integer(params, 'after', { min: 0, max: Number.MAX_SAFE_INTEGER }) ?? this.options.reader.latestSeq();
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    response.write(': kubediff live\n\n');
+    const stream: Stream = { response, filter, after };
+    this.streams.add(stream);
+    response.on('close', () => this.streams.delete(stream));
+    this.poller ??= setInterval(() => this.poll(), this.options.pollIntervalMs ?? 500);
+    this.heartbeat ??= setInterval(() => {
+      for (const open of this.streams) open.response.write(': ping\n\n');
+    }, this.options.heartbeatMs ?? 15_000);
+  }
+
+  /** One look at the history for every live stream: a cheap max(seq) first, the filtered query only then. */
+  private poll(): void {
+    if (this.streams.size === 0) {
+      clearInterval(this.poller);
+      clearInterval(this.heartbeat);
+      this.poller = undefined;
+      this.heartbeat = undefined;
+      return;
+    }
+    try {
+      const latest = this.options.reader.latestSeq();
+      for (const stream of this.streams) {
+        if (stream.after >= latest) continue;
+        if (stream.response.writableLength > SERVER_LIMITS.streamBufferBytes) {
+          stream.response.end();
+          continue;
+        }
+        const events: EventSummary[] = this.options.reader.after(
+          stream.after,
+          stream.filter,
+          SERVER_LIMITS.streamBatch,
+        );
+        stream.after = events.length === SERVER_LIMITS.streamBatch ? events.at(-1)!.seq : latest;
+        if (events.length > 0)
+          stream.response.write(`event: events\nid: ${stream.after}\ndata: ${JSON.stringify(events)}\n\n`);
+      }
+    } catch (error) {
+      this.options.log.warn(`ui: live updates: ${errorMessage(error)}`);
+    }
+  }
+}
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+function hostnameOf(host: string | undefined): string | undefined {
+  if (!host) return undefined;
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
+  const colon = host.lastIndexOf(':');
+  return colon >= 0 ? host.slice(0, colon) : host;
+}
+
+/** The path alone, for logs: filter values can be names a user typed. */
+function pathOf(raw: string): string {
+  return raw.split('?')[0] ?? raw;
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+  });
+  response.end(text);
+}
+
+function sendText(response: ServerResponse, status: number, text: string): void {
+  response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+  response.end(text);
+}
+
+function sendAsset(request: IncomingMessage, response: ServerResponse, asset: Asset): void {
+  response.setHeader('etag', asset.etag);
+  response.setHeader('cache-control', 'no-cache');
+  if (request.headers['if-none-match'] === asset.etag) {
+    response.writeHead(304).end();
+    return;
+  }
+  response.writeHead(200, { 'content-type': asset.contentType, 'content-length': asset.body.length });
+  response.end(request.method === 'HEAD' ? undefined : asset.body);
+}

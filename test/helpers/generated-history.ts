@@ -1,0 +1,72 @@
+// A state file with a generated history: the UI's API tests and its benchmark (a 1,000,000-event file)
+// read it through the same StateDatabase that `kubediff watch --state` writes with.
+import { StateDatabase, type StateWrite } from '../../src/state/database.ts';
+import type { RecordedEvent } from '../../src/state/history-reader.ts';
+
+export interface GeneratedHistory {
+  events: number;
+  /** The first event's time; the others follow every `stepMs`. */
+  start: number;
+  stepMs: number;
+  namespaces: number;
+  objects: number;
+}
+
+const KINDS = [
+  { resource: 'configmaps', apiVersion: 'v1', kind: 'ConfigMap' },
+  { resource: 'deployments', apiVersion: 'apps/v1', kind: 'Deployment' },
+  { resource: 'services', apiVersion: 'v1', kind: 'Service' },
+];
+
+/** The n-th generated event: deterministic, so tests can compute what a query must answer. */
+export function generatedEvent(n: number, spec: GeneratedHistory): RecordedEvent {
+  const objectIndex = n % spec.objects;
+  const kind = KINDS[objectIndex % KINDS.length]!;
+  const round = Math.floor(n / spec.objects);
+  const type = round === 0 ? 'ADDED' : n % 97 === 0 ? 'DELETED' : 'UPDATED';
+  const event: RecordedEvent = {
+    id: `uid-${objectIndex}:${n + 1}`,
+    type,
+    time: new Date(spec.start + n * spec.stepMs).toISOString(),
+    cluster: n % 2 === 0 ? 'prod-eu' : 'prod-us',
+    object: {
+      apiVersion: kind.apiVersion,
+      kind: kind.kind,
+      resource: kind.resource,
+      namespace: `ns-${objectIndex % spec.namespaces}`,
+      name: `obj-${objectIndex}`,
+      uid: `uid-${objectIndex}`,
+      resourceVersion: String(n + 1),
+    },
+  };
+  if (type === 'UPDATED') {
+    event.changes = [{ op: 'replace', path: '/spec/replicas', from: round - 1, to: round }];
+    if (n % 3 === 0)
+      event.changes.push({ op: 'replace', path: '/metadata/labels/version', from: 'a', to: 'b' });
+    event.by = { managers: [{ manager: n % 5 === 0 ? 'helm' : 'kubectl-edit', operation: 'Update' }] };
+    if (n % 7 === 0) event.by.user = { username: 'alice@example.com' };
+    if (n % 5 === 0)
+      event.owner = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'shop-web', uid: 'uid-owner' };
+  }
+  return event;
+}
+
+/** Writes the history into a new state file at `path`, in transactions of 5,000 events. */
+export function writeGeneratedHistory(path: string, spec: GeneratedHistory): void {
+  const db = StateDatabase.open(path);
+  try {
+    for (let first = 0; first < spec.events; first += 5_000) {
+      const batch: StateWrite[] = [];
+      for (let n = first; n < Math.min(spec.events, first + 5_000); n++) {
+        const event = generatedEvent(n, spec);
+        const resource = event.object.apiVersion.includes('/')
+          ? `${event.object.resource}.${event.object.apiVersion.split('/')[0]}`
+          : event.object.resource;
+        batch.push({ kind: 'event', resource, event });
+      }
+      db.write(batch);
+    }
+  } finally {
+    db.close();
+  }
+}
