@@ -7,13 +7,18 @@ import { compileFilter, type FilterSpec } from '../events/filter.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
+import type { BacklogOptions } from './backlog.ts';
+import { ChatSink } from './chat.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
+import { KafkaSink } from './kafka.ts';
+import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
 import { SlackSink, slackSinkName } from './slack.ts';
-import type { SlackFormatOptions } from './slack-format.ts';
+import { DEFAULT_SLACK_FORMAT, type SlackFormatOptions } from './slack-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import { type WebhookBatchOptions, type WebhookQueueOptions, WebhookSink } from './webhook.ts';
 
@@ -65,7 +70,31 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   format?: Partial<SlackFormatOptions>;
 }
 
-export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec;
+export interface KafkaSinkSpec extends HttpSinkSpec {
+  type: 'kafka';
+  /** Bootstrap brokers, host:port each. */
+  brokers: string[];
+  topic: string;
+  clientId?: string;
+  compression?: KafkaCompression;
+  tls?: KafkaTls;
+  /** The password comes from the environment or a file, never a flag. */
+  sasl?: KafkaSasl;
+  batchMaxEvents?: number;
+  queue?: BacklogOptions;
+}
+
+/** Teams, Discord, Mattermost or Google Chat: a webhook URL (a credential), on the chat delivery core. */
+export interface ChatSinkSpec extends HttpSinkSpec {
+  type: ChatPlatformName;
+  webhookUrl: string;
+  minIntervalMs?: number;
+  gatherMs?: number;
+  capacity?: number;
+  format?: Partial<SlackFormatOptions>;
+}
+
+export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | KafkaSinkSpec | ChatSinkSpec;
 
 export interface SinkRuntime {
   log: Logger;
@@ -143,6 +172,38 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
           ...(spec.maxRequestsPerSecond !== undefined
             ? { maxRequestsPerSecond: spec.maxRequestsPerSecond }
             : {}),
+          ...(file ? { deadLetter: file } : {}),
+          ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+        });
+      } else if (spec.type === 'kafka') {
+        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
+        sink = new KafkaSink({
+          brokers: spec.brokers,
+          topic: spec.topic,
+          name: unique(spec.name ?? `kafka ${spec.topic}`),
+          log: runtime.log,
+          ...(spec.clientId ? { clientId: spec.clientId } : {}),
+          ...(spec.compression ? { compression: spec.compression } : {}),
+          ...(spec.tls ? { tls: spec.tls } : {}),
+          ...(spec.sasl ? { sasl: spec.sasl } : {}),
+          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+          ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
+          ...(spec.retry ? { retry: spec.retry } : {}),
+          ...(spec.queue ? { queue: spec.queue } : {}),
+          ...(file ? { deadLetter: file } : {}),
+        });
+      } else if (spec.type !== 'slack') {
+        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
+        const platform = CHAT_PLATFORMS[spec.type];
+        sink = new ChatSink({
+          platform: platform.create(spec.webhookUrl, { ...DEFAULT_SLACK_FORMAT, ...spec.format }),
+          name: unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
+          minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
+          log: runtime.log,
+          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+          ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
+          ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
+          ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
         });

@@ -92,7 +92,7 @@ describe('sink flags', () => {
         /invalid --webhook-timeout "10": expected a duration/,
       ],
       [{ shutdownTimeout: 'soon' }, {}, /invalid --shutdown-timeout "soon"/],
-      [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook and Slack/],
+      [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook, Slack and Kafka/],
       [
         { webhook: ['http://h/'], webhookHeader: ['NoColon'] },
         {},

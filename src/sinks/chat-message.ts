@@ -1,0 +1,220 @@
+// What a chat message says, before any platform's markup: a title, a
+// context line (cluster, resource, time), sections of lines made of styled
+// spans (plain, bold, italic, code), and a closing note. The renderers of
+// Teams, Discord, Mattermost and Google Chat turn it into their own payload
+// and fit it into their own limits; the choice of what to say (one event in
+// full, a few events with their first changes, or a digest of a burst) is
+// made once, here, the same way the Slack renderer makes it.
+import type { Change } from '../diff/types.ts';
+import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import { type Digest, formatCount } from './digest.ts';
+import { readablePath, renderValue } from './pretty.ts';
+import { DEFAULT_SLACK_FORMAT, type SlackFormatOptions, showsEventsInFull } from './slack-format.ts';
+
+/** How much a message shows: the same options on every platform. */
+export type ChatFormatOptions = SlackFormatOptions;
+export const DEFAULT_CHAT_FORMAT: ChatFormatOptions = DEFAULT_SLACK_FORMAT;
+
+export interface Span {
+  text: string;
+  style?: 'bold' | 'italic' | 'code';
+}
+export type Line = Span[];
+
+export interface ChatSection {
+  lines: Line[];
+}
+
+export interface ChatMessage {
+  /** The notification text: '[prod-eu] 37 changes in shop: 30 pods added, …'. */
+  summary: string;
+  /** Plain text: '✏️ UPDATED ConfigMap shop/web', '37 changes in shop'. */
+  title: string;
+  /** Cluster, resource, time: shown small under the title. */
+  context: string[];
+  sections: ChatSection[];
+  /** A closing remark in italics ('…and 12 more changes', why a digest). */
+  note?: string;
+  /** Whether every event is shown (not a digest). */
+  inFull: boolean;
+}
+
+const EMOJI: Record<EventType, string> = { ADDED: '➕', UPDATED: '✏️', DELETED: '🗑️' };
+
+export function chatMessage(batch: Digest, options: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatMessage {
+  const events = batch.events;
+  const inFull = showsEventsInFull(batch, options);
+  if (inFull && events.length === 1) return eventMessage(events[0] as ChangeEvent, options);
+  const context = [...(batch.cluster ? [`cluster ${batch.cluster}`] : []), timeRange(batch)].filter(Boolean);
+  const title = `${formatCount(batch.count)} changes ${batch.where()}`;
+  const summary = `${prefix(batch.cluster)}${batch.summary()}`;
+  if (inFull) {
+    const sections = events.map((event) => {
+      const changes = event.changes ?? [];
+      const shown = changes.slice(0, options.maxChangesPerEventInGroup);
+      const lines = [eventTitle(event), ...shown.map((change) => changeLine(change, options.maxValueLength))];
+      if (changes.length > shown.length)
+        lines.push([{ text: `…and ${more(changes.length - shown.length)}`, style: 'italic' }]);
+      return { lines };
+    });
+    return { summary, title, context, sections, inFull };
+  }
+  const parts = batch.parts();
+  const kinds: Line[] = parts.slice(0, 10).map((part) => [{ text: `• ${part}` }]);
+  if (parts.length > 10) kinds.push([{ text: `• …and ${parts.length - 10} more kinds of change` }]);
+  const sections: ChatSection[] = [{ lines: kinds }];
+  const namespaces = batch.namespaces();
+  if (namespaces.length > 1) {
+    const shown = namespaces
+      .slice(0, 12)
+      .map(([name, count]) => `${name === '' ? 'cluster-wide' : name} ${formatCount(count)}`);
+    if (namespaces.length > 12) shown.push(`…and ${namespaces.length - 12} more`);
+    sections.push({ lines: [[{ text: 'By namespace: ', style: 'bold' }, { text: shown.join(' · ') }]] });
+  }
+  const recent = events.slice(-options.digestRecent);
+  if (recent.length > 0) {
+    const heading = recent.length === 1 ? 'Most recent:' : 'Most recent, oldest first:';
+    sections.push({
+      lines: [
+        [{ text: heading, style: 'bold' }],
+        ...recent.map((event) => recentLine(event, options.maxValueLength)),
+      ],
+    });
+  }
+  return {
+    summary,
+    title,
+    context,
+    sections,
+    note: 'Changes came faster than this channel takes messages, so kubediff summarized them.',
+    inFull,
+  };
+}
+
+function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessage {
+  const { object } = event;
+  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const changes = event.changes ?? [];
+  const shown = changes.slice(0, options.maxChangesPerEvent);
+  const count =
+    changes.length > 0 ? ` (${changes.length === 1 ? '1 change' : `${changes.length} changes`})` : '';
+  return {
+    summary: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${count}`,
+    title: `${EMOJI[event.type]} ${event.type} ${object.kind} ${where}`,
+    context: [
+      ...(event.cluster ? [`cluster ${event.cluster}`] : []),
+      `${qualifiedResource(event)} (${object.apiVersion})`,
+      clock(event.time),
+      ...notes(event),
+    ],
+    sections:
+      shown.length > 0 ? [{ lines: shown.map((change) => changeLine(change, options.maxValueLength)) }] : [],
+    ...(changes.length > shown.length ? { note: `…and ${more(changes.length - shown.length)}` } : {}),
+    inFull: true,
+  };
+}
+
+function prefix(cluster: string | undefined): string {
+  return cluster ? `[${cluster}] ` : '';
+}
+
+function notes(event: ChangeEvent): string[] {
+  return [
+    event.offline ? 'happened while kubediff was not watching' : '',
+    event.finalStateUnknown ? 'final state unknown' : '',
+  ].filter(Boolean);
+}
+
+function eventTitle(event: ChangeEvent): Line {
+  const { object } = event;
+  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const line: Line = [
+    { text: `${EMOJI[event.type]} ` },
+    { text: event.type, style: 'bold' },
+    { text: ` ${object.kind} ` },
+    { text: where, style: 'code' },
+  ];
+  for (const note of notes(event)) line.push({ text: ` (${note})`, style: 'italic' });
+  return line;
+}
+
+function recentLine(event: ChangeEvent, maxValueLength: number): Line {
+  const first = event.changes?.[0];
+  if (!first) return eventTitle(event);
+  const rest = (event.changes?.length ?? 1) - 1;
+  const change = changeLine(first, Math.min(maxValueLength, 40)).slice(1);
+  return [
+    ...eventTitle(event),
+    { text: ' — ' },
+    ...change,
+    ...(rest > 0 ? [{ text: ` (+${rest} more)`, style: 'italic' as const }] : []),
+  ];
+}
+
+/** '• `spec.replicas`: `2` → `5`'. */
+function changeLine(change: Change, maxValueLength: number): Line {
+  const path: Span = { text: elide(readablePath(change.path), 120), style: 'code' };
+  const value = (v: Change['from']): Span => ({
+    text: renderValue(v ?? null, maxValueLength),
+    style: 'code',
+  });
+  if (change.op === 'add') return [{ text: '• ' }, path, { text: ' added: ' }, value(change.to)];
+  if (change.op === 'remove')
+    return [{ text: '• ' }, path, { text: ' removed (was ' }, value(change.from), { text: ')' }];
+  return [{ text: '• ' }, path, { text: ': ' }, value(change.from), { text: ' → ' }, value(change.to)];
+}
+
+function more(count: number): string {
+  return count === 1 ? '1 more change' : `${formatCount(count)} more changes`;
+}
+
+function elide(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const keep = Math.floor((max - 1) / 2);
+  return `${text.slice(0, keep)}…${text.slice(-keep)}`;
+}
+
+function clock(time: string): string {
+  return `${time.slice(11, 19)} UTC`;
+}
+
+function timeRange(batch: Digest): string {
+  const first = batch.firstTime;
+  const last = batch.lastTime;
+  if (!first || !last) return '';
+  if (first.slice(0, 19) === last.slice(0, 19)) return clock(first);
+  const sameDay = first.slice(0, 10) === last.slice(0, 10);
+  return `${sameDay ? first.slice(11, 19) : `${first.slice(0, 10)} ${first.slice(11, 19)}`}–${last.slice(11, 19)} UTC`;
+}
+
+/** The plain text of a line (for size budgets and plain-text fallbacks). */
+export function plainText(line: Line): string {
+  return line.map((span) => span.text).join('');
+}
+
+/**
+ * Rendered lines kept within `budget` characters in all: whole lines while they fit, then a count of what
+ * was left out, so a message is shortened visibly, never cut inside its markup. (Each line is short by
+ * construction: names, paths and values are elided before they get here.)
+ */
+export function fitLines(rendered: string[], budget: number): string[] {
+  const kept: string[] = [];
+  let used = 0;
+  for (const [index, line] of rendered.entries()) {
+    if (used + line.length + 1 > budget - 80) {
+      kept.push(`…and ${rendered.length - index} more lines (shortened to fit the platform's limits)`);
+      break;
+    }
+    kept.push(line);
+    used += line.length + 1;
+  }
+  return kept;
+}
+
+/** Cuts plain text to `max` characters, never inside a surrogate pair. */
+export function truncateText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = text.slice(0, max - 1);
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}
