@@ -77,7 +77,8 @@ export async function postJson(
     const status = response.statusCode;
     if (status >= 200 && status < 300) return { ok: true, status, body: text };
     const retryAfterMs =
-      retryAfterOf(response.headers['retry-after']) ?? rateLimitResetOf(response.headers['x-ratelimit-reset']);
+      retryAfterOf(response.headers['retry-after']) ??
+      rateLimitResetOf(response.headers['x-ratelimit-reset']);
     const retryable = status === 408 || status === 425 || status === 429 || status >= 500;
     let reason = `HTTP ${status}${statusText(status)}`;
     const excerpt = bodyExcerpt(text);
