@@ -1,7 +1,8 @@
 // Markdown for the chat platforms that read it (Discord, Mattermost): text
 // escaped so that names and values never turn into formatting, code spans
 // that cannot be closed early.
-import type { Line } from './chat-message.ts';
+import type { EventType } from '../events/event.ts';
+import { EVENT_EMOJI, type Line } from './chat-message.ts';
 
 /** Backslash-escapes what markdown would read as formatting. */
 export function escapeMarkdown(text: string): string {
@@ -11,6 +12,7 @@ export function escapeMarkdown(text: string): string {
 export function markdownLine(line: Line): string {
   return line
     .map((span) => {
+      if (span.style === 'icon') return EVENT_EMOJI[span.text as EventType];
       if (span.style === 'code') return `\`${span.text.replaceAll('`', 'ˋ')}\``;
       if (span.style === 'bold') return `**${escapeMarkdown(span.text)}**`;
       if (span.style === 'italic') return `_${escapeMarkdown(span.text)}_`;

@@ -1,23 +1,41 @@
 // What a chat message says, before any platform's markup: a title, a
 // context line (cluster, resource, time), sections of lines made of styled
-// spans (plain, bold, italic, code), and a closing note. The renderers of
-// Teams, Discord, Mattermost and Google Chat turn it into their own payload
-// and fit it into their own limits; the choice of what to say (one event in
-// full, a few events with their first changes, or a digest of a burst) is
-// made once, here, the same way the Slack renderer makes it.
+// spans (plain, bold, italic, code, an event type's icon), and a closing
+// note. Every platform's renderer (Slack's Block Kit, Teams' Adaptive Card,
+// Discord's embed, Mattermost's markdown, Google Chat's card) turns it into
+// its own payload and fits it into its own limits; the choice of what to say
+// (one event in full, a few events with their first changes, or a digest of
+// a burst) is made once, here.
 import type { Change } from '../diff/types.ts';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
 import { type Digest, formatCount } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
-import { DEFAULT_SLACK_FORMAT, type SlackFormatOptions, showsEventsInFull } from './slack-format.ts';
 
-/** How much a message shows: the same options on every platform. */
-export type ChatFormatOptions = SlackFormatOptions;
-export const DEFAULT_CHAT_FORMAT: ChatFormatOptions = DEFAULT_SLACK_FORMAT;
+export interface ChatFormatOptions {
+  /** A batch of up to this many events is shown event by event; more become a digest. Default 5. */
+  maxEventsPerMessage: number;
+  /** Changes shown for an event alone in its message. Default 20. */
+  maxChangesPerEvent: number;
+  /** Changes shown per event when a message holds several. Default 5. */
+  maxChangesPerEventInGroup: number;
+  /** Most recent events shown in a digest. Default 5. */
+  digestRecent: number;
+  /** Longest rendered value before eliding its middle. Default 80. */
+  maxValueLength: number;
+}
+
+export const DEFAULT_CHAT_FORMAT: ChatFormatOptions = {
+  maxEventsPerMessage: 5,
+  maxChangesPerEvent: 20,
+  maxChangesPerEventInGroup: 5,
+  digestRecent: 5,
+  maxValueLength: 80,
+};
 
 export interface Span {
   text: string;
-  style?: 'bold' | 'italic' | 'code';
+  /** 'icon': `text` is an EventType, shown as the platform's emoji for it. */
+  style?: 'bold' | 'italic' | 'code' | 'icon';
 }
 export type Line = Span[];
 
@@ -28,24 +46,40 @@ export interface ChatSection {
 export interface ChatMessage {
   /** The notification text: '[prod-eu] 37 changes in shop: 30 pods added, …'. */
   summary: string;
-  /** Plain text: '✏️ UPDATED ConfigMap shop/web', '37 changes in shop'. */
+  /** The headline, plain text: 'UPDATED Deployment shop/web', '37 changes in shop'… */
   title: string;
+  /** …after the icon of this event type, for a single event. */
+  icon?: EventType;
   /** Cluster, resource, time: shown small under the title. */
-  context: string[];
+  context: Line[];
   sections: ChatSection[];
-  /** A closing remark in italics ('…and 12 more changes', why a digest). */
+  /** A closing remark ('…and 12 more changes', why a digest). */
   note?: string;
   /** Whether every event is shown (not a digest). */
   inFull: boolean;
 }
 
-const EMOJI: Record<EventType, string> = { ADDED: '➕', UPDATED: '✏️', DELETED: '🗑️' };
+/** Whether chatMessage shows this batch event by event (rather than as a digest). */
+export function showsEventsInFull(batch: Digest, options: ChatFormatOptions = DEFAULT_CHAT_FORMAT): boolean {
+  return batch.complete && batch.count <= options.maxEventsPerMessage;
+}
 
-export function chatMessage(batch: Digest, options: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatMessage {
+/**
+ * The message for everything a batch stands for: its events one by one when few and all kept, else a
+ * digest. `pace` says in words how fast the platform takes messages, for the digest's note.
+ */
+export function chatMessage(
+  batch: Digest,
+  options: ChatFormatOptions = DEFAULT_CHAT_FORMAT,
+  pace = 'this channel takes messages',
+): ChatMessage {
   const events = batch.events;
   const inFull = showsEventsInFull(batch, options);
   if (inFull && events.length === 1) return eventMessage(events[0] as ChangeEvent, options);
-  const context = [...(batch.cluster ? [`cluster ${batch.cluster}`] : []), timeRange(batch)].filter(Boolean);
+  const context: Line[] = [
+    ...(batch.cluster ? [clusterLine(batch.cluster)] : []),
+    [{ text: timeRange(batch) }],
+  ];
   const title = `${formatCount(batch.count)} changes ${batch.where()}`;
   const summary = `${prefix(batch.cluster)}${batch.summary()}`;
   if (inFull) {
@@ -65,11 +99,15 @@ export function chatMessage(batch: Digest, options: ChatFormatOptions = DEFAULT_
   const sections: ChatSection[] = [{ lines: kinds }];
   const namespaces = batch.namespaces();
   if (namespaces.length > 1) {
-    const shown = namespaces
-      .slice(0, 12)
-      .map(([name, count]) => `${name === '' ? 'cluster-wide' : name} ${formatCount(count)}`);
-    if (namespaces.length > 12) shown.push(`…and ${namespaces.length - 12} more`);
-    sections.push({ lines: [[{ text: 'By namespace: ', style: 'bold' }, { text: shown.join(' · ') }]] });
+    const line: Line = [{ text: 'By namespace:', style: 'bold' }];
+    namespaces.slice(0, 12).forEach(([name, count], index) => {
+      line.push({ text: index === 0 ? ' ' : ' · ' });
+      if (name === '') line.push({ text: 'cluster-wide', style: 'italic' });
+      else line.push({ text: name });
+      line.push({ text: ` ${formatCount(count)}` });
+    });
+    if (namespaces.length > 12) line.push({ text: ` · …and ${namespaces.length - 12} more` });
+    sections.push({ lines: [line] });
   }
   const recent = events.slice(-options.digestRecent);
   if (recent.length > 0) {
@@ -86,7 +124,7 @@ export function chatMessage(batch: Digest, options: ChatFormatOptions = DEFAULT_
     title,
     context,
     sections,
-    note: 'Changes came faster than this channel takes messages, so kubediff summarized them.',
+    note: `Changes came faster than ${pace}, so kubediff summarized them.`,
     inFull,
   };
 }
@@ -100,18 +138,23 @@ function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessa
     changes.length > 0 ? ` (${changes.length === 1 ? '1 change' : `${changes.length} changes`})` : '';
   return {
     summary: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${count}`,
-    title: `${EMOJI[event.type]} ${event.type} ${object.kind} ${where}`,
+    title: `${event.type} ${object.kind} ${where}`,
+    icon: event.type,
     context: [
-      ...(event.cluster ? [`cluster ${event.cluster}`] : []),
-      `${qualifiedResource(event)} (${object.apiVersion})`,
-      clock(event.time),
-      ...notes(event),
+      ...(event.cluster ? [clusterLine(event.cluster)] : []),
+      [{ text: `${qualifiedResource(event)} (${object.apiVersion})` }],
+      [{ text: clock(event.time) }],
+      ...notes(event).map((note): Line => [{ text: note, style: 'italic' }]),
     ],
     sections:
       shown.length > 0 ? [{ lines: shown.map((change) => changeLine(change, options.maxValueLength)) }] : [],
     ...(changes.length > shown.length ? { note: `…and ${more(changes.length - shown.length)}` } : {}),
     inFull: true,
   };
+}
+
+function clusterLine(cluster: string): Line {
+  return [{ text: 'cluster ' }, { text: cluster, style: 'bold' }];
 }
 
 function prefix(cluster: string | undefined): string {
@@ -125,16 +168,18 @@ function notes(event: ChangeEvent): string[] {
   ].filter(Boolean);
 }
 
+/** '✏️ *UPDATED* ConfigMap `shop/web`'. */
 function eventTitle(event: ChangeEvent): Line {
   const { object } = event;
   const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
   const line: Line = [
-    { text: `${EMOJI[event.type]} ` },
+    { text: event.type, style: 'icon' },
+    { text: ' ' },
     { text: event.type, style: 'bold' },
     { text: ` ${object.kind} ` },
     { text: where, style: 'code' },
   ];
-  for (const note of notes(event)) line.push({ text: ` (${note})`, style: 'italic' });
+  for (const note of notes(event)) line.push({ text: ' ' }, { text: `(${note})`, style: 'italic' });
   return line;
 }
 
@@ -147,11 +192,11 @@ function recentLine(event: ChangeEvent, maxValueLength: number): Line {
     ...eventTitle(event),
     { text: ' — ' },
     ...change,
-    ...(rest > 0 ? [{ text: ` (+${rest} more)`, style: 'italic' as const }] : []),
+    ...(rest > 0 ? [{ text: ' ' }, { text: `(+${rest} more)`, style: 'italic' as const }] : []),
   ];
 }
 
-/** '• `spec.replicas`: `2` → `5`'. */
+/** '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'. */
 function changeLine(change: Change, maxValueLength: number): Line {
   const path: Span = { text: elide(readablePath(change.path), 120), style: 'code' };
   const value = (v: Change['from']): Span => ({
@@ -187,9 +232,19 @@ function timeRange(batch: Digest): string {
   return `${sameDay ? first.slice(11, 19) : `${first.slice(0, 10)} ${first.slice(11, 19)}`}–${last.slice(11, 19)} UTC`;
 }
 
-/** The plain text of a line (for size budgets and plain-text fallbacks). */
+/** The emoji of an event type, for platforms that take Unicode emoji. */
+export const EVENT_EMOJI: Record<EventType, string> = { ADDED: '➕', UPDATED: '✏️', DELETED: '🗑️' };
+
+/** The title with its icon, as plain text. */
+export function titleText(message: ChatMessage, icons: Record<EventType, string> = EVENT_EMOJI): string {
+  return message.icon ? `${icons[message.icon]} ${message.title}` : message.title;
+}
+
+/** The plain text of a line, icons as emoji. */
 export function plainText(line: Line): string {
-  return line.map((span) => span.text).join('');
+  return line
+    .map((span) => (span.style === 'icon' ? EVENT_EMOJI[span.text as EventType] : span.text))
+    .join('');
 }
 
 /**

@@ -10,6 +10,8 @@ import {
   chatMessage,
   DEFAULT_CHAT_FORMAT,
   fitLines,
+  plainText,
+  titleText,
   truncateText,
 } from './chat-message.ts';
 import type { Digest } from './digest.ts';
@@ -31,9 +33,9 @@ export function discordPlatform(url: string, format: ChatFormatOptions = DEFAULT
   return {
     url: new URL(url),
     render(batch: Digest) {
-      const message = chatMessage(batch, format);
-      const title = truncateText(message.title, DISCORD_LIMITS.title);
-      const footer = truncateText(message.context.join(' · '), DISCORD_LIMITS.footer);
+      const message = chatMessage(batch, format, 'Discord takes messages (about one every two seconds)');
+      const title = truncateText(titleText(message), DISCORD_LIMITS.title);
+      const footer = truncateText(message.context.map(plainText).join(' · '), DISCORD_LIMITS.footer);
       const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';
       const budget = Math.min(
         DISCORD_LIMITS.description,

@@ -3,13 +3,17 @@
 // messages of at most 32,000 bytes and, per space, about one message a second; over that it answers 429
 // (RESOURCE_EXHAUSTED), usually without a retry hint, so the backoff paces the retries. Card text is a
 // small HTML subset: <b>, <i>, <font color> and <br>; everything else is escaped.
+import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
   type ChatFormatOptions,
   chatMessage,
   DEFAULT_CHAT_FORMAT,
+  EVENT_EMOJI,
   fitLines,
   type Line,
+  plainText,
+  titleText,
   truncateText,
 } from './chat-message.ts';
 import type { Digest } from './digest.ts';
@@ -24,7 +28,7 @@ export function googleChatPlatform(
   return {
     url: new URL(url),
     render(batch: Digest) {
-      const message = chatMessage(batch, format);
+      const message = chatMessage(batch, format, 'Google Chat takes messages (about one a second)');
       let budget = GOOGLE_CHAT_LIMITS.messageBytes - 3_000;
       const sections: Record<string, unknown>[] = [];
       for (const section of message.sections) {
@@ -47,8 +51,8 @@ export function googleChatPlatform(
               cardId: 'kubediff',
               card: {
                 header: {
-                  title: truncateText(message.title, 200),
-                  subtitle: truncateText(message.context.join(' · '), 200),
+                  title: truncateText(titleText(message), 200),
+                  subtitle: truncateText(message.context.map(plainText).join(' · '), 200),
                 },
                 sections,
               },
@@ -67,6 +71,7 @@ function escapeHtml(text: string): string {
 function htmlLine(line: Line): string {
   return line
     .map((span) => {
+      if (span.style === 'icon') return EVENT_EMOJI[span.text as EventType];
       const text = escapeHtml(span.text);
       if (span.style === 'bold') return `<b>${text}</b>`;
       if (span.style === 'italic') return `<i>${text}</i>`;

@@ -9,6 +9,8 @@ import {
   chatMessage,
   DEFAULT_CHAT_FORMAT,
   fitLines,
+  plainText,
+  titleText,
   truncateText,
 } from './chat-message.ts';
 import type { Digest } from './digest.ts';
@@ -23,10 +25,10 @@ export function mattermostPlatform(
   return {
     url: new URL(url),
     render(batch: Digest) {
-      const message = chatMessage(batch, format);
+      const message = chatMessage(batch, format, 'Mattermost takes messages (about one a second)');
       const text = truncateText(escapeMarkdown(message.summary), 1000);
-      const title = truncateText(message.title, MATTERMOST_LIMITS.title);
-      const footer = truncateText(message.context.join(' · '), 500);
+      const title = truncateText(titleText(message), MATTERMOST_LIMITS.title);
+      const footer = truncateText(message.context.map(plainText).join(' · '), 500);
       const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';
       const budget =
         MATTERMOST_LIMITS.postChars - text.length - title.length - footer.length - note.length - 200;

@@ -3,13 +3,17 @@
 // Teams client renders). Teams takes messages of at most about 28 KB and about 4 requests a second per
 // webhook; a 429 comes with Retry-After. Adaptive Card markdown has bold and italics but no inline
 // code, so values are shown as they are, set apart by the arrow and the path's colon.
+import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
   type ChatFormatOptions,
   chatMessage,
   DEFAULT_CHAT_FORMAT,
+  EVENT_EMOJI,
   fitLines,
   type Line,
+  plainText,
+  titleText,
   truncateText,
 } from './chat-message.ts';
 import type { Digest } from './digest.ts';
@@ -21,18 +25,18 @@ export function teamsPlatform(url: string, format: ChatFormatOptions = DEFAULT_C
   return {
     url: new URL(url),
     render(batch: Digest) {
-      const message = chatMessage(batch, format);
+      const message = chatMessage(batch, format, 'Teams takes messages (about one a second)');
       const body: Record<string, unknown>[] = [
         {
           type: 'TextBlock',
-          text: truncateText(plainCardText(message.title), 500),
+          text: truncateText(plainCardText(titleText(message)), 500),
           size: 'Medium',
           weight: 'Bolder',
           wrap: true,
         },
         {
           type: 'TextBlock',
-          text: truncateText(plainCardText(message.context.join(' · ')), 500),
+          text: truncateText(plainCardText(message.context.map(plainText).join(' · ')), 500),
           isSubtle: true,
           spacing: 'None',
           size: 'Small',
@@ -88,6 +92,7 @@ function plainCardText(text: string): string {
 function cardLine(line: Line): string {
   return line
     .map((span) => {
+      if (span.style === 'icon') return EVENT_EMOJI[span.text as EventType];
       if (span.style === 'bold') return `**${plainCardText(span.text)}**`;
       if (span.style === 'italic') return `_${plainCardText(span.text)}_`;
       return plainCardText(span.text);

@@ -93,7 +93,7 @@ export function titleOf(platform: ChatPlatformName, body: Json): string {
     const content = ((body.attachments as Json[])[0]?.content ?? {}) as Json;
     return text((content.body as Json[])[0]?.text);
   }
-  const card = ((body.cardsV2 as Json[])[0] ?? {}).card as Json | undefined;
+  const card = (body.cardsV2 as Json[])[0]?.card as Json | undefined;
   return text((card?.header as Json | undefined)?.title);
 }
 
