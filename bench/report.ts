@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { GoOriginalBuild } from './go-original.ts';
+import type { KafkaFigures } from './kafka.ts';
 import type { LatencyFigures } from './latency.ts';
 import { round, type Spread } from './lib/stats.ts';
 import type { StreamFigures } from './pipeline.ts';
@@ -231,6 +232,17 @@ export function rows(result: Result): Row[] {
       ratio: spreadRatio(ratios.windowCpuSeconds),
       target: '—',
       met: undefined,
+    });
+  }
+  const kafka = result.kafka as KafkaFigures | undefined;
+  if (kafka) {
+    out.push({
+      figure: `8. Kafka sink, sustained (${count(kafka.events)} events of ${kafka.eventBytes} B, acks=all)`,
+      kubediff: perSecond(kafka.sink.median),
+      baseline: `${perSecond(kafka.raw.median)} (raw producer, same library)`,
+      ratio: spreadRatio(kafka.ratio),
+      target: '—',
+      met: kafka.undelivered === 0 ? undefined : false,
     });
   }
   return out;
