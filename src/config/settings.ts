@@ -102,7 +102,7 @@ function resolveWatchSettings(
     delivery.deadLetterLimits = deadLetterLimitsFromFlags(flags);
     if (output === 'none' && delivery.sinks.length === 0) {
       throw new UsageError(
-        '--output none leaves events nowhere to go: add --webhook, --slack-webhook or --slack-channel.',
+        '--output none leaves events nowhere to go: add --webhook, --slack-webhook, --slack-channel, --kafka-brokers or another chat webhook.',
       );
     }
   }
@@ -211,12 +211,12 @@ function withFileSinks(
   if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
     if (flags.deadLetter !== undefined)
       throw new UsageError(
-        '--dead-letter applies to --webhook and Slack deliveries, and neither is given (stdout has no dead letters).',
+        '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
       );
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to webhook and Slack sinks, and none is listed (stdout has no dead letters)',
+      'applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters)',
     );
   }
 

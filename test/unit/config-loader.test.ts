@@ -524,7 +524,7 @@ sinks:
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:13: deadLetter: applies to webhook and Slack sinks, and none is listed (stdout has no dead letters).',
+          'invalid config file c.yaml:1:13: deadLetter: applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters).',
     );
     const ok = settingsFromConfig(
       parseConfig(
