@@ -1,5 +1,6 @@
-// The Kafka sink when no broker answers (a loopback port that refuses connections): the backlog is bounded (an overflow folds into a digest, said once, the folded events written to
-// the dead-letter file), and close() accounts for every event. The sink against a real broker is
+// The Kafka sink when no broker answers (a loopback port that refuses connections): the backlog is
+// bounded (an overflow folds into a digest, said once, the folded events written to the dead-letter
+// file), and close() accounts for every event. The sink against a real broker is
 // test/integration/sinks-kafka.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile } from 'node:fs/promises';
