@@ -17,6 +17,7 @@ import { createTopic, startKafka } from '../test/helpers/kafka.ts';
 import { pairedSamples, pairedSpread, type Spread } from './lib/stats.ts';
 
 export interface KafkaFigures {
+  kafkaVersion: string;
   events: number;
   pairs: number;
   eventBytes: number;
@@ -126,6 +127,7 @@ export async function measureKafka(options: {
     const samples = await pairedSamples(options.pairs, 1, viaSink, viaRaw);
     const spread = pairedSpread(samples, (rate) => rate);
     return {
+      kafkaVersion: kafka.version,
       events: options.events,
       pairs: options.pairs,
       eventBytes: Math.round(JSON.stringify(batch[0]).length),

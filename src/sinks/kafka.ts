@@ -8,14 +8,9 @@
 // only repeat records (at least once; consumers deduplicate by the event id).
 // Meanwhile events wait in the sink's bounded backlog (webhook rules: full →
 // digest, dead-letter file, counted, logged once), so a broker that is down
-// never holds up the watch or the other sinks.
-import {
-  type CompressionAlgorithmValue,
-  ProduceAcks,
-  Producer,
-  type SASLMechanismValue,
-  stringSerializers,
-} from '@platformatic/kafka';
+// never holds up the watch or the other sinks. The client library is loaded
+// only when a Kafka sink is created (it costs seconds and tens of MiB).
+import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@platformatic/kafka';
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
@@ -58,7 +53,7 @@ type Work = { kind: 'events'; events: ChangeEvent[]; json: string[] } | { kind: 
 
 export class KafkaSink extends DeliverySink {
   private readonly options: KafkaSinkOptions;
-  private readonly producer: Producer<string, string, string, string>;
+  private readonly producer: Promise<KafkaProducer>;
   private readonly backlog: SinkBacklog;
   private readonly queue: EventQueue;
   private readonly batchMaxEvents: number;
@@ -75,32 +70,9 @@ export class KafkaSink extends DeliverySink {
     });
     this.options = options;
     this.batchMaxEvents = Math.max(1, options.batchMaxEvents ?? KAFKA_DEFAULTS.batchMaxEvents);
-    this.producer = new Producer({
-      clientId: options.clientId ?? KAFKA_DEFAULTS.clientId,
-      bootstrapBrokers: [...options.brokers],
-      serializers: stringSerializers,
-      idempotent: true,
-      acks: ProduceAcks.ALL,
-      compression: (options.compression ?? 'none') as CompressionAlgorithmValue,
-      connectTimeout: this.timeoutMs,
-      requestTimeout: this.timeoutMs,
-      timeout: this.timeoutMs,
-      // The client's own retries are quick and keep the idempotent sequence numbers (the broker drops a
-      // repeat); longer outages are this sink's retries, with its backoff.
-      retries: 2,
-      retryDelay: 250,
-      autocreateTopics: false,
-      ...(options.tls ? { tls: tlsOptions(options.tls) } : {}),
-      ...(options.sasl
-        ? {
-            sasl: {
-              mechanism: options.sasl.mechanism as SASLMechanismValue,
-              username: options.sasl.username,
-              password: options.sasl.password,
-            },
-          }
-        : {}),
-    });
+    this.producer = createProducer(options, this.timeoutMs);
+    // A failure to load the client shows in the first send; this only keeps it from being unhandled.
+    this.producer.catch(() => {});
     this.backlog = new SinkBacklog(this.name, options.queue, {
       counters: this.counters,
       trouble: this.trouble,
@@ -130,8 +102,8 @@ export class KafkaSink extends DeliverySink {
     );
   }
 
-  protected release(): Promise<void> {
-    return this.producer.close(true);
+  protected async release(): Promise<void> {
+    await (await this.producer).close(true);
   }
 
   private async run(): Promise<void> {
@@ -223,10 +195,12 @@ export class KafkaSink extends DeliverySink {
       deadline.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      const sent = this.producer.send({ messages }).then(
-        () => undefined,
-        (error: unknown) => ({ reason: describeKafkaError(error), final: isFinal(error), aborted: false }),
-      );
+      const sent = this.producer
+        .then((producer) => producer.send({ messages }))
+        .then(
+          () => undefined,
+          (error: unknown) => ({ reason: describeKafkaError(error), final: isFinal(error), aborted: false }),
+        );
       const outcome = await Promise.race([sent, aborted]);
       return outcome === 'aborted' ? { reason: 'shutdown', final: true, aborted: true } : outcome;
     } finally {
@@ -254,6 +228,38 @@ export class KafkaSink extends DeliverySink {
     if (work.kind === 'events') this.backlog.abandon(work.events, reason);
     else this.backlog.abandonDigest(work.digest, reason);
   }
+}
+
+type KafkaProducer = Producer<string, string, string, string>;
+
+async function createProducer(options: KafkaSinkOptions, timeoutMs: number): Promise<KafkaProducer> {
+  const { Producer, ProduceAcks, stringSerializers } = await import('@platformatic/kafka');
+  return new Producer({
+    clientId: options.clientId ?? KAFKA_DEFAULTS.clientId,
+    bootstrapBrokers: [...options.brokers],
+    serializers: stringSerializers,
+    idempotent: true,
+    acks: ProduceAcks.ALL,
+    compression: (options.compression ?? 'none') as CompressionAlgorithmValue,
+    connectTimeout: timeoutMs,
+    requestTimeout: timeoutMs,
+    timeout: timeoutMs,
+    // The client's own retries are quick and keep the idempotent sequence numbers (the broker drops a
+    // repeat); longer outages are this sink's retries, with its backoff.
+    retries: 2,
+    retryDelay: 250,
+    autocreateTopics: false,
+    ...(options.tls ? { tls: tlsOptions(options.tls) } : {}),
+    ...(options.sasl
+      ? {
+          sasl: {
+            mechanism: options.sasl.mechanism as SASLMechanismValue,
+            username: options.sasl.username,
+            password: options.sasl.password,
+          },
+        }
+      : {}),
+  });
 }
 
 /** type, cluster, resource ('deployments.apps') and namespace: what consumers route and filter on. */
