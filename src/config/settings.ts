@@ -5,6 +5,7 @@
 // checker: a flag here, as it is read (a UsageError naming the flag); a file value by meanings.ts, with
 // its line and column, before it gets here. What ties settings together (output none without a sink, a
 // dead-letter file without an HTTP sink) is checked last, worded for where the settings came from.
+import { readFileSync } from 'node:fs';
 import type { EventType } from '../events/event.ts';
 import { EVENT_TYPES } from '../events/event.ts';
 import type { FilterSpec, PathRule } from '../events/filter.ts';
@@ -12,7 +13,7 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
-import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
+import { errorMessage, fileReadProblem, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import { type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
@@ -196,9 +197,21 @@ function withFileSinks(
       ...filterOf(stdoutInput.filter),
     });
   }
-  for (const input of fileSinks) {
-    if (input.type !== 'stdout') sinks.push(sinkSpecOf(input, filterOf(input.filter), deadLetterFile, env));
-  }
+  fileSinks.forEach((input, index) => {
+    if (input.type === 'stdout') return;
+    const readFile = (key: KeyPath, name: string): string => {
+      try {
+        return readFileSync(name, 'utf8');
+      } catch (error) {
+        throw problemAt(
+          file,
+          ['sinks', index, ...key],
+          `cannot read ${name}: ${fileReadProblem(error)}; fix the path or the file's permissions`,
+        );
+      }
+    };
+    sinks.push(sinkSpecOf(input, filterOf(input.filter), deadLetterFile, env, readFile));
+  });
   // Flag sinks take the dead-letter file from delivery.deadLetterFile (createSinks' default).
   sinks.push(...settings.delivery.sinks);
 

@@ -5,7 +5,6 @@
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
 
-import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
@@ -15,6 +14,7 @@ import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '..
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { kafkaBrokerProblem, parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import type { KeyPath } from './problems.ts';
 import type { SinkInput } from './schema.ts';
 
 /** The sink flags as commander hands them over. */
@@ -261,25 +261,19 @@ function checkHttpUrl(text: string, where: string): void {
     throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
 }
 
-/** A file a sink reads at startup (a CA, a key, a password); its content is never shown. */
-function readSinkFile(file: string, key: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    const why =
-      code === 'ENOENT' ? 'it does not exist' : code === 'EACCES' ? 'permission denied' : 'unreadable';
-    throw new UsageError(`cannot read ${key} ${file}: ${why}; fix the path or the file's permissions.`);
-  }
-}
-
 /** A duration the file's checks have already accepted (meanings.ts). */
 function checkedMs(text: string | undefined): number | undefined {
   return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
 }
 
 /**
- * A Slack or webhook sink of the config file (checked by meanings.ts) as a sink spec, with its filter
+ * Reads a file a sink names (a CA, a client key, a password) at startup, given its key within the sink;
+ * throws the problem, at that key, when it cannot.
+ */
+export type SinkFileReader = (key: KeyPath, file: string) => string;
+
+/**
+ * A sink of the config file other than stdout (checked by meanings.ts) as a sink spec, with its filter
  * (`filter`), and the file's dead-letter file unless it names its own.
  */
 export function sinkSpecOf(
@@ -287,6 +281,7 @@ export function sinkSpecOf(
   filter: { filter?: FilterSpec },
   deadLetter: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
+  readFile: SinkFileReader,
 ): Exclude<SinkSpec, { type: 'stdout' }> {
   const timeoutMs = checkedMs(input.timeout);
   const deadLetterFile = input.deadLetter ?? deadLetter;
@@ -313,7 +308,6 @@ export function sinkSpecOf(
     };
   }
   if (input.type === 'kafka') {
-    const base = `sinks[${input.name ?? input.topic}]`;
     const tls = input.tls;
     const sasl = input.sasl;
     return {
@@ -331,9 +325,9 @@ export function sinkSpecOf(
               tls === true
                 ? {}
                 : {
-                    ...(tls.caFile ? { ca: readSinkFile(tls.caFile, `${base}.tls.caFile`) } : {}),
-                    ...(tls.certFile ? { cert: readSinkFile(tls.certFile, `${base}.tls.certFile`) } : {}),
-                    ...(tls.keyFile ? { key: readSinkFile(tls.keyFile, `${base}.tls.keyFile`) } : {}),
+                    ...(tls.caFile ? { ca: readFile(['tls', 'caFile'], tls.caFile) } : {}),
+                    ...(tls.certFile ? { cert: readFile(['tls', 'certFile'], tls.certFile) } : {}),
+                    ...(tls.keyFile ? { key: readFile(['tls', 'keyFile'], tls.keyFile) } : {}),
                     ...(tls.serverName ? { serverName: tls.serverName } : {}),
                   },
           }
@@ -345,7 +339,7 @@ export function sinkSpecOf(
               username: sasl.username,
               password:
                 sasl.password ??
-                readSinkFile(sasl.passwordFile ?? '', `${base}.sasl.passwordFile`).replace(/\r?\n$/, ''),
+                readFile(['sasl', 'passwordFile'], sasl.passwordFile ?? '').replace(/\r?\n$/, ''),
             },
           }
         : {}),
