@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { GoOriginalBuild } from './go-original.ts';
+import type { KafkaFigures } from './kafka.ts';
 import type { LatencyFigures } from './latency.ts';
 import { round, type Spread } from './lib/stats.ts';
 import type { StreamFigures } from './pipeline.ts';
@@ -263,6 +264,17 @@ export function rows(result: Result): Row[] {
       ratio: spreadRatio(ratios.windowCpuSeconds),
       target: '—',
       met: undefined,
+    });
+  }
+  const kafka = result.kafka as KafkaFigures | undefined;
+  if (kafka) {
+    out.push({
+      figure: `8. Kafka sink, sustained (${count(kafka.events)} events of ${kafka.eventBytes} B, acks=all)`,
+      kubediff: perSecond(kafka.sink.median),
+      baseline: `${perSecond(kafka.raw.median)} (raw producer, same library)`,
+      ratio: spreadRatio(kafka.ratio),
+      target: '—',
+      met: kafka.undelivered === 0 ? undefined : false,
     });
   }
   return out;
@@ -566,6 +578,25 @@ ${markdownTable(
   if (connections) parts.push(connectionsSection(connections));
   const ui = uiSection();
   if (ui) parts.push(ui);
+  const kafka = result.kafka as KafkaFigures | undefined;
+  if (kafka) {
+    const rate = (s: Spread) =>
+      `${perSecond(s.median)} (${count(Math.round(s.min))}–${count(Math.round(s.max))})`;
+    parts.push(`## 9. The Kafka sink against a raw producer
+
+On a Kafka ${kafka.kafkaVersion} broker of the bench's own (KRaft, one node, the test harness's), ${count(kafka.events)}
+events of ${kafka.eventBytes} B (a Deployment update of three changes, 200 objects) to a 3-partition topic, ${kafka.pairs} pairs
+after one unrecorded pair, both with the same library (@platformatic/kafka) and settings (idempotent, acks=all, no
+compression). The sink: every event handed to \`deliver()\` at once (its queue sized to hold them all), timed until
+\`close()\` reports them delivered. The raw producer: the same records (key, value, headers) sent in batches of 500,
+each awaited. ${kafka.undelivered === 0 ? 'Every event was delivered in every run.' : `${count(kafka.undelivered)} events were not delivered.`}
+
+${markdownTable(
+  ['', 'Kafka sink', 'raw producer', 'ratio'],
+  [['events/s', rate(kafka.sink), rate(kafka.raw), spreadRatio(kafka.ratio)]],
+)}
+`);
+  }
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }
@@ -626,6 +657,7 @@ const FIGURE_NUMBERS: Record<string, string> = {
   'go-original': '5',
   startup: '6',
   connections: '7',
+  kafka: '9',
 };
 
 /** Figures re-measured after the full run (`--only … --record`): which, when, under what load. */

@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -17,6 +17,7 @@ import path from 'node:path';
 import { describeCluster } from '../test/helpers/cluster.ts';
 import { measureConnections } from './connections.ts';
 import { DEFAULT_GO_ORIGINAL_SRC, ensureGoOriginal } from './go-original.ts';
+import { measureKafka } from './kafka.ts';
 import { measureLatency } from './latency.ts';
 import { benchCluster } from './lib/cluster.ts';
 import type { StreamFigures } from './pipeline.ts';
@@ -36,6 +37,7 @@ const FIGURES = {
   'go-original': 'goOriginal',
   startup: 'startup',
   connections: 'connections',
+  kafka: 'kafka',
 } as const;
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
@@ -75,6 +77,8 @@ function parseArgs(argv: string[]) {
     sideBySideRounds: quick ? 1 : 3,
     startupPairs: quick ? 3 : 9,
     initialObjects: quick ? 1_000 : 3_000,
+    kafkaEvents: quick ? 20_000 : 100_000,
+    kafkaPairs: quick ? 2 : 5,
   };
 }
 
@@ -219,6 +223,10 @@ try {
       writesPerSecond: 5,
       log,
     });
+  }
+  if (settings.figures.has('kafka')) {
+    log('8. the Kafka sink against a raw producer');
+    result.kafka = await measureKafka({ events: settings.kafkaEvents, pairs: settings.kafkaPairs, log });
   }
 } finally {
   await cluster.stop();

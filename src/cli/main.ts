@@ -119,7 +119,31 @@ function buildProgram(): Command {
       '--slack-channel <channel>',
       'also post changes to this Slack channel as a bot; the token comes from $KUBEDIFF_SLACK_TOKEN',
     )
-    .option('--dead-letter <file>', 'append events that Slack or a webhook did not take to this JSONL file')
+    .option(
+      '--teams-webhook <url>',
+      'also post to Microsoft Teams through a Workflows webhook (or $KUBEDIFF_TEAMS_WEBHOOK)',
+    )
+    .option(
+      '--discord-webhook <url>',
+      'also post to Discord through a channel webhook (or $KUBEDIFF_DISCORD_WEBHOOK)',
+    )
+    .option(
+      '--mattermost-webhook <url>',
+      'also post to Mattermost through an incoming webhook (or $KUBEDIFF_MATTERMOST_WEBHOOK)',
+    )
+    .option(
+      '--google-chat-webhook <url>',
+      'also post to a Google Chat space through its webhook (or $KUBEDIFF_GOOGLE_CHAT_WEBHOOK)',
+    )
+    .option(
+      '--kafka-brokers <host:port,...>',
+      'also produce every event to Kafka through these brokers (SASL from $KUBEDIFF_KAFKA_USERNAME/PASSWORD)',
+    )
+    .option('--kafka-topic <topic>', 'the Kafka topic of --kafka-brokers')
+    .option(
+      '--dead-letter <file>',
+      'append events that Slack, a webhook or Kafka did not take to this JSONL file',
+    )
     .option(
       '--dead-letter-max-size <size>',
       'rotate the dead-letter file when it reaches this size (default: 10MB; docs/sinks.md)',

@@ -5,7 +5,7 @@
 // A value that came from the environment is never echoed: it may be a secret.
 import { readFileSync } from 'node:fs';
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
-import { errorMessage, UsageError } from '../util/errors.ts';
+import { errorMessage, fileReadProblem, UsageError } from '../util/errors.ts';
 import { urlStart } from '../util/url.ts';
 import { checkMeanings } from './meanings.ts';
 import {
@@ -52,15 +52,7 @@ export function loadConfigFile(
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const why =
-      code === 'ENOENT'
-        ? 'no such file'
-        : code === 'EACCES'
-          ? 'permission denied'
-          : code === 'EISDIR'
-            ? 'it is a directory'
-            : (error as Error).message;
+    const why = fileReadProblem(error);
     throw new UsageError(`cannot read config file ${file}: ${why}; check the path given to -c/--config.`, {
       cause: error,
     });

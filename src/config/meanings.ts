@@ -8,7 +8,7 @@ import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receive
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
 import { namespaceProblem } from '../util/glob.ts';
 import { parseSize } from '../util/size.ts';
-import { parseHttpUrl } from '../util/url.ts';
+import { kafkaBrokerProblem, parseHttpUrl } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
 import type { KeyPath } from './problems.ts';
 import type { ConfigInput } from './schema.ts';
@@ -85,6 +85,31 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       }
       if (typeof sink.channel === 'string' && !isSlackChannel(sink.channel))
         at([...here, 'channel'], 'expected a channel ID such as C0123456789, or #name');
+    } else if (
+      sink.type === 'teams' ||
+      sink.type === 'discord' ||
+      sink.type === 'mattermost' ||
+      sink.type === 'google-chat'
+    ) {
+      checkUrl(sink.webhookUrl, [...here, 'webhookUrl'], at, shown);
+      checkDurationKey(sink.timeout, [...here, 'timeout'], at, shown);
+      checkDurationKey(sink.minInterval, [...here, 'minInterval'], at, shown, { allowZero: true });
+    } else if (sink.type === 'kafka') {
+      checkDurationKey(sink.timeout, [...here, 'timeout'], at, shown);
+      checkKafkaBrokers(sink.brokers, [...here, 'brokers'], at, shown);
+      const sasl = sink.sasl;
+      if (isRecord(sasl)) {
+        if (sasl.password !== undefined && sasl.passwordFile !== undefined)
+          at(
+            [...here, 'sasl'],
+            'give the password either as password (from an environment variable) or as passwordFile, not both',
+          );
+        else if (sasl.password === undefined && sasl.passwordFile === undefined)
+          at([...here, 'sasl'], 'needs password (from an environment variable) or passwordFile');
+      }
+      const tls = sink.tls;
+      if (isRecord(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
+        at([...here, 'tls'], 'a client certificate needs both certFile and keyFile');
     }
   });
   const isStdout = (sink: unknown) => isRecord(sink) && sink.type === 'stdout';
@@ -92,6 +117,14 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
     const index = config.sinks.findLastIndex(isStdout);
     at(['sinks', index, 'type'], 'only one stdout sink can be listed (stdout is one stream)');
   }
+}
+
+function checkKafkaBrokers(values: unknown, path: KeyPath, at: At, shown: Shown): void {
+  if (!Array.isArray(values)) return;
+  values.forEach((broker: unknown, index) => {
+    if (typeof broker === 'string' && kafkaBrokerProblem(broker))
+      at([...path, index], `expected host:port, got ${shown([...path, index], broker)}`);
+  });
 }
 
 function checkNamespaces(values: unknown, path: KeyPath, at: At): void {

@@ -92,7 +92,68 @@ export const sinkSchemas = {
     required: ['type'],
     additionalProperties: false,
   },
+  kafka: {
+    type: 'object',
+    properties: {
+      type: { const: 'kafka' },
+      ...common,
+      ...http,
+      brokers: { type: 'array', items: { type: 'string' }, minItems: 1 },
+      topic: { type: 'string', minLength: 1 },
+      clientId: { type: 'string', minLength: 1 },
+      compression: { type: 'string', enum: ['none', 'gzip', 'snappy', 'lz4', 'zstd'] },
+      batch: { type: 'integer', minimum: 1, maximum: 10000 },
+      queueCapacity: { type: 'integer', minimum: 1 },
+      tls: {
+        type: ['boolean', 'object'],
+        properties: {
+          caFile: { type: 'string' },
+          certFile: { type: 'string' },
+          keyFile: { type: 'string' },
+          serverName: { type: 'string' },
+        },
+        additionalProperties: false,
+      },
+      sasl: {
+        type: 'object',
+        properties: {
+          mechanism: { type: 'string', enum: ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] },
+          username: { type: 'string' },
+          password: { type: 'string' },
+          passwordFile: { type: 'string' },
+        },
+        required: ['mechanism', 'username'],
+        additionalProperties: false,
+      },
+    },
+    required: ['type', 'brokers', 'topic'],
+    additionalProperties: false,
+  },
+  ...chatSchemas(),
 } as const;
+
+/** Teams, Discord, Mattermost and Google Chat: a webhook URL (a credential: from ${VAR}) and their pacing. */
+function chatSchemas() {
+  const chat = <T extends string>(type: T) =>
+    ({
+      type: 'object',
+      properties: {
+        type: { const: type },
+        ...common,
+        ...http,
+        webhookUrl: { type: 'string' },
+        minInterval: duration,
+      },
+      required: ['type', 'webhookUrl'],
+      additionalProperties: false,
+    }) as const;
+  return {
+    teams: chat('teams'),
+    discord: chat('discord'),
+    mattermost: chat('mattermost'),
+    'google-chat': chat('google-chat'),
+  } as const;
+}
 
 export const SINK_TYPES = Object.keys(sinkSchemas) as (keyof typeof sinkSchemas)[];
 
@@ -149,6 +210,9 @@ export type FilterInput = FromSchema<typeof filterSchema>;
 export type SinkInput =
   | FromSchema<typeof sinkSchemas.stdout>
   | FromSchema<typeof sinkSchemas.webhook>
-  | FromSchema<typeof sinkSchemas.slack>;
+  | FromSchema<typeof sinkSchemas.slack>
+  | FromSchema<typeof sinkSchemas.kafka>
+  | FromSchema<(typeof sinkSchemas)[ChatSinkType]>;
+export type ChatSinkType = 'teams' | 'discord' | 'mattermost' | 'google-chat';
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
 export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };

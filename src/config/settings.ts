@@ -5,6 +5,7 @@
 // checker: a flag here, as it is read (a UsageError naming the flag); a file value by meanings.ts, with
 // its line and column, before it gets here. What ties settings together (output none without a sink, a
 // dead-letter file without an HTTP sink) is checked last, worded for where the settings came from.
+import { readFileSync } from 'node:fs';
 import type { EventType } from '../events/event.ts';
 import { EVENT_TYPES } from '../events/event.ts';
 import { type FilterSpec, managerNameProblem, type PathRule } from '../events/filter.ts';
@@ -12,7 +13,7 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
-import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
+import { errorMessage, fileReadProblem, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig, ParseOptions } from './file.ts';
@@ -109,7 +110,7 @@ function resolveWatchSettings(
     delivery.deadLetterLimits = deadLetterLimitsFromFlags(flags);
     if (output === 'none' && delivery.sinks.length === 0) {
       throw new UsageError(
-        '--output none leaves events nowhere to go: add --webhook, --slack-webhook or --slack-channel.',
+        '--output none leaves events nowhere to go: add --webhook, --slack-webhook, --slack-channel, --kafka-brokers or another chat webhook.',
       );
     }
   }
@@ -208,9 +209,21 @@ function withFileSinks(
       ...filterOf(stdoutInput.filter),
     });
   }
-  for (const input of fileSinks) {
-    if (input.type !== 'stdout') sinks.push(sinkSpecOf(input, filterOf(input.filter), deadLetterFile, env));
-  }
+  fileSinks.forEach((input, index) => {
+    if (input.type === 'stdout') return;
+    const readFile = (key: KeyPath, name: string): string => {
+      try {
+        return readFileSync(name, 'utf8');
+      } catch (error) {
+        throw problemAt(
+          file,
+          ['sinks', index, ...key],
+          `cannot read ${name}: ${fileReadProblem(error)}; fix the path or the file's permissions`,
+        );
+      }
+    };
+    sinks.push(sinkSpecOf(input, filterOf(input.filter), deadLetterFile, env, readFile));
+  });
   // Flag sinks take the dead-letter file from delivery.deadLetterFile (createSinks' default).
   sinks.push(...settings.delivery.sinks);
 
@@ -223,12 +236,12 @@ function withFileSinks(
   if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
     if (flags.deadLetter !== undefined)
       throw new UsageError(
-        '--dead-letter applies to --webhook and Slack deliveries, and neither is given (stdout has no dead letters).',
+        '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
       );
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to webhook and Slack sinks, and none is listed (stdout has no dead letters)',
+      'applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters)',
     );
   }
 

@@ -6,12 +6,15 @@
 // flag or variable, never the secret itself.
 
 import type { FilterSpec } from '../events/filter.ts';
+import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
+import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
-import type { SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
+import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
-import { parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import { kafkaBrokerProblem, parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import type { KeyPath } from './problems.ts';
 import type { SinkInput } from './schema.ts';
 
 /** The sink flags as commander hands them over. */
@@ -23,6 +26,12 @@ export interface RawSinkFlags {
   deadLetter?: string;
   slackWebhook?: string;
   slackChannel?: string;
+  teamsWebhook?: string;
+  discordWebhook?: string;
+  mattermostWebhook?: string;
+  googleChatWebhook?: string;
+  kafkaBrokers?: string;
+  kafkaTopic?: string;
   shutdownTimeout?: string;
 }
 
@@ -42,6 +51,13 @@ const SINK_ENV = {
   slackWebhook: 'KUBEDIFF_SLACK_WEBHOOK',
   slackToken: 'KUBEDIFF_SLACK_TOKEN',
   slackApiUrl: 'KUBEDIFF_SLACK_API_URL',
+  teamsWebhook: 'KUBEDIFF_TEAMS_WEBHOOK',
+  discordWebhook: 'KUBEDIFF_DISCORD_WEBHOOK',
+  mattermostWebhook: 'KUBEDIFF_MATTERMOST_WEBHOOK',
+  googleChatWebhook: 'KUBEDIFF_GOOGLE_CHAT_WEBHOOK',
+  kafkaUsername: 'KUBEDIFF_KAFKA_USERNAME',
+  kafkaPassword: 'KUBEDIFF_KAFKA_PASSWORD',
+  kafkaMechanism: 'KUBEDIFF_KAFKA_SASL_MECHANISM',
 } as const;
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -118,13 +134,68 @@ export function sinkSettingsFromFlags(
     );
   }
 
+  const chats: Array<[ChatPlatformName, string | undefined, string, string]> = [
+    ['teams', flags.teamsWebhook, '--teams-webhook', SINK_ENV.teamsWebhook],
+    ['discord', flags.discordWebhook, '--discord-webhook', SINK_ENV.discordWebhook],
+    ['mattermost', flags.mattermostWebhook, '--mattermost-webhook', SINK_ENV.mattermostWebhook],
+    ['google-chat', flags.googleChatWebhook, '--google-chat-webhook', SINK_ENV.googleChatWebhook],
+  ];
+  for (const [type, flag, flagName, variable] of chats) {
+    const url = flag?.trim() || envValue(env, variable);
+    if (!url) continue;
+    checkHttpUrl(url, `invalid ${flag?.trim() ? flagName : variable}`);
+    sinks.push({ type, webhookUrl: url });
+  }
+
+  const kafka = kafkaSpecFromFlags(flags, env);
+  if (kafka) sinks.push(kafka);
+
   const deadLetterFile = flags.deadLetter?.trim() || undefined;
   if (deadLetterFile !== undefined && sinks.length === 0) {
     throw new UsageError(
-      '--dead-letter applies to --webhook and Slack deliveries, and neither is given (stdout has no dead letters).',
+      '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
     );
   }
   return { sinks, deadLetterFile, shutdownTimeoutMs };
+}
+
+/** --kafka-brokers and --kafka-topic (both or neither), SASL credentials from the environment. */
+function kafkaSpecFromFlags(
+  flags: RawSinkFlags,
+  env: Readonly<Record<string, string | undefined>>,
+): KafkaSinkSpec | undefined {
+  const brokersText = flags.kafkaBrokers?.trim();
+  const topic = flags.kafkaTopic?.trim();
+  if (!brokersText && !topic) return undefined;
+  if (!brokersText)
+    throw new UsageError('--kafka-topic needs --kafka-brokers (host:port,…), the brokers to produce to.');
+  if (!topic) throw new UsageError('--kafka-brokers needs --kafka-topic, the topic to produce events to.');
+  const brokers = brokersText
+    .split(',')
+    .map((broker) => broker.trim())
+    .filter(Boolean);
+  for (const broker of brokers) {
+    if (kafkaBrokerProblem(broker))
+      throw new UsageError(
+        `invalid --kafka-brokers "${broker.slice(0, 80)}": expected host:port, several separated by commas.`,
+      );
+  }
+  const spec: KafkaSinkSpec = { type: 'kafka', brokers, topic };
+  const username = envValue(env, SINK_ENV.kafkaUsername);
+  const password = env[SINK_ENV.kafkaPassword];
+  if (username !== undefined || password) {
+    if (username === undefined || !password)
+      throw new UsageError(
+        `SASL needs both ${SINK_ENV.kafkaUsername} and ${SINK_ENV.kafkaPassword}; ${username === undefined ? SINK_ENV.kafkaUsername : SINK_ENV.kafkaPassword} is not set.`,
+      );
+    const mechanism = envValue(env, SINK_ENV.kafkaMechanism) ?? 'SCRAM-SHA-512';
+    if (!(KAFKA_SASL_MECHANISMS as readonly string[]).includes(mechanism))
+      throw new UsageError(
+        `invalid ${SINK_ENV.kafkaMechanism} "${mechanism.slice(0, 40)}": use ${KAFKA_SASL_MECHANISMS.join(', ')}.`,
+      );
+    spec.sasl = { mechanism: mechanism as KafkaSaslMechanism, username, password };
+  }
+  return spec;
 }
 
 function envValue(env: Readonly<Record<string, string | undefined>>, name: string): string | undefined {
@@ -168,6 +239,9 @@ function parseHeaders(lines: readonly string[], source: string): Record<string, 
 /** For the startup line: where events go, URLs elided. */
 export function describeSinkSpec(spec: SinkSpec): string {
   if (spec.name) return spec.name;
+  if (spec.type === 'kafka') return `kafka ${spec.topic}`;
+  if (spec.type !== 'webhook' && spec.type !== 'slack' && spec.type !== 'stdout')
+    return `${spec.type} ${redactUrl(spec.webhookUrl)}`;
   if (spec.type === 'webhook') return `webhook ${redactUrl(spec.url)}`;
   if (spec.type === 'slack')
     return spec.webhookUrl !== undefined ? `slack ${redactUrl(spec.webhookUrl)}` : `slack ${spec.channel}`;
@@ -193,7 +267,13 @@ function checkedMs(text: string | undefined): number | undefined {
 }
 
 /**
- * A Slack or webhook sink of the config file (checked by meanings.ts) as a sink spec, with its filter
+ * Reads a file a sink names (a CA, a client key, a password) at startup, given its key within the sink;
+ * throws the problem, at that key, when it cannot.
+ */
+export type SinkFileReader = (key: KeyPath, file: string) => string;
+
+/**
+ * A sink of the config file other than stdout (checked by meanings.ts) as a sink spec, with its filter
  * (`filter`), and the file's dead-letter file unless it names its own.
  */
 export function sinkSpecOf(
@@ -201,7 +281,8 @@ export function sinkSpecOf(
   filter: { filter?: FilterSpec },
   deadLetter: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
-): WebhookSinkSpec | SlackSinkSpec {
+  readFile: SinkFileReader,
+): Exclude<SinkSpec, { type: 'stdout' }> {
   const timeoutMs = checkedMs(input.timeout);
   const deadLetterFile = input.deadLetter ?? deadLetter;
   const common = {
@@ -224,6 +305,53 @@ export function sinkSpecOf(
       ...(input.maxRequestsPerSecond !== undefined
         ? { maxRequestsPerSecond: input.maxRequestsPerSecond }
         : {}),
+    };
+  }
+  if (input.type === 'kafka') {
+    const tls = input.tls;
+    const sasl = input.sasl;
+    return {
+      type: 'kafka',
+      brokers: input.brokers,
+      topic: input.topic,
+      ...common,
+      ...(input.clientId ? { clientId: input.clientId } : {}),
+      ...(input.compression ? { compression: input.compression } : {}),
+      ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
+      ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
+      ...(tls === true || typeof tls === 'object'
+        ? {
+            tls:
+              tls === true
+                ? {}
+                : {
+                    ...(tls.caFile ? { ca: readFile(['tls', 'caFile'], tls.caFile) } : {}),
+                    ...(tls.certFile ? { cert: readFile(['tls', 'certFile'], tls.certFile) } : {}),
+                    ...(tls.keyFile ? { key: readFile(['tls', 'keyFile'], tls.keyFile) } : {}),
+                    ...(tls.serverName ? { serverName: tls.serverName } : {}),
+                  },
+          }
+        : {}),
+      ...(sasl
+        ? {
+            sasl: {
+              mechanism: sasl.mechanism,
+              username: sasl.username,
+              password:
+                sasl.password ??
+                readFile(['sasl', 'passwordFile'], sasl.passwordFile ?? '').replace(/\r?\n$/, ''),
+            },
+          }
+        : {}),
+    };
+  }
+  if (input.type !== 'slack') {
+    const minIntervalMs = checkedMs(input.minInterval);
+    return {
+      type: input.type,
+      webhookUrl: input.webhookUrl,
+      ...common,
+      ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
     };
   }
   const apiUrl = input.apiUrl ?? envValue(env, SINK_ENV.slackApiUrl);

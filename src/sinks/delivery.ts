@@ -210,17 +210,16 @@ export function plural(count: number, word: string): string {
 }
 
 /**
- * What the HTTP sinks (Slack, webhooks) share: their retry schedule and connection pool, the wake-up of
- * their delivery loop, the shutdown clock, the trouble report and the counters, and close(): begin the
- * shutdown clock, let the delivery loop finish, hand what is left to `abandonRest`, then release the
- * connections and report.
+ * What the queued sinks (Slack and the other chat platforms, webhooks, Kafka) share: their retry schedule,
+ * the wake-up of their delivery loop, the shutdown clock, the trouble report and the counters, and close():
+ * begin the shutdown clock, let the delivery loop finish, hand what is left to `abandonRest`, then release
+ * the connections (`release`) and report.
  */
-export abstract class HttpSink implements Sink {
+export abstract class DeliverySink implements Sink {
   readonly name: string;
   protected readonly timeoutMs: number;
   protected readonly retry: RetryOptions;
   protected readonly delay: Backoff;
-  protected readonly agent: Dispatcher;
   protected readonly wakeup = new Wakeup();
   protected readonly clock = new ShutdownClock();
   protected readonly trouble: TroubleReport;
@@ -241,7 +240,6 @@ export abstract class HttpSink implements Sink {
     this.timeoutMs = options.timeoutMs;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.delay = retryBackoff(this.retry);
-    this.agent = createAgent(this.timeoutMs);
     this.trouble = new TroubleReport(this.name, options.log);
     this.deadLetterFile = options.deadLetter;
   }
@@ -249,6 +247,40 @@ export abstract class HttpSink implements Sink {
   abstract deliver(event: ChangeEvent): void;
   abstract stats(): SinkStats;
   abstract close(timeoutMs: number): Promise<SinkReport>;
+
+  /** Releases the connections once the delivery loop is over. */
+  protected abstract release(): Promise<void>;
+
+  protected closeWith(timeoutMs: number, abandonRest: () => void): Promise<SinkReport> {
+    this.closed ??= (async () => {
+      this.clock.begin(timeoutMs);
+      this.wakeup.notify();
+      await this.loop;
+      this.clock.dispose();
+      abandonRest();
+      await this.release().catch(() => {});
+      return {
+        name: this.name,
+        stats: this.stats(),
+        ...(this.deadLetterFile ? { deadLetterFile: this.deadLetterFile.path } : {}),
+      };
+    })();
+    return this.closed;
+  }
+}
+
+/** A DeliverySink that POSTs over HTTP: a connection pool, and what a failed post means. */
+export abstract class HttpSink extends DeliverySink {
+  protected readonly agent: Dispatcher;
+
+  constructor(options: ConstructorParameters<typeof DeliverySink>[0]) {
+    super(options);
+    this.agent = createAgent(this.timeoutMs);
+  }
+
+  protected release(): Promise<void> {
+    return this.agent.destroy();
+  }
 
   /**
    * A post that failed for good, or undefined when it is worth retrying: cut short by the shutdown, or
@@ -264,23 +296,6 @@ export abstract class HttpSink implements Sink {
     if (outcome.retryable) return undefined;
     this.trouble.refused(refusalKey, `${outcome.reason}; not retried. ${loss}`);
     return { reason: `${outcome.reason} (not retried)`, refused: true };
-  }
-
-  protected closeWith(timeoutMs: number, abandonRest: () => void): Promise<SinkReport> {
-    this.closed ??= (async () => {
-      this.clock.begin(timeoutMs);
-      this.wakeup.notify();
-      await this.loop;
-      this.clock.dispose();
-      abandonRest();
-      await this.agent.destroy().catch(() => {});
-      return {
-        name: this.name,
-        stats: this.stats(),
-        ...(this.deadLetterFile ? { deadLetterFile: this.deadLetterFile.path } : {}),
-      };
-    })();
-    return this.closed;
   }
 }
 

@@ -76,7 +76,9 @@ export async function postJson(
     const text = await readLimited(response.body);
     const status = response.statusCode;
     if (status >= 200 && status < 300) return { ok: true, status, body: text };
-    const retryAfterMs = retryAfterOf(response.headers['retry-after']);
+    const retryAfterMs =
+      retryAfterOf(response.headers['retry-after']) ??
+      rateLimitResetOf(response.headers['x-ratelimit-reset']);
     const retryable = status === 408 || status === 425 || status === 429 || status >= 500;
     let reason = `HTTP ${status}${statusText(status)}`;
     const excerpt = bodyExcerpt(text);
@@ -133,6 +135,18 @@ function retryAfterOf(value: string | string[] | undefined): number | undefined 
     ms = Math.max(0, date - Date.now());
   }
   return Math.min(Math.round(ms), MAX_RETRY_AFTER_MS);
+}
+
+/**
+ * Mattermost's rate limiter says when to come back in X-Ratelimit-Reset, seconds until the reset, when it
+ * sends no Retry-After; a value that large is an epoch time (Discord's header of that name) and is read so.
+ */
+function rateLimitResetOf(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  const seconds = Number(text);
+  if (!text || !Number.isFinite(seconds) || seconds < 0) return undefined;
+  const ms = seconds > 1e9 ? seconds * 1000 - Date.now() : seconds * 1000;
+  return Math.min(Math.max(0, Math.round(ms)), MAX_RETRY_AFTER_MS);
 }
 
 /** The first 200 characters of a body on one line, quoted; '' for an empty body. */

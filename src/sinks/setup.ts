@@ -7,12 +7,15 @@ import { compileFilter, type FilterSpec } from '../events/filter.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
+import type { BacklogOptions } from './backlog.ts';
+import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
+import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
-import type { SlackFormatOptions } from './slack-format.ts';
+import { DEFAULT_SLACK_FORMAT, type SlackFormatOptions } from './slack-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
 
@@ -64,7 +67,31 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   format?: Partial<SlackFormatOptions>;
 }
 
-export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec;
+export interface KafkaSinkSpec extends HttpSinkSpec {
+  type: 'kafka';
+  /** Bootstrap brokers, host:port each. */
+  brokers: string[];
+  topic: string;
+  clientId?: string;
+  compression?: KafkaCompression;
+  tls?: KafkaTls;
+  /** The password comes from the environment or a file, never a flag. */
+  sasl?: KafkaSasl;
+  batchMaxEvents?: number;
+  queue?: BacklogOptions;
+}
+
+/** Teams, Discord, Mattermost or Google Chat: a webhook URL (a credential), on the chat delivery core. */
+export interface ChatSinkSpec extends HttpSinkSpec {
+  type: ChatPlatformName;
+  webhookUrl: string;
+  minIntervalMs?: number;
+  gatherMs?: number;
+  capacity?: number;
+  format?: Partial<SlackFormatOptions>;
+}
+
+export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | KafkaSinkSpec | ChatSinkSpec;
 
 export interface SinkRuntime {
   log: Logger;
@@ -93,11 +120,15 @@ export interface SinkSet {
 
 /**
  * Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. The
- * HTTP sinks' modules (undici: about 25 MiB) are imported only when there is an HTTP sink.
+ * HTTP sinks' modules (undici: about 25 MiB) and the Kafka client are imported only when there is such a sink.
  */
 export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): Promise<SinkSet> {
   const webhook = specs.some((spec) => spec.type === 'webhook') ? await import('./webhook.ts') : undefined;
   const slack = specs.some((spec) => spec.type === 'slack') ? await import('./slack.ts') : undefined;
+  const kafka = specs.some((spec) => spec.type === 'kafka') ? await import('./kafka.ts') : undefined;
+  const chat = specs.some((spec) => !['stdout', 'webhook', 'slack', 'kafka'].includes(spec.type))
+    ? { ...(await import('./chat.ts')), ...(await import('./chat-platforms.ts')) }
+    : undefined;
   const files = new Map<string, DeadLetterFile>();
   const deadLetter = (path: string | undefined): DeadLetterFile | undefined => {
     if (path === undefined) return undefined;
@@ -148,6 +179,41 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(spec.maxRequestsPerSecond !== undefined
             ? { maxRequestsPerSecond: spec.maxRequestsPerSecond }
             : {}),
+          ...(file ? { deadLetter: file } : {}),
+          ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+        });
+      } else if (spec.type === 'kafka') {
+        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
+        const { KafkaSink } = kafka as typeof import('./kafka.ts');
+        sink = new KafkaSink({
+          brokers: spec.brokers,
+          topic: spec.topic,
+          name: unique(spec.name ?? `kafka ${spec.topic}`),
+          log: runtime.log,
+          ...(spec.clientId ? { clientId: spec.clientId } : {}),
+          ...(spec.compression ? { compression: spec.compression } : {}),
+          ...(spec.tls ? { tls: spec.tls } : {}),
+          ...(spec.sasl ? { sasl: spec.sasl } : {}),
+          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+          ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
+          ...(spec.retry ? { retry: spec.retry } : {}),
+          ...(spec.queue ? { queue: spec.queue } : {}),
+          ...(file ? { deadLetter: file } : {}),
+        });
+      } else if (spec.type !== 'slack') {
+        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
+        const { ChatSink, CHAT_PLATFORMS } = chat as typeof import('./chat.ts') &
+          typeof import('./chat-platforms.ts');
+        const platform = CHAT_PLATFORMS[spec.type];
+        sink = new ChatSink({
+          platform: platform.create(spec.webhookUrl, { ...DEFAULT_SLACK_FORMAT, ...spec.format }),
+          name: unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
+          minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
+          log: runtime.log,
+          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+          ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
+          ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
+          ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
         });

@@ -1,19 +1,19 @@
-// Slack messages (Block Kit) a person can read at a glance:
-// - one event: a header "✏️ UPDATED Deployment shop/web", a context line
-//   (cluster, resource, time), then its changes as `path`: `from` → `to`;
-// - a few events: one section per event with its first changes;
-// - a burst: a digest, "37 changes in shop: 30 pods added, 5 deployments
-//   updated …", per namespace, and the most recent changes.
+// Slack's renderer: the chat message (chat-message.ts: one event in full, a
+// few events one by one, or a digest of a burst) in Block Kit and mrkdwn.
 // Every message stays within Slack's limits: at most 50 blocks, 150
 // characters per header, 3000 per section text, and well under the size at
 // which Slack rejects a message; long values are elided in the middle and
 // what does not fit is counted ("…and 12 more changes").
-import type { Change } from '../diff/types.ts';
-import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import type { EventType } from '../events/event.ts';
+import {
+  type ChatFormatOptions,
+  type ChatMessage,
+  chatMessage,
+  DEFAULT_CHAT_FORMAT,
+  type Line,
+  showsEventsInFull as showsInFull,
+} from './chat-message.ts';
 import type { Digest } from './digest.ts';
-import { formatCount } from './digest.ts';
-import { readablePath, renderValue } from './pretty.ts';
-import { byText, changesFromSeveralManagers } from './who.ts';
 
 type SlackBlock =
   | { type: 'header'; text: { type: 'plain_text'; text: string; emoji: boolean } }
@@ -41,26 +41,10 @@ const SLACK_LIMITS = {
   fallbackText: 1_000,
 } as const;
 
-export interface SlackFormatOptions {
-  /** A batch of up to this many events is shown event by event; more become a digest. Default 5. */
-  maxEventsPerMessage: number;
-  /** Changes shown for an event alone in its message. Default 20. */
-  maxChangesPerEvent: number;
-  /** Changes shown per event when a message holds several. Default 5. */
-  maxChangesPerEventInGroup: number;
-  /** Most recent events shown in a digest. Default 5. */
-  digestRecent: number;
-  /** Longest rendered value before eliding its middle. Default 80. */
-  maxValueLength: number;
-}
-
-export const DEFAULT_SLACK_FORMAT: SlackFormatOptions = {
-  maxEventsPerMessage: 5,
-  maxChangesPerEvent: 20,
-  maxChangesPerEventInGroup: 5,
-  digestRecent: 5,
-  maxValueLength: 80,
-};
+/** What a Slack message shows: the options of every chat platform (chat-message.ts). */
+export type SlackFormatOptions = ChatFormatOptions;
+export const DEFAULT_SLACK_FORMAT: SlackFormatOptions = DEFAULT_CHAT_FORMAT;
+export const showsEventsInFull = showsInFull;
 
 const EMOJI: Record<EventType, string> = {
   ADDED: ':heavy_plus_sign:',
@@ -73,140 +57,30 @@ export function renderSlackMessage(
   batch: Digest,
   options: SlackFormatOptions = DEFAULT_SLACK_FORMAT,
 ): SlackMessage {
-  const events = batch.events;
-  if (batch.complete && events.length === 1) return renderEventMessage(events[0] as ChangeEvent, options);
-  if (batch.complete && events.length <= options.maxEventsPerMessage)
-    return renderEventsMessage(batch, options);
-  return renderDigestMessage(batch, options);
+  return slackBlocks(chatMessage(batch, options, 'Slack takes messages (about one a second)'));
 }
 
-/** Whether renderSlackMessage shows this batch event by event (rather than as a digest). */
-export function showsEventsInFull(
-  batch: Digest,
-  options: SlackFormatOptions = DEFAULT_SLACK_FORMAT,
-): boolean {
-  return batch.complete && batch.count <= options.maxEventsPerMessage;
-}
-
-function renderEventMessage(event: ChangeEvent, options: SlackFormatOptions): SlackMessage {
-  const { object } = event;
-  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
-  const by = elideBy(byText(event.by));
+function slackBlocks(message: ChatMessage): SlackMessage {
   const blocks: SlackBlock[] = [
-    header(`${EMOJI[event.type]} ${event.type} ${object.kind} ${where}`),
-    context([
-      ...(by ? [`by *${escapeMrkdwn(by)}*`] : []),
-      ...(event.cluster ? [`cluster *${escapeMrkdwn(event.cluster)}*`] : []),
-      `${escapeMrkdwn(qualifiedResource(event))} (${escapeMrkdwn(object.apiVersion)})`,
-      clock(event.time),
-      ...notes(event).map((note) => `_${note}_`),
-    ]),
+    header(message.icon ? `${EMOJI[message.icon]} ${message.title}` : message.title),
+    context(message.context.map(mrkdwn)),
   ];
-  const changes = event.changes ?? [];
-  const shown = changes.slice(0, options.maxChangesPerEvent);
-  const perChange = changesFromSeveralManagers(changes);
-  blocks.push(...sections(shown.map((change) => changeLine(change, options.maxValueLength, perChange))));
-  if (changes.length > shown.length) blocks.push(context([`…and ${more(changes.length - shown.length)}`]));
-  const count =
-    changes.length > 0 ? ` (${changes.length === 1 ? '1 change' : `${changes.length} changes`})` : '';
-  return fit({
-    text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${by ? ` by ${by}` : ''}${count}`,
-    blocks,
-  });
+  for (const section of message.sections) blocks.push(...sections(section.lines.map(mrkdwn)));
+  if (message.note) blocks.push(context([escapeMrkdwn(message.note)]));
+  return fit({ text: message.summary, blocks });
 }
 
-function renderEventsMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
-  const blocks: SlackBlock[] = [
-    header(`${formatCount(batch.count)} changes ${batch.where()}`),
-    context([...(batch.cluster ? [`cluster *${escapeMrkdwn(batch.cluster)}*`] : []), timeRange(batch)]),
-  ];
-  for (const event of batch.events) {
-    const changes = event.changes ?? [];
-    const shown = changes.slice(0, options.maxChangesPerEventInGroup);
-    const perChange = changesFromSeveralManagers(changes);
-    const lines = [
-      eventTitle(event),
-      ...shown.map((change) => changeLine(change, options.maxValueLength, perChange)),
-    ];
-    if (changes.length > shown.length) lines.push(`_…and ${more(changes.length - shown.length)}_`);
-    blocks.push(...sections(lines));
-  }
-  return fit({ text: `${prefix(batch.cluster)}${batch.summary()}`, blocks });
-}
-
-function renderDigestMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
-  const parts = batch.parts();
-  const shownParts = parts.slice(0, 10).map((part) => `• ${escapeMrkdwn(part)}`);
-  if (parts.length > 10) shownParts.push(`• …and ${parts.length - 10} more kinds of change`);
-  const blocks: SlackBlock[] = [
-    header(`${formatCount(batch.count)} changes ${batch.where()}`),
-    context([...(batch.cluster ? [`cluster *${escapeMrkdwn(batch.cluster)}*`] : []), timeRange(batch)]),
-    ...sections(shownParts),
-  ];
-  const namespaces = batch.namespaces();
-  if (namespaces.length > 1) {
-    const shown = namespaces
-      .slice(0, 12)
-      .map(([name, count]) => `${name === '' ? '_cluster-wide_' : escapeMrkdwn(name)} ${formatCount(count)}`);
-    if (namespaces.length > 12) shown.push(`…and ${namespaces.length - 12} more`);
-    blocks.push(...sections([`*By namespace:* ${shown.join(' · ')}`]));
-  }
-  const recent = batch.events.slice(-options.digestRecent);
-  if (recent.length > 0) {
-    const lines = recent.map((event) => recentLine(event, options.maxValueLength));
-    blocks.push(
-      ...sections([recent.length === 1 ? '*Most recent:*' : '*Most recent, oldest first:*', ...lines]),
-    );
-  }
-  blocks.push(
-    context([
-      'Changes came faster than Slack takes messages (about one a second), so kubediff summarized them.',
-    ]),
-  );
-  return fit({ text: `${prefix(batch.cluster)}${batch.summary()}`, blocks });
-}
-
-function prefix(cluster: string | undefined): string {
-  return cluster ? `[${cluster}] ` : '';
-}
-
-function notes(event: ChangeEvent): string[] {
-  return [
-    event.offline ? 'happened while kubediff was not watching' : '',
-    event.finalStateUnknown ? 'final state unknown' : '',
-  ].filter(Boolean);
-}
-
-function eventTitle(event: ChangeEvent): string {
-  const { object } = event;
-  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
-  const extra = notes(event).map((note) => ` _(${note})_`);
-  const by = elideBy(byText(event.by));
-  const who = by ? ` by *${escapeMrkdwn(by)}*` : '';
-  return `${EMOJI[event.type]} *${event.type}* ${escapeMrkdwn(object.kind)} ${code(where)}${who}${extra.join('')}`;
-}
-
-function recentLine(event: ChangeEvent, maxValueLength: number): string {
-  const first = event.changes?.[0];
-  if (!first) return eventTitle(event);
-  const rest = (event.changes?.length ?? 1) - 1;
-  const change = changeLine(first, Math.min(maxValueLength, 40)).replace(/^• /, '');
-  return `${eventTitle(event)} — ${change}${rest > 0 ? ` _(+${rest} more)_` : ''}`;
-}
-
-/** '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'. */
-/** One change; with `withManager`, followed by its manager (the event's changes come from several). */
-function changeLine(change: Change, maxValueLength: number, withManager = false): string {
-  const path = code(elide(readablePath(change.path), 120));
-  const value = (v: Change['from']) => code(renderValue(v ?? null, maxValueLength));
-  const owner = withManager && change.manager ? ` _(${escapeMrkdwn(elide(change.manager, 80))})_` : '';
-  if (change.op === 'add') return `• ${path} added: ${value(change.to)}${owner}`;
-  if (change.op === 'remove') return `• ${path} removed (was ${value(change.from)})${owner}`;
-  return `• ${path}: ${value(change.from)} → ${value(change.to)}${owner}`;
-}
-
-function more(count: number): string {
-  return count === 1 ? '1 more change' : `${formatCount(count)} more changes`;
+/** A line in Slack's mrkdwn: *bold*, _italic_, `code`, :emoji:, the rest escaped. */
+function mrkdwn(line: Line): string {
+  return line
+    .map((span) => {
+      if (span.style === 'icon') return EMOJI[span.text as EventType];
+      if (span.style === 'code') return code(span.text);
+      if (span.style === 'bold') return `*${escapeMrkdwn(span.text)}*`;
+      if (span.style === 'italic') return `_${escapeMrkdwn(span.text)}_`;
+      return escapeMrkdwn(span.text);
+    })
+    .join('');
 }
 
 /** Slack's mrkdwn needs &, < and > escaped; everything else is shown as is. */
@@ -217,25 +91,6 @@ function escapeMrkdwn(text: string): string {
 /** Inline code; a backtick inside would end it early, so it becomes a look-alike. */
 function code(text: string): string {
   return `\`${escapeMrkdwn(text.replaceAll('`', 'ˋ'))}\``;
-}
-
-function elide(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const keep = Math.floor((max - 1) / 2);
-  return `${text.slice(0, keep)}…${text.slice(-keep)}`;
-}
-
-function clock(time: string): string {
-  return `${time.slice(11, 19)} UTC`;
-}
-
-function timeRange(batch: Digest): string {
-  const first = batch.firstTime;
-  const last = batch.lastTime;
-  if (!first || !last) return '';
-  if (first.slice(0, 19) === last.slice(0, 19)) return clock(first);
-  const sameDay = first.slice(0, 10) === last.slice(0, 10);
-  return `${sameDay ? first.slice(11, 19) : `${first.slice(0, 10)} ${first.slice(11, 19)}`}–${last.slice(11, 19)} UTC`;
 }
 
 function header(text: string): SlackBlock {
@@ -309,9 +164,4 @@ function fit(message: SlackMessage): SlackMessage {
   while (blocks.length > 1 && (blocks.length > SLACK_LIMITS.blocks - 1 || total() > budget)) blocks.pop();
   blocks.push(note);
   return { text, blocks };
-}
-
-/** Who made it, short enough for a context element or a title (up to 128 characters per manager name). */
-function elideBy(by: string | undefined): string | undefined {
-  return by === undefined ? undefined : elide(by, 150);
 }

@@ -1,21 +1,15 @@
 // Posts to Slack through an incoming webhook or, with a bot token, through
-// chat.postMessage to a channel. Slack takes about one message per second
-// per webhook or channel, so this sink never sends faster than that: events
-// that arrive meanwhile are gathered, and the next message shows them one by
-// one when they are few, or as a digest when they are many. A 429 waits for
-// Retry-After while events keep gathering, so a burst or an outage costs a
-// few messages, never hours of backlog. Memory is bounded: beyond `capacity`
-// waiting events only counts are kept.
+// chat.postMessage to a channel, on the chat delivery core (chat.ts: one
+// message a second at most, gathering, digests, 429s): what is Slack's own
+// here is the message (slack-format.ts), the bot's headers and body, and
+// what Slack's answers mean.
 
-import type { ChangeEvent } from '../events/event.ts';
-import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
-import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
-import { Digest } from './digest.ts';
-import { bodyExcerpt, type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
-import type { SinkReport, SinkStats } from './sink.ts';
+import { type ChatPlatform, ChatSink } from './chat.ts';
+import type { DeadLetterFile } from './dead-letter.ts';
+import type { RetryOptions } from './delivery.ts';
+import { bodyExcerpt, type PostOutcome } from './http.ts';
 import {
   DEFAULT_SLACK_FORMAT,
   renderSlackMessage,
@@ -50,14 +44,9 @@ export interface SlackSinkOptions {
   log: Logger;
 }
 
-const SLACK_DEFAULTS = {
-  apiUrl: 'https://slack.com/api',
-  timeoutMs: 10_000,
-  minIntervalMs: 1_000,
-  gatherMs: 300,
-  capacity: 1_000,
-  capacityBytes: 16 * 1024 * 1024,
-};
+const SLACK_API_URL = 'https://slack.com/api';
+/** Slack takes about one message per second per webhook or channel. */
+export const SLACK_MIN_INTERVAL_MS = 1_000;
 
 /** chat.postMessage errors worth retrying; every other `error` is final. */
 const RETRYABLE_API_ERRORS = new Set([
@@ -86,191 +75,43 @@ const WEBHOOK_ERROR_HINTS: Record<string, string> = {
   action_prohibited: 'an admin restricted posting to this channel',
 };
 
-export class SlackSink extends HttpSink {
-  private readonly options: SlackSinkOptions;
-  private readonly url: URL;
-  private readonly minIntervalMs: number;
-  private readonly gatherMs: number;
-  private readonly capacity: number;
-  private readonly capacityBytes: number;
-  private readonly format: SlackFormatOptions;
-  private pending: Digest;
-  private pendingSince = 0;
-  private inFlight: Digest | undefined;
-  private nextSendAt = 0;
-  protected readonly loop: Promise<void>;
-
+/** Slack on the chat delivery core: Block Kit messages (slack-format.ts), and what Slack's answers mean. */
+export class SlackSink extends ChatSink {
   constructor(options: SlackSinkOptions) {
     super({
+      platform: slackPlatform(options.target, { ...DEFAULT_SLACK_FORMAT, ...options.format }),
       name: options.name ?? slackSinkName(options.target),
-      timeoutMs: options.timeoutMs ?? SLACK_DEFAULTS.timeoutMs,
-      retry: options.retry,
+      minIntervalMs: options.minIntervalMs ?? SLACK_MIN_INTERVAL_MS,
       log: options.log,
-      deadLetter: options.deadLetter,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.gatherMs !== undefined ? { gatherMs: options.gatherMs } : {}),
+      ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
+      ...(options.capacityBytes !== undefined ? { capacityBytes: options.capacityBytes } : {}),
+      ...(options.retry ? { retry: options.retry } : {}),
+      ...(options.deadLetter ? { deadLetter: options.deadLetter } : {}),
+      ...(options.userAgent ? { userAgent: options.userAgent } : {}),
     });
-    this.options = options;
-    const target = options.target;
-    this.url =
+  }
+}
+
+function slackPlatform(target: SlackTarget, format: SlackFormatOptions): ChatPlatform {
+  return {
+    url:
       target.kind === 'webhook'
         ? new URL(target.url)
-        : new URL(`${(target.apiUrl ?? SLACK_DEFAULTS.apiUrl).replace(/\/+$/, '')}/chat.postMessage`);
-    this.minIntervalMs = options.minIntervalMs ?? SLACK_DEFAULTS.minIntervalMs;
-    this.gatherMs = options.gatherMs ?? SLACK_DEFAULTS.gatherMs;
-    this.capacity = Math.max(1, options.capacity ?? SLACK_DEFAULTS.capacity);
-    this.capacityBytes = options.capacityBytes ?? SLACK_DEFAULTS.capacityBytes;
-    this.format = { ...DEFAULT_SLACK_FORMAT, ...options.format };
-    this.pending = this.newBatch();
-    this.loop = this.run();
-  }
-
-  deliver(event: ChangeEvent): void {
-    this.counters.accepted++;
-    if (this.clock.closing) {
-      const batch = this.newBatch();
-      batch.add(event);
-      this.abandon(batch, 'arrived after shutdown began');
-      return;
-    }
-    if (this.pending.isEmpty) this.pendingSince = Date.now();
-    this.pending.add(event);
-    this.wakeup.notify();
-  }
-
-  stats(): SinkStats {
-    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) };
-  }
-
-  close(timeoutMs: number): Promise<SinkReport> {
-    return this.closeWith(timeoutMs, () => {
-      if (!this.pending.isEmpty) {
-        this.abandon(this.pending, 'not delivered within the shutdown timeout');
-        this.pending = this.newBatch();
-      }
-    });
-  }
-
-  private newBatch(): Digest {
-    return new Digest({ retain: this.capacity, retainBytes: this.capacityBytes });
-  }
-
-  private async run(): Promise<void> {
-    for (;;) {
-      if (this.clock.expired) return;
-      if (this.pending.isEmpty) {
-        if (this.clock.closing) return;
-        await this.wakeup.wait();
-        continue;
-      }
-      // Related events (a rollout) come within moments of each other: gather them into one message.
-      if (!this.clock.closing && Date.now() < this.pendingSince + this.gatherMs) {
-        await this.wakeup.wait(this.pendingSince + this.gatherMs - Date.now(), this.clock.closingSignal);
-        continue;
-      }
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
-      const batch = this.pending;
-      this.pending = this.newBatch();
-      this.inFlight = batch;
-      try {
-        await this.send(batch);
-      } catch (error) {
-        // A bug must not end deliveries silently: account for this message and go on with the next.
-        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-        this.abandon(batch, `unexpected failure: ${errorMessage(error)}`);
-      } finally {
-        this.inFlight = undefined;
-      }
-    }
-  }
-
-  /** Sends `batch`, folding in whatever arrives while it waits to be retried. */
-  private async send(batch: Digest): Promise<void> {
-    let failures = 0;
-    let attempts = 0;
-    for (;;) {
-      attempts++;
-      const message = renderSlackMessage(batch, this.format);
-      const startedAt = performance.now();
-      const outcome = classify(
-        await postJson(this.agent, this.url, JSON.stringify(this.payload(message)), {
-          headers: this.headers(),
-          timeoutMs: this.timeoutMs,
-          signal: this.clock.deadlineSignal,
-        }),
-        this.options.target.kind,
-      );
-      this.trouble.requestDone(startedAt, outcome.ok);
-      this.nextSendAt = Date.now() + this.minIntervalMs;
-      if (outcome.ok) {
-        this.delay.reset();
-        this.trouble.recovered();
-        if (showsEventsInFull(batch, this.format)) this.counters.delivered += batch.count;
-        else {
-          this.counters.summarized += batch.count;
-          this.counters.digests++;
-        }
-        return;
-      }
-      const final = this.finalFailure(
-        outcome,
-        `status ${outcome.status ?? ''} ${outcome.reason}`,
-        this.describeLoss(batch),
-      );
-      if (final) {
-        this.abandon(batch, final.reason);
-        return;
-      }
-      let wait: number;
-      if (outcome.status === 429) {
-        // Slack's own pacing: wait as told; events keep gathering, so this does not count as a failure.
-        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.minIntervalMs);
-      } else {
-        failures++;
-        if (failures >= this.retry.maxAttempts) {
-          this.trouble.refused(
-            `gave up: ${outcome.status ?? outcome.reason}`,
-            `${outcome.reason}; gave up after ${plural(failures, 'attempt')}. ${this.describeLoss(batch)}`,
-          );
-          this.abandon(batch, `${outcome.reason} (gave up after ${plural(failures, 'attempt')})`);
-          return;
-        }
-        wait = this.delay.next(outcome.retryAfterMs);
-      }
-      this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempts);
-      this.nextSendAt = Date.now() + wait;
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
-        this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
-        return;
-      }
-      // Everything that arrived meanwhile goes out with this message.
-      batch.merge(this.pending);
-      this.pending = this.newBatch();
-    }
-  }
-
-  private payload(message: { text: string; blocks: unknown[] }): Record<string, unknown> {
-    const base = { text: message.text, blocks: message.blocks, unfurl_links: false, unfurl_media: false };
-    const target = this.options.target;
-    return target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base;
-  }
-
-  private headers(): Record<string, string> {
-    const headers: Record<string, string> = {
-      'content-type': 'application/json; charset=utf-8',
-      'user-agent': this.options.userAgent ?? 'kubediff',
-    };
-    const target = this.options.target;
-    if (target.kind === 'bot') headers.authorization = `Bearer ${target.token}`;
-    return headers;
-  }
-
-  private describeLoss(batch: Digest): string {
-    return lossNote(plural(batch.count, 'event'), this.options.deadLetter);
-  }
-
-  /** Events that will not reach Slack: kept ones to the dead-letter file, the rest counted as lost. */
-  private abandon(batch: Digest, reason: string): void {
-    if (!batch.isEmpty) abandonDigest(this.counters, this.options.deadLetter, this.name, reason, batch);
-  }
+        : new URL(`${(target.apiUrl ?? SLACK_API_URL).replace(/\/+$/, '')}/chat.postMessage`),
+    render(batch) {
+      const message = renderSlackMessage(batch, format);
+      const base = { text: message.text, blocks: message.blocks, unfurl_links: false, unfurl_media: false };
+      return {
+        body: target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base,
+        inFull: showsEventsInFull(batch, format),
+      };
+    },
+    headers: (): Record<string, string> =>
+      target.kind === 'bot' ? { authorization: `Bearer ${target.token}` } : {},
+    classify: (outcome) => classify(outcome, target.kind),
+  };
 }
 
 /** The name a Slack sink goes by in logs and reports when its config gives none: the host, or the channel. */

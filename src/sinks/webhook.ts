@@ -9,12 +9,12 @@
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
-import { formatSize } from '../util/size.ts';
 import { redactUrl } from '../util/url.ts';
+import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
+import { HttpSink, plural, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
-import { EventQueue } from './event-queue.ts';
+import type { EventQueue } from './event-queue.ts';
 import { postJson, reasonWithRetryAfter } from './http.ts';
 import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
@@ -26,14 +26,7 @@ export interface WebhookBatchOptions {
   maxWaitMs?: number;
 }
 
-export interface WebhookQueueOptions {
-  /** Events waiting individually before new ones are folded into a digest. Default 10,000… */
-  capacity?: number;
-  /** …or this many bytes of them (as JSON), whichever comes first. Default 64 MiB. */
-  maxBytes?: number;
-  /** Events a digest carries in full (the most recent). Default 20. */
-  digestRetain?: number;
-}
+export type WebhookQueueOptions = BacklogOptions;
 
 export interface WebhookSinkOptions {
   url: string;
@@ -59,9 +52,6 @@ export interface WebhookSinkOptions {
 const WEBHOOK_DEFAULTS = {
   timeoutMs: 10_000,
   batchMaxWaitMs: 1_000,
-  queueCapacity: 10_000,
-  queueMaxBytes: 64 * 1024 * 1024,
-  digestRetain: 20,
   userAgent: 'kubediff',
 };
 
@@ -73,12 +63,10 @@ type Work =
 export class WebhookSink extends HttpSink {
   private readonly url: URL;
   private readonly options: WebhookSinkOptions;
+  private readonly backlog: SinkBacklog;
   private readonly queue: EventQueue;
-  /** Events folded into each digest that were written to the dead-letter file when evicted from it. */
-  private readonly evictedWritten = new WeakMap<Digest, number>();
   private inFlight = 0;
   private nextSendAt = 0;
-  private overflowing = false;
   protected readonly loop: Promise<void>;
 
   constructor(options: WebhookSinkOptions) {
@@ -92,27 +80,12 @@ export class WebhookSink extends HttpSink {
     });
     this.options = options;
     this.url = url;
-    let currentDigest: Digest | undefined;
-    this.queue = new EventQueue({
-      capacity: options.queue?.capacity ?? WEBHOOK_DEFAULTS.queueCapacity,
-      maxBytes: options.queue?.maxBytes ?? WEBHOOK_DEFAULTS.queueMaxBytes,
-      digestRetain: options.queue?.digestRetain ?? WEBHOOK_DEFAULTS.digestRetain,
-      onOverflow: (digest) => {
-        currentDigest = digest;
-        this.startOverflow();
-      },
-      onEvict: (event) => {
-        const file = this.options.deadLetter;
-        if (!file || !currentDigest) return;
-        const written = file.writeEvents(
-          this.name,
-          `queue full: summarized in digest ${currentDigest.id}, not delivered individually`,
-          [event],
-        );
-        if (written)
-          this.evictedWritten.set(currentDigest, (this.evictedWritten.get(currentDigest) ?? 0) + 1);
-      },
+    this.backlog = new SinkBacklog(this.name, options.queue, {
+      counters: this.counters,
+      trouble: this.trouble,
+      deadLetter: options.deadLetter,
     });
+    this.queue = this.backlog.queue;
     this.loop = this.run();
   }
 
@@ -122,13 +95,7 @@ export class WebhookSink extends HttpSink {
       this.abandon([event], 'arrived after shutdown began');
       return;
     }
-    try {
-      this.queue.push(event);
-    } catch (error) {
-      // An event that cannot be serialized: accounted for; the router reports it (src/util/event-failures.ts).
-      this.counters.lost++;
-      throw error;
-    }
+    this.backlog.push(event);
     this.wakeup.notify();
   }
 
@@ -137,12 +104,9 @@ export class WebhookSink extends HttpSink {
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
-    return this.closeWith(timeoutMs, () => {
-      for (const entry of this.queue.drain()) {
-        if (entry.kind === 'event') this.abandon([entry.event], 'not delivered within the shutdown timeout');
-        else this.abandonDigest(entry.digest, 'not delivered within the shutdown timeout');
-      }
-    });
+    return this.closeWith(timeoutMs, () =>
+      this.backlog.abandonAll('not delivered within the shutdown timeout'),
+    );
   }
 
   private async run(): Promise<void> {
@@ -159,10 +123,7 @@ export class WebhookSink extends HttpSink {
       } finally {
         this.inFlight = 0;
       }
-      if (this.overflowing && this.queue.length === 0) {
-        this.overflowing = false;
-        this.trouble.info('caught up with the backlog.');
-      }
+      this.backlog.settled();
     }
   }
 
@@ -287,24 +248,11 @@ export class WebhookSink extends HttpSink {
   }
 
   private abandon(events: readonly ChangeEvent[], reason: string): void {
-    const file = this.options.deadLetter;
-    if (file?.writeEvents(this.name, reason, events)) this.counters.deadLettered += events.length;
-    else this.counters.lost += events.length;
+    this.backlog.abandon(events, reason);
   }
 
   private abandonDigest(digest: Digest, reason: string): void {
-    const written = this.evictedWritten.get(digest) ?? 0;
-    abandonDigest(this.counters, this.options.deadLetter, this.name, reason, digest, written);
-  }
-
-  private startOverflow(): void {
-    if (this.overflowing) return;
-    this.overflowing = true;
-    const file = this.options.deadLetter;
-    this.trouble.warn(
-      `${plural(this.queue.individualEvents, 'event')} (${formatSize(this.queue.individualBytes)}) waiting (the receiver is slower than the cluster, or failing); ` +
-        `further events are summarized in a digest${file ? ` and written in full to ${file.path}` : ''} until it catches up.`,
-    );
+    this.backlog.abandonDigest(digest, reason);
   }
 }
 

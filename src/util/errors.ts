@@ -27,3 +27,12 @@ export function invalidSetting(name: string, text: string, problem: string): Usa
   const shown = name.startsWith('-') ? `${name} "${text}"` : `${name}="${text}"`;
   return new UsageError(`invalid ${shown}: ${problem}.`);
 }
+
+/** Why a file could not be read, in a few words: 'no such file', 'permission denied', … */
+export function fileReadProblem(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'it is a directory';
+  return error instanceof Error ? error.message : String(error);
+}

@@ -52,3 +52,14 @@ export function scrubUrl(text: string, url: URL): string {
   }
   return out;
 }
+
+/**
+ * Why `text` is not a Kafka broker address (host:port, an IPv6 host in brackets), or undefined when it is.
+ * The one check of broker addresses, for flags and the config file.
+ */
+export function kafkaBrokerProblem(text: string): string | undefined {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(\d{1,5})$/.exec(text);
+  const port = Number(match?.[2]);
+  if (!match || port < 1 || port > 65535) return 'expected host:port';
+  return undefined;
+}

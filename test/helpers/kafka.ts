@@ -264,7 +264,10 @@ async function startOwnKafka(options: StartKafkaOptions): Promise<RunningKafka> 
 
     // Format the metadata log: a cluster id (a Kafka Uuid is 16 bytes in URL-safe base64) and the
     // SCRAM users, which KRaft stores in the metadata log itself.
-    const clusterId = randomBytes(16).toString('base64url');
+    // One that starts with '-' would be read as an option (1 start in 64 failed so): Kafka's own
+    // Uuid.randomUuid() avoids those too.
+    let clusterId = randomBytes(16).toString('base64url');
+    while (clusterId.startsWith('-')) clusterId = randomBytes(16).toString('base64url');
     const scram = (['SCRAM-SHA-256', 'SCRAM-SHA-512'] as const).flatMap((mechanism) => [
       '--add-scram',
       `${mechanism}=[name=${users[mechanism].username},password=${users[mechanism].password}]`,

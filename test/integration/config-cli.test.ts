@@ -190,7 +190,7 @@ describe('kubediff validate', () => {
     assert.equal(result.code, 0, shown(result));
     assert.equal(
       result.stdout,
-      `${EXAMPLE}: valid (preset default; 3 sinks: stdout, slack-prod, release-tracker).\n`,
+      `${EXAMPLE}: valid (preset default; 5 sinks: stdout, slack-prod, release-tracker, kafka, teams).\n`,
     );
     assert.match(
       result.stderr,

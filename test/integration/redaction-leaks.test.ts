@@ -1,12 +1,13 @@
 // No secret value reaches any output, end to end: the real CLI against the real API server. A seeded corpus
 // (test/helpers/secret-corpus.ts) of Secrets, ConfigMaps and custom resources with `redact:` rules is
 // created, edited at random and partly deleted while two kubediffs watch it: one with a redaction key,
-// --explain, --debug, a state file, a webhook, a refusing webhook (its events go to the dead-letter file)
-// and Slack; one printing pretty output with plain hashes. Then more edits while the first is stopped, and
-// a restart that catches up on them from the state file; then `kubediff history` and `kubediff ui`. Every output is searched
-// for every secret value and its base64 (test/helpers/leak-check.ts): stdout (JSON and pretty), stderr,
-// webhook and Slack bodies, the dead-letter file and its rotated files, /readyz and /metrics, the state
-// database and its -wal, history's output, and every answer of the UI's API.
+// --explain, --debug, a state file, a webhook, a refusing webhook (its events go to the dead-letter file),
+// Slack, Teams, Discord and Kafka; one printing pretty output with plain hashes. Then more edits while the
+// first is stopped, and a restart that catches up on them from the state file; then `kubediff history` and
+// `kubediff ui`. Every output is searched for every secret value and its base64 (test/helpers/leak-check.ts):
+// stdout (JSON and pretty), stderr, webhook, Slack, Teams and Discord bodies, Kafka records (keys, headers,
+// values), the dead-letter file and its rotated files, /readyz and /metrics, the state database and its
+// -wal, history's output, and every answer of the UI's API.
 // The in-process corpus, much larger, is test/unit/redaction-leaks.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -18,6 +19,8 @@ import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } f
 import { testCluster } from '../helpers/cluster-env.ts';
 import { matching } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { consume, createTopic } from '../helpers/kafka.ts';
+import { testKafka, testTopic } from '../helpers/kafka-env.ts';
 import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource, receiverSource } from '../helpers/leak-check.ts';
 import { seededRandom } from '../helpers/random-json.ts';
@@ -145,13 +148,18 @@ async function startWatch(
 }
 
 describe('no secret value reaches any output (real CLI, real API server)', () => {
-  it('stdout JSON and pretty, logs, webhook and Slack bodies, dead letters, the state file, history', async () => {
+  it('stdout JSON and pretty, logs, webhook, chat and Kafka deliveries, dead letters, the state file, history', async () => {
     const namespace = await admin.createNamespace('leaks');
     const corpus = new SecretCorpus({ seed: 7, apiValid: true }, seededRandom(7));
     const webhook = await HttpReceiver.start();
     const refusing = await HttpReceiver.start({ defaultReply: { status: 400, body: 'refused' } });
     const slack = await HttpReceiver.start();
-    receivers.push(webhook, refusing, slack);
+    const teams = await HttpReceiver.start();
+    const discord = await HttpReceiver.start({ defaultReply: { status: 204, body: '' } });
+    receivers.push(webhook, refusing, slack, teams, discord);
+    const kafka = testKafka();
+    const topic = testTopic('leaks');
+    await createTopic(kafka, topic, { partitions: 2 });
     const statePath = path.join(dir, 'state.db');
     const deadLetterPath = path.join(dir, 'dead.jsonl');
     const selection = {
@@ -177,6 +185,9 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
           { type: 'webhook', url: webhook.url('/hook') },
           { type: 'webhook', name: 'refusing', url: refusing.url('/hook') },
           { type: 'slack', webhookUrl: slack.url('/services/T/B/X') },
+          { type: 'teams', webhookUrl: teams.url('/workflows/X') },
+          { type: 'discord', webhookUrl: discord.url('/api/webhooks/1/X') },
+          { type: 'kafka', brokers: [kafka.brokers], topic },
         ],
       }),
     );
@@ -270,6 +281,13 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const uiAnswers = await readEverythingFromUi(statePath);
 
     const hmacMarker = /redacted hmac:[0-9a-f]{8}/;
+    // Both runs produce every event they print to Kafka (at least once: a count, not an exact match).
+    const produced =
+      firstResult.stdout.split('\n').filter(Boolean).length +
+      secondResult.stdout.split('\n').filter(Boolean).length;
+    const records = await consume(kafka, topic, { count: produced, idleTimeoutMs: 15_000 });
+    assert.ok(records.length >= produced, `${records.length} Kafka records for ${produced} events`);
+    const kafkaText = records.map((r) => `${r.key} ${JSON.stringify(r.headers)} ${r.value}\n`).join('');
     const sources: LeakSource[] = [
       { name: 'stdout (json)', read: () => firstResult.stdout, expect: hmacMarker },
       {
@@ -284,6 +302,9 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       receiverSource('webhook bodies', webhook, hmacMarker),
       receiverSource('refused webhook bodies', refusing, hmacMarker),
       receiverSource('Slack payloads', slack, hmacMarker),
+      receiverSource('Teams payloads', teams, hmacMarker),
+      receiverSource('Discord payloads', discord, hmacMarker),
+      { name: 'Kafka records (key, headers, value)', read: () => kafkaText, expect: hmacMarker },
       fileSource('dead-letter file', deadLetterPath, hmacMarker),
       fileSource('rotated dead-letter file .1', `${deadLetterPath}.1`, hmacMarker),
       fileSource('rotated dead-letter file .2', `${deadLetterPath}.2`, hmacMarker),

@@ -107,6 +107,21 @@ const CORPUS: [string, string[]][] = [
     ],
   ],
   [
+    'kafka-and-chat.yaml',
+    [
+      'invalid config file kafka-and-chat.yaml: 9 problems:',
+      '  kafka-and-chat.yaml:3:29: sinks[0].brokers[1]: expected host:port, got "kafka-1"',
+      '  kafka-and-chat.yaml:3:40: sinks[0].brokers[2]: expected host:port, got "[::1]:99999"',
+      '  kafka-and-chat.yaml:5:18: sinks[0].compression: expected one of none, gzip, snappy, lz4, zstd, got "brotli"',
+      '  kafka-and-chat.yaml:6:11: sinks[0].sasl: needs password (from an environment variable) or passwordFile',
+      '  kafka-and-chat.yaml:7:10: sinks[0].tls: a client certificate needs both certFile and keyFile',
+      '  kafka-and-chat.yaml:11:11: sinks[1].sasl: give the password either as password (from an environment variable) or as passwordFile, not both',
+      '  kafka-and-chat.yaml:13:17: sinks[2].webhookUrl: expected an http:// or https:// URL, not ftp://',
+      '  kafka-and-chat.yaml:14:5: sinks[3]: missing key webhookUrl',
+      '  kafka-and-chat.yaml:17:18: sinks[4].minInterval: expected a duration such as 500ms, 30s, 5m, 2h or 7d, got "soon"',
+    ],
+  ],
+  [
     'missing-env.yaml',
     [
       'invalid config file missing-env.yaml: 3 problems:',
@@ -133,7 +148,7 @@ const CORPUS: [string, string[]][] = [
     'sinks-shape.yaml',
     [
       'invalid config file sinks-shape.yaml: 6 problems:',
-      '  sinks-shape.yaml:2:11: sinks[0].type: expected one of stdout, webhook, slack, got "smtp"',
+      '  sinks-shape.yaml:2:11: sinks[0].type: expected one of stdout, webhook, slack, kafka, teams, discord, mattermost, google-chat, got "smtp"',
       '  sinks-shape.yaml:3:5: sinks[1]: missing key url',
       '  sinks-shape.yaml:5:5: sinks[2]: missing key type',
       '  sinks-shape.yaml:8:12: sinks[3].batch: expected a number from 1 to 10,000, got the number 0',
@@ -524,7 +539,7 @@ sinks:
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:13: deadLetter: applies to webhook and Slack sinks, and none is listed (stdout has no dead letters).',
+          'invalid config file c.yaml:1:13: deadLetter: applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters).',
     );
     const ok = settingsFromConfig(
       parseConfig(

@@ -3,7 +3,8 @@
 // base64. They go through the real pipeline in-process, the way `kubediff watch --state` runs it: informers
 // (LIST items without apiVersion/kind, watch events, a relist after a gap, a catch-up from the state file
 // after a restart), normalization, the event builder, the state recorder; and every event through every
-// renderer: JSON lines, pretty (with and without color), --explain lines, Slack messages and digests,
+// renderer: JSON lines, pretty (with and without color), --explain lines, Slack, Teams, Discord, Mattermost
+// and Google Chat messages and digests,
 // digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
 // as JSON and pretty. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
@@ -26,6 +27,8 @@ import { Pipeline } from '../../src/events/pipeline.ts';
 import { Informer } from '../../src/informer/informer.ts';
 import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
+import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
@@ -40,6 +43,7 @@ import { configmaps, secrets } from '../helpers/resource-types.ts';
 import { CORPUS_REDACT_RULES, type CorpusKind, SecretCorpus, VAULT_TYPE } from '../helpers/secret-corpus.ts';
 import { memoryLog } from '../helpers/sink-test.ts';
 
+const CHAT_PLATFORM_NAMES = Object.keys(CHAT_PLATFORMS) as ChatPlatformName[];
 const TYPES: Record<CorpusKind, ResourceType> = { Secret: secrets, ConfigMap: configmaps, Vault: VAULT_TYPE };
 /** The key holds the canary too: if it ever reached an output, the scan would find it. */
 const KEY = `${CANARY}redaction-key-0123456789`;
@@ -99,6 +103,15 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     explain: [],
     slack: [],
     digestPayload: [],
+    ...Object.fromEntries(CHAT_PLATFORM_NAMES.map((name) => [name, []])),
+  };
+  const chats = CHAT_PLATFORM_NAMES.map((name) => ({
+    name,
+    platform: CHAT_PLATFORMS[name].create('https://chat.example.invalid/hook', DEFAULT_CHAT_FORMAT),
+  }));
+  // Every chat renderer, for one event alone, a few and a digest (as Slack's below).
+  const renderChats = (digest: Digest) => {
+    for (const chat of chats) out[chat.name]!.push(JSON.stringify(chat.platform.render(digest).body));
   };
   const renderColor = prettyRenderer({ color: true });
   const renderPlain = prettyRenderer({ color: false });
@@ -117,14 +130,17 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     const alone = new Digest({ retain: 1 });
     alone.add(event);
     out.slack!.push(JSON.stringify(renderSlackMessage(alone)));
+    renderChats(alone);
     batch.add(event);
     if (batch.count === 5) {
       out.slack!.push(JSON.stringify(renderSlackMessage(batch)));
+      renderChats(batch);
       batch = new Digest({ retain: 5 });
     }
     burst.add(event);
     if (burst.count === 23) {
       out.slack!.push(JSON.stringify(renderSlackMessage(burst)));
+      renderChats(burst);
       out.digestPayload!.push(JSON.stringify(burst.toPayload()));
       deadLetters.writeDigest('webhook', 'refused (400)', burst.toPayload());
       burst = new Digest({
@@ -265,7 +281,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     runHistory(undefined, { state: statePath, output: format }, { stdout, isTTY: false });
     return chunks.join('');
   };
-  // Slack escapes '<' and '>' (mrkdwn), so the marker is matched without them.
+  // Slack, Google Chat and the markdown platforms escape '<' and '>', so the marker is matched without them.
   const marker = key ? /redacted hmac:[0-9a-f]{8}/ : /redacted sha256:[0-9a-f]{8}/;
   const sources: LeakSource[] = [
     ...Object.entries(out).map(([name, texts]) => ({

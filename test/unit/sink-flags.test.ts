@@ -69,6 +69,50 @@ describe('sink flags', () => {
     ]);
   });
 
+  it('sets up Teams, Discord, Mattermost and Google Chat from flags or the environment, the flag winning', () => {
+    const settings = sinkSettingsFromFlags(
+      {
+        teamsWebhook: 'https://prod.workflows.example/hook',
+        discordWebhook: 'https://discord.example/api/webhooks/1/x',
+      },
+      {
+        KUBEDIFF_TEAMS_WEBHOOK: 'https://env.example/ignored',
+        KUBEDIFF_MATTERMOST_WEBHOOK: 'https://mm.example/hooks/abc',
+        KUBEDIFF_GOOGLE_CHAT_WEBHOOK: 'https://chat.example/v1/spaces/AAA/messages?key=k',
+      },
+    );
+    assert.deepEqual(settings.sinks, [
+      { type: 'teams', webhookUrl: 'https://prod.workflows.example/hook' },
+      { type: 'discord', webhookUrl: 'https://discord.example/api/webhooks/1/x' },
+      { type: 'mattermost', webhookUrl: 'https://mm.example/hooks/abc' },
+      { type: 'google-chat', webhookUrl: 'https://chat.example/v1/spaces/AAA/messages?key=k' },
+    ]);
+  });
+
+  it('sets up a Kafka sink from --kafka-brokers and --kafka-topic, SASL from the environment only', () => {
+    const settings = sinkSettingsFromFlags(
+      { kafkaBrokers: 'kafka-0:9092, [::1]:9093', kafkaTopic: 'changes' },
+      {
+        KUBEDIFF_KAFKA_USERNAME: 'kd',
+        KUBEDIFF_KAFKA_PASSWORD: 'pw',
+        KUBEDIFF_KAFKA_SASL_MECHANISM: 'PLAIN',
+      },
+    );
+    assert.deepEqual(settings.sinks, [
+      {
+        type: 'kafka',
+        brokers: ['kafka-0:9092', '[::1]:9093'],
+        topic: 'changes',
+        sasl: { mechanism: 'PLAIN', username: 'kd', password: 'pw' },
+      },
+    ]);
+    const scram = sinkSettingsFromFlags(
+      { kafkaBrokers: 'k:9092', kafkaTopic: 't' },
+      { KUBEDIFF_KAFKA_USERNAME: 'kd', KUBEDIFF_KAFKA_PASSWORD: 'pw' },
+    );
+    assert.equal(scram.sinks[0]?.type === 'kafka' && scram.sinks[0].sasl?.mechanism, 'SCRAM-SHA-512');
+  });
+
   it('rejects mistakes with one sentence, exit code 2, and never the secret part of a URL', () => {
     const cases: [Parameters<typeof sinkSettingsFromFlags>[0], Record<string, string>, RegExp][] = [
       [
@@ -92,7 +136,34 @@ describe('sink flags', () => {
         /invalid --webhook-timeout "10": expected a duration/,
       ],
       [{ shutdownTimeout: 'soon' }, {}, /invalid --shutdown-timeout "soon"/],
-      [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook and Slack/],
+      [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook, Slack and Kafka/],
+      [{ kafkaTopic: 't' }, {}, /--kafka-topic needs --kafka-brokers/],
+      [{ kafkaBrokers: 'k:9092' }, {}, /--kafka-brokers needs --kafka-topic/],
+      [{ kafkaBrokers: 'k', kafkaTopic: 't' }, {}, /invalid --kafka-brokers "k": expected host:port/],
+      [
+        { kafkaBrokers: 'k:9092', kafkaTopic: 't' },
+        { KUBEDIFF_KAFKA_PASSWORD: 'secret-pw' },
+        /SASL needs both KUBEDIFF_KAFKA_USERNAME and KUBEDIFF_KAFKA_PASSWORD; KUBEDIFF_KAFKA_USERNAME is not set/,
+      ],
+      [
+        { kafkaBrokers: 'k:9092', kafkaTopic: 't' },
+        {
+          KUBEDIFF_KAFKA_USERNAME: 'u',
+          KUBEDIFF_KAFKA_PASSWORD: 'p',
+          KUBEDIFF_KAFKA_SASL_MECHANISM: 'GSSAPI',
+        },
+        /invalid KUBEDIFF_KAFKA_SASL_MECHANISM "GSSAPI": use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512/,
+      ],
+      [
+        { teamsWebhook: 'prod.workflows.example/secret-path' },
+        {},
+        /invalid --teams-webhook: not a URL \(it starts "prod.workflows.example"\)/,
+      ],
+      [
+        {},
+        { KUBEDIFF_DISCORD_WEBHOOK: 'ftp://d/secret' },
+        /invalid KUBEDIFF_DISCORD_WEBHOOK: ftp:\/\/d\/… is not/,
+      ],
       [
         { webhook: ['http://h/'], webhookHeader: ['NoColon'] },
         {},

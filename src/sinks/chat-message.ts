@@ -1,0 +1,307 @@
+// What a chat message says, before any platform's markup: a title, a
+// context line (cluster, resource, time), sections of lines made of styled
+// spans (plain, bold, italic, code, an event type's icon), and a closing
+// note. Every platform's renderer (Slack's Block Kit, Teams' Adaptive Card,
+// Discord's embed, Mattermost's markdown, Google Chat's card) turns it into
+// its own payload and fits it into its own limits; the choice of what to say
+// (one event in full, a few events with their first changes, or a digest of
+// a burst) is made once, here.
+import type { Change } from '../diff/types.ts';
+import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import { type Digest, formatCount } from './digest.ts';
+import { readablePath, renderValue } from './pretty.ts';
+import { byText, changesFromSeveralManagers } from './who.ts';
+
+export interface ChatFormatOptions {
+  /** A batch of up to this many events is shown event by event; more become a digest. Default 5. */
+  maxEventsPerMessage: number;
+  /** Changes shown for an event alone in its message. Default 20. */
+  maxChangesPerEvent: number;
+  /** Changes shown per event when a message holds several. Default 5. */
+  maxChangesPerEventInGroup: number;
+  /** Most recent events shown in a digest. Default 5. */
+  digestRecent: number;
+  /** Longest rendered value before eliding its middle. Default 80. */
+  maxValueLength: number;
+}
+
+export const DEFAULT_CHAT_FORMAT: ChatFormatOptions = {
+  maxEventsPerMessage: 5,
+  maxChangesPerEvent: 20,
+  maxChangesPerEventInGroup: 5,
+  digestRecent: 5,
+  maxValueLength: 80,
+};
+
+export interface Span {
+  text: string;
+  /** 'icon': `text` is an EventType, shown as the platform's emoji for it. */
+  style?: 'bold' | 'italic' | 'code' | 'icon';
+}
+export type Line = Span[];
+
+export interface ChatSection {
+  lines: Line[];
+}
+
+export interface ChatMessage {
+  /** The notification text: '[prod-eu] 37 changes in shop: 30 pods added, …'. */
+  summary: string;
+  /** The headline, plain text: 'UPDATED Deployment shop/web', '37 changes in shop'… */
+  title: string;
+  /** …after the icon of this event type, for a single event. */
+  icon?: EventType;
+  /** Cluster, resource, time: shown small under the title. */
+  context: Line[];
+  sections: ChatSection[];
+  /** A closing remark ('…and 12 more changes', why a digest). */
+  note?: string;
+  /** Whether every event is shown (not a digest). */
+  inFull: boolean;
+}
+
+/** Whether chatMessage shows this batch event by event (rather than as a digest). */
+export function showsEventsInFull(batch: Digest, options: ChatFormatOptions = DEFAULT_CHAT_FORMAT): boolean {
+  return batch.complete && batch.count <= options.maxEventsPerMessage;
+}
+
+/**
+ * The message for everything a batch stands for: its events one by one when few and all kept, else a
+ * digest. `pace` says in words how fast the platform takes messages, for the digest's note.
+ */
+export function chatMessage(
+  batch: Digest,
+  options: ChatFormatOptions = DEFAULT_CHAT_FORMAT,
+  pace = 'this channel takes messages',
+): ChatMessage {
+  const events = batch.events;
+  const inFull = showsEventsInFull(batch, options);
+  if (inFull && events.length === 1) return eventMessage(events[0] as ChangeEvent, options);
+  const context: Line[] = [
+    ...(batch.cluster ? [clusterLine(batch.cluster)] : []),
+    [{ text: timeRange(batch) }],
+  ];
+  const title = `${formatCount(batch.count)} changes ${batch.where()}`;
+  const summary = `${prefix(batch.cluster)}${batch.summary()}`;
+  if (inFull) {
+    const sections = events.map((event) => {
+      const changes = event.changes ?? [];
+      const shown = changes.slice(0, options.maxChangesPerEventInGroup);
+      const perChange = changesFromSeveralManagers(changes);
+      const lines = [
+        eventTitle(event),
+        ...shown.map((change) => changeLine(change, options.maxValueLength, perChange)),
+      ];
+      if (changes.length > shown.length)
+        lines.push([{ text: `…and ${more(changes.length - shown.length)}`, style: 'italic' }]);
+      return { lines };
+    });
+    return { summary, title, context, sections, inFull };
+  }
+  const parts = batch.parts();
+  const kinds: Line[] = parts.slice(0, 10).map((part) => [{ text: `• ${part}` }]);
+  if (parts.length > 10) kinds.push([{ text: `• …and ${parts.length - 10} more kinds of change` }]);
+  const sections: ChatSection[] = [{ lines: kinds }];
+  const namespaces = batch.namespaces();
+  if (namespaces.length > 1) {
+    const line: Line = [{ text: 'By namespace:', style: 'bold' }];
+    namespaces.slice(0, 12).forEach(([name, count], index) => {
+      line.push({ text: index === 0 ? ' ' : ' · ' });
+      if (name === '') line.push({ text: 'cluster-wide', style: 'italic' });
+      else line.push({ text: name });
+      line.push({ text: ` ${formatCount(count)}` });
+    });
+    if (namespaces.length > 12) line.push({ text: ` · …and ${namespaces.length - 12} more` });
+    sections.push({ lines: [line] });
+  }
+  const recent = events.slice(-options.digestRecent);
+  if (recent.length > 0) {
+    const heading = recent.length === 1 ? 'Most recent:' : 'Most recent, oldest first:';
+    sections.push({
+      lines: [
+        [{ text: heading, style: 'bold' }],
+        ...recent.map((event) => recentLine(event, options.maxValueLength)),
+      ],
+    });
+  }
+  return {
+    summary,
+    title,
+    context,
+    sections,
+    note: `Changes came faster than ${pace}, so kubediff summarized them.`,
+    inFull,
+  };
+}
+
+function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessage {
+  const { object } = event;
+  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const changes = event.changes ?? [];
+  const shown = changes.slice(0, options.maxChangesPerEvent);
+  const count =
+    changes.length > 0 ? ` (${changes.length === 1 ? '1 change' : `${changes.length} changes`})` : '';
+  const by = elideBy(byText(event.by));
+  const perChange = changesFromSeveralManagers(changes);
+  return {
+    summary: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${by ? ` by ${by}` : ''}${count}`,
+    title: `${event.type} ${object.kind} ${where}`,
+    icon: event.type,
+    context: [
+      ...(by ? [[{ text: 'by ' }, { text: by, style: 'bold' }] satisfies Line] : []),
+      ...(event.cluster ? [clusterLine(event.cluster)] : []),
+      [{ text: `${qualifiedResource(event)} (${object.apiVersion})` }],
+      [{ text: clock(event.time) }],
+      ...notes(event).map((note): Line => [{ text: note, style: 'italic' }]),
+    ],
+    sections:
+      shown.length > 0
+        ? [{ lines: shown.map((change) => changeLine(change, options.maxValueLength, perChange)) }]
+        : [],
+    ...(changes.length > shown.length ? { note: `…and ${more(changes.length - shown.length)}` } : {}),
+    inFull: true,
+  };
+}
+
+function clusterLine(cluster: string): Line {
+  return [{ text: 'cluster ' }, { text: cluster, style: 'bold' }];
+}
+
+function prefix(cluster: string | undefined): string {
+  return cluster ? `[${cluster}] ` : '';
+}
+
+function notes(event: ChangeEvent): string[] {
+  return [
+    event.offline ? 'happened while kubediff was not watching' : '',
+    event.finalStateUnknown ? 'final state unknown' : '',
+  ].filter(Boolean);
+}
+
+/** '✏️ *UPDATED* ConfigMap `shop/web`'. */
+function eventTitle(event: ChangeEvent): Line {
+  const { object } = event;
+  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const line: Line = [
+    { text: event.type, style: 'icon' },
+    { text: ' ' },
+    { text: event.type, style: 'bold' },
+    { text: ` ${object.kind} ` },
+    { text: where, style: 'code' },
+  ];
+  const by = elideBy(byText(event.by));
+  if (by) line.push({ text: ' by ' }, { text: by, style: 'bold' });
+  for (const note of notes(event)) line.push({ text: ' ' }, { text: `(${note})`, style: 'italic' });
+  return line;
+}
+
+function recentLine(event: ChangeEvent, maxValueLength: number): Line {
+  const first = event.changes?.[0];
+  if (!first) return eventTitle(event);
+  const rest = (event.changes?.length ?? 1) - 1;
+  const change = changeLine(first, Math.min(maxValueLength, 40)).slice(1);
+  return [
+    ...eventTitle(event),
+    { text: ' — ' },
+    ...change,
+    ...(rest > 0 ? [{ text: ' ' }, { text: `(+${rest} more)`, style: 'italic' as const }] : []),
+  ];
+}
+
+/**
+ * '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'; with `withManager`, followed
+ * by the change's manager (the event's changes come from several).
+ */
+function changeLine(change: Change, maxValueLength: number, withManager = false): Line {
+  const path: Span = { text: elide(readablePath(change.path), 120), style: 'code' };
+  const value = (v: Change['from']): Span => ({
+    text: renderValue(v ?? null, maxValueLength),
+    style: 'code',
+  });
+  const owner: Line =
+    withManager && change.manager
+      ? [{ text: ' ' }, { text: `(${elide(change.manager, 80)})`, style: 'italic' }]
+      : [];
+  if (change.op === 'add') return [{ text: '• ' }, path, { text: ' added: ' }, value(change.to), ...owner];
+  if (change.op === 'remove')
+    return [{ text: '• ' }, path, { text: ' removed (was ' }, value(change.from), { text: ')' }, ...owner];
+  return [
+    { text: '• ' },
+    path,
+    { text: ': ' },
+    value(change.from),
+    { text: ' → ' },
+    value(change.to),
+    ...owner,
+  ];
+}
+
+/** Who made it, short enough for a context element or a title (up to 128 characters per manager name). */
+function elideBy(by: string | undefined): string | undefined {
+  return by === undefined ? undefined : elide(by, 150);
+}
+
+function more(count: number): string {
+  return count === 1 ? '1 more change' : `${formatCount(count)} more changes`;
+}
+
+function elide(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const keep = Math.floor((max - 1) / 2);
+  return `${text.slice(0, keep)}…${text.slice(-keep)}`;
+}
+
+function clock(time: string): string {
+  return `${time.slice(11, 19)} UTC`;
+}
+
+function timeRange(batch: Digest): string {
+  const first = batch.firstTime;
+  const last = batch.lastTime;
+  if (!first || !last) return '';
+  if (first.slice(0, 19) === last.slice(0, 19)) return clock(first);
+  const sameDay = first.slice(0, 10) === last.slice(0, 10);
+  return `${sameDay ? first.slice(11, 19) : `${first.slice(0, 10)} ${first.slice(11, 19)}`}–${last.slice(11, 19)} UTC`;
+}
+
+/** The emoji of an event type, for platforms that take Unicode emoji. */
+export const EVENT_EMOJI: Record<EventType, string> = { ADDED: '➕', UPDATED: '✏️', DELETED: '🗑️' };
+
+/** The title with its icon, as plain text. */
+export function titleText(message: ChatMessage, icons: Record<EventType, string> = EVENT_EMOJI): string {
+  return message.icon ? `${icons[message.icon]} ${message.title}` : message.title;
+}
+
+/** The plain text of a line, icons as emoji. */
+export function plainText(line: Line): string {
+  return line
+    .map((span) => (span.style === 'icon' ? EVENT_EMOJI[span.text as EventType] : span.text))
+    .join('');
+}
+
+/**
+ * Rendered lines kept within `budget` characters in all: whole lines while they fit, then a count of what
+ * was left out, so a message is shortened visibly, never cut inside its markup. (Each line is short by
+ * construction: names, paths and values are elided before they get here.)
+ */
+export function fitLines(rendered: string[], budget: number): string[] {
+  const kept: string[] = [];
+  let used = 0;
+  for (const [index, line] of rendered.entries()) {
+    if (used + line.length + 1 > budget - 80) {
+      kept.push(`…and ${rendered.length - index} more lines (shortened to fit the platform's limits)`);
+      break;
+    }
+    kept.push(line);
+    used += line.length + 1;
+  }
+  return kept;
+}
+
+/** Cuts plain text to `max` characters, never inside a surrogate pair. */
+export function truncateText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = text.slice(0, max - 1);
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}

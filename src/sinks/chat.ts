@@ -1,0 +1,225 @@
+// The chat delivery core: what Slack, Microsoft Teams, Discord, Mattermost
+// and Google Chat sinks share. People read these messages, and every
+// platform takes only about one message a second (or less), so this sink
+// never sends faster than its interval: events that arrive meanwhile are
+// gathered, and the next message shows them one by one when they are few,
+// or as a digest when they are many. A 429 waits for the platform's retry
+// hint while events keep gathering, so a burst or an outage costs a few
+// messages, never hours of backlog. Memory is bounded: beyond `capacity`
+// waiting events only counts are kept. What a message looks like, and what
+// an answer means, is the platform's renderer (ChatPlatform).
+
+import type { ChangeEvent } from '../events/event.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import { type DeadLetterFile, lossNote } from './dead-letter.ts';
+import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
+import { Digest } from './digest.ts';
+import { type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
+import type { SinkReport, SinkStats } from './sink.ts';
+
+/** One chat platform: where to post, how a batch of events reads there, and what its answers mean. */
+export interface ChatPlatform {
+  /** The URL posted to; a credential (webhook URLs are), never logged beyond scheme and host. */
+  readonly url: URL;
+  /** The request body for everything `batch` stands for, and whether it shows each event in full. */
+  render(batch: Digest): { body: unknown; inFull: boolean };
+  /** Extra request headers (a bot token). */
+  headers?(): Record<string, string>;
+  /** What an answer means beyond its status (Slack's `ok: false`, Discord's `retry_after`). */
+  classify?(outcome: PostOutcome): PostOutcome;
+}
+
+export interface ChatSinkOptions {
+  platform: ChatPlatform;
+  /** For logs and reports; never holds a credential. */
+  name: string;
+  /** Per request. Default 10 s. */
+  timeoutMs?: number;
+  /** Minimum time between two messages: the platform's rate limit. */
+  minIntervalMs: number;
+  /** Wait this long after a first event for related ones (a rollout is several events). Default 300 ms. */
+  gatherMs?: number;
+  /** Events kept in full while waiting (for the message and the dead-letter file); beyond that only counted. Default 1000… */
+  capacity?: number;
+  /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
+  capacityBytes?: number;
+  retry?: Partial<RetryOptions>;
+  deadLetter?: DeadLetterFile;
+  userAgent?: string;
+  log: Logger;
+}
+
+const CHAT_DEFAULTS = {
+  timeoutMs: 10_000,
+  gatherMs: 300,
+  capacity: 1_000,
+  capacityBytes: 16 * 1024 * 1024,
+};
+
+export class ChatSink extends HttpSink {
+  private readonly platform: ChatPlatform;
+  private readonly options: ChatSinkOptions;
+  private readonly minIntervalMs: number;
+  private readonly gatherMs: number;
+  private readonly capacity: number;
+  private readonly capacityBytes: number;
+  private pending: Digest;
+  private pendingSince = 0;
+  private inFlight: Digest | undefined;
+  private nextSendAt = 0;
+  protected readonly loop: Promise<void>;
+
+  constructor(options: ChatSinkOptions) {
+    super({
+      name: options.name,
+      timeoutMs: options.timeoutMs ?? CHAT_DEFAULTS.timeoutMs,
+      retry: options.retry,
+      log: options.log,
+      deadLetter: options.deadLetter,
+    });
+    this.options = options;
+    this.platform = options.platform;
+    this.minIntervalMs = options.minIntervalMs;
+    this.gatherMs = options.gatherMs ?? CHAT_DEFAULTS.gatherMs;
+    this.capacity = Math.max(1, options.capacity ?? CHAT_DEFAULTS.capacity);
+    this.capacityBytes = options.capacityBytes ?? CHAT_DEFAULTS.capacityBytes;
+    this.pending = this.newBatch();
+    this.loop = this.run();
+  }
+
+  deliver(event: ChangeEvent): void {
+    this.counters.accepted++;
+    if (this.clock.closing) {
+      const batch = this.newBatch();
+      batch.add(event);
+      this.abandon(batch, 'arrived after shutdown began');
+      return;
+    }
+    if (this.pending.isEmpty) this.pendingSince = Date.now();
+    this.pending.add(event);
+    this.wakeup.notify();
+  }
+
+  stats(): SinkStats {
+    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) };
+  }
+
+  close(timeoutMs: number): Promise<SinkReport> {
+    return this.closeWith(timeoutMs, () => {
+      if (!this.pending.isEmpty) {
+        this.abandon(this.pending, 'not delivered within the shutdown timeout');
+        this.pending = this.newBatch();
+      }
+    });
+  }
+
+  private newBatch(): Digest {
+    return new Digest({ retain: this.capacity, retainBytes: this.capacityBytes });
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      if (this.clock.expired) return;
+      if (this.pending.isEmpty) {
+        if (this.clock.closing) return;
+        await this.wakeup.wait();
+        continue;
+      }
+      // Related events (a rollout) come within moments of each other: gather them into one message.
+      if (!this.clock.closing && Date.now() < this.pendingSince + this.gatherMs) {
+        await this.wakeup.wait(this.pendingSince + this.gatherMs - Date.now(), this.clock.closingSignal);
+        continue;
+      }
+      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+      const batch = this.pending;
+      this.pending = this.newBatch();
+      this.inFlight = batch;
+      try {
+        await this.send(batch);
+      } catch (error) {
+        // A bug must not end deliveries silently: account for this message and go on with the next.
+        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
+        this.abandon(batch, `unexpected failure: ${errorMessage(error)}`);
+      } finally {
+        this.inFlight = undefined;
+      }
+    }
+  }
+
+  /** Sends `batch`, folding in whatever arrives while it waits to be retried. */
+  private async send(batch: Digest): Promise<void> {
+    let failures = 0;
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      const message = this.platform.render(batch);
+      const startedAt = performance.now();
+      const answer = await postJson(this.agent, this.platform.url, JSON.stringify(message.body), {
+        headers: {
+          'content-type': 'application/json; charset=utf-8',
+          'user-agent': this.options.userAgent ?? 'kubediff',
+          ...this.platform.headers?.(),
+        },
+        timeoutMs: this.timeoutMs,
+        signal: this.clock.deadlineSignal,
+      });
+      const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
+      this.trouble.requestDone(startedAt, outcome.ok);
+      this.nextSendAt = Date.now() + this.minIntervalMs;
+      if (outcome.ok) {
+        this.delay.reset();
+        this.trouble.recovered();
+        if (message.inFull) this.counters.delivered += batch.count;
+        else {
+          this.counters.summarized += batch.count;
+          this.counters.digests++;
+        }
+        return;
+      }
+      const final = this.finalFailure(
+        outcome,
+        `status ${outcome.status ?? ''} ${outcome.reason}`,
+        this.describeLoss(batch),
+      );
+      if (final) {
+        this.abandon(batch, final.reason);
+        return;
+      }
+      let wait: number;
+      if (outcome.status === 429) {
+        // The platform's own pacing: wait as told; events keep gathering, so this is not a failure.
+        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.minIntervalMs);
+      } else {
+        failures++;
+        if (failures >= this.retry.maxAttempts) {
+          this.trouble.refused(
+            `gave up: ${outcome.status ?? outcome.reason}`,
+            `${outcome.reason}; gave up after ${plural(failures, 'attempt')}. ${this.describeLoss(batch)}`,
+          );
+          this.abandon(batch, `${outcome.reason} (gave up after ${plural(failures, 'attempt')})`);
+          return;
+        }
+        wait = this.delay.next(outcome.retryAfterMs);
+      }
+      this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempts);
+      this.nextSendAt = Date.now() + wait;
+      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+        this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
+        return;
+      }
+      // Everything that arrived meanwhile goes out with this message.
+      batch.merge(this.pending);
+      this.pending = this.newBatch();
+    }
+  }
+
+  private describeLoss(batch: Digest): string {
+    return lossNote(plural(batch.count, 'event'), this.options.deadLetter);
+  }
+
+  /** Events that will not reach the platform: kept ones to the dead-letter file, the rest counted as lost. */
+  private abandon(batch: Digest, reason: string): void {
+    if (!batch.isEmpty) abandonDigest(this.counters, this.options.deadLetter, this.name, reason, batch);
+  }
+}

@@ -1,0 +1,131 @@
+// The chat delivery core with each platform's renderer (Teams, Discord, Mattermost, Google Chat) against
+// loopback receivers that enforce that platform's documented payload rules and limits and answer 429 with
+// its own retry hint (test/helpers/chat-receivers.ts).
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import type { ChangeEvent, EventType } from '../../src/events/event.ts';
+import { ChatSink } from '../../src/sinks/chat.ts';
+import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
+import { CHAT_PLATFORMS } from '../../src/sinks/chat-platforms.ts';
+import {
+  type ChatPlatformName,
+  eventsInChatMessage,
+  payloadProblems,
+  rateLimited,
+  startChatReceiver,
+  titleOf,
+} from '../helpers/chat-receivers.ts';
+import type { HttpReceiver } from '../helpers/http-receiver.ts';
+import { memoryLog } from '../helpers/sink-test.ts';
+
+const receivers: HttpReceiver[] = [];
+after(async () => {
+  await Promise.all(receivers.map((receiver) => receiver.close()));
+});
+
+let sequence = 0;
+function event(type: EventType, name: string, namespace = 'shop'): ChangeEvent {
+  sequence++;
+  return {
+    id: `uid-${name}:${sequence}`,
+    type,
+    time: new Date(Date.UTC(2026, 10, 22, 10, 31, 7, sequence % 1000)).toISOString(),
+    cluster: 'prod-eu',
+    object: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      resource: 'configmaps',
+      namespace,
+      name,
+      uid: `uid-${name}`,
+      resourceVersion: String(sequence),
+    },
+    ...(type === 'UPDATED'
+      ? {
+          changes: [
+            { op: 'replace' as const, path: '/data/color', from: 'blue', to: `red *${sequence}* <b>` },
+            { op: 'add' as const, path: '/data/huge', to: 'x'.repeat(5000) },
+          ],
+        }
+      : {}),
+  };
+}
+
+const PLATFORMS: ChatPlatformName[] = ['teams', 'discord', 'mattermost', 'google-chat'];
+const bodies = (receiver: HttpReceiver) => receiver.jsonBodies() as Record<string, unknown>[];
+
+for (const platform of PLATFORMS) {
+  describe(`${platform} sink`, () => {
+    it('reads one change at a glance: cluster, type, kind namespace/name, path: from → to', async () => {
+      const receiver = await startChatReceiver(platform, 0);
+      receivers.push(receiver);
+      const sink = new ChatSink({
+        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
+        name: platform,
+        minIntervalMs: 100,
+        gatherMs: 20,
+        log: memoryLog(),
+      });
+      sink.deliver(event('UPDATED', 'web'));
+      const report = await sink.close(5000);
+      assert.equal(report.stats.delivered, 1);
+      const [request] = receiver.requests;
+      assert.deepEqual(payloadProblems(platform, request?.body ?? ''), []);
+      assert.equal(request?.reply && 'status' in request.reply ? request.reply.status < 300 : false, true);
+      const body = request?.body ?? '';
+      assert.match(titleOf(platform, bodies(receiver)[0] ?? {}), /UPDATED ConfigMap shop\/web/);
+      assert.match(body, /prod-eu/);
+      assert.match(body, /data\.color/);
+      assert.match(body, /→/);
+    });
+
+    it('turns a 500-change burst into a handful of valid messages that account for all 500', async () => {
+      const interval = 250;
+      const receiver = await startChatReceiver(platform, interval - 30);
+      receivers.push(receiver);
+      const sink = new ChatSink({
+        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
+        name: platform,
+        minIntervalMs: interval,
+        gatherMs: 50,
+        retry: { initialDelayMs: 50, maxDelayMs: 200 },
+        log: memoryLog(),
+      });
+      for (let i = 0; i < 500; i++) {
+        sink.deliver(event(i % 5 === 0 ? 'ADDED' : 'UPDATED', `cm-${i}`, i % 2 === 0 ? 'shop' : 'web'));
+        if (i % 100 === 99) await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const report = await sink.close(10_000);
+      const accepted = receiver.requests.filter((r) => 'status' in r.reply && r.reply.status < 300);
+      for (const request of receiver.requests) assert.deepEqual(payloadProblems(platform, request.body), []);
+      const total = accepted.reduce((sum, r) => sum + eventsInChatMessage(platform, JSON.parse(r.body)), 0);
+      assert.equal(total, 500);
+      assert.ok(accepted.length <= 12, `${accepted.length} messages`);
+      assert.equal(report.stats.delivered + report.stats.summarized, 500);
+      assert.equal(report.stats.lost + report.stats.deadLettered, 0);
+    });
+
+    it("waits for the platform's 429 retry hint, then sends everything that arrived meanwhile", async () => {
+      const receiver = await startChatReceiver(platform, 0);
+      receivers.push(receiver);
+      receiver.script(rateLimited(platform, 1));
+      const log = memoryLog();
+      const sink = new ChatSink({
+        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
+        name: platform,
+        minIntervalMs: 50,
+        gatherMs: 20,
+        log,
+      });
+      sink.deliver(event('ADDED', 'first'));
+      await receiver.waitForRequests(1);
+      for (let i = 0; i < 20; i++) sink.deliver(event('UPDATED', `cm-${i}`));
+      const [limited, next] = await receiver.waitForRequests(2);
+      assert.ok((next?.at ?? 0) - (limited?.at ?? 0) >= 950, 'waited for the hint');
+      const report = await sink.close(5000);
+      assert.equal(eventsInChatMessage(platform, bodies(receiver)[1] ?? {}), 21);
+      assert.equal(report.stats.summarized, 21);
+      assert.ok(log.warnings.some((w) => /HTTP 429/.test(w) && !w.includes('SECRET')));
+    });
+  });
+}
