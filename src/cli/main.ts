@@ -3,6 +3,7 @@
 // src/cli/entry.ts runs main() for the launcher.
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { addAuditFlags } from '../config/audit-settings.ts';
 import {
   addServiceFlags,
   type RawServiceFlags,
@@ -140,6 +141,7 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} });
   addServiceFlags(watch);
+  addAuditFlags(watch);
   watch.action(async (flags: RawWatchFlags & RawServiceFlags) => {
     const service = serviceOptionsFromFlags(flags);
     const settings = loadWatchSettings(flags, process.stdout.isTTY === true, process.env);

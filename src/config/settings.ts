@@ -14,6 +14,7 @@ import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
 import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
+import { auditSettingsFrom, ignoredUsersFrom } from './audit-settings.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import { type LoadedConfig, loadConfigFile, type ParseOptions } from './file.ts';
 import {
@@ -156,6 +157,9 @@ function resolveWatchSettings(
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
   };
+  const audit = auditSettingsFrom(flags, config.audit, env ?? {});
+  if (audit) settings.audit = audit;
+  const ignoredUsers = ignoredUsersFrom(flags, config);
   // The watch's own client-side rules: namespace globs, and the file's per-resource ignores and `only`.
   const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
   const filter: FilterSpec = {
@@ -163,6 +167,7 @@ function resolveWatchSettings(
     ...(excludeGlobs.length > 0 ? { excludeNamespaces: excludeGlobs } : {}),
     ...(perResourceIgnores.length > 0 ? { ignore: perResourceIgnores } : {}),
     ...(config.only && config.only.length > 0 ? { only: config.only.map(pathRuleOf) } : {}),
+    ...(ignoredUsers.length > 0 ? { excludeUsers: ignoredUsers } : {}),
   };
   if (Object.keys(filter).length > 0) settings.filter = filter;
   return file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
@@ -358,6 +363,8 @@ function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
     ...(input.events ? { types: input.events.map((type) => type.toUpperCase() as EventType) } : {}),
     ...(input.ignore ? { ignore: input.ignore.map(pathRuleOf) } : {}),
     ...(input.only ? { only: input.only.map(pathRuleOf) } : {}),
+    ...(input.users ? { users: input.users } : {}),
+    ...(input.excludeUsers ? { excludeUsers: input.excludeUsers } : {}),
   };
   return Object.keys(filter).length > 0 ? { filter } : {};
 }

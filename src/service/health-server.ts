@@ -110,7 +110,7 @@ export interface ListenAddress {
 }
 
 /** `:8080`, `8080`, `0.0.0.0:8080`, `127.0.0.1:0`, `[::1]:8080`, `localhost:8080`. */
-export function parseListenAddress(text: string): ListenAddress {
+export function parseListenAddress(text: string, flag = '--listen'): ListenAddress {
   const value = text.trim();
   let host: string | undefined;
   let portText: string;
@@ -129,7 +129,7 @@ export function parseListenAddress(text: string): ListenAddress {
   const port = /^\d{1,5}$/.test(portText) ? Number(portText) : Number.NaN;
   if (!(port >= 0 && port <= 65_535)) {
     throw new UsageError(
-      `invalid --listen "${text}": use [host]:port, e.g. :8080 (every interface) or 127.0.0.1:8080.`,
+      `invalid ${flag} "${text}": use [host]:port, e.g. :8080 (every interface) or 127.0.0.1:8080.`,
     );
   }
   return { host, port };
