@@ -45,14 +45,14 @@ function joinWith(options: Partial<AuditJoinOptions> = {}, warnings: string[] = 
   });
   const enter = join.connect((handover: Handover) => {
     if (handover.event) out.push(handover.event);
-    changes.push(handover.change?.object.metadata.name as string | undefined);
+    changes.push(handover.change?.object.name);
   });
   const send = (event: ChangeEvent, extra: Partial<Handover> = {}) =>
     enter({
       change: {
         kind: 'updated',
         type: { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true },
-        object: { metadata: { name: event.object.name } },
+        object: { name: event.object.name },
       } as unknown as Handover['change'],
       event,
       ...extra,
@@ -178,7 +178,7 @@ test('offline events and the --initial inventory never wait', () => {
       kind: 'added',
       initial: true,
       type: { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true },
-      object: { metadata: { name: 'x' } },
+      object: { name: 'x' },
     } as unknown as Handover['change'],
   });
   assert.equal(j.out.length, 2);
