@@ -193,6 +193,10 @@ function buildProgram(): Command {
     .option('--state <file>', 'the state file that `kubediff watch --state` writes')
     .option('-c, --config <file>', 'take the state file from this config file (state.path)')
     .option('-n, --namespace <ns>', 'only this namespace')
+    .option(
+      '--user <glob>',
+      'only changes made by this user, as the audit webhook named them (docs/audit.md)',
+    )
     .option('--since <duration>', 'only events newer than this: 30m, 2h, 7d')
     .option('--tail <n>', 'only the newest n events')
     .addOption(

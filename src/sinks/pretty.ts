@@ -6,7 +6,7 @@
 // invisible character reaches the terminal as itself.
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Change } from '../diff/types.ts';
-import type { ChangeEvent } from '../events/event.ts';
+import { type ChangeEvent, describeBy } from '../events/event.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { printable } from '../util/terminal-text.ts';
 
@@ -27,6 +27,7 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   const { object } = event;
   const group = object.apiVersion.includes('/') ? `.${object.apiVersion.split('/')[0]}` : '';
   const name = printable(object.namespace ? `${object.namespace}/${object.name}` : object.name);
+  const who = describeBy(event.by);
   const notes = [
     event.offline ? 'while not watching' : '',
     event.finalStateUnknown ? 'final state unknown' : '',
@@ -36,6 +37,7 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
     color.bold(event.type.padEnd(7)),
     printable(`${object.resource}${group}`),
     chalk.bold(name),
+    who ? chalk.cyan(`by ${printable(who)}`) : '',
     event.cluster ? chalk.dim(`[${printable(event.cluster)}]`) : '',
     notes.length > 0 ? chalk.dim(`(${notes.join(', ')})`) : '',
   ]

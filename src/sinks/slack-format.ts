@@ -9,7 +9,7 @@
 // which Slack rejects a message; long values are elided in the middle and
 // what does not fit is counted ("…and 12 more changes").
 import type { Change } from '../diff/types.ts';
-import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import { type ChangeEvent, describeBy, type EventType, qualifiedResource } from '../events/event.ts';
 import type { Digest } from './digest.ts';
 import { formatCount } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
@@ -95,6 +95,7 @@ function renderEventMessage(event: ChangeEvent, options: SlackFormatOptions): Sl
     context([
       ...(event.cluster ? [`cluster *${escapeMrkdwn(event.cluster)}*`] : []),
       `${escapeMrkdwn(qualifiedResource(event))} (${escapeMrkdwn(object.apiVersion)})`,
+      ...byText(event, (who) => `by *${who}*`),
       clock(event.time),
       ...notes(event).map((note) => `_${note}_`),
     ]),
@@ -105,7 +106,8 @@ function renderEventMessage(event: ChangeEvent, options: SlackFormatOptions): Sl
   if (changes.length > shown.length) blocks.push(context([`…and ${more(changes.length - shown.length)}`]));
   const count =
     changes.length > 0 ? ` (${changes.length === 1 ? '1 change' : `${changes.length} changes`})` : '';
-  return fit({ text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${count}`, blocks });
+  const by = byText(event, (who) => ` by ${who}`).join('');
+  return fit({ text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${by}${count}`, blocks });
 }
 
 function renderEventsMessage(batch: Digest, options: SlackFormatOptions): SlackMessage {
@@ -170,7 +172,14 @@ function eventTitle(event: ChangeEvent): string {
   const { object } = event;
   const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
   const extra = notes(event).map((note) => ` _(${note})_`);
-  return `${EMOJI[event.type]} *${event.type}* ${escapeMrkdwn(object.kind)} ${code(where)}${extra.join('')}`;
+  const by = byText(event, (who) => ` by ${who}`).join('');
+  return `${EMOJI[event.type]} *${event.type}* ${escapeMrkdwn(object.kind)} ${code(where)}${by}${extra.join('')}`;
+}
+
+/** `by alice (kubectl)`, escaped for mrkdwn and put in `format`; nothing when who made it is not known. */
+function byText(event: ChangeEvent, format: (who: string) => string): string[] {
+  const who = describeBy(event.by);
+  return who ? [format(escapeMrkdwn(elide(who, 120)))] : [];
 }
 
 function recentLine(event: ChangeEvent, maxValueLength: number): string {

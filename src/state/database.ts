@@ -185,6 +185,11 @@ export interface HistoryQuery {
   name?: string | undefined;
   /** ISO time: only events at or after it. */
   since?: string | undefined;
+  /**
+   * Only changes made by this user (a glob: `*` any run, `?` one character), as the audit webhook named
+   * them in the stored event's `by.user` or `by.impersonatedUser`.
+   */
+  user?: string | undefined;
   /** The newest this many. */
   limit?: number | undefined;
 }
@@ -463,6 +468,15 @@ export class StateDatabase {
     const given = conditions.filter((condition): condition is [string, string] => condition[1] !== undefined);
     const where = given.map(([clause]) => clause);
     const params: (string | number)[] = given.map(([, value]) => value);
+    if (query.user !== undefined) {
+      // From the event's JSON (no column: the schema stays as it is); GLOB has our globs' `*` and `?`,
+      // and `[` is made literal.
+      const glob = query.user.replaceAll('[', '[[]');
+      where.push(
+        "(json_extract(event, '$.by.user.username') GLOB ? OR json_extract(event, '$.by.impersonatedUser.username') GLOB ?)",
+      );
+      params.push(glob, glob);
+    }
     const sql =
       `SELECT event FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC` +
       (query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '');
