@@ -100,6 +100,7 @@ const EVENT_KEYS = new Set([
   'time',
   'cluster',
   'object',
+  'by',
   'changes',
   'offline',
   'finalStateUnknown',
