@@ -58,7 +58,9 @@ export interface AuditedApiserver extends ClusterInfo {
  * Use as `describe('…', { skip: needsSharedEtcd() }, …)`.
  */
 export function needsSharedEtcd(): string | undefined {
-  return testCluster().etcdEndpoint ? undefined : 'needs the test cluster’s etcd to start an audited API server';
+  return testCluster().etcdEndpoint
+    ? undefined
+    : 'needs the test cluster’s etcd to start an audited API server';
 }
 
 /** The audit policy docs/audit.md recommends: writes with their response, nothing for reads. */

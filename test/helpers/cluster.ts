@@ -533,14 +533,21 @@ export interface ApiserverCredentials {
  * ServiceAccount tokens: the API server signs and verifies them, the controller manager signs legacy
  * token Secrets. Any RSA key will do.
  */
-export async function writeCredentials(dir: string, extraUsers: string[] = []): Promise<ApiserverCredentials> {
+export async function writeCredentials(
+  dir: string,
+  extraUsers: string[] = [],
+): Promise<ApiserverCredentials> {
   const adminToken = randomBytes(24).toString('hex');
   const nobodyToken = randomBytes(24).toString('hex');
   const tokenFile = path.join(dir, 'tokens.csv');
   await writeFile(
     tokenFile,
-    [`${adminToken},admin,admin-uid,"system:masters"`, `${nobodyToken},nobody,nobody-uid`, ...extraUsers, '']
-      .join('\n'),
+    [
+      `${adminToken},admin,admin-uid,"system:masters"`,
+      `${nobodyToken},nobody,nobody-uid`,
+      ...extraUsers,
+      '',
+    ].join('\n'),
     { mode: 0o600 },
   );
   const serviceAccountKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
