@@ -45,6 +45,12 @@ export interface AuditedApiserverOptions {
   metadataOnly?: string[];
   /** batch (default, as most clusters run it) or blocking. */
   mode?: 'batch' | 'blocking';
+  /** --audit-webhook-batch-max-wait; default 50ms. */
+  batchMaxWait?: string;
+  /** The etcd to share; default: the test cluster's. */
+  etcdEndpoint?: string;
+  /** kube-apiserver; default: resolveBinaries(). */
+  binary?: string;
 }
 
 export interface AuditedApiserver extends ClusterInfo {
@@ -118,9 +124,8 @@ export function startAuditedApiserver(options: AuditedApiserverOptions): Promise
 }
 
 async function startOnce(options: AuditedApiserverOptions): Promise<AuditedApiserver> {
-  const etcdEndpoint = testCluster().etcdEndpoint;
+  const etcdEndpoint = options.etcdEndpoint ?? testCluster().etcdEndpoint;
   if (!etcdEndpoint) throw new Error(needsSharedEtcd());
-  const binaries = resolveBinaries();
   const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-audited-'));
   const processes: ManagedProcess[] = [];
   const deadline = Date.now() + 180_000;
@@ -137,7 +142,7 @@ async function startOnce(options: AuditedApiserverOptions): Promise<AuditedApise
     processes.push(
       launchProcess({
         name: 'kube-apiserver-audited',
-        binary: binaries.kubeApiserver.path,
+        binary: options.binary ?? resolveBinaries().kubeApiserver.path,
         dir,
         args: apiserverArgs({
           etcdEndpoint,
@@ -150,7 +155,7 @@ async function startOnce(options: AuditedApiserverOptions): Promise<AuditedApise
             `--audit-webhook-config-file=${webhookFile}`,
             `--audit-webhook-mode=${options.mode ?? 'batch'}`,
             // Send at once and retry soon: a test waits for what it checks, but not for seconds.
-            '--audit-webhook-batch-max-wait=50ms',
+            `--audit-webhook-batch-max-wait=${options.batchMaxWait ?? '50ms'}`,
             '--audit-webhook-batch-throttle-enable=false',
             '--audit-webhook-initial-backoff=200ms',
           ],
