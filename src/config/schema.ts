@@ -130,6 +130,14 @@ export const configSchema = {
       required: ['path'],
       additionalProperties: false,
     },
+    sinks: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { type: { type: 'string', enum: SINK_TYPES } },
+        required: ['type'],
+      },
+    },
     // The audit webhook (docs/audit.md): who made each change.
     audit: {
       type: 'object',
@@ -150,14 +158,6 @@ export const configSchema = {
       additionalProperties: false,
     },
     ignoreUsers: stringList,
-    sinks: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: { type: { type: 'string', enum: SINK_TYPES } },
-        required: ['type'],
-      },
-    },
   },
   additionalProperties: false,
 } as const;

@@ -24,7 +24,7 @@ import { globToRegExp } from '../util/glob.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
-import { parseListenAddress } from './health-server.ts';
+import { listenOn } from './health-server.ts';
 
 export interface AuditServerOptions {
   listen: string;
@@ -92,7 +92,6 @@ export class AuditServer {
 
   /** Listens; rejects with a UsageError when the files cannot be read or the port cannot be had. */
   static async start(options: AuditServerOptions): Promise<AuditServer> {
-    const { host, port } = parseListenAddress(options.listen, '--audit-listen');
     const files = readTlsFiles(options);
     let server: Server;
     try {
@@ -113,21 +112,7 @@ export class AuditServer {
     server.keepAliveTimeout = 30_000;
     server.headersTimeout = 10_000;
     server.requestTimeout = 60_000;
-    await new Promise<void>((resolve, reject) => {
-      const onError = (error: NodeJS.ErrnoException) => {
-        reject(
-          new UsageError(
-            `cannot listen on ${options.listen} (--audit-listen): ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}; choose another address.`,
-            { cause: error },
-          ),
-        );
-      };
-      server.once('error', onError);
-      server.listen({ port, ...(host ? { host } : {}) }, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    });
+    await listenOn(server, options.listen, '--audit-listen');
     const interval = options.reloadIntervalMs ?? AUDIT_SERVER_DEFAULTS.reloadIntervalMs;
     instance.reloadTimer = setInterval(() => instance.reloadIfChanged(), interval);
     instance.reloadTimer.unref();
