@@ -17,7 +17,7 @@ import {
   needsSharedEtcd,
   startAuditedApiserver,
 } from '../helpers/audited-apiserver.ts';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
+import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import type { TestEvent } from '../helpers/events.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { KubeAdmin } from '../helpers/kube-admin.ts';
@@ -270,6 +270,27 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
       fileSource('state file -wal', `${stateFile}-wal`),
     ]);
     assert.ok(!kd.stdout.includes(CANARY));
+  });
+
+  it('history --user lists what a user changed, from the state file', async () => {
+    // The events of the tests above are in the state file by now: each was recorded when it went out.
+    const run = await runKubediffToCompletion([
+      'history',
+      '--state',
+      stateFile,
+      '--user',
+      'system:serviceaccount:*:robot',
+      '-o',
+      'json',
+    ]);
+    assert.equal(run.code, 0, run.stderr);
+    const events = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as TestEvent);
+    assert.ok(events.length >= 2, run.stdout);
+    assert.deepEqual([...new Set(events.map((event) => event.by?.user?.username))], [robotName()]);
+    assert.ok(events.some((event) => event.type === 'UPDATED' && event.object.name === 'shared'));
   });
 
   it('the webhook cut off: events still go out, without user; back on, with user again', async () => {
