@@ -4,10 +4,14 @@
 // admin change objects: every event names the right user, exactly (level RequestResponse) or by name
 // and time (podtemplates are audited at level Metadata). Forged audit requests without the right
 // credentials are refused and change nothing. A Secret's values, which the audit events carry in full,
-// reach no output and not the state file. With the webhook cut off, events still go out, without user.
+// reach no output and not the state file. --ignore-user and `history --user` work on the names. With the
+// webhook cut off, events still go out, without user. Then the webhook's blocking mode, with a bearer
+// token alone.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:https';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -39,6 +43,7 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
   let admin: KubeAdmin;
   let alice: KubeAdmin;
   let robot: KubeAdmin;
+  let muted: KubeAdmin;
   let ns: string;
   let kd: KubediffProcess;
   let metricsBase: string;
@@ -96,6 +101,7 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
     await bind('alice-edit', { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' });
     await admin.create(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: 'robot' } });
     await bind('robot-edit', { kind: 'ServiceAccount', name: 'robot', namespace: ns });
+    await bind('nobody-edit', { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'nobody' });
     const review = (await admin.create(`/api/v1/namespaces/${ns}/serviceaccounts/robot/token`, {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenRequest',
@@ -103,6 +109,7 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
     })) as unknown as { status: { token: string } };
     alice = admin.as(api.aliceToken);
     robot = admin.as(review.status.token);
+    muted = admin.as(api.nobodyToken as string);
 
     kd = runKubediff(
       [
@@ -135,6 +142,8 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
         stateFile,
         '--listen',
         '127.0.0.1:0',
+        '--ignore-user',
+        'nob*',
       ],
       { env: { KUBEDIFF_AUDIT_TOKEN: TOKEN }, timeoutMs: 30_000, checkEvents: true },
     );
@@ -145,7 +154,7 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
   after(async () => {
     await kd?.stop().catch(() => {});
     await killAll();
-    await Promise.all([alice?.close(), robot?.close(), admin?.close()]);
+    await Promise.all([alice?.close(), robot?.close(), muted?.close(), admin?.close()]);
     await api?.stop();
     await proxy?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -272,6 +281,19 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
     assert.ok(!kd.stdout.includes(CANARY));
   });
 
+  it('--ignore-user: changes by that user are not reported', async () => {
+    const since = kd.events.length;
+    await muted.create(configmaps(), { metadata: { name: 'muted' }, data: { a: '1' } });
+    await alice.create(configmaps(), { metadata: { name: 'sentinel' }, data: { a: '1' } });
+    const sentinel = await eventOf('ADDED', 'sentinel', since);
+    assert.equal(sentinel.by?.user?.username, 'alice');
+    assert.deepEqual(
+      kd.events.slice(since).filter((event) => event.object.name === 'muted'),
+      [],
+      'a change by an ignored user, made before the sentinel',
+    );
+  });
+
   it('history --user lists what a user changed, from the state file', async () => {
     // The events of the tests above are in the state file by now: each was recorded when it went out.
     const run = await runKubediffToCompletion([
@@ -308,5 +330,115 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
     await alice.patch(cm('cut'), { data: { a: '3' } });
     const again = await eventOf('UPDATED', 'cut', since);
     assert.equal(again.by?.user?.username, 'alice');
+  });
+});
+
+describe('who made it: the audit webhook in blocking mode, a bearer token alone', {
+  skip: needsSharedEtcd(),
+}, () => {
+  let dir: string;
+  let api: AuditedApiserver;
+  let admin: KubeAdmin;
+  let kd: KubediffProcess;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'kubediff-audit-blocking-'));
+    const pki = makeTestPki();
+    const certFile = path.join(dir, 'tls.crt');
+    const keyFile = path.join(dir, 'tls.key');
+    await writeFile(certFile, pki.serverCert, { mode: 0o600 });
+    await writeFile(keyFile, pki.serverKey, { mode: 0o600 });
+    const [port] = (await freePorts(1)) as [number];
+    // In blocking mode every write of the API server waits for the webhook, its own start-up writes
+    // too, retrying while nothing answers: a stand-in takes them until kubediff (which needs the API
+    // server to start) listens on the port.
+    const standIn = createServer({ cert: pki.serverCert, key: pki.serverKey }, (request, response) => {
+      request.resume();
+      response.end('{}');
+    });
+    // Every socket, handshakes in progress too (closeAllConnections() knows only HTTP connections).
+    const sockets = new Set<Socket>();
+    standIn.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => standIn.listen(port, '127.0.0.1', resolve));
+    api = await startAuditedApiserver({
+      mode: 'blocking',
+      // The API server's client certificate is not trusted by this kubediff: only the token counts.
+      webhook: {
+        url: `https://127.0.0.1:${port}/`,
+        caPem: pki.caPem,
+        clientCert: pki.clientCert,
+        clientKey: pki.clientKey,
+        token: TOKEN,
+      },
+    });
+    admin = new KubeAdmin(api);
+    await new Promise<void>((resolve) => {
+      standIn.close(() => resolve());
+      standIn.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+    });
+    kd = runKubediff(
+      [
+        'watch',
+        '--kubeconfig',
+        api.kubeconfigPath,
+        '-o',
+        'json',
+        '-r',
+        'configmaps',
+        '-n',
+        'default',
+        '--audit-listen',
+        `127.0.0.1:${port}`,
+        '--audit-cert',
+        certFile,
+        '--audit-key',
+        keyFile,
+        '--audit-wait',
+        '5s',
+      ],
+      { env: { KUBEDIFF_AUDIT_TOKEN: TOKEN }, timeoutMs: 30_000, checkEvents: true },
+    );
+    await kd.waitForStderr(READY).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${kd.stderr}`);
+    });
+  });
+
+  after(async () => {
+    await kd?.stop().catch(() => {});
+    await killAll();
+    await admin?.close();
+    await api?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('each write is posted alone, before its answer: the change names its user exactly', async () => {
+    const alice = admin.as(api.aliceToken);
+    try {
+      await admin.create('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', {
+        metadata: { name: 'cm-editor' },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
+      });
+      await admin.create('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+        metadata: { name: 'alice-cm' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cm-editor' },
+        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' }],
+      });
+      await alice.create('/api/v1/namespaces/default/configmaps', {
+        metadata: { name: 'blocking' },
+        data: { a: '1' },
+      });
+      await alice.patch('/api/v1/namespaces/default/configmaps/blocking', { data: { a: '2' } });
+      const updated = await kd.waitForEvent(
+        (event) => event.type === 'UPDATED' && event.object.name === 'blocking',
+      );
+      assert.equal(updated.by?.user?.username, 'alice');
+      assert.equal(updated.by?.match, 'exact');
+    } finally {
+      await alice.close();
+    }
   });
 });
