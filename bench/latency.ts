@@ -24,6 +24,50 @@ export interface LatencyFigures {
   p99Ratio: number;
 }
 
+/**
+ * Patches `names` in turn, `writes` times at `writesPerSecond`, each with its sequence number in
+ * `/data/seq` (noted in `sentAt` just before the request); then waits (at most 15 s) until every
+ * reader's `arrivals` has every sequence number.
+ */
+export async function writeAtRate(
+  admin: KubeAdmin,
+  collection: string,
+  names: readonly string[],
+  options: { writes: number; writesPerSecond: number },
+  sentAt: Map<number, number>,
+  arrivals: readonly Map<number, number>[],
+): Promise<void> {
+  const interval = 1000 / options.writesPerSecond;
+  const started = performance.now();
+  const inFlight: Promise<unknown>[] = [];
+  for (let seq = 0; seq < options.writes; seq++) {
+    const due = started + seq * interval;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    sentAt.set(seq, performance.now());
+    inFlight.push(
+      admin.patch(`${collection}/${names[seq % names.length]}`, { data: { seq: String(seq) } }, 'merge'),
+    );
+  }
+  await Promise.all(inFlight);
+  const deadline = performance.now() + 15_000;
+  while (arrivals.some((arrived) => arrived.size < options.writes) && performance.now() < deadline) {
+    await sleep(100);
+  }
+}
+
+/** Per write that arrived: the time from just before its request to its line. */
+export function latencies(sentAt: Map<number, number>, arrivals: Map<number, number>): number[] {
+  return [...arrivals].filter(([seq]) => sentAt.has(seq)).map(([seq, at]) => at - sentAt.get(seq)!);
+}
+
+/** The sequence number a kubediff event line carries (`/data/seq`), if any. */
+export function sequenceOf(line: string): number | undefined {
+  const event = JSON.parse(line) as { changes?: { path: string; to?: unknown }[] };
+  const seq = event.changes?.find((change) => change.path === '/data/seq')?.to;
+  return typeof seq === 'string' ? Number(seq) : undefined;
+}
+
 export async function measureLatency(
   info: ClusterInfo,
   clusterFile: string,
@@ -48,9 +92,8 @@ export async function measureLatency(
     [KUBEDIFF, 'watch', '--kubeconfig', info.kubeconfigPath, '-o', 'json', '-r', 'configmaps', '-n', ns],
     {
       onLine: (line, at) => {
-        const event = JSON.parse(line) as { changes?: { path: string; to?: unknown }[] };
-        const seq = event.changes?.find((change) => change.path === '/data/seq')?.to;
-        if (typeof seq === 'string' && !kubediffAt.has(Number(seq))) kubediffAt.set(Number(seq), at);
+        const seq = sequenceOf(line);
+        if (seq !== undefined && !kubediffAt.has(seq)) kubediffAt.set(seq, at);
       },
     },
   );
@@ -65,35 +108,14 @@ export async function measureLatency(
     await raw.waitForStderr(/ready/, 60_000);
     await sleep(1_000);
     options.log(`latency: ${options.writes} writes at ${options.writesPerSecond}/s`);
-    const interval = 1000 / options.writesPerSecond;
-    const started = performance.now();
-    const inFlight: Promise<unknown>[] = [];
-    for (let seq = 0; seq < options.writes; seq++) {
-      const due = started + seq * interval;
-      const wait = due - performance.now();
-      if (wait > 0) await sleep(wait);
-      sentAt.set(seq, performance.now());
-      inFlight.push(
-        admin.patch(`${collection}/${names[seq % OBJECTS]}`, { data: { seq: String(seq) } }, 'merge'),
-      );
-    }
-    await Promise.all(inFlight);
-    const deadline = performance.now() + 15_000;
-    while (
-      (kubediffAt.size < options.writes || rawAt.size < options.writes) &&
-      performance.now() < deadline
-    ) {
-      await sleep(100);
-    }
+    await writeAtRate(admin, collection, names, options, sentAt, [kubediffAt, rawAt]);
   } finally {
     await kubediff.stop();
     await raw.stop();
     await admin.deleteNamespace(ns);
   }
-  const latencies = (arrivals: Map<number, number>) =>
-    [...arrivals].filter(([seq]) => sentAt.has(seq)).map(([seq, at]) => at - sentAt.get(seq)!);
-  const kd = latencies(kubediffAt);
-  const rw = latencies(rawAt);
+  const kd = latencies(sentAt, kubediffAt);
+  const rw = latencies(sentAt, rawAt);
   const figures = {
     kubediff: { p50Ms: quantile(kd, 0.5), p99Ms: quantile(kd, 0.99), received: kd.length },
     rawWatch: { p50Ms: quantile(rw, 0.5), p99Ms: quantile(rw, 0.99), received: rw.length },

@@ -3,6 +3,7 @@
 //   node bench/report.ts    writes BENCHMARKS.md again from bench/results/latest.json
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { AuditFigures } from './audit.ts';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { GoOriginalBuild } from './go-original.ts';
 import type { KafkaFigures } from './kafka.ts';
@@ -266,10 +267,21 @@ export function rows(result: Result): Row[] {
       met: undefined,
     });
   }
+  const audit = result.audit as AuditFigures | undefined;
+  if (audit) {
+    out.push({
+      figure: `8. write → event line, p99, audit webhook on (${audit.writesPerSecond} writes/s)`,
+      kubediff: `${ms(audit.audited.p99Ms)} (+${ms(audit.addedP99Ms)}); ${audit.audited.withUser} of ${audit.writes} named their user`,
+      baseline: `${ms(audit.plain.p99Ms)} (no audit webhook)`,
+      ratio: ratio(audit.p99Ratio),
+      target: 'added p99 < 1 s',
+      met: audit.addedP99Ms < 1_000 && audit.audited.received === audit.writes,
+    });
+  }
   const kafka = result.kafka as KafkaFigures | undefined;
   if (kafka) {
     out.push({
-      figure: `8. Kafka sink, sustained (${count(kafka.events)} events of ${kafka.eventBytes} B, acks=all)`,
+      figure: `9. Kafka sink, sustained (${count(kafka.events)} events of ${kafka.eventBytes} B, acks=all)`,
       kubediff: perSecond(kafka.sink.median),
       baseline: `${perSecond(kafka.raw.median)} (raw producer, same library)`,
       ratio: spreadRatio(kafka.ratio),
@@ -576,8 +588,8 @@ ${markdownTable(
   }
   const connections = result.connections as ConnectionFigures | undefined;
   if (connections) parts.push(connectionsSection(connections));
-  const ui = uiSection();
-  if (ui) parts.push(ui);
+  const audit = result.audit as AuditFigures | undefined;
+  if (audit) parts.push(auditSection(audit));
   const kafka = result.kafka as KafkaFigures | undefined;
   if (kafka) {
     const rate = (s: Spread) =>
@@ -597,8 +609,43 @@ ${markdownTable(
 )}
 `);
   }
+  const ui = uiSection();
+  if (ui) parts.push(ui);
   parts.push(NOTES);
   return `${parts.join('\n')}`;
+}
+
+/** Figure 8 (bench/audit.ts). */
+function auditSection(audit: AuditFigures): string {
+  return `## 8. The audit join
+
+${audit.writes} merge patches of 20 ConfigMaps at ${audit.writesPerSecond} writes/s on a kube-apiserver with the recommended
+audit policy (docs/audit.md) and its audit webhook in batch mode (\`--audit-webhook-batch-max-wait=100ms\`) pointed at
+one kubediff (\`--audit-listen\`, default \`--audit-wait\` of 500 ms); a second kubediff without the webhook watches the
+same objects of the same API server at the same time. Both pay the API server's own audit cost; the difference is
+the join's wait for each change's audit record.
+
+${markdownTable(
+  ['', 'p50', 'p99', 'lines received', 'named their user (exact)'],
+  [
+    [
+      'with the audit webhook',
+      ms(audit.audited.p50Ms),
+      ms(audit.audited.p99Ms),
+      `${audit.audited.received} of ${audit.writes}`,
+      `${audit.audited.withUser} (${audit.audited.exact})`,
+    ],
+    [
+      'without',
+      ms(audit.plain.p50Ms),
+      ms(audit.plain.p99Ms),
+      `${audit.plain.received} of ${audit.writes}`,
+      '—',
+    ],
+    ['added', '', ms(audit.addedP99Ms), '', ''],
+  ],
+)}
+`;
 }
 
 /** Figure 7 (bench/connections.ts); also written alone, after a \`--only connections\` run. */
@@ -657,6 +704,7 @@ const FIGURE_NUMBERS: Record<string, string> = {
   'go-original': '5',
   startup: '6',
   connections: '7',
+  audit: '8',
   kafka: '9',
 };
 

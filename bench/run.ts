@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -15,6 +15,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describeCluster } from '../test/helpers/cluster.ts';
+import { measureAuditLatency } from './audit.ts';
 import { measureConnections } from './connections.ts';
 import { DEFAULT_GO_ORIGINAL_SRC, ensureGoOriginal } from './go-original.ts';
 import { measureKafka } from './kafka.ts';
@@ -38,6 +39,7 @@ const FIGURES = {
   startup: 'startup',
   connections: 'connections',
   kafka: 'kafka',
+  audit: 'audit',
 } as const;
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
@@ -65,6 +67,7 @@ function parseArgs(argv: string[]) {
     syncPairs: quick ? 3 : 9,
     latencyWrites: quick ? 300 : 1_200,
     latencyRate: 20,
+    auditWrites: quick ? 300 : 1_200,
     soakSeconds,
     soakRate: 40,
     connectionPairs: quick ? 1 : 2,
@@ -212,6 +215,14 @@ try {
     result.startup = await measureStartup(cluster.info, cluster.admin, {
       pairs: settings.startupPairs,
       initialObjects: settings.initialObjects,
+      log,
+    });
+  }
+  if (settings.figures.has('audit')) {
+    log('8. audit join: write → event line with the audit webhook against without');
+    result.audit = await measureAuditLatency(cluster.info, {
+      writes: settings.auditWrites,
+      writesPerSecond: settings.latencyRate,
       log,
     });
   }

@@ -19,7 +19,7 @@ export function uiSection(file = path.join(import.meta.dirname, 'results', 'ui.j
   if (!existsSync(file)) return undefined;
   const result = JSON.parse(readFileSync(file, 'utf8')) as UiBenchResult;
   const met = (value: number, bound: number) => (value <= bound ? 'met' : 'NOT met');
-  return `## 8. \`kubediff ui\` on a ${result.events.toLocaleString('en-US')}-event history
+  return `## 10. \`kubediff ui\` on a ${result.events.toLocaleString('en-US')}-event history
 
 Measured by \`npm run bench:ui\` (bench/ui.ts) on ${result.date.slice(0, 10)}: ${result.machine}; Node ${result.node}.
 A generated history (${result.events.toLocaleString('en-US')} events over 40 namespaces, 3 kinds, 20,000 objects, one every

@@ -1,5 +1,5 @@
 // `kubediff history --state <file> [-n ns] [resource[/name]] [--since 2h] [--tail n] [--manager glob]
-// [-o json|pretty]`:
+// [--user glob] [-o json|pretty]`:
 // the events recorded in a state file, newest last. Reads the file without writing it, so it can run
 // while `kubediff watch` is writing it (WAL: readers never block the writer).
 import { existsSync } from 'node:fs';
@@ -17,6 +17,8 @@ export interface HistoryFlags {
   /** -c: take the state file from the config file's `state.path`. */
   config?: string;
   namespace?: string;
+  /** Only changes made by this user (a glob), as the audit webhook named them. */
+  user?: string;
   since?: string;
   tail?: string;
   /** Only events made by a field manager matching this glob (kubectl-*). */
@@ -46,6 +48,11 @@ export function runHistory(
   }
   const query: HistoryQuery = {};
   if (flags.namespace) query.namespace = flags.namespace.trim();
+  if (flags.user !== undefined) {
+    const user = flags.user.trim();
+    if (!user) throw new UsageError('--user is empty: name a user such as alice@example.com, or a glob.');
+    query.user = user;
+  }
   if (flags.since !== undefined) {
     const age = parseDurationSetting('--since', flags.since, AGE_RULES);
     query.since = new Date((io.now ?? Date.now)() - age).toISOString();

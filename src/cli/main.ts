@@ -3,6 +3,7 @@
 // src/cli/entry.ts runs main() for the launcher.
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { addAuditFlags } from '../config/audit-settings.ts';
 import {
   addServiceFlags,
   type RawServiceFlags,
@@ -168,6 +169,7 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} });
   addServiceFlags(watch);
+  addAuditFlags(watch);
   watch.action(async (flags: RawWatchFlags & RawServiceFlags & UiWatchFlags) => {
     const { loadWatchSettings } = await import('../config/settings.ts');
     const { durationFromEnvironment, httpFromEnvironment, sizeFromEnvironment, timingFromEnvironment } =
@@ -227,6 +229,10 @@ function buildProgram(): Command {
     .option('--state <file>', 'the state file that `kubediff watch --state` writes')
     .option('-c, --config <file>', 'take the state file from this config file (state.path)')
     .option('-n, --namespace <ns>', 'only this namespace')
+    .option(
+      '--user <glob>',
+      'only changes made by this user, as the audit webhook named them (docs/audit.md)',
+    )
     .option('--since <duration>', 'only events newer than this: 30m, 2h, 7d')
     .option('--tail <n>', 'only the newest n events')
     .option('--manager <name>', 'only events made by this field manager; globs: kubectl-*')

@@ -10,14 +10,16 @@ import type { WatchSettings } from '../config/watch-settings.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
+import { AuditJoin } from '../events/audit-join.ts';
 import { DiscoveryResolver, eventGate } from '../events/gate.ts';
-import { filterStage, Pipeline, type PipelineObserver } from '../events/pipeline.ts';
+import { type EventStage, filterStage, Pipeline, type PipelineObserver } from '../events/pipeline.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
+import { AuditServer } from '../service/audit-server.ts';
 import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
@@ -138,9 +140,43 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
 
-  // The pipeline: normalize → store/diff → the watch's rules → the leader gate → the sinks.
+  // --audit-listen: who made each change, joined before the rules so that user filters see it.
+  const auditJoin = settings.audit
+    ? new AuditJoin({
+        waitMs: settings.audit.waitMs,
+        windowMs: settings.audit.windowMs,
+        maxPending: settings.audit.maxPending,
+        maxRecords: settings.audit.maxRecords,
+        retainMs: Math.max(60_000, settings.audit.windowMs),
+        log,
+      })
+    : undefined;
+  if (settings.audit && auditJoin) {
+    const auditServer = lifecycle.use(
+      await AuditServer.start({
+        listen: settings.audit.listen,
+        certFile: settings.audit.certFile,
+        keyFile: settings.audit.keyFile,
+        clientCAFile: settings.audit.clientCAFile,
+        clientNames: settings.audit.clientNames,
+        token: settings.audit.token,
+        maxRequestBytes: settings.audit.maxRequestBytes,
+        onRecords: (records) => auditJoin.offer(records),
+        log,
+      }),
+      (server) => server.close(),
+    );
+    service.observeAudit({ requests: () => auditServer.stats().requests, join: () => auditJoin.stats() });
+  }
+
+  // The pipeline: normalize → store/diff → (audit join) → the watch's rules → the leader gate → the sinks.
   // Resource names in rules (`redact:`, filters) are resolved through discovery, fed below.
   const resolver = new DiscoveryResolver();
+  const rules: EventStage[] = [
+    ...(auditJoin ? [auditJoin] : []),
+    // Event types, the config file's global rules and --explain (src/events/gate.ts).
+    filterStage('rules', eventGate(settings, { router, log, resolver, failures })),
+  ];
   const observers: PipelineObserver[] = recorder ? [recorder, service] : [service];
   const pipeline = new Pipeline({
     // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
@@ -149,8 +185,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       redactor: new Redactor(settings.redaction.key),
       redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
     }),
-    // Event types, the config file's global rules and --explain (src/events/gate.ts).
-    rules: [filterStage('rules', eventGate(settings, { router, log, resolver, failures }))],
+    rules,
     handover: service.stages,
     delivery: router,
     observers,
@@ -189,6 +224,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       checkRedactRuleNames(settings.redaction.rules, selection, log);
     },
   });
+  // After the watch stopped: what waits for its audit record goes on to the sinks, which then drain.
+  if (auditJoin) lifecycle.defer(() => auditJoin.close());
   lifecycle.defer(() => watcher.stop());
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());

@@ -4,6 +4,7 @@
 import { managerNameProblem } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
+import { parseListenAddress } from '../service/health-server.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
 import { namespaceProblem } from '../util/glob.ts';
@@ -39,6 +40,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkDurationKey(config.shutdownTimeout, ['shutdownTimeout'], at, shown, { allowZero: true });
   checkStateRetention(config.state, at, shown);
   checkSize(config.deadLetterMaxSize, ['deadLetterMaxSize'], at, shown);
+  checkAudit(config.audit, at, shown);
   if (!Array.isArray(config.sinks)) return;
   config.sinks.forEach((sink, index) => {
     if (!isRecord(sink)) return;
@@ -176,6 +178,24 @@ function checkStateRetention(state: ConfigInput['state'], at: At, shown: Shown):
   if (state === null || typeof state !== 'object') return;
   checkDurationKey(state.maxAge, ['state', 'maxAge'], at, shown, AGE_RULES);
   checkSize(state.maxSize, ['state', 'maxSize'], at, shown);
+}
+
+function checkAudit(audit: ConfigInput['audit'], at: At, shown: Shown): void {
+  if (!isRecord(audit)) return;
+  // A wait of 0 is meaningful: join only what has already arrived.
+  checkDurationKey(audit.wait, ['audit', 'wait'], at, shown, { allowZero: true });
+  checkDurationKey(audit.window, ['audit', 'window'], at, shown);
+  checkSize(audit.maxRequestSize, ['audit', 'maxRequestSize'], at, shown);
+  if (typeof audit.listen === 'string') {
+    try {
+      parseListenAddress(audit.listen);
+    } catch {
+      at(
+        ['audit', 'listen'],
+        `expected [host]:port such as :8443, got ${shown(['audit', 'listen'], audit.listen)}`,
+      );
+    }
+  }
 }
 
 function checkSize(value: string | undefined, path: KeyPath, at: At, shown: Shown): void {

@@ -35,6 +35,9 @@ const filterSchema = {
     only: { type: 'array', items: pathRule },
     managers: stringList,
     excludeManagers: stringList,
+    // Who made the change (the audit webhook, docs/audit.md): usernames, globs.
+    users: stringList,
+    excludeUsers: stringList,
   },
   additionalProperties: false,
 } as const;
@@ -200,6 +203,26 @@ export const configSchema = {
         required: ['type'],
       },
     },
+    // The audit webhook (docs/audit.md): who made each change.
+    audit: {
+      type: 'object',
+      properties: {
+        listen: { type: 'string' },
+        certFile: { type: 'string' },
+        keyFile: { type: 'string' },
+        clientCAFile: { type: 'string' },
+        clientNames: stringList,
+        token: { type: 'string' },
+        wait: duration,
+        window: duration,
+        maxPending: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        maxRequestSize: { type: 'string' },
+      },
+      required: ['listen', 'certFile', 'keyFile'],
+      additionalProperties: false,
+    },
+    ignoreUsers: stringList,
   },
   additionalProperties: false,
 } as const;

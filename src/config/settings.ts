@@ -15,6 +15,7 @@ import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
 import { errorMessage, fileReadProblem, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
+import { auditSettingsFrom, ignoredUsersFrom } from './audit-settings.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig, ParseOptions } from './file.ts';
 import {
@@ -164,6 +165,9 @@ function resolveWatchSettings(
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
   };
+  const audit = auditSettingsFrom(flags, config.audit, env ?? {});
+  if (audit) settings.audit = audit;
+  const ignoredUsers = ignoredUsersFrom(flags, config);
   // The watch's own client-side rules: namespace globs, and the file's per-resource ignores and `only`.
   const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
   const ignoreManagers =
@@ -176,6 +180,7 @@ function resolveWatchSettings(
     ...(excludeGlobs.length > 0 ? { excludeNamespaces: excludeGlobs } : {}),
     ...(perResourceIgnores.length > 0 ? { ignore: perResourceIgnores } : {}),
     ...(config.only && config.only.length > 0 ? { only: config.only.map(pathRuleOf) } : {}),
+    ...(ignoredUsers.length > 0 ? { excludeUsers: ignoredUsers } : {}),
   };
   if (Object.keys(filter).length > 0) settings.filter = filter;
   return file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
@@ -398,6 +403,8 @@ function filterOf(input: FilterInput | undefined): { filter?: FilterSpec } {
     ...(input.only ? { only: input.only.map(pathRuleOf) } : {}),
     ...(input.managers ? { managers: input.managers } : {}),
     ...(input.excludeManagers ? { excludeManagers: input.excludeManagers } : {}),
+    ...(input.users ? { users: input.users } : {}),
+    ...(input.excludeUsers ? { excludeUsers: input.excludeUsers } : {}),
   };
   return Object.keys(filter).length > 0 ? { filter } : {};
 }

@@ -4,6 +4,7 @@
 import type { EventType } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';
 import type { ResourceName } from '../kube/resource-names.ts';
+import type { AuditSettings, RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
 import type { PresetName } from './presets.ts';
 import type { RedactionSettings } from './redaction.ts';
@@ -14,7 +15,7 @@ import type { RawStateFlags, StateSettings } from './state-settings.ts';
 export type OutputFormat = 'json' | 'pretty' | 'none';
 
 /** The flags as commander hands them over. */
-export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags {
+export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags, RawAuditFlags {
   kubeconfig?: string;
   context?: string;
   namespace?: string[];
@@ -67,4 +68,6 @@ export interface WatchSettings {
   state?: StateSettings;
   /** What is redacted beyond Secrets (`redact:`), and KUBEDIFF_REDACTION_KEY. */
   redaction: RedactionSettings;
+  /** --audit-listen: the audit webhook, to name who made each change (docs/audit.md). */
+  audit?: AuditSettings;
 }

@@ -49,6 +49,7 @@ export interface ChangeEvent {
     uid: string;
     resourceVersion: string;
   };
+  /** Who made the change: its field managers, and the audit record joined to it (--audit-listen). */
   by?: ByInfo;
   changes?: Change[];
   offline?: true;
@@ -65,4 +66,19 @@ export function qualifiedResource(event: ChangeEvent): string {
 /** Which object an event is about, for failure reports: never its contents. */
 export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
   return identityOf(qualifiedResource(event), event.object);
+}
+
+/**
+ * `event` with `by` merged in, its fields kept in the printed order (`by` before `changes`): a stage that
+ * learns who made a change adds to what an earlier one found.
+ */
+export function withBy(event: ChangeEvent, by: ByInfo): ChangeEvent {
+  const { changes, offline, finalStateUnknown, by: known, ...head } = event;
+  return {
+    ...head,
+    by: { ...known, ...by },
+    ...(changes !== undefined ? { changes } : {}),
+    ...(offline !== undefined ? { offline } : {}),
+    ...(finalStateUnknown !== undefined ? { finalStateUnknown } : {}),
+  };
 }

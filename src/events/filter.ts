@@ -67,6 +67,13 @@ export interface FilterSpec {
    * dropped.
    */
   ignore?: readonly PathRule[];
+  /**
+   * Only changes made by these users (globs: `system:serviceaccount:argocd:*`), as the audit webhook names
+   * them in `by.user` or `by.impersonatedUser`. A change without a known user does not match.
+   */
+  users?: readonly string[];
+  /** Not changes made by these users (globs); a change without a known user is not affected. */
+  excludeUsers?: readonly string[];
 }
 
 /** Which rule decided. */
@@ -79,7 +86,9 @@ type FilterRule =
   | 'managers'
   | 'excludeManagers'
   | 'only'
-  | 'ignore';
+  | 'ignore'
+  | 'users'
+  | 'excludeUsers';
 
 export type FilterVerdict =
   /** `event`: the event to deliver when `ignore` removed some of its changes. */
@@ -127,6 +136,8 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
   const excludeManagers = nonEmpty(spec.excludeManagers)?.map(compileManager);
   const only = nonEmpty(spec.only)?.map(compilePathRule);
   const ignore = nonEmpty(spec.ignore)?.map(compilePathRule);
+  const users = nonEmpty(spec.users)?.map(compileUser);
+  const excludeUsers = nonEmpty(spec.excludeUsers)?.map(compileUser);
   const acceptsAll =
     !namespaces &&
     !excludeNamespaces &&
@@ -136,7 +147,9 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
     !managers &&
     !excludeManagers &&
     !only &&
-    !ignore;
+    !ignore &&
+    !users &&
+    !excludeUsers;
   const owner = options.owner ?? 'the sink';
 
   // Resource matches are cached per qualified type: discovery answers do not change for a type.
@@ -251,6 +264,32 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
             deliver: false,
             rule: 'excludeManagers',
             reason: `created by ${match.name}, excluded (${match.pattern.text})`,
+          };
+        }
+      }
+      if (users) {
+        const names = usernamesOf(event);
+        const match = users.find((pattern) => names.some((name) => pattern.test(name)));
+        if (!match) {
+          return {
+            deliver: false,
+            rule: 'users',
+            reason:
+              names.length === 0
+                ? `who made it is not known and the filter lists users ${texts(users)}`
+                : `user ${names.join(' via ')} is not in ${texts(users)}`,
+          };
+        }
+        accepted.push(`user ${match.text}`);
+      }
+      if (excludeUsers) {
+        const names = usernamesOf(event);
+        const match = excludeUsers.find((pattern) => names.some((name) => pattern.test(name)));
+        if (match) {
+          return {
+            deliver: false,
+            rule: 'excludeUsers',
+            reason: `user ${names.join(' via ')} is excluded (${match.text})`,
           };
         }
       }
@@ -417,6 +456,24 @@ function compileNamespace(text: string): NamespacePattern {
   if (!hasGlob(trimmed)) return { text: trimmed, test: (namespace) => namespace === trimmed };
   const pattern = globToRegExp(trimmed);
   return { text: trimmed, test: (namespace) => pattern.test(namespace) };
+}
+
+/** A username or a glob over usernames (`*` any run, `?` one character). */
+function compileUser(text: string): NamespacePattern {
+  const trimmed = text.trim();
+  if (trimmed === '')
+    throw new Error('"" is not a username: name a user such as alice@example.com or a glob');
+  if (!hasGlob(trimmed)) return { text: trimmed, test: (name) => name === trimmed };
+  const pattern = globToRegExp(trimmed);
+  return { text: trimmed, test: (name) => pattern.test(name) };
+}
+
+/** Who made the change: the impersonated user first (the identity it was made as), then the one who asked. */
+function usernamesOf(event: ChangeEvent): string[] {
+  const names: string[] = [];
+  if (event.by?.impersonatedUser) names.push(event.by.impersonatedUser.username);
+  if (event.by?.user) names.push(event.by.user.username);
+  return names;
 }
 
 function compilePathRule(rule: PathRule): CompiledPathRule {

@@ -38,6 +38,8 @@ export interface StoreChange {
   kind: 'added' | 'updated' | 'deleted' | 'baseline';
   type: ResourceType;
   object: StoredObject;
+  /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
+  initial?: true;
 }
 
 /** One change on its way: the event it made (none for a baseline, an unchanged update, or a dropped event). */
@@ -145,7 +147,10 @@ export class Pipeline {
     const enter = this.enter;
     return {
       onAdd: (type, object, context) =>
-        enter({ change: { kind: 'added', type, object }, event: builder.added(type, object, context) }),
+        enter({
+          change: { kind: 'added', type, object, ...(context.initial ? { initial: true as const } : {}) },
+          event: builder.added(type, object, context),
+        }),
       onUpdate: (type, previous, current, context) =>
         enter({
           change: { kind: 'updated', type, object: current },

@@ -10,7 +10,7 @@
 // never the error's own message, which carries the API server's URL and addresses (those are logged).
 
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { KubeFailureKind } from '../kube/errors.ts';
@@ -135,6 +135,26 @@ export function parseListenAddress(text: string, flag = '--listen'): ListenAddre
   return { host, port };
 }
 
+/** Listens on `address` (as `flag` gives it); rejects with a UsageError when the port cannot be had. */
+export async function listenOn(server: NetServer, address: string, flag: string): Promise<void> {
+  const { host, port } = parseListenAddress(address, flag);
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      reject(
+        new UsageError(
+          `cannot listen on ${address} (${flag}): ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}; choose another address.`,
+          { cause: error },
+        ),
+      );
+    };
+    server.once('error', onError);
+    server.listen({ port, ...(host ? { host } : {}) }, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
 export interface HealthServerOptions {
   readiness: Readiness;
   metrics: KubediffMetrics;
@@ -150,28 +170,13 @@ export class HealthServer {
 
   /** Listens on `address`; rejects with a UsageError when the port cannot be had. */
   static async start(address: string, options: HealthServerOptions): Promise<HealthServer> {
-    const { host, port } = parseListenAddress(address);
     const server = createServer((request, response) => {
       void handle(options, request.method ?? 'GET', request.url ?? '/', response);
     });
     server.keepAliveTimeout = 5_000;
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
-    await new Promise<void>((resolve, reject) => {
-      const onError = (error: NodeJS.ErrnoException) => {
-        reject(
-          new UsageError(
-            `cannot listen on ${address} (--listen): ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}; choose another address.`,
-            { cause: error },
-          ),
-        );
-      };
-      server.once('error', onError);
-      server.listen({ port, ...(host ? { host } : {}) }, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    });
+    await listenOn(server, address, '--listen');
     const instance = new HealthServer(server);
     options.log.info(`serving /healthz, /readyz and /metrics on http://${instance.address}`);
     return instance;

@@ -10,6 +10,7 @@
 // `pods`); `sink` is the sink's name as in the logs (URLs elided).
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuditJoinStats } from '../events/audit-join.ts';
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
@@ -19,6 +20,7 @@ import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
 import { type EventFailures, FAILURE_STAGES } from '../util/event-failures.ts';
+import { AUDIT_REQUEST_OUTCOMES, type AuditRequestOutcome } from './audit-server.ts';
 
 export interface MetricsSources {
   /** The informers running now (read on each scrape). */
@@ -38,6 +40,11 @@ export interface MetricsSources {
   isReady?: () => boolean;
   /** The connections to the API server (read on each scrape). */
   connections?: () => ConnectionStats;
+  /** --audit-listen: the audit webhook's requests and the join's counts. */
+  audit?: {
+    requests: () => ReadonlyMap<AuditRequestOutcome, number>;
+    join: () => AuditJoinStats;
+  };
 }
 
 const SINK_OUTCOMES: readonly [keyof SinkStats, string][] = [
@@ -335,9 +342,82 @@ export class KubediffMetrics {
       },
     });
 
+    this.registerAuditMetrics(registers);
+
     this.stopObserving = observeDeliveries({
       request: (sink, seconds, outcome) => this.sinkRequests.observe({ sink, outcome }, seconds),
       retry: (sink) => this.sinkRetries.inc({ sink }),
+    });
+  }
+
+  /** The audit webhook and the join (docs/audit.md); zero without --audit-listen. */
+  private registerAuditMetrics(registers: Registry[]): void {
+    const self = this;
+    const join = () => self.sources.audit?.join();
+    new Counter({
+      name: 'kubediff_audit_requests_total',
+      help: 'Requests to the audit webhook, by outcome: accepted, unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed.',
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        const requests = self.sources.audit?.requests();
+        if (!requests) return;
+        for (const outcome of AUDIT_REQUEST_OUTCOMES) {
+          self.incrementTo(this, { outcome }, requests.get(outcome) ?? 0, `audit-requests\u0000${outcome}`);
+        }
+      },
+    });
+    new Counter({
+      name: 'kubediff_audit_events_joined_total',
+      help: 'Changes that got their audit record (by.user), by match: exact (uid and resourceVersion) or nearest (name and time).',
+      labelNames: ['match'],
+      registers,
+      collect() {
+        const stats = join();
+        if (!stats) return;
+        self.incrementTo(this, { match: 'exact' }, stats.joinedExact, 'audit-exact');
+        self.incrementTo(this, { match: 'nearest' }, stats.joinedNearest, 'audit-nearest');
+      },
+    });
+    new Counter({
+      name: 'kubediff_audit_events_unmatched_total',
+      help: 'Changes that waited --audit-wait for their audit record and went on without user.',
+      registers,
+      collect() {
+        self.incrementTo(this, {}, join()?.unmatched ?? 0, 'audit-unmatched');
+      },
+    });
+    new Counter({
+      name: 'kubediff_audit_pending_released_total',
+      help: 'Changes sent on before --audit-wait because audit.maxPending changes were waiting.',
+      registers,
+      collect() {
+        self.incrementTo(this, {}, join()?.releasedAtLimit ?? 0, 'audit-released');
+      },
+    });
+    new Gauge({
+      name: 'kubediff_audit_pending_events',
+      help: 'Changes waiting for their audit record now (bounded by audit.maxPending).',
+      registers,
+      collect() {
+        this.set(join()?.pending ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_audit_records',
+      help: 'Audit records kept for a change still to come (bounded by audit.maxRecords).',
+      registers,
+      collect() {
+        this.set(join()?.records ?? 0);
+      },
+    });
+    new Counter({
+      name: 'kubediff_audit_records_dropped_total',
+      help: 'Unmatched audit records dropped (the oldest) because audit.maxRecords were kept.',
+      registers,
+      collect() {
+        self.incrementTo(this, {}, join()?.recordsDropped ?? 0, 'audit-dropped');
+      },
     });
   }
 

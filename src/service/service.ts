@@ -103,6 +103,11 @@ export class ServiceRuntime implements PipelineObserver {
     this.metrics?.setSources({ sinks, ...observed });
   }
 
+  /** What the metrics read of the audit webhook and the join (--audit-listen). */
+  observeAudit(audit: NonNullable<MetricsSources['audit']>): void {
+    this.metrics?.setSources({ audit });
+  }
+
   /** PipelineObserver: informer health, for readiness and metrics. */
   stateChanged(informer: Informer, state: ReflectorState): void {
     this.readiness.observeState(informer, state);

@@ -199,7 +199,7 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
   const dir = await mkdtemp(path.join(tmpRoot, 'kubediff-cluster-'));
   const processes: ManagedProcess[] = [];
   const agent = new Agent({ connect: { rejectUnauthorized: false } });
-  let tlsAgent: Agent | undefined;
+  let closeTls: (() => Promise<void>) | undefined;
 
   const stopProcesses = async () => {
     // The controller manager and the API server first (they talk to etcd), then etcd.
@@ -213,27 +213,8 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
     const etcdEndpoint = `http://127.0.0.1:${etcdClientPort}`;
     const server = `https://127.0.0.1:${apiserverPort}`;
 
-    // Credentials. Tokens are static (--token-auth-file): an admin in system:masters, and `nobody`,
-    // who belongs to no group but system:authenticated and so may do discovery and nothing else.
-    const adminToken = randomBytes(24).toString('hex');
-    const nobodyToken = randomBytes(24).toString('hex');
-    const tokenFile = path.join(dir, 'tokens.csv');
-    await writeFile(
-      tokenFile,
-      `${adminToken},admin,admin-uid,"system:masters"\n${nobodyToken},nobody,nobody-uid\n`,
-      {
-        mode: 0o600,
-      },
-    );
-    // ServiceAccount tokens: the API server signs and verifies them, the controller manager signs
-    // legacy token Secrets. Any RSA key will do.
-    const serviceAccountKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const saPrivateKeyFile = path.join(dir, 'sa.key');
-    const saPublicKeyFile = path.join(dir, 'sa.pub');
-    await writeFile(saPrivateKeyFile, serviceAccountKey.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
-      mode: 0o600,
-    });
-    await writeFile(saPublicKeyFile, serviceAccountKey.publicKey.export({ type: 'spki', format: 'pem' }));
+    const { adminToken, nobodyToken, tokenFile, saPrivateKeyFile, saPublicKeyFile } =
+      await writeCredentials(dir);
 
     const launch = (name: string, binary: string, args: string[]) => {
       const p = launchProcess({ name, binary, args, dir, persistent: options.persistent ?? false });
@@ -269,79 +250,38 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       { deadline, processes },
     );
 
-    // kube-apiserver. Notes on the less obvious flags:
-    // - --cert-dir without --tls-cert-file: the API server makes a self-signed CA and a serving
-    //   certificate for 127.0.0.1 (the --bind-address) and writes both to apiserver.crt; the CA
-    //   goes into the kubeconfig.
-    // - --disable-admission-plugins=ServiceAccount: pods can be created in a namespace at once,
-    //   without waiting for its `default` ServiceAccount.
-    // - --etcd-compaction-interval: the API server compacts etcd this often, so an old
-    //   resourceVersion expires quickly, like on a busy production cluster.
-    // - --watch-cache-sizes=podtemplates#0: podtemplates get no watch cache, so their lists and
-    //   watches are served straight from etcd. A watch from a resourceVersion older than etcd's
-    //   compacted revision then fails with a REAL 410 Gone ("too old resource version") coming from
-    //   etcd itself, as soon as that revision is compacted (compactEtcd() forces it); with a watch
-    //   cache, the cache's own event window decides instead, independent of compaction.
+    // kube-apiserver (the flags are explained at apiserverArgs), with a short compaction interval and
+    // podtemplates without watch cache, for real 410 Gone.
     const certDir = path.join(dir, 'apiserver-certs');
     log(`cluster: starting kube-apiserver on ${server}`);
-    launch('kube-apiserver', binaries.kubeApiserver, [
-      `--etcd-servers=${etcdEndpoint}`,
-      `--etcd-compaction-interval=${compactionInterval}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      `--secure-port=${apiserverPort}`,
-      `--cert-dir=${certDir}`,
-      '--authorization-mode=RBAC',
-      `--token-auth-file=${tokenFile}`,
-      `--client-ca-file=${clientCaFile}`,
-      `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
-      `--service-account-key-file=${saPublicKeyFile}`,
-      `--service-account-signing-key-file=${saPrivateKeyFile}`,
-      `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
-      '--disable-admission-plugins=ServiceAccount',
-      '--watch-cache-sizes=podtemplates#0',
-      // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints reject (loopback).
-      '--endpoint-reconciler-type=none',
-      '--allow-privileged=true',
-      '--profiling=false',
-      ...(options.apiserverArgs ?? []),
-    ]);
-    const servingCertFile = path.join(certDir, 'apiserver.crt');
-    await waitUntil(
-      'kube-apiserver to write its self-signed certificate',
-      async () => existsSync(servingCertFile) || 'no apiserver.crt yet',
-      { deadline, processes, intervalMs: 100 },
+    launch(
+      'kube-apiserver',
+      binaries.kubeApiserver,
+      apiserverArgs({
+        etcdEndpoint,
+        port: apiserverPort as number,
+        certDir,
+        tokenFile,
+        saPublicKeyFile,
+        saPrivateKeyFile,
+        extra: [
+          `--client-ca-file=${clientCaFile}`,
+          `--etcd-compaction-interval=${compactionInterval}`,
+          '--watch-cache-sizes=podtemplates#0',
+          ...(options.apiserverArgs ?? []),
+        ],
+      }),
     );
-    const caPem = await readServingCA(servingCertFile);
-    const caFile = path.join(dir, 'ca.crt');
-    await writeFile(caFile, caPem);
-    tlsAgent = new Agent({ connect: { ca: caPem } });
-    const adminGet = async (urlPath: string) => {
-      const res = await request(`${server}${urlPath}`, {
-        dispatcher: tlsAgent,
-        headers: { authorization: `Bearer ${adminToken}` },
-      });
-      return { status: res.statusCode, body: await res.body.text() };
-    };
-
-    // /readyz covers etcd, the RBAC bootstrap roles and bindings, and the bootstrap controller's
-    // system namespaces; `default` is the namespace a client falls back to, so wait for it too.
-    await waitUntil(
-      'kube-apiserver /readyz',
-      async () => {
-        const res = await adminGet('/readyz');
-        return res.status === 200 || `${res.status} ${lastLines(res.body, 3)}`;
-      },
-      { deadline, processes },
-    );
-    await waitUntil(
-      'the default namespace',
-      async () => {
-        const res = await adminGet('/api/v1/namespaces/default');
-        return res.status === 200 || `${res.status}`;
-      },
-      { deadline, processes },
-    );
+    const ready = await waitForApiserver({
+      certDir,
+      dir,
+      server,
+      adminToken,
+      deadline,
+      processes,
+    });
+    const { caPem, caFile, adminGet } = ready;
+    closeTls = ready.close;
 
     const kubeconfigPath = path.join(dir, 'kubeconfig');
     await writeFile(kubeconfigPath, kubeconfigYaml({ server, caPem, token: adminToken, nobodyToken }), {
@@ -392,7 +332,7 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
     const stop = () => {
       stopping ??= (async () => {
         await stopProcesses();
-        await Promise.all([agent.close(), tlsAgent?.close()]);
+        await Promise.all([agent.close(), closeTls?.()]);
         await rm(dir, { recursive: true, force: true });
       })();
       return stopping;
@@ -418,7 +358,7 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
   } catch (error) {
     throw await startFailure('the test cluster', error, processes, async () => {
       await stopProcesses();
-      await Promise.all([agent.close(), tlsAgent?.close()]);
+      await Promise.all([agent.close(), closeTls?.()]);
       await rm(dir, { recursive: true, force: true });
     });
   }
@@ -584,6 +524,159 @@ async function serviceAccountToken(info: ClusterInfo): Promise<string> {
   } finally {
     await admin.close();
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Parts shared with other API servers the tests start (test/helpers/audited-apiserver.ts)
+
+export interface ApiserverCredentials {
+  /** A user in system:masters. */
+  adminToken: string;
+  /** A user without rights. */
+  nobodyToken: string;
+  /** The --token-auth-file; more users may be appended to it before the API server starts. */
+  tokenFile: string;
+  saPrivateKeyFile: string;
+  saPublicKeyFile: string;
+}
+
+/**
+ * Credentials in `dir`. Tokens are static (--token-auth-file): an admin in system:masters, and `nobody`,
+ * who belongs to no group but system:authenticated and so may do discovery and nothing else.
+ * ServiceAccount tokens: the API server signs and verifies them, the controller manager signs legacy
+ * token Secrets. Any RSA key will do.
+ */
+export async function writeCredentials(
+  dir: string,
+  extraUsers: string[] = [],
+): Promise<ApiserverCredentials> {
+  const adminToken = randomBytes(24).toString('hex');
+  const nobodyToken = randomBytes(24).toString('hex');
+  const tokenFile = path.join(dir, 'tokens.csv');
+  await writeFile(
+    tokenFile,
+    [
+      `${adminToken},admin,admin-uid,"system:masters"`,
+      `${nobodyToken},nobody,nobody-uid`,
+      ...extraUsers,
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  );
+  const serviceAccountKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const saPrivateKeyFile = path.join(dir, 'sa.key');
+  const saPublicKeyFile = path.join(dir, 'sa.pub');
+  await writeFile(saPrivateKeyFile, serviceAccountKey.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+    mode: 0o600,
+  });
+  await writeFile(saPublicKeyFile, serviceAccountKey.publicKey.export({ type: 'spki', format: 'pem' }));
+  return { adminToken, nobodyToken, tokenFile, saPrivateKeyFile, saPublicKeyFile };
+}
+
+/**
+ * The kube-apiserver flags of a test API server. Notes on the less obvious ones:
+ * - --cert-dir without --tls-cert-file: the API server makes a self-signed CA and a serving
+ *   certificate for 127.0.0.1 (the --bind-address) and writes both to apiserver.crt; the CA
+ *   goes into the kubeconfig.
+ * - --disable-admission-plugins=ServiceAccount: pods can be created in a namespace at once,
+ *   without waiting for its `default` ServiceAccount.
+ * - --etcd-compaction-interval (in `extra` of the default cluster): the API server compacts etcd this
+ *   often, so an old resourceVersion expires quickly, like on a busy production cluster.
+ * - --watch-cache-sizes=podtemplates#0 (idem): podtemplates get no watch cache, so their lists and
+ *   watches are served straight from etcd. A watch from a resourceVersion older than etcd's
+ *   compacted revision then fails with a REAL 410 Gone ("too old resource version") coming from
+ *   etcd itself, as soon as that revision is compacted (compactEtcd() forces it); with a watch
+ *   cache, the cache's own event window decides instead, independent of compaction.
+ */
+export function apiserverArgs(options: {
+  etcdEndpoint: string;
+  port: number;
+  certDir: string;
+  tokenFile: string;
+  saPublicKeyFile: string;
+  saPrivateKeyFile: string;
+  /** Appended, so they win. */
+  extra?: string[];
+}): string[] {
+  return [
+    `--etcd-servers=${options.etcdEndpoint}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${options.port}`,
+    `--cert-dir=${options.certDir}`,
+    '--authorization-mode=RBAC',
+    `--token-auth-file=${options.tokenFile}`,
+    `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
+    `--service-account-key-file=${options.saPublicKeyFile}`,
+    `--service-account-signing-key-file=${options.saPrivateKeyFile}`,
+    `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+    '--disable-admission-plugins=ServiceAccount',
+    // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints reject (loopback).
+    '--endpoint-reconciler-type=none',
+    '--allow-privileged=true',
+    '--profiling=false',
+    ...(options.extra ?? []),
+  ];
+}
+
+/**
+ * Waits until an API server started with apiserverArgs() serves: its self-signed CA (written to
+ * `<dir>/ca.crt`), /readyz (etcd, the RBAC bootstrap roles and bindings, the system namespaces) and the
+ * `default` namespace a client falls back to.
+ */
+export async function waitForApiserver(options: {
+  certDir: string;
+  dir: string;
+  server: string;
+  adminToken: string;
+  deadline: number;
+  processes: ManagedProcess[];
+}): Promise<{
+  caPem: string;
+  caFile: string;
+  adminGet: (urlPath: string) => Promise<{ status: number; body: string }>;
+  close: () => Promise<void>;
+}> {
+  const { deadline, processes } = options;
+  const servingCertFile = path.join(options.certDir, 'apiserver.crt');
+  await waitUntil(
+    'kube-apiserver to write its self-signed certificate',
+    async () => existsSync(servingCertFile) || 'no apiserver.crt yet',
+    { deadline, processes, intervalMs: 100 },
+  );
+  const caPem = await readServingCA(servingCertFile);
+  const caFile = path.join(options.dir, 'ca.crt');
+  await writeFile(caFile, caPem);
+  const tlsAgent = new Agent({ connect: { ca: caPem } });
+  const adminGet = async (urlPath: string) => {
+    const res = await request(`${options.server}${urlPath}`, {
+      dispatcher: tlsAgent,
+      headers: { authorization: `Bearer ${options.adminToken}` },
+    });
+    return { status: res.statusCode, body: await res.body.text() };
+  };
+  try {
+    await waitUntil(
+      'kube-apiserver /readyz',
+      async () => {
+        const res = await adminGet('/readyz');
+        return res.status === 200 || `${res.status} ${lastLines(res.body, 3)}`;
+      },
+      { deadline, processes },
+    );
+    await waitUntil(
+      'the default namespace',
+      async () => {
+        const res = await adminGet('/api/v1/namespaces/default');
+        return res.status === 200 || `${res.status}`;
+      },
+      { deadline, processes },
+    );
+  } catch (error) {
+    await tlsAgent.close();
+    throw error;
+  }
+  return { caPem, caFile, adminGet, close: () => tlsAgent.close() };
 }
 
 // ---------------------------------------------------------------------------------------------------

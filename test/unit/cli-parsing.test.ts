@@ -44,6 +44,27 @@ describe('watch flags', () => {
     assert.ok(!watchSettingsFromFlags({ status: true }, false).ignoredPaths.includes('/status'));
   });
 
+  it("the audit webhook: off without --audit-listen; --ignore-user becomes the watch's excludeUsers", () => {
+    assert.equal(watchSettingsFromFlags({}, false).audit, undefined);
+    const settings = watchSettingsFromFlags(
+      { auditListen: ':8443', auditCert: 'c', auditKey: 'k', ignoreUser: ['system:serviceaccount:argocd:*'] },
+      false,
+      { KUBEDIFF_AUDIT_TOKEN: 't' },
+    );
+    assert.deepEqual(settings.audit, {
+      listen: ':8443',
+      certFile: 'c',
+      keyFile: 'k',
+      token: 't',
+      waitMs: 500,
+      windowMs: 5000,
+      maxPending: 10000,
+      maxRecords: 20000,
+      maxRequestBytes: 16 * 1024 * 1024,
+    });
+    assert.deepEqual(settings.filter?.excludeUsers, ['system:serviceaccount:argocd:*']);
+  });
+
   it('rejects bad values with one sentence and exit code 2', () => {
     const cases: [Parameters<typeof watchSettingsFromFlags>[0], RegExp][] = [
       [{ events: 'added,renamed' }, /invalid --events value "renamed"/],
@@ -51,6 +72,14 @@ describe('watch flags', () => {
       [{ ignore: ['spec/replicas'] }, /invalid --ignore path: .*must start with "\/"/],
       [{ namespace: ['Shop'] }, /invalid --namespace "Shop"/],
       [{ output: 'yaml' }, /invalid --output "yaml"/],
+      [{ auditCert: 'x.crt' }, /--audit-cert applies to the audit webhook: add --audit-listen/],
+      [{ auditListen: ':8443' }, /serves HTTPS only: give its certificate and key/],
+      [{ auditListen: ':8443', auditCert: 'c', auditKey: 'k' }, /must authenticate its sender/],
+      [{ auditListen: 'nowhere', auditCert: 'c', auditKey: 'k' }, /invalid --audit-listen "nowhere"/],
+      [
+        { auditListen: ':8443', auditCert: 'c', auditKey: 'k', auditClientCa: 'ca', auditWait: 'soon' },
+        /invalid --audit-wait "soon"/,
+      ],
     ];
     for (const [flags, message] of cases) {
       assert.throws(

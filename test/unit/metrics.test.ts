@@ -101,3 +101,36 @@ test('sink counters follow stats(), as counters that never go down', async () =>
     metrics.close();
   }
 });
+
+test('the audit webhook and the join: requests by outcome, joins by match, waits and bounds', async () => {
+  const metrics = new KubediffMetrics({ version: '1.2.3', defaultMetrics: false });
+  try {
+    const requests = new Map([
+      ['accepted', 5],
+      ['unauthorized', 2],
+    ] as const);
+    const join = {
+      pending: 3,
+      records: 7,
+      joinedExact: 10,
+      joinedNearest: 1,
+      unmatched: 4,
+      releasedAtLimit: 0,
+      recordsDropped: 2,
+    };
+    metrics.setSources({ audit: { requests: () => requests, join: () => join } });
+    const scraped = await values(metrics);
+    assert.equal(scraped.get('kubediff_audit_requests_total{outcome="accepted"}'), 5);
+    assert.equal(scraped.get('kubediff_audit_requests_total{outcome="unauthorized"}'), 2);
+    assert.equal(scraped.get('kubediff_audit_requests_total{outcome="forbidden"}'), 0);
+    assert.equal(scraped.get('kubediff_audit_events_joined_total{match="exact"}'), 10);
+    assert.equal(scraped.get('kubediff_audit_events_joined_total{match="nearest"}'), 1);
+    assert.equal(scraped.get('kubediff_audit_events_unmatched_total'), 4);
+    assert.equal(scraped.get('kubediff_audit_pending_events'), 3);
+    assert.equal(scraped.get('kubediff_audit_records'), 7);
+    assert.equal(scraped.get('kubediff_audit_records_dropped_total'), 2);
+    assert.equal(scraped.get('kubediff_audit_pending_released_total'), 0);
+  } finally {
+    metrics.close();
+  }
+});

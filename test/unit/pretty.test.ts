@@ -25,6 +25,29 @@ describe('pretty output', () => {
     );
   });
 
+  it('names who made the change: by user (tool), the tool from the User-Agent', () => {
+    const render = prettyRenderer({ color: false });
+    const by = { user: { username: 'alice' }, userAgent: 'kubectl/v1.36.3 (linux/amd64) kubernetes/abc' };
+    assert.equal(
+      render(sampleEvent({ by: { ...by, auditID: 'a1', match: 'exact' }, changes: [] })),
+      '10:31:07 UPDATED deployments.apps shop/web by alice (kubectl) [prod]\n',
+    );
+    assert.equal(
+      render(
+        sampleEvent({
+          by: { user: { username: 'bob' }, impersonatedUser: { username: 'carol' } },
+          changes: [],
+        }),
+      ),
+      '10:31:07 UPDATED deployments.apps shop/web by carol via bob [prod]\n',
+    );
+    assert.equal(
+      render(sampleEvent({ by: { user: { username: 'eve\u001b[2J' } }, changes: [] })),
+      '10:31:07 UPDATED deployments.apps shop/web by eve\\u001b[2J [prod]\n',
+      'a username is text from the API server: no terminal escapes',
+    );
+  });
+
   it('marks offline events and elides long values in the middle', () => {
     const text = prettyRenderer({ color: false })(
       sampleEvent({

@@ -13,6 +13,30 @@ describe('sink filter', () => {
     assert.deepEqual(filter.evaluate(event()), { deliver: true, reason: 'the sink has no filter' });
   });
 
+  it('filters by who made the change (globs; the impersonated user counts too)', () => {
+    const by = (username: string, impersonated?: string): Partial<ChangeEvent> => ({
+      by: { user: { username }, ...(impersonated ? { impersonatedUser: { username: impersonated } } : {}) },
+    });
+    const only = compileFilter({ users: ['alice', 'system:serviceaccount:ci:*'] });
+    assert.equal(only.evaluate(event(by('alice'))).deliver, true);
+    assert.equal(only.evaluate(event(by('system:serviceaccount:ci:deployer'))).deliver, true);
+    assert.equal(only.evaluate(event(by('admin', 'alice'))).deliver, true);
+    assert.deepEqual(only.evaluate(event()), {
+      deliver: false,
+      rule: 'users',
+      reason: 'who made it is not known and the filter lists users [alice, system:serviceaccount:ci:*]',
+    });
+    const muted = compileFilter({ excludeUsers: ['system:serviceaccount:argocd:*'] });
+    assert.deepEqual(muted.evaluate(event(by('system:serviceaccount:argocd:app'))), {
+      deliver: false,
+      rule: 'excludeUsers',
+      reason: 'user system:serviceaccount:argocd:app is excluded (system:serviceaccount:argocd:*)',
+    });
+    assert.equal(muted.evaluate(event()).deliver, true, 'an unknown user is not excluded');
+    assert.equal(muted.evaluate(event(by('alice'))).deliver, true);
+    assert.throws(() => compileFilter({ users: [' '] }), /not a username/);
+  });
+
   it('filters by namespace, with the reason', () => {
     const filter = compileFilter({ namespaces: ['shop', 'web'] });
     assert.equal(filter.evaluate(event()).deliver, true);

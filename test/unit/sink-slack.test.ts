@@ -150,6 +150,24 @@ describe('Slack messages (Block Kit)', () => {
     assert.equal(eventsInMessage(message), 1);
   });
 
+  it('says who made a change, alone and in a group', () => {
+    const by = {
+      user: { username: 'alice<x>' },
+      userAgent: 'kubectl/v1.36.3',
+      auditID: 'a1',
+      match: 'exact' as const,
+    };
+    const alone = renderSlackMessage(batchOf([{ ...event('UPDATED'), by }]));
+    assertValid(alone);
+    assert.ok(visibleText(alone).includes('by *alice&lt;x&gt; (kubectl)*'), visibleText(alone));
+    assert.match(alone.text, / by alice/);
+    const group = renderSlackMessage(
+      batchOf([{ ...event('UPDATED', { name: 'a' }), by }, event('ADDED', { name: 'b' })]),
+    );
+    assertValid(group);
+    assert.match(visibleText(group), /`shop\/a` by \*alice/);
+  });
+
   it('stays within Slack limits with hundreds of changes and huge values, saying what it left out', () => {
     const changes: Change[] = Array.from({ length: 300 }, (_, i) => ({
       op: 'replace' as const,

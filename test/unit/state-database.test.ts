@@ -330,3 +330,51 @@ test('a recorder whose file was written with another selection takes a new basel
   assert.equal(third.hasPreviousState, true);
   third.close();
 });
+
+test('history --user: from the stored event JSON, user or impersonated user, globs', () => {
+  const db = StateDatabase.open(file());
+  const by = (username: string, impersonated?: string): Partial<ChangeEvent> => ({
+    by: {
+      user: { username },
+      ...(impersonated ? { impersonatedUser: { username: impersonated } } : {}),
+      auditID: username,
+      match: 'exact',
+    },
+  });
+  db.write([
+    {
+      kind: 'event',
+      resource: 'configmaps',
+      event: { ...event('a', '1', '2026-01-01T00:00:00.000Z'), ...by('alice') },
+    },
+    {
+      kind: 'event',
+      resource: 'configmaps',
+      event: { ...event('b', '2', '2026-01-01T01:00:00.000Z'), ...by('system:serviceaccount:argocd:app') },
+    },
+    {
+      kind: 'event',
+      resource: 'configmaps',
+      event: { ...event('c', '3', '2026-01-01T02:00:00.000Z'), ...by('admin', 'alice') },
+    },
+    { kind: 'event', resource: 'configmaps', event: event('d', '4', '2026-01-01T03:00:00.000Z') },
+    {
+      kind: 'event',
+      resource: 'configmaps',
+      event: { ...event('e', '5', '2026-01-01T04:00:00.000Z'), ...by('[x]') },
+    },
+  ]);
+  assert.deepEqual(
+    db.history({ user: 'alice' }).map((e) => e.id),
+    ['uid-a:1', 'uid-c:3'],
+  );
+  assert.deepEqual(
+    db.history({ user: 'system:serviceaccount:argocd:*' }).map((e) => e.id),
+    ['uid-b:2'],
+  );
+  assert.deepEqual(
+    db.history({ user: '[x]' }).map((e) => e.id),
+    ['uid-e:5'],
+  );
+  db.close();
+});

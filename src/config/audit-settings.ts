@@ -1,0 +1,125 @@
+// The audit webhook (docs/audit.md): where kubediff receives the API server's audit events, how the
+// sender authenticates, how long a change waits for its record, and the bounds. Flags win over the
+// config file's `audit:` block, key by key; the bearer token comes from the file's `audit.token` (with
+// ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
+import type { Command } from 'commander';
+import { AUDIT_JOIN_DEFAULTS } from '../events/audit-join.ts';
+import { AUDIT_SERVER_DEFAULTS } from '../service/audit-server.ts';
+import { parseListenAddress } from '../service/health-server.ts';
+import { parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
+import { parseSize } from '../util/size.ts';
+import type { ConfigInput } from './schema.ts';
+
+export interface RawAuditFlags {
+  auditListen?: string;
+  auditCert?: string;
+  auditKey?: string;
+  auditClientCa?: string;
+  auditWait?: string;
+  ignoreUser?: string[];
+}
+
+export interface AuditSettings {
+  listen: string;
+  certFile: string;
+  keyFile: string;
+  clientCAFile?: string;
+  clientNames?: string[];
+  token?: string;
+  waitMs: number;
+  windowMs: number;
+  maxPending: number;
+  maxRecords: number;
+  maxRequestBytes: number;
+}
+
+export function addAuditFlags(command: Command): Command {
+  return command
+    .option(
+      '--audit-listen <addr>',
+      "receive the API server's audit webhook over HTTPS on this address, e.g. :8443, to name who made each change (docs/audit.md)",
+    )
+    .option('--audit-cert <file>', "the audit webhook's serving certificate (PEM; reloaded when it changes)")
+    .option('--audit-key <file>', "the audit webhook's private key (PEM; reloaded when it changes)")
+    .option(
+      '--audit-client-ca <file>',
+      'accept audit requests only with a client certificate signed by this CA (and/or $KUBEDIFF_AUDIT_TOKEN)',
+    )
+    .option(
+      '--audit-wait <duration>',
+      `how long a change waits for its audit record before it goes out without user (default: ${AUDIT_JOIN_DEFAULTS.waitMs}ms)`,
+    )
+    .option(
+      '--ignore-user <glob>',
+      'do not report changes made by this user, e.g. system:serviceaccount:argocd:* (repeatable; needs the audit webhook)',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    );
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The audit webhook's settings, or undefined when it is not configured (no wait, no join). */
+export function auditSettingsFrom(
+  flags: RawAuditFlags,
+  file: ConfigInput['audit'] | undefined,
+  env: Env,
+): AuditSettings | undefined {
+  const listen = flags.auditListen?.trim() || file?.listen;
+  const given = [
+    ['--audit-cert', flags.auditCert],
+    ['--audit-key', flags.auditKey],
+    ['--audit-client-ca', flags.auditClientCa],
+    ['--audit-wait', flags.auditWait],
+  ].find(([, value]) => value !== undefined);
+  if (!listen) {
+    if (given) throw new UsageError(`${given[0]} applies to the audit webhook: add --audit-listen <addr>.`);
+    return undefined;
+  }
+  parseListenAddress(listen, '--audit-listen');
+  const certFile = flags.auditCert ?? file?.certFile;
+  const keyFile = flags.auditKey ?? file?.keyFile;
+  if (!certFile || !keyFile) {
+    throw new UsageError(
+      'the audit webhook serves HTTPS only: give its certificate and key with --audit-cert and --audit-key (or audit.certFile and audit.keyFile).',
+    );
+  }
+  const clientCAFile = flags.auditClientCa ?? file?.clientCAFile;
+  const token = file?.token ?? env.KUBEDIFF_AUDIT_TOKEN;
+  if (!clientCAFile && !token) {
+    throw new UsageError(
+      "the audit webhook must authenticate its sender: give --audit-client-ca <file> (the CA of the API server's client certificate), or a bearer token in $KUBEDIFF_AUDIT_TOKEN, or both.",
+    );
+  }
+  const waitMs =
+    flags.auditWait !== undefined
+      ? parseDurationSetting('--audit-wait', flags.auditWait, { allowZero: true })
+      : file?.wait !== undefined
+        ? parseDurationSetting('audit.wait', file.wait, { allowZero: true })
+        : AUDIT_JOIN_DEFAULTS.waitMs;
+  return {
+    listen,
+    certFile,
+    keyFile,
+    ...(clientCAFile ? { clientCAFile } : {}),
+    ...(file?.clientNames && file.clientNames.length > 0 ? { clientNames: file.clientNames } : {}),
+    ...(token ? { token } : {}),
+    waitMs,
+    windowMs:
+      file?.window !== undefined
+        ? parseDurationSetting('audit.window', file.window)
+        : AUDIT_JOIN_DEFAULTS.windowMs,
+    maxPending: file?.maxPending ?? AUDIT_JOIN_DEFAULTS.maxPending,
+    maxRecords: file?.maxRecords ?? AUDIT_JOIN_DEFAULTS.maxRecords,
+    maxRequestBytes:
+      file?.maxRequestSize !== undefined
+        ? parseSize('audit.maxRequestSize', file.maxRequestSize)
+        : AUDIT_SERVER_DEFAULTS.maxRequestBytes,
+  };
+}
+
+/** --ignore-user, or the file's `ignoreUsers:` (the flag replaces the list, like -n). */
+export function ignoredUsersFrom(flags: RawAuditFlags, config: ConfigInput): string[] {
+  const users = (flags.ignoreUser ?? config.ignoreUsers ?? []).map((user) => user.trim()).filter(Boolean);
+  return users;
+}
