@@ -94,6 +94,8 @@ export class ClusterWatcher {
   private readonly abort = new AbortController();
   private readonly reported = new Map<Informer, string>();
   private readonly disconnected = new Set<Informer>();
+  /** Since the connection was lost: whether a watch has resumed (the others may stop instead). */
+  private resumedSinceOutage = false;
   private refreshing: Promise<void> | undefined;
   private refreshAgain = false;
   private started = false;
@@ -211,7 +213,7 @@ export class ClusterWatcher {
       for (const informer of informers) {
         informer.flushAsDeleted();
         this.reported.delete(informer);
-        this.disconnected.delete(informer);
+        this.leaveOutage(informer, false);
       }
       this.options.log.info(`stopped watching ${key}: the API server no longer serves it`);
     }
@@ -269,6 +271,18 @@ export class ClusterWatcher {
    * the API server affects every resource at once: that is one line when
    * it starts and one when every watch is back, not one per resource.
    */
+  /**
+   * An informer is no longer cut off: it resumed, or it stopped (its type went away meanwhile). The
+   * outage is over when none is left, and said so when at least one watch resumed, whichever is last.
+   */
+  private leaveOutage(informer: Informer, resumed: boolean): void {
+    if (!this.disconnected.delete(informer)) return;
+    if (resumed) this.resumedSinceOutage = true;
+    if (this.disconnected.size === 0 && this.resumedSinceOutage) {
+      this.options.log.info('reconnected: every watch has resumed.');
+    }
+  }
+
   private reportState(informer: Informer, state: ReflectorState): void {
     const name =
       qualifiedName(informer.type) + (informer.namespace ? ` in namespace ${informer.namespace}` : '');
@@ -276,6 +290,7 @@ export class ClusterWatcher {
       if (CONNECTION_FAILURES.has(state.error.kind)) {
         if (this.disconnected.size === 0) {
           this.options.log.warn(`${state.error.message}; reconnecting with backoff.`);
+          this.resumedSinceOutage = false;
         }
         this.disconnected.add(informer);
         return;
@@ -292,9 +307,7 @@ export class ClusterWatcher {
         : 'retrying with backoff';
       this.options.log.warn(`${name}: ${summary}; ${retry}.`);
     } else if (state.phase === 'watching' || state.phase === 'stopped') {
-      if (this.disconnected.delete(informer) && this.disconnected.size === 0 && state.phase === 'watching') {
-        this.options.log.info('reconnected: every watch has resumed.');
-      }
+      this.leaveOutage(informer, state.phase === 'watching');
       if (this.reported.delete(informer) && state.phase === 'watching') {
         this.options.log.info(`${name}: watching again.`);
       }
