@@ -12,7 +12,7 @@ import { killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { kubectl, runCommand } from '../helpers/deploy.ts';
 import { matching } from '../helpers/events.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 
 const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
 const CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', import.meta.url));
@@ -114,6 +114,7 @@ function passwordChange(kind: 'hmac' | 'sha256') {
     path: '/data/password',
     from: marker(kind, 'hunter2'),
     to: marker(kind, 'hunter3'),
+    manager: ADMIN_FIELD_MANAGER,
   };
 }
 
