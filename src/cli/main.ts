@@ -131,8 +131,8 @@ function buildProgram(): Command {
       'on SIGINT/SIGTERM, time to deliver what is queued before exiting (default: 10s)',
     )
     .option(
-      '--state <file>',
-      'record state in this SQLite file; on restart, report what changed while not running (docs/state.md)',
+      '--state <file|url>',
+      'record state in this SQLite file or postgres://user@host/database; on restart, report what changed while not running (docs/state.md)',
     )
     .option('--state-max-age <duration>', 'keep history events this long (default: 7d)')
     .option('--state-max-events <n>', 'keep at most this many history events (default: 100000)')
@@ -186,10 +186,14 @@ function buildProgram(): Command {
 
   program
     .command('history')
-    .description('print the changes recorded in a --state file, newest last')
+    .description('print the changes recorded in a --state file or database, newest last')
     .argument('[resource]', 'only this type, or one object: deploy, deploy/web, widgets.example.com/w1')
-    .option('--state <file>', 'the state file that `kubediff watch --state` writes')
-    .option('-c, --config <file>', 'take the state file from this config file (state.path)')
+    .option(
+      '--state <file|url>',
+      'the state file or postgres:// database that `kubediff watch --state` writes',
+    )
+    .option('-c, --config <file>', 'take the state from this config file (state.path)')
+    .option('--cluster <name>', 'only this cluster (a glob such as prod-*); repeatable', collect, [])
     .option('-n, --namespace <ns>', 'only this namespace')
     .option('--since <duration>', 'only events newer than this: 30m, 2h, 7d')
     .option('--tail <n>', 'only the newest n events')
@@ -204,7 +208,22 @@ function buildProgram(): Command {
     .configureOutput({ outputError: () => {} })
     .action(async (resource: string | undefined, flags: HistoryFlags) => {
       const { runHistory } = await import('./history.ts');
-      runHistory(resource, flags, { stdout: process.stdout, isTTY: process.stdout.isTTY === true });
+      await runHistory(resource, flags, { stdout: process.stdout, isTTY: process.stdout.isTTY === true });
+    });
+
+  program
+    .command('migrate')
+    .description(
+      'bring a --state file or database to the schema of this kubediff (watch does it at start too)',
+    )
+    .option('--state <file|url>', 'the state file or postgres:// database')
+    .option('-c, --config <file>', 'take the state from this config file (state.path)')
+    .option('--debug', 'print debugging details and stack traces')
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .action(async (flags: { state?: string; config?: string }) => {
+      const { runMigrate } = await import('./migrate.ts');
+      await runMigrate(flags, process.stdout);
     });
 
   program

@@ -1,0 +1,26 @@
+// Which store a --state value names: a postgres:// URL is a PostgreSQL database shared by many
+// processes, anything else an SQLite file.
+import { isPostgresUrl, PostgresHistory, PostgresStateStore } from './postgres-store.ts';
+import { SqliteStateStore } from './sqlite-store.ts';
+import type { HistoryReader, StateStore } from './store.ts';
+
+export interface StateLocation {
+  /** A file path, or postgres://[user@]host[:port]/database. */
+  path: string;
+  /** PostgreSQL: a file holding the password alone. */
+  passwordFile?: string | undefined;
+}
+
+/** The recorder's store for `cluster` (PostgreSQL: migrated, and the cluster claimed). */
+export async function openStateStore(location: StateLocation, cluster: string): Promise<StateStore> {
+  if (isPostgresUrl(location.path))
+    return PostgresStateStore.open({ url: location.path, passwordFile: location.passwordFile }, cluster);
+  return SqliteStateStore.open(location.path);
+}
+
+/** The history, read-only. */
+export async function openHistory(location: StateLocation): Promise<HistoryReader> {
+  if (isPostgresUrl(location.path))
+    return PostgresHistory.open({ url: location.path, passwordFile: location.passwordFile });
+  return SqliteStateStore.open(location.path, { readOnly: true });
+}
