@@ -103,6 +103,17 @@ export function postgresLabel(url: string): string {
   }
 }
 
+/** The password of a passwordFile, read at every connection (a rotated Secret needs no restart). */
+function readPasswordFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  } catch (error) {
+    throw new UsageError(
+      `cannot read the PostgreSQL password file ${file} (state.passwordFile): ${(error as NodeJS.ErrnoException).code ?? errorMessage(error)}; check the path and its permissions.`,
+    );
+  }
+}
+
 function connectionConfig(options: PostgresStateOptions): pg.ClientConfig {
   let parsed: URL;
   try {
@@ -124,18 +135,6 @@ function connectionConfig(options: PostgresStateOptions): pg.ClientConfig {
     keepAlive: true,
     application_name: 'kubediff',
   };
-  const file = options.passwordFile;
-  if (file) {
-    config.password = async () => {
-      try {
-        return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
-      } catch (error) {
-        throw new UsageError(
-          `cannot read the PostgreSQL password file ${file} (state.passwordFile): ${(error as NodeJS.ErrnoException).code ?? errorMessage(error)}; check the path and its permissions.`,
-        );
-      }
-    };
-  }
   return config;
 }
 
@@ -178,17 +177,21 @@ class ClaimLost extends KubediffError {}
 abstract class PostgresBase {
   readonly label: string;
   protected readonly config: pg.ClientConfig;
+  private readonly passwordFile: string | undefined;
   protected client: pg.Client | undefined;
 
   constructor(options: PostgresStateOptions) {
     this.config = connectionConfig(options);
+    this.passwordFile = options.passwordFile;
     this.label = postgresLabel(options.url);
   }
 
   /** The connection, (re-)opened when needed. */
   protected async connection(): Promise<pg.Client> {
     if (this.client) return this.client;
-    const client = new pg.Client(this.config);
+    const client = new pg.Client(
+      this.passwordFile ? this.withPassword(readPasswordFile(this.passwordFile)) : this.config,
+    );
     // A connection that breaks between queries: forget it, the next query reconnects.
     client.on('error', () => {
       if (this.client === client) this.client = undefined;
@@ -202,6 +205,16 @@ abstract class PostgresBase {
     }
     this.client = client;
     return client;
+  }
+
+  /**
+   * The config with the password. node-postgres lets the connection string's fields win over the
+   * config's, so the password goes into the (never printed) connection string itself.
+   */
+  private withPassword(password: string): pg.ClientConfig {
+    const url = new URL(this.config.connectionString ?? '');
+    url.password = encodeURIComponent(password);
+    return { ...this.config, connectionString: url.href };
   }
 
   /** What a new connection does first (the writer claims its cluster). */
