@@ -18,6 +18,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
+import { hasGlob } from '../util/glob.ts';
 import {
   DEFAULT_PAGE_SIZE,
   type HistoryPage,
@@ -649,8 +650,21 @@ export class PostgresHistory extends PostgresBase implements HistoryReader {
       params.push(value);
       where.push(clause(`$${params.length}`));
     };
-    if (query.clusters && query.clusters.length > 0)
-      add((n) => `cluster LIKE ANY (${n}::text[])`, query.clusters.map(globToLike));
+    if (query.clusters && query.clusters.length > 0) {
+      // Names as equality (the (cluster, seq) index serves them), globs as LIKE patterns.
+      const names = query.clusters.filter((cluster) => !hasGlob(cluster));
+      const globs = query.clusters.filter(hasGlob).map(globToLike);
+      const either: string[] = [];
+      if (names.length > 0) {
+        params.push(names);
+        either.push(`cluster = ANY ($${params.length}::text[])`);
+      }
+      if (globs.length > 0) {
+        params.push(globs);
+        either.push(`cluster LIKE ANY ($${params.length}::text[])`);
+      }
+      where.push(either.length === 1 ? (either[0] as string) : `(${either.join(' OR ')})`);
+    }
     if (query.namespace !== undefined) add((n) => `namespace = ${n}`, query.namespace);
     if (query.resource !== undefined) add((n) => `resource = ${n}`, query.resource);
     if (query.name !== undefined) add((n) => `name = ${n}`, query.name);
