@@ -656,8 +656,11 @@ export class PostgresHistory extends PostgresBase implements HistoryReader {
       const globs = query.clusters.filter(hasGlob).map(globToLike);
       const either: string[] = [];
       if (names.length > 0) {
-        params.push(names);
-        either.push(`cluster = ANY ($${params.length}::text[])`);
+        // One name as plain equality: the index then also yields the order, so a tail reads only its rows.
+        params.push(names.length === 1 ? names[0] : names);
+        either.push(
+          names.length === 1 ? `cluster = $${params.length}` : `cluster = ANY ($${params.length}::text[])`,
+        );
       }
       if (globs.length > 0) {
         params.push(globs);

@@ -144,6 +144,9 @@ export class StateRecorder implements PipelineObserver {
   /** The commit in progress, and how many queue entries (from the front) it is writing. */
   private writing: Promise<void> | undefined;
   private inFlight = 0;
+  private relieveAfterWrite = false;
+  /** The last discovery note queued: an unchanged one is not queued again (rediscovery repeats it). */
+  private lastResources = '';
   /** The store failed transiently: retried with backoff, no earlier than retryAt. */
   private down = false;
   private retryAt = 0;
@@ -246,6 +249,15 @@ export class StateRecorder implements PipelineObserver {
       ...selection.watched.map((type) => ({ type, resource: qualifiedName(type), watched: true })),
       ...selection.skipped.map(({ type }) => ({ type, resource: qualifiedName(type), watched: false })),
     ];
+    const note = entries.map((entry) => ({
+      resource: entry.resource,
+      json: JSON.stringify(entry.type),
+      watched: entry.watched,
+    }));
+    // Every re-discovery calls this; an unchanged selection is not queued again.
+    const key = JSON.stringify(note);
+    if (key === this.lastResources) return;
+    this.lastResources = key;
     const watched = new Set(selection.watched.map(qualifiedName));
     // A type that stops being watched (or served) must be listed again when it comes back.
     for (const resource of [...this.listed.keys()]) if (!watched.has(resource)) this.listed.delete(resource);
@@ -254,17 +266,7 @@ export class StateRecorder implements PipelineObserver {
       if (!watched.has(entry.resource) && this.previous.get(entry.resource)?.watched)
         this.push({ kind: 'forget', resource: entry.resource }, []);
     }
-    this.push(
-      {
-        kind: 'resources',
-        entries: entries.map((entry) => ({
-          resource: entry.resource,
-          json: JSON.stringify(entry.type),
-          watched: entry.watched,
-        })),
-      },
-      [],
-    );
+    this.push({ kind: 'resources', entries: note }, []);
   }
 
   /**
@@ -343,8 +345,14 @@ export class StateRecorder implements PipelineObserver {
    * or busy with a commit), drop them instead.
    */
   private relieve(): void {
-    if (this.writing || this.down) {
+    if (this.down) {
       this.drop();
+      return;
+    }
+    if (this.writing) {
+      // After the commit in progress; meanwhile at most twice the bound is held, beyond it the oldest go.
+      this.relieveAfterWrite = true;
+      if (this.pendingBytes > 2 * this.maxBacklogBytes) this.drop();
       return;
     }
     const finished = this.progress.finished();
@@ -381,9 +389,18 @@ export class StateRecorder implements PipelineObserver {
   private drop(): void {
     let count = 0;
     let bytes = this.pendingBytes;
-    for (let i = this.inFlight; i < this.pending.length && bytes > this.maxBacklogBytes / 2; i++) {
-      bytes -= (this.pending[i] as Pending).bytes;
-      count++;
+    const kept: Pending[] = this.pending.slice(0, this.inFlight);
+    for (let i = this.inFlight; i < this.pending.length; i++) {
+      const entry = this.pending[i] as Pending;
+      // A discovery's note is kept (one per change of what the server offers): catch-up needs it.
+      if (
+        bytes > this.maxBacklogBytes / 2 &&
+        entry.write.kind !== 'resources' &&
+        entry.write.kind !== 'forget'
+      ) {
+        bytes -= entry.bytes;
+        count++;
+      } else kept.push(entry);
     }
     if (count === 0) return;
     if (this.dropped === 0) {
@@ -394,7 +411,7 @@ export class StateRecorder implements PipelineObserver {
       );
     }
     this.dropped += count;
-    this.pending.splice(this.inFlight, count);
+    this.pending = kept;
     this.pendingBytes = bytes;
     // Dropped entries count as done: the types whose first LIST they end may be marked listed.
     this.committed += count;
@@ -410,6 +427,10 @@ export class StateRecorder implements PipelineObserver {
     const done = this.write(count, listed, due).finally(() => {
       this.inFlight = 0;
       this.writing = undefined;
+      if (this.relieveAfterWrite) {
+        this.relieveAfterWrite = false;
+        if (this.pendingBytes > this.maxBacklogBytes) this.relieve();
+      }
     });
     this.writing = done;
     return done;

@@ -14,6 +14,7 @@ import { after, afterEach, type TestContext, test } from 'node:test';
 import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-store.ts';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import { adminClient, type KubeObject } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { type PostgresInfo, psql, startPostgres } from '../helpers/postgres.ts';
 import { createTestDatabase } from '../helpers/postgres-env.ts';
 
@@ -245,6 +246,73 @@ test('the database stopped during churn and restarted: watching goes on, the his
   );
   assert.equal(objects.trim(), '35');
   assert.ok(!(kd.stdout + kd.stderr).includes(own.password), 'the password is never printed');
+});
+
+test('the database down beyond the backlog bound: the oldest writes are dropped, counted and logged once; the next start reports their objects again', async (t) => {
+  const ns = await namespaceFor(t, 'pg-bound');
+  const own = await startPostgres({ label: 'state-postgres-bound' });
+  t.after(() => own.stop());
+  const url = stateUrl(own);
+  const env = { PGPASSWORD: own.password, KUBEDIFF_STATE_MAX_BACKLOG: '64KB' };
+  const args = watchArgs(
+    ns,
+    ['configmaps'],
+    '--state',
+    url,
+    '--cluster-name',
+    'bound',
+    '--listen',
+    '127.0.0.1:0',
+  );
+  const kd = runKubediff(args, { checkEvents: true, timeoutMs: 30_000, env });
+  await kd.waitForStderr(WATCHING);
+  const base = (await kd.waitForStderr(SERVING))[1] as string;
+
+  await own.stopServer();
+  // 40 objects of ~4 KiB while the database is down: three times the bound. All are reported at once.
+  const names: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    const object = await admin.create(cmPath(ns), {
+      metadata: { name: `big-${i}` },
+      data: { v: String(i).repeat(4000) },
+    });
+    names.push(object.metadata.name);
+    await kd.waitForEvent((e) => e.id === id(object), { description: `big-${i} ADDED` });
+  }
+  await kd.waitForStderr(
+    /state: postgres:\/\/127\.0\.0\.1:\d+\/postgres has not taken the changes of the last 64 KiB; the oldest are dropped/,
+  );
+  await own.startServer();
+  await kd.waitForStderr(/is reachable again/);
+  const sentinel = await admin.create(cmPath(ns), { metadata: { name: 'sentinel' }, data: { k: 'v' } });
+  await kd.waitForEvent((e) => e.id === id(sentinel), { description: 'sentinel ADDED' });
+  const dropped = (await scrapeMetrics(base)).get('kubediff_state_dropped_writes_total') ?? 0;
+  assert.ok(dropped > 0, `${dropped} writes counted as dropped`);
+  const exit = await kd.stop();
+  assert.equal(exit.code, 0, exit.stderr);
+  assert.equal(exit.stderr.match(/has not taken the changes/g)?.length, 1, 'logged once');
+
+  // What could not be recorded is found again by the next start: each of the 40 is recorded or reported.
+  const recorded = new Set(
+    (await psql(own, `SELECT name FROM kubediff_objects WHERE cluster = 'bound' AND namespace = '${ns}'`))
+      .trim()
+      .split('\n'),
+  );
+  const missing = names.filter((name) => !recorded.has(name));
+  assert.ok(missing.length > 0, 'some objects were dropped from the snapshot');
+  const again = runKubediff(args, { checkEvents: true, timeoutMs: 30_000, env });
+  await again.waitForStderr(WATCHING);
+  const marker = await admin.create(cmPath(ns), { metadata: { name: 'marker' }, data: { k: 'v' } });
+  await again.waitForEvent((e) => e.id === id(marker), { description: 'marker ADDED' });
+  const againExit = await again.stop();
+  assert.equal(againExit.code, 0, againExit.stderr);
+  assert.deepEqual(
+    again.events
+      .filter((e) => e.offline)
+      .map((e) => `${e.type} ${e.object.name}`)
+      .sort(),
+    missing.map((name) => `ADDED ${name}`).sort(),
+  );
 });
 
 test('a database of the previous schema is migrated by `kubediff migrate`; history refuses it until then, then reads it', async (t) => {
