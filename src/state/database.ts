@@ -24,7 +24,6 @@ import {
   DEFAULT_PAGE_SIZE,
   type HistoryPage,
   type HistoryQuery,
-  type ResourceEntry,
   type Retention,
   type SerializedWrite,
   type StateWrite,
@@ -280,18 +279,6 @@ export class StateDatabase {
   }
 
   /** Records which types the server offers and which of them are watched; forgets the others. */
-  saveResources(resources: readonly ResourceEntry[]): void {
-    this.transaction(() =>
-      this.applyResources(
-        resources.map((entry) => ({
-          resource: entry.resource,
-          json: JSON.stringify(entry.type),
-          watched: entry.watched,
-        })),
-      ),
-    );
-  }
-
   private applyResources(entries: readonly { resource: string; json: string; watched: boolean }[]): void {
     const served = new Set(entries.map((entry) => entry.resource));
     for (const existing of this.resources()) {

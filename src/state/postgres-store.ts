@@ -32,7 +32,7 @@ import {
 
 /** 'KDif': the advisory lock class of kubediff's claims and migrations. */
 const LOCK_CLASS = 0x4b446966;
-export const POSTGRES_SCHEMA_VERSION = 2;
+const POSTGRES_SCHEMA_VERSION = 2;
 
 /** MIGRATIONS[v] takes the schema from version v to v + 1. */
 export const POSTGRES_MIGRATIONS: readonly string[] = [
