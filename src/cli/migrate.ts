@@ -4,7 +4,7 @@
 import type { Writable } from 'node:stream';
 import { loadConfigFile } from '../config/file.ts';
 import { SCHEMA_VERSION, StateDatabase } from '../state/database.ts';
-import { isPostgresUrl, migratePostgres } from '../state/postgres-store.ts';
+import { isPostgresUrl } from '../state/location.ts';
 import { UsageError } from '../util/errors.ts';
 
 export async function runMigrate(
@@ -21,6 +21,7 @@ export async function runMigrate(
     );
   }
   if (isPostgresUrl(path)) {
+    const { migratePostgres } = await import('../state/postgres-store.ts');
     const { label, from, to } = await migratePostgres({ url: path, passwordFile: fromFile?.passwordFile });
     stdout.write(
       from === to

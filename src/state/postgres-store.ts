@@ -19,6 +19,7 @@ import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
 import { hasGlob } from '../util/glob.ts';
+import { postgresLabel } from './location.ts';
 import {
   DEFAULT_PAGE_SIZE,
   type HistoryPage,
@@ -85,23 +86,6 @@ export interface PostgresStateOptions {
   /** Time limit of one connection attempt and of one query (default 10 s and 30 s). */
   connectTimeoutMs?: number;
   queryTimeoutMs?: number;
-}
-
-/** True for a --state value that names a PostgreSQL database rather than a file. */
-export function isPostgresUrl(text: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(text.trim());
-}
-
-/** Where the database is, safe to print: scheme, host, port and database; never user or password. */
-export function postgresLabel(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const host = parsed.host || process.env.PGHOST || 'localhost';
-    const database = parsed.pathname.replace(/^\//, '') || process.env.PGDATABASE || '';
-    return `postgres://${host}/${decodeURIComponent(database)}`;
-  } catch {
-    return 'postgres://(an invalid URL)';
-  }
 }
 
 /** The password of a passwordFile, read at every connection (a rotated Secret needs no restart). */
