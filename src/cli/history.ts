@@ -1,14 +1,16 @@
-// `kubediff history --state <file> [-n ns] [resource[/name]] [--since 2h] [--tail n] [--manager glob]
-// [--user glob] [-o json|pretty]`:
-// the events recorded in a state file, newest last. Reads the file without writing it, so it can run
-// while `kubediff watch` is writing it (WAL: readers never block the writer).
+// `kubediff history --state <file|postgres://…> [--cluster glob] [-n ns] [resource[/name]] [--since 2h]
+// [--tail n] [--manager glob] [--user glob] [-o json|pretty]`: the events recorded, newest last, read page
+// by page. Reads without writing, so it can run while `kubediff watch` writes (SQLite's WAL: readers never
+// block the writer; PostgreSQL: MVCC).
 import { existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { loadConfigFile } from '../config/file.ts';
 import { managerNameProblem } from '../events/filter.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
-import { type HistoryQuery, StateDatabase } from '../state/database.ts';
+import { isPostgresUrl } from '../state/location.ts';
+import { openHistory } from '../state/open.ts';
+import type { HistoryQuery, HistoryReader } from '../state/store.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 
@@ -19,6 +21,8 @@ export interface HistoryFlags {
   namespace?: string;
   /** Only changes made by this user (a glob), as the audit webhook named them. */
   user?: string;
+  /** Cluster names or globs (repeatable). */
+  cluster?: string[];
   since?: string;
   tail?: string;
   /** Only events made by a field manager matching this glob (kubectl-*). */
@@ -26,22 +30,21 @@ export interface HistoryFlags {
   output?: 'json' | 'pretty';
 }
 
-export function runHistory(
+export async function runHistory(
   target: string | undefined,
   flags: HistoryFlags,
   io: { stdout: Writable; isTTY: boolean; now?: () => number },
-): void {
-  const path =
-    flags.state?.trim() ||
-    (flags.config
-      ? loadConfigFile(flags.config, process.env, { unsetVariables: 'warn' }).config.state?.path
-      : undefined);
+): Promise<void> {
+  const fromFile = flags.config
+    ? loadConfigFile(flags.config, process.env, { unsetVariables: 'warn' }).config.state
+    : undefined;
+  const path = flags.state?.trim() || fromFile?.path;
   if (!path) {
     throw new UsageError(
       'history needs --state <file> (or -c with a config file that sets state.path): the file `kubediff watch --state` writes.',
     );
   }
-  if (!existsSync(path)) {
+  if (!isPostgresUrl(path) && !existsSync(path)) {
     throw new UsageError(
       `no state file at ${path}: run \`kubediff watch --state ${path}\` first, or pass the path it writes.`,
     );
@@ -53,6 +56,10 @@ export function runHistory(
     if (!user) throw new UsageError('--user is empty: name a user such as alice@example.com, or a glob.');
     query.user = user;
   }
+  const clusters = (flags.cluster ?? []).flatMap((value) => value.split(',')).map((value) => value.trim());
+  if (clusters.some((cluster) => cluster === ''))
+    throw new UsageError('invalid --cluster "": name a cluster, or a glob such as prod-*.');
+  if (clusters.length > 0) query.clusters = clusters;
   if (flags.since !== undefined) {
     const age = parseDurationSetting('--since', flags.since, AGE_RULES);
     query.since = new Date((io.now ?? Date.now)() - age).toISOString();
@@ -68,7 +75,7 @@ export function runHistory(
     if (problem) throw new UsageError(`invalid --manager ${JSON.stringify(flags.manager)}: ${problem}.`);
     query.manager = flags.manager.trim();
   }
-  const db = StateDatabase.open(path, { readOnly: true });
+  const db = await openHistory({ path, passwordFile: fromFile?.passwordFile });
   try {
     if (target !== undefined) {
       const slash = target.indexOf('/');
@@ -77,32 +84,38 @@ export function runHistory(
       if (!typed || name === '') {
         throw new UsageError(`invalid resource "${target}": use a type (deploy) or type/name (deploy/web).`);
       }
-      query.resource = resolveRecorded(db, typed);
+      query.resource = await resolveRecorded(db, typed);
       if (name !== undefined) query.name = name;
     }
-    const events = db.history(query);
     const format = flags.output ?? (io.isTTY ? 'pretty' : 'json');
     const render =
       format === 'pretty'
         ? prettyRenderer({ color: io.isTTY && !process.env.NO_COLOR })
         : (event: unknown) => `${JSON.stringify(event)}\n`;
-    for (const event of events) {
-      const text = render(event as Parameters<typeof render>[0]);
-      io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
-    }
+    // Page by page: a history of millions of events is never held in memory at once.
+    let after: string | undefined;
+    do {
+      const page = await db.history({ ...query, ...(after !== undefined ? { after } : {}) });
+      for (const event of page.events) {
+        const text = render(event as Parameters<typeof render>[0]);
+        if (!io.stdout.write(text.endsWith('\n') ? text : `${text}\n`))
+          await new Promise((resolve) => io.stdout.once('drain', resolve));
+      }
+      after = page.next;
+    } while (after !== undefined);
   } finally {
-    db.close();
+    await db.close();
   }
 }
 
 /** `deploy`, `deployments`, `deployments.apps`, `widgets.example.com` → the recorded qualified name. */
-function resolveRecorded(db: StateDatabase, typed: string): string {
+async function resolveRecorded(db: HistoryReader, typed: string): Promise<string> {
   const name = parseResourceName(typed);
-  const types = db.resources().map((entry) => entry.type);
+  const types = await db.recordedTypes();
   const [match] = resolveResourceName(name, types);
   if (match) return match.group === '' ? match.resource : `${match.resource}.${match.group}`;
   // A type no longer served (its CRD is gone) is still in the history under its qualified name.
-  const recorded = db.historyResources();
+  const recorded = await db.historyResources();
   const qualified = name.group === undefined ? name.name : `${name.name}.${name.group}`;
   const found =
     recorded.find((resource) => resource === qualified) ??
@@ -111,6 +124,6 @@ function resolveRecorded(db: StateDatabase, typed: string): string {
       : undefined);
   if (found) return found;
   throw new UsageError(
-    `unknown resource type "${typed}": the state file ${db.path} records no such type; use a name such as deployments or widgets.example.com.`,
+    `unknown resource type "${typed}": ${db.label} records no such type; use a name such as deployments or widgets.example.com.`,
   );
 }

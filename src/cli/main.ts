@@ -11,7 +11,8 @@ import {
 } from '../config/service-settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { parseListenAddress } from '../service/health-server.ts';
-import { readTokenFile } from '../ui/token.ts';
+import { isPostgresUrl } from '../state/location.ts';
+import { readTokenFile, UI_NEEDS_A_FILE } from '../ui/token.ts';
 import { UsageError } from '../util/errors.ts';
 import { stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -158,8 +159,8 @@ function buildProgram(): Command {
       'on SIGINT/SIGTERM, time to deliver what is queued before exiting (default: 10s)',
     )
     .option(
-      '--state <file>',
-      'record state in this SQLite file; on restart, report what changed while not running (docs/state.md)',
+      '--state <file|url>',
+      'record state in this SQLite file or postgres://user@host/database; on restart, report what changed while not running (docs/state.md)',
     )
     .option('--state-max-age <duration>', 'keep history events this long (default: 7d)')
     .option('--state-max-events <n>', 'keep at most this many history events (default: 100000)')
@@ -224,10 +225,14 @@ function buildProgram(): Command {
 
   program
     .command('history')
-    .description('print the changes recorded in a --state file, newest last')
+    .description('print the changes recorded in a --state file or database, newest last')
     .argument('[resource]', 'only this type, or one object: deploy, deploy/web, widgets.example.com/w1')
-    .option('--state <file>', 'the state file that `kubediff watch --state` writes')
-    .option('-c, --config <file>', 'take the state file from this config file (state.path)')
+    .option(
+      '--state <file|url>',
+      'the state file or postgres:// database that `kubediff watch --state` writes',
+    )
+    .option('-c, --config <file>', 'take the state from this config file (state.path)')
+    .option('--cluster <name>', 'only this cluster (a glob such as prod-*); repeatable', collect, [])
     .option('-n, --namespace <ns>', 'only this namespace')
     .option(
       '--user <glob>',
@@ -247,7 +252,22 @@ function buildProgram(): Command {
     .configureOutput({ outputError: () => {} })
     .action(async (resource: string | undefined, flags: HistoryFlags) => {
       const { runHistory } = await import('./history.ts');
-      runHistory(resource, flags, { stdout: process.stdout, isTTY: process.stdout.isTTY === true });
+      await runHistory(resource, flags, { stdout: process.stdout, isTTY: process.stdout.isTTY === true });
+    });
+
+  program
+    .command('migrate')
+    .description(
+      'bring a --state file or database to the schema of this kubediff (watch does it at start too)',
+    )
+    .option('--state <file|url>', 'the state file or postgres:// database')
+    .option('-c, --config <file>', 'take the state from this config file (state.path)')
+    .option('--debug', 'print debugging details and stack traces')
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .action(async (flags: { state?: string; config?: string }) => {
+      const { runMigrate } = await import('./migrate.ts');
+      await runMigrate(flags, process.stdout);
     });
 
   program
@@ -346,6 +366,7 @@ function uiSettings(address: string, tokenFile: string | undefined, statePath: s
       '--ui shows the history that --state records: pass --state <file> too (docs/ui.md).',
     );
   }
+  if (isPostgresUrl(statePath)) throw new UsageError(UI_NEEDS_A_FILE);
   return { address, token: tokenFile ? readTokenFile(tokenFile, '--ui-token-file') : undefined };
 }
 

@@ -4,9 +4,10 @@
 import { existsSync } from 'node:fs';
 import { loadConfigFile } from '../config/file.ts';
 import { StateDatabase } from '../state/database.ts';
-import { SqliteHistoryReader } from '../state/history-reader.ts';
+import { isPostgresUrl } from '../state/location.ts';
+import { SqliteTimelineReader } from '../state/timeline-reader.ts';
 import { UiServer } from '../ui/server.ts';
-import { readTokenFile } from '../ui/token.ts';
+import { readTokenFile, UI_NEEDS_A_FILE } from '../ui/token.ts';
 import { UsageError } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 
@@ -31,13 +32,14 @@ export async function runUi(
       'ui needs --state <file> (or -c with a config file that sets state.path): the file `kubediff watch --state` writes.',
     );
   }
+  if (isPostgresUrl(path)) throw new UsageError(UI_NEEDS_A_FILE);
   if (!existsSync(path)) {
     throw new UsageError(
       `no state file at ${path}: run \`kubediff watch --state ${path}\` first, or pass the path it writes.`,
     );
   }
   const token = flags.tokenFile ? readTokenFile(flags.tokenFile, '--token-file') : undefined;
-  const reader = new SqliteHistoryReader(StateDatabase.open(path, { readOnly: true }));
+  const reader = new SqliteTimelineReader(StateDatabase.open(path, { readOnly: true }));
   try {
     const server = await UiServer.start(flags.listen, { reader, log: runtime.log, token });
     const signal = await runtime.stopRequested;

@@ -25,8 +25,10 @@ import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSpec } from '../sinks/setup.ts';
 import { StateDatabase } from '../state/database.ts';
-import { SqliteHistoryReader } from '../state/history-reader.ts';
+import { isPostgresUrl, postgresLabel } from '../state/location.ts';
+import { openStateStore } from '../state/open.ts';
 import { StateRecorder, selectionSignature, sinkProgress } from '../state/recorder.ts';
+import { SqliteTimelineReader } from '../state/timeline-reader.ts';
 import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
 import { EventFailures } from '../util/event-failures.ts';
@@ -67,12 +69,15 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   const { log } = runtime;
   // One exception while processing one change costs that change at that stage, never the watch.
   const failures = new EventFailures(log);
-  // --state (docs/state.md): opened first, so that a damaged or foreign file stops kubediff at once;
-  // committed last, once the sinks have finished with everything they were given.
+  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
+  const clusterName = settings.clusterName ?? identity.contextName;
+  // --state (docs/state.md): opened before the watch starts, so that a damaged or foreign file, or a
+  // cluster another process records in the same database, stops kubediff at once; committed last, once
+  // the sinks have finished with everything they were given.
   const recorder = settings.state
     ? lifecycle.use(
-        new StateRecorder({
-          database: StateDatabase.open(settings.state.path),
+        await StateRecorder.open({
+          store: await openStateStore(settings.state, clusterName),
           log,
           signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
           retention: settings.state.retention,
@@ -87,7 +92,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   if (runtime.ui && settings.state) {
     // A connection of its own, read-only: the page's queries never hold the recorder's writes.
     const reader = lifecycle.use(
-      new SqliteHistoryReader(StateDatabase.open(settings.state.path, { readOnly: true })),
+      new SqliteTimelineReader(StateDatabase.open(settings.state.path, { readOnly: true })),
       (reader) => reader.close(),
     );
     lifecycle.use(
@@ -95,7 +100,6 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       (server) => server.close(),
     );
   }
-  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
   const client = lifecycle.use(await KubeClient.create(identity, { http: runtime.http, log }), (client) =>
     client.close(),
   );
@@ -191,7 +195,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     observers,
     failures,
   });
-  const source = pipeline.source(settings.clusterName ?? identity.contextName);
+  const source = pipeline.source(clusterName);
 
   let namesChecked = false;
   const watcher = new ClusterWatcher({
@@ -237,8 +241,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     );
     log.info(
       recorder.hasPreviousState
-        ? `catching up from ${settings.state?.path}: changes made while kubediff was not running are reported offline.`
-        : `recording state in ${settings.state?.path}: the next start will catch up on what it missed.`,
+        ? `catching up from ${stateLabel(settings.state)}: changes made while kubediff was not running are reported offline.`
+        : `recording state in ${stateLabel(settings.state)}: the next start will catch up on what it missed.`,
     );
   }
   // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
@@ -303,4 +307,10 @@ function logStop(log: Logger, reason: string, shutdownTimeoutMs: number, when: s
   } else {
     log.debug(`stopping${when}: ${reason}`);
   }
+}
+
+/** Where the state is, safe to print: a file path, or a database without its user. */
+function stateLabel(state: { path: string } | undefined): string {
+  if (!state) return '';
+  return isPostgresUrl(state.path) ? postgresLabel(state.path) : state.path;
 }

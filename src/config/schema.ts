@@ -191,6 +191,7 @@ export const configSchema = {
         maxAge: { type: 'string' },
         maxEvents: { type: 'integer', minimum: 1 },
         maxSize: { type: 'string' },
+        passwordFile: { type: 'string' },
       },
       required: ['path'],
       additionalProperties: false,

@@ -135,6 +135,7 @@ function resolveWatchSettings(
     stateMaxAge: flags.stateMaxAge ?? config.state?.maxAge,
     stateMaxEvents: flags.stateMaxEvents ?? config.state?.maxEvents,
     stateMaxSize: flags.stateMaxSize ?? config.state?.maxSize,
+    ...(config.state?.passwordFile !== undefined ? { statePasswordFile: config.state.passwordFile } : {}),
   });
   const redactionKey = env ? redactionKeyFrom(env) : undefined;
   const events = flags.events !== undefined ? parseEventTypes(flags.events) : eventTypesOf(config.events);

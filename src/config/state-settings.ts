@@ -1,12 +1,15 @@
 // --state and its retention: where the state file is and how much history it keeps (docs/state.md).
 
-import { DEFAULT_RETENTION, type Retention } from '../state/database.ts';
+import { DEFAULT_RETENTION, type Retention } from '../state/store.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 
 export interface StateSettings {
+  /** An SQLite file, or postgres://[user@]host[:port]/database. */
   path: string;
+  /** PostgreSQL: a file holding the password alone (state.passwordFile). */
+  passwordFile?: string | undefined;
   retention: Retention;
 }
 
@@ -16,6 +19,8 @@ export interface RawStateFlags {
   stateMaxAge?: string;
   stateMaxEvents?: string | number;
   stateMaxSize?: string;
+  /** The config file's state.passwordFile. */
+  statePasswordFile?: string;
 }
 
 export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | undefined {
@@ -28,6 +33,7 @@ export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | un
   }
   return {
     path,
+    ...(flags.statePasswordFile ? { passwordFile: flags.statePasswordFile } : {}),
     retention: {
       maxAgeMs:
         flags.stateMaxAge === undefined

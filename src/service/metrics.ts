@@ -28,7 +28,11 @@ export interface MetricsSources {
   /** Changes that failed at one stage of processing (src/util/event-failures.ts). */
   failures?: EventFailures;
   /** --state: the writes held back for the sinks. */
-  state?: { readonly backlogBytes: number; readonly unconfirmedWrites: number };
+  state?: {
+    readonly backlogBytes: number;
+    readonly unconfirmedWrites: number;
+    readonly droppedWrites: number;
+  };
   /** --leader-elect: the events a standby holds back. */
   standby?: { readonly buffered: number; readonly bufferedBytes: number; readonly droppedEvents: number };
   /** The sinks (read on each scrape). */
@@ -256,6 +260,14 @@ export class KubediffMetrics {
       registers,
       collect() {
         self.incrementTo(this, {}, self.sources.state?.unconfirmedWrites ?? 0, 'state-unconfirmed');
+      },
+    });
+    new Counter({
+      name: 'kubediff_state_dropped_writes_total',
+      help: '--state writes not recorded because the store (a PostgreSQL database down or slow) could not take them before the backlog reached its bound.',
+      registers,
+      collect() {
+        self.incrementTo(this, {}, self.sources.state?.droppedWrites ?? 0, 'state-dropped');
       },
     });
     new Gauge({

@@ -21,6 +21,16 @@ import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { withoutExperimentalWarning } from '../util/experimental.ts';
+import {
+  DEFAULT_PAGE_SIZE,
+  type HistoryPage,
+  type HistoryQuery,
+  type Retention,
+  type SerializedWrite,
+  type StateWrite,
+  type StoredResource,
+  serializeWrite,
+} from './store.ts';
 
 /** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
 export const APPLICATION_ID = 0x4b446966;
@@ -83,114 +93,7 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX events_object ON events (resource, namespace, name);`,
 ];
 
-export interface StoredResource {
-  resource: string;
-  type: ResourceType;
-  watched: boolean;
-  listed: boolean;
-  resourceVersion: string;
-}
-
-/** One unit of a batch, applied in order. */
-export type StateWrite =
-  | { kind: 'object'; resource: string; object: StoredObject }
-  | { kind: 'delete'; resource: string; key: string }
-  | { kind: 'event'; resource: string; event: ChangeEvent };
-
-/**
- * A StateWrite with its JSON made: the rows it writes, and nothing else. The recorder holds writes in
- * this form while sinks deliver, so that what it holds is exactly what it accounts for (a whole object
- * would also keep alive every version the informer's store has since replaced).
- */
-export type SerializedWrite =
-  | {
-      kind: 'object';
-      resource: string;
-      key: string;
-      namespace: string | undefined;
-      name: string;
-      uid: string;
-      resourceVersion: string;
-      json: string;
-    }
-  | { kind: 'delete'; resource: string; key: string }
-  | {
-      kind: 'event';
-      resource: string;
-      id: string;
-      time: string;
-      type: string;
-      namespace: string | undefined;
-      name: string;
-      json: string;
-    };
-
-/** Serializes `write`; throws what JSON.stringify throws (an object nested too deep for it). */
-export function serializeWrite(write: StateWrite): SerializedWrite {
-  if (write.kind === 'delete') return write;
-  if (write.kind === 'object') {
-    const { key, namespace, name, uid, resourceVersion, object } = write.object;
-    return {
-      kind: 'object',
-      resource: write.resource,
-      key,
-      namespace,
-      name,
-      uid,
-      resourceVersion,
-      json: JSON.stringify(object),
-    };
-  }
-  const { event } = write;
-  return {
-    kind: 'event',
-    resource: write.resource,
-    id: event.id,
-    time: event.time,
-    type: event.type,
-    namespace: event.object.namespace,
-    name: event.object.name,
-    json: JSON.stringify(event),
-  };
-}
-
-export interface Retention {
-  /** Events older than this are removed. */
-  maxAgeMs: number;
-  /** At most this many events are kept (the newest). */
-  maxEvents: number;
-  /** The file is kept under about this many bytes by removing the oldest events. */
-  maxSizeBytes: number;
-}
-
-export const DEFAULT_RETENTION: Retention = {
-  maxAgeMs: 7 * 24 * 3_600_000,
-  maxEvents: 100_000,
-  maxSizeBytes: 256 * 1024 * 1024,
-};
-
 export type SqlParameter = string | number | null;
-
-export interface HistoryQuery {
-  namespace?: string | undefined;
-  /** Qualified resource name (deployments.apps, pods). */
-  resource?: string | undefined;
-  name?: string | undefined;
-  /** ISO time: only events at or after it. */
-  since?: string | undefined;
-  /**
-   * Only changes made by this user (a glob: `*` any run, `?` one character), as the audit webhook named
-   * them in the stored event's `by.user` or `by.impersonatedUser`.
-   */
-  user?: string | undefined;
-  /** The newest this many. */
-  limit?: number | undefined;
-  /**
-   * Only events made by a field manager matching this glob (`*`, `?`): one in `by.managers` or on a change.
-   * Read from the stored event JSON, so it needs no column of its own.
-   */
-  manager?: string | undefined;
-}
 
 /**
  * The condition of HistoryQuery.manager on the stored event JSON (SQLite's json_each), with its two
@@ -381,24 +284,21 @@ export class StateDatabase {
   }
 
   /** Records which types the server offers and which of them are watched; forgets the others. */
-  saveResources(resources: readonly { type: ResourceType; resource: string; watched: boolean }[]): void {
-    this.transaction(() => {
-      const served = new Set(resources.map((entry) => entry.resource));
-      for (const existing of this.resources()) {
-        // Kept while objects remain: their DELETED events (with the type's kind and version) are still due.
-        if (!served.has(existing.resource))
-          this.statement(
-            'DELETE FROM resources WHERE resource = ?1 AND NOT EXISTS (SELECT 1 FROM objects WHERE resource = ?1)',
-          ).run(existing.resource);
-      }
-      const upsert = this.statement(
-        `INSERT INTO resources (resource, type, watched) VALUES (?, ?, ?)
-         ON CONFLICT (resource) DO UPDATE SET type = excluded.type, watched = excluded.watched,
-           listed = CASE WHEN excluded.watched = 0 THEN 0 ELSE listed END`,
-      );
-      for (const entry of resources)
-        upsert.run(entry.resource, JSON.stringify(entry.type), entry.watched ? 1 : 0);
-    });
+  private applyResources(entries: readonly { resource: string; json: string; watched: boolean }[]): void {
+    const served = new Set(entries.map((entry) => entry.resource));
+    for (const existing of this.resources()) {
+      // Kept while objects remain: their DELETED events (with the type's kind and version) are still due.
+      if (!served.has(existing.resource))
+        this.statement(
+          'DELETE FROM resources WHERE resource = ?1 AND NOT EXISTS (SELECT 1 FROM objects WHERE resource = ?1)',
+        ).run(existing.resource);
+    }
+    const upsert = this.statement(
+      `INSERT INTO resources (resource, type, watched) VALUES (?, ?, ?)
+       ON CONFLICT (resource) DO UPDATE SET type = excluded.type, watched = excluded.watched,
+         listed = CASE WHEN excluded.watched = 0 THEN 0 ELSE listed END`,
+    );
+    for (const entry of entries) upsert.run(entry.resource, entry.json, entry.watched ? 1 : 0);
   }
 
   /** A resource type's objects are a complete inventory as of this resourceVersion. */
@@ -451,6 +351,10 @@ export class StateDatabase {
           );
         } else if (write.kind === 'delete') {
           remove.run(write.resource, write.key);
+        } else if (write.kind === 'resources') {
+          this.applyResources(write.entries);
+        } else if (write.kind === 'forget') {
+          this.forgetObjects(write.resource);
         } else {
           insertEvent.run(
             write.id,
@@ -467,8 +371,21 @@ export class StateDatabase {
     });
   }
 
-  /** The recorded events matching `query`, oldest first (the newest `limit` of them). */
+  /** The recorded events matching `query`, oldest first (the newest `limit` of them), all pages. */
   history(query: HistoryQuery): ChangeEvent[] {
+    const events: ChangeEvent[] = [];
+    let page: HistoryPage;
+    let after: string | undefined;
+    do {
+      page = this.historyPage({ ...query, ...(after !== undefined ? { after } : {}) });
+      events.push(...page.events);
+      after = page.next;
+    } while (after !== undefined);
+    return events;
+  }
+
+  /** One page of the recorded events matching `query`, oldest first (see HistoryQuery). */
+  historyPage(query: HistoryQuery): HistoryPage {
     const conditions: [string, string | undefined][] = [
       ['namespace = ?', query.namespace],
       ['resource = ?', query.resource],
@@ -490,15 +407,39 @@ export class StateDatabase {
       );
       params.push(glob, glob);
     }
-    const sql =
-      `SELECT event FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC` +
-      (query.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '');
-    const rows = this.db.prepare(sql).all(...params) as { event: string }[];
-    return rows.reverse().map((row) => JSON.parse(row.event) as ChangeEvent);
+    if (query.clusters && query.clusters.length > 0) {
+      // SQLite's GLOB has the shell's * and ? (the history's --cluster globs).
+      where.push(
+        `(${query.clusters.map(() => "coalesce(json_extract(event, '$.cluster'), '') GLOB ?").join(' OR ')})`,
+      );
+      params.push(...query.clusters);
+    }
+    let after = query.after === undefined ? undefined : Number(query.after);
+    if (after === undefined && query.limit !== undefined) {
+      // The newest `limit`: start just before the oldest of them.
+      const row = this.db
+        .prepare(
+          `SELECT seq FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT 1 OFFSET ?`,
+        )
+        .get(...params, Math.max(0, Math.floor(query.limit) - 1)) as { seq: number } | undefined;
+      after = row ? row.seq - 1 : 0; // fewer than `limit`: all of them
+    }
+    if (after !== undefined) {
+      where.push('seq > ?');
+      params.push(after);
+    }
+    const pageSize = Math.max(1, Math.floor(query.pageSize ?? DEFAULT_PAGE_SIZE));
+    const sql = `SELECT seq, event FROM events${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq LIMIT ${pageSize}`;
+    const rows = this.db.prepare(sql).all(...params) as { seq: number; event: string }[];
+    const last = rows.at(-1);
+    return {
+      events: rows.map((row) => JSON.parse(row.event) as ChangeEvent),
+      ...(rows.length === pageSize && last ? { next: String(last.seq) } : {}),
+    };
   }
 
   /**
-   * The rows of one read-only query, for the history readers (src/state/history-reader.ts): their
+   * The rows of one read-only query, for the history readers (src/state/timeline-reader.ts): their
    * statements vary with the filters given, so they are prepared each time, not cached.
    */
   select<Row>(sql: string, ...params: SqlParameter[]): Row[] {

@@ -30,6 +30,15 @@
 // kill -9 meanwhile can lose, for that sink only, changes it still had queued
 // (a clean stop hands them to the dead-letter file or reports them, as
 // always). Logged once, counted (unconfirmedWrites, a metric).
+//
+// Unreachable (a PostgreSQL store down, restarting or too slow): the queue is
+// kept and retried with backoff; the watch and the sinks go on. Within the
+// bound nothing is lost and each entry is committed once. When the bound is
+// reached while the store cannot take the oldest entries, they are dropped
+// down to half the bound: counted (droppedWrites, a metric) and logged once;
+// the next start's relist then finds the objects again (their history
+// events are what is lost). A failure that is not transient (SQLite's disk
+// full) stops recording, as before.
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { DeliveryMark, PipelineObserver, StoreChange } from '../events/pipeline.ts';
 import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
@@ -37,18 +46,20 @@ import type { ReflectorState } from '../informer/reflector.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
+import { Backoff } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
 import { type EventFailures, identityOf } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 import {
   DEFAULT_RETENTION,
+  type ResourceEntry,
   type Retention,
   type SerializedWrite,
-  type StateDatabase,
+  type StateStore,
   type StateWrite,
   serializeWrite,
-} from './database.ts';
+} from './store.ts';
 
 /** What an informer starts with. */
 export interface InformerPlan {
@@ -65,7 +76,7 @@ export interface DeliveryProgress {
 }
 
 export interface StateRecorderOptions {
-  database: StateDatabase;
+  store: StateStore;
   log: Logger;
   /**
    * What the previous run's state must match to be compared against: the namespaces, label selector,
@@ -98,7 +109,7 @@ const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
 const ENTRY_OVERHEAD_BYTES = 200;
 
 export class StateRecorder implements PipelineObserver {
-  private readonly db: StateDatabase;
+  private readonly store: StateStore;
   private readonly log: Logger;
   private readonly retention: Retention;
   private readonly flushIntervalMs: number;
@@ -106,17 +117,22 @@ export class StateRecorder implements PipelineObserver {
   /** The previous run's state: true when there is one to catch up from. */
   private readonly catchingUp: boolean;
   private readonly previous: Map<string, { watched: boolean; listed: boolean; type: ResourceType }>;
+  /**
+   * The previous run's objects per watched type, read once at the start (the informers' stores are
+   * pre-loaded from it synchronously) and released after the first sync.
+   */
+  private preloaded: Map<string, StoredObject[]> | undefined;
   private pending: Pending[] = [];
   private progress: DeliveryProgress = { finished: () => [] };
   private informers: () => Informer[] = () => [];
   private timer: NodeJS.Timeout | undefined;
   private lastPrune = 0;
-  /** Queue entries ever queued, and ever committed (positions in one sequence). */
+  /** Queue entries ever queued, and ever committed or dropped (positions in one sequence). */
   private queued = 0;
   private committed = 0;
   /** Where in that sequence each informer's first LIST ended. */
   private readonly syncedAt = new Map<Informer, { seq: number; resourceVersion: string }>();
-  /** What the file says each listed type was followed to. */
+  /** What the store says each listed type was followed to. */
   private readonly listed = new Map<string, string>();
   private closed = false;
   private failed = false;
@@ -124,38 +140,81 @@ export class StateRecorder implements PipelineObserver {
   private readonly failures: EventFailures | undefined;
   private pendingBytes = 0;
   private unconfirmed = 0;
+  private dropped = 0;
+  /** The commit in progress, and how many queue entries (from the front) it is writing. */
+  private writing: Promise<void> | undefined;
+  private inFlight = 0;
+  private relieveAfterWrite = false;
+  /** The last discovery note queued: an unchanged one is not queued again (rediscovery repeats it). */
+  private lastResources = '';
+  /** The store failed transiently: retried with backoff, no earlier than retryAt. */
+  private down = false;
+  private retryAt = 0;
+  private readonly retry = new Backoff({
+    initialMs: 500,
+    maxMs: 30_000,
+    resetAfterMs: Number.POSITIVE_INFINITY,
+  });
 
-  constructor(options: StateRecorderOptions) {
-    this.db = options.database;
+  private constructor(
+    options: StateRecorderOptions,
+    previous: Map<string, { watched: boolean; listed: boolean; type: ResourceType }>,
+    preloaded: Map<string, StoredObject[]>,
+  ) {
+    this.store = options.store;
     this.log = options.log;
     this.maxBacklogBytes = options.maxBacklogBytes ?? DEFAULT_MAX_BACKLOG_BYTES;
     this.failures = options.failures;
     this.retention = options.retention ?? DEFAULT_RETENTION;
     this.flushIntervalMs = options.flushIntervalMs ?? 100;
     this.pruneIntervalMs = options.pruneIntervalMs ?? 10 * 60_000;
-    const recorded = this.db.getMeta(SIGNATURE_KEY);
-    const resources = this.db.resources();
+    this.previous = previous;
+    this.preloaded = preloaded;
+    this.catchingUp = previous.size > 0;
+  }
+
+  /**
+   * Reads what the previous run recorded (its selection, types and objects) and prunes the history. The
+   * store must answer here: without the previous state there is nothing to catch up from.
+   */
+  static async open(options: StateRecorderOptions): Promise<StateRecorder> {
+    try {
+      return await StateRecorder.load(options);
+    } catch (error) {
+      await options.store.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private static async load(options: StateRecorderOptions): Promise<StateRecorder> {
+    const { store, log } = options;
+    const recorded = await store.getMeta(SIGNATURE_KEY);
+    const resources = await store.resources();
+    let previous = new Map<string, { watched: boolean; listed: boolean; type: ResourceType }>();
     if (recorded !== undefined && recorded !== options.signature && resources.length > 0) {
-      this.log.warn(
-        `the state file ${this.db.path} was written with other namespaces, label selector, ignored paths or redaction; ` +
+      log.warn(
+        `the state in ${store.label} was written with other namespaces, label selector, ignored paths or redaction; ` +
           'taking a new baseline instead of catching up (the history is kept).',
       );
-      this.db.forgetObjects();
-      this.previous = new Map();
+      await store.forgetObjects();
     } else {
-      this.previous = new Map(
+      previous = new Map(
         resources.map((entry) => [
           entry.resource,
           { watched: entry.watched, listed: entry.listed, type: entry.type },
         ]),
       );
     }
-    this.catchingUp = this.previous.size > 0;
-    this.db.setMeta(SIGNATURE_KEY, options.signature);
-    this.pruneNow();
+    const preloaded = new Map<string, StoredObject[]>();
+    for (const [resource, before] of previous)
+      if (before.watched) preloaded.set(resource, await store.objects(resource));
+    await store.setMeta(SIGNATURE_KEY, options.signature);
+    const recorder = new StateRecorder(options, previous, preloaded);
+    await recorder.pruneNow();
+    return recorder;
   }
 
-  /** True when the file holds a previous run's state: startup is a catch-up, not a baseline. */
+  /** True when the store holds a previous run's state: startup is a catch-up, not a baseline. */
   get hasPreviousState(): boolean {
     return this.catchingUp;
   }
@@ -164,57 +223,68 @@ export class StateRecorder implements PipelineObserver {
   attach(progress: DeliveryProgress, informers: () => Informer[]): void {
     this.progress = progress;
     this.informers = informers;
-    this.timer = setInterval(() => this.flush(), this.flushIntervalMs);
+    this.timer = setInterval(() => void this.flush(), this.flushIntervalMs);
     this.timer.unref();
   }
 
   /** How an informer for `type` (in `namespace`) starts; `fallback` is what it would do without state. */
   plan(type: ResourceType, namespace: string | undefined, fallback: InitialListMode): InformerPlan {
-    // A type appearing while running (fallback 'added-offline') is new whatever the file says.
-    if (!this.catchingUp || fallback === 'added-offline') return { initialList: fallback };
+    // A type appearing while running (fallback 'added-offline') is new whatever the store says.
+    if (!this.catchingUp || !this.preloaded || fallback === 'added-offline') return { initialList: fallback };
     const resource = qualifiedName(type);
     const before = this.previous.get(resource);
     if (!before) return { initialList: 'added-offline' }; // not offered last time: created while down
     if (!before.watched) return { initialList: 'silent' }; // offered, but not watched: a new baseline
-    const preload = this.db.objects(resource, namespace);
+    const recorded = this.preloaded.get(resource) ?? [];
+    const preload =
+      namespace === undefined ? recorded : recorded.filter((object) => object.namespace === namespace);
     if (!before.listed && preload.length === 0) return { initialList: 'silent' };
     return { initialList: 'silent', preload };
   }
 
-  /** Each (re-)discovery: remember what the server offers and what is watched. */
+  /** Each (re-)discovery: remember what the server offers and what is watched (queued in order). */
   noteSelection(selection: Selection): void {
     if (this.closed || this.failed) return;
-    const entries = [
+    const entries: ResourceEntry[] = [
       ...selection.watched.map((type) => ({ type, resource: qualifiedName(type), watched: true })),
       ...selection.skipped.map(({ type }) => ({ type, resource: qualifiedName(type), watched: false })),
     ];
-    this.guard(() => {
-      // Types served but no longer watched: their objects are not followed any more.
-      const watched = new Set(selection.watched.map(qualifiedName));
-      // A type that stops being watched (or served) must be listed again when it comes back.
-      for (const resource of [...this.listed.keys()])
-        if (!watched.has(resource)) this.listed.delete(resource);
-      for (const entry of entries) {
-        if (!watched.has(entry.resource) && this.previous.get(entry.resource)?.watched)
-          this.db.forgetObjects(entry.resource);
-      }
-      this.db.saveResources(entries);
-    });
+    const note = entries.map((entry) => ({
+      resource: entry.resource,
+      json: JSON.stringify(entry.type),
+      watched: entry.watched,
+    }));
+    // Every re-discovery calls this; an unchanged selection is not queued again.
+    const key = JSON.stringify(note);
+    if (key === this.lastResources) return;
+    this.lastResources = key;
+    const watched = new Set(selection.watched.map(qualifiedName));
+    // A type that stops being watched (or served) must be listed again when it comes back.
+    for (const resource of [...this.listed.keys()]) if (!watched.has(resource)) this.listed.delete(resource);
+    // Types served but no longer watched: their objects are not followed any more.
+    for (const entry of entries) {
+      if (!watched.has(entry.resource) && this.previous.get(entry.resource)?.watched)
+        this.push({ kind: 'forget', resource: entry.resource }, []);
+    }
+    this.push({ kind: 'resources', entries: note }, []);
   }
 
   /**
    * After the first sync: every object of a type recorded by the previous run that the server no longer
-   * offers (a CRD deleted while kubediff was down) is reported DELETED offline, finalStateUnknown.
+   * offers (a CRD deleted while kubediff was down) is reported DELETED offline, finalStateUnknown. Then
+   * the previous run's objects are released.
    */
   reportVanishedTypes(selection: Selection, handler: InformerHandler): void {
-    if (!this.catchingUp) return;
+    const preloaded = this.preloaded;
+    this.preloaded = undefined;
+    if (!this.catchingUp || !preloaded) return;
     const served = new Set(
       [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)].map(qualifiedName),
     );
     const resourceVersion = newestResourceVersion(this.informers());
     for (const [resource, before] of this.previous) {
       if (served.has(resource) || !before.watched) continue;
-      const objects = this.db.objects(resource);
+      const objects = preloaded.get(resource) ?? [];
       for (const object of objects) {
         handler.onDelete(before.type, object, {
           offline: true,
@@ -250,9 +320,14 @@ export class StateRecorder implements PipelineObserver {
     else this.queue({ kind: 'object', resource, object: change.object }, mark);
   }
 
-  /** Commits what every sink has finished with. Called by a timer; `all` at the end, after the sinks closed. */
-  flush(all = false): void {
-    if (this.failed) return;
+  /**
+   * Commits what every sink has finished with. Called by a timer; `all` at the end, after the sinks
+   * closed. One commit at a time: while one is writing, this waits for it.
+   */
+  flush(all = false): Promise<void> {
+    if (this.writing) return this.writing;
+    if (this.failed) return Promise.resolve();
+    if (this.down && !all && Date.now() < this.retryAt) return Promise.resolve();
     const finished = this.progress.finished();
     let count = 0;
     if (all) count = this.pending.length;
@@ -261,14 +336,25 @@ export class StateRecorder implements PipelineObserver {
       const limit = Math.min(this.pending.length, MAX_BATCH);
       while (count < limit && reached(finished, this.pending[count]?.mark ?? [])) count++;
     }
-    this.commit(count);
+    return this.commit(count);
   }
 
   /**
    * The backlog passed maxBacklogBytes: commit the oldest entries down to half of it, whether or not the
-   * sinks have finished with them (see the bound at the top).
+   * sinks have finished with them (see the bound at the top). When the store cannot take them now (down,
+   * or busy with a commit), drop them instead.
    */
   private relieve(): void {
+    if (this.down) {
+      this.drop();
+      return;
+    }
+    if (this.writing) {
+      // After the commit in progress; meanwhile at most twice the bound is held, beyond it the oldest go.
+      this.relieveAfterWrite = true;
+      if (this.pendingBytes > 2 * this.maxBacklogBytes) this.drop();
+      return;
+    }
     const finished = this.progress.finished();
     let count = 0;
     let bytes = this.pendingBytes;
@@ -288,7 +374,7 @@ export class StateRecorder implements PipelineObserver {
         const names = this.progress.names?.() ?? [];
         const sinks = behind.map((index) => names[index] ?? `sink ${index + 1}`).join(', ');
         this.log.warn(
-          `state: ${sinks || 'a sink'} is more than ${formatSize(this.maxBacklogBytes)} of changes behind; the state file ` +
+          `state: ${sinks || 'a sink'} is more than ${formatSize(this.maxBacklogBytes)} of changes behind; the state store ` +
             'records them before it has delivered them, so that memory stays bounded. A kill -9 now could lose, ' +
             'for that sink only, what it still has queued (a clean stop reports it or writes it to the dead-letter ' +
             'file, as always). Counted in kubediff_state_unconfirmed_writes_total; logged once.',
@@ -296,41 +382,108 @@ export class StateRecorder implements PipelineObserver {
       }
       this.unconfirmed += early;
     }
-    this.commit(count);
+    void this.commit(count);
+  }
+
+  /** Drops the oldest entries not being written, down to half the bound (counted, logged once). */
+  private drop(): void {
+    let count = 0;
+    let bytes = this.pendingBytes;
+    const kept: Pending[] = this.pending.slice(0, this.inFlight);
+    for (let i = this.inFlight; i < this.pending.length; i++) {
+      const entry = this.pending[i] as Pending;
+      // A discovery's note is kept (one per change of what the server offers): catch-up needs it.
+      if (
+        bytes > this.maxBacklogBytes / 2 &&
+        entry.write.kind !== 'resources' &&
+        entry.write.kind !== 'forget'
+      ) {
+        bytes -= entry.bytes;
+        count++;
+      } else kept.push(entry);
+    }
+    if (count === 0) return;
+    if (this.dropped === 0) {
+      this.log.warn(
+        `state: ${this.store.label} has not taken the changes of the last ${formatSize(this.maxBacklogBytes)}; ` +
+          'the oldest are dropped so that memory stays bounded: their history is lost, and the next start reports ' +
+          'their objects again where they differ. Counted in kubediff_state_dropped_writes_total; logged once.',
+      );
+    }
+    this.dropped += count;
+    this.pending = kept;
+    this.pendingBytes = bytes;
+    // Dropped entries count as done: the types whose first LIST they end may be marked listed.
+    this.committed += count;
   }
 
   /** Commits the first `count` queue entries (and marks the types they complete as listed). */
-  private commit(count: number): void {
-    // Types whose first LIST is entirely in this commit or before: their objects in the file are complete.
+  private commit(count: number): Promise<void> {
+    // Types whose first LIST is entirely in this commit or before: their objects in the store are complete.
     const listed = this.newlyListed(this.committed + count);
     const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
-    if (count === 0 && listed.size === 0 && !due) return; // idle: no write at all
+    if (count === 0 && listed.size === 0 && !due) return Promise.resolve(); // idle: no write at all
+    this.inFlight = count;
+    const done = this.write(count, listed, due).finally(() => {
+      this.inFlight = 0;
+      this.writing = undefined;
+      if (this.relieveAfterWrite) {
+        this.relieveAfterWrite = false;
+        if (this.pendingBytes > this.maxBacklogBytes) this.relieve();
+      }
+    });
+    this.writing = done;
+    return done;
+  }
+
+  private async write(count: number, listed: Map<string, string>, due: boolean): Promise<void> {
     const batch = this.pending.slice(0, count);
-    this.guard(() => {
+    try {
       if (count > 0 || listed.size > 0) {
-        this.db.writeSerialized(
+        await this.store.write(
           batch.map((entry) => entry.write),
-          () => {
-            for (const [resource, resourceVersion] of listed) this.db.markListed(resource, resourceVersion);
-          },
+          listed,
         );
         for (const [resource, resourceVersion] of listed) this.listed.set(resource, resourceVersion);
       }
-      this.pending = this.pending.slice(count);
+      this.pending.splice(0, count);
       for (const entry of batch) this.pendingBytes -= entry.bytes;
       this.committed += count;
-      if (due) this.pruneNow();
-    });
+      if (this.down) {
+        this.down = false;
+        this.retry.reset();
+        this.log.info(
+          `state: ${this.store.label} is reachable again; the changes buffered meanwhile are recorded.`,
+        );
+      }
+      if (due) await this.pruneNow();
+    } catch (error) {
+      this.fail(error);
+    }
   }
 
-  /** After the sinks closed: commit everything, checkpoint, close the file. */
-  close(): void {
+  /** After the sinks closed: commit everything, close the store. */
+  async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
-    this.flush(true);
-    this.guard(() => this.db.checkpoint());
-    this.db.close();
+    await this.writing;
+    // One more attempt even when the store was down: it may be back.
+    await this.flush(true);
+    if (this.pending.length > 0) {
+      this.dropped += this.pending.length;
+      this.log.warn(
+        `state: ${this.pending.length} change(s) could not be recorded in ${this.store.label} before exiting; ` +
+          'the next start reports their objects again where they differ.',
+      );
+      this.pending = [];
+      this.pendingBytes = 0;
+    }
+    try {
+      await this.store.close();
+    } catch (error) {
+      this.log.warn(`state: closing ${this.store.label} failed: ${errorMessage(error)}.`);
+    }
   }
 
   /** Bytes of the entries waiting for the sinks, as accounted against maxBacklogBytes (a metric). */
@@ -343,26 +496,35 @@ export class StateRecorder implements PipelineObserver {
     return this.unconfirmed;
   }
 
+  /** Entries dropped because the store could not take them within the bound (a metric). */
+  get droppedWrites(): number {
+    return this.dropped;
+  }
+
   private queue(write: StateWrite, mark: DeliveryMark): void {
     if (this.closed || this.failed) return;
     let serialized: SerializedWrite;
     try {
       serialized = serializeWrite(write);
     } catch (error) {
-      // Not recorded: the file keeps the state before it, and the next start reports the change again.
+      // Not recorded: the store keeps the state before it, and the next start reports the change again.
       if (!this.failures) throw error;
       this.failures.report(
         'recorder',
-        'recording the change in the state file',
+        'recording the change in the state store',
         identityOf(write.resource, write.kind === 'event' ? write.event.object : subjectOf(write)),
         error,
         'it is not recorded; the next start reports it again',
       );
       return;
     }
-    const bytes =
-      ENTRY_OVERHEAD_BYTES + (serialized.kind === 'delete' ? serialized.key.length : serialized.json.length);
-    this.pending.push({ write: serialized, mark, bytes });
+    this.push(serialized, mark);
+  }
+
+  private push(write: SerializedWrite, mark: DeliveryMark): void {
+    if (this.closed || this.failed) return;
+    const bytes = ENTRY_OVERHEAD_BYTES + sizeOf(write);
+    this.pending.push({ write, mark, bytes });
     this.pendingBytes += bytes;
     this.queued++;
     if (this.pendingBytes > this.maxBacklogBytes) this.relieve();
@@ -370,7 +532,7 @@ export class StateRecorder implements PipelineObserver {
 
   /**
    * Types whose informers (all of them, with -n) have synced, and whose first LIST's objects are all
-   * committed once the first `committed` queue entries are, not yet marked in the file.
+   * committed once the first `committed` queue entries are, not yet marked in the store.
    */
   private newlyListed(committed: number): Map<string, string> {
     const versions = new Map<string, string>();
@@ -387,25 +549,53 @@ export class StateRecorder implements PipelineObserver {
     return versions;
   }
 
-  private pruneNow(): void {
+  private async pruneNow(): Promise<void> {
     this.lastPrune = Date.now();
-    const removed = this.db.prune(this.retention);
-    if (removed > 0) this.log.debug(`state: removed ${removed} event(s) from the history (retention).`);
+    try {
+      const removed = await this.store.prune(this.retention);
+      if (removed > 0) this.log.debug(`state: removed ${removed} event(s) from the history (retention).`);
+    } catch (error) {
+      // Retention is retried at the next interval; a store that is down is reported by the writes.
+      if (!this.store.isTransient(error)) this.fail(error);
+    }
   }
 
-  /** A failing state file (disk full, permissions) stops recording; the watch goes on. */
-  private guard(work: () => void): void {
-    try {
-      work();
-    } catch (error) {
-      this.failed = true;
-      this.pending = [];
-      this.pendingBytes = 0;
-      this.log.warn(
-        `cannot write the state file ${this.db.path}: ${errorMessage(error)}; changes are still reported, ` +
-          'but no longer recorded, and the next start will not catch up on them.',
-      );
+  /**
+   * A transient failure (the database unreachable or slow) keeps the queue and retries with backoff; any
+   * other (a full or read-only disk) stops recording, and the watch goes on.
+   */
+  private fail(error: unknown): void {
+    if (this.store.isTransient(error)) {
+      if (!this.down) {
+        this.log.warn(
+          `state: cannot write to ${this.store.label}: ${errorMessage(error)}; changes are still reported, and kept ` +
+            `(up to ${formatSize(this.maxBacklogBytes)}) to be recorded when it answers again.`,
+        );
+      }
+      this.down = true;
+      this.retryAt = Date.now() + this.retry.next();
+      return;
     }
+    this.failed = true;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.log.warn(
+      `cannot write the state to ${this.store.label}: ${errorMessage(error)}; changes are still reported, ` +
+        'but no longer recorded, and the next start will not catch up on them.',
+    );
+  }
+}
+
+/** What an entry's JSON costs in memory, as accounted against maxBacklogBytes. */
+function sizeOf(write: SerializedWrite): number {
+  switch (write.kind) {
+    case 'delete':
+    case 'forget':
+      return write.resource.length;
+    case 'resources':
+      return write.entries.reduce((sum, entry) => sum + entry.json.length + entry.resource.length, 0);
+    default:
+      return write.json.length;
   }
 }
 

@@ -1,7 +1,7 @@
 // The UI's HTTP API parameters: read from the query string, checked, and bounded. A bad value is a 400
 // with one sentence naming the parameter, what it got and what it takes.
 import { EVENT_TYPES, type EventType } from '../events/event.ts';
-import type { HistoryFilter, ObjectRef, RowKey } from '../state/history-reader.ts';
+import type { HistoryFilter, ObjectRef, RowKey } from '../state/timeline-reader.ts';
 
 /** Documented in docs/ui.md ("Limits"). */
 export const LIMITS = {

@@ -16,7 +16,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseListenAddress } from '../service/health-server.ts';
-import type { EventSummary, HistoryFilter, HistoryReader } from '../state/history-reader.ts';
+import type { EventSummary, HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { type Asset, loadAssets } from './assets.ts';
@@ -34,7 +34,7 @@ export const SERVER_LIMITS = {
 } as const;
 
 export interface UiServerOptions {
-  reader: HistoryReader;
+  reader: TimelineReader;
   log: Logger;
   /** Required as `Authorization: Bearer <token>` on /api/ when set. */
   token?: string | undefined;

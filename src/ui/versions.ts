@@ -3,7 +3,7 @@
 // object's last state is not kept, so only the changes of its history are shown, not whole versions.
 import { undoChanges } from '../diff/undo.ts';
 import type { JsonObject } from '../kube/types.ts';
-import type { ObjectHistory } from '../state/history-reader.ts';
+import type { ObjectHistory } from '../state/timeline-reader.ts';
 
 export interface RebuiltVersions {
   /** The seqs of the events whose version (the object right after them) can be rebuilt. */

@@ -1,7 +1,8 @@
 // A state file with a generated history: the UI's API tests and its benchmark (a 1,000,000-event file)
 // read it through the same StateDatabase that `kubediff watch --state` writes with.
-import { StateDatabase, type StateWrite } from '../../src/state/database.ts';
-import type { RecordedEvent } from '../../src/state/history-reader.ts';
+import { StateDatabase } from '../../src/state/database.ts';
+import type { StateWrite } from '../../src/state/store.ts';
+import type { RecordedEvent } from '../../src/state/timeline-reader.ts';
 
 export interface GeneratedHistory {
   events: number;

@@ -92,7 +92,7 @@ test('--state with a webhook that is down: the backlog stays under KUBEDIFF_STAT
   const warnings = kd.stderr.split('\n').filter((line) => line.includes('of changes behind'));
   assert.deepEqual(warnings, [
     `kubediff: warning: state: webhook http://127.0.0.1:${port}/… is more than 512 KiB of changes behind; the state ` +
-      'file records them before it has delivered them, so that memory stays bounded. A kill -9 now could lose, ' +
+      'store records them before it has delivered them, so that memory stays bounded. A kill -9 now could lose, ' +
       'for that sink only, what it still has queued (a clean stop reports it or writes it to the dead-letter ' +
       'file, as always). Counted in kubediff_state_unconfirmed_writes_total; logged once.',
   ]);

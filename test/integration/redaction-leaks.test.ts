@@ -7,7 +7,8 @@
 // `kubediff ui`. Every output is searched for every secret value and its base64 (test/helpers/leak-check.ts):
 // stdout (JSON and pretty), stderr, webhook, Slack, Teams and Discord bodies, Kafka records (keys, headers,
 // values), the dead-letter file and its rotated files, /readyz and /metrics, the state database and its
-// -wal, history's output, and every answer of the UI's API.
+// -wal, history's output, and every answer of the UI's API; the pretty run records in PostgreSQL, whose
+// tables and history are searched too.
 // The in-process corpus, much larger, is test/unit/redaction-leaks.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,6 +24,8 @@ import { consume, createTopic } from '../helpers/kafka.ts';
 import { testKafka, testTopic } from '../helpers/kafka-env.ts';
 import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource, receiverSource } from '../helpers/leak-check.ts';
+import { psql } from '../helpers/postgres.ts';
+import { createTestDatabase } from '../helpers/postgres-env.ts';
 import { seededRandom } from '../helpers/random-json.ts';
 import { CORPUS_REDACT_RULES, type CorpusKind, SecretCorpus, VAULT_TYPE } from '../helpers/secret-corpus.ts';
 
@@ -193,6 +196,12 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     );
     const prettyConfig = path.join(dir, 'pretty.yaml');
     await writeFile(prettyConfig, JSON.stringify(selection));
+    // The pretty run records in PostgreSQL (password from the environment, never in the URL).
+    const database = await createTestDatabase('redaction leaks');
+    after(() => database.drop());
+    const pgUrl = new URL(database.url);
+    pgUrl.password = '';
+    const pgEnv = { PGPASSWORD: database.info.password };
 
     const keyed = { KUBEDIFF_REDACTION_KEY: KEY };
     const watchArgs = ['-c', config, '-o', 'json', '--explain', '--debug', '--listen', '127.0.0.1:0'];
@@ -200,7 +209,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const [, healthBase] = await first.waitForStderr(
       /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
     );
-    const pretty = await startWatch(['-c', prettyConfig, '-o', 'pretty']);
+    const pretty = await startWatch(['-c', prettyConfig, '-o', 'pretty', '--state', pgUrl.href], pgEnv);
 
     // The corpus: created, edited three times at random, some deleted; a huge Secret and ConfigMap too.
     const tracked: Tracked[] = [];
@@ -277,6 +286,14 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     assert.equal(historyJson.code, 0, historyJson.stderr);
     const historyPretty = await runKubediffToCompletion(['history', '--state', statePath, '-o', 'pretty']);
     assert.equal(historyPretty.code, 0, historyPretty.stderr);
+    const historyPostgres = await runKubediffToCompletion(['history', '--state', pgUrl.href, '-o', 'json'], {
+      env: pgEnv,
+    });
+    assert.equal(historyPostgres.code, 0, historyPostgres.stderr);
+    const postgresTables = await psql(
+      database.info,
+      'SELECT * FROM kubediff_objects; SELECT * FROM kubediff_events; SELECT * FROM kubediff_resources; SELECT * FROM kubediff_meta',
+    );
 
     const uiAnswers = await readEverythingFromUi(statePath);
 
@@ -318,6 +335,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       { name: 'history -o json', read: () => historyJson.stdout, expect: hmacMarker },
       { name: 'history -o pretty', read: () => historyPretty.stdout, expect: hmacMarker },
       { name: 'kubediff ui API answers', read: () => uiAnswers, expect: hmacMarker },
+      { name: 'PostgreSQL state tables', read: () => postgresTables, expect: /<redacted sha256:/ },
+      { name: 'history from PostgreSQL', read: () => historyPostgres.stdout, expect: /<redacted sha256:/ },
     ];
     const report = await assertNoLeaks(sources);
     const scanned = Object.values(report.scanned).reduce((sum, size) => sum + size, 0);

@@ -36,6 +36,7 @@ import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
 import { StateDatabase } from '../../src/state/database.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
+import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { EventFailures } from '../../src/util/event-failures.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource } from '../helpers/leak-check.ts';
 import { seededRandom } from '../helpers/random-json.ts';
@@ -79,7 +80,11 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const deadLetterPath = path.join(dir, 'dead.jsonl');
   const log = memoryLog();
   const database = StateDatabase.open(statePath);
-  const recorder = new StateRecorder({ database, log, signature: 'leaks' });
+  const recorder = await StateRecorder.open({
+    store: new SqliteStateStore(database),
+    log,
+    signature: 'leaks',
+  });
   recorder.attach({ finished: () => [] }, () => []);
   const deadLetters = DeadLetterFile.open(deadLetterPath, log);
 
@@ -254,23 +259,23 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
       for (const object of tracked) if (corpus.int(2) === 0) change(object);
       for (const kind of kinds) list(kind);
     }
-    recorder.flush();
+    await recorder.flush();
   }
   // A restart: changes made while stopped, found by the first LIST against the recorded state.
-  recorder.flush(true);
+  await recorder.flush(true);
   for (const object of tracked) if (corpus.int(2) === 0) change(object);
   for (const kind of kinds) {
     start(kind, true);
     list(kind);
   }
-  recorder.flush(true);
+  await recorder.flush(true);
   // The state file as it is while running (WAL not yet checkpointed), then closed.
   const walWhileRunning = fileSource('state -wal while running', `${statePath}-wal`, /<redacted/);
   const walBytes = await walWhileRunning.read();
-  recorder.close();
+  await recorder.close();
   deadLetters.close();
 
-  const history = (format: 'json' | 'pretty') => {
+  const history = async (format: 'json' | 'pretty') => {
     const chunks: string[] = [];
     const stdout = new Writable({
       write(chunk, _encoding, done) {
@@ -278,7 +283,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
         done();
       },
     });
-    runHistory(undefined, { state: statePath, output: format }, { stdout, isTTY: false });
+    await runHistory(undefined, { state: statePath, output: format }, { stdout, isTTY: false });
     return chunks.join('');
   };
   // Slack, Google Chat and the markdown platforms escape '<' and '>', so the marker is matched without them.

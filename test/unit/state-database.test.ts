@@ -12,6 +12,7 @@ import type { ChangeEvent } from '../../src/events/event.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/state/database.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
+import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { UsageError } from '../../src/util/errors.ts';
 import { silentLogger } from '../../src/util/log.ts';
 import { configmaps } from '../helpers/resource-types.ts';
@@ -218,11 +219,11 @@ test('retention: by age, by count and by size, oldest first; objects are never p
   db.close();
 });
 
-test('the recorder commits only what every sink has finished with, in order, in one transaction', () => {
+test('the recorder commits only what every sink has finished with, in order, in one transaction', async () => {
   const path = file();
   const db = StateDatabase.open(path);
-  const recorder = new StateRecorder({
-    database: db,
+  const recorder = await StateRecorder.open({
+    store: new SqliteStateStore(db),
     log: silentLogger,
     signature: 's',
     flushIntervalMs: 1e9,
@@ -240,10 +241,10 @@ test('the recorder commits only what every sink has finished with, in order, in 
   added(object('a', '1'), 1);
   added(object('b', '2'), 2);
   recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('c', '3') }, undefined, [2]);
-  recorder.flush();
+  await recorder.flush();
   assert.equal(db.objectCount(), 0, 'nothing delivered yet: nothing recorded');
   finished = 1;
-  recorder.flush();
+  await recorder.flush();
   assert.deepEqual(
     db.objects('configmaps').map((o) => o.name),
     ['a'],
@@ -253,7 +254,7 @@ test('the recorder commits only what every sink has finished with, in order, in 
     ['uid-a:1'],
   );
   finished = 2;
-  recorder.flush();
+  await recorder.flush();
   assert.deepEqual(
     db
       .objects('configmaps')
@@ -262,16 +263,16 @@ test('the recorder commits only what every sink has finished with, in order, in 
     ['a', 'b', 'c'],
   );
   assert.equal(recorder.backlogBytes, 0);
-  recorder.close();
+  await recorder.close();
 });
 
-test("the recorder's backlog is bounded in bytes: a sink that never finishes does not hold every change in memory", () => {
+test("the recorder's backlog is bounded in bytes: a sink that never finishes does not hold every change in memory", async () => {
   const path = file();
   const db = StateDatabase.open(path);
   const warnings: string[] = [];
   const bound = 200_000;
-  const recorder = new StateRecorder({
-    database: db,
+  const recorder = await StateRecorder.open({
+    store: new SqliteStateStore(db),
     log: { ...silentLogger, warn: (message: string) => warnings.push(message) },
     signature: 's',
     flushIntervalMs: 1e9,
@@ -289,7 +290,7 @@ test("the recorder's backlog is bounded in bytes: a sink that never finishes doe
       event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
       [accepted, accepted],
     );
-    recorder.flush();
+    await recorder.flush();
     assert.ok(recorder.backlogBytes <= bound, `${recorder.backlogBytes} bytes held after update ${rv}`);
   }
   // The oldest were recorded before the dead sink delivered them: counted, and said once, naming it.
@@ -297,38 +298,46 @@ test("the recorder's backlog is bounded in bytes: a sink that never finishes doe
   assert.equal(warnings.length, 1);
   assert.match(
     warnings[0] ?? '',
-    /^state: webhook down is more than 195 KiB of changes behind; the state file records them/,
+    /^state: webhook down is more than 195 KiB of changes behind; the state store records them/,
   );
   assert.ok(db.eventCount() > 100, `${db.eventCount()} events recorded while the sink was down`);
   // Nothing lost: a clean stop records the rest, in order.
-  recorder.close();
+  await recorder.close();
   const reopened = StateDatabase.open(path);
   assert.equal(reopened.eventCount(), 200);
   assert.equal(reopened.objects('configmaps')[0]?.resourceVersion, '200');
   reopened.close();
 });
 
-test('a recorder whose file was written with another selection takes a new baseline (history kept)', () => {
+test('a recorder whose file was written with another selection takes a new baseline (history kept)', async () => {
   const path = file();
   const db = StateDatabase.open(path);
-  const first = new StateRecorder({ database: db, log: silentLogger, signature: 'A' });
+  const first = await StateRecorder.open({
+    store: new SqliteStateStore(db),
+    log: silentLogger,
+    signature: 'A',
+  });
   first.attach({ finished: () => [] }, () => []);
   first.noteSelection({ watched: [configmaps], skipped: [], unresolved: [] } as never);
   first.changeProcessed({ kind: 'baseline', type: configmaps, object: object('a', '1') }, undefined, []);
-  first.close();
+  await first.close();
   const warnings: string[] = [];
-  const second = new StateRecorder({
-    database: StateDatabase.open(path),
+  const second = await StateRecorder.open({
+    store: new SqliteStateStore(StateDatabase.open(path)),
     log: { ...silentLogger, warn: (m: string) => warnings.push(m) },
     signature: 'B',
   });
   assert.equal(second.hasPreviousState, false);
   assert.deepEqual(second.plan(configmaps, undefined, 'silent'), { initialList: 'silent' });
   assert.match(warnings.join('\n'), /taking a new baseline/);
-  second.close();
-  const third = new StateRecorder({ database: StateDatabase.open(path), log: silentLogger, signature: 'B' });
+  await second.close();
+  const third = await StateRecorder.open({
+    store: new SqliteStateStore(StateDatabase.open(path)),
+    log: silentLogger,
+    signature: 'B',
+  });
   assert.equal(third.hasPreviousState, true);
-  third.close();
+  await third.close();
 });
 
 test('history --user: from the stored event JSON, user or impersonated user, globs', () => {

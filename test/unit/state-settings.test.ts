@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { stateSettingsFromFlags } from '../../src/config/state-settings.ts';
-import { DEFAULT_RETENTION } from '../../src/state/database.ts';
+import { DEFAULT_RETENTION } from '../../src/state/store.ts';
 import { UsageError } from '../../src/util/errors.ts';
 import { formatSize, parseSize } from '../../src/util/size.ts';
 

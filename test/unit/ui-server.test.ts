@@ -1,4 +1,4 @@
-// src/ui/server.ts and src/state/history-reader.ts: the UI's HTTP API on a generated history file, over
+// src/ui/server.ts and src/state/timeline-reader.ts: the UI's HTTP API on a generated history file, over
 // real HTTP on loopback: paging, filters, the timeline's marks and density, an object's history and its
 // rebuilt versions, live updates, the token, the limits, and the headers every answer carries.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { StateDatabase } from '../../src/state/database.ts';
-import { type EventSummary, SqliteHistoryReader } from '../../src/state/history-reader.ts';
+import { type EventSummary, SqliteTimelineReader } from '../../src/state/timeline-reader.ts';
 import { LIMITS } from '../../src/ui/query.ts';
 import { SERVER_LIMITS, UiServer } from '../../src/ui/server.ts';
 import type { Logger } from '../../src/util/log.ts';
@@ -35,7 +35,7 @@ let tokenServer: UiServer;
 let origin: string;
 before(async () => {
   writeGeneratedHistory(file, SPEC);
-  const open = () => new SqliteHistoryReader(StateDatabase.open(file, { readOnly: true }));
+  const open = () => new SqliteTimelineReader(StateDatabase.open(file, { readOnly: true }));
   server = await UiServer.start('127.0.0.1:0', { reader: open(), log, pollIntervalMs: 20 });
   tokenServer = await UiServer.start('127.0.0.1:0', { reader: open(), log, token: 's3cret-token' });
   origin = `http://${server.address}`;

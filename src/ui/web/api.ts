@@ -2,7 +2,7 @@
 // The page's side of the HTTP API: JSON requests with the token, and the live stream read with fetch
 // (EventSource cannot send an Authorization header). The token comes from the address's fragment
 // (#token=…, never sent to the server nor kept in the address bar) and lives in sessionStorage.
-import type { EventSummary } from '../../state/history-reader.ts';
+import type { EventSummary } from '../../state/timeline-reader.ts';
 
 const TOKEN_KEY = 'kubediff-token';
 

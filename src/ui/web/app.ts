@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 // The page: filters, the timeline, the events in view, the object open; the address holds the view.
-import type { EventPage, EventSummary, Facets, Timeline } from '../../state/history-reader.ts';
+import type { EventPage, EventSummary, Facets, Timeline } from '../../state/timeline-reader.ts';
 import { followStream, getJson, takeTokenFromFragment } from './api.ts';
 import { showObject } from './object-view.ts';
 import { drawTimeline, rowKeyOf } from './timeline.ts';

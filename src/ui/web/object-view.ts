@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 // One object's history: every event with its changes as `path: from → to`, who made it and the story
 // (root controller) it belongs to, and two versions the history can rebuild side by side.
-import type { ObjectHistory, RecordedEvent } from '../../state/history-reader.ts';
+import type { ObjectHistory, RecordedEvent } from '../../state/timeline-reader.ts';
 import { getJson } from './api.ts';
 
 type Seq = { seq: number };

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 // The timeline: time across, one row per namespace or kind, one mark per event coloured (and shaped)
 // by its type; when the window holds too many events, cells shaded by how many fell in each bucket.
-import type { EventSummary, Timeline } from '../../state/history-reader.ts';
+import type { EventSummary, Timeline } from '../../state/timeline-reader.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const LABEL_WIDTH = 230;

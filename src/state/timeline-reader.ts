@@ -1,5 +1,5 @@
 // The history as `kubediff ui` reads it: filtered, paged, counted per time bucket, one object's story.
-// One small interface (HistoryReader) with one implementation per store; this one reads the SQLite state
+// One small interface (TimelineReader) with one implementation per store; this one reads the SQLite state
 // file through StateDatabase, read-only. A PostgreSQL store implements the same interface with the same
 // filters, so the UI above it does not know which store it reads.
 //
@@ -121,7 +121,7 @@ export interface Facets {
 }
 
 /** What the UI reads. Every method is bounded by its arguments. */
-export interface HistoryReader {
+export interface TimelineReader {
   facets(): Facets;
   /** Newest first, `limit` at most, older than `before` (a seq). */
   events(filter: HistoryFilter, page: { limit: number; before?: number | undefined }): EventPage;
@@ -266,7 +266,7 @@ const FACET_INCREMENT_MAX = 100_000;
 /** Clusters are named only in each event's JSON: the newest this many events are looked at. */
 const CLUSTER_SAMPLE = 10_000;
 
-export class SqliteHistoryReader implements HistoryReader {
+export class SqliteTimelineReader implements TimelineReader {
   private readonly db: StateDatabase;
   private readonly now: () => number;
   private cachedFacets: { at: number; seq: number; facets: Facets } | undefined;

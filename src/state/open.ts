@@ -1,0 +1,31 @@
+// Which store a --state value names: a postgres:// URL is a PostgreSQL database shared by many
+// processes, anything else an SQLite file.
+import { isPostgresUrl } from './location.ts';
+import { SqliteStateStore } from './sqlite-store.ts';
+import type { HistoryReader, StateStore } from './store.ts';
+
+export interface StateLocation {
+  /** A file path, or postgres://[user@]host[:port]/database. */
+  path: string;
+  /** PostgreSQL: a file holding the password alone. */
+  passwordFile?: string | undefined;
+}
+
+/** The recorder's store for `cluster` (PostgreSQL: migrated, and the cluster claimed). */
+export async function openStateStore(location: StateLocation, cluster: string): Promise<StateStore> {
+  if (isPostgresUrl(location.path)) {
+    // Loaded on use: a watch without PostgreSQL does not pay for its client at start.
+    const { PostgresStateStore } = await import('./postgres-store.ts');
+    return PostgresStateStore.open({ url: location.path, passwordFile: location.passwordFile }, cluster);
+  }
+  return SqliteStateStore.open(location.path);
+}
+
+/** The history, read-only. */
+export async function openHistory(location: StateLocation): Promise<HistoryReader> {
+  if (isPostgresUrl(location.path)) {
+    const { PostgresHistory } = await import('./postgres-store.ts');
+    return PostgresHistory.open({ url: location.path, passwordFile: location.passwordFile });
+  }
+  return SqliteStateStore.open(location.path, { readOnly: true });
+}

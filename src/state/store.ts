@@ -1,0 +1,175 @@
+// What the recorder and `kubediff history` need from a state store, whatever holds it: an SQLite file
+// (sqlite-store.ts over database.ts) or a PostgreSQL database shared by many processes
+// (postgres-store.ts). One recorder (recorder.ts) drives either.
+//
+// Every write goes through one ordered queue of SerializedWrites and is applied in batches, one
+// transaction each, so a store that is unreachable for a while (PostgreSQL) only delays the queue: the
+// recorder keeps it, within its byte bound, and retries.
+import type { ChangeEvent } from '../events/event.ts';
+import type { StoredObject } from '../informer/store.ts';
+import type { ResourceType } from '../kube/types.ts';
+
+export interface StoredResource {
+  resource: string;
+  type: ResourceType;
+  watched: boolean;
+  listed: boolean;
+  resourceVersion: string;
+}
+
+/** A served type and whether it is watched, as the recorder notes each discovery. */
+export interface ResourceEntry {
+  type: ResourceType;
+  resource: string;
+  watched: boolean;
+}
+
+/** One unit of a batch, applied in order. */
+export type StateWrite =
+  | { kind: 'object'; resource: string; object: StoredObject }
+  | { kind: 'delete'; resource: string; key: string }
+  | { kind: 'event'; resource: string; event: ChangeEvent };
+
+/**
+ * A StateWrite with its JSON made: the rows it writes, and nothing else. The recorder holds writes in
+ * this form while sinks deliver, so that what it holds is exactly what it accounts for (a whole object
+ * would also keep alive every version the informer's store has since replaced). `resources` and
+ * `forget` are the recorder's notes of a discovery, queued in order with the rest.
+ */
+export type SerializedWrite =
+  | {
+      kind: 'object';
+      resource: string;
+      key: string;
+      namespace: string | undefined;
+      name: string;
+      uid: string;
+      resourceVersion: string;
+      json: string;
+    }
+  | { kind: 'delete'; resource: string; key: string }
+  | {
+      kind: 'event';
+      resource: string;
+      id: string;
+      time: string;
+      type: string;
+      namespace: string | undefined;
+      name: string;
+      json: string;
+    }
+  | { kind: 'resources'; entries: readonly { resource: string; json: string; watched: boolean }[] }
+  | { kind: 'forget'; resource: string };
+
+/** Serializes `write`; throws what JSON.stringify throws (an object nested too deep for it). */
+export function serializeWrite(write: StateWrite): SerializedWrite {
+  if (write.kind === 'delete') return write;
+  if (write.kind === 'object') {
+    const { key, namespace, name, uid, resourceVersion, object } = write.object;
+    return {
+      kind: 'object',
+      resource: write.resource,
+      key,
+      namespace,
+      name,
+      uid,
+      resourceVersion,
+      json: JSON.stringify(object),
+    };
+  }
+  const { event } = write;
+  return {
+    kind: 'event',
+    resource: write.resource,
+    id: event.id,
+    time: event.time,
+    type: event.type,
+    namespace: event.object.namespace,
+    name: event.object.name,
+    json: JSON.stringify(event),
+  };
+}
+
+export interface Retention {
+  /** Events older than this are removed. */
+  maxAgeMs: number;
+  /** At most this many events are kept (the newest). */
+  maxEvents: number;
+  /** The store is kept under about this many bytes by removing the oldest events. */
+  maxSizeBytes: number;
+}
+
+export const DEFAULT_RETENTION: Retention = {
+  maxAgeMs: 7 * 24 * 3_600_000,
+  maxEvents: 100_000,
+  maxSizeBytes: 256 * 1024 * 1024,
+};
+
+export interface HistoryQuery {
+  /** Cluster names, or globs over them (`prod-*`): events of any of them. */
+  clusters?: readonly string[] | undefined;
+  namespace?: string | undefined;
+  /** Qualified resource name (deployments.apps, pods). */
+  resource?: string | undefined;
+  name?: string | undefined;
+  /** ISO time: only events at or after it. */
+  since?: string | undefined;
+  /**
+   * Only events made by a field manager matching this glob (`*`, `?`): one in `by.managers` or on a change.
+   * Read from the stored event JSON, so it needs no column of its own.
+   */
+  manager?: string | undefined;
+  /**
+   * Only changes made by this user (a glob), as the audit webhook named them in the stored event's
+   * `by.user` or `by.impersonatedUser`.
+   */
+  user?: string | undefined;
+  /** The newest this many. */
+  limit?: number | undefined;
+  /** At most this many events per page (default 1,000). */
+  pageSize?: number | undefined;
+  /** A page's `next`: the page after it. */
+  after?: string | undefined;
+}
+
+/** One page of history: events oldest first; `next` asks for the following page when there may be one. */
+export interface HistoryPage {
+  events: ChangeEvent[];
+  next?: string;
+}
+
+export const DEFAULT_PAGE_SIZE = 1_000;
+
+/** The read side: `kubediff history` and the UI query history through this alone. */
+export interface HistoryReader {
+  /** Where the history is, safe to print (a file path, or a database URL without credentials). */
+  readonly label: string;
+  history(query: HistoryQuery): Promise<HistoryPage>;
+  /** The types recorded (with their discovery), and the resource names events were recorded for. */
+  recordedTypes(): Promise<ResourceType[]>;
+  historyResources(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** The recorder's side of a store, for one cluster (a file holds one; a database one snapshot per cluster). */
+export interface StateStore {
+  readonly label: string;
+  getMeta(key: string): Promise<string | undefined>;
+  setMeta(key: string, value: string): Promise<void>;
+  resources(): Promise<StoredResource[]>;
+  /** The objects recorded for one resource type. */
+  objects(resource: string): Promise<StoredObject[]>;
+  /** Forgets every object (the recorded state no longer compares). */
+  forgetObjects(): Promise<void>;
+  /**
+   * Applies a batch in one transaction, then marks `listed` types (resource → resourceVersion) as a complete
+   * inventory. Throws on failure, having applied nothing.
+   */
+  write(batch: readonly SerializedWrite[], listed: ReadonlyMap<string, string>): Promise<void>;
+  /** Removes events beyond the retention limits; returns how many. */
+  prune(retention: Retention): Promise<number>;
+  /** A failure worth retrying (the database unreachable, restarting, timing out); else recording stops. */
+  isTransient(error: unknown): boolean;
+  /** After the last write: make the store complete on its own (SQLite's checkpoint), release it. */
+  close(): Promise<void>;
+}
