@@ -10,9 +10,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 module.enableCompileCache();
 const src = fileURLToPath(new URL('../src/', import.meta.url));
-// entry.ts runs the command line when imported: it is the one module left out (it is tiny).
+// entry.ts runs the command line when imported: it is left out (it is tiny); so is the page of
+// `kubediff ui` (src/ui/web), which runs in the browser, not in Node.
+const web = path.join('ui', 'web') + path.sep;
 const files = readdirSync(src, { recursive: true, encoding: 'utf8' })
-  .filter((file) => file.endsWith('.ts') && file !== path.join('cli', 'entry.ts'))
+  .filter((file) => file.endsWith('.ts') && file !== path.join('cli', 'entry.ts') && !file.startsWith(web))
   .sort();
 for (const file of files) await import(pathToFileURL(path.join(src, file)).href);
 await import('@kubernetes/client-node');

@@ -90,7 +90,8 @@ export function managerRef(entry: ManagedFieldsEntry): ManagerRef {
 }
 
 /**
- * The entries this version wrote: new, restamped, or owning more fields than before. When none
+ * The entries this version wrote: new, restamped, owning more fields than before, or as many but other
+ * ones (a same-second write that swapped a field; one that lost fields to another manager did not write). When none
  * did, a manager whose entry vanished removed all it owned: it wrote, if it is the only one. Undefined
  * when that cannot be told (no previous signature).
  */
@@ -107,8 +108,13 @@ function writersOf(input: AttributionInput): ManagedFieldsEntry[] | undefined {
   const writers = input.entries.filter((_, index) => {
     const signature = now[index]!;
     const was = before.get(signature.whoAndWhen);
-    // Not restamped: it wrote only if it owns more fields now (a same-second write that added some).
-    return !was || signature.count > was.count;
+    // Not restamped: it wrote only if it owns more fields now (a same-second write that added some), or
+    // as many but others (one that swapped a field).
+    return (
+      !was ||
+      signature.count > was.count ||
+      (signature.count === was.count && signature.fields !== was.fields)
+    );
   });
   if (writers.length > 0) return writers;
   const present = new Set(now.map(entryIdentity));

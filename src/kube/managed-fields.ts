@@ -57,22 +57,22 @@ function isWellFormed(raw: JsonValue): boolean {
 
 /**
  * A compact signature of an object's entries, one line per entry: a hash of who and when (manager,
- * operation, subresource, apiVersion, time) and the count of owned fields (base 36), then the operation,
- * the subresource and the manager's name (so that a manager whose entry vanished, because it removed all
- * its fields, can still be named). About 12 bytes plus the name per manager. The owned fields themselves
- * are only counted, not hashed: hashing every key of every entry of every version costs more than it
- * tells (see EntrySignature).
+ * operation, subresource, apiVersion, time), the count of owned fields and a hash of their keys (base 36),
+ * then the operation, the subresource and the manager's name (so that a manager whose entry vanished,
+ * because it removed all its fields, can still be named). About 18 bytes plus the name per manager.
  */
 export type ManagersSignature = string;
 
 /** One entry of a signature, read back. */
 export interface EntrySignature {
   whoAndWhen: string;
-  /**
-   * How many keys its field trie has. A same-second write that keeps the count (one field swapped for
-   * another) is not seen as a write; the owners of the changed paths are named then instead.
-   */
+  /** How many keys its field trie has. */
   count: number;
+  /**
+   * A hash of its field trie's keys: a same-second write that keeps the count (one field swapped for
+   * another, as `kubectl edit` renaming a key does) still changes it.
+   */
+  fields: string;
   manager: string;
   operation: string;
   subresource?: string;
@@ -90,10 +90,13 @@ export function managersSignature(entries: readonly ManagedFieldsEntry[]): Manag
     if (parts.length > 0) parts.push(ENTRY_SEPARATOR);
     const operation = OPERATION_CODES[entry.operation] ?? entry.operation.replaceAll('.', '');
     // The name goes last: it may hold dots; the subresource and the operation cannot.
+    const owned = ownedFields(entry.fieldsV1);
     parts.push(
       whoAndWhenHash(entry).toString(36),
       '.',
-      countFields(entry.fieldsV1).toString(36),
+      owned.count.toString(36),
+      '.',
+      owned.hash.toString(36),
       '.',
       operation,
       '.',
@@ -110,16 +113,17 @@ export function parseManagersSignature(signature: ManagersSignature): EntrySigna
   return signature.split(ENTRY_SEPARATOR).map((line) => {
     const parts: string[] = [];
     let start = 0;
-    for (let field = 0; field < 4; field++) {
+    for (let field = 0; field < 5; field++) {
       const dot = line.indexOf('.', start);
       if (dot < 0) break;
       parts.push(line.slice(start, dot));
       start = dot + 1;
     }
-    const [whoAndWhen = '', count = '0', operation = '', subresource = ''] = parts;
+    const [whoAndWhen = '', count = '0', fields = '', operation = '', subresource = ''] = parts;
     const entry: EntrySignature = {
       whoAndWhen,
       count: Number.parseInt(count, 36),
+      fields,
       manager: line.slice(start),
       operation: OPERATIONS[operation] ?? operation,
     };
@@ -152,16 +156,25 @@ function whoAndWhenHash(entry: ManagedFieldsEntry): number {
   return (hash >>> 0) & HASH_MASK;
 }
 
-/** The number of keys in a field trie, at every depth. */
-function countFields(node: JsonObject | undefined): number {
-  if (!node) return 0;
-  let count = 0;
+/** The number of keys in a field trie, at every depth, and a hash of them (each with its depth). */
+function ownedFields(node: JsonObject | undefined): { count: number; hash: number } {
+  const total = { count: 0, hash: FNV_OFFSET };
+  if (node) walkFields(node, total);
+  return { count: total.count, hash: (total.hash >>> 0) & HASH_MASK };
+}
+
+function walkFields(node: JsonObject, total: { count: number; hash: number }): void {
   for (const key in node) {
-    count++;
+    total.count++;
+    total.hash = fnv(total.hash, key);
     const child = node[key];
-    if (isObject(child)) count += countFields(child);
+    if (isObject(child)) {
+      // Bracket the children, so that where a key sits in the trie counts too.
+      total.hash = fnv(total.hash, '{');
+      walkFields(child, total);
+      total.hash = fnv(total.hash, '}');
+    }
   }
-  return count;
 }
 
 function isObject(value: JsonValue | undefined): value is JsonObject {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, afterEach, type TestContext, test } from 'node:test';
 import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-store.ts';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
-import { adminClient, type KubeObject } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { type PostgresInfo, psql, startPostgres } from '../helpers/postgres.ts';
 import { createTestDatabase } from '../helpers/postgres-env.ts';
@@ -110,7 +110,9 @@ test('two processes, two clusters, one database: each catches up only from its o
     description: 'alpha: UPDATED offline',
   });
   assert.equal(alphaUpdate.offline, true);
-  assert.deepEqual(alphaUpdate.changes, [{ op: 'replace', path: '/data/k', from: '2', to: '3' }]);
+  assert.deepEqual(alphaUpdate.changes, [
+    { op: 'replace', path: '/data/k', from: '2', to: '3', manager: ADMIN_FIELD_MANAGER },
+  ]);
   await alpha2.waitForStderr(WATCHING);
   // A later live change (a sentinel): nothing else was reported before it.
   const sentinel = await admin.patch(cmPath(ns, 'shared'), { data: { k: '4' } });
@@ -129,7 +131,9 @@ test('two processes, two clusters, one database: each catches up only from its o
     description: 'beta: UPDATED offline',
   });
   assert.equal(betaUpdate.offline, true);
-  assert.deepEqual(betaUpdate.changes, [{ op: 'replace', path: '/data/k', from: '2', to: '4' }]);
+  assert.deepEqual(betaUpdate.changes, [
+    { op: 'replace', path: '/data/k', from: '2', to: '4', manager: ADMIN_FIELD_MANAGER },
+  ]);
   await beta2.waitForStderr(WATCHING);
   const beta2Exit = await beta2.stop();
   assert.equal(beta2Exit.code, 0, beta2Exit.stderr);

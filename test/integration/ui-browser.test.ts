@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core';
 import { collectPageErrors, newPage, saveScreenshot, withBrowser } from '../helpers/browser.ts';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import { writeGeneratedHistory } from '../helpers/generated-history.ts';
-import { adminClient } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-ui-it-'));
@@ -104,7 +104,11 @@ test('the timeline of a watched namespace: marks, a filter, a click to the diff,
       (await page.locator('#object-heading').textContent()) ?? '',
       new RegExp(`ConfigMap ${ns}/web-config`),
     );
-    assert.deepEqual(await selected.locator('.changes li').allTextContents(), ['/data/mode: "a" → "b"']);
+    // With who made it: the admin client's field manager.
+    assert.deepEqual(
+      (await selected.locator('.changes li').allTextContents()).map((text) => text.replace(/\s+/g, ' ')),
+      [`/data/mode: "a" → "b" (${ADMIN_FIELD_MANAGER})`],
+    );
     // Versions A (before) and B (after) side by side, the differing line marked.
     const versions = page.locator('#compare pre');
     await versions.nth(1).waitFor();

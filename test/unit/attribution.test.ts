@@ -204,6 +204,25 @@ describe('who wrote a version', () => {
     assert.equal(same.changes[0]?.manager, 'kubectl');
   });
 
+  it('within one second: an entry that swapped one field for another wrote, the removed path included', () => {
+    const swapped = attribute(
+      [creator, entry('editor', { 'f:data': { 'f:color': {}, 'f:mode': {} } })],
+      [creator, entry('editor', { 'f:data': { 'f:color': {}, 'f:size': {} } })],
+      [
+        { op: 'add', path: '/data/size', to: 'L' },
+        { op: 'remove', path: '/data/mode', from: 'fast' },
+      ],
+    );
+    assert.deepEqual(
+      swapped.managers?.map((ref) => ref.manager),
+      ['editor'],
+    );
+    assert.deepEqual(
+      swapped.changes.map((change) => change.manager),
+      ['editor', 'editor'],
+    );
+  });
+
   it('a manager whose entry only lost fields did not write; one whose entry vanished removed its fields', () => {
     const shrunk = attribute(
       [entry('a', { 'f:metadata': { 'f:labels': { 'f:x': {}, 'f:y': {} } } })],
