@@ -15,9 +15,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseListenAddress } from '../service/health-server.ts';
+import { listenOn, parseListenAddress } from '../service/health-server.ts';
 import type { EventSummary, HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
-import { errorMessage, UsageError } from '../util/errors.ts';
+import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { type Asset, loadAssets } from './assets.ts';
 import { BadRequest, historyFilter, integer, LIMITS, objectRef, rowKey, time } from './query.ts';
@@ -91,7 +91,7 @@ export class UiServer {
   /** Listens on `address` ([host]:port); a UsageError when it cannot. */
   static async start(address: string, options: UiServerOptions): Promise<UiServer> {
     const flag = options.flag ?? '--listen';
-    const { host, port } = parseListenAddress(address, flag);
+    const { host } = parseListenAddress(address, flag);
     // The filters' values, computed once before the first page asks (seconds on a million events).
     options.reader.facets();
     const server = createServer();
@@ -109,21 +109,7 @@ export class UiServer {
     server.keepAliveTimeout = 5_000;
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
-    await new Promise<void>((resolve, reject) => {
-      const onError = (error: NodeJS.ErrnoException) => {
-        reject(
-          new UsageError(
-            `cannot listen on ${address} (${flag}): ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}; choose another address.`,
-            { cause: error },
-          ),
-        );
-      };
-      server.once('error', onError);
-      server.listen({ port, ...(host ? { host } : {}) }, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    });
+    await listenOn(server, address, flag);
     if (!ui.loopbackOnly && !options.token) {
       options.log.warn(
         `the UI on ${address} is reachable from other machines and has no token: anyone who reaches the port reads the change history; pass --token-file, or listen on 127.0.0.1 and use kubectl port-forward.`,
