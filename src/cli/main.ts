@@ -117,6 +117,17 @@ function buildProgram(): Command {
       '--slack-channel <channel>',
       'also post changes to this Slack channel as a bot; the token comes from $KUBEDIFF_SLACK_TOKEN',
     )
+    .option('--stories', 'pretty output: one story per root owner (a rollout) instead of one block per event')
+    .option(
+      '--story-window <duration>',
+      'a story closes once its owner has been quiet this long (default: 5s)',
+    )
+    .option(
+      '--story-max-length <duration>',
+      'a story open this long is told, and goes on in the next (default: 1m)',
+    )
+    .option('--no-slack-stories', 'post to Slack one message per event (or digest) instead of one per story')
+    .option('--webhook-stories', 'POST one STORY payload per story (with its events) instead of each event')
     .option('--dead-letter <file>', 'append events that Slack or a webhook did not take to this JSONL file')
     .option(
       '--dead-letter-max-size <size>',

@@ -11,6 +11,7 @@ import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
 import { DiscoveryResolver, eventGate } from '../events/gate.ts';
+import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { filterStage, Pipeline, type PipelineObserver } from '../events/pipeline.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
@@ -126,6 +127,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // The pipeline: normalize → store/diff → the watch's rules → the leader gate → the sinks.
   // Resource names in rules (`redact:`, filters) are resolved through discovery, fed below.
   const resolver = new DiscoveryResolver();
+  // The `owner` of every event, looked up in the informers' stores (attached below).
+  const owners = new OwnerResolver();
   const observers: PipelineObserver[] = recorder ? [recorder, service] : [service];
   const pipeline = new Pipeline({
     // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
@@ -135,13 +138,18 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
     }),
     // Event types, the config file's global rules and --explain (src/events/gate.ts).
-    rules: [filterStage('rules', eventGate(settings, { router, log, resolver, failures }))],
+    // Owners first (every deletion passes it, reported or not), then what the user asked for.
+    rules: [
+      ownerStage(owners),
+      filterStage('rules', eventGate(settings, { router, log, resolver, failures })),
+    ],
     handover: service.stages,
     delivery: router,
     observers,
     failures,
   });
-  const source = pipeline.source(settings.clusterName ?? identity.contextName);
+  const clusterName = settings.clusterName ?? identity.contextName;
+  const source = pipeline.source(clusterName);
 
   let namesChecked = false;
   const watcher = new ClusterWatcher({
@@ -174,6 +182,9 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       checkRedactRuleNames(settings.redaction.rules, selection, log);
     },
   });
+  owners.attach(clusterName || undefined, (group, kind, namespace, name) =>
+    watcher.findObject(group, kind, namespace, name),
+  );
   lifecycle.defer(() => watcher.stop());
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());
@@ -236,6 +247,10 @@ function sinkSpecs(settings: WatchSettings): SinkSpec[] {
             type: 'stdout' as const,
             format: settings.output,
             color: process.stdout.isTTY === true && !process.env.NO_COLOR,
+            // --stories: the terminal tells stories (README, "Stories"); JSON stays one event per line.
+            ...(settings.stories.terminal && settings.output === 'pretty'
+              ? { stories: settings.stories.options }
+              : {}),
           },
         ]),
     ...settings.delivery.sinks,

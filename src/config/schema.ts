@@ -39,6 +39,7 @@ const filterSchema = {
 const common = {
   name: { type: 'string' },
   filter: filterSchema,
+  stories: { type: 'boolean' },
 } as const;
 
 const http = {
@@ -125,6 +126,15 @@ export const configSchema = {
         maxSize: { type: 'string' },
       },
       required: ['path'],
+      additionalProperties: false,
+    },
+    stories: {
+      type: 'object',
+      properties: {
+        window: duration,
+        maxLength: duration,
+        maxOpenEvents: { type: 'integer', minimum: 1, maximum: 1000000 },
+      },
       additionalProperties: false,
     },
     sinks: {

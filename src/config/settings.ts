@@ -29,6 +29,7 @@ import { type RedactRule, redactionKeyFrom } from './redaction.ts';
 import type { ConfigInput, FilterInput, PathRuleInput } from './schema.ts';
 import { sinkSettingsFromFlags, sinkSpecOf } from './sink-settings.ts';
 import { stateSettingsFromFlags } from './state-settings.ts';
+import { storySettingsFrom, withStories } from './story-settings.ts';
 import type { OutputFormat, RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -155,6 +156,7 @@ function resolveWatchSettings(
     explain: flags.explain ?? false,
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
+    stories: storySettingsFrom(flags, config.stories, output),
   };
   // The watch's own client-side rules: namespace globs, and the file's per-resource ignores and `only`.
   const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
@@ -165,7 +167,10 @@ function resolveWatchSettings(
     ...(config.only && config.only.length > 0 ? { only: config.only.map(pathRuleOf) } : {}),
   };
   if (Object.keys(filter).length > 0) settings.filter = filter;
-  return file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
+  const resolved = file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
+  // Stories last: they apply to every sink, the file's and the flags' (README, "Stories").
+  const sinks = resolved.delivery.sinks.map((spec) => withStories(spec, resolved.stories, flags));
+  return { ...resolved, delivery: { ...resolved.delivery, sinks } };
 }
 
 /**
@@ -193,6 +198,7 @@ function withFileSinks(
       format,
       color: stdoutInput.color ?? (stdoutIsTTY && !env.NO_COLOR),
       ...(stdoutInput.name ? { name: stdoutInput.name } : {}),
+      ...(stdoutInput.stories !== undefined ? { stories: stdoutInput.stories } : {}),
       ...filterOf(stdoutInput.filter),
     });
   }

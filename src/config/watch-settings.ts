@@ -9,12 +9,13 @@ import type { PresetName } from './presets.ts';
 import type { RedactionSettings } from './redaction.ts';
 import type { RawSinkFlags, SinkSettings } from './sink-settings.ts';
 import type { RawStateFlags, StateSettings } from './state-settings.ts';
+import type { RawStoryFlags, StorySettings } from './story-settings.ts';
 
 /** `none`: no events on stdout (only the sinks: Slack, webhooks). */
 export type OutputFormat = 'json' | 'pretty' | 'none';
 
 /** The flags as commander hands them over. */
-export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags {
+export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags, RawStoryFlags {
   kubeconfig?: string;
   context?: string;
   namespace?: string[];
@@ -65,4 +66,6 @@ export interface WatchSettings {
   state?: StateSettings;
   /** What is redacted beyond Secrets (`redact:`), and KUBEDIFF_REDACTION_KEY. */
   redaction: RedactionSettings;
+  /** Stories: the window, the bounds, and whether the terminal tells them (README, "Stories"). */
+  stories: StorySettings;
 }

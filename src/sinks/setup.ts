@@ -4,6 +4,7 @@
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../events/event.ts';
 import { compileFilter, type FilterSpec } from '../events/filter.ts';
+import type { StoryOptions } from '../events/story.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
@@ -14,6 +15,7 @@ import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
 import { SlackSink, slackSinkName } from './slack.ts';
 import type { SlackFormatOptions } from './slack-format.ts';
+import { prettyStoryRenderer } from './story-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import { type WebhookBatchOptions, type WebhookQueueOptions, WebhookSink } from './webhook.ts';
 
@@ -21,6 +23,11 @@ interface CommonSinkSpec {
   /** For logs and reports; a default is derived (URLs elided). */
   name?: string;
   filter?: FilterSpec;
+  /**
+   * Stories instead of events (README, "Stories"); a config file's `stories: true/false` until the
+   * settings resolve it to the story options (on) or remove it (off).
+   */
+  stories?: Partial<StoryOptions> | boolean;
 }
 
 interface HttpSinkSpec extends CommonSinkSpec {
@@ -119,11 +126,21 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
       if (spec.type === 'stdout') {
         const render: (event: ChangeEvent) => string =
           spec.format === 'json' ? renderJsonLine : prettyRenderer({ color: spec.color ?? false });
+        const stories = storiesOf(spec);
         stdout = new StreamOutput({
           name: unique(spec.name ?? 'stdout'),
           stream: runtime.stdout,
           render,
           log: runtime.log,
+          ...(stories
+            ? {
+                stories: {
+                  options: stories,
+                  render: prettyStoryRenderer({ color: spec.color ?? false }),
+                  log: runtime.log,
+                },
+              }
+            : {}),
           ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
         });
         sink = stdout;
@@ -168,6 +185,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
           ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
           ...(spec.capacityBytes !== undefined ? { capacityBytes: spec.capacityBytes } : {}),
           ...(spec.format ? { format: spec.format } : {}),
+          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
@@ -189,4 +207,9 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
     deadLetterFiles: [...files.values()],
     flowControl: () => output?.flowControl(),
   };
+}
+
+/** The story options of a sink with stories on; undefined when off (README, "Stories"). */
+function storiesOf(spec: SinkSpec): Partial<StoryOptions> | undefined {
+  return typeof spec.stories === 'object' ? spec.stories : undefined;
 }

@@ -14,7 +14,7 @@ import type { Digest } from './digest.ts';
 import { formatCount } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
 
-type SlackBlock =
+export type SlackBlock =
   | { type: 'header'; text: { type: 'plain_text'; text: string; emoji: boolean } }
   | { type: 'section'; text: { type: 'mrkdwn'; text: string } }
   | { type: 'context'; elements: { type: 'mrkdwn'; text: string }[] }
@@ -61,7 +61,7 @@ export const DEFAULT_SLACK_FORMAT: SlackFormatOptions = {
   maxValueLength: 80,
 };
 
-const EMOJI: Record<EventType, string> = {
+export const EMOJI: Record<EventType, string> = {
   ADDED: ':heavy_plus_sign:',
   UPDATED: ':pencil2:',
   DELETED: ':wastebasket:',
@@ -155,7 +155,7 @@ function renderDigestMessage(batch: Digest, options: SlackFormatOptions): SlackM
   return fit({ text: `${prefix(batch.cluster)}${batch.summary()}`, blocks });
 }
 
-function prefix(cluster: string | undefined): string {
+export function prefix(cluster: string | undefined): string {
   return cluster ? `[${cluster}] ` : '';
 }
 
@@ -182,7 +182,7 @@ function recentLine(event: ChangeEvent, maxValueLength: number): string {
 }
 
 /** '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'. */
-function changeLine(change: Change, maxValueLength: number): string {
+export function changeLine(change: Change, maxValueLength: number): string {
   const path = code(elide(readablePath(change.path), 120));
   const value = (v: Change['from']) => code(renderValue(v ?? null, maxValueLength));
   if (change.op === 'add') return `• ${path} added: ${value(change.to)}`;
@@ -195,12 +195,12 @@ function more(count: number): string {
 }
 
 /** Slack's mrkdwn needs &, < and > escaped; everything else is shown as is. */
-function escapeMrkdwn(text: string): string {
+export function escapeMrkdwn(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
 /** Inline code; a backtick inside would end it early, so it becomes a look-alike. */
-function code(text: string): string {
+export function code(text: string): string {
   return `\`${escapeMrkdwn(text.replaceAll('`', 'ˋ'))}\``;
 }
 
@@ -210,7 +210,7 @@ function elide(text: string, max: number): string {
   return `${text.slice(0, keep)}…${text.slice(-keep)}`;
 }
 
-function clock(time: string): string {
+export function clock(time: string): string {
   return `${time.slice(11, 19)} UTC`;
 }
 
@@ -223,14 +223,14 @@ function timeRange(batch: Digest): string {
   return `${sameDay ? first.slice(11, 19) : `${first.slice(0, 10)} ${first.slice(11, 19)}`}–${last.slice(11, 19)} UTC`;
 }
 
-function header(text: string): SlackBlock {
+export function header(text: string): SlackBlock {
   return {
     type: 'header',
     text: { type: 'plain_text', text: truncate(text, SLACK_LIMITS.headerText), emoji: true },
   };
 }
 
-function context(texts: string[]): SlackBlock {
+export function context(texts: string[]): SlackBlock {
   const elements = texts
     .filter((text) => text !== '')
     .slice(0, SLACK_LIMITS.contextElements)
@@ -239,7 +239,7 @@ function context(texts: string[]): SlackBlock {
 }
 
 /** Lines packed into as few sections as their 3000-character limit allows. */
-function sections(lines: string[]): SlackBlock[] {
+export function sections(lines: string[]): SlackBlock[] {
   const blocks: SlackBlock[] = [];
   let current = '';
   for (const raw of lines) {
@@ -284,7 +284,7 @@ function blockChars(block: SlackBlock): number {
 }
 
 /** Keeps the message within the block count and size limits, saying so when something had to go. */
-function fit(message: SlackMessage): SlackMessage {
+export function fit(message: SlackMessage): SlackMessage {
   const text = truncate(message.text, SLACK_LIMITS.fallbackText);
   const blocks = message.blocks.filter((block) => block.type !== 'context' || block.elements.length > 0);
   const total = () => blocks.reduce((sum, block) => sum + blockChars(block), 0) + text.length;

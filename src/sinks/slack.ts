@@ -8,6 +8,7 @@
 // waiting events only counts are kept.
 
 import type { ChangeEvent } from '../events/event.ts';
+import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
@@ -22,6 +23,8 @@ import {
   type SlackFormatOptions,
   showsEventsInFull,
 } from './slack-format.ts';
+import { sinkStoryBuilder } from './story-builder.ts';
+import { renderStorySlack } from './story-format.ts';
 
 export type SlackTarget =
   /** An incoming webhook URL (https://hooks.slack.com/services/…); a credential. */
@@ -44,6 +47,8 @@ export interface SlackSinkOptions {
   /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
   capacityBytes?: number;
   format?: Partial<SlackFormatOptions>;
+  /** One message per story instead of per event (README, "Stories"); absent: per event. */
+  stories?: Partial<StoryOptions>;
   retry?: Partial<RetryOptions>;
   deadLetter?: DeadLetterFile;
   userAgent?: string;
@@ -57,6 +62,8 @@ const SLACK_DEFAULTS = {
   gatherMs: 300,
   capacity: 1_000,
   capacityBytes: 16 * 1024 * 1024,
+  /** More stories than this waiting for their turn (Slack's pace) go out together as one digest. */
+  storyBacklog: 5,
 };
 
 /** chat.postMessage errors worth retrying; every other `error` is final. */
@@ -98,6 +105,9 @@ export class SlackSink extends HttpSink {
   private pendingSince = 0;
   private inFlight: Digest | undefined;
   private nextSendAt = 0;
+  private readonly stories: StoryBuilder | undefined;
+  /** Closed stories waiting for their message, each with its events as a batch (for the accounting). */
+  private ready: { story: Story; batch: Digest }[] = [];
   protected readonly loop: Promise<void>;
 
   constructor(options: SlackSinkOptions) {
@@ -120,6 +130,21 @@ export class SlackSink extends HttpSink {
     this.capacityBytes = options.capacityBytes ?? SLACK_DEFAULTS.capacityBytes;
     this.format = { ...DEFAULT_SLACK_FORMAT, ...options.format };
     this.pending = this.newBatch();
+    this.stories = options.stories
+      ? sinkStoryBuilder(this.name, options.stories, options.log, (story) => {
+          const batch = this.newBatch();
+          try {
+            for (const event of story.events) batch.add(event);
+          } catch (error) {
+            // A story closes on a timer, where nothing else would report this: account for it here.
+            this.counters.lost += story.count;
+            this.trouble.warn(`a story could not be queued: ${errorMessage(error)}`);
+            return;
+          }
+          this.ready.push({ story, batch });
+          this.wakeup.notify();
+        })
+      : undefined;
     this.loop = this.run();
   }
 
@@ -131,17 +156,31 @@ export class SlackSink extends HttpSink {
       this.abandon(batch, 'arrived after shutdown began');
       return;
     }
+    if (this.stories) {
+      this.stories.add(event);
+      return;
+    }
     if (this.pending.isEmpty) this.pendingSince = Date.now();
     this.pending.add(event);
     this.wakeup.notify();
   }
 
   stats(): SinkStats {
-    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) };
+    const stories =
+      (this.stories?.pendingEvents ?? 0) + this.ready.reduce((sum, entry) => sum + entry.batch.count, 0);
+    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) + stories };
+  }
+
+  storyStats(): StoryStats | undefined {
+    return this.stories?.stats();
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
+    // Open stories are told now: their owners may not go quiet before the shutdown timeout.
+    this.stories?.flush();
     return this.closeWith(timeoutMs, () => {
+      for (const entry of this.ready) this.abandon(entry.batch, 'not delivered within the shutdown timeout');
+      this.ready = [];
       if (!this.pending.isEmpty) {
         this.abandon(this.pending, 'not delivered within the shutdown timeout');
         this.pending = this.newBatch();
@@ -156,6 +195,11 @@ export class SlackSink extends HttpSink {
   private async run(): Promise<void> {
     for (;;) {
       if (this.clock.expired) return;
+      if (this.ready.length > 0) {
+        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+        await this.sendStories();
+        continue;
+      }
       if (this.pending.isEmpty) {
         if (this.clock.closing) return;
         await this.wakeup.wait();
@@ -182,13 +226,39 @@ export class SlackSink extends HttpSink {
     }
   }
 
-  /** Sends `batch`, folding in whatever arrives while it waits to be retried. */
-  private async send(batch: Digest): Promise<void> {
+  /**
+   * The next story as one message; when more stories wait than Slack's pace lets through in a few
+   * seconds, all of them as one digest (the same digest as a burst of events).
+   */
+  private async sendStories(): Promise<void> {
+    let entry: { story?: Story; batch: Digest } | undefined;
+    if (this.ready.length > SLACK_DEFAULTS.storyBacklog) {
+      const batch = this.newBatch();
+      for (const waiting of this.ready) batch.merge(waiting.batch);
+      this.ready = [];
+      entry = { batch };
+    } else {
+      entry = this.ready.shift();
+    }
+    if (!entry) return;
+    this.inFlight = entry.batch;
+    try {
+      await this.send(entry.batch, entry.story);
+    } catch (error) {
+      this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
+      this.abandon(entry.batch, `unexpected failure: ${errorMessage(error)}`);
+    } finally {
+      this.inFlight = undefined;
+    }
+  }
+
+  /** Sends `batch` (as `story`'s message when given), folding in whatever arrives while it waits to be retried. */
+  private async send(batch: Digest, story?: Story): Promise<void> {
     let failures = 0;
     let attempts = 0;
     for (;;) {
       attempts++;
-      const message = renderSlackMessage(batch, this.format);
+      const message = story ? renderStorySlack(story, this.format) : renderSlackMessage(batch, this.format);
       const startedAt = performance.now();
       const outcome = classify(
         await postJson(this.agent, this.url, JSON.stringify(this.payload(message)), {
@@ -203,7 +273,7 @@ export class SlackSink extends HttpSink {
       if (outcome.ok) {
         this.delay.reset();
         this.trouble.recovered();
-        if (showsEventsInFull(batch, this.format)) this.counters.delivered += batch.count;
+        if (story || showsEventsInFull(batch, this.format)) this.counters.delivered += batch.count;
         else {
           this.counters.summarized += batch.count;
           this.counters.digests++;
@@ -241,9 +311,11 @@ export class SlackSink extends HttpSink {
         this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
         return;
       }
-      // Everything that arrived meanwhile goes out with this message.
-      batch.merge(this.pending);
-      this.pending = this.newBatch();
+      // Everything that arrived meanwhile goes out with this message (a story stays that story).
+      if (!story) {
+        batch.merge(this.pending);
+        this.pending = this.newBatch();
+      }
     }
   }
 
