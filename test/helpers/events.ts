@@ -150,7 +150,8 @@ export function contractViolations(value: unknown): string[] {
     if (!isRecord(owner)) problems.push('owner, when present, must be an object');
     else
       for (const key of ['apiVersion', 'kind', 'name', 'uid']) {
-        if (typeof owner[key] !== 'string' || owner[key] === '') problems.push(`owner.${key} must be a non-empty string`);
+        if (typeof owner[key] !== 'string' || owner[key] === '')
+          problems.push(`owner.${key} must be a non-empty string`);
       }
   }
   if (!isRecord(object)) {

@@ -266,7 +266,7 @@ describe('config loader: the broken-file corpus', () => {
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, sinks.',
+          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, stories, sinks.',
     );
   });
 });
