@@ -160,6 +160,7 @@ export function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): S
           ...(spec.maxRequestsPerSecond !== undefined
             ? { maxRequestsPerSecond: spec.maxRequestsPerSecond }
             : {}),
+          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
         });

@@ -98,7 +98,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const webhook = await HttpReceiver.start();
     const refusing = await HttpReceiver.start({ defaultReply: { status: 400, body: 'refused' } });
     const slack = await HttpReceiver.start();
-    receivers.push(webhook, refusing, slack);
+    const storyHook = await HttpReceiver.start();
+    receivers.push(webhook, refusing, slack, storyHook);
     const statePath = path.join(dir, 'state.db');
     const deadLetterPath = path.join(dir, 'dead.jsonl');
     const selection = {
@@ -119,7 +120,9 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
         sinks: [
           { type: 'webhook', url: webhook.url('/hook') },
           { type: 'webhook', name: 'refusing', url: refusing.url('/hook') },
+          // Slack tells stories by default; this webhook POSTs STORY payloads.
           { type: 'slack', webhookUrl: slack.url('/services/T/B/X') },
+          { type: 'webhook', name: 'stories', url: storyHook.url('/stories'), stories: true },
         ],
       }),
     );
@@ -130,6 +133,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const watchArgs = ['-c', config, '-o', 'json', '--explain', '--debug'];
     const first = await startWatch(watchArgs, keyed);
     const pretty = await startWatch(['-c', prettyConfig, '-o', 'pretty']);
+    const prettyStories = await startWatch(['-c', prettyConfig, '-o', 'pretty', '--stories']);
 
     // The corpus: created, edited three times at random, some deleted; a huge Secret and ConfigMap too.
     const tracked: Tracked[] = [];
@@ -180,6 +184,9 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     assert.equal(firstResult.code, 0, firstResult.stderr);
     const prettyResult = await pretty.stop('SIGTERM', 60_000);
     assert.equal(prettyResult.code, 0, prettyResult.stderr);
+    // Its open stories are told at the stop.
+    const storiesResult = await prettyStories.stop('SIGTERM', 60_000);
+    assert.equal(storiesResult.code, 0, storiesResult.stderr);
 
     // While stopped: edits, found again by the restart's catch-up (LIST items, offline).
     const offline = tracked.filter((_, index) => index % 3 === 0);
@@ -211,6 +218,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       },
       { name: 'stdout (pretty)', read: () => prettyResult.stdout, expect: /<redacted sha256:/ },
       { name: 'stderr (pretty run)', read: () => prettyResult.stderr, expect: READY },
+      { name: 'stdout (pretty --stories)', read: () => storiesResult.stdout, expect: /<redacted sha256:/ },
+      receiverSource('webhook STORY bodies', storyHook, hmacMarker),
       { name: 'stdout (catch-up)', read: () => secondResult.stdout, expect: hmacMarker },
       { name: 'stderr (catch-up)', read: () => secondResult.stderr, expect: /explain: UPDATED/ },
       receiverSource('webhook bodies', webhook, hmacMarker),

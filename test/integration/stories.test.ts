@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import type { Story } from '../../src/events/story.ts';
 import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
 import {
   type ClusterInfo,
@@ -165,7 +166,8 @@ describe('stories', { timeout: 240_000 }, () => {
     const ns = await namespace('story-image');
     const web = await deployment(ns, 'web', 3, 'shop:1.4');
     const [oldReplicaSet] = await replicaSets(ns);
-    const kd = await watch(ns, '-o', 'json');
+    const hook = await HttpReceiver.start();
+    const kd = await watch(ns, '-o', 'json', '--webhook', hook.url('/stories'), '--webhook-stories');
     // The same rollout in the terminal, without pods: the story says what it saw.
     const terminal = runKubediff(
       [
@@ -226,6 +228,20 @@ describe('stories', { timeout: 240_000 }, () => {
     assert.equal(ownedBy(rollout, uid, ['Pod']).filter((event) => event.type === 'ADDED').length, 3);
     assert.equal(ownedBy(rollout, uid, ['Pod']).filter((event) => event.type === 'DELETED').length, 3);
     assert.ok(ownedBy(rollout, uid, ['ReplicaSet']).some((event) => event.object.name === newReplicaSet));
+
+    // The webhook: one STORY payload that carries every event of the rollout, by id and in full.
+    const payloads = hook.jsonBodies() as Story[];
+    const stories = payloads.filter((payload) => payload.type === 'STORY' && payload.owner.uid === uid);
+    assert.equal(stories.length, 1, JSON.stringify(payloads.map((p) => p.id)));
+    const story = stories[0]!;
+    assert.deepEqual(
+      story.events.map((event) => event.id),
+      rollout.map((event) => event.id),
+    );
+    assert.equal(story.count, rollout.length);
+    assert.equal(story.summary.includes('3 pods replaced'), true, story.summary);
+    assert.equal(hook.requests.find((r) => r.body.includes(story.id))?.headers['x-kubediff-kind'], 'story');
+    await hook.close();
 
     await terminal.waitForStdout(/STORY/);
     const shown = terminal.stdout;
