@@ -109,6 +109,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
   });
   const { router } = sinks;
+  // The `owner` of every event, looked up in the informers' stores (attached below).
+  const owners = new OwnerResolver({ log });
   lifecycle.defer(() => {
     for (const file of sinks.deadLetterFiles) file.close();
   });
@@ -119,6 +121,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     failures,
     deadLetterFiles: () => sinks.deadLetterFiles,
     ...(recorder ? { state: recorder } : {}),
+    owners,
   });
   if (settings.delivery.sinks.length > 0) {
     log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
@@ -127,8 +130,6 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // The pipeline: normalize → store/diff → the watch's rules → the leader gate → the sinks.
   // Resource names in rules (`redact:`, filters) are resolved through discovery, fed below.
   const resolver = new DiscoveryResolver();
-  // The `owner` of every event, looked up in the informers' stores (attached below).
-  const owners = new OwnerResolver();
   const observers: PipelineObserver[] = recorder ? [recorder, service] : [service];
   const pipeline = new Pipeline({
     // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.

@@ -12,6 +12,7 @@
 
 import type { StoredObject } from '../informer/store.ts';
 import { apiVersionOf, type JsonValue, type ResourceType } from '../kube/types.ts';
+import type { Logger } from '../util/log.ts';
 import { type OwnerRef, withOwner } from './event.ts';
 import type { EventStage } from './pipeline.ts';
 
@@ -34,9 +35,17 @@ export class OwnerResolver {
   /** uid → its controller (undefined: none), of recently deleted objects, oldest first. */
   private readonly deleted = new Map<string, OwnerRef | undefined>();
   private readonly deletedLimit: number;
+  private readonly log: Logger | undefined;
+  private forgotten = 0;
 
-  constructor(options: { recentlyDeletedLimit?: number } = {}) {
+  constructor(options: { recentlyDeletedLimit?: number; log?: Logger } = {}) {
     this.deletedLimit = Math.max(0, options.recentlyDeletedLimit ?? RECENTLY_DELETED_LIMIT);
+    this.log = options.log;
+  }
+
+  /** Deleted objects forgotten at the bound (a metric). */
+  get forgottenDeleted(): number {
+    return this.forgotten;
   }
 
   /** Where the owners of `cluster`'s objects are looked up (its ClusterWatcher). */
@@ -76,6 +85,11 @@ export class OwnerResolver {
       const oldest = this.deleted.keys().next().value;
       if (oldest === undefined) break;
       this.deleted.delete(oldest);
+      if (this.forgotten++ === 0) {
+        this.log?.info(
+          `owners: more than ${this.deletedLimit.toLocaleString('en-US')} objects deleted recently; the oldest are forgotten, so a dependent deleted long after its owner names the nearest owner still known (said once; counted in kubediff_owners_forgotten_deleted_total).`,
+        );
+      }
     }
   }
 

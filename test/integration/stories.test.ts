@@ -7,7 +7,7 @@
 // can only close after every story that closed before it).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +27,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import type { TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { KubeAdmin, type KubeObject } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { blockKitProblems, type SlackPayload, visibleText } from '../helpers/slack-payload.ts';
 
 const run = promisify(execFile);
@@ -372,5 +373,53 @@ describe('stories', { timeout: 240_000 }, () => {
     }
     assert.match(text, /\b\d+ events?: /);
     assert.equal((await second.stop()).code, 0);
+  });
+
+  it('the open stories are bounded: at the limit the oldest is told early, logged once, counted', async () => {
+    const ns = await namespace('story-bound');
+    const config = path.join(scratch, 'bound.yaml');
+    await writeFile(
+      config,
+      JSON.stringify({ stories: { window: '10m', maxLength: '10m', maxOpenEvents: 3 } }),
+    );
+    const kd = runKubediff(
+      [
+        'watch',
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '-c',
+        config,
+        '-n',
+        ns,
+        '-r',
+        'configmaps',
+        '-o',
+        'pretty',
+        '--stories',
+        '--listen',
+        '127.0.0.1:0',
+      ],
+      { timeoutMs: 30_000 },
+    );
+    const base = (await kd.waitForStderr(SERVING))[1]!;
+    await kd.waitForStderr(READY);
+    for (let n = 1; n <= 8; n++)
+      await admin.create(`/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: `cm-${n}` } });
+    // Eight owners, three open at most: the first five are told at once, oldest first.
+    await kd.waitForStdout(new RegExp(`STORY +ConfigMap ${ns}/cm-5 created`));
+    const told = [...kd.stdout.matchAll(/STORY +ConfigMap \S+\/(cm-\d) created/g)].map((match) => match[1]);
+    assert.deepEqual(told, ['cm-1', 'cm-2', 'cm-3', 'cm-4', 'cm-5']);
+    assert.match(kd.stdout, /closed early: too many changes at once/);
+    const metrics = await scrapeMetrics(base);
+    assert.equal(metrics.get('kubediff_stories_closed_early_total{sink="stdout",reason="buffer"}'), 5);
+    assert.equal(metrics.get('kubediff_stories_open_events{sink="stdout"}'), 3);
+    assert.equal(
+      kd.stderr.split('\n').filter((line) => line.includes('open stories hold 3 events')).length,
+      1,
+    );
+    // Nothing dropped: the stop tells the three still open.
+    const stopped = await kd.stop();
+    assert.equal(stopped.code, 0);
+    assert.equal([...stopped.stdout.matchAll(/STORY +ConfigMap/g)].length, 8);
   });
 });
