@@ -11,6 +11,7 @@ import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
 import type { SoakFigures } from './soak.ts';
 import type { StartupComparison, StartupFigures } from './startup.ts';
+import type { StoryFigures } from './stories.ts';
 import type { HeapFigures, SyncTimeFigures } from './sync.ts';
 
 type Result = Record<string, unknown>;
@@ -66,6 +67,29 @@ export function rows(result: Result): Row[] {
       target: '≥ 0.5×',
       met: kd / base >= 0.5,
     });
+  }
+  const stories = result.stories as StoryFigures | undefined;
+  if (stories) {
+    for (const s of stories.streams) {
+      out.push({
+        figure: `8. stories on vs off, ${s.stream} (${s.events.toLocaleString('en-US')} events, ${s.stories.toLocaleString('en-US')} stories)`,
+        kubediff: perSecond(s.onEventsPerSecond.median),
+        baseline: `${perSecond(s.offEventsPerSecond.median)} (stories off)`,
+        ratio: spreadRatio(s.ratio),
+        target: '≥ 0.7×',
+        met: s.ratio.median >= 0.7,
+      });
+    }
+    if (stories.heap) {
+      out.push({
+        figure: `8. open stories: retained heap per event held (${stories.heap.events.toLocaleString('en-US')} events)`,
+        kubediff: `${stories.heap.bytesPerEvent.toLocaleString('en-US')} B`,
+        baseline: `${stories.heap.jsonBytesPerEvent.toLocaleString('en-US')} B (its JSON)`,
+        ratio: ratio(stories.heap.ratio),
+        target: '≤ 3×',
+        met: stories.heap.ratio <= 3,
+      });
+    }
   }
   const sync = result.sync as { time: SyncTimeFigures; heap: HeapFigures } | undefined;
   if (sync) {
@@ -581,6 +605,7 @@ const FIGURE_NUMBERS: Record<string, string> = {
   'go-original': '5',
   startup: '6',
   connections: '7',
+  stories: '8',
 };
 
 /** Figures re-measured after the full run (`--only … --record`): which, when, under what load. */

@@ -36,15 +36,8 @@ export const DEFAULT_STORY_OPTIONS: StoryOptions = {
 
 export type StoryCloseReason = 'quiet' | 'max-length' | 'buffer' | 'shutdown';
 
-/** What became of one object inside a story. */
-export interface StoryObject {
-  apiVersion: string;
-  kind: string;
-  /** 'replicasets.apps', 'pods'. */
-  resource: string;
-  namespace?: string;
-  name: string;
-  uid: string;
+/** What became of one object inside a story: which object (as in its events), and its net change. */
+export interface StoryObject extends Omit<ChangeEvent['object'], 'resourceVersion'> {
   /** Its first event in the story was an ADDED. */
   created: boolean;
   /** Its last event in the story was a DELETED. */
@@ -231,14 +224,27 @@ export class StoryBuilder {
     into.openedAt = Math.min(into.openedAt, from.openedAt);
   }
 
+  /**
+   * One timer per story, armed once: an event only moves `lastAt`, and the timer, when it fires early
+   * (the owner was not quiet after all), re-arms itself for the new due time. Cheaper than a timer
+   * reset per event on a busy rollout.
+   */
   private schedule(story: OpenStory): void {
-    clearTimeout(story.timer);
+    if (story.timer) return;
+    const fire = (): void => {
+      story.timer = undefined;
+      const quietAt = story.lastAt + this.options.windowMs;
+      const longestAt = story.openedAt + this.options.maxLengthMs;
+      const due = Math.min(quietAt, longestAt);
+      const now = this.now();
+      if (now < due) {
+        story.timer = setTimeout(fire, due - now);
+        return;
+      }
+      this.close(story, quietAt <= longestAt ? 'quiet' : 'max-length');
+    };
     const due = Math.min(story.lastAt + this.options.windowMs, story.openedAt + this.options.maxLengthMs);
-    const reason: StoryCloseReason =
-      story.lastAt + this.options.windowMs <= story.openedAt + this.options.maxLengthMs
-        ? 'quiet'
-        : 'max-length';
-    story.timer = setTimeout(() => this.close(story, reason), Math.max(0, due - this.now()));
+    story.timer = setTimeout(fire, Math.max(0, due - this.now()));
   }
 
   private close(story: OpenStory, reason: StoryCloseReason): void {
@@ -305,14 +311,9 @@ function netChanges(net: Map<string, NetValue>): Change[] {
 }
 
 function objectOf(track: ObjectTrack): StoryObject {
-  const { apiVersion, kind, namespace, name, uid } = track.event.object;
+  const { resourceVersion: _version, ...object } = track.event.object;
   return {
-    apiVersion,
-    kind,
-    resource: qualifiedResource(track.event),
-    ...(namespace !== undefined ? { namespace } : {}),
-    name,
-    uid,
+    ...object,
     created: track.created,
     deleted: track.deleted,
     events: track.events,
@@ -363,16 +364,17 @@ function finish(story: OpenStory, reason: StoryCloseReason): Story {
 export function summarize(objects: readonly StoryObject[]): string {
   const byKind = new Map<string, StoryObject[]>();
   for (const object of objects) {
-    const list = byKind.get(object.resource);
+    const key = `${object.apiVersion} ${object.resource}`;
+    const list = byKind.get(key);
     if (list) list.push(object);
-    else byKind.set(object.resource, [object]);
+    else byKind.set(key, [object]);
   }
   const parts: string[] = [];
-  for (const [resource, list] of byKind) {
+  for (const list of byKind.values()) {
     if (list.length <= LISTED_PER_KIND && list[0]?.kind !== 'Pod') {
       for (const object of list) parts.push(`${object.kind} ${object.name} ${describeObject(object)}`);
     } else {
-      parts.push(countObjects(resource, list));
+      parts.push(countObjects(list));
     }
   }
   return parts.join('; ');
@@ -394,8 +396,8 @@ export function describeObject(object: StoryObject): string {
   return words.length > 0 ? words.join(', ') : 'no net change';
 }
 
-function countObjects(resource: string, list: readonly StoryObject[]): string {
-  const plural = resource.split('.')[0] ?? resource;
+function countObjects(list: readonly StoryObject[]): string {
+  const plural = list[0]?.resource ?? '';
   const singular = (list[0]?.kind ?? plural).toLowerCase();
   const created = list.filter((object) => object.created && !object.deleted).length;
   const deleted = list.filter((object) => object.deleted && !object.created).length;
