@@ -545,8 +545,42 @@ ${markdownTable(
   }
   const connections = result.connections as ConnectionFigures | undefined;
   if (connections) parts.push(connectionsSection(connections));
+  const stories = result.stories as StoryFigures | undefined;
+  if (stories) parts.push(storiesSection(stories));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
+}
+
+/** Figure 8 (bench/stories.ts). */
+function storiesSection(figures: StoryFigures): string {
+  const heap = figures.heap;
+  return `## 8. Stories
+
+The recordings of figure 1 replayed through the pipeline with stories on (the owner stage, a story builder, each
+story rendered as its Slack message when it closes, all at the end: the window outlasts the replay) and off (each
+event rendered as its JSON line), pair by pair. Each replay builds its informer and pipeline anew, so the absolute
+rates are low for these short recordings; the ratio is the figure.
+
+${markdownTable(
+  ['stream', 'events', 'stories', 'on', 'off', 'on / off'],
+  figures.streams.map((s) => [
+    s.stream,
+    String(s.events),
+    String(s.stories),
+    perSecond(s.onEventsPerSecond.median),
+    perSecond(s.offEventsPerSecond.median),
+    spreadRatio(s.ratio),
+  ]),
+)}
+${
+  heap
+    ? `
+Memory: open stories hold their events until they close. Retained heap after a full GC, ${heap.events.toLocaleString('en-US')} events
+held (the pods recording replayed 40 times): ${heap.bytesPerEvent.toLocaleString('en-US')} B per event, against ${heap.jsonBytesPerEvent.toLocaleString('en-US')} B of its JSON
+(${heap.ratio}×). At the default bound of 10,000 open events per sink that is about ${Math.round((heap.bytesPerEvent * 10_000) / 2 ** 20)} MiB per sink with stories on.
+`
+    : ''
+}`;
 }
 
 /** Figure 7 (bench/connections.ts); also written alone, after a \`--only connections\` run. */
