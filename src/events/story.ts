@@ -196,8 +196,12 @@ export class StoryBuilder {
     story.lastAt = now;
     this.openEvents++;
     track(story, event);
-    if (story.owner.uid === event.object.uid && story.owner.namespace === undefined && event.object.namespace)
-      story.owner.namespace = event.object.namespace;
+    // The owner's namespace is its dependents' (Kubernetes allows no other) until its own event says
+    // better: a cluster-scoped owner of namespaced objects has none.
+    if (story.owner.uid === event.object.uid) {
+      if (event.object.namespace === undefined) delete story.owner.namespace;
+      else story.owner.namespace = event.object.namespace;
+    }
     this.schedule(story);
     while (this.openEvents > this.options.maxOpenEvents && this.open.size > 0) {
       const oldest = this.open.values().next().value;

@@ -212,13 +212,10 @@ describe('stories', () => {
     b.add(event('Pod', 'web-2', 'p3', 'ADDED', 3));
     mock.timers.tick(1_000);
     // Both went quiet at the same moment: which is told first does not matter.
-    assert.deepEqual(
-      stories.map((s) => [s.owner.name, s.events.map((e) => e.object.name)]).sort(),
-      [
-        ['api', ['api-1']],
-        ['web', ['web-1', 'web-2']],
-      ],
-    );
+    assert.deepEqual(stories.map((s) => [s.owner.name, s.events.map((e) => e.object.name)]).sort(), [
+      ['api', ['api-1']],
+      ['web', ['web-1', 'web-2']],
+    ]);
   });
 });
 
