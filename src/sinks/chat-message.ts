@@ -212,7 +212,7 @@ function recentLine(event: ChangeEvent, maxValueLength: number): Line {
  * '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'; with `withManager`, followed
  * by the change's manager (the event's changes come from several).
  */
-function changeLine(change: Change, maxValueLength: number, withManager = false): Line {
+export function changeLine(change: Change, maxValueLength: number, withManager = false): Line {
   const path: Span = { text: elide(readablePath(change.path), 120), style: 'code' };
   const value = (v: Change['from']): Span => ({
     text: renderValue(v ?? null, maxValueLength),
@@ -245,13 +245,13 @@ function more(count: number): string {
   return count === 1 ? '1 more change' : `${formatCount(count)} more changes`;
 }
 
-function elide(text: string, max: number): string {
+export function elide(text: string, max: number): string {
   if (text.length <= max) return text;
   const keep = Math.floor((max - 1) / 2);
   return `${text.slice(0, keep)}…${text.slice(-keep)}`;
 }
 
-function clock(time: string): string {
+export function clock(time: string): string {
   return `${time.slice(11, 19)} UTC`;
 }
 
