@@ -163,11 +163,11 @@ function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessa
   };
 }
 
-function clusterLine(cluster: string): Line {
+export function clusterLine(cluster: string): Line {
   return [{ text: 'cluster ' }, { text: cluster, style: 'bold' }];
 }
 
-function prefix(cluster: string | undefined): string {
+export function prefix(cluster: string | undefined): string {
   return cluster ? `[${cluster}] ` : '';
 }
 
@@ -237,7 +237,7 @@ export function changeLine(change: Change, maxValueLength: number, withManager =
 }
 
 /** Who made it, short enough for a context element or a title (up to 128 characters per manager name). */
-function elideBy(by: string | undefined): string | undefined {
+export function elideBy(by: string | undefined): string | undefined {
   return by === undefined ? undefined : elide(by, 150);
 }
 
@@ -245,7 +245,7 @@ function more(count: number): string {
   return count === 1 ? '1 more change' : `${formatCount(count)} more changes`;
 }
 
-export function elide(text: string, max: number): string {
+function elide(text: string, max: number): string {
   if (text.length <= max) return text;
   const keep = Math.floor((max - 1) / 2);
   return `${text.slice(0, keep)}…${text.slice(-keep)}`;

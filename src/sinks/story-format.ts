@@ -13,10 +13,12 @@ import {
   type ChatSection,
   changeLine,
   clock,
+  clusterLine,
   DEFAULT_CHAT_FORMAT,
-  elide,
+  elideBy,
   type Line,
   plainText,
+  prefix,
 } from './chat-message.ts';
 import { formatCount } from './digest.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
@@ -122,7 +124,7 @@ export function storyMessage(story: Story, options: ChatFormatOptions = DEFAULT_
   const view = storyView(story);
   const icon: EventType =
     view.ownerState === 'created' ? 'ADDED' : view.ownerState === 'deleted' ? 'DELETED' : 'UPDATED';
-  const by = view.by === undefined ? undefined : elide(view.by, 150);
+  const by = elideBy(view.by);
   const shown = view.changes.slice(0, options.maxChangesPerEvent);
   const sections: ChatSection[] = [];
   if (shown.length > 0)
@@ -138,14 +140,14 @@ export function storyMessage(story: Story, options: ChatFormatOptions = DEFAULT_
   const first = shown[0];
   const firstText = first ? `: ${plainText(changeLine(first, 40)).replace(/^• /, '')}` : '';
   return {
-    summary: `${view.cluster ? `[${view.cluster}] ` : ''}${storyHeadline(view)}${by ? ` by ${by}` : ''}${firstText}${
+    summary: `${prefix(view.cluster)}${storyHeadline(view)}${by ? ` by ${by}` : ''}${firstText}${
       view.derived ? ` (${view.derived})` : ''
     }`,
     title: storyHeadline(view),
     icon,
     context: [
       ...(by ? [[{ text: 'by ' }, { text: by, style: 'bold' }] satisfies Line] : []),
-      ...(view.cluster ? [[{ text: 'cluster ' }, { text: view.cluster, style: 'bold' }] satisfies Line] : []),
+      ...(view.cluster ? [clusterLine(view.cluster)] : []),
       [
         {
           text:
