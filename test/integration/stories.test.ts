@@ -268,6 +268,13 @@ describe('stories', { timeout: 240_000 }, () => {
     await kd.waitForEvent(
       (event) => event.object.kind === 'ReplicaSet' && event.changes?.some((c) => c.to === 3) === true,
     );
+    // The two pods of the scale-up deleted too: the rollout's last events, so that its story closes
+    // before the sentinel's (the sentinel's window starts after them).
+    let podsDeleted = 0;
+    await kd.waitForEvent(
+      (event) => event.object.kind === 'Pod' && event.type === 'DELETED' && ++podsDeleted === 2,
+      { description: 'the two scaled-up pods deleted' },
+    );
     const before = await messagesUntilSentinel(ns);
     assert.equal(before.length, 1, `one message, got:\n${before.map(visibleText).join('\n---\n')}`);
     const text = visibleText(before[0]!);
