@@ -12,10 +12,10 @@ import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
 import { EventBuilder } from '../src/events/event-builder.ts';
-import { Informer } from '../src/informer/informer.ts';
+import { Informer, type InformerHandler } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
 import { listerWatcherFor } from '../src/kube/lister-watcher.ts';
-import type { ResourceType } from '../src/kube/types.ts';
+import type { JsonObject, KubeObject, ResourceType } from '../src/kube/types.ts';
 import { renderJsonLine } from '../src/sinks/stream-output.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';
 
@@ -60,7 +60,7 @@ export interface StreamFigures {
   withoutManagersRatio: Spread;
 }
 
-interface Fixture {
+export interface Fixture {
   stream: string;
   type: ResourceType;
   lines: string[];
@@ -68,7 +68,7 @@ interface Fixture {
   bytes: number;
 }
 
-function loadFixture(dir: string, stream: string): Fixture {
+export function loadFixture(dir: string, stream: string): Fixture {
   const buffer = readFileSync(path.join(dir, `${stream}.jsonl`));
   const chunks: Buffer[] = [];
   for (let offset = 0; offset < buffer.length; offset += CHUNK_BYTES) {
@@ -130,6 +130,22 @@ async function replayOnce(fixture: Fixture, fieldManagers = true): Promise<numbe
       sink += renderJsonLine(event).length;
     },
   });
+  await replayInto(fixture, builder, (type, object) => normalizer.normalize(type, object), { fieldManagers });
+  return events;
+}
+
+/**
+ * Replays the fixture through one informer into `handler`, its objects normalized by `normalize`;
+ * `started` sees the informer (a lookup into its store) before the replay begins; `fieldManagers: false`
+ * leaves who-changed-it out (its cost, figure 1).
+ */
+export async function replayInto(
+  fixture: Fixture,
+  handler: InformerHandler,
+  normalize: (type: ResourceType, object: KubeObject) => JsonObject,
+  options: { started?: (informer: Informer) => void; fieldManagers?: boolean } = {},
+): Promise<void> {
+  const { started, fieldManagers = true } = options;
   let replayed!: () => void;
   const done = new Promise<void>((resolve) => {
     replayed = resolve;
@@ -141,17 +157,17 @@ async function replayOnce(fixture: Fixture, fieldManagers = true): Promise<numbe
     ),
     {
       type: fixture.type,
-      normalize: (type, object) => normalizer.normalize(type, object),
+      normalize,
       initialList: 'silent',
       fieldManagers,
       timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000 },
     },
-    builder,
+    handler,
   );
+  started?.(informer);
   informer.start();
   await done;
   await informer.stop();
-  return events;
 }
 
 function baselineOnce(fixture: Fixture): number {
@@ -160,7 +176,7 @@ function baselineOnce(fixture: Fixture): number {
 }
 
 /** Events (input lines) per second of `once`, repeated for at least MIN_RUN_MS. */
-async function rate(fixture: Fixture, once: () => Promise<unknown> | unknown): Promise<number> {
+export async function rate(fixture: Fixture, once: () => Promise<unknown> | unknown): Promise<number> {
   const started = performance.now();
   let replays = 0;
   let elapsed = 0;

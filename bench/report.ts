@@ -13,6 +13,7 @@ import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
 import type { SoakFigures } from './soak.ts';
 import type { StartupComparison, StartupFigures } from './startup.ts';
+import type { StoryFigures } from './stories.ts';
 import type { HeapFigures, SyncTimeFigures } from './sync.ts';
 import { uiSection } from './ui-report.ts';
 
@@ -288,6 +289,29 @@ export function rows(result: Result): Row[] {
       target: '—',
       met: kafka.undelivered === 0 ? undefined : false,
     });
+  }
+  const stories = result.stories as StoryFigures | undefined;
+  if (stories) {
+    for (const s of stories.streams) {
+      out.push({
+        figure: `12. stories on vs off, ${s.stream} (${s.events.toLocaleString('en-US')} events, ${s.stories.toLocaleString('en-US')} stories)`,
+        kubediff: perSecond(s.onEventsPerSecond.median),
+        baseline: `${perSecond(s.offEventsPerSecond.median)} (stories off)`,
+        ratio: spreadRatio(s.ratio),
+        target: '≥ 0.7×',
+        met: s.ratio.median >= 0.7,
+      });
+    }
+    if (stories.heap) {
+      out.push({
+        figure: `12. open stories: retained heap per event held (${stories.heap.events.toLocaleString('en-US')} events)`,
+        kubediff: `${stories.heap.bytesPerEvent.toLocaleString('en-US')} B`,
+        baseline: `${stories.heap.jsonBytesPerEvent.toLocaleString('en-US')} B (its JSON)`,
+        ratio: ratio(stories.heap.ratio),
+        target: '≤ 3×',
+        met: stories.heap.ratio <= 3,
+      });
+    }
   }
   return out;
 }
@@ -611,6 +635,8 @@ ${markdownTable(
   }
   const ui = uiSection();
   if (ui) parts.push(ui);
+  const stories = result.stories as StoryFigures | undefined;
+  if (stories) parts.push(storiesSection(stories));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }
@@ -646,6 +672,38 @@ ${markdownTable(
   ],
 )}
 `;
+}
+
+/** Figure 12 (bench/stories.ts). */
+function storiesSection(figures: StoryFigures): string {
+  const heap = figures.heap;
+  return `## 12. Stories
+
+The recordings of figure 1 replayed through the pipeline with stories on (the owner stage, a story builder, each
+story rendered as its chat message in Slack's Block Kit when it closes, all at the end: the window outlasts the
+replay) and off (each event rendered as its JSON line), pair by pair. Each replay builds its informer and pipeline anew, so the absolute
+rates are low for these short recordings; the ratio is the figure.
+
+${markdownTable(
+  ['stream', 'events', 'stories', 'on', 'off', 'on / off'],
+  figures.streams.map((s) => [
+    s.stream,
+    String(s.events),
+    String(s.stories),
+    perSecond(s.onEventsPerSecond.median),
+    perSecond(s.offEventsPerSecond.median),
+    spreadRatio(s.ratio),
+  ]),
+)}
+${
+  heap
+    ? `
+Memory: open stories hold their events until they close. Retained heap after a full GC, ${heap.events.toLocaleString('en-US')} events
+held (the pods recording replayed 40 times): ${heap.bytesPerEvent.toLocaleString('en-US')} B per event, against ${heap.jsonBytesPerEvent.toLocaleString('en-US')} B of its JSON
+(${heap.ratio}×). At the default bound of 10,000 open events per sink that is about ${Math.round((heap.bytesPerEvent * 10_000) / 2 ** 20)} MiB per sink with stories on.
+`
+    : ''
+}`;
 }
 
 /** Figure 7 (bench/connections.ts); also written alone, after a \`--only connections\` run. */
@@ -706,6 +764,7 @@ const FIGURE_NUMBERS: Record<string, string> = {
   connections: '7',
   audit: '8',
   kafka: '9',
+  stories: '12',
 };
 
 /** Figures re-measured after the full run (`--only … --record`): which, when, under what load. */

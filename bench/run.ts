@@ -27,6 +27,7 @@ import { renderMarkdown, renderTable } from './report.ts';
 import { measureSideBySide } from './side-by-side.ts';
 import { runSoak } from './soak.ts';
 import { measureStartup } from './startup.ts';
+import type { StoryFigures } from './stories.ts';
 import { measureSyncTime, populate } from './sync.ts';
 
 /** Each figure's name for --only, and its key in the result. */
@@ -40,6 +41,7 @@ const FIGURES = {
   connections: 'connections',
   kafka: 'kafka',
   audit: 'audit',
+  stories: 'stories',
 } as const;
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
@@ -133,13 +135,16 @@ result.kubernetes = cluster.kubernetesVersion;
 const clusterFile = path.join(work, 'cluster.json');
 await writeFile(clusterFile, JSON.stringify(describeCluster(cluster.info)), { mode: 0o600 });
 try {
+  // Figures 1 and 8 replay the same recordings.
+  const fixtures = path.join(work, 'fixtures');
+  const streams =
+    settings.figures.has('pipeline') || settings.figures.has('stories')
+      ? await (async () => {
+          log('1. pipeline throughput: recording watch streams from the API server');
+          return recordStreams(cluster.info, cluster.admin, fixtures, { scale: settings.recordScale, log });
+        })()
+      : [];
   if (settings.figures.has('pipeline')) {
-    log('1. pipeline throughput: recording watch streams from the API server');
-    const fixtures = path.join(work, 'fixtures');
-    const streams = await recordStreams(cluster.info, cluster.admin, fixtures, {
-      scale: settings.recordScale,
-      log,
-    });
     log('1. pipeline throughput: replaying');
     const output = await runChild([
       path.join(import.meta.dirname, 'pipeline.ts'),
@@ -150,6 +155,19 @@ try {
     ]);
     const figures = (JSON.parse(output) as { streams: StreamFigures[] }).streams;
     result.pipeline = { recorded: streams.map(({ file: _file, ...rest }) => rest), streams: figures };
+  }
+  if (settings.figures.has('stories')) {
+    log('8. stories: replaying with stories on and off, and the heap of open stories');
+    const output = await runChild([
+      '--expose-gc',
+      path.join(import.meta.dirname, 'stories.ts'),
+      '--fixtures',
+      fixtures,
+      '--pairs',
+      String(settings.pipelinePairs),
+    ]);
+    const { sink: _sink, ...figures } = JSON.parse(output) as StoryFigures & { sink: boolean };
+    result.stories = figures;
   }
   if (settings.figures.has('sync')) {
     log(`2. initial sync: creating ${settings.syncObjects} ConfigMaps`);

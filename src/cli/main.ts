@@ -142,9 +142,33 @@ function buildProgram(): Command {
       'also produce every event to Kafka through these brokers (SASL from $KUBEDIFF_KAFKA_USERNAME/PASSWORD)',
     )
     .option('--kafka-topic <topic>', 'the Kafka topic of --kafka-brokers')
+    .option('--stories', 'pretty output: one story per root owner (a rollout) instead of one block per event')
+    .option(
+      '--story-window <duration>',
+      'a story closes once its owner has been quiet this long (default: 5s)',
+    )
+    .option(
+      '--story-max-length <duration>',
+      'a story open this long is told, and goes on in the next (default: 1m)',
+    )
+    .option('--no-slack-stories', 'post to Slack one message per event (or digest) instead of one per story')
+    .option('--no-teams-stories', 'post to Teams one message per event (or digest) instead of one per story')
+    .option(
+      '--no-discord-stories',
+      'post to Discord one message per event (or digest) instead of one per story',
+    )
+    .option(
+      '--no-mattermost-stories',
+      'post to Mattermost one message per event (or digest) instead of one per story',
+    )
+    .option(
+      '--no-google-chat-stories',
+      'post to Google Chat one message per event (or digest) instead of one per story',
+    )
+    .option('--webhook-stories', 'POST one STORY payload per story (with its events) instead of each event')
     .option(
       '--dead-letter <file>',
-      'append events that Slack, a webhook or Kafka did not take to this JSONL file',
+      'append events that Slack, a webhook, Kafka or a chat platform did not take to this JSONL file',
     )
     .option(
       '--dead-letter-max-size <size>',

@@ -12,6 +12,7 @@ import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
 import { AuditJoin } from '../events/audit-join.ts';
 import { DiscoveryResolver, eventGate } from '../events/gate.ts';
+import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline, type PipelineObserver } from '../events/pipeline.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
@@ -129,6 +130,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
   });
   const { router } = sinks;
+  // The `owner` of every event, looked up in the informers' stores (attached below).
+  const owners = new OwnerResolver({ log });
   lifecycle.defer(() => {
     for (const file of sinks.deadLetterFiles) file.close();
   });
@@ -139,6 +142,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     failures,
     deadLetterFiles: () => sinks.deadLetterFiles,
     ...(recorder ? { state: recorder } : {}),
+    owners,
   });
   if (settings.delivery.sinks.length > 0) {
     log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
@@ -177,6 +181,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // Resource names in rules (`redact:`, filters) are resolved through discovery, fed below.
   const resolver = new DiscoveryResolver();
   const rules: EventStage[] = [
+    // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
+    ownerStage(owners),
     ...(auditJoin ? [auditJoin] : []),
     // Event types, the config file's global rules and --explain (src/events/gate.ts).
     filterStage('rules', eventGate(settings, { router, log, resolver, failures })),
@@ -230,6 +236,9 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   });
   // After the watch stopped: what waits for its audit record goes on to the sinks, which then drain.
   if (auditJoin) lifecycle.defer(() => auditJoin.close());
+  owners.attach(clusterName || undefined, (group, kind, namespace, name) =>
+    watcher.findObject(group, kind, namespace, name),
+  );
   lifecycle.defer(() => watcher.stop());
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());
@@ -292,6 +301,10 @@ function sinkSpecs(settings: WatchSettings): SinkSpec[] {
             type: 'stdout' as const,
             format: settings.output,
             color: process.stdout.isTTY === true && !process.env.NO_COLOR,
+            // --stories: the terminal tells stories (README, "Stories"); JSON stays one event per line.
+            ...(settings.stories.terminal && settings.output === 'pretty'
+              ? { stories: settings.stories.options }
+              : {}),
           },
         ]),
     ...settings.delivery.sinks,

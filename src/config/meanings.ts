@@ -41,6 +41,10 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkStateRetention(config.state, at, shown);
   checkSize(config.deadLetterMaxSize, ['deadLetterMaxSize'], at, shown);
   checkAudit(config.audit, at, shown);
+  if (isRecord(config.stories)) {
+    checkDurationKey(config.stories.window, ['stories', 'window'], at, shown);
+    checkDurationKey(config.stories.maxLength, ['stories', 'maxLength'], at, shown);
+  }
   if (!Array.isArray(config.sinks)) return;
   config.sinks.forEach((sink, index) => {
     if (!isRecord(sink)) return;

@@ -45,6 +45,7 @@ const filterSchema = {
 const common = {
   name: { type: 'string' },
   filter: filterSchema,
+  stories: { type: 'boolean' },
 } as const;
 
 const http = {
@@ -194,6 +195,15 @@ export const configSchema = {
         passwordFile: { type: 'string' },
       },
       required: ['path'],
+      additionalProperties: false,
+    },
+    stories: {
+      type: 'object',
+      properties: {
+        window: duration,
+        maxLength: duration,
+        maxOpenEvents: { type: 'integer', minimum: 1, maximum: 1000000 },
+      },
       additionalProperties: false,
     },
     sinks: {

@@ -31,6 +31,7 @@ import { type RedactRule, redactionKeyFrom } from './redaction.ts';
 import type { ConfigInput, FilterInput, PathRuleInput } from './schema.ts';
 import { sinkSettingsFromFlags, sinkSpecOf } from './sink-settings.ts';
 import { stateSettingsFromFlags } from './state-settings.ts';
+import { storySettingsFrom, withStories } from './story-settings.ts';
 import type { OutputFormat, RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -165,6 +166,7 @@ function resolveWatchSettings(
     explain: flags.explain ?? false,
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
+    stories: storySettingsFrom(flags, config.stories, output),
   };
   const audit = auditSettingsFrom(flags, config.audit, env ?? {});
   if (audit) settings.audit = audit;
@@ -184,7 +186,10 @@ function resolveWatchSettings(
     ...(ignoredUsers.length > 0 ? { excludeUsers: ignoredUsers } : {}),
   };
   if (Object.keys(filter).length > 0) settings.filter = filter;
-  return file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
+  const resolved = file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
+  // Stories last: they apply to every sink, the file's and the flags' (README, "Stories").
+  const sinks = resolved.delivery.sinks.map((spec) => withStories(spec, resolved.stories, flags));
+  return { ...resolved, delivery: { ...resolved.delivery, sinks } };
 }
 
 /**
@@ -212,6 +217,7 @@ function withFileSinks(
       format,
       color: stdoutInput.color ?? (stdoutIsTTY && !env.NO_COLOR),
       ...(stdoutInput.name ? { name: stdoutInput.name } : {}),
+      ...(stdoutInput.stories !== undefined ? { stories: stdoutInput.stories } : {}),
       ...filterOf(stdoutInput.filter),
     });
   }

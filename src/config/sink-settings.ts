@@ -288,6 +288,7 @@ export function sinkSpecOf(
   const common = {
     ...(input.name ? { name: input.name } : {}),
     ...filter,
+    ...(input.stories !== undefined ? { stories: input.stories } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(deadLetterFile ? { deadLetterFile } : {}),
   };

@@ -10,12 +10,18 @@ import type { PresetName } from './presets.ts';
 import type { RedactionSettings } from './redaction.ts';
 import type { RawSinkFlags, SinkSettings } from './sink-settings.ts';
 import type { RawStateFlags, StateSettings } from './state-settings.ts';
+import type { RawStoryFlags, StorySettings } from './story-settings.ts';
 
 /** `none`: no events on stdout (only the sinks: Slack, webhooks). */
 export type OutputFormat = 'json' | 'pretty' | 'none';
 
 /** The flags as commander hands them over. */
-export interface RawWatchFlags extends RawSinkFlags, RawStateFlags, RawDeadLetterFlags, RawAuditFlags {
+export interface RawWatchFlags
+  extends RawSinkFlags,
+    RawStateFlags,
+    RawDeadLetterFlags,
+    RawAuditFlags,
+    RawStoryFlags {
   kubeconfig?: string;
   context?: string;
   namespace?: string[];
@@ -70,4 +76,6 @@ export interface WatchSettings {
   redaction: RedactionSettings;
   /** --audit-listen: the audit webhook, to name who made each change (docs/audit.md). */
   audit?: AuditSettings;
+  /** Stories: the window, the bounds, and whether the terminal tells them (README, "Stories"). */
+  stories: StorySettings;
 }

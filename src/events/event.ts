@@ -7,6 +7,17 @@ export type EventType = 'ADDED' | 'UPDATED' | 'DELETED';
 
 export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
 
+/**
+ * The root controller of an event's object (README, "Stories"): found by following `ownerReferences` with
+ * `controller: true`; the object itself when nothing controls it.
+ */
+export interface OwnerRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+}
+
 /** A field manager of metadata.managedFields: who wrote the object, how, and when (one-second resolution). */
 export interface ManagerRef {
   manager: string;
@@ -49,6 +60,7 @@ export interface ChangeEvent {
     uid: string;
     resourceVersion: string;
   };
+  owner?: OwnerRef;
   /** Who made the change: its field managers, and the audit record joined to it (--audit-listen). */
   by?: ByInfo;
   changes?: Change[];
@@ -61,6 +73,12 @@ export function qualifiedResource(event: ChangeEvent): string {
   const { apiVersion, resource } = event.object;
   const slash = apiVersion.indexOf('/');
   return slash < 0 ? resource : `${resource}.${apiVersion.slice(0, slash)}`;
+}
+
+/** `event` with `owner` in its place in the field order (after `object`). */
+export function withOwner(event: ChangeEvent, owner: OwnerRef): ChangeEvent {
+  const { id, type, time, cluster, object, owner: _previous, ...rest } = event;
+  return { id, type, time, ...(cluster !== undefined ? { cluster } : {}), object, owner, ...rest };
 }
 
 /** Which object an event is about, for failure reports: never its contents. */

@@ -10,7 +10,13 @@ import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
 import { type CollectionReader, listerWatcherFor } from '../kube/lister-watcher.ts';
 import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
-import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../kube/types.ts';
+import {
+  type JsonObject,
+  type KubeObject,
+  objectKey,
+  qualifiedName,
+  type ResourceType,
+} from '../kube/types.ts';
 import { sleep } from '../util/backoff.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -145,6 +151,29 @@ export class ClusterWatcher {
       ...this.pendingFollowUps,
       this.refreshing,
     ]);
+  }
+
+  /**
+   * The last known state of an object named by group, kind, namespace and name (what an ownerReference
+   * says), from the informers' stores; undefined when its type is not watched or it is not known.
+   */
+  findObject(
+    group: string,
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+  ): StoredObject | undefined {
+    const key = objectKey(namespace ? { namespace, name } : { name });
+    for (const informers of this.informers.values()) {
+      const type = informers[0]?.type;
+      if (!type || type.kind !== kind || type.group !== group) continue;
+      for (const informer of informers) {
+        if (informer.namespace !== undefined && informer.namespace !== namespace) continue;
+        const found = informer.get(key);
+        if (found) return found;
+      }
+    }
+    return undefined;
   }
 
   allInformers(): Informer[] {

@@ -155,6 +155,11 @@ export class Informer implements ReflectorSink {
     return this.reflector.resourceVersion;
   }
 
+  /** The last known state of the object at `key` (namespace/name), if this informer holds it. */
+  get(key: string): StoredObject | undefined {
+    return this.store.get(key);
+  }
+
   get objectCount(): number {
     return this.store.size;
   }

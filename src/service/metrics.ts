@@ -49,6 +49,8 @@ export interface MetricsSources {
     requests: () => ReadonlyMap<AuditRequestOutcome, number>;
     join: () => AuditJoinStats;
   };
+  /** Owners: deleted objects forgotten at the bound of the recently deleted ones (src/events/owners.ts). */
+  owners?: { readonly forgottenDeleted: number };
 }
 
 const SINK_OUTCOMES: readonly [keyof SinkStats, string][] = [
@@ -292,6 +294,63 @@ export class KubediffMetrics {
       registers,
       collect() {
         self.incrementTo(this, {}, self.sources.standby?.droppedEvents ?? 0, 'standby-dropped');
+      },
+    });
+
+    new Counter({
+      name: 'kubediff_owners_forgotten_deleted_total',
+      help: 'Deleted objects whose controller was forgotten (the oldest, beyond the 10,000 most recent): a dependent deleted later names the nearest owner still known.',
+      registers,
+      collect() {
+        self.incrementTo(this, {}, self.sources.owners?.forgottenDeleted ?? 0, 'owners-forgotten');
+      },
+    });
+    new Counter({
+      name: 'kubediff_stories_total',
+      help: 'Stories told by each sink with stories on (README, "Stories").',
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        for (const sink of self.sources.sinks?.() ?? []) {
+          const stories = sink.storyStats?.();
+          if (stories)
+            self.incrementTo(this, { sink: sink.name }, stories.stories, `stories\u0000${sink.name}`);
+        }
+      },
+    });
+    new Counter({
+      name: 'kubediff_stories_closed_early_total',
+      help: 'Stories told before their owner went quiet: at their maximum length, or because the open stories reached their bound (buffer).',
+      labelNames: ['sink', 'reason'],
+      registers,
+      collect() {
+        for (const sink of self.sources.sinks?.() ?? []) {
+          const stories = sink.storyStats?.();
+          if (!stories) continue;
+          for (const [reason, count] of [
+            ['max-length', stories.closedAtMaxLength],
+            ['buffer', stories.closedAtBufferLimit],
+          ] as const)
+            self.incrementTo(
+              this,
+              { sink: sink.name, reason },
+              count,
+              `stories-early\u0000${sink.name}\u0000${reason}`,
+            );
+        }
+      },
+    });
+    new Gauge({
+      name: 'kubediff_stories_open_events',
+      help: 'Events held by the open stories of each sink (bounded by stories.maxOpenEvents).',
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        this.reset();
+        for (const sink of self.sources.sinks?.() ?? []) {
+          const stories = sink.storyStats?.();
+          if (stories) this.set({ sink: sink.name }, stories.openEvents);
+        }
       },
     });
 

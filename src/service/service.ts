@@ -98,7 +98,7 @@ export class ServiceRuntime implements PipelineObserver {
   /** What the metrics read on each scrape: the sinks, the dead-letter files, the failures, --state. */
   observeSinks(
     sinks: () => readonly Sink[],
-    observed: Pick<MetricsSources, 'failures' | 'state' | 'deadLetterFiles'> = {},
+    observed: Pick<MetricsSources, 'failures' | 'state' | 'deadLetterFiles' | 'owners'> = {},
   ): void {
     this.metrics?.setSources({ sinks, ...observed });
   }

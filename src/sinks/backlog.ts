@@ -25,6 +25,8 @@ const BACKLOG_DEFAULTS = { capacity: 10_000, maxBytes: 64 * 1024 * 1024, digestR
 
 export class SinkBacklog {
   readonly queue: EventQueue;
+  /** Events waiting individually before new ones are folded into a digest. */
+  readonly capacity: number;
   private readonly sink: string;
   private readonly counters: SinkStats;
   private readonly trouble: TroubleReport;
@@ -43,8 +45,9 @@ export class SinkBacklog {
     this.trouble = shared.trouble;
     this.deadLetter = shared.deadLetter;
     let currentDigest: Digest | undefined;
+    this.capacity = Math.max(1, options?.capacity ?? BACKLOG_DEFAULTS.capacity);
     this.queue = new EventQueue({
-      capacity: options?.capacity ?? BACKLOG_DEFAULTS.capacity,
+      capacity: this.capacity,
       maxBytes: options?.maxBytes ?? BACKLOG_DEFAULTS.maxBytes,
       digestRetain: options?.digestRetain ?? BACKLOG_DEFAULTS.digestRetain,
       onOverflow: (digest) => {

@@ -163,11 +163,11 @@ function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessa
   };
 }
 
-function clusterLine(cluster: string): Line {
+export function clusterLine(cluster: string): Line {
   return [{ text: 'cluster ' }, { text: cluster, style: 'bold' }];
 }
 
-function prefix(cluster: string | undefined): string {
+export function prefix(cluster: string | undefined): string {
   return cluster ? `[${cluster}] ` : '';
 }
 
@@ -212,7 +212,7 @@ function recentLine(event: ChangeEvent, maxValueLength: number): Line {
  * '• `spec.replicas`: `2` → `5`', '• `metadata.labels.tier` added: `"web"`'; with `withManager`, followed
  * by the change's manager (the event's changes come from several).
  */
-function changeLine(change: Change, maxValueLength: number, withManager = false): Line {
+export function changeLine(change: Change, maxValueLength: number, withManager = false): Line {
   const path: Span = { text: elide(readablePath(change.path), 120), style: 'code' };
   const value = (v: Change['from']): Span => ({
     text: renderValue(v ?? null, maxValueLength),
@@ -237,7 +237,7 @@ function changeLine(change: Change, maxValueLength: number, withManager = false)
 }
 
 /** Who made it, short enough for a context element or a title (up to 128 characters per manager name). */
-function elideBy(by: string | undefined): string | undefined {
+export function elideBy(by: string | undefined): string | undefined {
   return by === undefined ? undefined : elide(by, 150);
 }
 
@@ -251,7 +251,7 @@ function elide(text: string, max: number): string {
   return `${text.slice(0, keep)}…${text.slice(-keep)}`;
 }
 
-function clock(time: string): string {
+export function clock(time: string): string {
   return `${time.slice(11, 19)} UTC`;
 }
 

@@ -7,23 +7,34 @@
 // hint while events keep gathering, so a burst or an outage costs a few
 // messages, never hours of backlog. Memory is bounded: beyond `capacity`
 // waiting events only counts are kept. What a message looks like, and what
-// an answer means, is the platform's renderer (ChatPlatform).
+// an answer means, is the platform's renderer (ChatPlatform). With stories on
+// (README, "Stories"), events are grouped per owner and each story is one
+// message (story-format.ts); when more stories wait than the platform's pace
+// lets through in a few seconds, they go out together as one digest.
 
 import type { ChangeEvent } from '../events/event.ts';
+import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { type ChatFormatOptions, type ChatMessage, chatMessage } from './chat-message.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
 import { Digest } from './digest.ts';
 import { type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
+import { sinkStoryBuilder } from './story-builder.ts';
+import { storyMessage } from './story-format.ts';
 
-/** One chat platform: where to post, how a batch of events reads there, and what its answers mean. */
+/** One chat platform: where to post, how a chat message reads there, and what its answers mean. */
 export interface ChatPlatform {
   /** The URL posted to; a credential (webhook URLs are), never logged beyond scheme and host. */
   readonly url: URL;
-  /** The request body for everything `batch` stands for, and whether it shows each event in full. */
-  render(batch: Digest): { body: unknown; inFull: boolean };
+  /** What a message shows (how many events in full, how many changes). */
+  readonly format: ChatFormatOptions;
+  /** How fast the platform takes messages, in words, for a digest's note. */
+  readonly pace: string;
+  /** The request body for a message (chat-message.ts), and whether it shows each event in full. */
+  render(message: ChatMessage): { body: unknown; inFull: boolean };
   /** Extra request headers (a bot token). */
   headers?(): Record<string, string>;
   /** What an answer means beyond its status (Slack's `ok: false`, Discord's `retry_after`). */
@@ -44,6 +55,8 @@ export interface ChatSinkOptions {
   capacity?: number;
   /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
   capacityBytes?: number;
+  /** One message per story instead of per event (README, "Stories"); absent: per event. */
+  stories?: Partial<StoryOptions>;
   retry?: Partial<RetryOptions>;
   deadLetter?: DeadLetterFile;
   userAgent?: string;
@@ -55,7 +68,14 @@ const CHAT_DEFAULTS = {
   gatherMs: 300,
   capacity: 1_000,
   capacityBytes: 16 * 1024 * 1024,
+  /** More stories than this waiting for their turn (the platform's pace) go out together as one digest. */
+  storyBacklog: 5,
 };
+
+/** The request body for everything `batch` stands for: its events one by one when few, else a digest. */
+export function renderBatch(platform: ChatPlatform, batch: Digest): { body: unknown; inFull: boolean } {
+  return platform.render(chatMessage(batch, platform.format, platform.pace));
+}
 
 export class ChatSink extends HttpSink {
   private readonly platform: ChatPlatform;
@@ -68,6 +88,9 @@ export class ChatSink extends HttpSink {
   private pendingSince = 0;
   private inFlight: Digest | undefined;
   private nextSendAt = 0;
+  private readonly stories: StoryBuilder | undefined;
+  /** Closed stories waiting for their message, each with its events as a batch (for the accounting). */
+  private ready: { story: Story; batch: Digest }[] = [];
   protected readonly loop: Promise<void>;
 
   constructor(options: ChatSinkOptions) {
@@ -85,6 +108,9 @@ export class ChatSink extends HttpSink {
     this.capacity = Math.max(1, options.capacity ?? CHAT_DEFAULTS.capacity);
     this.capacityBytes = options.capacityBytes ?? CHAT_DEFAULTS.capacityBytes;
     this.pending = this.newBatch();
+    this.stories = options.stories
+      ? sinkStoryBuilder(this.name, options.stories, options.log, (story) => this.storyClosed(story))
+      : undefined;
     this.loop = this.run();
   }
 
@@ -96,17 +122,31 @@ export class ChatSink extends HttpSink {
       this.abandon(batch, 'arrived after shutdown began');
       return;
     }
+    if (this.stories) {
+      this.stories.add(event);
+      return;
+    }
     if (this.pending.isEmpty) this.pendingSince = Date.now();
     this.pending.add(event);
     this.wakeup.notify();
   }
 
   stats(): SinkStats {
-    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) };
+    const stories =
+      (this.stories?.pendingEvents ?? 0) + this.ready.reduce((sum, entry) => sum + entry.batch.count, 0);
+    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) + stories };
+  }
+
+  storyStats(): StoryStats | undefined {
+    return this.stories?.stats();
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
+    // Open stories are told now: their owners may not go quiet before the shutdown timeout.
+    this.stories?.flush();
     return this.closeWith(timeoutMs, () => {
+      for (const entry of this.ready) this.abandon(entry.batch, 'not delivered within the shutdown timeout');
+      this.ready = [];
       if (!this.pending.isEmpty) {
         this.abandon(this.pending, 'not delivered within the shutdown timeout');
         this.pending = this.newBatch();
@@ -118,9 +158,29 @@ export class ChatSink extends HttpSink {
     return new Digest({ retain: this.capacity, retainBytes: this.capacityBytes });
   }
 
+  /** A closed story waits for its message, its events kept as a batch for the accounting. */
+  private storyClosed(story: Story): void {
+    const batch = this.newBatch();
+    try {
+      for (const event of story.events) batch.add(event);
+    } catch (error) {
+      // A story closes on a timer, where nothing else would report this: account for it here.
+      this.counters.lost += story.count;
+      this.trouble.warn(`a story could not be queued: ${errorMessage(error)}`);
+      return;
+    }
+    this.ready.push({ story, batch });
+    this.wakeup.notify();
+  }
+
   private async run(): Promise<void> {
     for (;;) {
       if (this.clock.expired) return;
+      if (this.ready.length > 0) {
+        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+        await this.sendStories();
+        continue;
+      }
       if (this.pending.isEmpty) {
         if (this.clock.closing) return;
         await this.wakeup.wait();
@@ -147,13 +207,41 @@ export class ChatSink extends HttpSink {
     }
   }
 
-  /** Sends `batch`, folding in whatever arrives while it waits to be retried. */
-  private async send(batch: Digest): Promise<void> {
+  /**
+   * The next story as one message; when more stories wait than the platform's pace lets through in a
+   * few seconds, all of them as one digest (the same digest as a burst of events).
+   */
+  private async sendStories(): Promise<void> {
+    let entry: { story?: Story; batch: Digest } | undefined;
+    if (this.ready.length > CHAT_DEFAULTS.storyBacklog) {
+      const batch = this.newBatch();
+      for (const waiting of this.ready) batch.merge(waiting.batch);
+      this.ready = [];
+      entry = { batch };
+    } else {
+      entry = this.ready.shift();
+    }
+    if (!entry) return;
+    this.inFlight = entry.batch;
+    try {
+      await this.send(entry.batch, entry.story);
+    } catch (error) {
+      this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
+      this.abandon(entry.batch, `unexpected failure: ${errorMessage(error)}`);
+    } finally {
+      this.inFlight = undefined;
+    }
+  }
+
+  /** Sends `batch` (as `story`'s message when given), folding in whatever arrives while it waits to be retried. */
+  private async send(batch: Digest, story?: Story): Promise<void> {
     let failures = 0;
     let attempts = 0;
     for (;;) {
       attempts++;
-      const message = this.platform.render(batch);
+      const message = story
+        ? this.platform.render(storyMessage(story, this.platform.format))
+        : renderBatch(this.platform, batch);
       const startedAt = performance.now();
       const answer = await postJson(this.agent, this.platform.url, JSON.stringify(message.body), {
         headers: {
@@ -208,9 +296,11 @@ export class ChatSink extends HttpSink {
         this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
         return;
       }
-      // Everything that arrived meanwhile goes out with this message.
-      batch.merge(this.pending);
-      this.pending = this.newBatch();
+      // Everything that arrived meanwhile goes out with this message (a story stays that story).
+      if (!story) {
+        batch.merge(this.pending);
+        this.pending = this.newBatch();
+      }
     }
   }
 

@@ -7,14 +7,13 @@ import type { ChatPlatform } from './chat.ts';
 import { escapeMarkdown, markdownLine } from './chat-markdown.ts';
 import {
   type ChatFormatOptions,
-  chatMessage,
+  type ChatMessage,
   DEFAULT_CHAT_FORMAT,
   fitLines,
   plainText,
   titleText,
   truncateText,
 } from './chat-message.ts';
-import type { Digest } from './digest.ts';
 import type { PostOutcome } from './http.ts';
 
 export const DISCORD_LIMITS = {
@@ -32,8 +31,9 @@ const COLORS = { event: 0x3b82f6, digest: 0xf59e0b };
 export function discordPlatform(url: string, format: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatPlatform {
   return {
     url: new URL(url),
-    render(batch: Digest) {
-      const message = chatMessage(batch, format, 'Discord takes messages (about one every two seconds)');
+    format,
+    pace: 'Discord takes messages (about one every two seconds)',
+    render(message: ChatMessage) {
       const title = truncateText(titleText(message), DISCORD_LIMITS.title);
       const footer = truncateText(message.context.map(plainText).join(' · '), DISCORD_LIMITS.footer);
       const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';

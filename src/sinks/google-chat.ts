@@ -7,7 +7,7 @@ import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
   type ChatFormatOptions,
-  chatMessage,
+  type ChatMessage,
   DEFAULT_CHAT_FORMAT,
   EVENT_EMOJI,
   fitLines,
@@ -16,7 +16,6 @@ import {
   titleText,
   truncateText,
 } from './chat-message.ts';
-import type { Digest } from './digest.ts';
 
 export const GOOGLE_CHAT_LIMITS = { messageBytes: 32_000, text: 4096, widgets: 100 };
 export const GOOGLE_CHAT_MIN_INTERVAL_MS = 1000;
@@ -27,8 +26,9 @@ export function googleChatPlatform(
 ): ChatPlatform {
   return {
     url: new URL(url),
-    render(batch: Digest) {
-      const message = chatMessage(batch, format, 'Google Chat takes messages (about one a second)');
+    format,
+    pace: 'Google Chat takes messages (about one a second)',
+    render(message: ChatMessage) {
       let budget = GOOGLE_CHAT_LIMITS.messageBytes - 3_000;
       const sections: Record<string, unknown>[] = [];
       for (const section of message.sections) {

@@ -6,14 +6,13 @@ import type { ChatPlatform } from './chat.ts';
 import { escapeMarkdown, markdownLine } from './chat-markdown.ts';
 import {
   type ChatFormatOptions,
-  chatMessage,
+  type ChatMessage,
   DEFAULT_CHAT_FORMAT,
   fitLines,
   plainText,
   titleText,
   truncateText,
 } from './chat-message.ts';
-import type { Digest } from './digest.ts';
 
 export const MATTERMOST_LIMITS = { postChars: 16_383, title: 256 };
 export const MATTERMOST_MIN_INTERVAL_MS = 1000;
@@ -24,8 +23,9 @@ export function mattermostPlatform(
 ): ChatPlatform {
   return {
     url: new URL(url),
-    render(batch: Digest) {
-      const message = chatMessage(batch, format, 'Mattermost takes messages (about one a second)');
+    format,
+    pace: 'Mattermost takes messages (about one a second)',
+    render(message: ChatMessage) {
       const text = truncateText(escapeMarkdown(message.summary), 1000);
       const title = truncateText(titleText(message), MATTERMOST_LIMITS.title);
       const footer = truncateText(message.context.map(plainText).join(' · '), 500);

@@ -55,7 +55,7 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   return `${lines.join('\n')}\n`;
 }
 
-function renderChange(change: Change, chalk: ChalkInstance, maxValueLength: number): string {
+export function renderChange(change: Change, chalk: ChalkInstance, maxValueLength: number): string {
   const path = chalk.cyan(readablePath(change.path));
   const from = () => chalk.red(renderValue(change.from ?? null, maxValueLength));
   const to = () => chalk.green(renderValue(change.to ?? null, maxValueLength));

@@ -4,6 +4,7 @@
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../events/event.ts';
 import { compileFilter, type FilterSpec } from '../events/filter.ts';
+import type { StoryOptions } from '../events/story.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
@@ -16,6 +17,7 @@ import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
 import { DEFAULT_SLACK_FORMAT, type SlackFormatOptions } from './slack-format.ts';
+import { prettyStoryRenderer } from './story-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
 
@@ -23,6 +25,11 @@ interface CommonSinkSpec {
   /** For logs and reports; a default is derived (URLs elided). */
   name?: string;
   filter?: FilterSpec;
+  /**
+   * Stories instead of events (README, "Stories"); a config file's `stories: true/false` until the
+   * settings resolve it to the story options (on) or remove it (off).
+   */
+  stories?: Partial<StoryOptions> | boolean;
 }
 
 interface HttpSinkSpec extends CommonSinkSpec {
@@ -154,11 +161,21 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
       if (spec.type === 'stdout') {
         const render: (event: ChangeEvent) => string =
           spec.format === 'json' ? renderJsonLine : prettyRenderer({ color: spec.color ?? false });
+        const stories = storiesOf(spec);
         stdout = new StreamOutput({
           name: unique(spec.name ?? 'stdout'),
           stream: runtime.stdout,
           render,
           log: runtime.log,
+          ...(stories
+            ? {
+                stories: {
+                  options: stories,
+                  render: prettyStoryRenderer({ color: spec.color ?? false }),
+                  log: runtime.log,
+                },
+              }
+            : {}),
           ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
         });
         sink = stdout;
@@ -179,6 +196,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(spec.maxRequestsPerSecond !== undefined
             ? { maxRequestsPerSecond: spec.maxRequestsPerSecond }
             : {}),
+          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
         });
@@ -213,6 +231,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
           ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
           ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
+          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
@@ -240,6 +259,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
           ...(spec.capacityBytes !== undefined ? { capacityBytes: spec.capacityBytes } : {}),
           ...(spec.format ? { format: spec.format } : {}),
+          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
@@ -261,4 +281,9 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
     deadLetterFiles: [...files.values()],
     flowControl: () => output?.flowControl(),
   };
+}
+
+/** The story options of a sink with stories on; undefined when off (README, "Stories"). */
+function storiesOf(spec: SinkSpec): Partial<StoryOptions> | undefined {
+  return typeof spec.stories === 'object' ? spec.stories : undefined;
 }

@@ -4,6 +4,7 @@
 // event it accepted (delivered, summarized in a digest, dead-lettered or
 // reported as not delivered).
 import type { ChangeEvent } from '../events/event.ts';
+import type { StoryStats } from '../events/story.ts';
 
 export interface Sink {
   /** For logs and the shutdown report; never contains a secret (URLs are elided). */
@@ -17,6 +18,8 @@ export interface Sink {
   close(timeoutMs: number): Promise<SinkReport>;
   /** The counters so far. */
   stats(): SinkStats;
+  /** With stories on (README, "Stories"): what its story builder has done. */
+  storyStats?(): StoryStats | undefined;
 }
 
 /** Every event a sink accepted ends in exactly one of these counters (or is still pending). */

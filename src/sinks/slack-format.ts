@@ -57,10 +57,14 @@ export function renderSlackMessage(
   batch: Digest,
   options: SlackFormatOptions = DEFAULT_SLACK_FORMAT,
 ): SlackMessage {
-  return slackBlocks(chatMessage(batch, options, 'Slack takes messages (about one a second)'));
+  return renderSlackChatMessage(chatMessage(batch, options, SLACK_PACE));
 }
 
-function slackBlocks(message: ChatMessage): SlackMessage {
+/** How fast Slack takes messages, in words (a digest's note). */
+export const SLACK_PACE = 'Slack takes messages (about one a second)';
+
+/** A chat message (an event, a batch, a digest or a story) in Block Kit. */
+export function renderSlackChatMessage(message: ChatMessage): SlackMessage {
   const blocks: SlackBlock[] = [
     header(message.icon ? `${EMOJI[message.icon]} ${message.title}` : message.title),
     context(message.context.map(mrkdwn)),

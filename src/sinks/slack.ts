@@ -4,6 +4,7 @@
 // here is the message (slack-format.ts), the bot's headers and body, and
 // what Slack's answers mean.
 
+import type { StoryOptions } from '../events/story.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
 import { type ChatPlatform, ChatSink } from './chat.ts';
@@ -12,9 +13,9 @@ import type { RetryOptions } from './delivery.ts';
 import { bodyExcerpt, type PostOutcome } from './http.ts';
 import {
   DEFAULT_SLACK_FORMAT,
-  renderSlackMessage,
+  renderSlackChatMessage,
+  SLACK_PACE,
   type SlackFormatOptions,
-  showsEventsInFull,
 } from './slack-format.ts';
 
 export type SlackTarget =
@@ -38,6 +39,8 @@ export interface SlackSinkOptions {
   /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
   capacityBytes?: number;
   format?: Partial<SlackFormatOptions>;
+  /** One message per story instead of per event (README, "Stories"); absent: per event. */
+  stories?: Partial<StoryOptions>;
   retry?: Partial<RetryOptions>;
   deadLetter?: DeadLetterFile;
   userAgent?: string;
@@ -87,6 +90,7 @@ export class SlackSink extends ChatSink {
       ...(options.gatherMs !== undefined ? { gatherMs: options.gatherMs } : {}),
       ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
       ...(options.capacityBytes !== undefined ? { capacityBytes: options.capacityBytes } : {}),
+      ...(options.stories ? { stories: options.stories } : {}),
       ...(options.retry ? { retry: options.retry } : {}),
       ...(options.deadLetter ? { deadLetter: options.deadLetter } : {}),
       ...(options.userAgent ? { userAgent: options.userAgent } : {}),
@@ -100,12 +104,14 @@ function slackPlatform(target: SlackTarget, format: SlackFormatOptions): ChatPla
       target.kind === 'webhook'
         ? new URL(target.url)
         : new URL(`${(target.apiUrl ?? SLACK_API_URL).replace(/\/+$/, '')}/chat.postMessage`),
-    render(batch) {
-      const message = renderSlackMessage(batch, format);
+    format,
+    pace: SLACK_PACE,
+    render(chat) {
+      const message = renderSlackChatMessage(chat);
       const base = { text: message.text, blocks: message.blocks, unfurl_links: false, unfurl_media: false };
       return {
         body: target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base,
-        inFull: showsEventsInFull(batch, format),
+        inFull: chat.inFull,
       };
     },
     headers: (): Record<string, string> =>

@@ -13,8 +13,11 @@
 // the command stop cleanly instead of crashing.
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../events/event.ts';
+import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
+import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
+import { sinkStoryBuilder } from './story-builder.ts';
 
 /** Above this much unwritten output, the watch pauses. */
 const DEFAULT_PAUSE_AT_BYTES = 1024 * 1024;
@@ -29,6 +32,7 @@ export class StreamOutput implements Sink {
   private closed = false;
   private room: Promise<void> | undefined;
   private pauses = 0;
+  private readonly stories: StoryBuilder | undefined;
 
   constructor(options: {
     name: string;
@@ -38,12 +42,25 @@ export class StreamOutput implements Sink {
     onClosed?: (error: NodeJS.ErrnoException) => void;
     pauseAtBytes?: number;
     log?: Logger;
+    /** --stories: write stories (rendered so) instead of events (README, "Stories"). */
+    stories?: { options: Partial<StoryOptions>; render: (story: Story) => string; log: Logger };
   }) {
     this.name = options.name;
     this.stream = options.stream;
     this.render = options.render;
     this.pauseAtBytes = options.pauseAtBytes ?? DEFAULT_PAUSE_AT_BYTES;
     this.log = options.log;
+    const stories = options.stories;
+    this.stories = stories
+      ? sinkStoryBuilder(this.name, stories.options, stories.log, (story) => {
+          try {
+            this.write(story.events.length, () => stories.render(story));
+          } catch (error) {
+            // Counted lost by write(); a story closes on a timer, where nothing else would report it.
+            stories.log.warn(`${this.name}: a story could not be written: ${errorMessage(error)}`);
+          }
+        })
+      : undefined;
     this.stream.on('error', (error: NodeJS.ErrnoException) => {
       if (this.closed) return;
       this.closed = true;
@@ -53,23 +70,32 @@ export class StreamOutput implements Sink {
 
   deliver(event: ChangeEvent): void {
     this.counters.accepted++;
+    if (this.stories) {
+      this.stories.add(event);
+      return;
+    }
+    this.write(1, () => this.render(event));
+  }
+
+  /** Writes what `render` makes of `count` events (one event, or a story). */
+  private write(count: number, render: () => string): void {
     if (this.closed || this.stream.destroyed) {
-      this.counters.lost++;
+      this.counters.lost += count;
       return;
     }
     let text: string;
     try {
-      text = this.render(event);
+      text = render();
     } catch (error) {
       // Accounted for; the router reports it (src/util/event-failures.ts).
-      this.counters.lost++;
+      this.counters.lost += count;
       throw error;
     }
-    this.counters.pending++;
+    this.counters.pending += count;
     this.stream.write(text, (error) => {
-      this.counters.pending--;
-      if (error) this.counters.lost++;
-      else this.counters.delivered++;
+      this.counters.pending -= count;
+      if (error) this.counters.lost += count;
+      else this.counters.delivered += count;
     });
   }
 
@@ -101,10 +127,15 @@ export class StreamOutput implements Sink {
   }
 
   stats(): SinkStats {
-    return { ...this.counters };
+    return { ...this.counters, pending: this.counters.pending + (this.stories?.pendingEvents ?? 0) };
+  }
+
+  storyStats(): StoryStats | undefined {
+    return this.stories?.stats();
   }
 
   async close(timeoutMs: number): Promise<SinkReport> {
+    this.stories?.flush();
     if (!this.closed && this.stream.writableLength > 0) {
       await new Promise<void>((resolve) => {
         const done = () => {

@@ -7,7 +7,7 @@ import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
   type ChatFormatOptions,
-  chatMessage,
+  type ChatMessage,
   DEFAULT_CHAT_FORMAT,
   EVENT_EMOJI,
   fitLines,
@@ -16,7 +16,6 @@ import {
   titleText,
   truncateText,
 } from './chat-message.ts';
-import type { Digest } from './digest.ts';
 
 export const TEAMS_LIMITS = { payloadBytes: 28 * 1024, bodyElements: 100 };
 export const TEAMS_MIN_INTERVAL_MS = 1000;
@@ -24,8 +23,9 @@ export const TEAMS_MIN_INTERVAL_MS = 1000;
 export function teamsPlatform(url: string, format: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatPlatform {
   return {
     url: new URL(url),
-    render(batch: Digest) {
-      const message = chatMessage(batch, format, 'Teams takes messages (about one a second)');
+    format,
+    pace: 'Teams takes messages (about one a second)',
+    render(message: ChatMessage) {
       const body: Record<string, unknown>[] = [
         {
           type: 'TextBlock',

@@ -7,6 +7,7 @@
 // cannot be delivered goes to the dead-letter file and is counted.
 
 import type { ChangeEvent } from '../events/event.ts';
+import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
@@ -18,6 +19,7 @@ import type { EventQueue } from './event-queue.ts';
 import { postJson, reasonWithRetryAfter } from './http.ts';
 import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
+import { sinkStoryBuilder } from './story-builder.ts';
 
 export interface WebhookBatchOptions {
   /** At most this many events per request (a JSON array). */
@@ -44,6 +46,8 @@ export interface WebhookSinkOptions {
   queue?: WebhookQueueOptions;
   /** At most this many requests per second. Default: no limit. */
   maxRequestsPerSecond?: number;
+  /** POST one STORY payload per story instead of each event (README, "Stories"); absent: events. */
+  stories?: Partial<StoryOptions>;
   deadLetter?: DeadLetterFile;
   userAgent?: string;
   log: Logger;
@@ -58,7 +62,8 @@ const WEBHOOK_DEFAULTS = {
 type Work =
   | { kind: 'event'; event: ChangeEvent; json: string }
   | { kind: 'batch'; events: ChangeEvent[]; json: string[] }
-  | { kind: 'digest'; digest: Digest };
+  | { kind: 'digest'; digest: Digest }
+  | { kind: 'story'; story: Story; json: string };
 
 export class WebhookSink extends HttpSink {
   private readonly url: URL;
@@ -67,6 +72,10 @@ export class WebhookSink extends HttpSink {
   private readonly queue: EventQueue;
   private inFlight = 0;
   private nextSendAt = 0;
+  private readonly stories: StoryBuilder | undefined;
+  /** Closed stories waiting for their request, serialized; at most the queue's capacity of events. */
+  private readyStories: { story: Story; json: string }[] = [];
+  private readyStoryEvents = 0;
   protected readonly loop: Promise<void>;
 
   constructor(options: WebhookSinkOptions) {
@@ -86,6 +95,9 @@ export class WebhookSink extends HttpSink {
       deadLetter: options.deadLetter,
     });
     this.queue = this.backlog.queue;
+    this.stories = options.stories
+      ? sinkStoryBuilder(this.name, options.stories, options.log, (story) => this.storyClosed(story))
+      : undefined;
     this.loop = this.run();
   }
 
@@ -95,18 +107,33 @@ export class WebhookSink extends HttpSink {
       this.abandon([event], 'arrived after shutdown began');
       return;
     }
+    if (this.stories) {
+      this.stories.add(event);
+      return;
+    }
     this.backlog.push(event);
     this.wakeup.notify();
   }
 
   stats(): SinkStats {
-    return { ...this.counters, pending: this.queue.pendingEvents + this.inFlight };
+    const stories = (this.stories?.pendingEvents ?? 0) + this.readyStoryEvents;
+    return { ...this.counters, pending: this.queue.pendingEvents + this.inFlight + stories };
+  }
+
+  storyStats(): StoryStats | undefined {
+    return this.stories?.stats();
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
-    return this.closeWith(timeoutMs, () =>
-      this.backlog.abandonAll('not delivered within the shutdown timeout'),
-    );
+    // Open stories are told now: their owners may not go quiet before the shutdown timeout.
+    this.stories?.flush();
+    return this.closeWith(timeoutMs, () => {
+      for (const { story } of this.readyStories)
+        this.abandon(story.events, 'not delivered within the shutdown timeout');
+      this.readyStories = [];
+      this.readyStoryEvents = 0;
+      this.backlog.abandonAll('not delivered within the shutdown timeout');
+    });
   }
 
   private async run(): Promise<void> {
@@ -127,10 +154,50 @@ export class WebhookSink extends HttpSink {
     }
   }
 
+  /**
+   * A closed story waits for its request. Beyond the queue's capacity (a receiver down for long), its
+   * events join the event queue instead, where a backlog becomes a digest: memory stays bounded and
+   * nothing is dropped.
+   */
+  private storyClosed(story: Story): void {
+    if (this.readyStoryEvents + story.count > this.backlog.capacity && this.readyStories.length > 0) {
+      for (const event of story.events) {
+        try {
+          this.backlog.push(event);
+        } catch (error) {
+          // A story closes on a timer, where nothing else would report this (the backlog counted it lost).
+          this.trouble.warn(`event ${event.id} of ${story.id} could not be queued: ${errorMessage(error)}`);
+        }
+      }
+      this.wakeup.notify();
+      return;
+    }
+    let json: string;
+    try {
+      json = JSON.stringify(story);
+    } catch (error) {
+      this.counters.lost += story.count;
+      this.trouble.warn(`a story could not be queued: ${errorMessage(error)}`);
+      return;
+    }
+    this.readyStories.push({ story, json });
+    this.readyStoryEvents += story.count;
+    this.wakeup.notify();
+  }
+
   /** The next request's content, once it is due; undefined when there is nothing left to do. */
   private async next(): Promise<Work | undefined> {
     for (;;) {
       if (this.clock.expired) return undefined;
+      const ready = this.readyStories[0];
+      if (ready) {
+        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return undefined;
+        const rate = this.options.maxRequestsPerSecond;
+        if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
+        this.readyStories.shift();
+        this.readyStoryEvents -= ready.story.count;
+        return { kind: 'story', story: ready.story, json: ready.json };
+      }
       const head = this.queue.peek();
       if (!head) {
         if (this.clock.closing) return undefined;
@@ -164,7 +231,7 @@ export class WebhookSink extends HttpSink {
   private async send(work: Work): Promise<void> {
     // The same text JSON.stringify would give for the event or the array of events, serialized once.
     const body =
-      work.kind === 'event'
+      work.kind === 'event' || work.kind === 'story'
         ? work.json
         : work.kind === 'batch'
           ? `[${work.json.join(',')}]`
@@ -218,6 +285,7 @@ export class WebhookSink extends HttpSink {
     if (work.kind === 'event') headers['x-kubediff-event-id'] = work.event.id;
     if (work.kind === 'batch') headers['x-kubediff-batch-size'] = String(work.events.length);
     if (work.kind === 'digest') headers['x-kubediff-digest-id'] = work.digest.id;
+    if (work.kind === 'story') headers['x-kubediff-story-id'] = work.story.id;
     if (this.options.secret) {
       headers[SIGNATURE_HEADER.toLowerCase()] = signatureFor(
         this.options.secret,
@@ -233,6 +301,7 @@ export class WebhookSink extends HttpSink {
     this.trouble.recovered();
     if (work.kind === 'event') this.counters.delivered++;
     else if (work.kind === 'batch') this.counters.delivered += work.events.length;
+    else if (work.kind === 'story') this.counters.delivered += work.story.count;
     else {
       this.counters.summarized += work.digest.count;
       this.counters.digests++;
@@ -244,6 +313,7 @@ export class WebhookSink extends HttpSink {
     if (log) this.trouble.debug(`${reason}: ${describeWork(work)}`);
     if (work.kind === 'event') this.abandon([work.event], reason);
     else if (work.kind === 'batch') this.abandon(work.events, reason);
+    else if (work.kind === 'story') this.abandon(work.story.events, reason);
     else this.abandonDigest(work.digest, reason);
   }
 
@@ -257,11 +327,13 @@ export class WebhookSink extends HttpSink {
 }
 
 function countOf(work: Work): number {
+  if (work.kind === 'story') return work.story.count;
   return work.kind === 'event' ? 1 : work.kind === 'batch' ? work.events.length : work.digest.count;
 }
 
 function describeWork(work: Work): string {
   if (work.kind === 'event') return `event ${work.event.id}`;
+  if (work.kind === 'story') return `${work.story.id} (${plural(work.story.count, 'event')})`;
   if (work.kind === 'batch') return `${plural(work.events.length, 'event')} (a batch)`;
   return `a digest of ${plural(work.digest.count, 'event')}`;
 }

@@ -126,6 +126,19 @@ export const DEFAULT_CONTROLLERS = [
   'serviceaccount-token-controller',
 ];
 
+/**
+ * The workload controllers, for tests where rollouts happen for real (stories: a Deployment's
+ * ReplicaSets and pods, a CronJob's Jobs and pods). Not in the default cluster, whose tests count on
+ * a Deployment or a Job creating nothing; a test that needs them starts a control plane of its own
+ * with `startCluster({ controllers: [...DEFAULT_CONTROLLERS, ...WORKLOAD_CONTROLLERS] })`.
+ */
+export const WORKLOAD_CONTROLLERS = [
+  'deployment-controller',
+  'replicaset-controller',
+  'job-controller',
+  'cronjob-controller',
+];
+
 const DEFAULT_COMPACTION_INTERVAL = '10s';
 const SERVICE_CLUSTER_IP_RANGE = '10.96.0.0/16';
 const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';

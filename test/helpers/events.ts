@@ -100,6 +100,7 @@ const EVENT_KEYS = new Set([
   'time',
   'cluster',
   'object',
+  'owner',
   'by',
   'changes',
   'offline',
@@ -155,6 +156,15 @@ export function contractViolations(value: unknown): string[] {
     problems.push('finalStateUnknown belongs only on an offline DELETED event');
   }
 
+  if ('owner' in value) {
+    const owner = value.owner;
+    if (!isRecord(owner)) problems.push('owner, when present, must be an object');
+    else
+      for (const key of ['apiVersion', 'kind', 'name', 'uid']) {
+        if (typeof owner[key] !== 'string' || owner[key] === '')
+          problems.push(`owner.${key} must be a non-empty string`);
+      }
+  }
   if ('by' in value) problems.push(...byViolations(value.by, type));
 
   if (!isRecord(object)) {

@@ -2,7 +2,8 @@
 // (test/helpers/secret-corpus.ts) of Secrets, ConfigMaps and custom resources with `redact:` rules is
 // created, edited at random and partly deleted while two kubediffs watch it: one with a redaction key,
 // --explain, --debug, a state file, a webhook, a refusing webhook (its events go to the dead-letter file),
-// Slack, Teams, Discord and Kafka; one printing pretty output with plain hashes. Then more edits while the
+// Slack, Teams and Discord (a message per story, by default), a webhook of STORY payloads and Kafka; one
+// printing pretty output with plain hashes, one pretty --stories. Then more edits while the
 // first is stopped, and a restart that catches up on them from the state file; then `kubediff history` and
 // `kubediff ui`. Every output is searched for every secret value and its base64 (test/helpers/leak-check.ts):
 // stdout (JSON and pretty), stderr, webhook, Slack, Teams and Discord bodies, Kafka records (keys, headers,
@@ -159,7 +160,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const slack = await HttpReceiver.start();
     const teams = await HttpReceiver.start();
     const discord = await HttpReceiver.start({ defaultReply: { status: 204, body: '' } });
-    receivers.push(webhook, refusing, slack, teams, discord);
+    const storyHook = await HttpReceiver.start();
+    receivers.push(webhook, refusing, slack, teams, discord, storyHook);
     const kafka = testKafka();
     const topic = testTopic('leaks');
     await createTopic(kafka, topic, { partitions: 2 });
@@ -187,10 +189,12 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
         sinks: [
           { type: 'webhook', url: webhook.url('/hook') },
           { type: 'webhook', name: 'refusing', url: refusing.url('/hook') },
+          // Slack tells stories by default; this webhook POSTs STORY payloads.
           { type: 'slack', webhookUrl: slack.url('/services/T/B/X') },
           { type: 'teams', webhookUrl: teams.url('/workflows/X') },
           { type: 'discord', webhookUrl: discord.url('/api/webhooks/1/X') },
           { type: 'kafka', brokers: [kafka.brokers], topic },
+          { type: 'webhook', name: 'stories', url: storyHook.url('/stories'), stories: true },
         ],
       }),
     );
@@ -210,6 +214,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
     );
     const pretty = await startWatch(['-c', prettyConfig, '-o', 'pretty', '--state', pgUrl.href], pgEnv);
+    const prettyStories = await startWatch(['-c', prettyConfig, '-o', 'pretty', '--stories']);
 
     // The corpus: created, edited three times at random, some deleted; a huge Secret and ConfigMap too.
     const tracked: Tracked[] = [];
@@ -266,6 +271,9 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     assert.equal(firstResult.code, 0, firstResult.stderr);
     const prettyResult = await pretty.stop('SIGTERM', 60_000);
     assert.equal(prettyResult.code, 0, prettyResult.stderr);
+    // Its open stories are told at the stop.
+    const storiesResult = await prettyStories.stop('SIGTERM', 60_000);
+    assert.equal(storiesResult.code, 0, storiesResult.stderr);
 
     // While stopped: edits, found again by the restart's catch-up (LIST items, offline).
     const offline = tracked.filter((_, index) => index % 3 === 0);
@@ -314,6 +322,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       },
       { name: 'stdout (pretty)', read: () => prettyResult.stdout, expect: /<redacted sha256:/ },
       { name: 'stderr (pretty run)', read: () => prettyResult.stderr, expect: READY },
+      { name: 'stdout (pretty --stories)', read: () => storiesResult.stdout, expect: /<redacted sha256:/ },
+      receiverSource('webhook STORY bodies', storyHook, hmacMarker),
       { name: 'stdout (catch-up)', read: () => secondResult.stdout, expect: hmacMarker },
       { name: 'stderr (catch-up)', read: () => secondResult.stderr, expect: /explain: UPDATED/ },
       receiverSource('webhook bodies', webhook, hmacMarker),

@@ -80,6 +80,8 @@ describe('kubediff watch with Slack and webhooks', () => {
       'json',
       '-n',
       ns,
+      // Per-event messages and digests (stories: test/integration/stories.test.ts).
+      '--no-slack-stories',
       '--slack-webhook',
       slack.url('/services/T0001/B0001/SLACKSECRET'),
       '--webhook',
@@ -185,6 +187,8 @@ describe('kubediff watch with Slack and webhooks', () => {
       ns,
       '-l',
       'burst=yes',
+      // Per-event messages and digests (stories: test/integration/stories.test.ts).
+      '--no-slack-stories',
       '--slack-webhook',
       slack.url('/services/T/B/X'),
     ]);
@@ -250,6 +254,8 @@ describe('kubediff watch with Slack and webhooks', () => {
       ns,
       '--webhook',
       hook.url('/hook'),
+      // Per-event messages and digests (stories: test/integration/stories.test.ts).
+      '--no-slack-stories',
       '--slack-webhook',
       slack.url('/services/T/B/X'),
       '--dead-letter',

@@ -51,13 +51,13 @@ async function watchThrough(
   return kd;
 }
 
-/** What a test compares: the event minus its timestamp and cluster name. */
 /**
- * What these tests compare: the event without its time, cluster and who made it (the field managers,
- * whose timestamps vary; who-changed-it has tests of its own in who-changed.test.ts).
+ * What these tests compare: the event without its time, cluster, owner (test/integration/stories.test.ts)
+ * and who made it (the field managers, whose timestamps vary; who-changed-it has tests of its own in
+ * who-changed.test.ts).
  */
 function essence(event: TestEvent): Record<string, unknown> {
-  const { time: _time, cluster: _cluster, by: _by, ...rest } = event;
+  const { time: _time, cluster: _cluster, owner: _owner, by: _by, ...rest } = event;
   if (!rest.changes) return rest;
   return { ...rest, changes: rest.changes.map(({ manager: _manager, ...change }) => change) };
 }

@@ -27,6 +27,7 @@ import { Pipeline } from '../../src/events/pipeline.ts';
 import { Informer } from '../../src/informer/informer.ts';
 import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
+import { renderBatch } from '../../src/sinks/chat.ts';
 import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
@@ -116,7 +117,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   }));
   // Every chat renderer, for one event alone, a few and a digest (as Slack's below).
   const renderChats = (digest: Digest) => {
-    for (const chat of chats) out[chat.name]!.push(JSON.stringify(chat.platform.render(digest).body));
+    for (const chat of chats) out[chat.name]!.push(JSON.stringify(renderBatch(chat.platform, digest).body));
   };
   const renderColor = prettyRenderer({ color: true });
   const renderPlain = prettyRenderer({ color: false });

@@ -56,6 +56,57 @@ const bodies = (receiver: HttpReceiver) => receiver.jsonBodies() as Record<strin
 
 for (const platform of PLATFORMS) {
   describe(`${platform} sink`, () => {
+    it('stories on: one message per story, who made the owner change and what was derived', async () => {
+      const receiver = await startChatReceiver(platform, 0);
+      receivers.push(receiver);
+      const sink = new ChatSink({
+        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
+        name: platform,
+        minIntervalMs: 100,
+        gatherMs: 20,
+        stories: { windowMs: 60_000, maxLengthMs: 60_000 },
+        log: memoryLog(),
+      });
+      const owner = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'uid-deploy' };
+      const deployment: ChangeEvent = {
+        ...event('UPDATED', 'web'),
+        object: {
+          ...event('UPDATED', 'web').object,
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          resource: 'deployments',
+          uid: 'uid-deploy',
+        },
+        owner,
+        by: { managers: [{ manager: 'kubectl-set', operation: 'Update' }] },
+      };
+      const replicaSet: ChangeEvent = {
+        ...event('ADDED', 'web-7d9'),
+        object: {
+          ...event('ADDED', 'web-7d9').object,
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          resource: 'replicasets',
+        },
+        owner,
+      };
+      sink.deliver(deployment);
+      sink.deliver(replicaSet);
+      // The window is a minute: the story is told at close, as one message for both events.
+      const report = await sink.close(5000);
+      assert.equal(report.stats.delivered, 2);
+      assert.equal(receiver.requests.length, 1);
+      const body = receiver.requests[0]?.body ?? '';
+      assert.deepEqual(payloadProblems(platform, body), []);
+      assert.match(titleOf(platform, bodies(receiver)[0] ?? {}), /Deployment shop\/web updated/);
+      // Markdown platforms escape `-` and the like: compare the text without escapes.
+      const text = body.replaceAll('\\', '');
+      assert.match(text, /by kubectl-set/);
+      assert.match(text, /Derived/);
+      assert.match(text, /ReplicaSet web-7d9 created/);
+      assert.match(text, /2 events: 1 Deployment updated, 1 ReplicaSet added/);
+    });
+
     it('reads one change at a glance: cluster, type, kind namespace/name, path: from → to', async () => {
       const receiver = await startChatReceiver(platform, 0);
       receivers.push(receiver);

@@ -1,0 +1,118 @@
+// The story settings of `kubediff watch` (README, "Stories"): --stories, --story-window,
+// --story-max-length, --no-slack-stories (and --no-teams-, --no-discord-, --no-mattermost-,
+// --no-google-chat-stories), --webhook-stories, and the config file's `stories:` block and each sink's
+// `stories:` switch. Slack and the other chat platforms tell stories by default; webhooks and the
+// terminal when asked; Kafka never (one event per message).
+import { DEFAULT_STORY_OPTIONS, type StoryOptions } from '../events/story.ts';
+import type { SinkSpec } from '../sinks/setup.ts';
+import { checkDuration, parseDurationSetting } from '../util/duration.ts';
+import { UsageError } from '../util/errors.ts';
+import type { OutputFormat } from './watch-settings.ts';
+
+/** The flags as commander hands them over. */
+export interface RawStoryFlags {
+  stories?: boolean;
+  storyWindow?: string;
+  storyMaxLength?: string;
+  /** commander's --no-slack-stories: false when given. */
+  slackStories?: boolean;
+  /** --no-teams-stories, --no-discord-stories, --no-mattermost-stories, --no-google-chat-stories. */
+  teamsStories?: boolean;
+  discordStories?: boolean;
+  mattermostStories?: boolean;
+  googleChatStories?: boolean;
+  webhookStories?: boolean;
+}
+
+/** The config file's `stories:` block (durations checked by meanings.ts). */
+export interface StoryConfigInput {
+  window?: string | undefined;
+  maxLength?: string | undefined;
+  maxOpenEvents?: number | undefined;
+}
+
+export interface StorySettings {
+  options: StoryOptions;
+  /** --stories: the pretty terminal output tells stories. */
+  terminal: boolean;
+}
+
+export function storySettingsFrom(
+  flags: RawStoryFlags,
+  config: StoryConfigInput | undefined,
+  output: OutputFormat,
+): StorySettings {
+  const windowMs =
+    flags.storyWindow !== undefined
+      ? parseDurationSetting('--story-window', flags.storyWindow)
+      : fileDuration(config?.window, DEFAULT_STORY_OPTIONS.windowMs);
+  const maxLengthMs =
+    flags.storyMaxLength !== undefined
+      ? parseDurationSetting('--story-max-length', flags.storyMaxLength)
+      : fileDuration(config?.maxLength, DEFAULT_STORY_OPTIONS.maxLengthMs);
+  if (maxLengthMs < windowMs) {
+    throw new UsageError(
+      `the story maximum length (${flags.storyMaxLength ?? config?.maxLength}) is shorter than the story window (${flags.storyWindow ?? config?.window ?? '5s'}): make it at least as long.`,
+    );
+  }
+  const terminal = flags.stories === true;
+  if (terminal && output === 'json') {
+    throw new UsageError(
+      '--stories applies to the pretty output (-o pretty): JSON stays one event per line (group it by owner.uid).',
+    );
+  }
+  return {
+    options: {
+      windowMs,
+      maxLengthMs,
+      maxOpenEvents: config?.maxOpenEvents ?? DEFAULT_STORY_OPTIONS.maxOpenEvents,
+    },
+    terminal,
+  };
+}
+
+/**
+ * Each sink's stories: its own `stories:` key when the config file sets one; else a chat platform's
+ * (Slack, Teams, Discord, Mattermost, Google Chat) are on unless its --no-…-stories flag, a webhook's are
+ * on with --webhook-stories, stdout's with --stories (pretty only); Kafka's never.
+ */
+export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): SinkSpec {
+  const wanted =
+    spec.stories !== undefined ? spec.stories !== false : storiesByDefault(spec, settings, flags);
+  if (!wanted) {
+    const { stories: _off, ...rest } = spec;
+    return rest as SinkSpec;
+  }
+  if (spec.type === 'kafka')
+    throw new UsageError(
+      'stories do not apply to a Kafka sink: it produces one event per message (remove its stories key).',
+    );
+  if (spec.type === 'stdout' && spec.format === 'json')
+    throw new UsageError('stories apply to the pretty output: a JSON stdout sink stays one event per line.');
+  return { ...spec, stories: settings.options };
+}
+
+function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): boolean {
+  switch (spec.type) {
+    case 'slack':
+      return flags.slackStories !== false;
+    case 'teams':
+      return flags.teamsStories !== false;
+    case 'discord':
+      return flags.discordStories !== false;
+    case 'mattermost':
+      return flags.mattermostStories !== false;
+    case 'google-chat':
+      return flags.googleChatStories !== false;
+    case 'webhook':
+      return flags.webhookStories === true;
+    case 'kafka':
+      return false;
+    case 'stdout':
+      return spec.format === 'pretty' && settings.terminal;
+  }
+}
+
+function fileDuration(text: string | undefined, fallback: number): number {
+  return text === undefined ? fallback : (checkDuration(text).ms ?? fallback);
+}

@@ -1,0 +1,23 @@
+// A sink's story builder (README, "Stories"): the one place where a sink with stories on gets its
+// builder, so that each says the same thing, once, when its open stories reach their bound.
+import { type Story, StoryBuilder, type StoryOptions } from '../events/story.ts';
+import type { Logger } from '../util/log.ts';
+
+export function sinkStoryBuilder(
+  sink: string,
+  options: Partial<StoryOptions>,
+  log: Logger,
+  onStory: (story: Story) => void,
+): StoryBuilder {
+  let warned = false;
+  return new StoryBuilder(options, {
+    story: onStory,
+    bufferFull: (limits) => {
+      if (warned) return;
+      warned = true;
+      log.warn(
+        `${sink}: open stories hold ${limits.maxOpenEvents.toLocaleString('en-US')} events, the most they may: the oldest story is sent before its owner went quiet (said once; counted in kubediff_stories_closed_early_total).`,
+      );
+    },
+  });
+}
