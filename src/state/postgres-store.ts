@@ -86,10 +86,11 @@ export interface PostgresStateOptions {
   url: string;
   /** A file holding the password alone (a mounted Secret); re-read at every connection. */
   passwordFile?: string | undefined;
-  /** Time limit of one connection attempt and of one query (default 10 s and 30 s). */
-  connectTimeoutMs?: number;
-  queryTimeoutMs?: number;
 }
+
+/** Time limits of one connection attempt and of one query: past them the store counts as down (transient). */
+const CONNECT_TIMEOUT_MS = 10_000;
+const QUERY_TIMEOUT_MS = 30_000;
 
 /** The password of a passwordFile, read at every connection (a rotated Secret needs no restart). */
 function readPasswordFile(file: string): string {
@@ -116,14 +117,13 @@ function connectionConfig(options: PostgresStateOptions): pg.ClientConfig {
       `the --state URL for ${postgresLabel(options.url)} carries a password; remove it and give it in PGPASSWORD, a ~/.pgpass file (PGPASSFILE) or state.passwordFile, so that it is never on a command line or printed.`,
     );
   }
-  const config: pg.ClientConfig = {
+  return {
     connectionString: options.url,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
-    query_timeout: options.queryTimeoutMs ?? 30_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
     keepAlive: true,
     application_name: 'kubediff',
   };
-  return config;
 }
 
 const TRANSIENT_CODES = new Set([
