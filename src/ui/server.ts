@@ -33,6 +33,9 @@ export const SERVER_LIMITS = {
   streamBufferBytes: 1024 * 1024,
 } as const;
 
+/** A comment line this often keeps an idle live stream open through proxies. */
+const HEARTBEAT_MS = 15_000;
+
 export interface UiServerOptions {
   reader: TimelineReader;
   log: Logger;
@@ -42,7 +45,6 @@ export interface UiServerOptions {
   flag?: string;
   /** How often live streams look for new events. */
   pollIntervalMs?: number;
-  heartbeatMs?: number;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -208,11 +210,7 @@ export class UiServer {
         sendJson(response, 200, reader.facets());
         return;
       case '/api/v1/events': {
-        const limit = integer(params, 'limit', {
-          min: 1,
-          max: LIMITS.pageMax,
-          fallback: LIMITS.pageDefault,
-        })!;
+        const limit = integer(params, 'limit', { min: 1, max: LIMITS.pageMax, fallback: LIMITS.pageDefault });
         const before = integer(params, 'before', { min: 1, max: Number.MAX_SAFE_INTEGER });
         sendJson(response, 200, reader.events(historyFilter(params), { limit, before }));
         return;
@@ -229,9 +227,9 @@ export class UiServer {
             min: 1,
             max: LIMITS.bucketsMax,
             fallback: LIMITS.bucketsDefault,
-          })!,
+          }),
           maxMarks: LIMITS.marks,
-          maxRows: integer(params, 'maxRows', { min: 1, max: LIMITS.rowsMax, fallback: LIMITS.rowsDefault })!,
+          maxRows: integer(params, 'maxRows', { min: 1, max: LIMITS.rowsMax, fallback: LIMITS.rowsDefault }),
         });
         sendJson(response, 200, timeline);
         return;
@@ -241,7 +239,7 @@ export class UiServer {
           min: 1,
           max: LIMITS.objectEventsMax,
           fallback: LIMITS.objectEventsDefault,
-        })!;
+        });
         const history = reader.object(objectRef(params), limit);
         const wanted = ['a', 'b'].flatMap((name) => {
           const seq = integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER });
@@ -288,7 +286,7 @@ export class UiServer {
     this.poller ??= setInterval(() => this.poll(), this.options.pollIntervalMs ?? 500);
     this.heartbeat ??= setInterval(() => {
       for (const open of this.streams) open.response.write(': ping\n\n');
-    }, this.options.heartbeatMs ?? 15_000);
+    }, HEARTBEAT_MS);
   }
 
   /** One look at the history for every live stream: a cheap max(seq) first, the filtered query only then. */
