@@ -3,6 +3,7 @@
 // by page. Reads without writing, so it can run while `kubediff watch` writes (SQLite's WAL: readers never
 // block the writer; PostgreSQL: MVCC).
 import type { Writable } from 'node:stream';
+import { parseCount } from '../config/count.ts';
 import { managerNameProblem } from '../events/filter.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
@@ -53,12 +54,8 @@ export async function runHistory(
     const age = parseDurationSetting('--since', flags.since, AGE_RULES);
     query.since = new Date((io.now ?? Date.now)() - age).toISOString();
   }
-  if (flags.tail !== undefined) {
-    const tail = Number(flags.tail);
-    if (!Number.isInteger(tail) || tail < 1)
-      throw new UsageError(`invalid --tail "${flags.tail}": use a whole number of events such as 50.`);
-    query.limit = tail;
-  }
+  if (flags.tail !== undefined)
+    query.limit = parseCount('--tail', flags.tail, 'use a whole number of events such as 50');
   if (flags.manager !== undefined) {
     const problem = managerNameProblem(flags.manager);
     if (problem) throw new UsageError(`invalid --manager ${JSON.stringify(flags.manager)}: ${problem}.`);
