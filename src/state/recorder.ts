@@ -214,6 +214,11 @@ export class StateRecorder implements PipelineObserver {
     return recorder;
   }
 
+  /** Where the state is, safe to print: a file path, or a database URL without credentials. */
+  get label(): string {
+    return this.store.label;
+  }
+
   /** True when the store holds a previous run's state: startup is a catch-up, not a baseline. */
   get hasPreviousState(): boolean {
     return this.catchingUp;
