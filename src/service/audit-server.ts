@@ -46,16 +46,7 @@ export interface AuditServerOptions {
 export const AUDIT_SERVER_DEFAULTS = { maxRequestBytes: 16 * 1024 * 1024, reloadIntervalMs: 10_000 } as const;
 const MAX_CONCURRENT_REQUESTS = 4;
 
-export type AuditRequestOutcome =
-  | 'accepted'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'bad_request'
-  | 'too_large'
-  | 'busy'
-  | 'not_allowed';
-
-export const AUDIT_REQUEST_OUTCOMES: readonly AuditRequestOutcome[] = [
+export const AUDIT_REQUEST_OUTCOMES = [
   'accepted',
   'unauthorized',
   'forbidden',
@@ -63,7 +54,9 @@ export const AUDIT_REQUEST_OUTCOMES: readonly AuditRequestOutcome[] = [
   'too_large',
   'busy',
   'not_allowed',
-];
+] as const;
+
+export type AuditRequestOutcome = (typeof AUDIT_REQUEST_OUTCOMES)[number];
 
 interface TlsFiles {
   cert: Buffer;
