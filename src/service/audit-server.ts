@@ -16,7 +16,6 @@ import { timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { AuditRecord } from '../events/audit-join.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
@@ -24,7 +23,7 @@ import { globToRegExp } from '../util/glob.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
-import { listenOn } from './health-server.ts';
+import { boundAddress, closeServer, listenOn } from './health-server.ts';
 
 export interface AuditServerOptions {
   listen: string;
@@ -121,9 +120,7 @@ export class AuditServer {
 
   /** host:port actually bound. */
   get address(): string {
-    const info = this.server.address() as AddressInfo;
-    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-    return `${host}:${info.port}`;
+    return boundAddress(this.server);
   }
 
   /** Requests by outcome, and records taken (for /metrics). */
@@ -133,10 +130,7 @@ export class AuditServer {
 
   async close(): Promise<void> {
     clearInterval(this.reloadTimer);
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    await closeServer(this.server);
   }
 
   /** Loads the files again when one changed; a set that does not load keeps the one in use. */

@@ -14,8 +14,7 @@
 // Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { listenOn, parseListenAddress } from '../service/health-server.ts';
+import { boundAddress, closeServer, listenOn, parseListenAddress } from '../service/health-server.ts';
 import type { EventSummary, HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
@@ -123,8 +122,7 @@ export class UiServer {
 
   /** host:port actually bound. */
   get address(): string {
-    const info = this.server.address() as AddressInfo;
-    return `${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`;
+    return boundAddress(this.server);
   }
 
   async close(): Promise<void> {
@@ -132,10 +130,7 @@ export class UiServer {
     clearInterval(this.heartbeat);
     for (const stream of this.streams) stream.response.end();
     this.streams.clear();
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    await closeServer(this.server);
   }
 
   private handle(request: IncomingMessage, response: ServerResponse): void {
