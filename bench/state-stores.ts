@@ -6,10 +6,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { ChangeEvent } from '../src/events/event.ts';
 import { StateDatabase } from '../src/state/database.ts';
 import { PostgresHistory, PostgresStateStore } from '../src/state/postgres-store.ts';
 import { SqliteStateStore } from '../src/state/sqlite-store.ts';
-import type { HistoryQuery, HistoryReader, SerializedWrite } from '../src/state/store.ts';
+import {
+  type HistoryQuery,
+  type HistoryReader,
+  type SerializedWrite,
+  serializeWrite,
+} from '../src/state/store.ts';
 import { psql, startPostgres } from '../test/helpers/postgres.ts';
 
 const argv = process.argv.slice(2);
@@ -22,12 +28,12 @@ const now = Date.now();
 const WEEK = 7 * 24 * 3_600_000;
 
 /** Event i of the generated history: a ConfigMap UPDATED with two changes, times spread over a week. */
-function eventWrite(i: number): { cluster: string; write: Extract<SerializedWrite, { kind: 'event' }> } {
+function eventWrite(i: number): { cluster: string; write: SerializedWrite } {
   const cluster = CLUSTERS[i % CLUSTERS.length] as string;
   const namespace = `ns-${(i >> 2) % NAMESPACES}`;
   const name = `cm-${(i * 7919) % NAMES}`;
   const time = new Date(now - WEEK + Math.floor((i / total) * WEEK)).toISOString();
-  const event = {
+  const event: ChangeEvent = {
     id: `uid-${cluster}-${namespace}-${name}:${i}`,
     type: 'UPDATED',
     time,
@@ -48,16 +54,7 @@ function eventWrite(i: number): { cluster: string; write: Extract<SerializedWrit
   };
   return {
     cluster,
-    write: {
-      kind: 'event',
-      resource: 'configmaps',
-      id: event.id,
-      time,
-      type: 'UPDATED',
-      namespace,
-      name,
-      json: JSON.stringify(event),
-    },
+    write: serializeWrite({ kind: 'event', resource: 'configmaps', event }),
   };
 }
 

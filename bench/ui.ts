@@ -8,13 +8,13 @@
 //   npm run bench:ui                    1,000,000 events (about 3 minutes)
 //   npm run bench:ui -- --events 100000 --no-record
 //   npm run bench:ui -- --reuse <file> --no-record      a file written by an earlier run (kept with --keep)
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { newPage, withBrowser } from '../test/helpers/browser.ts';
 import { type GeneratedHistory, writeGeneratedHistory } from '../test/helpers/generated-history.ts';
+import { startChild } from './lib/processes.ts';
 import { median, round } from './lib/stats.ts';
 import { renderMarkdown } from './report.ts';
 
@@ -29,6 +29,7 @@ const RECORD = !argv.includes('--no-record');
 const REUSE = option('--reuse');
 const KEEP = argv.includes('--keep');
 const RUNS = 5;
+const SERVING = /serving the change history on (http:\/\/\S+?)\//;
 
 export interface UiQueryFigure {
   query: string;
@@ -87,21 +88,15 @@ async function main(): Promise<void> {
     db.close();
     const fullPassMs = median(fullPass);
 
-    const server = spawn(
+    const server = startChild(
       process.execPath,
       [path.join(repoRoot, 'bin/kubediff.js'), 'ui', '--state', file, '--listen', '127.0.0.1:0'],
-      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBEDIFF_LOG_FORMAT: 'text' } },
+      { env: { ...process.env, KUBEDIFF_LOG_FORMAT: 'text' } },
     );
-    const origin = await new Promise<string>((resolve, reject) => {
-      let text = '';
-      server.stderr.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        const match = /serving the change history on (http:\/\/\S+?)\//.exec(text);
-        if (match) resolve(match[1]!);
-      });
-      server.on('exit', (code) => reject(new Error(`kubediff ui exited (${code}): ${text}`)));
-    });
     try {
+      // The facets of a million events are computed before it listens: seconds.
+      await server.waitForStderr(SERVING, 120_000);
+      const origin = SERVING.exec(server.stderr())![1]!;
       const end = spec.start + EVENTS * stepMs;
       const iso = (ms: number) => new Date(ms).toISOString();
       const whole = `from=${iso(spec.start)}&to=${iso(end + 1)}`;
@@ -222,7 +217,7 @@ async function main(): Promise<void> {
         process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       }
     } finally {
-      server.kill('SIGTERM');
+      await server.stop();
     }
   } finally {
     if (KEEP && !REUSE) process.stderr.write(`bench ui: kept ${file}\n`);

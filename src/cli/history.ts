@@ -2,17 +2,16 @@
 // [--tail n] [--manager glob] [--user glob] [-o json|pretty]`: the events recorded, newest last, read page
 // by page. Reads without writing, so it can run while `kubediff watch` writes (SQLite's WAL: readers never
 // block the writer; PostgreSQL: MVCC).
-import { existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import { loadConfigFile } from '../config/file.ts';
+import { parseCount } from '../config/count.ts';
 import { managerNameProblem } from '../events/filter.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
-import { isPostgresUrl } from '../state/location.ts';
 import { openHistory } from '../state/open.ts';
 import type { HistoryQuery, HistoryReader } from '../state/store.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { requireStateFile, stateLocation } from './state-location.ts';
 
 export interface HistoryFlags {
   state?: string;
@@ -35,20 +34,11 @@ export async function runHistory(
   flags: HistoryFlags,
   io: { stdout: Writable; isTTY: boolean; now?: () => number },
 ): Promise<void> {
-  const fromFile = flags.config
-    ? loadConfigFile(flags.config, process.env, { unsetVariables: 'warn' }).config.state
-    : undefined;
-  const path = flags.state?.trim() || fromFile?.path;
-  if (!path) {
-    throw new UsageError(
-      'history needs --state <file> (or -c with a config file that sets state.path): the file `kubediff watch --state` writes.',
-    );
-  }
-  if (!isPostgresUrl(path) && !existsSync(path)) {
-    throw new UsageError(
-      `no state file at ${path}: run \`kubediff watch --state ${path}\` first, or pass the path it writes.`,
-    );
-  }
+  const location = stateLocation(
+    flags,
+    'history needs --state <file> (or -c with a config file that sets state.path): the file `kubediff watch --state` writes.',
+  );
+  requireStateFile(location.path);
   const query: HistoryQuery = {};
   if (flags.namespace) query.namespace = flags.namespace.trim();
   if (flags.user !== undefined) {
@@ -64,18 +54,14 @@ export async function runHistory(
     const age = parseDurationSetting('--since', flags.since, AGE_RULES);
     query.since = new Date((io.now ?? Date.now)() - age).toISOString();
   }
-  if (flags.tail !== undefined) {
-    const tail = Number(flags.tail);
-    if (!Number.isInteger(tail) || tail < 1)
-      throw new UsageError(`invalid --tail "${flags.tail}": use a whole number of events such as 50.`);
-    query.limit = tail;
-  }
+  if (flags.tail !== undefined)
+    query.limit = parseCount('--tail', flags.tail, 'use a whole number of events such as 50');
   if (flags.manager !== undefined) {
     const problem = managerNameProblem(flags.manager);
     if (problem) throw new UsageError(`invalid --manager ${JSON.stringify(flags.manager)}: ${problem}.`);
     query.manager = flags.manager.trim();
   }
-  const db = await openHistory({ path, passwordFile: fromFile?.passwordFile });
+  const db = await openHistory(location);
   try {
     if (target !== undefined) {
       const slash = target.indexOf('/');

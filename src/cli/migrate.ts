@@ -2,27 +2,21 @@
 // migrates at start too; this lets an operator do it ahead of a rollout (and lets `history` run on a
 // database no `watch` of this version has opened yet).
 import type { Writable } from 'node:stream';
-import { loadConfigFile } from '../config/file.ts';
 import { SCHEMA_VERSION, StateDatabase } from '../state/database.ts';
 import { isPostgresUrl } from '../state/location.ts';
-import { UsageError } from '../util/errors.ts';
+import { stateLocation } from './state-location.ts';
 
 export async function runMigrate(
   flags: { state?: string; config?: string },
   stdout: Writable,
 ): Promise<void> {
-  const fromFile = flags.config
-    ? loadConfigFile(flags.config, process.env, { unsetVariables: 'warn' }).config.state
-    : undefined;
-  const path = flags.state?.trim() || fromFile?.path;
-  if (!path) {
-    throw new UsageError(
-      'migrate needs --state <file|postgres://…> (or -c with a config file that sets state.path).',
-    );
-  }
+  const { path, passwordFile } = stateLocation(
+    flags,
+    'migrate needs --state <file|postgres://…> (or -c with a config file that sets state.path).',
+  );
   if (isPostgresUrl(path)) {
     const { migratePostgres } = await import('../state/postgres-store.ts');
-    const { label, from, to } = await migratePostgres({ url: path, passwordFile: fromFile?.passwordFile });
+    const { label, from, to } = await migratePostgres({ url: path, passwordFile });
     stdout.write(
       from === to
         ? `${label} is at schema ${to} already.\n`

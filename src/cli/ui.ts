@@ -1,8 +1,6 @@
 // `kubediff ui --state <file> [--listen 127.0.0.1:8080] [--token-file <file>]`: the change history of a
 // state file as a web page (docs/ui.md), until SIGINT or SIGTERM. Opens the file read-only, so it can
 // run beside the `kubediff watch` that writes it and shows what it records as it records it.
-import { existsSync } from 'node:fs';
-import { loadConfigFile } from '../config/file.ts';
 import { StateDatabase } from '../state/database.ts';
 import { isPostgresUrl } from '../state/location.ts';
 import { SqliteTimelineReader } from '../state/timeline-reader.ts';
@@ -10,6 +8,7 @@ import { UiServer } from '../ui/server.ts';
 import { readTokenFile, UI_NEEDS_A_FILE } from '../ui/token.ts';
 import { UsageError } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { requireStateFile, stateLocation } from './state-location.ts';
 
 export interface UiFlags {
   state?: string;
@@ -22,22 +21,12 @@ export async function runUi(
   flags: UiFlags,
   runtime: { log: Logger; stopRequested: Promise<string> },
 ): Promise<void> {
-  const path =
-    flags.state?.trim() ||
-    (flags.config
-      ? loadConfigFile(flags.config, process.env, { unsetVariables: 'warn' }).config.state?.path
-      : undefined);
-  if (!path) {
-    throw new UsageError(
-      'ui needs --state <file> (or -c with a config file that sets state.path): the file `kubediff watch --state` writes.',
-    );
-  }
+  const { path } = stateLocation(
+    flags,
+    'ui needs --state <file> (or -c with a config file that sets state.path): the file `kubediff watch --state` writes.',
+  );
   if (isPostgresUrl(path)) throw new UsageError(UI_NEEDS_A_FILE);
-  if (!existsSync(path)) {
-    throw new UsageError(
-      `no state file at ${path}: run \`kubediff watch --state ${path}\` first, or pass the path it writes.`,
-    );
-  }
+  requireStateFile(path);
   const token = flags.tokenFile ? readTokenFile(flags.tokenFile, '--token-file') : undefined;
   const reader = new SqliteTimelineReader(StateDatabase.open(path, { readOnly: true }));
   try {

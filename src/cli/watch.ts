@@ -26,7 +26,6 @@ import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSpec } from '../sinks/setup.ts';
 import { StateDatabase } from '../state/database.ts';
-import { isPostgresUrl, postgresLabel } from '../state/location.ts';
 import { openStateStore } from '../state/open.ts';
 import { StateRecorder, selectionSignature, sinkProgress } from '../state/recorder.ts';
 import { SqliteTimelineReader } from '../state/timeline-reader.ts';
@@ -250,8 +249,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     );
     log.info(
       recorder.hasPreviousState
-        ? `catching up from ${stateLabel(settings.state)}: changes made while kubediff was not running are reported offline.`
-        : `recording state in ${stateLabel(settings.state)}: the next start will catch up on what it missed.`,
+        ? `catching up from ${recorder.label}: changes made while kubediff was not running are reported offline.`
+        : `recording state in ${recorder.label}: the next start will catch up on what it missed.`,
     );
   }
   // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
@@ -320,10 +319,4 @@ function logStop(log: Logger, reason: string, shutdownTimeoutMs: number, when: s
   } else {
     log.debug(`stopping${when}: ${reason}`);
   }
-}
-
-/** Where the state is, safe to print: a file path, or a database without its user. */
-function stateLabel(state: { path: string } | undefined): string {
-  if (!state) return '';
-  return isPostgresUrl(state.path) ? postgresLabel(state.path) : state.path;
 }

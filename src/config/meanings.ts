@@ -133,22 +133,32 @@ function checkKafkaBrokers(values: unknown, path: KeyPath, at: At, shown: Shown)
   });
 }
 
-function checkNamespaces(values: unknown, path: KeyPath, at: At): void {
+/** Each string of a list checked by `problemOf`; what it finds is reported at that item as `say` puts it. */
+function checkNames(
+  values: unknown,
+  path: KeyPath,
+  at: At,
+  problemOf: (name: string) => string | undefined,
+  say: (name: string, problem: string) => string = (name, problem) => `${JSON.stringify(name)} is ${problem}`,
+): void {
   if (!Array.isArray(values)) return;
   values.forEach((name: unknown, index) => {
     if (typeof name !== 'string') return;
-    const problem = namespaceProblem(name);
-    if (problem) at([...path, index], `${JSON.stringify(name)} is ${problem}`);
+    const problem = problemOf(name);
+    if (problem) at([...path, index], say(name, problem));
   });
 }
 
+function checkNamespaces(values: unknown, path: KeyPath, at: At): void {
+  checkNames(values, path, at, namespaceProblem);
+}
+
 function checkResources(values: unknown, path: KeyPath, at: At): void {
-  if (!Array.isArray(values)) return;
-  values.forEach((name: unknown, index) => {
-    if (typeof name !== 'string') return;
-    const problem = resourceNameProblem(name);
-    if (problem) at([...path, index], problem);
-  });
+  checkNames(values, path, at, resourceNameProblem, (_name, problem) => problem);
+}
+
+function checkManagers(values: unknown, path: KeyPath, at: At): void {
+  checkNames(values, path, at, managerNameProblem);
 }
 
 function checkPathRules(rules: unknown, path: KeyPath, at: At): void {
@@ -166,15 +176,6 @@ function checkPathRules(rules: unknown, path: KeyPath, at: At): void {
       checkResources(rule.resources, [...path, index, 'resources'], at);
       checkManagers(rule.managers, [...path, index, 'managers'], at);
     }
-  });
-}
-
-function checkManagers(names: unknown, path: KeyPath, at: At): void {
-  if (!Array.isArray(names)) return;
-  names.forEach((name: unknown, index) => {
-    if (typeof name !== 'string') return;
-    const problem = managerNameProblem(name);
-    if (problem) at([...path, index], `${JSON.stringify(name)} is ${problem}`);
   });
 }
 

@@ -14,6 +14,7 @@ import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '..
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { kafkaBrokerProblem, parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import { parseCount } from './count.ts';
 import type { KeyPath } from './problems.ts';
 import type { SinkInput } from './schema.ts';
 
@@ -204,13 +205,12 @@ function envValue(env: Readonly<Record<string, string | undefined>>, name: strin
 }
 
 function batchSize(text: string): number {
-  const size = Number(text);
-  if (!Number.isInteger(size) || size < 1 || size > MAX_BATCH) {
-    throw new UsageError(
-      `invalid --webhook-batch "${text}": use a number of events per request from 1 to ${MAX_BATCH.toLocaleString('en-US')}.`,
-    );
-  }
-  return size;
+  return parseCount(
+    '--webhook-batch',
+    text,
+    `use a number of events per request from 1 to ${MAX_BATCH.toLocaleString('en-US')}`,
+    MAX_BATCH,
+  );
 }
 
 /** 'Name: value' lines; the value is never echoed in an error (it may be a credential). */

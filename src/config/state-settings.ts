@@ -4,6 +4,7 @@ import { DEFAULT_RETENTION, type Retention } from '../state/store.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
+import { parseCount } from './count.ts';
 
 export interface StateSettings {
   /** An SQLite file, or postgres://[user@]host[:port]/database. */
@@ -40,20 +41,17 @@ export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | un
           ? DEFAULT_RETENTION.maxAgeMs
           : parseDurationSetting('--state-max-age', flags.stateMaxAge, AGE_RULES),
       maxEvents:
-        flags.stateMaxEvents === undefined ? DEFAULT_RETENTION.maxEvents : parseCount(flags.stateMaxEvents),
+        flags.stateMaxEvents === undefined
+          ? DEFAULT_RETENTION.maxEvents
+          : parseCount(
+              '--state-max-events',
+              flags.stateMaxEvents,
+              'use a whole number of events such as 100000',
+            ),
       maxSizeBytes:
         flags.stateMaxSize === undefined
           ? DEFAULT_RETENTION.maxSizeBytes
           : parseSize('--state-max-size', flags.stateMaxSize),
     },
   };
-}
-
-function parseCount(value: string | number): number {
-  const count = Number(value);
-  if (!Number.isInteger(count) || count < 1)
-    throw new UsageError(
-      `invalid --state-max-events "${value}": use a whole number of events such as 100000.`,
-    );
-  return count;
 }

@@ -6,6 +6,7 @@ import type { HttpSettings } from '../kube/client.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { invalidSetting } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
+import { parseCount } from './count.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -32,13 +33,12 @@ export function timingFromEnvironment(env: Env = process.env): Partial<Reflector
   const slowRetry = durationFromEnvironment('KUBEDIFF_SLOW_RETRY', env);
   if (slowRetry !== undefined) timing.slowRetryMs = slowRetry;
   const pageSize = env.KUBEDIFF_LIST_PAGE_SIZE;
-  if (pageSize) {
-    const size = Number(pageSize);
-    if (!Number.isInteger(size) || size < 1) {
-      throw invalidSetting('KUBEDIFF_LIST_PAGE_SIZE', pageSize, 'use a whole number of objects such as 500');
-    }
-    timing.pageSize = size;
-  }
+  if (pageSize)
+    timing.pageSize = parseCount(
+      'KUBEDIFF_LIST_PAGE_SIZE',
+      pageSize,
+      'use a whole number of objects such as 500',
+    );
   const initialSync = env.KUBEDIFF_INITIAL_SYNC;
   if (initialSync) {
     if (initialSync !== 'stream' && initialSync !== 'list') {
@@ -70,16 +70,12 @@ export function httpFromEnvironment(env: Env = process.env): Partial<HttpSetting
   const pingTimeout = durationFromEnvironment('KUBEDIFF_PING_TIMEOUT', env);
   if (pingTimeout !== undefined) http.pingTimeoutMs = pingTimeout;
   const connections = env.KUBEDIFF_MAX_CONNECTIONS;
-  if (connections) {
-    const count = Number(connections);
-    if (!Number.isInteger(count) || count < 1)
-      throw invalidSetting(
-        'KUBEDIFF_MAX_CONNECTIONS',
-        connections,
-        'use a whole number of connections such as 256',
-      );
-    http.maxConnections = count;
-  }
+  if (connections)
+    http.maxConnections = parseCount(
+      'KUBEDIFF_MAX_CONNECTIONS',
+      connections,
+      'use a whole number of connections such as 256',
+    );
   const maxReadBytes = sizeFromEnvironment('KUBEDIFF_MAX_READ_SIZE', env);
   if (maxReadBytes !== undefined) http.maxReadBytes = maxReadBytes;
   return http;

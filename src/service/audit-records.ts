@@ -50,7 +50,7 @@ function producedObject(value: unknown): { uid?: string; resourceVersion?: strin
 }
 
 /** One audit event as a record, or undefined when it says nothing about a change (a read, a failure, a stage before the response). */
-export function auditRecordOf(item: unknown): AuditRecord | undefined {
+function auditRecordOf(item: unknown): AuditRecord | undefined {
   if (!isObject(item)) return undefined;
   if (item.stage !== 'ResponseComplete') return undefined;
   const verb = text(item.verb);

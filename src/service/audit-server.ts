@@ -16,7 +16,6 @@ import { timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { AuditRecord } from '../events/audit-join.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
@@ -24,7 +23,7 @@ import { globToRegExp } from '../util/glob.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
-import { listenOn } from './health-server.ts';
+import { boundAddress, closeServer, listenOn } from './health-server.ts';
 
 export interface AuditServerOptions {
   listen: string;
@@ -46,16 +45,7 @@ export interface AuditServerOptions {
 export const AUDIT_SERVER_DEFAULTS = { maxRequestBytes: 16 * 1024 * 1024, reloadIntervalMs: 10_000 } as const;
 const MAX_CONCURRENT_REQUESTS = 4;
 
-export type AuditRequestOutcome =
-  | 'accepted'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'bad_request'
-  | 'too_large'
-  | 'busy'
-  | 'not_allowed';
-
-export const AUDIT_REQUEST_OUTCOMES: readonly AuditRequestOutcome[] = [
+export const AUDIT_REQUEST_OUTCOMES = [
   'accepted',
   'unauthorized',
   'forbidden',
@@ -63,7 +53,9 @@ export const AUDIT_REQUEST_OUTCOMES: readonly AuditRequestOutcome[] = [
   'too_large',
   'busy',
   'not_allowed',
-];
+] as const;
+
+export type AuditRequestOutcome = (typeof AUDIT_REQUEST_OUTCOMES)[number];
 
 interface TlsFiles {
   cert: Buffer;
@@ -128,9 +120,7 @@ export class AuditServer {
 
   /** host:port actually bound. */
   get address(): string {
-    const info = this.server.address() as AddressInfo;
-    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-    return `${host}:${info.port}`;
+    return boundAddress(this.server);
   }
 
   /** Requests by outcome, and records taken (for /metrics). */
@@ -140,10 +130,7 @@ export class AuditServer {
 
   async close(): Promise<void> {
     clearInterval(this.reloadTimer);
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    await closeServer(this.server);
   }
 
   /** Loads the files again when one changed; a set that does not load keeps the one in use. */

@@ -155,6 +155,21 @@ export async function listenOn(server: NetServer, address: string, flag: string)
   });
 }
 
+/** host:port a listening server actually bound (the port is known even with :0). */
+export function boundAddress(server: NetServer): string {
+  const info = server.address() as AddressInfo;
+  const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+  return `${host}:${info.port}`;
+}
+
+/** Stops listening and ends every connection, idle or not (a stop must not wait for keep-alives). */
+export function closeServer(server: Server | (NetServer & { closeAllConnections(): void })): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
 export interface HealthServerOptions {
   readiness: Readiness;
   metrics: KubediffMetrics;
@@ -184,16 +199,11 @@ export class HealthServer {
 
   /** host:port actually bound (the port is known even with :0). */
   get address(): string {
-    const info = this.server.address() as AddressInfo;
-    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-    return `${host}:${info.port}`;
+    return boundAddress(this.server);
   }
 
-  async close(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+  close(): Promise<void> {
+    return closeServer(this.server);
   }
 }
 

@@ -72,7 +72,6 @@ export class KubediffMetrics {
   private readonly lastEventAt = new Map<string, number>();
   /** Per informer: phases seen so far, to tell a first LIST/WATCH from a relist/restart. */
   private readonly history = new WeakMap<Informer, { listed: boolean; watched: boolean }>();
-  private readonly sinkTotals = new Map<string, number>();
   /** Cumulative counts read from sources at the last scrape (see incrementTo). */
   private readonly sourceTotals = new Map<string, number>();
   private sources: MetricsSources = {};
@@ -175,13 +174,13 @@ export class KubediffMetrics {
       collect() {
         for (const sink of self.sources.sinks?.() ?? []) {
           const stats = sink.stats();
-          for (const [field, outcome] of SINK_OUTCOMES) {
-            const key = `${sink.name}\u0000${outcome}`;
-            const delta = stats[field] - (self.sinkTotals.get(key) ?? 0);
-            if (delta > 0) this.inc({ sink: sink.name, outcome }, delta);
-            else if (!self.sinkTotals.has(key)) this.inc({ sink: sink.name, outcome }, 0);
-            self.sinkTotals.set(key, stats[field]);
-          }
+          for (const [field, outcome] of SINK_OUTCOMES)
+            self.incrementTo(
+              this,
+              { sink: sink.name, outcome },
+              stats[field],
+              `sink\u0000${sink.name}\u0000${outcome}`,
+            );
         }
       },
     });

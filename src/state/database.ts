@@ -18,18 +18,21 @@ import { dirname, resolve } from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
 import type { ChangeEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
-import type { JsonObject, ResourceType } from '../kube/types.ts';
+import type { ResourceType } from '../kube/types.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { withoutExperimentalWarning } from '../util/experimental.ts';
 import {
   DEFAULT_PAGE_SIZE,
   type HistoryPage,
   type HistoryQuery,
+  OBJECT_COLUMNS,
+  type ObjectRow,
   type Retention,
   type SerializedWrite,
   type StateWrite,
   type StoredResource,
   serializeWrite,
+  storedObjectOf,
 } from './store.ts';
 
 /** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
@@ -246,32 +249,12 @@ export class StateDatabase {
     }));
   }
 
-  /** The objects recorded for one resource type (in one namespace, if given). */
-  objects(resource: string, namespace?: string): StoredObject[] {
-    const rows = (
-      namespace === undefined
-        ? this.statement(
-            'SELECT key, namespace, name, uid, resource_version, object FROM objects WHERE resource = ?',
-          ).all(resource)
-        : this.statement(
-            'SELECT key, namespace, name, uid, resource_version, object FROM objects WHERE resource = ? AND namespace = ?',
-          ).all(resource, namespace)
-    ) as {
-      key: string;
-      namespace: string | null;
-      name: string;
-      uid: string;
-      resource_version: string;
-      object: string;
-    }[];
-    return rows.map((row) => ({
-      key: row.key,
-      namespace: row.namespace ?? undefined,
-      name: row.name,
-      uid: row.uid,
-      resourceVersion: row.resource_version,
-      object: JSON.parse(row.object) as JsonObject,
-    }));
+  /** The objects recorded for one resource type. */
+  objects(resource: string): StoredObject[] {
+    const rows = this.statement(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE resource = ?`).all(
+      resource,
+    ) as unknown as ObjectRow[];
+    return rows.map(storedObjectOf);
   }
 
   objectCount(resource?: string): number {

@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { ChangeEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
-import type { JsonObject, ResourceType } from '../kube/types.ts';
+import type { ResourceType } from '../kube/types.ts';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
 import { hasGlob } from '../util/glob.ts';
 import { postgresLabel } from './location.ts';
@@ -25,10 +25,13 @@ import {
   type HistoryPage,
   type HistoryQuery,
   type HistoryReader,
+  OBJECT_COLUMNS,
+  type ObjectRow,
   type Retention,
   type SerializedWrite,
   type StateStore,
   type StoredResource,
+  storedObjectOf,
 } from './store.ts';
 
 /** 'KDif': the advisory lock class of kubediff's claims and migrations. */
@@ -83,10 +86,11 @@ export interface PostgresStateOptions {
   url: string;
   /** A file holding the password alone (a mounted Secret); re-read at every connection. */
   passwordFile?: string | undefined;
-  /** Time limit of one connection attempt and of one query (default 10 s and 30 s). */
-  connectTimeoutMs?: number;
-  queryTimeoutMs?: number;
 }
+
+/** Time limits of one connection attempt and of one query: past them the store counts as down (transient). */
+const CONNECT_TIMEOUT_MS = 10_000;
+const QUERY_TIMEOUT_MS = 30_000;
 
 /** The password of a passwordFile, read at every connection (a rotated Secret needs no restart). */
 function readPasswordFile(file: string): string {
@@ -113,14 +117,13 @@ function connectionConfig(options: PostgresStateOptions): pg.ClientConfig {
       `the --state URL for ${postgresLabel(options.url)} carries a password; remove it and give it in PGPASSWORD, a ~/.pgpass file (PGPASSFILE) or state.passwordFile, so that it is never on a command line or printed.`,
     );
   }
-  const config: pg.ClientConfig = {
+  return {
     connectionString: options.url,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
-    query_timeout: options.queryTimeoutMs ?? 30_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
     keepAlive: true,
     application_name: 'kubediff',
   };
-  return config;
 }
 
 const TRANSIENT_CODES = new Set([
@@ -392,26 +395,12 @@ export class PostgresStateStore extends PostgresBase implements StateStore {
 
   async objects(resource: string): Promise<StoredObject[]> {
     const result = await this.run((client) =>
-      client.query<{
-        key: string;
-        namespace: string | null;
-        name: string;
-        uid: string;
-        resource_version: string;
-        object: string;
-      }>(
-        'SELECT key, namespace, name, uid, resource_version, object FROM kubediff_objects WHERE cluster = $1 AND resource = $2',
+      client.query<ObjectRow>(
+        `SELECT ${OBJECT_COLUMNS} FROM kubediff_objects WHERE cluster = $1 AND resource = $2`,
         [this.cluster, resource],
       ),
     );
-    return result.rows.map((row) => ({
-      key: row.key,
-      namespace: row.namespace ?? undefined,
-      name: row.name,
-      uid: row.uid,
-      resourceVersion: row.resource_version,
-      object: JSON.parse(row.object) as JsonObject,
-    }));
+    return result.rows.map(storedObjectOf);
   }
 
   async forgetObjects(): Promise<void> {

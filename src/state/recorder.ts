@@ -39,7 +39,7 @@
 // the next start's relist then finds the objects again (their history
 // events are what is lost). A failure that is not transient (SQLite's disk
 // full) stops recording, as before.
-import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import type { ChangeEvent } from '../events/event.ts';
 import type { DeliveryMark, PipelineObserver, StoreChange } from '../events/pipeline.ts';
 import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
@@ -214,6 +214,11 @@ export class StateRecorder implements PipelineObserver {
     return recorder;
   }
 
+  /** Where the state is, safe to print: a file path, or a database URL without credentials. */
+  get label(): string {
+    return this.store.label;
+  }
+
   /** True when the store holds a previous run's state: startup is a catch-up, not a baseline. */
   get hasPreviousState(): boolean {
     return this.catchingUp;
@@ -314,8 +319,9 @@ export class StateRecorder implements PipelineObserver {
    * when every sink has finished with what it had accepted at `mark`.
    */
   changeProcessed(change: StoreChange, reported: ChangeEvent | undefined, mark: DeliveryMark): void {
+    // The event is this change's: its resource is the change's type, named once for both rows.
     const resource = qualifiedName(change.type);
-    if (reported) this.queue({ kind: 'event', resource: qualifiedResource(reported), event: reported }, mark);
+    if (reported) this.queue({ kind: 'event', resource, event: reported }, mark);
     if (change.kind === 'deleted') this.queue({ kind: 'delete', resource, key: change.object.key }, mark);
     else this.queue({ kind: 'object', resource, object: change.object }, mark);
   }

@@ -7,7 +7,7 @@
 // recorder keeps it, within its byte bound, and retries.
 import type { ChangeEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
-import type { ResourceType } from '../kube/types.ts';
+import type { JsonObject, ResourceType } from '../kube/types.ts';
 
 export interface StoredResource {
   resource: string;
@@ -87,6 +87,31 @@ export function serializeWrite(write: StateWrite): SerializedWrite {
     namespace: event.object.namespace,
     name: event.object.name,
     json: JSON.stringify(event),
+  };
+}
+
+/** An object's row, as both stores keep it (the columns of their objects tables). */
+export interface ObjectRow {
+  key: string;
+  namespace: string | null;
+  name: string;
+  uid: string;
+  resource_version: string;
+  object: string;
+}
+
+/** The columns of ObjectRow, in a SELECT's order. */
+export const OBJECT_COLUMNS = 'key, namespace, name, uid, resource_version, object';
+
+/** A recorded object as the informer's store holds it. */
+export function storedObjectOf(row: ObjectRow): StoredObject {
+  return {
+    key: row.key,
+    namespace: row.namespace ?? undefined,
+    name: row.name,
+    uid: row.uid,
+    resourceVersion: row.resource_version,
+    object: JSON.parse(row.object) as JsonObject,
   };
 }
 

@@ -10,20 +10,8 @@ import type { ChangeEvent, EventType } from '../events/event.ts';
 import type { JsonObject } from '../kube/types.ts';
 import type { SqlParameter, StateDatabase } from './database.ts';
 
-/** Who made a change and which controller it belongs to, when the watch recorded them (both optional). */
-export interface RecordedEvent extends ChangeEvent {
-  owner?: { apiVersion: string; kind: string; name: string; uid: string };
-  by?: {
-    managers?: { manager: string; operation: string; subresource?: string; time?: string }[];
-    user?: { username: string; groups?: string[]; uid?: string };
-    impersonatedUser?: { username: string };
-    userAgent?: string;
-    match?: 'exact' | 'nearest';
-  };
-}
-
 /** A namespace filter value for cluster-scoped objects (no namespace name can be "-"). */
-export const CLUSTER_SCOPED = '-';
+const CLUSTER_SCOPED = '-';
 
 export interface HistoryFilter {
   /** ISO times: from inclusive, to exclusive. */
@@ -102,7 +90,7 @@ export interface ObjectRef {
 
 export interface ObjectHistory {
   /** Oldest first; the newest `limit`. */
-  events: (RecordedEvent & { seq: number })[];
+  events: (ChangeEvent & { seq: number })[];
   /** True when older events exist beyond `limit`. */
   truncated: boolean;
   /** The object as last recorded (normalized, Secrets redacted), while it exists. */
@@ -143,7 +131,7 @@ export interface TimelineOptions {
 }
 
 /** `spec.replicas`, `containers[0].image`, `/spec/replicas` → the part of a JSON Pointer to look for. */
-export function pathFragment(text: string): string {
+function pathFragment(text: string): string {
   const trimmed = text.trim();
   if (trimmed.startsWith('/')) return trimmed;
   return trimmed.replace(/\[(\d+)\]/g, '.$1').replaceAll('.', '/');
@@ -201,7 +189,7 @@ function placeholders(count: number): string {
  * keeps SQLite off the time index (`+time`): a page newest first then walks the events by seq and stops
  * at its limit, instead of sorting every event of a wide window.
  */
-export function filterClause(
+function filterClause(
   filter: HistoryFilter,
   options: { timeIndex?: boolean } = {},
 ): { sql: string; params: SqlParameter[] } {
@@ -313,12 +301,7 @@ export class SqliteTimelineReader implements TimelineReader {
     ))
       if (row.cluster !== null) clusters.add(row.cluster);
     const kinds = new Map<string, string>();
-    for (const stored of this.db.resources()) {
-      kinds.set(
-        stored.type.group === '' ? stored.type.resource : `${stored.type.resource}.${stored.type.group}`,
-        stored.type.kind,
-      );
-    }
+    for (const stored of this.db.resources()) kinds.set(stored.resource, stored.type.kind);
     const known = new Map(
       incremental ? cached.facets.resources.map((entry) => [entry.resource, entry.kind]) : [],
     );
@@ -441,7 +424,7 @@ export class SqliteTimelineReader implements TimelineReader {
     const events = rows
       .slice(0, limit)
       .reverse()
-      .map((row) => ({ ...(JSON.parse(row.event) as RecordedEvent), seq: row.seq }));
+      .map((row) => ({ ...(JSON.parse(row.event) as ChangeEvent), seq: row.seq }));
     const history: ObjectHistory = { events, truncated: rows.length > limit };
     const key = ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
     const current = this.db.select<{ object: string }>(

@@ -23,12 +23,12 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /** Every file of the page by its URL path ('/' is index.html; modules keep their .ts names). */
-export function loadAssets(dir: string = WEB_DIR): Map<string, Asset> {
+export function loadAssets(): Map<string, Asset> {
   const assets = new Map<string, Asset>();
-  for (const file of readdirSync(dir).sort()) {
+  for (const file of readdirSync(WEB_DIR).sort()) {
     const type = CONTENT_TYPES[extname(file)];
     if (!type || file.endsWith('.d.ts') || file === 'tsconfig.json') continue;
-    let text = readFileSync(join(dir, file), 'utf8');
+    let text = readFileSync(join(WEB_DIR, file), 'utf8');
     if (file.endsWith('.ts')) {
       text = withoutExperimentalWarning(/stripTypeScriptTypes|Type Stripping/i, () =>
         stripTypeScriptTypes(text, { mode: 'strip' }),

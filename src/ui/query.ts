@@ -62,6 +62,17 @@ export function time(params: URLSearchParams, name: string): string | undefined 
   return new Date(ms).toISOString();
 }
 
+/** A whole number within bounds; `fallback` when the parameter is absent (undefined without one). */
+export function integer(
+  params: URLSearchParams,
+  name: string,
+  bounds: { min: number; max: number; fallback: number },
+): number;
+export function integer(
+  params: URLSearchParams,
+  name: string,
+  bounds: { min: number; max: number },
+): number | undefined;
 export function integer(
   params: URLSearchParams,
   name: string,

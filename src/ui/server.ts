@@ -14,8 +14,7 @@
 // Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { listenOn, parseListenAddress } from '../service/health-server.ts';
+import { boundAddress, closeServer, listenOn, parseListenAddress } from '../service/health-server.ts';
 import type { EventSummary, HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
@@ -33,6 +32,9 @@ export const SERVER_LIMITS = {
   streamBufferBytes: 1024 * 1024,
 } as const;
 
+/** A comment line this often keeps an idle live stream open through proxies. */
+const HEARTBEAT_MS = 15_000;
+
 export interface UiServerOptions {
   reader: TimelineReader;
   log: Logger;
@@ -42,7 +44,6 @@ export interface UiServerOptions {
   flag?: string;
   /** How often live streams look for new events. */
   pollIntervalMs?: number;
-  heartbeatMs?: number;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -121,8 +122,7 @@ export class UiServer {
 
   /** host:port actually bound. */
   get address(): string {
-    const info = this.server.address() as AddressInfo;
-    return `${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`;
+    return boundAddress(this.server);
   }
 
   async close(): Promise<void> {
@@ -130,10 +130,7 @@ export class UiServer {
     clearInterval(this.heartbeat);
     for (const stream of this.streams) stream.response.end();
     this.streams.clear();
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    await closeServer(this.server);
   }
 
   private handle(request: IncomingMessage, response: ServerResponse): void {
@@ -208,11 +205,7 @@ export class UiServer {
         sendJson(response, 200, reader.facets());
         return;
       case '/api/v1/events': {
-        const limit = integer(params, 'limit', {
-          min: 1,
-          max: LIMITS.pageMax,
-          fallback: LIMITS.pageDefault,
-        })!;
+        const limit = integer(params, 'limit', { min: 1, max: LIMITS.pageMax, fallback: LIMITS.pageDefault });
         const before = integer(params, 'before', { min: 1, max: Number.MAX_SAFE_INTEGER });
         sendJson(response, 200, reader.events(historyFilter(params), { limit, before }));
         return;
@@ -229,9 +222,9 @@ export class UiServer {
             min: 1,
             max: LIMITS.bucketsMax,
             fallback: LIMITS.bucketsDefault,
-          })!,
+          }),
           maxMarks: LIMITS.marks,
-          maxRows: integer(params, 'maxRows', { min: 1, max: LIMITS.rowsMax, fallback: LIMITS.rowsDefault })!,
+          maxRows: integer(params, 'maxRows', { min: 1, max: LIMITS.rowsMax, fallback: LIMITS.rowsDefault }),
         });
         sendJson(response, 200, timeline);
         return;
@@ -241,7 +234,7 @@ export class UiServer {
           min: 1,
           max: LIMITS.objectEventsMax,
           fallback: LIMITS.objectEventsDefault,
-        })!;
+        });
         const history = reader.object(objectRef(params), limit);
         const wanted = ['a', 'b'].flatMap((name) => {
           const seq = integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER });
@@ -288,7 +281,7 @@ export class UiServer {
     this.poller ??= setInterval(() => this.poll(), this.options.pollIntervalMs ?? 500);
     this.heartbeat ??= setInterval(() => {
       for (const open of this.streams) open.response.write(': ping\n\n');
-    }, this.options.heartbeatMs ?? 15_000);
+    }, HEARTBEAT_MS);
   }
 
   /** One look at the history for every live stream: a cheap max(seq) first, the filtered query only then. */

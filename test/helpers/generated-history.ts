@@ -1,8 +1,8 @@
 // A state file with a generated history: the UI's API tests and its benchmark (a 1,000,000-event file)
 // read it through the same StateDatabase that `kubediff watch --state` writes with.
+import type { ChangeEvent } from '../../src/events/event.ts';
 import { StateDatabase } from '../../src/state/database.ts';
 import type { StateWrite } from '../../src/state/store.ts';
-import type { RecordedEvent } from '../../src/state/timeline-reader.ts';
 
 export interface GeneratedHistory {
   events: number;
@@ -20,12 +20,12 @@ const KINDS = [
 ];
 
 /** The n-th generated event: deterministic, so tests can compute what a query must answer. */
-export function generatedEvent(n: number, spec: GeneratedHistory): RecordedEvent {
+export function generatedEvent(n: number, spec: GeneratedHistory): ChangeEvent {
   const objectIndex = n % spec.objects;
   const kind = KINDS[objectIndex % KINDS.length]!;
   const round = Math.floor(n / spec.objects);
   const type = round === 0 ? 'ADDED' : n % 97 === 0 ? 'DELETED' : 'UPDATED';
-  const event: RecordedEvent = {
+  const event: ChangeEvent = {
     id: `uid-${objectIndex}:${n + 1}`,
     type,
     time: new Date(spec.start + n * spec.stepMs).toISOString(),

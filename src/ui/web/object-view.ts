@@ -1,12 +1,13 @@
 /// <reference lib="dom" />
 // One object's history: every event with its changes as `path: from → to`, who made it and the story
 // (root controller) it belongs to, and two versions the history can rebuild side by side.
-import type { ObjectHistory, RecordedEvent } from '../../state/timeline-reader.ts';
+import type { ChangeEvent } from '../../events/event.ts';
+import type { ObjectHistory } from '../../state/timeline-reader.ts';
 import { getJson } from './api.ts';
 
 type Seq = { seq: number };
 interface ObjectAnswer extends Omit<ObjectHistory, 'current' | 'events'> {
-  events: (RecordedEvent & Seq)[];
+  events: (ChangeEvent & Seq)[];
   rebuildable: number[];
   versions: Record<string, unknown>;
 }
@@ -24,7 +25,7 @@ export function valueText(value: unknown): string {
   return text.length > 160 ? `${text.slice(0, 159)}…` : text;
 }
 
-export function whoText(event: RecordedEvent): string | undefined {
+export function whoText(event: ChangeEvent): string | undefined {
   const user = event.by?.user?.username;
   const managers = [...new Set((event.by?.managers ?? []).map((entry) => entry.manager))].join(', ');
   if (user && managers) return `by ${user} (${managers})`;
