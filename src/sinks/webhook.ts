@@ -17,7 +17,8 @@ import { HttpSink, plural, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import { postJson, reasonWithRetryAfter } from './http.ts';
-import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
+import { WEBHOOK_HEADERS } from './receiver-checks.ts';
+import { signatureFor } from './signature.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 
@@ -279,15 +280,15 @@ export class WebhookSink extends HttpSink {
     const headers: Record<string, string> = {
       'user-agent': this.options.userAgent ?? WEBHOOK_DEFAULTS.userAgent,
       ...this.options.headers,
-      'x-kubediff-kind': work.kind,
-      'x-kubediff-attempt': String(attempt),
+      [WEBHOOK_HEADERS.kind]: work.kind,
+      [WEBHOOK_HEADERS.attempt]: String(attempt),
     };
-    if (work.kind === 'event') headers['x-kubediff-event-id'] = work.event.id;
-    if (work.kind === 'batch') headers['x-kubediff-batch-size'] = String(work.events.length);
-    if (work.kind === 'digest') headers['x-kubediff-digest-id'] = work.digest.id;
-    if (work.kind === 'story') headers['x-kubediff-story-id'] = work.story.id;
+    if (work.kind === 'event') headers[WEBHOOK_HEADERS.eventId] = work.event.id;
+    if (work.kind === 'batch') headers[WEBHOOK_HEADERS.batchSize] = String(work.events.length);
+    if (work.kind === 'digest') headers[WEBHOOK_HEADERS.digestId] = work.digest.id;
+    if (work.kind === 'story') headers[WEBHOOK_HEADERS.storyId] = work.story.id;
     if (this.options.secret) {
-      headers[SIGNATURE_HEADER.toLowerCase()] = signatureFor(
+      headers[WEBHOOK_HEADERS.signature] = signatureFor(
         this.options.secret,
         body,
         Math.floor(Date.now() / 1000),
