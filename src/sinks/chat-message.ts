@@ -272,6 +272,11 @@ export function titleText(message: ChatMessage, icons: Record<EventType, string>
   return message.icon ? `${icons[message.icon]} ${message.title}` : message.title;
 }
 
+/** The context lines (cluster, resource, time) as one plain line, for a footer or a subtitle. */
+export function contextText(message: ChatMessage): string {
+  return message.context.map(plainText).join(' · ');
+}
+
 /** The plain text of a line, icons as emoji. */
 export function plainText(line: Line): string {
   return line
@@ -296,6 +301,29 @@ export function fitLines(rendered: string[], budget: number): string[] {
     used += line.length + 1;
   }
   return kept;
+}
+
+/**
+ * One text per section (its lines rendered and joined by `separator`) for the card platforms, while they
+ * fit: at most `maxSections` of them, each within `maxChars`, together within `budgetBytes` of payload
+ * (counted ×1.3 for the escapes JSON adds).
+ */
+export function fitSections(
+  sections: readonly ChatSection[],
+  render: (line: Line) => string,
+  separator: string,
+  limits: { budgetBytes: number; maxSections: number; maxChars?: number },
+): string[] {
+  let budget = limits.budgetBytes;
+  const texts: string[] = [];
+  for (const section of sections) {
+    if (texts.length >= limits.maxSections || budget < 200) break;
+    const lines = fitLines(section.lines.map(render), Math.min(budget / 1.3, limits.maxChars ?? Infinity));
+    const text = lines.join(separator);
+    budget -= Buffer.byteLength(text) * 1.3;
+    texts.push(text);
+  }
+  return texts;
 }
 
 /** Cuts plain text to `max` characters, never inside a surrogate pair. */

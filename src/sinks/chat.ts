@@ -33,8 +33,8 @@ export interface ChatPlatform {
   readonly format: ChatFormatOptions;
   /** How fast the platform takes messages, in words, for a digest's note. */
   readonly pace: string;
-  /** The request body for a message (chat-message.ts), and whether it shows each event in full. */
-  render(message: ChatMessage): { body: unknown; inFull: boolean };
+  /** The request body for a message (chat-message.ts). */
+  render(message: ChatMessage): unknown;
   /** Extra request headers (a bot token). */
   headers?(): Record<string, string>;
   /** What an answer means beyond its status (Slack's `ok: false`, Discord's `retry_after`). */
@@ -72,9 +72,10 @@ const CHAT_DEFAULTS = {
   storyBacklog: 5,
 };
 
-/** The request body for everything `batch` stands for: its events one by one when few, else a digest. */
+/** The request body for everything `batch` stands for (its events one by one when few, else a digest), and which. */
 export function renderBatch(platform: ChatPlatform, batch: Digest): { body: unknown; inFull: boolean } {
-  return platform.render(chatMessage(batch, platform.format, platform.pace));
+  const message = chatMessage(batch, platform.format, platform.pace);
+  return { body: platform.render(message), inFull: message.inFull };
 }
 
 export class ChatSink extends HttpSink {
@@ -240,18 +241,23 @@ export class ChatSink extends HttpSink {
     for (;;) {
       attempts++;
       const message = story
-        ? this.platform.render(storyMessage(story, this.platform.format))
-        : renderBatch(this.platform, batch);
+        ? storyMessage(story, this.platform.format)
+        : chatMessage(batch, this.platform.format, this.platform.pace);
       const startedAt = performance.now();
-      const answer = await postJson(this.agent, this.platform.url, JSON.stringify(message.body), {
-        headers: {
-          'content-type': 'application/json; charset=utf-8',
-          'user-agent': this.options.userAgent ?? 'kubediff',
-          ...this.platform.headers?.(),
+      const answer = await postJson(
+        this.agent,
+        this.platform.url,
+        JSON.stringify(this.platform.render(message)),
+        {
+          headers: {
+            'content-type': 'application/json; charset=utf-8',
+            'user-agent': this.options.userAgent ?? 'kubediff',
+            ...this.platform.headers?.(),
+          },
+          timeoutMs: this.timeoutMs,
+          signal: this.clock.deadlineSignal,
         },
-        timeoutMs: this.timeoutMs,
-        signal: this.clock.deadlineSignal,
-      });
+      );
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
       this.nextSendAt = Date.now() + this.minIntervalMs;

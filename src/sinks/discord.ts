@@ -4,13 +4,12 @@
 // Retry-After and `retry_after` (seconds) in the body; mentions are switched off so a name in a
 // change can never ping anyone.
 import type { ChatPlatform } from './chat.ts';
-import { escapeMarkdown, markdownLine } from './chat-markdown.ts';
+import { escapeMarkdown, markdownText } from './chat-markdown.ts';
 import {
   type ChatFormatOptions,
   type ChatMessage,
+  contextText,
   DEFAULT_CHAT_FORMAT,
-  fitLines,
-  plainText,
   titleText,
   truncateText,
 } from './chat-message.ts';
@@ -35,31 +34,22 @@ export function discordPlatform(url: string, format: ChatFormatOptions = DEFAULT
     pace: 'Discord takes messages (about one every two seconds)',
     render(message: ChatMessage) {
       const title = truncateText(titleText(message), DISCORD_LIMITS.title);
-      const footer = truncateText(message.context.map(plainText).join(' · '), DISCORD_LIMITS.footer);
-      const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';
-      const budget = Math.min(
-        DISCORD_LIMITS.description,
-        DISCORD_LIMITS.embedTotal - title.length - footer.length - note.length,
+      const footer = truncateText(contextText(message), DISCORD_LIMITS.footer);
+      const description = markdownText(
+        message,
+        Math.min(DISCORD_LIMITS.description, DISCORD_LIMITS.embedTotal - title.length - footer.length),
       );
-      const lines = message.sections.flatMap((section, index) => [
-        ...(index > 0 ? [''] : []),
-        ...section.lines.map(markdownLine),
-      ]);
-      const description = `${fitLines(lines, budget).join('\n')}${note}`.trim();
       return {
-        inFull: message.inFull,
-        body: {
-          content: truncateText(escapeMarkdown(message.summary), DISCORD_LIMITS.content),
-          embeds: [
-            {
-              title,
-              ...(description ? { description } : {}),
-              color: message.inFull ? COLORS.event : COLORS.digest,
-              footer: { text: footer || 'kubediff' },
-            },
-          ],
-          allowed_mentions: { parse: [] },
-        },
+        content: truncateText(escapeMarkdown(message.summary), DISCORD_LIMITS.content),
+        embeds: [
+          {
+            title,
+            ...(description ? { description } : {}),
+            color: message.inFull ? COLORS.event : COLORS.digest,
+            footer: { text: footer || 'kubediff' },
+          },
+        ],
+        allowed_mentions: { parse: [] },
       };
     },
     classify: (outcome) => withBodyRetryAfter(outcome),

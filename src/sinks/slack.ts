@@ -109,10 +109,7 @@ function slackPlatform(target: SlackTarget, format: SlackFormatOptions): ChatPla
     render(chat) {
       const message = renderSlackChatMessage(chat);
       const base = { text: message.text, blocks: message.blocks, unfurl_links: false, unfurl_media: false };
-      return {
-        body: target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base,
-        inFull: chat.inFull,
-      };
+      return target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base;
     },
     headers: (): Record<string, string> =>
       target.kind === 'bot' ? { authorization: `Bearer ${target.token}` } : {},
