@@ -79,7 +79,7 @@ export function chatMessage(
   if (inFull && events.length === 1) return eventMessage(events[0] as ChangeEvent, options);
   const context: Line[] = [
     ...(batch.cluster ? [clusterLine(batch.cluster)] : []),
-    [{ text: timeRange(batch) }],
+    [{ text: timeRange(batch.firstTime, batch.lastTime) }],
   ];
   const title = `${formatCount(batch.count)} changes ${batch.where()}`;
   const summary = `${prefix(batch.cluster)}${batch.summary()}`;
@@ -251,13 +251,12 @@ function elide(text: string, max: number): string {
   return `${text.slice(0, keep)}…${text.slice(-keep)}`;
 }
 
-export function clock(time: string): string {
+function clock(time: string): string {
   return `${time.slice(11, 19)} UTC`;
 }
 
-function timeRange(batch: Digest): string {
-  const first = batch.firstTime;
-  const last = batch.lastTime;
+/** '10:31:07 UTC', '10:31:07–10:33:40 UTC', or with the first date when the range crosses midnight. */
+export function timeRange(first: string | undefined, last: string | undefined): string {
   if (!first || !last) return '';
   if (first.slice(0, 19) === last.slice(0, 19)) return clock(first);
   const sameDay = first.slice(0, 10) === last.slice(0, 10);

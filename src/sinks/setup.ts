@@ -9,6 +9,7 @@ import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
 import type { BacklogOptions } from './backlog.ts';
+import { type ChatFormatOptions, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
@@ -16,7 +17,6 @@ import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts'
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
-import { DEFAULT_SLACK_FORMAT, type SlackFormatOptions } from './slack-format.ts';
 import { prettyStoryRenderer } from './story-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
@@ -71,7 +71,7 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   gatherMs?: number;
   capacity?: number;
   capacityBytes?: number;
-  format?: Partial<SlackFormatOptions>;
+  format?: Partial<ChatFormatOptions>;
 }
 
 export interface KafkaSinkSpec extends HttpSinkSpec {
@@ -95,7 +95,7 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   minIntervalMs?: number;
   gatherMs?: number;
   capacity?: number;
-  format?: Partial<SlackFormatOptions>;
+  format?: Partial<ChatFormatOptions>;
 }
 
 export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | KafkaSinkSpec | ChatSinkSpec;
@@ -224,7 +224,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           typeof import('./chat-platforms.ts');
         const platform = CHAT_PLATFORMS[spec.type];
         sink = new ChatSink({
-          platform: platform.create(spec.webhookUrl, { ...DEFAULT_SLACK_FORMAT, ...spec.format }),
+          platform: platform.create(spec.webhookUrl, { ...DEFAULT_CHAT_FORMAT, ...spec.format }),
           name: unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
           minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
           log: runtime.log,

@@ -11,7 +11,6 @@ import {
   chatMessage,
   DEFAULT_CHAT_FORMAT,
   type Line,
-  showsEventsInFull as showsInFull,
 } from './chat-message.ts';
 import type { Digest } from './digest.ts';
 
@@ -41,11 +40,6 @@ const SLACK_LIMITS = {
   fallbackText: 1_000,
 } as const;
 
-/** What a Slack message shows: the options of every chat platform (chat-message.ts). */
-export type SlackFormatOptions = ChatFormatOptions;
-export const DEFAULT_SLACK_FORMAT: SlackFormatOptions = DEFAULT_CHAT_FORMAT;
-export const showsEventsInFull = showsInFull;
-
 const EMOJI: Record<EventType, string> = {
   ADDED: ':heavy_plus_sign:',
   UPDATED: ':pencil2:',
@@ -55,7 +49,7 @@ const EMOJI: Record<EventType, string> = {
 /** The message for everything a batch stands for: its events one by one when few and all kept, else a digest. */
 export function renderSlackMessage(
   batch: Digest,
-  options: SlackFormatOptions = DEFAULT_SLACK_FORMAT,
+  options: ChatFormatOptions = DEFAULT_CHAT_FORMAT,
 ): SlackMessage {
   return renderSlackChatMessage(chatMessage(batch, options, SLACK_PACE));
 }

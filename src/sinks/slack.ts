@@ -8,15 +8,11 @@ import type { StoryOptions } from '../events/story.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
 import { type ChatPlatform, ChatSink } from './chat.ts';
+import { type ChatFormatOptions, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
 import { bodyExcerpt, type PostOutcome } from './http.ts';
-import {
-  DEFAULT_SLACK_FORMAT,
-  renderSlackChatMessage,
-  SLACK_PACE,
-  type SlackFormatOptions,
-} from './slack-format.ts';
+import { renderSlackChatMessage, SLACK_PACE } from './slack-format.ts';
 
 export type SlackTarget =
   /** An incoming webhook URL (https://hooks.slack.com/services/…); a credential. */
@@ -38,7 +34,7 @@ export interface SlackSinkOptions {
   capacity?: number;
   /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
   capacityBytes?: number;
-  format?: Partial<SlackFormatOptions>;
+  format?: Partial<ChatFormatOptions>;
   /** One message per story instead of per event (README, "Stories"); absent: per event. */
   stories?: Partial<StoryOptions>;
   retry?: Partial<RetryOptions>;
@@ -82,7 +78,7 @@ const WEBHOOK_ERROR_HINTS: Record<string, string> = {
 export class SlackSink extends ChatSink {
   constructor(options: SlackSinkOptions) {
     super({
-      platform: slackPlatform(options.target, { ...DEFAULT_SLACK_FORMAT, ...options.format }),
+      platform: slackPlatform(options.target, { ...DEFAULT_CHAT_FORMAT, ...options.format }),
       name: options.name ?? slackSinkName(options.target),
       minIntervalMs: options.minIntervalMs ?? SLACK_MIN_INTERVAL_MS,
       log: options.log,
@@ -98,7 +94,7 @@ export class SlackSink extends ChatSink {
   }
 }
 
-function slackPlatform(target: SlackTarget, format: SlackFormatOptions): ChatPlatform {
+function slackPlatform(target: SlackTarget, format: ChatFormatOptions): ChatPlatform {
   return {
     url:
       target.kind === 'webhook'

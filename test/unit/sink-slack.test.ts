@@ -6,10 +6,11 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { Change } from '../../src/diff/types.ts';
 import type { ChangeEvent, EventType } from '../../src/events/event.ts';
+import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
 import { SlackSink, type SlackSinkOptions } from '../../src/sinks/slack.ts';
-import { DEFAULT_SLACK_FORMAT, renderSlackMessage } from '../../src/sinks/slack-format.ts';
+import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import type { HttpReceiver } from '../helpers/http-receiver.ts';
 import { memoryLog, sinkTestKit } from '../helpers/sink-test.ts';
 import {
@@ -229,7 +230,7 @@ describe('Slack messages (Block Kit)', () => {
     assert.match(text, /Most recent, oldest first:/);
     assert.equal(
       (text.match(/^:[a-z_0-9]+: \*(ADDED|UPDATED|DELETED)\*/gm) ?? []).length,
-      DEFAULT_SLACK_FORMAT.digestRecent,
+      DEFAULT_CHAT_FORMAT.digestRecent,
     );
   });
 
