@@ -196,15 +196,11 @@ export class ChatSink extends HttpSink {
       const batch = this.pending;
       this.pending = this.newBatch();
       this.inFlight = batch;
-      try {
-        await this.send(batch);
-      } catch (error) {
-        // A bug must not end deliveries silently: account for this message and go on with the next.
-        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-        this.abandon(batch, `unexpected failure: ${errorMessage(error)}`);
-      } finally {
-        this.inFlight = undefined;
-      }
+      await this.contained(
+        () => this.send(batch),
+        (reason) => this.abandon(batch, reason),
+      );
+      this.inFlight = undefined;
     }
   }
 
@@ -223,15 +219,13 @@ export class ChatSink extends HttpSink {
       entry = this.ready.shift();
     }
     if (!entry) return;
-    this.inFlight = entry.batch;
-    try {
-      await this.send(entry.batch, entry.story);
-    } catch (error) {
-      this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-      this.abandon(entry.batch, `unexpected failure: ${errorMessage(error)}`);
-    } finally {
-      this.inFlight = undefined;
-    }
+    const { batch, story } = entry;
+    this.inFlight = batch;
+    await this.contained(
+      () => this.send(batch, story),
+      (reason) => this.abandon(batch, reason),
+    );
+    this.inFlight = undefined;
   }
 
   /** Sends `batch` (as `story`'s message when given), folding in whatever arrives while it waits to be retried. */
@@ -287,11 +281,8 @@ export class ChatSink extends HttpSink {
       } else {
         failures++;
         if (failures >= this.retry.maxAttempts) {
-          this.trouble.refused(
-            `gave up: ${outcome.status ?? outcome.reason}`,
-            `${outcome.reason}; gave up after ${plural(failures, 'attempt')}. ${this.describeLoss(batch)}`,
-          );
-          this.abandon(batch, `${outcome.reason} (gave up after ${plural(failures, 'attempt')})`);
+          const key = String(outcome.status ?? outcome.reason);
+          this.abandon(batch, this.gaveUp(outcome.reason, key, failures, this.describeLoss(batch)));
           return;
         }
         wait = this.delay.next(outcome.retryAfterMs);

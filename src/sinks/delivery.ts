@@ -7,6 +7,7 @@ import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../events/event.ts';
 import { Backoff } from '../util/backoff.ts';
 import { formatDuration } from '../util/duration.ts';
+import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
@@ -250,6 +251,30 @@ export abstract class DeliverySink implements Sink {
 
   /** Releases the connections once the delivery loop is over. */
   protected abstract release(): Promise<void>;
+
+  /**
+   * One delivery (a message, a request, a batch): a bug in `send` must not end the delivery loop silently,
+   * so its events are accounted for (`abandon`, with the reason) and the loop goes on with the next.
+   */
+  protected async contained(send: () => Promise<void>, abandon: (reason: string) => void): Promise<void> {
+    try {
+      await send();
+    } catch (error) {
+      const reason = `unexpected failure: ${errorMessage(error)}`;
+      this.trouble.warn(`${reason}; going on with the next events.`);
+      abandon(reason);
+    }
+  }
+
+  /**
+   * The retries are used up after `attempts`: said once per `key` (with `loss`, what becomes of the
+   * events); returns the reason the dead-letter file records.
+   */
+  protected gaveUp(reason: string, key: string, attempts: number, loss: string): string {
+    const gaveUp = `gave up after ${plural(attempts, 'attempt')}`;
+    this.trouble.refused(`gave up: ${key}`, `${reason}; ${gaveUp}. ${loss}`);
+    return `${reason} (${gaveUp})`;
+  }
 
   protected closeWith(timeoutMs: number, abandonRest: () => void): Promise<SinkReport> {
     this.closed ??= (async () => {

@@ -115,15 +115,11 @@ export class KafkaSink extends DeliverySink {
         continue;
       }
       this.inFlight = work.kind === 'events' ? work.events.length : work.digest.count;
-      try {
-        await this.send(work);
-      } catch (error) {
-        // A bug must not end deliveries silently: account for this batch and go on with the next.
-        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-        this.abandon(work, `unexpected failure: ${errorMessage(error)}`);
-      } finally {
-        this.inFlight = 0;
-      }
+      await this.contained(
+        () => this.send(work),
+        (reason) => this.abandon(work, reason),
+      );
+      this.inFlight = 0;
       this.backlog.settled();
       if (this.clock.expired) return;
     }
@@ -167,9 +163,7 @@ export class KafkaSink extends DeliverySink {
         return;
       }
       if (attempt >= this.retry.maxAttempts) {
-        const gaveUp = `gave up after ${plural(attempt, 'attempt')}`;
-        this.trouble.refused(`gave up: ${failure.reason}`, `${failure.reason}; ${gaveUp}. ${loss}`);
-        this.abandon(work, `${failure.reason} (${gaveUp})`);
+        this.abandon(work, this.gaveUp(failure.reason, failure.reason, attempt, loss));
         return;
       }
       const wait = this.delay.next();

@@ -142,15 +142,11 @@ export class WebhookSink extends HttpSink {
       const work = await this.next();
       if (!work) return;
       this.inFlight = countOf(work);
-      try {
-        await this.send(work);
-      } catch (error) {
-        // A bug must not end deliveries silently: account for this request and go on with the next.
-        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-        this.failed(work, `unexpected failure: ${errorMessage(error)}`, false);
-      } finally {
-        this.inFlight = 0;
-      }
+      await this.contained(
+        () => this.send(work),
+        (reason) => this.failed(work, reason, false),
+      );
+      this.inFlight = 0;
       this.backlog.settled();
     }
   }
@@ -193,8 +189,7 @@ export class WebhookSink extends HttpSink {
       const ready = this.readyStories[0];
       if (ready) {
         if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return undefined;
-        const rate = this.options.maxRequestsPerSecond;
-        if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
+        this.paceNext();
         this.readyStories.shift();
         this.readyStoryEvents -= ready.story.count;
         return { kind: 'story', story: ready.story, json: ready.json };
@@ -214,8 +209,7 @@ export class WebhookSink extends HttpSink {
           continue;
         }
       }
-      const rate = this.options.maxRequestsPerSecond;
-      if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
+      this.paceNext();
       if (head.kind === 'digest') {
         this.queue.shift();
         return { kind: 'digest', digest: head.digest };
@@ -227,6 +221,12 @@ export class WebhookSink extends HttpSink {
       this.queue.shift();
       return { kind: 'event', event: head.event, json: head.json };
     }
+  }
+
+  /** A request goes out now: with maxRequestsPerSecond, the next one may not before its turn. */
+  private paceNext(): void {
+    const rate = this.options.maxRequestsPerSecond;
+    if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
   }
 
   private async send(work: Work): Promise<void> {
@@ -260,11 +260,9 @@ export class WebhookSink extends HttpSink {
         return;
       }
       if (attempt >= this.retry.maxAttempts) {
-        this.trouble.refused(
-          `gave up: ${outcome.status ?? outcome.reason}`,
-          `${outcome.reason}; gave up after ${plural(attempt, 'attempt')}. ${describeLoss(work, this.options.deadLetter)}`,
-        );
-        this.failed(work, `${outcome.reason} (gave up after ${plural(attempt, 'attempt')})`, false);
+        const key = String(outcome.status ?? outcome.reason);
+        const loss = describeLoss(work, this.options.deadLetter);
+        this.failed(work, this.gaveUp(outcome.reason, key, attempt, loss), false);
         return;
       }
       const wait = this.delay.next(outcome.retryAfterMs);
