@@ -16,7 +16,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
-import { type ChatFormatOptions, type ChatMessage, chatMessage } from './chat-message.ts';
+import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
 import { Digest } from './digest.ts';
@@ -29,8 +29,6 @@ import { storyMessage } from './story-format.ts';
 export interface ChatPlatform {
   /** The URL posted to; a credential (webhook URLs are), never logged beyond scheme and host. */
   readonly url: URL;
-  /** What a message shows (how many events in full, how many changes). */
-  readonly format: ChatFormatOptions;
   /** How fast the platform takes messages, in words, for a digest's note. */
   readonly pace: string;
   /** The request body for a message (chat-message.ts). */
@@ -74,7 +72,7 @@ const CHAT_DEFAULTS = {
 
 /** The request body for everything `batch` stands for (its events one by one when few, else a digest), and which. */
 export function renderBatch(platform: ChatPlatform, batch: Digest): { body: unknown; inFull: boolean } {
-  const message = chatMessage(batch, platform.format, platform.pace);
+  const message = chatMessage(batch, DEFAULT_CHAT_FORMAT, platform.pace);
   return { body: platform.render(message), inFull: message.inFull };
 }
 
@@ -235,8 +233,8 @@ export class ChatSink extends HttpSink {
     for (;;) {
       attempts++;
       const message = story
-        ? storyMessage(story, this.platform.format)
-        : chatMessage(batch, this.platform.format, this.platform.pace);
+        ? storyMessage(story)
+        : chatMessage(batch, DEFAULT_CHAT_FORMAT, this.platform.pace);
       const startedAt = performance.now();
       const answer = await postJson(
         this.agent,

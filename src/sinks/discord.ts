@@ -5,14 +5,7 @@
 // change can never ping anyone.
 import type { ChatPlatform } from './chat.ts';
 import { escapeMarkdown, markdownText } from './chat-markdown.ts';
-import {
-  type ChatFormatOptions,
-  type ChatMessage,
-  contextText,
-  DEFAULT_CHAT_FORMAT,
-  titleText,
-  truncateText,
-} from './chat-message.ts';
+import { type ChatMessage, contextText, titleText, truncateText } from './chat-message.ts';
 import type { PostOutcome } from './http.ts';
 
 export const DISCORD_LIMITS = {
@@ -27,10 +20,9 @@ export const DISCORD_MIN_INTERVAL_MS = 2000;
 
 const COLORS = { event: 0x3b82f6, digest: 0xf59e0b };
 
-export function discordPlatform(url: string, format: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatPlatform {
+export function discordPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Discord takes messages (about one every two seconds)',
     render(message: ChatMessage) {
       const title = truncateText(titleText(message), DISCORD_LIMITS.title);

@@ -6,10 +6,8 @@
 import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
-  type ChatFormatOptions,
   type ChatMessage,
   contextText,
-  DEFAULT_CHAT_FORMAT,
   EVENT_EMOJI,
   fitSections,
   type Line,
@@ -20,13 +18,9 @@ import {
 export const GOOGLE_CHAT_LIMITS = { messageBytes: 32_000, text: 4096, widgets: 100 };
 export const GOOGLE_CHAT_MIN_INTERVAL_MS = 1000;
 
-export function googleChatPlatform(
-  url: string,
-  format: ChatFormatOptions = DEFAULT_CHAT_FORMAT,
-): ChatPlatform {
+export function googleChatPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Google Chat takes messages (about one a second)',
     render(message: ChatMessage) {
       // Room for the texts: the limit less the card's frame; one widget is left for the note.

@@ -4,25 +4,14 @@
 // X-Ratelimit-Reset (seconds until it resets), which the delivery core honours.
 import type { ChatPlatform } from './chat.ts';
 import { escapeMarkdown, markdownText } from './chat-markdown.ts';
-import {
-  type ChatFormatOptions,
-  type ChatMessage,
-  contextText,
-  DEFAULT_CHAT_FORMAT,
-  titleText,
-  truncateText,
-} from './chat-message.ts';
+import { type ChatMessage, contextText, titleText, truncateText } from './chat-message.ts';
 
 export const MATTERMOST_LIMITS = { postChars: 16_383, title: 256 };
 export const MATTERMOST_MIN_INTERVAL_MS = 1000;
 
-export function mattermostPlatform(
-  url: string,
-  format: ChatFormatOptions = DEFAULT_CHAT_FORMAT,
-): ChatPlatform {
+export function mattermostPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Mattermost takes messages (about one a second)',
     render(message: ChatMessage) {
       const text = truncateText(escapeMarkdown(message.summary), 1000);

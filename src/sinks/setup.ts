@@ -9,7 +9,6 @@ import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
 import type { BacklogOptions } from './backlog.ts';
-import { type ChatFormatOptions, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
@@ -68,10 +67,6 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   /** Slack's Web API base URL; default https://slack.com/api. */
   apiUrl?: string;
   minIntervalMs?: number;
-  gatherMs?: number;
-  capacity?: number;
-  capacityBytes?: number;
-  format?: Partial<ChatFormatOptions>;
 }
 
 export interface KafkaSinkSpec extends HttpSinkSpec {
@@ -93,9 +88,6 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   type: ChatPlatformName;
   webhookUrl: string;
   minIntervalMs?: number;
-  gatherMs?: number;
-  capacity?: number;
-  format?: Partial<ChatFormatOptions>;
 }
 
 export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | KafkaSinkSpec | ChatSinkSpec;
@@ -224,13 +216,11 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           typeof import('./chat-platforms.ts');
         const platform = CHAT_PLATFORMS[spec.type];
         sink = new ChatSink({
-          platform: platform.create(spec.webhookUrl, { ...DEFAULT_CHAT_FORMAT, ...spec.format }),
+          platform: platform.create(spec.webhookUrl),
           name: unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
           minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
           log: runtime.log,
           ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-          ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
-          ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
           ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
@@ -255,10 +245,6 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           log: runtime.log,
           ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
           ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
-          ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
-          ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
-          ...(spec.capacityBytes !== undefined ? { capacityBytes: spec.capacityBytes } : {}),
-          ...(spec.format ? { format: spec.format } : {}),
           ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),

@@ -6,10 +6,8 @@
 import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
-  type ChatFormatOptions,
   type ChatMessage,
   contextText,
-  DEFAULT_CHAT_FORMAT,
   EVENT_EMOJI,
   fitSections,
   type Line,
@@ -20,10 +18,9 @@ import {
 export const TEAMS_LIMITS = { payloadBytes: 28 * 1024, bodyElements: 100 };
 export const TEAMS_MIN_INTERVAL_MS = 1000;
 
-export function teamsPlatform(url: string, format: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatPlatform {
+export function teamsPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Teams takes messages (about one a second)',
     render(message: ChatMessage) {
       const body: Record<string, unknown>[] = [

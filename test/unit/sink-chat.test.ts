@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { ChangeEvent, EventType } from '../../src/events/event.ts';
 import { ChatSink, type ChatSinkOptions } from '../../src/sinks/chat.ts';
-import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
 import { CHAT_PLATFORMS } from '../../src/sinks/chat-platforms.ts';
 import {
   type ChatPlatformName,
@@ -61,7 +60,7 @@ function chatSink(
   options: Partial<ChatSinkOptions> & Pick<ChatSinkOptions, 'minIntervalMs' | 'gatherMs'>,
 ): ChatSink {
   return new ChatSink({
-    platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
+    platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET')),
     name: platform,
     log: memoryLog(),
     ...options,
