@@ -2,7 +2,7 @@
 // escaped so that names and values never turn into formatting, code spans
 // that cannot be closed early.
 import type { EventType } from '../events/event.ts';
-import { EVENT_EMOJI, type Line } from './chat-message.ts';
+import { type ChatMessage, EVENT_EMOJI, fitLines, type Line } from './chat-message.ts';
 
 /** Backslash-escapes what markdown would read as formatting. */
 export function escapeMarkdown(text: string): string {
@@ -19,4 +19,17 @@ export function markdownLine(line: Line): string {
       return escapeMarkdown(span.text);
     })
     .join('');
+}
+
+/**
+ * A message's sections in markdown, a blank line between two, then its note in italics: within `budget`
+ * characters in all (what does not fit is counted, chat-message.ts fitLines).
+ */
+export function markdownText(message: ChatMessage, budget: number): string {
+  const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';
+  const lines = message.sections.flatMap((section, index) => [
+    ...(index > 0 ? [''] : []),
+    ...section.lines.map(markdownLine),
+  ]);
+  return `${fitLines(lines, budget - note.length).join('\n')}${note}`.trim();
 }

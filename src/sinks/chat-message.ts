@@ -79,7 +79,7 @@ export function chatMessage(
   if (inFull && events.length === 1) return eventMessage(events[0] as ChangeEvent, options);
   const context: Line[] = [
     ...(batch.cluster ? [clusterLine(batch.cluster)] : []),
-    [{ text: timeRange(batch) }],
+    [{ text: timeRange(batch.firstTime, batch.lastTime) }],
   ];
   const title = `${formatCount(batch.count)} changes ${batch.where()}`;
   const summary = `${prefix(batch.cluster)}${batch.summary()}`;
@@ -251,13 +251,12 @@ function elide(text: string, max: number): string {
   return `${text.slice(0, keep)}…${text.slice(-keep)}`;
 }
 
-export function clock(time: string): string {
+function clock(time: string): string {
   return `${time.slice(11, 19)} UTC`;
 }
 
-function timeRange(batch: Digest): string {
-  const first = batch.firstTime;
-  const last = batch.lastTime;
+/** '10:31:07 UTC', '10:31:07–10:33:40 UTC', or with the first date when the range crosses midnight. */
+export function timeRange(first: string | undefined, last: string | undefined): string {
   if (!first || !last) return '';
   if (first.slice(0, 19) === last.slice(0, 19)) return clock(first);
   const sameDay = first.slice(0, 10) === last.slice(0, 10);
@@ -270,6 +269,11 @@ export const EVENT_EMOJI: Record<EventType, string> = { ADDED: '➕', UPDATED: '
 /** The title with its icon, as plain text. */
 export function titleText(message: ChatMessage, icons: Record<EventType, string> = EVENT_EMOJI): string {
   return message.icon ? `${icons[message.icon]} ${message.title}` : message.title;
+}
+
+/** The context lines (cluster, resource, time) as one plain line, for a footer or a subtitle. */
+export function contextText(message: ChatMessage): string {
+  return message.context.map(plainText).join(' · ');
 }
 
 /** The plain text of a line, icons as emoji. */
@@ -296,6 +300,29 @@ export function fitLines(rendered: string[], budget: number): string[] {
     used += line.length + 1;
   }
   return kept;
+}
+
+/**
+ * One text per section (its lines rendered and joined by `separator`) for the card platforms, while they
+ * fit: at most `maxSections` of them, each within `maxChars`, together within `budgetBytes` of payload
+ * (counted ×1.3 for the escapes JSON adds).
+ */
+export function fitSections(
+  sections: readonly ChatSection[],
+  render: (line: Line) => string,
+  separator: string,
+  limits: { budgetBytes: number; maxSections: number; maxChars?: number },
+): string[] {
+  let budget = limits.budgetBytes;
+  const texts: string[] = [];
+  for (const section of sections) {
+    if (texts.length >= limits.maxSections || budget < 200) break;
+    const lines = fitLines(section.lines.map(render), Math.min(budget / 1.3, limits.maxChars ?? Infinity));
+    const text = lines.join(separator);
+    budget -= Buffer.byteLength(text) * 1.3;
+    texts.push(text);
+  }
+  return texts;
 }
 
 /** Cuts plain text to `max` characters, never inside a surrogate pair. */

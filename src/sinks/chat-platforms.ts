@@ -1,7 +1,6 @@
 // The chat platforms besides Slack, by the name the config file and the flags use: each one's renderer
 // and its default pacing (its documented rate limit).
 import type { ChatPlatform } from './chat.ts';
-import type { ChatFormatOptions } from './chat-message.ts';
 import { DISCORD_MIN_INTERVAL_MS, discordPlatform } from './discord.ts';
 import { GOOGLE_CHAT_MIN_INTERVAL_MS, googleChatPlatform } from './google-chat.ts';
 import { MATTERMOST_MIN_INTERVAL_MS, mattermostPlatform } from './mattermost.ts';
@@ -11,7 +10,7 @@ export type ChatPlatformName = 'teams' | 'discord' | 'mattermost' | 'google-chat
 
 export const CHAT_PLATFORMS: Record<
   ChatPlatformName,
-  { create: (url: string, format: ChatFormatOptions) => ChatPlatform; minIntervalMs: number }
+  { create: (url: string) => ChatPlatform; minIntervalMs: number }
 > = {
   teams: { create: teamsPlatform, minIntervalMs: TEAMS_MIN_INTERVAL_MS },
   discord: { create: discordPlatform, minIntervalMs: DISCORD_MIN_INTERVAL_MS },

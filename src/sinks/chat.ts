@@ -16,7 +16,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
-import { type ChatFormatOptions, type ChatMessage, chatMessage } from './chat-message.ts';
+import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
 import { Digest } from './digest.ts';
@@ -29,12 +29,10 @@ import { storyMessage } from './story-format.ts';
 export interface ChatPlatform {
   /** The URL posted to; a credential (webhook URLs are), never logged beyond scheme and host. */
   readonly url: URL;
-  /** What a message shows (how many events in full, how many changes). */
-  readonly format: ChatFormatOptions;
   /** How fast the platform takes messages, in words, for a digest's note. */
   readonly pace: string;
-  /** The request body for a message (chat-message.ts), and whether it shows each event in full. */
-  render(message: ChatMessage): { body: unknown; inFull: boolean };
+  /** The request body for a message (chat-message.ts). */
+  render(message: ChatMessage): unknown;
   /** Extra request headers (a bot token). */
   headers?(): Record<string, string>;
   /** What an answer means beyond its status (Slack's `ok: false`, Discord's `retry_after`). */
@@ -72,9 +70,10 @@ const CHAT_DEFAULTS = {
   storyBacklog: 5,
 };
 
-/** The request body for everything `batch` stands for: its events one by one when few, else a digest. */
+/** The request body for everything `batch` stands for (its events one by one when few, else a digest), and which. */
 export function renderBatch(platform: ChatPlatform, batch: Digest): { body: unknown; inFull: boolean } {
-  return platform.render(chatMessage(batch, platform.format, platform.pace));
+  const message = chatMessage(batch, DEFAULT_CHAT_FORMAT, platform.pace);
+  return { body: platform.render(message), inFull: message.inFull };
 }
 
 export class ChatSink extends HttpSink {
@@ -195,15 +194,11 @@ export class ChatSink extends HttpSink {
       const batch = this.pending;
       this.pending = this.newBatch();
       this.inFlight = batch;
-      try {
-        await this.send(batch);
-      } catch (error) {
-        // A bug must not end deliveries silently: account for this message and go on with the next.
-        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-        this.abandon(batch, `unexpected failure: ${errorMessage(error)}`);
-      } finally {
-        this.inFlight = undefined;
-      }
+      await this.contained(
+        () => this.send(batch),
+        (reason) => this.abandon(batch, reason),
+      );
+      this.inFlight = undefined;
     }
   }
 
@@ -222,15 +217,13 @@ export class ChatSink extends HttpSink {
       entry = this.ready.shift();
     }
     if (!entry) return;
-    this.inFlight = entry.batch;
-    try {
-      await this.send(entry.batch, entry.story);
-    } catch (error) {
-      this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-      this.abandon(entry.batch, `unexpected failure: ${errorMessage(error)}`);
-    } finally {
-      this.inFlight = undefined;
-    }
+    const { batch, story } = entry;
+    this.inFlight = batch;
+    await this.contained(
+      () => this.send(batch, story),
+      (reason) => this.abandon(batch, reason),
+    );
+    this.inFlight = undefined;
   }
 
   /** Sends `batch` (as `story`'s message when given), folding in whatever arrives while it waits to be retried. */
@@ -240,18 +233,23 @@ export class ChatSink extends HttpSink {
     for (;;) {
       attempts++;
       const message = story
-        ? this.platform.render(storyMessage(story, this.platform.format))
-        : renderBatch(this.platform, batch);
+        ? storyMessage(story)
+        : chatMessage(batch, DEFAULT_CHAT_FORMAT, this.platform.pace);
       const startedAt = performance.now();
-      const answer = await postJson(this.agent, this.platform.url, JSON.stringify(message.body), {
-        headers: {
-          'content-type': 'application/json; charset=utf-8',
-          'user-agent': this.options.userAgent ?? 'kubediff',
-          ...this.platform.headers?.(),
+      const answer = await postJson(
+        this.agent,
+        this.platform.url,
+        JSON.stringify(this.platform.render(message)),
+        {
+          headers: {
+            'content-type': 'application/json; charset=utf-8',
+            'user-agent': this.options.userAgent ?? 'kubediff',
+            ...this.platform.headers?.(),
+          },
+          timeoutMs: this.timeoutMs,
+          signal: this.clock.deadlineSignal,
         },
-        timeoutMs: this.timeoutMs,
-        signal: this.clock.deadlineSignal,
-      });
+      );
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
       this.nextSendAt = Date.now() + this.minIntervalMs;
@@ -281,11 +279,8 @@ export class ChatSink extends HttpSink {
       } else {
         failures++;
         if (failures >= this.retry.maxAttempts) {
-          this.trouble.refused(
-            `gave up: ${outcome.status ?? outcome.reason}`,
-            `${outcome.reason}; gave up after ${plural(failures, 'attempt')}. ${this.describeLoss(batch)}`,
-          );
-          this.abandon(batch, `${outcome.reason} (gave up after ${plural(failures, 'attempt')})`);
+          const key = String(outcome.status ?? outcome.reason);
+          this.abandon(batch, this.gaveUp(outcome.reason, key, failures, this.describeLoss(batch)));
           return;
         }
         wait = this.delay.next(outcome.retryAfterMs);

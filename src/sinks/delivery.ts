@@ -7,10 +7,11 @@ import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../events/event.ts';
 import { Backoff } from '../util/backoff.ts';
 import { formatDuration } from '../util/duration.ts';
+import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
-import { createAgent, type PostOutcome } from './http.ts';
+import { createAgent } from './http.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 
 export interface RetryOptions {
@@ -251,6 +252,46 @@ export abstract class DeliverySink implements Sink {
   /** Releases the connections once the delivery loop is over. */
   protected abstract release(): Promise<void>;
 
+  /**
+   * One delivery (a message, a request, a batch): a bug in `send` must not end the delivery loop silently,
+   * so its events are accounted for (`abandon`, with the reason) and the loop goes on with the next.
+   */
+  protected async contained(send: () => Promise<void>, abandon: (reason: string) => void): Promise<void> {
+    try {
+      await send();
+    } catch (error) {
+      const reason = `unexpected failure: ${errorMessage(error)}`;
+      this.trouble.warn(`${reason}; going on with the next events.`);
+      abandon(reason);
+    }
+  }
+
+  /**
+   * The retries are used up after `attempts`: said once per `key` (with `loss`, what becomes of the
+   * events); returns the reason the dead-letter file records.
+   */
+  protected gaveUp(reason: string, key: string, attempts: number, loss: string): string {
+    const gaveUp = `gave up after ${plural(attempts, 'attempt')}`;
+    this.trouble.refused(`gave up: ${key}`, `${reason}; ${gaveUp}. ${loss}`);
+    return `${reason} (${gaveUp})`;
+  }
+
+  /**
+   * A delivery that failed for good, or undefined when it is worth retrying: cut short by the shutdown,
+   * or refused (said once per `refusalKey`; `loss` says what becomes of the events). Returns the reason
+   * the dead-letter file records, and whether the receiver refused it (that is logged already).
+   */
+  protected finalFailure(
+    failure: { aborted: boolean; retryable: boolean; reason: string },
+    refusalKey: string,
+    loss: string,
+  ): { reason: string; refused: boolean } | undefined {
+    if (failure.aborted) return { reason: 'in flight when the shutdown timeout ran out', refused: false };
+    if (failure.retryable) return undefined;
+    this.trouble.refused(refusalKey, `${failure.reason}; not retried. ${loss}`);
+    return { reason: `${failure.reason} (not retried)`, refused: true };
+  }
+
   protected closeWith(timeoutMs: number, abandonRest: () => void): Promise<SinkReport> {
     this.closed ??= (async () => {
       this.clock.begin(timeoutMs);
@@ -269,7 +310,7 @@ export abstract class DeliverySink implements Sink {
   }
 }
 
-/** A DeliverySink that POSTs over HTTP: a connection pool, and what a failed post means. */
+/** A DeliverySink that POSTs over HTTP: its connection pool. */
 export abstract class HttpSink extends DeliverySink {
   protected readonly agent: Dispatcher;
 
@@ -280,22 +321,6 @@ export abstract class HttpSink extends DeliverySink {
 
   protected release(): Promise<void> {
     return this.agent.destroy();
-  }
-
-  /**
-   * A post that failed for good, or undefined when it is worth retrying: cut short by the shutdown, or
-   * refused (said once per `refusalKey`; `loss` says what becomes of the events). Returns the reason the
-   * dead-letter file records, and whether the receiver refused it (that is logged already).
-   */
-  protected finalFailure(
-    outcome: Extract<PostOutcome, { ok: false }>,
-    refusalKey: string,
-    loss: string,
-  ): { reason: string; refused: boolean } | undefined {
-    if (outcome.aborted) return { reason: 'in flight when the shutdown timeout ran out', refused: false };
-    if (outcome.retryable) return undefined;
-    this.trouble.refused(refusalKey, `${outcome.reason}; not retried. ${loss}`);
-    return { reason: `${outcome.reason} (not retried)`, refused: true };
   }
 }
 

@@ -7,6 +7,7 @@
 // `onEvict` (the dead-letter file) and stay counted.
 import { randomUUID } from 'node:crypto';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import { eventJson } from './event-json.ts';
 
 export interface DigestGroup {
   type: EventType;
@@ -226,7 +227,7 @@ export class Digest {
     for (const [i, event] of events.entries()) {
       this.retained.push(event);
       if (measure) {
-        const size = sizes[i] ?? JSON.stringify(event).length;
+        const size = sizes[i] ?? eventJson(event).length;
         this.retainedSizes.push(size);
         this.retainedBytes += size;
       }

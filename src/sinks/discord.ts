@@ -4,16 +4,8 @@
 // Retry-After and `retry_after` (seconds) in the body; mentions are switched off so a name in a
 // change can never ping anyone.
 import type { ChatPlatform } from './chat.ts';
-import { escapeMarkdown, markdownLine } from './chat-markdown.ts';
-import {
-  type ChatFormatOptions,
-  type ChatMessage,
-  DEFAULT_CHAT_FORMAT,
-  fitLines,
-  plainText,
-  titleText,
-  truncateText,
-} from './chat-message.ts';
+import { escapeMarkdown, markdownText } from './chat-markdown.ts';
+import { type ChatMessage, contextText, titleText, truncateText } from './chat-message.ts';
 import type { PostOutcome } from './http.ts';
 
 export const DISCORD_LIMITS = {
@@ -28,38 +20,28 @@ export const DISCORD_MIN_INTERVAL_MS = 2000;
 
 const COLORS = { event: 0x3b82f6, digest: 0xf59e0b };
 
-export function discordPlatform(url: string, format: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatPlatform {
+export function discordPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Discord takes messages (about one every two seconds)',
     render(message: ChatMessage) {
       const title = truncateText(titleText(message), DISCORD_LIMITS.title);
-      const footer = truncateText(message.context.map(plainText).join(' · '), DISCORD_LIMITS.footer);
-      const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';
-      const budget = Math.min(
-        DISCORD_LIMITS.description,
-        DISCORD_LIMITS.embedTotal - title.length - footer.length - note.length,
+      const footer = truncateText(contextText(message), DISCORD_LIMITS.footer);
+      const description = markdownText(
+        message,
+        Math.min(DISCORD_LIMITS.description, DISCORD_LIMITS.embedTotal - title.length - footer.length),
       );
-      const lines = message.sections.flatMap((section, index) => [
-        ...(index > 0 ? [''] : []),
-        ...section.lines.map(markdownLine),
-      ]);
-      const description = `${fitLines(lines, budget).join('\n')}${note}`.trim();
       return {
-        inFull: message.inFull,
-        body: {
-          content: truncateText(escapeMarkdown(message.summary), DISCORD_LIMITS.content),
-          embeds: [
-            {
-              title,
-              ...(description ? { description } : {}),
-              color: message.inFull ? COLORS.event : COLORS.digest,
-              footer: { text: footer || 'kubediff' },
-            },
-          ],
-          allowed_mentions: { parse: [] },
-        },
+        content: truncateText(escapeMarkdown(message.summary), DISCORD_LIMITS.content),
+        embeds: [
+          {
+            title,
+            ...(description ? { description } : {}),
+            color: message.inFull ? COLORS.event : COLORS.digest,
+            footer: { text: footer || 'kubediff' },
+          },
+        ],
+        allowed_mentions: { parse: [] },
       };
     },
     classify: (outcome) => withBodyRetryAfter(outcome),

@@ -8,6 +8,7 @@
 // sink sends that text.
 import type { ChangeEvent } from '../events/event.ts';
 import { Digest } from './digest.ts';
+import { eventJson } from './event-json.ts';
 
 export type QueueEntry =
   | { kind: 'event'; event: ChangeEvent; json: string; queuedAt: number }
@@ -72,7 +73,7 @@ export class EventQueue {
       this.folded++;
       return 'folded';
     }
-    const json = JSON.stringify(event);
+    const json = eventJson(event);
     // One event larger than the whole budget still goes through on its own when the queue is empty.
     const fits = this.bytes + json.length <= maxBytes || this.individual === 0;
     if (this.individual < capacity && fits) {

@@ -6,13 +6,11 @@
 import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
-  type ChatFormatOptions,
   type ChatMessage,
-  DEFAULT_CHAT_FORMAT,
+  contextText,
   EVENT_EMOJI,
-  fitLines,
+  fitSections,
   type Line,
-  plainText,
   titleText,
   truncateText,
 } from './chat-message.ts';
@@ -20,45 +18,32 @@ import {
 export const GOOGLE_CHAT_LIMITS = { messageBytes: 32_000, text: 4096, widgets: 100 };
 export const GOOGLE_CHAT_MIN_INTERVAL_MS = 1000;
 
-export function googleChatPlatform(
-  url: string,
-  format: ChatFormatOptions = DEFAULT_CHAT_FORMAT,
-): ChatPlatform {
+export function googleChatPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Google Chat takes messages (about one a second)',
     render(message: ChatMessage) {
-      let budget = GOOGLE_CHAT_LIMITS.messageBytes - 3_000;
-      const sections: Record<string, unknown>[] = [];
-      for (const section of message.sections) {
-        if (sections.length >= GOOGLE_CHAT_LIMITS.widgets - 1 || budget < 200) break;
-        const text = fitLines(
-          section.lines.map(htmlLine),
-          Math.min(budget / 1.3, GOOGLE_CHAT_LIMITS.text),
-        ).join('<br>');
-        budget -= Buffer.byteLength(text) * 1.3;
-        sections.push({ widgets: [{ textParagraph: { text } }] });
-      }
-      if (message.note)
-        sections.push({ widgets: [{ textParagraph: { text: `<i>${escapeHtml(message.note)}</i>` } }] });
+      // Room for the texts: the limit less the card's frame; one widget is left for the note.
+      const texts = fitSections(message.sections, htmlLine, '<br>', {
+        budgetBytes: GOOGLE_CHAT_LIMITS.messageBytes - 3_000,
+        maxSections: GOOGLE_CHAT_LIMITS.widgets - 1,
+        maxChars: GOOGLE_CHAT_LIMITS.text,
+      });
+      if (message.note) texts.push(`<i>${escapeHtml(message.note)}</i>`);
       return {
-        inFull: message.inFull,
-        body: {
-          text: truncateText(message.summary, 1000),
-          cardsV2: [
-            {
-              cardId: 'kubediff',
-              card: {
-                header: {
-                  title: truncateText(titleText(message), 200),
-                  subtitle: truncateText(message.context.map(plainText).join(' · '), 200),
-                },
-                sections,
+        text: truncateText(message.summary, 1000),
+        cardsV2: [
+          {
+            cardId: 'kubediff',
+            card: {
+              header: {
+                title: truncateText(titleText(message), 200),
+                subtitle: truncateText(contextText(message), 200),
               },
+              sections: texts.map((text) => ({ widgets: [{ textParagraph: { text } }] })),
             },
-          ],
-        },
+          },
+        ],
       };
     },
   };

@@ -115,15 +115,11 @@ export class KafkaSink extends DeliverySink {
         continue;
       }
       this.inFlight = work.kind === 'events' ? work.events.length : work.digest.count;
-      try {
-        await this.send(work);
-      } catch (error) {
-        // A bug must not end deliveries silently: account for this batch and go on with the next.
-        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-        this.abandon(work, `unexpected failure: ${errorMessage(error)}`);
-      } finally {
-        this.inFlight = 0;
-      }
+      await this.contained(
+        () => this.send(work),
+        (reason) => this.abandon(work, reason),
+      );
+      this.inFlight = 0;
       this.backlog.settled();
       if (this.clock.expired) return;
     }
@@ -156,20 +152,14 @@ export class KafkaSink extends DeliverySink {
         }
         return;
       }
-      if (failure.aborted) {
-        this.abandon(work, 'in flight when the shutdown timeout ran out');
-        return;
-      }
       const loss = lossNote(describeWork(work), this.options.deadLetter);
-      if (failure.final) {
-        this.trouble.refused(failure.reason, `${failure.reason}; not retried. ${loss}`);
-        this.abandon(work, `${failure.reason} (not retried)`);
+      const final = this.finalFailure(failure, failure.reason, loss);
+      if (final) {
+        this.abandon(work, final.reason);
         return;
       }
       if (attempt >= this.retry.maxAttempts) {
-        const gaveUp = `gave up after ${plural(attempt, 'attempt')}`;
-        this.trouble.refused(`gave up: ${failure.reason}`, `${failure.reason}; ${gaveUp}. ${loss}`);
-        this.abandon(work, `${failure.reason} (${gaveUp})`);
+        this.abandon(work, this.gaveUp(failure.reason, failure.reason, attempt, loss));
         return;
       }
       const wait = this.delay.next();
@@ -184,9 +174,9 @@ export class KafkaSink extends DeliverySink {
   /** undefined when the broker took every record; else why not, and whether trying again may help. */
   private async produce(
     messages: OutgoingRecord[],
-  ): Promise<{ reason: string; final: boolean; aborted: boolean } | undefined> {
+  ): Promise<{ reason: string; retryable: boolean; aborted: boolean } | undefined> {
     const deadline = this.clock.deadlineSignal;
-    if (deadline.aborted) return { reason: 'shutdown', final: true, aborted: true };
+    if (deadline.aborted) return { reason: 'shutdown', retryable: false, aborted: true };
     let onAbort: (() => void) | undefined;
     // The client cannot cancel a send: at the shutdown deadline the sink stops waiting for it, and the
     // batch is reported as not delivered (it may still arrive: at least once).
@@ -199,10 +189,14 @@ export class KafkaSink extends DeliverySink {
         .then((producer) => producer.send({ messages }))
         .then(
           () => undefined,
-          (error: unknown) => ({ reason: describeKafkaError(error), final: isFinal(error), aborted: false }),
+          (error: unknown) => ({
+            reason: describeKafkaError(error),
+            retryable: !isFinal(error),
+            aborted: false,
+          }),
         );
       const outcome = await Promise.race([sent, aborted]);
-      return outcome === 'aborted' ? { reason: 'shutdown', final: true, aborted: true } : outcome;
+      return outcome === 'aborted' ? { reason: 'shutdown', retryable: false, aborted: true } : outcome;
     } finally {
       if (onAbort) deadline.removeEventListener('abort', onAbort);
     }

@@ -3,53 +3,32 @@
 // characters (the server's default); rate limits, when the server has them on, answer 429 with
 // X-Ratelimit-Reset (seconds until it resets), which the delivery core honours.
 import type { ChatPlatform } from './chat.ts';
-import { escapeMarkdown, markdownLine } from './chat-markdown.ts';
-import {
-  type ChatFormatOptions,
-  type ChatMessage,
-  DEFAULT_CHAT_FORMAT,
-  fitLines,
-  plainText,
-  titleText,
-  truncateText,
-} from './chat-message.ts';
+import { escapeMarkdown, markdownText } from './chat-markdown.ts';
+import { type ChatMessage, contextText, titleText, truncateText } from './chat-message.ts';
 
 export const MATTERMOST_LIMITS = { postChars: 16_383, title: 256 };
 export const MATTERMOST_MIN_INTERVAL_MS = 1000;
 
-export function mattermostPlatform(
-  url: string,
-  format: ChatFormatOptions = DEFAULT_CHAT_FORMAT,
-): ChatPlatform {
+export function mattermostPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Mattermost takes messages (about one a second)',
     render(message: ChatMessage) {
       const text = truncateText(escapeMarkdown(message.summary), 1000);
       const title = truncateText(titleText(message), MATTERMOST_LIMITS.title);
-      const footer = truncateText(message.context.map(plainText).join(' · '), 500);
-      const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';
-      const budget =
-        MATTERMOST_LIMITS.postChars - text.length - title.length - footer.length - note.length - 200;
-      const lines = message.sections.flatMap((section, index) => [
-        ...(index > 0 ? [''] : []),
-        ...section.lines.map(markdownLine),
-      ]);
+      const footer = truncateText(contextText(message), 500);
+      const budget = MATTERMOST_LIMITS.postChars - text.length - title.length - footer.length - 200;
       return {
-        inFull: message.inFull,
-        body: {
-          text,
-          attachments: [
-            {
-              fallback: text,
-              color: message.inFull ? '#3b82f6' : '#f59e0b',
-              title,
-              text: `${fitLines(lines, budget).join('\n')}${note}`.trim(),
-              footer,
-            },
-          ],
-        },
+        text,
+        attachments: [
+          {
+            fallback: text,
+            color: message.inFull ? '#3b82f6' : '#f59e0b',
+            title,
+            text: markdownText(message, budget),
+            footer,
+          },
+        ],
       };
     },
   };

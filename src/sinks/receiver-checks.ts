@@ -4,8 +4,19 @@
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/** The headers the webhook sink sets on each request (docs/sinks.md), by what they say. */
+export const WEBHOOK_HEADERS = {
+  signature: 'x-kubediff-signature',
+  kind: 'x-kubediff-kind',
+  attempt: 'x-kubediff-attempt',
+  eventId: 'x-kubediff-event-id',
+  batchSize: 'x-kubediff-batch-size',
+  digestId: 'x-kubediff-digest-id',
+  storyId: 'x-kubediff-story-id',
+} as const;
+
 /** Headers undici or HTTP itself owns, and the ones kubediff sets. */
-const RESERVED_HEADERS = new Set([
+const RESERVED_HEADERS = new Set<string>([
   'host',
   'content-length',
   'transfer-encoding',
@@ -14,12 +25,7 @@ const RESERVED_HEADERS = new Set([
   'upgrade',
   'expect',
   'content-type',
-  'x-kubediff-signature',
-  'x-kubediff-kind',
-  'x-kubediff-attempt',
-  'x-kubediff-event-id',
-  'x-kubediff-batch-size',
-  'x-kubediff-digest-id',
+  ...Object.values(WEBHOOK_HEADERS),
 ]);
 
 /** An HTTP header name (a token: letters, digits and !#$%&'*+.^_`|~-). */

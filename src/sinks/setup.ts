@@ -16,7 +16,6 @@ import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts'
 import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
-import { DEFAULT_SLACK_FORMAT, type SlackFormatOptions } from './slack-format.ts';
 import { prettyStoryRenderer } from './story-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
@@ -68,10 +67,6 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   /** Slack's Web API base URL; default https://slack.com/api. */
   apiUrl?: string;
   minIntervalMs?: number;
-  gatherMs?: number;
-  capacity?: number;
-  capacityBytes?: number;
-  format?: Partial<SlackFormatOptions>;
 }
 
 export interface KafkaSinkSpec extends HttpSinkSpec {
@@ -93,9 +88,6 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   type: ChatPlatformName;
   webhookUrl: string;
   minIntervalMs?: number;
-  gatherMs?: number;
-  capacity?: number;
-  format?: Partial<SlackFormatOptions>;
 }
 
 export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | KafkaSinkSpec | ChatSinkSpec;
@@ -224,13 +216,11 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           typeof import('./chat-platforms.ts');
         const platform = CHAT_PLATFORMS[spec.type];
         sink = new ChatSink({
-          platform: platform.create(spec.webhookUrl, { ...DEFAULT_SLACK_FORMAT, ...spec.format }),
+          platform: platform.create(spec.webhookUrl),
           name: unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
           minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
           log: runtime.log,
           ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-          ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
-          ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
           ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
@@ -255,10 +245,6 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           log: runtime.log,
           ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
           ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
-          ...(spec.gatherMs !== undefined ? { gatherMs: spec.gatherMs } : {}),
-          ...(spec.capacity !== undefined ? { capacity: spec.capacity } : {}),
-          ...(spec.capacityBytes !== undefined ? { capacityBytes: spec.capacityBytes } : {}),
-          ...(spec.format ? { format: spec.format } : {}),
           ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),

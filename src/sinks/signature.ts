@@ -5,8 +5,6 @@
 // anew with its own time; the body (and so the event id) stays the same.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export const SIGNATURE_HEADER = 'X-Kubediff-Signature';
-
 export function signatureFor(secret: string, body: string, unixSeconds: number): string {
   const mac = createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex');
   return `t=${unixSeconds},v1=${mac}`;

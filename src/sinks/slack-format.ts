@@ -5,14 +5,7 @@
 // which Slack rejects a message; long values are elided in the middle and
 // what does not fit is counted ("…and 12 more changes").
 import type { EventType } from '../events/event.ts';
-import {
-  type ChatFormatOptions,
-  type ChatMessage,
-  chatMessage,
-  DEFAULT_CHAT_FORMAT,
-  type Line,
-  showsEventsInFull as showsInFull,
-} from './chat-message.ts';
+import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, type Line } from './chat-message.ts';
 import type { Digest } from './digest.ts';
 
 type SlackBlock =
@@ -41,11 +34,6 @@ const SLACK_LIMITS = {
   fallbackText: 1_000,
 } as const;
 
-/** What a Slack message shows: the options of every chat platform (chat-message.ts). */
-export type SlackFormatOptions = ChatFormatOptions;
-export const DEFAULT_SLACK_FORMAT: SlackFormatOptions = DEFAULT_CHAT_FORMAT;
-export const showsEventsInFull = showsInFull;
-
 const EMOJI: Record<EventType, string> = {
   ADDED: ':heavy_plus_sign:',
   UPDATED: ':pencil2:',
@@ -53,11 +41,8 @@ const EMOJI: Record<EventType, string> = {
 };
 
 /** The message for everything a batch stands for: its events one by one when few and all kept, else a digest. */
-export function renderSlackMessage(
-  batch: Digest,
-  options: SlackFormatOptions = DEFAULT_SLACK_FORMAT,
-): SlackMessage {
-  return renderSlackChatMessage(chatMessage(batch, options, SLACK_PACE));
+export function renderSlackMessage(batch: Digest): SlackMessage {
+  return renderSlackChatMessage(chatMessage(batch, DEFAULT_CHAT_FORMAT, SLACK_PACE));
 }
 
 /** How fast Slack takes messages, in words (a digest's note). */

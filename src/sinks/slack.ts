@@ -4,19 +4,10 @@
 // here is the message (slack-format.ts), the bot's headers and body, and
 // what Slack's answers mean.
 
-import type { StoryOptions } from '../events/story.ts';
-import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
-import { type ChatPlatform, ChatSink } from './chat.ts';
-import type { DeadLetterFile } from './dead-letter.ts';
-import type { RetryOptions } from './delivery.ts';
+import { type ChatPlatform, ChatSink, type ChatSinkOptions } from './chat.ts';
 import { bodyExcerpt, type PostOutcome } from './http.ts';
-import {
-  DEFAULT_SLACK_FORMAT,
-  renderSlackChatMessage,
-  SLACK_PACE,
-  type SlackFormatOptions,
-} from './slack-format.ts';
+import { renderSlackChatMessage, SLACK_PACE } from './slack-format.ts';
 
 export type SlackTarget =
   /** An incoming webhook URL (https://hooks.slack.com/services/…); a credential. */
@@ -24,27 +15,13 @@ export type SlackTarget =
   /** A bot token (xoxb-…) and the channel to post to (an ID such as C0123456789, or #name). */
   | { kind: 'bot'; token: string; channel: string; apiUrl?: string };
 
-export interface SlackSinkOptions {
+/** The chat core's options (chat.ts), with Slack's target in place of a platform. */
+export interface SlackSinkOptions extends Omit<ChatSinkOptions, 'platform' | 'name' | 'minIntervalMs'> {
   target: SlackTarget;
   /** For logs; default 'slack <scheme://host/…>' or 'slack #channel'. */
   name?: string;
-  /** Per request. Default 10 s. */
-  timeoutMs?: number;
   /** Minimum time between two messages. Default 1000 ms (Slack's rate limit). */
   minIntervalMs?: number;
-  /** Wait this long after a first event for related ones (a rollout is several events). Default 300 ms. */
-  gatherMs?: number;
-  /** Events kept in full while waiting (for the message and the dead-letter file); beyond that only counted. Default 1000… */
-  capacity?: number;
-  /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
-  capacityBytes?: number;
-  format?: Partial<SlackFormatOptions>;
-  /** One message per story instead of per event (README, "Stories"); absent: per event. */
-  stories?: Partial<StoryOptions>;
-  retry?: Partial<RetryOptions>;
-  deadLetter?: DeadLetterFile;
-  userAgent?: string;
-  log: Logger;
 }
 
 const SLACK_API_URL = 'https://slack.com/api';
@@ -80,39 +57,27 @@ const WEBHOOK_ERROR_HINTS: Record<string, string> = {
 
 /** Slack on the chat delivery core: Block Kit messages (slack-format.ts), and what Slack's answers mean. */
 export class SlackSink extends ChatSink {
-  constructor(options: SlackSinkOptions) {
+  constructor({ target, name, minIntervalMs, ...chat }: SlackSinkOptions) {
     super({
-      platform: slackPlatform(options.target, { ...DEFAULT_SLACK_FORMAT, ...options.format }),
-      name: options.name ?? slackSinkName(options.target),
-      minIntervalMs: options.minIntervalMs ?? SLACK_MIN_INTERVAL_MS,
-      log: options.log,
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(options.gatherMs !== undefined ? { gatherMs: options.gatherMs } : {}),
-      ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
-      ...(options.capacityBytes !== undefined ? { capacityBytes: options.capacityBytes } : {}),
-      ...(options.stories ? { stories: options.stories } : {}),
-      ...(options.retry ? { retry: options.retry } : {}),
-      ...(options.deadLetter ? { deadLetter: options.deadLetter } : {}),
-      ...(options.userAgent ? { userAgent: options.userAgent } : {}),
+      ...chat,
+      platform: slackPlatform(target),
+      name: name ?? slackSinkName(target),
+      minIntervalMs: minIntervalMs ?? SLACK_MIN_INTERVAL_MS,
     });
   }
 }
 
-function slackPlatform(target: SlackTarget, format: SlackFormatOptions): ChatPlatform {
+function slackPlatform(target: SlackTarget): ChatPlatform {
   return {
     url:
       target.kind === 'webhook'
         ? new URL(target.url)
         : new URL(`${(target.apiUrl ?? SLACK_API_URL).replace(/\/+$/, '')}/chat.postMessage`),
-    format,
     pace: SLACK_PACE,
     render(chat) {
       const message = renderSlackChatMessage(chat);
       const base = { text: message.text, blocks: message.blocks, unfurl_links: false, unfurl_media: false };
-      return {
-        body: target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base,
-        inFull: chat.inFull,
-      };
+      return target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base;
     },
     headers: (): Record<string, string> =>
       target.kind === 'bot' ? { authorization: `Bearer ${target.token}` } : {},

@@ -5,20 +5,20 @@
 import { Chalk } from 'chalk';
 import type { Change } from '../diff/types.ts';
 import type { EventType } from '../events/event.ts';
-import { countsByType, type Story, type StoryObject } from '../events/story.ts';
+import type { Story, StoryObject } from '../events/story.ts';
 import { printable } from '../util/terminal-text.ts';
 import {
   type ChatFormatOptions,
   type ChatMessage,
   type ChatSection,
   changeLine,
-  clock,
   clusterLine,
   DEFAULT_CHAT_FORMAT,
   elideBy,
   type Line,
   plainText,
   prefix,
+  timeRange,
 } from './chat-message.ts';
 import { formatCount } from './digest.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
@@ -43,8 +43,6 @@ export interface StoryView {
   from: string;
   to: string;
   cluster: string | undefined;
-  /** How many events the story covers. */
-  count: number;
   /** Who made the owner's own change (its events' `by`), when known. */
   by: string | undefined;
 }
@@ -75,7 +73,6 @@ export function storyView(story: Story): StoryView {
     story.closed === 'max-length' ? 'still going: more follows in the next story' : '',
     story.closed === 'buffer' ? 'closed early: too many changes at once (more may follow)' : '',
   ].filter(Boolean);
-  const total = countsByType(story);
   return {
     subject,
     ownerState,
@@ -87,7 +84,6 @@ export function storyView(story: Story): StoryView {
     from: story.from,
     to: story.to,
     cluster: story.cluster,
-    count: total.ADDED + total.UPDATED + total.DELETED,
     by: ownerBy(story),
   };
 }
@@ -148,14 +144,7 @@ export function storyMessage(story: Story, options: ChatFormatOptions = DEFAULT_
     context: [
       ...(by ? [[{ text: 'by ' }, { text: by, style: 'bold' }] satisfies Line] : []),
       ...(view.cluster ? [clusterLine(view.cluster)] : []),
-      [
-        {
-          text:
-            view.from.slice(0, 19) === view.to.slice(0, 19)
-              ? clock(view.from)
-              : `${view.from.slice(11, 19)}–${clock(view.to)}`,
-        },
-      ],
+      [{ text: timeRange(view.from, view.to) }],
       ...view.notes.map((note): Line => [{ text: note, style: 'italic' }]),
     ],
     sections,

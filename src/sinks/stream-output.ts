@@ -16,6 +16,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { eventJson } from './event-json.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 
@@ -155,5 +156,5 @@ export class StreamOutput implements Sink {
 
 /** The contract: one JSON object per line. */
 export function renderJsonLine(event: ChangeEvent): string {
-  return `${JSON.stringify(event)}\n`;
+  return `${eventJson(event)}\n`;
 }

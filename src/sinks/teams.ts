@@ -6,13 +6,11 @@
 import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
-  type ChatFormatOptions,
   type ChatMessage,
-  DEFAULT_CHAT_FORMAT,
+  contextText,
   EVENT_EMOJI,
-  fitLines,
+  fitSections,
   type Line,
-  plainText,
   titleText,
   truncateText,
 } from './chat-message.ts';
@@ -20,10 +18,9 @@ import {
 export const TEAMS_LIMITS = { payloadBytes: 28 * 1024, bodyElements: 100 };
 export const TEAMS_MIN_INTERVAL_MS = 1000;
 
-export function teamsPlatform(url: string, format: ChatFormatOptions = DEFAULT_CHAT_FORMAT): ChatPlatform {
+export function teamsPlatform(url: string): ChatPlatform {
   return {
     url: new URL(url),
-    format,
     pace: 'Teams takes messages (about one a second)',
     render(message: ChatMessage) {
       const body: Record<string, unknown>[] = [
@@ -36,22 +33,20 @@ export function teamsPlatform(url: string, format: ChatFormatOptions = DEFAULT_C
         },
         {
           type: 'TextBlock',
-          text: truncateText(plainCardText(message.context.map(plainText).join(' · ')), 500),
+          text: truncateText(plainCardText(contextText(message)), 500),
           isSubtle: true,
           spacing: 'None',
           size: 'Small',
           wrap: true,
         },
       ];
-      // Room for the texts: the limit less the card's frame and a margin for JSON escapes.
-      let budget = TEAMS_LIMITS.payloadBytes - 2_500;
-      for (const section of message.sections) {
-        if (body.length >= TEAMS_LIMITS.bodyElements - 2 || budget < 200) break;
-        const lines = fitLines(section.lines.map(cardLine), budget / 1.3);
-        const text = lines.join('\n\n');
-        budget -= Buffer.byteLength(text) * 1.3;
-        body.push({ type: 'TextBlock', text, wrap: true, separator: true });
-      }
+      // Room for the texts: the limit less the card's frame; elements are left for the title, the
+      // context and the note.
+      const texts = fitSections(message.sections, cardLine, '\n\n', {
+        budgetBytes: TEAMS_LIMITS.payloadBytes - 2_500,
+        maxSections: TEAMS_LIMITS.bodyElements - 4,
+      });
+      for (const text of texts) body.push({ type: 'TextBlock', text, wrap: true, separator: true });
       if (message.note)
         body.push({
           type: 'TextBlock',
@@ -61,24 +56,21 @@ export function teamsPlatform(url: string, format: ChatFormatOptions = DEFAULT_C
           wrap: true,
         });
       return {
-        inFull: message.inFull,
-        body: {
-          type: 'message',
-          summary: truncateText(message.summary, 300),
-          attachments: [
-            {
-              contentType: 'application/vnd.microsoft.card.adaptive',
-              contentUrl: null,
-              content: {
-                $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
-                type: 'AdaptiveCard',
-                version: '1.4',
-                msteams: { width: 'Full' },
-                body,
-              },
+        type: 'message',
+        summary: truncateText(message.summary, 300),
+        attachments: [
+          {
+            contentType: 'application/vnd.microsoft.card.adaptive',
+            contentUrl: null,
+            content: {
+              $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+              type: 'AdaptiveCard',
+              version: '1.4',
+              msteams: { width: 'Full' },
+              body,
             },
-          ],
-        },
+          },
+        ],
       };
     },
   };

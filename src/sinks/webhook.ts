@@ -17,7 +17,8 @@ import { HttpSink, plural, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import { postJson, reasonWithRetryAfter } from './http.ts';
-import { SIGNATURE_HEADER, signatureFor } from './signature.ts';
+import { WEBHOOK_HEADERS } from './receiver-checks.ts';
+import { signatureFor } from './signature.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 
@@ -141,15 +142,11 @@ export class WebhookSink extends HttpSink {
       const work = await this.next();
       if (!work) return;
       this.inFlight = countOf(work);
-      try {
-        await this.send(work);
-      } catch (error) {
-        // A bug must not end deliveries silently: account for this request and go on with the next.
-        this.trouble.warn(`unexpected failure: ${errorMessage(error)}; going on with the next events.`);
-        this.failed(work, `unexpected failure: ${errorMessage(error)}`, false);
-      } finally {
-        this.inFlight = 0;
-      }
+      await this.contained(
+        () => this.send(work),
+        (reason) => this.failed(work, reason, false),
+      );
+      this.inFlight = 0;
       this.backlog.settled();
     }
   }
@@ -192,8 +189,7 @@ export class WebhookSink extends HttpSink {
       const ready = this.readyStories[0];
       if (ready) {
         if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return undefined;
-        const rate = this.options.maxRequestsPerSecond;
-        if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
+        this.paceNext();
         this.readyStories.shift();
         this.readyStoryEvents -= ready.story.count;
         return { kind: 'story', story: ready.story, json: ready.json };
@@ -213,8 +209,7 @@ export class WebhookSink extends HttpSink {
           continue;
         }
       }
-      const rate = this.options.maxRequestsPerSecond;
-      if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
+      this.paceNext();
       if (head.kind === 'digest') {
         this.queue.shift();
         return { kind: 'digest', digest: head.digest };
@@ -226,6 +221,12 @@ export class WebhookSink extends HttpSink {
       this.queue.shift();
       return { kind: 'event', event: head.event, json: head.json };
     }
+  }
+
+  /** A request goes out now: with maxRequestsPerSecond, the next one may not before its turn. */
+  private paceNext(): void {
+    const rate = this.options.maxRequestsPerSecond;
+    if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
   }
 
   private async send(work: Work): Promise<void> {
@@ -259,11 +260,9 @@ export class WebhookSink extends HttpSink {
         return;
       }
       if (attempt >= this.retry.maxAttempts) {
-        this.trouble.refused(
-          `gave up: ${outcome.status ?? outcome.reason}`,
-          `${outcome.reason}; gave up after ${plural(attempt, 'attempt')}. ${describeLoss(work, this.options.deadLetter)}`,
-        );
-        this.failed(work, `${outcome.reason} (gave up after ${plural(attempt, 'attempt')})`, false);
+        const key = String(outcome.status ?? outcome.reason);
+        const loss = describeLoss(work, this.options.deadLetter);
+        this.failed(work, this.gaveUp(outcome.reason, key, attempt, loss), false);
         return;
       }
       const wait = this.delay.next(outcome.retryAfterMs);
@@ -279,15 +278,15 @@ export class WebhookSink extends HttpSink {
     const headers: Record<string, string> = {
       'user-agent': this.options.userAgent ?? WEBHOOK_DEFAULTS.userAgent,
       ...this.options.headers,
-      'x-kubediff-kind': work.kind,
-      'x-kubediff-attempt': String(attempt),
+      [WEBHOOK_HEADERS.kind]: work.kind,
+      [WEBHOOK_HEADERS.attempt]: String(attempt),
     };
-    if (work.kind === 'event') headers['x-kubediff-event-id'] = work.event.id;
-    if (work.kind === 'batch') headers['x-kubediff-batch-size'] = String(work.events.length);
-    if (work.kind === 'digest') headers['x-kubediff-digest-id'] = work.digest.id;
-    if (work.kind === 'story') headers['x-kubediff-story-id'] = work.story.id;
+    if (work.kind === 'event') headers[WEBHOOK_HEADERS.eventId] = work.event.id;
+    if (work.kind === 'batch') headers[WEBHOOK_HEADERS.batchSize] = String(work.events.length);
+    if (work.kind === 'digest') headers[WEBHOOK_HEADERS.digestId] = work.digest.id;
+    if (work.kind === 'story') headers[WEBHOOK_HEADERS.storyId] = work.story.id;
     if (this.options.secret) {
-      headers[SIGNATURE_HEADER.toLowerCase()] = signatureFor(
+      headers[WEBHOOK_HEADERS.signature] = signatureFor(
         this.options.secret,
         body,
         Math.floor(Date.now() / 1000),

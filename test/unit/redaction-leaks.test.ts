@@ -28,7 +28,6 @@ import { Informer } from '../../src/informer/informer.ts';
 import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
 import { renderBatch } from '../../src/sinks/chat.ts';
-import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
@@ -113,7 +112,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   };
   const chats = CHAT_PLATFORM_NAMES.map((name) => ({
     name,
-    platform: CHAT_PLATFORMS[name].create('https://chat.example.invalid/hook', DEFAULT_CHAT_FORMAT),
+    platform: CHAT_PLATFORMS[name].create('https://chat.example.invalid/hook'),
   }));
   // Every chat renderer, for one event alone, a few and a digest (as Slack's below).
   const renderChats = (digest: Digest) => {

@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { ChangeEvent, EventType } from '../../src/events/event.ts';
-import { ChatSink } from '../../src/sinks/chat.ts';
-import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
+import { ChatSink, type ChatSinkOptions } from '../../src/sinks/chat.ts';
 import { CHAT_PLATFORMS } from '../../src/sinks/chat-platforms.ts';
 import {
   type ChatPlatformName,
@@ -54,18 +53,29 @@ function event(type: EventType, name: string, namespace = 'shop'): ChangeEvent {
 const PLATFORMS: ChatPlatformName[] = ['teams', 'discord', 'mattermost', 'google-chat'];
 const bodies = (receiver: HttpReceiver) => receiver.jsonBodies() as Record<string, unknown>[];
 
+/** A `platform` sink posting to `receiver` (its webhook URL's path a secret that must not leak). */
+function chatSink(
+  platform: ChatPlatformName,
+  receiver: HttpReceiver,
+  options: Partial<ChatSinkOptions> & Pick<ChatSinkOptions, 'minIntervalMs' | 'gatherMs'>,
+): ChatSink {
+  return new ChatSink({
+    platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET')),
+    name: platform,
+    log: memoryLog(),
+    ...options,
+  });
+}
+
 for (const platform of PLATFORMS) {
   describe(`${platform} sink`, () => {
     it('stories on: one message per story, who made the owner change and what was derived', async () => {
       const receiver = await startChatReceiver(platform, 0);
       receivers.push(receiver);
-      const sink = new ChatSink({
-        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
-        name: platform,
+      const sink = chatSink(platform, receiver, {
         minIntervalMs: 100,
         gatherMs: 20,
         stories: { windowMs: 60_000, maxLengthMs: 60_000 },
-        log: memoryLog(),
       });
       const owner = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'uid-deploy' };
       const deployment: ChangeEvent = {
@@ -110,19 +120,13 @@ for (const platform of PLATFORMS) {
     it('reads one change at a glance: cluster, type, kind namespace/name, path: from → to', async () => {
       const receiver = await startChatReceiver(platform, 0);
       receivers.push(receiver);
-      const sink = new ChatSink({
-        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
-        name: platform,
-        minIntervalMs: 100,
-        gatherMs: 20,
-        log: memoryLog(),
-      });
+      const sink = chatSink(platform, receiver, { minIntervalMs: 100, gatherMs: 20 });
       sink.deliver(event('UPDATED', 'web'));
       const report = await sink.close(5000);
       assert.equal(report.stats.delivered, 1);
       const [request] = receiver.requests;
       assert.deepEqual(payloadProblems(platform, request?.body ?? ''), []);
-      assert.equal(request?.reply && 'status' in request.reply ? request.reply.status < 300 : false, true);
+      assert.ok(request && 'status' in request.reply && request.reply.status < 300, 'the receiver took it');
       const body = request?.body ?? '';
       assert.match(titleOf(platform, bodies(receiver)[0] ?? {}), /UPDATED ConfigMap shop\/web/);
       assert.match(body, /prod-eu/);
@@ -134,13 +138,10 @@ for (const platform of PLATFORMS) {
       const interval = 250;
       const receiver = await startChatReceiver(platform, interval - 30);
       receivers.push(receiver);
-      const sink = new ChatSink({
-        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
-        name: platform,
+      const sink = chatSink(platform, receiver, {
         minIntervalMs: interval,
         gatherMs: 50,
         retry: { initialDelayMs: 50, maxDelayMs: 200 },
-        log: memoryLog(),
       });
       for (let i = 0; i < 500; i++) {
         sink.deliver(event(i % 5 === 0 ? 'ADDED' : 'UPDATED', `cm-${i}`, i % 2 === 0 ? 'shop' : 'web'));
@@ -161,13 +162,7 @@ for (const platform of PLATFORMS) {
       receivers.push(receiver);
       receiver.script(rateLimited(platform, 1));
       const log = memoryLog();
-      const sink = new ChatSink({
-        platform: CHAT_PLATFORMS[platform].create(receiver.url('/hook/SECRET'), DEFAULT_CHAT_FORMAT),
-        name: platform,
-        minIntervalMs: 50,
-        gatherMs: 20,
-        log,
-      });
+      const sink = chatSink(platform, receiver, { minIntervalMs: 50, gatherMs: 20, log });
       sink.deliver(event('ADDED', 'first'));
       await receiver.waitForRequests(1);
       for (let i = 0; i < 20; i++) sink.deliver(event('UPDATED', `cm-${i}`));

@@ -174,6 +174,11 @@ describe('sink flags', () => {
         {},
         /kubediff sets Content-Type itself/,
       ],
+      [
+        { webhook: ['http://h/'], webhookHeader: ['X-Kubediff-Story-Id: mine'] },
+        {},
+        /kubediff sets X-Kubediff-Story-Id itself/,
+      ],
     ];
     for (const [flags, env, expected] of cases) {
       assert.throws(

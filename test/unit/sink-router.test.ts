@@ -138,6 +138,43 @@ describe('router', () => {
     ]);
   });
 
+  it('serializes an event once for every sink that sends it as JSON (stdout, webhook)', async () => {
+    const receiver = await HttpReceiver.start();
+    cleanup.push(() => receiver.close());
+    const stdout = new PassThrough();
+    let written = '';
+    stdout.on('data', (chunk: Buffer) => {
+      written += chunk.toString();
+    });
+    const router = new Router(
+      [
+        { sink: new StreamOutput({ name: 'stdout', stream: stdout, render: renderJsonLine }) },
+        { sink: new WebhookSink({ url: receiver.url('/hook'), log: memoryLog() }) },
+      ],
+      memoryLog(),
+    );
+    const events = [event('shop'), event('web')];
+    let serialized = 0;
+    for (const sent of events) {
+      const plain = { ...sent };
+      Object.defineProperty(sent, 'toJSON', {
+        value: () => {
+          serialized++;
+          return plain;
+        },
+      });
+      router.deliver(sent);
+    }
+    await router.close(5_000);
+    assert.equal(serialized, events.length);
+    const expected = events.map((sent) => JSON.stringify(sent));
+    assert.deepEqual(written.trimEnd().split('\n'), expected);
+    assert.deepEqual(
+      receiver.requests.map((request) => request.body),
+      expected,
+    );
+  });
+
   it('closes within the timeout (plus a short grace) even when a sink never finishes closing', async () => {
     const stuck: Sink = {
       name: 'stuck',

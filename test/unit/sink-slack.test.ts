@@ -6,10 +6,11 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { Change } from '../../src/diff/types.ts';
 import type { ChangeEvent, EventType } from '../../src/events/event.ts';
+import { DEFAULT_CHAT_FORMAT } from '../../src/sinks/chat-message.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
 import { SlackSink, type SlackSinkOptions } from '../../src/sinks/slack.ts';
-import { DEFAULT_SLACK_FORMAT, renderSlackMessage } from '../../src/sinks/slack-format.ts';
+import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import type { HttpReceiver } from '../helpers/http-receiver.ts';
 import { memoryLog, sinkTestKit } from '../helpers/sink-test.ts';
 import {
@@ -229,7 +230,7 @@ describe('Slack messages (Block Kit)', () => {
     assert.match(text, /Most recent, oldest first:/);
     assert.equal(
       (text.match(/^:[a-z_0-9]+: \*(ADDED|UPDATED|DELETED)\*/gm) ?? []).length,
-      DEFAULT_SLACK_FORMAT.digestRecent,
+      DEFAULT_CHAT_FORMAT.digestRecent,
     );
   });
 
@@ -268,10 +269,14 @@ describe('Slack sink', () => {
     const hook = sink({ target: { kind: 'webhook', url: server.url('/hook') }, gatherMs: 150 });
     for (const name of ['a', 'b', 'c']) hook.deliver(event('UPDATED', { name }));
     await server.waitForRequests(1);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(server.requests.length, 1);
+    // A later event is the sentinel: the next message is its own, nothing came in between.
+    hook.deliver(event('UPDATED', { name: 'sentinel' }));
+    await server.waitForRequests(2);
     assert.equal(eventsInMessage(payloads(server)[0]!), 3);
+    assert.equal(eventsInMessage(payloads(server)[1]!), 1);
+    assert.match(JSON.stringify(payloads(server)[1]), /shop\/sentinel/);
     await hook.close(1000);
+    assert.equal(server.requests.length, 2);
   });
 
   it('under a burst, sends at most one message per interval, as digests that account for every event', async () => {
@@ -315,9 +320,13 @@ describe('Slack sink', () => {
     assertValid(message);
     assert.equal(eventsInMessage(message), 21);
     assert.match(String(message.text), /21 changes in shop: 20 configmaps updated, 1 configmap added/);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(server.requests.length, 2);
+    // A later event is the sentinel: the next message is its own, nothing was sent twice in between.
+    hook.deliver(event('UPDATED', { name: 'sentinel' }));
+    await server.waitForRequests(3);
+    assert.equal(eventsInMessage(payloads(server)[2]!), 1);
+    assert.match(JSON.stringify(payloads(server)[2]), /shop\/sentinel/);
     const report = await hook.close(1000);
+    assert.equal(server.requests.length, 3);
     assert.equal(report.stats.summarized, 21);
     assert.ok(log.warnings.some((w) => /HTTP 429.*Retry-After 1s/.test(w)));
   });

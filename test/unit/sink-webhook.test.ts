@@ -122,10 +122,14 @@ describe('webhook sink', () => {
     const [first, second, third] = requests;
     assert.ok(second!.at - first!.at >= 950, `waited ${second!.at - first!.at} ms after Retry-After: 1`);
     assert.equal(third!.reply && 'status' in third!.reply && third!.reply.status, 200);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(server.requests.length, 3, 'nothing more after the success');
+    // A later event is the sentinel: the next request is its own, nothing more came after the success.
+    const sentinel = event('sentinel');
+    hook.deliver(sentinel);
+    const fourth = (await server.waitForRequests(4))[3];
+    assert.equal(fourth!.headers['x-kubediff-event-id'], sentinel.id);
     const report = await hook.close(1000);
-    assert.equal(report.stats.delivered, 1);
+    assert.equal(server.requests.length, 4);
+    assert.equal(report.stats.delivered, 2);
     assert.ok(
       log.warnings.some((w) => /HTTP 429 Too Many Requests.*Retry-After 1s.*retrying/.test(w)),
       log.lines.join('\n'),
