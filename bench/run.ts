@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describeCluster } from '../test/helpers/cluster.ts';
+import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { measureAuditLatency } from './audit.ts';
 import { measureConnections } from './connections.ts';
 import { DEFAULT_GO_ORIGINAL_SRC, ensureGoOriginal } from './go-original.ts';
@@ -133,7 +133,7 @@ log(`${settings.quick ? 'quick' : 'full'} run; working in ${work}`);
 const cluster = await benchCluster({ existing: settings.cluster, log });
 result.kubernetes = cluster.kubernetesVersion;
 const clusterFile = path.join(work, 'cluster.json');
-await writeFile(clusterFile, JSON.stringify(describeCluster(cluster.info)), { mode: 0o600 });
+await writeRunDescription(clusterFile, cluster.info);
 try {
   // Figures 1 and 8 replay the same recordings.
   const fixtures = path.join(work, 'fixtures');

@@ -367,12 +367,6 @@ async function startOwnKafka(options: StartKafkaOptions): Promise<RunningKafka> 
   }
 }
 
-/** The serialisable part of a broker (what KUBEDIFF_TEST_KAFKA points at). */
-export function describeKafka(kafka: KafkaInfo): KafkaInfo {
-  const { stopBroker: _stop, startBroker: _start, stop: _end, ...info } = kafka as RunningKafka;
-  return JSON.parse(JSON.stringify(info)) as KafkaInfo;
-}
-
 /** A Java .properties file; values escaped so that backslashes and line breaks survive. */
 function propertiesText(settings: Record<string, string>): string {
   const escaped = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r');

@@ -290,12 +290,6 @@ async function startOwnPostgres(options: StartPostgresOptions): Promise<RunningP
   }
 }
 
-/** The serialisable part of a server (what KUBEDIFF_TEST_POSTGRES points at). */
-export function describePostgres(server: PostgresInfo): PostgresInfo {
-  const { stopServer: _stop, startServer: _start, stop: _end, ...info } = server as RunningPostgres;
-  return JSON.parse(JSON.stringify(info)) as PostgresInfo;
-}
-
 export function postgresUrl(
   parts: Pick<PostgresInfo, 'host' | 'port' | 'user' | 'password' | 'database'>,
 ): string {
