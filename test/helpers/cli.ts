@@ -108,7 +108,11 @@ export async function killAll(): Promise<void> {
   await Promise.all([...running.values()].map((proc) => proc.kill()));
 }
 
-function childEnv(extra: RunOptions['env']): NodeJS.ProcessEnv {
+/**
+ * The environment of a kubediff child: this process's, without node --test's own variable, text logs
+ * unless `extra` says otherwise, then `extra` (undefined deletes). For a test that spawns kubediff itself.
+ */
+export function kubediffEnv(extra?: RunOptions['env']): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Set by `node --test` for its own children; kubediff is not a test file.
   delete env.NODE_TEST_CONTEXT;
@@ -138,7 +142,7 @@ export function runKubediff(args: string[], options: RunOptions = {}): KubediffP
   const script = options.script ?? KUBEDIFF_BIN;
   const child = spawn(process.execPath, [script, ...args], {
     cwd: options.cwd,
-    env: childEnv(options.env),
+    env: kubediffEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 
