@@ -13,11 +13,10 @@ import { after, afterEach, test } from 'node:test';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import type { TestEvent } from '../helpers/events.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
-import { scrapeMetrics } from '../helpers/metrics.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { freePorts } from '../helpers/processes.ts';
 
 const admin = adminClient();
-const SERVING = /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/;
 
 afterEach(async () => {
   await killAll();

@@ -25,6 +25,7 @@ import { consume, createTopic } from '../helpers/kafka.ts';
 import { testKafka, testTopic } from '../helpers/kafka-env.ts';
 import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource, receiverSource } from '../helpers/leak-check.ts';
+import { SERVING } from '../helpers/metrics.ts';
 import { psql } from '../helpers/postgres.ts';
 import { createTestDatabase } from '../helpers/postgres-env.ts';
 import { seededRandom } from '../helpers/random-json.ts';
@@ -210,9 +211,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const keyed = { KUBEDIFF_REDACTION_KEY: KEY };
     const watchArgs = ['-c', config, '-o', 'json', '--explain', '--debug', '--listen', '127.0.0.1:0'];
     const first = await startWatch(watchArgs, keyed);
-    const [, healthBase] = await first.waitForStderr(
-      /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
-    );
+    const [, healthBase] = await first.waitForStderr(SERVING);
     const pretty = await startWatch(['-c', prettyConfig, '-o', 'pretty', '--state', pgUrl.href], pgEnv);
     const prettyStories = await startWatch(['-c', prettyConfig, '-o', 'pretty', '--stories']);
 
