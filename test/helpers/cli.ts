@@ -79,6 +79,9 @@ export interface KubediffProcess {
   expectNoEvent(predicate: EventPredicate, forMs: number, options?: ExpectNoEventOptions): Promise<void>;
 }
 
+/** kubediff's line once the initial sync is over; the number of resource types watched is group 1. */
+export const WATCHING = /kubediff: watching (\d+) resource types? on /;
+
 /**
  * The arguments most tests start from: `kubediff watch` against the test cluster, JSON lines, one namespace,
  * these resource types, then `extra`.
