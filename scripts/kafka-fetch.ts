@@ -9,10 +9,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { formatDuration } from '../src/util/duration.ts';
 import { repoRoot } from '../test/helpers/cluster.ts';
 import { kafkaCacheDir, kafkaCacheEntry, kafkaPom, kafkaVersion } from '../test/helpers/kafka.ts';
 import { lastLines, processAlive, runCommand } from '../test/helpers/processes.ts';
-import { formatDuration } from './go-build.ts';
 
 export interface FetchResult {
   fetched: boolean;
