@@ -19,6 +19,25 @@ import { uiSection } from './ui-report.ts';
 
 type Result = Record<string, unknown>;
 
+/**
+ * The figures bench/run.ts measures: by their name for --only, their number in BENCHMARKS.md and in
+ * its progress lines, and their key in the result. (10 and 11, the UI and the state stores, have
+ * benches of their own.)
+ */
+export const FIGURES = {
+  pipeline: { number: 1, key: 'pipeline' },
+  sync: { number: 2, key: 'sync' },
+  latency: { number: 3, key: 'latency' },
+  soak: { number: 4, key: 'soak' },
+  'go-original': { number: 5, key: 'goOriginal' },
+  startup: { number: 6, key: 'startup' },
+  connections: { number: 7, key: 'connections' },
+  audit: { number: 8, key: 'audit' },
+  kafka: { number: 9, key: 'kafka' },
+  stories: { number: 12, key: 'stories' },
+} as const;
+export type FigureName = keyof typeof FIGURES;
+
 interface Row {
   figure: string;
   kubediff: string;
@@ -754,19 +773,6 @@ ${markdownTable(
 `;
 }
 
-const FIGURE_NUMBERS: Record<string, string> = {
-  pipeline: '1',
-  sync: '2',
-  latency: '3',
-  soak: '4',
-  'go-original': '5',
-  startup: '6',
-  connections: '7',
-  audit: '8',
-  kafka: '9',
-  stories: '12',
-};
-
 /** Figures re-measured after the full run (`--only … --record`): which, when, under what load. */
 function partialRuns(result: Result): string {
   const runs = (result.partialRuns ?? []) as {
@@ -778,7 +784,7 @@ function partialRuns(result: Result): string {
   return runs
     .map(
       (run) =>
-        `\n- Figures ${run.figures.map((name) => FIGURE_NUMBERS[name] ?? name).join(' and ')} (${run.figures.join(', ')}): re-measured on ${run.date.slice(0, 10)} by \`npm run bench -- --only ${run.figures.join(',')} --record\` (${run.machine.cpu}, ${run.machine.cores} cores; ${run.elapsedSeconds} s, load average ${run.machine.loadAverageAtStart.join(' ')} at its start); every other figure is from the run above`,
+        `\n- Figures ${run.figures.map((name) => FIGURES[name as FigureName]?.number ?? name).join(' and ')} (${run.figures.join(', ')}): re-measured on ${run.date.slice(0, 10)} by \`npm run bench -- --only ${run.figures.join(',')} --record\` (${run.machine.cpu}, ${run.machine.cores} cores; ${run.elapsedSeconds} s, load average ${run.machine.loadAverageAtStart.join(' ')} at its start); every other figure is from the run above`,
     )
     .join('');
 }

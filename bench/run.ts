@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describeCluster } from '../test/helpers/cluster.ts';
+import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { measureAuditLatency } from './audit.ts';
 import { measureConnections } from './connections.ts';
 import { DEFAULT_GO_ORIGINAL_SRC, ensureGoOriginal } from './go-original.ts';
@@ -23,26 +23,13 @@ import { measureLatency } from './latency.ts';
 import { benchCluster } from './lib/cluster.ts';
 import type { StreamFigures } from './pipeline.ts';
 import { recordStreams } from './record.ts';
-import { renderMarkdown, renderTable } from './report.ts';
+import { FIGURES, type FigureName, renderMarkdown, renderTable } from './report.ts';
 import { measureSideBySide } from './side-by-side.ts';
 import { runSoak } from './soak.ts';
 import { measureStartup } from './startup.ts';
 import type { StoryFigures } from './stories.ts';
 import { measureSyncTime, populate } from './sync.ts';
 
-/** Each figure's name for --only, and its key in the result. */
-const FIGURES = {
-  pipeline: 'pipeline',
-  sync: 'sync',
-  latency: 'latency',
-  soak: 'soak',
-  'go-original': 'goOriginal',
-  startup: 'startup',
-  connections: 'connections',
-  kafka: 'kafka',
-  audit: 'audit',
-  stories: 'stories',
-} as const;
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
 function parseArgs(argv: string[]) {
@@ -91,6 +78,11 @@ function log(message: string): void {
   process.stderr.write(`bench: ${message}\n`);
 }
 
+/** A progress line of one figure, under its number in BENCHMARKS.md. */
+function step(figure: FigureName, message: string): void {
+  log(`${FIGURES[figure].number}. ${message}`);
+}
+
 function runChild(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -133,19 +125,19 @@ log(`${settings.quick ? 'quick' : 'full'} run; working in ${work}`);
 const cluster = await benchCluster({ existing: settings.cluster, log });
 result.kubernetes = cluster.kubernetesVersion;
 const clusterFile = path.join(work, 'cluster.json');
-await writeFile(clusterFile, JSON.stringify(describeCluster(cluster.info)), { mode: 0o600 });
+await writeRunDescription(clusterFile, cluster.info);
 try {
   // Figures 1 and 8 replay the same recordings.
   const fixtures = path.join(work, 'fixtures');
   const streams =
     settings.figures.has('pipeline') || settings.figures.has('stories')
       ? await (async () => {
-          log('1. pipeline throughput: recording watch streams from the API server');
+          step('pipeline', 'pipeline throughput: recording watch streams from the API server');
           return recordStreams(cluster.info, cluster.admin, fixtures, { scale: settings.recordScale, log });
         })()
       : [];
   if (settings.figures.has('pipeline')) {
-    log('1. pipeline throughput: replaying');
+    step('pipeline', 'pipeline throughput: replaying');
     const output = await runChild([
       path.join(import.meta.dirname, 'pipeline.ts'),
       '--fixtures',
@@ -157,7 +149,7 @@ try {
     result.pipeline = { recorded: streams.map(({ file: _file, ...rest }) => rest), streams: figures };
   }
   if (settings.figures.has('stories')) {
-    log('8. stories: replaying with stories on and off, and the heap of open stories');
+    step('stories', 'stories: replaying with stories on and off, and the heap of open stories');
     const output = await runChild([
       '--expose-gc',
       path.join(import.meta.dirname, 'stories.ts'),
@@ -170,13 +162,13 @@ try {
     result.stories = figures;
   }
   if (settings.figures.has('sync')) {
-    log(`2. initial sync: creating ${settings.syncObjects} ConfigMaps`);
+    step('sync', `initial sync: creating ${settings.syncObjects} ConfigMaps`);
     const ns = await cluster.admin.createNamespace('bench-sync');
     const emptyNs = await cluster.admin.createNamespace('bench-sync-empty');
     await populate(cluster.admin, ns, settings.syncObjects, log);
-    log('2. initial sync: timing');
+    step('sync', 'initial sync: timing');
     const time = await measureSyncTime(cluster.info, ns, settings.syncObjects, settings.syncPairs);
-    log('2. initial sync: retained heap');
+    step('sync', 'initial sync: retained heap');
     const heap = JSON.parse(
       await runChild([
         '--expose-gc',
@@ -195,7 +187,7 @@ try {
     await cluster.admin.deleteNamespace(emptyNs);
   }
   if (settings.figures.has('latency')) {
-    log('3. latency');
+    step('latency', 'latency');
     result.latency = await measureLatency(cluster.info, clusterFile, cluster.admin, {
       writes: settings.latencyWrites,
       writesPerSecond: settings.latencyRate,
@@ -203,7 +195,7 @@ try {
     });
   }
   if (settings.figures.has('soak')) {
-    log(`4. churn soak (${settings.soakSeconds} s)`);
+    step('soak', `churn soak (${settings.soakSeconds} s)`);
     result.soak = await runSoak(cluster.info, cluster.admin, {
       seconds: settings.soakSeconds,
       writesPerSecond: settings.soakRate,
@@ -211,7 +203,7 @@ try {
     });
   }
   if (settings.figures.has('go-original')) {
-    log('5. the Go original, side by side');
+    step('go-original', 'the Go original, side by side');
     const build = await ensureGoOriginal(settings.goOriginalSource, log);
     const streams = [];
     for (const objects of settings.sideBySideObjects) {
@@ -229,7 +221,7 @@ try {
     result.goOriginal = { build: buildFigures, streams };
   }
   if (settings.figures.has('startup')) {
-    log('6. start-up');
+    step('startup', 'start-up');
     result.startup = await measureStartup(cluster.info, cluster.admin, {
       pairs: settings.startupPairs,
       initialObjects: settings.initialObjects,
@@ -237,7 +229,7 @@ try {
     });
   }
   if (settings.figures.has('audit')) {
-    log('8. audit join: write → event line with the audit webhook against without');
+    step('audit', 'audit join: write → event line with the audit webhook against without');
     result.audit = await measureAuditLatency(cluster.info, {
       writes: settings.auditWrites,
       writesPerSecond: settings.latencyRate,
@@ -245,7 +237,7 @@ try {
     });
   }
   if (settings.figures.has('connections')) {
-    log('7. connections: HTTP/2 against HTTP/1.1, 64 resource types');
+    step('connections', 'connections: HTTP/2 against HTTP/1.1, 64 resource types');
     result.connections = await measureConnections(cluster.info, cluster.admin, {
       pairs: settings.connectionPairs,
       windowSeconds: settings.connectionWindowSeconds,
@@ -254,7 +246,7 @@ try {
     });
   }
   if (settings.figures.has('kafka')) {
-    log('8. the Kafka sink against a raw producer');
+    step('kafka', 'the Kafka sink against a raw producer');
     result.kafka = await measureKafka({ events: settings.kafkaEvents, pairs: settings.kafkaPairs, log });
   }
 } finally {
@@ -288,7 +280,7 @@ function mergeIntoLatest(jsonFile: string, partial: Record<string, unknown>): Re
   const latest = JSON.parse(readFileSync(jsonFile, 'utf8')) as Record<string, unknown>;
   const figures = [...settings.figures];
   for (const name of figures) {
-    const key = FIGURES[name as keyof typeof FIGURES];
+    const { key } = FIGURES[name as FigureName];
     latest[key] = partial[key];
   }
   // An earlier partial run keeps only the figures this one did not measure again.

@@ -9,14 +9,9 @@
 //   npm run cluster:down
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  describeCluster,
-  kubeconfigYaml,
-  repoRoot,
-  resolveBinaries,
-  startCluster,
-} from '../test/helpers/cluster.ts';
+import { kubeconfigYaml, repoRoot, resolveBinaries, startCluster } from '../test/helpers/cluster.ts';
 import { KubeAdmin } from '../test/helpers/kube-admin.ts';
+import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
 import {
   type ClusterState,
@@ -70,11 +65,11 @@ async function main(): Promise<void> {
       { mode: 0o600 },
     );
     const state: ClusterState = {
-      ...describeCluster(cluster),
+      ...cluster,
       kubeconfigPath: kubeconfigFile,
       startedAt: new Date().toISOString(),
     };
-    await writeFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+    await writeRunDescription(stateFile, state);
   } catch (error) {
     await cluster.stop();
     throw error;

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { glob, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { formatDuration } from '../src/util/duration.ts';
 import { repoRoot } from '../test/helpers/cluster.ts';
 import { processAlive } from '../test/helpers/processes.ts';
 
@@ -160,10 +161,4 @@ async function acquireLock(build: GoBuild, log: (message: string) => void): Prom
     }
     await sleep(2_000);
   }
-}
-
-export function formatDuration(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 60) return `${(ms / 1000).toFixed(1)}s`;
-  return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
 }

@@ -5,14 +5,14 @@
 // Maven resolves the classpath (`mvn dependency:copy-dependencies`) into a folder of its own, which is
 // renamed into place when complete: a run killed half-way leaves no half-filled cache, and two runs at
 // once both succeed. Older entries (another version or pom) are removed, so the cache holds one.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { formatDuration } from '../src/util/duration.ts';
 import { repoRoot } from '../test/helpers/cluster.ts';
 import { kafkaCacheDir, kafkaCacheEntry, kafkaPom, kafkaVersion } from '../test/helpers/kafka.ts';
-import { processAlive } from '../test/helpers/processes.ts';
-import { formatDuration } from './go-build.ts';
+import { lastLines, processAlive, runCommand } from '../test/helpers/processes.ts';
 
 export interface FetchResult {
   fetched: boolean;
@@ -49,20 +49,16 @@ export async function ensureKafkaJars(log: (message: string) => void = console.l
     '-DincludeScope=runtime',
     `-DoutputDirectory=${path.join(partial, 'libs')}`,
   ];
-  const output: Buffer[] = [];
-  const code = await new Promise<number>((resolve, reject) => {
-    const child = spawn('mvn', args, { cwd: path.dirname(kafkaPom), stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
-    child.once('error', reject);
-    child.once('close', (exitCode, signal) => resolve(exitCode ?? (signal ? 128 : 1)));
+  // A cold fetch on a slow network takes minutes; only after an hour is it taken for stuck.
+  const { code, stdout, stderr } = await runCommand('mvn', args, {
+    cwd: path.dirname(kafkaPom),
+    timeoutMs: 3_600_000,
   });
   const elapsed = formatDuration(performance.now() - started);
   if (code !== 0 || !existsSync(path.join(partial, 'libs'))) {
     await rm(partial, { recursive: true, force: true });
-    const text = Buffer.concat(output).toString('utf8').trim().split('\n').slice(-30).join('\n');
     throw new Error(
-      `kafka:fetch: mvn ${args.join(' ')} failed (exit code ${code}) after ${elapsed}:\n${text}`,
+      `kafka:fetch: mvn ${args.join(' ')} failed (exit code ${code}) after ${elapsed}:\n${lastLines(`${stdout}\n${stderr}`, 30)}`,
     );
   }
   try {

@@ -13,19 +13,19 @@
 // left exactly as it prints it, and this script prints nothing after it: CI reads its closing summary.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { globSync, readFileSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { testArtifactsDir } from '../test/helpers/artifacts.ts';
 import {
   clusterCacheDir,
-  describeCluster,
   type RunningCluster,
   repoRoot,
   resolveBinaries,
   startCluster,
   useExistingCluster,
 } from '../test/helpers/cluster.ts';
+import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
 import { ensureHelm } from './helm-build.ts';
 import { serverNeeds, startTestServers, type TestServers } from './test-servers.ts';
@@ -159,9 +159,7 @@ async function main(): Promise<number> {
     if (serversStart.status === 'rejected') throw serversStart.reason;
     if (signalled) return 130;
     const descriptionFile = path.join(runDir, 'cluster.json');
-    await writeFile(descriptionFile, `${JSON.stringify(describeCluster(clusterStart.value), null, 2)}\n`, {
-      mode: 0o600,
-    });
+    await writeRunDescription(descriptionFile, clusterStart.value);
 
     const nodeArgs = [
       '--test',

@@ -6,17 +6,11 @@
 // by a JSON file named in an environment variable, like the cluster; an existing server can be used
 // instead (KUBEDIFF_TEST_POSTGRES_URL, KUBEDIFF_TEST_KAFKA_BROKERS).
 import { globSync, readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { repoRoot } from '../test/helpers/cluster.ts';
-import { describeKafka, type KafkaInfo, startKafka } from '../test/helpers/kafka.ts';
-import {
-  describePostgres,
-  type PostgresInfo,
-  parsePostgresUrl,
-  psql,
-  startPostgres,
-} from '../test/helpers/postgres.ts';
+import { type KafkaInfo, startKafka } from '../test/helpers/kafka.ts';
+import { type PostgresInfo, parsePostgresUrl, psql, startPostgres } from '../test/helpers/postgres.ts';
+import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { ensureKafkaJars } from './kafka-fetch.ts';
 
 export interface ServerNeeds {
@@ -99,7 +93,7 @@ export async function startTestServers(
   };
   const describe = async (variable: string, name: string, info: PostgresInfo | KafkaInfo) => {
     const file = path.join(runDir, `${name}.json`);
-    await writeFile(file, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+    await writeRunDescription(file, info);
     env[variable] = file;
   };
 
@@ -117,7 +111,7 @@ export async function startTestServers(
     const server = await startPostgres({ log, keepLog: false });
     stops.push(() => server.stop());
     if (server.logFile) logs.postgres = server.logFile;
-    await describe('KUBEDIFF_TEST_POSTGRES', 'postgres', describePostgres(server));
+    await describe('KUBEDIFF_TEST_POSTGRES', 'postgres', server);
   };
 
   const kafka = async () => {
@@ -137,7 +131,7 @@ export async function startTestServers(
     const broker = await startKafka({ log, keepLog: false });
     stops.push(() => broker.stop());
     if (broker.logFile) logs.kafka = broker.logFile;
-    await describe('KUBEDIFF_TEST_KAFKA', 'kafka', describeKafka(broker));
+    await describe('KUBEDIFF_TEST_KAFKA', 'kafka', broker);
   };
 
   const tasks: Array<Promise<void>> = [];

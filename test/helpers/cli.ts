@@ -79,6 +79,9 @@ export interface KubediffProcess {
   expectNoEvent(predicate: EventPredicate, forMs: number, options?: ExpectNoEventOptions): Promise<void>;
 }
 
+/** kubediff's line once the initial sync is over; the number of resource types watched is group 1. */
+export const WATCHING = /kubediff: watching (\d+) resource types? on /;
+
 /**
  * The arguments most tests start from: `kubediff watch` against the test cluster, JSON lines, one namespace,
  * these resource types, then `extra`.
@@ -108,7 +111,11 @@ export async function killAll(): Promise<void> {
   await Promise.all([...running.values()].map((proc) => proc.kill()));
 }
 
-function childEnv(extra: RunOptions['env']): NodeJS.ProcessEnv {
+/**
+ * The environment of a kubediff child: this process's, without node --test's own variable, text logs
+ * unless `extra` says otherwise, then `extra` (undefined deletes). For a test that spawns kubediff itself.
+ */
+export function kubediffEnv(extra?: RunOptions['env']): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Set by `node --test` for its own children; kubediff is not a test file.
   delete env.NODE_TEST_CONTEXT;
@@ -138,7 +145,7 @@ export function runKubediff(args: string[], options: RunOptions = {}): KubediffP
   const script = options.script ?? KUBEDIFF_BIN;
   const child = spawn(process.execPath, [script, ...args], {
     cwd: options.cwd,
-    env: childEnv(options.env),
+    env: kubediffEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 

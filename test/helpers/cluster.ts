@@ -187,12 +187,6 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
   return retryOnPortInUse('cluster', () => startOwnCluster(options), options.log);
 }
 
-/** The serialisable part of a cluster (what KUBEDIFF_TEST_CLUSTER points at). */
-export function describeCluster(cluster: ClusterInfo): ClusterInfo {
-  const { stop: _stop, ...info } = cluster as RunningCluster;
-  return JSON.parse(JSON.stringify(info)) as ClusterInfo;
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Our own control plane
 

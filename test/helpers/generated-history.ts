@@ -1,6 +1,6 @@
 // A state file with a generated history: the UI's API tests and its benchmark (a 1,000,000-event file)
 // read it through the same StateDatabase that `kubediff watch --state` writes with.
-import type { ChangeEvent } from '../../src/events/event.ts';
+import { type ChangeEvent, qualifiedResource } from '../../src/events/event.ts';
 import { StateDatabase } from '../../src/state/database.ts';
 import type { StateWrite } from '../../src/state/store.ts';
 
@@ -60,10 +60,7 @@ export function writeGeneratedHistory(path: string, spec: GeneratedHistory): voi
       const batch: StateWrite[] = [];
       for (let n = first; n < Math.min(spec.events, first + 5_000); n++) {
         const event = generatedEvent(n, spec);
-        const resource = event.object.apiVersion.includes('/')
-          ? `${event.object.resource}.${event.object.apiVersion.split('/')[0]}`
-          : event.object.resource;
-        batch.push({ kind: 'event', resource, event });
+        batch.push({ kind: 'event', resource: qualifiedResource(event), event });
       }
       db.write(batch);
     }

@@ -11,7 +11,8 @@
 // scripts/run-tests.ts starts one per `npm test` run when a selected test file needs it and describes
 // it to the test processes as a JSON KafkaInfo (see kafka-env.ts). That broker is shared by the test
 // files running side by side, so no test may stop it: a test that stops and restarts the broker
-// starts its own with startKafka(); `stopBroker()`/`startBroker()` keep its data folder and ports.
+// starts its own with startKafka(); `stopServer()`/`startServer()` (a RestartableServer,
+// server-process.ts) keep its data folder and ports.
 //
 // The console tools of the same classpath (kafka-topics, console producer and consumer) are the
 // harness's client: createTopic(), produce() and consume() below, a neutral reader of what a sink wrote.
@@ -37,7 +38,7 @@ import {
   terminate,
   waitUntil,
 } from './processes.ts';
-import { ServerProcess } from './server-process.ts';
+import { type RestartableServer, ServerProcess } from './server-process.ts';
 
 export const kafkaPom = path.join(repoRoot, 'test', 'kafka', 'pom.xml');
 export const kafkaCacheDir = path.join(repoRoot, '.cache', 'kafka');
@@ -71,14 +72,8 @@ export interface KafkaInfo extends ServerFiles {
   clientKey?: string;
 }
 
-export interface RunningKafka extends KafkaInfo {
-  /** Stops the broker (controlled shutdown; `crash`: SIGKILL), keeping its data and ports. */
-  stopBroker(options?: { crash?: boolean }): Promise<void>;
-  /** Starts it again with the same data and ports; resolves once it serves every listener. */
-  startBroker(): Promise<void>;
-  /** Stops the broker for good and removes its folder. Idempotent. */
-  stop(): Promise<void>;
-}
+/** stopServer() is a controlled shutdown; startServer() resolves once the broker serves every listener. */
+export type RunningKafka = KafkaInfo & RestartableServer;
 
 /** startTimeoutMs: default 120 s (a JVM on a busy 2-core machine is slow to start); settings: broker
  * settings; label: default kafka-<PLAINTEXT port>. */
@@ -332,7 +327,7 @@ async function startOwnKafka(options: StartKafkaOptions): Promise<RunningKafka> 
       `kafka: ${version} ready in ${((performance.now() - startedAt) / 1000).toFixed(1)}s at ${listeners.PLAINTEXT}`,
     );
 
-    const info: KafkaInfo = {
+    const info: KafkaInfo & { logFile: string } = {
       external: false,
       version,
       brokers: listeners.PLAINTEXT,
@@ -346,31 +341,13 @@ async function startOwnKafka(options: StartKafkaOptions): Promise<RunningKafka> 
       logFile,
       pid: broker.pid,
     };
-    const running: RunningKafka = {
-      ...info,
-      stopBroker: (stopOptions) => broker.stop(stopOptions),
-      async startBroker() {
-        await broker.start();
-        running.pid = broker.pid;
-      },
-      stop: () =>
-        broker.close(
-          options.keepLog === false ? undefined : { logFile, label: options.label ?? `kafka-${plaintext}` },
-        ),
-    };
-    return running;
+    return broker.controls(info, options, `kafka-${plaintext}`);
   } catch (error) {
     throw await startFailure('the Kafka broker', error, processes, async () => {
       for (const p of processes) await terminate(p);
       await rm(dir, { recursive: true, force: true });
     });
   }
-}
-
-/** The serialisable part of a broker (what KUBEDIFF_TEST_KAFKA points at). */
-export function describeKafka(kafka: KafkaInfo): KafkaInfo {
-  const { stopBroker: _stop, startBroker: _start, stop: _end, ...info } = kafka as RunningKafka;
-  return JSON.parse(JSON.stringify(info)) as KafkaInfo;
 }
 
 /** A Java .properties file; values escaped so that backslashes and line breaks survive. */

@@ -5,7 +5,7 @@
 // scripts/run-tests.ts starts one per `npm test` run when a selected test file needs it and describes
 // it to the test processes as a JSON PostgresInfo (see postgres-env.ts). A test that stops and restarts
 // the database (churn, catch-up) starts its own with startPostgres(): `stopServer()`/`startServer()`
-// keep its data folder and port.
+// (a RestartableServer, server-process.ts) keep its data folder and port.
 //
 // PostgreSQL refuses to run as root: as root, the server runs as the unprivileged `postgres` user that
 // Debian's package creates (or $KUBEDIFF_TEST_POSTGRES_OS_USER), and its folder belongs to that user.
@@ -28,7 +28,7 @@ import {
   terminate,
   waitUntil,
 } from './processes.ts';
-import { ServerProcess } from './server-process.ts';
+import { type RestartableServer, ServerProcess } from './server-process.ts';
 
 /** Everything a test needs to reach the server; JSON-serialisable. */
 export interface PostgresInfo extends ServerFiles {
@@ -51,14 +51,8 @@ export interface PostgresInfo extends ServerFiles {
   caFile?: string;
 }
 
-export interface RunningPostgres extends PostgresInfo {
-  /** Stops the server (fast shutdown: clients are disconnected), keeping its data and port. */
-  stopServer(options?: { crash?: boolean }): Promise<void>;
-  /** Starts it again on the same port with the same data; resolves once it accepts connections. */
-  startServer(): Promise<void>;
-  /** Stops the server for good and removes its folder. Idempotent. */
-  stop(): Promise<void>;
-}
+/** stopServer() is a fast shutdown: clients are disconnected. */
+export type RunningPostgres = PostgresInfo & RestartableServer;
 
 /** startTimeoutMs: default 60 s; settings: `-c name=value` server settings; label: default postgres-<port>. */
 export type StartPostgresOptions = ServerOptions;
@@ -248,7 +242,7 @@ async function startOwnPostgres(options: StartPostgresOptions): Promise<RunningP
     log(`postgres: starting on 127.0.0.1:${port}`);
     await server.start();
     const logFile = path.join(dir, 'postgres.log');
-    const info: PostgresInfo = {
+    const info: PostgresInfo & { logFile: string } = {
       external: false,
       url: postgresUrl({ host: '127.0.0.1', port, user: SUPERUSER, password, database: 'postgres' }),
       host: '127.0.0.1',
@@ -268,32 +262,13 @@ async function startOwnPostgres(options: StartPostgresOptions): Promise<RunningP
     log(
       `postgres: ${info.version} ready in ${((performance.now() - startedAt) / 1000).toFixed(1)}s at ${info.host}:${port}`,
     );
-
-    const running: RunningPostgres = {
-      ...info,
-      stopServer: (stopOptions) => server.stop(stopOptions),
-      async startServer() {
-        await server.start();
-        running.pid = server.pid;
-      },
-      stop: () =>
-        server.close(
-          options.keepLog === false ? undefined : { logFile, label: options.label ?? `postgres-${port}` },
-        ),
-    };
-    return running;
+    return server.controls(info, options, `postgres-${port}`);
   } catch (error) {
     throw await startFailure('PostgreSQL', error, processes, async () => {
       for (const p of processes) await terminate(p, { signal: 'SIGINT' });
       await rm(dir, { recursive: true, force: true });
     });
   }
-}
-
-/** The serialisable part of a server (what KUBEDIFF_TEST_POSTGRES points at). */
-export function describePostgres(server: PostgresInfo): PostgresInfo {
-  const { stopServer: _stop, startServer: _start, stop: _end, ...info } = server as RunningPostgres;
-  return JSON.parse(JSON.stringify(info)) as PostgresInfo;
 }
 
 export function postgresUrl(

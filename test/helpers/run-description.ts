@@ -1,7 +1,18 @@
 // How `npm test` (scripts/run-tests.ts) describes the servers it started to the test processes: a JSON
 // file per server, named by an environment variable (KUBEDIFF_TEST_CLUSTER, KUBEDIFF_TEST_POSTGRES,
-// KUBEDIFF_TEST_KAFKA). Read here, once per test process, with one clear sentence when it is missing.
+// KUBEDIFF_TEST_KAFKA). Written here by whoever started the server, read here once per test process,
+// with one clear sentence when it is missing.
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+
+/**
+ * Writes a server's description for readRunDescription(): JSON, private to this user (it holds tokens
+ * and passwords). A running server's methods (stop, startServer, …) are left out, as JSON leaves out
+ * every function: what is written is what a test process can use.
+ */
+export async function writeRunDescription(file: string, description: object): Promise<void> {
+  await writeFile(file, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600 });
+}
 
 /**
  * The description in the file $variable names. `what` names the server in messages ("the test

@@ -3,7 +3,17 @@
 // Kafka sink need. Used by postgres.ts and kafka.ts.
 import { rm } from 'node:fs/promises';
 import { keepServerLog } from './artifacts.ts';
-import { type ManagedProcess, terminate } from './processes.ts';
+import { type ManagedProcess, type ServerFiles, type ServerOptions, terminate } from './processes.ts';
+
+/** What a test does with a server it started itself (startPostgres(), startKafka()). */
+export interface RestartableServer {
+  /** Stops the server (its clean stop; `crash`: SIGKILL), keeping its data folder and ports. */
+  stopServer(options?: { crash?: boolean }): Promise<void>;
+  /** Starts it again with the same data and ports; resolves once it is ready. */
+  startServer(): Promise<void>;
+  /** Stops the server for good, keeps its log (ServerOptions.keepLog) and removes its folder. Idempotent. */
+  stop(): Promise<void>;
+}
 
 export interface ServerProcessOptions {
   /** The server's temp folder, removed by close(). */
@@ -53,5 +63,28 @@ export class ServerProcess {
       await rm(this.#options.dir, { recursive: true, force: true });
     })();
     return this.#closing;
+  }
+
+  /**
+   * `info` with the controls of a RestartableServer; its `pid` follows the restarts. The log is kept
+   * as `options.label` (default `defaultLabel`) unless options.keepLog is false.
+   */
+  controls<T extends ServerFiles & { logFile: string }>(
+    info: T,
+    options: Pick<ServerOptions, 'keepLog' | 'label'>,
+    defaultLabel: string,
+  ): T & RestartableServer {
+    const keepLog =
+      options.keepLog === false ? undefined : { logFile: info.logFile, label: options.label ?? defaultLabel };
+    const running: T & RestartableServer = {
+      ...info,
+      stopServer: (stopOptions) => this.stop(stopOptions),
+      startServer: async () => {
+        await this.start();
+        running.pid = this.pid;
+      },
+      stop: () => this.close(keepLog),
+    };
+    return running;
   }
 }

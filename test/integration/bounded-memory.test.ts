@@ -7,17 +7,16 @@
 // At the bound: the documented behaviour, logged once, counted, and nothing lost silently.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, afterEach, test } from 'node:test';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import type { TestEvent } from '../helpers/events.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
-import { scrapeMetrics } from '../helpers/metrics.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
+import { freePorts } from '../helpers/processes.ts';
 
 const admin = adminClient();
-const SERVING = /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/;
 
 afterEach(async () => {
   await killAll();
@@ -26,15 +25,6 @@ afterEach(async () => {
 after(async () => {
   await admin.close();
 });
-
-/** A loopback port nothing listens on: connections to it are refused (a receiver that is down). */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A value of about `size` characters that differs for each `n`. */
 const value = (n: number, size: number) => `${n}:`.padEnd(size, String.fromCharCode(97 + (n % 26)));
@@ -45,7 +35,8 @@ test('--state with a webhook that is down: the backlog stays under KUBEDIFF_STAT
   const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-bounded-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const stateFile = path.join(dir, 'state.db');
-  const port = await deadPort();
+  // A loopback port nothing listens on: connections to it are refused (a receiver that is down).
+  const [port] = (await freePorts(1)) as [number];
   const bound = 512 * 1024;
 
   const kd = runKubediff(

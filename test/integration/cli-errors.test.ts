@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -19,6 +18,7 @@ import {
 } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { writeKubeconfigFile } from '../helpers/kube-admin.ts';
+import { freePorts } from '../helpers/processes.ts';
 
 const STACK_FRAME = /^\s{4}at /m;
 
@@ -62,14 +62,10 @@ async function writeInDir(name: string, text: string): Promise<string> {
   return file;
 }
 
-/** A 127.0.0.1 port that nothing listens on (bound once by us, then closed). */
+/** A 127.0.0.1 port that nothing listens on (bound once, then let go). */
 async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  assert.ok(address && typeof address === 'object');
-  return address.port;
+  const [port] = (await freePorts(1)) as [number];
+  return port;
 }
 
 /** The PEM of a CA that did not sign the API server's certificate: a fresh self-signed one, else a public root. */

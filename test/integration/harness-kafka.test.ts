@@ -114,9 +114,9 @@ test('a broker of its own stops and restarts with its data on the same ports', a
   await createTopic(own, topic, { partitions: 3 });
   await produce(own, topic, [{ key: 'k', value: 'before' }]);
 
-  await own.stopBroker();
+  await own.stopServer();
   assert.equal(await tcpAccepts(own.brokers), false, 'a stopped broker refuses connections');
-  await own.startBroker();
+  await own.startServer();
   await produce(own, topic, [{ key: 'k', value: 'after' }]);
   const read = await consume(own, topic, { count: 2 });
   assert.deepEqual(

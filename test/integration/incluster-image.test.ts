@@ -15,6 +15,7 @@ import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { podFiles } from '../helpers/deploy.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING } from '../helpers/metrics.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const admin = adminClient();
@@ -93,9 +94,7 @@ test('the image tree (production dependencies only) runs kubediff as in a pod', 
     timeoutMs: 60_000,
   });
   try {
-    const [, base] = await kd.waitForStderr(
-      /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
-    );
+    const [, base] = await kd.waitForStderr(SERVING);
     await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { what: 'ready' });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     assert.match(metrics, /^kubediff_build_info\{version="[^"]+",node="24\./m);

@@ -29,6 +29,7 @@ import {
   serverDryRun,
 } from '../helpers/deploy.ts';
 import { adminClient, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING } from '../helpers/metrics.ts';
 
 const cluster = testCluster();
 const admin = adminClient();
@@ -337,9 +338,7 @@ describe('in the cluster, with deploy/ RBAC only', () => {
       timeoutMs: 90_000,
     });
     try {
-      const [, address] = await kd.waitForStderr(
-        /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
-      );
+      const [, address] = await kd.waitForStderr(SERVING);
       await kd.waitForStderr(/became the leader/);
       const metrics = await waitFor(
         async () => {

@@ -11,6 +11,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING } from '../helpers/metrics.ts';
 import {
   blockKitProblems,
   eventsInMessage,
@@ -318,9 +319,7 @@ describe('kubediff watch with Slack and webhooks', () => {
       '--listen',
       '127.0.0.1:0',
     ]);
-    const [, base] = await watch.waitForStderr(
-      /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/,
-    );
+    const [, base] = await watch.waitForStderr(SERVING);
     const names = Array.from({ length: 24 }, (_, index) => `cm-${String(index).padStart(2, '0')}`);
     for (const name of names) {
       await admin.create(configmaps(ns), { metadata: { name, labels: LABELS }, data: { a: '1' } });

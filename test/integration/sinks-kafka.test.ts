@@ -183,12 +183,12 @@ describe('kubediff watch with a Kafka sink', () => {
 
     let writes = await churn(ns, 'before', 4, 1);
     await watch.waitForEvent(matching({ type: 'DELETED', name: 'before-2' }));
-    await kafka.stopBroker();
+    await kafka.stopServer();
     // Changes while the broker is down: the watch goes on (stdout gets them), Kafka's share waits.
     writes += await churn(ns, 'during', 6, 2);
     await watch.waitForEvent(matching({ type: 'DELETED', name: 'during-4' }));
     await watch.waitForStderr(/kafka .*retrying in/);
-    await kafka.startBroker();
+    await kafka.startServer();
     writes += await churn(ns, 'after', 4, 1);
     await watch.waitForEvent(matching({ type: 'DELETED', name: 'after-2' }));
     assert.equal(watch.events.length, writes);

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { KUBEDIFF_BIN, watchArgs } from '../helpers/cli.ts';
+import { KUBEDIFF_BIN, kubediffEnv, watchArgs } from '../helpers/cli.ts';
 import type { TestEvent } from '../helpers/events.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
 
@@ -34,7 +34,7 @@ describe('stdout backpressure', () => {
     namespaces.push(ns);
     const child = spawn(process.execPath, [KUBEDIFF_BIN, ...watchArgs(ns, ['configmaps'], '--debug')], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_TEST_CONTEXT: undefined },
+      env: kubediffEnv(),
     });
     try {
       let stderr = '';

@@ -14,6 +14,7 @@ import {
   killAll,
   runKubediff,
   runKubediffToCompletion,
+  WATCHING,
   watchArgs,
 } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
@@ -23,7 +24,6 @@ import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, uniqueName } from '.
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-it-'));
-const WATCHING = /kubediff: watching \d+ resource types? on /;
 
 afterEach(async () => {
   await killAll();

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, type TestContext, test } from 'node:test';
 import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-store.ts';
-import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
+import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { type PostgresInfo, psql, startPostgres } from '../helpers/postgres.ts';
@@ -20,7 +20,6 @@ import { createTestDatabase } from '../helpers/postgres-env.ts';
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-pg-it-'));
-const WATCHING = /kubediff: watching \d+ resource types? on /;
 
 afterEach(async () => {
   await killAll();

@@ -10,17 +10,11 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { KUBEDIFF_BIN, runKubediffToCompletion } from '../helpers/cli.ts';
+import { KUBEDIFF_BIN, kubediffEnv, runKubediffToCompletion } from '../helpers/cli.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
-
-function childEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, KUBEDIFF_LOG_FORMAT: 'text' };
-  delete env.NODE_TEST_CONTEXT;
-  return env;
-}
 
 describe('stderr closed while watching', () => {
   let dir: string;
@@ -77,7 +71,7 @@ describe('stderr closed while watching', () => {
     const state = join(dir, 'alone.db');
     const lease = uniqueName('stderr-alone');
     const child = spawn(process.execPath, [KUBEDIFF_BIN, ...watchArgs(state, lease)], {
-      env: childEnv(),
+      env: kubediffEnv({ KUBEDIFF_LOG_FORMAT: 'text' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
@@ -125,7 +119,7 @@ describe('stderr closed while watching', () => {
     const command = [process.execPath, KUBEDIFF_BIN, ...watchArgs(state, lease)].map(quote).join(' ');
     // The subshell writes kubediff's own exit status (a pipeline's status is head's).
     const shell = spawn('sh', ['-c', `( ${command} 2>&1; echo $? > ${quote(statusFile)} ) | head -3`], {
-      env: childEnv(),
+      env: kubediffEnv({ KUBEDIFF_LOG_FORMAT: 'text' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let shown = '';

@@ -12,7 +12,13 @@ import { after, afterEach, type TestContext, test } from 'node:test';
 import { KubeClient } from '../../src/kube/client.ts';
 import { STREAM_WINDOW } from '../../src/kube/http2-pool.ts';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
-import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
+import {
+  type KubediffProcess,
+  killAll,
+  runKubediff,
+  runKubediffToCompletion,
+  WATCHING,
+} from '../helpers/cli.ts';
 import { kubeconfigYaml } from '../helpers/cluster.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { assertStreamInvariants, describeEvent } from '../helpers/events.ts';
@@ -27,7 +33,6 @@ const admin = adminClient();
 const cluster = testCluster();
 const apiPort = Number(new URL(cluster.server).port);
 
-const WATCHING = /kubediff: watching (\d+) resource types? on /;
 const DISCONNECTED = /kubediff: warning: .*; reconnecting with backoff\./g;
 const RECONNECTED = /kubediff: reconnected: every watch has resumed\./g;
 

@@ -4,14 +4,13 @@
 // Every test uses its own API group, so other tests' CRDs and objects are simply filtered out.
 import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext, test } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
+import { type KubediffProcess, killAll, runKubediff, WATCHING } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { assertStreamInvariants, describeEvent, type TestEvent } from '../helpers/events.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
 
-const WATCHING = /kubediff: watching \d+ resource types? on /;
 /** "Within seconds": from the CRD being Established to its first object being reported. */
 const PICKED_UP_WITHIN_MS = 10_000;
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, test } from 'node:test';
 import { killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
 import { adminClient } from '../helpers/kube-admin.ts';
-import { scrapeMetrics } from '../helpers/metrics.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 
 const admin = adminClient();
 const GROUP = 'failures.kubediff.example.com';
@@ -37,7 +37,7 @@ test('a diff that throws is reported once with the object, the update still flow
     checkEvents: true,
     timeoutMs: 30_000,
   });
-  const [, base] = await kd.waitForStderr(/serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/);
+  const [, base] = await kd.waitForStderr(SERVING);
   await kd.waitForStderr(/watching 2 resource types/);
 
   const created = await admin.create(deeps, {

@@ -4,7 +4,7 @@
 // link and check that every change is then reported exactly once, with the right `offline` flags.
 import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext, test } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
+import { type KubediffProcess, killAll, runKubediff, WATCHING } from '../helpers/cli.ts';
 import { compactEtcd } from '../helpers/cluster.ts';
 import { needsEtcd, testCluster } from '../helpers/cluster-env.ts';
 import { assertStreamInvariants, describeEvent, matching, type TestEvent } from '../helpers/events.ts';
@@ -13,7 +13,6 @@ import { adminClient, type KubeObject } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
 
-const WATCHING = /kubediff: watching \d+ resource types? on /;
 const DISCONNECTED = /kubediff: warning: .*; reconnecting with backoff\./;
 const RECONNECTED = 'kubediff: reconnected: every watch has resumed.';
 

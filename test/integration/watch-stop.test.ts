@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, afterEach, test } from 'node:test';
 import { startApiFront } from '../helpers/api-front.ts';
-import { KUBEDIFF_BIN, killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
+import { KUBEDIFF_BIN, killAll, kubediffEnv, runKubediff, watchArgs } from '../helpers/cli.ts';
 import { adminClient, waitFor } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
@@ -48,12 +48,7 @@ test('SIGTERM during an initial sync paused by a stalled stdout reader: exit 0, 
 
   const child = spawn(process.execPath, [KUBEDIFF_BIN, ...args, '--shutdown-timeout', '1s', '--debug'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NODE_TEST_CONTEXT: undefined,
-      KUBEDIFF_LOG_FORMAT: 'text',
-      KUBEDIFF_LIST_PAGE_SIZE: '2',
-    },
+    env: kubediffEnv({ KUBEDIFF_LOG_FORMAT: 'text', KUBEDIFF_LIST_PAGE_SIZE: '2' }),
   });
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
