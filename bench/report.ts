@@ -8,6 +8,7 @@ import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { GoOriginalBuild } from './go-original.ts';
 import type { KafkaFigures } from './kafka.ts';
 import type { LatencyFigures } from './latency.ts';
+import { markdownTable } from './lib/markdown.ts';
 import { round, type Spread } from './lib/stats.ts';
 import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
@@ -366,14 +367,6 @@ export function renderTable(result: Result): string {
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
   return [line(header), ...table.map(line)].join('\n');
-}
-
-function markdownTable(header: string[], body: string[][]): string {
-  return [
-    `| ${header.join(' | ')} |`,
-    `| ${header.map(() => '---').join(' | ')} |`,
-    ...body.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n');
 }
 
 export function renderMarkdown(result: Result): string {

@@ -1,6 +1,7 @@
-// Section 8 of BENCHMARKS.md, from bench/results/ui.json (written by `npm run bench:ui`, bench/ui.ts).
+// Section 10 of BENCHMARKS.md, from bench/results/ui.json (written by `npm run bench:ui`, bench/ui.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { markdownTable } from './lib/markdown.ts';
 import type { UiBenchResult } from './ui.ts';
 
 /**
@@ -10,10 +11,6 @@ import type { UiBenchResult } from './ui.ts';
  * is drawn within 2 s in its default view.
  */
 export const UI_TARGET = { partMs: 1_000, allPasses: 3, pageLoadMs: 2_000 };
-
-function table(header: string[], rows: string[][]): string {
-  return [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`).join('\n');
-}
 
 export function uiSection(file = path.join(import.meta.dirname, 'results', 'ui.json')): string | undefined {
   if (!existsSync(file)) return undefined;
@@ -31,7 +28,7 @@ ${UI_TARGET.partMs} ms; one that must read every event (density over the whole h
 stored JSON or a part of a name holds, a page far back in time) within ${UI_TARGET.allPasses}× that one pass; the page
 drawn within ${UI_TARGET.pageLoadMs} ms in its default view.
 
-${table(
+${markdownTable(
   ['query', 'reads', 'answer', 'first', 'median', 'vs one pass', 'target'],
   result.queries.map((query) => [
     query.query,
@@ -49,7 +46,7 @@ ${table(
 Page load in Chromium (navigation to the timeline drawn and the first page of events listed; median of 5, each in a
 fresh browser context):
 
-${table(
+${markdownTable(
   ['view', 'median', 'runs', 'target'],
   result.pageLoads.map((load) => [
     load.view,

@@ -3,9 +3,9 @@
 // retry hint (Retry-After; Discord's `retry_after` body; Mattermost's X-Ratelimit-Reset). A loopback
 // HttpReceiver answers 400 with the problems to a payload that breaks the rules, and 429 to a message
 // that comes sooner than `minIntervalMs` after the previous one; otherwise its script, else 200.
-import { type HttpReceiver, HttpReceiver as Receiver, type Reply } from './http-receiver.ts';
 
-export type ChatPlatformName = 'teams' | 'discord' | 'mattermost' | 'google-chat';
+import type { ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { type HttpReceiver, HttpReceiver as Receiver, type Reply } from './http-receiver.ts';
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json =>

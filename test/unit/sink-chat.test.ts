@@ -5,9 +5,8 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { ChangeEvent, EventType } from '../../src/events/event.ts';
 import { ChatSink, type ChatSinkOptions } from '../../src/sinks/chat.ts';
-import { CHAT_PLATFORMS } from '../../src/sinks/chat-platforms.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import {
-  type ChatPlatformName,
   eventsInChatMessage,
   payloadProblems,
   rateLimited,

@@ -4,23 +4,14 @@
 // test/integration/sinks-kafka.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { KafkaSink } from '../../src/sinks/kafka.ts';
 import { sampleEvent } from '../helpers/events.ts';
+import { freePorts } from '../helpers/processes.ts';
 import { memoryLog } from '../helpers/sink-test.ts';
-
-/** A loopback port nothing listens on. */
-async function refusingPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('Kafka sink without a broker', () => {
   it('keeps a bounded backlog: the overflow becomes a digest, said once, every event accounted for', async () => {
@@ -28,7 +19,7 @@ describe('Kafka sink without a broker', () => {
     const log = memoryLog();
     const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
     const sink = new KafkaSink({
-      brokers: [`127.0.0.1:${await refusingPort()}`],
+      brokers: [`127.0.0.1:${(await freePorts(1))[0]}`],
       topic: 'changes',
       timeoutMs: 1000,
       retry: { initialDelayMs: 50, maxDelayMs: 200, maxAttempts: 1000 },
