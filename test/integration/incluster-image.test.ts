@@ -10,7 +10,7 @@ import { chmod, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { podFiles } from '../helpers/deploy.ts';
@@ -75,12 +75,21 @@ test('the image tree (production dependencies only) runs kubediff as in a pod', 
     'cache entries',
   );
   await chmodTree(compileCache, 0o555, 0o444);
+  // Node says, per module, whether the cache served it: the warmed entries must be what a start uses.
   const version = await runKubediffToCompletion(['version'], {
     script,
-    env: { NODE_COMPILE_CACHE: compileCache },
+    env: { NODE_COMPILE_CACHE: compileCache, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
   });
   assert.equal(version.code, 0, version.stderr);
   assert.match(version.stdout, /^kubediff \d+\.\d+\.\d+ \(node 24\./);
+  const mainModule = pathToFileURL(path.join(image, 'src', 'cli', 'main.ts')).href;
+  assert.ok(
+    version.stderr.includes(`V8 code cache for ESM ${mainModule} was accepted`),
+    `the warmed compile cache serves src/cli/main.ts:\n${version.stderr
+      .split('\n')
+      .filter((line) => line.includes('main.ts'))
+      .join('\n')}`,
+  );
 
   // Run with the admin's token mounted as a pod's (this test is about the files, not RBAC).
   const cluster = testCluster();
