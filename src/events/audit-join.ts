@@ -19,6 +19,7 @@
 // oldest goes on at once, without user), at most `maxRecords` unmatched records are kept (beyond it the
 // oldest is dropped), each at most `retainMs`. Each limit is counted in a metric and logged once.
 
+import { groupOf } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import { type ByInfo, type ChangeEvent, type EventType, type UserInfo, withBy } from './event.ts';
 import type { EventStage, Handover } from './pipeline.ts';
@@ -108,11 +109,6 @@ function verbFits(record: AuditRecord, type: EventType): boolean {
     case 'DELETED':
       return verb === 'delete' || verb === 'deletecollection';
   }
-}
-
-function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? '' : apiVersion.slice(0, slash);
 }
 
 function nameKey(group: string, resource: string, namespace: string | undefined, name: string): string {

@@ -14,6 +14,7 @@ import { parsePointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
 import { parseResourceName, type ResourceName, resourceNameProblem } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
+import { groupOf, qualifiedName } from '../kube/types.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import { globToRegExp, hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -492,11 +493,6 @@ function compilePathRule(rule: PathRule): CompiledPathRule {
   return { text, segments, matcher: new PathMatcher([path]), resources, managers };
 }
 
-function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? '' : apiVersion.slice(0, slash);
-}
-
 function versionOf(apiVersion: string): string {
   const slash = apiVersion.indexOf('/');
   return slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
@@ -525,7 +521,7 @@ export function resourcePatternMatches(
     return group === wanted || group.endsWith(`.${wanted}`);
   }
   if (pattern.version !== undefined && pattern.version !== versionOf(apiVersion)) return false;
-  const qualified = group === '' ? resource : `${resource}.${group}`;
+  const qualified = qualifiedName({ group, resource });
   // Discovery knows short names, singular names and the kubectl order of groups.
   const resolved = resolve?.(pattern.text);
   if (resolved && resolved.length > 0) return resolved.includes(qualified);

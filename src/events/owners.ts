@@ -11,7 +11,7 @@
 // RECENTLY_DELETED_LIMIT of them, the oldest forgotten first.
 
 import type { StoredObject } from '../informer/store.ts';
-import { apiVersionOf, type JsonValue, type ResourceType } from '../kube/types.ts';
+import { apiVersionOf, groupOf, type JsonValue, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import { type OwnerRef, withOwner } from './event.ts';
 import type { EventStage } from './pipeline.ts';
@@ -99,8 +99,7 @@ export class OwnerResolver {
     reference: OwnerRef,
     dependentNamespace: string | undefined,
   ): { controller: OwnerRef | undefined } | undefined {
-    const slash = reference.apiVersion.indexOf('/');
-    const group = slash < 0 ? '' : reference.apiVersion.slice(0, slash);
+    const group = groupOf(reference.apiVersion);
     // An owner is in its dependent's namespace, or cluster-scoped (Kubernetes allows nothing else).
     const stored =
       lookup?.(group, reference.kind, dependentNamespace, reference.name) ??
