@@ -15,6 +15,7 @@ import { OwnerResolver, ownerStage } from '../src/events/owners.ts';
 import { type EventStage, Pipeline } from '../src/events/pipeline.ts';
 import { StoryBuilder } from '../src/events/story.ts';
 import type { Informer } from '../src/informer/informer.ts';
+import { objectKey } from '../src/kube/types.ts';
 import { renderSlackChatMessage } from '../src/sinks/slack-format.ts';
 import { storyMessage } from '../src/sinks/story-format.ts';
 import { renderJsonLine } from '../src/sinks/stream-output.ts';
@@ -100,7 +101,7 @@ async function withStories(fixture: Fixture): Promise<{ events: number; stories:
     (informer) =>
       owners.attach('bench', (group, kind, namespace, name) =>
         group === informer.type.group && kind === informer.type.kind
-          ? informer.get(namespace ? `${namespace}/${name}` : name)
+          ? informer.get(objectKey({ namespace, name }))
           : undefined,
       ),
   );

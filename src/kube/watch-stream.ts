@@ -7,6 +7,7 @@
 import type { Readable } from 'node:stream';
 import { KubeError } from './errors.ts';
 import { formatBytes, readChunks } from './transport.ts';
+import { objectKey } from './types.ts';
 
 export interface WatchLineLimits {
   idleMs: number;
@@ -86,5 +87,5 @@ export function objectNameIn(start: string): string | undefined {
   const name = /"name":"((?:[^"\\]|\\.){1,253})"/.exec(head)?.[1];
   if (name === undefined) return undefined;
   const namespace = /"namespace":"((?:[^"\\]|\\.){1,63})"/.exec(head)?.[1];
-  return namespace ? `${namespace}/${name}` : name;
+  return objectKey({ namespace, name });
 }
