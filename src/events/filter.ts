@@ -17,7 +17,7 @@ import { builtinResourceFor } from '../kube/short-names.ts';
 import { groupOf, qualifiedName } from '../kube/types.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
-import { globToRegExp, hasGlob, namespaceProblem } from '../util/glob.ts';
+import { globMatcher, namespaceProblem } from '../util/glob.ts';
 import { type ChangeEvent, type EventType, identityOfEvent, qualifiedResource } from './event.ts';
 
 /**
@@ -123,7 +123,7 @@ interface CompiledPathRule {
   /** Absent: every resource. */
   resources: ResourceName[] | undefined;
   /** Absent: changes by any manager (or none known). */
-  managers: ManagerPattern[] | undefined;
+  managers: NamePattern[] | undefined;
 }
 
 /** Compiles a spec; throws one readable sentence for a malformed entry (the caller adds where it came from). */
@@ -366,9 +366,10 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
   };
 }
 
-interface ManagerPattern {
+/** A name or glob of a rule (a namespace, a field manager, a user), as written and compiled. */
+interface NamePattern {
   text: string;
-  test(manager: string): boolean;
+  test(name: string): boolean;
 }
 
 /** The API server's limit on a field manager's name. */
@@ -381,13 +382,11 @@ export function managerNameProblem(text: string): string | undefined {
   return `not a field manager name: use its name as managedFields shows it (kubectl-set, helm, horizontal-pod-autoscaler), at most ${MANAGER_NAME_MAX} characters, or a glob such as kubectl*`;
 }
 
-function compileManager(text: string): ManagerPattern {
+function compileManager(text: string): NamePattern {
   const problem = typeof text === 'string' ? managerNameProblem(text) : 'not a string';
   if (problem) throw new Error(`${JSON.stringify(text)} is ${problem}`);
   const trimmed = text.trim();
-  if (!hasGlob(trimmed)) return { text: trimmed, test: (manager) => manager === trimmed };
-  const pattern = globToRegExp(trimmed);
-  return { text: trimmed, test: (manager) => pattern.test(manager) };
+  return { text: trimmed, test: globMatcher(trimmed) };
 }
 
 /** The manager a change is attributed to: its own, else the event's when it names only one. */
@@ -408,9 +407,9 @@ function eventManagers(event: ChangeEvent): string[] {
 }
 
 function firstMatch(
-  patterns: readonly ManagerPattern[],
+  patterns: readonly NamePattern[],
   names: readonly string[],
-): { pattern: ManagerPattern; name: string } | undefined {
+): { pattern: NamePattern; name: string } | undefined {
   for (const name of names) {
     const pattern = patterns.find((candidate) => candidate.test(name));
     if (pattern) return { pattern, name };
@@ -445,28 +444,19 @@ function texts(patterns: readonly { text: string }[]): string {
   return `[${patterns.map((pattern) => pattern.text).join(', ')}]`;
 }
 
-interface NamespacePattern {
-  text: string;
-  test(namespace: string): boolean;
-}
-
-function compileNamespace(text: string): NamespacePattern {
+function compileNamespace(text: string): NamePattern {
   const trimmed = text.trim();
   const problem = namespaceProblem(trimmed);
   if (problem) throw new Error(`${JSON.stringify(text)} is ${problem}`);
-  if (!hasGlob(trimmed)) return { text: trimmed, test: (namespace) => namespace === trimmed };
-  const pattern = globToRegExp(trimmed);
-  return { text: trimmed, test: (namespace) => pattern.test(namespace) };
+  return { text: trimmed, test: globMatcher(trimmed) };
 }
 
 /** A username or a glob over usernames (`*` any run, `?` one character). */
-function compileUser(text: string): NamespacePattern {
+function compileUser(text: string): NamePattern {
   const trimmed = text.trim();
   if (trimmed === '')
     throw new Error('"" is not a username: name a user such as alice@example.com or a glob');
-  if (!hasGlob(trimmed)) return { text: trimmed, test: (name) => name === trimmed };
-  const pattern = globToRegExp(trimmed);
-  return { text: trimmed, test: (name) => pattern.test(name) };
+  return { text: trimmed, test: globMatcher(trimmed) };
 }
 
 /** Who made the change: the impersonated user first (the identity it was made as), then the one who asked. */
