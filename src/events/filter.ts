@@ -321,7 +321,12 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
       if (ignore) {
         const rules = ignore.filter((rule) => ruleApplies(rule, event));
         if (rules.length > 0) {
-          const kept = changes.filter((change) => !rules.some((rule) => ruleMatches(rule, change, event)));
+          const kept = changes.filter((change) => {
+            const segments = safeSegments(change.path);
+            return !rules.some(
+              (rule) => rule.matcher.matches(segments) && managerOfRule(rule, change, event),
+            );
+          });
           if (kept.length === 0 && changes.length > 0) {
             return {
               deliver: false,
@@ -422,10 +427,6 @@ function managerOfRule(rule: CompiledPathRule, change: Change, event: ChangeEven
   if (!rule.managers) return true;
   const manager = changeManager(change, event);
   return manager !== undefined && rule.managers.some((pattern) => pattern.test(manager));
-}
-
-function ruleMatches(rule: CompiledPathRule, change: Change, event: ChangeEvent): boolean {
-  return rule.matcher.matches(safeSegments(change.path)) && managerOfRule(rule, change, event);
 }
 
 function nonEmpty<T>(values: readonly T[] | undefined): readonly T[] | undefined {
