@@ -177,7 +177,9 @@ export function filterStage(
   return {
     name,
     connect: (next) => (handover) => {
-      next(handover.event ? { ...handover, event: decide(handover.event) } : handover);
+      const event = handover.event && decide(handover.event);
+      // The same event passed on (the usual case): the same handover, not a copy per event.
+      next(event === handover.event ? handover : { ...handover, event });
     },
   };
 }
