@@ -160,7 +160,10 @@ export async function replayInto(
       normalize,
       initialList: 'silent',
       fieldManagers,
-      timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000 },
+      // The replay client serves a LIST and then a plain WATCH (the recording has no initial-events-end
+      // bookmark): a streaming list would take the recording for its initial events and fail at its
+      // first MODIFIED, replaying nothing.
+      timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000, initialSync: 'list' },
     },
     handler,
   );
@@ -197,6 +200,8 @@ export async function measureStream(
   // A cluster without the deployment and ReplicaSet controllers (--cluster) records no Pods.
   if (fixture.lines.length === 0) return undefined;
   const eventsOut = await replayOnce(fixture);
+  // Every recording holds changes: a replay that reports none measures nothing (a broken replay).
+  if (eventsOut === 0) throw new Error(`pipeline: replaying ${stream} reported no event`);
   const result = await paired(
     pairs,
     2,

@@ -117,6 +117,7 @@ async function withoutStories(fixture: Fixture): Promise<void> {
 
 async function measureStream(fixture: Fixture, pairs: number): Promise<StoryStreamFigures> {
   const once = await withStories(fixture);
+  if (once.events === 0) throw new Error(`stories: replaying ${fixture.stream} reported no event`);
   const result = await paired(
     pairs,
     2,
