@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
@@ -227,15 +228,13 @@ export async function measureStream(
 }
 
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const option = (name: string) => {
-    const index = args.indexOf(name);
-    return index >= 0 ? args[index + 1] : undefined;
-  };
-  const dir = option('--fixtures');
+  const { values } = parseArgs({
+    options: { fixtures: { type: 'string' }, pairs: { type: 'string' }, stream: { type: 'string' } },
+  });
+  const dir = values.fixtures;
   if (!dir) throw new Error('usage: node bench/pipeline.ts --fixtures <folder> [--pairs N] [--stream name]');
-  const pairs = Number(option('--pairs') ?? 7);
-  const only = option('--stream');
+  const pairs = Number(values.pairs ?? 7);
+  const only = values.stream;
   const results: StreamFigures[] = [];
   for (const stream of only ? [only] : Object.keys(STREAMS)) {
     const figures = await measureStream(dir, stream, pairs);

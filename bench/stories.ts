@@ -7,6 +7,7 @@
 // event's JSON size.
 //
 //   node --expose-gc bench/stories.ts --fixtures <folder> [--pairs 7]   (prints JSON)
+import { parseArgs } from 'node:util';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
@@ -169,14 +170,10 @@ async function measureHeap(fixture: Fixture, copies: number): Promise<StoryFigur
 }
 
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const option = (name: string) => {
-    const index = args.indexOf(name);
-    return index >= 0 ? args[index + 1] : undefined;
-  };
-  const dir = option('--fixtures');
+  const { values } = parseArgs({ options: { fixtures: { type: 'string' }, pairs: { type: 'string' } } });
+  const dir = values.fixtures;
   if (!dir) throw new Error('usage: node --expose-gc bench/stories.ts --fixtures <folder> [--pairs N]');
-  const pairs = Number(option('--pairs') ?? 7);
+  const pairs = Number(values.pairs ?? 7);
   const figures: StoryFigures = { streams: [] };
   for (const stream of Object.keys(STREAMS)) {
     const fixture = loadFixture(dir, stream);
