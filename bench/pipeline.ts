@@ -115,7 +115,8 @@ function replayClient(chunks: Buffer[], onReplayed: () => void): KubeClient {
   return client as unknown as KubeClient;
 }
 
-const normalizer = new Normalizer({
+/** How both replays (figures 1 and 12) normalize: the default ignored paths, Secrets hashed. */
+export const normalizer = new Normalizer({
   ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
   redactor: new Redactor(),
 });

@@ -8,9 +8,6 @@
 //
 //   node --expose-gc bench/stories.ts --fixtures <folder> [--pairs 7]   (prints JSON)
 import { parseArgs } from 'node:util';
-import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
-import { Normalizer } from '../src/diff/normalize.ts';
-import { Redactor } from '../src/diff/redact.ts';
 import type { ChangeEvent } from '../src/events/event.ts';
 import { OwnerResolver, ownerStage } from '../src/events/owners.ts';
 import { type EventStage, Pipeline } from '../src/events/pipeline.ts';
@@ -23,7 +20,7 @@ import { renderJsonLine } from '../src/sinks/stream-output.ts';
 import { EventFailures } from '../src/util/event-failures.ts';
 import { silentLogger } from '../src/util/log.ts';
 import { paired, round, type Spread, spread } from './lib/stats.ts';
-import { type Fixture, loadFixture, rate, replayInto, STREAMS } from './pipeline.ts';
+import { type Fixture, loadFixture, normalizer, rate, replayInto, STREAMS } from './pipeline.ts';
 
 export interface StoryStreamFigures {
   stream: string;
@@ -42,10 +39,6 @@ export interface StoryFigures {
   heap?: { events: number; bytesPerEvent: number; jsonBytesPerEvent: number; ratio: number };
 }
 
-const normalizer = new Normalizer({
-  ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
-  redactor: new Redactor(),
-});
 let sink = 0;
 
 /** One replay through the pipeline, each event handed to `deliver`; `stages` come first. */
