@@ -12,12 +12,15 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
-import { EventBuilder } from '../src/events/event-builder.ts';
-import { Informer, type InformerHandler } from '../src/informer/informer.ts';
+import type { ChangeEvent } from '../src/events/event.ts';
+import { type EventStage, Pipeline } from '../src/events/pipeline.ts';
+import { Informer } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
 import { listerWatcherFor } from '../src/kube/lister-watcher.ts';
-import type { JsonObject, KubeObject, ResourceType } from '../src/kube/types.ts';
+import type { ResourceType } from '../src/kube/types.ts';
 import { renderJsonLine } from '../src/sinks/stream-output.ts';
+import { EventFailures } from '../src/util/event-failures.ts';
+import { silentLogger } from '../src/util/log.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';
 
 export const STREAMS: Record<
@@ -122,29 +125,46 @@ export const normalizer = new Normalizer({
 });
 let sink = 0;
 
-/** One replay of the fixture through kubediff; returns the events emitted. */
+/**
+ * kubediff's pipeline (src/events/pipeline.ts) as `kubediff watch` runs it, with `stages` as its rules
+ * and a sink that hands each delivered event to `deliver`.
+ */
+export function benchPipeline(deliver: (event: ChangeEvent) => void, stages: EventStage[] = []): Pipeline {
+  return new Pipeline({
+    normalizer,
+    rules: stages,
+    handover: [],
+    delivery: {
+      deliver: (event) => {
+        deliver(event);
+        return [];
+      },
+      accepted: () => [],
+    },
+    observers: [],
+    failures: new EventFailures(silentLogger),
+  });
+}
+
+/** One replay of the fixture through kubediff, each event rendered as its JSON line; returns the events. */
 async function replayOnce(fixture: Fixture, fieldManagers = true): Promise<number> {
   let events = 0;
-  const builder = new EventBuilder({
-    cluster: 'bench',
-    emit: (event) => {
-      events++;
-      sink += renderJsonLine(event).length;
-    },
+  const pipeline = benchPipeline((event) => {
+    events++;
+    sink += renderJsonLine(event).length;
   });
-  await replayInto(fixture, builder, (type, object) => normalizer.normalize(type, object), { fieldManagers });
+  await replayInto(fixture, pipeline, { fieldManagers });
   return events;
 }
 
 /**
- * Replays the fixture through one informer into `handler`, its objects normalized by `normalize`;
- * `started` sees the informer (a lookup into its store) before the replay begins; `fieldManagers: false`
- * leaves who-changed-it out (its cost, figure 1).
+ * Replays the fixture through one informer into `pipeline`; `started` sees the informer (a lookup into
+ * its store) before the replay begins; `fieldManagers: false` leaves who-changed-it out (its cost,
+ * figure 1).
  */
 export async function replayInto(
   fixture: Fixture,
-  handler: InformerHandler,
-  normalize: (type: ResourceType, object: KubeObject) => JsonObject,
+  pipeline: Pipeline,
   options: { started?: (informer: Informer) => void; fieldManagers?: boolean } = {},
 ): Promise<void> {
   const { started, fieldManagers = true } = options;
@@ -159,7 +179,7 @@ export async function replayInto(
     ),
     {
       type: fixture.type,
-      normalize,
+      normalize: (type, object) => pipeline.normalize(type, object),
       initialList: 'silent',
       fieldManagers,
       // The replay client serves a LIST and then a plain WATCH (the recording has no initial-events-end
@@ -167,7 +187,7 @@ export async function replayInto(
       // first MODIFIED, replaying nothing.
       timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000, initialSync: 'list' },
     },
-    handler,
+    pipeline.source('bench'),
   );
   started?.(informer);
   informer.start();

@@ -10,17 +10,15 @@
 import { parseArgs } from 'node:util';
 import type { ChangeEvent } from '../src/events/event.ts';
 import { OwnerResolver, ownerStage } from '../src/events/owners.ts';
-import { type EventStage, Pipeline } from '../src/events/pipeline.ts';
+import type { EventStage } from '../src/events/pipeline.ts';
 import { StoryBuilder } from '../src/events/story.ts';
 import type { Informer } from '../src/informer/informer.ts';
 import { objectKey } from '../src/kube/types.ts';
 import { renderSlackChatMessage } from '../src/sinks/slack-format.ts';
 import { storyMessage } from '../src/sinks/story-format.ts';
 import { renderJsonLine } from '../src/sinks/stream-output.ts';
-import { EventFailures } from '../src/util/event-failures.ts';
-import { silentLogger } from '../src/util/log.ts';
 import { paired, round, type Spread, spread } from './lib/stats.ts';
-import { type Fixture, loadFixture, normalizer, rate, replayInto, STREAMS } from './pipeline.ts';
+import { benchPipeline, type Fixture, loadFixture, rate, replayInto, STREAMS } from './pipeline.ts';
 
 export interface StoryStreamFigures {
   stream: string;
@@ -48,26 +46,7 @@ async function replay(
   deliver: (event: ChangeEvent) => void,
   lookupOf?: (informer: Informer) => void,
 ): Promise<void> {
-  const pipeline = new Pipeline({
-    normalizer,
-    rules: stages,
-    handover: [],
-    delivery: {
-      deliver: (event) => {
-        deliver(event);
-        return [];
-      },
-      accepted: () => [],
-    },
-    observers: [],
-    failures: new EventFailures(silentLogger),
-  });
-  await replayInto(
-    fixture,
-    pipeline.source('bench'),
-    (type, object) => pipeline.normalize(type, object),
-    lookupOf ? { started: lookupOf } : {},
-  );
+  await replayInto(fixture, benchPipeline(deliver, stages), lookupOf ? { started: lookupOf } : {});
 }
 
 /** Stories on: owners through the informer's store, a builder, each story rendered as its Slack message. */
