@@ -5,8 +5,9 @@
 // - size: a line (one event, so one object) longer than `maxLineLength` characters fails the watch
 //   with a 'too-large' error that names the object, instead of growing a string without bound.
 import type { Readable } from 'node:stream';
+import { formatSize } from '../util/size.ts';
 import { KubeError } from './errors.ts';
-import { formatBytes, readChunks } from './transport.ts';
+import { readChunks } from './transport.ts';
 import { objectKey } from './types.ts';
 
 export interface WatchLineLimits {
@@ -69,7 +70,7 @@ function tooLarge(line: string, limits: WatchLineLimits): KubeError {
 export function objectTooLarge(name: string | undefined, limitBytes: number, path: string): KubeError {
   return new KubeError(
     'too-large',
-    `${name ? `the object ${name}` : 'an object'} is larger than ${formatBytes(limitBytes)}, the most kubediff reads at once`,
+    `${name ? `the object ${name}` : 'an object'} is larger than ${formatSize(limitBytes)}, the most kubediff reads at once`,
     { path },
   );
 }
