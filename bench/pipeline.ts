@@ -1,6 +1,7 @@
 // Figure 1: pipeline throughput. Replays recorded watch streams (see record.ts) through kubediff's
 // own path, byte chunks in: the reflector's line splitting and parsing, the informer's
-// normalization and store, the diff, the event builder and the JSON line rendering. The baseline
+// normalization and store, the diff and the event builder (kubediff's Pipeline, with no rules
+// configured) and the JSON line rendering. The baseline
 // is JSON.parse + JSON.stringify of the same lines. Figures are watch events (input lines) per
 // second, measured pair by pair in one process.
 //
@@ -8,15 +9,19 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
-import { EventBuilder } from '../src/events/event-builder.ts';
-import { Informer, type InformerHandler } from '../src/informer/informer.ts';
+import type { ChangeEvent } from '../src/events/event.ts';
+import { type EventStage, Pipeline } from '../src/events/pipeline.ts';
+import { Informer } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
 import { listerWatcherFor } from '../src/kube/lister-watcher.ts';
-import type { JsonObject, KubeObject, ResourceType } from '../src/kube/types.ts';
+import type { ResourceType } from '../src/kube/types.ts';
 import { renderJsonLine } from '../src/sinks/stream-output.ts';
+import { EventFailures } from '../src/util/event-failures.ts';
+import { silentLogger } from '../src/util/log.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';
 
 export const STREAMS: Record<
@@ -114,35 +119,53 @@ function replayClient(chunks: Buffer[], onReplayed: () => void): KubeClient {
   return client as unknown as KubeClient;
 }
 
-const normalizer = new Normalizer({
+/** How both replays (figures 1 and 12) normalize: the default ignored paths, Secrets hashed. */
+export const normalizer = new Normalizer({
   ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
   redactor: new Redactor(),
 });
 let sink = 0;
 
-/** One replay of the fixture through kubediff; returns the events emitted. */
+/**
+ * kubediff's pipeline (src/events/pipeline.ts) as `kubediff watch` runs it, with `stages` as its rules
+ * and a sink that hands each delivered event to `deliver`.
+ */
+export function benchPipeline(deliver: (event: ChangeEvent) => void, stages: EventStage[] = []): Pipeline {
+  return new Pipeline({
+    normalizer,
+    rules: stages,
+    handover: [],
+    delivery: {
+      deliver: (event) => {
+        deliver(event);
+        return [];
+      },
+      accepted: () => [],
+    },
+    observers: [],
+    failures: new EventFailures(silentLogger),
+  });
+}
+
+/** One replay of the fixture through kubediff, each event rendered as its JSON line; returns the events. */
 async function replayOnce(fixture: Fixture, fieldManagers = true): Promise<number> {
   let events = 0;
-  const builder = new EventBuilder({
-    cluster: 'bench',
-    emit: (event) => {
-      events++;
-      sink += renderJsonLine(event).length;
-    },
+  const pipeline = benchPipeline((event) => {
+    events++;
+    sink += renderJsonLine(event).length;
   });
-  await replayInto(fixture, builder, (type, object) => normalizer.normalize(type, object), { fieldManagers });
+  await replayInto(fixture, pipeline, { fieldManagers });
   return events;
 }
 
 /**
- * Replays the fixture through one informer into `handler`, its objects normalized by `normalize`;
- * `started` sees the informer (a lookup into its store) before the replay begins; `fieldManagers: false`
- * leaves who-changed-it out (its cost, figure 1).
+ * Replays the fixture through one informer into `pipeline`; `started` sees the informer (a lookup into
+ * its store) before the replay begins; `fieldManagers: false` leaves who-changed-it out (its cost,
+ * figure 1).
  */
 export async function replayInto(
   fixture: Fixture,
-  handler: InformerHandler,
-  normalize: (type: ResourceType, object: KubeObject) => JsonObject,
+  pipeline: Pipeline,
   options: { started?: (informer: Informer) => void; fieldManagers?: boolean } = {},
 ): Promise<void> {
   const { started, fieldManagers = true } = options;
@@ -157,12 +180,15 @@ export async function replayInto(
     ),
     {
       type: fixture.type,
-      normalize,
+      normalize: (type, object) => pipeline.normalize(type, object),
       initialList: 'silent',
       fieldManagers,
-      timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000 },
+      // The replay client serves a LIST and then a plain WATCH (the recording has no initial-events-end
+      // bookmark): a streaming list would take the recording for its initial events and fail at its
+      // first MODIFIED, replaying nothing.
+      timing: { minWatchTimeoutSeconds: 3600, idleTimeoutMs: 3_600_000, initialSync: 'list' },
     },
-    handler,
+    pipeline.source('bench'),
   );
   started?.(informer);
   informer.start();
@@ -197,6 +223,8 @@ export async function measureStream(
   // A cluster without the deployment and ReplicaSet controllers (--cluster) records no Pods.
   if (fixture.lines.length === 0) return undefined;
   const eventsOut = await replayOnce(fixture);
+  // Every recording holds changes: a replay that reports none measures nothing (a broken replay).
+  if (eventsOut === 0) throw new Error(`pipeline: replaying ${stream} reported no event`);
   const result = await paired(
     pairs,
     2,
@@ -222,15 +250,13 @@ export async function measureStream(
 }
 
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const option = (name: string) => {
-    const index = args.indexOf(name);
-    return index >= 0 ? args[index + 1] : undefined;
-  };
-  const dir = option('--fixtures');
+  const { values } = parseArgs({
+    options: { fixtures: { type: 'string' }, pairs: { type: 'string' }, stream: { type: 'string' } },
+  });
+  const dir = values.fixtures;
   if (!dir) throw new Error('usage: node bench/pipeline.ts --fixtures <folder> [--pairs N] [--stream name]');
-  const pairs = Number(option('--pairs') ?? 7);
-  const only = option('--stream');
+  const pairs = Number(values.pairs ?? 7);
+  const only = values.stream;
   const results: StreamFigures[] = [];
   for (const stream of only ? [only] : Object.keys(STREAMS)) {
     const figures = await measureStream(dir, stream, pairs);

@@ -7,21 +7,18 @@
 // event's JSON size.
 //
 //   node --expose-gc bench/stories.ts --fixtures <folder> [--pairs 7]   (prints JSON)
-import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
-import { Normalizer } from '../src/diff/normalize.ts';
-import { Redactor } from '../src/diff/redact.ts';
+import { parseArgs } from 'node:util';
 import type { ChangeEvent } from '../src/events/event.ts';
 import { OwnerResolver, ownerStage } from '../src/events/owners.ts';
-import { type EventStage, Pipeline } from '../src/events/pipeline.ts';
+import type { EventStage } from '../src/events/pipeline.ts';
 import { StoryBuilder } from '../src/events/story.ts';
 import type { Informer } from '../src/informer/informer.ts';
+import { objectKey } from '../src/kube/types.ts';
 import { renderSlackChatMessage } from '../src/sinks/slack-format.ts';
 import { storyMessage } from '../src/sinks/story-format.ts';
 import { renderJsonLine } from '../src/sinks/stream-output.ts';
-import { EventFailures } from '../src/util/event-failures.ts';
-import { silentLogger } from '../src/util/log.ts';
 import { paired, round, type Spread, spread } from './lib/stats.ts';
-import { type Fixture, loadFixture, rate, replayInto, STREAMS } from './pipeline.ts';
+import { benchPipeline, type Fixture, loadFixture, rate, replayInto, STREAMS } from './pipeline.ts';
 
 export interface StoryStreamFigures {
   stream: string;
@@ -40,10 +37,6 @@ export interface StoryFigures {
   heap?: { events: number; bytesPerEvent: number; jsonBytesPerEvent: number; ratio: number };
 }
 
-const normalizer = new Normalizer({
-  ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
-  redactor: new Redactor(),
-});
 let sink = 0;
 
 /** One replay through the pipeline, each event handed to `deliver`; `stages` come first. */
@@ -53,26 +46,7 @@ async function replay(
   deliver: (event: ChangeEvent) => void,
   lookupOf?: (informer: Informer) => void,
 ): Promise<void> {
-  const pipeline = new Pipeline({
-    normalizer,
-    rules: stages,
-    handover: [],
-    delivery: {
-      deliver: (event) => {
-        deliver(event);
-        return [];
-      },
-      accepted: () => [],
-    },
-    observers: [],
-    failures: new EventFailures(silentLogger),
-  });
-  await replayInto(
-    fixture,
-    pipeline.source('bench'),
-    (type, object) => pipeline.normalize(type, object),
-    lookupOf ? { started: lookupOf } : {},
-  );
+  await replayInto(fixture, benchPipeline(deliver, stages), lookupOf ? { started: lookupOf } : {});
 }
 
 /** Stories on: owners through the informer's store, a builder, each story rendered as its Slack message. */
@@ -100,7 +74,7 @@ async function withStories(fixture: Fixture): Promise<{ events: number; stories:
     (informer) =>
       owners.attach('bench', (group, kind, namespace, name) =>
         group === informer.type.group && kind === informer.type.kind
-          ? informer.get(namespace ? `${namespace}/${name}` : name)
+          ? informer.get(objectKey({ namespace, name }))
           : undefined,
       ),
   );
@@ -116,6 +90,7 @@ async function withoutStories(fixture: Fixture): Promise<void> {
 
 async function measureStream(fixture: Fixture, pairs: number): Promise<StoryStreamFigures> {
   const once = await withStories(fixture);
+  if (once.events === 0) throw new Error(`stories: replaying ${fixture.stream} reported no event`);
   const result = await paired(
     pairs,
     2,
@@ -167,14 +142,10 @@ async function measureHeap(fixture: Fixture, copies: number): Promise<StoryFigur
 }
 
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const option = (name: string) => {
-    const index = args.indexOf(name);
-    return index >= 0 ? args[index + 1] : undefined;
-  };
-  const dir = option('--fixtures');
+  const { values } = parseArgs({ options: { fixtures: { type: 'string' }, pairs: { type: 'string' } } });
+  const dir = values.fixtures;
   if (!dir) throw new Error('usage: node --expose-gc bench/stories.ts --fixtures <folder> [--pairs N]');
-  const pairs = Number(option('--pairs') ?? 7);
+  const pairs = Number(values.pairs ?? 7);
   const figures: StoryFigures = { streams: [] };
   for (const stream of Object.keys(STREAMS)) {
     const fixture = loadFixture(dir, stream);

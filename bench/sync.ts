@@ -6,10 +6,6 @@
 // - Retained heap per cached object against its JSON size, measured in a child process with
 //   `--expose-gc`:  node --expose-gc bench/sync.ts --heap --cluster <file> --namespace <ns> --empty <ns>
 
-import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
-import { Normalizer } from '../src/diff/normalize.ts';
-import { Redactor } from '../src/diff/redact.ts';
-import { EventBuilder } from '../src/events/event-builder.ts';
 import { ClusterWatcher } from '../src/informer/cluster-watcher.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { Discovery } from '../src/kube/discovery.ts';
@@ -23,6 +19,7 @@ import { configmaps } from '../test/helpers/resource-types.ts';
 import { configMap, inParallel } from './lib/objects.ts';
 import { rawAgent, rawPagedList } from './lib/raw.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';
+import { benchPipeline, normalizer } from './pipeline.ts';
 
 /** kubediff's default LIST page size; the raw LIST uses the same. */
 const PAGE_SIZE = 500;
@@ -56,20 +53,17 @@ export function configMapWatcher(
   options: { initialSync?: 'stream' | 'list'; fieldManagers?: boolean } = {},
 ): ClusterWatcher {
   const { initialSync = 'stream', fieldManagers = true } = options;
-  const normalizer = new Normalizer({
-    ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
-    redactor: new Redactor(),
-  });
+  const pipeline = benchPipeline(() => {});
   return new ClusterWatcher({
     client,
     discovery: new Discovery(client),
     selection: { include: [parseResourceName('configmaps')], exclude: [], namespaceScoped: true },
     namespaces: [ns],
     excludeNamespaces: [],
-    normalize: (type, object) => normalizer.normalize(type, object),
+    normalize: (type, object) => pipeline.normalize(type, object),
     initial: false,
     fieldManagers,
-    handler: new EventBuilder({ cluster: 'bench', emit: () => {} }),
+    handler: pipeline.source('bench'),
     log: silentLogger,
     // Long watches and no periodic re-discovery while measuring.
     timing: { minWatchTimeoutSeconds: 3600, initialSync },
@@ -204,10 +198,6 @@ async function measureHeap(info: ClusterInfo, ns: string, emptyNs: string): Prom
   // The same objects as sent (a raw LIST) and as stored.
   const agent = rawAgent(info);
   const { request } = await import('undici');
-  const normalizer = new Normalizer({
-    ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
-    redactor: new Redactor(),
-  });
   let json = 0;
   let stored = 0;
   let count = 0;

@@ -19,8 +19,9 @@ export interface NormalizeRules {
 }
 
 /**
- * Redacts, then drops the subtrees `ignore` matches, in one pass over the parts of the object that
- * a pattern can reach. The input is never mutated.
+ * Redacts (a Secret's values, then the `redact:` paths, each only when there is one), then drops the
+ * subtrees `ignore` matches: a pass each, over the parts of the object it can reach. The input is
+ * never mutated.
  *
  * Structural sharing: a subtree no pattern can reach, or in which nothing was dropped or redacted,
  * is shared with the input rather than copied (an object in which nothing matches is returned as

@@ -82,7 +82,7 @@ export function creatorOf(
   return atCreation.length === 1 ? managerRef(atCreation[0]!) : undefined;
 }
 
-export function managerRef(entry: ManagedFieldsEntry): ManagerRef {
+function managerRef(entry: ManagedFieldsEntry): ManagerRef {
   const ref: ManagerRef = { manager: entry.manager, operation: entry.operation };
   if (entry.subresource !== undefined) ref.subresource = entry.subresource;
   if (entry.time !== undefined) ref.time = entry.time;

@@ -19,6 +19,7 @@
 // oldest goes on at once, without user), at most `maxRecords` unmatched records are kept (beyond it the
 // oldest is dropped), each at most `retainMs`. Each limit is counted in a metric and logged once.
 
+import { groupOf } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import { type ByInfo, type ChangeEvent, type EventType, type UserInfo, withBy } from './event.ts';
 import type { EventStage, Handover } from './pipeline.ts';
@@ -110,11 +111,6 @@ function verbFits(record: AuditRecord, type: EventType): boolean {
   }
 }
 
-function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? '' : apiVersion.slice(0, slash);
-}
-
 function nameKey(group: string, resource: string, namespace: string | undefined, name: string): string {
   return `${group}\u0000${resource}\u0000${namespace ?? ''}\u0000${name}`;
 }
@@ -165,8 +161,8 @@ export class AuditJoin implements EventStage {
   private records: StoredRecord[] = [];
   private recordHead = 0;
   private liveRecords = 0;
-  private readonly recordsByUid = new Map<string, StoredRecord[]>();
-  private readonly recordsByName = new Map<string, StoredRecord[]>();
+  private readonly recordsByUid = new Map<string, Set<StoredRecord>>();
+  private readonly recordsByName = new Map<string, Set<StoredRecord>>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = 0;
   private closed = false;
@@ -356,9 +352,9 @@ export class AuditJoin implements EventStage {
     const stored: StoredRecord = { record, received: now, used: false };
     this.records.push(stored);
     this.liveRecords++;
-    if (record.uid !== undefined) pushTo(this.recordsByUid, record.uid, stored);
+    if (record.uid !== undefined) addTo(this.recordsByUid, record.uid, stored);
     if (record.name !== undefined) {
-      pushTo(
+      addTo(
         this.recordsByName,
         nameKey(record.group, record.resource, record.namespace, record.name),
         stored,
@@ -402,9 +398,9 @@ export class AuditJoin implements EventStage {
 
   private unindexRecord(stored: StoredRecord): void {
     const { record } = stored;
-    if (record.uid !== undefined) pullFrom(this.recordsByUid, record.uid, stored);
+    if (record.uid !== undefined) removeFrom(this.recordsByUid, record.uid, stored);
     if (record.name !== undefined) {
-      pullFrom(
+      removeFrom(
         this.recordsByName,
         nameKey(record.group, record.resource, record.namespace, record.name),
         stored,
@@ -443,6 +439,7 @@ export class AuditJoin implements EventStage {
   }
 }
 
+/** The indexes by uid and by name: a Set per key keeps arrival order and removes in constant time. */
 function addTo<T>(map: Map<string, Set<T>>, key: string, value: T): void {
   let set = map.get(key);
   if (!set) {
@@ -457,18 +454,4 @@ function removeFrom<T>(map: Map<string, Set<T>>, key: string, value: T): void {
   if (!set) return;
   set.delete(value);
   if (set.size === 0) map.delete(key);
-}
-
-function pushTo<T>(map: Map<string, T[]>, key: string, value: T): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
-}
-
-function pullFrom<T>(map: Map<string, T[]>, key: string, value: T): void {
-  const list = map.get(key);
-  if (!list) return;
-  const index = list.indexOf(value);
-  if (index >= 0) list.splice(index, 1);
-  if (list.length === 0) map.delete(key);
 }

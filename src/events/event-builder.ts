@@ -10,7 +10,7 @@ import { diffObjects } from '../diff/diff.ts';
 import { getProperty } from '../diff/json.ts';
 import { formatPointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
-import type { AddContext, DeleteContext, InformerHandler, UpdateContext } from '../informer/informer.ts';
+import type { AddContext, DeleteContext, UpdateContext } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import {
   apiVersionOf,
@@ -26,14 +26,12 @@ import type { ByInfo, ChangeEvent, EventType } from './event.ts';
 export interface EventBuilderOptions {
   /** --cluster-name, or the kubeconfig context's name. */
   cluster: string | undefined;
-  /** Where the InformerHandler methods send their events (the pipeline calls added/updated/deleted). */
-  emit?: (event: ChangeEvent) => void;
   now?: () => Date;
   /** Where a failing diff is reported. Without it, the exception propagates. */
   failures?: EventFailures;
 }
 
-export class EventBuilder implements InformerHandler {
+export class EventBuilder {
   private readonly options: EventBuilderOptions;
   private readonly now: () => Date;
 
@@ -85,24 +83,6 @@ export class EventBuilder implements InformerHandler {
       finalStateUnknown: context.finalStateUnknown,
     });
   }
-
-  // InformerHandler: for a builder used on its own (the benchmarks, tests), events go to `emit`.
-
-  onAdd(type: ResourceType, object: StoredObject, context: AddContext): void {
-    this.options.emit?.(this.added(type, object, context));
-  }
-
-  onUpdate(type: ResourceType, previous: StoredObject, current: StoredObject, context: UpdateContext): void {
-    const event = this.updated(type, previous, current, context);
-    if (event) this.options.emit?.(event);
-  }
-
-  onDelete(type: ResourceType, last: StoredObject, context: DeleteContext): void {
-    this.options.emit?.(this.deleted(type, last, context));
-  }
-
-  /** A baseline object is the known state, not a change: no event. */
-  onBaseline(): void {}
 
   private changes(type: ResourceType, previous: StoredObject, current: StoredObject): Change[] {
     try {

@@ -1,6 +1,7 @@
 // The event of the contract (README, "The event"): one JSON line on stdout, the body of a webhook, a
 // row of the state file's history. What every stage after the event builder passes along.
 import type { Change } from '../diff/types.ts';
+import { groupOf, qualifiedName } from '../kube/types.ts';
 import { identityOf, type ObjectIdentity } from '../util/event-failures.ts';
 
 export type EventType = 'ADDED' | 'UPDATED' | 'DELETED';
@@ -71,8 +72,7 @@ export interface ChangeEvent {
 /** 'deployments.apps', 'configmaps': how kubectl names the event's resource type (labels, rules, logs). */
 export function qualifiedResource(event: ChangeEvent): string {
   const { apiVersion, resource } = event.object;
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? resource : `${resource}.${apiVersion.slice(0, slash)}`;
+  return qualifiedName({ group: groupOf(apiVersion), resource });
 }
 
 /** `event` with `owner` in its place in the field order (after `object`). */

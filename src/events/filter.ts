@@ -14,9 +14,10 @@ import { parsePointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
 import { parseResourceName, type ResourceName, resourceNameProblem } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
+import { groupOf, qualifiedName } from '../kube/types.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
-import { globToRegExp, hasGlob, namespaceProblem } from '../util/glob.ts';
+import { globMatcher, namespaceProblem } from '../util/glob.ts';
 import { type ChangeEvent, type EventType, identityOfEvent, qualifiedResource } from './event.ts';
 
 /**
@@ -122,7 +123,7 @@ interface CompiledPathRule {
   /** Absent: every resource. */
   resources: ResourceName[] | undefined;
   /** Absent: changes by any manager (or none known). */
-  managers: ManagerPattern[] | undefined;
+  managers: NamePattern[] | undefined;
 }
 
 /** Compiles a spec; throws one readable sentence for a malformed entry (the caller adds where it came from). */
@@ -320,7 +321,12 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
       if (ignore) {
         const rules = ignore.filter((rule) => ruleApplies(rule, event));
         if (rules.length > 0) {
-          const kept = changes.filter((change) => !rules.some((rule) => ruleMatches(rule, change, event)));
+          const kept = changes.filter((change) => {
+            const segments = safeSegments(change.path);
+            return !rules.some(
+              (rule) => rule.matcher.matches(segments) && managerOfRule(rule, change, event),
+            );
+          });
           if (kept.length === 0 && changes.length > 0) {
             return {
               deliver: false,
@@ -365,9 +371,10 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
   };
 }
 
-interface ManagerPattern {
+/** A name or glob of a rule (a namespace, a field manager, a user), as written and compiled. */
+interface NamePattern {
   text: string;
-  test(manager: string): boolean;
+  test(name: string): boolean;
 }
 
 /** The API server's limit on a field manager's name. */
@@ -380,13 +387,11 @@ export function managerNameProblem(text: string): string | undefined {
   return `not a field manager name: use its name as managedFields shows it (kubectl-set, helm, horizontal-pod-autoscaler), at most ${MANAGER_NAME_MAX} characters, or a glob such as kubectl*`;
 }
 
-function compileManager(text: string): ManagerPattern {
+function compileManager(text: string): NamePattern {
   const problem = typeof text === 'string' ? managerNameProblem(text) : 'not a string';
   if (problem) throw new Error(`${JSON.stringify(text)} is ${problem}`);
   const trimmed = text.trim();
-  if (!hasGlob(trimmed)) return { text: trimmed, test: (manager) => manager === trimmed };
-  const pattern = globToRegExp(trimmed);
-  return { text: trimmed, test: (manager) => pattern.test(manager) };
+  return { text: trimmed, test: globMatcher(trimmed) };
 }
 
 /** The manager a change is attributed to: its own, else the event's when it names only one. */
@@ -407,9 +412,9 @@ function eventManagers(event: ChangeEvent): string[] {
 }
 
 function firstMatch(
-  patterns: readonly ManagerPattern[],
+  patterns: readonly NamePattern[],
   names: readonly string[],
-): { pattern: ManagerPattern; name: string } | undefined {
+): { pattern: NamePattern; name: string } | undefined {
   for (const name of names) {
     const pattern = patterns.find((candidate) => candidate.test(name));
     if (pattern) return { pattern, name };
@@ -422,10 +427,6 @@ function managerOfRule(rule: CompiledPathRule, change: Change, event: ChangeEven
   if (!rule.managers) return true;
   const manager = changeManager(change, event);
   return manager !== undefined && rule.managers.some((pattern) => pattern.test(manager));
-}
-
-function ruleMatches(rule: CompiledPathRule, change: Change, event: ChangeEvent): boolean {
-  return rule.matcher.matches(safeSegments(change.path)) && managerOfRule(rule, change, event);
 }
 
 function nonEmpty<T>(values: readonly T[] | undefined): readonly T[] | undefined {
@@ -444,28 +445,19 @@ function texts(patterns: readonly { text: string }[]): string {
   return `[${patterns.map((pattern) => pattern.text).join(', ')}]`;
 }
 
-interface NamespacePattern {
-  text: string;
-  test(namespace: string): boolean;
-}
-
-function compileNamespace(text: string): NamespacePattern {
+function compileNamespace(text: string): NamePattern {
   const trimmed = text.trim();
   const problem = namespaceProblem(trimmed);
   if (problem) throw new Error(`${JSON.stringify(text)} is ${problem}`);
-  if (!hasGlob(trimmed)) return { text: trimmed, test: (namespace) => namespace === trimmed };
-  const pattern = globToRegExp(trimmed);
-  return { text: trimmed, test: (namespace) => pattern.test(namespace) };
+  return { text: trimmed, test: globMatcher(trimmed) };
 }
 
 /** A username or a glob over usernames (`*` any run, `?` one character). */
-function compileUser(text: string): NamespacePattern {
+function compileUser(text: string): NamePattern {
   const trimmed = text.trim();
   if (trimmed === '')
     throw new Error('"" is not a username: name a user such as alice@example.com or a glob');
-  if (!hasGlob(trimmed)) return { text: trimmed, test: (name) => name === trimmed };
-  const pattern = globToRegExp(trimmed);
-  return { text: trimmed, test: (name) => pattern.test(name) };
+  return { text: trimmed, test: globMatcher(trimmed) };
 }
 
 /** Who made the change: the impersonated user first (the identity it was made as), then the one who asked. */
@@ -490,11 +482,6 @@ function compilePathRule(rule: PathRule): CompiledPathRule {
   let text = resources ? `${path} for ${resources.map((r) => r.text).join(', ')}` : path;
   if (managers) text += ` by ${managers.map((m) => m.text).join(', ')}`;
   return { text, segments, matcher: new PathMatcher([path]), resources, managers };
-}
-
-function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? '' : apiVersion.slice(0, slash);
 }
 
 function versionOf(apiVersion: string): string {
@@ -525,7 +512,7 @@ export function resourcePatternMatches(
     return group === wanted || group.endsWith(`.${wanted}`);
   }
   if (pattern.version !== undefined && pattern.version !== versionOf(apiVersion)) return false;
-  const qualified = group === '' ? resource : `${resource}.${group}`;
+  const qualified = qualifiedName({ group, resource });
   // Discovery knows short names, singular names and the kubectl order of groups.
   const resolved = resolve?.(pattern.text);
   if (resolved && resolved.length > 0) return resolved.includes(qualified);

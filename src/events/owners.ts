@@ -10,8 +10,9 @@
 // collection runs top-down), so the controller of each recently deleted object is remembered: at most
 // RECENTLY_DELETED_LIMIT of them, the oldest forgotten first.
 
+import { isJsonObject } from '../diff/json.ts';
 import type { StoredObject } from '../informer/store.ts';
-import { apiVersionOf, type JsonValue, type ResourceType } from '../kube/types.ts';
+import { apiVersionOf, groupOf, type JsonObject, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import { type OwnerRef, withOwner } from './event.ts';
 import type { EventStage } from './pipeline.ts';
@@ -99,8 +100,7 @@ export class OwnerResolver {
     reference: OwnerRef,
     dependentNamespace: string | undefined,
   ): { controller: OwnerRef | undefined } | undefined {
-    const slash = reference.apiVersion.indexOf('/');
-    const group = slash < 0 ? '' : reference.apiVersion.slice(0, slash);
+    const group = groupOf(reference.apiVersion);
     // An owner is in its dependent's namespace, or cluster-scoped (Kubernetes allows nothing else).
     const stored =
       lookup?.(group, reference.kind, dependentNamespace, reference.name) ??
@@ -113,13 +113,13 @@ export class OwnerResolver {
 }
 
 /** The ownerReference with `controller: true`, if the object has one. */
-export function controllerOf(object: { [key: string]: JsonValue }): OwnerRef | undefined {
+function controllerOf(object: JsonObject): OwnerRef | undefined {
   const metadata = object.metadata;
-  if (!isRecord(metadata)) return undefined;
+  if (!isJsonObject(metadata)) return undefined;
   const references = metadata.ownerReferences;
   if (!Array.isArray(references)) return undefined;
   for (const reference of references) {
-    if (!isRecord(reference) || reference.controller !== true) continue;
+    if (!isJsonObject(reference) || reference.controller !== true) continue;
     const { apiVersion, kind, name, uid } = reference;
     if (
       typeof apiVersion === 'string' &&
@@ -130,10 +130,6 @@ export function controllerOf(object: { [key: string]: JsonValue }): OwnerRef | u
       return { apiVersion, kind, name, uid };
   }
   return undefined;
-}
-
-function isRecord(value: JsonValue | undefined): value is { [key: string]: JsonValue } {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

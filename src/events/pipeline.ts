@@ -108,10 +108,12 @@ export class Pipeline {
   constructor(options: PipelineOptions) {
     this.options = options;
     const observers = options.observers;
+    // Whether a change without an event needs the sinks' counts: decided once, not per change.
+    const marksWanted = observers.some((observer) => observer.changeProcessed);
     const deliver = (handover: Handover): void => {
       const mark = handover.event
         ? options.delivery.deliver(handover.event)
-        : observers.some((observer) => observer.changeProcessed)
+        : marksWanted
           ? options.delivery.accepted()
           : [];
       if (handover.change === undefined) return;
@@ -177,7 +179,9 @@ export function filterStage(
   return {
     name,
     connect: (next) => (handover) => {
-      next(handover.event ? { ...handover, event: decide(handover.event) } : handover);
+      const event = handover.event && decide(handover.event);
+      // The same event passed on (the usual case): the same handover, not a copy per event.
+      next(event === handover.event ? handover : { ...handover, event });
     },
   };
 }

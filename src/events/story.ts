@@ -365,7 +365,7 @@ function finish(story: OpenStory, reason: StoryCloseReason): Story {
 }
 
 /** 'ReplicaSet web-7d9 created, scaled 1→3; ReplicaSet web-5c4 scaled 3→0; 3 pods replaced'. */
-export function summarize(objects: readonly StoryObject[]): string {
+function summarize(objects: readonly StoryObject[]): string {
   const byKind = new Map<string, StoryObject[]>();
   for (const object of objects) {
     const key = `${object.apiVersion} ${object.resource}`;

@@ -96,6 +96,11 @@ const TRIGGER_TYPES: ResourceType[] = [
 export class ClusterWatcher {
   private readonly options: ClusterWatcherOptions;
   private readonly informers = new Map<string, Informer[]>();
+  /**
+   * The informers by group and kind (what an ownerReference names), for findObject, which runs for
+   * every event; built on first use after the set of informers changed.
+   */
+  private byKind: Map<string, Informer[]> | undefined;
   private readonly triggers: Reflector[] = [];
   private readonly abort = new AbortController();
   private readonly reported = new Map<Informer, string>();
@@ -164,14 +169,11 @@ export class ClusterWatcher {
     name: string,
   ): StoredObject | undefined {
     const key = objectKey(namespace ? { namespace, name } : { name });
-    for (const informers of this.informers.values()) {
-      const type = informers[0]?.type;
-      if (!type || type.kind !== kind || type.group !== group) continue;
-      for (const informer of informers) {
-        if (informer.namespace !== undefined && informer.namespace !== namespace) continue;
-        const found = informer.get(key);
-        if (found) return found;
-      }
+    this.byKind ??= indexByKind(this.informers.values());
+    for (const informer of this.byKind.get(kindKey(group, kind)) ?? []) {
+      if (informer.namespace !== undefined && informer.namespace !== namespace) continue;
+      const found = informer.get(key);
+      if (found) return found;
     }
     return undefined;
   }
@@ -226,6 +228,7 @@ export class ClusterWatcher {
       if (this.informers.has(key)) continue;
       const informers = this.informersFor(type, initialList);
       this.informers.set(key, informers);
+      this.byKind = undefined;
       for (const informer of informers) informer.start();
       if (this.started) this.options.log.info(`watching new resource type ${key}`);
     }
@@ -238,6 +241,7 @@ export class ClusterWatcher {
     for (const [key, informers] of this.informers) {
       if (wanted.has(key)) continue;
       this.informers.delete(key);
+      this.byKind = undefined;
       await Promise.all(informers.map((informer) => informer.stop()));
       for (const informer of informers) {
         informer.flushAsDeleted();
@@ -398,4 +402,21 @@ function describeFailure(error: KubeError): string {
     default:
       return error.message;
   }
+}
+
+function kindKey(group: string, kind: string): string {
+  return `${group}/${kind}`;
+}
+
+function indexByKind(informers: Iterable<Informer[]>): Map<string, Informer[]> {
+  const index = new Map<string, Informer[]>();
+  for (const ofType of informers) {
+    for (const informer of ofType) {
+      const key = kindKey(informer.type.group, informer.type.kind);
+      const known = index.get(key);
+      if (known) known.push(informer);
+      else index.set(key, [informer]);
+    }
+  }
+  return index;
 }

@@ -23,7 +23,7 @@
 import { KubeError } from '../kube/errors.ts';
 import type { ListerWatcher, ListPage } from '../kube/lister-watcher.ts';
 import { ResponseTooLarge } from '../kube/transport.ts';
-import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.ts';
+import { apiVersionOf, type KubeObject, objectKey, type ResourceType } from '../kube/types.ts';
 import { objectTooLarge, watchLines } from '../kube/watch-stream.ts';
 import { Backoff, type BackoffOptions, sleep } from '../util/backoff.ts';
 
@@ -270,7 +270,7 @@ export class Reflector {
         signal: this.abort.signal,
       });
       const metadata = page.items?.[0]?.metadata;
-      if (metadata) name = metadata.namespace ? `${metadata.namespace}/${metadata.name}` : metadata.name;
+      if (metadata) name = objectKey(metadata);
     } catch {
       // The error below says enough without the name.
     }

@@ -1,9 +1,10 @@
 // Turns a failure to talk to the cluster at startup into one sentence that
 // says what failed, where, and what to do about it.
 import { KubediffError } from '../util/errors.ts';
+import { formatSize } from '../util/size.ts';
 import { KubeError } from './errors.ts';
 import type { ClusterIdentity } from './kubeconfig.ts';
-import { formatBytes, ResponseTooLarge } from './transport.ts';
+import { ResponseTooLarge } from './transport.ts';
 
 export function explainConnectionFailure(error: unknown, identity: ClusterIdentity): unknown {
   if (!(error instanceof KubeError)) return error;
@@ -34,7 +35,7 @@ export function explainConnectionFailure(error: unknown, identity: ClusterIdenti
     case 'too-large':
       return new KubediffError(
         error instanceof ResponseTooLarge
-          ? `the API server at ${where} answered ${error.path} with more than ${formatBytes(error.limitBytes)}, the most kubediff reads at once; raise KUBEDIFF_MAX_READ_SIZE.`
+          ? `the API server at ${where} answered ${error.path} with more than ${formatSize(error.limitBytes)}, the most kubediff reads at once; raise KUBEDIFF_MAX_READ_SIZE.`
           : `the API server at ${where}: ${error.message}; raise KUBEDIFF_MAX_READ_SIZE.`,
         { cause: error },
       );

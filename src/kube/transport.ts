@@ -4,6 +4,7 @@
 // for servers and proxies that do not offer HTTP/2 (http1-pool.ts). Also here: what both share,
 // reading a whole body within a size bound and the counters the metrics show.
 import type { Readable } from 'node:stream';
+import { formatSize } from '../util/size.ts';
 import { KubeError } from './errors.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT';
@@ -55,13 +56,6 @@ export interface Transport {
 
 export function noLosses(): Record<ConnectionLoss, number> {
   return { reset: 0, 'ping-timeout': 0, closed: 0, goaway: 0 };
-}
-
-/** 16 MiB, 512 KiB: for messages. */
-export function formatBytes(bytes: number): string {
-  if (bytes >= 1024 ** 2 && bytes % 1024 ** 2 === 0) return `${bytes / 1024 ** 2} MiB`;
-  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
-  return `${bytes} bytes`;
 }
 
 /**
@@ -155,7 +149,7 @@ export async function* readChunks(stream: Readable): AsyncGenerator<Buffer | str
 export class ResponseTooLarge extends KubeError {
   readonly limitBytes: number;
   constructor(path: string, limitBytes: number) {
-    super('too-large', `the answer to ${path} is larger than ${formatBytes(limitBytes)}`, { path });
+    super('too-large', `the answer to ${path} is larger than ${formatSize(limitBytes)}`, { path });
     this.limitBytes = limitBytes;
   }
 }

@@ -47,6 +47,12 @@ export function apiVersionOf(type: Pick<ResourceType, 'group' | 'version'>): str
   return type.group === '' ? type.version : `${type.group}/${type.version}`;
 }
 
+/** The API group of an apiVersion ('apps/v1' → 'apps'; 'v1' → '', the core group). */
+export function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf('/');
+  return slash < 0 ? '' : apiVersion.slice(0, slash);
+}
+
 /** The URL path of a resource's collection, across all namespaces or within one. */
 export function collectionPath(type: ResourceType, namespace?: string): string {
   const base = type.group === '' ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;

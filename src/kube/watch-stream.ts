@@ -5,8 +5,10 @@
 // - size: a line (one event, so one object) longer than `maxLineLength` characters fails the watch
 //   with a 'too-large' error that names the object, instead of growing a string without bound.
 import type { Readable } from 'node:stream';
+import { formatSize } from '../util/size.ts';
 import { KubeError } from './errors.ts';
-import { formatBytes, readChunks } from './transport.ts';
+import { readChunks } from './transport.ts';
+import { objectKey } from './types.ts';
 
 export interface WatchLineLimits {
   idleMs: number;
@@ -68,7 +70,7 @@ function tooLarge(line: string, limits: WatchLineLimits): KubeError {
 export function objectTooLarge(name: string | undefined, limitBytes: number, path: string): KubeError {
   return new KubeError(
     'too-large',
-    `${name ? `the object ${name}` : 'an object'} is larger than ${formatBytes(limitBytes)}, the most kubediff reads at once`,
+    `${name ? `the object ${name}` : 'an object'} is larger than ${formatSize(limitBytes)}, the most kubediff reads at once`,
     { path },
   );
 }
@@ -86,5 +88,5 @@ export function objectNameIn(start: string): string | undefined {
   const name = /"name":"((?:[^"\\]|\\.){1,253})"/.exec(head)?.[1];
   if (name === undefined) return undefined;
   const namespace = /"namespace":"((?:[^"\\]|\\.){1,63})"/.exec(head)?.[1];
-  return namespace ? `${namespace}/${name}` : name;
+  return objectKey({ namespace, name });
 }

@@ -14,6 +14,13 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${source}$`);
 }
 
+/** A name or a glob over names, compiled once: an exact comparison when it has no `*` or `?`. */
+export function globMatcher(glob: string): (text: string) => boolean {
+  if (!hasGlob(glob)) return (text) => text === glob;
+  const pattern = globToRegExp(glob);
+  return (text) => pattern.test(text);
+}
+
 const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** A glob over namespace names: `team-*`, `*-prod`, `ns-?`. */
 const NAMESPACE_GLOB = /^[-a-z0-9*?]{1,63}$/;

@@ -30,10 +30,7 @@ test('a line longer than the limit fails with a too-large error naming the objec
   await assert.rejects(collect(watchLines(body, limits)), (error: unknown) => {
     assert.ok(error instanceof KubeError);
     assert.equal(error.kind, 'too-large');
-    assert.equal(
-      error.message,
-      'the object shop/big is larger than 1000 bytes, the most kubediff reads at once',
-    );
+    assert.equal(error.message, 'the object shop/big is larger than 1000 B, the most kubediff reads at once');
     return true;
   });
 });
