@@ -8,6 +8,7 @@
 // a burst) is made once, here.
 import type { Change } from '../diff/types.ts';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import { objectKey } from '../kube/types.ts';
 import { type Digest, formatCount } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
@@ -136,7 +137,7 @@ export function chatMessage(
 
 function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessage {
   const { object } = event;
-  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const where = objectKey(object);
   const changes = event.changes ?? [];
   const shown = changes.slice(0, options.maxChangesPerEvent);
   const count =
@@ -181,7 +182,7 @@ function notes(event: ChangeEvent): string[] {
 /** '✏️ *UPDATED* ConfigMap `shop/web`'. */
 function eventTitle(event: ChangeEvent): Line {
   const { object } = event;
-  const where = object.namespace ? `${object.namespace}/${object.name}` : object.name;
+  const where = objectKey(object);
   const line: Line = [
     { text: event.type, style: 'icon' },
     { text: ' ' },

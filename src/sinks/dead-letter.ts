@@ -30,6 +30,7 @@ import {
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 import type { DigestPayload } from './digest.ts';
 
 export interface DeadLetterRecord {
@@ -188,7 +189,7 @@ export class DeadLetterFile {
     if (this.droppedRecords === 0) {
       const { maxFiles, maxFileBytes } = this.limits;
       this.log.warn(
-        `the dead-letter file ${this.path} is at its cap (${maxFiles} file${maxFiles === 1 ? '' : 's'} of ${formatBytes(maxFileBytes)}): deleted ${file} and the ${records} dead letter${records === 1 ? '' : 's'} in it, and each further rotation deletes the oldest file; replay and remove them, or raise --dead-letter-max-files or --dead-letter-max-size (counted in kubediff_dead_letter_dropped_total).`,
+        `the dead-letter file ${this.path} is at its cap (${maxFiles} file${maxFiles === 1 ? '' : 's'} of ${formatSize(maxFileBytes)}): deleted ${file} and the ${records} dead letter${records === 1 ? '' : 's'} in it, and each further rotation deletes the oldest file; replay and remove them, or raise --dead-letter-max-files or --dead-letter-max-size (counted in kubediff_dead_letter_dropped_total).`,
       );
     }
     this.droppedRecords += records;
@@ -208,18 +209,6 @@ function countLines(file: string): number {
   } finally {
     closeSync(fd);
   }
-}
-
-/** 10485760 → '10 MiB'. */
-function formatBytes(bytes: number): string {
-  for (const [unit, size] of [
-    ['GiB', 1024 ** 3],
-    ['MiB', 1024 ** 2],
-    ['KiB', 1024],
-  ] as const) {
-    if (bytes >= size) return `${Number((bytes / size).toFixed(1))} ${unit}`;
-  }
-  return `${bytes} bytes`;
 }
 
 /** How a log line ends for `what` that was not delivered: where it went, if anywhere. */

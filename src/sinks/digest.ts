@@ -7,7 +7,7 @@
 // `onEvict` (the dead-letter file) and stay counted.
 import { randomUUID } from 'node:crypto';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
-import { eventJson } from './event-json.ts';
+import { eventJson } from '../events/event-json.ts';
 
 export interface DigestGroup {
   type: EventType;

@@ -7,8 +7,8 @@
 // where its events would have been. Each event is serialized once, here: the
 // sink sends that text.
 import type { ChangeEvent } from '../events/event.ts';
+import { eventJson } from '../events/event-json.ts';
 import { Digest } from './digest.ts';
-import { eventJson } from './event-json.ts';
 
 export type QueueEntry =
   | { kind: 'event'; event: ChangeEvent; json: string; queuedAt: number }

@@ -7,8 +7,9 @@
 // invisible character reaches the terminal as itself.
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Change } from '../diff/types.ts';
-import type { ChangeEvent } from '../events/event.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { JsonValue } from '../kube/types.ts';
+import { objectKey } from '../kube/types.ts';
 import { printable } from '../util/terminal-text.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
 
@@ -27,8 +28,7 @@ export function prettyRenderer(options: PrettyOptions): (event: ChangeEvent) => 
 function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: number): string {
   const color = event.type === 'ADDED' ? chalk.green : event.type === 'DELETED' ? chalk.red : chalk.yellow;
   const { object } = event;
-  const group = object.apiVersion.includes('/') ? `.${object.apiVersion.split('/')[0]}` : '';
-  const name = printable(object.namespace ? `${object.namespace}/${object.name}` : object.name);
+  const name = printable(objectKey(object));
   const notes = [
     event.offline ? 'while not watching' : '',
     event.finalStateUnknown ? 'final state unknown' : '',
@@ -37,7 +37,7 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   const header = [
     chalk.dim(event.time.slice(11, 19)),
     color.bold(event.type.padEnd(7)),
-    printable(`${object.resource}${group}`),
+    printable(qualifiedResource(event)),
     chalk.bold(name),
     by ? `by ${chalk.magenta(printable(by))}` : '',
     event.cluster ? chalk.dim(`[${printable(event.cluster)}]`) : '',

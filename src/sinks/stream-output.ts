@@ -13,10 +13,10 @@
 // the command stop cleanly instead of crashing.
 import type { Writable } from 'node:stream';
 import type { ChangeEvent } from '../events/event.ts';
+import { eventJson } from '../events/event-json.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
-import { eventJson } from './event-json.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 

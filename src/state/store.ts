@@ -6,6 +6,7 @@
 // transaction each, so a store that is unreachable for a while (PostgreSQL) only delays the queue: the
 // recorder keeps it, within its byte bound, and retries.
 import type { ChangeEvent } from '../events/event.ts';
+import { eventJson } from '../events/event-json.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 
@@ -86,7 +87,7 @@ export function serializeWrite(write: StateWrite): SerializedWrite {
     type: event.type,
     namespace: event.object.namespace,
     name: event.object.name,
-    json: JSON.stringify(event),
+    json: eventJson(event),
   };
 }
 

@@ -1,9 +1,9 @@
 // An event's JSON text, as the contract prints it (without the newline), serialized once however many
-// sinks need it: the router hands one event object to each sink in turn (stdout's JSON lines, the webhook
-// and Kafka queues, a chat sink's size accounting), so the text of the last event asked for is kept and
-// reused. Events are not changed once built (src/events/event-builder.ts), so the same object always has
+// consumers need it: the router hands one event object to each sink in turn (stdout's JSON lines, the
+// webhook and Kafka queues, a chat sink's size accounting), then the state recorder writes it, so the text
+// of the last event asked for is kept and reused. Events are not changed once built (src/events/event-builder.ts), so the same object always has
 // the same text.
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent } from './event.ts';
 
 let lastEvent: ChangeEvent | undefined;
 let lastJson = '';
