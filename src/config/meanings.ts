@@ -1,9 +1,11 @@
 // What the schema cannot say: JSON Pointers, label selectors, URLs, durations, sizes, names, and the
 // rules that tie keys together (a Slack sink's target, one stdout sink). Each check looks only at a value
 // of the expected type: a value of the wrong type is the schema's problem, reported there.
+
 import { managerNameProblem } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
+import { isJsonObject } from '../kube/types.ts';
 import { parseListenAddress } from '../service/health-server.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
@@ -41,16 +43,16 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkStateRetention(config.state, at, shown);
   checkSize(config.deadLetterMaxSize, ['deadLetterMaxSize'], at, shown);
   checkAudit(config.audit, at, shown);
-  if (isRecord(config.stories)) {
+  if (isJsonObject(config.stories)) {
     checkDurationKey(config.stories.window, ['stories', 'window'], at, shown);
     checkDurationKey(config.stories.maxLength, ['stories', 'maxLength'], at, shown);
   }
   if (!Array.isArray(config.sinks)) return;
   config.sinks.forEach((sink, index) => {
-    if (!isRecord(sink)) return;
+    if (!isJsonObject(sink)) return;
     const here: KeyPath = ['sinks', index];
     const filter = sink.filter;
-    if (isRecord(filter)) {
+    if (isJsonObject(filter)) {
       const f: KeyPath = [...here, 'filter'];
       checkNamespaces(filter.namespaces, [...f, 'namespaces'], at);
       checkNamespaces(filter.excludeNamespaces, [...f, 'excludeNamespaces'], at);
@@ -69,7 +71,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       checkDurationKey(sink.batchWait, [...here, 'batchWait'], at, shown, { allowZero: true });
       if (sink.batchWait !== undefined && sink.batch === undefined)
         at([...here, 'batchWait'], 'applies to batches: set batch: too (events per request)');
-      for (const name of isRecord(sink.headers) ? Object.keys(sink.headers) : []) {
+      for (const name of isJsonObject(sink.headers) ? Object.keys(sink.headers) : []) {
         if (!isHeaderName(name))
           at([...here, 'headers', name], `${JSON.stringify(name)} is not an HTTP header name`);
         else if (isReservedHeader(name)) at([...here, 'headers', name], `kubediff sets ${name} itself`);
@@ -104,7 +106,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       checkDurationKey(sink.timeout, [...here, 'timeout'], at, shown);
       checkKafkaBrokers(sink.brokers, [...here, 'brokers'], at, shown);
       const sasl = sink.sasl;
-      if (isRecord(sasl)) {
+      if (isJsonObject(sasl)) {
         if (sasl.password !== undefined && sasl.passwordFile !== undefined)
           at(
             [...here, 'sasl'],
@@ -114,11 +116,11 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
           at([...here, 'sasl'], 'needs password (from an environment variable) or passwordFile');
       }
       const tls = sink.tls;
-      if (isRecord(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
+      if (isJsonObject(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
         at([...here, 'tls'], 'a client certificate needs both certFile and keyFile');
     }
   });
-  const isStdout = (sink: unknown) => isRecord(sink) && sink.type === 'stdout';
+  const isStdout = (sink: unknown) => isJsonObject(sink) && sink.type === 'stdout';
   if (config.sinks.filter(isStdout).length > 1) {
     const index = config.sinks.findLastIndex(isStdout);
     at(['sinks', index, 'type'], 'only one stdout sink can be listed (stdout is one stream)');
@@ -164,7 +166,7 @@ function checkManagers(values: unknown, path: KeyPath, at: At): void {
 function checkPathRules(rules: unknown, path: KeyPath, at: At): void {
   if (!Array.isArray(rules)) return;
   rules.forEach((rule: unknown, index) => {
-    const pointer = typeof rule === 'string' ? rule : isRecord(rule) ? rule.path : undefined;
+    const pointer = typeof rule === 'string' ? rule : isJsonObject(rule) ? rule.path : undefined;
     if (typeof pointer !== 'string') return;
     const here: KeyPath = typeof rule === 'string' ? [...path, index] : [...path, index, 'path'];
     try {
@@ -172,7 +174,7 @@ function checkPathRules(rules: unknown, path: KeyPath, at: At): void {
     } catch (error) {
       at(here, (error as Error).message);
     }
-    if (isRecord(rule)) {
+    if (isJsonObject(rule)) {
       checkResources(rule.resources, [...path, index, 'resources'], at);
       checkManagers(rule.managers, [...path, index, 'managers'], at);
     }
@@ -186,7 +188,7 @@ function checkStateRetention(state: ConfigInput['state'], at: At, shown: Shown):
 }
 
 function checkAudit(audit: ConfigInput['audit'], at: At, shown: Shown): void {
-  if (!isRecord(audit)) return;
+  if (!isJsonObject(audit)) return;
   // A wait of 0 is meaningful: join only what has already arrived.
   checkDurationKey(audit.wait, ['audit', 'wait'], at, shown, { allowZero: true });
   checkDurationKey(audit.window, ['audit', 'window'], at, shown);
@@ -231,8 +233,4 @@ function checkUrl(value: string | undefined, path: KeyPath, at: At, shown: Shown
     at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
   else if (problem?.kind === 'scheme')
     at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> & object {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

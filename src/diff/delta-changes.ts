@@ -21,7 +21,8 @@
 
 import type { ArrayDelta, Delta, ObjectDelta } from 'jsondiffpatch';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
-import { getProperty, isJsonObject, jsonEqual } from './json.ts';
+import { isJsonObject } from '../kube/types.ts';
+import { getProperty, jsonEqual } from './json.ts';
 import { formatPointer } from './pointer.ts';
 import type { Change } from './types.ts';
 

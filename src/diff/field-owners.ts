@@ -6,7 +6,8 @@
 
 import type { ManagedFieldsEntry } from '../kube/managed-fields.ts';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
-import { getProperty, isJsonObject, jsonEqual } from './json.ts';
+import { isJsonObject } from '../kube/types.ts';
+import { getProperty, jsonEqual } from './json.ts';
 
 /**
  * The entries that own paths of `object` (the version the paths point into): for each path, those whose

@@ -2,10 +2,6 @@
 
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 
-export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * JSON.parse makes "__proto__" an ordinary own key (a ConfigMap may well have one), but assigning it
  * with `object[key] = value` would replace the object's prototype instead. Copies use this setter.

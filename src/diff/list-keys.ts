@@ -3,7 +3,8 @@
 // strategic merge patch (patchMergeKey), without needing the schema of every type.
 
 import type { JsonObject, JsonValue } from '../kube/types.ts';
-import { getProperty, isJsonObject } from './json.ts';
+import { isJsonObject } from '../kube/types.ts';
+import { getProperty } from './json.ts';
 
 /** Port keys include the protocol: the same port number may be open for TCP and UDP. */
 const PORT_FIELDS = ['containerPort', 'port'] as const;

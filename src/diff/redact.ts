@@ -5,7 +5,8 @@
 
 import { createHash, createHmac } from 'node:crypto';
 import type { JsonObject, JsonValue, ResourceType } from '../kube/types.ts';
-import { copyObject, getProperty, isJsonObject, setProperty } from './json.ts';
+import { isJsonObject } from '../kube/types.ts';
+import { copyObject, getProperty, setProperty } from './json.ts';
 
 /**
  * The only Secret annotations shown as they are; every other annotation value of a Secret is hashed,

@@ -4,7 +4,8 @@
 // `to` must be there) so that a version that cannot be rebuilt faithfully is reported as such rather
 // than shown wrong.
 import type { JsonObject, JsonValue } from '../kube/types.ts';
-import { getProperty, isJsonObject, jsonEqual, setProperty } from './json.ts';
+import { isJsonObject } from '../kube/types.ts';
+import { getProperty, jsonEqual, setProperty } from './json.ts';
 import { parsePointer } from './pointer.ts';
 import type { Change } from './types.ts';
 

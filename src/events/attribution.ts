@@ -7,7 +7,7 @@
 // When the object has no managedFields, or the answer is not unique, nothing is said: no guess.
 
 import { FieldOwnership } from '../diff/field-owners.ts';
-import { getProperty, isJsonObject } from '../diff/json.ts';
+import { getProperty } from '../diff/json.ts';
 import { parsePointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
 import {
@@ -17,6 +17,7 @@ import {
   parseManagersSignature,
 } from '../kube/managed-fields.ts';
 import type { JsonObject } from '../kube/types.ts';
+import { isJsonObject } from '../kube/types.ts';
 import type { ManagerRef } from './event.ts';
 
 export interface UpdateAttribution {

@@ -10,9 +10,8 @@
 // collection runs top-down), so the controller of each recently deleted object is remembered: at most
 // RECENTLY_DELETED_LIMIT of them, the oldest forgotten first.
 
-import { isJsonObject } from '../diff/json.ts';
 import type { StoredObject } from '../informer/store.ts';
-import { apiVersionOf, groupOf, type JsonObject, type ResourceType } from '../kube/types.ts';
+import { apiVersionOf, groupOf, isJsonObject, type JsonObject, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import { type OwnerRef, withOwner } from './event.ts';
 import type { EventStage } from './pipeline.ts';

@@ -3,7 +3,7 @@
 // never keeps these entries (they are as large as the object's spec); it reads them as an object arrives
 // and keeps only a signature small enough to tell, at the next version, whose entries changed.
 
-import type { JsonObject, JsonValue, KubeObject } from './types.ts';
+import { isJsonObject, type JsonObject, type JsonValue, type KubeObject } from './types.ts';
 
 /** One entry of metadata.managedFields as the API server serves it. */
 export interface ManagedFieldsEntry {
@@ -27,14 +27,14 @@ export function managedFieldsOf(object: KubeObject): readonly ManagedFieldsEntry
   if (entries.every(isWellFormed)) return entries as unknown as ManagedFieldsEntry[];
   const result: ManagedFieldsEntry[] = [];
   for (const raw of entries) {
-    if (!isObject(raw)) continue;
+    if (!isJsonObject(raw)) continue;
     const { manager, operation, subresource, time, apiVersion, fieldsV1 } = raw;
     if (typeof manager !== 'string' || typeof operation !== 'string' || manager === '') continue;
     const entry: ManagedFieldsEntry = { manager, operation };
     if (typeof subresource === 'string' && subresource !== '') entry.subresource = subresource;
     if (typeof time === 'string') entry.time = time;
     if (typeof apiVersion === 'string') entry.apiVersion = apiVersion;
-    if (isObject(fieldsV1)) entry.fieldsV1 = fieldsV1;
+    if (isJsonObject(fieldsV1)) entry.fieldsV1 = fieldsV1;
     result.push(entry);
   }
   return result.length > 0 ? result : undefined;
@@ -42,7 +42,7 @@ export function managedFieldsOf(object: KubeObject): readonly ManagedFieldsEntry
 
 /** An entry as the API server writes it: every field ManagedFieldsEntry declares has its declared type. */
 function isWellFormed(raw: JsonValue): boolean {
-  if (!isObject(raw)) return false;
+  if (!isJsonObject(raw)) return false;
   const { manager, operation, subresource, time, apiVersion, fieldsV1 } = raw;
   return (
     typeof manager === 'string' &&
@@ -51,7 +51,7 @@ function isWellFormed(raw: JsonValue): boolean {
     (subresource === undefined || (typeof subresource === 'string' && subresource !== '')) &&
     (time === undefined || typeof time === 'string') &&
     (apiVersion === undefined || typeof apiVersion === 'string') &&
-    (fieldsV1 === undefined || isObject(fieldsV1))
+    (fieldsV1 === undefined || isJsonObject(fieldsV1))
   );
 }
 
@@ -168,15 +168,11 @@ function walkFields(node: JsonObject, total: { count: number; hash: number }): v
     total.count++;
     total.hash = fnv(total.hash, key);
     const child = node[key];
-    if (isObject(child)) {
+    if (isJsonObject(child)) {
       // Bracket the children, so that where a key sits in the trie counts too.
       total.hash = fnv(total.hash, '{');
       walkFields(child, total);
       total.hash = fnv(total.hash, '}');
     }
   }
-}
-
-function isObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -6,6 +6,7 @@
 
 import type { AuditRecord } from '../events/audit-join.ts';
 import type { UserInfo } from '../events/event.ts';
+import { isJsonObject } from '../kube/types.ts';
 
 /** Writes only: reads, watches and proxy calls change nothing. */
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
@@ -15,18 +16,12 @@ const MAX_SOURCE_IPS = 8;
 
 export class AuditBodyError extends Error {}
 
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function text(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value.slice(0, MAX_TEXT) : undefined;
 }
 
 function userOf(value: unknown): UserInfo | undefined {
-  if (!isObject(value)) return undefined;
+  if (!isJsonObject(value)) return undefined;
   const username = text(value.username);
   if (username === undefined) return undefined;
   const groups = Array.isArray(value.groups)
@@ -38,12 +33,12 @@ function userOf(value: unknown): UserInfo | undefined {
 
 /** uid and resourceVersion of the object a write produced; a Status (some deletes) names only the uid. */
 function producedObject(value: unknown): { uid?: string; resourceVersion?: string } {
-  if (!isObject(value)) return {};
+  if (!isJsonObject(value)) return {};
   if (value.kind === 'Status') {
-    const uid = isObject(value.details) ? text(value.details.uid) : undefined;
+    const uid = isJsonObject(value.details) ? text(value.details.uid) : undefined;
     return uid ? { uid } : {};
   }
-  const metadata = isObject(value.metadata) ? value.metadata : {};
+  const metadata = isJsonObject(value.metadata) ? value.metadata : {};
   const uid = text(metadata.uid);
   const resourceVersion = text(metadata.resourceVersion);
   return { ...(uid ? { uid } : {}), ...(uid && resourceVersion ? { resourceVersion } : {}) };
@@ -51,13 +46,13 @@ function producedObject(value: unknown): { uid?: string; resourceVersion?: strin
 
 /** One audit event as a record, or undefined when it says nothing about a change (a read, a failure, a stage before the response). */
 function auditRecordOf(item: unknown): AuditRecord | undefined {
-  if (!isObject(item)) return undefined;
+  if (!isJsonObject(item)) return undefined;
   if (item.stage !== 'ResponseComplete') return undefined;
   const verb = text(item.verb);
   if (verb === undefined || !WRITE_VERBS.has(verb)) return undefined;
-  const status = isObject(item.responseStatus) ? item.responseStatus.code : undefined;
+  const status = isJsonObject(item.responseStatus) ? item.responseStatus.code : undefined;
   if (typeof status === 'number' && (status < 200 || status >= 300)) return undefined;
-  const ref = isObject(item.objectRef) ? item.objectRef : undefined;
+  const ref = isJsonObject(item.objectRef) ? item.objectRef : undefined;
   const resource = text(ref?.resource);
   const auditID = text(item.auditID);
   const user = userOf(item.user);
@@ -98,7 +93,7 @@ export function auditRecordsOf(body: string): AuditRecord[] {
   } catch {
     throw new AuditBodyError('the body is not JSON');
   }
-  if (!isObject(parsed) || parsed.kind !== 'EventList' || !Array.isArray(parsed.items)) {
+  if (!isJsonObject(parsed) || parsed.kind !== 'EventList' || !Array.isArray(parsed.items)) {
     throw new AuditBodyError('the body is not an audit.k8s.io EventList');
   }
   if (typeof parsed.apiVersion !== 'string' || !parsed.apiVersion.startsWith('audit.k8s.io/')) {
