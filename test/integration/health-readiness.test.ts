@@ -76,8 +76,16 @@ describe('health, readiness and metrics', () => {
         what: 'ready after the sync',
       });
 
-      // Cut off: every connection reset, new ones refused (once the watches are open).
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // Cut off once the watches are open: a change seen live proves the ConfigMaps watch is. The
+      // webhook refuses it once (503), then takes the retry.
+      await admin.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'opened' },
+        data: { a: '0' },
+      });
+      await kd.waitForEvent((event) => event.object.name === 'opened');
+      await receiver.waitForRequests(2);
       proxy.refuse(true);
       proxy.cutAll();
       await kd.waitForStderr(/reconnecting with backoff/);
@@ -104,7 +112,7 @@ describe('health, readiness and metrics', () => {
       await kd.waitForStderr(/reconnected: every watch has resumed/, 20_000);
       await waitFor(async () => (await get(`${base}/readyz`)).status === 200, { what: 'ready again' });
 
-      // Events and the webhook's delivery (one retry after the 503).
+      // Events and the webhook's delivery (two events, one retry: the 503 above).
       await admin.create(`/api/v1/namespaces/${namespace}/configmaps`, {
         apiVersion: 'v1',
         kind: 'ConfigMap',
@@ -112,18 +120,18 @@ describe('health, readiness and metrics', () => {
         data: { a: '1' },
       });
       await kd.waitForEvent((event) => event.object.name === 'counted');
-      await receiver.waitForRequests(2);
+      await receiver.waitForRequests(3);
       const sink = `webhook http://127.0.0.1:${receiver.port}/…`;
       const metrics = await waitFor(
         async () => {
           const values = await scrapeMetrics(base ?? '');
-          return values.get(`kubediff_sink_events_total{sink="${sink}",outcome="delivered"}`) === 1
+          return values.get(`kubediff_sink_events_total{sink="${sink}",outcome="delivered"}`) === 2
             ? values
             : undefined;
         },
         { what: 'the webhook delivery counted' },
       );
-      assert.equal(metrics.get('kubediff_events_total{type="ADDED",resource="configmaps"}'), 1);
+      assert.equal(metrics.get('kubediff_events_total{type="ADDED",resource="configmaps"}'), 2);
       assert.ok((metrics.get('kubediff_seconds_since_last_event{resource="configmaps"}') ?? -1) >= 0);
       // A watch re-opened after the cut (one still opening when it came counts as a failure only).
       const restarts = ['configmaps', 'secrets'].map(
@@ -145,7 +153,7 @@ describe('health, readiness and metrics', () => {
       );
       assert.equal(
         metrics.get(`kubediff_sink_request_duration_seconds_count{sink="${sink}",outcome="ok"}`),
-        1,
+        2,
       );
       assert.ok(metrics.has('process_resident_memory_bytes'), 'process metrics too');
 

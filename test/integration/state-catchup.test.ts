@@ -20,7 +20,14 @@ import {
 import { testCluster } from '../helpers/cluster-env.ts';
 import { describeEvent, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import {
+  ADMIN_FIELD_MANAGER,
+  adminClient,
+  type KubeObject,
+  uniqueName,
+  waitFor,
+} from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-it-'));
@@ -421,12 +428,36 @@ test('a change a webhook has not taken yet is not recorded: after a kill -9 it i
   const state = join(dir, `${ns}.db`);
   const stuck = await HttpReceiver.start({ defaultReply: { hang: true } });
   t.after(() => stuck.close());
-  const first = startWatch(ns, state, ['-r', 'configmaps', '--webhook', stuck.url('/hook')]);
+  const first = startWatch(ns, state, [
+    '-r',
+    'configmaps',
+    '--webhook',
+    stuck.url('/hook'),
+    '--listen',
+    '127.0.0.1:0',
+  ]);
+  const [, base] = await first.waitForStderr(SERVING);
   await first.waitForStderr(WATCHING);
+  // The baseline is committed (what the next start catches up from), before the change.
+  await waitFor(
+    () => {
+      const db = new DatabaseSync(state, { readOnly: true });
+      try {
+        return db.prepare("SELECT listed FROM resources WHERE resource = 'configmaps'").get()?.listed === 1;
+      } finally {
+        db.close();
+      }
+    },
+    { what: 'the ConfigMaps baseline committed' },
+  );
   const before = await admin.create(cmPath(ns), { metadata: { name: 'slow' }, data: { k: 'v' } });
   await first.waitForEvent((e) => e.id === id(before), { description: 'slow ADDED on stdout' });
   await stuck.waitForRequests(1);
-  await new Promise((resolve) => setTimeout(resolve, 1_000)); // ten flush intervals
+  // The recorder has the event and holds its write back (the webhook has not taken it): the backlog.
+  await waitFor(
+    async () => ((await scrapeMetrics(base ?? '')).get('kubediff_state_backlog_bytes') ?? 0) > 0,
+    { what: 'the write held back in the state backlog' },
+  );
   const raw = new DatabaseSync(state, { readOnly: true });
   const recorded = raw.prepare('SELECT count(*) AS n FROM events WHERE id = ?').get(id(before)) as {
     n: number;
