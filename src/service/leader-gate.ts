@@ -18,6 +18,13 @@
 // versions are not numbers (some aggregated APIs) is delivered in full after a takeover (duplicates, no
 // loss).
 //
+// The history (--state in PostgreSQL, shared by the pair): a takeover observer (the state recorder) is
+// told when this replica starts and stops leading, and is handed, oldest first, the events it held back
+// and delivers now, plus those the previous leader's checkpoint covered: those the latest checkpoint it
+// read had covered (kept since that read) and those the Lease covers at the takeover. A leader that died
+// may have delivered them without committing them yet; the store records each event once, so the new
+// leader recording them too fills that gap and adds nothing twice.
+//
 // Bounded: a standby holds at most `maxBuffered` events and `maxBufferedBytes` of them (as JSON). Only a
 // leader that writes no checkpoint (an older kubediff, or one stuck while still renewing) lets it fill;
 // then the oldest events are dropped, logged once and counted (kubediff_standby_dropped_events_total):
@@ -95,6 +102,13 @@ interface Held {
   bytes: number;
 }
 
+/** Who records the leader's history (the state recorder): told when this replica leads and stops. */
+export interface TakeoverObserver {
+  /** Started leading; `events` (oldest first) were held back and are delivered now or were covered. */
+  startedLeading(events: readonly ChangeEvent[]): void;
+  stoppedLeading(): void;
+}
+
 /** The pipeline's handover stage under --leader-elect: delivers as the leader, holds back as a standby. */
 export class LeaderGate implements EventStage {
   readonly name = 'leader gate';
@@ -110,10 +124,19 @@ export class LeaderGate implements EventStage {
   private bytes = 0;
   /** The previous leader's last checkpoint: what it already delivered. */
   private floor: Checkpoint = new Map();
+  /** What the latest checkpoint read covered: handed to the takeover observer if this replica takes over. */
+  private covered: Held[] = [];
   private dropped = 0;
+  private readonly takeover: TakeoverObserver | undefined;
 
-  constructor(options: { log: Logger; maxBuffered?: number; maxBufferedBytes?: number }) {
+  constructor(options: {
+    log: Logger;
+    maxBuffered?: number;
+    maxBufferedBytes?: number;
+    takeover?: TakeoverObserver | undefined;
+  }) {
     this.log = options.log;
+    this.takeover = options.takeover;
     this.maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
   }
@@ -189,17 +212,22 @@ export class LeaderGate implements EventStage {
     const checkpoint = checkpointOf(lease);
     this.floor = checkpoint;
     if (this.buffered > 0 && checkpoint.size > 0) {
-      this.hold(this.heldEvents.filter((held) => !coveredBy(checkpoint, held.event)));
-    }
+      const held = this.heldEvents;
+      this.hold(held.filter((entry) => !coveredBy(checkpoint, entry.event)));
+      // Kept until the next read (at most one buffer's worth), only when someone records the history.
+      if (this.takeover) this.covered = held.filter((entry) => coveredBy(checkpoint, entry.event));
+    } else this.covered = [];
   }
 
   /** Takes over: delivers what the previous leader had not, then everything new. */
   startLeading(previous: Lease | undefined): void {
     this.floor = checkpointOf(previous);
-    const held = this.heldEvents;
-    const pending = held.map((entry) => entry.event).filter((event) => !coveredBy(this.floor, event));
+    const held = this.heldEvents.map((entry) => entry.event);
+    const pending = held.filter((event) => !coveredBy(this.floor, event));
     const skipped = held.length - pending.length;
+    const covered = this.covered.map((entry) => entry.event);
     this.hold([]);
+    this.covered = [];
     this.leading = true;
     if (pending.length > 0 || skipped > 0) {
       this.log.info(
@@ -208,11 +236,13 @@ export class LeaderGate implements EventStage {
       );
     }
     for (const event of pending) this.deliver(event);
+    this.takeover?.startedLeading([...covered, ...held]);
   }
 
   /** Lost the Lease: hold events back again until we lead. */
   stopLeading(): void {
     this.leading = false;
+    this.takeover?.stoppedLeading();
   }
 }
 

@@ -63,6 +63,35 @@ test('a standby delivers nothing; on takeover, only what the old leader had not 
   assert.deepEqual(delivered, ['uid-d:106', 'uid-f:107', 'uid-g:3']);
 });
 
+test('the takeover observer is handed what the last checkpoint read covered and everything held, oldest first', () => {
+  const told: string[] = [];
+  const stage = new LeaderGate({
+    log: silentLogger,
+    takeover: {
+      startedLeading: (events) => told.push(`lead ${events.map((e) => e.id).join(' ')}`),
+      stoppedLeading: () => told.push('stop'),
+    },
+  });
+  const delivered: string[] = [];
+  const enter = stage.connect((handover) => {
+    if (handover.event) delivered.push(handover.event.id);
+  });
+  const offer = (e: ChangeEvent) => enter({ change: undefined, event: e });
+  offer(event('configmaps', 'v1', '100', 'a'));
+  stage.observe(lease({ configmaps: '100' }));
+  offer(event('configmaps', 'v1', '101', 'b'));
+  offer(event('configmaps', 'v1', '102', 'c'));
+  stage.observe(lease({ configmaps: '101' }));
+  offer(event('configmaps', 'v1', '103', 'd'));
+  // The Lease at takeover covers c too: delivered is only d; the history gets b (covered at the last
+  // read: the leader may have died before committing it), c and d. a was covered two reads ago.
+  stage.startLeading(lease({ configmaps: '102' }));
+  assert.deepEqual(delivered, ['uid-d:103']);
+  assert.deepEqual(told, ['lead uid-b:101 uid-c:102 uid-d:103']);
+  stage.stopLeading();
+  assert.deepEqual(told.at(-1), 'stop');
+});
+
 test('no checkpoint (first leader, or unreadable): everything held back is delivered', () => {
   for (const previous of [undefined, lease(undefined), lease(undefined, 'not json')]) {
     const { g, delivered } = gate();

@@ -1,0 +1,256 @@
+// A leader-elected pair recording one cluster in PostgreSQL (issue 17, docs/state.md "A leader-elected
+// pair"), against the real API server and the real PostgreSQL: the standby starts and stands by without
+// claiming the cluster or writing; when the leader stops (SIGTERM) or dies (SIGKILL), the standby takes
+// the claim and records, and the history then holds every change made exactly once, before, during and
+// after the handover. A previous holder whose session lingers (a node lost) is ended after the lease
+// duration. Without --leader-elect a second claimant is still refused (test/integration/state-postgres).
+import assert from 'node:assert/strict';
+import { after, afterEach, type TestContext, test } from 'node:test';
+import pg from 'pg';
+import {
+  type KubediffProcess,
+  killAll,
+  runKubediff,
+  runKubediffToCompletion,
+  watchArgs,
+} from '../helpers/cli.ts';
+import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
+import { type PostgresInfo, psql } from '../helpers/postgres.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
+
+const admin = adminClient();
+const LEASE_MS = 4_000;
+
+afterEach(async () => {
+  await killAll();
+});
+after(async () => {
+  await admin.close();
+});
+
+/** The database's URL without its password (which goes in PGPASSWORD). */
+function stateUrl(info: PostgresInfo): string {
+  const url = new URL(info.url);
+  url.password = '';
+  if (info.caFile) {
+    url.searchParams.set('sslmode', 'verify-full');
+    url.searchParams.set('sslrootcert', info.caFile);
+  }
+  return url.href;
+}
+
+const cmPath = (ns: string, name = '') => `/api/v1/namespaces/${ns}/configmaps${name ? `/${name}` : ''}`;
+
+interface Pair {
+  ns: string;
+  database: TestDatabase;
+  url: string;
+  replica(identity: string): KubediffProcess;
+  /** Every change made through it, as `type id`, in order. */
+  made: string[];
+  create(name: string): Promise<KubeObject>;
+  patch(name: string, value: string): Promise<KubeObject>;
+  remove(name: string): Promise<void>;
+  /** The history of the pair's cluster in this namespace, as `type id`. */
+  history(): Promise<string[]>;
+}
+
+async function pair(t: TestContext, label: string): Promise<Pair> {
+  const ns = await admin.createNamespace(label);
+  t.after(() => admin.deleteNamespace(ns));
+  const database = await createTestDatabase(label);
+  t.after(() => database.drop());
+  const url = stateUrl(database.info);
+  const env = { PGPASSWORD: database.info.password };
+  const made: string[] = [];
+  const note = (type: string, object: KubeObject) =>
+    made.push(`${type} ${object.metadata.uid}:${object.metadata.resourceVersion}`);
+  return {
+    ns,
+    database,
+    url,
+    made,
+    replica: (identity) =>
+      runKubediff(
+        watchArgs(
+          ns,
+          ['configmaps'],
+          '--state',
+          url,
+          '--cluster-name',
+          'pair',
+          '--leader-elect',
+          '--leader-election-namespace',
+          ns,
+          '--leader-election-identity',
+          identity,
+          '--leader-election-lease-duration',
+          `${LEASE_MS / 1000}s`,
+          '--leader-election-renew-deadline',
+          '3s',
+          '--leader-election-retry-period',
+          '1s',
+        ),
+        { checkEvents: true, timeoutMs: 60_000, env },
+      ),
+    async create(name) {
+      const object = await admin.create(cmPath(ns), { metadata: { name }, data: { v: '0' } });
+      note('ADDED', object);
+      return object;
+    },
+    async patch(name, value) {
+      const object = await admin.patch(cmPath(ns, name), { data: { v: value } });
+      note('UPDATED', object);
+      return object;
+    },
+    async remove(name) {
+      const last = await admin.get(cmPath(ns, name));
+      await admin.delete(cmPath(ns, name));
+      // A deletion's event carries the object's last resourceVersion as the watch reports it.
+      made.push(`DELETED ${last.metadata.uid}:`);
+    },
+    async history() {
+      const result = await runKubediffToCompletion(
+        ['history', '--state', url, '--cluster', 'pair', '-n', ns, '-o', 'json'],
+        { timeoutMs: 20_000, env },
+      );
+      assert.equal(result.code, 0, result.stderr);
+      return (
+        result.stdout
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { type: string; id: string; object: { name: string } })
+          // The root CA ConfigMap a controller adds to every namespace is not one of the test's changes.
+          .filter((event) => event.object.name !== 'kube-root-ca.crt')
+          .map((event) => `${event.type} ${event.id}`)
+      );
+    },
+  };
+}
+
+/** `made` against the history: each change once, nothing else (a deletion matched by uid and type). */
+function assertExactlyOnce(made: readonly string[], history: readonly string[]): void {
+  const normalize = (entry: string) => (entry.startsWith('DELETED ') ? entry.replace(/:[^:]*$/, ':') : entry);
+  assert.deepEqual(
+    [...history].map(normalize).sort(),
+    [...made].sort(),
+    'every change recorded exactly once',
+  );
+}
+
+async function claimHolders(database: TestDatabase): Promise<number> {
+  const count = await psql(
+    database.info,
+    `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = ${0x4b446966} AND objsubid = 2`,
+  );
+  return Number(count.trim());
+}
+
+test('a leader-elected pair shares one database: the standby does not claim, takes over on SIGTERM, and the history has every change once', async (t) => {
+  const p = await pair(t, 'pg-pair-term');
+  const a = p.replica('pair-a');
+  await a.waitForStderr(/became the leader/);
+  await a.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/);
+  const b = p.replica('pair-b');
+  await b.waitForStderr(/pair-a leads; standing by/);
+  // The standby runs: not refused by the claim, and holding none.
+  assert.doesNotMatch(b.stderr, /already recording/);
+  assert.equal(await claimHolders(p.database), 1, 'one claim: the leader');
+
+  for (let i = 0; i < 5; i++) await p.create(`cm-${i}`);
+  for (let i = 0; i < 5; i++) await p.patch(`cm-${i}`, '1');
+  await p.remove('cm-0');
+  const sentinel = await p.create('sentinel-a');
+  await a.waitForEvent(
+    (e) => e.object.name === 'sentinel-a' && e.object.resourceVersion === sentinel.metadata.resourceVersion,
+  );
+
+  const stopped = await a.stop('SIGTERM');
+  assert.equal(stopped.code, 0, stopped.stderr);
+  // While nobody leads, and right after.
+  await p.patch('cm-1', '2');
+  await p.create('during');
+  await p.remove('cm-2');
+
+  await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
+  await b.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/, 3 * LEASE_MS);
+  await p.patch('cm-3', '2');
+  await p.patch('during', '1');
+  const last = await p.create('sentinel-b');
+  await b.waitForEvent(
+    (e) => e.object.name === 'sentinel-b' && e.object.resourceVersion === last.metadata.resourceVersion,
+  );
+  const stoppedB = await b.stop('SIGTERM');
+  assert.equal(stoppedB.code, 0, stoppedB.stderr);
+
+  assertExactlyOnce(p.made, await p.history());
+  // The snapshot is the cluster's as the new leader left it: a restart catches up from there.
+  const objects = await psql(
+    p.database.info,
+    `SELECT name FROM kubediff_objects WHERE cluster = 'pair' AND namespace = '${p.ns}' AND name <> 'kube-root-ca.crt' ORDER BY name`,
+  );
+  assert.deepEqual(objects.trim().split('\n'), [
+    'cm-1',
+    'cm-3',
+    'cm-4',
+    'during',
+    'sentinel-a',
+    'sentinel-b',
+  ]);
+});
+
+test('the leader dies (SIGKILL): the standby claims at once and records; the history has nothing twice and no gap', async (t) => {
+  const p = await pair(t, 'pg-pair-kill');
+  const a = p.replica('kill-a');
+  await a.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/);
+  const b = p.replica('kill-b');
+  await b.waitForStderr(/kill-a leads; standing by/);
+  for (let i = 0; i < 4; i++) await p.create(`cm-${i}`);
+  for (let i = 0; i < 4; i++) await p.patch(`cm-${i}`, '1');
+  const sentinel = await p.create('sentinel-a');
+  await a.waitForEvent(
+    (e) => e.object.name === 'sentinel-a' && e.object.resourceVersion === sentinel.metadata.resourceVersion,
+  );
+
+  await a.kill();
+  await p.patch('cm-1', '2');
+  await p.remove('cm-2');
+  await b.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/, 4 * LEASE_MS);
+  const last = await p.create('sentinel-b');
+  await b.waitForEvent(
+    (e) => e.object.name === 'sentinel-b' && e.object.resourceVersion === last.metadata.resourceVersion,
+  );
+  const stoppedB = await b.stop('SIGTERM');
+  assert.equal(stoppedB.code, 0, stoppedB.stderr);
+  assertExactlyOnce(p.made, await p.history());
+});
+
+test('a previous holder whose session lingers is ended after the lease duration, then the new leader records', async (t) => {
+  const p = await pair(t, 'pg-pair-fence');
+  // A session that holds the pair's claim and never lets go: a leader on a node that vanished.
+  const stale = new pg.Client({ connectionString: p.database.url });
+  await stale.connect();
+  const ended = new Promise<Error>((resolve) => stale.on('error', resolve));
+  t.after(() => stale.end().catch(() => undefined));
+  await stale.query('SELECT pg_advisory_lock($1, hashtext($2))', [0x4b446966, 'pair']);
+
+  const a = p.replica('fence-a');
+  await a.waitForStderr(/became the leader/);
+  await a.waitForStderr(/state: waiting for the previous leader to commit and release/);
+  await p.create('while-waiting');
+  await a.waitForStderr(/ended its database session/, 4 * LEASE_MS);
+  assert.match((await ended).message, /terminat/i);
+  await a.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/, 2 * LEASE_MS);
+  const last = await p.create('sentinel');
+  await a.waitForEvent(
+    (e) => e.object.name === 'sentinel' && e.object.resourceVersion === last.metadata.resourceVersion,
+  );
+  const stopped = await a.stop('SIGTERM');
+  assert.equal(stopped.code, 0, stopped.stderr);
+  assertExactlyOnce(p.made, await p.history());
+  await waitFor(async () => (await claimHolders(p.database)) === 0, {
+    timeoutMs: 5_000,
+    what: 'the claim to be released',
+  });
+});
