@@ -584,6 +584,8 @@ export class StateRecorder implements PipelineObserver {
       while (count < this.pending.length && reached(finished, this.pending[count]?.mark ?? [])) count++;
       await this.commit(count);
     }
+    // Leading again meanwhile (the Lease regained at once): what is left is recorded after the new claim.
+    if (this.leading) return;
     const left = this.pending.filter((entry) => entry.write.kind === 'event').length;
     if (left > 0) {
       this.dropped += left;
