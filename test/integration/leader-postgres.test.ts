@@ -2,8 +2,8 @@
 // pair"), against the real API server and the real PostgreSQL: the standby starts and stands by without
 // claiming the cluster or writing; when the leader stops (SIGTERM) or dies (SIGKILL), the standby takes
 // the claim and records, and the history then holds every change made exactly once, before, during and
-// after the handover. A previous holder whose session lingers (a node lost) is ended after the lease
-// duration. Without --leader-elect a second claimant is still refused (test/integration/state-postgres).
+// after the handover; a leader cut off from the API server stops leading and releases the claim. A
+// previous holder whose session lingers (a node lost) is ended after the lease duration. Without --leader-elect a second claimant is still refused (test/integration/state-postgres).
 import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext, test } from 'node:test';
 import pg from 'pg';
@@ -14,6 +14,8 @@ import {
   runKubediffToCompletion,
   watchArgs,
 } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
 import { type PostgresInfo, psql } from '../helpers/postgres.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
@@ -45,7 +47,8 @@ interface Pair {
   ns: string;
   database: TestDatabase;
   url: string;
-  replica(identity: string): KubediffProcess;
+  /** A replica; `kubeconfig` to reach the API server another way (through a fault proxy). */
+  replica(identity: string, kubeconfig?: string): KubediffProcess;
   /** Every change made through it, as `type id`, in order. */
   made: string[];
   create(name: string): Promise<KubeObject>;
@@ -70,11 +73,12 @@ async function pair(t: TestContext, label: string): Promise<Pair> {
     database,
     url,
     made,
-    replica: (identity) =>
+    replica: (identity, kubeconfig) =>
       runKubediff(
         watchArgs(
           ns,
           ['configmaps'],
+          ...(kubeconfig ? ['--kubeconfig', kubeconfig] : []),
           '--state',
           url,
           '--cluster-name',
@@ -223,6 +227,42 @@ test('the leader dies (SIGKILL): the standby claims at once and records; the his
   );
   const stoppedB = await b.stop('SIGTERM');
   assert.equal(stoppedB.code, 0, stoppedB.stderr);
+  assertExactlyOnce(p.made, await p.history());
+});
+
+test('a leader cut off from the API server stops leading and releases the claim: the standby records, nothing twice', async (t) => {
+  const p = await pair(t, 'pg-pair-cut');
+  const { hostname, port } = new URL(testCluster().server);
+  const proxy = await startFaultProxy({ target: { host: hostname, port: Number(port) } });
+  t.after(() => proxy.close());
+  const a = p.replica('cut-a', await admin.writeKubeconfig(proxy.url()));
+  await a.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/);
+  const b = p.replica('cut-b');
+  await b.waitForStderr(/cut-a leads; standing by/);
+  for (let i = 0; i < 3; i++) await p.create(`cm-${i}`);
+  const sentinel = await p.patch('cm-0', '1');
+  await a.waitForEvent((e) => e.id === `${sentinel.metadata.uid}:${sentinel.metadata.resourceVersion}`);
+
+  proxy.blackhole(true);
+  await a.waitForStderr(/lost the lease/, 3 * LEASE_MS);
+  await p.patch('cm-1', '1');
+  await b.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/, 4 * LEASE_MS);
+  await p.remove('cm-2');
+  const last = await p.create('sentinel-b');
+  await b.waitForEvent(
+    (e) => e.object.name === 'sentinel-b' && e.object.resourceVersion === last.metadata.resourceVersion,
+  );
+  // Back online, the old leader stands by: it neither delivers nor records what it now sees.
+  proxy.blackhole(false);
+  await a.waitForStderr(/cut-b leads; standing by/, 3 * LEASE_MS);
+  const late = await p.patch('cm-0', '2');
+  await b.waitForEvent((e) => e.id === `${late.metadata.uid}:${late.metadata.resourceVersion}`);
+  assert.equal((await a.stop('SIGTERM')).code, 0);
+  assert.equal((await b.stop('SIGTERM')).code, 0);
+  assert.equal(
+    a.events.filter((e) => e.id === `${late.metadata.uid}:${late.metadata.resourceVersion}`).length,
+    0,
+  );
   assertExactlyOnce(p.made, await p.history());
 });
 
