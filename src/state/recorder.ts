@@ -720,6 +720,11 @@ export class StateRecorder implements PipelineObserver {
     return { written, removed };
   }
 
+  /** Whether this process records now: not on a standby, nor while it waits for the claim (a metric). */
+  get recording(): boolean {
+    return this.leading && !this.claimPending && !this.failed && !this.closed;
+  }
+
   /** Bytes of the entries waiting for the sinks, as accounted against maxBacklogBytes (a metric). */
   get backlogBytes(): number {
     return this.pendingBytes;

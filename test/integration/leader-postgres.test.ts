@@ -17,6 +17,7 @@ import {
 import { testCluster } from '../helpers/cluster-env.ts';
 import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { type PostgresInfo, psql } from '../helpers/postgres.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
 
@@ -48,7 +49,7 @@ interface Pair {
   database: TestDatabase;
   url: string;
   /** A replica; `kubeconfig` to reach the API server another way (through a fault proxy). */
-  replica(identity: string, kubeconfig?: string): KubediffProcess;
+  replica(identity: string, kubeconfig?: string, ...extra: string[]): KubediffProcess;
   /** Every change made through it, as `type id`, in order. */
   made: string[];
   create(name: string): Promise<KubeObject>;
@@ -73,7 +74,7 @@ async function pair(t: TestContext, label: string): Promise<Pair> {
     database,
     url,
     made,
-    replica: (identity, kubeconfig) =>
+    replica: (identity, kubeconfig, ...extra) =>
       runKubediff(
         watchArgs(
           ns,
@@ -94,6 +95,7 @@ async function pair(t: TestContext, label: string): Promise<Pair> {
           '3s',
           '--leader-election-retry-period',
           '1s',
+          ...extra,
         ),
         { checkEvents: true, timeoutMs: 60_000, env },
       ),
@@ -153,14 +155,18 @@ async function claimHolders(database: TestDatabase): Promise<number> {
 
 test('a leader-elected pair shares one database: the standby does not claim, takes over on SIGTERM, and the history has every change once', async (t) => {
   const p = await pair(t, 'pg-pair-term');
-  const a = p.replica('pair-a');
+  const a = p.replica('pair-a', undefined, '--listen', '127.0.0.1:0');
   await a.waitForStderr(/became the leader/);
   await a.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/);
-  const b = p.replica('pair-b');
+  const b = p.replica('pair-b', undefined, '--listen', '127.0.0.1:0');
   await b.waitForStderr(/pair-a leads; standing by/);
   // The standby runs: not refused by the claim, and holding none.
   assert.doesNotMatch(b.stderr, /already recording/);
   assert.equal(await claimHolders(p.database), 1, 'one claim: the leader');
+  const recording = async (kd: KubediffProcess) =>
+    (await scrapeMetrics((await kd.waitForStderr(SERVING))[1] as string)).get('kubediff_state_recording');
+  assert.equal(await recording(a), 1);
+  assert.equal(await recording(b), 0);
 
   for (let i = 0; i < 5; i++) await p.create(`cm-${i}`);
   for (let i = 0; i < 5; i++) await p.patch(`cm-${i}`, '1');
@@ -179,6 +185,7 @@ test('a leader-elected pair shares one database: the standby does not claim, tak
 
   await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
   await b.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/, 3 * LEASE_MS);
+  assert.equal(await recording(b), 1);
   await p.patch('cm-3', '2');
   await p.patch('during', '1');
   const last = await p.create('sentinel-b');
