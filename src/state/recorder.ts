@@ -194,8 +194,8 @@ export class StateRecorder implements PipelineObserver {
   private leadingSince = 0;
   private fenced = false;
   private waitLogged = false;
-  /** A standby's latest discovery note: written when it takes over. */
-  private standbyNote: Extract<SerializedWrite, { kind: 'resources' }> | undefined;
+  /** The latest discovery note, queued or not (a standby's): a new leader writes it first. */
+  private lastNote: Extract<SerializedWrite, { kind: 'resources' }> | undefined;
   /** Standing down (committing, releasing the claim): close() waits for it. */
   private steppingDown: Promise<void> | undefined;
 
@@ -631,7 +631,7 @@ export class StateRecorder implements PipelineObserver {
       } else if (!this.waitLogged) {
         this.waitLogged = true;
         this.log.info(
-          `state: waiting for the previous leader to commit and release cluster "${store.label}"'s claim; ` +
+          `state: waiting for the previous leader to commit and release its claim on the cluster in ${store.label}; ` +
             `changes are kept meanwhile (its session is ended after ${formatDuration(this.fenceAfterMs)}).`,
         );
       }
@@ -669,7 +669,7 @@ export class StateRecorder implements PipelineObserver {
    * first LIST is not complete only gets writes). Types not watched any more lose their objects.
    */
   private async resync(store: ClaimedStateStore): Promise<{ written: number; removed: number }> {
-    if (this.standbyNote) await store.write([this.standbyNote], new Map());
+    if (this.lastNote) await store.write([this.lastNote], new Map());
     await store.setMeta(SIGNATURE_KEY, this.signature);
     const byResource = new Map<string, Informer[]>();
     for (const informer of this.informers()) {
@@ -762,11 +762,9 @@ export class StateRecorder implements PipelineObserver {
 
   private push(write: SerializedWrite, mark: DeliveryMark): void {
     if (this.closed || this.failed) return;
-    if (!this.leading) {
-      // A standby: the snapshot is brought up to date when it takes over; the discovery is noted then.
-      if (write.kind === 'resources') this.standbyNote = write;
-      return;
-    }
+    if (write.kind === 'resources') this.lastNote = write;
+    // A standby: the snapshot is brought up to date when it takes over; the discovery is noted then.
+    if (!this.leading) return;
     const bytes = ENTRY_OVERHEAD_BYTES + sizeOf(write);
     this.pending.push({ write, mark, bytes });
     this.pendingBytes += bytes;
