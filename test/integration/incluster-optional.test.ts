@@ -3,9 +3,16 @@
 //   rendered; on, the container port, the arguments, the Secret's mount, the token variable, a Service for
 //   the port and a NetworkPolicy ingress rule for it, the same from kustomize and Helm (Helm's audit.from
 //   and audit.service.clusterIP reach the policy and the Service);
+//   and kubediff, run with the chart's audit arguments and a folder laid out like the mounted Secret, serves
+//   the webhook: the API server's client certificate is accepted, a request without one refused;
 // - PostgreSQL state (deploy/components/postgres): the leader-elected pair is kept (two replicas).
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Agent, request } from 'undici';
+import { runKubediff, WATCHING, watchArgs } from '../helpers/cli.ts';
 import {
   deployOverlay,
   HELM_CHART,
@@ -15,6 +22,7 @@ import {
   serverDryRun,
 } from '../helpers/deploy.ts';
 import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import { makeTestPki } from '../helpers/pki.ts';
 
 const admin = adminClient();
 
@@ -176,6 +184,53 @@ describe('optional parts of deploy/ and the chart', () => {
       container(tokenOnly).args.filter((arg: string) => arg.startsWith('--audit')),
       AUDIT_ARGS.slice(0, 3),
     );
+  });
+
+  test("kubediff serves the audit webhook with the chart's arguments and the Secret's files", async (t) => {
+    const objects = (await helmDryRun(kubeconfig, uniqueName('kd'), namespace, [
+      '--set',
+      'audit.enabled=true',
+    ])) as Manifest[];
+    // The Secret kubediff-audit-tls as mounted: tls.crt, tls.key, ca.crt in one folder.
+    const pki = makeTestPki();
+    const mounted = await mkdtemp(path.join(tmpdir(), 'kubediff-audit-tls-'));
+    t.after(() => rm(mounted, { recursive: true, force: true }));
+    await writeFile(path.join(mounted, 'tls.crt'), pki.serverCert);
+    await writeFile(path.join(mounted, 'tls.key'), pki.serverKey);
+    await writeFile(path.join(mounted, 'ca.crt'), pki.caPem);
+    const auditArgs = (container(objects).args as string[])
+      .filter((arg) => arg.startsWith('--audit'))
+      .map((arg) =>
+        arg === '--audit-listen=:8443'
+          ? '--audit-listen=127.0.0.1:0'
+          : arg.replace('/etc/kubediff-audit/', `${mounted}/`),
+      );
+    const kd = runKubediff(watchArgs(namespace, ['configmaps'], ...auditArgs), { timeoutMs: 30_000 });
+    t.after(() => kd.kill());
+    const [, address] = await kd.waitForStderr(
+      /receiving audit events on https:\/\/(\S+) \(authenticated by client certificate\)/,
+    );
+    await kd.waitForStderr(WATCHING);
+    const post = async (client: boolean) => {
+      const agent = new Agent({
+        connect: { ca: pki.caPem, ...(client ? { cert: pki.clientCert, key: pki.clientKey } : {}) },
+      });
+      try {
+        const response = await request(`https://${address}/audit`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ kind: 'EventList', apiVersion: 'audit.k8s.io/v1', items: [] }),
+        });
+        await response.body.text();
+        return response.statusCode;
+      } finally {
+        await agent.close();
+      }
+    };
+    assert.equal(await post(true), 200, "the API server's client certificate is accepted");
+    assert.equal(await post(false), 401, 'a request without it is refused');
+    assert.equal((await kd.stop('SIGTERM')).code, 0);
   });
 
   test('PostgreSQL state keeps the leader-elected pair', async () => {
