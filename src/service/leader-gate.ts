@@ -20,10 +20,11 @@
 //
 // The history (--state in PostgreSQL, shared by the pair): a takeover observer (the state recorder) is
 // told when this replica starts and stops leading, and is handed, oldest first, the events it held back
-// and delivers now, plus those the previous leader's checkpoint covered: those the latest checkpoint it
-// read had covered (kept since that read) and those the Lease covers at the takeover. A leader that died
-// may have delivered them without committing them yet; the store records each event once, so the new
-// leader recording them too fills that gap and adds nothing twice.
+// and delivers now, plus those the previous leader's checkpoint covered: those its checkpoints covered in
+// the last HISTORY_TRAIL_MS (a trail kept for this only) and those the Lease covers at the takeover. A
+// leader that died may have delivered them without committing them yet (its commits follow its sinks);
+// the store records each event once, so the new leader recording them too fills that gap and adds
+// nothing twice. The trail shares the standby's byte bound: over it, its oldest entries go first.
 //
 // Bounded: a standby holds at most `maxBuffered` events and `maxBufferedBytes` of them (as JSON). Only a
 // leader that writes no checkpoint (an older kubediff, or one stuck while still renewing) lets it fill;
@@ -45,6 +46,11 @@ const DEFAULT_MAX_BUFFERED = 100_000;
 const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /** Per event, besides its JSON (the event object, its entry): an estimate, on the high side. */
 const ENTRY_OVERHEAD_BYTES = 200;
+/**
+ * How long a standby that records the history keeps the events a checkpoint covered: longer than a
+ * leader's commits can lag behind its deliveries short of a stuck sink (whose events it loses anyway).
+ */
+const HISTORY_TRAIL_MS = 60_000;
 
 export type Checkpoint = Map<string, bigint>;
 
@@ -102,6 +108,11 @@ interface Held {
   bytes: number;
 }
 
+/** An event a checkpoint covered, kept for the history (see the top), and since when. */
+interface Covered extends Held {
+  at: number;
+}
+
 /** Who records the leader's history (the state recorder): told when this replica leads and stops. */
 export interface TakeoverObserver {
   /** Started leading; `events` (oldest first) were held back and are delivered now or were covered. */
@@ -124,19 +135,24 @@ export class LeaderGate implements EventStage {
   private bytes = 0;
   /** The previous leader's last checkpoint: what it already delivered. */
   private floor: Checkpoint = new Map();
-  /** What the latest checkpoint read covered: handed to the takeover observer if this replica takes over. */
-  private covered: Held[] = [];
+  /** The history trail, oldest first: handed to the takeover observer if this replica takes over. */
+  private covered: Covered[] = [];
+  private coveredBytes = 0;
   private dropped = 0;
   private readonly takeover: TakeoverObserver | undefined;
+  private readonly now: () => number;
 
   constructor(options: {
     log: Logger;
     maxBuffered?: number;
     maxBufferedBytes?: number;
     takeover?: TakeoverObserver | undefined;
+    /** The clock of the history trail (tests). */
+    now?: () => number;
   }) {
     this.log = options.log;
     this.takeover = options.takeover;
+    this.now = options.now ?? Date.now;
     this.maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
   }
@@ -174,6 +190,8 @@ export class LeaderGate implements EventStage {
     const bytes = ENTRY_OVERHEAD_BYTES + jsonLength(event);
     this.buffer.push({ event, bytes });
     this.bytes += bytes;
+    // The history trail gives way first.
+    if (this.coveredBytes > 0) this.trimTrail(this.now() - HISTORY_TRAIL_MS);
     while (this.buffered > this.maxBuffered || (this.bytes > this.maxBufferedBytes && this.buffered > 1)) {
       this.dropOldest();
     }
@@ -214,9 +232,32 @@ export class LeaderGate implements EventStage {
     if (this.buffered > 0 && checkpoint.size > 0) {
       const held = this.heldEvents;
       this.hold(held.filter((entry) => !coveredBy(checkpoint, entry.event)));
-      // Kept until the next read (at most one buffer's worth), only when someone records the history.
-      if (this.takeover) this.covered = held.filter((entry) => coveredBy(checkpoint, entry.event));
-    } else this.covered = [];
+      if (this.takeover) {
+        const now = this.now();
+        for (const entry of held) {
+          if (!coveredBy(checkpoint, entry.event)) continue;
+          this.covered.push({ ...entry, at: now });
+          this.coveredBytes += entry.bytes;
+        }
+      }
+    }
+    this.trimTrail(this.now() - HISTORY_TRAIL_MS);
+  }
+
+  /** Drops trail entries older than `before`, and the oldest while the standby is over its byte bound. */
+  private trimTrail(before: number): void {
+    let drop = 0;
+    let bytes = this.coveredBytes;
+    while (
+      drop < this.covered.length &&
+      ((this.covered[drop] as Covered).at < before || this.bytes + bytes > this.maxBufferedBytes)
+    ) {
+      bytes -= (this.covered[drop] as Covered).bytes;
+      drop++;
+    }
+    if (drop === 0) return;
+    this.covered = this.covered.slice(drop);
+    this.coveredBytes = bytes;
   }
 
   /** Takes over: delivers what the previous leader had not, then everything new. */
@@ -228,6 +269,7 @@ export class LeaderGate implements EventStage {
     const covered = this.covered.map((entry) => entry.event);
     this.hold([]);
     this.covered = [];
+    this.coveredBytes = 0;
     this.leading = true;
     if (pending.length > 0 || skipped > 0) {
       this.log.info(

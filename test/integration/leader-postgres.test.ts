@@ -2,7 +2,7 @@
 // pair"), against the real API server and the real PostgreSQL: the standby starts and stands by without
 // claiming the cluster or writing; when the leader stops (SIGTERM) or dies (SIGKILL), the standby takes
 // the claim and records, and the history then holds every change made exactly once, before, during and
-// after the handover; a leader cut off from the API server stops leading and releases the claim. A
+// after the handover, including changes the dead leader delivered but never recorded; a leader cut off from the API server stops leading and releases the claim. A
 // previous holder whose session lingers (a node lost) is ended after the lease duration. Without --leader-elect a second claimant is still refused (test/integration/state-postgres).
 import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext, test } from 'node:test';
@@ -16,6 +16,7 @@ import {
 } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { startFaultProxy } from '../helpers/fault-proxy.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { type PostgresInfo, psql } from '../helpers/postgres.ts';
@@ -183,8 +184,10 @@ test('a leader-elected pair shares one database: the standby does not claim, tak
   await p.create('during');
   await p.remove('cm-2');
 
+  const exited = Date.now();
   await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
-  await b.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/, 3 * LEASE_MS);
+  const [line] = await b.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader.*/, 3 * LEASE_MS);
+  t.diagnostic(`${Date.now() - exited} ms from the old leader's exit to: ${line}`);
   assert.equal(await recording(b), 1);
   await p.patch('cm-3', '2');
   await p.patch('during', '1');
@@ -234,6 +237,63 @@ test('the leader dies (SIGKILL): the standby claims at once and records; the his
   );
   const stoppedB = await b.stop('SIGTERM');
   assert.equal(stoppedB.code, 0, stoppedB.stderr);
+  assertExactlyOnce(p.made, await p.history());
+});
+
+test('the leader dies with deliveries it never recorded (its webhook does not answer): the new leader records them from its trail', async (t) => {
+  const p = await pair(t, 'pg-pair-trail');
+  // The old leader's recorder commits an event once every sink has finished with it: never, here.
+  const webhook = await HttpReceiver.start({ defaultReply: { hang: true } });
+  t.after(() => webhook.close());
+  const a = p.replica('trail-a', undefined, '--webhook', webhook.url('/hook'));
+  await a.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/);
+  const b = p.replica('trail-b', undefined, '--listen', '127.0.0.1:0');
+  await b.waitForStderr(/trail-a leads; standing by/);
+  const metrics = (await b.waitForStderr(SERVING))[1] as string;
+  /** The standby has seen `count` changes and read a checkpoint covering them all (it holds none back). */
+  const covered = (count: number) =>
+    waitFor(
+      async () => {
+        const scraped = await scrapeMetrics(metrics);
+        const events = [...scraped]
+          .filter(([name]) => name.startsWith('kubediff_events_total{'))
+          .reduce((sum, [, value]) => sum + value, 0);
+        return events >= count && scraped.get('kubediff_standby_buffer_events') === 0;
+      },
+      {
+        timeoutMs: 10 * LEASE_MS,
+        what: `the standby to have seen ${count} changes, all covered by a checkpoint`,
+      },
+    );
+  const seen = (object: KubeObject) =>
+    a.waitForEvent((e) => e.id === `${object.metadata.uid}:${object.metadata.resourceVersion}`);
+
+  for (let i = 0; i < 3; i++) await seen(await p.create(`cm-${i}`));
+  await seen(await p.patch('cm-0', '1'));
+  await covered(4);
+  // Later changes, covered by later checkpoints: the first ones are no longer the latest read's.
+  await seen(await p.patch('cm-1', '1'));
+  await covered(5);
+  await seen(await p.create('cm-3'));
+  await covered(6);
+  assert.equal(
+    (await psql(p.database.info, `SELECT count(*) FROM kubediff_events WHERE cluster = 'pair'`)).trim(),
+    '0',
+    'the old leader has recorded nothing (its webhook holds every event)',
+  );
+
+  await a.kill();
+  await b.waitForStderr(/state: recording in postgres:\/\/\S+ as the leader/, 4 * LEASE_MS);
+  const last = await p.create('sentinel-b');
+  await b.waitForEvent(
+    (e) => e.object.name === 'sentinel-b' && e.object.resourceVersion === last.metadata.resourceVersion,
+  );
+  assert.deepEqual(
+    b.events.filter((e) => e.object.name.startsWith('cm-')).map((e) => e.id),
+    [],
+    'the new leader delivers nothing the old one had delivered',
+  );
+  assert.equal((await b.stop('SIGTERM')).code, 0);
   assertExactlyOnce(p.made, await p.history());
 });
 
