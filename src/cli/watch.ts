@@ -115,7 +115,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       log,
       version: runtime.version ?? 'dev',
       standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
-      takeover: recorder,
+      takeover: recorder?.followsLeadership ? recorder : undefined,
     }),
     (service) => service.stop(),
   );

@@ -720,6 +720,11 @@ export class StateRecorder implements PipelineObserver {
     return { written, removed };
   }
 
+  /** Whether only the leader records (a shared store under --leader-elect): it follows the leader gate. */
+  get followsLeadership(): boolean {
+    return this.claimed !== undefined;
+  }
+
   /** Whether this process records now: not on a standby, nor while it waits for the claim (a metric). */
   get recording(): boolean {
     return this.leading && !this.claimPending && !this.failed && !this.closed;
