@@ -73,11 +73,16 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   const clusterName = settings.clusterName ?? identity.contextName;
   // --state (docs/state.md): opened before the watch starts, so that a damaged or foreign file, or a
   // cluster another process records in the same database, stops kubediff at once; committed last, once
-  // the sinks have finished with everything they were given.
+  // the sinks have finished with everything they were given. Leader-elected with PostgreSQL, only the
+  // leader claims the cluster and records (docs/state.md, "A leader-elected pair").
+  const leaderElection = runtime.service?.leaderElection;
   const recorder = settings.state
     ? lifecycle.use(
         await StateRecorder.open({
-          store: await openStateStore(settings.state, clusterName),
+          store: await openStateStore(settings.state, clusterName, {
+            leaderElected: leaderElection !== undefined,
+          }),
+          leaderElected: leaderElection && { fenceAfterMs: leaderElection.leaseDurationMs },
           log,
           signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
           retention: settings.state.retention,
@@ -110,6 +115,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       log,
       version: runtime.version ?? 'dev',
       standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
+      takeover: recorder?.followsLeadership ? recorder : undefined,
     }),
     (service) => service.stop(),
   );

@@ -160,6 +160,11 @@ export class Informer implements ReflectorSink {
     return this.store.get(key);
   }
 
+  /** Every object this informer holds (a new leader's snapshot of them, with --state). */
+  objects(): IterableIterator<StoredObject> {
+    return this.store.values();
+  }
+
   get objectCount(): number {
     return this.store.size;
   }

@@ -18,6 +18,14 @@
 // versions are not numbers (some aggregated APIs) is delivered in full after a takeover (duplicates, no
 // loss).
 //
+// The history (--state in PostgreSQL, shared by the pair): a takeover observer (the state recorder) is
+// told when this replica starts and stops leading, and is handed, oldest first, the events it held back
+// and delivers now, plus those the previous leader's checkpoint covered: those its checkpoints covered in
+// the last HISTORY_TRAIL_MS (a trail kept for this only) and those the Lease covers at the takeover. A
+// leader that died may have delivered them without committing them yet (its commits follow its sinks);
+// the store records each event once, so the new leader recording them too fills that gap and adds
+// nothing twice. The trail shares the standby's byte bound: over it, its oldest entries go first.
+//
 // Bounded: a standby holds at most `maxBuffered` events and `maxBufferedBytes` of them (as JSON). Only a
 // leader that writes no checkpoint (an older kubediff, or one stuck while still renewing) lets it fill;
 // then the oldest events are dropped, logged once and counted (kubediff_standby_dropped_events_total):
@@ -38,6 +46,11 @@ const DEFAULT_MAX_BUFFERED = 100_000;
 const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /** Per event, besides its JSON (the event object, its entry): an estimate, on the high side. */
 const ENTRY_OVERHEAD_BYTES = 200;
+/**
+ * How long a standby that records the history keeps the events a checkpoint covered: longer than a
+ * leader's commits can lag behind its deliveries short of a stuck sink (whose events it loses anyway).
+ */
+const HISTORY_TRAIL_MS = 60_000;
 
 export type Checkpoint = Map<string, bigint>;
 
@@ -95,6 +108,18 @@ interface Held {
   bytes: number;
 }
 
+/** An event a checkpoint covered, kept for the history (see the top), and since when. */
+interface Covered extends Held {
+  at: number;
+}
+
+/** Who records the leader's history (the state recorder): told when this replica leads and stops. */
+export interface TakeoverObserver {
+  /** Started leading; `events` (oldest first) were held back and are delivered now or were covered. */
+  startedLeading(events: readonly ChangeEvent[]): void;
+  stoppedLeading(): void;
+}
+
 /** The pipeline's handover stage under --leader-elect: delivers as the leader, holds back as a standby. */
 export class LeaderGate implements EventStage {
   readonly name = 'leader gate';
@@ -110,10 +135,24 @@ export class LeaderGate implements EventStage {
   private bytes = 0;
   /** The previous leader's last checkpoint: what it already delivered. */
   private floor: Checkpoint = new Map();
+  /** The history trail, oldest first: handed to the takeover observer if this replica takes over. */
+  private covered: Covered[] = [];
+  private coveredBytes = 0;
   private dropped = 0;
+  private readonly takeover: TakeoverObserver | undefined;
+  private readonly now: () => number;
 
-  constructor(options: { log: Logger; maxBuffered?: number; maxBufferedBytes?: number }) {
+  constructor(options: {
+    log: Logger;
+    maxBuffered?: number;
+    maxBufferedBytes?: number;
+    takeover?: TakeoverObserver | undefined;
+    /** The clock of the history trail (tests). */
+    now?: () => number;
+  }) {
     this.log = options.log;
+    this.takeover = options.takeover;
+    this.now = options.now ?? Date.now;
     this.maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
   }
@@ -151,6 +190,8 @@ export class LeaderGate implements EventStage {
     const bytes = ENTRY_OVERHEAD_BYTES + jsonLength(event);
     this.buffer.push({ event, bytes });
     this.bytes += bytes;
+    // The history trail gives way first.
+    if (this.coveredBytes > 0) this.trimTrail(this.now() - HISTORY_TRAIL_MS);
     while (this.buffered > this.maxBuffered || (this.bytes > this.maxBufferedBytes && this.buffered > 1)) {
       this.dropOldest();
     }
@@ -189,17 +230,46 @@ export class LeaderGate implements EventStage {
     const checkpoint = checkpointOf(lease);
     this.floor = checkpoint;
     if (this.buffered > 0 && checkpoint.size > 0) {
-      this.hold(this.heldEvents.filter((held) => !coveredBy(checkpoint, held.event)));
+      const held = this.heldEvents;
+      this.hold(held.filter((entry) => !coveredBy(checkpoint, entry.event)));
+      if (this.takeover) {
+        const now = this.now();
+        for (const entry of held) {
+          if (!coveredBy(checkpoint, entry.event)) continue;
+          this.covered.push({ ...entry, at: now });
+          this.coveredBytes += entry.bytes;
+        }
+      }
     }
+    this.trimTrail(this.now() - HISTORY_TRAIL_MS);
+  }
+
+  /** Drops trail entries older than `before`, and the oldest while the standby is over its byte bound. */
+  private trimTrail(before: number): void {
+    let drop = 0;
+    let bytes = this.coveredBytes;
+    while (
+      drop < this.covered.length &&
+      ((this.covered[drop] as Covered).at < before || this.bytes + bytes > this.maxBufferedBytes)
+    ) {
+      bytes -= (this.covered[drop] as Covered).bytes;
+      drop++;
+    }
+    if (drop === 0) return;
+    this.covered = this.covered.slice(drop);
+    this.coveredBytes = bytes;
   }
 
   /** Takes over: delivers what the previous leader had not, then everything new. */
   startLeading(previous: Lease | undefined): void {
     this.floor = checkpointOf(previous);
-    const held = this.heldEvents;
-    const pending = held.map((entry) => entry.event).filter((event) => !coveredBy(this.floor, event));
+    const held = this.heldEvents.map((entry) => entry.event);
+    const pending = held.filter((event) => !coveredBy(this.floor, event));
     const skipped = held.length - pending.length;
+    const covered = this.covered.map((entry) => entry.event);
     this.hold([]);
+    this.covered = [];
+    this.coveredBytes = 0;
     this.leading = true;
     if (pending.length > 0 || skipped > 0) {
       this.log.info(
@@ -208,11 +278,13 @@ export class LeaderGate implements EventStage {
       );
     }
     for (const event of pending) this.deliver(event);
+    this.takeover?.startedLeading([...covered, ...held]);
   }
 
   /** Lost the Lease: hold events back again until we lead. */
   stopLeading(): void {
     this.leading = false;
+    this.takeover?.stoppedLeading();
   }
 }
 

@@ -32,6 +32,8 @@ export interface MetricsSources {
     readonly backlogBytes: number;
     readonly unconfirmedWrites: number;
     readonly droppedWrites: number;
+    /** Whether this process records the cluster now (false on a leader-elected standby, PostgreSQL). */
+    readonly recording: boolean;
   };
   /** --leader-elect: the events a standby holds back. */
   standby?: { readonly buffered: number; readonly bufferedBytes: number; readonly droppedEvents: number };
@@ -245,6 +247,14 @@ export class KubediffMetrics {
         for (const stage of FAILURE_STAGES) {
           self.incrementTo(this, { stage }, failures?.count(stage) ?? 0, `failures\u0000${stage}`);
         }
+      },
+    });
+    new Gauge({
+      name: 'kubediff_state_recording',
+      help: '--state: 1 while this process records the cluster (in PostgreSQL under --leader-elect, the leader once it holds the claim), else 0.',
+      registers,
+      collect() {
+        this.set(self.sources.state?.recording ? 1 : 0);
       },
     });
     new Gauge({

@@ -15,7 +15,12 @@ import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-electio
 import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
 import { HealthServer, Readiness } from './health-server.ts';
-import { CHECKPOINT_ANNOTATION, checkpointAnnotation, LeaderGate } from './leader-gate.ts';
+import {
+  CHECKPOINT_ANNOTATION,
+  checkpointAnnotation,
+  LeaderGate,
+  type TakeoverObserver,
+} from './leader-gate.ts';
 import type { KubediffMetrics, MetricsSources } from './metrics.ts';
 
 export interface ServiceOptions {
@@ -43,6 +48,7 @@ export class ServiceRuntime implements PipelineObserver {
     log: Logger,
     standbyMaxBufferBytes: number | undefined,
     metrics: KubediffMetrics | undefined,
+    takeover: TakeoverObserver | undefined,
   ) {
     this.options = options;
     this.client = client;
@@ -53,6 +59,7 @@ export class ServiceRuntime implements PipelineObserver {
     if (options?.leaderElection) {
       this.gate = new LeaderGate({
         log,
+        takeover,
         ...(standbyMaxBufferBytes !== undefined ? { maxBufferedBytes: standbyMaxBufferBytes } : {}),
       });
       this.metrics?.setSources({ standby: this.gate });
@@ -68,13 +75,22 @@ export class ServiceRuntime implements PipelineObserver {
       version: string;
       /** KUBEDIFF_STANDBY_MAX_BUFFER: bytes a standby may hold back (default in leader-gate.ts). */
       standbyMaxBufferBytes?: number | undefined;
+      /** --leader-elect: who records the leader's history (the state recorder), told of each takeover. */
+      takeover?: TakeoverObserver | undefined;
     },
   ): Promise<ServiceRuntime> {
     // prom-client (about 20 MiB) is imported only when the metrics are served.
     const metrics = options?.listen
       ? new (await import('./metrics.ts')).KubediffMetrics({ version: deps.version })
       : undefined;
-    const runtime = new ServiceRuntime(options, deps.client, deps.log, deps.standbyMaxBufferBytes, metrics);
+    const runtime = new ServiceRuntime(
+      options,
+      deps.client,
+      deps.log,
+      deps.standbyMaxBufferBytes,
+      metrics,
+      deps.takeover,
+    );
     if (options?.listen && runtime.metrics) {
       try {
         runtime.server = await HealthServer.start(options.listen, {

@@ -11,12 +11,21 @@ export interface StateLocation {
   passwordFile?: string | undefined;
 }
 
-/** The recorder's store for `cluster` (PostgreSQL: migrated, and the cluster claimed). */
-export async function openStateStore(location: StateLocation, cluster: string): Promise<StateStore> {
+/**
+ * The recorder's store for `cluster` (PostgreSQL: migrated, and the cluster claimed, unless the process
+ * is leader-elected: then the recorder claims it when this replica leads).
+ */
+export async function openStateStore(
+  location: StateLocation,
+  cluster: string,
+  options: { leaderElected?: boolean } = {},
+): Promise<StateStore> {
   if (isPostgresUrl(location.path)) {
     // Loaded on use: a watch without PostgreSQL does not pay for its client at start.
     const { PostgresStateStore } = await import('./postgres-store.ts');
-    return PostgresStateStore.open({ url: location.path, passwordFile: location.passwordFile }, cluster);
+    return PostgresStateStore.open({ url: location.path, passwordFile: location.passwordFile }, cluster, {
+      claim: options.leaderElected !== true,
+    });
   }
   return SqliteStateStore.open(location.path);
 }

@@ -10,6 +10,11 @@
 // cluster are refused (the second one at its start). When the connection is lost (the database
 // restarts), the next write reconnects and claims again; the recorder retries transient failures.
 //
+// Under --leader-elect the claim follows the Lease instead (docs/state.md, "A leader-elected pair"): a
+// standby opens the store without claiming (it reads the snapshot, writes nothing), the recorder claims
+// when the replica starts leading (`claim()`, retried while the previous leader's session still holds
+// it; past a grace period that session is ended, `fence()`), and releases it when it stops leading.
+//
 // Schema versions are in kubediff_schema; migrations run at start (and by `kubediff migrate`) in one
 // transaction under an advisory lock, so processes starting together migrate once.
 import { readFileSync } from 'node:fs';
@@ -21,6 +26,8 @@ import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
 import { hasGlob } from '../util/glob.ts';
 import { postgresLabel } from './location.ts';
 import {
+  type ClaimedStateStore,
+  ClaimLost,
   DEFAULT_PAGE_SIZE,
   type HistoryPage,
   type HistoryQuery,
@@ -29,7 +36,6 @@ import {
   type ObjectRow,
   type Retention,
   type SerializedWrite,
-  type StateStore,
   type StoredResource,
   storedObjectOf,
 } from './store.ts';
@@ -157,9 +163,6 @@ function isTransientPostgresError(error: unknown): boolean {
     errorMessage(error),
   );
 }
-
-/** The connection was lost and another process claimed the cluster meanwhile: recording must stop. */
-class ClaimLost extends KubediffError {}
 
 /** A connection to the database, with what the store and the history share. */
 abstract class PostgresBase {
@@ -306,9 +309,11 @@ async function migrateOn(client: pg.Client, label: string): Promise<{ from: numb
 }
 
 /** The recorder's store for one cluster. */
-export class PostgresStateStore extends PostgresBase implements StateStore {
+export class PostgresStateStore extends PostgresBase implements ClaimedStateStore {
   readonly cluster: string;
+  /** Whether this store holds the cluster's claim (and must hold it again after a reconnection). */
   private claimed = false;
+  private migrated = false;
 
   private constructor(options: PostgresStateOptions, cluster: string) {
     super(options);
@@ -316,13 +321,24 @@ export class PostgresStateStore extends PostgresBase implements StateStore {
   }
 
   /**
-   * Connects, migrates the schema and claims `cluster`. Another process recording the same cluster, bad
-   * credentials or an unreachable database stop kubediff with one sentence.
+   * Connects, migrates the schema and (unless `claim` is false: a leader-elected standby, which claims
+   * when it leads) claims `cluster`. Another process recording the same cluster, bad credentials or an
+   * unreachable database stop kubediff with one sentence.
    */
-  static async open(options: PostgresStateOptions, cluster: string): Promise<PostgresStateStore> {
+  static async open(
+    options: PostgresStateOptions,
+    cluster: string,
+    { claim = true }: { claim?: boolean } = {},
+  ): Promise<PostgresStateStore> {
     const store = new PostgresStateStore(options, cluster);
     try {
-      await store.connection();
+      const client = await store.connection();
+      if (claim && !(await store.tryLock(client))) {
+        throw new KubediffError(
+          `another kubediff is already recording cluster "${cluster}" in ${store.label}; run one kubediff per cluster (stop the other, name this one's cluster differently with --cluster-name, or run both with --leader-elect so that only the leader records).`,
+        );
+      }
+      store.claimed = claim;
     } catch (error) {
       await store.close();
       throw store.unreachable(error);
@@ -331,20 +347,70 @@ export class PostgresStateStore extends PostgresBase implements StateStore {
   }
 
   protected override async connected(client: pg.Client): Promise<void> {
-    if (!this.claimed) await migrateOn(client, this.label);
+    if (!this.migrated) await migrateOn(client, this.label);
+    this.migrated = true;
+    if (this.claimed && !(await this.tryLock(client))) {
+      // The session that held the claim ended, and another process claimed the cluster meanwhile.
+      this.claimed = false;
+      throw new ClaimLost(
+        `another kubediff took over recording cluster "${this.cluster}" in ${this.label} while the connection was lost; recording stops`,
+      );
+    }
+  }
+
+  private async tryLock(client: pg.Client): Promise<boolean> {
     const claim = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [
       LOCK_CLASS,
       this.cluster,
     ]);
-    if (!claim.rows[0]?.ok) {
-      const sentence = `another kubediff is already recording cluster "${this.cluster}" in ${this.label}`;
-      if (this.claimed)
-        throw new ClaimLost(`${sentence} (it took over while the connection was lost); recording stops`);
-      throw new KubediffError(
-        `${sentence}; run one kubediff per cluster (stop the other, or name this one's cluster differently with --cluster-name).`,
-      );
-    }
-    this.claimed = true;
+    return claim.rows[0]?.ok === true;
+  }
+
+  /** Claims the cluster (a leader-elected replica that starts leading); false while another session holds it. */
+  async claim(): Promise<boolean> {
+    if (this.claimed) return true;
+    const ok = await this.run((client) => this.tryLock(client));
+    this.claimed = ok;
+    return ok;
+  }
+
+  /**
+   * Ends the session that holds the claim (a previous leader whose process is gone but whose connection
+   * the database has not noticed closing: a node lost, a network cut). Only a replica that holds the
+   * Lease calls it, after a grace period in which a live previous leader commits and releases. Needs
+   * the same database role as that session, or pg_signal_backend. Returns how many sessions were ended.
+   */
+  async fence(): Promise<number> {
+    const result = await this.run((client) =>
+      client.query<{ ended: boolean }>(
+        `SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
+         WHERE locktype = 'advisory' AND granted AND classid = $1::bigint::oid
+           AND objid = (hashtext($2)::bigint & 4294967295)::oid AND objsubid = 2 AND pid <> pg_backend_pid()`,
+        [LOCK_CLASS, this.cluster],
+      ),
+    );
+    return result.rows.filter((row) => row.ended).length;
+  }
+
+  /** Gives the claim up (a leader that stops leading), keeping the connection for reading. */
+  async release(): Promise<void> {
+    if (!this.claimed) return;
+    this.claimed = false;
+    // A connection already broken took the lock with it.
+    await this.client
+      ?.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS, this.cluster])
+      .catch(() => undefined);
+  }
+
+  /** The recorded objects' resourceVersions by key, for one resource type (a takeover's resync). */
+  async objectVersions(resource: string): Promise<Map<string, string>> {
+    const result = await this.run((client) =>
+      client.query<{ key: string; resource_version: string }>(
+        'SELECT key, resource_version FROM kubediff_objects WHERE cluster = $1 AND resource = $2',
+        [this.cluster, resource],
+      ),
+    );
+    return new Map(result.rows.map((row) => [row.key, row.resource_version]));
   }
 
   isTransient(error: unknown): boolean {

@@ -39,7 +39,21 @@
 // the next start's relist then finds the objects again (their history
 // events are what is lost). A failure that is not transient (SQLite's disk
 // full) stops recording, as before.
-import type { ChangeEvent } from '../events/event.ts';
+//
+// Leader-elected, with a shared store (PostgreSQL; docs/state.md, "A
+// leader-elected pair"): only the leader records. A standby reads the
+// snapshot at its start (its informers catch up from it like any start) and
+// then writes nothing: no snapshot, no history, no claim. When it starts
+// leading (startedLeading), it claims the cluster (waiting while the previous
+// leader commits and releases it; past a grace period it ends that session),
+// brings the snapshot up to date with its informers' stores (resync: only
+// the objects whose resourceVersion differs, and the deletions), records in
+// the history the events the leader gate hands it (those it delivers, and
+// those the previous leader's checkpoint covered, in case that leader died
+// before committing them: the history's (cluster, id, type) key keeps them
+// once), and from then on records as usual. When it stops leading, it
+// commits what its sinks have finished with and releases the claim.
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { DeliveryMark, PipelineObserver, StoreChange } from '../events/pipeline.ts';
 import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
@@ -47,12 +61,16 @@ import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
 import { qualifiedName, type ResourceType } from '../kube/types.ts';
 import { Backoff } from '../util/backoff.ts';
+import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import { type EventFailures, identityOf } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 import {
+  type ClaimedStateStore,
+  ClaimLost,
   DEFAULT_RETENTION,
+  isClaimed,
   type ResourceEntry,
   type Retention,
   type SerializedWrite,
@@ -71,6 +89,8 @@ export interface InformerPlan {
 /** Per sink, in the router's order: events finished with so far (accepted − pending). */
 export interface DeliveryProgress {
   finished(): number[];
+  /** Per sink, events accepted so far (the mark of events handed over outside a change). */
+  accepted?(): number[];
   /** The sinks' names, in the same order (for the log). */
   names?(): string[];
 }
@@ -92,6 +112,11 @@ export interface StateRecorderOptions {
   maxBacklogBytes?: number;
   /** Where a write that cannot be serialized is reported (it is then not recorded). */
   failures?: EventFailures;
+  /**
+   * --leader-elect: with a shared store (PostgreSQL) only the leader records (see the top). The previous
+   * leader's session is ended when it still holds the claim `fenceAfterMs` after this replica took over.
+   */
+  leaderElected?: { fenceAfterMs: number } | undefined;
 }
 
 interface Pending {
@@ -104,6 +129,8 @@ interface Pending {
 
 const SIGNATURE_KEY = 'selection';
 const MAX_BATCH = 5_000;
+/** A new leader asks for the claim this often while the previous leader still holds it. */
+const CLAIM_RETRY_MS = 500;
 const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
 /** Per entry, besides its JSON: the entry, its mark and its keys (an estimate, on the high side). */
 const ENTRY_OVERHEAD_BYTES = 200;
@@ -155,6 +182,22 @@ export class StateRecorder implements PipelineObserver {
     maxMs: 30_000,
     resetAfterMs: Number.POSITIVE_INFINITY,
   });
+  private readonly signature: string;
+  /** Leader-elected with a shared store: the store, and when the previous leader's claim is ended. */
+  private readonly claimed: ClaimedStateStore | undefined;
+  private readonly fenceAfterMs: number;
+  /** False on a standby (shared store): nothing is queued, nothing written. */
+  private leading: boolean;
+  /** Leading, but the claim not taken yet (and then the snapshot brought up to date). */
+  private claimPending = false;
+  private claimRetryAt = 0;
+  private leadingSince = 0;
+  private fenced = false;
+  private waitLogged = false;
+  /** The latest discovery note, queued or not (a standby's): a new leader writes it first. */
+  private lastNote: Extract<SerializedWrite, { kind: 'resources' }> | undefined;
+  /** Standing down (committing, releasing the claim): close() waits for it. */
+  private steppingDown: Promise<void> | undefined;
 
   private constructor(
     options: StateRecorderOptions,
@@ -171,6 +214,10 @@ export class StateRecorder implements PipelineObserver {
     this.previous = previous;
     this.preloaded = preloaded;
     this.catchingUp = previous.size > 0;
+    this.signature = options.signature;
+    this.claimed = standingBy(options);
+    this.fenceAfterMs = options.leaderElected?.fenceAfterMs ?? 0;
+    this.leading = this.claimed === undefined;
   }
 
   /**
@@ -188,6 +235,8 @@ export class StateRecorder implements PipelineObserver {
 
   private static async load(options: StateRecorderOptions): Promise<StateRecorder> {
     const { store, log } = options;
+    // A standby writes nothing: what it would forget or note, it writes when it takes over.
+    const standby = standingBy(options) !== undefined;
     const recorded = await store.getMeta(SIGNATURE_KEY);
     const resources = await store.resources();
     let previous = new Map<string, { watched: boolean; listed: boolean; type: ResourceType }>();
@@ -196,7 +245,7 @@ export class StateRecorder implements PipelineObserver {
         `the state in ${store.label} was written with other namespaces, label selector, ignored paths or redaction; ` +
           'taking a new baseline instead of catching up (the history is kept).',
       );
-      await store.forgetObjects();
+      if (!standby) await store.forgetObjects();
     } else {
       previous = new Map(
         resources.map((entry) => [
@@ -208,9 +257,11 @@ export class StateRecorder implements PipelineObserver {
     const preloaded = new Map<string, StoredObject[]>();
     for (const [resource, before] of previous)
       if (before.watched) preloaded.set(resource, await store.objects(resource));
-    await store.setMeta(SIGNATURE_KEY, options.signature);
     const recorder = new StateRecorder(options, previous, preloaded);
-    await recorder.pruneNow();
+    if (!standby) {
+      await store.setMeta(SIGNATURE_KEY, options.signature);
+      await recorder.pruneNow();
+    }
     return recorder;
   }
 
@@ -332,7 +383,7 @@ export class StateRecorder implements PipelineObserver {
    */
   flush(all = false): Promise<void> {
     if (this.writing) return this.writing;
-    if (this.failed) return Promise.resolve();
+    if (this.failed || !this.leading) return Promise.resolve();
     if (this.down && !all && Date.now() < this.retryAt) return Promise.resolve();
     const finished = this.progress.finished();
     let count = 0;
@@ -428,7 +479,8 @@ export class StateRecorder implements PipelineObserver {
     // Types whose first LIST is entirely in this commit or before: their objects in the store are complete.
     const listed = this.newlyListed(this.committed + count);
     const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
-    if (count === 0 && listed.size === 0 && !due) return Promise.resolve(); // idle: no write at all
+    // Idle: no write at all.
+    if (count === 0 && listed.size === 0 && !due && !this.claimPending) return Promise.resolve();
     this.inFlight = count;
     const done = this.write(count, listed, due).finally(() => {
       this.inFlight = 0;
@@ -445,6 +497,12 @@ export class StateRecorder implements PipelineObserver {
   private async write(count: number, listed: Map<string, string>, due: boolean): Promise<void> {
     const batch = this.pending.slice(0, count);
     try {
+      // A new leader writes nothing before it holds the claim and the snapshot is its own.
+      if (this.claimPending) {
+        if (!(await this.takeClaim())) return;
+        // The resync marked what it wrote as listed.
+        for (const resource of this.listed.keys()) listed.delete(resource);
+      }
       if (count > 0 || listed.size > 0) {
         await this.store.write(
           batch.map((entry) => entry.write),
@@ -471,6 +529,7 @@ export class StateRecorder implements PipelineObserver {
   /** After the sinks closed: commit everything, close the store. */
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.steppingDown;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     await this.writing;
@@ -492,6 +551,185 @@ export class StateRecorder implements PipelineObserver {
     }
   }
 
+  /**
+   * The leader gate: this replica leads. `events` are those it held back as a standby and hands over now
+   * (delivered, or covered by the previous leader's checkpoint), oldest first: recorded in the history
+   * (the store keeps an event once, whoever recorded it first).
+   */
+  startedLeading(events: readonly ChangeEvent[]): void {
+    if (!this.claimed || this.leading || this.closed || this.failed) return;
+    this.leading = true;
+    this.beginClaim();
+    const mark = this.progress.accepted?.() ?? [];
+    for (const event of events)
+      this.queue({ kind: 'event', resource: qualifiedResource(event), event }, mark);
+  }
+
+  /**
+   * The leader gate: this replica no longer leads. What the sinks have finished with is committed (on a
+   * clean stop that is everything: they drained before the Lease was released), the rest is not
+   * recorded (counted as dropped), and the claim is released for the next leader.
+   */
+  stoppedLeading(): void {
+    if (!this.claimed || !this.leading) return;
+    this.leading = false;
+    this.steppingDown = this.standDown(this.claimed);
+  }
+
+  private async standDown(store: ClaimedStateStore): Promise<void> {
+    await this.writing;
+    if (!this.claimPending && !this.failed) {
+      const finished = this.progress.finished();
+      let count = 0;
+      while (count < this.pending.length && reached(finished, this.pending[count]?.mark ?? [])) count++;
+      await this.commit(count);
+    }
+    // Leading again meanwhile (the Lease regained at once): what is left is recorded after the new claim.
+    if (this.leading) return;
+    const left = this.pending.filter((entry) => entry.write.kind === 'event').length;
+    if (left > 0) {
+      this.dropped += left;
+      this.log.warn(
+        `state: stopped leading with ${left} event(s) not yet delivered by the sinks; they are not recorded in ` +
+          `the history (counted in kubediff_state_dropped_writes_total).`,
+      );
+    }
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.committed = this.queued;
+    this.down = false;
+    this.claimPending = false;
+    try {
+      await store.release();
+    } catch (error) {
+      this.log.debug(
+        `state: releasing the claim failed: ${errorMessage(error)} (it ends with the connection).`,
+      );
+    }
+  }
+
+  private beginClaim(): void {
+    this.claimPending = true;
+    this.claimRetryAt = 0;
+    this.leadingSince = Date.now();
+    this.fenced = false;
+    this.waitLogged = false;
+  }
+
+  /**
+   * Claims the cluster and brings the snapshot up to date; false while the previous leader still holds
+   * the claim (retried every CLAIM_RETRY_MS; after fenceAfterMs its session is ended).
+   */
+  private async takeClaim(): Promise<boolean> {
+    const store = this.claimed as ClaimedStateStore;
+    if (Date.now() < this.claimRetryAt) return false;
+    if (!(await store.claim())) {
+      const waited = Date.now() - this.leadingSince;
+      if (waited >= this.fenceAfterMs && !this.fenced) {
+        this.fenced = true;
+        await this.fence(store);
+      } else if (!this.waitLogged) {
+        this.waitLogged = true;
+        this.log.info(
+          `state: waiting for the previous leader to commit and release its claim on the cluster in ${store.label}; ` +
+            `changes are kept meanwhile (its session is ended after ${formatDuration(this.fenceAfterMs)}).`,
+        );
+      }
+      this.claimRetryAt = Date.now() + CLAIM_RETRY_MS;
+      return false;
+    }
+    const { written, removed } = await this.resync(store);
+    this.claimPending = false;
+    this.log.info(
+      `state: recording in ${store.label} as the leader (snapshot brought up to date: ${written} object(s) written, ${removed} removed).`,
+    );
+    return true;
+  }
+
+  private async fence(store: ClaimedStateStore): Promise<void> {
+    try {
+      const ended = await store.fence();
+      if (ended > 0)
+        this.log.warn(
+          `state: the previous leader still held the claim ${formatDuration(this.fenceAfterMs)} after this replica took over; ` +
+            'ended its database session (its process is gone, or cut off).',
+        );
+    } catch (error) {
+      if (store.isTransient(error)) throw error;
+      this.log.warn(
+        `state: cannot end the session that still holds the claim in ${store.label}: ${errorMessage(error)}; ` +
+          'waiting for it to end (give both replicas the same database role, or grant pg_signal_backend).',
+      );
+    }
+  }
+
+  /**
+   * Makes the store's snapshot this replica's: the discovery as it saw it last, and per watched type the
+   * objects of its informers (written where the resourceVersion differs, removed where gone; a type whose
+   * first LIST is not complete only gets writes). Types not watched any more lose their objects.
+   */
+  private async resync(store: ClaimedStateStore): Promise<{ written: number; removed: number }> {
+    if (this.lastNote) await store.write([this.lastNote], new Map());
+    await store.setMeta(SIGNATURE_KEY, this.signature);
+    const byResource = new Map<string, Informer[]>();
+    for (const informer of this.informers()) {
+      const resource = qualifiedName(informer.type);
+      byResource.set(resource, [...(byResource.get(resource) ?? []), informer]);
+    }
+    const stale: SerializedWrite[] = (await store.resources())
+      .filter((entry) => !byResource.has(entry.resource))
+      .map((entry) => ({ kind: 'forget', resource: entry.resource }));
+    if (stale.length > 0) await store.write(stale, new Map());
+    let written = 0;
+    let removed = 0;
+    for (const [resource, informers] of byResource) {
+      const recorded = await store.objectVersions(resource);
+      const synced = informers.every((informer) => informer.hasSynced);
+      const batch: SerializedWrite[] = [];
+      for (const informer of informers) {
+        for (const object of informer.objects()) {
+          const before = recorded.get(object.key);
+          recorded.delete(object.key);
+          if (before === object.resourceVersion) continue;
+          try {
+            batch.push(serializeWrite({ kind: 'object', resource, object }));
+          } catch (error) {
+            this.failures?.report(
+              'recorder',
+              'recording the change in the state store',
+              identityOf(resource, object),
+              error,
+              'it is not recorded; the next start reports it again',
+            );
+          }
+        }
+      }
+      if (synced) for (const key of recorded.keys()) batch.push({ kind: 'delete', resource, key });
+      written += batch.filter((write) => write.kind === 'object').length;
+      removed += synced ? recorded.size : 0;
+      const resourceVersion = informers[0]?.resourceVersion ?? '';
+      for (let start = 0; start < batch.length || start === 0; start += MAX_BATCH) {
+        const last = start + MAX_BATCH >= batch.length;
+        await store.write(
+          batch.slice(start, start + MAX_BATCH),
+          last && synced ? new Map([[resource, resourceVersion]]) : new Map(),
+        );
+      }
+      if (synced) this.listed.set(resource, resourceVersion);
+    }
+    return { written, removed };
+  }
+
+  /** Whether only the leader records (a shared store under --leader-elect): it follows the leader gate. */
+  get followsLeadership(): boolean {
+    return this.claimed !== undefined;
+  }
+
+  /** Whether this process records now: not on a standby, nor while it waits for the claim (a metric). */
+  get recording(): boolean {
+    return this.leading && !this.claimPending && !this.failed && !this.closed;
+  }
+
   /** Bytes of the entries waiting for the sinks, as accounted against maxBacklogBytes (a metric). */
   get backlogBytes(): number {
     return this.pendingBytes;
@@ -508,7 +746,7 @@ export class StateRecorder implements PipelineObserver {
   }
 
   private queue(write: StateWrite, mark: DeliveryMark): void {
-    if (this.closed || this.failed) return;
+    if (this.closed || this.failed || !this.leading) return;
     let serialized: SerializedWrite;
     try {
       serialized = serializeWrite(write);
@@ -529,6 +767,9 @@ export class StateRecorder implements PipelineObserver {
 
   private push(write: SerializedWrite, mark: DeliveryMark): void {
     if (this.closed || this.failed) return;
+    if (write.kind === 'resources') this.lastNote = write;
+    // A standby: the snapshot is brought up to date when it takes over; the discovery is noted then.
+    if (!this.leading) return;
     const bytes = ENTRY_OVERHEAD_BYTES + sizeOf(write);
     this.pending.push({ write, mark, bytes });
     this.pendingBytes += bytes;
@@ -571,6 +812,13 @@ export class StateRecorder implements PipelineObserver {
    * other (a full or read-only disk) stops recording, and the watch goes on.
    */
   private fail(error: unknown): void {
+    if (error instanceof ClaimLost && this.claimed) {
+      // Reconnected after another process claimed the cluster: this replica is about to learn that it
+      // no longer leads; meanwhile the queue waits for the claim, as after a takeover.
+      this.log.warn(`state: ${errorMessage(error)} until this replica holds the claim again.`);
+      this.beginClaim();
+      return;
+    }
     if (this.store.isTransient(error)) {
       if (!this.down) {
         this.log.warn(
@@ -590,6 +838,11 @@ export class StateRecorder implements PipelineObserver {
         'but no longer recorded, and the next start will not catch up on them.',
     );
   }
+}
+
+/** The claimed store of a leader-elected recorder, which records only while leading; else undefined. */
+function standingBy(options: StateRecorderOptions): ClaimedStateStore | undefined {
+  return options.leaderElected && isClaimed(options.store) ? options.store : undefined;
 }
 
 /** What an entry's JSON costs in memory, as accounted against maxBacklogBytes. */
@@ -641,6 +894,7 @@ export function sinkProgress(
         const stats = sink.stats();
         return stats.accepted - stats.pending;
       }),
+    accepted: () => sinks().map((sink) => sink.stats().accepted),
     names: () => sinks().map((sink) => sink.name),
   };
 }

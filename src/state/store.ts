@@ -9,6 +9,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import { eventJson } from '../events/event-json.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
+import { KubediffError } from '../util/errors.ts';
 
 export interface StoredResource {
   resource: string;
@@ -199,3 +200,26 @@ export interface StateStore {
   /** After the last write: make the store complete on its own (SQLite's checkpoint), release it. */
   close(): Promise<void>;
 }
+
+/**
+ * A store shared by several processes (PostgreSQL): the process that records a cluster claims it. Under
+ * --leader-elect the claim follows the Lease (the recorder claims on taking over, releases on standing
+ * by); without it, the store is opened claimed and a second claimant is refused.
+ */
+export interface ClaimedStateStore extends StateStore {
+  /** Claims the cluster; false while another session holds it. */
+  claim(): Promise<boolean>;
+  /** Ends the session holding the claim (a previous leader gone without the database noticing). */
+  fence(): Promise<number>;
+  /** Gives the claim up. */
+  release(): Promise<void>;
+  /** The recorded objects' resourceVersions by key, for one resource type. */
+  objectVersions(resource: string): Promise<Map<string, string>>;
+}
+
+export function isClaimed(store: StateStore): store is ClaimedStateStore {
+  return 'claim' in store;
+}
+
+/** The connection was lost and another process claimed the cluster meanwhile. */
+export class ClaimLost extends KubediffError {}

@@ -82,7 +82,7 @@ test('two processes, two clusters, one database: each catches up only from its o
   assert.equal(intruder.code, 1, intruder.stderr);
   assert.equal(
     intruder.stderr.trim(),
-    `kubediff: another kubediff is already recording cluster "alpha" in postgres://127.0.0.1:${database.info.port}/${database.name}; run one kubediff per cluster (stop the other, or name this one's cluster differently with --cluster-name).`,
+    `kubediff: another kubediff is already recording cluster "alpha" in postgres://127.0.0.1:${database.info.port}/${database.name}; run one kubediff per cluster (stop the other, name this one's cluster differently with --cluster-name, or run both with --leader-elect so that only the leader records).`,
   );
 
   const live = await admin.patch(cmPath(ns, 'shared'), { data: { k: '2' } });

@@ -63,6 +63,62 @@ test('a standby delivers nothing; on takeover, only what the old leader had not 
   assert.deepEqual(delivered, ['uid-d:106', 'uid-f:107', 'uid-g:3']);
 });
 
+test('the takeover observer is handed the history trail (what checkpoints covered lately) and everything held, oldest first', () => {
+  const told: string[] = [];
+  let now = 0;
+  const stage = new LeaderGate({
+    log: silentLogger,
+    now: () => now,
+    takeover: {
+      startedLeading: (events) => told.push(`lead ${events.map((e) => e.id).join(' ')}`),
+      stoppedLeading: () => told.push('stop'),
+    },
+  });
+  const delivered: string[] = [];
+  const enter = stage.connect((handover) => {
+    if (handover.event) delivered.push(handover.event.id);
+  });
+  const offer = (e: ChangeEvent) => enter({ change: undefined, event: e });
+  offer(event('configmaps', 'v1', '99', 'old'));
+  stage.observe(lease({ configmaps: '99' }));
+  // A minute later: what a checkpoint covered a minute ago has long been committed by the leader.
+  now = 60_001;
+  offer(event('configmaps', 'v1', '100', 'a'));
+  stage.observe(lease({ configmaps: '100' }));
+  offer(event('configmaps', 'v1', '101', 'b'));
+  offer(event('configmaps', 'v1', '102', 'c'));
+  stage.observe(lease({ configmaps: '101' }));
+  offer(event('configmaps', 'v1', '103', 'd'));
+  // The Lease at takeover covers c too: delivered is only d; the history gets a and b (covered lately:
+  // the leader may have died before committing them), c and d.
+  stage.startLeading(lease({ configmaps: '102' }));
+  assert.deepEqual(delivered, ['uid-d:103']);
+  assert.deepEqual(told, ['lead uid-a:100 uid-b:101 uid-c:102 uid-d:103']);
+  stage.stopLeading();
+  assert.deepEqual(told.at(-1), 'stop');
+});
+
+test('the history trail gives way to held events at the byte bound', () => {
+  const told: string[] = [];
+  const one = 200 + JSON.stringify(event('configmaps', 'v1', '1', 'a')).length;
+  const stage = new LeaderGate({
+    log: silentLogger,
+    maxBufferedBytes: 2 * one,
+    takeover: {
+      startedLeading: (events) => told.push(events.map((e) => e.id).join(' ')),
+      stoppedLeading() {},
+    },
+  });
+  const enter = stage.connect(() => {});
+  const offer = (e: ChangeEvent) => enter({ change: undefined, event: e });
+  offer(event('configmaps', 'v1', '1', 'a'));
+  offer(event('configmaps', 'v1', '2', 'b'));
+  stage.observe(lease({ configmaps: '2' }));
+  offer(event('configmaps', 'v1', '3', 'c'));
+  stage.startLeading(lease({ configmaps: '2' }));
+  assert.deepEqual(told, ['uid-b:2 uid-c:3'], 'the oldest of the trail went to make room');
+});
+
 test('no checkpoint (first leader, or unreadable): everything held back is delivered', () => {
   for (const previous of [undefined, lease(undefined), lease(undefined, 'not json')]) {
     const { g, delivered } = gate();
