@@ -11,8 +11,7 @@ import {
 } from '../config/service-settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { parseListenAddress } from '../service/health-server.ts';
-import { isPostgresUrl } from '../state/location.ts';
-import { readTokenFile, UI_NEEDS_A_FILE } from '../ui/token.ts';
+import { readTokenFile } from '../ui/token.ts';
 import { UsageError } from '../util/errors.ts';
 import { stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -297,9 +296,12 @@ function buildProgram(): Command {
   program
     .command('ui')
     .description(
-      "serve the change history of a --state file as a web page: a timeline and each object's diffs",
+      "serve the change history of a --state file or PostgreSQL database as a web page: a timeline and each object's diffs",
     )
-    .option('--state <file>', 'the state file that `kubediff watch --state` writes')
+    .option(
+      '--state <file|url>',
+      'the state file or postgres://user@host/database that `kubediff watch --state` writes',
+    )
     .option('-c, --config <file>', 'take the state file from this config file (state.path)')
     .option(
       '--listen <addr>',
@@ -390,7 +392,6 @@ function uiSettings(address: string, tokenFile: string | undefined, statePath: s
       '--ui shows the history that --state records: pass --state <file> too (docs/ui.md).',
     );
   }
-  if (isPostgresUrl(statePath)) throw new UsageError(UI_NEEDS_A_FILE);
   return { address, token: tokenFile ? readTokenFile(tokenFile, '--ui-token-file') : undefined };
 }
 
