@@ -201,7 +201,16 @@ function buildProgram(): Command {
     const { ui: uiAddress, uiTokenFile, ...watchFlags } = flags;
     const service = serviceOptionsFromFlags(watchFlags);
     const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
-    const ui = uiAddress === undefined ? undefined : uiSettings(uiAddress, uiTokenFile, settings.state?.path);
+    // --ui and --ui-token-file win over the file's `ui:` block.
+    const address = uiAddress ?? settings.ui?.listen;
+    const tokenFile = uiTokenFile ?? settings.ui?.tokenFile;
+    const ui =
+      address === undefined
+        ? undefined
+        : uiSettings(address, tokenFile, settings.state?.path, {
+            listen: uiAddress !== undefined ? '--ui' : 'ui.listen',
+            tokenFile: uiTokenFile !== undefined ? '--ui-token-file' : 'ui.tokenFile',
+          });
     const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
     const { runWatch } = await import('./watch.ts');
     await runWatch(settings, {
@@ -305,8 +314,7 @@ function buildProgram(): Command {
     .option('-c, --config <file>', 'take the state file from this config file (state.path)')
     .option(
       '--listen <addr>',
-      'address to serve on; other machines only with a host such as 0.0.0.0',
-      '127.0.0.1:8080',
+      'address to serve on; other machines only with a host such as 0.0.0.0 (default: ui.listen of -c, else 127.0.0.1:8080)',
     )
     .option('--token-file <file>', "require this file's token (Authorization: Bearer) on the API")
     .addOption(
@@ -319,7 +327,7 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .action(async (flags: UiFlags & { debug?: boolean; logFormat?: 'text' | 'json' | 'auto' }) => {
-      parseListenAddress(flags.listen);
+      if (flags.listen !== undefined) parseListenAddress(flags.listen);
       const log = stderrLogger({ debug: flags.debug === true, format: flags.logFormat });
       const { runUi } = await import('./ui.ts');
       await runUi(flags, { log, stopRequested: Promise.race([stopSignal(log), stderrClosed]) });
@@ -385,14 +393,23 @@ interface UiWatchFlags {
 }
 
 /** `watch --ui`: checked before anything connects; the page reads the history --state records. */
-function uiSettings(address: string, tokenFile: string | undefined, statePath: string | undefined) {
-  parseListenAddress(address, '--ui');
+function uiSettings(
+  address: string,
+  tokenFile: string | undefined,
+  statePath: string | undefined,
+  names: { listen: string; tokenFile: string },
+) {
+  parseListenAddress(address, names.listen);
   if (!statePath) {
     throw new UsageError(
-      '--ui shows the history that --state records: pass --state <file> too (docs/ui.md).',
+      '--ui (or ui.listen) shows the history that --state records: pass --state <file|postgres://…> too (docs/ui.md).',
     );
   }
-  return { address, token: tokenFile ? readTokenFile(tokenFile, '--ui-token-file') : undefined };
+  return {
+    address,
+    flag: names.listen,
+    token: tokenFile ? readTokenFile(tokenFile, names.tokenFile) : undefined,
+  };
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,17 +1,22 @@
 // `kubediff ui --state <file|postgres://…> [--listen 127.0.0.1:8080] [--token-file <file>]`: the change
 // history of a state file or a shared PostgreSQL history as a web page (docs/ui.md), until SIGINT or
-// SIGTERM. Reads only, so it can run beside the `kubediff watch` processes that write it and shows what
-// they record as they record it.
+// SIGTERM. With -c, the state, the address and the token file may come from the config file (`state:`,
+// `ui:`); the flags win. Reads only, so it can run beside the `kubediff watch` processes that write it
+// and shows what they record as they record it.
+import { parseListenAddress } from '../service/health-server.ts';
 import { openTimelineReader } from '../state/open.ts';
 import { UiServer } from '../ui/server.ts';
 import { readTokenFile } from '../ui/token.ts';
 import type { Logger } from '../util/log.ts';
-import { requireStateFile, stateLocation } from './state-location.ts';
+import { configFileOf, requireStateFile, stateLocation } from './state-location.ts';
+
+/** This machine only, unless told otherwise (docs/ui.md, "Safety"). */
+const DEFAULT_LISTEN = '127.0.0.1:8080';
 
 export interface UiFlags {
   state?: string;
   config?: string;
-  listen: string;
+  listen?: string;
   tokenFile?: string;
 }
 
@@ -19,15 +24,27 @@ export async function runUi(
   flags: UiFlags,
   runtime: { log: Logger; stopRequested: Promise<string> },
 ): Promise<void> {
+  const config = configFileOf(flags);
   const location = stateLocation(
     flags,
     'ui needs --state <file|postgres://…> (or -c with a config file that sets state.path): what `kubediff watch --state` writes.',
+    config,
   );
+  const listen = flags.listen ?? config?.ui?.listen ?? DEFAULT_LISTEN;
+  parseListenAddress(listen, flags.listen !== undefined ? '--listen' : 'ui.listen');
+  const tokenFile = flags.tokenFile ?? config?.ui?.tokenFile;
   requireStateFile(location.path);
-  const token = flags.tokenFile ? readTokenFile(flags.tokenFile, '--token-file') : undefined;
+  const token = tokenFile
+    ? readTokenFile(tokenFile, flags.tokenFile !== undefined ? '--token-file' : 'ui.tokenFile')
+    : undefined;
   const reader = await openTimelineReader(location);
   try {
-    const server = await UiServer.start(flags.listen, { reader, log: runtime.log, token });
+    const server = await UiServer.start(listen, {
+      flag: flags.listen !== undefined ? '--listen' : 'ui.listen',
+      reader,
+      log: runtime.log,
+      token,
+    });
     const signal = await runtime.stopRequested;
     runtime.log.info(`stopping on ${signal}.`);
     await server.close();

@@ -51,7 +51,7 @@ export interface WatchRuntime {
   service?: ServiceOptions;
   version?: string;
   /** --ui: serve the history --state records as a live page (docs/ui.md). */
-  ui?: { address: string; token?: string | undefined } | undefined;
+  ui?: { address: string; token?: string | undefined; flag?: string } | undefined;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
@@ -93,7 +93,12 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     // recorder's writes nor the watch (docs/ui.md).
     const reader = lifecycle.use(await openTimelineReader(settings.state), (reader) => reader.close());
     ui = lifecycle.use(
-      await UiServer.start(runtime.ui.address, { reader, log, token: runtime.ui.token, flag: '--ui' }),
+      await UiServer.start(runtime.ui.address, {
+        reader,
+        log,
+        token: runtime.ui.token,
+        flag: runtime.ui.flag ?? '--ui',
+      }),
       (server) => server.close(),
     );
   }

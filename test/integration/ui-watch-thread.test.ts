@@ -3,7 +3,8 @@
 // KUBEDIFF_UI_TEST_HOLD, as a scan of a large history would be) does not delay an event: the change made
 // meanwhile is printed while the query is still unanswered. Its queue is bounded: beyond 32 queries
 // waiting, a request is refused with 503, counted and logged once. And the UI's metrics on --listen:
-// requests by route and code, their duration, live streams, refusals.
+// requests by route and code, their duration, live streams, refusals. The page is asked for by the
+// config file's `ui:` block.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,8 +34,11 @@ test('a slow UI query does not delay an event; the query queue is bounded (503, 
   t.after(() => admin.deleteNamespace(ns));
   const state = join(dir, `${ns}.db`);
   const hold = join(dir, 'hold');
+  // The page from the config file's `ui:` block, as `--ui` would serve it.
+  const config = join(dir, 'ui.yaml');
+  writeFileSync(config, 'ui:\n  listen: 127.0.0.1:0\n');
   const kd = runKubediff(
-    watchArgs(ns, ['configmaps'], '--state', state, '--ui', '127.0.0.1:0', '--listen', '127.0.0.1:0'),
+    watchArgs(ns, ['configmaps'], '-c', config, '--state', state, '--listen', '127.0.0.1:0'),
     { checkEvents: true, timeoutMs: 30_000, env: { KUBEDIFF_UI_TEST_HOLD: hold } },
   );
   const origin = (await kd.waitForStderr(SERVING))[1]!;
