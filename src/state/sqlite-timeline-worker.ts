@@ -5,7 +5,7 @@
 // Messages in: { id, method, args } (a TimelineReader method). Out: { id, result } or { id, error }.
 // At start: { ready: true } or { ready: false, error }.
 import { existsSync } from 'node:fs';
-import { parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { StateDatabase } from './database.ts';
 import { SqliteTimelineReader, type TimelineReader } from './timeline-reader.ts';
@@ -31,20 +31,8 @@ export interface WorkerStart {
   holdFile?: string | undefined;
 }
 
-const port = parentPort;
-if (!port) throw new Error('sqlite-timeline-worker.ts runs as a worker thread only.');
-
 function describe(error: unknown): WorkerError {
   return { message: errorMessage(error), usage: error instanceof UsageError };
-}
-
-const start = workerData as WorkerStart;
-let reader: TimelineReader | undefined;
-try {
-  reader = new SqliteTimelineReader(StateDatabase.open(start.path, { readOnly: true }));
-  port.postMessage({ ready: true });
-} catch (error) {
-  port.postMessage({ ready: false, error: describe(error) });
 }
 
 /** The test hold: a query that waits as long as a slow one would, for as long as the test says. */
@@ -53,19 +41,29 @@ function holdWhileFileExists(file: string): void {
   while (existsSync(file)) Atomics.wait(cell, 0, 0, 10);
 }
 
-if (reader) {
-  const open = reader;
+function serve(port: MessagePort, start: WorkerStart): void {
+  let reader: TimelineReader;
+  try {
+    reader = new SqliteTimelineReader(StateDatabase.open(start.path, { readOnly: true }));
+  } catch (error) {
+    port.postMessage({ ready: false, error: describe(error) });
+    return;
+  }
+  port.postMessage({ ready: true });
   port.on('message', async (request: WorkerRequest) => {
     try {
       if (start.holdFile) holdWhileFileExists(start.holdFile);
-      const method = open[request.method] as (...args: unknown[]) => Promise<unknown>;
-      const result = await method.apply(open, request.args);
+      const method = reader[request.method] as (...args: unknown[]) => Promise<unknown>;
+      const result = await method.apply(reader, request.args);
       port.postMessage({ id: request.id, result } satisfies WorkerReply);
     } catch (error) {
       port.postMessage({ id: request.id, error: describe(error) } satisfies WorkerReply);
     }
   });
   port.on('close', () => {
-    void open.close();
+    void reader.close();
   });
 }
+
+// Only in a worker thread: imported elsewhere (the image's compile-cache warm-up), it only defines.
+if (parentPort && !isMainThread) serve(parentPort, workerData as WorkerStart);
