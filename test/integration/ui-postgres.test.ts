@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { collectPageErrors, newPage, saveScreenshot, withBrowser } from '../helpers/browser.ts';
-import { killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
+import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import { ADMIN_FIELD_MANAGER, adminClient } from '../helpers/kube-admin.ts';
 import { createTestDatabase } from '../helpers/postgres-env.ts';
 
@@ -172,4 +172,34 @@ test('watch --ui and kubediff ui on a PostgreSQL history: marks, a filter, the d
   for (const [name, output] of Object.entries(outputs))
     assert.ok(!output.includes(database.info.password), `the database password appears in ${name}`);
   assert.match(stoppedUi.stderr, /serving the change history/);
+});
+
+test('kubediff ui on PostgreSQL: a database without kubediff state, a password in the URL, refused credentials: one sentence, exit 2', async (t) => {
+  const database = await createTestDatabase('ui postgres empty');
+  t.after(() => database.drop());
+  const url = new URL(database.url);
+  url.password = '';
+  for (const [args, env, message] of [
+    [
+      ['ui', '--state', url.href],
+      { PGPASSWORD: database.info.password },
+      /^kubediff: postgres:\/\/[^/]+\/kubediff_test_ui_postgres_empty_\w+ holds no kubediff state yet; run `kubediff watch --state <this URL>` first/,
+    ],
+    [
+      ['ui', '--state', database.url],
+      {},
+      /^kubediff: the --state URL for postgres:\/\/[^/]+\/\w+ carries a password; remove it/,
+    ],
+    [
+      ['ui', '--state', url.href],
+      { PGPASSWORD: 'not-the-password' },
+      /^kubediff: PostgreSQL at postgres:\/\/[^/]+\/\w+ refused the credentials/,
+    ],
+  ] as const) {
+    const result = await runKubediffToCompletion([...args], { env });
+    assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+    assert.match(result.stderr, message);
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+    assert.ok(!result.stderr.includes(database.info.password), 'the password is never printed');
+  }
 });
