@@ -11,8 +11,7 @@ import {
 } from '../config/service-settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { parseListenAddress } from '../service/health-server.ts';
-import { isPostgresUrl } from '../state/location.ts';
-import { readTokenFile, UI_NEEDS_A_FILE } from '../ui/token.ts';
+import { readTokenFile } from '../ui/token.ts';
 import { UsageError } from '../util/errors.ts';
 import { stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -202,7 +201,16 @@ function buildProgram(): Command {
     const { ui: uiAddress, uiTokenFile, ...watchFlags } = flags;
     const service = serviceOptionsFromFlags(watchFlags);
     const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
-    const ui = uiAddress === undefined ? undefined : uiSettings(uiAddress, uiTokenFile, settings.state?.path);
+    // --ui and --ui-token-file win over the file's `ui:` block.
+    const address = uiAddress ?? settings.ui?.listen;
+    const tokenFile = uiTokenFile ?? settings.ui?.tokenFile;
+    const ui =
+      address === undefined
+        ? undefined
+        : uiSettings(address, tokenFile, settings.state?.path, {
+            listen: uiAddress !== undefined ? '--ui' : 'ui.listen',
+            tokenFile: uiTokenFile !== undefined ? '--ui-token-file' : 'ui.tokenFile',
+          });
     const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
     const { runWatch } = await import('./watch.ts');
     await runWatch(settings, {
@@ -297,14 +305,16 @@ function buildProgram(): Command {
   program
     .command('ui')
     .description(
-      "serve the change history of a --state file as a web page: a timeline and each object's diffs",
+      "serve the change history of a --state file or PostgreSQL database as a web page: a timeline and each object's diffs",
     )
-    .option('--state <file>', 'the state file that `kubediff watch --state` writes')
+    .option(
+      '--state <file|url>',
+      'the state file or postgres://user@host/database that `kubediff watch --state` writes',
+    )
     .option('-c, --config <file>', 'take the state file from this config file (state.path)')
     .option(
       '--listen <addr>',
-      'address to serve on; other machines only with a host such as 0.0.0.0',
-      '127.0.0.1:8080',
+      'address to serve on; other machines only with a host such as 0.0.0.0 (default: ui.listen of -c, else 127.0.0.1:8080)',
     )
     .option('--token-file <file>', "require this file's token (Authorization: Bearer) on the API")
     .addOption(
@@ -317,7 +327,7 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .action(async (flags: UiFlags & { debug?: boolean; logFormat?: 'text' | 'json' | 'auto' }) => {
-      parseListenAddress(flags.listen);
+      if (flags.listen !== undefined) parseListenAddress(flags.listen);
       const log = stderrLogger({ debug: flags.debug === true, format: flags.logFormat });
       const { runUi } = await import('./ui.ts');
       await runUi(flags, { log, stopRequested: Promise.race([stopSignal(log), stderrClosed]) });
@@ -383,15 +393,23 @@ interface UiWatchFlags {
 }
 
 /** `watch --ui`: checked before anything connects; the page reads the history --state records. */
-function uiSettings(address: string, tokenFile: string | undefined, statePath: string | undefined) {
-  parseListenAddress(address, '--ui');
+function uiSettings(
+  address: string,
+  tokenFile: string | undefined,
+  statePath: string | undefined,
+  names: { listen: string; tokenFile: string },
+) {
+  parseListenAddress(address, names.listen);
   if (!statePath) {
     throw new UsageError(
-      '--ui shows the history that --state records: pass --state <file> too (docs/ui.md).',
+      '--ui (or ui.listen) shows the history that --state records: pass --state <file|postgres://…> too (docs/ui.md).',
     );
   }
-  if (isPostgresUrl(statePath)) throw new UsageError(UI_NEEDS_A_FILE);
-  return { address, token: tokenFile ? readTokenFile(tokenFile, '--ui-token-file') : undefined };
+  return {
+    address,
+    flag: names.listen,
+    token: tokenFile ? readTokenFile(tokenFile, names.tokenFile) : undefined,
+  };
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -2,6 +2,7 @@
 // config file given with -c (its path, and for PostgreSQL its password file).
 import { existsSync } from 'node:fs';
 import { loadConfigFile } from '../config/file.ts';
+import type { ConfigInput } from '../config/schema.ts';
 import { isPostgresUrl } from '../state/location.ts';
 import type { StateLocation } from '../state/open.ts';
 import { UsageError } from '../util/errors.ts';
@@ -10,10 +11,12 @@ import { UsageError } from '../util/errors.ts';
  * The state named by `--state` or by the config file's `state.path`; a UsageError that says `missing` when
  * neither names one.
  */
-export function stateLocation(flags: { state?: string; config?: string }, missing: string): StateLocation {
-  const fromFile = flags.config
-    ? loadConfigFile(flags.config, process.env, { unsetVariables: 'warn' }).config.state
-    : undefined;
+export function stateLocation(
+  flags: { state?: string; config?: string },
+  missing: string,
+  config: ConfigInput | undefined = configFileOf(flags),
+): StateLocation {
+  const fromFile = config?.state;
   const path = flags.state?.trim() || fromFile?.path;
   if (!path) throw new UsageError(missing);
   return { path, passwordFile: fromFile?.passwordFile };
@@ -26,4 +29,11 @@ export function requireStateFile(path: string): void {
       `no state file at ${path}: run \`kubediff watch --state ${path}\` first, or pass the path it writes.`,
     );
   }
+}
+
+/** The config file given with -c, read and checked; undefined without -c. */
+export function configFileOf(flags: { config?: string }): ConfigInput | undefined {
+  return flags.config
+    ? loadConfigFile(flags.config, process.env, { unsetVariables: 'warn' }).config
+    : undefined;
 }

@@ -1,19 +1,22 @@
-// `kubediff ui --state <file> [--listen 127.0.0.1:8080] [--token-file <file>]`: the change history of a
-// state file as a web page (docs/ui.md), until SIGINT or SIGTERM. Opens the file read-only, so it can
-// run beside the `kubediff watch` that writes it and shows what it records as it records it.
-import { StateDatabase } from '../state/database.ts';
-import { isPostgresUrl } from '../state/location.ts';
-import { SqliteTimelineReader } from '../state/timeline-reader.ts';
+// `kubediff ui --state <file|postgres://…> [--listen 127.0.0.1:8080] [--token-file <file>]`: the change
+// history of a state file or a shared PostgreSQL history as a web page (docs/ui.md), until SIGINT or
+// SIGTERM. With -c, the state, the address and the token file may come from the config file (`state:`,
+// `ui:`); the flags win. Reads only, so it can run beside the `kubediff watch` processes that write it
+// and shows what they record as they record it.
+import { parseListenAddress } from '../service/health-server.ts';
+import { openTimelineReader } from '../state/open.ts';
 import { UiServer } from '../ui/server.ts';
-import { readTokenFile, UI_NEEDS_A_FILE } from '../ui/token.ts';
-import { UsageError } from '../util/errors.ts';
+import { readTokenFile } from '../ui/token.ts';
 import type { Logger } from '../util/log.ts';
-import { requireStateFile, stateLocation } from './state-location.ts';
+import { configFileOf, requireStateFile, stateLocation } from './state-location.ts';
+
+/** This machine only, unless told otherwise (docs/ui.md, "Safety"). */
+const DEFAULT_LISTEN = '127.0.0.1:8080';
 
 export interface UiFlags {
   state?: string;
   config?: string;
-  listen: string;
+  listen?: string;
   tokenFile?: string;
 }
 
@@ -21,20 +24,31 @@ export async function runUi(
   flags: UiFlags,
   runtime: { log: Logger; stopRequested: Promise<string> },
 ): Promise<void> {
-  const { path } = stateLocation(
+  const config = configFileOf(flags);
+  const location = stateLocation(
     flags,
-    'ui needs --state <file> (or -c with a config file that sets state.path): the file `kubediff watch --state` writes.',
+    'ui needs --state <file|postgres://…> (or -c with a config file that sets state.path): what `kubediff watch --state` writes.',
+    config,
   );
-  if (isPostgresUrl(path)) throw new UsageError(UI_NEEDS_A_FILE);
-  requireStateFile(path);
-  const token = flags.tokenFile ? readTokenFile(flags.tokenFile, '--token-file') : undefined;
-  const reader = new SqliteTimelineReader(StateDatabase.open(path, { readOnly: true }));
+  const listen = flags.listen ?? config?.ui?.listen ?? DEFAULT_LISTEN;
+  parseListenAddress(listen, flags.listen !== undefined ? '--listen' : 'ui.listen');
+  const tokenFile = flags.tokenFile ?? config?.ui?.tokenFile;
+  requireStateFile(location.path);
+  const token = tokenFile
+    ? readTokenFile(tokenFile, flags.tokenFile !== undefined ? '--token-file' : 'ui.tokenFile')
+    : undefined;
+  const reader = await openTimelineReader(location);
   try {
-    const server = await UiServer.start(flags.listen, { reader, log: runtime.log, token });
+    const server = await UiServer.start(listen, {
+      flag: flags.listen !== undefined ? '--listen' : 'ui.listen',
+      reader,
+      log: runtime.log,
+      token,
+    });
     const signal = await runtime.stopRequested;
     runtime.log.info(`stopping on ${signal}.`);
     await server.close();
   } finally {
-    reader.close();
+    await reader.close();
   }
 }

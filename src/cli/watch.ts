@@ -25,10 +25,8 @@ import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSpec } from '../sinks/setup.ts';
-import { StateDatabase } from '../state/database.ts';
-import { openStateStore } from '../state/open.ts';
+import { openStateStore, openTimelineReader } from '../state/open.ts';
 import { StateRecorder, selectionSignature, sinkProgress } from '../state/recorder.ts';
-import { SqliteTimelineReader } from '../state/timeline-reader.ts';
 import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
 import { EventFailures } from '../util/event-failures.ts';
@@ -53,7 +51,7 @@ export interface WatchRuntime {
   service?: ServiceOptions;
   version?: string;
   /** --ui: serve the history --state records as a live page (docs/ui.md). */
-  ui?: { address: string; token?: string | undefined } | undefined;
+  ui?: { address: string; token?: string | undefined; flag?: string } | undefined;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
@@ -94,14 +92,18 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
         (recorder) => recorder.close(),
       )
     : undefined;
+  let ui: UiServer | undefined;
   if (runtime.ui && settings.state) {
-    // A connection of its own, read-only: the page's queries never hold the recorder's writes.
-    const reader = lifecycle.use(
-      new SqliteTimelineReader(StateDatabase.open(settings.state.path, { readOnly: true })),
-      (reader) => reader.close(),
-    );
-    lifecycle.use(
-      await UiServer.start(runtime.ui.address, { reader, log, token: runtime.ui.token, flag: '--ui' }),
+    // A connection of its own, read-only, off this thread: the page's queries never hold the
+    // recorder's writes nor the watch (docs/ui.md).
+    const reader = lifecycle.use(await openTimelineReader(settings.state), (reader) => reader.close());
+    ui = lifecycle.use(
+      await UiServer.start(runtime.ui.address, {
+        reader,
+        log,
+        token: runtime.ui.token,
+        flag: runtime.ui.flag ?? '--ui',
+      }),
       (server) => server.close(),
     );
   }
@@ -119,6 +121,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     }),
     (service) => service.stop(),
   );
+  if (ui) service.observeUi(ui);
 
   let stopOutput: (reason: string) => void = () => {};
   const outputClosed = new Promise<string>((resolve) => {

@@ -234,6 +234,15 @@ export const configSchema = {
       additionalProperties: false,
     },
     ignoreUsers: stringList,
+    // The change history as a page (docs/ui.md): `watch` serves it beside the watch when `listen` is set.
+    ui: {
+      type: 'object',
+      properties: {
+        listen: { type: 'string' },
+        tokenFile: { type: 'string' },
+      },
+      additionalProperties: false,
+    },
   },
   additionalProperties: false,
 } as const;

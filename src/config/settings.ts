@@ -170,6 +170,7 @@ function resolveWatchSettings(
   };
   const audit = auditSettingsFrom(flags, config.audit, env ?? {});
   if (audit) settings.audit = audit;
+  if (config.ui) settings.ui = config.ui;
   const ignoredUsers = ignoredUsersFrom(flags, config);
   // The watch's own client-side rules: namespace globs, and the file's per-resource ignores and `only`.
   const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);

@@ -78,4 +78,6 @@ export interface WatchSettings {
   audit?: AuditSettings;
   /** Stories: the window, the bounds, and whether the terminal tells them (README, "Stories"). */
   stories: StorySettings;
+  /** The file's `ui:` block (docs/ui.md); the --ui flags win over it. */
+  ui?: { listen?: string | undefined; tokenFile?: string | undefined };
 }

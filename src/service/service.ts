@@ -21,7 +21,7 @@ import {
   LeaderGate,
   type TakeoverObserver,
 } from './leader-gate.ts';
-import type { KubediffMetrics, MetricsSources } from './metrics.ts';
+import type { KubediffMetrics, MetricsSources, ObservedUi } from './metrics.ts';
 
 export interface ServiceOptions {
   /** --listen: serve /healthz, /readyz, /metrics here. */
@@ -122,6 +122,11 @@ export class ServiceRuntime implements PipelineObserver {
   /** What the metrics read of the audit webhook and the join (--audit-listen). */
   observeAudit(audit: NonNullable<MetricsSources['audit']>): void {
     this.metrics?.setSources({ audit });
+  }
+
+  /** `watch --ui`: the UI's requests, refusals and live streams in the metrics (when --listen serves them). */
+  observeUi(ui: ObservedUi): void {
+    this.metrics?.observeUi(ui);
   }
 
   /** PipelineObserver: informer health, for readiness and metrics. */

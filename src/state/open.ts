@@ -3,6 +3,7 @@
 import { isPostgresUrl } from './location.ts';
 import { SqliteStateStore } from './sqlite-store.ts';
 import type { HistoryReader, StateStore } from './store.ts';
+import type { TimelineReader } from './timeline-reader.ts';
 
 export interface StateLocation {
   /** A file path, or postgres://[user@]host[:port]/database. */
@@ -37,4 +38,20 @@ export async function openHistory(location: StateLocation): Promise<HistoryReade
     return PostgresHistory.open({ url: location.path, passwordFile: location.passwordFile });
   }
   return SqliteStateStore.open(location.path, { readOnly: true });
+}
+
+/**
+ * The history as the UI reads it (docs/ui.md), on a connection of its own, read-only: PostgreSQL
+ * asynchronously, an SQLite file in a worker thread.
+ */
+export async function openTimelineReader(location: StateLocation): Promise<TimelineReader> {
+  if (isPostgresUrl(location.path)) {
+    const { PostgresHistory } = await import('./postgres-store.ts');
+    const { PostgresTimelineReader } = await import('./postgres-timeline-reader.ts');
+    return new PostgresTimelineReader(
+      await PostgresHistory.open({ url: location.path, passwordFile: location.passwordFile }),
+    );
+  }
+  const { SqliteTimelineThread } = await import('./sqlite-timeline-thread.ts');
+  return SqliteTimelineThread.open(location.path);
 }

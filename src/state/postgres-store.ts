@@ -752,6 +752,11 @@ export class PostgresHistory extends PostgresBase implements HistoryReader {
     };
   }
 
+  /** One read-only query of the UI's reader (postgres-timeline-reader.ts), on this connection. */
+  async select<Row extends pg.QueryResultRow>(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+    return (await this.run((client) => client.query<Row>(sql, [...params]))).rows;
+  }
+
   async recordedTypes(): Promise<ResourceType[]> {
     const result = await this.run((client) =>
       client.query<{ type: ResourceType }>(

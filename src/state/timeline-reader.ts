@@ -1,7 +1,9 @@
 // The history as `kubediff ui` reads it: filtered, paged, counted per time bucket, one object's story.
 // One small interface (TimelineReader) with one implementation per store; this one reads the SQLite state
-// file through StateDatabase, read-only. A PostgreSQL store implements the same interface with the same
-// filters, so the UI above it does not know which store it reads.
+// file through StateDatabase, read-only (in a worker thread: sqlite-timeline-worker.ts), and
+// postgres-timeline-reader.ts reads a shared PostgreSQL history with the same filters, so the UI above
+// them does not know which store it reads. The interface is asynchronous for both: PostgreSQL answers
+// over the network, and the SQLite queries run off the thread that serves pages (and watches).
 //
 // Filters use the history's columns (time, type, resource, namespace, name) where they exist and the
 // stored event's JSON for the rest (cluster, who, change paths): no column or index of its own, so the
@@ -11,7 +13,7 @@ import type { JsonObject } from '../kube/types.ts';
 import type { SqlParameter, StateDatabase } from './database.ts';
 
 /** A namespace filter value for cluster-scoped objects (no namespace name can be "-"). */
-const CLUSTER_SCOPED = '-';
+export const CLUSTER_SCOPED = '-';
 
 export interface HistoryFilter {
   /** ISO times: from inclusive, to exclusive. */
@@ -83,6 +85,11 @@ export interface Timeline {
 }
 
 export interface ObjectRef {
+  /**
+   * The cluster whose object is meant, where one history holds several (PostgreSQL): its events and its
+   * last recorded state. Without it, the events of every cluster and the state of the newest one's.
+   */
+  cluster?: string | undefined;
   resource: string;
   namespace?: string | undefined;
   name: string;
@@ -108,17 +115,22 @@ export interface Facets {
   clusters: string[];
 }
 
+export interface EventsPageQuery {
+  limit: number;
+  before?: number | undefined;
+}
+
 /** What the UI reads. Every method is bounded by its arguments. */
 export interface TimelineReader {
-  facets(): Facets;
+  facets(): Promise<Facets>;
   /** Newest first, `limit` at most, older than `before` (a seq). */
-  events(filter: HistoryFilter, page: { limit: number; before?: number | undefined }): EventPage;
-  timeline(filter: HistoryFilter, options: TimelineOptions): Timeline;
-  object(ref: ObjectRef, limit: number): ObjectHistory;
+  events(filter: HistoryFilter, page: EventsPageQuery): Promise<EventPage>;
+  timeline(filter: HistoryFilter, options: TimelineOptions): Promise<Timeline>;
+  object(ref: ObjectRef, limit: number): Promise<ObjectHistory>;
   /** Events after `seq`, oldest first, at most `limit` (live updates). */
-  after(seq: number, filter: HistoryFilter, limit: number): EventSummary[];
-  latestSeq(): number;
-  close(): void;
+  after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]>;
+  latestSeq(): Promise<number>;
+  close(): Promise<void>;
 }
 
 export interface TimelineOptions {
@@ -131,7 +143,7 @@ export interface TimelineOptions {
 }
 
 /** `spec.replicas`, `containers[0].image`, `/spec/replicas` → the part of a JSON Pointer to look for. */
-function pathFragment(text: string): string {
+export function pathFragment(text: string): string {
   const trimmed = text.trim();
   if (trimmed.startsWith('/')) return trimmed;
   return trimmed.replace(/\[(\d+)\]/g, '.$1').replaceAll('.', '/');
@@ -143,8 +155,8 @@ const SUMMARY_COLUMNS = `seq, id, time, type, resource, namespace, name,
   json_extract(event, '$.offline') AS offline, json_extract(event, '$.by.managers[0].manager') AS manager,
   json_extract(event, '$.by.user.username') AS user`;
 
-interface SummaryRow {
-  seq: number;
+export interface SummaryRow {
+  seq: number | string;
   id: string;
   time: string;
   type: EventType;
@@ -155,14 +167,15 @@ interface SummaryRow {
   kind: string | null;
   uid: string | null;
   changes: number | null;
-  offline: number | null;
+  offline: number | boolean | null;
   manager: string | null;
   user: string | null;
 }
 
-function summaryOf(row: SummaryRow): EventSummary {
+/** A summary from a row of either store (PostgreSQL answers seq as text: a bigint). */
+export function summaryOf(row: SummaryRow): EventSummary {
   const summary: EventSummary = {
-    seq: row.seq,
+    seq: Number(row.seq),
     id: row.id,
     time: row.time,
     type: row.type,
@@ -251,84 +264,191 @@ function filterClause(
 
 const FACET_REFRESH_MS = 10 * 60_000;
 const FACET_INCREMENT_MAX = 100_000;
-/** Clusters are named only in each event's JSON: the newest this many events are looked at. */
-const CLUSTER_SAMPLE = 10_000;
+/** Clusters are named only in each event's JSON (SQLite): the newest this many events are looked at. */
+export const CLUSTER_SAMPLE = 10_000;
 
-export class SqliteTimelineReader implements TimelineReader {
-  private readonly db: StateDatabase;
+/** What a store tells the facet cache. `after`: only the events after that seq (undefined: all). */
+export interface FacetSource {
+  latestSeq(): Promise<number>;
+  distinct(after: number | undefined): Promise<{
+    namespaces: (string | null)[];
+    resources: string[];
+    clusters: string[];
+  }>;
+  /** The oldest and newest time, and the oldest seq. */
+  span(): Promise<{ first: string | null; last: string | null; low: number | null }>;
+  /** Each recorded resource's kind, from the stored discovery. */
+  kinds(): Promise<Map<string, string>>;
+  /** The kind of a resource no longer discovered, from one of its events. */
+  kindFromHistory(resource: string): Promise<string>;
+}
+
+/**
+ * The facets of a history, computed once (distinct values cost a scan of an index: seconds on a million
+ * events), then kept current from the events added since, which are few; recomputed in full every
+ * FACET_REFRESH_MS (so values whose events retention removed disappear) or when many events were added
+ * at once. One cache for every store.
+ */
+export class FacetCache {
   private readonly now: () => number;
-  private cachedFacets: { at: number; seq: number; facets: Facets } | undefined;
+  private cached: { at: number; seq: number; facets: Facets } | undefined;
 
-  constructor(db: StateDatabase, options: { now?: () => number } = {}) {
-    this.db = db;
-    this.now = options.now ?? Date.now;
+  constructor(now: () => number = Date.now) {
+    this.now = now;
   }
 
-  close(): void {
-    this.db.close();
-  }
-
-  latestSeq(): number {
-    return this.db.select<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')[0]?.seq ?? 0;
-  }
-
-  /**
-   * Computed once (distinct values cost a scan of an index: seconds on a million events), then kept
-   * current from the events added since, which are few; recomputed in full every FACET_REFRESH_MS (so
-   * values whose events retention removed disappear) or when many events were added at once.
-   */
-  facets(): Facets {
-    const seq = this.latestSeq();
-    const cached = this.cachedFacets;
+  async facets(source: FacetSource): Promise<Facets> {
+    const seq = await source.latestSeq();
+    const cached = this.cached;
     const age = cached ? this.now() - cached.at : Number.POSITIVE_INFINITY;
     if (cached && cached.seq === seq && age < FACET_REFRESH_MS) return cached.facets;
     const incremental =
       cached !== undefined && age < FACET_REFRESH_MS && seq - cached.seq <= FACET_INCREMENT_MAX;
-    // The full pass reads the (resource, namespace, name) index; the increment, the newest rows.
-    const newer = incremental ? ` WHERE seq > ${cached.seq}` : '';
+    const found = await source.distinct(incremental ? cached.seq : undefined);
     const namespaces = new Set(incremental ? cached.facets.namespaces : []);
-    for (const row of this.db.select<{ namespace: string | null }>(
-      `SELECT DISTINCT namespace FROM events${newer}`,
-    ))
-      namespaces.add(row.namespace ?? CLUSTER_SCOPED);
+    for (const namespace of found.namespaces) namespaces.add(namespace ?? CLUSTER_SCOPED);
     const resources = new Set(incremental ? cached.facets.resources.map((entry) => entry.resource) : []);
-    for (const row of this.db.select<{ resource: string }>(`SELECT DISTINCT resource FROM events${newer}`))
-      resources.add(row.resource);
+    for (const resource of found.resources) resources.add(resource);
     const clusters = new Set(incremental ? cached.facets.clusters : []);
-    for (const row of this.db.select<{ cluster: string | null }>(
-      `SELECT DISTINCT json_extract(event, '$.cluster') AS cluster
-       FROM (SELECT event FROM events${newer} ORDER BY seq DESC LIMIT ${CLUSTER_SAMPLE})`,
-    ))
-      if (row.cluster !== null) clusters.add(row.cluster);
-    const kinds = new Map<string, string>();
-    for (const stored of this.db.resources()) kinds.set(stored.resource, stored.type.kind);
+    for (const cluster of found.clusters) clusters.add(cluster);
+    const kinds = await source.kinds();
     const known = new Map(
       incremental ? cached.facets.resources.map((entry) => [entry.resource, entry.kind]) : [],
     );
-    // Both ends from the time and seq indexes (one min or max per query, or SQLite reads every row).
-    const one = <T>(sql: string) => this.db.select<{ value: T | null }>(sql)[0]?.value ?? null;
-    const span = {
-      first: one<string>('SELECT min(time) AS value FROM events'),
-      last: one<string>('SELECT max(time) AS value FROM events'),
-      low: one<number>('SELECT min(seq) AS value FROM events'),
-    };
+    const span = await source.span();
+    const resourceKinds: Facets['resources'] = [];
+    for (const resource of [...resources].sort()) {
+      const kind = kinds.get(resource) ?? known.get(resource) ?? (await source.kindFromHistory(resource));
+      resourceKinds.push({ resource, kind });
+    }
     const facets: Facets = {
       count: span.low ? seq - span.low + 1 : 0,
       latestSeq: seq,
       namespaces: [...namespaces].sort(),
-      resources: [...resources].sort().map((resource) => ({
-        resource,
-        kind: kinds.get(resource) ?? known.get(resource) ?? this.kindFromHistory(resource),
-      })),
+      resources: resourceKinds,
       clusters: [...clusters].sort(),
     };
     if (span.first) facets.first = span.first;
     if (span.last) facets.last = span.last;
-    this.cachedFacets = { at: incremental ? cached.at : this.now(), seq, facets };
+    this.cached = { at: incremental ? cached.at : this.now(), seq, facets };
     return facets;
   }
+}
 
-  private kindFromHistory(resource: string): string {
+/** The timeline's rows from the counts per row, busiest first, labelled with their kind when by kind. */
+export function timelineRows(
+  counts: ReadonlyMap<string, number>,
+  options: TimelineOptions,
+  facets: Facets | undefined,
+): Timeline['rows'] {
+  const kinds = facets ? new Map(facets.resources.map((entry) => [entry.resource, entry.kind])) : undefined;
+  return [...counts]
+    .sort(([keyA, a], [keyB, b]) => b - a || (keyA < keyB ? -1 : 1))
+    .slice(0, options.maxRows)
+    .map(([key, count]) => ({ key, label: kinds ? `${kinds.get(key) ?? key} (${key})` : key, count }));
+}
+
+/** Counts per row of single marks. */
+export function markCounts(marks: readonly EventSummary[], rows: RowKey): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const mark of marks) {
+    const key = rows === 'namespace' ? (mark.namespace ?? CLUSTER_SCOPED) : mark.resource;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Counts per row of density cells. */
+export function cellCounts(cells: readonly DensityCell[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const cell of cells)
+    counts.set(cell.row, (counts.get(cell.row) ?? 0) + cell.added + cell.updated + cell.deleted);
+  return counts;
+}
+
+/** A timeline of marks or of density cells (only those of the rows shown). */
+export function assembleTimeline(
+  base: { latestSeq: number; total: number; rows: Timeline['rows'] },
+  options: TimelineOptions,
+  drawn: { marks: EventSummary[] } | { bucketMs: number; cells: DensityCell[] },
+): Timeline {
+  const timeline: Timeline = {
+    latestSeq: base.latestSeq,
+    from: options.from,
+    to: options.to,
+    total: base.total,
+    rows: base.rows,
+  };
+  if ('marks' in drawn) {
+    timeline.marks = drawn.marks;
+  } else {
+    const shown = new Set(base.rows.map((row) => row.key));
+    timeline.density = { bucketMs: drawn.bucketMs, cells: drawn.cells.filter((cell) => shown.has(cell.row)) };
+  }
+  return timeline;
+}
+
+/** The length of one density bucket: the window split into `buckets`. */
+export function bucketLength(options: TimelineOptions): number {
+  const start = Date.parse(options.from);
+  return Math.max(1, Math.ceil(Math.max(1, Date.parse(options.to) - start) / options.buckets));
+}
+
+export class SqliteTimelineReader implements TimelineReader, FacetSource {
+  private readonly db: StateDatabase;
+  private readonly facetCache: FacetCache;
+
+  constructor(db: StateDatabase, options: { now?: () => number } = {}) {
+    this.db = db;
+    this.facetCache = new FacetCache(options.now);
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  async latestSeq(): Promise<number> {
+    return this.db.select<{ seq: number | null }>('SELECT max(seq) AS seq FROM events')[0]?.seq ?? 0;
+  }
+
+  facets(): Promise<Facets> {
+    return this.facetCache.facets(this);
+  }
+
+  /** FacetSource: the full pass reads the (resource, namespace, name) index; the increment, the newest rows. */
+  async distinct(after: number | undefined) {
+    const newer = after !== undefined ? ` WHERE seq > ${Math.floor(after)}` : '';
+    return {
+      namespaces: this.db
+        .select<{ namespace: string | null }>(`SELECT DISTINCT namespace FROM events${newer}`)
+        .map((row) => row.namespace),
+      resources: this.db
+        .select<{ resource: string }>(`SELECT DISTINCT resource FROM events${newer}`)
+        .map((row) => row.resource),
+      clusters: this.db
+        .select<{ cluster: string | null }>(
+          `SELECT DISTINCT json_extract(event, '$.cluster') AS cluster
+           FROM (SELECT event FROM events${newer} ORDER BY seq DESC LIMIT ${CLUSTER_SAMPLE})`,
+        )
+        .flatMap((row) => (row.cluster === null ? [] : [row.cluster])),
+    };
+  }
+
+  /** FacetSource: both ends from the time and seq indexes (one min or max per query, or SQLite reads every row). */
+  async span() {
+    const one = <T>(sql: string) => this.db.select<{ value: T | null }>(sql)[0]?.value ?? null;
+    return {
+      first: one<string>('SELECT min(time) AS value FROM events'),
+      last: one<string>('SELECT max(time) AS value FROM events'),
+      low: one<number>('SELECT min(seq) AS value FROM events'),
+    };
+  }
+
+  async kinds(): Promise<Map<string, string>> {
+    return new Map(this.db.resources().map((stored) => [stored.resource, stored.type.kind]));
+  }
+
+  async kindFromHistory(resource: string): Promise<string> {
     const row = this.db.select<{ kind: string | null }>(
       "SELECT json_extract(event, '$.object.kind') AS kind FROM events WHERE resource = ? LIMIT 1",
       resource,
@@ -336,7 +456,7 @@ export class SqliteTimelineReader implements TimelineReader {
     return row?.kind ?? resource;
   }
 
-  events(filter: HistoryFilter, page: { limit: number; before?: number | undefined }): EventPage {
+  async events(filter: HistoryFilter, page: EventsPageQuery): Promise<EventPage> {
     const where = filterClause(filter, { timeIndex: false });
     const params = [...where.params];
     let sql = `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql}`;
@@ -347,13 +467,11 @@ export class SqliteTimelineReader implements TimelineReader {
     sql += ' ORDER BY seq DESC LIMIT ?';
     params.push(page.limit + 1);
     const rows = this.db.select<SummaryRow>(sql, ...params);
-    const events = rows.slice(0, page.limit).map(summaryOf);
-    const last = events.at(-1);
-    return rows.length > page.limit && last ? { events, next: last.seq } : { events };
+    return eventPage(rows.map(summaryOf), page.limit);
   }
 
-  timeline(filter: HistoryFilter, options: TimelineOptions): Timeline {
-    const latestSeq = this.latestSeq();
+  async timeline(filter: HistoryFilter, options: TimelineOptions): Promise<Timeline> {
+    const latestSeq = await this.latestSeq();
     const where = filterClause({ ...filter, from: options.from, to: options.to });
     // A count first (the time index answers it alone when only the window is given): single marks
     // when few, otherwise one pass that counts per row and bucket, the rows summed from it.
@@ -362,58 +480,35 @@ export class SqliteTimelineReader implements TimelineReader {
         `SELECT count(*) AS total FROM events WHERE ${where.sql}`,
         ...where.params,
       )[0]?.total ?? 0;
-    const rowColumn = options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
-    const counts = new Map<string, number>();
-    let marks: EventSummary[] | undefined;
-    let cells: DensityCell[] = [];
-    let bucketMs = 0;
+    const facets = options.rows === 'kind' ? await this.facets() : undefined;
     if (total <= options.maxMarks) {
-      marks = this.db
+      const marks = this.db
         .select<SummaryRow>(
           `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql} ORDER BY seq`,
           ...where.params,
         )
         .map(summaryOf);
-      for (const mark of marks) {
-        const key = options.rows === 'namespace' ? (mark.namespace ?? CLUSTER_SCOPED) : mark.resource;
-        counts.set(key, (counts.get(key) ?? 0) + 1);
-      }
-    } else {
-      const start = Date.parse(options.from);
-      bucketMs = Math.max(1, Math.ceil(Math.max(1, Date.parse(options.to) - start) / options.buckets));
-      // Most of the history in the window: reading the table in order beats an index lookup per row.
-      const scan = total > this.facets().count / 4 ? 'events NOT INDEXED' : 'events';
-      cells = this.db.select<DensityCell>(
-        `SELECT ${rowColumn} AS row,
-           CAST((julianday(time) - julianday(?)) * 86400000 / ? AS INTEGER) AS bucket,
-           sum(type = 'ADDED') AS added, sum(type = 'UPDATED') AS updated, sum(type = 'DELETED') AS deleted
-         FROM ${scan} WHERE ${where.sql} GROUP BY row, bucket`,
-        options.from,
-        bucketMs,
-        ...where.params,
-      );
-      for (const cell of cells)
-        counts.set(cell.row, (counts.get(cell.row) ?? 0) + cell.added + cell.updated + cell.deleted);
+      const rows = timelineRows(markCounts(marks, options.rows), options, facets);
+      return assembleTimeline({ latestSeq, total, rows }, options, { marks });
     }
-    const kinds =
-      options.rows === 'kind'
-        ? new Map(this.facets().resources.map((entry) => [entry.resource, entry.kind]))
-        : undefined;
-    const rows = [...counts]
-      .sort(([keyA, a], [keyB, b]) => b - a || (keyA < keyB ? -1 : 1))
-      .slice(0, options.maxRows)
-      .map(([key, count]) => ({ key, label: kinds ? `${kinds.get(key) ?? key} (${key})` : key, count }));
-    const timeline: Timeline = { latestSeq, from: options.from, to: options.to, total, rows };
-    if (marks) {
-      timeline.marks = marks;
-    } else {
-      const shown = new Set(rows.map((row) => row.key));
-      timeline.density = { bucketMs, cells: cells.filter((cell) => shown.has(cell.row)) };
-    }
-    return timeline;
+    const bucketMs = bucketLength(options);
+    const rowColumn = options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
+    // Most of the history in the window: reading the table in order beats an index lookup per row.
+    const scan = total > (await this.facets()).count / 4 ? 'events NOT INDEXED' : 'events';
+    const cells = this.db.select<DensityCell>(
+      `SELECT ${rowColumn} AS row,
+         CAST((julianday(time) - julianday(?)) * 86400000 / ? AS INTEGER) AS bucket,
+         sum(type = 'ADDED') AS added, sum(type = 'UPDATED') AS updated, sum(type = 'DELETED') AS deleted
+       FROM ${scan} WHERE ${where.sql} GROUP BY row, bucket`,
+      options.from,
+      bucketMs,
+      ...where.params,
+    );
+    const rows = timelineRows(cellCounts(cells), options, facets);
+    return assembleTimeline({ latestSeq, total, rows }, options, { bucketMs, cells });
   }
 
-  object(ref: ObjectRef, limit: number): ObjectHistory {
+  async object(ref: ObjectRef, limit: number): Promise<ObjectHistory> {
     const rows = this.db.select<{ seq: number; event: string }>(
       'SELECT seq, event FROM events WHERE resource = ? AND namespace IS ? AND name = ? ORDER BY seq DESC LIMIT ?',
       ref.resource,
@@ -421,22 +516,19 @@ export class SqliteTimelineReader implements TimelineReader {
       ref.name,
       limit + 1,
     );
-    const events = rows
-      .slice(0, limit)
-      .reverse()
-      .map((row) => ({ ...(JSON.parse(row.event) as ChangeEvent), seq: row.seq }));
-    const history: ObjectHistory = { events, truncated: rows.length > limit };
-    const key = ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
     const current = this.db.select<{ object: string }>(
       'SELECT object FROM objects WHERE resource = ? AND key = ?',
       ref.resource,
-      key,
+      objectKeyOf(ref),
     )[0];
-    if (current) history.current = JSON.parse(current.object) as JsonObject;
-    return history;
+    return objectHistory(
+      rows.map((row) => ({ seq: row.seq, event: JSON.parse(row.event) as ChangeEvent })),
+      limit,
+      current ? (JSON.parse(current.object) as JsonObject) : undefined,
+    );
   }
 
-  after(seq: number, filter: HistoryFilter, limit: number): EventSummary[] {
+  async after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]> {
     const where = filterClause(filter, { timeIndex: false });
     return this.db
       .select<SummaryRow>(
@@ -447,4 +539,31 @@ export class SqliteTimelineReader implements TimelineReader {
       )
       .map(summaryOf);
   }
+}
+
+/** A page from up to `limit + 1` summaries newest first: the extra one says that an older page exists. */
+export function eventPage(summaries: EventSummary[], limit: number): EventPage {
+  const events = summaries.slice(0, limit);
+  const last = events.at(-1);
+  return summaries.length > limit && last ? { events, next: last.seq } : { events };
+}
+
+/** The store's key of an object: namespace/name, or the name of a cluster-scoped one. */
+export function objectKeyOf(ref: ObjectRef): string {
+  return ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
+}
+
+/** One object's history from up to `limit + 1` of its events newest first, and its last recorded state. */
+export function objectHistory(
+  newestFirst: { seq: number; event: ChangeEvent }[],
+  limit: number,
+  current: JsonObject | undefined,
+): ObjectHistory {
+  const events = newestFirst
+    .slice(0, limit)
+    .reverse()
+    .map((row) => ({ ...row.event, seq: row.seq }));
+  const history: ObjectHistory = { events, truncated: newestFirst.length > limit };
+  if (current) history.current = current;
+  return history;
 }

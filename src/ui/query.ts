@@ -119,5 +119,5 @@ export function objectRef(params: URLSearchParams): ObjectRef {
   const name = text(params, 'name');
   if (!resource || !name)
     throw new BadRequest('an object needs kind (e.g. deployments.apps) and name (and namespace).');
-  return { resource, name, namespace: text(params, 'namespace') };
+  return { resource, name, namespace: text(params, 'namespace'), cluster: text(params, 'cluster') };
 }

@@ -15,7 +15,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { boundAddress, closeServer, listenOn, parseListenAddress } from '../service/health-server.ts';
-import type { EventSummary, HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
+import type { UiObserver } from '../service/metrics.ts';
+import { ReaderBusy } from '../state/reader-busy.ts';
+import type { HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { type Asset, loadAssets } from './assets.ts';
@@ -34,6 +36,28 @@ export const SERVER_LIMITS = {
 
 /** A comment line this often keeps an idle live stream open through proxies. */
 const HEARTBEAT_MS = 15_000;
+
+export const UI_ROUTES = [
+  'page',
+  'asset',
+  'facets',
+  'timeline',
+  'events',
+  'object',
+  'stream',
+  'healthz',
+  'other',
+] as const;
+export type UiRoute = (typeof UI_ROUTES)[number];
+
+/** The route of a path, for metrics: a fixed set, whatever a client asks for. */
+function routeOf(pathname: string, isAsset: boolean): UiRoute {
+  if (pathname === '/') return 'page';
+  if (isAsset) return 'asset';
+  if (pathname === '/healthz') return 'healthz';
+  const api = /^\/api\/v1\/(facets|timeline|events|object|stream)$/.exec(pathname)?.[1];
+  return (api as UiRoute | undefined) ?? 'other';
+}
 
 export interface UiServerOptions {
   reader: TimelineReader;
@@ -80,6 +104,9 @@ export class UiServer {
   private poller: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private warnedStreams = false;
+  private warnedQueue = false;
+  private polling = false;
+  private observer: UiObserver | undefined;
 
   private constructor(server: Server, options: UiServerOptions, loopbackOnly: boolean) {
     this.server = server;
@@ -94,10 +121,12 @@ export class UiServer {
     const flag = options.flag ?? '--listen';
     const { host } = parseListenAddress(address, flag);
     // The filters' values, computed once before the first page asks (seconds on a million events).
-    options.reader.facets();
+    await options.reader.facets();
     const server = createServer();
     const ui = new UiServer(server, options, isLoopback(host));
-    server.on('request', (request, response) => ui.handle(request, response));
+    server.on('request', (request, response) => {
+      void ui.handle(request, response);
+    });
     server.maxConnections = SERVER_LIMITS.connections;
     let warnedConnections = false;
     server.on('drop', () => {
@@ -125,6 +154,16 @@ export class UiServer {
     return boundAddress(this.server);
   }
 
+  /** Live streams open now (a gauge of the metrics). */
+  get liveStreams(): number {
+    return this.streams.size;
+  }
+
+  /** Reports every answer to `observer` from now on (the metrics, once they exist). */
+  observe(observer: UiObserver): void {
+    this.observer = observer;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.poller);
     clearInterval(this.heartbeat);
@@ -133,7 +172,12 @@ export class UiServer {
     await closeServer(this.server);
   }
 
-  private handle(request: IncomingMessage, response: ServerResponse): void {
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const started = performance.now();
+    let route: UiRoute = 'other';
+    response.on('finish', () =>
+      this.observer?.answered(route, response.statusCode, (performance.now() - started) / 1000),
+    );
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
     const method = request.method ?? 'GET';
     const rawUrl = request.url ?? '/';
@@ -154,6 +198,7 @@ export class UiServer {
       }
       const url = new URL(rawUrl, 'http://ui.invalid');
       const asset = this.assets.get(url.pathname);
+      route = routeOf(url.pathname, asset !== undefined);
       if (asset) {
         sendAsset(request, response, asset);
         return;
@@ -178,10 +223,14 @@ export class UiServer {
         });
         return;
       }
-      this.api(url, response);
+      await this.api(url, response);
     } catch (error) {
       if (error instanceof BadRequest) {
         sendJson(response, 400, { error: error.message });
+        return;
+      }
+      if (error instanceof ReaderBusy) {
+        this.refuseBusy(response, error);
         return;
       }
       this.options.log.warn(`ui: ${pathOf(rawUrl)}: ${errorMessage(error)}`);
@@ -197,24 +246,35 @@ export class UiServer {
     return match !== null && timingSafeEqual(digest(match[1]!), this.tokenDigest);
   }
 
-  private api(url: URL, response: ServerResponse): void {
+  /** The reader's queue is full: 503, counted, said once. */
+  private refuseBusy(response: ServerResponse, error: ReaderBusy): void {
+    this.observer?.rejected('queue');
+    if (!this.warnedQueue) {
+      this.warnedQueue = true;
+      this.options.log.warn(`ui: ${error.message} Further requests are refused with 503 (logged once).`);
+    }
+    response.setHeader('retry-after', '1');
+    sendJson(response, 503, { error: 'the history is busy answering other queries; retry shortly.' });
+  }
+
+  private async api(url: URL, response: ServerResponse): Promise<void> {
     const { reader } = this.options;
     const params = url.searchParams;
     switch (url.pathname) {
       case '/api/v1/facets':
-        sendJson(response, 200, reader.facets());
+        sendJson(response, 200, await reader.facets());
         return;
       case '/api/v1/events': {
         const limit = integer(params, 'limit', { min: 1, max: LIMITS.pageMax, fallback: LIMITS.pageDefault });
         const before = integer(params, 'before', { min: 1, max: Number.MAX_SAFE_INTEGER });
-        sendJson(response, 200, reader.events(historyFilter(params), { limit, before }));
+        sendJson(response, 200, await reader.events(historyFilter(params), { limit, before }));
         return;
       }
       case '/api/v1/timeline': {
         const from = time(params, 'from');
         const to = time(params, 'to');
         if (!from || !to || from >= to) throw new BadRequest('a timeline needs from and to, from before to.');
-        const timeline = reader.timeline(historyFilter(params), {
+        const timeline = await reader.timeline(historyFilter(params), {
           from,
           to,
           rows: rowKey(params),
@@ -235,7 +295,7 @@ export class UiServer {
           max: LIMITS.objectEventsMax,
           fallback: LIMITS.objectEventsDefault,
         });
-        const history = reader.object(objectRef(params), limit);
+        const history = await reader.object(objectRef(params), limit);
         const wanted = ['a', 'b'].flatMap((name) => {
           const seq = integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER });
           return seq === undefined ? [] : [seq];
@@ -246,7 +306,7 @@ export class UiServer {
         return;
       }
       case '/api/v1/stream':
-        this.openStream(params, response);
+        await this.openStream(params, response);
         return;
       default:
         sendJson(response, 404, { error: `no such API: ${url.pathname}` });
@@ -254,8 +314,9 @@ export class UiServer {
     }
   }
 
-  private openStream(params: URLSearchParams, response: ServerResponse): void {
+  private async openStream(params: URLSearchParams, response: ServerResponse): Promise<void> {
     if (this.streams.size >= SERVER_LIMITS.streams) {
+      this.observer?.rejected('streams');
       if (!this.warnedStreams) {
         this.warnedStreams = true;
         this.options.log.warn(
@@ -268,7 +329,8 @@ export class UiServer {
     }
     const filter = historyFilter(params);
     const after =
-      integer(params, 'after', { min: 0, max: Number.MAX_SAFE_INTEGER }) ?? this.options.reader.latestSeq();
+      integer(params, 'after', { min: 0, max: Number.MAX_SAFE_INTEGER }) ??
+      (await this.options.reader.latestSeq());
     response.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -278,14 +340,20 @@ export class UiServer {
     const stream: Stream = { response, filter, after };
     this.streams.add(stream);
     response.on('close', () => this.streams.delete(stream));
-    this.poller ??= setInterval(() => this.poll(), this.options.pollIntervalMs ?? 500);
+    this.poller ??= setInterval(() => {
+      void this.poll();
+    }, this.options.pollIntervalMs ?? 500);
     this.heartbeat ??= setInterval(() => {
       for (const open of this.streams) open.response.write(': ping\n\n');
     }, HEARTBEAT_MS);
   }
 
-  /** One look at the history for every live stream: a cheap max(seq) first, the filtered query only then. */
-  private poll(): void {
+  /**
+   * One look at the history for every live stream: a cheap max(seq) first, the filtered query only then.
+   * One look at a time: a slow store skips the ticks that come while it answers.
+   */
+  private async poll(): Promise<void> {
+    if (this.polling) return;
     if (this.streams.size === 0) {
       clearInterval(this.poller);
       clearInterval(this.heartbeat);
@@ -293,25 +361,30 @@ export class UiServer {
       this.heartbeat = undefined;
       return;
     }
+    this.polling = true;
     try {
-      const latest = this.options.reader.latestSeq();
-      for (const stream of this.streams) {
+      const latest = await this.options.reader.latestSeq();
+      for (const stream of [...this.streams]) {
         if (stream.after >= latest) continue;
         if (stream.response.writableLength > SERVER_LIMITS.streamBufferBytes) {
           stream.response.end();
           continue;
         }
-        const events: EventSummary[] = this.options.reader.after(
+        const events = await this.options.reader.after(
           stream.after,
           stream.filter,
           SERVER_LIMITS.streamBatch,
         );
+        if (!this.streams.has(stream)) continue; // closed while the query ran
         stream.after = events.length === SERVER_LIMITS.streamBatch ? events.at(-1)!.seq : latest;
         if (events.length > 0)
           stream.response.write(`event: events\nid: ${stream.after}\ndata: ${JSON.stringify(events)}\n\n`);
       }
     } catch (error) {
-      this.options.log.warn(`ui: live updates: ${errorMessage(error)}`);
+      // A full queue: the streams wait for the next tick (their `after` is unchanged).
+      if (!(error instanceof ReaderBusy)) this.options.log.warn(`ui: live updates: ${errorMessage(error)}`);
+    } finally {
+      this.polling = false;
     }
   }
 }

@@ -20,7 +20,3 @@ export function readTokenFile(path: string, flag: string): string {
   }
   return token;
 }
-
-/** The page reads the SQLite state file; a PostgreSQL history is served by `kubediff history` alone so far. */
-export const UI_NEEDS_A_FILE =
-  'the page reads a state file, not a PostgreSQL history (postgres://…): point it at a state file, or use `kubediff history --state postgres://…` (docs/ui.md).';

@@ -1,7 +1,13 @@
 // A state file with a generated history: the UI's API tests and its benchmark (a 1,000,000-event file)
-// read it through the same StateDatabase that `kubediff watch --state` writes with.
+// read it through the same StateDatabase that `kubediff watch --state` writes with; and the same history
+// in a PostgreSQL database, for the PostgreSQL reader.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
 import { type ChangeEvent, qualifiedResource } from '../../src/events/event.ts';
 import { StateDatabase } from '../../src/state/database.ts';
+import { migratePostgres } from '../../src/state/postgres-store.ts';
 import type { StateWrite } from '../../src/state/store.ts';
 
 export interface GeneratedHistory {
@@ -66,5 +72,65 @@ export function writeGeneratedHistory(path: string, spec: GeneratedHistory): voi
     }
   } finally {
     db.close();
+  }
+}
+
+/**
+ * The same history in a PostgreSQL database (migrated first, as `kubediff watch --state` would): each
+ * event in its own cluster (the `cluster` column, from the event), in the same order, so seqs match.
+ * `url` carries its credentials (a test database's).
+ */
+export async function writeGeneratedPostgresHistory(url: string, spec: GeneratedHistory): Promise<void> {
+  await insertPostgresEvents(url, spec, 0, spec.events);
+}
+
+/** Appends generated events `first` … `end - 1` (with `change` applied to each) to a PostgreSQL history. */
+export async function insertPostgresEvents(
+  url: string,
+  spec: GeneratedHistory,
+  first: number,
+  end: number,
+  change: (event: ChangeEvent) => void = () => {},
+): Promise<void> {
+  const withoutPassword = new URL(url);
+  const password = decodeURIComponent(withoutPassword.password);
+  withoutPassword.password = '';
+  const passwordFile = join(mkdtempSync(join(tmpdir(), 'kubediff-pg-')), 'password');
+  writeFileSync(passwordFile, password, { mode: 0o600 });
+  try {
+    await migratePostgres({ url: withoutPassword.href, passwordFile });
+  } finally {
+    rmSync(dirname(passwordFile), { recursive: true, force: true });
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (let batch = first; batch < end; batch += 5_000) {
+      const events: ChangeEvent[] = [];
+      for (let n = batch; n < Math.min(end, batch + 5_000); n++) {
+        const event = generatedEvent(n, spec);
+        change(event);
+        events.push(event);
+      }
+      await client.query(
+        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event)
+         SELECT e.cluster, e.id, e.time::timestamptz, e.type, e.resource, e.namespace, e.name, e.event::json
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+           WITH ORDINALITY AS e(cluster, id, time, type, resource, namespace, name, event, n)
+         ORDER BY e.n`,
+        [
+          events.map((event) => event.cluster ?? ''),
+          events.map((event) => event.id),
+          events.map((event) => event.time),
+          events.map((event) => event.type),
+          events.map((event) => qualifiedResource(event)),
+          events.map((event) => event.object.namespace ?? null),
+          events.map((event) => event.object.name),
+          events.map((event) => JSON.stringify(event)),
+        ],
+      );
+    }
+  } finally {
+    await client.end();
   }
 }

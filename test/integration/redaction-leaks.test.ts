@@ -64,8 +64,8 @@ after(async () => {
  * timeline, the live stream from the start, every object's history with its oldest and newest rebuilt
  * versions), concatenated for the leak scan.
  */
-async function readEverythingFromUi(statePath: string): Promise<string> {
-  const ui = runKubediff(['ui', '--state', statePath, '--listen', '127.0.0.1:0']);
+async function readEverythingFromUi(statePath: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const ui = runKubediff(['ui', '--state', statePath, '--listen', '127.0.0.1:0'], { env });
   const origin = (await ui.waitForStderr(/serving the change history on (http:\/\/\S+?)\//))[1]!;
   const answers: string[] = [];
   const get = async (pathAndQuery: string) => {
@@ -303,6 +303,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     );
 
     const uiAnswers = await readEverythingFromUi(statePath);
+    const uiPostgresAnswers = await readEverythingFromUi(pgUrl.href, pgEnv);
 
     const hmacMarker = /redacted hmac:[0-9a-f]{8}/;
     const deadLetterMark = '"sink":"refusing"';
@@ -348,6 +349,11 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       { name: 'history -o json', read: () => historyJson.stdout, expect: hmacMarker },
       { name: 'history -o pretty', read: () => historyPretty.stdout, expect: hmacMarker },
       { name: 'kubediff ui API answers', read: () => uiAnswers, expect: hmacMarker },
+      {
+        name: 'kubediff ui API answers (PostgreSQL history)',
+        read: () => uiPostgresAnswers,
+        expect: /<redacted sha256:/,
+      },
       { name: 'PostgreSQL state tables', read: () => postgresTables, expect: /<redacted sha256:/ },
       { name: 'history from PostgreSQL', read: () => historyPostgres.stdout, expect: /<redacted sha256:/ },
     ];

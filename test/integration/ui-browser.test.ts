@@ -209,8 +209,10 @@ test('mistakes are one sentence on stderr and exit code 2', async () => {
   const missing = join(dir, 'missing.db');
   const existing = join(dir, 'empty.db');
   writeFileSync(existing, '');
+  const badListen = join(dir, 'bad-listen.yaml');
+  writeFileSync(badListen, `state:\n  path: ${existing}\nui:\n  listen: nowhere\n`);
   for (const [args, message] of [
-    [['ui'], /^kubediff: ui needs --state <file>/],
+    [['ui'], /^kubediff: ui needs --state <file\|postgres:\/\/…>/],
     [['ui', '--state', missing], /^kubediff: no state file at .*missing\.db: run `kubediff watch --state/],
     [
       ['ui', '--state', existing, '--listen', 'nowhere'],
@@ -222,9 +224,10 @@ test('mistakes are one sentence on stderr and exit code 2', async () => {
     ],
     [
       ['watch', '--ui', '127.0.0.1:0', '-n', 'default'],
-      /^kubediff: --ui shows the history that --state records/,
+      /^kubediff: --ui \(or ui\.listen\) shows the history that --state records/,
     ],
     [['watch', '--ui', 'x:y', '--state', existing], /^kubediff: invalid --ui "x:y"/],
+    [['ui', '-c', badListen], /^kubediff: invalid ui\.listen "nowhere": use \[host\]:port/],
   ] as const) {
     const result = await runKubediffToCompletion([...args]);
     assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);

@@ -281,7 +281,7 @@ describe('config loader: the broken-file corpus', () => {
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, stories, sinks, audit, ignoreUsers.',
+          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, stories, sinks, audit, ignoreUsers, ui.',
     );
   });
 });
@@ -624,6 +624,30 @@ sinks:
         error instanceof ConfigError &&
         error.message ===
           'invalid config file c.yaml:1:21: deadLetterMaxFiles: applies to dead-letter files, and none is set (deadLetter).',
+    );
+  });
+});
+
+describe('the ui: block (docs/ui.md)', () => {
+  it('listen and tokenFile reach the settings; the --ui flags win over them in the CLI', () => {
+    const loaded = parseConfig(
+      'ui:\n  listen: 127.0.0.1:8081\n  tokenFile: /etc/kubediff/ui-token\n',
+      'c.yaml',
+      {},
+    );
+    assert.deepEqual(settingsFromConfig(loaded, {}, true, {}).ui, {
+      listen: '127.0.0.1:8081',
+      tokenFile: '/etc/kubediff/ui-token',
+    });
+  });
+
+  it('an unknown key is named with its line', () => {
+    assert.throws(
+      () => parseConfig('ui:\n  listen: 127.0.0.1:8081\n  token: abc\n', 'c.yaml', {}),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          'invalid config file c.yaml:3:3: ui.token: unknown key; expected one of listen, tokenFile.',
     );
   });
 });

@@ -139,10 +139,12 @@ async function setWindow(from: number, to: number, live: boolean): Promise<void>
 }
 
 async function openObject(
-  event: Pick<EventSummary, 'resource' | 'namespace' | 'name'> & { seq?: number },
+  event: Pick<EventSummary, 'resource' | 'namespace' | 'name' | 'cluster'> & { seq?: number },
 ): Promise<void> {
   view.object = { kind: event.resource, name: event.name };
   if (event.namespace) view.object.namespace = event.namespace;
+  // A shared history holds the same name in several clusters: the object of this event's.
+  if (event.cluster) view.object.cluster = event.cluster;
   if (event.seq) view.object.seq = event.seq;
   writeView(view);
   redraw();

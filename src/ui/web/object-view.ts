@@ -34,6 +34,7 @@ export function whoText(event: ChangeEvent): string | undefined {
 }
 
 export interface ObjectRef {
+  cluster?: string;
   kind: string;
   namespace?: string;
   name: string;
@@ -45,6 +46,7 @@ export async function showObject(section: HTMLElement, ref: ObjectRef, base: URL
   params.set('kind', ref.kind);
   params.set('name', ref.name);
   if (ref.namespace) params.set('namespace', ref.namespace);
+  if (ref.cluster) params.set('cluster', ref.cluster);
   const answer = await getJson<ObjectAnswer>('/api/v1/object', params);
   const heading = section.querySelector<HTMLElement>('#object-heading')!;
   const kind = answer.events.at(-1)?.object.kind ?? ref.kind;

@@ -9,7 +9,7 @@ export interface View {
   rows: 'namespace' | 'kind';
   filters: Record<FilterName, string>;
   types: string[];
-  object?: { kind: string; namespace?: string; name: string; seq?: number };
+  object?: { cluster?: string; kind: string; namespace?: string; name: string; seq?: number };
 }
 
 export const FILTER_NAMES = ['cluster', 'namespace', 'kind', 'name', 'manager', 'user', 'path'] as const;
@@ -43,6 +43,8 @@ export function readView(search: string, newest: number): View {
     view.object = { kind, name };
     const namespace = params.get('object.namespace');
     if (namespace) view.object.namespace = namespace;
+    const cluster = params.get('object.cluster');
+    if (cluster) view.object.cluster = cluster;
     const seq = Number(params.get('object.seq'));
     if (seq > 0) view.object.seq = seq;
   }
@@ -70,6 +72,7 @@ export function writeView(view: View): void {
     params.set('object.kind', view.object.kind);
     if (view.object.namespace) params.set('object.namespace', view.object.namespace);
     params.set('object.name', view.object.name);
+    if (view.object.cluster) params.set('object.cluster', view.object.cluster);
     if (view.object.seq) params.set('object.seq', String(view.object.seq));
   }
   const search = params.toString();
