@@ -8,13 +8,15 @@
 
 import { FieldOwnership } from '../diff/field-owners.ts';
 import { getProperty } from '../diff/json.ts';
-import { parsePointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
 import {
   type EntrySignature,
   type ManagedFieldsEntry,
   type ManagersSignature,
+  parseEntrySignature,
   parseManagersSignature,
+  signatureLines,
+  whoAndWhenOf,
 } from '../kube/managed-fields.ts';
 import type { JsonObject } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
@@ -100,26 +102,32 @@ function writersOf(input: AttributionInput): ManagedFieldsEntry[] | undefined {
   if (input.previousSignature === undefined || input.currentSignature === undefined) return undefined;
   // The same entries as before: nobody's changed (a same-second rewrite of the same fields).
   if (input.previousSignature === input.currentSignature) return [];
-  const previous = parseManagersSignature(input.previousSignature);
-  const before = new Map<string, EntrySignature>();
-  for (const entry of previous) before.set(entry.whoAndWhen, entry);
-  const now = parseManagersSignature(input.currentSignature);
+  // Lines are compared whole first and read back only where they differ: most entries of an update are
+  // either another write (a new time) or the same line as before.
+  const before = new Map<string, string>();
+  for (const line of signatureLines(input.previousSignature)) before.set(whoAndWhenOf(line), line);
+  const now = signatureLines(input.currentSignature);
   // The signature is built from these very entries; a mismatch means it cannot be trusted.
   if (now.length !== input.entries.length) return undefined;
   const writers = input.entries.filter((_, index) => {
-    const signature = now[index]!;
-    const was = before.get(signature.whoAndWhen);
+    const line = now[index]!;
+    const was = before.get(whoAndWhenOf(line));
+    if (was === undefined) return true;
+    if (was === line) return false;
     // Not restamped: it wrote only if it owns more fields now (a same-second write that added some), or
     // as many but others (one that swapped a field).
+    const signature = parseEntrySignature(line);
+    const previous = parseEntrySignature(was);
     return (
-      !was ||
-      signature.count > was.count ||
-      (signature.count === was.count && signature.fields !== was.fields)
+      signature.count > previous.count ||
+      (signature.count === previous.count && signature.fields !== previous.fields)
     );
   });
   if (writers.length > 0) return writers;
-  const present = new Set(now.map(entryIdentity));
-  const vanished = previous.filter((entry) => !present.has(entryIdentity(entry)));
+  const present = new Set(now.map((line) => entryIdentity(parseEntrySignature(line))));
+  const vanished = parseManagersSignature(input.previousSignature).filter(
+    (entry) => !present.has(entryIdentity(entry)),
+  );
   if (vanished.length !== 1) return writers;
   const { manager, operation, subresource } = vanished[0]!;
   return [subresource === undefined ? { manager, operation } : { manager, operation, subresource }];
@@ -136,13 +144,13 @@ function ownerOf(
   soleWriter: ManagedFieldsEntry | undefined,
 ): ManagedFieldsEntry | undefined {
   if (change.op === 'remove') return soleWriter;
-  let segments: string[];
+  let owners: ManagedFieldsEntry[];
   try {
-    segments = parsePointer(change.path);
+    owners = ownership.ownersOf(change.path);
   } catch {
+    // Not a JSON Pointer: nobody can be named.
     return undefined;
   }
-  const owners = ownership.ownersOf(segments);
   if (owners.length === 0) return undefined;
   const first = owners[0]!.manager;
   if (owners.every((entry) => entry.manager === first)) {

@@ -109,27 +109,40 @@ export function managersSignature(entries: readonly ManagedFieldsEntry[]): Manag
 }
 
 export function parseManagersSignature(signature: ManagersSignature): EntrySignature[] {
-  if (signature === '') return [];
-  return signature.split(ENTRY_SEPARATOR).map((line) => {
-    const parts: string[] = [];
-    let start = 0;
-    for (let field = 0; field < 5; field++) {
-      const dot = line.indexOf('.', start);
-      if (dot < 0) break;
-      parts.push(line.slice(start, dot));
-      start = dot + 1;
-    }
-    const [whoAndWhen = '', count = '0', fields = '', operation = '', subresource = ''] = parts;
-    const entry: EntrySignature = {
-      whoAndWhen,
-      count: Number.parseInt(count, 36),
-      fields,
-      manager: line.slice(start),
-      operation: OPERATIONS[operation] ?? operation,
-    };
-    if (subresource !== '') entry.subresource = subresource;
-    return entry;
-  });
+  return signatureLines(signature).map(parseEntrySignature);
+}
+
+/** The signature's lines, one per entry, in the entries' order (compared whole, they are cheaper than parsed). */
+export function signatureLines(signature: ManagersSignature): string[] {
+  return signature === '' ? [] : signature.split(ENTRY_SEPARATOR);
+}
+
+/** A line's who-and-when hash: equal lines of two versions with another one are another write. */
+export function whoAndWhenOf(line: string): string {
+  const dot = line.indexOf('.');
+  return dot < 0 ? line : line.slice(0, dot);
+}
+
+/** One line of a signature, read back. */
+export function parseEntrySignature(line: string): EntrySignature {
+  const parts: string[] = [];
+  let start = 0;
+  for (let field = 0; field < 5; field++) {
+    const dot = line.indexOf('.', start);
+    if (dot < 0) break;
+    parts.push(line.slice(start, dot));
+    start = dot + 1;
+  }
+  const [whoAndWhen = '', count = '0', fields = '', operation = '', subresource = ''] = parts;
+  const entry: EntrySignature = {
+    whoAndWhen,
+    count: Number.parseInt(count, 36),
+    fields,
+    manager: line.slice(start),
+    operation: OPERATIONS[operation] ?? operation,
+  };
+  if (subresource !== '') entry.subresource = subresource;
+  return entry;
 }
 
 const FNV_OFFSET = 0x811c9dc5;
