@@ -90,13 +90,13 @@ export function managersSignature(entries: readonly ManagedFieldsEntry[]): Manag
     if (parts.length > 0) parts.push(ENTRY_SEPARATOR);
     const operation = OPERATION_CODES[entry.operation] ?? entry.operation.replaceAll('.', '');
     // The name goes last: it may hold dots; the subresource and the operation cannot.
-    const owned = ownedFields(entry.fieldsV1);
+    countOwnedFields(entry.fieldsV1);
     parts.push(
       whoAndWhenHash(entry).toString(36),
       '.',
-      owned.count.toString(36),
+      walked.count.toString(36),
       '.',
-      owned.hash.toString(36),
+      ((walked.hash >>> 0) & HASH_MASK).toString(36),
       '.',
       operation,
       '.',
@@ -169,23 +169,30 @@ function whoAndWhenHash(entry: ManagedFieldsEntry): number {
   return (hash >>> 0) & HASH_MASK;
 }
 
-/** The number of keys in a field trie, at every depth, and a hash of them (each with its depth). */
-function ownedFields(node: JsonObject | undefined): { count: number; hash: number } {
-  const total = { count: 0, hash: FNV_OFFSET };
-  if (node) walkFields(node, total);
-  return { count: total.count, hash: (total.hash >>> 0) & HASH_MASK };
-}
+/**
+ * The walk's totals: the number of keys in a field trie, at every depth, and a hash of them (each with
+ * its depth). One object for every walk, read at once: the walk runs for each object that arrives.
+ */
+const walked = { count: 0, hash: FNV_OFFSET };
 
-function walkFields(node: JsonObject, total: { count: number; hash: number }): void {
+function countOwnedFields(node: JsonObject | undefined): void {
+  walked.count = 0;
+  walked.hash = FNV_OFFSET;
+  if (node) walkFields(node);
+}
+const OPEN = '{'.charCodeAt(0);
+const CLOSE = '}'.charCodeAt(0);
+
+function walkFields(node: JsonObject): void {
   for (const key in node) {
-    total.count++;
-    total.hash = fnv(total.hash, key);
+    walked.count++;
+    walked.hash = fnv(walked.hash, key);
     const child = node[key];
     if (isJsonObject(child)) {
       // Bracket the children, so that where a key sits in the trie counts too.
-      total.hash = fnv(total.hash, '{');
-      walkFields(child, total);
-      total.hash = fnv(total.hash, '}');
+      walked.hash = Math.imul(walked.hash ^ OPEN, FNV_PRIME);
+      walkFields(child);
+      walked.hash = Math.imul(walked.hash ^ CLOSE, FNV_PRIME);
     }
   }
 }
