@@ -42,31 +42,36 @@ export interface AttributionInput {
 }
 
 export function attributeUpdate(input: AttributionInput): UpdateAttribution {
-  const { entries } = input;
+  const { entries, changes } = input;
   const writers = writersOf(input);
-  const writerNames = new Set(writers?.map((entry) => entry.manager));
-  const soleWriter = writerNames.size === 1 ? writers![0] : undefined;
-  const ownerEntries = new Set<ManagedFieldsEntry>();
-  const named = new Set<string>();
-  const changes = input.changes;
+  // An object has a handful of managers: arrays searched in place cost less than sets built per update.
+  const writerNames = writers ? distinctManagers(writers) : [];
+  const soleWriter = writerNames.length === 1 ? writers![0] : undefined;
+  // The entries that own a reported change, each once, in the order first met.
+  const owners: ManagedFieldsEntry[] = [];
   const ownership = new FieldOwnership(entries, input.current);
   for (const change of changes) {
     const owner = ownerOf(change, ownership, writerNames, soleWriter);
     if (!owner) continue;
-    ownerEntries.add(owner);
-    named.add(owner.manager);
+    if (!owners.includes(owner)) owners.push(owner);
     change.manager = owner.manager;
   }
   // The writers that made a reported change; all writers when none is an owner (every reported change
   // was removed, or owned by nobody); without writers, the owners of the changes.
-  const involved = writers?.filter((entry) => named.has(entry.manager)) ?? [];
+  const involved = writers?.filter((entry) => owners.some((owner) => owner.manager === entry.manager)) ?? [];
   const chosen =
     involved.length > 0
       ? involved
       : writers && writers.length > 0
         ? writers
-        : entries.filter((entry) => ownerEntries.has(entry));
+        : entries.filter((entry) => owners.includes(entry));
   return chosen.length > 0 ? { managers: chosen.map(managerRef), changes } : { changes };
+}
+
+function distinctManagers(entries: readonly ManagedFieldsEntry[]): string[] {
+  const names: string[] = [];
+  for (const entry of entries) if (!names.includes(entry.manager)) names.push(entry.manager);
+  return names;
 }
 
 /** The creating manager of an object seen as ADDED, when the entries tell it unambiguously. */
@@ -140,7 +145,7 @@ function entryIdentity(entry: EntrySignature): string {
 function ownerOf(
   change: Change,
   ownership: FieldOwnership,
-  writerNames: ReadonlySet<string>,
+  writerNames: readonly string[],
   soleWriter: ManagedFieldsEntry | undefined,
 ): ManagedFieldsEntry | undefined {
   if (change.op === 'remove') return soleWriter;
@@ -152,14 +157,15 @@ function ownerOf(
     return undefined;
   }
   if (owners.length === 0) return undefined;
+  if (owners.length === 1) return owners[0];
   const first = owners[0]!.manager;
   if (owners.every((entry) => entry.manager === first)) {
-    return owners.find((entry) => writerNames.has(entry.manager)) ?? owners[0];
+    return owners.find((entry) => writerNames.includes(entry.manager)) ?? owners[0];
   }
   // Shared (several appliers set the same value, or a map partly each one's): the one that wrote now.
   let writing: ManagedFieldsEntry | undefined;
   for (const entry of owners) {
-    if (!writerNames.has(entry.manager)) continue;
+    if (!writerNames.includes(entry.manager)) continue;
     if (writing && writing.manager !== entry.manager) return undefined;
     writing ??= entry;
   }
