@@ -24,7 +24,6 @@ import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { getProperty, jsonEqual } from './json.ts';
 import { formatPointer } from './pointer.ts';
-import { shareUnchanged } from './share.ts';
 import type { Change } from './types.ts';
 
 /**
@@ -59,25 +58,19 @@ export function changesBetween(from: JsonValue, to: JsonValue, differ: Differ): 
 }
 
 /**
- * The same changes as changesBetween, in one walk over both versions: objects are walked here key by key
- * (no delta object, no context per node), and only an array that differs goes through the differ (for its
- * list-key matching), after its items equal to `from`'s are shared (share.ts) so that the differ stops at
- * once on each. jsondiffpatch compares objects key by key and strings, numbers, booleans and null as whole
- * values, just as this walk does, so the result is the same; only the cost differs. Sharing is positional
- * and local (the value it makes at a path depends only on the two values at that path), so sharing each
- * differing array alone gives what sharing the whole objects first gave, without copying the objects on
- * the way to it or walking them twice.
+ * The same changes as changesBetween, for a `to` whose subtrees equal to `from`'s are `from`'s own
+ * (see share.ts): objects are walked here key by key, skipping shared values at once, and only an
+ * array that differs goes through the differ (for its list-key matching). jsondiffpatch compares
+ * objects key by key and strings, numbers, booleans and null as whole values, just as this walk
+ * does, so the result is the same; only the cost differs (no delta object, no context per node).
  */
-export function changesOfVersions(from: JsonValue, to: JsonValue, differ: Differ): Change[] {
+export function changesOfShared(from: JsonValue, to: JsonValue, differ: Differ): Change[] {
   const changes: Change[] = [];
-  collectVersions({ differ, changes, trail: NO_TRAIL }, from, to, []);
+  collectShared({ differ, changes, trail: new Set() }, from, to, []);
   return changes;
 }
 
-/** The trail of a walk above any differ call: empty, and never added to (the differ makes its own). */
-const NO_TRAIL: ReadonlySet<JsonValue> = new Set();
-
-function collectVersions(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
+function collectShared(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
   if (from === to) return;
   if (isJsonObject(from) && isJsonObject(to)) {
     for (const key of Object.keys(to)) {
@@ -85,13 +78,12 @@ function collectVersions(walk: Walk, from: JsonValue, to: JsonValue, path: Path)
       const oldValue = getProperty(from, key);
       path.push(key);
       if (oldValue === undefined) walk.changes.push({ op: 'add', path: formatPointer(path), to: newValue });
-      else collectVersions(walk, oldValue, newValue, path);
+      else collectShared(walk, oldValue, newValue, path);
       path.pop();
     }
     collectRemovedKeys(walk, from, to, path);
   } else if (Array.isArray(from) && Array.isArray(to)) {
-    const shared = shareUnchanged(from, to);
-    if (shared !== from) collectDiff(walk, from, shared, path);
+    collectDiff(walk, from, to, path);
   } else {
     walk.changes.push({ op: 'replace', path: formatPointer(path), from, to });
   }

@@ -1,4 +1,4 @@
-// The diff's fast path (changesOfVersions and share.ts) must report exactly what jsondiffpatch reports
+// The diff's fast path (share.ts, changesOfShared) must report exactly what jsondiffpatch reports
 // for the whole objects: checked against that reference on fixed cases and on random objects and
 // edits (fixed seeds), with keys that need escaping, "__proto__", keyed and keyless lists,
 // reorders and reordered keys.
