@@ -73,15 +73,26 @@ export function changesOfShared(from: JsonValue, to: JsonValue, differ: Differ):
 function collectShared(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
   if (from === to) return;
   if (isJsonObject(from) && isJsonObject(to)) {
-    for (const key of Object.keys(to)) {
+    const keys = Object.keys(to);
+    const oldKeys = Object.keys(from);
+    // Versions of an object mostly keep their keys in place: a key at the same position is an own key of
+    // both (looked up directly), and when all are, no key was removed (no second pass over the old keys).
+    let aligned = keys.length === oldKeys.length;
+    for (let index = 0; index < keys.length; index++) {
+      const key = keys[index]!;
       const newValue = to[key]!;
-      const oldValue = getProperty(from, key);
+      let oldValue: JsonValue | undefined;
+      if (oldKeys[index] === key) oldValue = from[key];
+      else {
+        aligned = false;
+        oldValue = getProperty(from, key);
+      }
       path.push(key);
       if (oldValue === undefined) walk.changes.push({ op: 'add', path: formatPointer(path), to: newValue });
       else collectShared(walk, oldValue, newValue, path);
       path.pop();
     }
-    collectRemovedKeys(walk, from, to, path);
+    if (!aligned) collectRemovedKeys(walk, from, to, path);
   } else if (Array.isArray(from) && Array.isArray(to)) {
     collectDiff(walk, from, to, path);
   } else {
