@@ -24,6 +24,7 @@ import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { getProperty, jsonEqual } from './json.ts';
 import { formatPointer } from './pointer.ts';
+import { shareUnchanged } from './share.ts';
 import type { Change } from './types.ts';
 
 /**
@@ -58,32 +59,90 @@ export function changesBetween(from: JsonValue, to: JsonValue, differ: Differ): 
 }
 
 /**
- * The same changes as changesBetween, for a `to` whose subtrees equal to `from`'s are `from`'s own
- * (see share.ts): objects are walked here key by key, skipping shared values at once, and only an
- * array that differs goes through the differ (for its list-key matching). jsondiffpatch compares
- * objects key by key and strings, numbers, booleans and null as whole values, just as this walk
- * does, so the result is the same; only the cost differs (no delta object, no context per node).
+ * The changes below a value whose subtrees equal to `from`'s are `from`'s own (see share.ts): objects are
+ * walked key by key, skipping shared values at once, and only an array that differs goes through the differ.
  */
-export function changesOfShared(from: JsonValue, to: JsonValue, differ: Differ): Change[] {
-  const changes: Change[] = [];
-  collectShared({ differ, changes, trail: new Set() }, from, to, []);
-  return changes;
-}
-
 function collectShared(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
   if (from === to) return;
   if (isJsonObject(from) && isJsonObject(to)) {
-    for (const key of Object.keys(to)) {
+    const keys = Object.keys(to);
+    const oldKeys = Object.keys(from);
+    // Versions of an object mostly keep their keys in place: a key at the same position is an own key of
+    // both (looked up directly), and when all are, no key was removed (no second pass over the old keys).
+    let aligned = keys.length === oldKeys.length;
+    for (let index = 0; index < keys.length; index++) {
+      const key = keys[index]!;
       const newValue = to[key]!;
-      const oldValue = getProperty(from, key);
+      let oldValue: JsonValue | undefined;
+      if (oldKeys[index] === key) oldValue = from[key];
+      else {
+        aligned = false;
+        oldValue = getProperty(from, key);
+      }
       path.push(key);
       if (oldValue === undefined) walk.changes.push({ op: 'add', path: formatPointer(path), to: newValue });
       else collectShared(walk, oldValue, newValue, path);
       path.pop();
     }
-    collectRemovedKeys(walk, from, to, path);
+    if (!aligned) collectRemovedKeys(walk, from, to, path);
   } else if (Array.isArray(from) && Array.isArray(to)) {
     collectDiff(walk, from, to, path);
+  } else {
+    walk.changes.push({ op: 'replace', path: formatPointer(path), from, to });
+  }
+}
+
+/**
+ * The same changes as changesBetween, for whole versions of an object, in one walk over both: objects are
+ * compared here key by key (no copy, no delta object, no context per node), and only an array that differs
+ * goes through the differ, for its list-key matching, after its items equal to `from`'s are shared
+ * (share.ts) so that the differ stops at once on each. Sharing is positional and local (what it makes at
+ * a path depends only on the two values there), so sharing each differing array alone gives what sharing
+ * the whole objects first gave, without copying the objects on the way to it or walking them twice.
+ */
+export function changesOfVersions(from: JsonValue, to: JsonValue, differ: Differ): Change[] {
+  const changes: Change[] = [];
+  collectVersions({ differ, changes, trail: NO_TRAIL }, from, to, []);
+  return changes;
+}
+
+/** The trail of a walk above any differ call: empty, and never added to (the differ makes its own). */
+const NO_TRAIL: ReadonlySet<JsonValue> = new Set();
+
+/**
+ * Deeper than any Kubernetes kind nests, the walk hands over to the sharing walk, which takes two stack
+ * frames per level: an object nested thousands of levels deep still makes the diff fail (it is then
+ * reported as whole top-level changes, see event-builder.ts) at the depth it always did.
+ */
+const DIRECT_WALK_DEPTH = 32;
+
+function collectVersions(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
+  if (from === to) return;
+  if (isJsonObject(from) && isJsonObject(to) && path.length < DIRECT_WALK_DEPTH) {
+    const keys = Object.keys(to);
+    const oldKeys = Object.keys(from);
+    // Versions of an object mostly keep their keys in place: a key at the same position is an own key of
+    // both (looked up directly), and when all are, no key was removed (no second pass over the old keys).
+    let aligned = keys.length === oldKeys.length;
+    for (let index = 0; index < keys.length; index++) {
+      const key = keys[index]!;
+      const newValue = to[key]!;
+      let oldValue: JsonValue | undefined;
+      if (oldKeys[index] === key) oldValue = from[key];
+      else {
+        aligned = false;
+        oldValue = getProperty(from, key);
+      }
+      path.push(key);
+      if (oldValue === undefined) walk.changes.push({ op: 'add', path: formatPointer(path), to: newValue });
+      else collectVersions(walk, oldValue, newValue, path);
+      path.pop();
+    }
+    if (!aligned) collectRemovedKeys(walk, from, to, path);
+  } else if (typeof from === 'object' && from !== null && typeof to === 'object' && to !== null) {
+    // Arrays (and objects below DIRECT_WALK_DEPTH): shared, then walked where they differ.
+    const shared = shareUnchanged(from, to);
+    if (shared !== from) collectShared(walk, from, shared, path);
   } else {
     walk.changes.push({ op: 'replace', path: formatPointer(path), from, to });
   }

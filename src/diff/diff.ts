@@ -4,10 +4,9 @@ import type { DiffContext, Filter } from 'jsondiffpatch';
 import { create } from 'jsondiffpatch';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import type { ComputedDelta } from './delta-changes.ts';
-import { changesOfShared, UNDIFFABLE_KEY } from './delta-changes.ts';
+import { changesOfVersions, UNDIFFABLE_KEY } from './delta-changes.ts';
 import { getProperty, jsonEqual } from './json.ts';
 import { listItemKey } from './list-keys.ts';
-import { shareUnchanged } from './share.ts';
 import type { Change } from './types.ts';
 
 /**
@@ -82,12 +81,9 @@ export function computeDelta(left: JsonValue, right: JsonValue): ComputedDelta {
  */
 export function diffObjects(oldObj: JsonObject, newObj: JsonObject): Change[] {
   // A watch update, a resync and a relist all hand over a whole object that is mostly equal to the
-  // one before. One plain walk finds the equal subtrees and shares them (see share.ts): that is the
-  // whole answer when nothing changed; otherwise only the paths that changed are walked, objects
-  // directly and changed arrays with jsondiffpatch (which costs many times more per node). The
-  // changes are those jsondiffpatch gives for the whole objects (test/unit/diff-shared.test.ts).
-  if (oldObj === newObj) return [];
-  const shared = shareUnchanged(oldObj, newObj);
-  if (shared === oldObj) return [];
-  return changesOfShared(oldObj, shared, computeDelta);
+  // one before. One plain walk over both compares objects key by key and scalars by value, and hands only
+  // a changed array to jsondiffpatch (which costs many times more per node), for its list-key matching,
+  // with the array's unchanged items shared first (see share.ts). The changes are those jsondiffpatch
+  // gives for the whole objects (test/unit/diff-shared.test.ts).
+  return changesOfVersions(oldObj, newObj, computeDelta);
 }

@@ -8,42 +8,63 @@ import type { ManagedFieldsEntry } from '../kube/managed-fields.ts';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { getProperty, jsonEqual } from './json.ts';
+import { parsePointer } from './pointer.ts';
 
 /**
  * The entries that own paths of `object` (the version the paths point into): for each path, those whose
  * trie holds the path itself or a field below it (the path is a map or list partly theirs), else those
  * whose trie ends above it. An ended branch is an atomic field (owned whole) or only the existence of a
  * map or struct (its fields are others'): without the schema the two look alike, so the deepest owner
- * wins. Paths are asked one after the other: the diff reports sibling paths together (`/data/a`,
- * `/data/b`, …), so the walk to their parent is done once for all of them.
+ * wins. Paths are asked one after the other, as the diff's JSON Pointers: the diff reports sibling paths
+ * together (`/data/a`, `/data/b`, …), so the walk to their parent is done once for all of them, and a
+ * sibling costs one step per entry, without splitting its pointer.
  */
 export class FieldOwnership {
   readonly #entries: readonly ManagedFieldsEntry[];
   readonly #object: JsonValue;
-  #parent: readonly string[] = [];
-  #atParent: Position[];
+  /** The pointer of the parent the positions below stand at; undefined before the first path. */
+  #parent: string | undefined;
+  #atParent: Position[] = [];
 
   constructor(entries: readonly ManagedFieldsEntry[], object: JsonValue) {
     this.#entries = entries;
     this.#object = object;
-    this.#atParent = entries.map((entry) => start(entry, object));
   }
 
-  ownersOf(path: readonly string[]): ManagedFieldsEntry[] {
-    if (path.length === 0) return deepest(this.#entries.map((entry) => start(entry, this.#object)));
-    const parent = path.slice(0, -1);
-    if (!sameSegments(parent, this.#parent)) {
-      const at = this.#entries.map((entry) => start(entry, this.#object));
-      for (const segment of parent) for (const position of at) step(position, segment);
-      this.#parent = parent;
-      this.#atParent = at;
+  /** The owners of the path at `pointer` (RFC 6901); throws parsePointer's sentence when it is not one. */
+  ownersOf(pointer: string): ManagedFieldsEntry[] {
+    if (pointer === '') return deepest(this.#entries.map((entry) => start(entry, this.#object)));
+    const slash = pointer.lastIndexOf('/');
+    // Not a pointer (no leading "/"): parsePointer says why.
+    if (slash < 0) parsePointer(pointer);
+    const parent = this.#parent;
+    // A sibling of the last path: same parent, compared in place (no slice, no split).
+    if (parent === undefined || slash !== parent.length || !pointer.startsWith(parent)) {
+      this.#moveTo(pointer.slice(0, slash));
     }
-    // The last step, without moving the parent's positions (the next sibling starts from them too).
-    const last = path[path.length - 1]!;
+    const raw = pointer.slice(slash + 1);
+    return this.#ownersBelowParent(raw.includes('~') ? parsePointer(`/${raw}`)[0]! : raw);
+  }
+
+  /** Walks every entry from the root to `parent` (a pointer); throws when it is not one. */
+  #moveTo(parent: string): void {
+    const segments = parsePointer(parent);
+    const at = this.#entries.map((entry) => start(entry, this.#object));
+    for (const segment of segments) {
+      const field = fieldKey(segment);
+      for (const position of at) step(position, segment, field);
+    }
+    this.#parent = parent;
+    this.#atParent = at;
+  }
+
+  /** The last step, without moving the parent's positions (the next sibling starts from them too). */
+  #ownersBelowParent(last: string): ManagedFieldsEntry[] {
+    const field = fieldKey(last);
     let best = -1;
     let owners: ManagedFieldsEntry[] = [];
     for (const position of this.#atParent) {
-      const depth = depthAfter(position, last);
+      const depth = depthAfter(position, last, field);
       if (depth < 0 || depth < best) continue;
       if (depth > best) {
         best = depth;
@@ -53,6 +74,11 @@ export class FieldOwnership {
     }
     return owners;
   }
+}
+
+/** The trie key of an object's field: made once per segment, not once per entry. */
+function fieldKey(segment: string): string {
+  return `f:${segment}`;
 }
 
 /** Where a walk down one entry's trie and the object side by side stands. */
@@ -71,10 +97,10 @@ function start(entry: ManagedFieldsEntry, object: JsonValue): Position {
   return { entry, node, value: object, depth: node === undefined ? -1 : 0, ended: false };
 }
 
-function step(position: Position, segment: string): void {
+function step(position: Position, segment: string, field: string): void {
   const { node, value } = position;
   if (position.ended || position.depth < 0 || node === undefined) return;
-  const child = childNode(node, value, segment);
+  const child = childNode(node, value, segment, field);
   position.value = childValue(value, segment);
   if (child !== undefined) {
     position.node = child;
@@ -87,14 +113,20 @@ function step(position: Position, segment: string): void {
 }
 
 /** The depth `position` would reach with one more segment (step without moving). */
-function depthAfter(position: Position, segment: string): number {
+function depthAfter(position: Position, segment: string, field: string): number {
   const { node, depth } = position;
   if (position.ended || depth < 0 || node === undefined) return depth;
-  if (childNode(node, position.value, segment) !== undefined) return depth + 1;
+  if (childNode(node, position.value, segment, field) !== undefined) return depth + 1;
   return depth > 0 && isLeaf(node) ? depth : -1;
 }
 
-function childNode(node: JsonObject, value: JsonValue | undefined, segment: string): JsonObject | undefined {
+/** The trie node below `node` for `segment`; `field` is its `f:` key (fieldKey). */
+function childNode(
+  node: JsonObject,
+  value: JsonValue | undefined,
+  segment: string,
+  field: string,
+): JsonObject | undefined {
   let child: JsonValue | undefined;
   if (Array.isArray(value)) {
     const index = Number(segment);
@@ -102,7 +134,7 @@ function childNode(node: JsonObject, value: JsonValue | undefined, segment: stri
     child = itemNode(node, value[index]!, index);
   } else {
     // Trie keys all carry a prefix (`f:`), so none can be an inherited property: a plain lookup will do.
-    child = node[`f:${segment}`];
+    child = node[field];
   }
   return isJsonObject(child) ? child : undefined;
 }
@@ -128,12 +160,6 @@ function deepest(positions: readonly Position[]): ManagedFieldsEntry[] {
     owners.push(position.entry);
   }
   return owners;
-}
-
-function sameSegments(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
-  return true;
 }
 
 /** A node with no key, or with only `.`, owns everything below it. */

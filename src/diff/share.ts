@@ -2,10 +2,11 @@
 //
 // A watch sends every update as the whole object, so two consecutive versions are mostly equal
 // subtrees in separate memory. jsondiffpatch walks all of them (a context object and a filter
-// pipeline per node) to find the few that differ. shareUnchanged first finds, in one plain walk,
-// every subtree of `next` equal to the one at the same place in `previous`, and puts `previous`'s
-// own subtree there: jsondiffpatch then stops at once on each (`left === right`) and only walks
-// the paths that changed.
+// pipeline per node) to find the few that differ. The diff hands it only the arrays that differ
+// (changesOfVersions in delta-changes.ts), and shareUnchanged first finds, in one plain walk, every
+// item subtree of the new array equal to the one at the same place in the previous one, and puts the
+// previous one's own subtree there: jsondiffpatch then stops at once on each (`left === right`) and
+// only walks the paths that changed.
 //
 // The result is a value equal to `next`, property order included, and so the diff of `previous`
 // with it is the diff of `previous` with `next`:

@@ -8,13 +8,15 @@
 
 import { FieldOwnership } from '../diff/field-owners.ts';
 import { getProperty } from '../diff/json.ts';
-import { parsePointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
 import {
   type EntrySignature,
   type ManagedFieldsEntry,
   type ManagersSignature,
+  parseEntrySignature,
   parseManagersSignature,
+  signatureLines,
+  whoAndWhenOf,
 } from '../kube/managed-fields.ts';
 import type { JsonObject } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
@@ -40,31 +42,36 @@ export interface AttributionInput {
 }
 
 export function attributeUpdate(input: AttributionInput): UpdateAttribution {
-  const { entries } = input;
+  const { entries, changes } = input;
   const writers = writersOf(input);
-  const writerNames = new Set(writers?.map((entry) => entry.manager));
-  const soleWriter = writerNames.size === 1 ? writers![0] : undefined;
-  const ownerEntries = new Set<ManagedFieldsEntry>();
-  const named = new Set<string>();
-  const changes = input.changes;
+  // An object has a handful of managers: arrays searched in place cost less than sets built per update.
+  const writerNames = writers ? distinctManagers(writers) : [];
+  const soleWriter = writerNames.length === 1 ? writers![0] : undefined;
+  // The entries that own a reported change, each once, in the order first met.
+  const owners: ManagedFieldsEntry[] = [];
   const ownership = new FieldOwnership(entries, input.current);
   for (const change of changes) {
     const owner = ownerOf(change, ownership, writerNames, soleWriter);
     if (!owner) continue;
-    ownerEntries.add(owner);
-    named.add(owner.manager);
+    if (!owners.includes(owner)) owners.push(owner);
     change.manager = owner.manager;
   }
   // The writers that made a reported change; all writers when none is an owner (every reported change
   // was removed, or owned by nobody); without writers, the owners of the changes.
-  const involved = writers?.filter((entry) => named.has(entry.manager)) ?? [];
+  const involved = writers?.filter((entry) => owners.some((owner) => owner.manager === entry.manager)) ?? [];
   const chosen =
     involved.length > 0
       ? involved
       : writers && writers.length > 0
         ? writers
-        : entries.filter((entry) => ownerEntries.has(entry));
+        : entries.filter((entry) => owners.includes(entry));
   return chosen.length > 0 ? { managers: chosen.map(managerRef), changes } : { changes };
+}
+
+function distinctManagers(entries: readonly ManagedFieldsEntry[]): string[] {
+  const names: string[] = [];
+  for (const entry of entries) if (!names.includes(entry.manager)) names.push(entry.manager);
+  return names;
 }
 
 /** The creating manager of an object seen as ADDED, when the entries tell it unambiguously. */
@@ -100,26 +107,32 @@ function writersOf(input: AttributionInput): ManagedFieldsEntry[] | undefined {
   if (input.previousSignature === undefined || input.currentSignature === undefined) return undefined;
   // The same entries as before: nobody's changed (a same-second rewrite of the same fields).
   if (input.previousSignature === input.currentSignature) return [];
-  const previous = parseManagersSignature(input.previousSignature);
-  const before = new Map<string, EntrySignature>();
-  for (const entry of previous) before.set(entry.whoAndWhen, entry);
-  const now = parseManagersSignature(input.currentSignature);
+  // Lines are compared whole first and read back only where they differ: most entries of an update are
+  // either another write (a new time) or the same line as before.
+  const before = new Map<string, string>();
+  for (const line of signatureLines(input.previousSignature)) before.set(whoAndWhenOf(line), line);
+  const now = signatureLines(input.currentSignature);
   // The signature is built from these very entries; a mismatch means it cannot be trusted.
   if (now.length !== input.entries.length) return undefined;
   const writers = input.entries.filter((_, index) => {
-    const signature = now[index]!;
-    const was = before.get(signature.whoAndWhen);
+    const line = now[index]!;
+    const was = before.get(whoAndWhenOf(line));
+    if (was === undefined) return true;
+    if (was === line) return false;
     // Not restamped: it wrote only if it owns more fields now (a same-second write that added some), or
     // as many but others (one that swapped a field).
+    const signature = parseEntrySignature(line);
+    const previous = parseEntrySignature(was);
     return (
-      !was ||
-      signature.count > was.count ||
-      (signature.count === was.count && signature.fields !== was.fields)
+      signature.count > previous.count ||
+      (signature.count === previous.count && signature.fields !== previous.fields)
     );
   });
   if (writers.length > 0) return writers;
-  const present = new Set(now.map(entryIdentity));
-  const vanished = previous.filter((entry) => !present.has(entryIdentity(entry)));
+  const present = new Set(now.map((line) => entryIdentity(parseEntrySignature(line))));
+  const vanished = parseManagersSignature(input.previousSignature).filter(
+    (entry) => !present.has(entryIdentity(entry)),
+  );
   if (vanished.length !== 1) return writers;
   const { manager, operation, subresource } = vanished[0]!;
   return [subresource === undefined ? { manager, operation } : { manager, operation, subresource }];
@@ -132,26 +145,27 @@ function entryIdentity(entry: EntrySignature): string {
 function ownerOf(
   change: Change,
   ownership: FieldOwnership,
-  writerNames: ReadonlySet<string>,
+  writerNames: readonly string[],
   soleWriter: ManagedFieldsEntry | undefined,
 ): ManagedFieldsEntry | undefined {
   if (change.op === 'remove') return soleWriter;
-  let segments: string[];
+  let owners: ManagedFieldsEntry[];
   try {
-    segments = parsePointer(change.path);
+    owners = ownership.ownersOf(change.path);
   } catch {
+    // Not a JSON Pointer: nobody can be named.
     return undefined;
   }
-  const owners = ownership.ownersOf(segments);
   if (owners.length === 0) return undefined;
+  if (owners.length === 1) return owners[0];
   const first = owners[0]!.manager;
   if (owners.every((entry) => entry.manager === first)) {
-    return owners.find((entry) => writerNames.has(entry.manager)) ?? owners[0];
+    return owners.find((entry) => writerNames.includes(entry.manager)) ?? owners[0];
   }
   // Shared (several appliers set the same value, or a map partly each one's): the one that wrote now.
   let writing: ManagedFieldsEntry | undefined;
   for (const entry of owners) {
-    if (!writerNames.has(entry.manager)) continue;
+    if (!writerNames.includes(entry.manager)) continue;
     if (writing && writing.manager !== entry.manager) return undefined;
     writing ??= entry;
   }

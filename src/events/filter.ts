@@ -91,6 +91,7 @@ type FilterRule =
   | 'users'
   | 'excludeUsers';
 
+/** `reason` says why, for --explain: empty when the filter was not asked to explain (evaluate). */
 export type FilterVerdict =
   /** `event`: the event to deliver when `ignore` removed some of its changes. */
   | { deliver: true; reason: string; event?: ChangeEvent }
@@ -113,7 +114,11 @@ export interface EventFilter {
   readonly spec: FilterSpec;
   /** True when the filter accepts every event. */
   readonly acceptsAll: boolean;
-  evaluate(event: ChangeEvent): FilterVerdict;
+  /**
+   * The verdict on `event`; its reason only when `explain` (the default) asks for it: the delivery path
+   * asks for none, so an event costs no reason text per sink unless --explain prints it.
+   */
+  evaluate(event: ChangeEvent, explain?: boolean): FilterVerdict;
 }
 
 interface CompiledPathRule {
@@ -152,6 +157,8 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
     !users &&
     !excludeUsers;
   const owner = options.owner ?? 'the sink';
+  const noFilter: FilterVerdict = { deliver: true, reason: `${owner} has no filter` };
+  const unexplained: FilterVerdict = { deliver: true, reason: '' };
 
   // Resource matches are cached per qualified type: discovery answers do not change for a type.
   const cache = new Map<ResourceName, Map<string, boolean>>();
@@ -175,14 +182,19 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
   return {
     spec,
     acceptsAll,
-    evaluate(event: ChangeEvent): FilterVerdict {
-      if (acceptsAll) return { deliver: true, reason: `${owner} has no filter` };
-      const accepted: string[] = [];
+    evaluate(event: ChangeEvent, explain = true): FilterVerdict {
+      if (acceptsAll) return explain ? noFilter : unexplained;
+      // What each rule accepted, for the reason; not collected (no text built) when nobody reads it.
+      const accepted: string[] | undefined = explain ? [] : undefined;
       if (types) {
         if (!types.has(event.type)) {
-          return { deliver: false, rule: 'types', reason: `type ${event.type} is not in ${list(types)}` };
+          return {
+            deliver: false,
+            rule: 'types',
+            reason: explain ? `type ${event.type} is not in ${list(types)}` : '',
+          };
         }
-        accepted.push(`type ${event.type}`);
+        accepted?.push(`type ${event.type}`);
       }
       const { namespace, kind, name } = event.object;
       if (namespaces) {
@@ -192,20 +204,22 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
             return {
               deliver: false,
               rule: 'namespaces',
-              reason: `${kind} ${name} is cluster-scoped and the filter lists namespaces ${texts(namespaces)}`,
+              reason: explain
+                ? `${kind} ${name} is cluster-scoped and the filter lists namespaces ${texts(namespaces)}`
+                : '',
             };
           }
-          accepted.push(`namespace ${name} itself`);
+          accepted?.push(`namespace ${name} itself`);
         } else {
           const match = namespaces.find((pattern) => pattern.test(namespace));
           if (!match) {
             return {
               deliver: false,
               rule: 'namespaces',
-              reason: `namespace ${namespace} is not in ${texts(namespaces)}`,
+              reason: explain ? `namespace ${namespace} is not in ${texts(namespaces)}` : '',
             };
           }
-          accepted.push(
+          accepted?.push(
             match.text === namespace ? `namespace ${namespace}` : `namespace ${namespace} (${match.text})`,
           );
         }
@@ -216,7 +230,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'excludeNamespaces',
-            reason: `namespace ${namespace} is excluded (${match.text})`,
+            reason: explain ? `namespace ${namespace} is excluded (${match.text})` : '',
           };
         }
       }
@@ -226,10 +240,12 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'resources',
-            reason: `${qualifiedResource(event)} is not one of ${resources.map((r) => r.text).join(', ')}`,
+            reason: explain
+              ? `${qualifiedResource(event)} is not one of ${resources.map((r) => r.text).join(', ')}`
+              : '',
           };
         }
-        accepted.push(`resource ${match.text}`);
+        accepted?.push(`resource ${match.text}`);
       }
       if (excludeResources) {
         const match = excludeResources.find((pattern) => matchesResource(pattern, event));
@@ -237,7 +253,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'excludeResources',
-            reason: `${qualifiedResource(event)} is excluded (${match.text})`,
+            reason: explain ? `${qualifiedResource(event)} is excluded (${match.text})` : '',
           };
         }
       }
@@ -248,13 +264,14 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'managers',
-            reason:
-              names.length === 0
+            reason: explain
+              ? names.length === 0
                 ? `the ${event.type} names no field manager, and the filter lists managers ${texts(managers)}`
-                : `made by ${names.join(', ')}, not by ${texts(managers)}`,
+                : `made by ${names.join(', ')}, not by ${texts(managers)}`
+              : '',
           };
         }
-        accepted.push(
+        accepted?.push(
           `manager ${match.name}${match.pattern.text === match.name ? '' : ` (${match.pattern.text})`}`,
         );
       }
@@ -264,7 +281,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'excludeManagers',
-            reason: `created by ${match.name}, excluded (${match.pattern.text})`,
+            reason: explain ? `created by ${match.name}, excluded (${match.pattern.text})` : '',
           };
         }
       }
@@ -275,13 +292,14 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'users',
-            reason:
-              names.length === 0
+            reason: explain
+              ? names.length === 0
                 ? `who made it is not known and the filter lists users ${texts(users)}`
-                : `user ${names.join(' via ')} is not in ${texts(users)}`,
+                : `user ${names.join(' via ')} is not in ${texts(users)}`
+              : '',
           };
         }
-        accepted.push(`user ${match.text}`);
+        accepted?.push(`user ${match.text}`);
       }
       if (excludeUsers) {
         const names = usernamesOf(event);
@@ -290,13 +308,11 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'excludeUsers',
-            reason: `user ${names.join(' via ')} is excluded (${match.text})`,
+            reason: explain ? `user ${names.join(' via ')} is excluded (${match.text})` : '',
           };
         }
       }
-      if (event.type !== 'UPDATED') {
-        return { deliver: true, reason: accepted.join('; ') || 'every rule accepts it' };
-      }
+      if (event.type !== 'UPDATED') return acceptedVerdict(accepted);
 
       let changes: readonly Change[] = event.changes ?? [];
       let trimmed: ChangeEvent | undefined;
@@ -309,11 +325,13 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
           return {
             deliver: false,
             rule: 'excludeManagers',
-            reason: `every change is made by an excluded manager (${[...new Set(changes.map((change) => changeManager(change, event)))].join(', ')}; excluded ${texts(excludeManagers)})`,
+            reason: explain
+              ? `every change is made by an excluded manager (${[...new Set(changes.map((change) => changeManager(change, event)))].join(', ')}; excluded ${texts(excludeManagers)})`
+              : '',
           };
         }
         if (kept.length < changes.length) {
-          accepted.push(`${count(changes.length - kept.length, 'change')} by excluded managers dropped`);
+          accepted?.push(`${count(changes.length - kept.length, 'change')} by excluded managers dropped`);
           changes = kept;
           trimmed = { ...event, changes: kept };
         }
@@ -331,11 +349,11 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
             return {
               deliver: false,
               rule: 'ignore',
-              reason: `every change is ignored (${rules.map((rule) => rule.text).join(', ')})`,
+              reason: explain ? `every change is ignored (${rules.map((rule) => rule.text).join(', ')})` : '',
             };
           }
           if (kept.length < changes.length) {
-            accepted.push(`${count(changes.length - kept.length, 'change')} ignored`);
+            accepted?.push(`${count(changes.length - kept.length, 'change')} ignored`);
             changes = kept;
             trimmed = { ...event, changes: kept };
           }
@@ -344,14 +362,14 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
       if (only) {
         const rules = only.filter((rule) => ruleApplies(rule, event));
         if (rules.length > 0) {
-          let matched: string | undefined;
+          let matched: { change: Change; rule: CompiledPathRule } | undefined;
           for (const change of changes) {
             const changeSegments = safeSegments(change.path);
-            const match = rules.find(
+            const rule = rules.find(
               (rule) => overlaps(rule.segments, changeSegments) && managerOfRule(rule, change, event),
             );
-            if (match) {
-              matched = `change at ${change.path || '(whole object)'} matches ${match.text}`;
+            if (rule) {
+              matched = { change, rule };
               break;
             }
           }
@@ -359,16 +377,21 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
             return {
               deliver: false,
               rule: 'only',
-              reason: `no change is at or under ${rules.map((rule) => rule.text).join(', ')}`,
+              reason: explain ? `no change is at or under ${rules.map((rule) => rule.text).join(', ')}` : '',
             };
           }
-          accepted.push(matched);
+          accepted?.push(`change at ${matched.change.path || '(whole object)'} matches ${matched.rule.text}`);
         }
       }
-      const reason = accepted.join('; ') || 'every rule accepts it';
-      return trimmed ? { deliver: true, reason, event: trimmed } : { deliver: true, reason };
+      const verdict = acceptedVerdict(accepted);
+      return trimmed ? { ...verdict, event: trimmed } : verdict;
     },
   };
+}
+
+/** The verdict that delivers, with what each rule accepted when that was collected. */
+function acceptedVerdict(accepted: readonly string[] | undefined): { deliver: true; reason: string } {
+  return { deliver: true, reason: accepted ? accepted.join('; ') || 'every rule accepts it' : '' };
 }
 
 /** A name or glob of a rule (a namespace, a field manager, a user), as written and compiled. */
@@ -558,16 +581,18 @@ function overlaps(pattern: readonly string[], change: readonly string[]): boolea
 }
 
 /**
- * The filter's verdict; a filter that throws lets the event through (a filter bug must not lose changes),
- * says why for --explain, and is reported. Without `failures` the exception propagates.
+ * The filter's verdict, with its reason only when `explain`; a filter that throws lets the event through (a
+ * filter bug must not lose changes), says why for --explain, and is reported. Without `failures` the
+ * exception propagates.
  */
 export function evaluateContained(
   filter: EventFilter,
   event: ChangeEvent,
   failures: EventFailures | undefined,
   owner = 'the watch',
+  explain = false,
 ): FilterVerdict {
-  const { verdict, error } = evaluateSafely(filter, event);
+  const { verdict, error } = evaluateSafely(filter, event, explain);
   if (error !== undefined) {
     if (!failures) throw error;
     failures.report(
@@ -585,9 +610,10 @@ export function evaluateContained(
 export function evaluateSafely(
   filter: EventFilter,
   event: ChangeEvent,
+  explain = true,
 ): { verdict: FilterVerdict; error?: unknown } {
   try {
-    return { verdict: filter.evaluate(event) };
+    return { verdict: filter.evaluate(event, explain) };
   } catch (error) {
     return {
       verdict: { deliver: true, reason: `the filter failed (${errorMessage(error)}); delivered anyway` },

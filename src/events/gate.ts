@@ -90,7 +90,7 @@ export function eventGate(
     }
     let passed = event;
     if (filter) {
-      const verdict = evaluateContained(filter, event, options.failures);
+      const verdict = evaluateContained(filter, event, options.failures, 'the watch', settings.explain);
       if (!verdict.deliver) {
         if (settings.explain) explain(event, 'all sinks', verdict);
         return undefined;

@@ -90,13 +90,13 @@ export function managersSignature(entries: readonly ManagedFieldsEntry[]): Manag
     if (parts.length > 0) parts.push(ENTRY_SEPARATOR);
     const operation = OPERATION_CODES[entry.operation] ?? entry.operation.replaceAll('.', '');
     // The name goes last: it may hold dots; the subresource and the operation cannot.
-    const owned = ownedFields(entry.fieldsV1);
+    countOwnedFields(entry.fieldsV1);
     parts.push(
       whoAndWhenHash(entry).toString(36),
       '.',
-      owned.count.toString(36),
+      walked.count.toString(36),
       '.',
-      owned.hash.toString(36),
+      ((walked.hash >>> 0) & HASH_MASK).toString(36),
       '.',
       operation,
       '.',
@@ -109,27 +109,40 @@ export function managersSignature(entries: readonly ManagedFieldsEntry[]): Manag
 }
 
 export function parseManagersSignature(signature: ManagersSignature): EntrySignature[] {
-  if (signature === '') return [];
-  return signature.split(ENTRY_SEPARATOR).map((line) => {
-    const parts: string[] = [];
-    let start = 0;
-    for (let field = 0; field < 5; field++) {
-      const dot = line.indexOf('.', start);
-      if (dot < 0) break;
-      parts.push(line.slice(start, dot));
-      start = dot + 1;
-    }
-    const [whoAndWhen = '', count = '0', fields = '', operation = '', subresource = ''] = parts;
-    const entry: EntrySignature = {
-      whoAndWhen,
-      count: Number.parseInt(count, 36),
-      fields,
-      manager: line.slice(start),
-      operation: OPERATIONS[operation] ?? operation,
-    };
-    if (subresource !== '') entry.subresource = subresource;
-    return entry;
-  });
+  return signatureLines(signature).map(parseEntrySignature);
+}
+
+/** The signature's lines, one per entry, in the entries' order (compared whole, they are cheaper than parsed). */
+export function signatureLines(signature: ManagersSignature): string[] {
+  return signature === '' ? [] : signature.split(ENTRY_SEPARATOR);
+}
+
+/** A line's who-and-when hash: equal lines of two versions with another one are another write. */
+export function whoAndWhenOf(line: string): string {
+  const dot = line.indexOf('.');
+  return dot < 0 ? line : line.slice(0, dot);
+}
+
+/** One line of a signature, read back. */
+export function parseEntrySignature(line: string): EntrySignature {
+  const parts: string[] = [];
+  let start = 0;
+  for (let field = 0; field < 5; field++) {
+    const dot = line.indexOf('.', start);
+    if (dot < 0) break;
+    parts.push(line.slice(start, dot));
+    start = dot + 1;
+  }
+  const [whoAndWhen = '', count = '0', fields = '', operation = '', subresource = ''] = parts;
+  const entry: EntrySignature = {
+    whoAndWhen,
+    count: Number.parseInt(count, 36),
+    fields,
+    manager: line.slice(start),
+    operation: OPERATIONS[operation] ?? operation,
+  };
+  if (subresource !== '') entry.subresource = subresource;
+  return entry;
 }
 
 const FNV_OFFSET = 0x811c9dc5;
@@ -156,23 +169,30 @@ function whoAndWhenHash(entry: ManagedFieldsEntry): number {
   return (hash >>> 0) & HASH_MASK;
 }
 
-/** The number of keys in a field trie, at every depth, and a hash of them (each with its depth). */
-function ownedFields(node: JsonObject | undefined): { count: number; hash: number } {
-  const total = { count: 0, hash: FNV_OFFSET };
-  if (node) walkFields(node, total);
-  return { count: total.count, hash: (total.hash >>> 0) & HASH_MASK };
-}
+/**
+ * The walk's totals: the number of keys in a field trie, at every depth, and a hash of them (each with
+ * its depth). One object for every walk, read at once: the walk runs for each object that arrives.
+ */
+const walked = { count: 0, hash: FNV_OFFSET };
 
-function walkFields(node: JsonObject, total: { count: number; hash: number }): void {
+function countOwnedFields(node: JsonObject | undefined): void {
+  walked.count = 0;
+  walked.hash = FNV_OFFSET;
+  if (node) walkFields(node);
+}
+const OPEN = '{'.charCodeAt(0);
+const CLOSE = '}'.charCodeAt(0);
+
+function walkFields(node: JsonObject): void {
   for (const key in node) {
-    total.count++;
-    total.hash = fnv(total.hash, key);
+    walked.count++;
+    walked.hash = fnv(walked.hash, key);
     const child = node[key];
     if (isJsonObject(child)) {
       // Bracket the children, so that where a key sits in the trie counts too.
-      total.hash = fnv(total.hash, '{');
-      walkFields(child, total);
-      total.hash = fnv(total.hash, '}');
+      walked.hash = Math.imul(walked.hash ^ OPEN, FNV_PRIME);
+      walkFields(child);
+      walked.hash = Math.imul(walked.hash ^ CLOSE, FNV_PRIME);
     }
   }
 }

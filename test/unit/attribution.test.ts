@@ -70,12 +70,11 @@ const labeller = entry('kubectl-label', {
 const entries = [creator, scaler, setter, labeller];
 
 /** The owners of one path, asked alone. */
-function ownersOf(list: ManagedFieldsEntry[], object: JsonObject, path: string[]): ManagedFieldsEntry[] {
+function ownersOf(list: ManagedFieldsEntry[], object: JsonObject, path: string): ManagedFieldsEntry[] {
   return new FieldOwnership(list, object).ownersOf(path);
 }
 
-const owner = (path: string) =>
-  ownersOf(entries, deployment, path.split('/').slice(1)).map((found) => found.manager);
+const owner = (path: string) => ownersOf(entries, deployment, path).map((found) => found.manager);
 
 describe('field owners (FieldsV1 against JSON Pointer paths)', () => {
   it('maps f: fields, k: list items by their merge keys, v: set items and atomic fields', () => {
@@ -97,7 +96,7 @@ describe('field owners (FieldsV1 against JSON Pointer paths)', () => {
     const owners = ownersOf(
       [entry('unknown', { 'f:data': {} }), entry('scaler', { 'f:data': { 'f:a': {} } })],
       data,
-      ['data', 'a'],
+      '/data/a',
     );
     assert.deepEqual(
       owners.map((found) => found.manager),
@@ -114,16 +113,36 @@ describe('field owners (FieldsV1 against JSON Pointer paths)', () => {
       '/metadata/labels/tier',
     ];
     assert.deepEqual(
-      paths.map((path) => ownership.ownersOf(path.split('/').slice(1)).map((found) => found.manager)),
+      paths.map((path) => ownership.ownersOf(path).map((found) => found.manager)),
       [['kubectl-create'], ['kubectl-label'], ['kubectl'], ['kubectl-label']],
+    );
+  });
+
+  it('reads escaped segments (~1 for "/", ~0 for "~") and refuses what is not a pointer', () => {
+    const object = { metadata: { labels: { 'a/b': 'x', 'c~d': 'y' } } };
+    const slash = entry('slash', { 'f:metadata': { 'f:labels': { 'f:a/b': {} } } });
+    const tilde = entry('tilde', { 'f:metadata': { 'f:labels': { 'f:c~d': {} } } });
+    const ownership = new FieldOwnership([slash, tilde], object);
+    assert.deepEqual(
+      ['/metadata/labels/a~1b', '/metadata/labels/c~0d', '/metadata/labels/a/b'].map((path) =>
+        ownership.ownersOf(path).map((found) => found.manager),
+      ),
+      [['slash'], ['tilde'], []],
+    );
+    assert.throws(() => ownership.ownersOf('metadata'), /is not a JSON Pointer/);
+    assert.throws(() => ownership.ownersOf('/metadata/labels/a~2b'), /is not a JSON Pointer/);
+    assert.throws(() => ownership.ownersOf('/meta~data/labels/x'), /is not a JSON Pointer/);
+    assert.deepEqual(
+      ownership.ownersOf('/metadata/labels/c~0d').map((found) => found.manager),
+      ['tilde'],
     );
   });
 
   it('matches list items by index with i: keys, and nothing past the end of a list', () => {
     const object = { spec: { args: ['a', 'b'] } };
     const byIndex = entry('x', { 'f:spec': { 'f:args': { 'i:1': {} } } });
-    assert.equal(ownersOf([byIndex], object, ['spec', 'args', '1']).length, 1);
-    assert.equal(ownersOf([byIndex], object, ['spec', 'args', '5']).length, 0);
+    assert.equal(ownersOf([byIndex], object, '/spec/args/1').length, 1);
+    assert.equal(ownersOf([byIndex], object, '/spec/args/5').length, 0);
   });
 });
 

@@ -247,3 +247,32 @@ describe('event gate and --explain', () => {
     );
   });
 });
+
+describe('config filters: reasons only for --explain', () => {
+  it('gives the same verdict without a reason when not asked to explain', () => {
+    const filter = compileFilter({
+      types: ['UPDATED', 'ADDED'],
+      namespaces: ['shop', 'team-*'],
+      resources: ['deployments', 'configmaps'],
+      ignore: [{ path: '/spec/replicas' }],
+      only: [{ path: '/spec/template', resources: ['deployments'] }],
+    });
+    const events = [
+      event(),
+      event({ type: 'DELETED' }),
+      event({ object: { namespace: 'other' } }),
+      event({ changes: [{ op: 'replace', path: '/spec/replicas', from: 1, to: 2 }] }),
+      configmap(),
+      widget,
+    ];
+    for (const each of events) {
+      const explained = filter.evaluate(each);
+      const quiet = filter.evaluate(each, false);
+      assert.notEqual(explained.reason, '');
+      assert.equal(quiet.reason, '');
+      assert.deepEqual({ ...quiet, reason: explained.reason }, explained);
+    }
+    assert.equal(compileFilter({}).evaluate(event(), false).reason, '');
+    assert.equal(compileFilter({}).evaluate(event()).reason, 'the sink has no filter');
+  });
+});

@@ -1,4 +1,4 @@
-// The diff's fast path (share.ts, changesOfShared) must report exactly what jsondiffpatch reports
+// The diff's fast path (changesOfVersions and share.ts) must report exactly what jsondiffpatch reports
 // for the whole objects: checked against that reference on fixed cases and on random objects and
 // edits (fixed seeds), with keys that need escaping, "__proto__", keyed and keyless lists,
 // reorders and reordered keys.
@@ -167,6 +167,24 @@ describe('diffObjects with shared subtrees', () => {
       if (expected.length > 0) nonEmpty++;
     }
     assert.ok(nonEmpty > 3000, `only ${nonEmpty} cases had changes`);
+  });
+
+  it('reports what jsondiffpatch reports below the depth where the direct walk hands over', () => {
+    const deep = (depth: number, leaf: JsonValue): JsonObject => {
+      let value: JsonValue = leaf;
+      for (let level = depth; level > 0; level--) value = { [`k${level}`]: value, same: level };
+      return value as JsonObject;
+    };
+    const cases: [JsonObject, JsonObject][] = [
+      [deep(40, { a: 1, l: [{ name: 'x', v: 1 }] }), deep(40, { b: 2, l: [{ name: 'x', v: 2 }] })],
+      [deep(33, 'old'), deep(33, 'new')],
+      [deep(31, { a: [1, 2] }), deep(31, { a: [2, 1], c: {} })],
+    ];
+    for (const [old, updated] of cases) {
+      const expected = reference(old, clone(updated));
+      assert.ok(expected.length > 0);
+      assert.deepEqual(diffObjects(old, clone(updated)), expected, JSON.stringify([old, updated]));
+    }
   });
 
   it('reports what jsondiffpatch reports for list edits of Kubernetes shapes', () => {
