@@ -14,7 +14,7 @@ export const WATCH_NODE_OPTIONS = ['--max-semi-space-size=1', '--max-opt=2'];
 
 /**
  * The options of WATCH_NODE_OPTIONS that this process lacks for this command line: none unless the
- * command is `watch`, and none that the user chose a value of (on Node's command line or in
+ * command is `watch` (and not its help), and none that the user chose a value of (on Node's command line or in
  * NODE_OPTIONS): theirs wins.
  * @param {readonly string[]} args the command line after the script (process.argv.slice(2))
  * @param {readonly string[]} execArgv Node's own options of this process
@@ -22,7 +22,8 @@ export const WATCH_NODE_OPTIONS = ['--max-semi-space-size=1', '--max-opt=2'];
  * @returns {string[]}
  */
 export function missingNodeOptions(args, execArgv, nodeOptions) {
-  if (args[0] !== 'watch') return [];
+  // `watch --help` prints and exits: not worth a second start of Node.
+  if (args[0] !== 'watch' || args.includes('--help') || args.includes('-h')) return [];
   const given = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].map(optionName);
   return WATCH_NODE_OPTIONS.filter((option) => !given.includes(optionName(option)));
 }

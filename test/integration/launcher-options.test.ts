@@ -92,12 +92,15 @@ describe('the launcher', () => {
         report,
         "process.on('exit', () => process.stderr.write('node options: ' + JSON.stringify(process.execArgv) + '\\n'));\n",
       );
-      const result = await runKubediffToCompletion(['version'], {
-        env: { NODE_OPTIONS: `--import ${pathToFileURL(report).href}` },
-      });
-      assert.equal(result.code, 0, result.stderr);
-      assert.match(result.stdout, /^kubediff \d+\.\d+\.\d+ \(node /);
-      assert.equal(result.stderr, 'node options: []\n');
+      const env = { NODE_OPTIONS: `--import ${pathToFileURL(report).href}` };
+      const version = await runKubediffToCompletion(['version'], { env });
+      assert.equal(version.code, 0, version.stderr);
+      assert.match(version.stdout, /^kubediff \d+\.\d+\.\d+ \(node /);
+      assert.equal(version.stderr, 'node options: []\n');
+      const help = await runKubediffToCompletion(['watch', '--help'], { env });
+      assert.equal(help.code, 0, help.stderr);
+      assert.match(help.stdout, /^Usage: kubediff watch /);
+      assert.equal(help.stderr, 'node options: []\n');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
