@@ -31,7 +31,8 @@ COPY package.json ./
 COPY bin ./bin
 COPY src ./src
 # Node's module compile cache, filled here by the runtime's own Node (the cache is per Node build) with
-# every module kubediff may load, their stripped types and compiled code: start-up then neither strips
+# every module kubediff may load, their stripped types and compiled code, once for the Node options
+# `watch` runs with too (bin/node-options.js; V8 keeps a cache per set): start-up then neither strips
 # types nor compiles (README, "Start-up and the compile cache"). The process only reads it; on a
 # read-only root filesystem new entries are simply not written. Exec form: the runtime has no shell.
 ENV NODE_COMPILE_CACHE=/app/compile-cache

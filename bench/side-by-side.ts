@@ -65,6 +65,10 @@ export async function measureSideBySide(
     writesPerSecond: number;
     rounds: number;
     log: (message: string) => void;
+    /** Node options for kubediff's process (for measuring flags by hand; the bench runs it as users do). */
+    kubediffNodeArgs?: string[];
+    /** Another kubediff's launcher (for measuring a change against a checkout of main by hand). */
+    kubediffScript?: string;
   },
 ): Promise<SideBySideFigures> {
   const ns = await admin.createNamespace('bench-side');
@@ -144,7 +148,13 @@ async function runRound(
   build: GoOriginalBuild,
   ns: string,
   round: number,
-  options: { objects: number; writes: number; writesPerSecond: number },
+  options: {
+    objects: number;
+    writes: number;
+    writesPerSecond: number;
+    kubediffNodeArgs?: string[];
+    kubediffScript?: string;
+  },
 ): Promise<SideBySideRound> {
   const collection = `/api/v1/namespaces/${ns}/configmaps`;
   const stream = new Set<string>();
@@ -155,7 +165,19 @@ async function runRound(
   const startKubediff = () =>
     startChild(
       process.execPath,
-      [KUBEDIFF, 'watch', '--kubeconfig', info.kubeconfigPath, '-o', 'json', '-r', 'configmaps', '-n', ns],
+      [
+        ...(options.kubediffNodeArgs ?? []),
+        options.kubediffScript ?? KUBEDIFF,
+        'watch',
+        '--kubeconfig',
+        info.kubeconfigPath,
+        '-o',
+        'json',
+        '-r',
+        'configmaps',
+        '-n',
+        ns,
+      ],
       {
         onLine: (line) => {
           const event = JSON.parse(line) as { type: string; id: string };

@@ -1,15 +1,28 @@
 #!/usr/bin/env node
-// Launcher. kubediff runs its TypeScript sources directly through Node's type
-// stripping (Node >= 22.19). When started by an older Node (a machine's own
-// Node 20, say), it re-runs itself with the Node 24 that `npm ci` installed
-// into node_modules, so the install command alone is enough on any machine.
+// Launcher. kubediff runs its TypeScript sources directly through Node's type stripping
+// (Node >= 22.19). When started by an older Node (a machine's own Node 20, say), it re-runs itself
+// with the Node 24 that `npm ci` installed into node_modules, so the install command alone is
+// enough on any machine. `kubediff watch` runs with the Node options of node-options.js, which
+// keep a long-running watch's memory down; every way of starting kubediff (this file run by node,
+// `npx kubediff`, the npm bin link, the container's entrypoint) passes through here, so they all get them.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { missingNodeOptions } from './node-options.js';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
 const supported = major > 22 || (major === 22 && minor >= 19);
+const launcher = fileURLToPath(import.meta.url);
+const args = process.argv.slice(2);
+const missing = missingNodeOptions(args, process.execArgv, process.env.NODE_OPTIONS);
+
+if (supported && missing.length > 0 && canReplaceProcess()) {
+  // Node options take effect only when Node starts: this process becomes a new Node with them, in
+  // place (same pid, so a container's PID 1 stays PID 1, and the same stdio). It costs one more
+  // start of Node (some tens of ms), paid by `watch` alone: other commands never come here.
+  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missing, launcher, ...args]);
+}
 
 if (supported) {
   // Node's module compile cache keeps each module's type-stripped source and V8 code between runs,
@@ -26,9 +39,7 @@ if (supported) {
     );
     process.exit(1);
   }
-  const child = spawn(bundledNode, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-  });
+  const child = spawn(bundledNode, [...missing, launcher, ...args], { stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => child.kill(signal));
   }
@@ -36,4 +47,19 @@ if (supported) {
     if (signal) process.kill(process.pid, signal);
     else process.exit(code ?? 1);
   });
+}
+
+/**
+ * Whether this process can become a new Node in place: process.execve exists from Node 23.11 on,
+ * not on Windows. A Node without it runs the command without the options (only its memory differs).
+ * A failed execve ends the process, so the binary is checked first.
+ */
+function canReplaceProcess() {
+  if (typeof process.execve !== 'function' || process.platform === 'win32') return false;
+  try {
+    accessSync(process.execPath, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -9,13 +9,14 @@
 // Whoever can reach the port reads /readyz: its reasons name the resource and the kind of failure,
 // never the error's own message, which carries the API server's URL and addresses (those are logged).
 
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { KubeFailureKind } from '../kube/errors.ts';
 import { qualifiedName } from '../kube/types.ts';
 import { UsageError } from '../util/errors.ts';
+import { createServer } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import type { KubediffMetrics } from './metrics.ts';
 

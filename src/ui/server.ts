@@ -13,12 +13,13 @@
 //
 // Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { boundAddress, closeServer, listenOn, parseListenAddress } from '../service/health-server.ts';
 import type { UiObserver } from '../service/metrics.ts';
 import { ReaderBusy } from '../state/reader-busy.ts';
 import type { HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
+import { createServer } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import { type Asset, loadAssets } from './assets.ts';
 import { BadRequest, historyFilter, integer, LIMITS, objectRef, rowKey, time } from './query.ts';

@@ -91,6 +91,22 @@ test('the image tree (production dependencies only) runs kubediff as in a pod', 
       .join('\n')}`,
   );
 
+  // `watch` runs with Node options of its own (bin/node-options.js), under which V8 keeps a cache apart:
+  // the build filled that one too. A context that is not in the kubeconfig stops it once its modules are loaded.
+  const watch = await runKubediffToCompletion(
+    ['watch', '--kubeconfig', testCluster().kubeconfigPath, '--context', 'no-such-context'],
+    { script, env: { NODE_COMPILE_CACHE: compileCache, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' } },
+  );
+  assert.equal(watch.code, 2, watch.stderr);
+  const watchModule = pathToFileURL(path.join(image, 'src', 'cli', 'watch.ts')).href;
+  assert.ok(
+    watch.stderr.includes(`V8 code cache for ESM ${watchModule} was accepted`),
+    `the warmed compile cache serves src/cli/watch.ts under watch's options:\n${watch.stderr
+      .split('\n')
+      .filter((line) => line.includes('watch.ts'))
+      .join('\n')}`,
+  );
+
   // Run with the admin's token mounted as a pod's (this test is about the files, not RBAC).
   const cluster = testCluster();
   const namespace = await admin.createNamespace('image');

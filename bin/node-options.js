@@ -1,0 +1,34 @@
+// The Node options `kubediff watch` runs with, and when the launcher must add them. They keep the
+// resident memory of a long-running watch down for a small cost in CPU (BENCHMARKS.md, figure 5, and
+// README, "Memory"):
+// - --max-semi-space-size=1: V8's young generation stays at 1 MiB per semi-space instead of growing
+//   to 16 MiB with the allocation rate of a watch stream. Most of what a watch event allocates dies
+//   young either way; the stored objects are promoted after a scavenge or two.
+// - --max-opt=2: hot functions are optimized by Maglev, not TurboFan: TurboFan's code and its
+//   compilation memory stay out of the process.
+// Plain JavaScript (not TypeScript): the launcher imports it before it knows whether this Node can
+// strip types.
+
+/** @type {readonly string[]} */
+export const WATCH_NODE_OPTIONS = ['--max-semi-space-size=1', '--max-opt=2'];
+
+/**
+ * The options of WATCH_NODE_OPTIONS that this process lacks for this command line: none unless the
+ * command is `watch` (and not its help), and none that the user chose a value of (on Node's command line or in
+ * NODE_OPTIONS): theirs wins.
+ * @param {readonly string[]} args the command line after the script (process.argv.slice(2))
+ * @param {readonly string[]} execArgv Node's own options of this process
+ * @param {string | undefined} nodeOptions $NODE_OPTIONS
+ * @returns {string[]}
+ */
+export function missingNodeOptions(args, execArgv, nodeOptions) {
+  // `watch --help` prints and exits: not worth a second start of Node.
+  if (args[0] !== 'watch' || args.includes('--help') || args.includes('-h')) return [];
+  const given = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].map(optionName);
+  return WATCH_NODE_OPTIONS.filter((option) => !given.includes(optionName(option)));
+}
+
+/** "--max_opt=2" → "--max-opt": V8 takes either spelling. */
+function optionName(option) {
+  return option.split('=')[0].replaceAll('_', '-');
+}
