@@ -35,6 +35,8 @@ export interface FaultProxy {
   readonly connections: number;
   /** Client connections accepted since the start, refused ones excluded. */
   readonly totalConnections: number;
+  /** The most client connections open at once since the start (counted as `connections` is). */
+  readonly peakConnections: number;
   /** Reset every open connection on both sides, immediately. */
   cutAll(): void;
   /** While on, nothing crosses the proxy in either direction; turning it off delivers what was held. */
@@ -109,6 +111,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const sockets = new Set<net.Socket>();
   const waiters = new Set<Waiter>();
   let open = 0;
+  let peak = 0;
   let total = 0;
   let delayMs = 0;
   let blackholed = false;
@@ -201,6 +204,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     }
     total++;
     open++;
+    peak = Math.max(peak, open);
     const upstream = net.connect({
       host: options.target.host,
       port: options.target.port,
@@ -284,6 +288,9 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     },
     get totalConnections() {
       return total;
+    },
+    get peakConnections() {
+      return peak;
     },
     cutAll() {
       for (const pair of [...pairs]) tear(pair);

@@ -154,11 +154,6 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
   assert.ok(pid);
   const watches = Number(/watching (\d+) resource types/.exec(kd.stderr)?.[1]);
   assert.equal(establishedConnections(pid, proxy.port), 1, 'one connection before the first outage');
-  let peak = 1;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, establishedConnections(pid, proxy.port));
-  }, 25);
-  t.after(() => clearInterval(sampler));
 
   const kinds = ['reset', 'refused', 'black hole'] as const;
   const outages = 21;
@@ -190,7 +185,6 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
       `one connection after outage ${round + 1} (${kind}); stderr:\n${kd.stderr}`,
     );
   }
-  clearInterval(sampler);
   const marker = await admin.patch(`${configMaps}/x`, { data: { k: 'marker' } });
   await kd.waitForEvent((event) => event.id === id(marker), { description: 'the marker' });
 
@@ -218,7 +212,9 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
     1 + outages,
     `${watches} watches, ${proxy.totalConnections} connections`,
   );
-  assert.ok(peak <= 2, `at most two connections at once, saw ${peak}`);
+  // Counted by the proxy as they open (sampling the kernel's socket table instead, every few ms, starved the
+  // proxy of the CPU it needs to pass PING answers in time on a loaded machine).
+  assert.ok(proxy.peakConnections <= 2, `at most two connections at once, saw ${proxy.peakConnections}`);
   // What /metrics says about it.
   const metrics = await scrapeMetrics(metricsBase);
   assert.equal(metrics.get('kubediff_api_connections{protocol="h2"}'), 1);
