@@ -146,7 +146,7 @@ function resolveWatchSettings(
 
   const settings: WatchSettings = {
     kubeconfig: flags.kubeconfig ?? config.kubeconfig,
-    context: flags.context ?? config.context,
+    ...contextsFrom(flags, config.context),
     namespaces: namespaceGlobs ? [] : namespaces,
     excludeNamespaces: excludeNamespaces.filter((name) => !hasGlob(name)),
     resources: resources.map(parseResourceName),
@@ -289,6 +289,34 @@ function problemAt(file: LoadedConfig, path: KeyPath, message: string): ConfigEr
 }
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
+/**
+ * Which clusters: --context (repeatable; the file's `context:` under it), or --all-contexts. A context
+ * named twice, or named beside --all-contexts, is a mistake the user must see, not one we guess around.
+ */
+function contextsFrom(
+  flags: RawWatchFlags,
+  fileContext: string | undefined,
+): Pick<WatchSettings, 'contexts' | 'allContexts'> {
+  const given = flags.context === undefined ? [] : [flags.context].flat();
+  const allContexts = flags.allContexts ?? false;
+  if (allContexts && given.length > 0) {
+    throw new UsageError(
+      '--context and --all-contexts both choose the clusters to watch; pass one of them, not both.',
+    );
+  }
+  const twice = given.find((name, index) => given.indexOf(name) !== index);
+  if (twice !== undefined) {
+    throw new UsageError(`--context "${twice}" is given twice; name each context once.`);
+  }
+  if (flags.clusterName !== undefined && (allContexts || given.length > 1)) {
+    throw new UsageError(
+      '--cluster-name names one cluster, but several contexts are watched; each cluster is named after its context, so drop --cluster-name.',
+    );
+  }
+  const contexts = given.length > 0 || allContexts || fileContext === undefined ? given : [fileContext];
+  return { contexts, allContexts };
+}
+
 function splitList(values: readonly string[] | undefined): string[] {
   return (values ?? [])
     .flatMap((value) => value.split(','))

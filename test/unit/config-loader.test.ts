@@ -438,7 +438,7 @@ sinks:
   it('the file alone', () => {
     const settings = settingsFromConfig(loaded(), {}, true, {});
     assert.equal(settings.kubeconfig, '/from/file');
-    assert.equal(settings.context, 'file-context');
+    assert.deepEqual(settings.contexts, ['file-context']);
     assert.equal(settings.clusterName, 'file-cluster');
     // A glob among the namespaces: every namespace is watched and matched client-side.
     assert.deepEqual(settings.namespaces, []);
@@ -490,7 +490,7 @@ sinks:
       {},
     );
     assert.equal(settings.kubeconfig, '/from/flag');
-    assert.equal(settings.context, 'flag-context');
+    assert.deepEqual(settings.contexts, ['flag-context']);
     assert.equal(settings.clusterName, 'flag-cluster');
     assert.deepEqual(settings.namespaces, ['web']);
     assert.deepEqual(settings.excludeNamespaces, ['other']);
