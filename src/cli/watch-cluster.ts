@@ -198,7 +198,8 @@ export class WatchedCluster {
     wiring: ClusterWiring,
     started: (selection: Selection | undefined) => void,
   ): Promise<void> {
-    const backoff = new Backoff();
+    // The watches' schedule (KUBEDIFF_MAX_BACKOFF included): a cluster down is retried like a watch.
+    const backoff = new Backoff(this.deps.timing.backoff);
     while (!this.stopped) {
       await sleep(backoff.next(), this.wake.signal);
       if (this.stopped) return;

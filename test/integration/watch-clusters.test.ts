@@ -154,6 +154,29 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     }
   });
 
+  it('a context refused at start starts reporting once reachable, and /readyz turns ready', async () => {
+    betaProxy.refuse(true);
+    const kd = watch(kubeconfig, '-o', 'json', '--all-contexts', '--listen', '127.0.0.1:0');
+    try {
+      const [, base] = await kd.waitForStderr(SERVING);
+      await kd.waitForStderr(/\(context "beta"\).*; retried in the background\./);
+      const unready = await fetch(`${base}/readyz`);
+      assert.equal(unready.status, 503);
+      assert.match(await unready.text(), /context "beta": cannot reach the API server/);
+      betaProxy.refuse(false);
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
+      await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, {
+        what: 'ready once beta synced',
+      });
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'after-start' } });
+      const added = await kd.waitForEvent(matching({ type: 'ADDED', name: 'after-start' }));
+      assert.equal(added.cluster, 'beta');
+    } finally {
+      betaProxy.refuse(false);
+      await kd.stop();
+    }
+  });
+
   it('--all-contexts watches every context; pretty output shows each line’s cluster', async () => {
     const kd = watch(kubeconfig, '-o', 'pretty', '--all-contexts');
     try {
