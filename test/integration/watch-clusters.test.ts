@@ -12,6 +12,7 @@ import { matching, type TestEvent } from '../helpers/events.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING } from '../helpers/metrics.ts';
+import { createTestDatabase } from '../helpers/postgres-env.ts';
 import { freePorts } from '../helpers/processes.ts';
 import {
   needsSharedEtcd,
@@ -174,6 +175,63 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     } finally {
       betaProxy.refuse(false);
       await kd.stop();
+    }
+  });
+
+  it('--state postgres://…: each cluster its own snapshot; a restart catches up each cluster’s changes once, offline', async () => {
+    const database = await createTestDatabase('several clusters');
+    const url = new URL(database.info.url);
+    url.password = '';
+    const env = { ...ENV, PGPASSWORD: database.info.password };
+    const run = () =>
+      runKubediff(
+        ['watch', '--kubeconfig', kubeconfig, '-n', namespace, '-r', 'configmaps', '-o', 'json'].concat([
+          '--all-contexts',
+          '--state',
+          url.href,
+        ]),
+        { env, timeoutMs: 60_000 },
+      );
+    try {
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'kept' }, data: { k: 'a1' } });
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'kept' }, data: { k: 'b1' } });
+      const first = run();
+      await first.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await first.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
+      assert.equal((await first.stop()).code, 0);
+
+      // While kubediff is down, each cluster's `kept` changes its own way.
+      await alphaAdmin.patch(`${configmaps(namespace)}/kept`, { data: { k: 'a2' } });
+      await betaAdmin.patch(`${configmaps(namespace)}/kept`, { data: { k: 'b2' } });
+      const second = run();
+      try {
+        const isKept = (cluster: string) => (event: TestEvent) =>
+          event.cluster === cluster && event.object.name === 'kept' && event.type === 'UPDATED';
+        const alphaCatchUp = await second.waitForEvent(isKept('alpha'));
+        const betaCatchUp = await second.waitForEvent(isKept('beta'));
+        assert.equal(alphaCatchUp.offline, true);
+        assert.equal(betaCatchUp.offline, true);
+        assert.deepEqual(
+          alphaCatchUp.changes?.map(({ op, path, from, to }) => ({ op, path, from, to })),
+          [{ op: 'replace', path: '/data/k', from: 'a1', to: 'a2' }],
+        );
+        assert.deepEqual(
+          betaCatchUp.changes?.map(({ op, path, from, to }) => ({ op, path, from, to })),
+          [{ op: 'replace', path: '/data/k', from: 'b1', to: 'b2' }],
+        );
+        // A later change (live) as the sentinel: each catch-up reported once.
+        await alphaAdmin.patch(`${configmaps(namespace)}/kept`, { data: { k: 'a3' } });
+        await second.waitForEvent((event) => isKept('alpha')(event) && event.changes?.[0]?.to === 'a3');
+        assert.equal(second.events.filter(isKept('beta')).length, 1);
+        assert.equal(
+          second.events.filter((event) => isKept('alpha')(event) && event.offline === true).length,
+          1,
+        );
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await database.drop();
     }
   });
 
