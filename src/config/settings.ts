@@ -146,7 +146,7 @@ function resolveWatchSettings(
 
   const settings: WatchSettings = {
     kubeconfig: flags.kubeconfig ?? config.kubeconfig,
-    ...contextsFrom(flags, config.context),
+    ...contextsFrom(flags, config),
     namespaces: namespaceGlobs ? [] : namespaces,
     excludeNamespaces: excludeNamespaces.filter((name) => !hasGlob(name)),
     resources: resources.map(parseResourceName),
@@ -290,31 +290,48 @@ function problemAt(file: LoadedConfig, path: KeyPath, message: string): ConfigEr
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
 /**
- * Which clusters: --context (repeatable; the file's `context:` under it), or --all-contexts. A context
- * named twice, or named beside --all-contexts, is a mistake the user must see, not one we guess around.
+ * Which clusters: --context (repeatable) or --all-contexts, else the file's `contexts:` (or `context:`)
+ * or `allContexts:`. A context named twice, or named beside "all", is a mistake the user must see, not
+ * one we guess around; so is one cluster name for several clusters.
  */
 function contextsFrom(
   flags: RawWatchFlags,
-  fileContext: string | undefined,
+  config: ConfigInput,
 ): Pick<WatchSettings, 'contexts' | 'allContexts'> {
-  const given = flags.context === undefined ? [] : [flags.context].flat();
-  const allContexts = flags.allContexts ?? false;
+  const fromFlags = flags.context !== undefined || flags.allContexts !== undefined;
+  const named = fromFlags
+    ? { list: '--context', all: '--all-contexts' }
+    : { list: 'contexts:', all: 'allContexts:' };
+  if (!fromFlags && config.context !== undefined && config.contexts !== undefined) {
+    throw new UsageError(
+      'the config file has both context: and contexts:; keep contexts: (a list) and drop context:.',
+    );
+  }
+  const given = fromFlags
+    ? [flags.context ?? []].flat()
+    : (config.contexts ?? (config.context !== undefined ? [config.context] : []));
+  const allContexts = (fromFlags ? flags.allContexts : config.allContexts) ?? false;
   if (allContexts && given.length > 0) {
     throw new UsageError(
-      '--context and --all-contexts both choose the clusters to watch; pass one of them, not both.',
+      `${named.list} and ${named.all} both choose the clusters to watch; pass one of them, not both.`,
     );
   }
   const twice = given.find((name, index) => given.indexOf(name) !== index);
   if (twice !== undefined) {
-    throw new UsageError(`--context "${twice}" is given twice; name each context once.`);
+    throw new UsageError(`${named.list} "${twice}" is given twice; name each context once.`);
   }
-  if (flags.clusterName !== undefined && (allContexts || given.length > 1)) {
+  const clusterName =
+    flags.clusterName !== undefined
+      ? '--cluster-name'
+      : config.clusterName !== undefined
+        ? 'clusterName:'
+        : undefined;
+  if (clusterName && (allContexts || given.length > 1)) {
     throw new UsageError(
-      '--cluster-name names one cluster, but several contexts are watched; each cluster is named after its context, so drop --cluster-name.',
+      `${clusterName} names one cluster, but several contexts are watched; each cluster is named after its context, so drop ${clusterName.replace(/:$/, '')}.`,
     );
   }
-  const contexts = given.length > 0 || allContexts || fileContext === undefined ? given : [fileContext];
-  return { contexts, allContexts };
+  return { contexts: given, allContexts };
 }
 
 function splitList(values: readonly string[] | undefined): string[] {

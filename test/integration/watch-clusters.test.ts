@@ -235,8 +235,10 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     }
   });
 
-  it('--all-contexts watches every context; pretty output shows each line’s cluster', async () => {
-    const kd = watch(kubeconfig, '-o', 'pretty', '--all-contexts');
+  it('the file’s contexts: watches each; pretty output shows each line’s cluster', async () => {
+    const config = path.join(beta.dir ?? '', 'contexts.yaml');
+    await writeFile(config, 'contexts: [alpha, beta]\n');
+    const kd = watch(kubeconfig, '-o', 'pretty', '-c', config);
     try {
       await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
       await kd.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
@@ -276,6 +278,9 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
         'kubediff: --leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated or --all-contexts.',
       ],
     ];
+    const config = path.join(beta.dir ?? '', 'twice.yaml');
+    await writeFile(config, 'contexts: [beta, beta]\n');
+    cases.push([['-c', config], 'kubediff: contexts: "beta" is given twice; name each context once.']);
     for (const [flags, sentence] of cases) {
       const result = await runKubediffToCompletion(
         ['watch', '--kubeconfig', kubeconfig, '-o', 'json', ...flags],
