@@ -70,7 +70,6 @@ export class WatchedCluster {
   private readonly log: Logger;
   private watcher: ClusterWatcher | undefined;
   private stopped = false;
-  private retrying: Promise<void> | undefined;
   private readonly wake = new AbortController();
 
   private constructor(
@@ -191,7 +190,9 @@ export class WatchedCluster {
    * `started` is told once it did. The failure that led here was logged by the caller.
    */
   retryInBackground(wiring: ClusterWiring, started: (selection: Selection | undefined) => void): void {
-    this.retrying = this.retry(wiring, started);
+    this.retry(wiring, started).catch((error: unknown) => {
+      this.log.warn(`stopped retrying: ${errorMessage(error)}`);
+    });
   }
 
   private async retry(
@@ -204,6 +205,7 @@ export class WatchedCluster {
       await sleep(backoff.next(), this.wake.signal);
       if (this.stopped) return;
       await this.watcher?.stop();
+      if (this.stopped) return;
       try {
         const selection = await this.start(wiring);
         if (!this.stopped) started(selection);
@@ -215,12 +217,22 @@ export class WatchedCluster {
     }
   }
 
+  /** True once stop() was called: what an attempt still in flight says then is not news. */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake.abort();
-    // The watcher of an attempt in progress first: its start() then ends, and with it the retries.
-    await this.watcher?.stop();
-    await this.retrying;
+    // The retries check `stopped` after every wait, so at most one more watcher can appear meanwhile:
+    // stop each until none is new. The attempt's discovery is not awaited (see ClusterWatcher.stop):
+    // closing the client ends it, and the retries then end on their own.
+    let watcher: ClusterWatcher | undefined;
+    do {
+      watcher = this.watcher;
+      await watcher?.stop();
+    } while (watcher !== this.watcher);
   }
 }
 

@@ -319,6 +319,7 @@ function watchSeveral(
         if (selection) synced();
       },
       (error: unknown) => {
+        if (cluster.stopping) return;
         const explained = explainConnectionFailure(error, cluster.identity);
         log.warn(`${errorMessage(explained).replace(/\.$/, '')}; retried in the background.`);
         service.clusterDown(context, error);

@@ -155,6 +155,23 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     }
   });
 
+  it('a context that never answers at start (black hole) holds nothing back, and a stop exits cleanly', async () => {
+    betaProxy.blackhole(true);
+    const kd = watch(kubeconfig, '-o', 'json', '--all-contexts');
+    try {
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'beside-a-hole' } });
+      const added = await kd.waitForEvent(matching({ type: 'ADDED', name: 'beside-a-hole' }));
+      assert.equal(added.cluster, 'alpha');
+      assert.doesNotMatch(kd.stderr, /context "beta"\)/);
+      const stopped = await kd.stop('SIGTERM');
+      assert.equal(stopped.code, 0, stopped.stderr);
+    } finally {
+      betaProxy.blackhole(false);
+      await kd.stop();
+    }
+  });
+
   it('a context refused at start starts reporting once reachable, and /readyz turns ready', async () => {
     betaProxy.refuse(true);
     const kd = watch(kubeconfig, '-o', 'json', '--all-contexts', '--listen', '127.0.0.1:0');
