@@ -29,13 +29,24 @@ function collect(value: string, previous: string[] = []): string[] {
 }
 
 /** The flags `watch` and `resources` share: which cluster, which resources. */
-function addSelectionFlags(command: Command): Command {
+function addSelectionFlags(command: Command, options: { severalContexts?: boolean } = {}): Command {
+  command.option(
+    '--kubeconfig <file>',
+    'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)',
+  );
+  if (options.severalContexts) {
+    // `watch` watches several clusters in one process (README, "Several clusters").
+    command
+      .option(
+        '--context <name>',
+        'kubeconfig context to watch (default: the current context); repeat it to watch several clusters',
+        collect,
+      )
+      .option('--all-contexts', 'watch every context of the kubeconfig, each as its own cluster');
+  } else {
+    command.option('--context <name>', 'kubeconfig context to use (default: the current context)');
+  }
   return command
-    .option(
-      '--kubeconfig <file>',
-      'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)',
-    )
-    .option('--context <name>', 'kubeconfig context to use (default: the current context)')
     .option('-n, --namespace <ns>', 'only this namespace (repeatable, or comma-separated)', collect)
     .option('--exclude-namespace <ns>', 'skip this namespace (repeatable, or comma-separated)', collect)
     .option(
@@ -72,6 +83,7 @@ function buildProgram(): Command {
 
   const watch = addSelectionFlags(
     program.command('watch').description('report every change in the cluster until stopped (Ctrl-C)'),
+    { severalContexts: true },
   )
     .option('--events <types>', 'only these event types: added,updated,deleted (default: all three)')
     .option('--initial', 'report every existing object as ADDED at startup (default: a silent baseline)')

@@ -31,7 +31,7 @@ export async function runResources(
   options: { output: 'json' | 'table'; http?: Partial<HttpSettings> },
   out: Writable,
 ): Promise<void> {
-  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
+  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.contexts[0] });
   const client = await Client.create(identity, { http: options.http });
   try {
     let selection: Selection;

@@ -4,7 +4,7 @@
 // on stop, watching ends first, then the sinks deliver what is queued within --shutdown-timeout and
 // report what they could not, then the Lease is released, the connections closed and the state file
 // committed.
-import { redactionSignature, redactPathsFor } from '../config/redaction.ts';
+import { redactPathsFor } from '../config/redaction.ts';
 import { describeSinkSpec } from '../config/sink-settings.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
 import { PathMatcher } from '../diff/ignore.ts';
@@ -13,26 +13,27 @@ import { Redactor } from '../diff/redact.ts';
 import { AuditJoin } from '../events/audit-join.ts';
 import { DiscoveryResolver, eventGate } from '../events/gate.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
-import { type EventStage, filterStage, Pipeline, type PipelineObserver } from '../events/pipeline.ts';
-import { ClusterWatcher } from '../informer/cluster-watcher.ts';
+import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
+import type { Informer } from '../informer/informer.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
-import { type HttpSettings, KubeClient } from '../kube/client.ts';
+import type { HttpSettings } from '../kube/client.ts';
 import { explainConnectionFailure } from '../kube/connection-errors.ts';
-import { Discovery } from '../kube/discovery.ts';
-import { loadKubeconfig } from '../kube/kubeconfig.ts';
+import type { ResourceType } from '../kube/types.ts';
 import { AuditServer } from '../service/audit-server.ts';
 import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSpec } from '../sinks/setup.ts';
-import { openStateStore, openTimelineReader } from '../state/open.ts';
-import { StateRecorder, selectionSignature, sinkProgress } from '../state/recorder.ts';
+import { openTimelineReader } from '../state/open.ts';
+import { sinkProgress } from '../state/recorder.ts';
 import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
+import { type ClusterWiring, clusterIdentities, contextLogger, WatchedCluster } from './watch-cluster.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -67,31 +68,35 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   const { log } = runtime;
   // One exception while processing one change costs that change at that stage, never the watch.
   const failures = new EventFailures(log);
-  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.context });
-  const clusterName = settings.clusterName ?? identity.contextName;
-  // --state (docs/state.md): opened before the watch starts, so that a damaged or foreign file, or a
-  // cluster another process records in the same database, stops kubediff at once; committed last, once
-  // the sinks have finished with everything they were given. Leader-elected with PostgreSQL, only the
-  // leader claims the cluster and records (docs/state.md, "A leader-elected pair").
+  const identities = clusterIdentities(settings);
+  const several = identities.length > 1;
   const leaderElection = runtime.service?.leaderElection;
-  const recorder = settings.state
-    ? lifecycle.use(
-        await StateRecorder.open({
-          store: await openStateStore(settings.state, clusterName, {
-            leaderElected: leaderElection !== undefined,
-          }),
-          leaderElected: leaderElection && { fenceAfterMs: leaderElection.leaseDurationMs },
-          log,
-          signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
-          retention: settings.state.retention,
-          failures,
-          ...(runtime.limits?.stateMaxBacklogBytes !== undefined
-            ? { maxBacklogBytes: runtime.limits.stateMaxBacklogBytes }
-            : {}),
-        }),
-        (recorder) => recorder.close(),
-      )
-    : undefined;
+  if (several && leaderElection) {
+    throw new UsageError(
+      '--leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated or --all-contexts.',
+    );
+  }
+  // Per cluster, in order: its state (--state, docs/state.md), opened before anything is watched, so
+  // that a damaged or foreign file, or a cluster another process records in the same database, stops
+  // kubediff at once (committed last, once the sinks have finished with everything they were given;
+  // leader-elected with PostgreSQL, only the leader claims the cluster and records), then its client.
+  const clusters: WatchedCluster[] = [];
+  for (const identity of identities) {
+    const name = several ? identity.contextName : (settings.clusterName ?? identity.contextName);
+    const clusterLog = several ? contextLogger(log, identity.contextName) : log;
+    const deps = {
+      settings,
+      log,
+      failures,
+      http: runtime.http,
+      timing: runtime.timing,
+      rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
+      stateMaxBacklogBytes: runtime.limits?.stateMaxBacklogBytes,
+      leaderElected: leaderElection && { leaseDurationMs: leaderElection.leaseDurationMs },
+    };
+    clusters.push(await WatchedCluster.open(identity, name, deps, lifecycle, clusterLog));
+  }
+  const first = clusters[0] as WatchedCluster;
   let ui: UiServer | undefined;
   if (runtime.ui && settings.state) {
     // A connection of its own, read-only, off this thread: the page's queries never hold the
@@ -107,17 +112,15 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       (server) => server.close(),
     );
   }
-  const client = lifecycle.use(await KubeClient.create(identity, { http: runtime.http, log }), (client) =>
-    client.close(),
-  );
-  // After the sinks drained: the leader's last checkpoint covers what they delivered.
+  // After the sinks drained: the leader's last checkpoint covers what they delivered. The Lease and the
+  // connection metrics are the first cluster's (--leader-elect watches one).
   const service = lifecycle.use(
     await ServiceRuntime.start(runtime.service, {
-      client,
+      client: first.client,
       log,
       version: runtime.version ?? 'dev',
       standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
-      takeover: recorder?.followsLeadership ? recorder : undefined,
+      takeover: first.recorder?.followsLeadership ? first.recorder : undefined,
     }),
     (service) => service.stop(),
   );
@@ -138,7 +141,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
   });
   const { router } = sinks;
-  // The `owner` of every event, looked up in the informers' stores (attached below).
+  // The `owner` of every event, looked up in the informers' stores of its cluster (attached below).
   const owners = new OwnerResolver({ log });
   lifecycle.defer(() => {
     for (const file of sinks.deadLetterFiles) file.close();
@@ -149,7 +152,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   service.observeSinks(() => router.sinks, {
     failures,
     deadLetterFiles: () => sinks.deadLetterFiles,
-    ...(recorder ? { state: recorder } : {}),
+    // The state metrics are the first cluster's (README, "Several clusters").
+    ...(first.recorder ? { state: first.recorder } : {}),
     owners,
   });
   if (settings.delivery.sinks.length > 0) {
@@ -195,7 +199,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     // Event types, the config file's global rules and --explain (src/events/gate.ts).
     filterStage('rules', eventGate(settings, { router, log, resolver, failures })),
   ];
-  const observers: PipelineObserver[] = recorder ? [recorder, service] : [service];
+  // Each cluster's recorder observes its own source (WatchedCluster.start); the service every one.
   const pipeline = new Pipeline({
     // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
     normalizer: new Normalizer({
@@ -206,35 +210,19 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     rules,
     handover: service.stages,
     delivery: router,
-    observers,
+    observers: [service],
     failures,
   });
-  const source = pipeline.source(clusterName);
 
+  // The names rules use resolve against what any cluster offers.
+  const offered = new Map<WatchedCluster, ResourceType[]>();
   let namesChecked = false;
-  const watcher = new ClusterWatcher({
-    client,
-    discovery: new Discovery(client),
-    selection: {
-      include: settings.resources,
-      exclude: settings.excludeResources,
-      namespaceScoped: settings.namespaces.length > 0 || (settings.filter?.namespaces?.length ?? 0) > 0,
-    },
-    namespaces: settings.namespaces,
-    excludeNamespaces: settings.excludeNamespaces,
-    labelSelector: settings.labelSelector,
-    normalize: (type, object) => pipeline.normalize(type, object),
-    initial: settings.initial,
-    handler: source,
-    ...(recorder ? { planInformer: recorder.plan.bind(recorder) } : {}),
-    log,
-    timing: runtime.timing,
-    rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
+  const wiringOf = (cluster: WatchedCluster): ClusterWiring => ({
+    pipeline,
     flowControl: sinks.flowControl,
-    failures,
     onSelection: (selection) => {
-      recorder?.noteSelection(selection);
-      resolver.update([...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
+      offered.set(cluster, [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
+      resolver.update([...offered.values()].flat());
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;
       namesChecked = true;
@@ -244,19 +232,26 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   });
   // After the watch stopped: what waits for its audit record goes on to the sinks, which then drain.
   if (auditJoin) lifecycle.defer(() => auditJoin.close());
-  owners.attach(clusterName || undefined, (group, kind, namespace, name) =>
-    watcher.findObject(group, kind, namespace, name),
-  );
-  lifecycle.defer(() => watcher.stop());
+  for (const cluster of clusters) {
+    owners.attach(cluster.name || undefined, (group, kind, namespace, name) =>
+      cluster.findObject(group, kind, namespace, name),
+    );
+  }
+  lifecycle.defer(async () => {
+    await Promise.all(clusters.map((cluster) => cluster.stop()));
+  });
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());
 
-  if (recorder) {
+  for (const cluster of clusters) {
+    const recorder = cluster.recorder;
+    if (!recorder) continue;
     recorder.attach(
       sinkProgress(() => router.sinks),
-      () => watcher.allInformers(),
+      () => cluster.allInformers(),
     );
-    log.info(
+    const clusterLog = several ? contextLogger(log, cluster.identity.contextName) : log;
+    clusterLog.info(
       recorder.hasPreviousState
         ? `catching up from ${recorder.label}: changes made while kubediff was not running are reported offline.`
         : `recording state in ${recorder.label}: the next start will catch up on what it missed.`,
@@ -266,37 +261,87 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
   // hold it off until the kubelet's SIGKILL.
   const stop = Promise.race([runtime.stopRequested, outputClosed]);
-  const progress = new SyncProgress(process.stderr);
-  try {
-    progress.start(() => watcher.allInformers());
-    const starting = watcher.start();
-    const first = await Promise.race([
-      starting.then((selection) => ({ selection })),
-      stop.then((reason) => ({ reason })),
-    ]);
-    if ('reason' in first) {
-      // watcher.stop() (at close) ends the sync; what it throws then is the stop, not an error.
-      starting.catch(() => undefined);
-      logStop(log, first.reason, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
-      return;
+  const allInformers = () => clusters.flatMap((cluster) => cluster.allInformers());
+  if (several) {
+    watchSeveral(clusters, { service, log, wiringOf, allInformers });
+  } else {
+    const progress = new SyncProgress(process.stderr);
+    try {
+      progress.start(allInformers);
+      const starting = first.start(wiringOf(first));
+      const started = await Promise.race([
+        starting.then(() => ({ synced: true })),
+        stop.then((reason) => ({ reason })),
+      ]);
+      if ('reason' in started) {
+        // watcher.stop() (at close) ends the sync; what it throws then is the stop, not an error.
+        starting.catch(() => undefined);
+        logStop(log, started.reason, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
+        return;
+      }
+    } catch (error) {
+      throw explainConnectionFailure(error, first.identity);
+    } finally {
+      progress.stop();
     }
-    if (first.selection) recorder?.reportVanishedTypes(first.selection, source);
-  } catch (error) {
-    throw explainConnectionFailure(error, identity);
-  } finally {
-    progress.stop();
+    service.synced(allInformers);
+    logWatching(log, first);
   }
-  service.synced(watcher);
-  const informers = watcher.allInformers();
+  logStop(log, await stop, settings.delivery.shutdownTimeoutMs, '');
+}
+
+/**
+ * Several clusters, each on its own: it syncs and reports as soon as it can, whatever the others do. One
+ * that cannot start (unreachable, forbidden) says so in one sentence and is retried in the background;
+ * /readyz names every context not synced yet.
+ */
+function watchSeveral(
+  clusters: readonly WatchedCluster[],
+  deps: {
+    service: ServiceRuntime;
+    log: Logger;
+    wiringOf: (cluster: WatchedCluster) => ClusterWiring;
+    allInformers: () => Informer[];
+  },
+): void {
+  const { service, log } = deps;
+  for (const cluster of clusters) service.clusterDown(cluster.identity.contextName, undefined);
+  service.synced(deps.allInformers);
+  for (const cluster of clusters) {
+    const context = cluster.identity.contextName;
+    const synced = () => {
+      service.clusterSynced(context);
+      logWatching(log, cluster);
+    };
+    cluster.start(deps.wiringOf(cluster)).then(
+      (selection) => {
+        // undefined: stopped during the sync.
+        if (selection) synced();
+      },
+      (error: unknown) => {
+        if (cluster.stopping) return;
+        const explained = explainConnectionFailure(error, cluster.identity);
+        log.warn(`${errorMessage(explained).replace(/\.$/, '')}; retried in the background.`);
+        service.clusterDown(context, error);
+        cluster.retryInBackground(deps.wiringOf(cluster), (selection) => {
+          if (selection) synced();
+        });
+      },
+    );
+  }
+}
+
+/** "watching N resource types on … (context …)": said of each cluster once it synced. */
+function logWatching(log: Logger, cluster: WatchedCluster): void {
+  const informers = cluster.allInformers();
   const count = new Set(informers.map((informer) => informer.type)).size;
   const failing = new Set(
     informers.filter((informer) => !informer.hasSynced).map((informer) => informer.type),
   ).size;
   log.info(
-    `watching ${count} resource type${count === 1 ? '' : 's'} on ${identity.server} (context "${identity.contextName}")` +
+    `watching ${count} resource type${count === 1 ? '' : 's'} on ${cluster.where}` +
       (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
   );
-  logStop(log, await stop, settings.delivery.shutdownTimeoutMs, '');
 }
 
 /** stdout (unless `-o none`), then the Slack and webhook sinks. */

@@ -166,6 +166,8 @@ export const configSchema = {
   properties: {
     kubeconfig: { type: 'string' },
     context: { type: 'string' },
+    contexts: { ...stringList, minItems: 1 },
+    allContexts: { type: 'boolean' },
     clusterName: { type: 'string' },
     preset: { type: 'string', enum: ['default', 'quiet', 'everything'] },
     namespaces: stringList,

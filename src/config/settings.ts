@@ -146,7 +146,7 @@ function resolveWatchSettings(
 
   const settings: WatchSettings = {
     kubeconfig: flags.kubeconfig ?? config.kubeconfig,
-    context: flags.context ?? config.context,
+    ...contextsFrom(flags, config),
     namespaces: namespaceGlobs ? [] : namespaces,
     excludeNamespaces: excludeNamespaces.filter((name) => !hasGlob(name)),
     resources: resources.map(parseResourceName),
@@ -289,6 +289,51 @@ function problemAt(file: LoadedConfig, path: KeyPath, message: string): ConfigEr
 }
 
 /** Flags may repeat and may hold comma-separated lists: `-n a -n b` or `-n a,b`. */
+/**
+ * Which clusters: --context (repeatable) or --all-contexts, else the file's `contexts:` (or `context:`)
+ * or `allContexts:`. A context named twice, or named beside "all", is a mistake the user must see, not
+ * one we guess around; so is one cluster name for several clusters.
+ */
+function contextsFrom(
+  flags: RawWatchFlags,
+  config: ConfigInput,
+): Pick<WatchSettings, 'contexts' | 'allContexts'> {
+  const fromFlags = flags.context !== undefined || flags.allContexts !== undefined;
+  const named = fromFlags
+    ? { list: '--context', all: '--all-contexts' }
+    : { list: 'contexts:', all: 'allContexts:' };
+  if (!fromFlags && config.context !== undefined && config.contexts !== undefined) {
+    throw new UsageError(
+      'the config file has both context: and contexts:; keep contexts: (a list) and drop context:.',
+    );
+  }
+  const given = fromFlags
+    ? [flags.context ?? []].flat()
+    : (config.contexts ?? (config.context !== undefined ? [config.context] : []));
+  const allContexts = (fromFlags ? flags.allContexts : config.allContexts) ?? false;
+  if (allContexts && given.length > 0) {
+    throw new UsageError(
+      `${named.list} and ${named.all} both choose the clusters to watch; pass one of them, not both.`,
+    );
+  }
+  const twice = given.find((name, index) => given.indexOf(name) !== index);
+  if (twice !== undefined) {
+    throw new UsageError(`${named.list} "${twice}" is given twice; name each context once.`);
+  }
+  const clusterName =
+    flags.clusterName !== undefined
+      ? '--cluster-name'
+      : config.clusterName !== undefined
+        ? 'clusterName:'
+        : undefined;
+  if (clusterName && (allContexts || given.length > 1)) {
+    throw new UsageError(
+      `${clusterName} names one cluster, but several contexts are watched; each cluster is named after its context, so drop ${clusterName.replace(/:$/, '')}.`,
+    );
+  }
+  return { contexts: given, allContexts };
+}
+
 function splitList(values: readonly string[] | undefined): string[] {
   return (values ?? [])
     .flatMap((value) => value.split(','))

@@ -23,7 +23,10 @@ export interface RawWatchFlags
     RawAuditFlags,
     RawStoryFlags {
   kubeconfig?: string;
-  context?: string;
+  /** --context: repeatable on `watch` (several clusters), once on `resources`. */
+  context?: string | string[];
+  /** --all-contexts: every context of the kubeconfig. */
+  allContexts?: boolean;
   namespace?: string[];
   excludeNamespace?: string[];
   resource?: string[];
@@ -46,7 +49,10 @@ export interface RawWatchFlags
 
 export interface WatchSettings {
   kubeconfig: string | undefined;
-  context: string | undefined;
+  /** --context, in order: the clusters to watch, one each ([]: the current context). */
+  contexts: string[];
+  /** --all-contexts: every context of the kubeconfig, each as its own cluster. */
+  allContexts: boolean;
   namespaces: string[];
   excludeNamespaces: string[];
   resources: ResourceName[];

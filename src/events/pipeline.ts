@@ -49,6 +49,8 @@ export interface Handover {
   event: ChangeEvent | undefined;
   /** The event as it passed the rules (before the handover stages), for the history and the metrics. */
   reported?: ChangeEvent | undefined;
+  /** The observers of the source it came from alone (a cluster's state recorder): see source(). */
+  sourceObservers?: readonly PipelineObserver[];
 }
 
 /** Per sink, in the router's order: how many events it had accepted. */
@@ -111,18 +113,23 @@ export class Pipeline {
     // Whether a change without an event needs the sinks' counts: decided once, not per change.
     const marksWanted = observers.some((observer) => observer.changeProcessed);
     const deliver = (handover: Handover): void => {
+      const own = handover.sourceObservers ?? [];
       const mark = handover.event
         ? options.delivery.deliver(handover.event)
-        : marksWanted
+        : marksWanted || own.length > 0
           ? options.delivery.accepted()
           : [];
       if (handover.change === undefined) return;
       for (const observer of observers) observer.changeProcessed?.(handover.change, handover.reported, mark);
+      for (const observer of own) observer.changeProcessed?.(handover.change, handover.reported, mark);
     };
     const reported: EventStage = {
       name: 'reported',
       connect: (next) => (handover) => {
-        if (handover.event) for (const observer of observers) observer.eventReported?.(handover.event);
+        if (handover.event) {
+          for (const observer of observers) observer.eventReported?.(handover.event);
+          for (const observer of handover.sourceObservers ?? []) observer.eventReported?.(handover.event);
+        }
         next({ ...handover, reported: handover.event });
       },
     };
@@ -138,15 +145,21 @@ export class Pipeline {
     return this.options.normalizer.normalize(type, object);
   }
 
-  /** What the informers of one cluster notify: their events carry `cluster` (absent when undefined). */
-  source(cluster: string | undefined): InformerHandler {
+  /**
+   * What the informers of one cluster notify: their events carry `cluster` (absent when undefined).
+   * `own` observers see this source's changes and informers alone: with several clusters in one process,
+   * each cluster's state recorder records its own cluster.
+   */
+  source(cluster: string | undefined, own: readonly PipelineObserver[] = []): InformerHandler {
     const builder = new EventBuilder({
       cluster,
       failures: this.options.failures,
       ...(this.options.now ? { now: this.options.now } : {}),
     });
-    const observers = this.options.observers;
-    const enter = this.enter;
+    const observers = [...this.options.observers, ...own];
+    const shared = this.enter;
+    const enter =
+      own.length === 0 ? shared : (handover: Handover) => shared({ ...handover, sourceObservers: own });
     return {
       onAdd: (type, object, context) =>
         enter({

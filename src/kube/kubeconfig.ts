@@ -125,6 +125,11 @@ export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
   };
 }
 
+/** Every context of the kubeconfig, in the file's order (--all-contexts). */
+export function kubeconfigContexts(options: Pick<KubeconfigOptions, 'kubeconfig'>): string[] {
+  return readDocument(options, describeSource(options)).contexts.map((context) => context.name);
+}
+
 function readDocument(options: KubeconfigOptions, source: string): KubeconfigDocument {
   try {
     if (options.kubeconfig) {

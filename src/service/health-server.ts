@@ -13,7 +13,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
-import type { KubeFailureKind } from '../kube/errors.ts';
+import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
 import { qualifiedName } from '../kube/types.ts';
 import { UsageError } from '../util/errors.ts';
 import { createServer } from '../util/http-server.ts';
@@ -33,6 +33,8 @@ export class Readiness {
   private stopping = false;
   /** Informers failing now, and since when (the first failure of the episode). */
   private readonly failingSince = new Map<Informer, { since: number; reason: string }>();
+  /** Several clusters: the contexts not synced yet, with why (no address: /readyz is unauthenticated). */
+  private readonly clustersDown = new Map<string, string>();
 
   constructor(options: { thresholdMs: number; now?: () => number }) {
     this.thresholdMs = options.thresholdMs;
@@ -42,6 +44,15 @@ export class Readiness {
   /** The initial sync is over (every informer listed, or reported why it cannot). */
   markSynced(): void {
     this.synced = true;
+  }
+
+  /** A cluster of several could not start (unreachable, forbidden): not ready until clusterSynced. */
+  markClusterDown(context: string, reason: string): void {
+    this.clustersDown.set(context, reason);
+  }
+
+  clusterSynced(context: string): void {
+    this.clustersDown.delete(context);
   }
 
   /** Shutting down: no longer ready. */
@@ -68,6 +79,10 @@ export class Readiness {
   report(): ReadinessReport {
     if (this.stopping) return { ready: false, reason: 'shutting down' };
     if (!this.synced) return { ready: false, reason: 'initial sync in progress' };
+    if (this.clustersDown.size > 0) {
+      const down = [...this.clustersDown].map(([context, reason]) => `context "${context}": ${reason}`);
+      return { ready: false, reason: `not synced yet: ${down.join('; ')}` };
+    }
     const now = this.now();
     let failing = 0;
     let example: string | undefined;
@@ -89,6 +104,11 @@ export class Readiness {
     }
     return { ready: true, reason: 'ok' };
   }
+}
+
+/** What /readyz says of a cluster that could not start: its kind of failure, never its address. */
+export function readinessReasonOf(error: unknown): string {
+  return error instanceof KubeError ? READINESS_REASONS[error.kind] : 'cannot start (details in the log)';
 }
 
 /** What /readyz says of each kind of failure: no URL, no address (the log has the details). */

@@ -7,14 +7,13 @@
 
 import type { ChangeEvent } from '../events/event.ts';
 import type { EventStage, PipelineObserver } from '../events/pipeline.ts';
-import type { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-election.ts';
 import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
-import { HealthServer, Readiness } from './health-server.ts';
+import { HealthServer, Readiness, readinessReasonOf } from './health-server.ts';
 import {
   CHECKPOINT_ANNOTATION,
   checkpointAnnotation,
@@ -140,11 +139,29 @@ export class ServiceRuntime implements PipelineObserver {
     this.metrics?.observeEvent(event);
   }
 
-  /** The initial sync is over: ready, and (with --leader-elect) campaigning for the Lease. */
-  synced(watcher: ClusterWatcher): void {
+  /**
+   * Several clusters: one is not synced yet (error undefined: still syncing) or could not start;
+   * /readyz names its context until clusterSynced.
+   */
+  clusterDown(context: string, error: unknown): void {
+    this.readiness.markClusterDown(
+      context,
+      error === undefined ? 'initial sync in progress' : readinessReasonOf(error),
+    );
+  }
+
+  clusterSynced(context: string): void {
+    this.readiness.clusterSynced(context);
+  }
+
+  /**
+   * The initial sync is over (of every cluster that could start): ready, and (with --leader-elect)
+   * campaigning for the Lease. `informers`: every cluster's.
+   */
+  synced(informers: () => Informer[]): void {
     this.readiness.markSynced();
     this.metrics?.setSources({
-      informers: () => watcher.allInformers(),
+      informers,
       isReady: () => this.readiness.report().ready,
       isLeader: () => this.gate?.isLeader ?? true,
     });
@@ -158,7 +175,7 @@ export class ServiceRuntime implements PipelineObserver {
         onStartedLeading: (previous) => gate.startLeading(previous),
         onStoppedLeading: () => gate.stopLeading(),
         onObserved: (lease) => gate.observe(lease),
-        annotations: () => ({ [CHECKPOINT_ANNOTATION]: checkpointAnnotation(watcher.allInformers()) }),
+        annotations: () => ({ [CHECKPOINT_ANNOTATION]: checkpointAnnotation(informers()) }),
       },
       this.log,
     );

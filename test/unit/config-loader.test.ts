@@ -281,7 +281,7 @@ describe('config loader: the broken-file corpus', () => {
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, stories, sinks, audit, ignoreUsers, ui.',
+          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, contexts, allContexts, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, stories, sinks, audit, ignoreUsers, ui.',
     );
   });
 });
@@ -438,7 +438,7 @@ sinks:
   it('the file alone', () => {
     const settings = settingsFromConfig(loaded(), {}, true, {});
     assert.equal(settings.kubeconfig, '/from/file');
-    assert.equal(settings.context, 'file-context');
+    assert.deepEqual(settings.contexts, ['file-context']);
     assert.equal(settings.clusterName, 'file-cluster');
     // A glob among the namespaces: every namespace is watched and matched client-side.
     assert.deepEqual(settings.namespaces, []);
@@ -490,7 +490,7 @@ sinks:
       {},
     );
     assert.equal(settings.kubeconfig, '/from/flag');
-    assert.equal(settings.context, 'flag-context');
+    assert.deepEqual(settings.contexts, ['flag-context']);
     assert.equal(settings.clusterName, 'flag-cluster');
     assert.deepEqual(settings.namespaces, ['web']);
     assert.deepEqual(settings.excludeNamespaces, ['other']);

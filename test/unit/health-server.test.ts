@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Informer } from '../../src/informer/informer.ts';
 import { KubeError } from '../../src/kube/errors.ts';
-import { parseListenAddress, Readiness } from '../../src/service/health-server.ts';
+import { parseListenAddress, Readiness, readinessReasonOf } from '../../src/service/health-server.ts';
 
 const informer = (resource: string) =>
   ({ type: { group: '', version: 'v1', resource, kind: resource } }) as unknown as Informer;
@@ -19,6 +19,23 @@ test('not ready until synced; ready after', () => {
   assert.deepEqual(readiness.report(), { ready: false, reason: 'initial sync in progress' });
   readiness.markSynced();
   assert.deepEqual(readiness.report(), { ready: true, reason: 'ok' });
+});
+
+test('several clusters: not ready while one is not synced, naming its context and why, never its address', () => {
+  const readiness = new Readiness({ thresholdMs: 60_000 });
+  readiness.markSynced();
+  readiness.markClusterDown('eu', 'initial sync in progress');
+  readiness.markClusterDown('us', readinessReasonOf(failing('network').error));
+  const report = readiness.report();
+  assert.deepEqual(report, {
+    ready: false,
+    reason:
+      'not synced yet: context "eu": initial sync in progress; context "us": cannot reach the API server',
+  });
+  readiness.clusterSynced('eu');
+  readiness.clusterSynced('us');
+  assert.deepEqual(readiness.report(), { ready: true, reason: 'ok' });
+  assert.equal(readinessReasonOf(new Error('at https://10.96.0.1')), 'cannot start (details in the log)');
 });
 
 test('a watch failing for longer than the threshold makes it unready, until it watches again', () => {

@@ -1,0 +1,247 @@
+// One cluster of `kubediff watch`: its identity (kubeconfig context), client, state recorder (--state)
+// and cluster watcher, fed into the one shared Pipeline through pipeline.source(cluster). watch.ts
+// assembles the pipeline and decides what a cluster that cannot start means: with one cluster, the
+// watch fails with its sentence; with several, the others go on and this one is retried in the
+// background with the program's backoff until it starts (README, "Several clusters").
+import { redactionSignature } from '../config/redaction.ts';
+import type { WatchSettings } from '../config/watch-settings.ts';
+import type { Pipeline, PipelineObserver } from '../events/pipeline.ts';
+import { ClusterWatcher } from '../informer/cluster-watcher.ts';
+import type { Informer } from '../informer/informer.ts';
+import type { ReflectorTiming } from '../informer/reflector.ts';
+import type { StoredObject } from '../informer/store.ts';
+import { type HttpSettings, KubeClient } from '../kube/client.ts';
+import { Discovery } from '../kube/discovery.ts';
+import { type ClusterIdentity, kubeconfigContexts, loadKubeconfig } from '../kube/kubeconfig.ts';
+import type { Selection } from '../kube/selection.ts';
+import { isPostgresUrl } from '../state/location.ts';
+import { openStateStore } from '../state/open.ts';
+import { StateRecorder, selectionSignature } from '../state/recorder.ts';
+import { Backoff, sleep } from '../util/backoff.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
+import type { EventFailures } from '../util/event-failures.ts';
+import type { Lifecycle } from '../util/lifecycle.ts';
+import type { Logger } from '../util/log.ts';
+
+/** The clusters to watch: one identity per --context (or every context), the current one by default. */
+export function clusterIdentities(settings: WatchSettings): ClusterIdentity[] {
+  const names = settings.allContexts
+    ? kubeconfigContexts({ kubeconfig: settings.kubeconfig })
+    : settings.contexts;
+  if (names.length === 0) return [loadKubeconfig({ kubeconfig: settings.kubeconfig })];
+  const identities = names.map((context) => loadKubeconfig({ kubeconfig: settings.kubeconfig, context }));
+  // An SQLite file holds the snapshot of one cluster (docs/state.md); PostgreSQL keeps one per cluster.
+  if (identities.length > 1 && settings.state && !isPostgresUrl(settings.state.path)) {
+    throw new UsageError(
+      `the state file ${settings.state.path} holds one cluster, but ${identities.length} are watched; use --state postgres://… for several clusters in one process, or one process (and file) per cluster.`,
+    );
+  }
+  return identities;
+}
+
+export interface ClusterDeps {
+  settings: WatchSettings;
+  log: Logger;
+  failures: EventFailures;
+  http?: Partial<HttpSettings> | undefined;
+  timing: Partial<ReflectorTiming>;
+  rediscoveryIntervalMs: number | undefined;
+  stateMaxBacklogBytes?: number | undefined;
+  /** --leader-elect with PostgreSQL: the recorder claims the cluster when this replica leads. */
+  leaderElected?: { leaseDurationMs: number } | undefined;
+}
+
+/** What the pipeline side gives each cluster's watcher. */
+export interface ClusterWiring {
+  pipeline: Pipeline;
+  /** Backpressure from the sinks. */
+  flowControl: () => Promise<void> | undefined;
+  /** After each (re-)discovery of this cluster. */
+  onSelection: (selection: Selection) => void;
+}
+
+export class WatchedCluster {
+  readonly identity: ClusterIdentity;
+  /** The `cluster` of its events: --cluster-name, else the context's name. */
+  readonly name: string;
+  readonly client: KubeClient;
+  readonly recorder: StateRecorder | undefined;
+  private readonly deps: ClusterDeps;
+  private readonly log: Logger;
+  private watcher: ClusterWatcher | undefined;
+  private stopped = false;
+  private readonly wake = new AbortController();
+
+  private constructor(
+    identity: ClusterIdentity,
+    name: string,
+    client: KubeClient,
+    recorder: StateRecorder | undefined,
+    deps: ClusterDeps,
+    log: Logger,
+  ) {
+    this.identity = identity;
+    this.name = name;
+    this.client = client;
+    this.recorder = recorder;
+    this.deps = deps;
+    this.log = log;
+  }
+
+  /**
+   * Opens the cluster's state (first: a damaged file or a cluster claimed elsewhere stops kubediff at
+   * once) and its client; both are closed by `lifecycle`, the state last.
+   */
+  static async open(
+    identity: ClusterIdentity,
+    name: string,
+    deps: ClusterDeps,
+    lifecycle: Lifecycle,
+    log: Logger,
+  ): Promise<WatchedCluster> {
+    const { settings } = deps;
+    const recorder = settings.state
+      ? lifecycle.use(
+          await StateRecorder.open({
+            store: await openStateStore(settings.state, name, {
+              leaderElected: deps.leaderElected !== undefined,
+            }),
+            leaderElected: deps.leaderElected && { fenceAfterMs: deps.leaderElected.leaseDurationMs },
+            log,
+            signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
+            retention: settings.state.retention,
+            failures: deps.failures,
+            ...(deps.stateMaxBacklogBytes !== undefined
+              ? { maxBacklogBytes: deps.stateMaxBacklogBytes }
+              : {}),
+          }),
+          (recorder) => recorder.close(),
+        )
+      : undefined;
+    const client = lifecycle.use(await KubeClient.create(identity, { http: deps.http, log }), (client) =>
+      client.close(),
+    );
+    return new WatchedCluster(identity, name, client, recorder, deps, log);
+  }
+
+  /** Its informers now (none before it started). */
+  allInformers(): Informer[] {
+    return this.watcher?.allInformers() ?? [];
+  }
+
+  /** For the owner lookups: an object of this cluster, by what an ownerReference names. */
+  findObject(
+    group: string,
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+  ): StoredObject | undefined {
+    return this.watcher?.findObject(group, kind, namespace, name);
+  }
+
+  /** "on https://… (context "a")": where it is, for the log. */
+  get where(): string {
+    return `${this.identity.server} (context "${this.identity.contextName}")`;
+  }
+
+  /**
+   * One attempt: discovers, starts every informer, resolves when each listed or reported why it cannot
+   * (undefined when stopped meanwhile); rejects when discovery fails. A new watcher each attempt.
+   */
+  start(wiring: ClusterWiring): Promise<Selection | undefined> {
+    const { settings } = this.deps;
+    const recorder = this.recorder;
+    const own: PipelineObserver[] = recorder ? [recorder] : [];
+    const source = wiring.pipeline.source(this.name || undefined, own);
+    const watcher = new ClusterWatcher({
+      client: this.client,
+      discovery: new Discovery(this.client),
+      selection: {
+        include: settings.resources,
+        exclude: settings.excludeResources,
+        namespaceScoped: settings.namespaces.length > 0 || (settings.filter?.namespaces?.length ?? 0) > 0,
+      },
+      namespaces: settings.namespaces,
+      excludeNamespaces: settings.excludeNamespaces,
+      labelSelector: settings.labelSelector,
+      normalize: (type, object) => wiring.pipeline.normalize(type, object),
+      initial: settings.initial,
+      handler: source,
+      ...(recorder ? { planInformer: recorder.plan.bind(recorder) } : {}),
+      log: this.log,
+      timing: this.deps.timing,
+      rediscoveryIntervalMs: this.deps.rediscoveryIntervalMs,
+      flowControl: wiring.flowControl,
+      failures: this.deps.failures,
+      onSelection: (selection) => {
+        recorder?.noteSelection(selection);
+        wiring.onSelection(selection);
+      },
+    });
+    this.watcher = watcher;
+    return watcher.start().then((selection) => {
+      if (selection && recorder) recorder.reportVanishedTypes(selection, source);
+      return selection;
+    });
+  }
+
+  /**
+   * Several clusters: retries start() with the program's backoff until it succeeds or the watch stops;
+   * `started` is told once it did. The failure that led here was logged by the caller.
+   */
+  retryInBackground(wiring: ClusterWiring, started: (selection: Selection | undefined) => void): void {
+    this.retry(wiring, started).catch((error: unknown) => {
+      this.log.warn(`stopped retrying: ${errorMessage(error)}`);
+    });
+  }
+
+  private async retry(
+    wiring: ClusterWiring,
+    started: (selection: Selection | undefined) => void,
+  ): Promise<void> {
+    // The watches' schedule (KUBEDIFF_MAX_BACKOFF included): a cluster down is retried like a watch.
+    const backoff = new Backoff(this.deps.timing.backoff);
+    while (!this.stopped) {
+      await sleep(backoff.next(), this.wake.signal);
+      if (this.stopped) return;
+      await this.watcher?.stop();
+      if (this.stopped) return;
+      try {
+        const selection = await this.start(wiring);
+        if (!this.stopped) started(selection);
+        return;
+      } catch (error) {
+        if (this.stopped) return;
+        this.log.debug(`still cannot start: ${errorMessage(error)}`);
+      }
+    }
+  }
+
+  /** True once stop() was called: what an attempt still in flight says then is not news. */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake.abort();
+    // The retries check `stopped` after every wait, so at most one more watcher can appear meanwhile:
+    // stop each until none is new. The attempt's discovery is not awaited (see ClusterWatcher.stop):
+    // closing the client ends it, and the retries then end on their own.
+    let watcher: ClusterWatcher | undefined;
+    do {
+      watcher = this.watcher;
+      await watcher?.stop();
+    } while (watcher !== this.watcher);
+  }
+}
+
+/** Several clusters: each cluster's lines say which context they are about. */
+export function contextLogger(log: Logger, context: string): Logger {
+  const prefix = `context "${context}": `;
+  return {
+    info: (message, fields) => log.info(prefix + message, fields),
+    warn: (message, fields) => log.warn(prefix + message, fields),
+    debug: (message, fields) => log.debug(prefix + message, fields),
+  };
+}

@@ -1,0 +1,310 @@
+// Several clusters in one `kubediff watch`: the default test cluster (context "alpha") and a second,
+// independent kube-apiserver (its own etcd prefix; context "beta", reached through a fault proxy so
+// that it can be cut off while the test still changes objects in it). Every event carries its
+// cluster; one cluster cut off or unreachable never stops the other; bad input is one sentence, exit 2.
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { matching, type TestEvent } from '../helpers/events.ts';
+import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING } from '../helpers/metrics.ts';
+import { createTestDatabase } from '../helpers/postgres-env.ts';
+import { freePorts } from '../helpers/processes.ts';
+import {
+  needsSharedEtcd,
+  type SideApiserver,
+  severalContextsKubeconfig,
+  startSideApiserver,
+} from '../helpers/side-apiserver.ts';
+
+const alphaAdmin = adminClient();
+const configmaps = (namespace: string) => `/api/v1/namespaces/${namespace}/configmaps`;
+// Reconnect soon after a cut: the test awaits the catch-up, it does not sleep.
+const ENV = { KUBEDIFF_MAX_BACKOFF: '1s', KUBEDIFF_WATCH_IDLE_TIMEOUT: '3s' };
+
+describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
+  let beta: SideApiserver;
+  let betaAdmin: KubeAdmin;
+  let betaProxy: FaultProxy;
+  /** Contexts alpha and beta. */
+  let kubeconfig: string;
+  /** Contexts alpha and down (nothing listens there). */
+  let withDown: string;
+  let namespace: string;
+
+  before(async () => {
+    beta = await startSideApiserver({ what: 'the second API server', processName: 'kube-apiserver-beta' });
+    betaAdmin = new KubeAdmin(beta);
+    const { port } = new URL(beta.server);
+    betaProxy = await startFaultProxy({ target: { host: '127.0.0.1', port: Number(port) } });
+    const alpha = testCluster();
+    const alphaContext = { name: 'alpha', server: alpha.server, caPem: alpha.caPem, token: alpha.adminToken };
+    kubeconfig = path.join(beta.dir ?? '', 'two-clusters.kubeconfig');
+    await writeFile(
+      kubeconfig,
+      severalContextsKubeconfig([
+        alphaContext,
+        { name: 'beta', server: betaProxy.url(), caPem: beta.caPem, token: beta.adminToken },
+      ]),
+      { mode: 0o600 },
+    );
+    const [closedPort] = (await freePorts(1)) as [number];
+    withDown = path.join(beta.dir ?? '', 'down.kubeconfig');
+    await writeFile(
+      withDown,
+      severalContextsKubeconfig([
+        alphaContext,
+        { name: 'down', server: `https://127.0.0.1:${closedPort}`, caPem: beta.caPem, token: 'x' },
+      ]),
+      { mode: 0o600 },
+    );
+    // The same namespace in both clusters: one -n for both.
+    namespace = await alphaAdmin.createNamespace('clusters');
+    await betaAdmin.create('/api/v1/namespaces', { metadata: { name: namespace } });
+  });
+  after(async () => {
+    await killAll();
+    await betaProxy?.close();
+    await betaAdmin?.close();
+    await beta?.stop();
+    await alphaAdmin.deleteNamespace(namespace).catch(() => {});
+  });
+
+  function watch(kubeconfigFile: string, ...extra: string[]): KubediffProcess {
+    return runKubediff(
+      ['watch', '--kubeconfig', kubeconfigFile, '-n', namespace, '-r', 'configmaps', ...extra],
+      { env: ENV, timeoutMs: 60_000 },
+    );
+  }
+
+  it('reports each cluster’s changes with its own cluster; one cut off never stops the other, and its change while cut off is reported once', async () => {
+    const kd = watch(kubeconfig, '-o', 'json', '--context', 'alpha', '--context', 'beta');
+    try {
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'in-alpha' }, data: { k: '1' } });
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'in-beta' }, data: { k: '1' } });
+      const addedAlpha = await kd.waitForEvent(matching({ type: 'ADDED', name: 'in-alpha' }));
+      const addedBeta = await kd.waitForEvent(matching({ type: 'ADDED', name: 'in-beta' }));
+      assert.equal(addedAlpha.cluster, 'alpha');
+      assert.equal(addedBeta.cluster, 'beta');
+
+      await betaAdmin.patch(`${configmaps(namespace)}/in-beta`, { data: { k: '2' } });
+      const updatedBeta = await kd.waitForEvent(matching({ type: 'UPDATED', name: 'in-beta' }));
+      assert.equal(updatedBeta.cluster, 'beta');
+      assert.deepEqual(updatedBeta.changes, [
+        { op: 'replace', path: '/data/k', from: '1', to: '2', manager: ADMIN_FIELD_MANAGER },
+      ]);
+
+      // Beta cut off: alpha's changes keep flowing; beta changes meanwhile (straight to its server).
+      betaProxy.refuse(true);
+      betaProxy.cutAll();
+      await betaAdmin.patch(`${configmaps(namespace)}/in-beta`, { data: { k: '3' } });
+      await alphaAdmin.patch(`${configmaps(namespace)}/in-alpha`, { data: { k: '2' } });
+      const updatedAlpha = await kd.waitForEvent(matching({ type: 'UPDATED', name: 'in-alpha' }));
+      assert.equal(updatedAlpha.cluster, 'alpha');
+      assert.deepEqual(updatedAlpha.changes, [
+        { op: 'replace', path: '/data/k', from: '1', to: '2', manager: ADMIN_FIELD_MANAGER },
+      ]);
+
+      const isCaughtUp = (event: TestEvent) =>
+        event.object.name === 'in-beta' && event.changes?.[0]?.to === '3';
+      assert.equal(kd.events.filter(isCaughtUp).length, 0, 'beta is cut off: its change waits');
+
+      // Back: beta's change while cut off is reported, then a later one; the first exactly once.
+      betaProxy.refuse(false);
+      const caughtUp = await kd.waitForEvent(isCaughtUp);
+      assert.equal(caughtUp.cluster, 'beta');
+      assert.deepEqual(caughtUp.changes, [
+        { op: 'replace', path: '/data/k', from: '2', to: '3', manager: ADMIN_FIELD_MANAGER },
+      ]);
+      await betaAdmin.patch(`${configmaps(namespace)}/in-beta`, { data: { k: '4' } });
+      await kd.waitForEvent((event) => event.object.name === 'in-beta' && event.changes?.[0]?.to === '4');
+      assert.equal(kd.events.filter(isCaughtUp).length, 1);
+    } finally {
+      betaProxy.refuse(false);
+      await kd.stop();
+    }
+  });
+
+  it('a context unreachable from the start: the other reports, the sentence names it, /readyz is unready naming it', async () => {
+    const kd = watch(withDown, '-o', 'json', '--all-contexts', '--listen', '127.0.0.1:0');
+    try {
+      const [, base] = await kd.waitForStderr(SERVING);
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await kd.waitForStderr(/\(context "down"\).*; retried in the background\./);
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'while-down' } });
+      const added = await kd.waitForEvent(matching({ type: 'ADDED', name: 'while-down' }));
+      assert.equal(added.cluster, 'alpha');
+      const readyz = await waitFor(
+        async () => {
+          const response = await fetch(`${base}/readyz`);
+          const body = await response.text();
+          return response.status === 503 && body.includes('context "down"') ? body : undefined;
+        },
+        { what: '/readyz naming the context that is down' },
+      );
+      assert.match(readyz, /context "down": cannot reach the API server/);
+      assert.doesNotMatch(readyz, /127\.0\.0\.1/);
+    } finally {
+      await kd.stop();
+    }
+  });
+
+  it('a context that never answers at start (black hole) holds nothing back, and a stop exits cleanly', async () => {
+    betaProxy.blackhole(true);
+    const kd = watch(kubeconfig, '-o', 'json', '--all-contexts');
+    try {
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'beside-a-hole' } });
+      const added = await kd.waitForEvent(matching({ type: 'ADDED', name: 'beside-a-hole' }));
+      assert.equal(added.cluster, 'alpha');
+      assert.doesNotMatch(kd.stderr, /context "beta"\)/);
+      const stopped = await kd.stop('SIGTERM');
+      assert.equal(stopped.code, 0, stopped.stderr);
+    } finally {
+      betaProxy.blackhole(false);
+      await kd.stop();
+    }
+  });
+
+  it('a context refused at start starts reporting once reachable, and /readyz turns ready', async () => {
+    betaProxy.refuse(true);
+    const kd = watch(kubeconfig, '-o', 'json', '--all-contexts', '--listen', '127.0.0.1:0');
+    try {
+      const [, base] = await kd.waitForStderr(SERVING);
+      await kd.waitForStderr(/\(context "beta"\).*; retried in the background\./);
+      const unready = await fetch(`${base}/readyz`);
+      assert.equal(unready.status, 503);
+      assert.match(await unready.text(), /context "beta": cannot reach the API server/);
+      betaProxy.refuse(false);
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
+      await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, {
+        what: 'ready once beta synced',
+      });
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'after-start' } });
+      const added = await kd.waitForEvent(matching({ type: 'ADDED', name: 'after-start' }));
+      assert.equal(added.cluster, 'beta');
+    } finally {
+      betaProxy.refuse(false);
+      await kd.stop();
+    }
+  });
+
+  it('--state postgres://…: each cluster its own snapshot; a restart catches up each cluster’s changes once, offline', async () => {
+    const database = await createTestDatabase('several clusters');
+    const url = new URL(database.info.url);
+    url.password = '';
+    const env = { ...ENV, PGPASSWORD: database.info.password };
+    const run = () =>
+      runKubediff(
+        ['watch', '--kubeconfig', kubeconfig, '-n', namespace, '-r', 'configmaps', '-o', 'json'].concat([
+          '--all-contexts',
+          '--state',
+          url.href,
+        ]),
+        { env, timeoutMs: 60_000 },
+      );
+    try {
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'kept' }, data: { k: 'a1' } });
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'kept' }, data: { k: 'b1' } });
+      const first = run();
+      await first.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await first.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
+      assert.equal((await first.stop()).code, 0);
+
+      // While kubediff is down, each cluster's `kept` changes its own way.
+      await alphaAdmin.patch(`${configmaps(namespace)}/kept`, { data: { k: 'a2' } });
+      await betaAdmin.patch(`${configmaps(namespace)}/kept`, { data: { k: 'b2' } });
+      const second = run();
+      try {
+        const isKept = (cluster: string) => (event: TestEvent) =>
+          event.cluster === cluster && event.object.name === 'kept' && event.type === 'UPDATED';
+        const alphaCatchUp = await second.waitForEvent(isKept('alpha'));
+        const betaCatchUp = await second.waitForEvent(isKept('beta'));
+        assert.equal(alphaCatchUp.offline, true);
+        assert.equal(betaCatchUp.offline, true);
+        assert.deepEqual(
+          alphaCatchUp.changes?.map(({ op, path, from, to }) => ({ op, path, from, to })),
+          [{ op: 'replace', path: '/data/k', from: 'a1', to: 'a2' }],
+        );
+        assert.deepEqual(
+          betaCatchUp.changes?.map(({ op, path, from, to }) => ({ op, path, from, to })),
+          [{ op: 'replace', path: '/data/k', from: 'b1', to: 'b2' }],
+        );
+        // A later change (live) as the sentinel: each catch-up reported once.
+        await alphaAdmin.patch(`${configmaps(namespace)}/kept`, { data: { k: 'a3' } });
+        await second.waitForEvent((event) => isKept('alpha')(event) && event.changes?.[0]?.to === 'a3');
+        assert.equal(second.events.filter(isKept('beta')).length, 1);
+        assert.equal(
+          second.events.filter((event) => isKept('alpha')(event) && event.offline === true).length,
+          1,
+        );
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('the file’s contexts: watches each; pretty output shows each line’s cluster', async () => {
+    const config = path.join(beta.dir ?? '', 'contexts.yaml');
+    await writeFile(config, 'contexts: [alpha, beta]\n');
+    const kd = watch(kubeconfig, '-o', 'pretty', '-c', config);
+    try {
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'pretty-alpha' } });
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'pretty-beta' } });
+      await kd.waitForStdout(/ADDED\s+configmaps \S+\/pretty-alpha.* \[alpha\]/);
+      await kd.waitForStdout(/ADDED\s+configmaps \S+\/pretty-beta.* \[beta\]/);
+    } finally {
+      await kd.stop();
+    }
+  });
+
+  it('bad input: one sentence, exit 2', async () => {
+    const cases: [string[], string][] = [
+      [
+        ['--context', 'alpha', '--context', 'nope'],
+        `kubediff: context "nope" is not in kubeconfig ${kubeconfig}; known contexts: alpha, beta.`,
+      ],
+      [
+        ['--context', 'alpha', '--context', 'alpha'],
+        'kubediff: --context "alpha" is given twice; name each context once.',
+      ],
+      [
+        ['--context', 'alpha', '--all-contexts'],
+        'kubediff: --context and --all-contexts both choose the clusters to watch; pass one of them, not both.',
+      ],
+      [
+        ['--all-contexts', '--cluster-name', 'prod'],
+        'kubediff: --cluster-name names one cluster, but several contexts are watched; each cluster is named after its context, so drop --cluster-name.',
+      ],
+      [
+        ['--all-contexts', '--state', path.join(beta.dir ?? '', 'state.db')],
+        `kubediff: the state file ${path.join(beta.dir ?? '', 'state.db')} holds one cluster, but 2 are watched; use --state postgres://… for several clusters in one process, or one process (and file) per cluster.`,
+      ],
+      [
+        ['--all-contexts', '--leader-elect'],
+        'kubediff: --leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated or --all-contexts.',
+      ],
+    ];
+    const config = path.join(beta.dir ?? '', 'twice.yaml');
+    await writeFile(config, 'contexts: [beta, beta]\n');
+    cases.push([['-c', config], 'kubediff: contexts: "beta" is given twice; name each context once.']);
+    for (const [flags, sentence] of cases) {
+      const result = await runKubediffToCompletion(
+        ['watch', '--kubeconfig', kubeconfig, '-o', 'json', ...flags],
+        { env: ENV },
+      );
+      assert.equal(result.code, 2, `${flags.join(' ')}: ${result.stderr}`);
+      assert.equal(result.stderr.trim(), sentence, flags.join(' '));
+    }
+  });
+});
