@@ -14,6 +14,7 @@ import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
 import type { SoakFigures } from './soak.ts';
 import type { StartupComparison, StartupFigures } from './startup.ts';
+import { stateSection } from './state-report.ts';
 import type { StoryFigures } from './stories.ts';
 import type { HeapFigures, SyncTimeFigures } from './sync.ts';
 import { uiSection } from './ui-report.ts';
@@ -648,6 +649,7 @@ ${markdownTable(
   }
   const ui = uiSection();
   if (ui) parts.push(ui);
+  parts.push(stateSection());
   const stories = result.stories as StoryFigures | undefined;
   if (stories) parts.push(storiesSection(stories));
   parts.push(NOTES);

@@ -2,7 +2,9 @@
 // PostgreSQL (docs/state.md): write throughput of generated events through each store's write() in the
 // recorder's batches (5,000 per transaction), then the latency of the queries `kubediff history` makes,
 // median of 9 runs each. PostgreSQL is a server of the bench's own (the test harness's, with fsync ON,
-// as in production), on the same machine. Prints a Markdown table (BENCHMARKS.md, "8. State stores").
+// as in production), on the same machine. Writes bench/results/state.json and section 11 of BENCHMARKS.md
+// (bench/state-report.ts renders it; only that section is replaced), and prints the table.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +19,7 @@ import {
   serializeWrite,
 } from '../src/state/store.ts';
 import { psql, startPostgres } from '../test/helpers/postgres.ts';
+import { STATE_RESULT_FILE, type StateBenchResult, stateSection } from './state-report.ts';
 
 const argv = process.argv.slice(2);
 const total = Number(argv[argv.indexOf('--events') + 1] || 1_000_000);
@@ -108,7 +111,20 @@ async function queryAll(reader: HistoryReader): Promise<{ name: string; ms: numb
   return results;
 }
 
+/** bench/results/state.json, and section 11 of BENCHMARKS.md in place (the other sections stay as they are). */
+function record(result: StateBenchResult): void {
+  writeFileSync(STATE_RESULT_FILE, `${JSON.stringify(result, null, 2)}\n`);
+  const benchmarks = path.join(import.meta.dirname, '..', 'BENCHMARKS.md');
+  const text = readFileSync(benchmarks, 'utf8');
+  const section = /^## 11\. .*?(?=^## )/ms;
+  const fresh = stateSection();
+  writeFileSync(benchmarks, section.test(text) ? text.replace(section, `${fresh}\n`) : text);
+  process.stdout.write(`${fresh}\n`);
+  process.stderr.write('bench state: wrote bench/results/state.json and section 11 of BENCHMARKS.md\n');
+}
+
 async function main(): Promise<void> {
+  const loadAtStart = Number((os.loadavg()[0] ?? 0).toFixed(1));
   const dir = await mkdtemp(path.join(os.tmpdir(), 'kubediff-bench-state-'));
   const pgServer = await startPostgres({
     label: 'bench-state',
@@ -146,25 +162,23 @@ async function main(): Promise<void> {
     const bareQueries = await queryAll(bareReader);
     await bareReader.close();
 
-    console.log(
-      `${total.toLocaleString('en')} events, ${CLUSTERS.length} clusters, batches of ${BATCH}; ${os.cpus().length} cores, ${os
-        .loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')} load at the end\n`,
-    );
-    console.log('| | SQLite | PostgreSQL | PostgreSQL / SQLite | PostgreSQL without its secondary indexes |');
-    console.log('| --- | --- | --- | --- | --- |');
-    console.log(
-      `| write throughput | ${Math.round(sqliteRate).toLocaleString('en')} events/s | ${Math.round(pgRate).toLocaleString('en')} events/s | ${(pgRate / sqliteRate).toFixed(2)}× | — |`,
-    );
-    for (let i = 0; i < QUERIES.length; i++) {
-      const s = sqliteQueries[i] as { name: string; ms: number; events: number };
-      const p = pgQueries[i] as { ms: number; events: number };
-      const bare = bareQueries[i] as { ms: number };
-      console.log(
-        `| ${s.name} (${p.events} events) | ${s.ms.toFixed(1)} ms | ${p.ms.toFixed(1)} ms | ${(p.ms / s.ms).toFixed(2)}× | ${bare.ms.toFixed(1)} ms |`,
-      );
-    }
+    const result: StateBenchResult = {
+      date: new Date().toISOString(),
+      events: total,
+      clusters: CLUSTERS.length,
+      batch: BATCH,
+      cores: os.cpus().length,
+      loadAverage: { start: loadAtStart, end: Number((os.loadavg()[0] ?? 0).toFixed(1)) },
+      writes: { sqlitePerSecond: sqliteRate, postgresPerSecond: pgRate },
+      queries: QUERIES.map(({ name }, i) => ({
+        name,
+        events: pgQueries[i]?.events ?? 0,
+        sqliteMs: sqliteQueries[i]?.ms ?? Number.NaN,
+        postgresMs: pgQueries[i]?.ms ?? Number.NaN,
+        postgresBareMs: bareQueries[i]?.ms ?? Number.NaN,
+      })),
+    };
+    record(result);
   } finally {
     await pgServer.stop();
     await rm(dir, { recursive: true, force: true });

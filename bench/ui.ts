@@ -254,8 +254,8 @@ async function measurePostgres(spec: GeneratedHistory): Promise<UiPostgresFigure
 }
 
 /**
- * Writes the result to bench/results/ui.json and its section of BENCHMARKS.md (only that section: others,
- * some written by hand, stay as they are), or prints it with --no-record.
+ * Writes the result to bench/results/ui.json and its section of BENCHMARKS.md (only that section: the others,
+ * from other benches, stay as they are), or prints it with --no-record.
  */
 function record(result: UiBenchResult): void {
   if (!RECORD) {
