@@ -249,6 +249,7 @@ function buildProgram(): Command {
     program
       .command('resources')
       .description('list what `watch` would watch with the same flags, and why the other types are skipped'),
+    { severalContexts: true },
   )
     .addOption(
       new Option('-o, --output <format>', 'table or json').choices(['table', 'json']).default('table'),

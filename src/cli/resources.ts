@@ -8,14 +8,17 @@ import { KubeClient as Client } from '../kube/client.ts';
 import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import { Discovery } from '../kube/discovery.ts';
-import { loadKubeconfig } from '../kube/kubeconfig.ts';
+import { type ClusterIdentity, loadContexts } from '../kube/kubeconfig.ts';
 import { type Selection, type SkipReason, selectResources } from '../kube/selection.ts';
 import { qualifiedName } from '../kube/types.ts';
-import { stderrLogger } from '../util/log.ts';
+import { errorMessage, KubediffError } from '../util/errors.ts';
+import { type Logger, stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
 import { checkResourceNames } from './resource-name-check.ts';
 
 export interface ResourceRow {
+  /** The context, when several clusters are listed. */
+  cluster?: string;
   name: string;
   group: string;
   version: string;
@@ -26,13 +29,51 @@ export interface ResourceRow {
   reason?: SkipReason;
 }
 
+/**
+ * Lists every cluster `watch` would watch with the same flags (--context repeated, --all-contexts). With
+ * several, each row names its cluster, and a cluster that cannot be listed is said on stderr while the
+ * others are listed; the command then fails (exit 1) after them.
+ */
 export async function runResources(
   settings: WatchSettings,
   options: { output: 'json' | 'table'; http?: Partial<HttpSettings> },
   out: Writable,
 ): Promise<void> {
-  const identity = loadKubeconfig({ kubeconfig: settings.kubeconfig, context: settings.contexts[0] });
-  const client = await Client.create(identity, { http: options.http });
+  const identities = loadContexts(settings);
+  const several = identities.length > 1;
+  const log = stderrLogger({ debug: false });
+  const rows: ResourceRow[] = [];
+  const failed: string[] = [];
+  for (const identity of identities) {
+    try {
+      const listed = await clusterRows(settings, identity, options.http, log);
+      rows.push(...(several ? listed.map((entry) => ({ cluster: identity.contextName, ...entry })) : listed));
+    } catch (error) {
+      if (!several) throw error;
+      failed.push(identity.contextName);
+      log.error(`context "${identity.contextName}": ${errorMessage(error)}`);
+    }
+  }
+  if (options.output === 'json') {
+    for (const entry of rows) out.write(`${JSON.stringify(entry)}\n`);
+  } else if (rows.length > 0) {
+    out.write(resourcesTable(rows));
+  }
+  if (failed.length > 0) {
+    throw new KubediffError(
+      `${failed.length} of ${identities.length} contexts could not be listed (${failed.map((name) => `"${name}"`).join(', ')}; the reasons are above).`,
+    );
+  }
+}
+
+/** One cluster's rows: watched first, then skipped, each by name. */
+async function clusterRows(
+  settings: WatchSettings,
+  identity: ClusterIdentity,
+  http: Partial<HttpSettings> | undefined,
+  log: Logger,
+): Promise<ResourceRow[]> {
+  const client = await Client.create(identity, { http });
   try {
     let selection: Selection;
     try {
@@ -46,19 +87,14 @@ export async function runResources(
       throw explainConnectionFailure(error, identity);
     }
     // The same -r check as `watch`: a typo is an error with a suggestion, not a list where nothing is watched.
-    checkResourceNames(selection, stderrLogger({ debug: false }));
+    checkResourceNames(selection, log);
     const forbidden = await forbiddenTypes(client, selection.watched, settings.namespaces);
-    const rows: ResourceRow[] = [
+    return [
       ...selection.watched.map((type) =>
         forbidden.has(type) ? row(type, false, 'forbidden') : row(type, true, undefined),
       ),
       ...selection.skipped.map((skipped) => row(skipped.type, false, skipped.reason)),
     ].sort((a, b) => Number(b.watched) - Number(a.watched) || a.name.localeCompare(b.name));
-    if (options.output === 'json') {
-      for (const entry of rows) out.write(`${JSON.stringify(entry)}\n`);
-    } else {
-      out.write(resourcesTable(rows));
-    }
   } finally {
     await client.close();
   }
@@ -78,10 +114,12 @@ function row(type: DiscoveredResource, watched: boolean, reason: SkipReason | un
 }
 
 export function resourcesTable(rows: readonly ResourceRow[]): string {
-  const header = ['NAME', 'APIVERSION', 'KIND', 'SCOPE', 'WATCHED'];
+  const several = rows.some((entry) => entry.cluster !== undefined);
+  const header = [...(several ? ['CLUSTER'] : []), 'NAME', 'APIVERSION', 'KIND', 'SCOPE', 'WATCHED'];
   // Discovery documents come from the API server and aggregated APIs: printable() before padding.
   const lines = rows.map((entry) =>
     [
+      ...(several ? [entry.cluster ?? ''] : []),
       entry.name,
       entry.group ? `${entry.group}/${entry.version}` : entry.version,
       entry.kind,

@@ -12,7 +12,7 @@ import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { StoredObject } from '../informer/store.ts';
 import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
-import { type ClusterIdentity, kubeconfigContexts, loadKubeconfig } from '../kube/kubeconfig.ts';
+import { type ClusterIdentity, loadContexts } from '../kube/kubeconfig.ts';
 import type { Selection } from '../kube/selection.ts';
 import { isPostgresUrl } from '../state/location.ts';
 import { openStateStore } from '../state/open.ts';
@@ -25,11 +25,7 @@ import type { Logger } from '../util/log.ts';
 
 /** The clusters to watch: one identity per --context (or every context), the current one by default. */
 export function clusterIdentities(settings: WatchSettings): ClusterIdentity[] {
-  const names = settings.allContexts
-    ? kubeconfigContexts({ kubeconfig: settings.kubeconfig })
-    : settings.contexts;
-  if (names.length === 0) return [loadKubeconfig({ kubeconfig: settings.kubeconfig })];
-  const identities = names.map((context) => loadKubeconfig({ kubeconfig: settings.kubeconfig, context }));
+  const identities = loadContexts(settings);
   // An SQLite file holds the snapshot of one cluster (docs/state.md); PostgreSQL keeps one per cluster.
   if (identities.length > 1 && settings.state && !isPostgresUrl(settings.state.path)) {
     throw new UsageError(

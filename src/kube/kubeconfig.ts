@@ -130,6 +130,20 @@ export function kubeconfigContexts(options: Pick<KubeconfigOptions, 'kubeconfig'
   return readDocument(options, describeSource(options)).contexts.map((context) => context.name);
 }
 
+/**
+ * The clusters a command works on: one identity per context named (or per context of the kubeconfig
+ * with `allContexts`), the current context when none is named.
+ */
+export function loadContexts(options: {
+  kubeconfig?: string | undefined;
+  contexts: readonly string[];
+  allContexts: boolean;
+}): ClusterIdentity[] {
+  const names = options.allContexts ? kubeconfigContexts(options) : options.contexts;
+  if (names.length === 0) return [loadKubeconfig({ kubeconfig: options.kubeconfig })];
+  return names.map((context) => loadKubeconfig({ kubeconfig: options.kubeconfig, context }));
+}
+
 function readDocument(options: KubeconfigOptions, source: string): KubeconfigDocument {
   try {
     if (options.kubeconfig) {

@@ -268,6 +268,71 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     }
   });
 
+  it('kubediff resources lists each cluster’s types; one that cannot be listed is said, the other listed, exit 1', async () => {
+    const both = await runKubediffToCompletion(
+      ['resources', '--kubeconfig', kubeconfig, '--all-contexts', '-r', 'configmaps', '-o', 'json'],
+      { env: ENV },
+    );
+    assert.equal(both.code, 0, both.stderr);
+    const rows = both.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { cluster?: string; name: string; watched: boolean });
+    assert.deepEqual(
+      rows.filter((entry) => entry.watched).map((entry) => `${entry.cluster} ${entry.name}`),
+      ['alpha configmaps', 'beta configmaps'],
+    );
+    assert.ok(
+      rows.every((entry) => entry.cluster === 'alpha' || entry.cluster === 'beta'),
+      'every row names its cluster',
+    );
+    const table = await runKubediffToCompletion(
+      [
+        'resources',
+        '--kubeconfig',
+        kubeconfig,
+        '--context',
+        'beta',
+        '--context',
+        'alpha',
+        '-r',
+        'configmaps',
+      ],
+      { env: ENV },
+    );
+    assert.equal(table.code, 0, table.stderr);
+    const watchedLines = table.stdout.split('\n').filter((line) => /\byes$/.test(line));
+    assert.match(table.stdout, /^CLUSTER\s+NAME\s+APIVERSION\s+KIND\s+SCOPE\s+WATCHED\n/);
+    assert.deepEqual(
+      watchedLines.map((line) => line.split(/\s+/).slice(0, 2).join(' ')),
+      ['beta configmaps', 'alpha configmaps'],
+      'in the order the contexts were given',
+    );
+
+    const down = await runKubediffToCompletion(
+      ['resources', '--kubeconfig', withDown, '--all-contexts', '-r', 'configmaps', '-o', 'json'],
+      { env: ENV },
+    );
+    assert.equal(down.code, 1, down.stderr);
+    assert.deepEqual(
+      down.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { cluster: string; name: string; watched: boolean })
+        .filter((entry) => entry.watched)
+        .map((entry) => `${entry.cluster} ${entry.name}`),
+      ['alpha configmaps'],
+    );
+    assert.match(
+      down.stderr,
+      /context "down": cannot reach the API server at https:\/\/127\.0\.0\.1:\d+ \(context "down"\)/,
+    );
+    assert.match(
+      down.stderr,
+      /kubediff: 1 of 2 contexts could not be listed \("down"; the reasons are above\)\.\n$/,
+    );
+  });
+
   it('bad input: one sentence, exit 2', async () => {
     const cases: [string[], string][] = [
       [
