@@ -122,6 +122,8 @@ export interface TlsTarget {
   /** Protocols offered in ALPN, preferred first. */
   alpn: string[];
   timeoutMs: number;
+  /** Aborted when the client closes: an attempt still connecting (a server that never answers) ends at once. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -152,13 +154,22 @@ export function connectTls(target: TlsTarget): Promise<tls.TLSSocket> {
     }, target.timeoutMs);
     const fail = (error: Error) => {
       clearTimeout(timer);
+      target.signal?.removeEventListener('abort', abort);
       socket.destroy();
       reject(errorFromTransport(error, target.server.origin, '/'));
     };
     socket.once('error', fail);
+    const abort = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(new KubeError('network', `the client of ${target.server.origin} is closed`, { path: '/' }));
+    };
+    if (target.signal?.aborted) abort();
+    target.signal?.addEventListener('abort', abort, { once: true });
     socket.once('secureConnect', () => {
       clearTimeout(timer);
       socket.off('error', fail);
+      target.signal?.removeEventListener('abort', abort);
       // HTTP/2 PINGs find a dead connection; TCP keep-alive still helps HTTP/1.1 and NAT tables.
       socket.setKeepAlive(true, 30_000);
       socket.setNoDelay(true);

@@ -94,6 +94,8 @@ export class Http2Pool implements Transport {
   private readonly lost = noLosses();
   private queued = 0;
   private closed = false;
+  /** Ends a connection attempt still under way when the pool closes (a server that never answers). */
+  private readonly closing = new AbortController();
 
   constructor(options: Http2PoolOptions) {
     this.options = options;
@@ -135,6 +137,7 @@ export class Http2Pool implements Transport {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort();
     clearInterval(this.healthTimer);
     this.healthTimer = undefined;
     await Promise.all([...this.connections].map((connection) => this.shut(connection)));
@@ -217,6 +220,7 @@ export class Http2Pool implements Transport {
       settings: await this.options.tls(),
       alpn: ['h2', 'http/1.1'],
       timeoutMs: this.options.connectTimeoutMs,
+      signal: this.closing.signal,
     });
     if (socket.alpnProtocol !== 'h2') {
       socket.destroy();
@@ -238,11 +242,16 @@ export class Http2Pool implements Transport {
       pingTimer: undefined,
     };
     this.watch(connection);
+    // Closed while the server's SETTINGS are awaited: the session ends now, not after connectTimeoutMs.
+    const abandon = () => session.destroy();
+    this.closing.signal.addEventListener('abort', abandon, { once: true });
     try {
       await this.settled(connection);
     } catch (error) {
       session.destroy();
       throw this.failure(connection, error, '/');
+    } finally {
+      this.closing.signal.removeEventListener('abort', abandon);
     }
     session.setLocalWindowSize(CONNECTION_WINDOW);
     if (this.closed) {
