@@ -116,6 +116,8 @@ const NO_TRAIL: ReadonlySet<JsonValue> = new Set();
  */
 const DIRECT_WALK_DEPTH = 32;
 
+// The key loop below repeats collectShared's on purpose: one loop taking the next step as a function
+// measured slower on the configmaps stream (figure 1: 0.49× against 0.55× in back-to-back runs).
 function collectVersions(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
   if (from === to) return;
   if (isJsonObject(from) && isJsonObject(to) && path.length < DIRECT_WALK_DEPTH) {
