@@ -59,40 +59,6 @@ export function changesBetween(from: JsonValue, to: JsonValue, differ: Differ): 
 }
 
 /**
- * The changes below a value whose subtrees equal to `from`'s are `from`'s own (see share.ts): objects are
- * walked key by key, skipping shared values at once, and only an array that differs goes through the differ.
- */
-function collectShared(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
-  if (from === to) return;
-  if (isJsonObject(from) && isJsonObject(to)) {
-    const keys = Object.keys(to);
-    const oldKeys = Object.keys(from);
-    // Versions of an object mostly keep their keys in place: a key at the same position is an own key of
-    // both (looked up directly), and when all are, no key was removed (no second pass over the old keys).
-    let aligned = keys.length === oldKeys.length;
-    for (let index = 0; index < keys.length; index++) {
-      const key = keys[index]!;
-      const newValue = to[key]!;
-      let oldValue: JsonValue | undefined;
-      if (oldKeys[index] === key) oldValue = from[key];
-      else {
-        aligned = false;
-        oldValue = getProperty(from, key);
-      }
-      path.push(key);
-      if (oldValue === undefined) walk.changes.push({ op: 'add', path: formatPointer(path), to: newValue });
-      else collectShared(walk, oldValue, newValue, path);
-      path.pop();
-    }
-    if (!aligned) collectRemovedKeys(walk, from, to, path);
-  } else if (Array.isArray(from) && Array.isArray(to)) {
-    collectDiff(walk, from, to, path);
-  } else {
-    walk.changes.push({ op: 'replace', path: formatPointer(path), from, to });
-  }
-}
-
-/**
  * The same changes as changesBetween, for whole versions of an object, in one walk over both: objects are
  * compared here key by key (no copy, no delta object, no context per node), and only an array that differs
  * goes through the differ, for its list-key matching, after its items equal to `from`'s are shared
@@ -102,7 +68,7 @@ function collectShared(walk: Walk, from: JsonValue, to: JsonValue, path: Path): 
  */
 export function changesOfVersions(from: JsonValue, to: JsonValue, differ: Differ): Change[] {
   const changes: Change[] = [];
-  collectVersions({ differ, changes, trail: NO_TRAIL }, from, to, []);
+  collectVersions({ differ, changes, trail: NO_TRAIL }, from, to, [], false);
   return changes;
 }
 
@@ -110,17 +76,20 @@ export function changesOfVersions(from: JsonValue, to: JsonValue, differ: Differ
 const NO_TRAIL: ReadonlySet<JsonValue> = new Set();
 
 /**
- * Deeper than any Kubernetes kind nests, the walk hands over to the sharing walk, which takes two stack
- * frames per level: an object nested thousands of levels deep still makes the diff fail (it is then
- * reported as whole top-level changes, see event-builder.ts) at the depth it always did.
+ * Deeper than any Kubernetes kind nests, the walk shares the rest of the subtree first (share.ts, which
+ * takes two stack frames per level): an object nested thousands of levels deep still makes the diff fail
+ * (it is then reported as whole top-level changes, see event-builder.ts) at the depth it always did.
  */
 const DIRECT_WALK_DEPTH = 32;
 
-// The key loop below repeats collectShared's on purpose: one loop taking the next step as a function
-// measured slower on the configmaps stream (figure 1: 0.49× against 0.55× in back-to-back runs).
-function collectVersions(walk: Walk, from: JsonValue, to: JsonValue, path: Path): void {
+/**
+ * Objects key by key. `shared`: below a value already shared (its subtrees equal to `from`'s are
+ * `from`'s own), so that equal subtrees are skipped at once and a differing array goes straight to the
+ * differ; otherwise a differing array (or an object below DIRECT_WALK_DEPTH) is shared first.
+ */
+function collectVersions(walk: Walk, from: JsonValue, to: JsonValue, path: Path, shared: boolean): void {
   if (from === to) return;
-  if (isJsonObject(from) && isJsonObject(to) && path.length < DIRECT_WALK_DEPTH) {
+  if (isJsonObject(from) && isJsonObject(to) && (shared || path.length < DIRECT_WALK_DEPTH)) {
     const keys = Object.keys(to);
     const oldKeys = Object.keys(from);
     // Versions of an object mostly keep their keys in place: a key at the same position is an own key of
@@ -137,14 +106,15 @@ function collectVersions(walk: Walk, from: JsonValue, to: JsonValue, path: Path)
       }
       path.push(key);
       if (oldValue === undefined) walk.changes.push({ op: 'add', path: formatPointer(path), to: newValue });
-      else collectVersions(walk, oldValue, newValue, path);
+      else collectVersions(walk, oldValue, newValue, path, shared);
       path.pop();
     }
     if (!aligned) collectRemovedKeys(walk, from, to, path);
-  } else if (typeof from === 'object' && from !== null && typeof to === 'object' && to !== null) {
-    // Arrays (and objects below DIRECT_WALK_DEPTH): shared, then walked where they differ.
-    const shared = shareUnchanged(from, to);
-    if (shared !== from) collectShared(walk, from, shared, path);
+  } else if (shared && Array.isArray(from) && Array.isArray(to)) {
+    collectDiff(walk, from, to, path);
+  } else if (!shared && typeof from === 'object' && from !== null && typeof to === 'object' && to !== null) {
+    const sharedTo = shareUnchanged(from, to);
+    if (sharedTo !== from) collectVersions(walk, from, sharedTo, path, true);
   } else {
     walk.changes.push({ op: 'replace', path: formatPointer(path), from, to });
   }
