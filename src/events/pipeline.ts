@@ -50,7 +50,7 @@ export interface Handover {
   /** The event as it passed the rules (before the handover stages), for the history and the metrics. */
   reported?: ChangeEvent | undefined;
   /** The observers of the source it came from alone (a cluster's state recorder): see source(). */
-  sourceObservers?: readonly PipelineObserver[];
+  sourceObservers?: readonly PipelineObserver[] | undefined;
 }
 
 /** Per sink, in the router's order: how many events it had accepted. */
@@ -157,26 +157,30 @@ export class Pipeline {
       ...(this.options.now ? { now: this.options.now } : {}),
     });
     const observers = [...this.options.observers, ...own];
-    const shared = this.enter;
-    const enter =
-      own.length === 0 ? shared : (handover: Handover) => shared({ ...handover, sourceObservers: own });
+    const enter = this.enter;
+    // Carried by each handover (no copy per event): undefined when the source has none of its own.
+    const sourceObservers = own.length === 0 ? undefined : own;
     return {
       onAdd: (type, object, context) =>
         enter({
           change: { kind: 'added', type, object, ...(context.initial ? { initial: true as const } : {}) },
           event: builder.added(type, object, context),
+          sourceObservers,
         }),
       onUpdate: (type, previous, current, context) =>
         enter({
           change: { kind: 'updated', type, object: current },
           event: builder.updated(type, previous, current, context),
+          sourceObservers,
         }),
       onDelete: (type, last, context) =>
         enter({
           change: { kind: 'deleted', type, object: last },
           event: builder.deleted(type, last, context),
+          sourceObservers,
         }),
-      onBaseline: (type, object) => enter({ change: { kind: 'baseline', type, object }, event: undefined }),
+      onBaseline: (type, object) =>
+        enter({ change: { kind: 'baseline', type, object }, event: undefined, sourceObservers }),
       onState: (informer, state) => {
         for (const observer of observers) observer.stateChanged?.(informer, state);
       },
