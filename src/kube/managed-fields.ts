@@ -90,7 +90,7 @@ export function managersSignature(entries: readonly ManagedFieldsEntry[]): Manag
     if (parts.length > 0) parts.push(ENTRY_SEPARATOR);
     const operation = OPERATION_CODES[entry.operation] ?? entry.operation.replaceAll('.', '');
     // The name goes last: it may hold dots; the subresource and the operation cannot.
-    countOwnedFields(entry.fieldsV1);
+    const walked = ownedFieldTotals(entry.fieldsV1);
     parts.push(
       whoAndWhenHash(entry).toString(36),
       '.',
@@ -169,30 +169,30 @@ function whoAndWhenHash(entry: ManagedFieldsEntry): number {
   return (hash >>> 0) & HASH_MASK;
 }
 
-/**
- * The walk's totals: the number of keys in a field trie, at every depth, and a hash of them (each with
- * its depth). One object for every walk, read at once: the walk runs for each object that arrives.
- */
-const walked = { count: 0, hash: FNV_OFFSET };
+/** The walk's totals: the number of keys in a field trie, at every depth, and a hash of them (each with its depth). */
+interface FieldTotals {
+  count: number;
+  hash: number;
+}
 
-function countOwnedFields(node: JsonObject | undefined): void {
-  walked.count = 0;
-  walked.hash = FNV_OFFSET;
-  if (node) walkFields(node);
+function ownedFieldTotals(node: JsonObject | undefined): FieldTotals {
+  const totals = { count: 0, hash: FNV_OFFSET };
+  if (node) walkFields(node, totals);
+  return totals;
 }
 const OPEN = '{'.charCodeAt(0);
 const CLOSE = '}'.charCodeAt(0);
 
-function walkFields(node: JsonObject): void {
+function walkFields(node: JsonObject, totals: FieldTotals): void {
   for (const key in node) {
-    walked.count++;
-    walked.hash = fnv(walked.hash, key);
+    totals.count++;
+    totals.hash = fnv(totals.hash, key);
     const child = node[key];
     if (isJsonObject(child)) {
       // Bracket the children, so that where a key sits in the trie counts too.
-      walked.hash = Math.imul(walked.hash ^ OPEN, FNV_PRIME);
-      walkFields(child);
-      walked.hash = Math.imul(walked.hash ^ CLOSE, FNV_PRIME);
+      totals.hash = Math.imul(totals.hash ^ OPEN, FNV_PRIME);
+      walkFields(child, totals);
+      totals.hash = Math.imul(totals.hash ^ CLOSE, FNV_PRIME);
     }
   }
 }
