@@ -589,8 +589,8 @@ export function evaluateContained(
   filter: EventFilter,
   event: ChangeEvent,
   failures: EventFailures | undefined,
-  owner = 'the watch',
-  explain = false,
+  owner: string,
+  explain: boolean,
 ): FilterVerdict {
   const { verdict, error } = evaluateSafely(filter, event, explain);
   if (error !== undefined) {
@@ -610,7 +610,7 @@ export function evaluateContained(
 export function evaluateSafely(
   filter: EventFilter,
   event: ChangeEvent,
-  explain = true,
+  explain: boolean,
 ): { verdict: FilterVerdict; error?: unknown } {
   try {
     return { verdict: filter.evaluate(event, explain) };

@@ -90,7 +90,13 @@ export function eventGate(
     }
     let passed = event;
     if (filter) {
-      const verdict = evaluateContained(filter, event, options.failures, 'the watch', settings.explain);
+      const verdict = evaluateContained(
+        filter,
+        event,
+        options.failures,
+        'the watch',
+        settings.explain === true,
+      );
       if (!verdict.deliver) {
         if (settings.explain) explain(event, 'all sinks', verdict);
         return undefined;

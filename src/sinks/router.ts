@@ -63,7 +63,7 @@ export class Router implements EventDelivery {
   deliver(event: ChangeEvent): DeliveryMark {
     if (this.closing) return this.accepted();
     for (const route of this.routes) {
-      const verdict = evaluateContained(route.filter, event, this.failures, route.sink.name);
+      const verdict = evaluateContained(route.filter, event, this.failures, route.sink.name, false);
       if (!verdict.deliver) {
         route.filtered++;
         continue;
@@ -95,7 +95,7 @@ export class Router implements EventDelivery {
     // deliver() reports a failing filter; explaining it is not a second failure.
     return this.routes.map((route) => ({
       sink: route.sink.name,
-      verdict: evaluateSafely(route.filter, event).verdict,
+      verdict: evaluateSafely(route.filter, event, true).verdict,
     }));
   }
 
