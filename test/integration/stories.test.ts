@@ -279,11 +279,16 @@ describe('stories', { timeout: 240_000 }, () => {
     assert.equal(before.length, 1, `one message, got:\n${before.map(visibleText).join('\n---\n')}`);
     const text = visibleText(before[0]!);
     // The Deployment and its ReplicaSet end where they began. The pods may not: the ReplicaSet controller
-    // ranks pods of about the same age at random when it scales down, so it may delete two of the older
-    // ones. Then the story says so ("2 pods replaced") and its headline is the owner's state alone.
-    const replaced = /2 pods replaced/.test(text);
+    // ranks pods of about the same age at random when it scales down, so it may delete one or two of the
+    // older ones. Then the story says so and its headline is the owner's state alone.
+    const replaced = /\d pods? replaced/.test(text);
     assert.match(text, new RegExp(`Deployment ${ns}/web${replaced ? '' : ':'} no net change`));
-    if (replaced) assert.match(text, /ReplicaSet web-\w+ no net change; 2 pods replaced/);
+    if (replaced) {
+      assert.match(
+        text,
+        /ReplicaSet web-\w+ no net change; (2 pods replaced|1 pod replaced, 1 pod created and deleted)\n/,
+      );
+    }
     assert.doesNotMatch(text, /spec\.replicas/);
     assert.equal((await kd.stop()).code, 0);
   });
