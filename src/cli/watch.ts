@@ -19,7 +19,6 @@ import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { HttpSettings } from '../kube/client.ts';
 import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import type { ResourceType } from '../kube/types.ts';
-import { AuditServer } from '../service/audit-server.ts';
 import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
@@ -172,6 +171,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       })
     : undefined;
   if (settings.audit && auditJoin) {
+    // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
+    const { AuditServer } = await import('../service/audit-server.ts');
     const auditServer = lifecycle.use(
       await AuditServer.start({
         listen: settings.audit.listen,

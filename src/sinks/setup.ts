@@ -13,10 +13,8 @@ import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { RetryOptions } from './delivery.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
-import { prettyRenderer } from './pretty.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
-import { prettyStoryRenderer } from './story-format.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
 
@@ -151,19 +149,22 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
     for (const spec of specs) {
       let sink: Sink;
       if (spec.type === 'stdout') {
-        const render: (event: ChangeEvent) => string =
-          spec.format === 'json' ? renderJsonLine : prettyRenderer({ color: spec.color ?? false });
         const stories = storiesOf(spec);
+        const pretty = spec.format === 'json' && !stories ? undefined : await prettyRenderers();
+        const render: (event: ChangeEvent) => string =
+          spec.format === 'json' || !pretty
+            ? renderJsonLine
+            : pretty.prettyRenderer({ color: spec.color ?? false });
         stdout = new StreamOutput({
           name: unique(spec.name ?? 'stdout'),
           stream: runtime.stdout,
           render,
           log: runtime.log,
-          ...(stories
+          ...(stories && pretty
             ? {
                 stories: {
                   options: stories,
-                  render: prettyStoryRenderer({ color: spec.color ?? false }),
+                  render: pretty.prettyStoryRenderer({ color: spec.color ?? false }),
                   log: runtime.log,
                 },
               }
@@ -267,6 +268,11 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
     deadLetterFiles: [...files.values()],
     flowControl: () => output?.flowControl(),
   };
+}
+
+/** Imported only for pretty output or stories: a JSON-only watch keeps chalk out of its memory. */
+async function prettyRenderers() {
+  return { ...(await import('./pretty.ts')), ...(await import('./story-format.ts')) };
 }
 
 /** The story options of a sink with stories on; undefined when off (README, "Stories"). */
