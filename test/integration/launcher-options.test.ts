@@ -15,7 +15,10 @@ import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 
 const READY = /watching \d+ resource types?/;
 const nodeOptionsModule = pathToFileURL(KUBEDIFF_BIN.replace(/kubediff\.js$/, 'node-options.js')).href;
-const { WATCH_NODE_OPTIONS } = (await import(nodeOptionsModule)) as { WATCH_NODE_OPTIONS: string[] };
+const { WATCH_NODE_OPTIONS, missingNodeOptions } = (await import(nodeOptionsModule)) as {
+  WATCH_NODE_OPTIONS: string[];
+  missingNodeOptions: (args: string[], execArgv: string[], nodeOptions: string | undefined) => string[];
+};
 
 let admin: KubeAdmin;
 let namespace: string;
@@ -75,12 +78,17 @@ describe('the launcher', () => {
   it('runs `kubediff watch` with the memory options, in the process it was started as', async () => {
     const options = nodeOptionsOf(await watchCommandLine());
     assert.deepEqual(options, WATCH_NODE_OPTIONS);
-    assert.deepEqual(WATCH_NODE_OPTIONS, ['--max-semi-space-size=1', '--max-opt=2']);
+    assert.deepEqual(WATCH_NODE_OPTIONS, ['--max-semi-space-size=1', '--max-opt=2', '--single-threaded']);
   });
 
   it('leaves an option the user set in NODE_OPTIONS to the user', async () => {
     const options = nodeOptionsOf(await watchCommandLine({ NODE_OPTIONS: '--max_semi_space_size=4' }));
-    assert.deepEqual(options, ['--max-opt=2']);
+    assert.deepEqual(options, ['--max-opt=2', '--single-threaded']);
+    // V8's flags that NODE_OPTIONS refuses go on Node's command line, turned off with `--no-`.
+    assert.deepEqual(missingNodeOptions(['watch'], ['--no-single-threaded'], undefined), [
+      '--max-semi-space-size=1',
+      '--max-opt=2',
+    ]);
   });
 
   it('runs other commands as they were started, with no second start of Node', async () => {
