@@ -64,7 +64,10 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
 }
 
 async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: Lifecycle): Promise<void> {
-  const { log } = runtime;
+  // On a terminal, the initial sync's progress line; every log line of the watch clears it first.
+  const progress = new SyncProgress(process.stderr);
+  lifecycle.defer(() => progress.stop());
+  const log = progress.logger(runtime.log);
   // One exception while processing one change costs that change at that stage, never the watch.
   const failures = new EventFailures(log);
   const identities = clusterIdentities(settings);
@@ -264,11 +267,10 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   const stop = Promise.race([runtime.stopRequested, outputClosed]);
   const allInformers = () => clusters.flatMap((cluster) => cluster.allInformers());
   if (several) {
-    watchSeveral(clusters, { service, log, wiringOf, allInformers });
+    watchSeveral(clusters, { service, log, wiringOf, allInformers, progress });
   } else {
-    const progress = new SyncProgress(process.stderr);
     try {
-      progress.start(allInformers);
+      progress.start(() => [{ name: undefined, informers: allInformers() }]);
       const starting = first.start(wiringOf(first));
       const started = await Promise.race([
         starting.then(() => ({ synced: true })),
@@ -303,11 +305,25 @@ function watchSeveral(
     log: Logger;
     wiringOf: (cluster: WatchedCluster) => ClusterWiring;
     allInformers: () => Informer[];
+    progress: SyncProgress;
   },
 ): void {
-  const { service, log } = deps;
+  const { service, log, progress } = deps;
   for (const cluster of clusters) service.clusterDown(cluster.identity.contextName, undefined);
   service.synced(deps.allInformers);
+  // The terminal's progress line names each cluster still in its first attempt; it ends once each has
+  // synced or said why it cannot start (then it is retried quietly, and events may be printing).
+  const syncing = new Set(clusters);
+  progress.start(() =>
+    [...syncing].map((cluster) => ({
+      name: cluster.identity.contextName,
+      informers: cluster.allInformers(),
+    })),
+  );
+  const settled = (cluster: WatchedCluster) => {
+    syncing.delete(cluster);
+    if (syncing.size === 0) progress.stop();
+  };
   for (const cluster of clusters) {
     const context = cluster.identity.contextName;
     const synced = () => {
@@ -316,10 +332,12 @@ function watchSeveral(
     };
     cluster.start(deps.wiringOf(cluster)).then(
       (selection) => {
+        settled(cluster);
         // undefined: stopped during the sync.
         if (selection) synced();
       },
       (error: unknown) => {
+        settled(cluster);
         if (cluster.stopping) return;
         const explained = explainConnectionFailure(error, cluster.identity);
         log.warn(`${errorMessage(explained).replace(/\.$/, '')}; retried in the background.`);

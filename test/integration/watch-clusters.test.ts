@@ -3,10 +3,18 @@
 // that it can be cut off while the test still changes objects in it). Every event carries its
 // cluster; one cluster cut off or unreachable never stops the other; bad input is one sentence, exit 2.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
+import {
+  KUBEDIFF_BIN,
+  type KubediffProcess,
+  killAll,
+  kubediffEnv,
+  runKubediff,
+  runKubediffToCompletion,
+} from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
@@ -169,6 +177,66 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     } finally {
       betaProxy.blackhole(false);
       await kd.stop();
+    }
+  });
+
+  it('on a terminal, the sync progress names each cluster still syncing and leaves the log lines whole', async () => {
+    // A real terminal: `script` runs kubediff on a pseudo-terminal and copies what it shows; Ctrl-C is
+    // typed into it as a user would.
+    betaProxy.blackhole(true);
+    const command = [process.execPath, KUBEDIFF_BIN, 'watch', '--kubeconfig', kubeconfig, '--all-contexts']
+      .concat(['-n', namespace, '-r', 'configmaps', '-o', 'json'])
+      .map((word) => `'${word}'`)
+      .join(' ');
+    const terminal = spawn('script', ['-q', '-e', '-f', '-c', `exec ${command}`, '/dev/null'], {
+      env: kubediffEnv({ ...ENV, KUBEDIFF_LOG_FORMAT: undefined, COLUMNS: '200' }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let shown = '';
+    const shows = (pattern: RegExp, what: string) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!pattern.test(shown)) return;
+          clearTimeout(timer);
+          terminal.stdout.off('data', check);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          terminal.stdout.off('data', check);
+          reject(new Error(`the terminal never showed ${what}; it showed:\n${JSON.stringify(shown)}`));
+        }, 30_000);
+        terminal.stdout.on('data', check);
+        check();
+      });
+    terminal.stdout.on('data', (chunk: Buffer) => {
+      shown += chunk.toString('utf8');
+    });
+    const exited = new Promise<number | null>((resolve) => terminal.on('exit', (code) => resolve(code)));
+    try {
+      await shows(/syncing: [^\r\n]*beta: discovering resource types/, 'the progress line naming beta');
+      await shows(/kubediff: watching 1 resource type on .* \(context "alpha"\)/, 'alpha’s "watching" line');
+      // Beta's first attempt gives up (the connect timeout): the progress line ends, and the sentence saying
+      // so stands on a row of its own.
+      await shows(/kubediff: warning: .*retried in the background\./, 'beta’s sentence');
+      // Each log line starts a row of its own (after a newline, or after the progress line was cleared),
+      // never appended to the progress line.
+      const rows = shown.replaceAll('\x1b[K', '').split(/\r\n|\r|\n/);
+      const watching = /^kubediff: watching 1 resource type on \S+ \(context "alpha"\)/;
+      assert.ok(
+        rows.some((row) => watching.test(row)),
+        JSON.stringify(shown),
+      );
+      assert.ok(!rows.some((row) => /syncing: .*kubediff:/.test(row)), JSON.stringify(shown));
+      assert.ok(
+        rows.some((row) => /^kubediff: warning: .*retried in the background\./.test(row)),
+        JSON.stringify(shown),
+      );
+      assert.doesNotMatch(shown.slice(shown.indexOf('retried in the background')), /syncing:/);
+      terminal.stdin.write('\x03');
+      assert.equal(await exited, 0, JSON.stringify(shown));
+    } finally {
+      betaProxy.blackhole(false);
+      terminal.kill('SIGKILL');
     }
   });
 
