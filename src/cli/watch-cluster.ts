@@ -65,6 +65,7 @@ export class WatchedCluster {
   private readonly deps: ClusterDeps;
   private readonly log: Logger;
   private watcher: ClusterWatcher | undefined;
+  private started = false;
   private stopped = false;
   private readonly wake = new AbortController();
 
@@ -177,8 +178,14 @@ export class WatchedCluster {
     this.watcher = watcher;
     return watcher.start().then((selection) => {
       if (selection && recorder) recorder.reportVanishedTypes(selection, source);
+      if (selection) this.started = true;
       return selection;
     });
+  }
+
+  /** Its initial sync is over: it reports since (for the metrics). */
+  get synced(): boolean {
+    return this.started;
   }
 
   /**

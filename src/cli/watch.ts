@@ -114,8 +114,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       (server) => server.close(),
     );
   }
-  // After the sinks drained: the leader's last checkpoint covers what they delivered. The Lease and the
-  // connection metrics are the first cluster's (--leader-elect watches one).
+  // After the sinks drained: the leader's last checkpoint covers what they delivered. The Lease is the
+  // first cluster's (--leader-elect watches one).
   const service = lifecycle.use(
     await ServiceRuntime.start(runtime.service, {
       client: first.client,
@@ -154,10 +154,18 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   service.observeSinks(() => router.sinks, {
     failures,
     deadLetterFiles: () => sinks.deadLetterFiles,
-    // The state metrics are the first cluster's (README, "Several clusters").
-    ...(first.recorder ? { state: first.recorder } : {}),
     owners,
   });
+  // Per cluster, labelled with its events' `cluster` (README, "Metrics").
+  service.observeClusters(() =>
+    clusters.map((cluster) => ({
+      name: cluster.name,
+      informers: cluster.allInformers(),
+      connections: cluster.client.connectionStats(),
+      state: cluster.recorder,
+      synced: cluster.synced,
+    })),
+  );
   if (settings.delivery.sinks.length > 0) {
     log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }

@@ -81,8 +81,8 @@ export interface EventStage {
 
 /** Watches the pipeline without changing what flows through it. */
 export interface PipelineObserver {
-  /** An informer's health changed (listing, watching, failing, stopped). */
-  stateChanged?(informer: Informer, state: ReflectorState): void;
+  /** An informer's health changed (listing, watching, failing, stopped); `cluster`: its source's. */
+  stateChanged?(informer: Informer, state: ReflectorState, cluster: string | undefined): void;
   /** An event passed the rules: it is reported, now or (on a standby) when this replica leads. */
   eventReported?(event: ChangeEvent): void;
   /** A change went all the way: its event, if reported, was handed to the sinks at `mark` (or held back). */
@@ -182,7 +182,7 @@ export class Pipeline {
       onBaseline: (type, object) =>
         enter({ change: { kind: 'baseline', type, object }, event: undefined, sourceObservers }),
       onState: (informer, state) => {
-        for (const observer of observers) observer.stateChanged?.(informer, state);
+        for (const observer of observers) observer.stateChanged?.(informer, state, cluster);
       },
     };
   }

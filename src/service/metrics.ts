@@ -7,7 +7,10 @@
 //
 // Names follow Prometheus conventions (`_total` counters, base units). The
 // `resource` label is the kubectl-style qualified name (`deployments.apps`,
-// `pods`); `sink` is the sink's name as in the logs (URLs elided).
+// `pods`); `sink` is the sink's name as in the logs (URLs elided); `cluster`
+// is the events' `cluster` (the context's name, or --cluster-name), on every
+// series about one cluster, also when only one is watched: a dashboard keeps
+// its shape when a second cluster is added.
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuditJoinStats } from '../events/audit-join.ts';
@@ -36,19 +39,33 @@ export interface ObservedUi {
   observe(observer: UiObserver): void;
 }
 
+/** --state of one cluster: the writes held back for the sinks. */
+export interface StateMetricsSource {
+  readonly backlogBytes: number;
+  readonly unconfirmedWrites: number;
+  readonly droppedWrites: number;
+  /** Whether this process records the cluster now (false on a leader-elected standby, PostgreSQL). */
+  readonly recording: boolean;
+}
+
+/** One watched cluster as the metrics read it on each scrape. */
+export interface MetricsCluster {
+  /** The `cluster` label: its events' `cluster`. */
+  readonly name: string;
+  /** Its informers running now. */
+  readonly informers: readonly Informer[];
+  /** Its connections to its API server (undefined before its client exists). */
+  readonly connections: ConnectionStats | undefined;
+  readonly state: StateMetricsSource | undefined;
+  /** Its initial sync is over (it has been reporting since). */
+  readonly synced: boolean;
+}
+
 export interface MetricsSources {
-  /** The informers running now (read on each scrape). */
-  informers?: () => readonly Informer[];
+  /** Every watched cluster (read on each scrape). */
+  clusters?: () => readonly MetricsCluster[];
   /** Changes that failed at one stage of processing (src/util/event-failures.ts). */
   failures?: EventFailures;
-  /** --state: the writes held back for the sinks. */
-  state?: {
-    readonly backlogBytes: number;
-    readonly unconfirmedWrites: number;
-    readonly droppedWrites: number;
-    /** Whether this process records the cluster now (false on a leader-elected standby, PostgreSQL). */
-    readonly recording: boolean;
-  };
   /** --leader-elect: the events a standby holds back. */
   standby?: { readonly buffered: number; readonly bufferedBytes: number; readonly droppedEvents: number };
   /** The sinks (read on each scrape). */
@@ -58,8 +75,6 @@ export interface MetricsSources {
   /** 1 while this replica is the leader, or always when leader election is off. */
   isLeader?: () => boolean;
   isReady?: () => boolean;
-  /** The connections to the API server (read on each scrape). */
-  connections?: () => ConnectionStats;
   /** --audit-listen: the audit webhook's requests and the join's counts. */
   audit?: {
     requests: () => ReadonlyMap<AuditRequestOutcome, number>;
@@ -79,12 +94,13 @@ const SINK_OUTCOMES: readonly [keyof SinkStats, string][] = [
 
 export class KubediffMetrics {
   readonly registry = new Registry();
-  private readonly events: Counter<'type' | 'resource'>;
-  private readonly watchRestarts: Counter<'resource'>;
-  private readonly relists: Counter<'resource'>;
-  private readonly watchFailures: Counter<'resource' | 'reason'>;
+  private readonly events: Counter<'cluster' | 'type' | 'resource'>;
+  private readonly watchRestarts: Counter<'cluster' | 'resource'>;
+  private readonly relists: Counter<'cluster' | 'resource'>;
+  private readonly watchFailures: Counter<'cluster' | 'resource' | 'reason'>;
   private readonly sinkRequests: Histogram<'sink' | 'outcome'>;
   private readonly sinkRetries: Counter<'sink'>;
+  /** When each (cluster, resource) last had an event, keyed by `${cluster}\u0000${resource}`. */
   private readonly lastEventAt = new Map<string, number>();
   /** Per informer: phases seen so far, to tell a first LIST/WATCH from a relist/restart. */
   private readonly history = new WeakMap<Informer, { listed: boolean; watched: boolean }>();
@@ -108,77 +124,97 @@ export class KubediffMetrics {
 
     this.events = new Counter({
       name: 'kubediff_events_total',
-      help: 'Change events reported (before sink filters), by type and resource.',
-      labelNames: ['type', 'resource'],
+      help: 'Change events reported (before sink filters), by cluster, type and resource.',
+      labelNames: ['cluster', 'type', 'resource'],
       registers,
     });
     const self = this;
     new Gauge({
       name: 'kubediff_seconds_since_last_event',
-      help: 'Seconds since the last change event of each resource (only resources that had one).',
-      labelNames: ['resource'],
+      help: 'Seconds since the last change event of each resource of each cluster (only resources that had one).',
+      labelNames: ['cluster', 'resource'],
       registers,
       collect() {
         this.reset();
         const now = self.now();
-        for (const [resource, at] of self.lastEventAt) this.set({ resource }, (now - at) / 1000);
+        for (const [key, at] of self.lastEventAt) {
+          const [cluster = '', resource = ''] = key.split('\u0000');
+          this.set({ cluster, resource }, (now - at) / 1000);
+        }
       },
     });
     this.watchRestarts = new Counter({
       name: 'kubediff_watch_restarts_total',
-      help: 'Watches re-opened after the first one (server timeouts, dropped connections, errors), by resource.',
-      labelNames: ['resource'],
+      help: 'Watches re-opened after the first one (server timeouts, dropped connections, errors), by cluster and resource.',
+      labelNames: ['cluster', 'resource'],
       registers,
     });
     this.relists = new Counter({
       name: 'kubediff_relists_total',
-      help: 'LISTs after the first one (after 410 Gone, 403/404 or a long failure), by resource.',
-      labelNames: ['resource'],
+      help: 'LISTs after the first one (after 410 Gone, 403/404 or a long failure), by cluster and resource.',
+      labelNames: ['cluster', 'resource'],
       registers,
     });
     this.watchFailures = new Counter({
       name: 'kubediff_watch_failures_total',
-      help: 'Failed LIST or WATCH attempts, by resource and kind of failure (network, forbidden, server, …).',
-      labelNames: ['resource', 'reason'],
+      help: 'Failed LIST or WATCH attempts, by cluster, resource and kind of failure (network, forbidden, server, …).',
+      labelNames: ['cluster', 'resource', 'reason'],
       registers,
     });
     new Gauge({
       name: 'kubediff_informers',
-      help: 'Informers (one per resource type, or per type and namespace with -n), by state.',
-      labelNames: ['state'],
+      help: 'Informers (one per resource type, or per type and namespace with -n), by cluster and state.',
+      labelNames: ['cluster', 'state'],
       registers,
       collect() {
         this.reset();
-        const counts = { synced: 0, syncing: 0, failing: 0 };
-        for (const informer of self.sources.informers?.() ?? []) {
-          if (informer.failure) counts.failing++;
-          else if (informer.hasSynced) counts.synced++;
-          else counts.syncing++;
+        for (const cluster of self.clusters()) {
+          const counts = { synced: 0, syncing: 0, failing: 0 };
+          for (const informer of cluster.informers) {
+            if (informer.failure) counts.failing++;
+            else if (informer.hasSynced) counts.synced++;
+            else counts.syncing++;
+          }
+          for (const [state, value] of Object.entries(counts))
+            this.set({ cluster: cluster.name, state }, value);
         }
-        for (const [state, value] of Object.entries(counts)) this.set({ state }, value);
       },
     });
     new Gauge({
       name: 'kubediff_informers_running',
-      help: 'Informers running (listing, watching or retrying).',
+      help: 'Informers running (listing, watching or retrying), by cluster.',
+      labelNames: ['cluster'],
       registers,
       collect() {
-        this.set(self.sources.informers?.().length ?? 0);
+        this.reset();
+        for (const cluster of self.clusters()) this.set({ cluster: cluster.name }, cluster.informers.length);
       },
     });
     new Gauge({
       name: 'kubediff_objects',
-      help: 'Objects held in the informer caches, by resource.',
-      labelNames: ['resource'],
+      help: 'Objects held in the informer caches, by cluster and resource.',
+      labelNames: ['cluster', 'resource'],
       registers,
       collect() {
         this.reset();
-        const totals = new Map<string, number>();
-        for (const informer of self.sources.informers?.() ?? []) {
-          const resource = qualifiedName(informer.type);
-          totals.set(resource, (totals.get(resource) ?? 0) + informer.objectCount);
+        for (const cluster of self.clusters()) {
+          const totals = new Map<string, number>();
+          for (const informer of cluster.informers) {
+            const resource = qualifiedName(informer.type);
+            totals.set(resource, (totals.get(resource) ?? 0) + informer.objectCount);
+          }
+          for (const [resource, value] of totals) this.set({ cluster: cluster.name, resource }, value);
         }
-        for (const [resource, value] of totals) this.set({ resource }, value);
+      },
+    });
+    new Gauge({
+      name: 'kubediff_cluster_synced',
+      help: '1 once the cluster finished its initial sync (it reports since), 0 while it syncs or cannot start.',
+      labelNames: ['cluster'],
+      registers,
+      collect() {
+        this.reset();
+        for (const cluster of self.clusters()) this.set({ cluster: cluster.name }, cluster.synced ? 1 : 0);
       },
     });
 
@@ -266,33 +302,50 @@ export class KubediffMetrics {
     new Gauge({
       name: 'kubediff_state_recording',
       help: '--state: 1 while this process records the cluster (in PostgreSQL under --leader-elect, the leader once it holds the claim), else 0.',
+      labelNames: ['cluster'],
       registers,
       collect() {
-        this.set(self.sources.state?.recording ? 1 : 0);
+        this.reset();
+        for (const cluster of self.clusters())
+          this.set({ cluster: cluster.name }, cluster.state?.recording ? 1 : 0);
       },
     });
     new Gauge({
       name: 'kubediff_state_backlog_bytes',
       help: 'Bytes of --state writes held back until every sink has finished with their events (bounded by KUBEDIFF_STATE_MAX_BACKLOG).',
+      labelNames: ['cluster'],
       registers,
       collect() {
-        this.set(self.sources.state?.backlogBytes ?? 0);
+        this.reset();
+        for (const cluster of self.clusters())
+          this.set({ cluster: cluster.name }, cluster.state?.backlogBytes ?? 0);
       },
     });
     new Counter({
       name: 'kubediff_state_unconfirmed_writes_total',
       help: '--state writes committed before every sink had finished with their events, because the backlog was at its bound (a slow or failing sink).',
+      labelNames: ['cluster'],
       registers,
       collect() {
-        self.incrementTo(this, {}, self.sources.state?.unconfirmedWrites ?? 0, 'state-unconfirmed');
+        for (const { name, state } of self.clusters()) {
+          self.incrementTo(
+            this,
+            { cluster: name },
+            state?.unconfirmedWrites ?? 0,
+            `state-unconfirmed\u0000${name}`,
+          );
+        }
       },
     });
     new Counter({
       name: 'kubediff_state_dropped_writes_total',
       help: '--state writes not recorded because the store (a PostgreSQL database down or slow) could not take them before the backlog reached its bound.',
+      labelNames: ['cluster'],
       registers,
       collect() {
-        self.incrementTo(this, {}, self.sources.state?.droppedWrites ?? 0, 'state-dropped');
+        for (const { name, state } of self.clusters()) {
+          self.incrementTo(this, { cluster: name }, state?.droppedWrites ?? 0, `state-dropped\u0000${name}`);
+        }
       },
     });
     new Gauge({
@@ -396,43 +449,52 @@ export class KubediffMetrics {
 
     new Gauge({
       name: 'kubediff_api_connections',
-      help: 'Connections open to the API server, by protocol (h2: one carries every request; http/1.1: one per watch).',
-      labelNames: ['protocol'],
+      help: 'Connections open to the API server, by cluster and protocol (h2: one carries every request; http/1.1: one per watch).',
+      labelNames: ['cluster', 'protocol'],
       registers,
       collect() {
         this.reset();
-        const stats = self.sources.connections?.();
-        if (stats) this.set({ protocol: stats.protocol }, stats.open);
+        for (const { name, connections } of self.clusters()) {
+          if (connections) this.set({ cluster: name, protocol: connections.protocol }, connections.open);
+        }
       },
     });
     new Counter({
       name: 'kubediff_api_connections_opened_total',
-      help: 'Connections opened to the API server since the start.',
+      help: 'Connections opened to the API server since the start, by cluster.',
+      labelNames: ['cluster'],
       registers,
       collect() {
         this.reset();
-        this.inc(self.sources.connections?.().opened ?? 0);
+        for (const { name, connections } of self.clusters()) {
+          if (connections) this.inc({ cluster: name }, connections.opened);
+        }
       },
     });
     new Counter({
       name: 'kubediff_api_connections_lost_total',
-      help: 'HTTP/2 connections given up, by reason: reset, ping_timeout (no answer to a PING), closed by the server, goaway (replaced gracefully).',
-      labelNames: ['reason'],
+      help: 'HTTP/2 connections given up, by cluster and reason: reset, ping_timeout (no answer to a PING), closed by the server, goaway (replaced gracefully).',
+      labelNames: ['cluster', 'reason'],
       registers,
       collect() {
         this.reset();
-        const lost = self.sources.connections?.().lost;
-        if (!lost) return;
-        for (const [reason, count] of Object.entries(lost))
-          this.inc({ reason: reason.replace('-', '_') }, count);
+        for (const { name, connections } of self.clusters()) {
+          if (!connections) continue;
+          for (const [reason, count] of Object.entries(connections.lost))
+            this.inc({ cluster: name, reason: reason.replace('-', '_') }, count);
+        }
       },
     });
     new Gauge({
       name: 'kubediff_api_requests_waiting',
-      help: 'Requests waiting for a connection because every one allowed (KUBEDIFF_MAX_CONNECTIONS) is busy.',
+      help: 'Requests waiting for a connection because every one allowed (KUBEDIFF_MAX_CONNECTIONS) is busy, by cluster.',
+      labelNames: ['cluster'],
       registers,
       collect() {
-        this.set(self.sources.connections?.().waiting ?? 0);
+        this.reset();
+        for (const { name, connections } of self.clusters()) {
+          if (connections) this.set({ cluster: name }, connections.waiting);
+        }
       },
     });
 
@@ -515,6 +577,11 @@ export class KubediffMetrics {
     });
   }
 
+  /** The clusters watched, as of this scrape. */
+  private clusters(): readonly MetricsCluster[] {
+    return this.sources.clusters?.() ?? [];
+  }
+
   /** Brings `counter` (at `labels`) up to `total`, a cumulative count kept elsewhere; `key` remembers it. */
   private incrementTo<L extends string>(
     counter: Counter<L>,
@@ -575,26 +642,28 @@ export class KubediffMetrics {
   /** An event that leaves the event builder (delivered, or buffered on a standby). */
   observeEvent(event: ChangeEvent): void {
     const resource = qualifiedResource(event);
-    this.events.inc({ type: event.type, resource });
-    this.lastEventAt.set(resource, this.now());
+    const cluster = event.cluster ?? '';
+    this.events.inc({ cluster, type: event.type, resource });
+    this.lastEventAt.set(`${cluster}\u0000${resource}`, this.now());
   }
 
   /** InformerHandler.onState. */
-  observeState(informer: Informer, state: ReflectorState): void {
+  observeState(informer: Informer, state: ReflectorState, cluster = ''): void {
     const resource = qualifiedName(informer.type);
+    const labels = { cluster, resource };
     let seen = this.history.get(informer);
     if (!seen) {
       seen = { listed: false, watched: false };
       this.history.set(informer, seen);
     }
     if (state.phase === 'listing') {
-      if (seen.listed) this.relists.inc({ resource });
+      if (seen.listed) this.relists.inc(labels);
       seen.listed = true;
     } else if (state.phase === 'watching') {
-      if (seen.watched) this.watchRestarts.inc({ resource });
+      if (seen.watched) this.watchRestarts.inc(labels);
       seen.watched = true;
     } else if (state.phase === 'failing') {
-      this.watchFailures.inc({ resource, reason: state.error.kind });
+      this.watchFailures.inc({ ...labels, reason: state.error.kind });
     }
   }
 

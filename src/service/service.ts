@@ -54,7 +54,6 @@ export class ServiceRuntime implements PipelineObserver {
     this.log = log;
     this.readiness = new Readiness({ thresholdMs: options?.readyFailureThresholdMs ?? 60_000 });
     this.metrics = metrics;
-    this.metrics?.setSources({ connections: () => client.connectionStats() });
     if (options?.leaderElection) {
       this.gate = new LeaderGate({
         log,
@@ -110,12 +109,17 @@ export class ServiceRuntime implements PipelineObserver {
     return this.gate ? [this.gate] : [];
   }
 
-  /** What the metrics read on each scrape: the sinks, the dead-letter files, the failures, --state. */
+  /** What the metrics read on each scrape: the sinks, the dead-letter files, the failures. */
   observeSinks(
     sinks: () => readonly Sink[],
-    observed: Pick<MetricsSources, 'failures' | 'state' | 'deadLetterFiles' | 'owners'> = {},
+    observed: Pick<MetricsSources, 'failures' | 'deadLetterFiles' | 'owners'> = {},
   ): void {
     this.metrics?.setSources({ sinks, ...observed });
+  }
+
+  /** What the metrics read of each cluster on each scrape: informers, connections, --state. */
+  observeClusters(clusters: NonNullable<MetricsSources['clusters']>): void {
+    this.metrics?.setSources({ clusters });
   }
 
   /** What the metrics read of the audit webhook and the join (--audit-listen). */
@@ -129,9 +133,9 @@ export class ServiceRuntime implements PipelineObserver {
   }
 
   /** PipelineObserver: informer health, for readiness and metrics. */
-  stateChanged(informer: Informer, state: ReflectorState): void {
+  stateChanged(informer: Informer, state: ReflectorState, cluster: string | undefined): void {
     this.readiness.observeState(informer, state);
-    this.metrics?.observeState(informer, state);
+    this.metrics?.observeState(informer, state, cluster);
   }
 
   /** PipelineObserver: an event that passed the watch's rules (delivered, or held on a standby). */
@@ -161,7 +165,6 @@ export class ServiceRuntime implements PipelineObserver {
   synced(informers: () => Informer[]): void {
     this.readiness.markSynced();
     this.metrics?.setSources({
-      informers,
       isReady: () => this.readiness.report().ready,
       isLeader: () => this.gate?.isLeader ?? true,
     });

@@ -69,12 +69,15 @@ test('--state with a webhook that is down: the backlog stays under KUBEDIFF_STAT
       (event) => event.id === `${updated.metadata.uid}:${updated.metadata.resourceVersion}`,
     );
     const metrics = await scrapeMetrics(base);
-    const backlog = metrics.get('kubediff_state_backlog_bytes');
+    const backlog = metrics.get('kubediff_state_backlog_bytes{cluster="kubediff-test"}');
     assert.ok(backlog !== undefined && backlog <= bound, `backlog ${backlog} bytes after change ${n}`);
     peaks.push(backlog);
   }
   const metrics = await scrapeMetrics(base);
-  assert.ok((metrics.get('kubediff_state_unconfirmed_writes_total') ?? 0) > 0, 'the bound was reached');
+  assert.ok(
+    (metrics.get('kubediff_state_unconfirmed_writes_total{cluster="kubediff-test"}') ?? 0) > 0,
+    'the bound was reached',
+  );
   assert.ok(
     (metrics.get(`kubediff_sink_queue_depth{sink="webhook http://127.0.0.1:${port}/…"}`) ?? 0) > 0,
     'the webhook is still down, holding events',
@@ -150,7 +153,9 @@ test('a standby behind a leader that writes no checkpoint: the buffer stays unde
     const metrics = await waitFor(
       async () => {
         const scraped = await scrapeMetrics(base);
-        return (scraped.get('kubediff_events_total{type="UPDATED",resource="configmaps"}') ?? 0) >= n
+        return (scraped.get(
+          'kubediff_events_total{cluster="kubediff-test",type="UPDATED",resource="configmaps"}',
+        ) ?? 0) >= n
           ? scraped
           : undefined;
       },

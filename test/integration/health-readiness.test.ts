@@ -131,18 +131,27 @@ describe('health, readiness and metrics', () => {
         },
         { what: 'the webhook delivery counted' },
       );
-      assert.equal(metrics.get('kubediff_events_total{type="ADDED",resource="configmaps"}'), 2);
-      assert.ok((metrics.get('kubediff_seconds_since_last_event{resource="configmaps"}') ?? -1) >= 0);
+      assert.equal(
+        metrics.get('kubediff_events_total{cluster="kubediff-test",type="ADDED",resource="configmaps"}'),
+        2,
+      );
+      assert.ok(
+        (metrics.get('kubediff_seconds_since_last_event{cluster="kubediff-test",resource="configmaps"}') ??
+          -1) >= 0,
+      );
       // A watch re-opened after the cut (one still opening when it came counts as a failure only).
       const restarts = ['configmaps', 'secrets'].map(
-        (resource) => metrics.get(`kubediff_watch_restarts_total{resource="${resource}"}`) ?? 0,
+        (resource) =>
+          metrics.get(`kubediff_watch_restarts_total{cluster="kubediff-test",resource="${resource}"}`) ?? 0,
       );
       assert.ok(restarts.reduce((sum, n) => sum + n, 0) >= 1, `watch restarts: ${restarts.join(', ')}`);
       assert.ok(
-        (metrics.get('kubediff_watch_failures_total{resource="configmaps",reason="network"}') ?? 0) >= 1,
+        (metrics.get(
+          'kubediff_watch_failures_total{cluster="kubediff-test",resource="configmaps",reason="network"}',
+        ) ?? 0) >= 1,
       );
-      assert.equal(metrics.get('kubediff_informers_running'), 2);
-      assert.equal(metrics.get('kubediff_informers{state="synced"}'), 2);
+      assert.equal(metrics.get('kubediff_informers_running{cluster="kubediff-test"}'), 2);
+      assert.equal(metrics.get('kubediff_informers{cluster="kubediff-test",state="synced"}'), 2);
       assert.equal(metrics.get('kubediff_ready'), 1);
       assert.equal(metrics.get('kubediff_leader'), 1);
       assert.equal(metrics.get(`kubediff_sink_retries_total{sink="${sink}"}`), 1);

@@ -343,11 +343,17 @@ describe('in the cluster, with deploy/ RBAC only', () => {
       const metrics = await waitFor(
         async () => {
           const scraped = await scrape(`${address}/metrics`);
-          return scraped['kubediff_informers{state="synced"}'] === expected.length ? scraped : undefined;
+          return scraped['kubediff_informers{cluster="in-cluster",state="synced"}'] === expected.length
+            ? scraped
+            : undefined;
         },
         { timeoutMs: 30_000, what: `${expected.length} informers synced` },
       );
-      assert.equal(metrics['kubediff_informers{state="failing"}'], 0, 'no informer fails for lack of rights');
+      assert.equal(
+        metrics['kubediff_informers{cluster="in-cluster",state="failing"}'],
+        0,
+        'no informer fails for lack of rights',
+      );
       assert.equal((await fetch(`${address}/readyz`)).status, 200);
 
       // Changes anywhere reach it: a namespaced object, a Secret (redacted), a cluster-scoped object.

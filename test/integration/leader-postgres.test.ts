@@ -165,7 +165,9 @@ test('a leader-elected pair shares one database: the standby does not claim, tak
   assert.doesNotMatch(b.stderr, /already recording/);
   assert.equal(await claimHolders(p.database), 1, 'one claim: the leader');
   const recording = async (kd: KubediffProcess) =>
-    (await scrapeMetrics((await kd.waitForStderr(SERVING))[1] as string)).get('kubediff_state_recording');
+    (await scrapeMetrics((await kd.waitForStderr(SERVING))[1] as string)).get(
+      'kubediff_state_recording{cluster="pair"}',
+    );
   assert.equal(await recording(a), 1);
   assert.equal(await recording(b), 0);
 

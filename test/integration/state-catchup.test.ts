@@ -455,7 +455,9 @@ test('a change a webhook has not taken yet is not recorded: after a kill -9 it i
   await stuck.waitForRequests(1);
   // The recorder has the event and holds its write back (the webhook has not taken it): the backlog.
   await waitFor(
-    async () => ((await scrapeMetrics(base ?? '')).get('kubediff_state_backlog_bytes') ?? 0) > 0,
+    async () =>
+      ((await scrapeMetrics(base ?? '')).get('kubediff_state_backlog_bytes{cluster="kubediff-test"}') ?? 0) >
+      0,
     { what: 'the write held back in the state backlog' },
   );
   const raw = new DatabaseSync(state, { readOnly: true });

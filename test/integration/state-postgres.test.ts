@@ -289,7 +289,8 @@ test('the database down beyond the backlog bound: the oldest writes are dropped,
   await kd.waitForStderr(/is reachable again/);
   const sentinel = await admin.create(cmPath(ns), { metadata: { name: 'sentinel' }, data: { k: 'v' } });
   await kd.waitForEvent((e) => e.id === id(sentinel), { description: 'sentinel ADDED' });
-  const dropped = (await scrapeMetrics(base)).get('kubediff_state_dropped_writes_total') ?? 0;
+  const dropped =
+    (await scrapeMetrics(base)).get('kubediff_state_dropped_writes_total{cluster="bound"}') ?? 0;
   assert.ok(dropped > 0, `${dropped} writes counted as dropped`);
   const exit = await kd.stop();
   assert.equal(exit.code, 0, exit.stderr);

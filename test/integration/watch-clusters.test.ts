@@ -19,7 +19,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
-import { SERVING } from '../helpers/metrics.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { createTestDatabase } from '../helpers/postgres-env.ts';
 import { freePorts } from '../helpers/processes.ts';
 import {
@@ -90,8 +90,19 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
   }
 
   it('reports each cluster’s changes with its own cluster; one cut off never stops the other, and its change while cut off is reported once', async () => {
-    const kd = watch(kubeconfig, '-o', 'json', '--context', 'alpha', '--context', 'beta');
+    const kd = watch(
+      kubeconfig,
+      '-o',
+      'json',
+      '--context',
+      'alpha',
+      '--context',
+      'beta',
+      '--listen',
+      '127.0.0.1:0',
+    );
     try {
+      const [, base] = await kd.waitForStderr(SERVING);
       await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
       await kd.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
       await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'in-alpha' }, data: { k: '1' } });
@@ -133,6 +144,20 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
       await betaAdmin.patch(`${configmaps(namespace)}/in-beta`, { data: { k: '4' } });
       await kd.waitForEvent((event) => event.object.name === 'in-beta' && event.changes?.[0]?.to === '4');
       assert.equal(kd.events.filter(isCaughtUp).length, 1);
+
+      // The metrics tell the clusters apart: each one's events, objects, sync and connections (beta's
+      // outage made it reconnect and restart its watch).
+      const metrics = await scrapeMetrics(base ?? '');
+      const series = (name: string, cluster: string, labels = '') =>
+        metrics.get(`${name}{cluster="${cluster}"${labels}}`);
+      assert.equal(series('kubediff_events_total', 'alpha', ',type="UPDATED",resource="configmaps"'), 1);
+      assert.equal(series('kubediff_events_total', 'beta', ',type="UPDATED",resource="configmaps"'), 3);
+      assert.equal(series('kubediff_events_total', 'beta', ',type="ADDED",resource="configmaps"'), 1);
+      assert.ok((series('kubediff_objects', 'beta', ',resource="configmaps"') ?? 0) >= 1);
+      assert.equal(series('kubediff_cluster_synced', 'alpha'), 1);
+      assert.equal(series('kubediff_cluster_synced', 'beta'), 1);
+      assert.ok((series('kubediff_api_connections_opened_total', 'beta') ?? 0) >= 2, 'beta reconnected');
+      assert.ok((series('kubediff_watch_restarts_total', 'beta', ',resource="configmaps"') ?? 0) >= 1);
     } finally {
       betaProxy.refuse(false);
       await kd.stop();
@@ -158,6 +183,17 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
       );
       assert.match(readyz, /context "down": cannot reach the API server/);
       assert.doesNotMatch(readyz, /127\.0\.0\.1/);
+      // The metrics, per cluster: the one down has not synced, has no connection, and reported nothing.
+      const metrics = await scrapeMetrics(base ?? '');
+      assert.equal(metrics.get('kubediff_cluster_synced{cluster="alpha"}'), 1);
+      assert.equal(metrics.get('kubediff_cluster_synced{cluster="down"}'), 0);
+      assert.equal(
+        metrics.get('kubediff_events_total{cluster="alpha",type="ADDED",resource="configmaps"}'),
+        1,
+      );
+      assert.equal(metrics.get('kubediff_api_connections{cluster="alpha",protocol="h2"}'), 1);
+      assert.equal(metrics.get('kubediff_api_connections{cluster="down",protocol="h2"}') ?? 0, 0);
+      assert.equal(metrics.get('kubediff_informers_running{cluster="down"}'), 0);
     } finally {
       await kd.stop();
     }

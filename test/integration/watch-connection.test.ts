@@ -217,14 +217,15 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
   assert.ok(proxy.peakConnections <= 2, `at most two connections at once, saw ${proxy.peakConnections}`);
   // What /metrics says about it.
   const metrics = await scrapeMetrics(metricsBase);
-  assert.equal(metrics.get('kubediff_api_connections{protocol="h2"}'), 1);
-  assert.equal(metrics.get('kubediff_api_connections_opened_total'), 1 + outages);
+  assert.equal(metrics.get('kubediff_api_connections{cluster="kubediff-test",protocol="h2"}'), 1);
+  assert.equal(metrics.get('kubediff_api_connections_opened_total{cluster="kubediff-test"}'), 1 + outages);
   assert.equal(
-    metrics.get('kubediff_api_connections_lost_total{reason="ping_timeout"}'),
+    metrics.get('kubediff_api_connections_lost_total{cluster="kubediff-test",reason="ping_timeout"}'),
     outages / kinds.length,
   );
   const lost = ['reset', 'ping_timeout', 'closed', 'goaway'].map(
-    (reason) => metrics.get(`kubediff_api_connections_lost_total{reason="${reason}"}`) ?? 0,
+    (reason) =>
+      metrics.get(`kubediff_api_connections_lost_total{cluster="kubediff-test",reason="${reason}"}`) ?? 0,
   );
   assert.equal(
     lost.reduce((sum, count) => sum + count, 0),

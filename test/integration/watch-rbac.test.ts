@@ -160,7 +160,7 @@ test('a forbidden resource is reported once, retried slowly, and disturbs nothin
   await waitFor(
     async () =>
       ((await scrapeMetrics(base ?? '')).get(
-        'kubediff_watch_failures_total{resource="secrets",reason="forbidden"}',
+        'kubediff_watch_failures_total{cluster="kubediff-test",resource="secrets",reason="forbidden"}',
       ) ?? 0) >= 4,
     { timeoutMs: 15_000, what: 'four attempts at secrets, each forbidden' },
   );

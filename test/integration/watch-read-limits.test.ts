@@ -78,7 +78,7 @@ test('with a 512 KiB read limit: large LIST pages shrink, an object over the lim
   await waitFor(
     async () =>
       ((await scrapeMetrics(base ?? '')).get(
-        'kubediff_watch_failures_total{resource="configmaps",reason="too-large"}',
+        'kubediff_watch_failures_total{cluster="kubediff-test",resource="configmaps",reason="too-large"}',
       ) ?? 0) >= 3,
     { what: 'three failed attempts of configmaps', timeoutMs: 20_000 },
   );

@@ -22,30 +22,50 @@ const informer = (group: string, resource: string, extra: Partial<Informer> = {}
     ...extra,
   }) as Informer;
 
-test('events by type and resource; seconds since the last one', async () => {
+test('events by cluster, type and resource; seconds since the last one', async () => {
   let now = 1_000_000;
   const metrics = new KubediffMetrics({ version: '1.2.3', defaultMetrics: false, now: () => now });
   try {
     const event = {
       type: 'UPDATED',
+      cluster: 'eu',
       object: { apiVersion: 'apps/v1', resource: 'deployments' },
     } as ChangeEvent;
     metrics.observeEvent(event);
     metrics.observeEvent({ ...event, type: 'ADDED' });
-    metrics.observeEvent({ type: 'DELETED', object: { apiVersion: 'v1', resource: 'pods' } } as ChangeEvent);
+    metrics.observeEvent({ ...event, cluster: 'us' });
+    metrics.observeEvent({
+      type: 'DELETED',
+      cluster: 'eu',
+      object: { apiVersion: 'v1', resource: 'pods' },
+    } as ChangeEvent);
     now += 2_500;
     const scraped = await values(metrics);
-    assert.equal(scraped.get('kubediff_events_total{type="UPDATED",resource="deployments.apps"}'), 1);
-    assert.equal(scraped.get('kubediff_events_total{type="ADDED",resource="deployments.apps"}'), 1);
-    assert.equal(scraped.get('kubediff_events_total{type="DELETED",resource="pods"}'), 1);
-    assert.equal(scraped.get('kubediff_seconds_since_last_event{resource="pods"}'), 2.5);
+    assert.equal(
+      scraped.get('kubediff_events_total{cluster="eu",type="UPDATED",resource="deployments.apps"}'),
+      1,
+    );
+    assert.equal(
+      scraped.get('kubediff_events_total{cluster="eu",type="ADDED",resource="deployments.apps"}'),
+      1,
+    );
+    assert.equal(
+      scraped.get('kubediff_events_total{cluster="us",type="UPDATED",resource="deployments.apps"}'),
+      1,
+    );
+    assert.equal(scraped.get('kubediff_events_total{cluster="eu",type="DELETED",resource="pods"}'), 1);
+    assert.equal(
+      scraped.get('kubediff_events_total{cluster="us",type="DELETED",resource="pods"}'),
+      undefined,
+    );
+    assert.equal(scraped.get('kubediff_seconds_since_last_event{cluster="eu",resource="pods"}'), 2.5);
     assert.equal(scraped.get(`kubediff_build_info{version="1.2.3",node="${process.versions.node}"}`), 1);
   } finally {
     metrics.close();
   }
 });
 
-test('watch restarts and relists count from the second; failures by reason', async () => {
+test('per cluster: watch restarts and relists count from the second; failures by reason; informers, objects, connections, state, synced', async () => {
   const metrics = new KubediffMetrics({ version: 'x', defaultMetrics: false });
   try {
     const pods = informer('', 'pods');
@@ -63,17 +83,54 @@ test('watch restarts and relists count from the second; failures by reason', asy
       { phase: 'listing' as const },
       { phase: 'watching' as const },
     ]) {
-      metrics.observeState(pods, state);
+      metrics.observeState(pods, state, 'eu');
     }
-    metrics.setSources({ informers: () => [pods, informer('apps', 'deployments', { hasSynced: false })] });
+    const usPods = informer('', 'pods', { objectCount: 5 });
+    metrics.observeState(usPods, { phase: 'listing' }, 'us');
+    const connections = (open: number) => ({
+      protocol: 'h2' as const,
+      open,
+      opened: open + 1,
+      waiting: 0,
+      lost: { reset: 1, 'ping-timeout': 0, closed: 0, goaway: 0 },
+    });
+    metrics.setSources({
+      clusters: () => [
+        {
+          name: 'eu',
+          informers: [pods, informer('apps', 'deployments', { hasSynced: false })],
+          connections: connections(1),
+          state: { backlogBytes: 10, unconfirmedWrites: 2, droppedWrites: 0, recording: true },
+          synced: true,
+        },
+        { name: 'us', informers: [usPods], connections: undefined, state: undefined, synced: false },
+      ],
+    });
     const scraped = await values(metrics);
-    assert.equal(scraped.get('kubediff_watch_restarts_total{resource="pods"}'), 2);
-    assert.equal(scraped.get('kubediff_relists_total{resource="pods"}'), 1);
-    assert.equal(scraped.get('kubediff_watch_failures_total{resource="pods",reason="network"}'), 1);
-    assert.equal(scraped.get('kubediff_informers_running'), 2);
-    assert.equal(scraped.get('kubediff_informers{state="synced"}'), 1);
-    assert.equal(scraped.get('kubediff_informers{state="syncing"}'), 1);
-    assert.equal(scraped.get('kubediff_objects{resource="pods"}'), 3);
+    assert.equal(scraped.get('kubediff_watch_restarts_total{cluster="eu",resource="pods"}'), 2);
+    assert.equal(scraped.get('kubediff_relists_total{cluster="eu",resource="pods"}'), 1);
+    assert.equal(scraped.get('kubediff_relists_total{cluster="us",resource="pods"}'), undefined);
+    assert.equal(
+      scraped.get('kubediff_watch_failures_total{cluster="eu",resource="pods",reason="network"}'),
+      1,
+    );
+    assert.equal(scraped.get('kubediff_informers_running{cluster="eu"}'), 2);
+    assert.equal(scraped.get('kubediff_informers_running{cluster="us"}'), 1);
+    assert.equal(scraped.get('kubediff_informers{cluster="eu",state="synced"}'), 1);
+    assert.equal(scraped.get('kubediff_informers{cluster="eu",state="syncing"}'), 1);
+    assert.equal(scraped.get('kubediff_objects{cluster="eu",resource="pods"}'), 3);
+    assert.equal(scraped.get('kubediff_objects{cluster="us",resource="pods"}'), 5);
+    assert.equal(scraped.get('kubediff_cluster_synced{cluster="eu"}'), 1);
+    assert.equal(scraped.get('kubediff_cluster_synced{cluster="us"}'), 0);
+    assert.equal(scraped.get('kubediff_api_connections{cluster="eu",protocol="h2"}'), 1);
+    assert.equal(scraped.get('kubediff_api_connections_opened_total{cluster="eu"}'), 2);
+    assert.equal(scraped.get('kubediff_api_connections_lost_total{cluster="eu",reason="reset"}'), 1);
+    assert.equal(scraped.get('kubediff_api_connections_opened_total{cluster="us"}'), undefined);
+    assert.equal(scraped.get('kubediff_state_recording{cluster="eu"}'), 1);
+    assert.equal(scraped.get('kubediff_state_recording{cluster="us"}'), 0);
+    assert.equal(scraped.get('kubediff_state_backlog_bytes{cluster="eu"}'), 10);
+    assert.equal(scraped.get('kubediff_state_unconfirmed_writes_total{cluster="eu"}'), 2);
+    assert.equal(scraped.get('kubediff_state_unconfirmed_writes_total{cluster="us"}'), 0);
   } finally {
     metrics.close();
   }
