@@ -343,14 +343,15 @@ describe('in the cluster, with deploy/ RBAC only', () => {
       const metrics = await waitFor(
         async () => {
           const scraped = await scrape(`${address}/metrics`);
-          return scraped['kubediff_informers{cluster="in-cluster",state="synced"}'] === expected.length
+          // The cluster label is the manifest's clusterName (deploy/config.yaml).
+          return scraped['kubediff_informers{cluster="my-cluster",state="synced"}'] === expected.length
             ? scraped
             : undefined;
         },
         { timeoutMs: 30_000, what: `${expected.length} informers synced` },
       );
       assert.equal(
-        metrics['kubediff_informers{cluster="in-cluster",state="failing"}'],
+        metrics['kubediff_informers{cluster="my-cluster",state="failing"}'],
         0,
         'no informer fails for lack of rights',
       );
