@@ -11,6 +11,7 @@ import { openHistory } from '../state/open.ts';
 import type { HistoryQuery, HistoryReader } from '../state/store.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 import { requireStateFile, stateLocation } from './state-location.ts';
 
 export interface HistoryFlags {
@@ -52,7 +53,7 @@ export async function runHistory(
   if (clusters.length > 0) query.clusters = clusters;
   if (flags.since !== undefined) {
     const age = parseDurationSetting('--since', flags.since, AGE_RULES);
-    query.since = new Date((io.now ?? Date.now)() - age).toISOString();
+    query.since = isoTimestamp((io.now ?? Date.now)() - age);
   }
   if (flags.tail !== undefined)
     query.limit = parseCount('--tail', flags.tail, 'use a whole number of events such as 50');

@@ -2,6 +2,7 @@
 // every error translated into one sentence: the key path, what was expected, what was found.
 import { Ajv, type ErrorObject } from 'ajv';
 import { editDistance } from '../kube/resource-names.ts';
+import { groupedCount } from '../util/count-text.ts';
 import { EXPECTED_DURATION } from '../util/duration.ts';
 import { formatKeyPath, type KeyPath } from './problems.ts';
 import { configSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
@@ -118,7 +119,7 @@ function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: 
         };
         const range =
           schema.minimum !== undefined && schema.maximum !== undefined
-            ? `from ${schema.minimum} to ${schema.maximum.toLocaleString('en-US')}`
+            ? `from ${schema.minimum} to ${groupedCount(schema.maximum)}`
             : 'greater than 0';
         result.push({ path, message: `expected a number ${range}, got <value>` });
         break;

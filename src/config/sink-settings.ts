@@ -11,6 +11,7 @@ import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
 import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
+import { groupedCount } from '../util/count-text.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { kafkaBrokerProblem, parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
@@ -208,7 +209,7 @@ function batchSize(text: string): number {
   return parseCount(
     '--webhook-batch',
     text,
-    `use a number of events per request from 1 to ${MAX_BATCH.toLocaleString('en-US')}`,
+    `use a number of events per request from 1 to ${groupedCount(MAX_BATCH)}`,
     MAX_BATCH,
   );
 }

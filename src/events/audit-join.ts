@@ -20,6 +20,7 @@
 // oldest is dropped), each at most `retainMs`. Each limit is counted in a metric and logged once.
 
 import { groupOf } from '../kube/types.ts';
+import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
 import { type ByInfo, type ChangeEvent, type EventType, type UserInfo, withBy } from './event.ts';
 import type { EventStage, Handover } from './pipeline.ts';
@@ -244,7 +245,7 @@ export class AuditJoin implements EventStage {
       oldest.deadline = this.now();
       if (this.counts.releasedAtLimit++ === 0) {
         this.options.log.warn(
-          `audit join: more than ${this.options.maxPending.toLocaleString('en-US')} changes wait for their audit record; ` +
+          `audit join: more than ${groupedCount(this.options.maxPending)} changes wait for their audit record; ` +
             'the oldest go on at once without user. Counted in kubediff_audit_pending_released_total; logged once.',
         );
       }
@@ -364,7 +365,7 @@ export class AuditJoin implements EventStage {
       this.dropOldestRecord();
       if (this.counts.recordsDropped++ === 0) {
         this.options.log.warn(
-          `audit join: more than ${this.options.maxRecords.toLocaleString('en-US')} audit records wait for their change; ` +
+          `audit join: more than ${groupedCount(this.options.maxRecords)} audit records wait for their change; ` +
             'dropping the oldest (their changes go out without user). Counted in kubediff_audit_records_dropped_total; logged once.',
         );
       }

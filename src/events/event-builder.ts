@@ -20,6 +20,7 @@ import {
   type ResourceType,
 } from '../kube/types.ts';
 import { type EventFailures, identityOf } from '../util/event-failures.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 import { attributeUpdate, creatorOf } from './attribution.ts';
 import type { ByInfo, ChangeEvent, EventType } from './event.ts';
 
@@ -113,7 +114,7 @@ export class EventBuilder {
     const event: ChangeEvent = {
       id: `${object.uid}:${resourceVersion}`,
       type: eventType,
-      time: this.now().toISOString(),
+      time: isoTimestamp(this.now().getTime()),
       ...(this.options.cluster ? { cluster: this.options.cluster } : {}),
       object: {
         apiVersion: apiVersionOf(type),

@@ -12,6 +12,7 @@
 
 import type { StoredObject } from '../informer/store.ts';
 import { apiVersionOf, groupOf, isJsonObject, type JsonObject, type ResourceType } from '../kube/types.ts';
+import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
 import { type OwnerRef, withOwner } from './event.ts';
 import type { EventStage } from './pipeline.ts';
@@ -87,7 +88,7 @@ export class OwnerResolver {
       this.deleted.delete(oldest);
       if (this.forgotten++ === 0) {
         this.log?.info(
-          `owners: more than ${this.deletedLimit.toLocaleString('en-US')} objects deleted recently; the oldest are forgotten, so a dependent deleted long after its owner names the nearest owner still known (said once; counted in kubediff_owners_forgotten_deleted_total).`,
+          `owners: more than ${groupedCount(this.deletedLimit)} objects deleted recently; the oldest are forgotten, so a dependent deleted long after its owner names the nearest owner still known (said once; counted in kubediff_owners_forgotten_deleted_total).`,
         );
       }
     }

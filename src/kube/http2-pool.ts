@@ -19,10 +19,10 @@
 // A second connection is opened only to replace one that is going away (GOAWAY) or when the server's
 // limit of concurrent streams is reached on every open one (up to `maxConnections`).
 import http2 from 'node:http2';
-import { performance } from 'node:perf_hooks';
 import { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../util/log.ts';
+import { monotonicMs } from '../util/timestamp.ts';
 import { connectTls, type TlsSettings } from './credentials.ts';
 import { errorFromTransport, KubeError } from './errors.ts';
 import {
@@ -77,7 +77,7 @@ interface Connection {
   /** Why it died: every stream still on it fails with this. */
   dead: KubeError | undefined;
   bytesRead: number;
-  /** When bytesRead was last seen to change (performance.now()). */
+  /** When bytesRead was last seen to change (monotonicMs()). */
   lastReadAt: number;
   pingTimer: NodeJS.Timeout | undefined;
 }
@@ -238,7 +238,7 @@ export class Http2Pool implements Transport {
       draining: false,
       dead: undefined,
       bytesRead: socket.bytesRead,
-      lastReadAt: performance.now(),
+      lastReadAt: monotonicMs(),
       pingTimer: undefined,
     };
     this.watch(connection);
@@ -366,7 +366,7 @@ export class Http2Pool implements Transport {
 
   /** Every tick: a connection that read nothing for about readIdleMs is sent a PING. */
   private checkHealth(): void {
-    const now = performance.now();
+    const now = monotonicMs();
     for (const connection of this.connections) {
       const read = connection.socket.bytesRead;
       if (read !== connection.bytesRead) {
@@ -399,7 +399,7 @@ export class Http2Pool implements Transport {
       connection.pingTimer = undefined;
       if (error) return;
       connection.bytesRead = connection.socket.bytesRead;
-      connection.lastReadAt = performance.now();
+      connection.lastReadAt = monotonicMs();
     });
     if (!sent) {
       clearTimeout(connection.pingTimer);

@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { sleep } from '../util/backoff.ts';
 import type { Logger } from '../util/log.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 import type { KubeClient } from './client.ts';
 import { KubeError } from './errors.ts';
 
@@ -341,7 +342,7 @@ export class LeaderElector {
 
 /** metav1.MicroTime: RFC 3339 with microseconds. */
 export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+  return isoTimestamp(ms).replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';

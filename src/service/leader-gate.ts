@@ -36,6 +36,7 @@ import type { EventStage, Handover } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { Lease } from '../kube/leader-election.ts';
 import { qualifiedName } from '../kube/types.ts';
+import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 
@@ -206,7 +207,7 @@ export class LeaderGate implements EventStage {
     if (this.head > 1024 && this.head * 2 > this.buffer.length) this.hold(this.buffer.slice(this.head));
     if (this.dropped++ === 0) {
       this.log.warn(
-        `standby: more than ${this.maxBuffered.toLocaleString('en-US')} events or ${formatSize(this.maxBufferedBytes)} ` +
+        `standby: more than ${groupedCount(this.maxBuffered)} events or ${formatSize(this.maxBufferedBytes)} ` +
           'held back without a checkpoint from the leader; dropping the oldest (they are lost only if the leader ' +
           'dies without delivering them). Counted in kubediff_standby_dropped_events_total; logged once.',
       );

@@ -2,6 +2,7 @@
 // in place; with several clusters, one such part per cluster still syncing. Silent when stderr is not a
 // terminal.
 import type { Informer } from '../informer/informer.ts';
+import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
 
 /** One cluster's sync as the progress line shows it. */
@@ -80,5 +81,5 @@ function describe(cluster: ClusterProgress): string {
   if (informers.length === 0) return `${name}discovering resource types`;
   const synced = informers.filter((informer) => informer.hasSynced).length;
   const objects = informers.reduce((sum, informer) => sum + informer.objectCount, 0);
-  return `${name}${synced}/${informers.length} resource types, ${objects.toLocaleString('en')} objects`;
+  return `${name}${synced}/${informers.length} resource types, ${groupedCount(objects)} objects`;
 }

@@ -9,7 +9,8 @@
 import type { Change } from '../diff/types.ts';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
 import { objectKey } from '../kube/types.ts';
-import { type Digest, formatCount } from './digest.ts';
+import { groupedCount } from '../util/count-text.ts';
+import type { Digest } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
 
@@ -82,7 +83,7 @@ export function chatMessage(
     ...(batch.cluster ? [clusterLine(batch.cluster)] : []),
     [{ text: timeRange(batch.firstTime, batch.lastTime) }],
   ];
-  const title = `${formatCount(batch.count)} changes ${batch.where()}`;
+  const title = `${groupedCount(batch.count)} changes ${batch.where()}`;
   const summary = `${prefix(batch.cluster)}${batch.summary()}`;
   if (inFull) {
     const sections = events.map((event) => {
@@ -110,7 +111,7 @@ export function chatMessage(
       line.push({ text: index === 0 ? ' ' : ' · ' });
       if (name === '') line.push({ text: 'cluster-wide', style: 'italic' });
       else line.push({ text: name });
-      line.push({ text: ` ${formatCount(count)}` });
+      line.push({ text: ` ${groupedCount(count)}` });
     });
     if (namespaces.length > 12) line.push({ text: ` · …and ${namespaces.length - 12} more` });
     sections.push({ lines: [line] });
@@ -243,7 +244,7 @@ export function elideBy(by: string | undefined): string | undefined {
 }
 
 function more(count: number): string {
-  return count === 1 ? '1 more change' : `${formatCount(count)} more changes`;
+  return count === 1 ? '1 more change' : `${groupedCount(count)} more changes`;
 }
 
 function elide(text: string, max: number): string {

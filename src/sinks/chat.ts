@@ -16,6 +16,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { monotonicMs } from '../util/timestamp.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
@@ -235,7 +236,7 @@ export class ChatSink extends HttpSink {
       const message = story
         ? storyMessage(story)
         : chatMessage(batch, DEFAULT_CHAT_FORMAT, this.platform.pace);
-      const startedAt = performance.now();
+      const startedAt = monotonicMs();
       const answer = await postJson(
         this.agent,
         this.platform.url,

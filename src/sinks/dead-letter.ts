@@ -31,6 +31,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 import type { DigestPayload } from './digest.ts';
 
 export interface DeadLetterRecord {
@@ -100,13 +101,13 @@ export class DeadLetterFile {
   /** Appends one record per event; false when the file cannot be written (reported once). */
   writeEvents(sink: string, reason: string, events: readonly ChangeEvent[]): boolean {
     if (events.length === 0) return true;
-    const time = new Date().toISOString();
+    const time = isoTimestamp();
     return this.append(events.map((event) => ({ time, sink, reason, event })));
   }
 
   writeDigest(sink: string, reason: string, digest: DigestPayload): boolean {
     const { events, ...counts } = digest;
-    const time = new Date().toISOString();
+    const time = isoTimestamp();
     return this.append([
       { time, sink, reason, digest: counts },
       ...events.map((event) => ({

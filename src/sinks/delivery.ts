@@ -6,9 +6,11 @@
 import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../events/event.ts';
 import { Backoff } from '../util/backoff.ts';
+import { groupedCount } from '../util/count-text.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { monotonicMs } from '../util/timestamp.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
 import { createAgent } from './http.ts';
@@ -170,9 +172,9 @@ export class TroubleReport {
     this.log.warn(`${detail}; events wait in the queue meanwhile.`);
   }
 
-  /** One HTTP request is over (for metrics): how long it took since `startedAt` (performance.now()). */
+  /** One HTTP request is over (for metrics): how long it took since `startedAt` (monotonicMs()). */
   requestDone(startedAt: number, ok: boolean): void {
-    deliveryObserver?.request(this.name, (performance.now() - startedAt) / 1000, ok ? 'ok' : 'error');
+    deliveryObserver?.request(this.name, (monotonicMs() - startedAt) / 1000, ok ? 'ok' : 'error');
   }
 
   /** A success: ends an episode of failures. */
@@ -207,7 +209,7 @@ export class TroubleReport {
 
 /** 'event' / 'events'. */
 export function plural(count: number, word: string): string {
-  return `${count.toLocaleString('en-US')} ${word}${count === 1 ? '' : 's'}`;
+  return `${groupedCount(count)} ${word}${count === 1 ? '' : 's'}`;
 }
 
 /**

@@ -8,6 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
 import { eventJson } from '../events/event-json.ts';
+import { groupedCount } from '../util/count-text.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 
 export interface DigestGroup {
   type: EventType;
@@ -160,7 +162,7 @@ export class Digest {
     }
     return [...merged.values()]
       .sort((a, b) => b.count - a.count || a.resource.localeCompare(b.resource))
-      .map((entry) => `${formatCount(entry.count)} ${noun(entry)} ${VERBS[entry.type]}`);
+      .map((entry) => `${groupedCount(entry.count)} ${noun(entry)} ${VERBS[entry.type]}`);
   }
 
   /** Where the changes happened: 'in shop', 'in shop and web', 'in 4 namespaces', 'to cluster-scoped objects'. */
@@ -181,11 +183,11 @@ export class Digest {
     const shown = parts.slice(0, maxParts);
     if (parts.length > maxParts) shown.push(`${parts.length - maxParts} more kinds of change`);
     const changes = this.total === 1 ? 'change' : 'changes';
-    return `${formatCount(this.total)} ${changes} ${this.where()}: ${shown.join(', ')}`;
+    return `${groupedCount(this.total)} ${changes} ${this.where()}: ${shown.join(', ')}`;
   }
 
   toPayload(): DigestPayload {
-    const now = new Date().toISOString();
+    const now = isoTimestamp();
     return {
       kind: 'digest',
       id: this.id,
@@ -252,8 +254,4 @@ function groupKey(type: EventType, resource: string, namespace: string | undefin
 function noun(entry: { resource: string; kind: string; count: number }): string {
   const plural = entry.resource.split('.')[0] ?? entry.resource;
   return entry.count === 1 ? entry.kind.toLowerCase() : plural;
-}
-
-export function formatCount(count: number): string {
-  return count.toLocaleString('en-US');
 }

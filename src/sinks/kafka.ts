@@ -14,6 +14,7 @@ import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@p
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { monotonicMs } from '../util/timestamp.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import { lossNote } from './dead-letter.ts';
@@ -139,7 +140,7 @@ export class KafkaSink extends DeliverySink {
   private async send(work: Work): Promise<void> {
     const messages = this.recordsOf(work);
     for (let attempt = 1; ; attempt++) {
-      const startedAt = performance.now();
+      const startedAt = monotonicMs();
       const failure = await this.produce(messages);
       this.trouble.requestDone(startedAt, failure === undefined);
       if (failure === undefined) {

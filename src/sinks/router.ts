@@ -12,6 +12,7 @@ import {
   type FilterVerdict,
 } from '../events/filter.ts';
 import type { DeliveryMark, EventDelivery } from '../events/pipeline.ts';
+import { groupedCount } from '../util/count-text.ts';
 import { MAX_TIMER_MS } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
@@ -155,5 +156,5 @@ export function logShutdownReport(reports: readonly RouteReport[], log: Logger):
 
 function count(n: number, word: string): string {
   const plural = word === 'more' ? word : `${word}${n === 1 ? '' : 's'}`;
-  return `${n.toLocaleString('en-US')} ${plural}`;
+  return `${groupedCount(n)} ${plural}`;
 }

@@ -1,6 +1,7 @@
 // A sink's story builder (README, "Stories"): the one place where a sink with stories on gets its
 // builder, so that each says the same thing, once, when its open stories reach their bound.
 import { type Story, StoryBuilder, type StoryOptions } from '../events/story.ts';
+import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
 
 export function sinkStoryBuilder(
@@ -16,7 +17,7 @@ export function sinkStoryBuilder(
       if (warned) return;
       warned = true;
       log.warn(
-        `${sink}: open stories hold ${limits.maxOpenEvents.toLocaleString('en-US')} events, the most they may: the oldest story is sent before its owner went quiet (said once; counted in kubediff_stories_closed_early_total).`,
+        `${sink}: open stories hold ${groupedCount(limits.maxOpenEvents)} events, the most they may: the oldest story is sent before its owner went quiet (said once; counted in kubediff_stories_closed_early_total).`,
       );
     },
   });

@@ -6,6 +6,7 @@ import { Chalk } from 'chalk';
 import type { Change } from '../diff/types.ts';
 import type { EventType } from '../events/event.ts';
 import type { Story, StoryObject } from '../events/story.ts';
+import { groupedCount } from '../util/count-text.ts';
 import { printable } from '../util/terminal-text.ts';
 import {
   type ChatFormatOptions,
@@ -20,7 +21,6 @@ import {
   prefix,
   timeRange,
 } from './chat-message.ts';
-import { formatCount } from './digest.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
 import { byText } from './who.ts';
 
@@ -64,7 +64,7 @@ export function storyView(story: Story): StoryView {
   for (const count of story.counts) {
     for (const type of ['ADDED', 'UPDATED', 'DELETED'] as const) {
       const n = count[type];
-      if (n > 0) parts.push(`${formatCount(n)} ${count.kind}${n === 1 ? '' : 's'} ${VERBS[type]}`);
+      if (n > 0) parts.push(`${groupedCount(n)} ${count.kind}${n === 1 ? '' : 's'} ${VERBS[type]}`);
     }
   }
   const notes = [
@@ -79,7 +79,7 @@ export function storyView(story: Story): StoryView {
     changes,
     noNetChange,
     derived: story.summary,
-    counts: `${formatCount(story.count)} event${story.count === 1 ? '' : 's'}: ${parts.join(', ')}`,
+    counts: `${groupedCount(story.count)} event${story.count === 1 ? '' : 's'}: ${parts.join(', ')}`,
     notes,
     from: story.from,
     to: story.to,
@@ -128,7 +128,7 @@ export function storyMessage(story: Story, options: ChatFormatOptions = DEFAULT_
   if (view.changes.length > shown.length)
     sections.push({
       lines: [
-        [{ text: `…and ${formatCount(view.changes.length - shown.length)} more changes`, style: 'italic' }],
+        [{ text: `…and ${groupedCount(view.changes.length - shown.length)} more changes`, style: 'italic' }],
       ],
     });
   if (view.derived !== '')

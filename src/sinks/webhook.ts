@@ -10,6 +10,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
+import { monotonicMs } from '../util/timestamp.ts';
 import { redactUrl } from '../util/url.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
@@ -238,7 +239,7 @@ export class WebhookSink extends HttpSink {
           ? `[${work.json.join(',')}]`
           : JSON.stringify(work.digest.toPayload());
     for (let attempt = 1; ; attempt++) {
-      const startedAt = performance.now();
+      const startedAt = monotonicMs();
       const outcome = await postJson(this.agent, this.url, body, {
         headers: this.headersFor(work, body, attempt),
         timeoutMs: this.timeoutMs,

@@ -21,6 +21,7 @@ import type { StoredObject } from '../informer/store.ts';
 import type { ResourceType } from '../kube/types.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { withoutExperimentalWarning } from '../util/experimental.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 import {
   DEFAULT_PAGE_SIZE,
   type HistoryPage,
@@ -443,7 +444,7 @@ export class StateDatabase {
   prune(retention: Retention, now: number = Date.now()): number {
     let removed = 0;
     this.transaction(() => {
-      const cutoff = new Date(now - retention.maxAgeMs).toISOString();
+      const cutoff = isoTimestamp(now - retention.maxAgeMs);
       removed += Number(this.statement('DELETE FROM events WHERE time < ?').run(cutoff).changes);
       const count = this.eventCount();
       if (count > retention.maxEvents) {

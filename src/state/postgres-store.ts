@@ -24,6 +24,7 @@ import type { StoredObject } from '../informer/store.ts';
 import type { ResourceType } from '../kube/types.ts';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
 import { hasGlob } from '../util/glob.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 import { postgresLabel } from './location.ts';
 import {
   type ClaimedStateStore,
@@ -605,7 +606,7 @@ export class PostgresStateStore extends PostgresBase implements ClaimedStateStor
   async prune(retention: Retention, now: number = Date.now()): Promise<number> {
     return this.transaction(async (client) => {
       let removed = 0;
-      const cutoff = new Date(now - retention.maxAgeMs).toISOString();
+      const cutoff = isoTimestamp(now - retention.maxAgeMs);
       removed +=
         (
           await client.query('DELETE FROM kubediff_events WHERE cluster = $1 AND time < $2', [

@@ -2,6 +2,7 @@
 // with one sentence naming the parameter, what it got and what it takes.
 import { EVENT_TYPES, type EventType } from '../events/event.ts';
 import type { HistoryFilter, ObjectRef, RowKey } from '../state/timeline-reader.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
 
 /** Documented in docs/ui.md ("Limits"). */
 export const LIMITS = {
@@ -59,7 +60,7 @@ export function time(params: URLSearchParams, name: string): string | undefined 
   if (Number.isNaN(ms)) {
     throw new BadRequest(`${name} "${value}" is not a time: use ISO 8601, e.g. 2026-11-22T10:31:07Z.`);
   }
-  return new Date(ms).toISOString();
+  return isoTimestamp(ms);
 }
 
 /** A whole number within bounds; `fallback` when the parameter is absent (undefined without one). */

@@ -21,6 +21,7 @@ import type { HistoryFilter, TimelineReader } from '../state/timeline-reader.ts'
 import { errorMessage } from '../util/errors.ts';
 import { createServer } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
+import { monotonicMs } from '../util/timestamp.ts';
 import { type Asset, loadAssets } from './assets.ts';
 import { BadRequest, historyFilter, integer, LIMITS, objectRef, rowKey, time } from './query.ts';
 import { rebuildVersions } from './versions.ts';
@@ -174,10 +175,10 @@ export class UiServer {
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const started = performance.now();
+    const started = monotonicMs();
     let route: UiRoute = 'other';
     response.on('finish', () =>
-      this.observer?.answered(route, response.statusCode, (performance.now() - started) / 1000),
+      this.observer?.answered(route, response.statusCode, (monotonicMs() - started) / 1000),
     );
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
     const method = request.method ?? 'GET';

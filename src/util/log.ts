@@ -10,6 +10,7 @@
 // receiver's error body) passes through printable(), line breaks included, so
 // one message is one line and nothing in it acts on the terminal.
 import { printable } from './terminal-text.ts';
+import { isoTimestamp } from './timestamp.ts';
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
 
@@ -86,7 +87,7 @@ function textLine(level: LogLevel, message: string): string {
 
 /** One JSON object per line; `time`, `level` and `msg` first, extra fields after (never overriding them). */
 export function jsonLine(level: LogLevel, message: string, fields: LogFields = {}): string {
-  const record: Record<string, unknown> = { time: new Date().toISOString(), level, msg: message };
+  const record: Record<string, unknown> = { time: isoTimestamp(), level, msg: message };
   for (const [key, value] of Object.entries(fields)) {
     if (value !== undefined && !(key in record)) record[key] = value;
   }
