@@ -8,12 +8,12 @@ import { KubeClient as Client } from '../kube/client.ts';
 import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import type { DiscoveredResource } from '../kube/discovery.ts';
 import { Discovery } from '../kube/discovery.ts';
-import { type ClusterIdentity, loadContexts } from '../kube/kubeconfig.ts';
 import { type Selection, type SkipReason, selectResources } from '../kube/selection.ts';
 import { qualifiedName } from '../kube/types.ts';
 import { errorMessage, KubediffError } from '../util/errors.ts';
 import { type Logger, stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
+import { type ClusterPlan, clusterPlans } from './cluster-plans.ts';
 import { checkResourceNames } from './resource-name-check.ts';
 
 export interface ResourceRow {
@@ -30,7 +30,8 @@ export interface ResourceRow {
 }
 
 /**
- * Lists every cluster `watch` would watch with the same flags (--context repeated, --all-contexts). With
+ * Lists every cluster `watch` would watch with the same flags and file (--context repeated, --all-contexts,
+ * `clusters:` with each one's own selection). With
  * several, each row names its cluster, and a cluster that cannot be listed is said on stderr while the
  * others are listed; the command then fails (exit 1) after them.
  */
@@ -39,19 +40,19 @@ export async function runResources(
   options: { output: 'json' | 'table'; http?: Partial<HttpSettings> },
   out: Writable,
 ): Promise<void> {
-  const identities = loadContexts(settings);
-  const several = identities.length > 1;
+  const plans = clusterPlans(settings);
+  const several = plans.length > 1;
   const log = stderrLogger({ debug: false });
   const rows: ResourceRow[] = [];
   const failed: string[] = [];
-  for (const identity of identities) {
+  for (const plan of plans) {
     try {
-      const listed = await clusterRows(settings, identity, options.http, log);
-      rows.push(...(several ? listed.map((entry) => ({ cluster: identity.contextName, ...entry })) : listed));
+      const listed = await clusterRows(plan, options.http, log);
+      rows.push(...(several ? listed.map((entry) => ({ cluster: plan.name, ...entry })) : listed));
     } catch (error) {
       if (!several) throw error;
-      failed.push(identity.contextName);
-      log.error(`context "${identity.contextName}": ${errorMessage(error)}`);
+      failed.push(plan.name);
+      log.error(`${plan.label}: ${errorMessage(error)}`);
     }
   }
   if (options.output === 'json') {
@@ -61,15 +62,14 @@ export async function runResources(
   }
   if (failed.length > 0) {
     throw new KubediffError(
-      `${failed.length} of ${identities.length} contexts could not be listed (${failed.map((name) => `"${name}"`).join(', ')}; the reasons are above).`,
+      `${failed.length} of ${plans.length} clusters could not be listed (${failed.map((name) => `"${name}"`).join(', ')}; the reasons are above).`,
     );
   }
 }
 
 /** One cluster's rows: watched first, then skipped, each by name. */
 async function clusterRows(
-  settings: WatchSettings,
-  identity: ClusterIdentity,
+  { identity, selection: wanted }: ClusterPlan,
   http: Partial<HttpSettings> | undefined,
   log: Logger,
 ): Promise<ResourceRow[]> {
@@ -79,16 +79,16 @@ async function clusterRows(
     try {
       const discovered = await new Discovery(client).discover();
       selection = selectResources(discovered.resources, {
-        include: settings.resources,
-        exclude: settings.excludeResources,
-        namespaceScoped: settings.namespaces.length > 0,
+        include: wanted.resources,
+        exclude: wanted.excludeResources,
+        namespaceScoped: wanted.namespaces.length > 0,
       });
     } catch (error) {
       throw explainConnectionFailure(error, identity);
     }
     // The same -r check as `watch`: a typo is an error with a suggestion, not a list where nothing is watched.
     checkResourceNames(selection, log);
-    const forbidden = await forbiddenTypes(client, selection.watched, settings.namespaces);
+    const forbidden = await forbiddenTypes(client, selection.watched, wanted.namespaces);
     return [
       ...selection.watched.map((type) =>
         forbidden.has(type) ? row(type, false, 'forbidden') : row(type, true, undefined),

@@ -4,7 +4,7 @@
 // watch fails with its sentence; with several, the others go on and this one is retried in the
 // background with the program's backoff until it starts (README, "Several clusters").
 import { redactionSignature } from '../config/redaction.ts';
-import type { WatchSettings } from '../config/watch-settings.ts';
+import type { ClusterSelection, WatchSettings } from '../config/watch-settings.ts';
 import type { Pipeline, PipelineObserver } from '../events/pipeline.ts';
 import { ClusterWatcher } from '../informer/cluster-watcher.ts';
 import type { Informer } from '../informer/informer.ts';
@@ -12,28 +12,16 @@ import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { StoredObject } from '../informer/store.ts';
 import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
-import { type ClusterIdentity, loadContexts } from '../kube/kubeconfig.ts';
+import type { ClusterIdentity } from '../kube/kubeconfig.ts';
 import type { Selection } from '../kube/selection.ts';
-import { isPostgresUrl } from '../state/location.ts';
 import { openStateStore } from '../state/open.ts';
 import { StateRecorder, selectionSignature } from '../state/recorder.ts';
 import { Backoff, sleep } from '../util/backoff.ts';
-import { errorMessage, UsageError } from '../util/errors.ts';
+import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
-
-/** The clusters to watch: one identity per --context (or every context), the current one by default. */
-export function clusterIdentities(settings: WatchSettings): ClusterIdentity[] {
-  const identities = loadContexts(settings);
-  // An SQLite file holds the snapshot of one cluster (docs/state.md); PostgreSQL keeps one per cluster.
-  if (identities.length > 1 && settings.state && !isPostgresUrl(settings.state.path)) {
-    throw new UsageError(
-      `the state file ${settings.state.path} holds one cluster, but ${identities.length} are watched; use --state postgres://… for several clusters in one process, or one process (and file) per cluster.`,
-    );
-  }
-  return identities;
-}
+import type { ClusterPlan } from './cluster-plans.ts';
 
 export interface ClusterDeps {
   settings: WatchSettings;
@@ -58,8 +46,12 @@ export interface ClusterWiring {
 
 export class WatchedCluster {
   readonly identity: ClusterIdentity;
-  /** The `cluster` of its events: --cluster-name, else the context's name. */
+  /** The `cluster` of its events: its name in `clusters:`, --cluster-name, else the context's name. */
   readonly name: string;
+  /** How messages name it (ClusterPlan.label). */
+  readonly label: string;
+  readonly optional: boolean;
+  private readonly selection: ClusterSelection;
   readonly client: KubeClient;
   readonly recorder: StateRecorder | undefined;
   private readonly deps: ClusterDeps;
@@ -70,15 +62,17 @@ export class WatchedCluster {
   private readonly wake = new AbortController();
 
   private constructor(
-    identity: ClusterIdentity,
-    name: string,
+    plan: ClusterPlan,
     client: KubeClient,
     recorder: StateRecorder | undefined,
     deps: ClusterDeps,
     log: Logger,
   ) {
-    this.identity = identity;
-    this.name = name;
+    this.identity = plan.identity;
+    this.name = plan.name;
+    this.label = plan.label;
+    this.optional = plan.optional;
+    this.selection = plan.selection;
     this.client = client;
     this.recorder = recorder;
     this.deps = deps;
@@ -90,13 +84,13 @@ export class WatchedCluster {
    * once) and its client; both are closed by `lifecycle`, the state last.
    */
   static async open(
-    identity: ClusterIdentity,
-    name: string,
+    plan: ClusterPlan,
     deps: ClusterDeps,
     lifecycle: Lifecycle,
     log: Logger,
   ): Promise<WatchedCluster> {
     const { settings } = deps;
+    const { identity, name } = plan;
     const recorder = settings.state
       ? lifecycle.use(
           await StateRecorder.open({
@@ -105,7 +99,11 @@ export class WatchedCluster {
             }),
             leaderElected: deps.leaderElected && { fenceAfterMs: deps.leaderElected.leaseDurationMs },
             log,
-            signature: selectionSignature({ ...settings, redaction: redactionSignature(settings.redaction) }),
+            signature: selectionSignature({
+              ...settings,
+              ...plan.selection,
+              redaction: redactionSignature(settings.redaction),
+            }),
             retention: settings.state.retention,
             failures: deps.failures,
             ...(deps.stateMaxBacklogBytes !== undefined
@@ -118,7 +116,7 @@ export class WatchedCluster {
     const client = lifecycle.use(await KubeClient.create(identity, { http: deps.http, log }), (client) =>
       client.close(),
     );
-    return new WatchedCluster(identity, name, client, recorder, deps, log);
+    return new WatchedCluster(plan, client, recorder, deps, log);
   }
 
   /** Its informers now (none before it started). */
@@ -136,9 +134,10 @@ export class WatchedCluster {
     return this.watcher?.findObject(group, kind, namespace, name);
   }
 
-  /** "on https://… (context "a")": where it is, for the log. */
+  /** "https://… (context "a")", or "… (cluster "eu", context "a")": where it is, for the log. */
   get where(): string {
-    return `${this.identity.server} (context "${this.identity.contextName}")`;
+    const context = `context "${this.identity.contextName}"`;
+    return `${this.identity.server} (${this.label === context ? context : `${this.label}, ${context}`})`;
   }
 
   /**
@@ -147,6 +146,7 @@ export class WatchedCluster {
    */
   start(wiring: ClusterWiring): Promise<Selection | undefined> {
     const { settings } = this.deps;
+    const { selection } = this;
     const recorder = this.recorder;
     const own: PipelineObserver[] = recorder ? [recorder] : [];
     const source = wiring.pipeline.source(this.name || undefined, own);
@@ -154,13 +154,13 @@ export class WatchedCluster {
       client: this.client,
       discovery: new Discovery(this.client),
       selection: {
-        include: settings.resources,
-        exclude: settings.excludeResources,
-        namespaceScoped: settings.namespaces.length > 0 || (settings.filter?.namespaces?.length ?? 0) > 0,
+        include: selection.resources,
+        exclude: selection.excludeResources,
+        namespaceScoped: selection.namespaces.length > 0 || (settings.filter?.namespaces?.length ?? 0) > 0,
       },
-      namespaces: settings.namespaces,
-      excludeNamespaces: settings.excludeNamespaces,
-      labelSelector: settings.labelSelector,
+      namespaces: selection.namespaces,
+      excludeNamespaces: selection.excludeNamespaces,
+      labelSelector: selection.labelSelector,
       normalize: (type, object) => wiring.pipeline.normalize(type, object),
       initial: settings.initial,
       handler: source,
@@ -239,9 +239,9 @@ export class WatchedCluster {
   }
 }
 
-/** Several clusters: each cluster's lines say which context they are about. */
-export function contextLogger(log: Logger, context: string): Logger {
-  const prefix = `context "${context}": `;
+/** Several clusters: each cluster's lines say which it is about (its label, `context "a"`). */
+export function clusterLogger(log: Logger, label: string): Logger {
+  const prefix = `${label}: `;
   return {
     info: (message, fields) => log.info(prefix + message, fields),
     warn: (message, fields) => log.warn(prefix + message, fields),

@@ -31,8 +31,9 @@ import { errorMessage, UsageError } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
+import { clusterPlans } from './cluster-plans.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
-import { type ClusterWiring, clusterIdentities, contextLogger, WatchedCluster } from './watch-cluster.ts';
+import { type ClusterWiring, clusterLogger, WatchedCluster } from './watch-cluster.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -70,12 +71,12 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   const log = progress.logger(runtime.log);
   // One exception while processing one change costs that change at that stage, never the watch.
   const failures = new EventFailures(log);
-  const identities = clusterIdentities(settings);
-  const several = identities.length > 1;
+  const plans = clusterPlans(settings);
+  const several = plans.length > 1;
   const leaderElection = runtime.service?.leaderElection;
   if (several && leaderElection) {
     throw new UsageError(
-      '--leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated or --all-contexts.',
+      '--leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated, --all-contexts or several clusters:.',
     );
   }
   // Per cluster, in order: its state (--state, docs/state.md), opened before anything is watched, so
@@ -83,9 +84,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // kubediff at once (committed last, once the sinks have finished with everything they were given;
   // leader-elected with PostgreSQL, only the leader claims the cluster and records), then its client.
   const clusters: WatchedCluster[] = [];
-  for (const identity of identities) {
-    const name = several ? identity.contextName : (settings.clusterName ?? identity.contextName);
-    const clusterLog = several ? contextLogger(log, identity.contextName) : log;
+  for (const plan of plans) {
+    const clusterLog = several ? clusterLogger(log, plan.label) : log;
     const deps = {
       settings,
       log,
@@ -96,7 +96,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       stateMaxBacklogBytes: runtime.limits?.stateMaxBacklogBytes,
       leaderElected: leaderElection && { leaseDurationMs: leaderElection.leaseDurationMs },
     };
-    clusters.push(await WatchedCluster.open(identity, name, deps, lifecycle, clusterLog));
+    clusters.push(await WatchedCluster.open(plan, deps, lifecycle, clusterLog));
   }
   const first = clusters[0] as WatchedCluster;
   let ui: UiServer | undefined;
@@ -262,7 +262,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       sinkProgress(() => router.sinks),
       () => cluster.allInformers(),
     );
-    const clusterLog = several ? contextLogger(log, cluster.identity.contextName) : log;
+    const clusterLog = several ? clusterLogger(log, cluster.label) : log;
     clusterLog.info(
       recorder.hasPreviousState
         ? `catching up from ${recorder.label}: changes made while kubediff was not running are reported offline.`
@@ -317,25 +317,23 @@ function watchSeveral(
   },
 ): void {
   const { service, log, progress } = deps;
-  for (const cluster of clusters) service.clusterDown(cluster.identity.contextName, undefined);
+  // /readyz waits for every cluster but those `optional: true` in clusters:.
+  const awaited = clusters.filter((cluster) => !cluster.optional);
+  for (const cluster of awaited) service.clusterDown(cluster.label, undefined);
   service.synced(deps.allInformers);
   // The terminal's progress line names each cluster still in its first attempt; it ends once each has
   // synced or said why it cannot start (then it is retried quietly, and events may be printing).
   const syncing = new Set(clusters);
   progress.start(() =>
-    [...syncing].map((cluster) => ({
-      name: cluster.identity.contextName,
-      informers: cluster.allInformers(),
-    })),
+    [...syncing].map((cluster) => ({ name: cluster.name, informers: cluster.allInformers() })),
   );
   const settled = (cluster: WatchedCluster) => {
     syncing.delete(cluster);
     if (syncing.size === 0) progress.stop();
   };
   for (const cluster of clusters) {
-    const context = cluster.identity.contextName;
     const synced = () => {
-      service.clusterSynced(context);
+      service.clusterSynced(cluster.label);
       logWatching(log, cluster);
     };
     cluster.start(deps.wiringOf(cluster)).then(
@@ -347,9 +345,13 @@ function watchSeveral(
       (error: unknown) => {
         settled(cluster);
         if (cluster.stopping) return;
-        const explained = explainConnectionFailure(error, cluster.identity);
-        log.warn(`${errorMessage(explained).replace(/\.$/, '')}; retried in the background.`);
-        service.clusterDown(context, error);
+        const explained = errorMessage(explainConnectionFailure(error, cluster.identity)).replace(/\.$/, '');
+        // The sentence names the context; a cluster named otherwise in clusters: is named too.
+        const named = cluster.name === cluster.identity.contextName ? '' : `${cluster.label}: `;
+        log.warn(
+          `${named}${explained}; retried in the background${cluster.optional ? ' (optional: /readyz does not wait for it)' : ''}.`,
+        );
+        if (!cluster.optional) service.clusterDown(cluster.label, error);
         cluster.retryInBackground(deps.wiringOf(cluster), (selection) => {
           if (selection) synced();
         });

@@ -9,7 +9,7 @@ import { isJsonObject } from '../kube/types.ts';
 import { parseListenAddress } from '../service/health-server.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
-import { namespaceProblem } from '../util/glob.ts';
+import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { parseSize } from '../util/size.ts';
 import { kafkaBrokerProblem, parseHttpUrl } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
@@ -36,6 +36,7 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   checkPathRules(config.only, ['only'], at);
   checkPathRules(config.redact, ['redact'], at);
   checkManagers(config.ignoreManagers, ['ignoreManagers'], at);
+  checkClusters(config, at);
   if (Array.isArray(config.events) && config.events.length === 0)
     at(['events'], 'expected at least one of added, updated, deleted');
   // A shutdown timeout of 0 is meaningful (exit at once); so are a batch wait and a Slack interval of 0.
@@ -148,6 +149,59 @@ function checkNames(
     if (typeof name !== 'string') return;
     const problem = problemOf(name);
     if (problem) at([...path, index], say(name, problem));
+  });
+}
+
+/**
+ * `clusters:`: each entry's selection as the top-level keys', but namespaces by exact name (a glob is
+ * matched on every cluster's events: it belongs in the top-level `namespaces:`); names given once; and
+ * no other way of choosing the clusters beside it.
+ */
+function checkClusters(config: ConfigInput, at: At): void {
+  if (!Array.isArray(config.clusters)) return;
+  for (const key of ['context', 'contexts', 'allContexts', 'clusterName'] as const) {
+    if (config[key] !== undefined) {
+      at(
+        [key],
+        key === 'clusterName'
+          ? 'clusters: names each cluster (its name:); drop clusterName:'
+          : `clusters: chooses the clusters to watch; drop ${key}: (or clusters:)`,
+      );
+    }
+  }
+  const named = new Map<string, number>();
+  config.clusters.forEach((cluster, index) => {
+    if (!isJsonObject(cluster)) return;
+    const here: KeyPath = ['clusters', index];
+    if (typeof cluster.selector === 'string') {
+      const problem = labelSelectorProblem(cluster.selector);
+      if (problem) at([...here, 'selector'], `not a label selector: ${problem}`);
+    }
+    for (const key of ['namespaces', 'excludeNamespaces'] as const) {
+      checkNames(
+        cluster[key],
+        [...here, key],
+        at,
+        (name) =>
+          namespaceProblem(name) ??
+          (hasGlob(name)
+            ? 'a glob: a cluster takes exact names (a glob in the top-level namespaces: applies to every cluster)'
+            : undefined),
+      );
+    }
+    checkResources(cluster.resources, [...here, 'resources'], at);
+    checkResources(cluster.excludeResources, [...here, 'excludeResources'], at);
+    if (typeof cluster.name === 'string') {
+      const first = named.get(cluster.name);
+      if (first !== undefined) {
+        at(
+          [...here, 'name'],
+          `"${cluster.name}" is the name of clusters[${first}] too; give each cluster a name of its own`,
+        );
+      } else {
+        named.set(cluster.name, index);
+      }
+    }
   });
 }
 

@@ -168,6 +168,26 @@ export const configSchema = {
     context: { type: 'string' },
     contexts: { ...stringList, minItems: 1 },
     allContexts: { type: 'boolean' },
+    // Several clusters, each with its own kubeconfig, context and selection (README, "Several clusters").
+    clusters: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string', minLength: 1 },
+          context: { type: 'string', minLength: 1 },
+          kubeconfig: { type: 'string', minLength: 1 },
+          namespaces: stringList,
+          excludeNamespaces: stringList,
+          resources: stringList,
+          excludeResources: stringList,
+          selector: { type: 'string' },
+          optional: { type: 'boolean' },
+        },
+        additionalProperties: false,
+      },
+    },
     clusterName: { type: 'string' },
     preset: { type: 'string', enum: ['default', 'quiet', 'everything'] },
     namespaces: stringList,

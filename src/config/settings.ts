@@ -32,7 +32,13 @@ import type { ConfigInput, FilterInput, PathRuleInput } from './schema.ts';
 import { sinkSettingsFromFlags, sinkSpecOf } from './sink-settings.ts';
 import { stateSettingsFromFlags } from './state-settings.ts';
 import { storySettingsFrom, withStories } from './story-settings.ts';
-import type { OutputFormat, RawWatchFlags, WatchSettings } from './watch-settings.ts';
+import type {
+  ClusterSelection,
+  ClusterSettings,
+  OutputFormat,
+  RawWatchFlags,
+  WatchSettings,
+} from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -140,13 +146,18 @@ function resolveWatchSettings(
   });
   const redactionKey = env ? redactionKeyFrom(env) : undefined;
   const events = flags.events !== undefined ? parseEventTypes(flags.events) : eventTypesOf(config.events);
-  const presetExcludes = PRESETS[presetName].excludeResources.filter(
-    (name) => !resources.some((wanted) => sameResource(wanted, name)),
-  );
+  // The preset's noisy types, unless asked for by name.
+  const presetExcludesFor = (wanted: readonly string[]) =>
+    PRESETS[presetName].excludeResources.filter((name) => !wanted.some((typed) => sameResource(typed, name)));
+  const presetExcludes = presetExcludesFor(resources);
 
   const settings: WatchSettings = {
     kubeconfig: flags.kubeconfig ?? config.kubeconfig,
     ...contextsFrom(flags, config),
+    // A cluster's own types or exclusions, in place of the global ones.
+    clusters: clustersFrom(flags, config, (own, ownExcludes) =>
+      [...(ownExcludes ?? excludeResources), ...presetExcludesFor(own ?? resources)].map(parseResourceName),
+    ),
     namespaces: namespaceGlobs ? [] : namespaces,
     excludeNamespaces: excludeNamespaces.filter((name) => !hasGlob(name)),
     resources: resources.map(parseResourceName),
@@ -332,6 +343,41 @@ function contextsFrom(
     );
   }
   return { contexts: given, allContexts };
+}
+
+/**
+ * The file's `clusters:` (checked in meanings.ts). --context and --all-contexts choose the clusters instead,
+ * as flags win over the file; a selection flag (-n, -r, …) wins over every cluster's own key.
+ */
+function clustersFrom(
+  flags: RawWatchFlags,
+  config: ConfigInput,
+  excludedWith: (
+    resources: readonly string[] | undefined,
+    excludes: readonly string[] | undefined,
+  ) => WatchSettings['excludeResources'],
+): ClusterSettings[] {
+  if (!config.clusters || flags.context !== undefined || flags.allContexts !== undefined) return [];
+  return config.clusters.map((entry) => {
+    const selection: Partial<ClusterSelection> = {};
+    if (flags.namespace === undefined && entry.namespaces) selection.namespaces = entry.namespaces;
+    if (flags.excludeNamespace === undefined && entry.excludeNamespaces)
+      selection.excludeNamespaces = entry.excludeNamespaces;
+    const resources = flags.resource === undefined ? entry.resources : undefined;
+    const excludes = flags.excludeResource === undefined ? entry.excludeResources : undefined;
+    if (resources) selection.resources = resources.map(parseResourceName);
+    // Its own types, or its own exclusions: the preset's noisy types stay out unless it names them.
+    if (resources || excludes) selection.excludeResources = excludedWith(resources, excludes);
+    if (flags.selector === undefined && entry.selector !== undefined)
+      selection.labelSelector = entry.selector.trim() || undefined;
+    return {
+      name: entry.name,
+      kubeconfig: entry.kubeconfig,
+      context: entry.context,
+      selection,
+      optional: entry.optional ?? false,
+    };
+  });
 }
 
 function splitList(values: readonly string[] | undefined): string[] {

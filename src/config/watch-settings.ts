@@ -47,12 +47,37 @@ export interface RawWatchFlags
   explain?: boolean;
 }
 
+/** What one cluster watches: the global selection, or its own from `clusters:`. */
+export interface ClusterSelection {
+  namespaces: string[];
+  excludeNamespaces: string[];
+  resources: ResourceName[];
+  excludeResources: ResourceName[];
+  labelSelector: string | undefined;
+}
+
+/** One entry of the config file's `clusters:` (README, "Several clusters"). */
+export interface ClusterSettings {
+  /** The `cluster` of its events; default: its context's name. */
+  name: string | undefined;
+  /** Its kubeconfig; default: the global one (--kubeconfig, $KUBECONFIG, …). */
+  kubeconfig: string | undefined;
+  /** Its context; default: that kubeconfig's current context. */
+  context: string | undefined;
+  /** What it sets of the selection; the rest is the global selection's. */
+  selection: Partial<ClusterSelection>;
+  /** It may be down: /readyz is ready without it while it cannot start. */
+  optional: boolean;
+}
+
 export interface WatchSettings {
   kubeconfig: string | undefined;
   /** --context, in order: the clusters to watch, one each ([]: the current context). */
   contexts: string[];
   /** --all-contexts: every context of the kubeconfig, each as its own cluster. */
   allContexts: boolean;
+  /** The file's `clusters:` ([]: none, or --context/--all-contexts chose the clusters instead). */
+  clusters: ClusterSettings[];
   namespaces: string[];
   excludeNamespaces: string[];
   resources: ResourceName[];

@@ -33,7 +33,10 @@ export class Readiness {
   private stopping = false;
   /** Informers failing now, and since when (the first failure of the episode). */
   private readonly failingSince = new Map<Informer, { since: number; reason: string }>();
-  /** Several clusters: the contexts not synced yet, with why (no address: /readyz is unauthenticated). */
+  /**
+   * Several clusters: those not synced yet, by label (`context "a"`, `cluster "eu"`), with why (no
+   * address: /readyz is unauthenticated).
+   */
   private readonly clustersDown = new Map<string, string>();
 
   constructor(options: { thresholdMs: number; now?: () => number }) {
@@ -47,12 +50,12 @@ export class Readiness {
   }
 
   /** A cluster of several could not start (unreachable, forbidden): not ready until clusterSynced. */
-  markClusterDown(context: string, reason: string): void {
-    this.clustersDown.set(context, reason);
+  markClusterDown(cluster: string, reason: string): void {
+    this.clustersDown.set(cluster, reason);
   }
 
-  clusterSynced(context: string): void {
-    this.clustersDown.delete(context);
+  clusterSynced(cluster: string): void {
+    this.clustersDown.delete(cluster);
   }
 
   /** Shutting down: no longer ready. */
@@ -80,7 +83,7 @@ export class Readiness {
     if (this.stopping) return { ready: false, reason: 'shutting down' };
     if (!this.synced) return { ready: false, reason: 'initial sync in progress' };
     if (this.clustersDown.size > 0) {
-      const down = [...this.clustersDown].map(([context, reason]) => `context "${context}": ${reason}`);
+      const down = [...this.clustersDown].map(([cluster, reason]) => `${cluster}: ${reason}`);
       return { ready: false, reason: `not synced yet: ${down.join('; ')}` };
     }
     const now = this.now();

@@ -145,17 +145,17 @@ export class ServiceRuntime implements PipelineObserver {
 
   /**
    * Several clusters: one is not synced yet (error undefined: still syncing) or could not start;
-   * /readyz names its context until clusterSynced.
+   * /readyz names it (its label: `context "a"`, `cluster "eu"`) until clusterSynced.
    */
-  clusterDown(context: string, error: unknown): void {
+  clusterDown(cluster: string, error: unknown): void {
     this.readiness.markClusterDown(
-      context,
+      cluster,
       error === undefined ? 'initial sync in progress' : readinessReasonOf(error),
     );
   }
 
-  clusterSynced(context: string): void {
-    this.readiness.clusterSynced(context);
+  clusterSynced(cluster: string): void {
+    this.readiness.clusterSynced(cluster);
   }
 
   /**

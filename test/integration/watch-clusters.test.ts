@@ -433,8 +433,118 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     );
     assert.match(
       down.stderr,
-      /kubediff: 1 of 2 contexts could not be listed \("down"; the reasons are above\)\.\n$/,
+      /kubediff: 1 of 2 clusters could not be listed \("down"; the reasons are above\)\.\n$/,
     );
+  });
+
+  it('the file’s clusters: each with its own kubeconfig, name and selection; an optional one down keeps /readyz ready', async () => {
+    const dir = beta.dir ?? '';
+    const alpha = testCluster();
+    // One kubeconfig per cluster, as fleets keep them; both files call their context "default".
+    const euFile = path.join(dir, 'eu.kubeconfig');
+    const usFile = path.join(dir, 'us.kubeconfig');
+    const labFile = path.join(dir, 'lab.kubeconfig');
+    const [closedPort] = (await freePorts(1)) as [number];
+    await writeFile(
+      euFile,
+      severalContextsKubeconfig([
+        { name: 'default', server: alpha.server, caPem: alpha.caPem, token: alpha.adminToken },
+      ]),
+      { mode: 0o600 },
+    );
+    await writeFile(
+      usFile,
+      severalContextsKubeconfig([
+        { name: 'default', server: betaProxy.url(), caPem: beta.caPem, token: beta.adminToken },
+      ]),
+      { mode: 0o600 },
+    );
+    await writeFile(
+      labFile,
+      severalContextsKubeconfig([
+        { name: 'lab', server: `https://127.0.0.1:${closedPort}`, caPem: beta.caPem, token: 'x' },
+      ]),
+      { mode: 0o600 },
+    );
+    const other = await alphaAdmin.createNamespace('clusters-other');
+    const config = path.join(dir, 'clusters.yaml');
+    await writeFile(
+      config,
+      [
+        'resources: [configmaps, secrets]',
+        'clusters:',
+        `  - name: eu`,
+        `    kubeconfig: ${euFile}`,
+        `    namespaces: [${namespace}]`,
+        `    resources: [configmaps]`,
+        `  - name: us`,
+        `    kubeconfig: ${usFile}`,
+        `    namespaces: [${namespace}]`,
+        `    selector: team=b`,
+        `  - kubeconfig: ${labFile}`,
+        `    optional: true`,
+        '',
+      ].join('\n'),
+    );
+    const kd = runKubediff(['watch', '-c', config, '-o', 'json', '--listen', '127.0.0.1:0'], {
+      env: ENV,
+      timeoutMs: 60_000,
+    });
+    try {
+      const [, base] = await kd.waitForStderr(SERVING);
+      await kd.waitForStderr(/watching 1 resource type on .* \(cluster "eu", context "default"\)/);
+      // us: the file's two types (its own selector, the global resources).
+      await kd.waitForStderr(/watching 2 resource types on .* \(cluster "us", context "default"\)/);
+      await kd.waitForStderr(
+        /cannot reach the API server at \S+ \(context "lab"\).*; retried in the background \(optional: \/readyz does not wait for it\)\./,
+      );
+      // Ready: eu and us synced; lab, optional, is not waited for.
+      await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { what: '/readyz ready' });
+
+      // eu: its namespace's ConfigMaps, named eu; another namespace of the same API server is not watched.
+      await alphaAdmin.create(configmaps(other), { metadata: { name: 'elsewhere' } });
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'eu-cm' }, data: { k: '1' } });
+      const eu = await kd.waitForEvent(matching({ type: 'ADDED', name: 'eu-cm' }));
+      assert.equal(eu.cluster, 'eu');
+      // us: only what carries team=b. The unlabelled one comes first in the same watch: never reported.
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'unlabelled' } });
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'us-cm', labels: { team: 'b' } } });
+      const us = await kd.waitForEvent(matching({ type: 'ADDED', name: 'us-cm' }));
+      assert.equal(us.cluster, 'us');
+      assert.deepEqual(
+        kd.events.filter((event) => ['unlabelled', 'elsewhere'].includes(event.object.name)),
+        [],
+      );
+      const metrics = await scrapeMetrics(base ?? '');
+      assert.equal(
+        metrics.get('kubediff_informers_running{cluster="eu"}'),
+        1,
+        'eu: configmaps in one namespace',
+      );
+      assert.equal(metrics.get('kubediff_informers_running{cluster="us"}'), 2, 'us: configmaps and secrets');
+      assert.equal(metrics.get('kubediff_cluster_synced{cluster="lab"}'), 0);
+      assert.equal((await kd.stop('SIGTERM')).code, 0);
+
+      // `kubediff resources` reads the same clusters.
+      const listed = await runKubediffToCompletion(['resources', '-c', config, '-o', 'json'], { env: ENV });
+      assert.equal(listed.code, 1, listed.stderr);
+      assert.deepEqual(
+        listed.stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { cluster: string; name: string; watched: boolean })
+          .filter((entry) => entry.watched)
+          .map((entry) => `${entry.cluster} ${entry.name}`),
+        ['eu configmaps', 'us configmaps', 'us secrets'],
+      );
+      assert.match(
+        listed.stderr,
+        /kubediff: 1 of 3 clusters could not be listed \("lab"; the reasons are above\)\./,
+      );
+    } finally {
+      await kd.stop();
+      await alphaAdmin.deleteNamespace(other).catch(() => {});
+    }
   });
 
   it('bad input: one sentence, exit 2', async () => {
@@ -461,12 +571,38 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
       ],
       [
         ['--all-contexts', '--leader-elect'],
-        'kubediff: --leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated or --all-contexts.',
+        'kubediff: --leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated, --all-contexts or several clusters:.',
       ],
     ];
     const config = path.join(beta.dir ?? '', 'twice.yaml');
     await writeFile(config, 'contexts: [beta, beta]\n');
     cases.push([['-c', config], 'kubediff: contexts: "beta" is given twice; name each context once.']);
+    // clusters: in the file.
+    const dir = beta.dir ?? '';
+    const fileCases: [string, string][] = [
+      ['contexts: [alpha]\nclusters: [{context: beta}]\n', 'both'],
+      ['clusters: [{name: a, context: alpha}, {name: a, context: beta}]\n', 'same-name'],
+      ['clusters: [{context: alpha, namespaces: ["team-*"]}]\n', 'glob'],
+      ['clusters: [{context: alpha}, {context: alpha, kubeconfig: KUBECONFIG}]\n', 'defaults'],
+    ];
+    const fileSentences: Record<string, RegExp> = {
+      both: /contexts.*clusters: chooses the clusters to watch; drop contexts: \(or clusters:\)/,
+      'same-name':
+        /clusters\[1\]\.name.*"a" is the name of clusters\[0\] too; give each cluster a name of its own/,
+      glob: /clusters\[0\]\.namespaces\[0\].*a glob: a cluster takes exact names/,
+      defaults:
+        /^kubediff: clusters: two clusters are named "alpha" \(after their contexts\); give each a name: of its own\.$/,
+    };
+    for (const [yaml, key] of fileCases) {
+      const file = path.join(dir, `clusters-${key}.yaml`);
+      await writeFile(file, yaml.replace('KUBECONFIG', kubeconfig));
+      const result = await runKubediffToCompletion(['watch', '--kubeconfig', kubeconfig, '-c', file], {
+        env: ENV,
+      });
+      assert.equal(result.code, 2, `${key}: ${result.stderr}`);
+      assert.match(result.stderr.trim(), fileSentences[key] as RegExp, key);
+      assert.doesNotMatch(result.stderr, /\n\s+at /, `${key}: no stack trace`);
+    }
     for (const [flags, sentence] of cases) {
       const result = await runKubediffToCompletion(
         ['watch', '--kubeconfig', kubeconfig, '-o', 'json', ...flags],

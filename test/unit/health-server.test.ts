@@ -24,16 +24,16 @@ test('not ready until synced; ready after', () => {
 test('several clusters: not ready while one is not synced, naming its context and why, never its address', () => {
   const readiness = new Readiness({ thresholdMs: 60_000 });
   readiness.markSynced();
-  readiness.markClusterDown('eu', 'initial sync in progress');
-  readiness.markClusterDown('us', readinessReasonOf(failing('network').error));
+  readiness.markClusterDown('context "eu"', 'initial sync in progress');
+  readiness.markClusterDown('cluster "us"', readinessReasonOf(failing('network').error));
   const report = readiness.report();
   assert.deepEqual(report, {
     ready: false,
     reason:
-      'not synced yet: context "eu": initial sync in progress; context "us": cannot reach the API server',
+      'not synced yet: context "eu": initial sync in progress; cluster "us": cannot reach the API server',
   });
-  readiness.clusterSynced('eu');
-  readiness.clusterSynced('us');
+  readiness.clusterSynced('context "eu"');
+  readiness.clusterSynced('cluster "us"');
   assert.deepEqual(readiness.report(), { ready: true, reason: 'ok' });
   assert.equal(readinessReasonOf(new Error('at https://10.96.0.1')), 'cannot start (details in the log)');
 });
