@@ -41,7 +41,17 @@ export interface SideApiserverOptions {
 }
 
 export interface SideApiserver extends ClusterInfo {
+  /** Stops the server and its replicas for good and removes their files. */
   stop(): Promise<void>;
+  /** Stops this kube-apiserver process only (as a crash or an upgrade would); its files stay. */
+  stopServer(): Promise<void>;
+  /** Starts it again at the same address, with the same serving certificate and users (if stopped). */
+  startServer(): Promise<void>;
+  /**
+   * Another kube-apiserver of the same cluster (same etcd prefix and users, its own port and
+   * certificate), as in a highly available control plane: what it writes, the first one serves.
+   */
+  replica(): Promise<SideApiserver>;
 }
 
 /**
@@ -61,61 +71,99 @@ async function startOnce(options: SideApiserverOptions): Promise<SideApiserver> 
   if (!etcdEndpoint) throw new Error(needsSharedEtcd());
   const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-side-apiserver-'));
   const processes: ManagedProcess[] = [];
-  const deadline = Date.now() + 180_000;
+  const replicas: SideApiserver[] = [];
   const cleanUp = async () => {
+    await Promise.all(replicas.map((replica) => replica.stop()));
     await Promise.all(processes.map((p) => terminate(p)));
     await rm(dir, { recursive: true, force: true });
   };
   try {
     const credentials = await writeCredentials(dir, options.tokens ?? []);
-    const [port] = (await freePorts(1)) as [number];
-    const server = `https://127.0.0.1:${port}`;
-    const certDir = path.join(dir, 'apiserver-certs');
-    processes.push(
-      launchProcess({
-        name: options.processName,
-        binary: options.binary ?? resolveBinaries().kubeApiserver.path,
-        dir,
-        args: apiserverArgs({
-          etcdEndpoint,
-          port,
+    const etcdPrefix = `/kubediff-side-${randomBytes(4).toString('hex')}`;
+    const extra = [`--etcd-prefix=${etcdPrefix}`, ...((await options.extraArgs?.(dir)) ?? [])];
+    /** One kube-apiserver of this cluster: its port and serving certificate (made at its first start). */
+    const instance = async (name: string, port: number) => {
+      const certDir = path.join(dir, `${name}-certs`);
+      const server = `https://127.0.0.1:${port}`;
+      const launch = async () => {
+        const started = launchProcess({
+          name,
+          binary: options.binary ?? resolveBinaries().kubeApiserver.path,
+          dir,
+          args: apiserverArgs({ etcdEndpoint, port, certDir, ...credentials, extra }),
+        });
+        processes.push(started);
+        const ready = await waitForApiserver({
           certDir,
-          ...credentials,
-          extra: [
-            `--etcd-prefix=/kubediff-side-${randomBytes(4).toString('hex')}`,
-            ...((await options.extraArgs?.(dir)) ?? []),
-          ],
-        }),
-      }),
-    );
-    const ready = await waitForApiserver({
-      certDir,
-      dir,
-      server,
-      adminToken: credentials.adminToken,
-      deadline,
-      processes,
-    });
-    await ready.close();
+          dir,
+          server,
+          adminToken: credentials.adminToken,
+          deadline: Date.now() + 180_000,
+          processes: [started],
+        });
+        await ready.close();
+        return { process: started, ready };
+      };
+      let current = await launch();
+      let running = true;
+      return {
+        server,
+        ready: current.ready,
+        stopServer: async () => {
+          running = false;
+          await terminate(current.process);
+        },
+        // A server already running is left as it is.
+        startServer: async () => {
+          if (running) return;
+          current = await launch();
+          running = true;
+        },
+      };
+    };
+    const [port] = (await freePorts(1)) as [number];
+    const main = await instance(options.processName, port);
     const kubeconfigPath = path.join(dir, 'kubeconfig');
     await writeFile(
       kubeconfigPath,
-      kubeconfigYaml({ server, caPem: ready.caPem, token: credentials.adminToken }),
+      kubeconfigYaml({ server: main.server, caPem: main.ready.caPem, token: credentials.adminToken }),
       { mode: 0o600 },
     );
     let stopping: Promise<void> | undefined;
-    return {
+    const stop = () => {
+      stopping ??= cleanUp();
+      return stopping;
+    };
+    const served = (server: string, ready: { caPem: string; caFile: string }) => ({
       external: false,
       server,
-      kubeconfigPath,
       caPem: ready.caPem,
       caFile: ready.caFile,
       adminToken: credentials.adminToken,
       nobodyToken: credentials.nobodyToken,
       dir,
-      stop: () => {
-        stopping ??= cleanUp();
-        return stopping;
+    });
+    let replicaCount = 0;
+    return {
+      ...served(main.server, main.ready),
+      kubeconfigPath,
+      stop,
+      stopServer: main.stopServer,
+      startServer: main.startServer,
+      replica: async () => {
+        replicaCount++;
+        const [replicaPort] = (await freePorts(1)) as [number];
+        const replica = await instance(`${options.processName}-replica-${replicaCount}`, replicaPort);
+        const info: SideApiserver = {
+          ...served(replica.server, replica.ready),
+          kubeconfigPath: '',
+          stop: replica.stopServer,
+          stopServer: replica.stopServer,
+          startServer: replica.startServer,
+          replica: () => Promise.reject(new Error('a replica of a replica: start it from the first server')),
+        };
+        replicas.push(info);
+        return info;
       },
     };
   } catch (error) {

@@ -164,6 +164,58 @@ describe('several clusters in one watch', { skip: needsSharedEtcd() }, () => {
     }
   });
 
+  it('an API server really stopped: the other cluster’s events keep flowing; restarted, its change made meanwhile (through another API server of that cluster) is reported once', async () => {
+    const alpha = testCluster();
+    const direct = path.join(beta.dir ?? '', 'direct.kubeconfig');
+    await writeFile(
+      direct,
+      severalContextsKubeconfig([
+        { name: 'alpha', server: alpha.server, caPem: alpha.caPem, token: alpha.adminToken },
+        { name: 'beta', server: beta.server, caPem: beta.caPem, token: beta.adminToken },
+      ]),
+      { mode: 0o600 },
+    );
+    // Another kube-apiserver of beta's control plane: it takes the change while the first one is down.
+    const replica = await beta.replica();
+    const replicaAdmin = new KubeAdmin(replica);
+    const kd = watch(direct, '-o', 'json', '--all-contexts');
+    try {
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "alpha"\)/);
+      await kd.waitForStderr(/watching 1 resource type on .* \(context "beta"\)/);
+      await betaAdmin.create(configmaps(namespace), { metadata: { name: 'restarted' }, data: { k: '1' } });
+      await kd.waitForEvent(matching({ type: 'ADDED', name: 'restarted' }));
+
+      await beta.stopServer();
+      await kd.waitForStderr(/context "beta": .*(went silent|lost|reconnecting)/);
+      await replicaAdmin.patch(`${configmaps(namespace)}/restarted`, { data: { k: '2' } });
+      // Meanwhile alpha reports as ever.
+      await alphaAdmin.create(configmaps(namespace), { metadata: { name: 'while-beta-stopped' } });
+      const alphaEvent = await kd.waitForEvent(matching({ type: 'ADDED', name: 'while-beta-stopped' }));
+      assert.equal(alphaEvent.cluster, 'alpha');
+      const isMeanwhile = (event: TestEvent) =>
+        event.object.name === 'restarted' && event.changes?.[0]?.to === '2';
+      assert.equal(kd.events.filter(isMeanwhile).length, 0, 'beta is down: its change waits');
+
+      await beta.startServer();
+      const meanwhile = await kd.waitForEvent(isMeanwhile);
+      assert.equal(meanwhile.cluster, 'beta');
+      assert.deepEqual(meanwhile.changes, [
+        { op: 'replace', path: '/data/k', from: '1', to: '2', manager: ADMIN_FIELD_MANAGER },
+      ]);
+      // A later change, then: the one made while down was reported exactly once.
+      await betaAdmin.patch(`${configmaps(namespace)}/restarted`, { data: { k: '3' } });
+      await kd.waitForEvent((event) => event.object.name === 'restarted' && event.changes?.[0]?.to === '3');
+      assert.equal(kd.events.filter(isMeanwhile).length, 1);
+      assert.equal((await kd.stop('SIGTERM')).code, 0);
+    } finally {
+      await kd.stop();
+      await replicaAdmin.close();
+      await replica.stop();
+      // Whatever happened above, beta serves the tests after this one.
+      await beta.startServer().catch(() => {});
+    }
+  });
+
   it('a context unreachable from the start: the other reports, the sentence names it, /readyz is unready naming it', async () => {
     const kd = watch(withDown, '-o', 'json', '--all-contexts', '--listen', '127.0.0.1:0');
     try {
