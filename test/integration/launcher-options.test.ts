@@ -78,16 +78,22 @@ describe('the launcher', () => {
   it('runs `kubediff watch` with the memory options, in the process it was started as', async () => {
     const options = nodeOptionsOf(await watchCommandLine());
     assert.deepEqual(options, WATCH_NODE_OPTIONS);
-    assert.deepEqual(WATCH_NODE_OPTIONS, ['--max-semi-space-size=1', '--max-opt=2', '--single-threaded']);
+    assert.deepEqual(WATCH_NODE_OPTIONS, [
+      '--max-semi-space-size=1',
+      '--max-opt=2',
+      '--no-concurrent-recompilation',
+      '--no-concurrent-sparkplug',
+    ]);
   });
 
   it('leaves an option the user set in NODE_OPTIONS to the user', async () => {
     const options = nodeOptionsOf(await watchCommandLine({ NODE_OPTIONS: '--max_semi_space_size=4' }));
-    assert.deepEqual(options, ['--max-opt=2', '--single-threaded']);
-    // V8's flags that NODE_OPTIONS refuses go on Node's command line, turned off with `--no-`.
-    assert.deepEqual(missingNodeOptions(['watch'], ['--no-single-threaded'], undefined), [
+    assert.deepEqual(options, ['--max-opt=2', '--no-concurrent-recompilation', '--no-concurrent-sparkplug']);
+    // V8's flags that NODE_OPTIONS refuses go on Node's command line, either spelling, on or off.
+    assert.deepEqual(missingNodeOptions(['watch'], ['--concurrent-sparkplug'], undefined), [
       '--max-semi-space-size=1',
       '--max-opt=2',
+      '--no-concurrent-recompilation',
     ]);
   });
 
