@@ -156,7 +156,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     deadLetterFiles: () => sinks.deadLetterFiles,
     owners,
   });
-  // Per cluster, labelled with its events' `cluster` (README, "Metrics").
+  // Per cluster, labelled with its events' `cluster` (docs/deploy.md, "Health and metrics").
   service.observeClusters(() =>
     clusters.map((cluster) => ({
       name: cluster.name,

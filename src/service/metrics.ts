@@ -595,7 +595,7 @@ export class KubediffMetrics {
   }
 
   /** Where the scrape-time values come from (set once the watch is wired). */
-  /** The UI's metrics, registered when a UI is served beside the watch (README, "Metrics"). */
+  /** The UI's metrics, registered when a UI is served beside the watch (docs/deploy.md, "Health and metrics"). */
   observeUi(ui: ObservedUi): void {
     const registers = [this.registry];
     const requests = new Counter({
