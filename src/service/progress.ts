@@ -7,7 +7,7 @@ import type { Logger } from '../util/log.ts';
 
 /** One cluster's sync as the progress line shows it. */
 export interface ClusterProgress {
-  /** Its context; undefined for the only cluster (the line then names none). */
+  /** Its name (its events' cluster); undefined for the only cluster (the line then names none). */
   name: string | undefined;
   informers: Informer[];
 }
@@ -74,7 +74,7 @@ export class SyncProgress {
   }
 }
 
-/** "3/40 resource types, 1,234 objects", after the context's name when there are several. */
+/** "3/40 resource types, 1,234 objects", after the cluster's name when there are several. */
 function describe(cluster: ClusterProgress): string {
   const name = cluster.name === undefined ? '' : `${cluster.name}: `;
   const { informers } = cluster;
