@@ -26,6 +26,8 @@ import { Informer, type InformerHandler, type InitialListMode } from './informer
 import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
 import type { StoredObject } from './store.ts';
 
+/** A type answered 429 (throttled) is warned about only once it has been so for this long. */
+const THROTTLED_QUIET_MS = 10_000;
 export interface ClusterWatcherOptions {
   /** The cluster: every informer reads its collection through this client. */
   client: CollectionReader;
@@ -105,6 +107,8 @@ export class ClusterWatcher {
   private readonly abort = new AbortController();
   private readonly reported = new Map<Informer, string>();
   private readonly disconnected = new Set<Informer>();
+  /** Informers answered 429 since they last watched, and since when (see reportState). */
+  private readonly throttledSince = new Map<Informer, number>();
   /** Since the connection was lost: whether a watch has resumed (the others may stop instead). */
   private resumedSinceOutage = false;
   private refreshing: Promise<void> | undefined;
@@ -328,6 +332,16 @@ export class ClusterWatcher {
         this.disconnected.add(informer);
         return;
       }
+      // A 429 is the server asking for patience (a CRD's storage still initializing, a watch cache
+      // filling, priority and fairness): retried as it asks, and said only if it lasts.
+      if (state.error.kind === 'throttled') {
+        const since = this.throttledSince.get(informer) ?? Date.now();
+        this.throttledSince.set(informer, since);
+        if (Date.now() - since < THROTTLED_QUIET_MS) {
+          this.options.log.debug(`${name}: ${describeFailure(state.error)}; retrying with backoff.`);
+          return;
+        }
+      }
       const summary =
         describeFailure(state.error) +
         (state.error.kind === 'forbidden'
@@ -340,9 +354,12 @@ export class ClusterWatcher {
         : 'retrying with backoff';
       this.options.log.warn(`${name}: ${summary}; ${retry}.`);
     } else if (state.phase === 'watching' || state.phase === 'stopped') {
+      const throttled = this.throttledSince.delete(informer);
       this.leaveOutage(informer, state.phase === 'watching');
       if (this.reported.delete(informer) && state.phase === 'watching') {
         this.options.log.info(`${name}: watching again.`);
+      } else if (throttled && state.phase === 'watching') {
+        this.options.log.debug(`${name}: watching again.`);
       }
     }
   }
