@@ -1,12 +1,23 @@
 # syntax=docker/dockerfile:1
 # kubediff's container image: `docker build -t kubediff .` (see docs/deploy.md).
 #
-# Two stages. The first installs the production dependencies with npm; the second is a distroless
-# Node.js 24 image (no shell, no package manager, a non-root user) holding only those dependencies and
-# kubediff's sources, which Node 24 runs directly (type stripping: no build step).
+# Three stages. The first compiles kubediff's TypeScript into dist/ (`npm run build`, with the dev
+# dependencies: TypeScript's compiler); the second installs the production dependencies with npm; the
+# last is a distroless Node.js 24 image (no shell, no package manager, a non-root user) holding only
+# those dependencies, the launcher, the compiled dist/ and the web page's files.
 
 ARG BUILD_IMAGE=node:24-slim
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
+
+FROM ${BUILD_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY bin ./bin
+COPY scripts/build.ts ./scripts/build.ts
+COPY src ./src
+# Every dependency, as locked; --ignore-scripts skips the `node` package's download (this image has
+# Node 24) and the "prepare" build, run here on its own.
+RUN npm ci --ignore-scripts --no-audit --no-fund && npm run build
 
 FROM ${BUILD_IMAGE} AS deps
 WORKDIR /app
@@ -29,14 +40,10 @@ ENV NODE_ENV=production
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY bin ./bin
-COPY src ./src
-# Node's module compile cache, filled here by the runtime's own Node (the cache is per Node build) with
-# every module kubediff may load, their stripped types and compiled code, once for the Node options
-# `watch` runs with too (bin/node-options.js; V8 keeps a cache per set): start-up then neither strips
-# types nor compiles (README, "Start-up and the compile cache"). The process only reads it; on a
-# read-only root filesystem new entries are simply not written. Exec form: the runtime has no shell.
-ENV NODE_COMPILE_CACHE=/app/compile-cache
-RUN ["/nodejs/bin/node", "/app/bin/warm-compile-cache.js"]
+COPY --from=build /app/dist ./dist
+# The web page of `kubediff ui` and `watch --ui` is served from its own files (src/ui/assets.ts).
+COPY src/ui/web ./src/ui/web
+# A start of the image's own Node, as a check that what was copied runs. Exec form: no shell here.
 RUN ["/nodejs/bin/node", "/app/bin/kubediff.js", "version"]
 # distroless's "nonroot" user, numeric so that Kubernetes can verify runAsNonRoot.
 USER 65532:65532

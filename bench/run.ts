@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { buildDist } from '../scripts/build.ts';
 import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { measureAuditLatency } from './audit.ts';
 import { measureConnections } from './connections.ts';
@@ -74,14 +75,6 @@ function parseArgs(argv: string[]) {
   };
 }
 
-/** Fills Node's module compile cache for `kubediff watch` as the image's build does (bin/warm-compile-cache.js). */
-function warmCompileCache(log: (message: string) => void): void {
-  const said = execFileSync(process.execPath, [path.join(repoRoot, 'bin', 'warm-compile-cache.js')], {
-    encoding: 'utf8',
-  });
-  log(said.trim().split('\n').at(-1) ?? 'compile cache warm');
-}
-
 function log(message: string): void {
   process.stderr.write(`bench: ${message}\n`);
 }
@@ -115,6 +108,8 @@ function machine() {
 }
 
 const settings = parseArgs(process.argv.slice(2));
+// Every figure runs kubediff from dist/: compiled from the sources being measured.
+buildDist();
 const started = Date.now();
 const work = await mkdtemp(path.join(os.tmpdir(), 'kubediff-bench-'));
 const result: Record<string, unknown> = {
@@ -213,9 +208,6 @@ try {
   if (settings.figures.has('go-original')) {
     step('go-original', 'the Go original, side by side');
     const build = await ensureGoOriginal(settings.goOriginalSource, log);
-    // As in the image: every round starts with a warm module compile cache, whatever ran before (a cold one
-    // strips and compiles every module in the first round: about 30 MiB more at its peak).
-    warmCompileCache(log);
     const streams = [];
     for (const objects of settings.sideBySideObjects) {
       streams.push(

@@ -17,6 +17,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { buildDist } from '../scripts/build.ts';
 import { newPage, withBrowser } from '../test/helpers/browser.ts';
 import {
   type GeneratedHistory,
@@ -272,6 +273,8 @@ function record(result: UiBenchResult): void {
 }
 
 async function main(): Promise<void> {
+  // kubediff runs from dist/: compiled from the sources being measured.
+  buildDist();
   const stepMs = 250;
   const spec: GeneratedHistory = {
     events: EVENTS,

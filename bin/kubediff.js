@@ -1,14 +1,16 @@
 #!/usr/bin/env node
-// Launcher. kubediff runs its TypeScript sources directly through Node's type stripping
-// (Node >= 22.19). When started by an older Node (a machine's own Node 20, say), it re-runs itself
-// with the Node 24 that `npm ci` installed into node_modules, so the install command alone is
-// enough on any machine. `kubediff watch` runs with the Node options of node-options.js, which
-// keep a long-running watch's memory down; every way of starting kubediff (this file run by node,
-// `npx kubediff`, the npm bin link, the container's entrypoint) passes through here, so they all get them.
+// Launcher. kubediff is written in TypeScript and runs as the JavaScript that `npm run build` compiles
+// into dist/ (bin/build-state.js says why, and refuses a build older than its sources). It needs Node.js
+// 22.19 or newer; when started by an older Node (a machine's own Node 20, say), it re-runs itself with the
+// Node 24 that `npm ci` installed into node_modules, so the install command alone is enough on any
+// machine. `kubediff watch` runs with the Node options of node-options.js, which keep a long-running
+// watch's memory down; every way of starting kubediff (this file run by node, `npx kubediff`, the npm bin
+// link, the container's entrypoint) passes through here, so they all get them.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
-import module from 'node:module';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildProblem } from './build-state.js';
 import { missingNodeOptions } from './node-options.js';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
@@ -25,12 +27,12 @@ if (supported && missing.length > 0 && canReplaceProcess()) {
 }
 
 if (supported) {
-  // Node's module compile cache keeps each module's type-stripped source and V8 code between runs,
-  // which halves start-up (README, "Start-up and the compile cache"). Where it lives: $NODE_COMPILE_CACHE,
-  // else <tmpdir>/node-compile-cache; NODE_DISABLE_COMPILE_CACHE=1 turns it off. A cache that cannot
-  // be written (a read-only file system) costs nothing but the speed-up.
-  module.enableCompileCache?.();
-  await import('../src/cli/entry.ts');
+  const problem = buildProblem(path.dirname(path.dirname(launcher)));
+  if (problem) {
+    process.stderr.write(`${problem}\n`);
+    process.exit(1);
+  }
+  await import('../dist/cli/entry.js');
 } else {
   const bundledNode = fileURLToPath(new URL('../node_modules/node/bin/node', import.meta.url));
   if (!existsSync(bundledNode)) {

@@ -1,6 +1,6 @@
-// npm test — the whole check, as CI runs it: type-check, lint, then the unit and integration tests
-// against ONE real control plane started for the run (or the cluster in $KUBECONFIG with
-// USE_EXISTING_CLUSTER=true).
+// npm test — the whole check, as CI runs it: type-check, lint, build (dist/, what the command-line tests
+// run), then the unit and integration tests against ONE real control plane started for the run (or the
+// cluster in $KUBECONFIG with USE_EXISTING_CLUSTER=true).
 //
 //   npm test                                         everything
 //   npm test -- test/integration/harness.test.ts     a subset (files or globs)
@@ -26,6 +26,7 @@ import {
   useExistingCluster,
 } from '../test/helpers/cluster.ts';
 import { writeRunDescription } from '../test/helpers/run-description.ts';
+import { buildDist } from './build.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
 import { ensureHelm } from './helm-build.ts';
 import { serverNeeds, startTestServers, type TestServers } from './test-servers.ts';
@@ -122,6 +123,9 @@ async function main(): Promise<number> {
     const lint = await run(bin('biome'), ['check', '.']);
     if (lint !== 0 || signalled) return lint || 130;
   }
+  // The tests run kubediff as users do, from dist/: compiled from the sources being tested.
+  console.log('npm test: build (dist/ from src/)');
+  buildDist();
 
   const files =
     args.files.length > 0

@@ -24,7 +24,12 @@ import type {
   TimelineReader,
 } from './timeline-reader.ts';
 
-const WORKER_URL = new URL('./sqlite-timeline-worker.ts', import.meta.url);
+// The worker is this module's sibling with its extension: .js in dist/ (what kubediff runs), .ts where
+// the tests import the sources.
+const WORKER_URL = new URL(
+  `./sqlite-timeline-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
+  import.meta.url,
+);
 
 function errorOf(error: WorkerError): KubediffError {
   return error.usage ? new UsageError(error.message) : new KubediffError(error.message);

@@ -65,5 +65,5 @@ function serve(port: MessagePort, start: WorkerStart): void {
   });
 }
 
-// Only in a worker thread: imported elsewhere (the image's compile-cache warm-up), it only defines.
+// Only in a worker thread: imported elsewhere, it only defines.
 if (parentPort && !isMainThread) serve(parentPort, workerData as WorkerStart);

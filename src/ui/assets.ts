@@ -13,7 +13,8 @@ export interface Asset {
   etag: string;
 }
 
-const WEB_DIR = join(import.meta.dirname, 'web');
+// src/ui/web, also from the compiled dist/ui/ (the same depth): the page is served from its sources.
+const WEB_DIR = join(import.meta.dirname, '..', '..', 'src', 'ui', 'web');
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
