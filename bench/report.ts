@@ -848,19 +848,23 @@ reasons only for \`--explain\` now.
   managedFields key of every object that arrives) about 6 %, the field owners of the changes about 6 %, the diff 4 %.
 - Figure 1, widgets: parsing 100 KiB dominates both sides; the sharing walk is the largest part of kubediff's own work.
 - Resident memory at 300 objects is nearly all fixed cost. Read from /proc once a watch has synced
-  (\`kubediff watch\` with its Node options, about 71 MiB): 43 MiB are pages of the Node binary itself (a bare
-  \`node\` touches 31 MiB; the rest is mostly the JavaScript of the built-in modules a watch loads, HTTP/2, TLS and
-  streams, and V8's compilers), 14 MiB V8's heap (nearly all modules' code and sources: the 300 stored objects
-  take under 0.5 MiB), 6 MiB C heap and 4 MiB shared libraries. The Go original's whole process is 34–37 MiB.
+  (\`kubediff watch\` with its Node options, about 67 MiB; the stream then adds 2–4 MiB, replaced objects
+  promoted into V8's old generation before its next full collection): 42.6 MiB are pages of the Node binary
+  itself (a bare \`node\` touches 31 MiB; loading node:tls adds 3.5 MiB of them and node:http2 4.3 MiB more, with
+  the node:http, assert and fs/promises modules it loads in turn; the rest is OpenSSL and V8's compilers at work),
+  13.5 MiB V8's heap (about 4.5 MiB of it in a bare \`node\` with the same built-in modules), 4.7 MiB C heap and
+  3.6 MiB shared libraries. kubediff's own modules and dependencies take about 3 MiB of it (loaded alone beside
+  Node's modules: yaml 1.7, commander 1.5, jsondiffpatch 1.0 MiB). The Go original's whole process is 34–37 MiB.
   What was cut (README, "Memory of a long-running watch"): V8's young generation, which grew to 16 MiB
   semi-spaces under the stream (\`--max-semi-space-size=1\`: about 9 MiB), TurboFan (\`--max-opt=2\`: about 6 MiB),
   Node's bundled undici, which an ES module import of node:http loaded for its WebSocket exports (about 3 MiB),
-  compilation on helper threads (\`--no-concurrent-recompilation --no-concurrent-sparkplug\`: about 3 MiB) and
-  ICU's zone data (timestamps without toISOString: under 1 MiB; 8 MiB at exit, where the shutdown report's
-  counts used toLocaleString).
-- Start-up: with Node's compile cache warm, \`kubediff version\` takes about 0.1 s alone; \`watch\` pays one more
-  start of Node (some tens of ms) to run with its options. Without the cache (a first run) every module is
-  type-stripped and compiled: about 0.3 s more, and 30 MiB more at the peak.
+  compilation on helper threads (\`--no-concurrent-recompilation --no-concurrent-sparkplug\`: about 3 MiB),
+  Node's module compile cache, whose entries stay in memory for the life of the process (kubediff runs the
+  JavaScript \`npm run build\` compiles, comments removed: about 2.7 MiB) and ICU's zone data (timestamps without
+  toISOString: under 1 MiB; 8 MiB at exit, where the shutdown report's counts used toLocaleString).
+- Start-up: kubediff runs the JavaScript that \`npm run build\` compiles into dist/, so \`kubediff version\` takes
+  about 0.1 s with no cache to warm; \`watch\` pays one more start of Node (some tens of ms) to run with its
+  options.
 
 ### Reproducing
 
