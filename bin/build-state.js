@@ -1,7 +1,7 @@
 // Whether dist/ (the JavaScript that `npm run build` compiles from src/, scripts/build.ts) is there and
 // no older than the sources. kubediff runs the compiled JavaScript, not its TypeScript sources: Node's
 // type stripping needs its module compile cache to start fast, and that cache stays in memory for the
-// life of the process (about 2.5 MiB of a watch's 70; BENCHMARKS.md, figure 5). In a checkout (src/ is
+// life of the process (about 2.7 MiB of a watch's 71; README, "Start-up and the build"). In a checkout (src/ is
 // there) a source edited after the last build would otherwise run silently as its old self; the
 // installed image carries dist/ alone and skips the check. Plain JavaScript: the launcher reads it
 // before anything else.

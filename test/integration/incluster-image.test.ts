@@ -2,8 +2,8 @@
 // bin/, the compiled dist/, the web page's files (src/ui/web) and the production dependencies
 // (`npm ci --omit=dev`, minus the `node` package). This builds that tree from the lockfile (every
 // package not marked dev), and runs it the way the image's ENTRYPOINT does (this Node 24,
-// bin/kubediff.js), as in a pod: it must start, sync and serve /readyz with no dev dependency, no
-// TypeScript source and no second Node.js, read-only.
+// bin/kubediff.js), as in a pod: it must start, sync and serve /readyz with no dev dependency, no second
+// Node.js, and without the TypeScript sources (which the tree, like the image, does not hold), read-only.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chmod, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
