@@ -2,8 +2,8 @@
 // rules that tie keys together (a Slack sink's target, one stdout sink). Each check looks only at a value
 // of the expected type: a value of the wrong type is the schema's problem, reported there.
 
-import { managerNameProblem } from '../events/filter.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
+import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { parseListenAddress } from '../service/health-server.ts';

@@ -8,8 +8,10 @@
 import { readFileSync } from 'node:fs';
 import type { EventType } from '../events/event.ts';
 import { EVENT_TYPES } from '../events/event.ts';
-import { type FilterSpec, managerNameProblem, type PathRule } from '../events/filter.ts';
+import type { FilterSpec } from '../events/filter.ts';
+import type { PathRule } from '../events/filter-rules/paths.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
+import { managerNameProblem } from '../kube/managed-fields.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
