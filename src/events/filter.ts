@@ -5,7 +5,7 @@
 // `--explain` can say why an event went where it went.
 
 import { errorMessage } from '../util/errors.ts';
-import type { EventFailures } from '../util/event-failures.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import { type ChangeEvent, type EventType, identityOfEvent } from './event.ts';
 import { typesRule } from './filter-rules/event-types.ts';
 import { excludeManagersRules, managersRule } from './filter-rules/managers.ts';
@@ -167,7 +167,7 @@ function firstRejection(rules: readonly Rule[], candidate: Candidate): Rejection
 export function evaluateContained(
   filter: EventFilter,
   event: ChangeEvent,
-  failures: EventFailures | undefined,
+  failures: FailureReporter<'filter'> | undefined,
   owner: string,
   explain: boolean,
 ): FilterVerdict {

@@ -15,7 +15,7 @@ import type { DeliveryMark, EventDelivery } from '../events/pipeline.ts';
 import { groupedCount, plural } from '../util/count-text.ts';
 import { MAX_TIMER_MS } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
-import { EventFailures } from '../util/event-failures.ts';
+import { EventFailures, type FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { type Sink, type SinkReport, undelivered } from './sink.ts';
 
@@ -37,14 +37,14 @@ const CLOSE_GRACE_MS = 2_000;
 export class Router implements EventDelivery {
   private readonly routes: { sink: Sink; filter: EventFilter; filtered: number }[];
   private readonly log: Logger;
-  private readonly failures: EventFailures;
+  private readonly failures: FailureReporter<'sink' | 'filter'>;
   private readonly closeGraceMs: number;
   private closing = false;
 
   constructor(
     routes: readonly Route[],
     log: Logger,
-    options: { closeGraceMs?: number; failures?: EventFailures } = {},
+    options: { closeGraceMs?: number; failures?: FailureReporter<'sink' | 'filter'> } = {},
   ) {
     this.routes = routes.map((route) => ({
       sink: route.sink,
