@@ -2,8 +2,8 @@
 // pass: each setting is read once, from the flag when it is given and from the file otherwise (lists
 // too: `-n a` replaces the file's namespaces), except that --ignore adds to the file's ignore list and
 // --webhook and --slack-* add sinks to the file's. Each value is checked once, by its concept's one
-// checker: a flag here, as it is read (a UsageError naming the flag); a file value by meanings.ts, with
-// its line and column, before it gets here. What ties settings together (output none without a sink, a
+// checker: a flag here, as it is read (a UsageError naming the flag); a file value by
+// semantic-checks.ts, with its line and column, before it gets here. What ties settings together (output none without a sink, a
 // dead-letter file without an HTTP sink) is checked last, worded for where the settings came from.
 import { readFileSync } from 'node:fs';
 import type { EventType } from '../events/event.ts';
@@ -348,7 +348,7 @@ function contextsFrom(
 }
 
 /**
- * The file's `clusters:` (checked in meanings.ts). --context and --all-contexts choose the clusters instead,
+ * The file's `clusters:` (checked in semantic-checks.ts). --context and --all-contexts choose the clusters instead,
  * as flags win over the file; a selection flag (-n, -r, …) wins over every cluster's own key.
  */
 function clustersFrom(

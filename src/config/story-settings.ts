@@ -24,7 +24,7 @@ export interface RawStoryFlags {
   webhookStories?: boolean;
 }
 
-/** The config file's `stories:` block (durations checked by meanings.ts). */
+/** The config file's `stories:` block (durations checked by semantic-checks.ts). */
 export interface StoryConfigInput {
   window?: string | undefined;
   maxLength?: string | undefined;
