@@ -20,6 +20,7 @@ import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { auditSettingsFrom, ignoredUsersFrom } from './audit-settings.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig, ParseOptions } from './file.ts';
+import { type OutputFormat, parseOutput } from './output-format.ts';
 import {
   checkIgnorePath,
   isPresetName,
@@ -34,13 +35,7 @@ import type { ConfigInput, FilterInput, PathRuleInput } from './schema.ts';
 import { sinkSettingsFromFlags, sinkSpecOf } from './sink-settings.ts';
 import { stateSettingsFromFlags } from './state-settings.ts';
 import { storySettingsFrom, withStories } from './story-settings.ts';
-import type {
-  ClusterSelection,
-  ClusterSettings,
-  OutputFormat,
-  RawWatchFlags,
-  WatchSettings,
-} from './watch-settings.ts';
+import type { ClusterSelection, ClusterSettings, RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -450,13 +445,6 @@ function parseEventTypes(text: string): ReadonlySet<EventType> {
 /** The file's `events:`, which its schema has checked. */
 function eventTypesOf(events: readonly string[] | undefined): ReadonlySet<EventType> {
   return new Set(events ? events.map((type) => type.toUpperCase() as EventType) : EVENT_TYPES);
-}
-
-/** -o: json, pretty or none; without it, pretty on a terminal. `flagOnly`: a bad value names the flag. */
-function parseOutput(text: string | undefined, stdoutIsTTY: boolean, flagOnly: boolean): OutputFormat {
-  if (text === undefined) return stdoutIsTTY ? 'pretty' : 'json';
-  if (text === 'json' || text === 'pretty' || (flagOnly && text === 'none')) return text;
-  throw new UsageError(`invalid --output "${text}": use json, pretty or none.`);
 }
 
 /** `redact:` entries, each with where it is written (an unknown resource name in one is reported there). */
