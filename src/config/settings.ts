@@ -41,7 +41,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /**
  * The settings of `watch` from the flags and, with -c, the config file. The file's reader (YAML, the
- * schema validator: about 25 MiB) is imported only when there is a file.
+ * schema validator: megabytes of memory once loaded) is imported only when there is a file.
  */
 export async function loadWatchSettings(
   flags: RawWatchFlags,
