@@ -202,14 +202,19 @@ const clientCertificate: Check = (tls, path, { at }) => {
 
 // The tables.
 
-/** A filter: the file's top-level selection keys, and each sink's `filter:`. */
-const FILTER_CHECKS: Checks = [
+/** What the file's top level and each sink's `filter:` select by. */
+const SELECTION_CHECKS: Checks = [
   [['namespaces'], namespaces],
   [['excludeNamespaces'], namespaces],
   [['resources'], resources],
   [['excludeResources'], resources],
   [['ignore'], pathRules],
   [['only'], pathRules],
+];
+
+/** A sink's `filter:`. */
+const FILTER_CHECKS: Checks = [
+  ...SELECTION_CHECKS,
   [['managers'], managers],
   [['excludeManagers'], managers],
   [['events'], eventTypes],
@@ -327,12 +332,7 @@ const clusterChoice: Check = (config, _path, { at }) => {
 /** The whole file, in the order its problems were always found in. */
 const FILE_CHECKS: Checks = [
   [['selector'], labelSelector],
-  [['namespaces'], namespaces],
-  [['excludeNamespaces'], namespaces],
-  [['resources'], resources],
-  [['excludeResources'], resources],
-  [['ignore'], pathRules],
-  [['only'], pathRules],
+  ...SELECTION_CHECKS,
   [['redact'], pathRules],
   [['ignoreManagers'], managers],
   [[], clusterChoice],
