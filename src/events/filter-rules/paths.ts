@@ -11,7 +11,7 @@ import { plural } from '../../util/count-text.ts';
 import type { ChangeEvent } from '../event.ts';
 import { type ResourceMatcher, resourcePattern } from '../resource-patterns.ts';
 import { changeManager, compileManager } from './managers.ts';
-import { type NamePattern, nonEmpty, type Rule, reject } from './rule.ts';
+import { type Candidate, type NamePattern, nonEmpty, type Rejection, type Rule, reject } from './rule.ts';
 
 /**
  * A path rule: a JSON Pointer (`*` matches one segment), optionally for some resource types only, and
@@ -33,12 +33,8 @@ export function ignoreRule(
   rules: readonly PathRule[] | undefined,
   matches: ResourceMatcher,
 ): Rule | undefined {
-  const ignore = nonEmpty(rules)?.map(compilePathRule);
-  if (!ignore) return undefined;
-  return (candidate) => {
+  return pathRule(rules, matches, (candidate, applying) => {
     const { event, changes } = candidate;
-    const applying = ignore.filter((rule) => concernsType(rule, event, matches));
-    if (applying.length === 0) return undefined;
     const kept = changes.filter((change) => {
       const segments = safeSegments(change.path);
       return !applying.some((rule) => rule.matcher.matches(segments) && concernsManager(rule, change, event));
@@ -51,20 +47,15 @@ export function ignoreRule(
       candidate.changes = kept;
     }
     return undefined;
-  };
+  });
 }
 
 export function onlyRule(rules: readonly PathRule[] | undefined, matches: ResourceMatcher): Rule | undefined {
-  const only = nonEmpty(rules)?.map(compilePathRule);
-  if (!only) return undefined;
-  return (candidate) => {
-    const { event, changes } = candidate;
-    const applying = only.filter((rule) => concernsType(rule, event, matches));
-    if (applying.length === 0) return undefined;
-    for (const change of changes) {
+  return pathRule(rules, matches, (candidate, applying) => {
+    for (const change of candidate.changes) {
       const segments = safeSegments(change.path);
       const rule = applying.find(
-        (rule) => overlaps(rule.segments, segments) && concernsManager(rule, change, event),
+        (rule) => overlaps(rule.segments, segments) && concernsManager(rule, change, candidate.event),
       );
       if (rule) {
         candidate.accepted?.push(`change at ${change.path || '(whole object)'} matches ${rule.text}`);
@@ -72,6 +63,23 @@ export function onlyRule(rules: readonly PathRule[] | undefined, matches: Resour
       }
     }
     return reject('only', candidate, () => `no change is at or under ${texts(applying)}`);
+  });
+}
+
+/**
+ * A rule of path rules: `decide` sees the ones that concern the event's resource type (a rule limited to
+ * some types concerns only their events); when none does, the rule lets the event through.
+ */
+function pathRule(
+  rules: readonly PathRule[] | undefined,
+  matches: ResourceMatcher,
+  decide: (candidate: Candidate, applying: readonly CompiledPathRule[]) => Rejection | undefined,
+): Rule | undefined {
+  const compiled = nonEmpty(rules)?.map(compilePathRule);
+  if (!compiled) return undefined;
+  return (candidate) => {
+    const applying = compiled.filter((rule) => concernsType(rule, candidate.event, matches));
+    return applying.length === 0 ? undefined : decide(candidate, applying);
   };
 }
 
@@ -91,7 +99,6 @@ function compilePathRule(rule: PathRule): CompiledPathRule {
   return { text, segments, matcher: new PathMatcher([path]), resources, managers };
 }
 
-/** A rule limited to some resource types concerns only their events. */
 function concernsType(rule: CompiledPathRule, event: ChangeEvent, matches: ResourceMatcher): boolean {
   return rule.resources === undefined || rule.resources.some((pattern) => matches(pattern, event));
 }
