@@ -4,7 +4,7 @@
 // block the writer; PostgreSQL: MVCC).
 import type { Writable } from 'node:stream';
 import { parseCount } from '../config/count.ts';
-import { managerNameProblem } from '../events/filter.ts';
+import { managerNameProblem } from '../kube/managed-fields.ts';
 import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
 import { openHistory } from '../state/open.ts';

@@ -11,9 +11,10 @@ import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
 import { AuditJoin } from '../events/audit-join.ts';
-import { DiscoveryResolver, eventGate } from '../events/gate.ts';
+import { DiscoveryResolver } from '../events/discovery-resolver.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
+import { watchRules } from '../events/watch-rules.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { HttpSettings } from '../kube/client.ts';
@@ -208,8 +209,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
     ownerStage(owners),
     ...(auditJoin ? [auditJoin] : []),
-    // Event types, the config file's global rules and --explain (src/events/gate.ts).
-    filterStage('rules', eventGate(settings, { router, log, resolver, failures })),
+    // Event types, the config file's global rules and --explain (src/events/watch-rules.ts).
+    filterStage('rules', watchRules(settings, { router, log, resolver, failures })),
   ];
   // Each cluster's recorder observes its own source (WatchedCluster.start); the service every one.
   const pipeline = new Pipeline({

@@ -1,13 +1,13 @@
 // Reads a config file: YAML (with line and column for every node), `${VAR}` and `${VAR:-default}`
 // substituted from the environment in values (substitution.ts), then checked: shapes and types by the
-// JSON Schema (shape.ts), meanings (meanings.ts). Every problem names the file, the line and column, the
-// key path and what was expected; all problems are reported together (problems.ts, exit 2).
+// JSON Schema (schema-errors.ts), then what the schema cannot say (semantic-checks.ts). Every problem
+// names the file, the line and column, the key path and what was expected; all problems are reported
+// together (problems.ts, exit 2).
 // A value that came from the environment is never echoed: it may be a secret.
 import { readFileSync } from 'node:fs';
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
 import { errorMessage, fileReadProblem, UsageError } from '../util/errors.ts';
 import { urlStart } from '../util/url.ts';
-import { checkMeanings } from './meanings.ts';
 import {
   ConfigError,
   type ConfigProblem,
@@ -18,7 +18,8 @@ import {
   valueAt,
 } from './problems.ts';
 import type { ConfigInput } from './schema.ts';
-import { validateShape } from './shape.ts';
+import { schemaErrors } from './schema-errors.ts';
+import { checkSemantics } from './semantic-checks.ts';
 import { scalarValue, substitute } from './substitution.ts';
 
 export interface LoadedConfig {
@@ -164,8 +165,7 @@ export function parseConfig(
     throw new ConfigError(file, problems);
   }
 
-  const schemaErrors = validateShape(config as Record<string, unknown>);
-  for (const error of schemaErrors) {
+  for (const error of schemaErrors(config as Record<string, unknown>)) {
     const path = error.path;
     if (error.unknownKey !== undefined) {
       const keyPath = [...path, error.unknownKey];
@@ -178,9 +178,9 @@ export function parseConfig(
       );
     }
   }
-  // Meanings are checked where the shape is right: one problem per place.
+  // The semantic checks count where the shape is right: one problem per place.
   const shapeProblems = problems.length;
-  checkMeanings(config as ConfigInput, at, shown);
+  checkSemantics(config as ConfigInput, at, shown);
   const wrongShape = problems.slice(0, shapeProblems).map((problem) => formatKeyPath(problem.path));
   for (let index = problems.length - 1; index >= shapeProblems; index--) {
     const place = formatKeyPath(problems[index]?.path ?? []);

@@ -3,7 +3,7 @@
 // instead of a plain SHA-256). Rules name resource types the way every other rule does (src/events/filter.ts)
 // and paths the way `ignore` does (src/diff/ignore.ts).
 import { MIN_REDACTION_KEY_LENGTH, Redactor } from '../diff/redact.ts';
-import { type ResourceResolver, resourcePatternMatches } from '../events/filter.ts';
+import { type ResourceResolver, resourcePatternMatches } from '../events/resource-patterns.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { apiVersionOf, type ResourceType } from '../kube/types.ts';
 import { UsageError } from '../util/errors.ts';

@@ -1,7 +1,7 @@
-// The JSON Schema of the config file (validated with ajv, shape.ts), and the one source of its
+// The JSON Schema of the config file (validated with ajv, schema-errors.ts), and the one source of its
 // TypeScript types: they are derived from the schema (json-schema-to-ts, types only), so the two cannot
 // drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
-// names) is checked in meanings.ts with the same line-and-column messages.
+// names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
 
 const stringList = { type: 'array', items: { type: 'string' } } as const;

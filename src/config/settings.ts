@@ -2,14 +2,16 @@
 // pass: each setting is read once, from the flag when it is given and from the file otherwise (lists
 // too: `-n a` replaces the file's namespaces), except that --ignore adds to the file's ignore list and
 // --webhook and --slack-* add sinks to the file's. Each value is checked once, by its concept's one
-// checker: a flag here, as it is read (a UsageError naming the flag); a file value by meanings.ts, with
-// its line and column, before it gets here. What ties settings together (output none without a sink, a
+// checker: a flag here, as it is read (a UsageError naming the flag); a file value by
+// semantic-checks.ts, with its line and column, before it gets here. What ties settings together (output none without a sink, a
 // dead-letter file without an HTTP sink) is checked last, worded for where the settings came from.
 import { readFileSync } from 'node:fs';
 import type { EventType } from '../events/event.ts';
 import { EVENT_TYPES } from '../events/event.ts';
-import { type FilterSpec, managerNameProblem, type PathRule } from '../events/filter.ts';
+import type { FilterSpec } from '../events/filter.ts';
+import type { PathRule } from '../events/filter-rules/paths.ts';
 import { labelSelectorProblem } from '../kube/label-selector.ts';
+import { managerNameProblem } from '../kube/managed-fields.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
@@ -18,6 +20,7 @@ import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { auditSettingsFrom, ignoredUsersFrom } from './audit-settings.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig, ParseOptions } from './file.ts';
+import { type OutputFormat, parseOutput } from './output-format.ts';
 import {
   checkIgnorePath,
   isPresetName,
@@ -32,19 +35,13 @@ import type { ConfigInput, FilterInput, PathRuleInput } from './schema.ts';
 import { sinkSettingsFromFlags, sinkSpecOf } from './sink-settings.ts';
 import { stateSettingsFromFlags } from './state-settings.ts';
 import { storySettingsFrom, withStories } from './story-settings.ts';
-import type {
-  ClusterSelection,
-  ClusterSettings,
-  OutputFormat,
-  RawWatchFlags,
-  WatchSettings,
-} from './watch-settings.ts';
+import type { ClusterSelection, ClusterSettings, RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /**
  * The settings of `watch` from the flags and, with -c, the config file. The file's reader (YAML, the
- * schema validator: about 25 MiB) is imported only when there is a file.
+ * schema validator: megabytes of memory once loaded) is imported only when there is a file.
  */
 export async function loadWatchSettings(
   flags: RawWatchFlags,
@@ -346,7 +343,7 @@ function contextsFrom(
 }
 
 /**
- * The file's `clusters:` (checked in meanings.ts). --context and --all-contexts choose the clusters instead,
+ * The file's `clusters:` (checked in semantic-checks.ts). --context and --all-contexts choose the clusters instead,
  * as flags win over the file; a selection flag (-n, -r, …) wins over every cluster's own key.
  */
 function clustersFrom(
@@ -448,13 +445,6 @@ function parseEventTypes(text: string): ReadonlySet<EventType> {
 /** The file's `events:`, which its schema has checked. */
 function eventTypesOf(events: readonly string[] | undefined): ReadonlySet<EventType> {
   return new Set(events ? events.map((type) => type.toUpperCase() as EventType) : EVENT_TYPES);
-}
-
-/** -o: json, pretty or none; without it, pretty on a terminal. `flagOnly`: a bad value names the flag. */
-function parseOutput(text: string | undefined, stdoutIsTTY: boolean, flagOnly: boolean): OutputFormat {
-  if (text === undefined) return stdoutIsTTY ? 'pretty' : 'json';
-  if (text === 'json' || text === 'pretty' || (flagOnly && text === 'none')) return text;
-  throw new UsageError(`invalid --output "${text}": use json, pretty or none.`);
 }
 
 /** `redact:` entries, each with where it is written (an unknown resource name in one is reported there). */

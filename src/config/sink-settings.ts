@@ -262,7 +262,7 @@ function checkHttpUrl(text: string, where: string): void {
     throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
 }
 
-/** A duration the file's checks have already accepted (meanings.ts). */
+/** A duration the file's checks have already accepted (semantic-checks.ts). */
 function checkedMs(text: string | undefined): number | undefined {
   return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
 }
@@ -274,7 +274,7 @@ function checkedMs(text: string | undefined): number | undefined {
 export type SinkFileReader = (key: KeyPath, file: string) => string;
 
 /**
- * A sink of the config file other than stdout (checked by meanings.ts) as a sink spec, with its filter
+ * A sink of the config file other than stdout (checked by semantic-checks.ts) as a sink spec, with its filter
  * (`filter`), and the file's dead-letter file unless it names its own.
  */
 export function sinkSpecOf(

@@ -7,7 +7,7 @@ import { DEFAULT_STORY_OPTIONS, type StoryOptions } from '../events/story.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
-import type { OutputFormat } from './watch-settings.ts';
+import type { OutputFormat } from './output-format.ts';
 
 /** The flags as commander hands them over. */
 export interface RawStoryFlags {
@@ -24,7 +24,7 @@ export interface RawStoryFlags {
   webhookStories?: boolean;
 }
 
-/** The config file's `stories:` block (durations checked by meanings.ts). */
+/** The config file's `stories:` block (durations checked by semantic-checks.ts). */
 export interface StoryConfigInput {
   window?: string | undefined;
   maxLength?: string | undefined;

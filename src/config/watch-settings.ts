@@ -6,14 +6,12 @@ import type { FilterSpec } from '../events/filter.ts';
 import type { ResourceName } from '../kube/resource-names.ts';
 import type { AuditSettings, RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
+import type { OutputFormat } from './output-format.ts';
 import type { PresetName } from './presets.ts';
 import type { RedactionSettings } from './redaction.ts';
 import type { RawSinkFlags, SinkSettings } from './sink-settings.ts';
 import type { RawStateFlags, StateSettings } from './state-settings.ts';
 import type { RawStoryFlags, StorySettings } from './story-settings.ts';
-
-/** `none`: no events on stdout (only the sinks: Slack, webhooks). */
-export type OutputFormat = 'json' | 'pretty' | 'none';
 
 /** The flags as commander hands them over. */
 export interface RawWatchFlags

@@ -19,7 +19,7 @@ import {
   qualifiedName,
   type ResourceType,
 } from '../kube/types.ts';
-import { type EventFailures, identityOf } from '../util/event-failures.ts';
+import { type FailureReporter, identityOf } from '../util/event-failures.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 import { attributeUpdate, creatorOf } from './attribution.ts';
 import type { ByInfo, ChangeEvent, EventType } from './event.ts';
@@ -29,7 +29,7 @@ export interface EventBuilderOptions {
   cluster: string | undefined;
   now?: () => Date;
   /** Where a failing diff is reported. Without it, the exception propagates. */
-  failures?: EventFailures;
+  failures?: FailureReporter<'diff'>;
 }
 
 export class EventBuilder {

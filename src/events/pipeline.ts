@@ -29,7 +29,7 @@ import type { Informer, InformerHandler } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, KubeObject, ResourceType } from '../kube/types.ts';
-import type { EventFailures } from '../util/event-failures.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import type { ChangeEvent } from './event.ts';
 import { EventBuilder } from './event-builder.ts';
 
@@ -89,6 +89,15 @@ export interface PipelineObserver {
   changeProcessed?(change: StoreChange, reported: ChangeEvent | undefined, mark: DeliveryMark): void;
 }
 
+/**
+ * Where a change can fail on its way, the failure contained to that change (src/util/event-failures.ts)
+ * and counted per stage (kubediff_event_failures_total): normalizing it and handing it to the pipeline
+ * (the informer's `normalize` and `handler`), the diff, a filter (the watch's rules, a sink's), a sink,
+ * and the state recorder.
+ */
+export const FAILURE_STAGES = ['normalize', 'diff', 'filter', 'sink', 'recorder', 'handler'] as const;
+export type FailureStage = (typeof FAILURE_STAGES)[number];
+
 export interface PipelineOptions {
   /** How each resource type's objects are stored and compared (ignored paths, redaction). */
   normalizer: Normalizer;
@@ -99,7 +108,7 @@ export interface PipelineOptions {
   delivery: EventDelivery;
   observers: readonly PipelineObserver[];
   /** Where a change that fails at one stage is reported; it then goes on as that stage says. */
-  failures: EventFailures;
+  failures: FailureReporter<FailureStage>;
   now?: () => Date;
 }
 

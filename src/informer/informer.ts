@@ -13,7 +13,7 @@ import {
   qualifiedName,
   type ResourceType,
 } from '../kube/types.ts';
-import { type EventFailures, identityOf } from '../util/event-failures.ts';
+import { type FailureReporter, identityOf } from '../util/event-failures.ts';
 import {
   Reflector,
   type ReflectorOptions,
@@ -62,6 +62,9 @@ export interface InformerHandler {
  */
 export type InitialListMode = 'silent' | 'added' | 'added-offline';
 
+/** The stages an informer reports failures at (the Pipeline's names, FAILURE_STAGES). */
+type InformerFailureStage = 'normalize' | 'handler';
+
 export interface InformerOptions extends ReflectorOptions {
   /** The namespace its collection is limited to (-n), for messages and metrics. */
   namespace?: string | undefined;
@@ -80,7 +83,7 @@ export interface InformerOptions extends ReflectorOptions {
    * Where an exception while processing one object (normalizing it, or in a handler) is reported; the
    * watch goes on with the next one. Without it such an exception ends the watch connection.
    */
-  failures?: EventFailures | undefined;
+  failures?: FailureReporter<InformerFailureStage> | undefined;
   /**
    * Read each object's managedFields to tell who changed it (default true): the handlers get the entries
    * with each call and the store keeps a signature of them. Off, the store is as small as it can be.
@@ -100,7 +103,7 @@ export class Informer implements ReflectorSink {
   private readonly store = new ObjectStore();
   private readonly reflector: Reflector;
   private readonly handler: InformerHandler;
-  private readonly failures: EventFailures | undefined;
+  private readonly failures: FailureReporter<InformerFailureStage> | undefined;
   private readonly normalize: (type: ResourceType, object: KubeObject) => JsonObject;
   private readonly initialList: InitialListMode;
   private readonly fieldManagers: boolean;
@@ -320,7 +323,7 @@ export class Informer implements ReflectorSink {
 function containedHandler(
   handler: InformerHandler,
   type: ResourceType,
-  failures: EventFailures,
+  failures: FailureReporter<InformerFailureStage>,
 ): InformerHandler {
   const resource = qualifiedName(type);
   const contain = (object: StoredObject, call: () => void): void => {

@@ -5,6 +5,16 @@
 
 import { isJsonObject, type JsonObject, type JsonValue, type KubeObject } from './types.ts';
 
+/** The API server's limit on a field manager's name. */
+const MANAGER_NAME_MAX = 128;
+
+/** Why `text` cannot be a field manager name or glob, in a phrase; undefined when it can. */
+export function managerNameProblem(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (trimmed !== '' && trimmed.length <= MANAGER_NAME_MAX) return undefined;
+  return `not a field manager name: use its name as managedFields shows it (kubectl-set, helm, horizontal-pod-autoscaler), at most ${MANAGER_NAME_MAX} characters, or a glob such as kubectl*`;
+}
+
 /** One entry of metadata.managedFields as the API server serves it. */
 export interface ManagedFieldsEntry {
   manager: string;

@@ -15,6 +15,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuditJoinStats } from '../events/audit-join.ts';
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { FAILURE_STAGES } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { ConnectionStats } from '../kube/transport.ts';
@@ -22,7 +23,7 @@ import { qualifiedName } from '../kube/types.ts';
 import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
-import { type EventFailures, FAILURE_STAGES } from '../util/event-failures.ts';
+import type { EventFailures } from '../util/event-failures.ts';
 import { AUDIT_REQUEST_OUTCOMES, type AuditRequestOutcome } from './audit-server.ts';
 
 /** What the metrics learn of the UI (`watch --ui`, src/ui/server.ts); the UI works the same without. */

@@ -5,9 +5,10 @@
 // overflow episode and one line when it has caught up), and the accounting
 // of events that will not be delivered (dead-letter file, else lost).
 import type { ChangeEvent } from '../events/event.ts';
+import { plural } from '../util/count-text.ts';
 import { formatSize } from '../util/size.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
-import { abandonDigest, plural, type TroubleReport } from './delivery.ts';
+import { abandonDigest, type TroubleReport } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import { EventQueue, type QueueEntry } from './event-queue.ts';
 import type { SinkStats } from './sink.ts';

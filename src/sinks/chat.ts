@@ -14,12 +14,13 @@
 
 import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
+import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { abandonDigest, HttpSink, plural, type RetryOptions } from './delivery.ts';
+import { abandonDigest, HttpSink, type RetryOptions } from './delivery.ts';
 import { Digest } from './digest.ts';
 import { type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
 import type { SinkReport, SinkStats } from './sink.ts';

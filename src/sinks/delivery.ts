@@ -6,7 +6,7 @@
 import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../events/event.ts';
 import { Backoff } from '../util/backoff.ts';
-import { groupedCount } from '../util/count-text.ts';
+import { plural } from '../util/count-text.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
@@ -205,11 +205,6 @@ export class TroubleReport {
   debug(message: string): void {
     this.log.debug(`${this.name}: ${message}`);
   }
-}
-
-/** 'event' / 'events'. */
-export function plural(count: number, word: string): string {
-  return `${groupedCount(count)} ${word}${count === 1 ? '' : 's'}`;
 }
 
 /**

@@ -12,13 +12,14 @@
 // only when a Kafka sink is created (it costs seconds and tens of MiB).
 import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@platformatic/kafka';
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import { lossNote } from './dead-letter.ts';
-import { DeliverySink, plural, type RetryOptions } from './delivery.ts';
+import { DeliverySink, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';

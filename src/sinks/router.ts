@@ -12,10 +12,10 @@ import {
   type FilterVerdict,
 } from '../events/filter.ts';
 import type { DeliveryMark, EventDelivery } from '../events/pipeline.ts';
-import { groupedCount } from '../util/count-text.ts';
+import { groupedCount, plural } from '../util/count-text.ts';
 import { MAX_TIMER_MS } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
-import { EventFailures } from '../util/event-failures.ts';
+import { EventFailures, type FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { type Sink, type SinkReport, undelivered } from './sink.ts';
 
@@ -37,14 +37,14 @@ const CLOSE_GRACE_MS = 2_000;
 export class Router implements EventDelivery {
   private readonly routes: { sink: Sink; filter: EventFilter; filtered: number }[];
   private readonly log: Logger;
-  private readonly failures: EventFailures;
+  private readonly failures: FailureReporter<'sink' | 'filter'>;
   private readonly closeGraceMs: number;
   private closing = false;
 
   constructor(
     routes: readonly Route[],
     log: Logger,
-    options: { closeGraceMs?: number; failures?: EventFailures } = {},
+    options: { closeGraceMs?: number; failures?: FailureReporter<'sink' | 'filter'> } = {},
   ) {
     this.routes = routes.map((route) => ({
       sink: route.sink,
@@ -134,8 +134,10 @@ export function logShutdownReport(reports: readonly RouteReport[], log: Logger):
   for (const report of reports) {
     const { stats } = report;
     const missed = undelivered(stats);
-    const delivered = `${count(stats.delivered, 'event')} delivered${
-      stats.summarized > 0 ? `, ${count(stats.summarized, 'more')} in ${count(stats.digests, 'digest')}` : ''
+    const delivered = `${plural(stats.delivered, 'event')} delivered${
+      stats.summarized > 0
+        ? `, ${groupedCount(stats.summarized)} more in ${plural(stats.digests, 'digest')}`
+        : ''
     }`;
     if (missed === 0) {
       if (stats.accepted > 0) log.debug(`${report.name}: ${delivered}.`);
@@ -143,18 +145,13 @@ export function logShutdownReport(reports: readonly RouteReport[], log: Logger):
     }
     const parts = [
       stats.deadLettered > 0
-        ? `${count(stats.deadLettered, 'event')} written to the dead-letter file${report.deadLetterFile ? ` ${report.deadLetterFile}` : ''}`
+        ? `${plural(stats.deadLettered, 'event')} written to the dead-letter file${report.deadLetterFile ? ` ${report.deadLetterFile}` : ''}`
         : '',
-      stats.lost > 0 ? `${count(stats.lost, 'event')} lost` : '',
+      stats.lost > 0 ? `${plural(stats.lost, 'event')} lost` : '',
       stats.pending > 0
-        ? `${count(stats.pending, 'event')} still queued when the shutdown timeout ran out`
+        ? `${plural(stats.pending, 'event')} still queued when the shutdown timeout ran out`
         : '',
     ].filter(Boolean);
-    log.warn(`${report.name}: ${count(missed, 'event')} not delivered (${parts.join('; ')}); ${delivered}.`);
+    log.warn(`${report.name}: ${plural(missed, 'event')} not delivered (${parts.join('; ')}); ${delivered}.`);
   }
-}
-
-function count(n: number, word: string): string {
-  const plural = word === 'more' ? word : `${word}${n === 1 ? '' : 's'}`;
-  return `${groupedCount(n)} ${plural}`;
 }

@@ -8,13 +8,14 @@
 
 import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
+import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { redactUrl } from '../util/url.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { HttpSink, plural, type RetryOptions } from './delivery.ts';
+import { HttpSink, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import { postJson, reasonWithRetryAfter } from './http.ts';

@@ -1,6 +1,6 @@
 // Counts in messages, with thousands grouped ("10,000 events"). Not through toLocaleString: its first
-// call loads ICU's number formatting, about 7 MiB resident for the rest of the process (a watch's
-// shutdown report would pay it last of all, at its peak).
+// call loads ICU's number formatting, which then stays resident for the rest of the process (a watch's
+// shutdown report would pay it last of all, at its peak; BENCHMARKS.md, "Where the time goes now").
 
 /** `count` (a whole number) with a comma between each group of three digits. */
 export function groupedCount(count: number): string {
@@ -11,4 +11,9 @@ export function groupedCount(count: number): string {
     grouped += `,${digits.slice(index, index + 3)}`;
   }
   return count < 0 ? `-${grouped}` : grouped;
+}
+
+/** A count and the word it counts, plural unless one: `1 event`, `2 events`, `10,000 events`. */
+export function plural(count: number, word: string): string {
+  return `${groupedCount(count)} ${word}${count === 1 ? '' : 's'}`;
 }

@@ -4,20 +4,8 @@
 // logged once per kind of failure (stage, error class and message), with the object's identity but
 // never its contents (an error message may quote a value, so quoted text is left out), and counted
 // per stage for the metrics (kubediff_event_failures_total). With --debug every failure is logged,
-// with its stack.
+// with its stack. The stages are the Pipeline's (FAILURE_STAGES, src/events/pipeline.ts).
 import type { Logger } from './log.ts';
-
-/** Where a change was being processed when it failed. */
-export type FailureStage = 'normalize' | 'diff' | 'filter' | 'sink' | 'recorder' | 'handler';
-
-export const FAILURE_STAGES: readonly FailureStage[] = [
-  'normalize',
-  'diff',
-  'filter',
-  'sink',
-  'recorder',
-  'handler',
-];
 
 /** Which object a change is about: never its contents. */
 export interface ObjectIdentity {
@@ -35,9 +23,18 @@ export type Consequence = string;
 
 const MAX_MESSAGE_CHARS = 200;
 
-export class EventFailures {
+/**
+ * What a stage needs: to report a failure. A stage declares the names it reports under (the informer's
+ * are `normalize` and `handler`), so that a misspelt one does not compile.
+ */
+export interface FailureReporter<Stage extends string> {
+  report(stage: Stage, what: string, object: ObjectIdentity, error: unknown, consequence: Consequence): void;
+}
+
+/** Failures of single changes, reported once per kind and counted per stage. */
+export class EventFailures implements FailureReporter<string> {
   private readonly log: Logger;
-  private readonly counts = new Map<FailureStage, number>();
+  private readonly counts = new Map<string, number>();
   private readonly logged = new Set<string>();
 
   constructor(log: Logger) {
@@ -49,7 +46,7 @@ export class EventFailures {
    * happens to the change instead.
    */
   report(
-    stage: FailureStage,
+    stage: string,
     what: string,
     object: ObjectIdentity,
     error: unknown,
@@ -72,7 +69,7 @@ export class EventFailures {
   }
 
   /** Failures so far, per stage. */
-  count(stage: FailureStage): number {
+  count(stage: string): number {
     return this.counts.get(stage) ?? 0;
   }
 }

@@ -1,11 +1,13 @@
-// Filter semantics of the config file's rules (src/events/filter.ts) and the watch's event gate with
-// --explain (src/events/gate.ts). The same rules run against the API server in
+// Filter semantics of the config file's rules (src/events/filter.ts) and the watch's rules stage with
+// --explain (src/events/watch-rules.ts). The same rules run against the API server in
 // test/integration/config-filters.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DiscoveryResolver } from '../../src/events/discovery-resolver.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
+import { explainLine } from '../../src/events/explain.ts';
 import { compileFilter } from '../../src/events/filter.ts';
-import { DiscoveryResolver, eventGate, explainLine } from '../../src/events/gate.ts';
+import { watchRules } from '../../src/events/watch-rules.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
 import type { Logger } from '../../src/util/log.ts';
 import { type SampleOverrides, sampleEvent } from '../helpers/events.ts';
@@ -167,7 +169,7 @@ describe('config filters: path rules', () => {
   });
 });
 
-describe('event gate and --explain', () => {
+describe('the watch rules stage and --explain', () => {
   function recorder(): { log: Logger; lines: string[] } {
     const lines: string[] = [];
     const log: Logger = { info: (message) => lines.push(message), warn: () => {}, debug: () => {} };
@@ -185,7 +187,7 @@ describe('event gate and --explain', () => {
 
   it('explains each sink, one line per event per sink', () => {
     const { log, lines } = recorder();
-    const gate = eventGate(
+    const rules = watchRules(
       { events: new Set(['ADDED', 'UPDATED', 'DELETED']), explain: true },
       {
         router: router([
@@ -195,7 +197,7 @@ describe('event gate and --explain', () => {
         log,
       },
     );
-    assert.ok(gate(event()));
+    assert.ok(rules(event()));
     assert.deepEqual(lines, [
       'explain: UPDATED deployments.apps shop/web u1:5 → stdout: delivered (the sink has no filter)',
       'explain: UPDATED deployments.apps shop/web u1:5 → audit: dropped by types: type UPDATED is not in [DELETED]',
@@ -204,7 +206,7 @@ describe('event gate and --explain', () => {
 
   it('drops by event type and by the watch rules, said once for all sinks; trims ignored changes', () => {
     const { log, lines } = recorder();
-    const gate = eventGate(
+    const rules = watchRules(
       {
         events: new Set(['UPDATED']),
         explain: true,
@@ -212,12 +214,12 @@ describe('event gate and --explain', () => {
       },
       { router: router([]), log },
     );
-    assert.equal(gate(event({ type: 'DELETED', changes: undefined })), undefined);
+    assert.equal(rules(event({ type: 'DELETED', changes: undefined })), undefined);
     assert.equal(
-      gate(event({ changes: [{ op: 'replace', path: '/spec/replicas', from: 1, to: 2 }] })),
+      rules(event({ changes: [{ op: 'replace', path: '/spec/replicas', from: 1, to: 2 }] })),
       undefined,
     );
-    assert.deepEqual(gate(event())?.changes, [
+    assert.deepEqual(rules(event())?.changes, [
       { op: 'replace', path: '/spec/template/spec/containers/0/image', from: 'a', to: 'b' },
     ]);
     assert.deepEqual(lines, [
@@ -228,12 +230,12 @@ describe('event gate and --explain', () => {
 
   it('without --explain says nothing', () => {
     const { log, lines } = recorder();
-    const gate = eventGate(
+    const rules = watchRules(
       { events: new Set(['UPDATED']) },
       { router: router([{ sink: 's', deliver: true }]), log },
     );
-    gate(event());
-    gate(event({ type: 'ADDED' }));
+    rules(event());
+    rules(event({ type: 'ADDED' }));
     assert.deepEqual(lines, []);
   });
 

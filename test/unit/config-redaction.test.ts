@@ -7,7 +7,7 @@ import { checkRedactRuleNames } from '../../src/cli/resource-name-check.ts';
 import { parseConfig } from '../../src/config/file.ts';
 import { REDACTION_KEY_ENV, redactionSignature, redactPathsFor } from '../../src/config/redaction.ts';
 import { settingsFromConfig, watchSettingsFromFlags } from '../../src/config/settings.ts';
-import { DiscoveryResolver } from '../../src/events/gate.ts';
+import { DiscoveryResolver } from '../../src/events/discovery-resolver.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
 import { UsageError } from '../../src/util/errors.ts';
 import { configmaps } from '../helpers/resource-types.ts';

@@ -1,5 +1,6 @@
 // The shapes and types of the config file, checked by its JSON Schema (src/config/schema.ts) with ajv,
-// every error translated into one sentence: the key path, what was expected, what was found.
+// every error translated into one sentence: the key path, what was expected, what was found. What the
+// schema cannot say is checked after it (semantic-checks.ts).
 import { Ajv, type ErrorObject } from 'ajv';
 import { editDistance } from '../kube/resource-names.ts';
 import { groupedCount } from '../util/count-text.ts';
@@ -24,7 +25,8 @@ function compiledValidators(): NonNullable<typeof validators> {
   return validators;
 }
 
-export interface ShapeError {
+/** One schema error, as a sentence. */
+export interface SchemaError {
   path: KeyPath;
   /** For an unknown key: the key (the path is its mapping's). */
   unknownKey?: string;
@@ -32,8 +34,9 @@ export interface ShapeError {
   message: string;
 }
 
-export function validateShape(config: Record<string, unknown>): ShapeError[] {
-  const errors: ShapeError[] = [];
+/** The config file's schema errors, one per place. */
+export function schemaErrors(config: Record<string, unknown>): SchemaError[] {
+  const errors: SchemaError[] = [];
   const { config: validateConfig, sinks: validateSink } = compiledValidators();
   if (!validateConfig(config)) errors.push(...translate(validateConfig.errors ?? [], [], configSchema));
   const sinks = config.sinks;
@@ -64,8 +67,8 @@ export function validateShape(config: Record<string, unknown>): ShapeError[] {
   });
 }
 
-function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: object): ShapeError[] {
-  const result: ShapeError[] = [];
+function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: object): SchemaError[] {
+  const result: SchemaError[] = [];
   for (const error of errors) {
     const path = [
       ...prefix,

@@ -1,0 +1,352 @@
+// What the schema cannot say: JSON Pointers, label selectors, URLs, durations, sizes, names, and the
+// rules that tie keys together (a Slack sink's target, one stdout sink). The checks are tables: which
+// key, by which check. Each check looks only at a value of the expected type: a value of the wrong type
+// is the schema's problem, reported there (schema-errors.ts).
+
+import { labelSelectorProblem } from '../kube/label-selector.ts';
+import { managerNameProblem } from '../kube/managed-fields.ts';
+import { resourceNameProblem } from '../kube/resource-names.ts';
+import { isJsonObject } from '../kube/types.ts';
+import { parseListenAddress } from '../service/health-server.ts';
+import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
+import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
+import { hasGlob, namespaceProblem } from '../util/glob.ts';
+import { parseSize } from '../util/size.ts';
+import { kafkaBrokerProblem, parseHttpUrl } from '../util/url.ts';
+import { checkIgnorePath } from './presets.ts';
+import { type KeyPath, valueAt } from './problems.ts';
+import type { ConfigInput } from './schema.ts';
+
+/** Reports a problem at a key path. */
+export type At = (path: KeyPath, message: string) => void;
+/** How a value may be quoted in a message (one from the environment or a secret is not). */
+export type Shown = (path: KeyPath, value: unknown) => string;
+
+interface Report {
+  at: At;
+  shown: Shown;
+}
+
+/** Checks the value at `path`, which may be of any type, and reports what is wrong with it. */
+type Check = (value: unknown, path: KeyPath, report: Report) => void;
+
+/** Which key (relative to the mapping being checked; [] is the mapping itself), by which check, in order. */
+type Checks = readonly (readonly [KeyPath, Check])[];
+
+/**
+ * Checks what the schema cannot. `config` has passed the schema only where no shape problem was
+ * reported: any value may still be of another type than declared, so every check tests the type first.
+ */
+export function checkSemantics(config: ConfigInput, at: At, shown: Shown): void {
+  runChecks(FILE_CHECKS, config, [], { at, shown });
+}
+
+function runChecks(checks: Checks, mapping: unknown, path: KeyPath, report: Report): void {
+  for (const [key, check] of checks) check(valueAt(mapping, key), [...path, ...key], report);
+}
+
+// The checks of single values.
+
+const labelSelector: Check = (value, path, { at }) => {
+  if (typeof value !== 'string') return;
+  const problem = labelSelectorProblem(value);
+  if (problem) at(path, `not a label selector: ${problem}`);
+};
+
+/** Each string of a list checked by `problemOf`; what it finds is reported at that item as `say` puts it. */
+function names(
+  problemOf: (name: string) => string | undefined,
+  say: (name: string, problem: string) => string = (name, problem) => `${JSON.stringify(name)} is ${problem}`,
+): Check {
+  return (values, path, { at }) => {
+    if (!Array.isArray(values)) return;
+    values.forEach((name: unknown, index) => {
+      if (typeof name !== 'string') return;
+      const problem = problemOf(name);
+      if (problem) at([...path, index], say(name, problem));
+    });
+  };
+}
+
+const namespaces = names(namespaceProblem);
+const resources = names(resourceNameProblem, (_name, problem) => problem);
+const managers = names(managerNameProblem);
+/** A cluster's namespaces are exact names: a glob is matched on every cluster's events. */
+const exactNamespaces = names(
+  (name) =>
+    namespaceProblem(name) ??
+    (hasGlob(name)
+      ? 'a glob: a cluster takes exact names (a glob in the top-level namespaces: applies to every cluster)'
+      : undefined),
+);
+
+const eventTypes: Check = (value, path, { at }) => {
+  if (Array.isArray(value) && value.length === 0)
+    at(path, 'expected at least one of added, updated, deleted');
+};
+
+/** `ignore:`, `only:`, `redact:`: JSON Pointers, or mappings of `path:`, `resources:`, `managers:`. */
+const pathRules: Check = (rules, path, report) => {
+  if (!Array.isArray(rules)) return;
+  rules.forEach((rule: unknown, index) => {
+    const pointer = typeof rule === 'string' ? rule : isJsonObject(rule) ? rule.path : undefined;
+    if (typeof pointer !== 'string') return;
+    const here: KeyPath = typeof rule === 'string' ? [...path, index] : [...path, index, 'path'];
+    try {
+      checkIgnorePath(pointer);
+    } catch (error) {
+      report.at(here, (error as Error).message);
+    }
+    if (isJsonObject(rule)) {
+      resources(rule.resources, [...path, index, 'resources'], report);
+      managers(rule.managers, [...path, index, 'managers'], report);
+    }
+  });
+};
+
+function duration(rules?: DurationRules): Check {
+  return (value, path, { at, shown }) => {
+    if (typeof value !== 'string') return;
+    const { problem } = checkDuration(value, rules);
+    if (problem !== undefined) at(path, `${problem}, got ${shown(path, value)}`);
+  };
+}
+
+/** A timeout, wait or interval of 0 is meaningful: exit at once, join only what has arrived, send at once. */
+const durationOrZero = duration({ allowZero: true });
+
+const size: Check = (value, path, { at, shown }) => {
+  if (typeof value !== 'string') return;
+  try {
+    parseSize(path.join('.'), value);
+  } catch {
+    at(path, `expected a size such as 64MB or 1GB, got ${shown(path, value)}`);
+  }
+};
+
+const url: Check = (value, path, { at, shown }) => {
+  if (typeof value !== 'string') return;
+  const { problem } = parseHttpUrl(value);
+  if (problem?.kind === 'not-a-url')
+    at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
+  else if (problem?.kind === 'scheme')
+    at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
+};
+
+const listenAddress: Check = (value, path, { at, shown }) => {
+  if (typeof value !== 'string') return;
+  try {
+    parseListenAddress(value);
+  } catch {
+    at(path, `expected [host]:port such as :8443, got ${shown(path, value)}`);
+  }
+};
+
+const headerNames: Check = (headers, path, { at }) => {
+  for (const name of isJsonObject(headers) ? Object.keys(headers) : []) {
+    if (!isHeaderName(name)) at([...path, name], `${JSON.stringify(name)} is not an HTTP header name`);
+    else if (isReservedHeader(name)) at([...path, name], `kubediff sets ${name} itself`);
+  }
+};
+
+const slackChannel: Check = (value, path, { at }) => {
+  if (typeof value === 'string' && !isSlackChannel(value))
+    at(path, 'expected a channel ID such as C0123456789, or #name');
+};
+
+const kafkaBrokers: Check = (values, path, { at, shown }) => {
+  if (!Array.isArray(values)) return;
+  values.forEach((broker: unknown, index) => {
+    if (typeof broker === 'string' && kafkaBrokerProblem(broker))
+      at([...path, index], `expected host:port, got ${shown([...path, index], broker)}`);
+  });
+};
+
+// The rules that tie keys of one mapping together.
+
+const batchWaitNeedsBatch: Check = (sink, path, { at }) => {
+  if (isJsonObject(sink) && sink.batchWait !== undefined && sink.batch === undefined)
+    at([...path, 'batchWait'], 'applies to batches: set batch: too (events per request)');
+};
+
+/** A Slack sink posts through an incoming webhook, or as a bot with a token and a channel. */
+const slackTarget: Check = (sink, path, { at }) => {
+  if (!isJsonObject(sink)) return;
+  if (sink.webhookUrl !== undefined && (sink.token !== undefined || sink.channel !== undefined)) {
+    at(path, 'a Slack sink posts either through webhookUrl or as a bot with token and channel, not both');
+  } else if (sink.webhookUrl === undefined && (sink.token === undefined || sink.channel === undefined)) {
+    at(
+      path,
+      sink.token === undefined && sink.channel === undefined
+        ? 'a Slack sink needs webhookUrl (an incoming webhook), or token and channel (a bot)'
+        : `a Slack bot sink needs both token and channel (${sink.token === undefined ? 'token' : 'channel'} is missing)`,
+    );
+  }
+};
+
+const kafkaPassword: Check = (sasl, path, { at }) => {
+  if (!isJsonObject(sasl)) return;
+  if (sasl.password !== undefined && sasl.passwordFile !== undefined)
+    at(
+      path,
+      'give the password either as password (from an environment variable) or as passwordFile, not both',
+    );
+  else if (sasl.password === undefined && sasl.passwordFile === undefined)
+    at(path, 'needs password (from an environment variable) or passwordFile');
+};
+
+const clientCertificate: Check = (tls, path, { at }) => {
+  if (isJsonObject(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
+    at(path, 'a client certificate needs both certFile and keyFile');
+};
+
+// The tables.
+
+/** What the file's top level and each sink's `filter:` select by. */
+const SELECTION_CHECKS: Checks = [
+  [['namespaces'], namespaces],
+  [['excludeNamespaces'], namespaces],
+  [['resources'], resources],
+  [['excludeResources'], resources],
+  [['ignore'], pathRules],
+  [['only'], pathRules],
+];
+
+/** A sink's `filter:`. */
+const FILTER_CHECKS: Checks = [
+  ...SELECTION_CHECKS,
+  [['managers'], managers],
+  [['excludeManagers'], managers],
+  [['events'], eventTypes],
+];
+
+const CHAT_CHECKS: Checks = [
+  [['webhookUrl'], url],
+  [['timeout'], duration()],
+  [['minInterval'], durationOrZero],
+];
+
+/** What each type of sink checks beyond its filter. */
+const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
+  [
+    'webhook',
+    [
+      [['url'], url],
+      [['timeout'], duration()],
+      [['batchWait'], durationOrZero],
+      [[], batchWaitNeedsBatch],
+      [['headers'], headerNames],
+    ],
+  ],
+  [
+    'slack',
+    [
+      [['webhookUrl'], url],
+      [['apiUrl'], url],
+      [['timeout'], duration()],
+      [['minInterval'], durationOrZero],
+      [[], slackTarget],
+      [['channel'], slackChannel],
+    ],
+  ],
+  ['teams', CHAT_CHECKS],
+  ['discord', CHAT_CHECKS],
+  ['mattermost', CHAT_CHECKS],
+  ['google-chat', CHAT_CHECKS],
+  [
+    'kafka',
+    [
+      [['timeout'], duration()],
+      [['brokers'], kafkaBrokers],
+      [['sasl'], kafkaPassword],
+      [['tls'], clientCertificate],
+    ],
+  ],
+]);
+
+const sink: Check = (sink, path, report) => {
+  if (!isJsonObject(sink)) return;
+  if (isJsonObject(sink.filter)) runChecks(FILTER_CHECKS, sink.filter, [...path, 'filter'], report);
+  const checks = SINK_CHECKS.get(sink.type);
+  if (checks) runChecks(checks, sink, path, report);
+};
+
+const sinks: Check = (list, path, report) => {
+  if (!Array.isArray(list)) return;
+  list.forEach((entry: unknown, index) => {
+    sink(entry, [...path, index], report);
+  });
+  const isStdout = (entry: unknown) => isJsonObject(entry) && entry.type === 'stdout';
+  if (list.filter(isStdout).length > 1) {
+    report.at(
+      [...path, list.findLastIndex(isStdout), 'type'],
+      'only one stdout sink can be listed (stdout is one stream)',
+    );
+  }
+};
+
+/** One entry of `clusters:`: its selection as the top-level keys', but namespaces by exact name. */
+const CLUSTER_CHECKS: Checks = [
+  [['selector'], labelSelector],
+  [['namespaces'], exactNamespaces],
+  [['excludeNamespaces'], exactNamespaces],
+  [['resources'], resources],
+  [['excludeResources'], resources],
+];
+
+/** The keys that also choose the clusters to watch, which `clusters:` replaces. */
+const CLUSTER_CHOICE_KEYS = ['context', 'contexts', 'allContexts', 'clusterName'] as const;
+
+/** `clusters:`: each entry checked, names given once, and no other way of choosing the clusters beside it. */
+const clusters: Check = (list, path, report) => {
+  if (!Array.isArray(list)) return;
+  const named = new Map<string, number>();
+  list.forEach((cluster: unknown, index) => {
+    if (!isJsonObject(cluster)) return;
+    const here: KeyPath = [...path, index];
+    runChecks(CLUSTER_CHECKS, cluster, here, report);
+    if (typeof cluster.name !== 'string') return;
+    const first = named.get(cluster.name);
+    if (first === undefined) named.set(cluster.name, index);
+    else
+      report.at(
+        [...here, 'name'],
+        `"${cluster.name}" is the name of clusters[${first}] too; give each cluster a name of its own`,
+      );
+  });
+};
+
+const clusterChoice: Check = (config, _path, { at }) => {
+  if (!isJsonObject(config) || !Array.isArray(config.clusters)) return;
+  for (const key of CLUSTER_CHOICE_KEYS) {
+    if (config[key] === undefined) continue;
+    at(
+      [key],
+      key === 'clusterName'
+        ? 'clusters: names each cluster (its name:); drop clusterName:'
+        : `clusters: chooses the clusters to watch; drop ${key}: (or clusters:)`,
+    );
+  }
+};
+
+/** The whole file, in the order its problems were always found in. */
+const FILE_CHECKS: Checks = [
+  [['selector'], labelSelector],
+  ...SELECTION_CHECKS,
+  [['redact'], pathRules],
+  [['ignoreManagers'], managers],
+  [[], clusterChoice],
+  [['clusters'], clusters],
+  [['events'], eventTypes],
+  [['shutdownTimeout'], durationOrZero],
+  [['state', 'maxAge'], duration(AGE_RULES)],
+  [['state', 'maxSize'], size],
+  [['deadLetterMaxSize'], size],
+  [['audit', 'wait'], durationOrZero],
+  [['audit', 'window'], duration()],
+  [['audit', 'maxRequestSize'], size],
+  [['audit', 'listen'], listenAddress],
+  [['stories', 'window'], duration()],
+  [['stories', 'maxLength'], duration()],
+  [['sinks'], sinks],
+];
