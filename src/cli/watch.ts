@@ -32,8 +32,8 @@ import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
 import { clusterPlans } from './cluster-plans.ts';
+import { ClusterSupervisor, type ClusterWiring, clusterLogger } from './cluster-supervisor.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
-import { type ClusterWiring, clusterLogger, WatchedCluster } from './watch-cluster.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -83,7 +83,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // that a damaged or foreign file, or a cluster another process records in the same database, stops
   // kubediff at once (committed last, once the sinks have finished with everything they were given;
   // leader-elected with PostgreSQL, only the leader claims the cluster and records), then its client.
-  const clusters: WatchedCluster[] = [];
+  const clusters: ClusterSupervisor[] = [];
   for (const plan of plans) {
     const clusterLog = several ? clusterLogger(log, plan.label) : log;
     const deps = {
@@ -96,9 +96,9 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       stateMaxBacklogBytes: runtime.limits?.stateMaxBacklogBytes,
       leaderElected: leaderElection && { leaseDurationMs: leaderElection.leaseDurationMs },
     };
-    clusters.push(await WatchedCluster.open(plan, deps, lifecycle, clusterLog));
+    clusters.push(await ClusterSupervisor.open(plan, deps, lifecycle, clusterLog));
   }
-  const first = clusters[0] as WatchedCluster;
+  const first = clusters[0] as ClusterSupervisor;
   let ui: UiServer | undefined;
   if (runtime.ui && settings.state) {
     // A connection of its own, read-only, off this thread: the page's queries never hold the
@@ -211,7 +211,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     // Event types, the config file's global rules and --explain (src/events/gate.ts).
     filterStage('rules', eventGate(settings, { router, log, resolver, failures })),
   ];
-  // Each cluster's recorder observes its own source (WatchedCluster.start); the service every one.
+  // Each cluster's recorder observes its own source (ClusterSupervisor.start); the service every one.
   const pipeline = new Pipeline({
     // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
     normalizer: new Normalizer({
@@ -227,9 +227,9 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   });
 
   // The names rules use resolve against what any cluster offers.
-  const offered = new Map<WatchedCluster, ResourceType[]>();
+  const offered = new Map<ClusterSupervisor, ResourceType[]>();
   let namesChecked = false;
-  const wiringOf = (cluster: WatchedCluster): ClusterWiring => ({
+  const wiringOf = (cluster: ClusterSupervisor): ClusterWiring => ({
     pipeline,
     flowControl: sinks.flowControl,
     onSelection: (selection) => {
@@ -307,11 +307,11 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
  * /readyz names every context not synced yet.
  */
 function watchSeveral(
-  clusters: readonly WatchedCluster[],
+  clusters: readonly ClusterSupervisor[],
   deps: {
     service: ServiceRuntime;
     log: Logger;
-    wiringOf: (cluster: WatchedCluster) => ClusterWiring;
+    wiringOf: (cluster: ClusterSupervisor) => ClusterWiring;
     allInformers: () => Informer[];
     progress: SyncProgress;
   },
@@ -327,7 +327,7 @@ function watchSeveral(
   progress.start(() =>
     [...syncing].map((cluster) => ({ name: cluster.name, informers: cluster.allInformers() })),
   );
-  const settled = (cluster: WatchedCluster) => {
+  const settled = (cluster: ClusterSupervisor) => {
     syncing.delete(cluster);
     if (syncing.size === 0) progress.stop();
   };
@@ -361,7 +361,7 @@ function watchSeveral(
 }
 
 /** "watching N resource types on … (context …)": said of each cluster once it synced. */
-function logWatching(log: Logger, cluster: WatchedCluster): void {
+function logWatching(log: Logger, cluster: ClusterSupervisor): void {
   const informers = cluster.allInformers();
   const count = new Set(informers.map((informer) => informer.type)).size;
   const failing = new Set(
