@@ -14,7 +14,7 @@ import { IN_CLUSTER } from '../flags/in-cluster.ts';
 import { WATCH_OUTPUT } from '../flags/output.ts';
 import { SINKS } from '../flags/sinks.ts';
 import { STATE_AND_UI } from '../flags/state-and-ui.ts';
-import { STORIES } from '../flags/stories.ts';
+import { STORIES, storiesTurnedOff } from '../flags/stories.ts';
 import { WHAT_TO_REPORT } from '../flags/what-to-report.ts';
 import { WHO } from '../flags/who.ts';
 import { groupedHelp } from '../help.ts';
@@ -39,6 +39,8 @@ type WatchFlags = RawWatchFlags &
   RawServiceFlags & {
     ui?: string;
     uiTokenFile?: string;
+    /** --no-stories slack,teams (src/cli/flags/stories.ts). */
+    noStories?: string[];
   };
 
 export function watchCommand(): Command {
@@ -53,7 +55,8 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
   const { serviceOptionsFromFlags } = await import('../../config/service-settings.ts');
   const { durationFromEnvironment, httpFromEnvironment, sizeFromEnvironment, timingFromEnvironment } =
     await import('../../config/tuning.ts');
-  const { ui: uiAddress, uiTokenFile, ...watchFlags } = flags;
+  const { ui: uiAddress, uiTokenFile, noStories, ...given } = flags;
+  const watchFlags = { ...given, ...storiesTurnedOff(noStories) };
   const service = serviceOptionsFromFlags(watchFlags);
   const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
   // --ui and --ui-token-file win over the file's `ui:` block.
