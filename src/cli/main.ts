@@ -4,6 +4,7 @@
 // (src/cli/exit-codes.ts). Importing this module runs nothing: src/cli/entry.ts runs main() for the launcher.
 import { Command } from 'commander';
 import { EXIT_OK, reportError } from './exit-codes.ts';
+import { FIRST_STEPS } from './first-steps.ts';
 import { CLI_DOCS } from './help.ts';
 import { handleStreamErrors } from './standard-streams.ts';
 import { VERSION } from './version.ts';
@@ -54,6 +55,11 @@ export async function main(argv: string[]): Promise<number> {
   const debug = argv.includes('--debug');
   handleStreamErrors();
   const args = argv.slice(2);
+  // On a terminal, a bare `kubediff` says what to run first; elsewhere the help goes to stderr, exit 0.
+  if (args.length === 0 && process.stdout.isTTY) {
+    process.stdout.write(FIRST_STEPS);
+    return EXIT_OK;
+  }
   try {
     await (await buildProgram(args)).parseAsync(argv);
     return EXIT_OK;
