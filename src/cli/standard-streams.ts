@@ -3,7 +3,12 @@
 import { printable } from '../util/terminal-text.ts';
 import { EXIT_FAILURE } from './exit-codes.ts';
 
+let handling = false;
+
+/** Once per process, however many times main() runs (tests run it in-process). */
 export function handleStreamErrors(): void {
+  if (handling) return;
+  handling = true;
   process.stdout.on('error', onStdoutError);
   process.stderr.on('error', onStderrError);
 }
