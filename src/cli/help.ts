@@ -3,7 +3,7 @@
 // more `--help-all` lists. Descriptions are one line each; defaults and choices are in them, written for
 // people, so commander's own suffixes are left out.
 import { type Command, Help, Option } from 'commander';
-import { flagGroupsOf, GENERAL_HEADING, isMoreOption } from './flags/flag-spec.ts';
+import { GENERAL_HEADING, isMoreOption } from './flags/flag-spec.ts';
 
 /** The page that describes every command and flag in full. */
 export const CLI_DOCS = 'docs/cli.md';
@@ -40,12 +40,11 @@ export function groupedHelp(command: Command): Command {
   return command;
 }
 
-/** `Sinks (12 more with --help-all):` for a group's heading while some of its flags are left out. */
+/** `Sinks (12 more with --help-all):` for a heading while some of its flags are left out. */
 function headingOf(command: Command, heading: string, everyFlag: boolean): string {
-  const group = flagGroupsOf(command).find((candidate) => `${candidate.title}:` === heading);
-  if (!group || everyFlag) return heading;
+  if (everyFlag) return heading;
   const more = command.options.filter(
     (option) => option.helpGroupHeading === heading && isMoreOption(option) && !option.hidden,
   ).length;
-  return more > 0 ? `${group.title} (${more} more with --help-all):` : heading;
+  return more > 0 ? `${heading.replace(/:$/, '')} (${more} more with --help-all):` : heading;
 }

@@ -49,6 +49,8 @@ export function optionOf(spec: FlagSpec): Option {
   // A `--no-…` flag that takes a value (`--no-stories slack`) is a flag of its own, not commander's
   // negation of the flag without `no-`: its value goes to its own name (noStories).
   if (option.negate && option.required) option.negate = false;
+  // commander checks choices in the same parser that would collect repeated values: one or the other.
+  if (spec.choices && spec.repeatable) throw new Error(`${spec.flags}: choices of a repeatable flag`);
   if (spec.choices) option.choices(spec.choices);
   if (spec.repeatable) option.argParser(collect);
   if (spec.defaultValue !== undefined) option.default(spec.defaultValue);
@@ -67,13 +69,5 @@ export function addFlags(command: Command, specs: readonly FlagSpec[]): Command 
 /** Adds the group's flags under its heading. */
 export function addFlagGroup(command: Command, group: FlagGroup): Command {
   for (const spec of group.flags) command.addOption(optionOf(spec).helpGroup(`${group.title}:`));
-  groupsOf.set(command, [...(groupsOf.get(command) ?? []), group]);
   return command;
-}
-
-const groupsOf = new WeakMap<Command, FlagGroup[]>();
-
-/** The groups added to `command`, in order. */
-export function flagGroupsOf(command: Command): readonly FlagGroup[] {
-  return groupsOf.get(command) ?? [];
 }
