@@ -15,26 +15,25 @@ import { DiscoveryResolver } from '../events/discovery-resolver.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
 import { watchRules } from '../events/watch-rules.ts';
-import type { Informer } from '../informer/informer.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { HttpSettings } from '../kube/client.ts';
-import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import type { ResourceType } from '../kube/types.ts';
 import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
-import { createSinks, type SinkSpec } from '../sinks/setup.ts';
+import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { openTimelineReader } from '../state/open.ts';
 import { sinkProgress } from '../state/recorder.ts';
 import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
-import { errorMessage, UsageError } from '../util/errors.ts';
+import { UsageError } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
-import { clusterPlans } from './cluster-plans.ts';
+import { type ClusterPlan, clusterPlans } from './cluster-plans.ts';
+import { startOne, startSeveral } from './cluster-start.ts';
+import { ClusterSupervisor, type ClusterWiring, clusterLogger } from './cluster-supervisor.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
-import { type ClusterWiring, clusterLogger, WatchedCluster } from './watch-cluster.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -65,6 +64,18 @@ export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): 
   }
 }
 
+/** What every step of a watch shares. */
+interface WatchContext {
+  settings: WatchSettings;
+  runtime: WatchRuntime;
+  lifecycle: Lifecycle;
+  /** The runtime's logger, behind the sync progress line. */
+  log: Logger;
+  failures: EventFailures;
+  /** More than one cluster: each cluster's log lines name it. */
+  several: boolean;
+}
+
 async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: Lifecycle): Promise<void> {
   // On a terminal, the initial sync's progress line; every log line of the watch clears it first.
   const progress = new SyncProgress(process.stderr);
@@ -73,48 +84,10 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // One exception while processing one change costs that change at that stage, never the watch.
   const failures = new EventFailures(log);
   const plans = clusterPlans(settings);
-  const several = plans.length > 1;
-  const leaderElection = runtime.service?.leaderElection;
-  if (several && leaderElection) {
-    throw new UsageError(
-      '--leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated, --all-contexts or several clusters:.',
-    );
-  }
-  // Per cluster, in order: its state (--state, docs/state.md), opened before anything is watched, so
-  // that a damaged or foreign file, or a cluster another process records in the same database, stops
-  // kubediff at once (committed last, once the sinks have finished with everything they were given;
-  // leader-elected with PostgreSQL, only the leader claims the cluster and records), then its client.
-  const clusters: WatchedCluster[] = [];
-  for (const plan of plans) {
-    const clusterLog = several ? clusterLogger(log, plan.label) : log;
-    const deps = {
-      settings,
-      log,
-      failures,
-      http: runtime.http,
-      timing: runtime.timing,
-      rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
-      stateMaxBacklogBytes: runtime.limits?.stateMaxBacklogBytes,
-      leaderElected: leaderElection && { leaseDurationMs: leaderElection.leaseDurationMs },
-    };
-    clusters.push(await WatchedCluster.open(plan, deps, lifecycle, clusterLog));
-  }
-  const first = clusters[0] as WatchedCluster;
-  let ui: UiServer | undefined;
-  if (runtime.ui && settings.state) {
-    // A connection of its own, read-only, off this thread: the page's queries never hold the
-    // recorder's writes nor the watch (docs/ui.md).
-    const reader = lifecycle.use(await openTimelineReader(settings.state), (reader) => reader.close());
-    ui = lifecycle.use(
-      await UiServer.start(runtime.ui.address, {
-        reader,
-        log,
-        token: runtime.ui.token,
-        flag: runtime.ui.flag ?? '--ui',
-      }),
-      (server) => server.close(),
-    );
-  }
+  const context: WatchContext = { settings, runtime, lifecycle, log, failures, several: plans.length > 1 };
+  const clusters = await openClusters(context, plans);
+  const first = clusters[0] as ClusterSupervisor;
+  const ui = await startUi(context);
   // After the sinks drained: the leader's last checkpoint covers what they delivered. The Lease is the
   // first cluster's (--leader-elect watches one).
   const service = lifecycle.use(
@@ -128,7 +101,107 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     (service) => service.stop(),
   );
   if (ui) service.observeUi(ui);
+  const { sinks, outputClosed, owners } = await startSinks(context, service, clusters);
+  const auditJoin = await startAudit(context, service);
+  const { pipeline, resolver } = assemblePipeline(context, {
+    router: sinks.router,
+    service,
+    owners,
+    auditJoin,
+  });
+  const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl);
+  // After the watch stopped: what waits for its audit record goes on to the sinks, which then drain.
+  if (auditJoin) lifecycle.defer(() => auditJoin.close());
+  for (const cluster of clusters) {
+    owners.attach(cluster.name || undefined, (group, kind, namespace, name) =>
+      cluster.findObject(group, kind, namespace, name),
+    );
+  }
+  lifecycle.defer(async () => {
+    await Promise.all(clusters.map((cluster) => cluster.stop()));
+  });
+  // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
+  lifecycle.defer(() => service.stopping());
+  attachRecorders(context, clusters, sinks.router);
+  // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
+  // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
+  // hold it off until the kubelet's SIGKILL.
+  const stop = Promise.race([runtime.stopRequested, outputClosed]);
+  const allInformers = () => clusters.flatMap((cluster) => cluster.allInformers());
+  const deps = { service, log, wiringOf, allInformers, progress };
+  if (context.several) {
+    startSeveral(clusters, deps);
+  } else {
+    const stoppedBy = await startOne(first, { ...deps, stop });
+    if (stoppedBy !== undefined) {
+      logStop(log, stoppedBy, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
+      return;
+    }
+  }
+  logStop(log, await stop, settings.delivery.shutdownTimeoutMs, '');
+}
 
+/**
+ * Per cluster, in order: its state (--state, docs/state.md), opened before anything is watched, so that
+ * a damaged or foreign file, or a cluster another process records in the same database, stops kubediff
+ * at once (committed last, once the sinks have finished with everything they were given; leader-elected
+ * with PostgreSQL, only the leader claims the cluster and records), then its client.
+ */
+async function openClusters(
+  context: WatchContext,
+  plans: readonly ClusterPlan[],
+): Promise<ClusterSupervisor[]> {
+  const { settings, runtime, log, several } = context;
+  const leaderElection = runtime.service?.leaderElection;
+  if (several && leaderElection) {
+    throw new UsageError(
+      '--leader-elect elects one replica per cluster (its Lease lives in that cluster), so it watches one cluster; run one leader-elected pair per cluster, without --context repeated, --all-contexts or several clusters:.',
+    );
+  }
+  const clusters: ClusterSupervisor[] = [];
+  for (const plan of plans) {
+    const clusterLog = several ? clusterLogger(log, plan.label) : log;
+    const deps = {
+      settings,
+      log,
+      failures: context.failures,
+      http: runtime.http,
+      timing: runtime.timing,
+      rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
+      stateMaxBacklogBytes: runtime.limits?.stateMaxBacklogBytes,
+      leaderElected: leaderElection && { leaseDurationMs: leaderElection.leaseDurationMs },
+    };
+    clusters.push(await ClusterSupervisor.open(plan, deps, context.lifecycle, clusterLog));
+  }
+  return clusters;
+}
+
+/** --ui: the history --state records, served as a live page (docs/ui.md). */
+async function startUi({ settings, runtime, lifecycle, log }: WatchContext): Promise<UiServer | undefined> {
+  if (!runtime.ui || !settings.state) return undefined;
+  // A connection of its own, read-only, off this thread: the page's queries never hold the
+  // recorder's writes nor the watch (docs/ui.md).
+  const reader = lifecycle.use(await openTimelineReader(settings.state), (reader) => reader.close());
+  return lifecycle.use(
+    await UiServer.start(runtime.ui.address, {
+      reader,
+      log,
+      token: runtime.ui.token,
+      flag: runtime.ui.flag ?? '--ui',
+    }),
+    (server) => server.close(),
+  );
+}
+
+/**
+ * stdout and the sinks, observed by the service; `outputClosed` resolves when stdout's reader goes away.
+ * `owners` gives every event its `owner`, from the informers' stores of its cluster.
+ */
+async function startSinks(
+  { settings, runtime, lifecycle, log, failures }: WatchContext,
+  service: ServiceRuntime,
+  clusters: readonly ClusterSupervisor[],
+): Promise<{ sinks: SinkSet; outputClosed: Promise<string>; owners: OwnerResolver }> {
   let stopOutput: (reason: string) => void = () => {};
   const outputClosed = new Promise<string>((resolve) => {
     stopOutput = resolve;
@@ -144,7 +217,6 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
   });
   const { router } = sinks;
-  // The `owner` of every event, looked up in the informers' stores of its cluster (attached below).
   const owners = new OwnerResolver({ log });
   lifecycle.defer(() => {
     for (const file of sinks.deadLetterFiles) file.close();
@@ -170,49 +242,68 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   if (settings.delivery.sinks.length > 0) {
     log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
+  return { sinks, outputClosed, owners };
+}
 
-  // --audit-listen: who made each change, joined before the rules so that user filters see it.
-  const auditJoin = settings.audit
-    ? new AuditJoin({
-        waitMs: settings.audit.waitMs,
-        windowMs: settings.audit.windowMs,
-        maxPending: settings.audit.maxPending,
-        maxRecords: settings.audit.maxRecords,
-        retainMs: Math.max(60_000, settings.audit.windowMs),
-        log,
-      })
-    : undefined;
-  if (settings.audit && auditJoin) {
-    // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
-    const { AuditServer } = await import('../service/audit-server.ts');
-    const auditServer = lifecycle.use(
-      await AuditServer.start({
-        listen: settings.audit.listen,
-        certFile: settings.audit.certFile,
-        keyFile: settings.audit.keyFile,
-        clientCAFile: settings.audit.clientCAFile,
-        clientNames: settings.audit.clientNames,
-        token: settings.audit.token,
-        maxRequestBytes: settings.audit.maxRequestBytes,
-        onRecords: (records) => auditJoin.offer(records),
-        log,
-      }),
-      (server) => server.close(),
-    );
-    service.observeAudit({ requests: () => auditServer.stats().requests, join: () => auditJoin.stats() });
-  }
+/** --audit-listen: who made each change, joined before the rules so that user filters see it. */
+async function startAudit(
+  { settings, lifecycle, log }: WatchContext,
+  service: ServiceRuntime,
+): Promise<AuditJoin | undefined> {
+  const audit = settings.audit;
+  if (!audit) return undefined;
+  const auditJoin = new AuditJoin({
+    waitMs: audit.waitMs,
+    windowMs: audit.windowMs,
+    maxPending: audit.maxPending,
+    maxRecords: audit.maxRecords,
+    retainMs: Math.max(60_000, audit.windowMs),
+    log,
+  });
+  // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
+  const { AuditServer } = await import('../service/audit-server.ts');
+  const auditServer = lifecycle.use(
+    await AuditServer.start({
+      listen: audit.listen,
+      certFile: audit.certFile,
+      keyFile: audit.keyFile,
+      clientCAFile: audit.clientCAFile,
+      clientNames: audit.clientNames,
+      token: audit.token,
+      maxRequestBytes: audit.maxRequestBytes,
+      onRecords: (records) => auditJoin.offer(records),
+      log,
+    }),
+    (server) => server.close(),
+  );
+  service.observeAudit({ requests: () => auditServer.stats().requests, join: () => auditJoin.stats() });
+  return auditJoin;
+}
 
-  // The pipeline: normalize → store/diff → (audit join) → the watch's rules → the leader gate → the sinks.
-  // Resource names in rules (`redact:`, filters) are resolved through discovery, fed below.
+/**
+ * The pipeline: normalize → store/diff → (audit join) → the watch's rules → the leader gate → the sinks.
+ * Resource names in rules (`redact:`, filters) are resolved through discovery, fed by each cluster's
+ * wiring (clusterWiring).
+ */
+function assemblePipeline(
+  { settings, log, failures }: WatchContext,
+  parts: {
+    router: SinkSet['router'];
+    service: ServiceRuntime;
+    owners: OwnerResolver;
+    auditJoin?: AuditJoin | undefined;
+  },
+): { pipeline: Pipeline; resolver: DiscoveryResolver } {
+  const { router, service } = parts;
   const resolver = new DiscoveryResolver();
   const rules: EventStage[] = [
     // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
-    ownerStage(owners),
-    ...(auditJoin ? [auditJoin] : []),
+    ownerStage(parts.owners),
+    ...(parts.auditJoin ? [parts.auditJoin] : []),
     // Event types, the config file's global rules and --explain (src/events/watch-rules.ts).
     filterStage('rules', watchRules(settings, { router, log, resolver, failures })),
   ];
-  // Each cluster's recorder observes its own source (WatchedCluster.start); the service every one.
+  // Each cluster's recorder observes its own source (ClusterSupervisor.start); the service every one.
   const pipeline = new Pipeline({
     // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
     normalizer: new Normalizer({
@@ -226,13 +317,21 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     observers: [service],
     failures,
   });
+  return { pipeline, resolver };
+}
 
-  // The names rules use resolve against what any cluster offers.
-  const offered = new Map<WatchedCluster, ResourceType[]>();
+/** What each cluster's watcher is given; the names rules use resolve against what any cluster offers. */
+function clusterWiring(
+  { settings, log }: WatchContext,
+  pipeline: Pipeline,
+  resolver: DiscoveryResolver,
+  flowControl: SinkSet['flowControl'],
+): (cluster: ClusterSupervisor) => ClusterWiring {
+  const offered = new Map<ClusterSupervisor, ResourceType[]>();
   let namesChecked = false;
-  const wiringOf = (cluster: WatchedCluster): ClusterWiring => ({
+  return (cluster) => ({
     pipeline,
-    flowControl: sinks.flowControl,
+    flowControl,
     onSelection: (selection) => {
       offered.set(cluster, [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
       resolver.update([...offered.values()].flat());
@@ -243,19 +342,14 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       checkRedactRuleNames(settings.redaction.rules, selection, log);
     },
   });
-  // After the watch stopped: what waits for its audit record goes on to the sinks, which then drain.
-  if (auditJoin) lifecycle.defer(() => auditJoin.close());
-  for (const cluster of clusters) {
-    owners.attach(cluster.name || undefined, (group, kind, namespace, name) =>
-      cluster.findObject(group, kind, namespace, name),
-    );
-  }
-  lifecycle.defer(async () => {
-    await Promise.all(clusters.map((cluster) => cluster.stop()));
-  });
-  // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
-  lifecycle.defer(() => service.stopping());
+}
 
+/** Each cluster's recorder (--state) learns what the sinks delivered, and says what it does. */
+function attachRecorders(
+  { log, several }: WatchContext,
+  clusters: readonly ClusterSupervisor[],
+  router: SinkSet['router'],
+): void {
   for (const cluster of clusters) {
     const recorder = cluster.recorder;
     if (!recorder) continue;
@@ -270,108 +364,6 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
         : `recording state in ${recorder.label}: the next start will catch up on what it missed.`,
     );
   }
-  // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
-  // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
-  // hold it off until the kubelet's SIGKILL.
-  const stop = Promise.race([runtime.stopRequested, outputClosed]);
-  const allInformers = () => clusters.flatMap((cluster) => cluster.allInformers());
-  if (several) {
-    watchSeveral(clusters, { service, log, wiringOf, allInformers, progress });
-  } else {
-    try {
-      progress.start(() => [{ name: undefined, informers: allInformers() }]);
-      const starting = first.start(wiringOf(first));
-      const started = await Promise.race([
-        starting.then(() => ({ synced: true })),
-        stop.then((reason) => ({ reason })),
-      ]);
-      if ('reason' in started) {
-        // watcher.stop() (at close) ends the sync; what it throws then is the stop, not an error.
-        starting.catch(() => undefined);
-        logStop(log, started.reason, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
-        return;
-      }
-    } catch (error) {
-      throw explainConnectionFailure(error, first.identity);
-    } finally {
-      progress.stop();
-    }
-    service.synced(allInformers);
-    logWatching(log, first);
-  }
-  logStop(log, await stop, settings.delivery.shutdownTimeoutMs, '');
-}
-
-/**
- * Several clusters, each on its own: it syncs and reports as soon as it can, whatever the others do. One
- * that cannot start (unreachable, forbidden) says so in one sentence and is retried in the background;
- * /readyz names every context not synced yet.
- */
-function watchSeveral(
-  clusters: readonly WatchedCluster[],
-  deps: {
-    service: ServiceRuntime;
-    log: Logger;
-    wiringOf: (cluster: WatchedCluster) => ClusterWiring;
-    allInformers: () => Informer[];
-    progress: SyncProgress;
-  },
-): void {
-  const { service, log, progress } = deps;
-  // /readyz waits for every cluster but those `optional: true` in clusters:.
-  const awaited = clusters.filter((cluster) => !cluster.optional);
-  for (const cluster of awaited) service.clusterDown(cluster.label, undefined);
-  service.synced(deps.allInformers);
-  // The terminal's progress line names each cluster still in its first attempt; it ends once each has
-  // synced or said why it cannot start (then it is retried quietly, and events may be printing).
-  const syncing = new Set(clusters);
-  progress.start(() =>
-    [...syncing].map((cluster) => ({ name: cluster.name, informers: cluster.allInformers() })),
-  );
-  const settled = (cluster: WatchedCluster) => {
-    syncing.delete(cluster);
-    if (syncing.size === 0) progress.stop();
-  };
-  for (const cluster of clusters) {
-    const synced = () => {
-      service.clusterSynced(cluster.label);
-      logWatching(log, cluster);
-    };
-    cluster.start(deps.wiringOf(cluster)).then(
-      (selection) => {
-        settled(cluster);
-        // undefined: stopped during the sync.
-        if (selection) synced();
-      },
-      (error: unknown) => {
-        settled(cluster);
-        if (cluster.stopping) return;
-        const explained = errorMessage(explainConnectionFailure(error, cluster.identity)).replace(/\.$/, '');
-        // The sentence names the context; a cluster named otherwise in clusters: is named too.
-        const named = cluster.name === cluster.identity.contextName ? '' : `${cluster.label}: `;
-        log.warn(
-          `${named}${explained}; retried in the background${cluster.optional ? ' (optional: /readyz does not wait for it)' : ''}.`,
-        );
-        if (!cluster.optional) service.clusterDown(cluster.label, error);
-        cluster.retryInBackground(deps.wiringOf(cluster), (selection) => {
-          if (selection) synced();
-        });
-      },
-    );
-  }
-}
-
-/** "watching N resource types on … (context …)": said of each cluster once it synced. */
-function logWatching(log: Logger, cluster: WatchedCluster): void {
-  const informers = cluster.allInformers();
-  const count = new Set(informers.map((informer) => informer.type)).size;
-  const failing = new Set(
-    informers.filter((informer) => !informer.hasSynced).map((informer) => informer.type),
-  ).size;
-  log.info(
-    `watching ${count} resource type${count === 1 ? '' : 's'} on ${cluster.where}` +
-      (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
-  );
 }
 
 /** stdout (unless `-o none`), then the Slack and webhook sinks. */

@@ -2,7 +2,6 @@
 // sender authenticates, how long a change waits for its record, and the bounds. Flags win over the
 // config file's `audit:` block, key by key; the bearer token comes from the file's `audit.token` (with
 // ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
-import type { Command } from 'commander';
 import { AUDIT_JOIN_DEFAULTS } from '../events/audit-join.ts';
 import { AUDIT_SERVER_DEFAULTS } from '../service/audit-server.ts';
 import { parseListenAddress } from '../service/health-server.ts';
@@ -32,29 +31,6 @@ export interface AuditSettings {
   maxPending: number;
   maxRecords: number;
   maxRequestBytes: number;
-}
-
-export function addAuditFlags(command: Command): Command {
-  return command
-    .option(
-      '--audit-listen <addr>',
-      "receive the API server's audit webhook over HTTPS on this address, e.g. :8443, to name who made each change (docs/audit.md)",
-    )
-    .option('--audit-cert <file>', "the audit webhook's serving certificate (PEM; reloaded when it changes)")
-    .option('--audit-key <file>', "the audit webhook's private key (PEM; reloaded when it changes)")
-    .option(
-      '--audit-client-ca <file>',
-      'accept audit requests only with a client certificate signed by this CA (and/or $KUBEDIFF_AUDIT_TOKEN)',
-    )
-    .option(
-      '--audit-wait <duration>',
-      `how long a change waits for its audit record before it goes out without user (default: ${AUDIT_JOIN_DEFAULTS.waitMs}ms)`,
-    )
-    .option(
-      '--ignore-user <glob>',
-      'do not report changes made by this user, e.g. system:serviceaccount:argocd:* (repeatable; needs the audit webhook)',
-      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
-    );
 }
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -1,7 +1,6 @@
 // The flags for running kubediff as a service (in a cluster): the health and metrics server, leader
 // election, the log format. Kept apart from the watch settings (src/config) so that both can grow
 // independently; a config file maps onto the same fields.
-import type { Command } from 'commander';
 import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
@@ -29,38 +28,6 @@ export interface RawServiceFlags {
 }
 
 const DEFAULT_READY_FAILURE_THRESHOLD_MS = 60_000;
-
-export function addServiceFlags(command: Command): Command {
-  return command
-    .option(
-      '--listen <addr>',
-      'serve /healthz, /readyz and /metrics (Prometheus) over HTTP on this address, e.g. :8080',
-    )
-    .option(
-      '--ready-failure-threshold <duration>',
-      '/readyz fails once a watch has been failing for this long (default: 60s)',
-    )
-    .option('--leader-elect', 'run as one of several replicas: only the holder of a Lease delivers events')
-    .option(
-      '--leader-election-namespace <ns>',
-      "namespace of the Lease (default: the pod's namespace, else default)",
-    )
-    .option('--leader-election-id <name>', 'name of the Lease (default: kubediff)')
-    .option(
-      '--leader-election-identity <id>',
-      'this replica in the Lease (default: $POD_NAME or the hostname, and the pid)',
-    )
-    .option('--leader-election-lease-duration <duration>', 'how long a Lease is valid (default: 15s)')
-    .option(
-      '--leader-election-renew-deadline <duration>',
-      'the leader gives up after failing to renew this long (default: 10s)',
-    )
-    .option('--leader-election-retry-period <duration>', 'how often to try to acquire or renew (default: 2s)')
-    .option(
-      '--log-format <format>',
-      'text, json, or auto (default: json unless stderr is a terminal; or $KUBEDIFF_LOG_FORMAT)',
-    );
-}
 
 function duration(flag: string, text: string | undefined, fallback: number): number {
   return text === undefined ? fallback : parseDurationSetting(flag, text);

@@ -1,8 +1,10 @@
-// One cluster of `kubediff watch`: its identity (kubeconfig context), client, state recorder (--state)
-// and cluster watcher, fed into the one shared Pipeline through pipeline.source(cluster). watch.ts
-// assembles the pipeline and decides what a cluster that cannot start means: with one cluster, the
-// watch fails with its sentence; with several, the others go on and this one is retried in the
-// background with the program's backoff until it starts (README, "Several clusters").
+// One cluster of `kubediff watch` for the whole run: what outlives any one attempt to watch it (its
+// identity, client and state recorder, opened once), and the attempts themselves. Each attempt is a
+// ClusterWatcher (src/informer/cluster-watcher.ts: discovery and informers, once), fed into the one
+// shared Pipeline through pipeline.source(cluster); when an attempt cannot start, the supervisor retries
+// it in the background with the program's backoff until it starts. watch.ts assembles the pipeline and
+// decides what a cluster that cannot start means: with one cluster, the watch fails with its sentence;
+// with several, the others go on and this one is retried (README, "Several clusters").
 import { redactionSignature } from '../config/redaction.ts';
 import type { ClusterSelection, WatchSettings } from '../config/watch-settings.ts';
 import type { Pipeline, PipelineObserver } from '../events/pipeline.ts';
@@ -44,7 +46,8 @@ export interface ClusterWiring {
   onSelection: (selection: Selection) => void;
 }
 
-export class WatchedCluster {
+/** One watched cluster: its client and state for the whole run, and the ClusterWatcher attempts that watch it. */
+export class ClusterSupervisor {
   readonly identity: ClusterIdentity;
   /** The `cluster` of its events: its name in `clusters:`, --cluster-name, else the context's name. */
   readonly name: string;
@@ -88,7 +91,7 @@ export class WatchedCluster {
     deps: ClusterDeps,
     lifecycle: Lifecycle,
     log: Logger,
-  ): Promise<WatchedCluster> {
+  ): Promise<ClusterSupervisor> {
     const { settings } = deps;
     const { identity, name } = plan;
     const recorder = settings.state
@@ -116,7 +119,7 @@ export class WatchedCluster {
     const client = lifecycle.use(await KubeClient.create(identity, { http: deps.http, log }), (client) =>
       client.close(),
     );
-    return new WatchedCluster(plan, client, recorder, deps, log);
+    return new ClusterSupervisor(plan, client, recorder, deps, log);
   }
 
   /** Its informers now (none before it started). */

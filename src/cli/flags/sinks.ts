@@ -1,0 +1,77 @@
+// Where `watch` delivers besides stdout: webhooks, Slack, the other chat platforms, Kafka, and the
+// dead-letter file for what they could not take (docs/sinks.md). A new sink's flags are rows of this
+// table; src/config/sink-settings.ts (RawSinkFlags) reads them. Secrets never come from a flag (a flag
+// shows in `ps`): each description names the environment variable that carries them.
+import type { FlagGroup } from './flag-spec.ts';
+
+export const SINKS: FlagGroup = {
+  title: 'Sinks',
+  flags: [
+    { flags: '--webhook <url>', description: 'POST every event to this URL (repeatable)', repeatable: true },
+    {
+      flags: '--webhook-header <header>',
+      description:
+        'a "Name: value" header on webhook requests (repeatable; secret ones: $KUBEDIFF_WEBHOOK_HEADERS)',
+      repeatable: true,
+      more: true,
+    },
+    {
+      flags: '--webhook-batch <n>',
+      description: 'send webhooks JSON arrays of up to n events (default: one event per request)',
+      more: true,
+    },
+    {
+      flags: '--webhook-timeout <duration>',
+      description: 'time limit of one webhook request (default: 10s)',
+      more: true,
+    },
+    { flags: '--slack-webhook <url>', description: 'post to Slack (or $KUBEDIFF_SLACK_WEBHOOK)' },
+    {
+      flags: '--slack-channel <channel>',
+      description: 'post to this Slack channel as a bot (token: $KUBEDIFF_SLACK_TOKEN)',
+      more: true,
+    },
+    {
+      flags: '--teams-webhook <url>',
+      description: 'post to Microsoft Teams through a Workflows webhook (or $KUBEDIFF_TEAMS_WEBHOOK)',
+      more: true,
+    },
+    {
+      flags: '--discord-webhook <url>',
+      description: 'post to Discord through a channel webhook (or $KUBEDIFF_DISCORD_WEBHOOK)',
+      more: true,
+    },
+    {
+      flags: '--mattermost-webhook <url>',
+      description: 'post to Mattermost through an incoming webhook (or $KUBEDIFF_MATTERMOST_WEBHOOK)',
+      more: true,
+    },
+    {
+      flags: '--google-chat-webhook <url>',
+      description: 'post to a Google Chat space through its webhook (or $KUBEDIFF_GOOGLE_CHAT_WEBHOOK)',
+      more: true,
+    },
+    {
+      flags: '--kafka-brokers <host:port,...>',
+      description: 'produce every event to Kafka (SASL: $KUBEDIFF_KAFKA_USERNAME, $KUBEDIFF_KAFKA_PASSWORD)',
+      more: true,
+    },
+    { flags: '--kafka-topic <topic>', description: 'the Kafka topic of --kafka-brokers', more: true },
+    { flags: '--dead-letter <file>', description: 'keep what a sink could not take in this file' },
+    {
+      flags: '--dead-letter-max-size <size>',
+      description: 'rotate the dead-letter file at this size (default: 10MB)',
+      more: true,
+    },
+    {
+      flags: '--dead-letter-max-files <n>',
+      description: 'keep at most n dead-letter files, the oldest deleted (default: 3)',
+      more: true,
+    },
+    {
+      flags: '--shutdown-timeout <duration>',
+      description: 'on SIGINT/SIGTERM, time to deliver what is queued (default: 10s)',
+      more: true,
+    },
+  ],
+};

@@ -1,0 +1,6 @@
+// kubediff's version: package.json's, read once.
+import { readFileSync } from 'node:fs';
+
+export const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
