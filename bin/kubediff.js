@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 // Launcher. kubediff is written in TypeScript and runs as the JavaScript that `npm run build` compiles
 // into dist/ (bin/build-state.js says why, and refuses a build older than its sources). It needs Node.js
-// 22.19 or newer; when started by an older Node (a machine's own Node 20, say), it re-runs itself with the
-// Node 24 that `npm ci` installed into node_modules, so the install command alone is enough on any
-// machine. `kubediff watch` runs with the Node options of node-options.js, which keep a long-running
+// 22.19 or newer. In a checkout started by an older Node (a machine's own Node 20, say), it re-runs
+// itself with the Node 24 that `npm ci` installed into node_modules (a dev dependency), so the install
+// command alone is enough there; an installed package (`npm install -g kubediff`) runs on the user's
+// Node and says so when that is too old (docs/install.md). `kubediff watch` runs with the Node options of node-options.js, which keep a long-running
 // watch's memory down; every way of starting kubediff (this file run by node, `npx kubediff`, the npm bin
 // link, the container's entrypoint) passes through here, so they all get them.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildProblem } from './build-state.js';
+import { buildProblem, isCheckout } from './build-state.js';
 import { missingNodeOptions } from './node-options.js';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
@@ -37,7 +38,9 @@ if (supported) {
   const bundledNode = fileURLToPath(new URL('../node_modules/node/bin/node', import.meta.url));
   if (!existsSync(bundledNode)) {
     process.stderr.write(
-      `kubediff: needs Node.js 22.19 or newer, found ${process.versions.node}; run \`npm ci\` in the kubediff folder (it installs Node 24) or upgrade Node.\n`,
+      isCheckout(path.dirname(path.dirname(launcher)))
+        ? `kubediff: needs Node.js 22.19 or newer, found ${process.versions.node}; run \`npm ci\` in the kubediff folder (it installs Node 24) or upgrade Node.\n`
+        : `kubediff: needs Node.js 22.19 or newer, found ${process.versions.node}; upgrade Node.js, or install the single executable, which brings its own (docs/install.md).\n`,
     );
     process.exit(1);
   }
