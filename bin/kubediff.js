@@ -4,9 +4,11 @@
 // 22.19 or newer. In a checkout started by an older Node (a machine's own Node 20, say), it re-runs
 // itself with the Node 24 that `npm ci` installed into node_modules (a dev dependency), so the install
 // command alone is enough there; an installed package (`npm install -g kubediff`) runs on the user's
-// Node and says so when that is too old (docs/install.md). `kubediff watch` runs with the Node options of node-options.js, which keep a long-running
-// watch's memory down; every way of starting kubediff (this file run by node, `npx kubediff`, the npm bin
-// link, the container's entrypoint) passes through here, so they all get them.
+// Node and says so when that is too old (docs/install.md). `kubediff watch` runs with the Node options
+// of node-options.js, which keep a long-running watch's memory down; every way of starting kubediff
+// (this file run by node, `npx kubediff`, the npm bin link, the container's entrypoint, the single
+// executable's main) passes through here, so they all get them (the single executable from its own
+// options: it cannot restart itself with others).
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// The exit codes (README, "Exit codes and errors"): 0 for a clean stop or a command that completed, 2
+// The exit codes (docs/cli.md, "Exit codes and errors"): 0 for a clean stop or a command that completed, 2
 // when the user's input is wrong, 1 for anything else. The layers below raise errors of a kind
 // (src/util/errors.ts, src/kube/errors.ts); this is the one place that turns a kind into a code, and an
 // error into the one sentence on stderr.

@@ -35,7 +35,7 @@ function addSelectionFlags(command: Command, options: { severalContexts?: boolea
     'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)',
   );
   if (options.severalContexts) {
-    // `watch` watches several clusters in one process (README, "Several clusters").
+    // `watch` watches several clusters in one process (docs/fleets.md).
     command
       .option(
         '--context <name>',

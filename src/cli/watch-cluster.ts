@@ -2,7 +2,7 @@
 // and cluster watcher, fed into the one shared Pipeline through pipeline.source(cluster). watch.ts
 // assembles the pipeline and decides what a cluster that cannot start means: with one cluster, the
 // watch fails with its sentence; with several, the others go on and this one is retried in the
-// background with the program's backoff until it starts (README, "Several clusters").
+// background with the program's backoff until it starts (docs/fleets.md).
 import { redactionSignature } from '../config/redaction.ts';
 import type { ClusterSelection, WatchSettings } from '../config/watch-settings.ts';
 import type { Pipeline, PipelineObserver } from '../events/pipeline.ts';

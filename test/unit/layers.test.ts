@@ -1,4 +1,4 @@
-// The layers of src/ import downward only (README, "Layout"), and `npm run lint` (Biome's
+// The layers of src/ import downward only (CONTRIBUTING.md, "Layout"), and `npm run lint` (Biome's
 // noRestrictedImports, configured per folder in biome.json) is what holds them to it. This test runs
 // the project's own Biome with the project's own biome.json over a scratch tree: one import from each
 // layer into the layer just above it must be rejected, naming the rule, and imports downward must pass.
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 
 const repo = path.resolve(import.meta.dirname, '../..');
-/** The order README's Layout section draws, lowest first. */
+/** The order CONTRIBUTING.md's Layout section draws, lowest first. */
 const LAYERS = ['util', 'kube', 'informer', 'diff', 'events', 'sinks', 'state', 'service', 'config', 'cli'];
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'kubediff-layers-'));
