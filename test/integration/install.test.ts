@@ -181,7 +181,7 @@ describe('npm', () => {
   test('a Node older than `engines` allows: one sentence, exit 1', async (t) => {
     const old = olderNode();
     if (!old) {
-      t.skip('no Node older than 22.19 on this machine');
+      t.skip('no Node that engines does not allow on this machine');
       return;
     }
     const result = await runKubediffToCompletion(['version'], {
@@ -192,7 +192,7 @@ describe('npm', () => {
     assert.equal(result.stdout, '');
     assert.equal(
       result.stderr,
-      `kubediff: needs Node.js 22.19 or newer, found ${old.version}; upgrade Node.js, or install the single executable, which brings its own (docs/install.md).\n`,
+      `kubediff: needs Node.js 22.22 or newer on the 22 line, or 24.6 or newer, found ${old.version}; upgrade Node.js, or install the single executable, which brings its own (docs/install.md).\n`,
     );
   });
 });
@@ -364,7 +364,8 @@ function olderNode(): { path: string; version: string } | undefined {
     if (!dir || !existsSync(candidate)) continue;
     const version = spawnSync(candidate, ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/^v/, '');
     const [major = 0, minor = 0] = version.split('.').map(Number);
-    if (major < 22 || (major === 22 && minor < 19)) return { path: candidate, version };
+    const allowed = major >= 25 || (major === 24 && minor >= 6) || (major === 22 && minor >= 22);
+    if (!allowed) return { path: candidate, version };
   }
   return undefined;
 }
