@@ -920,6 +920,29 @@ day, took 0.40 s to its ready line (this one 0.42 s, 9 runs each) and 0.100 s fo
 The sync figures move by ±0.2×
 from run to run with the load: both sides are mostly the API server's work.
 
+### Installed the ways people install it (issue 31)
+
+The npm package installed with \`npm install -g\` (run by the Node 24.21 that \`npm ci\` installs) beside the
+single executable (\`npm run build:sea\`: the same Node 24.21, the same files unpacked from inside), both against
+the test control plane (\`npm run cluster:up\`), on 2026-11-27 with other work alongside (load average 4.7–8.2,
+2 cores). Whole-process figures from the operating system's accounting (user + system CPU, wall time, peak
+RSS of the process), after a warm-up, the two in turn (A, B, A, B …), medians with min–max; \`/usr/bin/time -v\`
+gives the same figures for one run.
+
+| figure | npm install | single executable | single / npm, pair by pair |
+| --- | --- | --- | --- |
+| \`kubediff version\` (10 pairs): CPU; wall; peak RSS | 0.092 s; 0.158 s; 58.9 MiB | 0.107 s; 0.199 s; 70.5 MiB | CPU 1.17× (1.10–1.22), wall 1.12× (0.89–1.73) |
+| \`kubediff watch -n <namespace>\` to its ready line (9 pairs) | 278 ms (222–370) | 298 ms (198–489) | 0.89× |
+| \`kubediff watch -n <namespace>\`, its first 5 s (5 pairs): CPU; peak RSS | 0.320 s; 67.6 MiB | 0.273 s; 78.0 MiB | CPU 0.86× (0.78–1.03); RSS 1.15× |
+| the single executable's first start: \`version\` while unpacking 3,626 files (45 MiB) into its cache folder (5 runs) | — | 1.9 s CPU (1.2–2.7), 2.2 s wall (1.5–5.2), 168 MiB peak | once per build and user |
+
+The single executable takes about 11 MiB more at every command (the same for \`version\` and a synced watch);
+its \`watch\` starts with its memory options already set, where the launcher of an npm install replaces its
+process once to add them, which is probably why it reaches its ready line no later and with less CPU. Sizes: the npm
+package 168 files, 0.5 MB packed; installed, 111 packages, 84 MiB (before: 408 files packed, \`dist/\` missing,
+and a second Node.js of 190 MiB among the dependencies); the single executable 125 MiB (Node's 121 MiB and 4.4
+MiB of brotli over the 46.5 MiB it unpacks), its krew archive 47 MiB.
+
 ### Reproducing
 
 \`npm run bench\` (full, ~21 minutes: builds the control plane and the Go original if needed, starts its own control
