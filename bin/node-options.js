@@ -1,6 +1,6 @@
 // The Node options `kubediff watch` runs with, and when the launcher must add them. They keep the
 // resident memory of a long-running watch down for a small cost in CPU (BENCHMARKS.md, figure 5, and
-// README, "Memory"):
+// docs/watching.md, "Memory of a long-running watch"):
 // - --max-semi-space-size=1: V8's young generation stays at 1 MiB per semi-space instead of growing
 //   to 16 MiB with the allocation rate of a watch stream. Most of what a watch event allocates dies
 //   young either way; the stored objects are promoted after a scavenge or two.

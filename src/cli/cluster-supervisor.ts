@@ -4,7 +4,7 @@
 // shared Pipeline through pipeline.source(cluster); when an attempt cannot start, the supervisor retries
 // it in the background with the program's backoff until it starts. watch.ts assembles the pipeline and
 // decides what a cluster that cannot start means: with one cluster, the watch fails with its sentence;
-// with several, the others go on and this one is retried (README, "Several clusters").
+// with several, the others go on and this one is retried (docs/fleets.md).
 import { redactionSignature } from '../config/redaction.ts';
 import type { ClusterSelection, WatchSettings } from '../config/watch-settings.ts';
 import type { Pipeline, PipelineObserver } from '../events/pipeline.ts';

@@ -27,7 +27,7 @@ export interface ValidateRuntime {
   env: Readonly<Record<string, string | undefined>>;
   stdout: Writable;
   stderr: Writable;
-  /** How to talk to the API server for --cluster (README, "Tuning"). */
+  /** How to talk to the API server for --cluster (docs/watching.md, "Tuning"). */
   http?: Partial<HttpSettings>;
 }
 

@@ -39,14 +39,14 @@ export interface WatchRuntime {
   log: Logger;
   /** Resolves when the user asks to stop (SIGINT/SIGTERM). */
   stopRequested: Promise<string>;
-  /** Test and tuning knobs from the environment (see README, "Tuning"). */
+  /** Test and tuning knobs from the environment (see docs/watching.md, "Tuning"). */
   timing: Partial<ReflectorTiming>;
   /** How to talk to the API server: protocol, PINGs, connection and read limits. */
   http?: Partial<HttpSettings>;
   rediscoveryIntervalMs: number | undefined;
   /** Sent to Slack and webhooks. */
   userAgent?: string;
-  /** Memory bounds from the environment (README, "Tuning"); defaults where absent. */
+  /** Memory bounds from the environment (docs/watching.md, "Tuning"); defaults where absent. */
   limits?: { stateMaxBacklogBytes?: number | undefined; standbyMaxBufferBytes?: number | undefined };
   /** --listen, --leader-elect, … (src/config/service-settings.ts). */
   service?: ServiceOptions;
@@ -376,7 +376,7 @@ function sinkSpecs(settings: WatchSettings): SinkSpec[] {
             type: 'stdout' as const,
             format: settings.output,
             color: process.stdout.isTTY === true && !process.env.NO_COLOR,
-            // --stories: the terminal tells stories (README, "Stories"); JSON stays one event per line.
+            // --stories: the terminal tells stories (docs/stories.md); JSON stays one event per line.
             ...(settings.stories.terminal && settings.output === 'pretty'
               ? { stories: settings.stories.options }
               : {}),

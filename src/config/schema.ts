@@ -168,7 +168,7 @@ export const configSchema = {
     context: { type: 'string' },
     contexts: { ...stringList, minItems: 1 },
     allContexts: { type: 'boolean' },
-    // Several clusters, each with its own kubeconfig, context and selection (README, "Several clusters").
+    // Several clusters, each with its own kubeconfig, context and selection (docs/fleets.md).
     clusters: {
       type: 'array',
       minItems: 1,

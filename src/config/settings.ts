@@ -196,7 +196,7 @@ function resolveWatchSettings(
   };
   if (Object.keys(filter).length > 0) settings.filter = filter;
   const resolved = file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
-  // Stories last: they apply to every sink, the file's and the flags' (README, "Stories").
+  // Stories last: they apply to every sink, the file's and the flags' (docs/stories.md).
   const sinks = resolved.delivery.sinks.map((spec) => withStories(spec, resolved.stories, flags));
   return { ...resolved, delivery: { ...resolved.delivery, sinks } };
 }

@@ -1,4 +1,4 @@
-// The story settings of `kubediff watch` (README, "Stories"): --stories, --story-window,
+// The story settings of `kubediff watch` (docs/stories.md): --stories, --story-window,
 // --story-max-length, --no-slack-stories (and --no-teams-, --no-discord-, --no-mattermost-,
 // --no-google-chat-stories), --webhook-stories, and the config file's `stories:` block and each sink's
 // `stories:` switch. Slack and the other chat platforms tell stories by default; webhooks and the

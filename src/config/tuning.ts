@@ -1,4 +1,4 @@
-// The environment variables for unusual clusters and for tests (README, "Tuning"): how the reflector
+// The environment variables for unusual clusters and for tests (docs/watching.md, "Tuning"): how the reflector
 // times its LISTs and WATCHes, how kubediff talks HTTP to the API server, and the memory bounds of the
 // state backlog and the standby buffer. Parsed with the same duration and size rules as every flag.
 import type { ReflectorTiming } from '../informer/reflector.ts';
@@ -22,7 +22,7 @@ export function sizeFromEnvironment(name: string, env: Env = process.env): numbe
   return parseSize(name, text);
 }
 
-/** Timing knobs (README, "Tuning"): mostly for tests that must see a dead connection quickly. */
+/** Timing knobs (docs/watching.md, "Tuning"): mostly for tests that must see a dead connection quickly. */
 export function timingFromEnvironment(env: Env = process.env): Partial<ReflectorTiming> {
   const timing: Partial<ReflectorTiming> = {};
   const idle = durationFromEnvironment('KUBEDIFF_WATCH_IDLE_TIMEOUT', env);
@@ -51,7 +51,7 @@ export function timingFromEnvironment(env: Env = process.env): Partial<Reflector
   return timing;
 }
 
-/** How kubediff talks to the API server (README, "Tuning"). */
+/** How kubediff talks to the API server (docs/watching.md, "Tuning"). */
 export function httpFromEnvironment(env: Env = process.env): Partial<HttpSettings> {
   const http: Partial<HttpSettings> = {};
   const version = env.KUBEDIFF_HTTP_VERSION;

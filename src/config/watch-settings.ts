@@ -54,7 +54,7 @@ export interface ClusterSelection {
   labelSelector: string | undefined;
 }
 
-/** One entry of the config file's `clusters:` (README, "Several clusters"). */
+/** One entry of the config file's `clusters:` (docs/fleets.md). */
 export interface ClusterSettings {
   /** The `cluster` of its events; default: its context's name. */
   name: string | undefined;
@@ -105,7 +105,7 @@ export interface WatchSettings {
   redaction: RedactionSettings;
   /** --audit-listen: the audit webhook, to name who made each change (docs/audit.md). */
   audit?: AuditSettings;
-  /** Stories: the window, the bounds, and whether the terminal tells them (README, "Stories"). */
+  /** Stories: the window, the bounds, and whether the terminal tells them (docs/stories.md). */
   stories: StorySettings;
   /** The file's `ui:` block (docs/ui.md); the --ui flags win over it. */
   ui?: { listen?: string | undefined; tokenFile?: string | undefined };

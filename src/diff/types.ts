@@ -1,6 +1,6 @@
 import type { JsonValue } from '../kube/types.ts';
 
-/** One field-level change of an UPDATED event (see README, "The event"). */
+/** One field-level change of an UPDATED event (see docs/event.md). */
 export interface Change {
   op: 'add' | 'remove' | 'replace';
   /** RFC 6901 JSON Pointer into the object. */
@@ -9,6 +9,6 @@ export interface Change {
   from?: JsonValue;
   /** The new value; absent for 'remove'. */
   to?: JsonValue;
-  /** The field manager that owns the path in the new object (README, "Who changed it"); absent when unknown. */
+  /** The field manager that owns the path in the new object (docs/who.md); absent when unknown. */
   manager?: string;
 }

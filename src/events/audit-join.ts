@@ -15,7 +15,7 @@
 // (--initial's inventory, what a relist found offline) never wait; they take a record that is already
 // there.
 //
-// Bounds (README "The audit webhook" and docs/audit.md): at most `maxPending` changes wait (beyond it the
+// Bounds (docs/audit.md, "Limits"): at most `maxPending` changes wait (beyond it the
 // oldest goes on at once, without user), at most `maxRecords` unmatched records are kept (beyond it the
 // oldest is dropped), each at most `retainMs`. Each limit is counted in a metric and logged once.
 

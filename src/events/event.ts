@@ -1,4 +1,4 @@
-// The event of the contract (README, "The event"): one JSON line on stdout, the body of a webhook, a
+// The event of the contract (docs/event.md): one JSON line on stdout, the body of a webhook, a
 // row of the state file's history. What every stage after the event builder passes along.
 import type { Change } from '../diff/types.ts';
 import { groupOf, qualifiedName } from '../kube/types.ts';
@@ -9,7 +9,7 @@ export type EventType = 'ADDED' | 'UPDATED' | 'DELETED';
 export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
 
 /**
- * The root controller of an event's object (README, "Stories"): found by following `ownerReferences` with
+ * The root controller of an event's object (docs/stories.md): found by following `ownerReferences` with
  * `controller: true`; the object itself when nothing controls it.
  */
 export interface OwnerRef {
@@ -34,7 +34,7 @@ export interface UserInfo {
   uid?: string;
 }
 
-/** Who made the change (README, "Who changed it"). */
+/** Who made the change (docs/who.md). */
 export interface ByInfo {
   /** The field managers whose managedFields entries this change wrote; for an ADDED, the creating one. */
   managers?: ManagerRef[];

@@ -1,4 +1,4 @@
-// Who controls an object: the `owner` of every event (README, "Stories"). An object's controller is the
+// Who controls an object: the `owner` of every event (docs/stories.md). An object's controller is the
 // ownerReference marked `controller: true` (a Pod's ReplicaSet, a ReplicaSet's Deployment, a Job's
 // CronJob, a custom resource's operator object); following those references up to an object that has
 // none gives the root controller. Each step is looked up in the informers' stores (what kubediff

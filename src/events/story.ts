@@ -1,4 +1,4 @@
-// Stories (README, "Stories"): the events whose objects share a root owner, gathered while they keep
+// Stories (docs/stories.md): the events whose objects share a root owner, gathered while they keep
 // coming, become one story. `kubectl set image deploy/web` is one change a person made and dozens of
 // changes the controllers derive from it (a ReplicaSet created and scaled, pods replaced): the story
 // puts the owner's own net change first, then one summary of what was derived, and still counts and

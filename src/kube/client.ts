@@ -24,7 +24,7 @@ export type JsonResponse<T> =
   | { notModified: false; body: T; etag: string | undefined; bytes: number }
   | { notModified: true };
 
-/** How kubediff talks HTTP to the API server (README, "Tuning"). */
+/** How kubediff talks HTTP to the API server (docs/watching.md, "Tuning"). */
 export interface HttpSettings {
   /** 'auto': HTTP/2, or HTTP/1.1 when the server does not offer HTTP/2; 'http/1.1': never HTTP/2. */
   protocol: 'auto' | 'http/1.1';
@@ -92,7 +92,7 @@ export class KubeClient {
     return client;
   }
 
-  /** The largest answer or watch event read (README, "Tuning": KUBEDIFF_MAX_READ_SIZE). */
+  /** The largest answer or watch event read (docs/watching.md, "Tuning": KUBEDIFF_MAX_READ_SIZE). */
   get maxReadBytes(): number {
     return this.http.maxReadBytes;
   }

@@ -384,7 +384,7 @@ export class KubediffMetrics {
     });
     new Counter({
       name: 'kubediff_stories_total',
-      help: 'Stories told by each sink with stories on (README, "Stories").',
+      help: 'Stories told by each sink with stories on (docs/stories.md).',
       labelNames: ['sink'],
       registers,
       collect() {

@@ -8,7 +8,7 @@
 // messages, never hours of backlog. Memory is bounded: beyond `capacity`
 // waiting events only counts are kept. What a message looks like, and what
 // an answer means, is the platform's renderer (ChatPlatform). With stories on
-// (README, "Stories"), events are grouped per owner and each story is one
+// (docs/stories.md), events are grouped per owner and each story is one
 // message (story-format.ts); when more stories wait than the platform's pace
 // lets through in a few seconds, they go out together as one digest.
 
@@ -55,7 +55,7 @@ export interface ChatSinkOptions {
   capacity?: number;
   /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
   capacityBytes?: number;
-  /** One message per story instead of per event (README, "Stories"); absent: per event. */
+  /** One message per story instead of per event (docs/stories.md); absent: per event. */
   stories?: Partial<StoryOptions>;
   retry?: Partial<RetryOptions>;
   deadLetter?: DeadLetterFile;

@@ -23,7 +23,7 @@ interface CommonSinkSpec {
   name?: string;
   filter?: FilterSpec;
   /**
-   * Stories instead of events (README, "Stories"); a config file's `stories: true/false` until the
+   * Stories instead of events (docs/stories.md); a config file's `stories: true/false` until the
    * settings resolve it to the story options (on) or remove it (off).
    */
   stories?: Partial<StoryOptions> | boolean;
@@ -275,7 +275,7 @@ async function prettyRenderers() {
   return { ...(await import('./pretty.ts')), ...(await import('./story-format.ts')) };
 }
 
-/** The story options of a sink with stories on; undefined when off (README, "Stories"). */
+/** The story options of a sink with stories on; undefined when off (docs/stories.md). */
 function storiesOf(spec: SinkSpec): Partial<StoryOptions> | undefined {
   return typeof spec.stories === 'object' ? spec.stories : undefined;
 }

@@ -18,7 +18,7 @@ export interface Sink {
   close(timeoutMs: number): Promise<SinkReport>;
   /** The counters so far. */
   stats(): SinkStats;
-  /** With stories on (README, "Stories"): what its story builder has done. */
+  /** With stories on (docs/stories.md): what its story builder has done. */
   storyStats?(): StoryStats | undefined;
 }
 

@@ -1,4 +1,4 @@
-// A sink's story builder (README, "Stories"): the one place where a sink with stories on gets its
+// A sink's story builder (docs/stories.md): the one place where a sink with stories on gets its
 // builder, so that each says the same thing, once, when its open stories reach their bound.
 import { type Story, StoryBuilder, type StoryOptions } from '../events/story.ts';
 import { groupedCount } from '../util/count-text.ts';

@@ -43,7 +43,7 @@ export class StreamOutput implements Sink {
     onClosed?: (error: NodeJS.ErrnoException) => void;
     pauseAtBytes?: number;
     log?: Logger;
-    /** --stories: write stories (rendered so) instead of events (README, "Stories"). */
+    /** --stories: write stories (rendered so) instead of events (docs/stories.md). */
     stories?: { options: Partial<StoryOptions>; render: (story: Story) => string; log: Logger };
   }) {
     this.name = options.name;

@@ -49,7 +49,7 @@ export interface WebhookSinkOptions {
   queue?: WebhookQueueOptions;
   /** At most this many requests per second. Default: no limit. */
   maxRequestsPerSecond?: number;
-  /** POST one STORY payload per story instead of each event (README, "Stories"); absent: events. */
+  /** POST one STORY payload per story instead of each event (docs/stories.md); absent: events. */
   stories?: Partial<StoryOptions>;
   deadLetter?: DeadLetterFile;
   userAgent?: string;

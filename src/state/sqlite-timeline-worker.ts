@@ -27,7 +27,7 @@ export type WorkerReply = { id: number; result: unknown } | { id: number; error:
 
 export interface WorkerStart {
   path: string;
-  /** KUBEDIFF_UI_TEST_HOLD (README, "Tuning"): while this file exists, queries wait (tests). */
+  /** KUBEDIFF_UI_TEST_HOLD (docs/watching.md, "Tuning"): while this file exists, queries wait (tests). */
   holdFile?: string | undefined;
 }
 

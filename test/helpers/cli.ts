@@ -24,6 +24,11 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Run this script instead of bin/kubediff.js (for testing the helper itself). */
   script?: string;
+  /**
+   * Run this executable with the arguments instead of Node with a script: an installed `kubediff`,
+   * the single executable, or `kubectl` with the plugin (the arguments then start with `kubediff`).
+   */
+  command?: string;
   /** Treat every event that breaks the event contract (see events.ts) like a non-JSON line. */
   checkEvents?: boolean;
 }
@@ -142,8 +147,8 @@ function summary(event: TestEvent): string {
 /** Starts kubediff with `args` and returns a handle to await its output. */
 export function runKubediff(args: string[], options: RunOptions = {}): KubediffProcess {
   const defaultTimeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const script = options.script ?? KUBEDIFF_BIN;
-  const child = spawn(process.execPath, [script, ...args], {
+  const script = options.command ?? options.script ?? KUBEDIFF_BIN;
+  const child = spawn(options.command ?? process.execPath, options.command ? args : [script, ...args], {
     cwd: options.cwd,
     env: kubediffEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],

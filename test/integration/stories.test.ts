@@ -1,4 +1,4 @@
-// Stories end to end (README, "Stories"): real rollouts on a control plane of its own that runs the
+// Stories end to end (docs/stories.md): real rollouts on a control plane of its own that runs the
 // deployment, replicaset, job and cronjob controllers (the shared test cluster does not: its tests count
 // on a Deployment creating nothing), `kubectl` as a person runs it, and a loopback "Slack".
 //

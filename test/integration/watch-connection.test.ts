@@ -1,4 +1,4 @@
-// How kubediff connects to the API server (README, "How it watches"), against the real API server:
+// How kubediff connects to the API server (docs/watching.md), against the real API server:
 // one HTTP/2 connection carries every watch (counted from the process's own sockets); a reset, a
 // refused reconnect and a black hole each make every watch resume once, on one new connection, with
 // one log line for the cluster and no event lost or repeated; a watch whose reader pauses does not

@@ -1,4 +1,4 @@
-// Reads from the API server are bounded (KUBEDIFF_MAX_READ_SIZE, README "Tuning"), against the real
+// Reads from the API server are bounded (KUBEDIFF_MAX_READ_SIZE, docs/watching.md, "Tuning"), against the real
 // API server with large ConfigMaps and a small bound: LIST pages shrink to fit, one object too large
 // to read fails its resource type alone, once, naming the object, while every other type goes on;
 // once it is gone, the type recovers and reports what changed meanwhile.

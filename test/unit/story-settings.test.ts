@@ -1,4 +1,4 @@
-// Which sinks tell stories (README, "Stories"): every chat platform by default, each with its own
+// Which sinks tell stories (docs/stories.md): every chat platform by default, each with its own
 // --no-…-stories switch; webhooks and the terminal when asked; Kafka never.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

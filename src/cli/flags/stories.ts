@@ -1,4 +1,4 @@
-// Stories: one message per rollout instead of one per event (README, "Stories"). Chat platforms tell
+// Stories: one message per rollout instead of one per event (docs/stories.md). Chat platforms tell
 // stories by default and `--no-stories slack,teams` turns them off per platform; the five flags it
 // replaces (`--no-slack-stories`, …) are still accepted, hidden from the help (docs/cli.md, "Stories").
 // Read by src/config/story-settings.ts (RawStoryFlags), which knows nothing of the spelling.
