@@ -47,6 +47,12 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
   if (isJsonObject(config.stories)) {
     checkDurationKey(config.stories.window, ['stories', 'window'], at, shown);
     checkDurationKey(config.stories.maxLength, ['stories', 'maxLength'], at, shown);
+    checkSize(
+      typeof config.stories.maxOpenSize === 'string' ? config.stories.maxOpenSize : undefined,
+      ['stories', 'maxOpenSize'],
+      at,
+      shown,
+    );
   }
   if (!Array.isArray(config.sinks)) return;
   config.sinks.forEach((sink, index) => {

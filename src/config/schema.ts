@@ -225,6 +225,7 @@ export const configSchema = {
         window: duration,
         maxLength: duration,
         maxOpenEvents: { type: 'integer', minimum: 1, maximum: 1000000 },
+        maxOpenSize: { type: 'string' },
       },
       additionalProperties: false,
     },
