@@ -153,6 +153,15 @@ function buildProgram(): Command {
       'also produce every event to Kafka through these brokers (SASL from $KUBEDIFF_KAFKA_USERNAME/PASSWORD)',
     )
     .option('--kafka-topic <topic>', 'the Kafka topic of --kafka-brokers')
+    .option(
+      '--kafka-tls',
+      "connect to --kafka-brokers' TLS listener (certificates checked against the system's CAs)",
+    )
+    .option('--kafka-ca-file <file>', '…checked against this CA (PEM) instead; implies --kafka-tls')
+    .option(
+      '--kafka-allow-plaintext-credentials',
+      'let SASL credentials cross a network without TLS (only where the network is encrypted otherwise)',
+    )
     .option('--stories', 'pretty output: one story per root owner (a rollout) instead of one block per event')
     .option(
       '--story-window <duration>',

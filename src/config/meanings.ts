@@ -125,6 +125,16 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       const tls = sink.tls;
       if (isJsonObject(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
         at([...here, 'tls'], 'a client certificate needs both certFile and keyFile');
+      // Credentials never cross the network unencrypted unless the file says the network is encrypted.
+      if (
+        isJsonObject(sasl) &&
+        (tls === undefined || tls === false) &&
+        sink.allowPlaintextCredentials !== true
+      )
+        at(
+          [...here, 'sasl'],
+          "the credentials would cross the network unencrypted (SASL without TLS): add tls (the brokers' TLS listener), or allowPlaintextCredentials: true if the network is encrypted otherwise",
+        );
     }
   });
   const isStdout = (sink: unknown) => isJsonObject(sink) && sink.type === 'stdout';

@@ -129,6 +129,7 @@ export const sinkSchemas = {
         required: ['mechanism', 'username'],
         additionalProperties: false,
       },
+      allowPlaintextCredentials: { type: 'boolean' },
     },
     required: ['type', 'brokers', 'topic'],
     additionalProperties: false,
