@@ -61,11 +61,14 @@ export function redactPathsFor(
 /**
  * What recorded objects depend on (see selectionSignature): the rules and the hashing. Objects recorded
  * with other ones hold other markers, or values that are redacted now: they must not be compared.
- * `version` counts changes of what kubediff itself redacts (2: every annotation of a Secret).
+ * `version` counts changes of what kubediff itself redacts (2: every annotation of a Secret);
+ * `rulesVersion` changes of how rules apply (2: inside the copies annotations hold, annotation-copies.ts),
+ * so that only state files recorded with rules take a new baseline.
  */
 export function redactionSignature(settings: RedactionSettings): string {
   return JSON.stringify({
     version: 2,
+    ...(settings.rules.length > 0 ? { rulesVersion: 2 } : {}),
     hashing: new Redactor(settings.key).id,
     rules: settings.rules
       .map((rule) => JSON.stringify([rule.path, [...(rule.resources ?? [])].sort()]))

@@ -195,6 +195,16 @@ const kafkaPassword: Check = (sasl, path, { at }) => {
     at(path, 'needs password (from an environment variable) or passwordFile');
 };
 
+/** Credentials never cross the network unencrypted unless the file says the network is encrypted otherwise. */
+const kafkaCredentialsEncrypted: Check = (sink, path, { at }) => {
+  if (!isJsonObject(sink) || !isJsonObject(sink.sasl)) return;
+  if ((sink.tls === undefined || sink.tls === false) && sink.allowPlaintextCredentials !== true)
+    at(
+      [...path, 'sasl'],
+      "the credentials would cross the network unencrypted (SASL without TLS): add tls (the brokers' TLS listener), or allowPlaintextCredentials: true if the network is encrypted otherwise",
+    );
+};
+
 const clientCertificate: Check = (tls, path, { at }) => {
   if (isJsonObject(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
     at(path, 'a client certificate needs both certFile and keyFile');
@@ -260,6 +270,7 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
       [['brokers'], kafkaBrokers],
       [['sasl'], kafkaPassword],
       [['tls'], clientCertificate],
+      [[], kafkaCredentialsEncrypted],
     ],
   ],
 ]);
@@ -348,5 +359,6 @@ const FILE_CHECKS: Checks = [
   [['audit', 'listen'], listenAddress],
   [['stories', 'window'], duration()],
   [['stories', 'maxLength'], duration()],
+  [['stories', 'maxOpenSize'], size],
   [['sinks'], sinks],
 ];

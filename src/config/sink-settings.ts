@@ -5,6 +5,7 @@
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
 
+import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
@@ -13,7 +14,7 @@ import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receive
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
-import { UsageError } from '../util/errors.ts';
+import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { kafkaBrokerProblem, parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
 import { parseCount } from './count.ts';
 import type { KeyPath } from './problems.ts';
@@ -34,6 +35,12 @@ export interface RawSinkFlags {
   googleChatWebhook?: string;
   kafkaBrokers?: string;
   kafkaTopic?: string;
+  /** --kafka-tls: the brokers' TLS listener, checked against the system's CAs… */
+  kafkaTls?: boolean;
+  /** …or --kafka-ca-file's (implies --kafka-tls). */
+  kafkaCaFile?: string;
+  /** --kafka-allow-plaintext-credentials: SASL without TLS, for a network encrypted otherwise. */
+  kafkaAllowPlaintextCredentials?: boolean;
   shutdownTimeout?: string;
 }
 
@@ -183,6 +190,9 @@ function kafkaSpecFromFlags(
       );
   }
   const spec: KafkaSinkSpec = { type: 'kafka', brokers, topic };
+  const caFile = flags.kafkaCaFile?.trim();
+  if (caFile) spec.tls = { ca: readFlagFile('--kafka-ca-file', caFile) };
+  else if (flags.kafkaTls) spec.tls = {};
   const username = envValue(env, SINK_ENV.kafkaUsername);
   const password = env[SINK_ENV.kafkaPassword];
   if (username !== undefined || password) {
@@ -196,8 +206,27 @@ function kafkaSpecFromFlags(
         `invalid ${SINK_ENV.kafkaMechanism} "${mechanism.slice(0, 40)}": use ${KAFKA_SASL_MECHANISMS.join(', ')}.`,
       );
     spec.sasl = { mechanism: mechanism as KafkaSaslMechanism, username, password };
+    if (!spec.tls && !flags.kafkaAllowPlaintextCredentials)
+      throw new UsageError(
+        `the Kafka credentials of ${SINK_ENV.kafkaUsername} and ${SINK_ENV.kafkaPassword} would cross the network unencrypted (SASL ${mechanism} over plaintext): add --kafka-tls or --kafka-ca-file <file> for the brokers' TLS listener, or --kafka-allow-plaintext-credentials if the network is encrypted otherwise.`,
+      );
   }
+  if (flags.kafkaAllowPlaintextCredentials && !spec.sasl)
+    throw new UsageError(
+      `--kafka-allow-plaintext-credentials applies to SASL credentials, and none are given (${SINK_ENV.kafkaUsername}, ${SINK_ENV.kafkaPassword}).`,
+    );
   return spec;
+}
+
+/** A file a flag names (a CA), read at startup; a UsageError (exit 2) naming the flag when it cannot be. */
+function readFlagFile(flag: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(
+      `cannot read ${flag} ${file}: ${fileReadProblem(error)}; fix the path or the file's permissions.`,
+    );
+  }
 }
 
 function envValue(env: Readonly<Record<string, string | undefined>>, name: string): string | undefined {

@@ -7,6 +7,7 @@ import { DEFAULT_STORY_OPTIONS, type StoryOptions } from '../events/story.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { parseSize } from '../util/size.ts';
 import type { OutputFormat } from './output-format.ts';
 
 /** The flags as commander hands them over. */
@@ -29,6 +30,8 @@ export interface StoryConfigInput {
   window?: string | undefined;
   maxLength?: string | undefined;
   maxOpenEvents?: number | undefined;
+  /** A size ('16MiB'; checked by semantic-checks.ts). */
+  maxOpenSize?: string | undefined;
 }
 
 export interface StorySettings {
@@ -66,6 +69,10 @@ export function storySettingsFrom(
       windowMs,
       maxLengthMs,
       maxOpenEvents: config?.maxOpenEvents ?? DEFAULT_STORY_OPTIONS.maxOpenEvents,
+      maxOpenBytes:
+        config?.maxOpenSize !== undefined
+          ? parseSize('stories.maxOpenSize', config.maxOpenSize)
+          : DEFAULT_STORY_OPTIONS.maxOpenBytes,
     },
     terminal,
   };

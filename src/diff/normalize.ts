@@ -1,9 +1,10 @@
 // The form in which the informer store keeps an object and the diff compares it: Secret values and
-// the `redact:` paths hashed, ignored subtrees gone (they are never reported, so keeping them only
+// the `redact:` paths hashed (in the copies annotations hold too), ignored subtrees gone (they are never reported, so keeping them only
 // costs memory). How an object is normalized depends on its resource type, never on what the object
 // says it is.
 
 import type { JsonObject, JsonValue, KubeObject, ResourceType } from '../kube/types.ts';
+import { redactAnnotationCopies } from './annotation-copies.ts';
 import { type MatchCursor, PathMatcher } from './ignore.ts';
 import { setProperty } from './json.ts';
 import { isSecretType, type Redactor, redactSecret } from './redact.ts';
@@ -31,12 +32,22 @@ export interface NormalizeRules {
 export function normalizeObject(obj: KubeObject | JsonObject, rules: NormalizeRules): JsonObject {
   let result = asJsonObject(obj);
   if (rules.secret) result = redactSecret(result, rules.redactor);
-  if (!rules.redact.isEmpty) {
-    const marker = (value: JsonValue) => rules.redactor.marker(value);
-    result = rewriteObject(result, rules.redact.start(), rules.redact, marker);
-  }
+  if (!rules.redact.isEmpty) result = redactPaths(result, rules);
   if (!rules.ignore.isEmpty) result = rewriteObject(result, rules.ignore.start(), rules.ignore, drop);
   return result;
+}
+
+/**
+ * The `redact:` paths of a type that is not a Secret hashed, in the object and in the copies of it that
+ * tools keep in its annotations (annotation-copies.ts: the same paths inside each copy). A Secret's
+ * annotations are hashed whole already.
+ */
+function redactPaths(obj: JsonObject, rules: NormalizeRules): JsonObject {
+  const withCopies = rules.secret
+    ? obj
+    : redactAnnotationCopies(obj, (copy) => redactPaths(copy, rules), rules.redactor);
+  const marker = (value: JsonValue) => rules.redactor.marker(value);
+  return rewriteObject(withCopies, rules.redact.start(), rules.redact, marker);
 }
 
 export interface NormalizerOptions {

@@ -6,8 +6,8 @@
 //
 // A story closes when its owner has been quiet for `windowMs`, when it has been open for
 // `maxLengthMs` (a long rollout reports its progress; the next story of that owner is marked
-// `continued`), when the open stories together hold `maxOpenEvents` events (the oldest closes first:
-// memory stays bounded), or at shutdown (flush). Several updates of one object inside a story are
+// `continued`), when the open stories together hold `maxOpenEvents` events or `maxOpenBytes` of them (as
+// JSON; the oldest closes first: memory stays bounded), or at shutdown (flush). Several updates of one object inside a story are
 // one net diff per path: the first `from`, the last `to`; a value that went back where it was is no
 // change.
 //
@@ -18,20 +18,24 @@ import { jsonEqual } from '../diff/json.ts';
 import type { Change } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { type ChangeEvent, type EventType, type OwnerRef, qualifiedResource } from './event.ts';
+import { eventJson } from './event-json.ts';
 
 export interface StoryOptions {
   /** A story closes once its owner has had no event for this long. */
   windowMs: number;
   /** …or once it has been open this long. */
   maxLengthMs: number;
-  /** The most events all open stories hold together; beyond it the oldest story closes early. */
+  /** The most events all open stories hold together; beyond it the oldest story closes early… */
   maxOpenEvents: number;
+  /** …and the most bytes of them (as JSON): a few large objects weigh as much as many small ones. */
+  maxOpenBytes: number;
 }
 
 export const DEFAULT_STORY_OPTIONS: StoryOptions = {
   windowMs: 5_000,
   maxLengthMs: 60_000,
   maxOpenEvents: 10_000,
+  maxOpenBytes: 16 * 1024 * 1024,
 };
 
 export type StoryCloseReason = 'quiet' | 'max-length' | 'buffer' | 'shutdown';
@@ -114,6 +118,8 @@ interface OpenStory {
   lastAt: number;
   continued: boolean;
   events: ChangeEvent[];
+  /** Bytes (as JSON) of its events. */
+  bytes: number;
   objects: Map<string, ObjectTrack>;
   timer: NodeJS.Timeout | undefined;
 }
@@ -123,8 +129,9 @@ export interface StoryStats {
   /** Stories closed and handed on. */
   stories: number;
   openStories: number;
-  /** Events held by open stories (bounded by maxOpenEvents). */
+  /** Events held by open stories (bounded by maxOpenEvents), and their bytes (by maxOpenBytes). */
   openEvents: number;
+  openBytes: number;
   /** Stories closed at their maximum length, and at the buffer limit. */
   closedAtMaxLength: number;
   closedAtBufferLimit: number;
@@ -133,7 +140,7 @@ export interface StoryStats {
 export interface StoryBuilderEvents {
   /** A story closed: hand it on. */
   story(story: Story): void;
-  /** The open stories reached maxOpenEvents: the oldest closed early (count it; say it once). */
+  /** The open stories reached maxOpenEvents or maxOpenBytes: the oldest closed early (count it; say it once). */
   bufferFull?(options: StoryOptions): void;
 }
 
@@ -146,6 +153,7 @@ export class StoryBuilder {
   /** Owners whose last story closed before they went quiet: their next story is `continued`. */
   private readonly cutShort = new Set<string>();
   private openEvents = 0;
+  private openBytes = 0;
   private readonly counters = { stories: 0, closedAtMaxLength: 0, closedAtBufferLimit: 0 };
 
   constructor(options: Partial<StoryOptions>, on: StoryBuilderEvents, now: () => number = Date.now) {
@@ -160,7 +168,12 @@ export class StoryBuilder {
   }
 
   stats(): StoryStats {
-    return { ...this.counters, openStories: this.open.size, openEvents: this.openEvents };
+    return {
+      ...this.counters,
+      openStories: this.open.size,
+      openEvents: this.openEvents,
+      openBytes: this.openBytes,
+    };
   }
 
   add(event: ChangeEvent): void {
@@ -180,6 +193,7 @@ export class StoryBuilder {
         lastAt: now,
         continued: this.cutShort.delete(key),
         events: [],
+        bytes: 0,
         objects: new Map(),
         timer: undefined,
       };
@@ -192,9 +206,12 @@ export class StoryBuilder {
       const early = this.open.get(selfKey);
       if (early) this.absorb(story, early);
     }
+    const bytes = eventJson(event).length;
     story.events.push(event);
+    story.bytes += bytes;
     story.lastAt = now;
     this.openEvents++;
+    this.openBytes += bytes;
     track(story, event);
     // The owner's namespace is its dependents' (Kubernetes allows no other) until its own event says
     // better: a cluster-scoped owner of namespaced objects has none.
@@ -203,7 +220,10 @@ export class StoryBuilder {
       else story.owner.namespace = event.object.namespace;
     }
     this.schedule(story);
-    while (this.openEvents > this.options.maxOpenEvents && this.open.size > 0) {
+    while (
+      (this.openEvents > this.options.maxOpenEvents || this.openBytes > this.options.maxOpenBytes) &&
+      this.open.size > 0
+    ) {
       const oldest = this.open.values().next().value;
       if (!oldest) break;
       this.on.bufferFull?.(this.options);
@@ -223,6 +243,7 @@ export class StoryBuilder {
       a.time < b.time ? -1 : a.time > b.time ? 1 : 0,
     );
     into.events = merged;
+    into.bytes += from.bytes;
     into.objects = new Map();
     for (const event of merged) track(into, event);
     into.openedAt = Math.min(into.openedAt, from.openedAt);
@@ -256,6 +277,7 @@ export class StoryBuilder {
     clearTimeout(story.timer);
     this.open.delete(story.key);
     this.openEvents -= story.events.length;
+    this.openBytes -= story.bytes;
     this.counters.stories++;
     if (reason === 'max-length') this.counters.closedAtMaxLength++;
     if (reason === 'buffer') this.counters.closedAtBufferLimit++;

@@ -10,6 +10,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { LineCounter, parse, YAMLParseError } from 'yaml';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
+import { urlStart } from '../util/url.ts';
 
 export interface KubeconfigOptions {
   /** --kubeconfig */
@@ -113,13 +114,20 @@ export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
       `context "${contextName}" in kubeconfig ${source} names no cluster with a server address; fix the kubeconfig.`,
     );
   }
+  const serverUrl = serverAddress(server);
+  if (serverUrl === undefined) {
+    // Only what comes before the first '/': a server address may carry credentials in its path or query.
+    throw new UsageError(
+      `the server of cluster "${clusterEntry.name}" in kubeconfig ${source} is not an https:// or http:// address (it starts "${urlStart(server)}"); fix the kubeconfig.`,
+    );
+  }
   const userName = text(context.context.user) ?? '';
   const userEntry = document.users.find((entry) => entry.name === userName)?.user ?? {};
   return {
     contextName,
     clusterName: clusterEntry.name,
-    server: server.replace(/\/+$/, ''),
-    cluster: clusterOf(clusterEntry.name, server, clusterEntry.cluster),
+    server: serverUrl,
+    cluster: clusterOf(clusterEntry.name, serverUrl, clusterEntry.cluster),
     user: userOf(userName, userEntry),
     document,
   };
@@ -195,7 +203,8 @@ function readFile(file: string): KubeconfigDocument {
   const lineCounter = new LineCounter();
   let raw: unknown;
   try {
-    raw = parse(readFileSync(file, 'utf8'), { lineCounter, prettyErrors: false });
+    // logLevel 'error': the parser's warnings would reach stderr as process warnings, beside the one sentence.
+    raw = parse(readFileSync(file, 'utf8'), { lineCounter, prettyErrors: false, logLevel: 'error' });
   } catch (error) {
     if (error instanceof YAMLParseError) {
       const { line, col } = lineCounter.linePos(error.pos[0]);
@@ -261,6 +270,22 @@ function inClusterDocument(): KubeconfigDocument {
     contexts: [{ name: 'in-cluster', context: { cluster: 'in-cluster', user: 'in-cluster' } }],
     'current-context': 'in-cluster',
   };
+}
+
+/**
+ * The API server's address, as client-go reads it: `host:port` without a scheme is https://; anything that
+ * is not then an http(s) URL is undefined. Without a trailing slash.
+ */
+function serverAddress(server: string): string | undefined {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(server) ? server : `https://${server}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    return undefined;
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') return undefined;
+  return withScheme.replace(/\/+$/, '');
 }
 
 function clusterOf(name: string, server: string, entry: Entry): KubeconfigCluster {

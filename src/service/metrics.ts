@@ -237,6 +237,16 @@ export class KubediffMetrics {
         }
       },
     });
+    new Counter({
+      name: 'kubediff_sink_overflows_total',
+      help: "Times a sink's queue reached its bound and began summarizing further events in a digest (their events written in full to the dead-letter file); each is logged once.",
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        for (const sink of self.sources.sinks?.() ?? [])
+          self.incrementTo(this, { sink: sink.name }, sink.stats().overflows, `overflows\u0000${sink.name}`);
+      },
+    });
     new Gauge({
       name: 'kubediff_sink_queue_depth',
       help: 'Events queued or in flight in each sink.',

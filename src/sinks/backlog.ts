@@ -109,6 +109,7 @@ export class SinkBacklog {
   }
 
   private startOverflow(): void {
+    this.counters.overflows++;
     if (this.overflowing) return;
     this.overflowing = true;
     const file = this.deadLetter;

@@ -1,21 +1,33 @@
-// Markdown for the chat platforms that read it (Discord, Mattermost): text
-// escaped so that names and values never turn into formatting, code spans
-// that cannot be closed early.
+// Markdown for the chat platforms that read it (Discord, Mattermost): text from the cluster made inert
+// (chat-text.ts). Both follow CommonMark, where a backslash before ASCII punctuation makes it literal
+// (https://spec.commonmark.org/0.31.2/#backslash-escapes; Discord:
+// https://support.discord.com/hc/en-us/articles/210298617, Mattermost:
+// https://docs.mattermost.com/collaborate/format-messages.html): every character either would read as
+// formatting, a link (`[label](url)`, `<url>`) or an entity (`&lt;`) is escaped. What escapes do not stop:
+// Mattermost mentions anyone an '@' names in a post's text, pretext and attachment text, escaped or not,
+// but never inside code (its server reads mentions from text nodes only); both link a bare URL. Text
+// holding an '@' or a URL is therefore shown as inline code. Discord's payload also switches mentions
+// off (`allowed_mentions`, discord.ts).
 import type { EventType } from '../events/event.ts';
 import { type ChatMessage, EVENT_EMOJI, fitLines, type Line } from './chat-message.ts';
+import { codeText, inertLine, wrapped } from './chat-text.ts';
 
-/** Backslash-escapes what markdown would read as formatting. */
+/** What the markdown platforms act on even escaped: a mention, a URL. */
+const MARKDOWN_ACTS_ON = /@|:\/\/|\bwww\./i;
+
+/** Backslash-escapes what markdown would read as formatting, a link or an entity. */
 export function escapeMarkdown(text: string): string {
-  return text.replace(/[\\`*_~|>#[\]()<-]/g, (c) => `\\${c}`);
+  return text.replace(/[\\`*_~|>#[\]()<&!-]/g, (c) => `\\${c}`);
 }
 
+/** A line in markdown: **bold**, _italic_, `code`, emoji; text from the cluster inert (see the header). */
 export function markdownLine(line: Line): string {
-  return line
+  return inertLine(line, MARKDOWN_ACTS_ON)
     .map((span) => {
       if (span.style === 'icon') return EVENT_EMOJI[span.text as EventType];
-      if (span.style === 'code') return `\`${span.text.replaceAll('`', 'ˋ')}\``;
-      if (span.style === 'bold') return `**${escapeMarkdown(span.text)}**`;
-      if (span.style === 'italic') return `_${escapeMarkdown(span.text)}_`;
+      if (span.style === 'code') return `\`${codeText(span.text)}\``;
+      if (span.style === 'bold') return wrapped(escapeMarkdown(span.text), '**');
+      if (span.style === 'italic') return wrapped(escapeMarkdown(span.text), '_');
       return escapeMarkdown(span.text);
     })
     .join('');
@@ -26,7 +38,7 @@ export function markdownLine(line: Line): string {
  * characters in all (what does not fit is counted, chat-message.ts fitLines).
  */
 export function markdownText(message: ChatMessage, budget: number): string {
-  const note = message.note ? `\n_${escapeMarkdown(message.note)}_` : '';
+  const note = message.note ? `\n${markdownLine([{ text: message.note, style: 'italic' }])}` : '';
   const lines = message.sections.flatMap((section, index) => [
     ...(index > 0 ? [''] : []),
     ...section.lines.map(markdownLine),

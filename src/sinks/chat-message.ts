@@ -10,6 +10,7 @@ import type { Change } from '../diff/types.ts';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
 import { objectKey } from '../kube/types.ts';
 import { groupedCount } from '../util/count-text.ts';
+import { printable } from '../util/terminal-text.ts';
 import type { Digest } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
@@ -47,8 +48,11 @@ export interface ChatSection {
 }
 
 export interface ChatMessage {
-  /** The notification text: '[prod-eu] 37 changes in shop: 30 pods added, …'. */
-  summary: string;
+  /**
+   * The notification text: '[prod-eu] 37 changes in shop: 30 pods added, …', as spans so that each platform
+   * writes what came from the cluster (a name, a manager, a value) in its own inert form (chat-text.ts).
+   */
+  summary: Line;
   /** The headline, plain text: 'UPDATED Deployment shop/web', '37 changes in shop'… */
   title: string;
   /** …after the icon of this event type, for a single event. */
@@ -84,7 +88,7 @@ export function chatMessage(
     [{ text: timeRange(batch.firstTime, batch.lastTime) }],
   ];
   const title = `${groupedCount(batch.count)} changes ${batch.where()}`;
-  const summary = `${prefix(batch.cluster)}${batch.summary()}`;
+  const summary: Line = [{ text: `${prefix(batch.cluster)}${batch.summary()}` }];
   if (inFull) {
     const sections = events.map((event) => {
       const changes = event.changes ?? [];
@@ -146,7 +150,11 @@ function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessa
   const by = elideBy(byText(event.by));
   const perChange = changesFromSeveralManagers(changes);
   return {
-    summary: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}${by ? ` by ${by}` : ''}${count}`,
+    summary: [
+      { text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}` },
+      ...(by ? [{ text: ' by ' }, { text: by }] : []),
+      ...(count ? [{ text: count }] : []),
+    ],
     title: `${event.type} ${object.kind} ${where}`,
     icon: event.type,
     context: [
@@ -268,9 +276,10 @@ export function timeRange(first: string | undefined, last: string | undefined): 
 /** The emoji of an event type, for platforms that take Unicode emoji. */
 export const EVENT_EMOJI: Record<EventType, string> = { ADDED: '➕', UPDATED: '✏️', DELETED: '🗑️' };
 
-/** The title with its icon, as plain text. */
+/** The title with its icon, as plain text (every character visible: chat-text.ts). */
 export function titleText(message: ChatMessage, icons: Record<EventType, string> = EVENT_EMOJI): string {
-  return message.icon ? `${icons[message.icon]} ${message.title}` : message.title;
+  const title = printable(message.title);
+  return message.icon ? `${icons[message.icon]} ${title}` : title;
 }
 
 /** The context lines (cluster, resource, time) as one plain line, for a footer or a subtitle. */
@@ -278,10 +287,31 @@ export function contextText(message: ChatMessage): string {
   return message.context.map(plainText).join(' · ');
 }
 
-/** The plain text of a line, icons as emoji. */
+/**
+ * A line cut to `max` characters of text in all (its last kept span elided with '…'), so that a platform's
+ * markup around each span stays whole.
+ */
+export function fitLine(line: Line, max: number): Line {
+  const kept: Line = [];
+  let left = max;
+  for (const span of line) {
+    const length = span.style === 'icon' ? 2 : span.text.length;
+    if (length <= left) {
+      kept.push(span);
+      left -= length;
+      continue;
+    }
+    if (span.style !== 'icon' && left > 1) kept.push({ ...span, text: truncateText(span.text, left) });
+    else kept.push({ text: '…' });
+    break;
+  }
+  return kept;
+}
+
+/** The plain text of a line, icons as emoji, every other character visible (chat-text.ts). */
 export function plainText(line: Line): string {
   return line
-    .map((span) => (span.style === 'icon' ? EVENT_EMOJI[span.text as EventType] : span.text))
+    .map((span) => (span.style === 'icon' ? EVENT_EMOJI[span.text as EventType] : printable(span.text)))
     .join('');
 }
 

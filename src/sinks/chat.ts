@@ -20,12 +20,13 @@ import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { abandonDigest, HttpSink, type RetryOptions } from './delivery.ts';
-import { Digest } from './digest.ts';
+import { HttpSink, type RetryOptions } from './delivery.ts';
+import type { Digest } from './digest.ts';
 import { type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 import { storyMessage } from './story-format.ts';
+import { StoryQueue } from './story-queue.ts';
 
 /** One chat platform: where to post, how a chat message reads there, and what its answers mean. */
 export interface ChatPlatform {
@@ -51,7 +52,11 @@ export interface ChatSinkOptions {
   minIntervalMs: number;
   /** Wait this long after a first event for related ones (a rollout is several events). Default 300 ms. */
   gatherMs?: number;
-  /** Events kept in full while waiting (for the message and the dead-letter file); beyond that only counted. Default 1000… */
+  /**
+   * Events kept in full while waiting (for the message and the dead-letter file): in the gathering batch,
+   * and in the closed stories waiting for their turn (story-queue.ts); beyond that they are summarized in
+   * a digest and written to the dead-letter file. Default 1000…
+   */
   capacity?: number;
   /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
   capacityBytes?: number;
@@ -83,15 +88,13 @@ export class ChatSink extends HttpSink {
   private readonly options: ChatSinkOptions;
   private readonly minIntervalMs: number;
   private readonly gatherMs: number;
-  private readonly capacity: number;
-  private readonly capacityBytes: number;
   private pending: Digest;
   private pendingSince = 0;
   private inFlight: Digest | undefined;
   private nextSendAt = 0;
   private readonly stories: StoryBuilder | undefined;
-  /** Closed stories waiting for their message, each with its events as a batch (for the accounting). */
-  private ready: { story: Story; batch: Digest }[] = [];
+  /** Closed stories waiting for their message, bounded; also where every batch is made and abandoned. */
+  private readonly ready: StoryQueue;
   protected readonly loop: Promise<void>;
 
   constructor(options: ChatSinkOptions) {
@@ -106,8 +109,14 @@ export class ChatSink extends HttpSink {
     this.platform = options.platform;
     this.minIntervalMs = options.minIntervalMs;
     this.gatherMs = options.gatherMs ?? CHAT_DEFAULTS.gatherMs;
-    this.capacity = Math.max(1, options.capacity ?? CHAT_DEFAULTS.capacity);
-    this.capacityBytes = options.capacityBytes ?? CHAT_DEFAULTS.capacityBytes;
+    this.ready = new StoryQueue({
+      sink: this.name,
+      capacity: Math.max(1, options.capacity ?? CHAT_DEFAULTS.capacity),
+      capacityBytes: options.capacityBytes ?? CHAT_DEFAULTS.capacityBytes,
+      counters: this.counters,
+      trouble: this.trouble,
+      deadLetter: options.deadLetter,
+    });
     this.pending = this.newBatch();
     this.stories = options.stories
       ? sinkStoryBuilder(this.name, options.stories, options.log, (story) => this.storyClosed(story))
@@ -133,8 +142,7 @@ export class ChatSink extends HttpSink {
   }
 
   stats(): SinkStats {
-    const stories =
-      (this.stories?.pendingEvents ?? 0) + this.ready.reduce((sum, entry) => sum + entry.batch.count, 0);
+    const stories = (this.stories?.pendingEvents ?? 0) + this.ready.pendingEvents;
     return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) + stories };
   }
 
@@ -146,8 +154,7 @@ export class ChatSink extends HttpSink {
     // Open stories are told now: their owners may not go quiet before the shutdown timeout.
     this.stories?.flush();
     return this.closeWith(timeoutMs, () => {
-      for (const entry of this.ready) this.abandon(entry.batch, 'not delivered within the shutdown timeout');
-      this.ready = [];
+      this.ready.abandonAll('not delivered within the shutdown timeout');
       if (!this.pending.isEmpty) {
         this.abandon(this.pending, 'not delivered within the shutdown timeout');
         this.pending = this.newBatch();
@@ -156,21 +163,19 @@ export class ChatSink extends HttpSink {
   }
 
   private newBatch(): Digest {
-    return new Digest({ retain: this.capacity, retainBytes: this.capacityBytes });
+    return this.ready.newBatch();
   }
 
   /** A closed story waits for its message, its events kept as a batch for the accounting. */
   private storyClosed(story: Story): void {
-    const batch = this.newBatch();
     try {
-      for (const event of story.events) batch.add(event);
+      this.ready.push(story);
     } catch (error) {
       // A story closes on a timer, where nothing else would report this: account for it here.
       this.counters.lost += story.count;
       this.trouble.warn(`a story could not be queued: ${errorMessage(error)}`);
       return;
     }
-    this.ready.push({ story, batch });
     this.wakeup.notify();
   }
 
@@ -209,15 +214,7 @@ export class ChatSink extends HttpSink {
    * few seconds, all of them as one digest (the same digest as a burst of events).
    */
   private async sendStories(): Promise<void> {
-    let entry: { story?: Story; batch: Digest } | undefined;
-    if (this.ready.length > CHAT_DEFAULTS.storyBacklog) {
-      const batch = this.newBatch();
-      for (const waiting of this.ready) batch.merge(waiting.batch);
-      this.ready = [];
-      entry = { batch };
-    } else {
-      entry = this.ready.shift();
-    }
+    const entry = this.ready.next(CHAT_DEFAULTS.storyBacklog);
     if (!entry) return;
     const { batch, story } = entry;
     this.inFlight = batch;
@@ -265,9 +262,10 @@ export class ChatSink extends HttpSink {
         }
         return;
       }
+      // Said once per status: a receiver's error body may differ on every request (a request id).
       const final = this.finalFailure(
         outcome,
-        `status ${outcome.status ?? ''} ${outcome.reason}`,
+        `status ${outcome.status ?? 'none'}`,
         this.describeLoss(batch),
       );
       if (final) {
@@ -295,7 +293,7 @@ export class ChatSink extends HttpSink {
       }
       // Everything that arrived meanwhile goes out with this message (a story stays that story).
       if (!story) {
-        batch.merge(this.pending);
+        this.ready.merge(batch, this.pending);
         this.pending = this.newBatch();
       }
     }
@@ -307,6 +305,6 @@ export class ChatSink extends HttpSink {
 
   /** Events that will not reach the platform: kept ones to the dead-letter file, the rest counted as lost. */
   private abandon(batch: Digest, reason: string): void {
-    if (!batch.isEmpty) abandonDigest(this.counters, this.options.deadLetter, this.name, reason, batch);
+    this.ready.abandon(batch, reason);
   }
 }

@@ -148,6 +148,9 @@ export function observeDeliveries(observer: DeliveryObserver): () => void {
   };
 }
 
+/** Distinct kinds of refusal a sink logs before it logs further ones with --debug only. */
+const MAX_REFUSAL_KEYS = 32;
+
 /** Tells people about delivery trouble without repeating themselves. */
 export class TroubleReport {
   private readonly name: string;
@@ -184,13 +187,23 @@ export class TroubleReport {
     this.log.info(`${this.name}: delivering again.`);
   }
 
-  /** A request refused for good (4xx) or given up on; each distinct `key` is logged once. */
+  /**
+   * A request refused for good (4xx) or given up on; each distinct `key` (a status, a kind of failure:
+   * never text a receiver chooses, which may differ on every answer) is logged once. The keys remembered
+   * are bounded: beyond MAX_REFUSAL_KEYS, further refusals go to --debug, said once.
+   */
   refused(key: string, message: string): void {
-    if (this.refusals.has(key)) {
+    if (this.refusals.has(key) || this.refusals.size > MAX_REFUSAL_KEYS) {
       this.log.debug(`${this.name}: ${message}`);
       return;
     }
     this.refusals.add(key);
+    if (this.refusals.size > MAX_REFUSAL_KEYS) {
+      this.log.warn(
+        `${this.name}: ${message} (${MAX_REFUSAL_KEYS} kinds of refusal logged already: further ones only with --debug)`,
+      );
+      return;
+    }
     this.log.warn(`${this.name}: ${message}`);
   }
 

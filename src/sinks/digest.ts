@@ -86,6 +86,11 @@ export class Digest {
     return this.retained;
   }
 
+  /** Bytes (as JSON) of the events kept in full; measured only when `retainBytes` is set. */
+  get bytes(): number {
+    return this.retainedBytes;
+  }
+
   /** Every event of the digest is kept in full. */
   get complete(): boolean {
     return this.retained.length === this.total;

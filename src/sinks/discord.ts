@@ -1,11 +1,13 @@
 // Discord, through a channel webhook (Server Settings → Integrations → Webhooks): one embed per
 // message, within Discord's documented limits: content 2,000 characters, an embed's title 256,
 // description 4,096, footer 2,048, 6,000 characters in all its texts. Discord answers 429 with
-// Retry-After and `retry_after` (seconds) in the body; mentions are switched off so a name in a
-// change can never ping anyone.
+// Retry-After and `retry_after` (seconds) in the body. Mentions are switched off so a name in a
+// change can never ping anyone (`allowed_mentions` with an empty `parse`:
+// https://discord.com/developers/docs/resources/message#allowed-mentions-object); the content and the
+// description are markdown made inert (chat-markdown.ts); the title and the footer are plain text.
 import type { ChatPlatform } from './chat.ts';
-import { escapeMarkdown, markdownText } from './chat-markdown.ts';
-import { type ChatMessage, contextText, titleText, truncateText } from './chat-message.ts';
+import { markdownLine, markdownText } from './chat-markdown.ts';
+import { type ChatMessage, contextText, fitLine, titleText, truncateText } from './chat-message.ts';
 import type { PostOutcome } from './http.ts';
 
 export const DISCORD_LIMITS = {
@@ -32,7 +34,8 @@ export function discordPlatform(url: string): ChatPlatform {
         Math.min(DISCORD_LIMITS.description, DISCORD_LIMITS.embedTotal - title.length - footer.length),
       );
       return {
-        content: truncateText(escapeMarkdown(message.summary), DISCORD_LIMITS.content),
+        // Markdown (chat-markdown.ts), within the limit even if every character needed its escape.
+        content: markdownLine(fitLine(message.summary, DISCORD_LIMITS.content / 2 - 50)),
         embeds: [
           {
             title,

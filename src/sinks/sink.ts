@@ -38,6 +38,8 @@ export interface SinkStats {
   pending: number;
   /** Digests sent. */
   digests: number;
+  /** Times a queue reached its bound and began folding events into a digest (each said once in the log). */
+  overflows: number;
 }
 
 export interface SinkReport {
@@ -48,7 +50,16 @@ export interface SinkReport {
 }
 
 export function emptyStats(): SinkStats {
-  return { accepted: 0, delivered: 0, summarized: 0, deadLettered: 0, lost: 0, pending: 0, digests: 0 };
+  return {
+    accepted: 0,
+    delivered: 0,
+    summarized: 0,
+    deadLettered: 0,
+    lost: 0,
+    pending: 0,
+    digests: 0,
+    overflows: 0,
+  };
 }
 
 /** Events that were not delivered, in full or in a digest. */

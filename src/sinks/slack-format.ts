@@ -4,21 +4,35 @@
 // characters per header, 3000 per section text, and well under the size at
 // which Slack rejects a message; long values are elided in the middle and
 // what does not fit is counted ("…and 12 more changes").
+//
+// Text from the cluster is made inert (chat-text.ts) the ways Slack documents
+// (https://docs.slack.dev/messaging/formatting-message-text#escaping): &, < and > become entities
+// everywhere, the top-level text included, so no `<!channel>`, `<@U…>` or `<url|label>` can form; every
+// mrkdwn text object is `verbatim` (https://docs.slack.dev/reference/block-kit/composition-objects/text-object:
+// no automatic linking of URLs or channel names, no automatic mention parsing). mrkdwn has no escape for
+// its formatting characters (* _ ~ `) nor for emoji codes (:name:): text holding one, an '@', or a URL is
+// shown as inline code. The header is plain_text, which Slack does not parse.
 import type { EventType } from '../events/event.ts';
-import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, type Line } from './chat-message.ts';
+import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, fitLine, type Line } from './chat-message.ts';
+import { codeText, inertLine, visible, wrapped } from './chat-text.ts';
 import type { Digest } from './digest.ts';
+
+type MrkdwnText = { type: 'mrkdwn'; text: string; verbatim: true };
 
 type SlackBlock =
   | { type: 'header'; text: { type: 'plain_text'; text: string; emoji: boolean } }
-  | { type: 'section'; text: { type: 'mrkdwn'; text: string } }
-  | { type: 'context'; elements: { type: 'mrkdwn'; text: string }[] }
+  | { type: 'section'; text: MrkdwnText }
+  | { type: 'context'; elements: MrkdwnText[] }
   | { type: 'divider' };
 
 export interface SlackMessage {
-  /** The notification text (and what clients without Block Kit show). */
+  /** The notification text (and what clients without Block Kit show), in mrkdwn escaped like the blocks. */
   text: string;
   blocks: SlackBlock[];
 }
+
+/** What Slack acts on that no escape stops: formatting characters, an emoji code, a would-be mention, a URL. */
+const SLACK_ACTS_ON = /[*_~`@]|:\/\/|\bwww\.|:[\w+-]*[a-z][\w+-]*:/i;
 
 const SLACK_LIMITS = {
   blocks: 50,
@@ -50,23 +64,24 @@ export const SLACK_PACE = 'Slack takes messages (about one a second)';
 
 /** A chat message (an event, a batch, a digest or a story) in Block Kit. */
 export function renderSlackChatMessage(message: ChatMessage): SlackMessage {
+  const title = visible(message.title);
   const blocks: SlackBlock[] = [
-    header(message.icon ? `${EMOJI[message.icon]} ${message.title}` : message.title),
+    header(message.icon ? `${EMOJI[message.icon]} ${title}` : title),
     context(message.context.map(mrkdwn)),
   ];
   for (const section of message.sections) blocks.push(...sections(section.lines.map(mrkdwn)));
-  if (message.note) blocks.push(context([escapeMrkdwn(message.note)]));
-  return fit({ text: message.summary, blocks });
+  if (message.note) blocks.push(context([mrkdwn([{ text: message.note }])]));
+  return fit({ text: mrkdwn(fitLine(message.summary, SLACK_LIMITS.fallbackText)), blocks });
 }
 
-/** A line in Slack's mrkdwn: *bold*, _italic_, `code`, :emoji:, the rest escaped. */
+/** A line in Slack's mrkdwn: *bold*, _italic_, `code`, :emoji:, the rest escaped (see the header). */
 function mrkdwn(line: Line): string {
-  return line
+  return inertLine(line, SLACK_ACTS_ON)
     .map((span) => {
       if (span.style === 'icon') return EMOJI[span.text as EventType];
       if (span.style === 'code') return code(span.text);
-      if (span.style === 'bold') return `*${escapeMrkdwn(span.text)}*`;
-      if (span.style === 'italic') return `_${escapeMrkdwn(span.text)}_`;
+      if (span.style === 'bold') return wrapped(escapeMrkdwn(span.text), '*');
+      if (span.style === 'italic') return wrapped(escapeMrkdwn(span.text), '_');
       return escapeMrkdwn(span.text);
     })
     .join('');
@@ -79,7 +94,7 @@ function escapeMrkdwn(text: string): string {
 
 /** Inline code; a backtick inside would end it early, so it becomes a look-alike. */
 function code(text: string): string {
-  return `\`${escapeMrkdwn(text.replaceAll('`', 'ˋ'))}\``;
+  return `\`${escapeMrkdwn(codeText(text))}\``;
 }
 
 function header(text: string): SlackBlock {
@@ -93,7 +108,7 @@ function context(texts: string[]): SlackBlock {
   const elements = texts
     .filter((text) => text !== '')
     .slice(0, SLACK_LIMITS.contextElements)
-    .map((text) => ({ type: 'mrkdwn' as const, text: truncate(text, SLACK_LIMITS.sectionText) }));
+    .map((text) => mrkdwnText(truncate(text, SLACK_LIMITS.sectionText)));
   return { type: 'context', elements };
 }
 
@@ -114,7 +129,11 @@ function sections(lines: string[]): SlackBlock[] {
 }
 
 function section(text: string): SlackBlock {
-  return { type: 'section', text: { type: 'mrkdwn', text } };
+  return { type: 'section', text: mrkdwnText(text) };
+}
+
+function mrkdwnText(text: string): MrkdwnText {
+  return { type: 'mrkdwn', text, verbatim: true };
 }
 
 /**

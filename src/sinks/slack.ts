@@ -76,7 +76,15 @@ function slackPlatform(target: SlackTarget): ChatPlatform {
     pace: SLACK_PACE,
     render(chat) {
       const message = renderSlackChatMessage(chat);
-      const base = { text: message.text, blocks: message.blocks, unfurl_links: false, unfurl_media: false };
+      // No previews, and Slack's documented defaults stated: no parsing of names into links or mentions.
+      const base = {
+        text: message.text,
+        blocks: message.blocks,
+        unfurl_links: false,
+        unfurl_media: false,
+        parse: 'none',
+        link_names: false,
+      };
       return target.kind === 'bot' ? { channel: target.channel.replace(/^#/, ''), ...base } : base;
     },
     headers: (): Record<string, string> =>

@@ -3,6 +3,7 @@
 import { type Story, StoryBuilder, type StoryOptions } from '../events/story.ts';
 import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 
 export function sinkStoryBuilder(
   sink: string,
@@ -17,7 +18,7 @@ export function sinkStoryBuilder(
       if (warned) return;
       warned = true;
       log.warn(
-        `${sink}: open stories hold ${groupedCount(limits.maxOpenEvents)} events, the most they may: the oldest story is sent before its owner went quiet (said once; counted in kubediff_stories_closed_early_total).`,
+        `${sink}: open stories reached their bound (${groupedCount(limits.maxOpenEvents)} events or ${formatSize(limits.maxOpenBytes)}, stories.maxOpenEvents and stories.maxOpenSize): the oldest story is sent before its owner went quiet (said once; counted in kubediff_stories_closed_early_total).`,
       );
     },
   });

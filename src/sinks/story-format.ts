@@ -17,7 +17,6 @@ import {
   DEFAULT_CHAT_FORMAT,
   elideBy,
   type Line,
-  plainText,
   prefix,
   timeRange,
 } from './chat-message.ts';
@@ -134,11 +133,14 @@ export function storyMessage(story: Story, options: ChatFormatOptions = DEFAULT_
   if (view.derived !== '')
     sections.push({ lines: [[{ text: 'Derived:', style: 'bold' }, { text: ` ${view.derived}` }]] });
   const first = shown[0];
-  const firstText = first ? `: ${plainText(changeLine(first, 40)).replace(/^• /, '')}` : '';
   return {
-    summary: `${prefix(view.cluster)}${storyHeadline(view)}${by ? ` by ${by}` : ''}${firstText}${
-      view.derived ? ` (${view.derived})` : ''
-    }`,
+    summary: [
+      { text: `${prefix(view.cluster)}${storyHeadline(view)}` },
+      ...(by ? [{ text: ' by ' }, { text: by }] : []),
+      // The first change, without its bullet: ': spec.replicas: 2 → 5'.
+      ...(first ? [{ text: ': ' }, ...changeLine(first, 40).slice(1)] : []),
+      ...(view.derived ? [{ text: ` (${view.derived})` }] : []),
+    ],
     title: storyHeadline(view),
     icon,
     context: [

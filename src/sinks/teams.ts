@@ -3,6 +3,13 @@
 // Teams client renders). Teams takes messages of at most about 28 KB and about 4 requests a second per
 // webhook; a 429 comes with Retry-After. Adaptive Card markdown has bold and italics but no inline
 // code, so values are shown as they are, set apart by the arrow and the path's colon.
+//
+// Text from the cluster is made inert (chat-text.ts). A TextBlock reads a subset of markdown (bold,
+// italic, lists, `[label](url)` links) and HTML not at all
+// (https://learn.microsoft.com/microsoftteams/platform/task-modules-and-cards/cards/cards-format), and
+// replaces `{{DATE(…)}}` and `{{TIME(…)}}` (https://learn.microsoft.com/adaptive-cards/authoring-cards/text-features):
+// those characters are backslash-escaped. A mention needs an `<at>` tag and an entity in the card's
+// `msteams.entities` (same page), which kubediff never sends. The `summary` is plain text.
 import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {
@@ -11,9 +18,11 @@ import {
   EVENT_EMOJI,
   fitSections,
   type Line,
+  plainText,
   titleText,
   truncateText,
 } from './chat-message.ts';
+import { visible, wrapped } from './chat-text.ts';
 
 export const TEAMS_LIMITS = { payloadBytes: 28 * 1024, bodyElements: 100 };
 export const TEAMS_MIN_INTERVAL_MS = 1000;
@@ -50,14 +59,14 @@ export function teamsPlatform(url: string): ChatPlatform {
       if (message.note)
         body.push({
           type: 'TextBlock',
-          text: plainCardText(message.note),
+          text: plainCardText(visible(message.note)),
           isSubtle: true,
           size: 'Small',
           wrap: true,
         });
       return {
         type: 'message',
-        summary: truncateText(message.summary, 300),
+        summary: truncateText(plainText(message.summary), 300),
         attachments: [
           {
             contentType: 'application/vnd.microsoft.card.adaptive',
@@ -76,18 +85,26 @@ export function teamsPlatform(url: string): ChatPlatform {
   };
 }
 
-/** Adaptive Card markdown reads *, _, [, ], # and a leading - as formatting: escape them. */
+/**
+ * Adaptive Card markdown reads *, _, [ and ] as formatting or a link (lists need a line of their own, and
+ * text from the cluster never starts one), and {{…}} as a date function: escape them (and <, should a
+ * client ever read a tag), and the ':' of a URL and the '.' after www, so that no client links it.
+ */
 function plainCardText(text: string): string {
-  return text.replace(/[\\*_[\]#`>]/g, (c) => `\\${c}`);
+  return text
+    .replace(/[\\*_[\]#`><{}]/g, (c) => `\\${c}`)
+    .replace(/:(?=\/\/)/g, '\\:')
+    .replace(/\b(www)\./gi, '$1\\.');
 }
 
 function cardLine(line: Line): string {
   return line
     .map((span) => {
       if (span.style === 'icon') return EVENT_EMOJI[span.text as EventType];
-      if (span.style === 'bold') return `**${plainCardText(span.text)}**`;
-      if (span.style === 'italic') return `_${plainCardText(span.text)}_`;
-      return plainCardText(span.text);
+      const text = plainCardText(visible(span.text));
+      if (span.style === 'bold') return wrapped(text, '**');
+      if (span.style === 'italic') return wrapped(text, '_');
+      return text;
     })
     .join('');
 }

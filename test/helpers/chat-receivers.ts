@@ -1,11 +1,14 @@
 // What Teams, Discord, Mattermost and Google Chat accept, checked independently of how kubediff builds
 // its messages: each platform's documented payload shape and limits, and its 429 answer with its own
-// retry hint (Retry-After; Discord's `retry_after` body; Mattermost's X-Ratelimit-Reset). A loopback
-// HttpReceiver answers 400 with the problems to a payload that breaks the rules, and 429 to a message
-// that comes sooner than `minIntervalMs` after the previous one; otherwise its script, else 200.
+// retry hint (Retry-After; Discord's `retry_after` body; Mattermost's X-Ratelimit-Reset); and that nothing
+// in it is something the platform would act on (inertProblems: a mention, a link, markup, a bidi or
+// invisible character as itself). A loopback HttpReceiver answers 400 with the problems to a payload that
+// breaks the rules, and 429 to a message that comes sooner than `minIntervalMs` after the previous one;
+// otherwise its script, else 200.
 
 import type { ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { type HttpReceiver, HttpReceiver as Receiver, type Reply } from './http-receiver.ts';
+import { invisibleProblems } from './slack-payload.ts';
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json =>
@@ -21,6 +24,7 @@ export function payloadProblems(platform: ChatPlatformName, raw: string): string
     return ['not JSON'];
   }
   if (!isObject(body)) return ['not an object'];
+  problems.push(...inertProblems(platform, body), ...invisibleProblems(raw));
   const bytes = Buffer.byteLength(raw);
   if (platform === 'discord') {
     if (text(body.content).length > 2000) problems.push('content over 2,000 characters');
@@ -139,4 +143,87 @@ export async function startChatReceiver(
     },
   });
   return receiver;
+}
+
+/**
+ * Markdown outside inline code, each backslash-escaped character taken out: what a platform reads as
+ * markup (CommonMark: an escaped backtick opens no code, a backslash in code is itself).
+ */
+function outsideCode(markdown: string, hasCode = true): string {
+  let out = '';
+  let inCode = false;
+  for (let i = 0; i < markdown.length; i++) {
+    const c = markdown[i]!;
+    // What was code or escaped stands as one plain letter.
+    if (hasCode && c === '`') {
+      inCode = !inCode;
+      out += 'x';
+    } else if (inCode) continue;
+    else if (c === '\\') {
+      i++;
+      out += 'x';
+    } else out += c;
+  }
+  return out;
+}
+
+/**
+ * What `platform` would act on in a payload: a mention, a link, markup that is not kubediff's own. Each
+ * platform's rules as documented (see the renderers in src/sinks/ for the references).
+ */
+export function inertProblems(platform: ChatPlatformName, body: Json): string[] {
+  const problems: string[] = [];
+  const check = (field: string, value: unknown, active: RegExp) => {
+    if (typeof value === 'string' && active.test(value))
+      problems.push(`${field} holds something ${platform} acts on: ${JSON.stringify(value.slice(0, 120))}`);
+  };
+  // Our own markup in markdown: **bold**, _italic_ at word edges, the bullets and arrows.
+  const ownMarkup = (text: string) =>
+    text.replace(/\*\*/g, ' ').replace(/(^|\s|\()_(?=\S)|(?<=\S)_(?=$|\s|\))/g, '$1');
+  if (platform === 'discord' || platform === 'mattermost') {
+    const attachments = Array.isArray(body.attachments) ? body.attachments : [];
+    const embeds = Array.isArray(body.embeds) ? body.embeds : [];
+    const markdown: [string, unknown][] = [
+      ['content', body.content],
+      ['text', body.text],
+      ...attachments.map((a, i): [string, unknown] => [
+        `attachments[${i}].text`,
+        isObject(a) ? a.text : undefined,
+      ]),
+      ...embeds.map((e, i): [string, unknown] => [
+        `embeds[${i}].description`,
+        isObject(e) ? e.description : undefined,
+      ]),
+    ];
+    for (const [field, value] of markdown) {
+      if (typeof value !== 'string') continue;
+      check(field, ownMarkup(outsideCode(value)), /[@*_~[\]<>&|#]|:\/\/|\bwww\./i);
+      if (platform === 'mattermost') check(field, value, /[<>]/);
+    }
+    if (platform === 'mattermost')
+      for (const [i, a] of attachments.entries())
+        if (isObject(a))
+          for (const key of ['title', 'footer', 'fallback'])
+            check(`attachments[${i}].${key}`, a[key], /[<>]/);
+    if (platform === 'discord') {
+      const mentions = isObject(body.allowed_mentions) ? body.allowed_mentions : {};
+      if (!Array.isArray(mentions.parse) || mentions.parse.length > 0)
+        problems.push('mentions not switched off');
+    }
+  } else if (platform === 'google-chat') {
+    check('text', typeof body.text === 'string' ? outsideCode(body.text) : '', /[*_~@]|:\/\/|\bwww\./i);
+    check('text', body.text, /[<>]/);
+  } else if (platform === 'teams') {
+    const content = isObject((body.attachments as Json[] | undefined)?.[0]?.content)
+      ? ((body.attachments as Json[])[0]!.content as Json)
+      : {};
+    for (const [i, element] of (Array.isArray(content.body) ? content.body : []).entries())
+      if (isObject(element))
+        check(
+          `body[${i}].text`,
+          ownMarkup(outsideCode(text(element.text), false)),
+          /[*_[\]<{}]|:\/\/|\bwww\./i,
+        );
+  }
+  return problems;
 }

@@ -1,6 +1,7 @@
 // A seeded corpus of objects that hold secrets, and random edits of them, for the leak tests: Secrets (data,
 // stringData, last-applied and kapp annotations, other annotations), ConfigMaps and a custom resource whose
-// credentials `redact:` rules name. Every secret value comes from secretValue (leak-check.ts), so a leak of
+// credentials `redact:` rules name, with copies of themselves in their annotations (kubectl's last-applied,
+// kapp's original, a backup tool's copy under a name of its own, a truncated copy that cannot be read). Every secret value comes from secretValue (leak-check.ts), so a leak of
 // any of them is found by the canary; every value meant to stay visible does not hold the canary, and some
 // of them are checked to appear, so that the outputs are known to carry the objects' contents at all.
 //
@@ -35,6 +36,8 @@ export const CORPUS_REDACT_RULES: readonly { path: string; resources: string[] }
   { path: '/spec/backends/*/secret', resources: ['vaults.leak.kubediff.io'] },
   { path: '/spec/a~1b~0c', resources: ['*.kubediff.io'] },
 ];
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** Annotations of a Secret that are shown as they are (src/diff/redact.ts): the corpus checks they are. */
 const SHOWN_ANNOTATION = 'meta.helm.sh/release-name';
@@ -184,16 +187,20 @@ export class SecretCorpus {
 
   #configMap(): JsonObject {
     const configMap: JsonObject = {
-      metadata: { labels: { app: this.visible() } },
+      metadata: { labels: { app: this.visible() }, annotations: {} },
       data: { color: this.visible(), password: this.secret(), 'api.token': this.secret() },
     };
     if (this.int(2) === 0) configMap.binaryData = { blob: base64(this.secret()) };
+    this.#copyContentIntoAnnotations('ConfigMap', configMap);
     return configMap;
   }
 
   #editConfigMap(configMap: JsonObject): void {
     const data = configMap.data as JsonObject;
-    switch (this.int(5)) {
+    switch (this.int(6)) {
+      case 5:
+        this.#copyContentIntoAnnotations('ConfigMap', configMap);
+        break;
       case 0:
         data.password = this.secret();
         break;
@@ -212,8 +219,8 @@ export class SecretCorpus {
   }
 
   #vault(): JsonObject {
-    return {
-      metadata: { labels: { app: this.visible() } },
+    const vault: JsonObject = {
+      metadata: { labels: { app: this.visible() }, annotations: {} },
       spec: {
         visible: this.visible(),
         credentials: this.#credentials(2),
@@ -221,12 +228,17 @@ export class SecretCorpus {
         'a/b~c': { key: this.secret() },
       },
     };
+    this.#copyContentIntoAnnotations('Vault', vault);
+    return vault;
   }
 
   #editVault(vault: JsonObject): void {
     const spec = vault.spec as JsonObject;
     const backends = spec.backends as JsonObject[];
-    switch (this.int(5)) {
+    switch (this.int(6)) {
+      case 5:
+        this.#copyContentIntoAnnotations('Vault', vault);
+        break;
       case 0:
         spec.credentials = this.#credentials(2);
         break;
@@ -242,6 +254,29 @@ export class SecretCorpus {
       default:
         spec.visible = this.visible();
     }
+  }
+
+  /**
+   * What tools keep of a ConfigMap or a custom resource in its annotations, values included: kubectl's
+   * last-applied copy (with its newline), kapp's original, a backup tool's copy (holding the last-applied
+   * copy of its time), and now and then a truncated copy that cannot be read.
+   */
+  #copyContentIntoAnnotations(kind: 'ConfigMap' | 'Vault', object: JsonObject): void {
+    const annotations = (object.metadata as JsonObject).annotations as JsonObject;
+    const { metadata: _metadata, ...content } = object;
+    const apiVersion = kind === 'Vault' ? 'leak.kubediff.io/v1' : 'v1';
+    const copy = JSON.stringify({ apiVersion, kind, metadata: { name: 'copy' }, ...content });
+    // The API server takes at most 256 KiB of annotations.
+    if (this.#apiValid && copy.length > 60_000) return;
+    annotations[LAST_APPLIED] = `${copy}\n`;
+    const dice = this.int(4);
+    if (dice === 0) annotations['kapp.k14s.io/original'] = copy;
+    if (dice === 1)
+      annotations['backup.example.io/object'] = JSON.stringify({
+        ...JSON.parse(copy),
+        metadata: { name: 'copy', annotations: { [LAST_APPLIED]: annotations[LAST_APPLIED]! } },
+      });
+    if (dice === 2) annotations['kapp.k14s.io/original'] = copy.slice(0, -1 - this.int(20));
   }
 
   /** A subtree of secrets under keys with '/', '~' and unicode: strings, lists and maps. */

@@ -1,7 +1,9 @@
 // What a Slack message posted by kubediff must be, checked independently of how kubediff builds it: Block Kit
 // within Slack's documented limits (50 blocks, 150 characters per header, 3000 per section or context text,
 // 10 context elements) and well under the size at which Slack rejects blocks (msg_blocks_too_long, about
-// 13,000 characters); mrkdwn with &, < and > escaped and inline code closed. Also: how many events a
+// 13,000 characters); mrkdwn with &, < and > escaped and inline code closed, the top-level text included;
+// every mrkdwn text object verbatim; outside inline code no formatting character, '@' or URL, and nowhere
+// a bidi or invisible character as itself (inert(), what Slack would act on). Also: how many events a
 // message accounts for ("37 changes in shop: …" stands for 37, a single event for 1).
 
 export interface SlackPayload {
@@ -24,6 +26,8 @@ export function blockKitProblems(payload: SlackPayload): string[] {
   if (typeof text !== 'string' || text.trim() === '')
     problems.push('no top-level text (notifications need it)');
   else if (text.length > 40_000) problems.push(`text has ${text.length} characters (max 40,000)`);
+  else problems.push(...mrkdwnProblems(text).map((p) => `top-level text: ${p}`));
+  problems.push(...invisibleProblems(JSON.stringify(payload)));
   if (!Array.isArray(blocks)) return [...problems, 'blocks is not an array'];
   if (blocks.length === 0) problems.push('no blocks');
   if (blocks.length > 50) problems.push(`${blocks.length} blocks (max 50)`);
@@ -43,7 +47,7 @@ export function blockKitProblems(payload: SlackPayload): string[] {
     for (const key of Object.keys(b))
       if (!allowed.includes(key)) problems.push(`${where} has unknown key ${key}`);
     const checkText = (value: unknown, label: string, max: number, types: string[]): void => {
-      const t = value as { type?: unknown; text?: unknown; emoji?: unknown } | undefined;
+      const t = value as { type?: unknown; text?: unknown; emoji?: unknown; verbatim?: unknown } | undefined;
       if (!t || typeof t !== 'object') {
         problems.push(`${label}: missing text object`);
         return;
@@ -56,6 +60,8 @@ export function blockKitProblems(payload: SlackPayload): string[] {
       if (t.text.length > max) problems.push(`${label}: ${t.text.length} characters (max ${max})`);
       total += t.text.length;
       if (t.type === 'mrkdwn') problems.push(...mrkdwnProblems(t.text).map((p) => `${label}: ${p}`));
+      if (t.type === 'mrkdwn' && t.verbatim !== true)
+        problems.push(`${label}: not verbatim (Slack would link URLs and parse mentions)`);
     };
     if (b.type === 'header') checkText(b.text, `${where} (header)`, 150, ['plain_text']);
     if (b.type === 'section') checkText(b.text, `${where} (section)`, 3000, ['mrkdwn', 'plain_text']);
@@ -81,8 +87,29 @@ function mrkdwnProblems(text: string): string[] {
   for (const line of text.split('\n')) {
     if ((line.match(/`/g)?.length ?? 0) % 2 === 1)
       problems.push(`unclosed inline code in ${JSON.stringify(line)}`);
+    // Outside inline code (odd pieces), what Slack formats, links or mentions, our own markup aside.
+    const outside = line
+      .split('`')
+      .filter((_, index) => index % 2 === 0)
+      .join(' ')
+      // kubediff's own icons, and emoji codes as such.
+      .replace(/:(heavy_plus_sign|pencil2|wastebasket):/g, 'x')
+      .replace(/(^|\s|\()\*(?=\S)|(?<=\S)\*(?=$|\s|\))/g, '$1')
+      .replace(/(^|\s|\()_(?=\S)|(?<=\S)_(?=$|\s|\))/g, '$1');
+    if (/[*_~@]|:\/\/|\bwww\.|:[\w+-]*[a-z][\w+-]*:/i.test(outside))
+      problems.push(`a mention, link or formatting character outside code in ${JSON.stringify(line)}`);
   }
   return problems;
+}
+
+/** Bidi controls and zero-width or other invisible characters must be shown as escapes, never as themselves. */
+export function invisibleProblems(text: string): string[] {
+  const found = text.match(/[\p{Cf}\u2028\u2029]/gu);
+  return found && found.length > 0
+    ? [
+        `invisible or bidi characters as themselves: ${found.map((c) => `U+${c.codePointAt(0)!.toString(16)}`).join(', ')}`,
+      ]
+    : [];
 }
 
 /** How many events a message stands for: "[cluster] 37 changes in shop: …" → 37; a single event → 1. */

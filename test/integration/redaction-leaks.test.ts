@@ -2,11 +2,11 @@
 // (test/helpers/secret-corpus.ts) of Secrets, ConfigMaps and custom resources with `redact:` rules is
 // created, edited at random and partly deleted while two kubediffs watch it: one with a redaction key,
 // --explain, --debug, a state file, a webhook, a refusing webhook (its events go to the dead-letter file),
-// Slack, Teams and Discord (a message per story, by default), a webhook of STORY payloads and Kafka; one
+// Slack, Teams, Discord, Mattermost and Google Chat (a message per story, by default), a webhook of STORY payloads and Kafka; one
 // printing pretty output with plain hashes, one pretty --stories. Then more edits while the
 // first is stopped, and a restart that catches up on them from the state file; then `kubediff history` and
 // `kubediff ui`. Every output is searched for every secret value and its base64 (test/helpers/leak-check.ts):
-// stdout (JSON and pretty), stderr, webhook, Slack, Teams and Discord bodies, Kafka records (keys, headers,
+// stdout (JSON and pretty), stderr, webhook and every chat platform's bodies, Kafka records (keys, headers,
 // values), the dead-letter file and its rotated files, /readyz and /metrics, the state database and its
 // -wal, history's output, and every answer of the UI's API; the pretty run records in PostgreSQL, whose
 // tables and history are searched too.
@@ -19,6 +19,7 @@ import { after, before, describe, it } from 'node:test';
 import type { JsonObject } from '../../src/kube/types.ts';
 import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
+import { kubectl } from '../helpers/deploy.ts';
 import { matching } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { consume, createTopic } from '../helpers/kafka.ts';
@@ -161,8 +162,10 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const slack = await HttpReceiver.start();
     const teams = await HttpReceiver.start();
     const discord = await HttpReceiver.start({ defaultReply: { status: 204, body: '' } });
+    const mattermost = await HttpReceiver.start();
+    const googleChat = await HttpReceiver.start();
     const storyHook = await HttpReceiver.start();
-    receivers.push(webhook, refusing, slack, teams, discord, storyHook);
+    receivers.push(webhook, refusing, slack, teams, discord, mattermost, googleChat, storyHook);
     const kafka = testKafka();
     const topic = testTopic('leaks');
     await createTopic(kafka, topic, { partitions: 2 });
@@ -194,6 +197,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
           { type: 'slack', webhookUrl: slack.url('/services/T/B/X') },
           { type: 'teams', webhookUrl: teams.url('/workflows/X') },
           { type: 'discord', webhookUrl: discord.url('/api/webhooks/1/X') },
+          { type: 'mattermost', webhookUrl: mattermost.url('/hooks/X') },
+          { type: 'google-chat', webhookUrl: googleChat.url('/v1/spaces/X/messages') },
           { type: 'kafka', brokers: [kafka.brokers], topic },
           { type: 'webhook', name: 'stories', url: storyHook.url('/stories'), stories: true },
         ],
@@ -332,6 +337,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       receiverSource('Slack payloads', slack, hmacMarker),
       receiverSource('Teams payloads', teams, hmacMarker),
       receiverSource('Discord payloads', discord, hmacMarker),
+      receiverSource('Mattermost payloads', mattermost, hmacMarker),
+      receiverSource('Google Chat payloads', googleChat, hmacMarker),
       { name: 'Kafka records (key, headers, value)', read: () => kafkaText, expect: hmacMarker },
       // Which events each file holds depends on the order the refused deliveries end in: a file may hold
       // none with a redacted value (a DELETED, an edit of a visible field). Each holds dead letters; the
@@ -382,6 +389,18 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     assert.ok(redactedAt('secrets', '/metadata/annotations/'), 'Secret annotation changes show markers');
     assert.ok(redactedAt('configmaps', '/data/password'), 'redacted ConfigMap keys show markers');
     assert.ok(redactedAt('vaults', '/spec/credentials'), 'redacted custom resource paths show markers');
+    for (const resource of ['configmaps', 'vaults']) {
+      assert.ok(
+        changes.some(
+          (change) =>
+            change.resource === resource &&
+            change.path === '/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration' &&
+            /<redacted hmac:[0-9a-f]{8}>/.test(String(change.to)) &&
+            String(change.to).includes('visible-'),
+        ),
+        `the last-applied copies of ${resource} show markers inside, and their visible values`,
+      );
+    }
     assert.ok(
       changes.some((change) => change.path === '/data/color' && String(change.to).startsWith('visible-')),
       'a ConfigMap key without a rule is shown',
@@ -400,6 +419,55 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     );
     assert.match(prettyResult.stdout, /<redacted sha256:[0-9a-f]{8}>/, 'without a key, plain hashes');
 
+    await admin.deleteNamespace(namespace);
+  });
+
+  it('kubectl apply twice: the last-applied copy of a ConfigMap holds its `redact:` rule (issue 27)', async () => {
+    const namespace = await admin.createNamespace('leaks-apply');
+    const config = path.join(dir, 'apply.yaml');
+    await writeFile(
+      config,
+      JSON.stringify({
+        namespaces: [namespace],
+        resources: ['configmaps'],
+        redact: [{ path: '/data/password', resources: ['configmaps'] }],
+      }),
+    );
+    const manifest = (password: string) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'db', namespace },
+        data: { password, color: 'blue' },
+      });
+    const apply = async (password: string) => {
+      const applied = await kubectl(['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
+        input: manifest(password),
+      });
+      assert.equal(applied.code, 0, applied.stderr);
+    };
+    const json = await startWatch(['-c', config, '-o', 'json']);
+    const pretty = await startWatch(['-c', config, '-o', 'pretty']);
+    await apply(`${CANARY}hunter2`);
+    await apply(`${CANARY}hunter3`);
+    const updated = await json.waitForEvent(matching({ type: 'UPDATED', name: 'db' }));
+    await pretty.waitForStdout(`UPDATED configmaps ${namespace}/db`);
+    const jsonResult = await json.stop('SIGTERM');
+    const prettyResult = await pretty.stop('SIGTERM');
+    const lastApplied = updated.changes?.find(
+      (change) => change.path === '/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration',
+    );
+    assert.ok(lastApplied, `the copy's change is reported: ${JSON.stringify(updated.changes)}`);
+    const copy = (text: unknown) => JSON.parse(String(text)) as { data: Record<string, string> };
+    assert.match(copy(lastApplied.from).data.password!, /^<redacted sha256:[0-9a-f]{8}>$/);
+    assert.match(copy(lastApplied.to).data.password!, /^<redacted sha256:[0-9a-f]{8}>$/);
+    assert.notEqual(copy(lastApplied.from).data.password, copy(lastApplied.to).data.password);
+    assert.equal(copy(lastApplied.to).data.color, 'blue');
+    await assertNoLeaks([
+      { name: 'stdout (json)', read: () => jsonResult.stdout, expect: /<redacted sha256:/ },
+      { name: 'stdout (pretty)', read: () => prettyResult.stdout, expect: /<redacted sha256:/ },
+      { name: 'stderr', read: () => jsonResult.stderr + prettyResult.stderr, expect: READY },
+    ]);
     await admin.deleteNamespace(namespace);
   });
 

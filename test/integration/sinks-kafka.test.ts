@@ -2,13 +2,15 @@
 // broker (test/helpers/kafka.ts), read back with Kafka's own console consumer. Records are the events of
 // stdout, once each, keyed by uid (one object in one partition, in order), with their headers; a broker
 // stopped in the middle of churn and started again loses nothing and reorders nothing per object; TLS,
-// SASL PLAIN and SCRAM work, with credentials that never show.
+// SASL PLAIN and SCRAM work, with credentials that never show, from the config file and from the flags
+// (--kafka-tls, --kafka-ca-file); credentials over plaintext are refused (exit 2) unless explicitly
+// allowed (--kafka-allow-plaintext-credentials, allowPlaintextCredentials).
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
+import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
 import {
@@ -215,7 +217,11 @@ describe('kubediff watch with a Kafka sink', () => {
       sink: async (info) => {
         const file = path.join(dir, 'plain-password');
         await writeFile(file, `${info.users?.PLAIN.password}\n`, { mode: 0o600 });
-        return `    sasl: { mechanism: PLAIN, username: ${info.users?.PLAIN.username}, passwordFile: ${JSON.stringify(file)} }\n`;
+        return (
+          `    sasl: { mechanism: PLAIN, username: ${info.users?.PLAIN.username}, passwordFile: ${JSON.stringify(file)} }\n` +
+          // The SASL_PLAINTEXT listener: allowed explicitly, as on a network encrypted otherwise.
+          '    allowPlaintextCredentials: true\n'
+        );
       },
     },
     {
@@ -272,6 +278,7 @@ describe('kubediff watch with a Kafka sink', () => {
         topic,
         '--dead-letter',
         deadLetter,
+        '--kafka-allow-plaintext-credentials',
       ],
       {
         KUBEDIFF_KAFKA_USERNAME: kafka.users?.['SCRAM-SHA-256'].username ?? '',
@@ -297,5 +304,93 @@ describe('kubediff watch with a Kafka sink', () => {
     );
     assert.ok(letters.every((letter) => letter.sink === `kafka ${topic}`));
     assert.ok(!(await readFile(deadLetter, 'utf8')).includes('wrong-password-7c1e'));
+  });
+
+  it('by flags: --kafka-ca-file over TLS, and SCRAM over TLS with the credentials from the environment', {
+    skip: needsKafkaListener('SASL_SSL'),
+  }, async () => {
+    const kafka = testKafka();
+    for (const [listener, env, client] of [
+      ['SSL', {}, { listener: 'SSL' }],
+      [
+        'SASL_SSL',
+        {
+          KUBEDIFF_KAFKA_USERNAME: kafka.users?.['SCRAM-SHA-512'].username ?? '',
+          KUBEDIFF_KAFKA_PASSWORD: kafka.users?.['SCRAM-SHA-512'].password ?? '',
+        },
+        { listener: 'SASL_SSL', mechanism: 'SCRAM-SHA-512' },
+      ],
+    ] as const) {
+      const ns = await namespace('kafka-flags-tls');
+      const topic = testTopic(`flags ${listener}`);
+      await createTopic(kafka, topic, { partitions: 1, client });
+      const watch = await startWatch(
+        ns,
+        [
+          '--kafka-brokers',
+          kafka.listeners[listener] as string,
+          '--kafka-topic',
+          topic,
+          '--kafka-ca-file',
+          kafka.caFile as string,
+          '--debug',
+        ],
+        env,
+      );
+      await admin.create(configmaps(ns), { metadata: { name: 'tls', labels: LABELS }, data: { a: '1' } });
+      await watch.waitForEvent(matching({ type: 'ADDED', name: 'tls' }));
+      const stopped = await watch.stop('SIGTERM');
+      assert.equal(stopped.code, 0, stopped.stderr);
+      const records = await consume(kafka, topic, { count: 1, client });
+      assert.equal(records[0]?.value, watch.stdoutLines[0], `over ${listener}`);
+      for (const user of Object.values(kafka.users ?? {}))
+        assert.ok(!stopped.stderr.includes(user.password), 'no password on stderr, even with --debug');
+    }
+  });
+
+  it('refuses credentials over plaintext, by flag or config file, in one sentence (exit 2), before connecting', {
+    skip: needsKafkaListener('SASL_PLAINTEXT'),
+  }, async () => {
+    const kafka = testKafka();
+    const user = kafka.users?.PLAIN;
+    const env = {
+      KUBEDIFF_KAFKA_USERNAME: user?.username ?? '',
+      KUBEDIFF_KAFKA_PASSWORD: user?.password ?? '',
+      KUBEDIFF_KAFKA_SASL_MECHANISM: 'PLAIN',
+    };
+    const flagResult = await runKubediffToCompletion(
+      [
+        'watch',
+        '--kubeconfig',
+        kubeconfig,
+        '--kafka-brokers',
+        kafka.listeners.SASL_PLAINTEXT as string,
+        '--kafka-topic',
+        'never',
+      ],
+      { env },
+    );
+    assert.equal(flagResult.code, 2);
+    assert.equal(
+      flagResult.stderr.trim(),
+      "kubediff: the Kafka credentials of KUBEDIFF_KAFKA_USERNAME and KUBEDIFF_KAFKA_PASSWORD would cross the network unencrypted (SASL PLAIN over plaintext): add --kafka-tls or --kafka-ca-file <file> for the brokers' TLS listener, or --kafka-allow-plaintext-credentials if the network is encrypted otherwise.",
+    );
+    const config = path.join(dir, 'plaintext-sasl.yaml');
+    await writeFile(
+      config,
+      `sinks:\n  - type: kafka\n    brokers: [${JSON.stringify(kafka.listeners.SASL_PLAINTEXT)}]\n    topic: never\n    sasl: { mechanism: PLAIN, username: ${user?.username}, password: "\${KAFKA_PASSWORD}" }\n`,
+    );
+    const fileResult = await runKubediffToCompletion(['watch', '--kubeconfig', kubeconfig, '-c', config], {
+      env: { KAFKA_PASSWORD: user?.password ?? '' },
+    });
+    assert.equal(fileResult.code, 2);
+    assert.match(
+      fileResult.stderr,
+      /plaintext-sasl\.yaml:5:\d+: sinks\[0\]\.sasl: the credentials would cross the network unencrypted \(SASL without TLS\): add tls/,
+    );
+    for (const result of [flagResult, fileResult]) {
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+      assert.ok(!result.stderr.includes(user?.password ?? '-'), 'the password never shows');
+    }
   });
 });

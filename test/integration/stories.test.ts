@@ -431,7 +431,9 @@ describe('stories', { timeout: 240_000 }, () => {
     assert.equal(metrics.get('kubediff_stories_closed_early_total{sink="stdout",reason="buffer"}'), 5);
     assert.equal(metrics.get('kubediff_stories_open_events{sink="stdout"}'), 3);
     assert.equal(
-      kd.stderr.split('\n').filter((line) => line.includes('open stories hold 3 events')).length,
+      kd.stderr
+        .split('\n')
+        .filter((line) => line.includes('open stories reached their bound (3 events or 16 MiB')).length,
       1,
     );
     // Nothing dropped: the stop tells the three still open.

@@ -109,13 +109,14 @@ const CORPUS: [string, string[]][] = [
   [
     'kafka-and-chat.yaml',
     [
-      'invalid config file kafka-and-chat.yaml: 9 problems:',
+      'invalid config file kafka-and-chat.yaml: 10 problems:',
       '  kafka-and-chat.yaml:3:29: sinks[0].brokers[1]: expected host:port, got "kafka-1"',
       '  kafka-and-chat.yaml:3:40: sinks[0].brokers[2]: expected host:port, got "[::1]:99999"',
       '  kafka-and-chat.yaml:5:18: sinks[0].compression: expected one of none, gzip, snappy, lz4, zstd, got "brotli"',
       '  kafka-and-chat.yaml:6:11: sinks[0].sasl: needs password (from an environment variable) or passwordFile',
       '  kafka-and-chat.yaml:7:10: sinks[0].tls: a client certificate needs both certFile and keyFile',
       '  kafka-and-chat.yaml:11:11: sinks[1].sasl: give the password either as password (from an environment variable) or as passwordFile, not both',
+      "  kafka-and-chat.yaml:11:11: sinks[1].sasl: the credentials would cross the network unencrypted (SASL without TLS): add tls (the brokers' TLS listener), or allowPlaintextCredentials: true if the network is encrypted otherwise",
       '  kafka-and-chat.yaml:13:17: sinks[2].webhookUrl: expected an http:// or https:// URL, not ftp://',
       '  kafka-and-chat.yaml:14:5: sinks[3]: missing key webhookUrl',
       '  kafka-and-chat.yaml:17:18: sinks[4].minInterval: expected a duration such as 500ms, 30s, 5m, 2h or 7d, got "soon"',

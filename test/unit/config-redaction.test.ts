@@ -126,4 +126,16 @@ describe(REDACTION_KEY_ENV, () => {
       redactionSignature({ rules: [b, { path: '/data/a', resources: ['vs', 'cm'] }] }),
     );
   });
+
+  it('changed when rules began to hold inside annotation copies: a state recorded with rules before is not compared', () => {
+    // What a state file recorded before holds (its annotation copies in the clear) must not be reported
+    // as the `from` side of a change: with rules, the signature differs from the one recorded then.
+    const before = (rules: string[]) => JSON.stringify({ version: 2, hashing: 'sha256', rules });
+    assert.notEqual(
+      redactionSignature({ rules: [{ path: '/data/a' }] }),
+      before([JSON.stringify(['/data/a', []])]),
+    );
+    // Without rules nothing changed: no new baseline for those who have none.
+    assert.equal(redactionSignature({ rules: [] }), before([]));
+  });
 });

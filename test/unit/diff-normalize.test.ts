@@ -7,6 +7,8 @@ import { Redactor } from '../../src/diff/redact.ts';
 import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
 import { configmaps, secrets } from '../helpers/resource-types.ts';
 
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
 /** The rules of a type that is not a Secret, with these ignored paths and no `redact:` rule. */
 function ignoring(paths: readonly string[]): NormalizeRules {
   return {
@@ -173,6 +175,89 @@ describe('normalizeObject', () => {
     const deploymentType = { ...configmaps, group: 'apps', resource: 'deployments', kind: 'Deployment' };
     const other: JsonObject = { metadata: { name: 'd' }, data: { password: 'x' } };
     assert.equal(normalizer.normalize(deploymentType, other).data, other.data);
+  });
+
+  it('holds the `redact:` paths inside the copies of the object that annotations keep', () => {
+    const redactor = new Redactor();
+    const normalizer = new Normalizer({
+      ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+      redactor,
+      redactPaths: (type) => (type.resource === 'configmaps' ? ['/data/password', '/spec/*/token'] : []),
+    });
+    const copyOf = (password: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'db', namespace: 'shop' },
+      data: { password, color: 'blue' },
+    });
+    const nested = {
+      ...copyOf('hunter4'),
+      metadata: { name: 'db', annotations: { [LAST_APPLIED]: JSON.stringify(copyOf('hunter5')) } },
+      spec: { a: { token: 'tok-1', other: 'shown' } },
+    };
+    const annotations = {
+      // kubectl apply's copy, with its trailing newline.
+      [LAST_APPLIED]: `${JSON.stringify(copyOf('hunter2'))}\n`,
+      'kapp.k14s.io/original': JSON.stringify(copyOf('hunter3')),
+      // A backup tool's copy under a name of its own, holding a copy in its own annotations.
+      'backup.example.com/copy': ` ${JSON.stringify(nested)}`,
+      // Copies that cannot be read: the known ones are hashed whole, another annotation is left alone.
+      'kapp.k14s.io/original-broken': '{"data":{"password":"hunter6"',
+      team: 'data',
+      'config.example.com/json': '{"data":{"color":"red"}}',
+    };
+    const input = { metadata: { name: 'db', annotations }, data: { password: 'hunter1' } };
+    const normalized = normalizer.normalize(configmaps, input);
+    const shown = (normalized.metadata as { annotations: Record<string, string> }).annotations;
+    assert.equal(
+      shown[LAST_APPLIED],
+      `${JSON.stringify({ ...copyOf(''), data: { password: redactor.marker('hunter2'), color: 'blue' } })}\n`,
+    );
+    assert.deepEqual(JSON.parse(shown['kapp.k14s.io/original']!), {
+      ...copyOf(''),
+      data: { password: redactor.marker('hunter3'), color: 'blue' },
+    });
+    const backup = JSON.parse(shown['backup.example.com/copy']!) as JsonObject;
+    assert.deepEqual(backup.data, { password: redactor.marker('hunter4'), color: 'blue' });
+    assert.deepEqual(backup.spec, { a: { token: redactor.marker('tok-1'), other: 'shown' } });
+    const inner = (backup.metadata as { annotations: Record<string, string> }).annotations[LAST_APPLIED]!;
+    assert.deepEqual((JSON.parse(inner) as JsonObject).data, {
+      password: redactor.marker('hunter5'),
+      color: 'blue',
+    });
+    assert.equal(shown['kapp.k14s.io/original-broken'], '{"data":{"password":"hunter6"');
+    // Untouched: not a copy, or a copy in which nothing is redacted (kept byte for byte).
+    assert.equal(shown.team, 'data');
+    assert.equal(shown['config.example.com/json'], annotations['config.example.com/json']);
+    assert.deepEqual(normalized.data, { password: redactor.marker('hunter1') });
+    assert.doesNotMatch(JSON.stringify(normalized), /hunter[1-5]/);
+  });
+
+  it('hashes whole a known copy annotation it cannot read, whatever its form', () => {
+    const redactor = new Redactor();
+    const normalizer = new Normalizer({
+      ignore: new PathMatcher([]),
+      redactor,
+      redactPaths: () => ['/data/password'],
+    });
+    for (const unreadable of [
+      'data:\n  password: hunter2\n',
+      '{"data":{"password":"hunter2"}',
+      '["x"]',
+      '',
+    ]) {
+      const normalized = normalizer.normalize(configmaps, {
+        metadata: { name: 'db', annotations: { [LAST_APPLIED]: unreadable } },
+      });
+      assert.deepEqual(normalized.metadata, {
+        name: 'db',
+        annotations: { [LAST_APPLIED]: redactor.marker(unreadable) },
+      });
+    }
+    // Without a rule for the type, nothing is parsed or hashed.
+    const plain = new Normalizer({ ignore: new PathMatcher([]), redactor });
+    const object: JsonObject = { metadata: { name: 'db', annotations: { [LAST_APPLIED]: 'not json' } } };
+    assert.equal(plain.normalize(configmaps, object), object);
   });
 
   it('decides the rules of a type once, so every version of an object is normalized alike', () => {

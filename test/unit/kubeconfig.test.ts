@@ -76,6 +76,57 @@ describe('loadKubeconfig', () => {
     );
   });
 
+  it('a server that is not an http(s) address is a usage error; host:port alone means https, as in client-go', () => {
+    const withServer = (server: string) =>
+      write('servers/config', {
+        clusters: [cluster('c', server)],
+        users: [{ name: 'me', user: { token: 'secret-token' } }],
+        contexts: [context('x', 'c', 'me')],
+        'current-context': 'x',
+      });
+    assert.equal(loadKubeconfig({ kubeconfig: withServer('10.0.0.1:6443') }).server, 'https://10.0.0.1:6443');
+    for (const [server, start] of [
+      ['http://[::1', 'http:'],
+      ['ftp://k8s.example/secret-path', 'ftp:'],
+      ['https://', 'https:'],
+      [':::', ':::'],
+    ] as const) {
+      assert.throws(
+        () => loadKubeconfig({ kubeconfig: withServer(server) }),
+        (error) =>
+          error instanceof UsageError &&
+          error.message ===
+            `the server of cluster "c" in kubeconfig ${path.join(dir, 'servers/config')} is not an https:// or http:// address (it starts "${start}"); fix the kubeconfig.`,
+      );
+    }
+  });
+
+  it('quotes no line of the file in a warning either (the YAML parser quotes the line it warns about)', async () => {
+    const file = path.join(dir, 'warning/config');
+    mkdirSync(path.dirname(file), { recursive: true });
+    // An anchor ending in ':' makes the parser warn, with the line: here, the token's.
+    writeFileSync(
+      file,
+      [
+        'clusters: [{name: c, cluster: {server: "https://k8s.example"}}]',
+        'users: [{name: me, user: {token: &t: secret-token-7f3a}}]',
+        'contexts: [{name: x, context: {cluster: c, user: me}}]',
+        'current-context: x',
+      ].join('\n'),
+    );
+    const warnings: string[] = [];
+    const listener = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', listener);
+    try {
+      loadKubeconfig({ kubeconfig: file });
+    } catch {
+      // Whether the file is usable is not the point here.
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off('warning', listener);
+    assert.deepEqual(warnings, []);
+  });
+
   it('--context picks another; an unknown one is a usage error listing the known ones', () => {
     const file = write('contexts/config', {
       clusters: [cluster('c', 'https://c.example', { 'certificate-authority': 'ca.crt' })],

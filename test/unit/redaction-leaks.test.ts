@@ -1,5 +1,5 @@
 // Property test over a generated corpus (test/helpers/secret-corpus.ts): seeded random Secrets, ConfigMaps
-// and custom resources with `redact:` rules, random edits, keys with '/', '~' and unicode, huge values and
+// and custom resources with `redact:` rules (and copies of themselves in their annotations), random edits, keys with '/', '~' and unicode, huge values and
 // base64. They go through the real pipeline in-process, the way `kubediff watch --state` runs it: informers
 // (LIST items without apiVersion/kind, watch events, a relist after a gap, a catch-up from the state file
 // after a restart), normalization, the event builder, the state recorder; and every event through every
@@ -331,6 +331,30 @@ function assertVisibleChanges(events: readonly ChangeEvent[], marker: RegExp): v
   assert.ok(
     events.some((event) => event.offline && event.type === 'UPDATED'),
     'relist and catch-up report',
+  );
+  // A ConfigMap's or a custom resource's copies in its annotations: redacted inside, the rest shown.
+  const copyChanges = events.flatMap((event) =>
+    event.object.resource === 'secrets'
+      ? []
+      : (event.changes ?? []).filter((change) => change.path.startsWith('/metadata/annotations/')),
+  );
+  const markerInside = new RegExp(marker.source.replace(/^\^|\$$/g, ''));
+  for (const name of ['kubectl.kubernetes.io~1last-applied-configuration', 'backup.example.io~1object']) {
+    assert.ok(
+      copyChanges.some(
+        (change) =>
+          change.path.endsWith(`/${name}`) &&
+          markerInside.test(String(change.to)) &&
+          String(change.to).includes('visible-'),
+      ),
+      `a change of the copy in ${name} shows markers inside it, and its visible values`,
+    );
+  }
+  assert.ok(
+    copyChanges.some(
+      (change) => change.path.endsWith('/kapp.k14s.io~1original') && marker.test(String(change.to)),
+    ),
+    'a copy that cannot be read is hashed whole',
   );
 }
 

@@ -1,6 +1,10 @@
 // The sink flags and environment variables of `kubediff watch`.
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
+import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { watchSettingsFromFlags } from '../../src/config/settings.ts';
 import { sinkSettingsFromFlags } from '../../src/config/sink-settings.ts';
 import { UsageError } from '../../src/util/errors.ts';
@@ -91,7 +95,7 @@ describe('sink flags', () => {
 
   it('sets up a Kafka sink from --kafka-brokers and --kafka-topic, SASL from the environment only', () => {
     const settings = sinkSettingsFromFlags(
-      { kafkaBrokers: 'kafka-0:9092, [::1]:9093', kafkaTopic: 'changes' },
+      { kafkaBrokers: 'kafka-0:9092, [::1]:9093', kafkaTopic: 'changes', kafkaTls: true },
       {
         KUBEDIFF_KAFKA_USERNAME: 'kd',
         KUBEDIFF_KAFKA_PASSWORD: 'pw',
@@ -103,14 +107,55 @@ describe('sink flags', () => {
         type: 'kafka',
         brokers: ['kafka-0:9092', '[::1]:9093'],
         topic: 'changes',
+        tls: {},
         sasl: { mechanism: 'PLAIN', username: 'kd', password: 'pw' },
       },
     ]);
+    // Over plaintext only when asked for (a network encrypted otherwise).
     const scram = sinkSettingsFromFlags(
-      { kafkaBrokers: 'k:9092', kafkaTopic: 't' },
+      { kafkaBrokers: 'k:9092', kafkaTopic: 't', kafkaAllowPlaintextCredentials: true },
       { KUBEDIFF_KAFKA_USERNAME: 'kd', KUBEDIFF_KAFKA_PASSWORD: 'pw' },
     );
     assert.equal(scram.sinks[0]?.type === 'kafka' && scram.sinks[0].sasl?.mechanism, 'SCRAM-SHA-512');
+    assert.equal(scram.sinks[0]?.type === 'kafka' && scram.sinks[0].tls, undefined);
+  });
+
+  it('--kafka-ca-file: TLS with that CA; credentials never over plaintext unless allowed', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'kubediff-kafka-ca-'));
+    const ca = path.join(dir, 'ca.pem');
+    writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const settings = sinkSettingsFromFlags({ kafkaBrokers: 'k:9093', kafkaTopic: 't', kafkaCaFile: ca }, {});
+    assert.deepEqual(settings.sinks[0]?.type === 'kafka' && settings.sinks[0].tls, {
+      ca: readFileSync(ca, 'utf8'),
+    });
+    const credentials = { KUBEDIFF_KAFKA_USERNAME: 'kd', KUBEDIFF_KAFKA_PASSWORD: 'secret-pw' };
+    for (const [flags, env, message] of [
+      [
+        { kafkaBrokers: 'k:9092', kafkaTopic: 't' },
+        { ...credentials, KUBEDIFF_KAFKA_SASL_MECHANISM: 'PLAIN' },
+        "the Kafka credentials of KUBEDIFF_KAFKA_USERNAME and KUBEDIFF_KAFKA_PASSWORD would cross the network unencrypted (SASL PLAIN over plaintext): add --kafka-tls or --kafka-ca-file <file> for the brokers' TLS listener, or --kafka-allow-plaintext-credentials if the network is encrypted otherwise.",
+      ],
+      [
+        { kafkaBrokers: 'k:9092', kafkaTopic: 't', kafkaAllowPlaintextCredentials: true },
+        {},
+        '--kafka-allow-plaintext-credentials applies to SASL credentials, and none are given (KUBEDIFF_KAFKA_USERNAME, KUBEDIFF_KAFKA_PASSWORD).',
+      ],
+      [
+        { kafkaBrokers: 'k:9092', kafkaTopic: 't', kafkaCaFile: path.join(dir, 'missing.pem') },
+        {},
+        `cannot read --kafka-ca-file ${path.join(dir, 'missing.pem')}: no such file; fix the path or the file's permissions.`,
+      ],
+    ] as const) {
+      assert.throws(
+        () => sinkSettingsFromFlags(flags, env),
+        (error) =>
+          error instanceof UsageError &&
+          exitCodeOf(error) === EXIT_USAGE &&
+          error.message === message &&
+          !error.message.includes('secret-pw'),
+      );
+    }
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('rejects mistakes with one sentence, exit code 2, and never the secret part of a URL', () => {

@@ -86,6 +86,7 @@ describe('webhook sink', () => {
       lost: 0,
       pending: 0,
       digests: 0,
+      overflows: 0,
     });
     assert.equal(report.name, `webhook http://127.0.0.1:${server.port}/…`);
   });

@@ -45,3 +45,15 @@ describe('stories per sink', () => {
     );
   });
 });
+
+describe('the bound of open stories', () => {
+  it('in events and in bytes (stories.maxOpenSize), 16 MB of them by default', () => {
+    assert.equal(settings.options.maxOpenBytes, 16 * 1024 * 1024);
+    const set = storySettingsFrom({}, { maxOpenEvents: 500, maxOpenSize: '2MB' }, 'pretty');
+    assert.deepEqual([set.options.maxOpenEvents, set.options.maxOpenBytes], [500, 2 * 1024 * 1024]);
+    assert.throws(
+      () => storySettingsFrom({}, { maxOpenSize: 'lots' }, 'pretty'),
+      (error) => error instanceof UsageError && /stories\.maxOpenSize/.test(error.message),
+    );
+  });
+});

@@ -57,6 +57,21 @@ export const SINKS: FlagGroup = {
       more: true,
     },
     { flags: '--kafka-topic <topic>', description: 'the Kafka topic of --kafka-brokers', more: true },
+    {
+      flags: '--kafka-tls',
+      description: "connect to the brokers' TLS listener (certificates checked against the system's CAs)",
+      more: true,
+    },
+    {
+      flags: '--kafka-ca-file <file>',
+      description: '…checked against this CA (PEM) instead; implies --kafka-tls',
+      more: true,
+    },
+    {
+      flags: '--kafka-allow-plaintext-credentials',
+      description: 'let SASL credentials cross a network without TLS (only where it is encrypted otherwise)',
+      more: true,
+    },
     { flags: '--dead-letter <file>', description: 'keep what a sink could not take in this file' },
     {
       flags: '--dead-letter-max-size <size>',

@@ -5,6 +5,7 @@ import { followStream, getJson, takeTokenFromFragment } from './api.ts';
 import { showObject } from './object-view.ts';
 import { drawTimeline, rowKeyOf } from './timeline.ts';
 import { FILTER_NAMES, filterParams, HOUR, readView, TYPES, type View, writeView } from './view.ts';
+import { visible } from './visible-text.ts';
 
 const $ = <T extends HTMLElement>(selector: string) => document.querySelector<T>(selector)!;
 const form = $<HTMLFormElement>('#filters');
@@ -26,9 +27,10 @@ let seen = 0;
 function fillSelect(name: string, values: { value: string; label: string }[], chosen: string): void {
   const select = form.elements.namedItem(name) as HTMLSelectElement;
   select.replaceChildren(new Option('all', ''));
-  for (const { value, label } of values) select.append(new Option(label, value, false, value === chosen));
+  for (const { value, label } of values)
+    select.append(new Option(visible(label), value, false, value === chosen));
   if (chosen && !values.some((entry) => entry.value === chosen))
-    select.append(new Option(chosen, chosen, false, true));
+    select.append(new Option(visible(chosen), chosen, false, true));
 }
 
 function viewToForm(): void {
@@ -76,13 +78,13 @@ function eventRow(event: EventSummary): HTMLTableRowElement {
     [event.user, event.manager].filter(Boolean).join(' / '),
   ].map((text) => {
     const cell = document.createElement('td');
-    cell.textContent = text;
+    cell.textContent = visible(text);
     return cell;
   });
   cells[1]!.className = `type-${event.type}`;
   const open = document.createElement('button');
   open.type = 'button';
-  open.textContent = describeObject(event);
+  open.textContent = visible(describeObject(event));
   open.addEventListener('click', () => void openObject(event));
   cells[2]!.append(open);
   row.append(...cells);

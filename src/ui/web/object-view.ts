@@ -4,6 +4,7 @@
 import type { ChangeEvent } from '../../events/event.ts';
 import type { ObjectHistory } from '../../state/timeline-reader.ts';
 import { getJson } from './api.ts';
+import { visible } from './visible-text.ts';
 
 type Seq = { seq: number };
 interface ObjectAnswer extends Omit<ObjectHistory, 'current' | 'events'> {
@@ -12,9 +13,10 @@ interface ObjectAnswer extends Omit<ObjectHistory, 'current' | 'events'> {
   versions: Record<string, unknown>;
 }
 
+/** An element holding `text`, every character of it visible (visible-text.ts). */
 function html<K extends keyof HTMLElementTagNameMap>(name: K, text?: string, className?: string) {
   const node = document.createElement(name);
-  if (text !== undefined) node.textContent = text;
+  if (text !== undefined) node.textContent = visible(text);
   if (className) node.className = className;
   return node;
 }
@@ -50,7 +52,7 @@ export async function showObject(section: HTMLElement, ref: ObjectRef, base: URL
   const answer = await getJson<ObjectAnswer>('/api/v1/object', params);
   const heading = section.querySelector<HTMLElement>('#object-heading')!;
   const kind = answer.events.at(-1)?.object.kind ?? ref.kind;
-  heading.textContent = `${kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
+  heading.textContent = visible(`${kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`);
   const list = section.querySelector<HTMLOListElement>('#object-events')!;
   list.replaceChildren();
   const selected = ref.seq ?? answer.events.at(-1)?.seq;
@@ -142,7 +144,13 @@ async function compare(section: HTMLElement, params: URLSearchParams, a?: number
     figure.append(html('figcaption', `version ${side} (#${side === 'A' ? a : b})`));
     const pre = html('pre');
     lines.forEach((text, line) => {
-      pre.append(keep.has(line) ? `${text}\n` : html('span', `${text}\n`, 'changed'));
+      const shown = `${visible(text)}\n`;
+      if (keep.has(line)) pre.append(shown);
+      else {
+        const changed = html('span', undefined, 'changed');
+        changed.textContent = shown;
+        pre.append(changed);
+      }
     });
     figure.append(pre);
     target.append(figure);

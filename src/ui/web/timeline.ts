@@ -2,6 +2,7 @@
 // The timeline: time across, one row per namespace or kind, one mark per event coloured (and shaped)
 // by its type; when the window holds too many events, cells shaded by how many fell in each bucket.
 import type { EventSummary, Timeline } from '../../state/timeline-reader.ts';
+import { visible } from './visible-text.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const LABEL_WIDTH = 230;
@@ -60,9 +61,10 @@ export function drawTimeline(
   rows.forEach((row, index) => {
     const y = AXIS_HEIGHT + index * ROW_HEIGHT;
     const label = element('text', { x: 4, y: y + 15, class: 'row-label' });
-    label.textContent = row.label.length > 36 ? `${row.label.slice(0, 35)}…` : row.label;
+    const shown = visible(row.label);
+    label.textContent = shown.length > 36 ? `${shown.slice(0, 35)}…` : shown;
     const title = element('title', {});
-    title.textContent = `${row.label}: ${row.count} events`;
+    title.textContent = `${shown}: ${row.count} events`;
     label.append(title);
     svg.append(
       label,
@@ -119,7 +121,9 @@ export function drawTimeline(
         : event.type === 'DELETED'
           ? `${cx - 6},${cy - 5} ${cx + 6},${cy - 5} ${cx},${cy + 7}`
           : `${cx - 5},${cy - 5} ${cx + 5},${cy - 5} ${cx + 5},${cy + 5} ${cx - 5},${cy + 5}`;
-    const label = `${event.type} ${event.kind} ${event.namespace ? `${event.namespace}/` : ''}${event.name} at ${event.time}`;
+    const label = visible(
+      `${event.type} ${event.kind} ${event.namespace ? `${event.namespace}/` : ''}${event.name} at ${event.time}`,
+    );
     const mark = element('polygon', {
       points,
       class: `mark ${type}${event.seq === selected ? ' selected' : ''}`,

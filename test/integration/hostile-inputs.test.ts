@@ -1,0 +1,526 @@
+// The standing hostile-input harness (docs/security.md, "The hostile-input harness"): seeded, generated
+// hostile input at every surface that takes input from outside, each time asserting that kubediff lives,
+// answers with its documented error, stays within its memory bound and shows no secret.
+//
+// - config files: `kubediff validate`'s code path on documents that are almost right (a valid config with
+//   random parts replaced, renamed, retyped or nested too deep) or not quite YAML (truncated, a stray
+//   byte, an alias bomb); either valid, or a UsageError (exit 2) that never quotes a ${VAR}'s secret;
+// - kubeconfigs: the kubeconfig reader and the client built from it, the same way; a token never quoted;
+// - audit requests: the audit webhook endpoint (TLS, a bearer token) with hostile bodies and headers;
+//   each answer one of its documented statuses, the endpoint still serving a real record afterwards;
+// - the UI: a real `kubediff ui` process with hostile paths, query parameters and methods, by a real HTTP
+//   client and by raw sockets; each answer a documented status with a JSON error, never 500, never its
+//   token; the process alive and under its memory bound afterwards;
+// - objects through the real API server: hostile values, annotations and field managers written to the
+//   test cluster while `kubediff watch` delivers to every sink; each chat receiver refuses a payload
+//   that breaks its platform's rules or holds anything it would act on (test/helpers/chat-receivers.ts),
+//   and none does; a redacted canary shows nowhere.
+// The number of inputs per surface is printed and written into docs/security.md.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { Agent, request } from 'undici';
+import { exitCodeOf } from '../../src/cli/exit-codes.ts';
+import { runValidate } from '../../src/cli/validate.ts';
+import type { AuditRecord } from '../../src/events/audit-join.ts';
+import { KubeClient } from '../../src/kube/client.ts';
+import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
+import type { JsonObject } from '../../src/kube/types.ts';
+import { AuditServer } from '../../src/service/audit-server.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { payloadProblems } from '../helpers/chat-receivers.ts';
+import { killAll, runKubediff } from '../helpers/cli.ts';
+import { testCluster } from '../helpers/cluster-env.ts';
+import { writeGeneratedHistory } from '../helpers/generated-history.ts';
+import { hostileDocument, hostileUiTarget, mangled, type Random } from '../helpers/hostile-input.ts';
+import { hostileText } from '../helpers/hostile-text.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { assertNoLeaks, CANARY, receiverSource } from '../helpers/leak-check.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import { seededRandom } from '../helpers/random-json.ts';
+import { blockKitProblems } from '../helpers/slack-payload.ts';
+
+/** Inputs tried per surface (docs/security.md reports them). */
+const INPUTS = { config: 2_000, kubeconfig: 2_000, audit: 2_000, ui: 3_000, objects: 250 };
+const SEED = 27;
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+/** Heap in use after a full collection, MiB. */
+function heapMiB(): number {
+  gc();
+  return process.memoryUsage().heapUsed / 2 ** 20;
+}
+/** What the harness allows the test process's own heap to grow by over one surface's inputs. */
+const HEAP_GROWTH_MIB = 64;
+
+let dir: string;
+const figures: Record<string, number> = {};
+before(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'kubediff-hostile-'));
+});
+after(async () => {
+  await killAll();
+  await rm(dir, { recursive: true, force: true });
+  console.log(`hostile inputs per surface: ${JSON.stringify(figures)}`);
+});
+
+/** A secret that a document references and an answer must never show. */
+const SECRET = `${CANARY}hostile-secret-0123456789`;
+
+/** Process warnings (a library's, on stderr beside kubediff's one sentence) while a surface runs. */
+const warnings: string[] = [];
+process.on('warning', (warning) => warnings.push(`${warning.name}: ${warning.message}`));
+
+/** Runs `input` on each generated case; collects (up to 10) cases that broke the surface's contract. */
+async function each(
+  count: number,
+  random: Random,
+  check: (index: number, random: Random) => Promise<string | undefined> | string | undefined,
+): Promise<void> {
+  const broken: string[] = [];
+  for (let index = 0; index < count; index++) {
+    const warned = warnings.length;
+    const problem =
+      (await check(index, random)) ??
+      (warnings.length > warned ? `a process warning: ${warnings.at(-1)}` : undefined);
+    if (problem !== undefined && broken.length < 10) broken.push(`seed ${SEED}, input ${index}: ${problem}`);
+  }
+  assert.deepEqual(broken, []);
+}
+
+/** The contract of a command-line surface: fine, or a UsageError (exit 2) that shows no secret. */
+function usageProblem(error: unknown, outputs: string): string | undefined {
+  if (error !== undefined && exitCodeOf(error) !== 2)
+    return `not a usage error (exit ${exitCodeOf(error)}): ${String((error as Error)?.stack ?? error).slice(0, 300)}`;
+  const message = error instanceof Error ? error.message : '';
+  if (`${message}${outputs}`.includes(CANARY)) return `shows the secret: ${message.slice(0, 200)}`;
+  if (/\n\s+at .+:\d+:\d+\)?$/m.test(message)) return `a stack trace: ${message.slice(0, 200)}`;
+  return undefined;
+}
+
+/** `${NAME}`, a reference to an environment variable in a config file. */
+const variable = (name: string) => ['$', `{${name}}`].join('');
+
+const CONFIG_TEMPLATE: JsonObject = {
+  clusterName: 'prod',
+  namespaces: ['shop', 'web-*'],
+  resources: ['deployments', 'configmaps', 'widgets.example.com'],
+  ignore: ['/metadata/annotations', { path: '/data/color', resources: ['cm'] }],
+  redact: [{ path: '/data/password', resources: ['configmaps'] }],
+  events: ['added', 'updated'],
+  shutdownTimeout: '10s',
+  stories: { window: '5s', maxLength: '1m', maxOpenEvents: 100, maxOpenSize: '1MB' },
+  sinks: [
+    { type: 'stdout', format: 'json' },
+    {
+      type: 'webhook',
+      url: variable('HOOK_URL'),
+      headers: { Authorization: `Bearer ${variable('HOOK_TOKEN')}` },
+      batch: 10,
+    },
+    {
+      type: 'slack',
+      webhookUrl: variable('HOOK_URL'),
+      filter: { namespaces: ['prod'], events: ['deleted'] },
+    },
+    { type: 'teams', webhookUrl: variable('HOOK_URL'), minInterval: '1s' },
+    {
+      type: 'kafka',
+      brokers: ['k:9093'],
+      topic: 't',
+      tls: true,
+      sasl: { mechanism: 'PLAIN', username: 'u', password: variable('HOOK_TOKEN') },
+    },
+  ],
+  audit: { listen: '127.0.0.1:0', certFile: '/nonexistent/tls.crt', keyFile: '/nonexistent/tls.key' },
+};
+
+const KUBECONFIG_TEMPLATE: JsonObject = {
+  apiVersion: 'v1',
+  kind: 'Config',
+  'current-context': 'prod',
+  clusters: [
+    { name: 'prod', cluster: { server: 'https://127.0.0.1:6443', 'insecure-skip-tls-verify': true } },
+  ],
+  users: [{ name: 'admin', user: { token: SECRET } }],
+  contexts: [{ name: 'prod', context: { cluster: 'prod', user: 'admin', namespace: 'shop' } }],
+};
+
+describe('the hostile-input harness', () => {
+  it(`config files: ${INPUTS.config} documents through kubediff validate's code path`, async () => {
+    const random = seededRandom(SEED);
+    const file = path.join(dir, 'config.yaml');
+    const env = { HOOK_URL: `https://hooks.example.invalid/${SECRET}`, HOOK_TOKEN: SECRET };
+    const before = heapMiB();
+    await each(INPUTS.config, random, async () => {
+      writeFileSync(file, hostileDocument(random, CONFIG_TEMPLATE));
+      const out: string[] = [];
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          out.push(String(chunk));
+          done();
+        },
+      });
+      try {
+        await runValidate({ config: file }, { env, stdout: sink, stderr: sink });
+        return usageProblem(undefined, out.join(''));
+      } catch (error) {
+        return usageProblem(error, out.join(''));
+      }
+    });
+    assert.ok(heapMiB() - before < HEAP_GROWTH_MIB, 'the heap stays within its bound');
+    figures.config = INPUTS.config;
+  });
+
+  it(`kubeconfigs: ${INPUTS.kubeconfig} documents through the kubeconfig reader and the client`, async () => {
+    const random = seededRandom(SEED + 1);
+    const file = path.join(dir, 'kubeconfig');
+    const before = heapMiB();
+    await each(INPUTS.kubeconfig, random, async () => {
+      writeFileSync(file, hostileDocument(random, KUBECONFIG_TEMPLATE));
+      try {
+        const identity = loadKubeconfig({ kubeconfig: file });
+        // An exec plugin or an auth provider runs what the kubeconfig says, as kubectl does: not built here.
+        if (!('exec' in identity.user) && !('authProvider' in identity.user)) {
+          const client = await KubeClient.create(identity);
+          await client.close();
+        }
+        return undefined;
+      } catch (error) {
+        return usageProblem(error, '');
+      }
+    });
+    assert.ok(heapMiB() - before < HEAP_GROWTH_MIB, 'the heap stays within its bound');
+    figures.kubeconfig = INPUTS.kubeconfig;
+  });
+
+  it(`audit requests: ${INPUTS.audit} hostile bodies and headers at the audit endpoint`, async () => {
+    const random = seededRandom(SEED + 2);
+    const pki = makeTestPki();
+    const files = {
+      certFile: path.join(dir, 'tls.crt'),
+      keyFile: path.join(dir, 'tls.key'),
+    };
+    await writeFile(files.certFile, pki.serverCert);
+    await writeFile(files.keyFile, pki.serverKey);
+    const received: AuditRecord[] = [];
+    const logged: string[] = [];
+    const log = {
+      info: (line: string) => logged.push(line),
+      warn: (line: string) => logged.push(line),
+      debug: (line: string) => logged.push(line),
+    };
+    const server = await AuditServer.start({
+      listen: '127.0.0.1:0',
+      ...files,
+      token: SECRET,
+      maxRequestBytes: 256 * 1024,
+      onRecords: (records) => received.push(...records),
+      log,
+    });
+    const agent = new Agent({ connect: { ca: pki.caPem } });
+    const template: JsonObject = {
+      kind: 'EventList',
+      apiVersion: 'audit.k8s.io/v1',
+      items: [
+        {
+          auditID: 'a1',
+          stage: 'ResponseComplete',
+          verb: 'update',
+          user: { username: 'alice', groups: ['system:authenticated'] },
+          impersonatedUser: { username: 'bob' },
+          userAgent: 'kubectl/v1.36.3',
+          objectRef: { resource: 'configmaps', namespace: 'shop', name: 'web', apiGroup: '' },
+          responseObject: { kind: 'ConfigMap', metadata: { uid: 'u1', resourceVersion: '1' } },
+          stageTimestamp: '2026-11-22T10:31:07.412Z',
+        },
+      ],
+    };
+    const documented = new Set([200, 400, 401, 403, 405, 413, 415, 503]);
+    const post = async (body: string, headers: Record<string, string>, method = 'POST') => {
+      const response = await request(`https://${server.address}/audit`, {
+        method: method as 'POST',
+        dispatcher: agent,
+        headers,
+        ...(method === 'POST' || method === 'PUT' ? { body } : {}),
+      });
+      return { status: response.statusCode, text: await response.body.text() };
+    };
+    const before = heapMiB();
+    try {
+      await each(INPUTS.audit, random, async () => {
+        const body =
+          random() < 0.8 ? hostileDocument(random, template) : mangled(random, JSON.stringify(template));
+        const headers: Record<string, string> = {};
+        const auth = random();
+        if (auth < 0.85) headers.authorization = `Bearer ${SECRET}`;
+        else if (auth < 0.9)
+          headers.authorization = `Bearer ${hostileText(random, 1).replace(/[^\x20-\x7e]/g, '')}`;
+        else if (auth < 0.95) headers.authorization = `Basic ${Buffer.from(SECRET).toString('base64')}`;
+        if (random() < 0.3)
+          headers['content-type'] =
+            random() < 0.5 ? 'text/plain' : hostileText(random, 1).replace(/[^\x20-\x7e]/g, '');
+        if (random() < 0.2) headers['x-hostile'] = hostileText(random, 2).replace(/[^\x20-\x7e]/g, '');
+        const method = random() < 0.05 ? (random() < 0.5 ? 'GET' : 'PUT') : 'POST';
+        let answer: { status: number; text: string };
+        try {
+          answer = await post(body, headers, method);
+        } catch (error) {
+          return `no answer: ${(error as Error).message}`;
+        }
+        if (!documented.has(answer.status)) return `status ${answer.status}: ${answer.text.slice(0, 200)}`;
+        if (answer.text.includes(CANARY)) return 'the answer shows the token';
+        if (/\n\s+at .+:\d+:\d+/.test(answer.text)) return `a stack trace: ${answer.text.slice(0, 200)}`;
+        return undefined;
+      });
+      // Still serving: a real record is taken.
+      const taken = received.length;
+      const ok = await post(JSON.stringify(template), { authorization: `Bearer ${SECRET}` });
+      assert.equal(ok.status, 200, ok.text);
+      assert.equal(received.length, taken + 1);
+      assert.ok(
+        received.every((record) => typeof record.auditID === 'string'),
+        'only records with an audit id reach the join',
+      );
+      assert.ok(!logged.join('\n').includes(CANARY), 'no token in the log');
+      assert.ok(heapMiB() - before < HEAP_GROWTH_MIB, 'the heap stays within its bound');
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+    figures.audit = INPUTS.audit;
+  });
+
+  it(`the UI: ${INPUTS.ui} hostile requests at a real kubediff ui`, async () => {
+    const random = seededRandom(SEED + 3);
+    const state = path.join(dir, 'ui-state.db');
+    writeGeneratedHistory(state, {
+      events: 300,
+      start: Date.now() - 3_600_000,
+      stepMs: 10_000,
+      namespaces: 3,
+      objects: 30,
+    });
+    const tokenFile = path.join(dir, 'ui-token');
+    await writeFile(tokenFile, `${SECRET}\n`, { mode: 0o600 });
+    const ui = runKubediff(['ui', '--state', state, '--listen', '127.0.0.1:0', '--token-file', tokenFile], {
+      timeoutMs: 120_000,
+    });
+    const origin = (await ui.waitForStderr(/serving the change history on (http:\/\/[^/\s]+)\//))[1]!;
+    const { port } = new URL(origin);
+    const agent = new Agent({ pipelining: 0 });
+    const routes = [
+      '/',
+      '/healthz',
+      '/api/v1/facets',
+      '/api/v1/timeline',
+      '/api/v1/events',
+      '/api/v1/object',
+      '/assets/app.ts',
+    ];
+    const documented = new Set([200, 304, 400, 401, 404, 405, 414, 421, 431, 503]);
+    /** A request through a raw socket, for what an HTTP client would refuse to send. */
+    const raw = (target: string, method: string, token: boolean) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1');
+        let text = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        socket.on('error', reject);
+        socket.on('close', () => {
+          const [head = '', ...rest] = text.split('\r\n\r\n');
+          let body = rest.join('\r\n\r\n');
+          // Chunked: the sizes between the chunks out.
+          if (/transfer-encoding: chunked/i.test(head)) body = body.replace(/(^|\r\n)[0-9a-f]+\r\n/gi, '');
+          resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1] ?? 0), text: body.trim() });
+        });
+        // Written, not ended: as HTTP clients do, the socket is closed by the server (Connection: close).
+        socket.write(
+          `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${token ? `Authorization: Bearer ${SECRET}\r\n` : ''}Connection: close\r\n\r\n`,
+          'latin1',
+        );
+      });
+    const answers: string[] = [];
+    try {
+      await each(INPUTS.ui, random, async () => {
+        const target = hostileUiTarget(random, routes);
+        const token = random() < 0.9;
+        const method =
+          random() < 0.93
+            ? 'GET'
+            : (['HEAD', 'POST', 'DELETE', 'OPTIONS', 'TRACE'] as const)[Math.floor(random() * 5)]!;
+        let answer: { status: number; text: string };
+        try {
+          if (random() < 0.15) answer = await raw(target, method, token);
+          else {
+            const response = await request(`${origin}${target}`, {
+              method: method as 'GET',
+              dispatcher: agent,
+              headers: token ? { authorization: `Bearer ${SECRET}` } : {},
+            });
+            answer = { status: response.statusCode, text: await response.body.text() };
+          }
+        } catch (error) {
+          // The client refused to send it (an invalid URL): not a request kubediff saw.
+          if (/invalid|URL/i.test((error as Error).message)) return undefined;
+          return `no answer: ${(error as Error).message}`;
+        }
+        answers.push(answer.text.slice(0, 2_000));
+        if (!documented.has(answer.status))
+          return `${method} ${JSON.stringify(target.slice(0, 160))}: status ${answer.status} ${answer.text.slice(0, 100)}`;
+        const body = answer.text;
+        if (
+          answer.status >= 400 &&
+          method !== 'HEAD' &&
+          body !== '' &&
+          !/^\{"error":"[\s\S]*"\}\s*$/.test(body.trim())
+        )
+          return `${method} ${target.slice(0, 120)}: not a JSON error: ${body.slice(0, 120)}`;
+        return undefined;
+      });
+      const alive = await request(`${origin}/healthz`, { dispatcher: agent });
+      assert.equal(alive.statusCode, 200, 'still serving');
+      await alive.body.text();
+      const peakRss =
+        Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${ui.pid}/status`, 'utf8'))?.[1]) / 1024;
+      assert.ok(peakRss < 300, `peak RSS ${peakRss.toFixed(0)} MiB (bound 300 MiB)`);
+    } finally {
+      await agent.close();
+    }
+    const stopped = await ui.stop('SIGTERM');
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.doesNotMatch(stopped.stderr, /\n\s+at .+:\d+:\d+/, 'no stack trace');
+    await assertNoLeaks([
+      { name: 'UI answers', read: () => answers.join('\n'), expect: /"error"/ },
+      { name: 'UI stderr', read: () => stopped.stderr, expect: /serving the change history/ },
+    ]);
+    figures.ui = INPUTS.ui;
+  });
+
+  it(`objects through the real API server: ${INPUTS.objects} objects of hostile values, annotations and managers, into every sink`, async () => {
+    const random = seededRandom(SEED + 4);
+    const admin: KubeAdmin = adminClient();
+    const ns = await admin.createNamespace('hostile');
+    const receivers: HttpReceiver[] = [];
+    try {
+      const slack = await HttpReceiver.start({
+        respond: (request) => {
+          const problems = blockKitProblems(JSON.parse(request.body));
+          return problems.length > 0 ? { status: 400, body: problems.join('; ') } : undefined;
+        },
+      });
+      const chats = {} as Record<ChatPlatformName, HttpReceiver>;
+      for (const name of Object.keys(CHAT_PLATFORMS) as ChatPlatformName[]) {
+        chats[name] = await HttpReceiver.start({
+          respond: (request) => {
+            const problems = payloadProblems(name, request.body);
+            return problems.length > 0
+              ? { status: 400, body: problems.join('; ') }
+              : { status: name === 'discord' ? 204 : 200, body: '' };
+          },
+        });
+      }
+      const webhook = await HttpReceiver.start();
+      receivers.push(slack, webhook, ...Object.values(chats));
+      const config = path.join(dir, 'objects.yaml');
+      await writeFile(
+        config,
+        JSON.stringify({
+          namespaces: [ns],
+          resources: ['configmaps'],
+          redact: [{ path: '/data/secret', resources: ['configmaps'] }],
+          clusterName: 'hostile',
+          sinks: [
+            { type: 'stdout', format: 'pretty', color: false },
+            { type: 'webhook', url: webhook.url('/hook') },
+            { type: 'slack', webhookUrl: slack.url('/services/T/B/X'), minInterval: '0s' },
+            ...Object.entries(chats).map(([type, receiver]) => ({
+              type,
+              webhookUrl: receiver.url('/hook'),
+              minInterval: '0s',
+            })),
+          ],
+        }),
+      );
+      const watch = runKubediff(['watch', '--kubeconfig', testCluster().kubeconfigPath, '-c', config], {
+        timeoutMs: 120_000,
+      });
+      await watch.waitForStderr(/watching \d+ resource types?/, 90_000);
+      const configmaps = `/api/v1/namespaces/${ns}/configmaps`;
+      let strings = 0;
+      const hostile = () => {
+        strings++;
+        return hostileText(random).replace(/[\ud800-\udfff]/g, '?');
+      };
+      for (let n = 0; n < INPUTS.objects; n++) {
+        const manager =
+          hostileText(random, 2)
+            .replace(/[^\x20-\x7e]/g, '')
+            .slice(0, 128) || 'm';
+        strings++;
+        const body = {
+          metadata: {
+            name: `cm-${n}`,
+            annotations: { 'example.com/note': hostile(), 'example.com/other': hostile() },
+          },
+          data: { a: hostile(), 'b.c': hostile(), secret: `${CANARY}${n}-${hostile()}` },
+        };
+        const created = await admin.request('POST', configmaps, { body, query: { fieldManager: manager } });
+        assert.ok(created.status === 201, `create: ${created.status} ${created.text.slice(0, 200)}`);
+        const patched = await admin.request('PATCH', `${configmaps}/cm-${n}`, {
+          body: { data: { a: hostile(), secret: `${CANARY}${n}-patched` } },
+          contentType: 'application/merge-patch+json',
+          query: { fieldManager: manager },
+        });
+        assert.ok(patched.status === 200, `patch: ${patched.status} ${patched.text.slice(0, 200)}`);
+      }
+      await admin.create(configmaps, { metadata: { name: 'sentinel' }, data: { done: 'yes' } });
+      await watch.waitForStdout(`ADDED   configmaps ${ns}/sentinel`, 90_000);
+      const stopped = await watch.stop('SIGTERM', 90_000);
+      assert.equal(stopped.code, 0, stopped.stderr.slice(-2_000));
+      assert.doesNotMatch(stopped.stderr, /not delivered|refused|HTTP 400|\n\s+at .+:\d+:\d+/);
+      // Every platform took every message: nothing it would act on, nothing over its limits.
+      for (const receiver of receivers)
+        for (const request of receiver.requests)
+          assert.ok(
+            'status' in request.reply && request.reply.status < 300,
+            `${request.path}: ${JSON.stringify(request.reply).slice(0, 300)}`,
+          );
+      assert.ok(
+        Object.values(chats).every((receiver) => receiver.requests.length > 0),
+        'every chat platform got messages',
+      );
+      assert.equal((stopped.stdout.match(/^\S+ UPDATED configmaps /gm) ?? []).length, INPUTS.objects);
+      assert.ok(
+        ![...'\u202e\u200b\u2066\u0000\u001b'].some((character) => stopped.stdout.includes(character)),
+        'the terminal sees escapes only',
+      );
+      await assertNoLeaks([
+        { name: 'stdout (pretty)', read: () => stopped.stdout, expect: /<redacted sha256:/ },
+        { name: 'stderr', read: () => stopped.stderr },
+        receiverSource('webhook', webhook, /redacted sha256:/),
+        receiverSource('slack', slack, /changes? /),
+        ...Object.entries(chats).map(([name, receiver]) => receiverSource(name, receiver)),
+      ]);
+      figures.objects = strings;
+      console.log(
+        `objects: ${INPUTS.objects} objects, ${INPUTS.objects * 2} writes, ${strings} hostile strings`,
+      );
+    } finally {
+      await Promise.all(receivers.map((receiver) => receiver.close()));
+      await admin.deleteNamespace(ns);
+      await admin.close();
+    }
+  });
+});
