@@ -2,7 +2,7 @@
 // characters), users, paths and values are written by people kubediff does not trust, and every chat
 // platform acts on some text: a mention pings a channel, a link can say one thing and go elsewhere,
 // markup changes what a reader sees. Every span of a message passes through two steps before it reaches
-// a payload (docs/security.md, "Chat messages"):
+// a payload (docs/security.md, "Text from the cluster, where people read it"):
 //
 // 1. visible(): control characters, bidi overrides and zero-width or other invisible characters become
 //    visible escapes (`\u202e`), as in the terminal (util/terminal-text.ts), so a name cannot reverse or

@@ -1,4 +1,4 @@
-// The standing hostile-input harness (docs/security.md, "The hostile-input harness"): seeded, generated
+// The standing hostile-input harness (docs/security.md, "Tested"): seeded, generated
 // hostile input at every surface that takes input from outside, each time asserting that kubediff lives,
 // answers with its documented error, stays within its memory bound and shows no secret.
 //
