@@ -3,6 +3,7 @@
 // src/cli/entry.ts runs main() for the launcher.
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { addAdmissionFlags } from '../config/admission-settings.ts';
 import { addAuditFlags } from '../config/audit-settings.ts';
 import {
   addServiceFlags,
@@ -206,6 +207,7 @@ function buildProgram(): Command {
     .configureOutput({ outputError: () => {} });
   addServiceFlags(watch);
   addAuditFlags(watch);
+  addAdmissionFlags(watch);
   watch.action(async (flags: RawWatchFlags & RawServiceFlags & UiWatchFlags) => {
     const { loadWatchSettings } = await import('../config/settings.ts');
     const { durationFromEnvironment, httpFromEnvironment, sizeFromEnvironment, timingFromEnvironment } =
@@ -281,7 +283,7 @@ function buildProgram(): Command {
     .option('-n, --namespace <ns>', 'only this namespace')
     .option(
       '--user <glob>',
-      'only changes made by this user, as the audit webhook named them (docs/audit.md)',
+      'only changes made by this user, as the audit or admission webhook named them (docs/who.md)',
     )
     .option('--since <duration>', 'only events newer than this: 30m, 2h, 7d')
     .option('--tail <n>', 'only the newest n events')

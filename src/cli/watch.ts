@@ -10,7 +10,6 @@ import type { WatchSettings } from '../config/watch-settings.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
-import { AuditJoin } from '../events/audit-join.ts';
 import { DiscoveryResolver } from '../events/discovery-resolver.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
@@ -35,6 +34,7 @@ import type { Logger } from '../util/log.ts';
 import { clusterPlans } from './cluster-plans.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
 import { type ClusterWiring, clusterLogger, WatchedCluster } from './watch-cluster.ts';
+import { startWhoSources } from './who-sources.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -171,55 +171,29 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     log.info(`delivering to ${settings.delivery.sinks.map(describeSinkSpec).join(', ')}`);
   }
 
-  // --audit-listen: who made each change, joined before the rules so that user filters see it.
-  const auditJoin = settings.audit
-    ? new AuditJoin({
-        waitMs: settings.audit.waitMs,
-        windowMs: settings.audit.windowMs,
-        maxPending: settings.audit.maxPending,
-        maxRecords: settings.audit.maxRecords,
-        retainMs: Math.max(60_000, settings.audit.windowMs),
-        log,
-      })
-    : undefined;
-  if (settings.audit && auditJoin) {
-    // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
-    const { AuditServer } = await import('../service/audit-server.ts');
-    const auditServer = lifecycle.use(
-      await AuditServer.start({
-        listen: settings.audit.listen,
-        certFile: settings.audit.certFile,
-        keyFile: settings.audit.keyFile,
-        clientCAFile: settings.audit.clientCAFile,
-        clientNames: settings.audit.clientNames,
-        token: settings.audit.token,
-        maxRequestBytes: settings.audit.maxRequestBytes,
-        onRecords: (records) => auditJoin.offer(records),
-        log,
-      }),
-      (server) => server.close(),
-    );
-    service.observeAudit({ requests: () => auditServer.stats().requests, join: () => auditJoin.stats() });
-  }
-
-  // The pipeline: normalize → store/diff → (audit join) → the watch's rules → the leader gate → the sinks.
+  // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
   // Resource names in rules (`redact:`, filters) are resolved through discovery, fed below.
   const resolver = new DiscoveryResolver();
+  const normalizer = new Normalizer({
+    ignore: new PathMatcher(settings.ignoredPaths),
+    redactor: new Redactor(settings.redaction.key),
+    redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
+  });
+  // --audit-listen, --admission-listen: who made each change, joined before the rules so that user
+  // filters see it (src/cli/who-sources.ts).
+  const who = await startWhoSources(settings, { normalizer, service, log, lifecycle });
+
+  // The pipeline: normalize → store/diff → (who join) → the watch's rules → the leader gate → the sinks.
   const rules: EventStage[] = [
     // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
     ownerStage(owners),
-    ...(auditJoin ? [auditJoin] : []),
+    ...(who.stage ? [who.stage] : []),
     // Event types, the config file's global rules and --explain (src/events/watch-rules.ts).
     filterStage('rules', watchRules(settings, { router, log, resolver, failures })),
   ];
   // Each cluster's recorder observes its own source (WatchedCluster.start); the service every one.
   const pipeline = new Pipeline({
-    // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
-    normalizer: new Normalizer({
-      ignore: new PathMatcher(settings.ignoredPaths),
-      redactor: new Redactor(settings.redaction.key),
-      redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
-    }),
+    normalizer,
     rules,
     handover: service.stages,
     delivery: router,
@@ -229,6 +203,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
 
   // The names rules use resolve against what any cluster offers.
   const offered = new Map<WatchedCluster, ResourceType[]>();
+  const watched = new Map<WatchedCluster, readonly ResourceType[]>();
   let namesChecked = false;
   const wiringOf = (cluster: WatchedCluster): ClusterWiring => ({
     pipeline,
@@ -236,6 +211,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     onSelection: (selection) => {
       offered.set(cluster, [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
       resolver.update([...offered.values()].flat());
+      watched.set(cluster, selection.watched);
+      who.watching([...watched.values()].flat());
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;
       namesChecked = true;
@@ -243,8 +220,9 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
       checkRedactRuleNames(settings.redaction.rules, selection, log);
     },
   });
-  // After the watch stopped: what waits for its audit record goes on to the sinks, which then drain.
-  if (auditJoin) lifecycle.defer(() => auditJoin.close());
+  // After the watch stopped: what waits for its record goes on to the sinks, which then drain.
+  const join = who.stage;
+  if (join) lifecycle.defer(() => join.close());
   for (const cluster of clusters) {
     owners.attach(cluster.name || undefined, (group, kind, namespace, name) =>
       cluster.findObject(group, kind, namespace, name),

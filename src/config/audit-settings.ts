@@ -3,7 +3,8 @@
 // config file's `audit:` block, key by key; the bearer token comes from the file's `audit.token` (with
 // ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
 import type { Command } from 'commander';
-import { AUDIT_JOIN_DEFAULTS } from '../events/audit-join.ts';
+import { AUDIT_SOURCE_DEFAULTS } from '../events/audit-match.ts';
+import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
 import { AUDIT_SERVER_DEFAULTS } from '../service/audit-server.ts';
 import { parseListenAddress } from '../service/health-server.ts';
 import { parseDurationSetting } from '../util/duration.ts';
@@ -48,11 +49,11 @@ export function addAuditFlags(command: Command): Command {
     )
     .option(
       '--audit-wait <duration>',
-      `how long a change waits for its audit record before it goes out without user (default: ${AUDIT_JOIN_DEFAULTS.waitMs}ms)`,
+      `how long a change waits for its audit record before it goes out without user (default: ${WHO_JOIN_DEFAULTS.waitMs}ms)`,
     )
     .option(
       '--ignore-user <glob>',
-      'do not report changes made by this user, e.g. system:serviceaccount:argocd:* (repeatable; needs the audit webhook)',
+      'do not report changes made by this user, e.g. system:serviceaccount:argocd:* (repeatable; needs the audit or admission webhook)',
       (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     );
 }
@@ -96,7 +97,7 @@ export function auditSettingsFrom(
       ? parseDurationSetting('--audit-wait', flags.auditWait, { allowZero: true })
       : file?.wait !== undefined
         ? parseDurationSetting('audit.wait', file.wait, { allowZero: true })
-        : AUDIT_JOIN_DEFAULTS.waitMs;
+        : WHO_JOIN_DEFAULTS.waitMs;
   return {
     listen,
     certFile,
@@ -108,9 +109,9 @@ export function auditSettingsFrom(
     windowMs:
       file?.window !== undefined
         ? parseDurationSetting('audit.window', file.window)
-        : AUDIT_JOIN_DEFAULTS.windowMs,
-    maxPending: file?.maxPending ?? AUDIT_JOIN_DEFAULTS.maxPending,
-    maxRecords: file?.maxRecords ?? AUDIT_JOIN_DEFAULTS.maxRecords,
+        : AUDIT_SOURCE_DEFAULTS.windowMs,
+    maxPending: file?.maxPending ?? WHO_JOIN_DEFAULTS.maxPending,
+    maxRecords: file?.maxRecords ?? AUDIT_SOURCE_DEFAULTS.maxRecords,
     maxRequestBytes:
       file?.maxRequestSize !== undefined
         ? parseSize('audit.maxRequestSize', file.maxRequestSize)

@@ -38,6 +38,11 @@ export interface StoreChange {
   kind: 'added' | 'updated' | 'deleted' | 'baseline';
   type: ResourceType;
   object: StoredObject;
+  /**
+   * 'updated': the resourceVersion the store held before (what the write replaced; for 'deleted' it is
+   * `object`'s own). The admission webhook names writes by it (src/events/admission-match.ts).
+   */
+  previousResourceVersion?: string;
   /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
   initial?: true;
 }
@@ -178,7 +183,12 @@ export class Pipeline {
         }),
       onUpdate: (type, previous, current, context) =>
         enter({
-          change: { kind: 'updated', type, object: current },
+          change: {
+            kind: 'updated',
+            type,
+            object: current,
+            previousResourceVersion: previous.resourceVersion,
+          },
           event: builder.updated(type, previous, current, context),
           sourceObservers,
         }),
