@@ -39,8 +39,8 @@ export interface StoreChange {
   type: ResourceType;
   object: StoredObject;
   /**
-   * 'updated': the resourceVersion the store held before (what the write replaced; for 'deleted' it is
-   * `object`'s own). The admission webhook names writes by it (src/events/admission-match.ts).
+   * 'updated', 'deleted': the resourceVersion the store held before, i.e. the version the write replaced.
+   * The admission webhook names writes by it (src/events/admission-match.ts).
    */
   previousResourceVersion?: string;
   /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
@@ -194,7 +194,12 @@ export class Pipeline {
         }),
       onDelete: (type, last, context) =>
         enter({
-          change: { kind: 'deleted', type, object: last },
+          change: {
+            kind: 'deleted',
+            type,
+            object: last,
+            previousResourceVersion: context.previousResourceVersion ?? last.resourceVersion,
+          },
           event: builder.deleted(type, last, context),
           sourceObservers,
         }),

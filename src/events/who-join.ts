@@ -68,8 +68,7 @@ function subjectOf(handover: Handover): JoinSubject | undefined {
   return {
     event,
     time: Date.parse(event.time),
-    previousResourceVersion:
-      change?.kind === 'deleted' ? change.object.resourceVersion : change?.previousResourceVersion,
+    previousResourceVersion: change?.previousResourceVersion,
     object: change?.kind === 'deleted' ? undefined : change?.object.object,
   };
 }

@@ -21,6 +21,7 @@ import { timingSafeEqual, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { globToRegExp } from '../util/glob.ts';
@@ -75,6 +76,7 @@ export interface WebhookListenerOptions {
 }
 
 export const WEBHOOK_RELOAD_INTERVAL_MS = 10_000;
+const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 interface TlsFiles {
   cert: Buffer;
@@ -96,6 +98,7 @@ export class WebhookListener {
   private readonly names: RegExp[] | undefined;
   private readonly token: Buffer | undefined;
   private reading = 0;
+  private readonly sockets = new Set<Socket>();
   private reloadTimer: NodeJS.Timeout | undefined;
   private fileStamp: string;
   /** SHA-256 fingerprints of this replica's serving certificate, the one before a reload included. */
@@ -127,6 +130,8 @@ export class WebhookListener {
         // Checked per request, so that a refusal is an HTTP answer (counted) rather than a broken handshake.
         rejectUnauthorized: false,
         minVersion: 'TLSv1.2',
+        // A connection that never finishes its handshake (a dead link, a port scan) goes after this.
+        handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
       });
     } catch (error) {
       const key = options.settingsKey;
@@ -136,6 +141,12 @@ export class WebhookListener {
     }
     const instance = new WebhookListener(server, options, files);
     server.on('request', (request, response) => instance.handle(request, response));
+    // Every socket, those still in their TLS handshake too: closeAllConnections() knows only HTTP ones,
+    // and one that never completes its handshake would hold close() until it times out.
+    server.on('connection', (socket: Socket) => {
+      instance.sockets.add(socket);
+      socket.once('close', () => instance.sockets.delete(socket));
+    });
     server.keepAliveTimeout = 30_000;
     server.headersTimeout = 10_000;
     server.requestTimeout = 60_000;
@@ -187,7 +198,9 @@ export class WebhookListener {
 
   async close(): Promise<void> {
     clearInterval(this.reloadTimer);
-    await closeServer(this.server);
+    const closed = closeServer(this.server);
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
   }
 
   /** Loads the files again when one changed; a set that does not load keeps the one in use. */

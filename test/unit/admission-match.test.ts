@@ -72,10 +72,10 @@ function joinWith(options: { audit?: boolean; waitMs?: number; maxRecords?: numb
           namespace: 'shop',
           name: 'web',
           uid: 'u1',
-          resourceVersion: kind === 'deleted' ? (change.previous ?? '4') : event.object.resourceVersion,
+          resourceVersion: event.object.resourceVersion,
           object: change.object ?? stored(5),
         },
-        ...(kind === 'updated' ? { previousResourceVersion: change.previous ?? '4' } : {}),
+        ...(kind === 'added' ? {} : { previousResourceVersion: change.previous ?? '4' }),
       },
       event,
     });
