@@ -66,6 +66,8 @@ export interface WebhookListenerOptions {
   maxRequestBytes: number;
   maxConcurrentRequests: number;
   reloadIntervalMs?: number;
+  /** How long a connection may take to finish its TLS handshake; default 10 s. */
+  handshakeTimeoutMs?: number;
   /** What the API server posts (any path but PEER_PATH). */
   route: WebhookRoute;
   /** What the other replicas post on PEER_PATH, when they are configured. */
@@ -131,7 +133,7 @@ export class WebhookListener {
         rejectUnauthorized: false,
         minVersion: 'TLSv1.2',
         // A connection that never finishes its handshake (a dead link, a port scan) goes after this.
-        handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+        handshakeTimeout: options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS,
       });
     } catch (error) {
       const key = options.settingsKey;
