@@ -125,8 +125,9 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
     const { PeerForwarder } = await import('../service/peer-forwarder.ts');
     const { parsePeerAddress } = await import('../service/peer-address.ts');
     const { port } = parsePeerAddress(settings.peers);
-    // peersFrom() checked that one listener has the port.
-    const listener = listeners.find((candidate) => candidate.port === port) as WebhookListener;
+    // The listener the peers' port names (the replicas of a Deployment share their ports), else the
+    // admission webhook's: its certificate is the credential (peersFrom() checked there is one).
+    const listener = (listeners.find((candidate) => candidate.port === port) ?? listeners.at(-1)) as WebhookListener;
     const forwarder = lifecycle.use(
       new PeerForwarder({ address: settings.peers, listener, log }),
       (forwarder) => forwarder.close(),

@@ -123,7 +123,7 @@ export function admissionSettingsFrom(
   };
 }
 
-/** --peers, or the file's `peers:`; it needs a listener on its port (whose certificate the replicas share). */
+/** --peers, or the file's `peers:`; it needs a listener (whose certificate the replicas share). */
 export function peersFrom(
   flags: RawAdmissionFlags,
   file: string | undefined,
@@ -131,11 +131,10 @@ export function peersFrom(
 ): string | undefined {
   const address = flags.peers?.trim() || file;
   if (!address) return undefined;
-  const { port } = parsePeerAddress(address, flags.peers ? '--peers' : 'peers');
-  const ports = listeners.flatMap((listen) => (listen ? [parseListenAddress(listen).port] : []));
-  if (!ports.includes(port)) {
+  parsePeerAddress(address, flags.peers ? '--peers' : 'peers');
+  if (!listeners.some(Boolean)) {
     throw new UsageError(
-      `--peers ${address}: the replicas post each other records on the port of their --admission-listen or --audit-listen, with its certificate; ${ports.length > 0 ? `use port ${ports.join(' or ')}` : 'add one of them'}.`,
+      `--peers ${address}: the replicas post each other the records of --admission-listen or --audit-listen, with its certificate; add one of them.`,
     );
   }
   return address;
