@@ -127,7 +127,8 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
     const { port } = parsePeerAddress(settings.peers);
     // The listener the peers' port names (the replicas of a Deployment share their ports), else the
     // admission webhook's: its certificate is the credential (peersFrom() checked there is one).
-    const listener = (listeners.find((candidate) => candidate.port === port) ?? listeners.at(-1)) as WebhookListener;
+    const listener = (listeners.find((candidate) => candidate.port === port) ??
+      listeners.at(-1)) as WebhookListener;
     const forwarder = lifecycle.use(
       new PeerForwarder({ address: settings.peers, listener, log }),
       (forwarder) => forwarder.close(),

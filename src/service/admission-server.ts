@@ -160,7 +160,7 @@ export class AdmissionServer {
       return;
     }
     this.records++;
-    options.onRecords([recordOf(reading.requestUID, write, verdict.digest, now)]);
+    options.onRecords([admissionRecordOf(reading.requestUID, write, verdict.digest, now)]);
   }
 
   private ignore(reason: IgnoreReason): void {
@@ -170,7 +170,8 @@ export class AdmissionServer {
 
 export { IGNORE_REASONS };
 
-function recordOf(
+/** What the join keeps of a review: names, uids, versions, the user, the digest; never the object. */
+export function admissionRecordOf(
   reviewUID: string,
   write: ReviewedWrite,
   digest: string | undefined,
