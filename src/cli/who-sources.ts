@@ -31,10 +31,21 @@ interface WhoDeps {
   lifecycle: Lifecycle;
 }
 
+/** What the parts below share: the join and its sources, where records also go, the listeners started. */
+interface Wiring extends WhoDeps {
+  join: WhoJoin;
+  auditSource: AuditSource | undefined;
+  admissionSource: AdmissionSource | undefined;
+  peerRoute: WebhookRoute | undefined;
+  /** Records received from the API server, for the peers (set once they are known). */
+  forward: (records: Partial<PeerRecords>) => void;
+  listeners: WebhookListener[];
+}
+
 export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): Promise<WhoWiring> {
   const { audit, admission } = settings;
   if (!audit && !admission) return { stage: undefined, watching: () => {} };
-  const { log, lifecycle, service } = deps;
+  const { log } = deps;
   // Records are kept at least as long as a nearest match may reach back.
   const retainMs = Math.max(WHO_JOIN_DEFAULTS.retainMs, audit?.windowMs ?? 0);
   const auditSource = audit
@@ -43,106 +54,119 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
   const admissionSource = admission
     ? new AdmissionSource({ maxRecords: admission.maxRecords, retainMs, log })
     : undefined;
-  const sources = [auditSource, admissionSource].filter(Boolean) as WhoSource<unknown>[];
   const join = new WhoJoin(
     {
       waitMs: Math.max(audit?.waitMs ?? 0, admission?.waitMs ?? 0),
       maxPending: audit?.maxPending ?? WHO_JOIN_DEFAULTS.maxPending,
       log,
     },
-    sources,
+    [auditSource, admissionSource].filter(Boolean) as WhoSource<unknown>[],
   );
+  const wiring: Wiring = {
+    ...deps,
+    join,
+    auditSource,
+    admissionSource,
+    // What the other replicas post: joined here, never forwarded again.
+    peerRoute: settings.peers ? await peerRouteFor(join, auditSource, admissionSource) : undefined,
+    forward: () => {},
+    listeners: [],
+  };
+  if (audit) await startAudit(audit, wiring);
   const digests = new AdmissionDigests(deps.normalizer);
-  // What the other replicas post: joined here, never forwarded again.
-  const peerRoute: WebhookRoute | undefined = settings.peers
-    ? await peerRouteFor(join, auditSource, admissionSource)
-    : undefined;
-  let forward: (records: Partial<PeerRecords>) => void = () => {};
-  const listeners: WebhookListener[] = [];
-
-  if (audit && auditSource) {
-    // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
-    const { AuditServer } = await import('../service/audit-server.ts');
-    const server = lifecycle.use(
-      await AuditServer.start({
-        listen: audit.listen,
-        certFile: audit.certFile,
-        keyFile: audit.keyFile,
-        clientCAFile: audit.clientCAFile,
-        clientNames: audit.clientNames,
-        token: audit.token,
-        maxRequestBytes: audit.maxRequestBytes,
-        onRecords: (records) => {
-          join.offer(auditSource, records);
-          forward({ audit: records });
-        },
-        peerRoute,
-        log,
-      }),
-      (server) => server.close(),
-    );
-    listeners.push(server.listener);
-    service.observeAudit({
-      requests: () => server.stats().requests,
-      join: () => join.stats(),
-      records: () => auditSource.stats(),
-    });
-  }
-  if (admission && admissionSource) {
-    const { AdmissionServer } = await import('../service/admission-server.ts');
-    const server = lifecycle.use(
-      await AdmissionServer.start({
-        listen: admission.listen,
-        certFile: admission.certFile,
-        keyFile: admission.keyFile,
-        clientCAFile: admission.clientCAFile,
-        clientNames: admission.clientNames,
-        token: admission.token,
-        maxRequestBytes: admission.maxRequestBytes,
-        digest: (write) => digests.of(write),
-        onRecords: (records) => {
-          join.offer(admissionSource, records);
-          forward({ admission: records });
-        },
-        peerRoute,
-        log,
-      }),
-      (server) => server.close(),
-    );
-    listeners.push(server.listener);
-    const registry = service.metricsRegistry;
-    if (registry) {
-      // With prom-client, only when the metrics are served.
-      const { registerAdmissionMetrics } = await import('../service/who-metrics.ts');
-      registerAdmissionMetrics(registry, {
-        server,
-        join: () => join.stats(),
-        records: () => admissionSource.stats(),
-      });
-    }
-  }
-  if (settings.peers) {
-    const { PeerForwarder } = await import('../service/peer-forwarder.ts');
-    const { parsePeerAddress } = await import('../service/peer-address.ts');
-    const { port } = parsePeerAddress(settings.peers);
-    // The listener the peers' port names (the replicas of a Deployment share their ports), else the
-    // admission webhook's: its certificate is the credential (peersFrom() checked there is one).
-    const listener = (listeners.find((candidate) => candidate.port === port) ??
-      listeners.at(-1)) as WebhookListener;
-    const forwarder = lifecycle.use(
-      new PeerForwarder({ address: settings.peers, listener, log }),
-      (forwarder) => forwarder.close(),
-    );
-    await forwarder.start();
-    forward = (records) => forwarder.forward(records);
-    const registry = service.metricsRegistry;
-    if (registry) {
-      const { registerPeerMetrics } = await import('../service/who-metrics.ts');
-      registerPeerMetrics(registry, { forwarder, listeners });
-    }
-    log.info(`sending the records of who made each change to the other replicas at ${settings.peers}`);
-  }
+  if (admission) await startAdmission(admission, digests, wiring);
+  if (settings.peers) await startPeers(settings.peers, wiring);
   return { stage: join, watching: (types) => digests.update(types) };
+}
+
+async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wiring): Promise<void> {
+  const { join, log } = wiring;
+  const source = wiring.auditSource as AuditSource;
+  // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
+  const { AuditServer } = await import('../service/audit-server.ts');
+  const server = wiring.lifecycle.use(
+    await AuditServer.start({
+      listen: audit.listen,
+      certFile: audit.certFile,
+      keyFile: audit.keyFile,
+      clientCAFile: audit.clientCAFile,
+      clientNames: audit.clientNames,
+      token: audit.token,
+      maxRequestBytes: audit.maxRequestBytes,
+      onRecords: (records) => {
+        join.offer(source, records);
+        wiring.forward({ audit: records });
+      },
+      peerRoute: wiring.peerRoute,
+      log,
+    }),
+    (server) => server.close(),
+  );
+  wiring.listeners.push(server.listener);
+  wiring.service.observeAudit({
+    requests: () => server.stats().requests,
+    join: () => join.stats(),
+    records: () => source.stats(),
+  });
+}
+
+async function startAdmission(
+  admission: NonNullable<WatchSettings['admission']>,
+  digests: AdmissionDigests,
+  wiring: Wiring,
+): Promise<void> {
+  const { join, log } = wiring;
+  const source = wiring.admissionSource as AdmissionSource;
+  const { AdmissionServer } = await import('../service/admission-server.ts');
+  const server = wiring.lifecycle.use(
+    await AdmissionServer.start({
+      listen: admission.listen,
+      certFile: admission.certFile,
+      keyFile: admission.keyFile,
+      clientCAFile: admission.clientCAFile,
+      clientNames: admission.clientNames,
+      token: admission.token,
+      maxRequestBytes: admission.maxRequestBytes,
+      digest: (write) => digests.of(write),
+      onRecords: (records) => {
+        join.offer(source, records);
+        wiring.forward({ admission: records });
+      },
+      peerRoute: wiring.peerRoute,
+      log,
+    }),
+    (server) => server.close(),
+  );
+  wiring.listeners.push(server.listener);
+  const registry = wiring.service.metricsRegistry;
+  if (registry) {
+    // With prom-client, only when the metrics are served.
+    const { registerAdmissionMetrics } = await import('../service/who-metrics.ts');
+    registerAdmissionMetrics(registry, { server, join: () => join.stats(), records: () => source.stats() });
+  }
+}
+
+async function startPeers(address: string, wiring: Wiring): Promise<void> {
+  const { PeerForwarder } = await import('../service/peer-forwarder.ts');
+  const { parsePeerAddress } = await import('../service/peer-address.ts');
+  const { port } = parsePeerAddress(address);
+  const { listeners } = wiring;
+  // The listener the peers' port names (the replicas of a Deployment share their ports), else the
+  // admission webhook's: its certificate is the credential (peersFrom() checked there is one).
+  const listener = (listeners.find((candidate) => candidate.port === port) ??
+    listeners.at(-1)) as WebhookListener;
+  const forwarder = wiring.lifecycle.use(
+    new PeerForwarder({ address, listener, log: wiring.log }),
+    (forwarder) => forwarder.close(),
+  );
+  await forwarder.start();
+  wiring.forward = (records) => forwarder.forward(records);
+  const registry = wiring.service.metricsRegistry;
+  if (registry) {
+    const { registerPeerMetrics } = await import('../service/who-metrics.ts');
+    registerPeerMetrics(registry, { forwarder, listeners });
+  }
+  wiring.log.info(`sending the records of who made each change to the other replicas at ${address}`);
 }
 
 async function peerRouteFor(

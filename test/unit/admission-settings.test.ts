@@ -69,6 +69,35 @@ describe('admission webhook settings', () => {
     }
   });
 
+  it("the config file's mistakes, each with its line", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-admission-settings-'));
+    try {
+      const config = path.join(dir, 'config.yaml');
+      await writeFile(
+        config,
+        [
+          'admission:',
+          '  listen: nope',
+          '  certFile: a',
+          '  keyFile: b',
+          '  wait: soon',
+          'peers: no-port',
+          '',
+        ].join('\n'),
+      );
+      await assert.rejects(
+        () => loadWatchSettings({ config }, false, {}),
+        (error: unknown) =>
+          exitCodeOf(error) === EXIT_USAGE &&
+          /:2:11: admission.listen: expected \[host\]:port/.test(String(error)) &&
+          /:5:9: admission.wait: expected a duration/.test(String(error)) &&
+          /:6:8: peers: expected host:port/.test(String(error)),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('rejects bad values with one sentence and exit code 2', () => {
     const cases: [Parameters<typeof watchSettingsFromFlags>[0], RegExp][] = [
       [
