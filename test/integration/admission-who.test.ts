@@ -11,9 +11,13 @@
 //   not /metrics.
 // - kubediff stopped: writes go through at once; black-holed: each write waits the webhook's timeout
 //   (1 s here) and goes through, as the API server's own metrics show; restarted: attribution resumes.
+// - A write another webhook refuses (kubediff reviewed it too) names nothing; the next write from the same
+//   version names its own user.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -419,5 +423,81 @@ describe('who made it: the admission webhook, no audit configured', { skip: need
     await as.carol.patch(`${cms()}/while-down`, { data: { a: '3' } });
     const again = await eventOf('UPDATED', 'while-down', since);
     assert.deepEqual([again.by?.user?.username, again.by?.match], ['carol', 'exact']);
+  });
+
+  it('a write another webhook refuses names nothing: the next write from the same version names its user', async (t) => {
+    // A policy webhook of the cluster's (as Kyverno or Gatekeeper would be) that refuses mallory's updates.
+    // Validating webhooks are called side by side: kubediff reviews the write it refuses.
+    const policy = createHttpsServer({ cert: pki.serverCert, key: pki.serverKey }, (req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString('utf8');
+      });
+      req.on('end', () => {
+        const { request: review } = JSON.parse(body) as {
+          request: { uid: string; userInfo: { username: string } };
+        };
+        const allowed = review.userInfo.username !== 'mallory';
+        res.setHeader('content-type', 'application/json');
+        res.end(
+          JSON.stringify({
+            apiVersion: 'admission.k8s.io/v1',
+            kind: 'AdmissionReview',
+            response: {
+              uid: review.uid,
+              allowed,
+              ...(allowed ? {} : { status: { code: 403, message: 'not mallory' } }),
+            },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => policy.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => policy.close(() => resolve())));
+    t.after(() => policy.closeAllConnections());
+    const collection = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
+    const name = `deny-mallory-${ns}`;
+    await admin.create(collection, {
+      metadata: { name },
+      webhooks: [
+        {
+          name: 'deny-mallory.test.kubediff.io',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          failurePolicy: 'Fail',
+          clientConfig: {
+            url: `https://127.0.0.1:${(policy.address() as AddressInfo).port}/`,
+            caBundle: Buffer.from(pki.caPem).toString('base64'),
+          },
+          rules: [
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['configmaps'] },
+          ],
+        },
+      ],
+    });
+    t.after(() => admin.delete(`${collection}/${name}`, { ignoreNotFound: true }));
+    await as.alice.create(cms(), { metadata: { name: 'guarded' }, data: { a: '1' } });
+    await eventOf('ADDED', 'guarded');
+    // The API server takes the policy into use a moment after it is created: mallory tries until refused.
+    let refused = false;
+    for (let attempt = 0; !refused; attempt++) {
+      assert.ok(attempt < 100, 'the policy webhook was never called');
+      const answer = await as.mallory.request('PATCH', `${cms()}/guarded`, {
+        body: { data: { a: `mallory-${attempt}` } },
+        contentType: 'application/merge-patch+json',
+      });
+      refused = answer.status === 403 && answer.text.includes('not mallory');
+      if (!refused) await eventOf('UPDATED', 'guarded', kd.events.length - 1);
+    }
+    // The refused write was reviewed from the version the object has now; bob's write replaces that version.
+    const since = kd.events.length;
+    await as.bob.patch(`${cms()}/guarded`, { data: { a: 'bob' } });
+    const updated = await eventOf('UPDATED', 'guarded', since);
+    assert.deepEqual([updated.by?.user?.username, updated.by?.match], ['bob', 'exact']);
+    const metrics = await scrapeMetrics(metricsBase);
+    assert.ok(
+      (metrics.get('kubediff_admission_records_superseded_total') ?? 0) >= 1,
+      "mallory's review was dropped when bob's change went by",
+    );
   });
 });
