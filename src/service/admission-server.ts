@@ -72,6 +72,7 @@ export class AdmissionServer {
       name: 'admission webhook',
       settingsKey: 'admission',
       flag: '--admission-listen',
+      requestsMetric: 'kubediff_admission_reviews_total',
       listen: options.listen,
       certFile: options.certFile,
       keyFile: options.keyFile,

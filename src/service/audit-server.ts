@@ -50,6 +50,7 @@ export class AuditServer {
       name: 'audit webhook',
       settingsKey: 'audit',
       flag: '--audit-listen',
+      requestsMetric: 'kubediff_audit_requests_total',
       listen: options.listen,
       certFile: options.certFile,
       keyFile: options.keyFile,

@@ -54,6 +54,8 @@ export interface WebhookListenerOptions {
   settingsKey: string;
   /** The flag of its address: '--audit-listen'. */
   flag: string;
+  /** The metric that counts its requests by outcome, named in log lines. */
+  requestsMetric: string;
   listen: string;
   certFile: string;
   keyFile: string;

@@ -202,9 +202,15 @@ describe('the admission webhook endpoint', () => {
   it('without authentication it takes any caller (managed clusters); with a client CA, only its certificates', async () => {
     const open = await start();
     assert.equal((await post(open.server.address, reviewBody())).status, 200);
-    const closed = await start({ clientCAFile: files.clientCAFile });
+    const warnings: string[] = [];
+    const log: Logger = { info: () => {}, debug: () => {}, warn: (message) => warnings.push(message) };
+    const closed = await start({ clientCAFile: files.clientCAFile, log });
+    assert.equal((await post(closed.server.address, reviewBody())).status, 401);
     assert.equal((await post(closed.server.address, reviewBody())).status, 401);
     assert.equal((await post(closed.server.address, reviewBody(), true)).status, 200);
+    assert.deepEqual(warnings, [
+      'admission webhook: refused a request from 127.0.0.1: no client certificate. Counted in kubediff_admission_reviews_total{outcome="unauthorized"}; logged once.',
+    ]);
   });
 
   it('a body over the bound is refused (the API server lets the write through), a bad one too', async () => {
@@ -243,6 +249,7 @@ describe('the admission webhook endpoint', () => {
       name: 'test webhook',
       settingsKey: 'test',
       flag: '--test-listen',
+      requestsMetric: 'kubediff_test_requests_total',
       listen: '127.0.0.1:0',
       certFile: files.certFile,
       keyFile: files.keyFile,

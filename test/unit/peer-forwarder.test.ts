@@ -79,6 +79,7 @@ describe('records posted to the other replicas', () => {
       name: 'admission webhook',
       settingsKey: 'admission',
       flag: '--admission-listen',
+      requestsMetric: 'kubediff_admission_reviews_total',
       listen: '127.0.0.1:0',
       ...files[certificate],
       maxRequestBytes: 1024 * 1024,
