@@ -261,9 +261,7 @@ export class WebhookListener {
     headers: Record<string, string> = {},
   ): void {
     if (this.count(refusal.outcome, peer) === 0) {
-      const metric = peer
-        ? 'kubediff_peer_requests_total'
-        : `kubediff_${this.options.settingsKey}_requests_total`;
+      const metric = peer ? 'kubediff_peer_requests_total' : this.options.requestsMetric;
       this.options.log.warn(
         `${this.options.name}: refused a ${peer ? 'peer ' : ''}request from ${from}: ${refusal.why}. Counted in ${metric}{outcome="${refusal.outcome}"}; logged once.`,
       );
