@@ -15,7 +15,9 @@
 //
 // Bounded: a body larger than `maxRequestBytes` is refused (413) without being read further, and at most
 // `maxConcurrentRequests` bodies are read at once (503 beyond it), so what requests hold in memory is at
-// most their product. A route gets the whole body, answers, and the body is dropped.
+// most their product. A route gets the whole body, answers, and the body is dropped. A connection that
+// does not finish its TLS handshake within 10 s is closed, and close() ends every connection at once,
+// those still in their handshake too.
 
 import { timingSafeEqual, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
