@@ -2,6 +2,9 @@
 // name. Bounded: at most `maxRecords` (beyond it the oldest is dropped: its change goes out without
 // user), each for at most `retainMs` (then it expires: the write it names failed, changed nothing
 // reportable, or its change came before it and went on). Each limit is counted; the first drop is logged.
+// A record that named its change is let go when it reaches the front; behind one still waiting (kept up
+// to retainMs), those are let go in one pass as soon as there are more than `maxRecords` of them:
+// whatever the order, at most 2 × maxRecords records are held.
 
 import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
@@ -42,6 +45,11 @@ export class RecordStore<R> {
     return this.live;
   }
 
+  /** Records held, used ones not let go yet included (at most 2 × maxRecords). */
+  get held(): number {
+    return this.kept.length - this.head;
+  }
+
   add(record: R, now: number): void {
     const kept: KeptRecord<R> = { record, received: now, used: false };
     this.kept.push(kept);
@@ -80,6 +88,11 @@ export class RecordStore<R> {
     if (uid !== undefined) removeFrom(this.uids, uid, kept);
     const name = this.options.nameKeyOf(kept.record);
     if (name !== undefined) removeFrom(this.names, name, kept);
+    // Used records behind one still waiting: let go in one pass once they outnumber maxRecords.
+    if (this.held - this.live > this.options.maxRecords) {
+      this.kept = this.kept.slice(this.head).filter((entry) => !entry.used);
+      this.head = 0;
+    }
     return kept.record;
   }
 

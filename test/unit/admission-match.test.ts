@@ -9,6 +9,7 @@ import { type AuditRecord, AuditSource } from '../../src/events/audit-match.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import { objectDigest } from '../../src/events/object-digest.ts';
 import type { Handover } from '../../src/events/pipeline.ts';
+import { RecordStore } from '../../src/events/record-store.ts';
 import { WhoJoin } from '../../src/events/who-join.ts';
 import type { JsonObject } from '../../src/kube/types.ts';
 import type { Logger } from '../../src/util/log.ts';
@@ -274,6 +275,25 @@ test('both sources: an exact audit record ranks first, then an exact review, the
   j.send(sampleEvent({ id: 'u1:6', object: { resourceVersion: '6' } }), { previous: '5', object: stored(6) });
   assert.deepEqual([j.out[1]?.by?.user?.username, j.out[1]?.by?.match], ['bob', 'exact']);
   j.join.close();
+});
+
+test('reviews that named their change are let go behind one still waiting: at most 2 × maxRecords are held', () => {
+  const store = new RecordStore<AdmissionRecord>({
+    maxRecords: 10,
+    retainMs: 60_000,
+    uidOf: (record) => record.uid,
+    nameKeyOf: () => undefined,
+    describe: { records: 'reviews', setting: 'admission.maxRecords', metric: 'm' },
+    log: quiet,
+  });
+  // One review that never names a change, then 1,000 that do, one after the other.
+  store.add(review({ uid: 'failed-write' }), T0);
+  for (let n = 0; n < 1_000; n++) {
+    store.add(review({ uid: `u${n}` }), T0);
+    for (const kept of [...store.byUid(`u${n}`)]) store.use(kept);
+    assert.ok(store.held <= 20, `${store.held} held after ${n + 1} named`);
+  }
+  assert.equal(store.size, 1);
 });
 
 test('reviews are bounded: at maxRecords the oldest go, and reviews that name nothing expire', () => {
