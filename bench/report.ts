@@ -3,6 +3,8 @@
 //   node bench/report.ts    writes BENCHMARKS.md again from bench/results/latest.json
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { AdmissionFigures } from './admission.ts';
+import { admissionRow, admissionSection } from './admission-report.ts';
 import type { AuditFigures } from './audit.ts';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { GoOriginalBuild } from './go-original.ts';
@@ -37,6 +39,7 @@ export const FIGURES = {
   audit: { number: 8, key: 'audit' },
   kafka: { number: 9, key: 'kafka' },
   stories: { number: 12, key: 'stories' },
+  admission: { number: 13, key: 'admission' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -300,6 +303,8 @@ export function rows(result: Result): Row[] {
       met: audit.addedP99Ms < 1_000 && audit.audited.received === audit.writes,
     });
   }
+  const admission = result.admission as AdmissionFigures | undefined;
+  if (admission) out.push(admissionRow(admission));
   const kafka = result.kafka as KafkaFigures | undefined;
   if (kafka) {
     out.push({
@@ -652,6 +657,8 @@ ${markdownTable(
   parts.push(stateSection());
   const stories = result.stories as StoryFigures | undefined;
   if (stories) parts.push(storiesSection(stories));
+  const admissionFigures = result.admission as AdmissionFigures | undefined;
+  if (admissionFigures) parts.push(admissionSection(admissionFigures));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }

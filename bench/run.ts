@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildDist } from '../scripts/build.ts';
 import { writeRunDescription } from '../test/helpers/run-description.ts';
+import { measureAdmission } from './admission.ts';
 import { measureAuditLatency } from './audit.ts';
 import { measureConnections } from './connections.ts';
 import { DEFAULT_GO_ORIGINAL_SRC, ensureGoOriginal } from './go-original.ts';
@@ -58,6 +59,8 @@ function parseArgs(argv: string[]) {
     latencyWrites: quick ? 300 : 1_200,
     latencyRate: 20,
     auditWrites: quick ? 300 : 1_200,
+    // Issue 28: 500 writes each way.
+    admissionWrites: quick ? 200 : 500,
     soakSeconds,
     soakRate: 40,
     connectionPairs: quick ? 1 : 2,
@@ -238,6 +241,13 @@ try {
       writesPerSecond: settings.latencyRate,
       log,
     });
+  }
+  if (settings.figures.has('admission')) {
+    step(
+      'admission',
+      "admission webhook: a write's latency reviewed against not reviewed, and the join rate",
+    );
+    result.admission = await measureAdmission(cluster.info, { writes: settings.admissionWrites, log });
   }
   if (settings.figures.has('connections')) {
     step('connections', 'connections: HTTP/2 against HTTP/1.1, 64 resource types');

@@ -10,7 +10,6 @@ import type { WatchSettings } from '../config/watch-settings.ts';
 import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
-import { AuditJoin } from '../events/audit-join.ts';
 import { DiscoveryResolver } from '../events/discovery-resolver.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
@@ -34,6 +33,7 @@ import { type ClusterPlan, clusterPlans } from './cluster-plans.ts';
 import { startOne, startSeveral } from './cluster-start.ts';
 import { ClusterSupervisor, type ClusterWiring, clusterLogger } from './cluster-supervisor.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
+import { startWhoSources, type WhoWiring } from './who-sources.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -102,16 +102,15 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   );
   if (ui) service.observeUi(ui);
   const { sinks, outputClosed, owners } = await startSinks(context, service, clusters);
-  const auditJoin = await startAudit(context, service);
-  const { pipeline, resolver } = assemblePipeline(context, {
+  const { pipeline, resolver, who } = await assemblePipeline(context, {
     router: sinks.router,
     service,
     owners,
-    auditJoin,
   });
-  const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl);
-  // After the watch stopped: what waits for its audit record goes on to the sinks, which then drain.
-  if (auditJoin) lifecycle.defer(() => auditJoin.close());
+  const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl, who);
+  // After the watch stopped: what waits for its record of who made it goes on to the sinks, which then drain.
+  const join = who.stage;
+  if (join) lifecycle.defer(() => join.close());
   for (const cluster of clusters) {
     owners.attach(cluster.name || undefined, (group, kind, namespace, name) =>
       cluster.findObject(group, kind, namespace, name),
@@ -245,79 +244,48 @@ async function startSinks(
   return { sinks, outputClosed, owners };
 }
 
-/** --audit-listen: who made each change, joined before the rules so that user filters see it. */
-async function startAudit(
-  { settings, lifecycle, log }: WatchContext,
-  service: ServiceRuntime,
-): Promise<AuditJoin | undefined> {
-  const audit = settings.audit;
-  if (!audit) return undefined;
-  const auditJoin = new AuditJoin({
-    waitMs: audit.waitMs,
-    windowMs: audit.windowMs,
-    maxPending: audit.maxPending,
-    maxRecords: audit.maxRecords,
-    retainMs: Math.max(60_000, audit.windowMs),
-    log,
-  });
-  // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
-  const { AuditServer } = await import('../service/audit-server.ts');
-  const auditServer = lifecycle.use(
-    await AuditServer.start({
-      listen: audit.listen,
-      certFile: audit.certFile,
-      keyFile: audit.keyFile,
-      clientCAFile: audit.clientCAFile,
-      clientNames: audit.clientNames,
-      token: audit.token,
-      maxRequestBytes: audit.maxRequestBytes,
-      onRecords: (records) => auditJoin.offer(records),
-      log,
-    }),
-    (server) => server.close(),
-  );
-  service.observeAudit({ requests: () => auditServer.stats().requests, join: () => auditJoin.stats() });
-  return auditJoin;
-}
-
 /**
- * The pipeline: normalize → store/diff → (audit join) → the watch's rules → the leader gate → the sinks.
+ * The pipeline: normalize → store/diff → (who join) → the watch's rules → the leader gate → the sinks.
  * Resource names in rules (`redact:`, filters) are resolved through discovery, fed by each cluster's
  * wiring (clusterWiring).
  */
-function assemblePipeline(
-  { settings, log, failures }: WatchContext,
+async function assemblePipeline(
+  context: WatchContext,
   parts: {
     router: SinkSet['router'];
     service: ServiceRuntime;
     owners: OwnerResolver;
-    auditJoin?: AuditJoin | undefined;
   },
-): { pipeline: Pipeline; resolver: DiscoveryResolver } {
+): Promise<{ pipeline: Pipeline; resolver: DiscoveryResolver; who: WhoWiring }> {
+  const { settings, log, failures, lifecycle } = context;
   const { router, service } = parts;
   const resolver = new DiscoveryResolver();
+  // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
+  const normalizer = new Normalizer({
+    ignore: new PathMatcher(settings.ignoredPaths),
+    redactor: new Redactor(settings.redaction.key),
+    redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
+  });
+  // --audit-listen, --admission-listen: who made each change, joined before the rules so that user
+  // filters see it (src/cli/who-sources.ts).
+  const who = await startWhoSources(settings, { normalizer, service, log, lifecycle });
   const rules: EventStage[] = [
     // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
     ownerStage(parts.owners),
-    ...(parts.auditJoin ? [parts.auditJoin] : []),
+    ...(who.stage ? [who.stage] : []),
     // Event types, the config file's global rules and --explain (src/events/watch-rules.ts).
     filterStage('rules', watchRules(settings, { router, log, resolver, failures })),
   ];
   // Each cluster's recorder observes its own source (ClusterSupervisor.start); the service every one.
   const pipeline = new Pipeline({
-    // Secrets (decided by resource type), `redact:` rules and ignored paths, before anything is stored.
-    normalizer: new Normalizer({
-      ignore: new PathMatcher(settings.ignoredPaths),
-      redactor: new Redactor(settings.redaction.key),
-      redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
-    }),
+    normalizer,
     rules,
     handover: service.stages,
     delivery: router,
     observers: [service],
     failures,
   });
-  return { pipeline, resolver };
+  return { pipeline, resolver, who };
 }
 
 /** What each cluster's watcher is given; the names rules use resolve against what any cluster offers. */
@@ -326,8 +294,11 @@ function clusterWiring(
   pipeline: Pipeline,
   resolver: DiscoveryResolver,
   flowControl: SinkSet['flowControl'],
+  who: WhoWiring,
 ): (cluster: ClusterSupervisor) => ClusterWiring {
   const offered = new Map<ClusterSupervisor, ResourceType[]>();
+  // What every cluster watches now: reviews of other types name nothing (src/cli/who-sources.ts).
+  const watched = new Map<ClusterSupervisor, readonly ResourceType[]>();
   let namesChecked = false;
   return (cluster) => ({
     pipeline,
@@ -335,6 +306,8 @@ function clusterWiring(
     onSelection: (selection) => {
       offered.set(cluster, [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
       resolver.update([...offered.values()].flat());
+      watched.set(cluster, selection.watched);
+      who.watching([...watched.values()].flat());
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;
       namesChecked = true;

@@ -2,7 +2,8 @@
 // sender authenticates, how long a change waits for its record, and the bounds. Flags win over the
 // config file's `audit:` block, key by key; the bearer token comes from the file's `audit.token` (with
 // ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
-import { AUDIT_JOIN_DEFAULTS } from '../events/audit-join.ts';
+import { AUDIT_SOURCE_DEFAULTS } from '../events/audit-match.ts';
+import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
 import { AUDIT_SERVER_DEFAULTS } from '../service/audit-server.ts';
 import { parseListenAddress } from '../service/health-server.ts';
 import { parseDurationSetting } from '../util/duration.ts';
@@ -72,7 +73,7 @@ export function auditSettingsFrom(
       ? parseDurationSetting('--audit-wait', flags.auditWait, { allowZero: true })
       : file?.wait !== undefined
         ? parseDurationSetting('audit.wait', file.wait, { allowZero: true })
-        : AUDIT_JOIN_DEFAULTS.waitMs;
+        : WHO_JOIN_DEFAULTS.waitMs;
   return {
     listen,
     certFile,
@@ -84,9 +85,9 @@ export function auditSettingsFrom(
     windowMs:
       file?.window !== undefined
         ? parseDurationSetting('audit.window', file.window)
-        : AUDIT_JOIN_DEFAULTS.windowMs,
-    maxPending: file?.maxPending ?? AUDIT_JOIN_DEFAULTS.maxPending,
-    maxRecords: file?.maxRecords ?? AUDIT_JOIN_DEFAULTS.maxRecords,
+        : AUDIT_SOURCE_DEFAULTS.windowMs,
+    maxPending: file?.maxPending ?? WHO_JOIN_DEFAULTS.maxPending,
+    maxRecords: file?.maxRecords ?? AUDIT_SOURCE_DEFAULTS.maxRecords,
     maxRequestBytes:
       file?.maxRequestSize !== undefined
         ? parseSize('audit.maxRequestSize', file.maxRequestSize)

@@ -257,6 +257,26 @@ export const configSchema = {
       required: ['listen', 'certFile', 'keyFile'],
       additionalProperties: false,
     },
+    // The admission webhook (docs/who.md): who made each change, on any cluster.
+    admission: {
+      type: 'object',
+      properties: {
+        listen: { type: 'string' },
+        certFile: { type: 'string' },
+        keyFile: { type: 'string' },
+        clientCAFile: { type: 'string' },
+        clientNames: stringList,
+        token: { type: 'string' },
+        allowUnauthenticated: { type: 'boolean' },
+        wait: duration,
+        maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        maxRequestSize: { type: 'string' },
+      },
+      required: ['listen', 'certFile', 'keyFile'],
+      additionalProperties: false,
+    },
+    // The other replicas of a leader-elected pair, which get the records this one receives (docs/who.md).
+    peers: { type: 'string' },
     ignoreUsers: stringList,
     // The change history as a page (docs/ui.md): `watch` serves it beside the watch when `listen` is set.
     ui: {

@@ -8,6 +8,7 @@ import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { parseListenAddress } from '../service/health-server.ts';
+import { parsePeerAddress } from '../service/peer-address.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -139,6 +140,15 @@ const listenAddress: Check = (value, path, { at, shown }) => {
     parseListenAddress(value);
   } catch {
     at(path, `expected [host]:port such as :8443, got ${shown(path, value)}`);
+  }
+};
+
+const peerAddress: Check = (value, path, { at, shown }) => {
+  if (typeof value !== 'string') return;
+  try {
+    parsePeerAddress(value);
+  } catch {
+    at(path, `expected host:port such as kubediff-peers.kubediff.svc:9443, got ${shown(path, value)}`);
   }
 };
 
@@ -357,6 +367,10 @@ const FILE_CHECKS: Checks = [
   [['audit', 'window'], duration()],
   [['audit', 'maxRequestSize'], size],
   [['audit', 'listen'], listenAddress],
+  [['admission', 'wait'], durationOrZero],
+  [['admission', 'maxRequestSize'], size],
+  [['admission', 'listen'], listenAddress],
+  [['peers'], peerAddress],
   [['stories', 'window'], duration()],
   [['stories', 'maxLength'], duration()],
   [['stories', 'maxOpenSize'], size],

@@ -17,6 +17,7 @@ import { builtinResourceFor } from '../kube/short-names.ts';
 import type { SinkSpec } from '../sinks/setup.ts';
 import { errorMessage, fileReadProblem, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
+import { admissionSettingsFrom, peersFrom } from './admission-settings.ts';
 import { auditSettingsFrom, ignoredUsersFrom } from './audit-settings.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig, ParseOptions } from './file.ts';
@@ -178,6 +179,10 @@ function resolveWatchSettings(
   };
   const audit = auditSettingsFrom(flags, config.audit, env ?? {});
   if (audit) settings.audit = audit;
+  const admission = admissionSettingsFrom(flags, config.admission, env ?? {});
+  if (admission) settings.admission = admission;
+  const peers = peersFrom(flags, config.peers, [admission?.listen, audit?.listen]);
+  if (peers) settings.peers = peers;
   if (config.ui) settings.ui = config.ui;
   const ignoredUsers = ignoredUsersFrom(flags, config);
   // The watch's own client-side rules: namespace globs, and the file's per-resource ignores and `only`.

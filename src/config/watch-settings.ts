@@ -4,6 +4,7 @@
 import type { EventType } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';
 import type { ResourceName } from '../kube/resource-names.ts';
+import type { AdmissionSettings, RawAdmissionFlags } from './admission-settings.ts';
 import type { AuditSettings, RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
 import type { OutputFormat } from './output-format.ts';
@@ -19,6 +20,7 @@ export interface RawWatchFlags
     RawStateFlags,
     RawDeadLetterFlags,
     RawAuditFlags,
+    RawAdmissionFlags,
     RawStoryFlags {
   kubeconfig?: string;
   /** --context: repeatable on `watch` (several clusters), once on `resources`. */
@@ -105,6 +107,10 @@ export interface WatchSettings {
   redaction: RedactionSettings;
   /** --audit-listen: the audit webhook, to name who made each change (docs/audit.md). */
   audit?: AuditSettings;
+  /** --admission-listen: the admission webhook, to name who made each change on any cluster (docs/who.md). */
+  admission?: AdmissionSettings;
+  /** --peers: the other replicas, which get every record of "who" this one receives (docs/who.md). */
+  peers?: string;
   /** Stories: the window, the bounds, and whether the terminal tells them (docs/stories.md). */
   stories: StorySettings;
   /** The file's `ui:` block (docs/ui.md); the --ui flags win over it. */

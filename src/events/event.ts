@@ -43,7 +43,13 @@ export interface ByInfo {
   userAgent?: string;
   sourceIPs?: string[];
   auditID?: string;
-  match?: 'exact' | 'nearest';
+  /** The admission review that named the user (docs/who.md). */
+  reviewUID?: string;
+  /**
+   * How the record was joined: `exact`, `nearest` (audit records without a response object), or
+   * `ambiguous` (admission reviews that name different users for the same write: nobody is named).
+   */
+  match?: 'exact' | 'nearest' | 'ambiguous';
 }
 
 /** Field order is the order printed. */

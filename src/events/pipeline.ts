@@ -38,6 +38,11 @@ export interface StoreChange {
   kind: 'added' | 'updated' | 'deleted' | 'baseline';
   type: ResourceType;
   object: StoredObject;
+  /**
+   * 'updated', 'deleted': the resourceVersion the store held before, i.e. the version the write replaced.
+   * The admission webhook names writes by it (src/events/admission-match.ts).
+   */
+  previousResourceVersion?: string;
   /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
   initial?: true;
 }
@@ -178,13 +183,23 @@ export class Pipeline {
         }),
       onUpdate: (type, previous, current, context) =>
         enter({
-          change: { kind: 'updated', type, object: current },
+          change: {
+            kind: 'updated',
+            type,
+            object: current,
+            previousResourceVersion: previous.resourceVersion,
+          },
           event: builder.updated(type, previous, current, context),
           sourceObservers,
         }),
       onDelete: (type, last, context) =>
         enter({
-          change: { kind: 'deleted', type, object: last },
+          change: {
+            kind: 'deleted',
+            type,
+            object: last,
+            previousResourceVersion: context.previousResourceVersion ?? last.resourceVersion,
+          },
           event: builder.deleted(type, last, context),
           sourceObservers,
         }),

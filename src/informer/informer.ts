@@ -42,6 +42,11 @@ export interface DeleteContext {
   finalStateUnknown: boolean;
   /** The resourceVersion at which the deletion was seen. */
   resourceVersion: string;
+  /**
+   * A live deletion: the resourceVersion the store held before it (the object handed over is the
+   * server's final state, with the deletion's resourceVersion). Otherwise it is the object's own.
+   */
+  previousResourceVersion?: string;
 }
 
 /** Receives every change; the diff stage decides whether an update changed anything that matters. */
@@ -221,12 +226,14 @@ export class Informer implements ReflectorSink {
     if (!arrival) return;
     if (type === 'DELETED') {
       const current = arrival.stored;
+      const previous = this.store.get(current.key);
       // The server sends the object's final state with the deletion's resourceVersion.
       this.store.delete(current.key);
       this.handler.onDelete(this.type, current, {
         offline: false,
         finalStateUnknown: false,
         resourceVersion: current.resourceVersion,
+        ...(previous ? { previousResourceVersion: previous.resourceVersion } : {}),
       });
       return;
     }

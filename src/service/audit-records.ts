@@ -4,32 +4,15 @@
 // a Secret's values in them are garbage once the request is answered. Every string kept is capped, so a
 // record's size is bounded whatever the sender puts in it.
 
-import type { AuditRecord } from '../events/audit-join.ts';
-import type { UserInfo } from '../events/event.ts';
+import type { AuditRecord } from '../events/audit-match.ts';
 import { isJsonObject } from '../kube/types.ts';
+import { boundedTexts, boundedText as text, userInfoOf as userOf } from './record-fields.ts';
 
 /** Writes only: reads, watches and proxy calls change nothing. */
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
-const MAX_TEXT = 256;
-const MAX_GROUPS = 32;
 const MAX_SOURCE_IPS = 8;
 
 export class AuditBodyError extends Error {}
-
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value.slice(0, MAX_TEXT) : undefined;
-}
-
-function userOf(value: unknown): UserInfo | undefined {
-  if (!isJsonObject(value)) return undefined;
-  const username = text(value.username);
-  if (username === undefined) return undefined;
-  const groups = Array.isArray(value.groups)
-    ? value.groups.slice(0, MAX_GROUPS).flatMap((group) => text(group) ?? [])
-    : [];
-  const uid = text(value.uid);
-  return { username, ...(groups.length > 0 ? { groups } : {}), ...(uid ? { uid } : {}) };
-}
 
 /** uid and resourceVersion of the object a write produced; a Status (some deletes) names only the uid. */
 function producedObject(value: unknown): { uid?: string; resourceVersion?: string } {
@@ -65,9 +48,7 @@ function auditRecordOf(item: unknown): AuditRecord | undefined {
   const produced = subresource ? {} : producedObject(item.responseObject);
   const impersonatedUser = userOf(item.impersonatedUser);
   const userAgent = text(item.userAgent);
-  const sourceIPs = Array.isArray(item.sourceIPs)
-    ? item.sourceIPs.slice(0, MAX_SOURCE_IPS).flatMap((ip) => text(ip) ?? [])
-    : [];
+  const sourceIPs = boundedTexts(item.sourceIPs, MAX_SOURCE_IPS);
   return {
     auditID,
     verb,

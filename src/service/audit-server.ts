@@ -1,29 +1,17 @@
 // `--audit-listen`: the HTTPS endpoint the API server's audit webhook backend posts to (docs/audit.md).
 //
-// Nobody may inject a fake "who": every request must authenticate, with a client certificate signed by
-// `clientCAFile` (and, with `clientNames`, one of those names) and/or the bearer `token`: every method
-// configured must pass. Anything else is refused, 401 without valid credentials, 403 for a certificate
-// whose name is not allowed, counted in kubediff_audit_requests_total{outcome} and logged once per kind.
-// The certificate, key and CA files are read again when they change (a cert-manager renewal, a
-// rotated Secret), checked every `reloadIntervalMs`; a new set that does not load keeps the old one.
-//
-// Bounded: a body larger than `maxRequestBytes` is refused (413) without being read further, and at most
-// MAX_CONCURRENT_REQUESTS bodies are read at once (503 beyond it: the API server's batch mode retries),
-// so what audit requests hold in memory is at most their product. A body is parsed, its records taken
-// (src/service/audit-records.ts) and dropped before the answer goes out.
+// Nobody may inject a fake "who": every request must authenticate (a client certificate and/or a bearer
+// token; webhook-listener.ts authenticates, bounds and reloads). The bounds: a body larger than
+// `maxRequestBytes` is refused (413), and at most MAX_CONCURRENT_REQUESTS bodies are read at once (503
+// beyond it: the API server's batch mode retries), so what audit requests hold in memory is at most their
+// product. A body is parsed, its records taken (src/service/audit-records.ts) and dropped before the
+// answer goes out.
 
-import { timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
-import type { TLSSocket } from 'node:tls';
-import type { AuditRecord } from '../events/audit-join.ts';
-import { errorMessage, UsageError } from '../util/errors.ts';
-import { globToRegExp } from '../util/glob.ts';
+import type { AuditRecord } from '../events/audit-match.ts';
 import type { Logger } from '../util/log.ts';
-import { formatSize } from '../util/size.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
-import { boundAddress, closeServer, listenOn } from './health-server.ts';
+import { WebhookListener, type WebhookRoute } from './webhook-listener.ts';
+import type { WebhookOutcome } from './webhook-outcomes.ts';
 
 export interface AuditServerOptions {
   listen: string;
@@ -37,284 +25,81 @@ export interface AuditServerOptions {
   token?: string | undefined;
   maxRequestBytes: number;
   reloadIntervalMs?: number;
-  /** Where the records go (the audit join). */
+  /** Where the records go (the join). */
   onRecords: (records: AuditRecord[]) => void;
+  /** What the other replicas post (--peers), when they are configured. */
+  peerRoute?: WebhookRoute | undefined;
   log: Logger;
 }
 
-export const AUDIT_SERVER_DEFAULTS = { maxRequestBytes: 16 * 1024 * 1024, reloadIntervalMs: 10_000 } as const;
+export const AUDIT_SERVER_DEFAULTS = { maxRequestBytes: 16 * 1024 * 1024 } as const;
 const MAX_CONCURRENT_REQUESTS = 4;
 
-export const AUDIT_REQUEST_OUTCOMES = [
-  'accepted',
-  'unauthorized',
-  'forbidden',
-  'bad_request',
-  'too_large',
-  'busy',
-  'not_allowed',
-] as const;
-
-export type AuditRequestOutcome = (typeof AUDIT_REQUEST_OUTCOMES)[number];
-
-interface TlsFiles {
-  cert: Buffer;
-  key: Buffer;
-  ca?: Buffer;
-}
-
 export class AuditServer {
-  private readonly server: Server;
-  private readonly options: AuditServerOptions;
-  private readonly counts = new Map<AuditRequestOutcome, number>();
-  private readonly names: RegExp[] | undefined;
-  private readonly token: Buffer | undefined;
-  private reading = 0;
+  readonly listener: WebhookListener;
   private records = 0;
-  private reloadTimer: NodeJS.Timeout | undefined;
-  private fileStamp: string;
 
-  private constructor(server: Server, options: AuditServerOptions, stamp: string) {
-    this.server = server;
-    this.options = options;
-    this.fileStamp = stamp;
-    this.names = options.clientNames?.map(globToRegExp);
-    this.token = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
+  private constructor(listener: WebhookListener) {
+    this.listener = listener;
   }
 
   /** Listens; rejects with a UsageError when the files cannot be read or the port cannot be had. */
   static async start(options: AuditServerOptions): Promise<AuditServer> {
-    const files = readTlsFiles(options);
-    let server: Server;
-    try {
-      server = createServer({
-        ...secureOptions(files),
-        requestCert: options.clientCAFile !== undefined,
-        // Checked per request, so that a refusal is an HTTP answer (counted) rather than a broken handshake.
-        rejectUnauthorized: false,
-        minVersion: 'TLSv1.2',
-      });
-    } catch (error) {
-      throw new UsageError(
-        `the audit webhook's certificate, key or client CA does not load (${errorMessage(error)}); check audit.certFile, audit.keyFile and audit.clientCAFile.`,
-      );
-    }
-    const instance = new AuditServer(server, options, stampOf(options));
-    server.on('request', (request, response) => instance.handle(request, response));
-    server.keepAliveTimeout = 30_000;
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 60_000;
-    await listenOn(server, options.listen, '--audit-listen');
-    const interval = options.reloadIntervalMs ?? AUDIT_SERVER_DEFAULTS.reloadIntervalMs;
-    instance.reloadTimer = setInterval(() => instance.reloadIfChanged(), interval);
-    instance.reloadTimer.unref();
-    const methods = [
-      options.clientCAFile ? 'client certificate' : undefined,
-      options.token ? 'bearer token' : undefined,
-    ].filter(Boolean);
+    let instance: AuditServer | undefined;
+    const listener = await WebhookListener.start({
+      name: 'audit webhook',
+      settingsKey: 'audit',
+      flag: '--audit-listen',
+      requestsMetric: 'kubediff_audit_requests_total',
+      listen: options.listen,
+      certFile: options.certFile,
+      keyFile: options.keyFile,
+      clientCAFile: options.clientCAFile,
+      clientNames: options.clientNames,
+      token: options.token,
+      maxRequestBytes: options.maxRequestBytes,
+      maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
+      ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
+      route: {
+        receive: (body) => {
+          let records: AuditRecord[];
+          try {
+            records = auditRecordsOf(body.toString('utf8'));
+          } catch (error) {
+            const why = error instanceof AuditBodyError ? error.message : 'the body cannot be read';
+            return { status: 400, body: '', why };
+          }
+          return {
+            status: 200,
+            body: '{}',
+            after: () => {
+              if (instance) instance.records += records.length;
+              options.onRecords(records);
+            },
+          };
+        },
+      },
+      peerRoute: options.peerRoute,
+      log: options.log,
+    });
+    instance = new AuditServer(listener);
     options.log.info(
-      `receiving audit events on https://${instance.address} (authenticated by ${methods.join(' and ')})`,
+      `receiving audit events on https://${listener.address} (authenticated by ${listener.authentication})`,
     );
     return instance;
   }
 
   /** host:port actually bound. */
   get address(): string {
-    return boundAddress(this.server);
+    return this.listener.address;
   }
 
   /** Requests by outcome, and records taken (for /metrics). */
-  stats(): { requests: ReadonlyMap<AuditRequestOutcome, number>; records: number } {
-    return { requests: this.counts, records: this.records };
+  stats(): { requests: ReadonlyMap<WebhookOutcome, number>; records: number } {
+    return { requests: this.listener.stats().requests, records: this.records };
   }
 
-  async close(): Promise<void> {
-    clearInterval(this.reloadTimer);
-    await closeServer(this.server);
+  close(): Promise<void> {
+    return this.listener.close();
   }
-
-  /** Loads the files again when one changed; a set that does not load keeps the one in use. */
-  private reloadIfChanged(): void {
-    const stamp = stampOf(this.options);
-    if (stamp === this.fileStamp) return;
-    this.fileStamp = stamp;
-    try {
-      this.server.setSecureContext(secureOptions(readTlsFiles(this.options)));
-      this.options.log.info('audit webhook: certificate, key or CA changed; reloaded.');
-    } catch (error) {
-      this.options.log.warn(
-        `audit webhook: the changed certificate, key or CA does not load (${errorMessage(error)}); still using the previous ones.`,
-      );
-    }
-  }
-
-  private count(outcome: AuditRequestOutcome): number {
-    const seen = this.counts.get(outcome) ?? 0;
-    this.counts.set(outcome, seen + 1);
-    return seen;
-  }
-
-  private refuse(
-    response: ServerResponse,
-    status: number,
-    outcome: AuditRequestOutcome,
-    why: string,
-    from: string,
-  ): void {
-    if (this.count(outcome) === 0) {
-      this.options.log.warn(
-        `audit webhook: refused a request from ${from}: ${why}. Counted in kubediff_audit_requests_total{outcome="${outcome}"}; logged once.`,
-      );
-    }
-    response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
-    response.end(`${why}\n`);
-  }
-
-  private handle(request: IncomingMessage, response: ServerResponse): void {
-    const socket = request.socket as TLSSocket;
-    const from = socket.remoteAddress ?? 'an unknown address';
-    const refusal = this.authenticate(request, socket);
-    if (refusal) {
-      request.resume();
-      this.refuse(response, refusal.status, refusal.outcome, refusal.why, from);
-      return;
-    }
-    if (request.method !== 'POST') {
-      request.resume();
-      response.setHeader('allow', 'POST');
-      this.refuse(response, 405, 'not_allowed', `method ${request.method} is not allowed (POST only)`, from);
-      return;
-    }
-    const declared = Number(request.headers['content-length']);
-    if (declared > this.options.maxRequestBytes) {
-      request.resume();
-      this.refuse(response, 413, 'too_large', this.tooLarge(), from);
-      return;
-    }
-    if (this.reading >= MAX_CONCURRENT_REQUESTS) {
-      request.resume();
-      response.setHeader('retry-after', '1');
-      this.refuse(response, 503, 'busy', `more than ${MAX_CONCURRENT_REQUESTS} requests at once`, from);
-      return;
-    }
-    this.reading++;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = () => {
-      if (!done) {
-        done = true;
-        this.reading--;
-      }
-    };
-    request.on('data', (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > this.options.maxRequestBytes) {
-        finish();
-        chunks.length = 0;
-        this.refuse(response, 413, 'too_large', this.tooLarge(), from);
-        request.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on('error', finish);
-    request.on('close', finish);
-    request.on('end', () => {
-      if (done) return;
-      finish();
-      let records: AuditRecord[];
-      try {
-        records = auditRecordsOf(Buffer.concat(chunks, size).toString('utf8'));
-      } catch (error) {
-        const why = error instanceof AuditBodyError ? error.message : 'the body cannot be read';
-        this.refuse(response, 400, 'bad_request', why, from);
-        return;
-      } finally {
-        chunks.length = 0;
-      }
-      this.count('accepted');
-      this.records += records.length;
-      this.options.onRecords(records);
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end('{}');
-    });
-  }
-
-  private tooLarge(): string {
-    return `the body is larger than ${formatSize(this.options.maxRequestBytes)} (audit.maxRequestSize)`;
-  }
-
-  private authenticate(
-    request: IncomingMessage,
-    socket: TLSSocket,
-  ): { status: number; outcome: AuditRequestOutcome; why: string } | undefined {
-    if (this.options.clientCAFile !== undefined) {
-      if (!socket.authorized) {
-        const certificate = socket.getPeerCertificate();
-        const why =
-          certificate && Object.keys(certificate).length > 0
-            ? `its client certificate is not valid (${String(socket.authorizationError)})`
-            : 'no client certificate';
-        return { status: 401, outcome: 'unauthorized', why };
-      }
-      if (this.names) {
-        const name = socket.getPeerCertificate().subject?.CN;
-        const cn = Array.isArray(name) ? name[0] : name;
-        if (!cn || !this.names.some((pattern) => pattern.test(cn))) {
-          return {
-            status: 403,
-            outcome: 'forbidden',
-            why: `client certificate name ${JSON.stringify(cn ?? '')} is not in audit.clientNames`,
-          };
-        }
-      }
-    }
-    if (this.token) {
-      const given = Buffer.from(request.headers.authorization ?? '');
-      if (given.length !== this.token.length || !timingSafeEqual(given, this.token)) {
-        return {
-          status: 401,
-          outcome: 'unauthorized',
-          why: given.length === 0 ? 'no bearer token' : 'a wrong bearer token',
-        };
-      }
-    }
-    return undefined;
-  }
-}
-
-function readTlsFiles(options: AuditServerOptions): TlsFiles {
-  const read = (file: string, key: string): Buffer => {
-    try {
-      return readFileSync(file);
-    } catch (error) {
-      throw new UsageError(`cannot read audit.${key} ${file}: ${errorMessage(error)}; check the path.`);
-    }
-  };
-  return {
-    cert: read(options.certFile, 'certFile'),
-    key: read(options.keyFile, 'keyFile'),
-    ...(options.clientCAFile ? { ca: read(options.clientCAFile, 'clientCAFile') } : {}),
-  };
-}
-
-function secureOptions(files: TlsFiles): { cert: Buffer; key: Buffer; ca?: Buffer } {
-  return { cert: files.cert, key: files.key, ...(files.ca ? { ca: files.ca } : {}) };
-}
-
-/** What says a file changed: size, mtime and inode of each (a Secret volume swaps a symlink). */
-function stampOf(options: AuditServerOptions): string {
-  return [options.certFile, options.keyFile, options.clientCAFile]
-    .map((file) => {
-      if (!file) return '';
-      try {
-        const stat = statSync(file);
-        return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
-      } catch {
-        return 'missing';
-      }
-    })
-    .join('|');
 }

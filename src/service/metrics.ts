@@ -13,9 +13,10 @@
 // its shape when a second cluster is added.
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { AuditJoinStats } from '../events/audit-join.ts';
+import type { AuditSourceStats } from '../events/audit-match.ts';
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import { FAILURE_STAGES } from '../events/pipeline.ts';
+import type { WhoJoinStats } from '../events/who-join.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { ConnectionStats } from '../kube/transport.ts';
@@ -24,7 +25,7 @@ import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
 import type { EventFailures } from '../util/event-failures.ts';
-import { AUDIT_REQUEST_OUTCOMES, type AuditRequestOutcome } from './audit-server.ts';
+import { WEBHOOK_OUTCOMES, type WebhookOutcome } from './webhook-outcomes.ts';
 
 /** What the metrics learn of the UI (`watch --ui`, src/ui/server.ts); the UI works the same without. */
 export interface UiObserver {
@@ -78,8 +79,9 @@ export interface MetricsSources {
   isReady?: () => boolean;
   /** --audit-listen: the audit webhook's requests and the join's counts. */
   audit?: {
-    requests: () => ReadonlyMap<AuditRequestOutcome, number>;
-    join: () => AuditJoinStats;
+    requests: () => ReadonlyMap<WebhookOutcome, number>;
+    join: () => WhoJoinStats;
+    records: () => AuditSourceStats;
   };
   /** Owners: deleted objects forgotten at the bound of the recently deleted ones (src/events/owners.ts). */
   owners?: { readonly forgottenDeleted: number };
@@ -521,6 +523,7 @@ export class KubediffMetrics {
   private registerAuditMetrics(registers: Registry[]): void {
     const self = this;
     const join = () => self.sources.audit?.join();
+    const records = () => self.sources.audit?.records();
     new Counter({
       name: 'kubediff_audit_requests_total',
       help: 'Requests to the audit webhook, by outcome: accepted, unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed.',
@@ -529,7 +532,7 @@ export class KubediffMetrics {
       collect() {
         const requests = self.sources.audit?.requests();
         if (!requests) return;
-        for (const outcome of AUDIT_REQUEST_OUTCOMES) {
+        for (const outcome of WEBHOOK_OUTCOMES) {
           self.incrementTo(this, { outcome }, requests.get(outcome) ?? 0, `audit-requests\u0000${outcome}`);
         }
       },
@@ -540,7 +543,7 @@ export class KubediffMetrics {
       labelNames: ['match'],
       registers,
       collect() {
-        const stats = join();
+        const stats = records();
         if (!stats) return;
         self.incrementTo(this, { match: 'exact' }, stats.joinedExact, 'audit-exact');
         self.incrementTo(this, { match: 'nearest' }, stats.joinedNearest, 'audit-nearest');
@@ -575,7 +578,7 @@ export class KubediffMetrics {
       help: 'Audit records kept for a change still to come (bounded by audit.maxRecords).',
       registers,
       collect() {
-        this.set(join()?.records ?? 0);
+        this.set(records()?.records ?? 0);
       },
     });
     new Counter({
@@ -583,7 +586,7 @@ export class KubediffMetrics {
       help: 'Unmatched audit records dropped (the oldest) because audit.maxRecords were kept.',
       registers,
       collect() {
-        self.incrementTo(this, {}, join()?.recordsDropped ?? 0, 'audit-dropped');
+        self.incrementTo(this, {}, records()?.recordsDropped ?? 0, 'audit-dropped');
       },
     });
   }

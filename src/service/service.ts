@@ -5,6 +5,7 @@
 // process during the sync), synced (ready; campaign for the Lease), stopping, stop (after the sinks
 // drained: the final checkpoint covers what they delivered).
 
+import type { Registry } from 'prom-client';
 import type { ChangeEvent } from '../events/event.ts';
 import type { EventStage, PipelineObserver } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
@@ -125,6 +126,11 @@ export class ServiceRuntime implements PipelineObserver {
   /** What the metrics read of the audit webhook and the join (--audit-listen). */
   observeAudit(audit: NonNullable<MetricsSources['audit']>): void {
     this.metrics?.setSources({ audit });
+  }
+
+  /** Where a part that registers its own metrics (src/service/who-metrics.ts) registers them; undefined without --listen. */
+  get metricsRegistry(): Registry | undefined {
+    return this.metrics?.registry;
   }
 
   /** `watch --ui`: the UI's requests, refusals and live streams in the metrics (when --listen serves them). */

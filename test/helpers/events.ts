@@ -123,6 +123,7 @@ const BY_KEYS = new Set([
   'userAgent',
   'sourceIPs',
   'auditID',
+  'reviewUID',
   'match',
 ]);
 const MANAGER_KEYS = new Set(['manager', 'operation', 'subresource', 'time']);
@@ -229,6 +230,9 @@ function byViolations(by: unknown, type: unknown): string[] {
   if (type === 'DELETED' && by.managers !== undefined)
     problems.push('a DELETED event names no field manager');
   for (const key of Object.keys(by)) if (!BY_KEYS.has(key)) problems.push(`unknown field "by.${key}"`);
+  if (by.match !== undefined && !['exact', 'nearest', 'ambiguous'].includes(String(by.match)))
+    problems.push('by.match, when present, is exact, nearest or ambiguous');
+  if (by.match === 'ambiguous' && by.user !== undefined) problems.push('an ambiguous match names nobody');
   const managers = by.managers;
   if (managers === undefined) return problems;
   if (!Array.isArray(managers) || managers.length === 0)

@@ -22,3 +22,16 @@ export const secrets: ResourceType = {
   shortNames: [],
   singularName: 'secret',
 };
+
+/** apps/v1 deployments, which have a `scale` subresource. */
+export const deployments: ResourceType = {
+  group: 'apps',
+  version: 'v1',
+  resource: 'deployments',
+  kind: 'Deployment',
+  namespaced: true,
+  verbs: ['list', 'watch'],
+  shortNames: ['deploy'],
+  singularName: 'deployment',
+  categories: ['all'],
+};

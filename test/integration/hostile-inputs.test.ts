@@ -29,7 +29,7 @@ import { runInNewContext } from 'node:vm';
 import { Agent, request } from 'undici';
 import { exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { runValidate } from '../../src/cli/validate.ts';
-import type { AuditRecord } from '../../src/events/audit-join.ts';
+import type { AuditRecord } from '../../src/events/audit-match.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
 import type { JsonObject } from '../../src/kube/types.ts';

@@ -156,7 +156,12 @@ describe('optional parts of deploy/ and the chart', () => {
     ])) as Manifest[];
     const { service, rule } = assertAudit(objects, 'Helm');
     assert.equal(service.metadata.name, `${release}-kubediff-audit`);
-    assert.deepEqual(rule.from, [{ ipBlock: { cidr: '10.0.0.0/24' } }]);
+    // The other replicas post their records to the audit port too (--peers).
+    const pods = objects.find((object) => object.kind === 'Deployment')?.spec.selector.matchLabels;
+    assert.deepEqual(rule.from, [
+      { ipBlock: { cidr: '10.0.0.0/24' } },
+      { podSelector: { matchLabels: pods } },
+    ]);
     // A fixed ClusterIP, for an API server on the host network (rendered, not dry-run: the test cluster
     // would have to have that address free in its service range).
     const fixed = await helm([

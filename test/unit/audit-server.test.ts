@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
 import { Agent, request } from 'undici';
-import type { AuditRecord } from '../../src/events/audit-join.ts';
+import type { AuditRecord } from '../../src/events/audit-match.ts';
 import { AuditServer, type AuditServerOptions } from '../../src/service/audit-server.ts';
 import type { Logger } from '../../src/util/log.ts';
 import { makeTestPki, type TestPki } from '../helpers/pki.ts';

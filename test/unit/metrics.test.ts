@@ -175,7 +175,7 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
       releasedAtLimit: 0,
       recordsDropped: 2,
     };
-    metrics.setSources({ audit: { requests: () => requests, join: () => join } });
+    metrics.setSources({ audit: { requests: () => requests, join: () => join, records: () => join } });
     const scraped = await values(metrics);
     assert.equal(scraped.get('kubediff_audit_requests_total{outcome="accepted"}'), 5);
     assert.equal(scraped.get('kubediff_audit_requests_total{outcome="unauthorized"}'), 2);

@@ -6,7 +6,9 @@
 // renderer: JSON lines, pretty (with and without color), --explain lines, Slack, Teams, Discord, Mattermost
 // and Google Chat messages and digests,
 // digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
-// as JSON and pretty. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
+// as JSON and pretty. Every write is also shown to the admission webhook's path as the API server sends it
+// (an AdmissionReview carrying the whole object and the old one): the records the join keeps, what a
+// replica posts to its peers, and the events it names. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
 
 import assert from 'node:assert/strict';
@@ -20,14 +22,20 @@ import { redactPathsFor } from '../../src/config/redaction.ts';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../src/diff/ignore.ts';
 import { Normalizer } from '../../src/diff/normalize.ts';
 import { Redactor } from '../../src/diff/redact.ts';
+import { AdmissionDigests } from '../../src/events/admission-digests.ts';
+import { AdmissionSource } from '../../src/events/admission-match.ts';
 import { DiscoveryResolver } from '../../src/events/discovery-resolver.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import { explainLine } from '../../src/events/explain.ts';
 import { compileFilter } from '../../src/events/filter.ts';
 import { Pipeline } from '../../src/events/pipeline.ts';
+import { WhoJoin } from '../../src/events/who-join.ts';
 import { Informer } from '../../src/informer/informer.ts';
 import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
+import { readAdmissionReview } from '../../src/service/admission-review.ts';
+import { admissionRecordOf } from '../../src/service/admission-server.ts';
+import { encodePeerRecords } from '../../src/service/peer-records.ts';
 import { renderBatch } from '../../src/sinks/chat.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
@@ -109,6 +117,8 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     explain: [],
     slack: [],
     digestPayload: [],
+    admissionRecords: [],
+    peerBodies: [],
     ...Object.fromEntries(CHAT_PLATFORM_NAMES.map((name) => [name, []])),
   };
   const chats = CHAT_PLATFORM_NAMES.map((name) => ({
@@ -156,10 +166,42 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     }
     if (events.length % 3 === 0) deadLetters.writeEvents('webhook', 'refused (400)', [event]);
   };
+  // The admission webhook's path: each review read, digested, kept, posted to a peer, joined.
+  const digests = new AdmissionDigests(normalizer);
+  digests.update(Object.values(TYPES));
+  const admission = new AdmissionSource({ maxRecords: 1_000_000, retainMs: 3_600_000, log });
+  const join = new WhoJoin({ waitMs: 0, maxPending: 10, log }, [admission]);
+  let reviews = 0;
+  const review = (operation: string, object: Tracked, served: KubeObject | null, old: KubeObject | null) => {
+    const type = TYPES[object.kind];
+    const body = JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: `review-${++reviews}`,
+        kind: { group: type.group, version: type.version, kind: type.kind },
+        resource: { group: type.group, version: type.version, resource: type.resource },
+        namespace: 'leak',
+        name: object.name,
+        operation,
+        userInfo: { username: 'alice', groups: ['system:authenticated'] },
+        object: served,
+        oldObject: old,
+        dryRun: false,
+      },
+    });
+    const reading = readAdmissionReview(body);
+    const verdict = 'write' in reading ? digests.of(reading.write) : undefined;
+    if (!('write' in reading) || !verdict) return;
+    const record = admissionRecordOf(reading.requestUID, reading.write, verdict.digest, 0);
+    out.admissionRecords!.push(JSON.stringify(record));
+    out.peerBodies!.push(encodePeerRecords({ audit: [], admission: [record] }));
+    join.offer(admission, [record]);
+  };
   // The pipeline as `watch` builds it, its delivery standing in for the sinks; the recorder observes it.
   const handler = new Pipeline({
     normalizer,
-    rules: [],
+    rules: [join],
     handover: [],
     delivery: {
       deliver: (event) => {
@@ -244,15 +286,22 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
       const informer = informers.get(object.kind)!;
       const dice = corpus.int(100);
       if (dice < 70) {
+        const old = asServed(object, false);
         change(object);
-        informer.watchEvent('MODIFIED', asServed(object, false));
+        const served = asServed(object, false);
+        review('UPDATE', object, served, old);
+        informer.watchEvent('MODIFIED', served);
       } else if (dice < 74) {
         // Deleted, then created again under the same name.
-        informer.watchEvent('DELETED', asServed(object, false));
+        const last = asServed(object, false);
+        review('DELETE', object, null, last);
+        informer.watchEvent('DELETED', last);
         object.uid = `uid-${++uid}`;
         object.body = corpus.create(object.kind);
         object.resourceVersion = String(++rv);
-        informer.watchEvent('ADDED', asServed(object, false));
+        const created = asServed(object, false);
+        review('CREATE', object, created, null);
+        informer.watchEvent('ADDED', created);
       }
     }
     if (round === 1) {
@@ -275,6 +324,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const walBytes = await walWhileRunning.read();
   await recorder.close();
   deadLetters.close();
+  join.close();
 
   const history = async (format: 'json' | 'pretty') => {
     const chunks: string[] = [];
@@ -293,8 +343,13 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     ...Object.entries(out).map(([name, texts]) => ({
       name,
       read: () => texts.join(''),
-      // --explain names events and rules, never values.
-      expect: name === 'explain' ? /explain: UPDATED secrets leak\/secret-\d+ / : marker,
+      // --explain names events and rules, never values; the records of reviews name writes, never values.
+      expect:
+        name === 'explain'
+          ? /explain: UPDATED secrets leak\/secret-\d+ /
+          : name === 'admissionRecords' || name === 'peerBodies'
+            ? /"reviewUID":"review-\d+"/
+            : marker,
     })),
     fileSource('dead-letter file', deadLetterPath, marker),
     fileSource('state database', statePath, marker),
@@ -358,11 +413,23 @@ function assertVisibleChanges(events: readonly ChangeEvent[], marker: RegExp): v
   );
 }
 
+/**
+ * The reviews named the live changes exactly: the digest of a reviewed object, normalized (Secrets and
+ * `redact:` paths hashed), is the stored object's.
+ */
+function assertNamedByReviews(events: readonly ChangeEvent[]): void {
+  const live = events.filter((event) => !event.offline);
+  const named = live.filter((event) => event.by?.user?.username === 'alice' && event.by.match === 'exact');
+  assert.ok(live.length > 0);
+  assert.equal(named.length, live.length, 'every live change named by its review');
+}
+
 describe('no secret value reaches any output (in-process corpus)', () => {
   it('plain SHA-256 markers: 3,000 objects, 5 rounds of random edits, a relist and a restart', async () => {
     const run = await runCorpus(11, 1_000, 5);
     const report = await assertNoLeaks(run.sources);
     assertVisibleChanges(run.events, /^<redacted sha256:[0-9a-f]{8}>$/);
+    assertNamedByReviews(run.events);
     assert.ok(run.versions > 15_000, `versions: ${run.versions}`);
     const scanned = Object.values(report.scanned).reduce((sum, size) => sum + size, 0);
     console.log(
@@ -378,6 +445,7 @@ describe('no secret value reaches any output (in-process corpus)', () => {
       `corpus (HMAC): ${run.objects} objects, ${run.versions} versions, ${run.secretValues} secret values, ${run.events.length} events`,
     );
     assertVisibleChanges(run.events, /^<redacted hmac:[0-9a-f]{8}>$/);
+    assertNamedByReviews(run.events);
     for (const source of run.sources) {
       const content = (await source.read()) ?? '';
       const text = typeof content === 'string' ? content : Buffer.from(content).toString('latin1');

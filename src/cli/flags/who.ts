@@ -1,6 +1,7 @@
 // Who made each change: field managers from managedFields, users from the API server's audit webhook
-// (docs/audit.md). Read by src/config/settings.ts and src/config/audit-settings.ts (RawAuditFlags).
-import { AUDIT_JOIN_DEFAULTS } from '../../events/audit-join.ts';
+// (docs/audit.md) or from an admission webhook that never rejects (docs/who.md). Read by
+// src/config/settings.ts, src/config/audit-settings.ts (RawAuditFlags) and admission-settings.ts.
+import { WHO_JOIN_DEFAULTS } from '../../events/who-join.ts';
 import type { FlagGroup } from './flag-spec.ts';
 
 export const WHO: FlagGroup = {
@@ -13,7 +14,7 @@ export const WHO: FlagGroup = {
     },
     {
       flags: '--ignore-user <glob>',
-      description: 'skip changes by this user (needs --audit-listen)',
+      description: 'skip changes by this user (needs --audit-listen or --admission-listen)',
       repeatable: true,
     },
     { flags: '--audit-listen <addr>', description: 'receive the audit webhook here (HTTPS): :8443' },
@@ -34,7 +35,36 @@ export const WHO: FlagGroup = {
     },
     {
       flags: '--audit-wait <duration>',
-      description: `how long a change waits for its audit record (default: ${AUDIT_JOIN_DEFAULTS.waitMs}ms)`,
+      description: `how long a change waits for who made it (default: ${WHO_JOIN_DEFAULTS.waitMs}ms)`,
+      more: true,
+    },
+    {
+      flags: '--admission-listen <addr>',
+      description: 'serve an admission webhook that never rejects (HTTPS): :9443',
+    },
+    {
+      flags: '--admission-cert <file>',
+      description: "the admission webhook's serving certificate (PEM; reloaded)",
+      more: true,
+    },
+    {
+      flags: '--admission-key <file>',
+      description: "the admission webhook's private key (PEM; reloaded)",
+      more: true,
+    },
+    {
+      flags: '--admission-client-ca <file>',
+      description: 'accept reviews only with a client certificate this CA signed',
+      more: true,
+    },
+    {
+      flags: '--admission-allow-unauthenticated',
+      description: 'accept reviews from any caller (API servers that cannot authenticate)',
+      more: true,
+    },
+    {
+      flags: '--peers <host:port>',
+      description: "the other replicas' webhook address: each gets the records this one receives",
       more: true,
     },
   ],

@@ -30,3 +30,21 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "kubediff.leaseName" -}}
 {{- default (include "kubediff.fullname" .) .Values.leaderElection.leaseName -}}
 {{- end -}}
+
+{{- define "kubediff.admissionSecretName" -}}
+{{- default (printf "%s-admission-tls" (include "kubediff.fullname" .)) .Values.admission.tlsSecretName -}}
+{{- end -}}
+
+{{- define "kubediff.admissionServiceName" -}}
+{{- printf "%s-admission" (include "kubediff.fullname" .) -}}
+{{- end -}}
+
+{{/* The port the replicas post each other records on (--peers): the admission webhook's, else the audit's. */}}
+{{- define "kubediff.peersPort" -}}
+{{- if .Values.admission.enabled -}}{{ .Values.admission.port }}{{- else -}}{{ .Values.audit.port }}{{- end -}}
+{{- end -}}
+
+{{/* Whether the replicas post each other records: two or more of them, and a webhook to receive them. */}}
+{{- define "kubediff.peers" -}}
+{{- if and (gt (int .Values.replicaCount) 1) (or .Values.admission.enabled .Values.audit.enabled) -}}true{{- end -}}
+{{- end -}}

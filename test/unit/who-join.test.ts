@@ -1,10 +1,12 @@
-// src/events/audit-join.ts: each change gets its audit record (exact by uid and resourceVersion, else
-// nearest by name and time), waits for it at most waitMs, keeps its order, and the bounds hold.
+// src/events/who-join.ts with the audit source (src/events/audit-match.ts): each change gets its audit
+// record (exact by uid and resourceVersion, else nearest by name and time), waits for it at most waitMs,
+// keeps its order, and the bounds hold.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AuditJoin, type AuditJoinOptions, type AuditRecord } from '../../src/events/audit-join.ts';
+import { type AuditRecord, AuditSource } from '../../src/events/audit-match.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import type { Handover } from '../../src/events/pipeline.ts';
+import { WhoJoin } from '../../src/events/who-join.ts';
 import type { Logger } from '../../src/util/log.ts';
 import { sampleEvent } from '../helpers/events.ts';
 
@@ -28,21 +30,29 @@ function record(overrides: Partial<AuditRecord> = {}): AuditRecord {
   };
 }
 
-function joinWith(options: Partial<AuditJoinOptions> = {}, warnings: string[] = []) {
+interface JoinOptions {
+  waitMs: number;
+  windowMs: number;
+  maxPending: number;
+  maxRecords: number;
+  retainMs: number;
+}
+
+function joinWith(options: Partial<JoinOptions> = {}, warnings: string[] = []) {
   let now = T0;
   const out: ChangeEvent[] = [];
   const changes: (string | undefined)[] = [];
   const log: Logger = { info: () => {}, debug: () => {}, warn: (message) => warnings.push(message) };
-  const join = new AuditJoin({
+  const settings = {
     waitMs: 500,
     windowMs: 5_000,
     maxPending: 100,
     maxRecords: 100,
     retainMs: 60_000,
-    log,
-    now: () => now,
     ...options,
-  });
+  };
+  const audit = new AuditSource({ ...settings, log });
+  const join = new WhoJoin({ ...settings, log, now: () => now }, [audit]);
   const enter = join.connect((handover: Handover) => {
     if (handover.event) out.push(handover.event);
     changes.push(handover.change?.object.name);
@@ -59,6 +69,8 @@ function joinWith(options: Partial<AuditJoinOptions> = {}, warnings: string[] = 
     });
   return {
     join,
+    offer: (records: AuditRecord[]) => join.offer(audit, records),
+    stats: () => ({ ...join.stats(), ...audit.stats() }),
     out,
     changes,
     send,
@@ -70,7 +82,7 @@ function joinWith(options: Partial<AuditJoinOptions> = {}, warnings: string[] = 
 
 test('a record that came first joins its change at once, exactly, and the event keeps its field order', () => {
   const j = joinWith();
-  j.join.offer([record()]);
+  j.offer([record()]);
   j.send(sampleEvent());
   assert.equal(j.out.length, 1);
   const event = j.out[0] as ChangeEvent;
@@ -82,8 +94,8 @@ test('a record that came first joins its change at once, exactly, and the event 
     match: 'exact',
   });
   assert.deepEqual(Object.keys(event), ['id', 'type', 'time', 'cluster', 'object', 'by', 'changes']);
-  assert.equal(j.join.stats().joinedExact, 1);
-  assert.equal(j.join.stats().records, 0);
+  assert.equal(j.stats().joinedExact, 1);
+  assert.equal(j.stats().records, 0);
   j.join.close();
 });
 
@@ -100,9 +112,9 @@ test('a change waits for a record that comes later, and those behind it wait in 
     }),
   );
   assert.equal(j.out.length, 0, 'both wait: the second behind the first');
-  j.join.offer([record({ uid: 'u2', resourceVersion: '6', name: 'api', verb: 'create', auditID: 'a2' })]);
+  j.offer([record({ uid: 'u2', resourceVersion: '6', name: 'api', verb: 'create', auditID: 'a2' })]);
   assert.equal(j.out.length, 0, 'the second has its record but the first still waits');
-  j.join.offer([record()]);
+  j.offer([record()]);
   assert.deepEqual(
     j.out.map((event) => [event.id, event.by?.auditID, event.by?.match]),
     [
@@ -133,14 +145,14 @@ test('without a record, a change goes on after waitMs without by, and the next o
     j.out.map((event) => event.id),
     ['u1:5', 'u1:6'],
   );
-  assert.equal(j.join.stats().unmatched, 2);
-  assert.equal(j.join.stats().pending, 0);
+  assert.equal(j.stats().unmatched, 2);
+  assert.equal(j.stats().pending, 0);
 });
 
 test('a record without response object (level Metadata) joins by name, verb and time: nearest', () => {
   const j = joinWith();
   const metadataOnly = record({ uid: undefined, resourceVersion: undefined });
-  j.join.offer([
+  j.offer([
     { ...metadataOnly, auditID: 'far', time: T0 - 60_000 },
     { ...metadataOnly, auditID: 'create', verb: 'create' },
     { ...metadataOnly, auditID: 'near', time: T0 - 100 },
@@ -154,7 +166,7 @@ test('a record without response object (level Metadata) joins by name, verb and 
 test('a record of another write of the same object (another resourceVersion) is not taken', (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const j = joinWith();
-  j.join.offer([record({ resourceVersion: '4', auditID: 'no-op apply' })]);
+  j.offer([record({ resourceVersion: '4', auditID: 'no-op apply' })]);
   j.send(sampleEvent());
   j.advance(500);
   t.mock.timers.tick(500);
@@ -163,7 +175,7 @@ test('a record of another write of the same object (another resourceVersion) is 
 
 test('a DELETED joins the delete record of its uid exactly, whatever its resourceVersion', () => {
   const j = joinWith();
-  j.join.offer([record({ verb: 'delete', resourceVersion: '4', auditID: 'del' })]);
+  j.offer([record({ verb: 'delete', resourceVersion: '4', auditID: 'del' })]);
   j.send(sampleEvent({ type: 'DELETED', changes: undefined, id: 'u1:9', object: { resourceVersion: '9' } }));
   assert.equal(j.out[0]?.by?.auditID, 'del');
   assert.equal(j.out[0]?.by?.match, 'exact');
@@ -182,7 +194,7 @@ test('offline events and the --initial inventory never wait', () => {
     } as unknown as Handover['change'],
   });
   assert.equal(j.out.length, 2);
-  assert.equal(j.join.stats().pending, 0);
+  assert.equal(j.stats().pending, 0);
 });
 
 test('at maxPending the oldest change goes on at once; at maxRecords the oldest record is dropped; each logged once', (t) => {
@@ -195,11 +207,11 @@ test('at maxPending the oldest change goes on at once; at maxRecords the oldest 
     j.out.map((event) => event.id),
     ['u1:1', 'u1:2'],
   );
-  assert.equal(j.join.stats().pending, 2);
-  assert.equal(j.join.stats().releasedAtLimit, 2);
-  j.join.offer([1, 2, 3].map((n) => record({ uid: `other${n}`, auditID: `r${n}` })));
-  assert.equal(j.join.stats().records, 2);
-  assert.equal(j.join.stats().recordsDropped, 1);
+  assert.equal(j.stats().pending, 2);
+  assert.equal(j.stats().releasedAtLimit, 2);
+  j.offer([1, 2, 3].map((n) => record({ uid: `other${n}`, auditID: `r${n}` })));
+  assert.equal(j.stats().records, 2);
+  assert.equal(j.stats().recordsDropped, 1);
   assert.equal(warnings.length, 2, warnings.join('\n'));
   j.join.close();
   assert.deepEqual(
@@ -211,9 +223,9 @@ test('at maxPending the oldest change goes on at once; at maxRecords the oldest 
 
 test('records expire after retainMs', () => {
   const j = joinWith({ retainMs: 1_000 });
-  j.join.offer([record({ uid: 'gone' })]);
+  j.offer([record({ uid: 'gone' })]);
   j.advance(1_001);
-  j.join.offer([]);
-  assert.equal(j.join.stats().records, 0);
+  j.offer([]);
+  assert.equal(j.stats().records, 0);
   j.join.close();
 });

@@ -1,0 +1,201 @@
+// The sources of "who" of `kubediff watch`, wired in one place: the audit webhook (--audit-listen,
+// docs/audit.md) and the admission webhook (--admission-listen, docs/who.md) feed one join stage
+// (src/events/who-join.ts); with --peers, what either receives is also posted to the other replicas, and
+// what they post is joined here. Without a source there is no join stage and no wait at all.
+
+import type { WatchSettings } from '../config/watch-settings.ts';
+import type { Normalizer } from '../diff/normalize.ts';
+import { AdmissionDigests } from '../events/admission-digests.ts';
+import { AdmissionSource } from '../events/admission-match.ts';
+import { AuditSource } from '../events/audit-match.ts';
+import { WHO_JOIN_DEFAULTS, WhoJoin } from '../events/who-join.ts';
+import type { WhoSource } from '../events/who-source.ts';
+import type { ResourceType } from '../kube/types.ts';
+import type { PeerRecords } from '../service/peer-records.ts';
+import type { ServiceRuntime } from '../service/service.ts';
+import type { WebhookListener, WebhookRoute } from '../service/webhook-listener.ts';
+import type { Lifecycle } from '../util/lifecycle.ts';
+import type { Logger } from '../util/log.ts';
+
+export interface WhoWiring {
+  /** The join stage, when a source of "who" is configured. */
+  readonly stage: WhoJoin | undefined;
+  /** The types the watch watches now, on every cluster: reviews of other resources name nothing. */
+  watching(types: readonly ResourceType[]): void;
+}
+
+interface WhoDeps {
+  normalizer: Normalizer;
+  service: ServiceRuntime;
+  log: Logger;
+  lifecycle: Lifecycle;
+}
+
+/** What the parts below share: the join and its sources, where records also go, the listeners started. */
+interface Wiring extends WhoDeps {
+  join: WhoJoin;
+  auditSource: AuditSource | undefined;
+  admissionSource: AdmissionSource | undefined;
+  peerRoute: WebhookRoute | undefined;
+  /** Records received from the API server, for the peers (set once they are known). */
+  forward: (records: Partial<PeerRecords>) => void;
+  listeners: WebhookListener[];
+}
+
+export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): Promise<WhoWiring> {
+  const { audit, admission } = settings;
+  if (!audit && !admission) return { stage: undefined, watching: () => {} };
+  const { log } = deps;
+  // Records are kept at least as long as a nearest match may reach back.
+  const retainMs = Math.max(WHO_JOIN_DEFAULTS.retainMs, audit?.windowMs ?? 0);
+  const auditSource = audit
+    ? new AuditSource({ windowMs: audit.windowMs, maxRecords: audit.maxRecords, retainMs, log })
+    : undefined;
+  const admissionSource = admission
+    ? new AdmissionSource({ maxRecords: admission.maxRecords, retainMs, log })
+    : undefined;
+  const join = new WhoJoin(
+    {
+      waitMs: Math.max(audit?.waitMs ?? 0, admission?.waitMs ?? 0),
+      maxPending: audit?.maxPending ?? WHO_JOIN_DEFAULTS.maxPending,
+      log,
+    },
+    [auditSource, admissionSource].filter(Boolean) as WhoSource<unknown>[],
+  );
+  const wiring: Wiring = {
+    ...deps,
+    join,
+    auditSource,
+    admissionSource,
+    // What the other replicas post: joined here, never forwarded again.
+    peerRoute: settings.peers ? await peerRouteFor(join, auditSource, admissionSource) : undefined,
+    forward: () => {},
+    listeners: [],
+  };
+  if (audit) await startAudit(audit, wiring);
+  const digests = new AdmissionDigests(deps.normalizer);
+  if (admission) await startAdmission(admission, digests, wiring);
+  if (settings.peers) await startPeers(settings.peers, wiring);
+  return { stage: join, watching: (types) => digests.update(types) };
+}
+
+async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wiring): Promise<void> {
+  const { join, log } = wiring;
+  const source = wiring.auditSource as AuditSource;
+  // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
+  const { AuditServer } = await import('../service/audit-server.ts');
+  const server = wiring.lifecycle.use(
+    await AuditServer.start({
+      listen: audit.listen,
+      certFile: audit.certFile,
+      keyFile: audit.keyFile,
+      clientCAFile: audit.clientCAFile,
+      clientNames: audit.clientNames,
+      token: audit.token,
+      maxRequestBytes: audit.maxRequestBytes,
+      onRecords: (records) => {
+        join.offer(source, records);
+        wiring.forward({ audit: records });
+      },
+      peerRoute: wiring.peerRoute,
+      log,
+    }),
+    (server) => server.close(),
+  );
+  wiring.listeners.push(server.listener);
+  wiring.service.observeAudit({
+    requests: () => server.stats().requests,
+    join: () => join.stats(),
+    records: () => source.stats(),
+  });
+}
+
+async function startAdmission(
+  admission: NonNullable<WatchSettings['admission']>,
+  digests: AdmissionDigests,
+  wiring: Wiring,
+): Promise<void> {
+  const { join, log } = wiring;
+  const source = wiring.admissionSource as AdmissionSource;
+  const { AdmissionServer } = await import('../service/admission-server.ts');
+  const server = wiring.lifecycle.use(
+    await AdmissionServer.start({
+      listen: admission.listen,
+      certFile: admission.certFile,
+      keyFile: admission.keyFile,
+      clientCAFile: admission.clientCAFile,
+      clientNames: admission.clientNames,
+      token: admission.token,
+      maxRequestBytes: admission.maxRequestBytes,
+      digest: (write) => digests.of(write),
+      onRecords: (records) => {
+        join.offer(source, records);
+        wiring.forward({ admission: records });
+      },
+      peerRoute: wiring.peerRoute,
+      log,
+    }),
+    (server) => server.close(),
+  );
+  wiring.listeners.push(server.listener);
+  const registry = wiring.service.metricsRegistry;
+  if (registry) {
+    // With prom-client, only when the metrics are served.
+    const { registerAdmissionMetrics } = await import('../service/who-metrics.ts');
+    registerAdmissionMetrics(registry, { server, join: () => join.stats(), records: () => source.stats() });
+  }
+}
+
+async function startPeers(address: string, wiring: Wiring): Promise<void> {
+  const { PeerForwarder } = await import('../service/peer-forwarder.ts');
+  const { parsePeerAddress } = await import('../service/peer-address.ts');
+  const { port } = parsePeerAddress(address);
+  const { listeners } = wiring;
+  // The listener the peers' port names (the replicas of a Deployment share their ports), else the
+  // admission webhook's: its certificate is the credential (peersFrom() checked there is one).
+  const listener = (listeners.find((candidate) => candidate.port === port) ??
+    listeners.at(-1)) as WebhookListener;
+  const forwarder = wiring.lifecycle.use(
+    new PeerForwarder({ address, listener, log: wiring.log }),
+    (forwarder) => forwarder.close(),
+  );
+  await forwarder.start();
+  wiring.forward = (records) => forwarder.forward(records);
+  const registry = wiring.service.metricsRegistry;
+  if (registry) {
+    const { registerPeerMetrics } = await import('../service/who-metrics.ts');
+    registerPeerMetrics(registry, { forwarder, listeners });
+  }
+  wiring.log.info(`sending the records of who made each change to the other replicas at ${address}`);
+}
+
+async function peerRouteFor(
+  join: WhoJoin,
+  auditSource: AuditSource | undefined,
+  admissionSource: AdmissionSource | undefined,
+): Promise<WebhookRoute> {
+  const { PeerBodyError, readPeerRecords } = await import('../service/peer-records.ts');
+  return {
+    receive: (body) => {
+      let records: ReturnType<typeof readPeerRecords>;
+      try {
+        records = readPeerRecords(body.toString('utf8'));
+      } catch (error) {
+        return {
+          status: 400,
+          body: '',
+          why: error instanceof PeerBodyError ? error.message : 'the body cannot be read',
+        };
+      }
+      return {
+        status: 200,
+        body: '{}',
+        after: () => {
+          // A source this replica does not run: its records name nothing here.
+          if (auditSource && records.audit.length > 0) join.offer(auditSource, records.audit);
+          if (admissionSource && records.admission.length > 0) join.offer(admissionSource, records.admission);
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,209 @@
+// The audit webhook as a source of "who" (docs/audit.md): which change each audit record is of.
+//
+// An audit record of a write at level RequestResponse carries the object the write produced, whose uid and
+// resourceVersion are exactly the event's: that is an exact match. A DELETED event also matches exactly
+// the delete record of its uid (an object is deleted once; the DELETE response's resourceVersion need not
+// be the watch's). A record without a response object (level Metadata) can only be matched by what it
+// names: the same resource, namespace and name, a verb that can make this kind of event, within
+// `windowMs` of when kubediff saw the change (the closest wins): a nearest match.
+
+import type { Logger } from '../util/log.ts';
+import type { ByInfo, EventType, UserInfo } from './event.ts';
+import { type KeptRecord, RecordStore } from './record-store.ts';
+import {
+  type Candidate,
+  eventNameKey,
+  type JoinSubject,
+  nameKey,
+  RANKS,
+  type WaitingIndex,
+  type WhoSource,
+} from './who-source.ts';
+
+/** What kubediff keeps of one audit event: no request or response body, only what names the write. */
+export interface AuditRecord {
+  auditID: string;
+  verb: string;
+  /** objectRef: the API group ('' for the core group), the resource, and the rest when known. */
+  group: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+  /** From the response object's metadata (level RequestResponse): the object the write produced. */
+  uid?: string;
+  resourceVersion?: string;
+  user: UserInfo;
+  impersonatedUser?: UserInfo;
+  userAgent?: string;
+  sourceIPs?: string[];
+  /** The record's stageTimestamp, in ms since the epoch. */
+  time: number;
+}
+
+export const AUDIT_SOURCE_DEFAULTS = { windowMs: 5_000, maxRecords: 20_000 } as const;
+
+export interface AuditSourceOptions {
+  /** How far apart in time a nearest match may be. */
+  windowMs: number;
+  /** Unmatched records kept at most… */
+  maxRecords: number;
+  /** …and for at most this long. */
+  retainMs: number;
+  log: Logger;
+}
+
+export interface AuditSourceStats {
+  records: number;
+  joinedExact: number;
+  joinedNearest: number;
+  /** Unmatched records dropped because `maxRecords` were kept. */
+  recordsDropped: number;
+}
+
+/** Verbs that can make each type of event, for a nearest match (a subresource's create updates its object). */
+function verbFits(record: AuditRecord, type: EventType): boolean {
+  const { verb } = record;
+  if (record.subresource) return type === 'UPDATED' && verb !== 'delete';
+  switch (type) {
+    case 'ADDED':
+      // A PUT or an apply may create.
+      return verb === 'create' || verb === 'update' || verb === 'patch';
+    case 'UPDATED':
+      // A delete with finalizers or a grace period sets deletionTimestamp.
+      return verb === 'update' || verb === 'patch' || verb === 'delete';
+    case 'DELETED':
+      return verb === 'delete' || verb === 'deletecollection';
+  }
+}
+
+/** Is `record` the write of this change, by uid and resourceVersion (or the uid's delete)? */
+function exactFor(record: AuditRecord, subject: JoinSubject): boolean {
+  const { event } = subject;
+  if (record.uid === undefined || record.uid !== event.object.uid) return false;
+  if (record.resourceVersion === event.object.resourceVersion) return true;
+  return event.type === 'DELETED' && (record.verb === 'delete' || record.verb === 'deletecollection');
+}
+
+/** Could `record` be this change's write by name and time? Records that name another write exactly cannot. */
+function nearFor(record: AuditRecord, subject: JoinSubject, windowMs: number): boolean {
+  const { event } = subject;
+  if (!verbFits(record, event.type)) return false;
+  if (record.uid !== undefined && record.uid !== event.object.uid) return false;
+  if (record.resourceVersion !== undefined && event.type !== 'DELETED') return false;
+  return Math.abs(record.time - subject.time) <= windowMs;
+}
+
+function byOf(record: AuditRecord, match: 'exact' | 'nearest'): ByInfo {
+  return {
+    user: record.user,
+    ...(record.impersonatedUser ? { impersonatedUser: record.impersonatedUser } : {}),
+    ...(record.userAgent ? { userAgent: record.userAgent } : {}),
+    ...(record.sourceIPs && record.sourceIPs.length > 0 ? { sourceIPs: record.sourceIPs } : {}),
+    auditID: record.auditID,
+    match,
+  };
+}
+
+function recordNameKey(record: AuditRecord): string | undefined {
+  return record.name === undefined
+    ? undefined
+    : nameKey(record.group, record.resource, record.namespace, record.name);
+}
+
+export class AuditSource implements WhoSource<AuditRecord> {
+  readonly name = 'audit';
+  private readonly windowMs: number;
+  private readonly store: RecordStore<AuditRecord>;
+  private joinedExact = 0;
+  private joinedNearest = 0;
+
+  constructor(options: AuditSourceOptions) {
+    this.windowMs = options.windowMs;
+    this.store = new RecordStore({
+      maxRecords: options.maxRecords,
+      retainMs: options.retainMs,
+      uidOf: (record) => record.uid,
+      nameKeyOf: recordNameKey,
+      describe: {
+        records: 'audit records',
+        setting: 'audit.maxRecords',
+        metric: 'kubediff_audit_records_dropped_total',
+      },
+      log: options.log,
+    });
+  }
+
+  stats(): AuditSourceStats {
+    return {
+      records: this.store.size,
+      joinedExact: this.joinedExact,
+      joinedNearest: this.joinedNearest,
+      recordsDropped: this.store.dropped,
+    };
+  }
+
+  /** The waiting change this record is of: exactly, else the nearest in time; else it is kept. */
+  place<W extends { subject: JoinSubject }>(
+    record: AuditRecord,
+    waiting: WaitingIndex<W>,
+    now: number,
+  ): { entry: W; candidate: Candidate } | undefined {
+    if (record.uid !== undefined) {
+      for (const entry of waiting.byUid(record.uid)) {
+        if (exactFor(record, entry.subject)) return { entry, candidate: this.named(record, 'exact') };
+      }
+    }
+    const key = recordNameKey(record);
+    let best: W | undefined;
+    let bestDistance = Number.POSITIVE_INFINITY;
+    for (const entry of key === undefined ? [] : waiting.byName(key)) {
+      if (!nearFor(record, entry.subject, this.windowMs)) continue;
+      const distance = Math.abs(record.time - entry.subject.time);
+      if (distance < bestDistance) {
+        best = entry;
+        bestDistance = distance;
+      }
+    }
+    if (best) return { entry: best, candidate: this.named(record, 'nearest') };
+    this.store.add(record, now);
+    return undefined;
+  }
+
+  find(subject: JoinSubject): Candidate | undefined {
+    for (const exact of this.store.byUid(subject.event.object.uid)) {
+      if (exactFor(exact.record, subject)) {
+        return { rank: RANKS.auditExact, take: () => this.named(this.store.use(exact), 'exact').take() };
+      }
+    }
+    let best: KeptRecord<AuditRecord> | undefined;
+    let bestDistance = Number.POSITIVE_INFINITY;
+    for (const near of this.store.byName(eventNameKey(subject.event))) {
+      if (!nearFor(near.record, subject, this.windowMs)) continue;
+      const distance = Math.abs(near.record.time - subject.time);
+      if (distance <= bestDistance) {
+        best = near;
+        bestDistance = distance;
+      }
+    }
+    if (!best) return undefined;
+    const chosen = best;
+    return { rank: RANKS.auditNearest, take: () => this.named(this.store.use(chosen), 'nearest').take() };
+  }
+
+  expire(now: number): void {
+    this.store.expire(now);
+  }
+
+  /** The candidate of a record already out of the store (or never in it). */
+  private named(record: AuditRecord, match: 'exact' | 'nearest'): Candidate {
+    return {
+      rank: match === 'exact' ? RANKS.auditExact : RANKS.auditNearest,
+      take: () => {
+        if (match === 'exact') this.joinedExact++;
+        else this.joinedNearest++;
+        return { by: byOf(record, match) };
+      },
+    };
+  }
+}

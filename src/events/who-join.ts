@@ -1,0 +1,243 @@
+// Who made each change: the records of the audit webhook (--audit-listen, audit-match.ts) and of the
+// admission webhook (--admission-listen, admission-match.ts) joined to the events, as one stage before
+// the watch's rules (so that user filters can see `by.user`).
+//
+// The wait. The watch event of a change and its record race: either may come first. An event seen live
+// waits for its record at most `waitMs` (the only latency the join adds), then goes on without `by.user`.
+// Stages pass changes on in the order they came, so an event waits behind one that waits; deadlines
+// follow arrival, so the head's deadline is the only timer. Events that are not changes made just now
+// (--initial's inventory, what a relist found offline) never wait; they take a record that is already
+// there.
+//
+// Both sources. A change that comes takes the best candidate of any source (the ranks of who-source.ts:
+// an exact audit record, then an exact admission review, then a nearest audit record, then ambiguous
+// reviews); a change that waits takes the first record that comes for it (docs/who.md, "Both sources").
+//
+// Bounds (docs/audit.md, docs/who.md): at most `maxPending` changes wait (beyond it the oldest goes on at
+// once, without user); each source keeps its unmatched records within its own bounds. Each limit is
+// counted in a metric and logged once.
+
+import { groupedCount } from '../util/count-text.ts';
+import type { Logger } from '../util/log.ts';
+import { withBy } from './event.ts';
+import type { EventStage, Handover } from './pipeline.ts';
+import { addTo, removeFrom } from './record-store.ts';
+import {
+  type Candidate,
+  eventNameKey,
+  type JoinSubject,
+  type WaitingIndex,
+  type WhoSource,
+} from './who-source.ts';
+
+export interface WhoJoinOptions {
+  /** How long a change seen live waits for its record (--audit-wait, admission.wait: the longer). */
+  waitMs: number;
+  /** Changes waiting at most. */
+  maxPending: number;
+  log: Logger;
+  now?: () => number;
+}
+
+export const WHO_JOIN_DEFAULTS = { waitMs: 500, maxPending: 10_000, retainMs: 60_000 } as const;
+
+/** The counts a /metrics scrape reads (each source counts its own joins). */
+export interface WhoJoinStats {
+  pending: number;
+  /** Changes that waited and went on without a record. */
+  unmatched: number;
+  /** Changes sent on before their time because `maxPending` were waiting. */
+  releasedAtLimit: number;
+}
+
+interface Waiting {
+  handover: Handover;
+  subject: JoinSubject | undefined;
+  /** Set while the event waits for its record. */
+  deadline: number | undefined;
+  matched: boolean;
+}
+
+/** A change that waits: it names a write. */
+type Indexed = Waiting & { subject: JoinSubject };
+
+/** The change a handover carries, as the sources look at it; undefined for one that names no write. */
+function subjectOf(handover: Handover): JoinSubject | undefined {
+  const { event, change } = handover;
+  if (!event || change?.initial) return undefined;
+  return {
+    event,
+    time: Date.parse(event.time),
+    previousResourceVersion: change?.previousResourceVersion,
+    object: change?.kind === 'deleted' ? undefined : change?.object.object,
+  };
+}
+
+export class WhoJoin implements EventStage {
+  readonly name = 'who join';
+  private readonly options: WhoJoinOptions;
+  private readonly now: () => number;
+  private readonly sources = new Map<string, WhoSource<unknown>>();
+  private next: (handover: Handover) => void = () => {};
+  /** Changes in arrival order, from `head` on. */
+  private queue: Waiting[] = [];
+  private head = 0;
+  /** Waiting events by uid, and by name (for records that come after them). */
+  private readonly waitingByUid = new Map<string, Set<Indexed>>();
+  private readonly waitingByName = new Map<string, Set<Indexed>>();
+  private readonly waiting: WaitingIndex<Indexed> = {
+    byUid: (uid) => this.waitingByUid.get(uid) ?? [],
+    byName: (key) => this.waitingByName.get(key) ?? [],
+  };
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = 0;
+  private closed = false;
+  private readonly counts = { unmatched: 0, releasedAtLimit: 0 };
+
+  constructor(options: WhoJoinOptions, sources: readonly WhoSource<unknown>[]) {
+    this.options = options;
+    this.now = options.now ?? Date.now;
+    for (const source of sources) this.sources.set(source.name, source);
+  }
+
+  stats(): WhoJoinStats {
+    return { ...this.counts, pending: this.queue.length - this.head };
+  }
+
+  connect(next: (handover: Handover) => void): (handover: Handover) => void {
+    this.next = next;
+    return (handover) => this.accept(handover);
+  }
+
+  /** Records from one source: each joins a waiting change, or is kept for one to come. */
+  offer<R>(source: WhoSource<R>, records: readonly R[]): void {
+    if (this.closed) return;
+    const now = this.now();
+    for (const known of this.sources.values()) known.expire(now);
+    for (const record of records) {
+      const placed = source.place(record, this.waiting, now);
+      if (placed) this.join(placed.entry, placed.candidate);
+    }
+    this.drain();
+  }
+
+  /** Stop: every waiting change goes on now (without user if it has none), and no timer is left. */
+  close(): void {
+    this.closed = true;
+    this.drain(true);
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private accept(handover: Handover): void {
+    const subject = subjectOf(handover);
+    let entry: Waiting = { handover, subject, deadline: undefined, matched: false };
+    if (subject) {
+      const candidate = this.bestCandidate(subject);
+      if (candidate) {
+        entry = { ...entry, handover: { ...handover, event: withBy(subject.event, candidate.take().by) } };
+        entry.matched = true;
+      } else if (!subject.event.offline && !this.closed) {
+        entry.deadline = this.now() + this.options.waitMs;
+        this.index(entry as Indexed);
+      }
+    }
+    if (this.queue.length === this.head && entry.deadline === undefined) {
+      this.passOn(entry);
+      return;
+    }
+    this.queue.push(entry);
+    if (this.queue.length - this.head > this.options.maxPending) this.releaseAtLimit();
+    this.drain();
+  }
+
+  /** The lowest-ranked candidate of every source for a change that just came. */
+  private bestCandidate(subject: JoinSubject): Candidate | undefined {
+    let best: Candidate | undefined;
+    for (const source of this.sources.values()) {
+      const candidate = source.find(subject);
+      if (candidate && (!best || candidate.rank < best.rank)) best = candidate;
+    }
+    return best;
+  }
+
+  private passOn(entry: Waiting): void {
+    if (entry.subject) for (const source of this.sources.values()) source.passed?.(entry.subject);
+    this.next(entry.handover);
+  }
+
+  private releaseAtLimit(): void {
+    const oldest = this.queue[this.head] as Waiting;
+    if (oldest.deadline !== undefined && !oldest.matched) {
+      oldest.deadline = this.now();
+      if (this.counts.releasedAtLimit++ === 0) {
+        this.options.log.warn(
+          `who join: more than ${groupedCount(this.options.maxPending)} changes wait for their audit record or admission review; ` +
+            'the oldest go on at once without user. Counted in kubediff_audit_pending_released_total; logged once.',
+        );
+      }
+    }
+  }
+
+  /** Sends on, in order, what no longer waits; sets the timer for the head that does. */
+  private drain(all = false): void {
+    const now = this.now();
+    while (this.head < this.queue.length) {
+      const entry = this.queue[this.head] as Waiting;
+      if (!all && !entry.matched && entry.deadline !== undefined && entry.deadline > now) break;
+      this.queue[this.head] = undefined as unknown as Waiting;
+      this.head++;
+      if (entry.deadline !== undefined && !entry.matched) {
+        this.unindex(entry as Indexed);
+        this.counts.unmatched++;
+      }
+      this.passOn(entry);
+    }
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    const entry = this.queue[this.head];
+    const due = entry && !entry.matched ? entry.deadline : undefined;
+    if (due === undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      return;
+    }
+    if (this.timer && this.timerAt === due) return;
+    clearTimeout(this.timer);
+    this.timerAt = due;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.drain();
+      },
+      Math.max(0, due - this.now()),
+    );
+  }
+
+  private join(entry: Indexed, candidate: Candidate): void {
+    this.unindex(entry);
+    entry.handover = { ...entry.handover, event: withBy(entry.subject.event, candidate.take().by) };
+    entry.matched = true;
+  }
+
+  // Waiting changes, indexed for records that come after them.
+
+  private index(entry: Indexed): void {
+    addTo(this.waitingByUid, entry.subject.event.object.uid, entry);
+    addTo(this.waitingByName, eventNameKey(entry.subject.event), entry);
+  }
+
+  private unindex(entry: Indexed): void {
+    removeFrom(this.waitingByUid, entry.subject.event.object.uid, entry);
+    removeFrom(this.waitingByName, eventNameKey(entry.subject.event), entry);
+  }
+}

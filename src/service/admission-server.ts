@@ -1,0 +1,195 @@
+// `--admission-listen`: the HTTPS endpoint of a validating admission webhook that never rejects
+// (docs/who.md). Every AdmissionReview is answered `allowed: true` as soon as its body is read, with no
+// patch and no warning; only then is the review turned into a record for the join: what names the write
+// (admission-review.ts) and the digest of the object it produces, normalized as the watch stores that
+// type (`digest`, src/events/admission-digests.ts). The object is dropped with the body. Reviews kubediff
+// has no use for are counted and dropped: dry runs, CONNECT, subresource creates without the object's
+// uid, resources kubediff does not watch.
+//
+// Authentication, TLS reloading and the bounds are the audit webhook's (webhook-listener.ts): a body
+// larger than `maxRequestBytes` is refused (413) and at most MAX_CONCURRENT_REQUESTS are read at once
+// (503 beyond it); the API server's failurePolicy Ignore lets the write through either way, without user.
+
+import type { AdmissionRecord } from '../events/admission-match.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import {
+  AdmissionBodyError,
+  allowedAnswer,
+  IGNORE_REASONS,
+  type IgnoreReason,
+  type ReviewedWrite,
+  readAdmissionReview,
+} from './admission-review.ts';
+import { WebhookListener, type WebhookRoute } from './webhook-listener.ts';
+import type { WebhookOutcome } from './webhook-outcomes.ts';
+
+export interface AdmissionServerOptions {
+  listen: string;
+  certFile: string;
+  keyFile: string;
+  clientCAFile?: string | undefined;
+  clientNames?: readonly string[] | undefined;
+  token?: string | undefined;
+  maxRequestBytes: number;
+  reloadIntervalMs?: number;
+  /**
+   * The digest of the object a write produces, as the watch stores its type; `{}` when it cannot be told
+   * (a subresource, another version); undefined when kubediff does not watch the resource.
+   */
+  digest(write: ReviewedWrite): { digest?: string } | undefined;
+  /** Where the records go (the join, and the peers). */
+  onRecords: (records: AdmissionRecord[]) => void;
+  /** What the other replicas post (--peers), when they are configured. */
+  peerRoute?: WebhookRoute | undefined;
+  log: Logger;
+  now?: () => number;
+}
+
+/** Each write of the cluster is one request: more at once than the audit webhook's batches, smaller. */
+const MAX_CONCURRENT_REQUESTS = 8;
+
+/** What the metrics see of the answers (kubediff_admission_answer_seconds). */
+export interface AdmissionObserver {
+  answered(outcome: WebhookOutcome, seconds: number): void;
+}
+
+export class AdmissionServer {
+  readonly listener: WebhookListener;
+  private readonly ignored = new Map<IgnoreReason, number>();
+  private readonly observers: AdmissionObserver[] = [];
+  private records = 0;
+
+  private constructor(listener: WebhookListener) {
+    this.listener = listener;
+  }
+
+  /** Listens; rejects with a UsageError when the files cannot be read or the port cannot be had. */
+  static async start(options: AdmissionServerOptions): Promise<AdmissionServer> {
+    let instance: AdmissionServer | undefined;
+    const now = options.now ?? Date.now;
+    const listener = await WebhookListener.start({
+      name: 'admission webhook',
+      settingsKey: 'admission',
+      flag: '--admission-listen',
+      requestsMetric: 'kubediff_admission_reviews_total',
+      listen: options.listen,
+      certFile: options.certFile,
+      keyFile: options.keyFile,
+      clientCAFile: options.clientCAFile,
+      clientNames: options.clientNames,
+      token: options.token,
+      maxRequestBytes: options.maxRequestBytes,
+      maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
+      ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
+      route: {
+        receive: (body) => {
+          let reading: ReturnType<typeof readAdmissionReview>;
+          try {
+            reading = readAdmissionReview(body.toString('utf8'));
+          } catch (error) {
+            const why = error instanceof AdmissionBodyError ? error.message : 'the body cannot be read';
+            return { status: 400, body: '', why };
+          }
+          return {
+            status: 200,
+            body: allowedAnswer(reading.requestUID, reading.apiVersion),
+            // After the answer is written: the API server's write does not wait for the digest.
+            after: () => instance?.keep(reading, options, now()),
+          };
+        },
+      },
+      peerRoute: options.peerRoute,
+      onAnswered: (outcome, seconds, peer) => {
+        if (!peer) for (const observer of instance?.observers ?? []) observer.answered(outcome, seconds);
+      },
+      log: options.log,
+    });
+    instance = new AdmissionServer(listener);
+    options.log.info(
+      `receiving admission reviews on https://${listener.address} (${
+        listener.authentication
+          ? `authenticated by ${listener.authentication}`
+          : 'unauthenticated: admission.allowUnauthenticated'
+      })`,
+    );
+    return instance;
+  }
+
+  /** host:port actually bound. */
+  get address(): string {
+    return this.listener.address;
+  }
+
+  observe(observer: AdmissionObserver): void {
+    this.observers.push(observer);
+  }
+
+  /** Requests by outcome, reviews ignored by reason, and records taken (for /metrics). */
+  stats(): {
+    requests: ReadonlyMap<WebhookOutcome, number>;
+    ignored: ReadonlyMap<IgnoreReason, number>;
+    records: number;
+  } {
+    return { requests: this.listener.stats().requests, ignored: this.ignored, records: this.records };
+  }
+
+  close(): Promise<void> {
+    return this.listener.close();
+  }
+
+  private keep(
+    reading: ReturnType<typeof readAdmissionReview>,
+    options: AdmissionServerOptions,
+    now: number,
+  ): void {
+    if ('ignored' in reading) {
+      this.ignore(reading.ignored);
+      return;
+    }
+    const { write } = reading;
+    let verdict: { digest?: string } | undefined;
+    try {
+      verdict = options.digest(write);
+    } catch (error) {
+      // An object the normalizer cannot take (nested too deep, say) is still a write: unverifiable.
+      options.log.debug(`admission webhook: cannot digest a reviewed object: ${errorMessage(error)}`);
+      verdict = {};
+    }
+    if (verdict === undefined) {
+      this.ignore('not_watched');
+      return;
+    }
+    this.records++;
+    options.onRecords([admissionRecordOf(reading.requestUID, write, verdict.digest, now)]);
+  }
+
+  private ignore(reason: IgnoreReason): void {
+    this.ignored.set(reason, (this.ignored.get(reason) ?? 0) + 1);
+  }
+}
+
+export { IGNORE_REASONS };
+
+/** What the join keeps of a review: names, uids, versions, the user, the digest; never the object. */
+export function admissionRecordOf(
+  reviewUID: string,
+  write: ReviewedWrite,
+  digest: string | undefined,
+  time: number,
+): AdmissionRecord {
+  return {
+    reviewUID,
+    operation: write.operation,
+    group: write.group,
+    resource: write.resource,
+    ...(write.subresource ? { subresource: write.subresource } : {}),
+    ...(write.namespace ? { namespace: write.namespace } : {}),
+    ...(write.name ? { name: write.name } : {}),
+    uid: write.uid,
+    ...(write.oldResourceVersion ? { oldResourceVersion: write.oldResourceVersion } : {}),
+    ...(digest ? { digest } : {}),
+    user: write.user,
+    time,
+  };
+}

@@ -1,0 +1,471 @@
+// An HTTPS endpoint the API server posts to: what the audit webhook (audit-server.ts) and the admission
+// webhook (admission-server.ts) share. Each keeps only its body handler.
+//
+// The sender is authenticated on every request, with a client certificate signed by `clientCAFile` (and,
+// with `clientNames`, one of those names) and/or the bearer `token`: every method configured must pass
+// (none configured: anyone who reaches the port, which the admission webhook allows on clusters whose API
+// server cannot authenticate to webhooks, docs/who.md). A refusal is an HTTP answer, 401 without valid
+// credentials, 403 for a certificate whose name is not allowed, counted by outcome and logged once per
+// kind. The replicas of a leader-elected pair post each other the records they received (peer-forwarder.ts)
+// on PEER_PATH; that route takes only a client certificate that is this replica's own serving certificate
+// (both mount the same Secret), so no other secret has to be shared.
+//
+// The certificate, key and CA files are read again when they change (a cert-manager renewal, a rotated
+// Secret), checked every `reloadIntervalMs`; a new set that does not load keeps the old one.
+//
+// Bounded: a body larger than `maxRequestBytes` is refused (413) without being read further, and at most
+// `maxConcurrentRequests` bodies are read at once (503 beyond it), so what requests hold in memory is at
+// most their product. A route gets the whole body, answers, and the body is dropped. A connection that
+// does not finish its TLS handshake within 10 s is closed, and close() ends every connection at once,
+// those still in their handshake too.
+
+import { timingSafeEqual, X509Certificate } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { errorMessage, UsageError } from '../util/errors.ts';
+import { globToRegExp } from '../util/glob.ts';
+import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
+import { boundAddress, closeServer, listenOn } from './health-server.ts';
+import type { WebhookOutcome } from './webhook-outcomes.ts';
+
+/** Where a replica posts the records it received to the others (src/service/peer-forwarder.ts). */
+export const PEER_PATH = '/kubediff/peer-records';
+
+/** A route's answer to a body: its status and JSON body; `after` runs once it is sent. */
+export interface WebhookAnswer {
+  status: number;
+  body: string;
+  /** For a 4xx: why, in the log line (logged once per outcome). */
+  why?: string;
+  after?: () => void;
+}
+
+export interface WebhookRoute {
+  /** The whole body (within the bound); returns at once. The body is dropped when it returns. */
+  receive(body: Buffer): WebhookAnswer;
+}
+
+export interface WebhookListenerOptions {
+  /** How log lines name it: 'audit webhook'. */
+  name: string;
+  /** The config block its settings come from, in messages: 'audit' (audit.certFile, …). */
+  settingsKey: string;
+  /** The flag of its address: '--audit-listen'. */
+  flag: string;
+  /** The metric that counts its requests by outcome, named in log lines. */
+  requestsMetric: string;
+  listen: string;
+  certFile: string;
+  keyFile: string;
+  /** Client certificates must be signed by this CA. */
+  clientCAFile?: string | undefined;
+  /** …and have one of these subject common names (globs). */
+  clientNames?: readonly string[] | undefined;
+  /** Requests must carry `Authorization: Bearer <token>`. */
+  token?: string | undefined;
+  maxRequestBytes: number;
+  maxConcurrentRequests: number;
+  reloadIntervalMs?: number;
+  /** How long a connection may take to finish its TLS handshake; default 10 s. */
+  handshakeTimeoutMs?: number;
+  /** What the API server posts (any path but PEER_PATH). */
+  route: WebhookRoute;
+  /** What the other replicas post on PEER_PATH, when they are configured. */
+  peerRoute?: WebhookRoute | undefined;
+  /** Each answer written, with its outcome and the seconds from the request to the answer. */
+  onAnswered?: (outcome: WebhookOutcome, seconds: number, peer: boolean) => void;
+  log: Logger;
+}
+
+export const WEBHOOK_RELOAD_INTERVAL_MS = 10_000;
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+interface TlsFiles {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer;
+}
+
+interface Refusal {
+  status: number;
+  outcome: WebhookOutcome;
+  why: string;
+}
+
+export class WebhookListener {
+  private readonly server: Server;
+  private readonly options: WebhookListenerOptions;
+  private readonly counts = new Map<WebhookOutcome, number>();
+  private readonly peerCounts = new Map<WebhookOutcome, number>();
+  private readonly names: RegExp[] | undefined;
+  private readonly token: Buffer | undefined;
+  private reading = 0;
+  private readonly sockets = new Set<Socket>();
+  private reloadTimer: NodeJS.Timeout | undefined;
+  private fileStamp: string;
+  /** SHA-256 fingerprints of this replica's serving certificate, the one before a reload included. */
+  private ownCertificates: string[];
+  private readonly certificateListeners: ((files: { cert: Buffer; key: Buffer }) => void)[] = [];
+  private files: TlsFiles;
+
+  private constructor(server: Server, options: WebhookListenerOptions, files: TlsFiles) {
+    this.server = server;
+    this.options = options;
+    this.files = files;
+    this.fileStamp = stampOf(options);
+    this.ownCertificates = [fingerprintOf(files.cert)];
+    this.names = options.clientNames?.map(globToRegExp);
+    this.token = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
+  }
+
+  /** Listens; rejects with a UsageError when the files cannot be read or the port cannot be had. */
+  static async start(options: WebhookListenerOptions): Promise<WebhookListener> {
+    const files = readTlsFiles(options);
+    let server: Server;
+    try {
+      // A certificate that does not parse fails here, as one the TLS context refuses does below.
+      fingerprintOf(files.cert);
+      server = createServer({
+        ...secureOptions(files),
+        // Asked for when a CA checks it, and from peers (their certificate is compared with ours).
+        requestCert: options.clientCAFile !== undefined || options.peerRoute !== undefined,
+        // Checked per request, so that a refusal is an HTTP answer (counted) rather than a broken handshake.
+        rejectUnauthorized: false,
+        minVersion: 'TLSv1.2',
+        // A connection that never finishes its handshake (a dead link, a port scan) goes after this.
+        handshakeTimeout: options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS,
+      });
+    } catch (error) {
+      const key = options.settingsKey;
+      throw new UsageError(
+        `the ${options.name}'s certificate, key or client CA does not load (${errorMessage(error)}); check ${key}.certFile, ${key}.keyFile and ${key}.clientCAFile.`,
+      );
+    }
+    const instance = new WebhookListener(server, options, files);
+    server.on('request', (request, response) => instance.handle(request, response));
+    // Every socket, those still in their TLS handshake too: closeAllConnections() knows only HTTP ones,
+    // and one that never completes its handshake would hold close() until it times out.
+    server.on('connection', (socket: Socket) => {
+      instance.sockets.add(socket);
+      socket.once('close', () => instance.sockets.delete(socket));
+    });
+    server.keepAliveTimeout = 30_000;
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 60_000;
+    await listenOn(server, options.listen, options.flag);
+    const interval = options.reloadIntervalMs ?? WEBHOOK_RELOAD_INTERVAL_MS;
+    instance.reloadTimer = setInterval(() => instance.reloadIfChanged(), interval);
+    instance.reloadTimer.unref();
+    return instance;
+  }
+
+  /** host:port actually bound. */
+  get address(): string {
+    return boundAddress(this.server);
+  }
+
+  /** The port actually bound. */
+  get port(): number {
+    const address = this.address;
+    return Number(address.slice(address.lastIndexOf(':') + 1));
+  }
+
+  /** How the sender is authenticated, in words: 'client certificate and bearer token', or undefined: nobody. */
+  get authentication(): string | undefined {
+    const methods = [
+      this.options.clientCAFile ? 'client certificate' : undefined,
+      this.options.token ? 'bearer token' : undefined,
+    ].filter(Boolean);
+    return methods.length > 0 ? methods.join(' and ') : undefined;
+  }
+
+  /** Requests by outcome: the API server's, and the peers'. */
+  stats(): {
+    requests: ReadonlyMap<WebhookOutcome, number>;
+    peerRequests: ReadonlyMap<WebhookOutcome, number>;
+  } {
+    return { requests: this.counts, peerRequests: this.peerCounts };
+  }
+
+  /** The serving certificate and key now, and each time they are reloaded (a peer client presents them). */
+  onCertificate(listener: (files: { cert: Buffer; key: Buffer }) => void): void {
+    this.certificateListeners.push(listener);
+    listener({ cert: this.files.cert, key: this.files.key });
+  }
+
+  /** The SHA-256 fingerprints a peer's certificate must have (ours, and the one before a reload). */
+  get peerFingerprints(): readonly string[] {
+    return this.ownCertificates;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.reloadTimer);
+    const closed = closeServer(this.server);
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  /** Loads the files again when one changed; a set that does not load keeps the one in use. */
+  private reloadIfChanged(): void {
+    const stamp = stampOf(this.options);
+    if (stamp === this.fileStamp) return;
+    this.fileStamp = stamp;
+    try {
+      const files = readTlsFiles(this.options);
+      const fingerprint = fingerprintOf(files.cert);
+      this.server.setSecureContext(secureOptions(files));
+      this.files = files;
+      // The other replica may still present the previous certificate until its kubelet updates the Secret.
+      this.ownCertificates = [
+        fingerprint,
+        ...this.ownCertificates.filter((known) => known !== fingerprint),
+      ].slice(0, 2);
+      for (const listener of this.certificateListeners) listener({ cert: files.cert, key: files.key });
+      this.options.log.info(`${this.options.name}: certificate, key or CA changed; reloaded.`);
+    } catch (error) {
+      this.options.log.warn(
+        `${this.options.name}: the changed certificate, key or CA does not load (${errorMessage(error)}); still using the previous ones.`,
+      );
+    }
+  }
+
+  private count(outcome: WebhookOutcome, peer: boolean): number {
+    const counts = peer ? this.peerCounts : this.counts;
+    const seen = counts.get(outcome) ?? 0;
+    counts.set(outcome, seen + 1);
+    return seen;
+  }
+
+  private answer(
+    response: ServerResponse,
+    started: bigint,
+    peer: boolean,
+    outcome: WebhookOutcome,
+    status: number,
+    body: string,
+    headers: Record<string, string> = {},
+  ): void {
+    response.writeHead(status, { 'content-type': 'application/json', ...headers });
+    response.end(body);
+    this.options.onAnswered?.(outcome, Number(process.hrtime.bigint() - started) / 1e9, peer);
+  }
+
+  private refuse(
+    response: ServerResponse,
+    started: bigint,
+    peer: boolean,
+    refusal: Refusal,
+    from: string,
+    headers: Record<string, string> = {},
+  ): void {
+    if (this.count(refusal.outcome, peer) === 0) {
+      const metric = peer ? 'kubediff_peer_requests_total' : this.options.requestsMetric;
+      this.options.log.warn(
+        `${this.options.name}: refused a ${peer ? 'peer ' : ''}request from ${from}: ${refusal.why}. Counted in ${metric}{outcome="${refusal.outcome}"}; logged once.`,
+      );
+    }
+    response.writeHead(refusal.status, {
+      'content-type': 'text/plain; charset=utf-8',
+      connection: 'close',
+      ...headers,
+    });
+    response.end(`${refusal.why}\n`);
+    this.options.onAnswered?.(refusal.outcome, Number(process.hrtime.bigint() - started) / 1e9, peer);
+  }
+
+  private handle(request: IncomingMessage, response: ServerResponse): void {
+    const started = process.hrtime.bigint();
+    const socket = request.socket as TLSSocket;
+    const from = socket.remoteAddress ?? 'an unknown address';
+    const peer = this.options.peerRoute !== undefined && (request.url ?? '').split('?')[0] === PEER_PATH;
+    const route = peer ? (this.options.peerRoute as WebhookRoute) : this.options.route;
+    const refusal = peer ? this.authenticatePeer(socket) : this.authenticate(request, socket);
+    const refuse = (why: Refusal, headers?: Record<string, string>) => {
+      request.resume();
+      this.refuse(response, started, peer, why, from, headers);
+    };
+    const tooLarge: Refusal = { status: 413, outcome: 'too_large', why: this.tooLarge() };
+    const limit = this.options.maxConcurrentRequests;
+    if (refusal) {
+      refuse(refusal);
+    } else if (request.method !== 'POST') {
+      refuse(
+        { status: 405, outcome: 'not_allowed', why: `method ${request.method} is not allowed (POST only)` },
+        { allow: 'POST' },
+      );
+    } else if (Number(request.headers['content-length']) > this.options.maxRequestBytes) {
+      refuse(tooLarge);
+    } else if (this.reading >= limit) {
+      refuse(
+        { status: 503, outcome: 'busy', why: `more than ${limit} requests at once` },
+        { 'retry-after': '1' },
+      );
+    } else {
+      this.read(request, response, { started, peer, route, from, tooLarge });
+    }
+  }
+
+  /** Reads the body within the bound, then hands it to the route and writes its answer. */
+  private read(
+    request: IncomingMessage,
+    response: ServerResponse,
+    context: { started: bigint; peer: boolean; route: WebhookRoute; from: string; tooLarge: Refusal },
+  ): void {
+    const { started, peer, route, from, tooLarge } = context;
+    this.reading++;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = () => {
+      if (!done) {
+        done = true;
+        this.reading--;
+      }
+    };
+    request.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > this.options.maxRequestBytes) {
+        finish();
+        chunks.length = 0;
+        this.refuse(response, started, peer, tooLarge, from);
+        request.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on('error', finish);
+    request.on('close', finish);
+    request.on('end', () => {
+      if (done) return;
+      finish();
+      const body = Buffer.concat(chunks, size);
+      chunks.length = 0;
+      let answer: WebhookAnswer;
+      try {
+        answer = route.receive(body);
+      } catch (error) {
+        // A route answers every body it can read; anything else is a bug, contained to this request.
+        this.options.log.warn(`${this.options.name}: a request failed: ${errorMessage(error)}`);
+        answer = { status: 500, body: '{}', why: 'internal error' };
+      }
+      if (answer.status >= 400) {
+        this.refuse(
+          response,
+          started,
+          peer,
+          {
+            status: answer.status,
+            outcome: 'bad_request',
+            why: answer.why ?? 'the body cannot be read',
+          },
+          from,
+        );
+        return;
+      }
+      this.count('accepted', peer);
+      this.answer(response, started, peer, 'accepted', answer.status, answer.body);
+      answer.after?.();
+    });
+  }
+
+  private tooLarge(): string {
+    return `the body is larger than ${formatSize(this.options.maxRequestBytes)} (${this.options.settingsKey}.maxRequestSize)`;
+  }
+
+  /** A peer presents this replica's own serving certificate: proof that it holds the same key. */
+  private authenticatePeer(socket: TLSSocket): Refusal | undefined {
+    const certificate = socket.getPeerCertificate();
+    const fingerprint = certificate?.raw ? fingerprintOf(certificate.raw) : undefined;
+    if (fingerprint === undefined)
+      return { status: 401, outcome: 'unauthorized', why: 'no client certificate' };
+    if (!this.ownCertificates.includes(fingerprint)) {
+      return {
+        status: 401,
+        outcome: 'unauthorized',
+        why: "its client certificate is not this replica's serving certificate",
+      };
+    }
+    return undefined;
+  }
+
+  private authenticate(request: IncomingMessage, socket: TLSSocket): Refusal | undefined {
+    if (this.options.clientCAFile !== undefined) {
+      if (!socket.authorized) {
+        const certificate = socket.getPeerCertificate();
+        const why =
+          certificate && Object.keys(certificate).length > 0
+            ? `its client certificate is not valid (${String(socket.authorizationError)})`
+            : 'no client certificate';
+        return { status: 401, outcome: 'unauthorized', why };
+      }
+      if (this.names) {
+        const name = socket.getPeerCertificate().subject?.CN;
+        const cn = Array.isArray(name) ? name[0] : name;
+        if (!cn || !this.names.some((pattern) => pattern.test(cn))) {
+          return {
+            status: 403,
+            outcome: 'forbidden',
+            why: `client certificate name ${JSON.stringify(cn ?? '')} is not in ${this.options.settingsKey}.clientNames`,
+          };
+        }
+      }
+    }
+    if (this.token) {
+      const given = Buffer.from(request.headers.authorization ?? '');
+      if (given.length !== this.token.length || !timingSafeEqual(given, this.token)) {
+        return {
+          status: 401,
+          outcome: 'unauthorized',
+          why: given.length === 0 ? 'no bearer token' : 'a wrong bearer token',
+        };
+      }
+    }
+    return undefined;
+  }
+}
+
+/** The SHA-256 fingerprint of the first certificate of a PEM file, or of a DER certificate. */
+function fingerprintOf(certificate: Buffer): string {
+  return new X509Certificate(certificate).fingerprint256;
+}
+
+function readTlsFiles(options: WebhookListenerOptions): TlsFiles {
+  const read = (file: string, key: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (error) {
+      throw new UsageError(
+        `cannot read ${options.settingsKey}.${key} ${file}: ${errorMessage(error)}; check the path.`,
+      );
+    }
+  };
+  return {
+    cert: read(options.certFile, 'certFile'),
+    key: read(options.keyFile, 'keyFile'),
+    ...(options.clientCAFile ? { ca: read(options.clientCAFile, 'clientCAFile') } : {}),
+  };
+}
+
+function secureOptions(files: TlsFiles): { cert: Buffer; key: Buffer; ca?: Buffer } {
+  return { cert: files.cert, key: files.key, ...(files.ca ? { ca: files.ca } : {}) };
+}
+
+/** What says a file changed: size, mtime and inode of each (a Secret volume swaps a symlink). */
+function stampOf(options: WebhookListenerOptions): string {
+  return [options.certFile, options.keyFile, options.clientCAFile]
+    .map((file) => {
+      if (!file) return '';
+      try {
+        const stat = statSync(file);
+        return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+      } catch {
+        return 'missing';
+      }
+    })
+    .join('|');
+}

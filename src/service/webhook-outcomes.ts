@@ -1,0 +1,14 @@
+// What became of a request to one of kubediff's webhooks (webhook-listener.ts), as the metrics count it:
+// accepted, or refused as unauthorized (401), forbidden (403), bad_request, too_large (413), busy (503) or
+// not_allowed (405).
+export const WEBHOOK_OUTCOMES = [
+  'accepted',
+  'unauthorized',
+  'forbidden',
+  'bad_request',
+  'too_large',
+  'busy',
+  'not_allowed',
+] as const;
+
+export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
