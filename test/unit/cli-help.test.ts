@@ -72,7 +72,7 @@ describe('`kubediff watch --help`', () => {
       'Output (1 more with --help-all):',
       '-o, --output <format>',
       '--cluster-name <name>',
-      'Sinks (13 more with --help-all):',
+      'Sinks (16 more with --help-all):',
       '--webhook <url>',
       '--slack-webhook <url>',
       '--dead-letter <file>',
@@ -86,10 +86,11 @@ describe('`kubediff watch --help`', () => {
       '--listen <addr>',
       '--leader-elect',
       '--log-format <format>',
-      'Who changed it (4 more with --help-all):',
+      'Who changed it (9 more with --help-all):',
       '--ignore-manager <name>',
       '--ignore-user <glob>',
       '--audit-listen <addr>',
+      '--admission-listen <addr>',
       'Options:',
       '-c, --config <file>',
       '--debug',
@@ -120,8 +121,8 @@ describe('`kubediff watch --help`', () => {
       '--help-all',
       '-h, --help',
     ]);
-    // 62 flags, --help-all and --help.
-    assert.equal(listed.length, 64);
+    // 71 flags, --help-all and --help.
+    assert.equal(listed.length, 73);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);

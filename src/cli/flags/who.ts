@@ -14,7 +14,7 @@ export const WHO: FlagGroup = {
     },
     {
       flags: '--ignore-user <glob>',
-      description: 'skip changes by this user (needs --audit-listen or --admission-listen)',
+      description: 'skip changes by this user (with a who webhook)',
       repeatable: true,
     },
     { flags: '--audit-listen <addr>', description: 'receive the audit webhook here (HTTPS): :8443' },
@@ -40,7 +40,7 @@ export const WHO: FlagGroup = {
     },
     {
       flags: '--admission-listen <addr>',
-      description: 'serve an admission webhook that never rejects (HTTPS): :9443',
+      description: 'serve a never-rejecting admission webhook: :9443',
     },
     {
       flags: '--admission-cert <file>',
