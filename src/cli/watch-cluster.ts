@@ -168,7 +168,8 @@ export class WatchedCluster {
       log: this.log,
       timing: this.deps.timing,
       rediscoveryIntervalMs: this.deps.rediscoveryIntervalMs,
-      flowControl: wiring.flowControl,
+      // The recorder pauses the informers after a first LIST until its baseline is durable.
+      flowControl: recorder ? () => recorder.flowControl() ?? wiring.flowControl() : wiring.flowControl,
       failures: this.deps.failures,
       onSelection: (selection) => {
         recorder?.noteSelection(selection);

@@ -255,18 +255,13 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());
 
+  // Each recorder says "catching up from …" now, or "recording state in …" once its baseline is durable.
   for (const cluster of clusters) {
     const recorder = cluster.recorder;
     if (!recorder) continue;
     recorder.attach(
       sinkProgress(() => router.sinks),
       () => cluster.allInformers(),
-    );
-    const clusterLog = several ? clusterLogger(log, cluster.label) : log;
-    clusterLog.info(
-      recorder.hasPreviousState
-        ? `catching up from ${recorder.label}: changes made while kubediff was not running are reported offline.`
-        : `recording state in ${recorder.label}: the next start will catch up on what it missed.`,
     );
   }
   // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a

@@ -21,6 +21,14 @@
 // of the last moments) is found again by the next start's relist and
 // reported again with the same id: at-least-once with stable ids.
 //
+// The baseline (a first LIST without a previous state to compare it with) is
+// what every later catch-up compares against, so it is durable before
+// anything after it is reported: its objects wait for no sink (they carry no
+// event) and are committed past entries still waiting for one, and when an
+// informer's first LIST ends it pauses reading (flowControl) until they are
+// committed. Only then does a first run say that it records state. A start
+// killed at any moment is caught up by the next (docs/state.md).
+//
 // Bounded (memory): the queue holds each write serialized, and at most
 // `maxBacklogBytes` of them. A sink that is slow or down (a webhook retrying
 // for minutes) would otherwise keep every change, whole object included, in
@@ -125,6 +133,16 @@ interface Pending {
   mark: DeliveryMark;
   /** What the entry costs, as accounted against maxBacklogBytes. */
   bytes: number;
+  /** Its place in the sequence of entries ever queued. */
+  seq: number;
+  /** An object of a baseline (no event): it waits for no sink, and may be committed past those that do. */
+  baseline: boolean;
+}
+
+/** A type's first LIST, as the queue holds it: entries queued before it ended, and how many are pending. */
+interface FirstList {
+  until: number;
+  left: number;
 }
 
 const SIGNATURE_KEY = 'selection';
@@ -154,11 +172,21 @@ export class StateRecorder implements PipelineObserver {
   private informers: () => Informer[] = () => [];
   private timer: NodeJS.Timeout | undefined;
   private lastPrune = 0;
-  /** Queue entries ever queued, and ever committed or dropped (positions in one sequence). */
+  /** Queue entries ever queued (the next entry's seq). */
   private queued = 0;
-  private committed = 0;
-  /** Where in that sequence each informer's first LIST ended. */
-  private readonly syncedAt = new Map<Informer, { seq: number; resourceVersion: string }>();
+  /** The resourceVersion at which each informer's first LIST ended. */
+  private readonly syncedAt = new Map<Informer, string>();
+  /** Per resource type whose first LIST ended: its entries from before that still pending. */
+  private readonly firstLists = new Map<string, FirstList>();
+  /** Pending entries per resource type. */
+  private readonly pendingPerResource = new Map<string, number>();
+  /** Pending baseline entries (see Pending.baseline). */
+  private baselinePending = 0;
+  /** An informer's first LIST just ended: the next flowControl() commits the baseline. */
+  private baselineDue = false;
+  private baselineCommit: Promise<void> | undefined;
+  /** A first run said it records state (once its baseline was durable). */
+  private announced = false;
   /** What the store says each listed type was followed to. */
   private readonly listed = new Map<string, string>();
   private closed = false;
@@ -168,9 +196,9 @@ export class StateRecorder implements PipelineObserver {
   private pendingBytes = 0;
   private unconfirmed = 0;
   private dropped = 0;
-  /** The commit in progress, and how many queue entries (from the front) it is writing. */
+  /** The commit in progress, and the queue entries it is writing. */
   private writing: Promise<void> | undefined;
-  private inFlight = 0;
+  private inFlight: ReadonlySet<Pending> = new Set();
   private relieveAfterWrite = false;
   /** The last discovery note queued: an unchanged one is not queued again (rediscovery repeats it). */
   private lastResources = '';
@@ -281,6 +309,12 @@ export class StateRecorder implements PipelineObserver {
     this.informers = informers;
     this.timer = setInterval(() => void this.flush(), this.flushIntervalMs);
     this.timer.unref();
+    // A first run says that it records state once its baseline is durable (announceWhenDurable).
+    if (this.catchingUp) {
+      this.log.info(
+        `catching up from ${this.store.label}: changes made while kubediff was not running are reported offline.`,
+      );
+    }
   }
 
   /** How an informer for `type` (in `namespace`) starts; `fallback` is what it would do without state. */
@@ -360,7 +394,48 @@ export class StateRecorder implements PipelineObserver {
   stateChanged(informer: Informer, state: ReflectorState): void {
     // Watching after the first LIST: every object of that LIST has been queued by now.
     if (state.phase === 'watching' && informer.hasSynced && !this.syncedAt.has(informer)) {
-      this.syncedAt.set(informer, { seq: this.queued, resourceVersion: informer.resourceVersion });
+      this.syncedAt.set(informer, informer.resourceVersion);
+      const resource = qualifiedName(informer.type);
+      this.firstLists.set(resource, {
+        until: this.queued,
+        left: this.pendingPerResource.get(resource) ?? 0,
+      });
+      // Before it reads on, the informer waits for its baseline to be committed (flowControl).
+      this.baselineDue = true;
+    }
+  }
+
+  /**
+   * The informers' flow control (ReflectorOptions.flowControl): right after an informer's first LIST,
+   * a promise that resolves once what is committable then (its baseline above all) is committed; the
+   * informers read nothing more meanwhile, so no change after a baseline is reported before the
+   * baseline is durable. One attempt: a store that fails or is down does not hold the watch.
+   */
+  flowControl(): Promise<void> | undefined {
+    if (this.baselineDue) {
+      this.baselineDue = false;
+      if (this.recording) {
+        const commit = this.commitBaseline().finally(() => {
+          if (this.baselineCommit === commit) this.baselineCommit = undefined;
+        });
+        this.baselineCommit = commit;
+      }
+    }
+    return this.baselineCommit;
+  }
+
+  private async commitBaseline(): Promise<void> {
+    for (;;) {
+      // Another commit first (it may hold none of the baseline): then one of this method's own.
+      if (this.writing) {
+        await this.writing;
+        continue;
+      }
+      const before = this.baselinePending;
+      await this.flush();
+      // Committed (a batch holds at most MAX_BATCH), or no progress: the store failing, down, or a
+      // discovery's note waiting for a sink ahead of the rest.
+      if (this.baselinePending === 0 || this.baselinePending >= before || !this.recording) return;
     }
   }
 
@@ -374,6 +449,9 @@ export class StateRecorder implements PipelineObserver {
     const resource = qualifiedName(change.type);
     if (reported) this.queue({ kind: 'event', resource, event: reported }, mark);
     if (change.kind === 'deleted') this.queue({ kind: 'delete', resource, key: change.object.key }, mark);
+    // A baseline's object carries no event: it waits for no sink.
+    else if (change.kind === 'baseline' && !reported)
+      this.queue({ kind: 'object', resource, object: change.object }, [], true);
     else this.queue({ kind: 'object', resource, object: change.object }, mark);
   }
 
@@ -385,15 +463,12 @@ export class StateRecorder implements PipelineObserver {
     if (this.writing) return this.writing;
     if (this.failed || !this.leading) return Promise.resolve();
     if (this.down && !all && Date.now() < this.retryAt) return Promise.resolve();
-    const finished = this.progress.finished();
-    let count = 0;
-    if (all) count = this.pending.length;
-    else {
-      // At most MAX_BATCH per transaction, so that a huge baseline does not stall the event loop at once.
-      const limit = Math.min(this.pending.length, MAX_BATCH);
-      while (count < limit && reached(finished, this.pending[count]?.mark ?? [])) count++;
-    }
-    return this.commit(count);
+    // At most MAX_BATCH per transaction, so that a huge baseline does not stall the event loop at once.
+    return this.commit(
+      all
+        ? this.pending.slice()
+        : committable(this.pending, this.progress.finished(), MAX_BATCH, this.baselinePending),
+    );
   }
 
   /**
@@ -439,24 +514,26 @@ export class StateRecorder implements PipelineObserver {
       }
       this.unconfirmed += early;
     }
-    void this.commit(count);
+    void this.commit(this.pending.slice(0, count));
   }
 
   /** Drops the oldest entries not being written, down to half the bound (counted, logged once). */
   private drop(): void {
     let count = 0;
     let bytes = this.pendingBytes;
-    const kept: Pending[] = this.pending.slice(0, this.inFlight);
-    for (let i = this.inFlight; i < this.pending.length; i++) {
-      const entry = this.pending[i] as Pending;
+    const kept: Pending[] = [];
+    const dropped: Pending[] = [];
+    for (const entry of this.pending) {
       // A discovery's note is kept (one per change of what the server offers): catch-up needs it.
       if (
         bytes > this.maxBacklogBytes / 2 &&
+        !this.inFlight.has(entry) &&
         entry.write.kind !== 'resources' &&
         entry.write.kind !== 'forget'
       ) {
         bytes -= entry.bytes;
         count++;
+        dropped.push(entry);
       } else kept.push(entry);
     }
     if (count === 0) return;
@@ -471,19 +548,38 @@ export class StateRecorder implements PipelineObserver {
     this.pending = kept;
     this.pendingBytes = bytes;
     // Dropped entries count as done: the types whose first LIST they end may be marked listed.
-    this.committed += count;
+    this.settled(dropped);
   }
 
-  /** Commits the first `count` queue entries (and marks the types they complete as listed). */
-  private commit(count: number): Promise<void> {
+  /** Empties the queue: what it held is neither committed nor waiting any more. */
+  private clearQueue(): void {
+    this.settled(this.pending);
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  /** Accounts for entries that left the queue (committed or dropped). */
+  private settled(entries: readonly Pending[]): void {
+    for (const entry of entries) {
+      if (entry.baseline) this.baselinePending--;
+      const resource = resourceOf(entry.write);
+      if (resource === undefined) continue;
+      this.pendingPerResource.set(resource, (this.pendingPerResource.get(resource) ?? 1) - 1);
+      const firstList = this.firstLists.get(resource);
+      if (firstList && entry.seq < firstList.until) firstList.left--;
+    }
+  }
+
+  /** Commits `batch`, queue entries in queue order (and marks the types they complete as listed). */
+  private commit(batch: readonly Pending[]): Promise<void> {
     // Types whose first LIST is entirely in this commit or before: their objects in the store are complete.
-    const listed = this.newlyListed(this.committed + count);
+    const listed = this.newlyListed(batch);
     const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
     // Idle: no write at all.
-    if (count === 0 && listed.size === 0 && !due && !this.claimPending) return Promise.resolve();
-    this.inFlight = count;
-    const done = this.write(count, listed, due).finally(() => {
-      this.inFlight = 0;
+    if (batch.length === 0 && listed.size === 0 && !due && !this.claimPending) return Promise.resolve();
+    this.inFlight = new Set(batch);
+    const done = this.write(batch, listed, due).finally(() => {
+      this.inFlight = new Set();
       this.writing = undefined;
       if (this.relieveAfterWrite) {
         this.relieveAfterWrite = false;
@@ -494,8 +590,7 @@ export class StateRecorder implements PipelineObserver {
     return done;
   }
 
-  private async write(count: number, listed: Map<string, string>, due: boolean): Promise<void> {
-    const batch = this.pending.slice(0, count);
+  private async write(batch: readonly Pending[], listed: Map<string, string>, due: boolean): Promise<void> {
     try {
       // A new leader writes nothing before it holds the claim and the snapshot is its own.
       if (this.claimPending) {
@@ -503,16 +598,14 @@ export class StateRecorder implements PipelineObserver {
         // The resync marked what it wrote as listed.
         for (const resource of this.listed.keys()) listed.delete(resource);
       }
-      if (count > 0 || listed.size > 0) {
+      if (batch.length > 0 || listed.size > 0) {
         await this.store.write(
           batch.map((entry) => entry.write),
           listed,
         );
         for (const [resource, resourceVersion] of listed) this.listed.set(resource, resourceVersion);
       }
-      this.pending.splice(0, count);
-      for (const entry of batch) this.pendingBytes -= entry.bytes;
-      this.committed += count;
+      this.remove(batch);
       if (this.down) {
         this.down = false;
         this.retry.reset();
@@ -520,10 +613,38 @@ export class StateRecorder implements PipelineObserver {
           `state: ${this.store.label} is reachable again; the changes buffered meanwhile are recorded.`,
         );
       }
+      this.announceWhenDurable();
       if (due) await this.pruneNow();
     } catch (error) {
       this.fail(error);
     }
+  }
+
+  /** Takes committed entries out of the queue (a prefix, or a prefix and baseline entries past it). */
+  private remove(batch: readonly Pending[]): void {
+    if (batch.length === 0) return;
+    if (this.pending[batch.length - 1] === batch.at(-1)) this.pending.splice(0, batch.length);
+    else {
+      const taken = new Set(batch);
+      this.pending = this.pending.filter((entry) => !taken.has(entry));
+    }
+    for (const entry of batch) this.pendingBytes -= entry.bytes;
+    this.settled(batch);
+  }
+
+  /**
+   * A first run says that it records state once it can keep that promise: every informer has ended its
+   * first LIST (or failed it) and every type listed is marked so in the store (its baseline committed).
+   */
+  private announceWhenDurable(): void {
+    if (this.announced || this.catchingUp || this.claimed) return;
+    const informers = this.informers();
+    if (informers.length === 0) return;
+    for (const informer of informers) {
+      if (informer.hasSynced ? !this.listed.has(qualifiedName(informer.type)) : !informer.failure) return;
+    }
+    this.announced = true;
+    this.log.info(`recording state in ${this.store.label}: the next start will catch up on what it missed.`);
   }
 
   /** After the sinks closed: commit everything, close the store. */
@@ -541,8 +662,7 @@ export class StateRecorder implements PipelineObserver {
         `state: ${this.pending.length} change(s) could not be recorded in ${this.store.label} before exiting; ` +
           'the next start reports their objects again where they differ.',
       );
-      this.pending = [];
-      this.pendingBytes = 0;
+      this.clearQueue();
     }
     try {
       await this.store.close();
@@ -580,9 +700,7 @@ export class StateRecorder implements PipelineObserver {
     await this.writing;
     if (!this.claimPending && !this.failed) {
       const finished = this.progress.finished();
-      let count = 0;
-      while (count < this.pending.length && reached(finished, this.pending[count]?.mark ?? [])) count++;
-      await this.commit(count);
+      await this.commit(committable(this.pending, finished, this.pending.length, this.baselinePending));
     }
     // Leading again meanwhile (the Lease regained at once): what is left is recorded after the new claim.
     if (this.leading) return;
@@ -594,9 +712,7 @@ export class StateRecorder implements PipelineObserver {
           `the history (counted in kubediff_state_dropped_writes_total).`,
       );
     }
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.committed = this.queued;
+    this.clearQueue();
     this.down = false;
     this.claimPending = false;
     try {
@@ -745,7 +861,7 @@ export class StateRecorder implements PipelineObserver {
     return this.dropped;
   }
 
-  private queue(write: StateWrite, mark: DeliveryMark): void {
+  private queue(write: StateWrite, mark: DeliveryMark, baseline = false): void {
     if (this.closed || this.failed || !this.leading) return;
     let serialized: SerializedWrite;
     try {
@@ -762,36 +878,47 @@ export class StateRecorder implements PipelineObserver {
       );
       return;
     }
-    this.push(serialized, mark);
+    this.push(serialized, mark, baseline);
   }
 
-  private push(write: SerializedWrite, mark: DeliveryMark): void {
+  private push(write: SerializedWrite, mark: DeliveryMark, baseline = false): void {
     if (this.closed || this.failed) return;
     if (write.kind === 'resources') this.lastNote = write;
     // A standby: the snapshot is brought up to date when it takes over; the discovery is noted then.
     if (!this.leading) return;
     const bytes = ENTRY_OVERHEAD_BYTES + sizeOf(write);
-    this.pending.push({ write, mark, bytes });
+    this.pending.push({ write, mark, bytes, seq: this.queued++, baseline });
     this.pendingBytes += bytes;
-    this.queued++;
+    if (baseline) this.baselinePending++;
+    const resource = resourceOf(write);
+    if (resource !== undefined)
+      this.pendingPerResource.set(resource, (this.pendingPerResource.get(resource) ?? 0) + 1);
     if (this.pendingBytes > this.maxBacklogBytes) this.relieve();
   }
 
   /**
-   * Types whose informers (all of them, with -n) have synced, and whose first LIST's objects are all
-   * committed once the first `committed` queue entries are, not yet marked in the store.
+   * Types whose informers (all of them, with -n) have synced, and whose first LIST's entries are all
+   * committed once `batch` is, not yet marked in the store.
    */
-  private newlyListed(committed: number): Map<string, string> {
+  private newlyListed(batch: readonly Pending[]): Map<string, string> {
     const versions = new Map<string, string>();
     const incomplete = new Set<string>();
     for (const informer of this.informers()) {
       const resource = qualifiedName(informer.type);
-      const synced = this.syncedAt.get(informer);
-      if (!synced || synced.seq > committed) incomplete.add(resource);
-      else versions.set(resource, synced.resourceVersion);
+      const resourceVersion = this.syncedAt.get(informer);
+      if (resourceVersion === undefined) incomplete.add(resource);
+      else versions.set(resource, resourceVersion);
+    }
+    const inBatch = new Map<string, number>();
+    for (const entry of batch) {
+      const resource = resourceOf(entry.write);
+      const firstList = resource === undefined ? undefined : this.firstLists.get(resource);
+      if (resource !== undefined && firstList && entry.seq < firstList.until)
+        inBatch.set(resource, (inBatch.get(resource) ?? 0) + 1);
     }
     for (const resource of versions.keys()) {
-      if (incomplete.has(resource) || this.listed.has(resource)) versions.delete(resource);
+      const left = (this.firstLists.get(resource)?.left ?? 0) - (inBatch.get(resource) ?? 0);
+      if (incomplete.has(resource) || this.listed.has(resource) || left > 0) versions.delete(resource);
     }
     return versions;
   }
@@ -831,8 +958,7 @@ export class StateRecorder implements PipelineObserver {
       return;
     }
     this.failed = true;
-    this.pending = [];
-    this.pendingBytes = 0;
+    this.clearQueue();
     this.log.warn(
       `cannot write the state to ${this.store.label}: ${errorMessage(error)}; changes are still reported, ` +
         'but no longer recorded, and the next start will not catch up on them.',
@@ -856,6 +982,46 @@ function sizeOf(write: SerializedWrite): number {
     default:
       return write.json.length;
   }
+}
+
+/**
+ * What a commit may take now, in queue order, at most `limit` entries: the longest prefix whose events
+ * every sink has finished with, then baseline entries past it (`baselines` are pending in all) that
+ * nothing waiting must precede: none past a discovery's note that waits, none for an object that has an
+ * entry waiting before it.
+ */
+function committable(
+  pending: readonly Pending[],
+  finished: readonly number[],
+  limit: number,
+  baselines: number,
+): Pending[] {
+  const taken: Pending[] = [];
+  let left = baselines;
+  let index = 0;
+  for (; index < pending.length && taken.length < limit; index++) {
+    const entry = pending[index] as Pending;
+    if (!reached(finished, entry.mark)) break;
+    taken.push(entry);
+    if (entry.baseline) left--;
+  }
+  const waiting = new Set<string>();
+  for (; index < pending.length && taken.length < limit && left > 0; index++) {
+    const { write, baseline } = pending[index] as Pending;
+    if (write.kind === 'resources' || write.kind === 'forget') break;
+    if (write.kind === 'event') continue;
+    const key = `${write.resource}/${write.key}`;
+    if (baseline && !waiting.has(key)) {
+      taken.push(pending[index] as Pending);
+      left--;
+    } else waiting.add(key);
+  }
+  return taken;
+}
+
+/** The resource type a write is about; none for a discovery's note. */
+function resourceOf(write: SerializedWrite): string | undefined {
+  return write.kind === 'resources' ? undefined : write.resource;
 }
 
 function reached(finished: readonly number[], mark: DeliveryMark): boolean {

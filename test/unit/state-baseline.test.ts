@@ -1,0 +1,237 @@
+// The baseline (a first LIST with no previous state to compare it with) is durable before anything after
+// it is reported (src/state/recorder.ts): its objects wait for no sink, the informer that listed it
+// pauses (flowControl) until they are committed, and a first run says that it records state only then.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import type { ChangeEvent } from '../../src/events/event.ts';
+import type { Informer } from '../../src/informer/informer.ts';
+import type { StoredObject } from '../../src/informer/store.ts';
+import type { Selection } from '../../src/kube/selection.ts';
+import type { ResourceType } from '../../src/kube/types.ts';
+import { StateDatabase } from '../../src/state/database.ts';
+import { StateRecorder } from '../../src/state/recorder.ts';
+import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
+import { silentLogger } from '../../src/util/log.ts';
+import { configmaps, secrets } from '../helpers/resource-types.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'kubediff-baseline-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+const file = () => join(dir, `state-${++counter}.db`);
+
+function object(name: string, rv: string): StoredObject {
+  return {
+    key: `ns/${name}`,
+    namespace: 'ns',
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: rv,
+    object: { metadata: { name, namespace: 'ns' } },
+  };
+}
+
+function added(type: ResourceType, name: string, rv: string): ChangeEvent {
+  return {
+    id: `uid-${name}:${rv}`,
+    type: 'ADDED',
+    time: '2026-01-01T00:00:00.000Z',
+    object: {
+      apiVersion: 'v1',
+      kind: type.kind,
+      resource: type.resource,
+      namespace: 'ns',
+      name,
+      uid: `uid-${name}`,
+      resourceVersion: rv,
+    },
+  };
+}
+
+/** What the recorder reads of an informer: its type, whether its first LIST ended, and where. */
+function fakeInformer(type: ResourceType): { informer: Informer; sync(resourceVersion: string): void } {
+  const state = { hasSynced: false, resourceVersion: '', failure: undefined, type };
+  return {
+    informer: state as unknown as Informer,
+    sync(resourceVersion) {
+      state.hasSynced = true;
+      state.resourceVersion = resourceVersion;
+    },
+  };
+}
+
+const selection = (...watched: ResourceType[]): Selection =>
+  ({ watched, skipped: [], unresolved: [] }) as unknown as Selection;
+
+async function openRecorder(path: string, infos: string[] = []) {
+  const db = StateDatabase.open(path);
+  const recorder = await StateRecorder.open({
+    store: new SqliteStateStore(db),
+    log: { ...silentLogger, info: (message: string) => infos.push(message) },
+    signature: 's',
+    // No timer: every commit in these tests is one the recorder makes of its own accord, or flush().
+    flushIntervalMs: 1e9,
+  });
+  return { db, recorder };
+}
+
+function listedTypes(db: StateDatabase): string[] {
+  return db
+    .resources()
+    .filter((entry) => entry.listed)
+    .map((entry) => entry.resource)
+    .sort();
+}
+
+test("a first LIST's baseline is committed before its informer reads on, past events a sink has not finished; then the run says it records state", async () => {
+  const path = file();
+  const infos: string[] = [];
+  const { db, recorder } = await openRecorder(path, infos);
+  const cms = fakeInformer(configmaps);
+  const secretInformer = fakeInformer(secrets);
+  // One sink, which finishes nothing during the test (a webhook that does not answer).
+  recorder.attach({ finished: () => [0] }, () => [cms.informer, secretInformer.informer]);
+  recorder.noteSelection(selection(configmaps, secrets));
+
+  // configmaps list first: two objects, then the informer watches.
+  for (const name of ['a', 'b'])
+    recorder.changeProcessed(
+      { kind: 'baseline', type: configmaps, object: object(name, '10') },
+      undefined,
+      [0],
+    );
+  cms.sync('10');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  const pause = recorder.flowControl();
+  assert.ok(pause, 'the informer pauses after its first LIST');
+  await pause;
+  assert.deepEqual(
+    db.objects('configmaps').map((o) => o.name),
+    ['a', 'b'],
+  );
+  assert.deepEqual(listedTypes(db), ['configmaps']);
+  assert.equal(recorder.flowControl(), undefined, 'then it reads on');
+  assert.deepEqual(infos, [], 'secrets still listing: not said yet');
+
+  // A configmap created: its event handed to the sink, which does not finish it.
+  recorder.changeProcessed(
+    { kind: 'added', type: configmaps, object: object('c', '11') },
+    added(configmaps, 'c', '11'),
+    [1],
+  );
+  // secrets list now: their baseline comes after that event in the queue.
+  recorder.changeProcessed({ kind: 'baseline', type: secrets, object: object('s', '12') }, undefined, [1]);
+  secretInformer.sync('12');
+  recorder.stateChanged(secretInformer.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  assert.deepEqual(
+    db.objects('secrets').map((o) => o.name),
+    ['s'],
+    'the baseline did not wait for the sink',
+  );
+  assert.deepEqual(listedTypes(db), ['configmaps', 'secrets']);
+  assert.deepEqual(
+    db.objects('configmaps').map((o) => o.name),
+    ['a', 'b'],
+    'the event the sink has not finished, and its object, are not recorded',
+  );
+  assert.equal(db.eventCount(), 0);
+  assert.deepEqual(infos, [`recording state in ${path}: the next start will catch up on what it missed.`]);
+  await recorder.close();
+});
+
+test('a baseline object is not committed past a discovery note that waits, nor past a write of the same object that waits', async () => {
+  const { db, recorder } = await openRecorder(file());
+  let finished = 0;
+  const cms = fakeInformer(configmaps);
+  recorder.attach({ finished: () => [finished] }, () => [cms.informer]);
+  recorder.noteSelection(selection(configmaps));
+  await recorder.flush();
+  // An event the sink has not finished, then a new discovery (its note waits behind the event), then a
+  // baseline object: the note must be applied before it, so it waits too.
+  recorder.changeProcessed(
+    { kind: 'added', type: configmaps, object: object('a', '1') },
+    added(configmaps, 'a', '1'),
+    [1],
+  );
+  recorder.noteSelection(selection(configmaps, secrets));
+  recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('b', '2') }, undefined, [1]);
+  await recorder.flush();
+  assert.equal(db.objectCount(), 0);
+  finished = 1;
+  await recorder.flush();
+  assert.deepEqual(
+    db
+      .objects('configmaps')
+      .map((o) => o.name)
+      .sort(),
+    ['a', 'b'],
+  );
+  // The same object written before its baseline entry, waiting: the baseline entry waits behind it.
+  recorder.changeProcessed(
+    { kind: 'updated', type: configmaps, object: object('a', '3') },
+    added(configmaps, 'a', '3'),
+    [2],
+  );
+  recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('a', '4') }, undefined, [2]);
+  await recorder.flush();
+  assert.equal(db.objects('configmaps').find((o) => o.name === 'a')?.resourceVersion, '1');
+  finished = 2;
+  await recorder.flush();
+  assert.equal(db.objects('configmaps').find((o) => o.name === 'a')?.resourceVersion, '4');
+  await recorder.close();
+});
+
+test('a store that is down does not hold the watch: the pause ends after one attempt', async () => {
+  const db = StateDatabase.open(file());
+  const store = new SqliteStateStore(db);
+  const down = new Error('connection refused');
+  let refusing = false;
+  const flaky = Object.assign(Object.create(store) as SqliteStateStore, {
+    write: async (...args: Parameters<SqliteStateStore['write']>) => {
+      if (refusing) throw down;
+      return store.write(...args);
+    },
+    isTransient: (error: unknown) => error === down,
+  });
+  const recorder = await StateRecorder.open({
+    store: flaky,
+    log: silentLogger,
+    signature: 's',
+    flushIntervalMs: 1e9,
+  });
+  const cms = fakeInformer(configmaps);
+  recorder.attach({ finished: () => [0] }, () => [cms.informer]);
+  recorder.noteSelection(selection(configmaps));
+  recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('a', '1') }, undefined, [0]);
+  refusing = true;
+  cms.sync('1');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  assert.equal(recorder.flowControl(), undefined);
+  assert.equal(db.objectCount(), 0, 'kept in the queue, to be written when the store answers');
+  refusing = false;
+  await recorder.close();
+  assert.equal(StateDatabase.open(db.path).objectCount(), 1);
+});
+
+test('a run with a previous state says so when it starts; it does not say it records state', async () => {
+  const path = file();
+  const first = await openRecorder(path);
+  first.recorder.attach({ finished: () => [] }, () => []);
+  first.recorder.noteSelection(selection(configmaps));
+  await first.recorder.close();
+  const infos: string[] = [];
+  const second = await openRecorder(path, infos);
+  const cms = fakeInformer(configmaps);
+  second.recorder.attach({ finished: () => [] }, () => [cms.informer]);
+  cms.sync('5');
+  second.recorder.stateChanged(cms.informer, { phase: 'watching' });
+  await second.recorder.flowControl();
+  assert.deepEqual(infos, [
+    `catching up from ${path}: changes made while kubediff was not running are reported offline.`,
+  ]);
+  await second.recorder.close();
+});
