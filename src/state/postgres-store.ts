@@ -22,6 +22,7 @@ import pg from 'pg';
 import type { ChangeEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { ResourceType } from '../kube/types.ts';
+import { formatDuration } from '../util/duration.ts';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
 import { hasGlob } from '../util/glob.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
@@ -98,6 +99,14 @@ export interface PostgresStateOptions {
 /** Time limits of one connection attempt and of one query: past them the store counts as down (transient). */
 const CONNECT_TIMEOUT_MS = 10_000;
 const QUERY_TIMEOUT_MS = 30_000;
+/**
+ * A reader's bound on one statement (`history`, the UI), enforced by the server: past it PostgreSQL cancels
+ * the statement, which then stops using the shared database. A client-side timeout alone would only stop
+ * waiting for it. The client's own bound comes READER_CLIENT_MARGIN_MS later, for a server that does not
+ * answer at all.
+ */
+export const READ_STATEMENT_TIMEOUT_MS = 30_000;
+const READER_CLIENT_MARGIN_MS = 5_000;
 
 /** The password of a passwordFile, read at every connection (a rotated Secret needs no restart). */
 function readPasswordFile(file: string): string {
@@ -110,7 +119,7 @@ function readPasswordFile(file: string): string {
   }
 }
 
-function connectionConfig(options: PostgresStateOptions): pg.ClientConfig {
+function connectionConfig(options: PostgresStateOptions, queryTimeoutMs: number): pg.ClientConfig {
   let parsed: URL;
   try {
     parsed = new URL(options.url);
@@ -127,7 +136,7 @@ function connectionConfig(options: PostgresStateOptions): pg.ClientConfig {
   return {
     connectionString: options.url,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    query_timeout: QUERY_TIMEOUT_MS,
+    query_timeout: queryTimeoutMs,
     keepAlive: true,
     application_name: 'kubediff',
   };
@@ -142,6 +151,11 @@ const TRANSIENT_CODES = new Set([
   'ENETUNREACH',
   'EAI_AGAIN',
 ]);
+
+/** A statement the server cancelled (statement_timeout, or pg_cancel_backend): the session is still sound. */
+function isCancelled(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === '57014';
+}
 
 /** Whether `error` is the database being unreachable, restarting or slow (worth retrying). */
 function isTransientPostgresError(error: unknown): boolean {
@@ -172,8 +186,8 @@ abstract class PostgresBase {
   private readonly passwordFile: string | undefined;
   protected client: pg.Client | undefined;
 
-  constructor(options: PostgresStateOptions) {
-    this.config = connectionConfig(options);
+  constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS) {
+    this.config = connectionConfig(options, queryTimeoutMs);
     this.passwordFile = options.passwordFile;
     this.label = postgresLabel(options.url);
   }
@@ -218,7 +232,7 @@ abstract class PostgresBase {
     try {
       return await work(client);
     } catch (error) {
-      if (isTransientPostgresError(error) && this.client === client) {
+      if (isTransientPostgresError(error) && !isCancelled(error) && this.client === client) {
         this.client = undefined;
         client.end().catch(() => undefined);
       }
@@ -655,10 +669,25 @@ export class PostgresStateStore extends PostgresBase implements ClaimedStateStor
   }
 }
 
-/** `kubediff history` over the database: every cluster's events, read-only, no claim. */
+/**
+ * `kubediff history` (and the UI's reader, postgres-timeline-reader.ts) over the database: every cluster's
+ * events, no claim. Its connection reads in read-only transactions, and the server bounds each of its
+ * statements (statementTimeoutMs, READ_STATEMENT_TIMEOUT_MS by default): a query past it is cancelled
+ * there and fails with QueryTimeout; the connection stays.
+ */
 export class PostgresHistory extends PostgresBase implements HistoryReader {
-  static async open(options: PostgresStateOptions): Promise<PostgresHistory> {
-    const history = new PostgresHistory(options);
+  private readonly statementTimeoutMs: number;
+
+  private constructor(options: PostgresStateOptions, statementTimeoutMs: number) {
+    super(options, statementTimeoutMs + READER_CLIENT_MARGIN_MS);
+    this.statementTimeoutMs = statementTimeoutMs;
+  }
+
+  static async open(
+    options: PostgresStateOptions,
+    { statementTimeoutMs = READ_STATEMENT_TIMEOUT_MS }: { statementTimeoutMs?: number } = {},
+  ): Promise<PostgresHistory> {
+    const history = new PostgresHistory(options, Math.max(1, Math.floor(statementTimeoutMs)));
     let version: number;
     try {
       version = await history.run((client) => history.schemaVersion(client));
@@ -681,6 +710,25 @@ export class PostgresHistory extends PostgresBase implements HistoryReader {
       );
     }
     return history;
+  }
+
+  protected override async connected(client: pg.Client): Promise<void> {
+    // Before any query: every transaction of this session read-only, every statement bounded by the server.
+    await client.query(
+      `SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY; SET statement_timeout = ${this.statementTimeoutMs}`,
+    );
+  }
+
+  protected override async run<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    try {
+      return await super.run(work);
+    } catch (error) {
+      if (!isCancelled(error)) throw error;
+      throw new QueryTimeout(
+        `a history query ran longer than ${formatDuration(this.statementTimeoutMs)} and was cancelled by ${this.label}; narrow it (a shorter time window, fewer types or namespaces).`,
+        { cause: error },
+      );
+    }
   }
 
   async history(query: HistoryQuery): Promise<HistoryPage> {
@@ -774,6 +822,9 @@ export class PostgresHistory extends PostgresBase implements HistoryReader {
     return result.rows.map((row) => row.resource);
   }
 }
+
+/** A reader's statement ran past its bound and the server cancelled it. */
+export class QueryTimeout extends KubediffError {}
 
 /** A --cluster glob as a LIKE pattern: `*` any run, `?` one character, LIKE's own wildcards escaped. */
 function globToLike(glob: string): string {

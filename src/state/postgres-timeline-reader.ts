@@ -3,10 +3,10 @@
 // the stored event's JSON, with PostgreSQL's own operators. The cluster is a column here (one history
 // for the whole fleet), so its filter and facet read the column, not the JSON.
 //
-// One connection of its own (read-only queries, no claim), so that the page never waits on a
+// One connection of its own (read-only transactions, no claim), so that the page never waits on a
 // recorder's transaction; its queries are asynchronous, so they never hold the thread that watches.
-// At most QUERY_QUEUE_LIMIT wait or run at once (503 beyond); each is bounded by the connection's query
-// timeout (30 s).
+// At most QUERY_QUEUE_LIMIT wait or run at once (503 beyond); the server cancels each statement past
+// 30 s (PostgresHistory's statement timeout), so an abandoned query never keeps the database busy.
 //
 // Live updates poll (the UI server asks for max(seq) every 500 ms while a page is open) rather than
 // LISTEN/NOTIFY: polling serves `watch --ui` and a `kubediff ui` beside other processes' writers alike,
