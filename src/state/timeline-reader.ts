@@ -1,6 +1,6 @@
 // The history as `kubediff ui` reads it: filtered, paged, counted per time bucket, one object's story.
 // One small interface (TimelineReader) with one implementation per store; this one reads the SQLite state
-// file through StateDatabase, read-only (in a worker thread: sqlite-timeline-worker.ts), and
+// file through SqliteDatabase, read-only (in a worker thread: sqlite-timeline-worker.ts), and
 // postgres-timeline-reader.ts reads a shared PostgreSQL history with the same filters, so the UI above
 // them does not know which store it reads. The interface is asynchronous for both: PostgreSQL answers
 // over the network, and the SQLite queries run off the thread that serves pages (and watches).
@@ -10,7 +10,7 @@
 // schema stays the state file's.
 import type { ChangeEvent, EventType } from '../events/event.ts';
 import type { JsonObject } from '../kube/types.ts';
-import type { SqlParameter, StateDatabase } from './database.ts';
+import type { SqliteDatabase, SqlParameter } from './sqlite-database.ts';
 
 /** A namespace filter value for cluster-scoped objects (no namespace name can be "-"). */
 export const CLUSTER_SCOPED = '-';
@@ -395,10 +395,10 @@ export function bucketLength(options: TimelineOptions): number {
 }
 
 export class SqliteTimelineReader implements TimelineReader, FacetSource {
-  private readonly db: StateDatabase;
+  private readonly db: SqliteDatabase;
   private readonly facetCache: FacetCache;
 
-  constructor(db: StateDatabase, options: { now?: () => number } = {}) {
+  constructor(db: SqliteDatabase, options: { now?: () => number } = {}) {
     this.db = db;
     this.facetCache = new FacetCache(options.now);
   }

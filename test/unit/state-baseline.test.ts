@@ -11,8 +11,8 @@ import type { Informer } from '../../src/informer/informer.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import type { Selection } from '../../src/kube/selection.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
-import { StateDatabase } from '../../src/state/database.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
+import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { silentLogger } from '../../src/util/log.ts';
 import { configmaps, secrets } from '../helpers/resource-types.ts';
@@ -66,7 +66,7 @@ const selection = (...watched: ResourceType[]): Selection =>
   ({ watched, skipped: [], unresolved: [] }) as unknown as Selection;
 
 async function openRecorder(path: string, infos: string[] = []) {
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   const recorder = await StateRecorder.open({
     store: new SqliteStateStore(db),
     log: { ...silentLogger, info: (message: string) => infos.push(message) },
@@ -77,7 +77,7 @@ async function openRecorder(path: string, infos: string[] = []) {
   return { db, recorder };
 }
 
-function listedTypes(db: StateDatabase): string[] {
+function listedTypes(db: SqliteDatabase): string[] {
   return db
     .resources()
     .filter((entry) => entry.listed)
@@ -185,7 +185,7 @@ test('a baseline object is not committed past a discovery note that waits, nor p
 });
 
 test('a store that is down does not hold the watch: the pause ends after one attempt', async () => {
-  const db = StateDatabase.open(file());
+  const db = SqliteDatabase.open(file());
   const store = new SqliteStateStore(db);
   const down = new Error('connection refused');
   let refusing = false;
@@ -214,7 +214,7 @@ test('a store that is down does not hold the watch: the pause ends after one att
   assert.equal(db.objectCount(), 0, 'kept in the queue, to be written when the store answers');
   refusing = false;
   await recorder.close();
-  assert.equal(StateDatabase.open(db.path).objectCount(), 1);
+  assert.equal(SqliteDatabase.open(db.path).objectCount(), 1);
 });
 
 test('a run with a previous state says so when it starts; it does not say it records state', async () => {

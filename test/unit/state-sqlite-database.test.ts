@@ -1,4 +1,4 @@
-// The state file (src/state/database.ts) and its recorder (state/recorder.ts): schema,
+// The state file (src/state/sqlite-database.ts) and its recorder (state/recorder.ts): schema,
 // migration of an older file, foreign and damaged files, retention, history queries, and the rule
 // that nothing is recorded as reported before every sink has finished with it.
 import assert from 'node:assert/strict';
@@ -10,8 +10,8 @@ import { after, test } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
-import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/state/database.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
+import { APPLICATION_ID, SCHEMA_VERSION, SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { UsageError } from '../../src/util/errors.ts';
 import { silentLogger } from '../../src/util/log.ts';
@@ -62,7 +62,7 @@ function expectUsageError(fn: () => unknown, pattern: RegExp): void {
 
 test('a new file gets the application id, the current schema, WAL, and keeps objects and events', () => {
   const path = file();
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   db.write([
     { kind: 'object', resource: 'configmaps', object: object('a', '10', { k: 'v' }) },
     { kind: 'object', resource: 'configmaps', object: object('b', '11') },
@@ -75,7 +75,7 @@ test('a new file gets the application id, the current schema, WAL, and keeps obj
   assert.equal(Object.values(raw.prepare('PRAGMA user_version').get() ?? {})[0], SCHEMA_VERSION);
   assert.equal(Object.values(raw.prepare('PRAGMA journal_mode').get() ?? {})[0], 'wal');
   raw.close();
-  const again = StateDatabase.open(path);
+  const again = SqliteDatabase.open(path);
   assert.deepEqual(again.objects('configmaps'), [object('a', '10', { k: 'v' })]);
   assert.deepEqual(
     again.history({}).map((e) => e.id),
@@ -87,7 +87,7 @@ test('a new file gets the application id, the current schema, WAL, and keeps obj
 test('a file that is not a database is a one-sentence usage error that says how to reset', () => {
   const path = file();
   writeFileSync(path, 'this is not sqlite at all, just some text that someone put here\n'.repeat(100));
-  expectUsageError(() => StateDatabase.open(path), /damaged or not a database.*delete it to start afresh/);
+  expectUsageError(() => SqliteDatabase.open(path), /damaged or not a database.*delete it to start afresh/);
 });
 
 test('an SQLite file of another application is refused, untouched', () => {
@@ -96,7 +96,7 @@ test('an SQLite file of another application is refused, untouched', () => {
   other.exec('CREATE TABLE songs (title TEXT)');
   other.close();
   expectUsageError(
-    () => StateDatabase.open(path),
+    () => SqliteDatabase.open(path),
     /another application, not kubediff state.*another --state path/,
   );
   const check = new DatabaseSync(path);
@@ -109,7 +109,7 @@ test('a file from a newer kubediff is refused', () => {
   const newer = new DatabaseSync(path);
   newer.exec(`PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION + 1}`);
   newer.close();
-  expectUsageError(() => StateDatabase.open(path), /newer kubediff.*upgrade kubediff/);
+  expectUsageError(() => SqliteDatabase.open(path), /newer kubediff.*upgrade kubediff/);
 });
 
 test('a schema 1 file (events without resource columns) is migrated, its history kept and queryable', () => {
@@ -142,7 +142,7 @@ test('a schema 1 file (events without resource columns) is migrated, its history
   for (const e of [e1, e2]) insert.run(e.id, e.time, e.type, JSON.stringify(e));
   old.close();
 
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   assert.deepEqual(db.history({ resource: 'deployments.apps' }), [e2]);
   assert.deepEqual(db.history({ resource: 'configmaps', namespace: 'ns', name: 'a' }), [e1]);
   db.close();
@@ -152,7 +152,7 @@ test('a schema 1 file (events without resource columns) is migrated, its history
 });
 
 test('history: filters, newest last, and --tail takes the newest', () => {
-  const db = StateDatabase.open(file());
+  const db = SqliteDatabase.open(file());
   db.write([
     { kind: 'event', resource: 'configmaps', event: event('a', '1', '2026-01-01T00:00:00.000Z') },
     { kind: 'event', resource: 'configmaps', event: event('b', '2', '2026-01-01T01:00:00.000Z') },
@@ -179,7 +179,7 @@ test('history: filters, newest last, and --tail takes the newest', () => {
 });
 
 test('retention: by age, by count and by size, oldest first; objects are never pruned', () => {
-  const db = StateDatabase.open(file());
+  const db = SqliteDatabase.open(file());
   const now = Date.parse('2026-01-10T00:00:00.000Z');
   const writes = [];
   for (let i = 0; i < 50; i++) {
@@ -221,7 +221,7 @@ test('retention: by age, by count and by size, oldest first; objects are never p
 
 test('the recorder commits only what every sink has finished with, in order, in one transaction', async () => {
   const path = file();
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   const recorder = await StateRecorder.open({
     store: new SqliteStateStore(db),
     log: silentLogger,
@@ -278,7 +278,7 @@ test('the recorder commits only what every sink has finished with, in order, in 
 
 test("the recorder's backlog is bounded in bytes: a sink that never finishes does not hold every change in memory", async () => {
   const path = file();
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   const warnings: string[] = [];
   const bound = 200_000;
   const recorder = await StateRecorder.open({
@@ -313,7 +313,7 @@ test("the recorder's backlog is bounded in bytes: a sink that never finishes doe
   assert.ok(db.eventCount() > 100, `${db.eventCount()} events recorded while the sink was down`);
   // Nothing lost: a clean stop records the rest, in order.
   await recorder.close();
-  const reopened = StateDatabase.open(path);
+  const reopened = SqliteDatabase.open(path);
   assert.equal(reopened.eventCount(), 200);
   assert.equal(reopened.objects('configmaps')[0]?.resourceVersion, '200');
   reopened.close();
@@ -321,7 +321,7 @@ test("the recorder's backlog is bounded in bytes: a sink that never finishes doe
 
 test('a recorder whose file was written with another selection takes a new baseline (history kept)', async () => {
   const path = file();
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   const first = await StateRecorder.open({
     store: new SqliteStateStore(db),
     log: silentLogger,
@@ -333,7 +333,7 @@ test('a recorder whose file was written with another selection takes a new basel
   await first.close();
   const warnings: string[] = [];
   const second = await StateRecorder.open({
-    store: new SqliteStateStore(StateDatabase.open(path)),
+    store: new SqliteStateStore(SqliteDatabase.open(path)),
     log: { ...silentLogger, warn: (m: string) => warnings.push(m) },
     signature: 'B',
   });
@@ -342,7 +342,7 @@ test('a recorder whose file was written with another selection takes a new basel
   assert.match(warnings.join('\n'), /taking a new baseline/);
   await second.close();
   const third = await StateRecorder.open({
-    store: new SqliteStateStore(StateDatabase.open(path)),
+    store: new SqliteStateStore(SqliteDatabase.open(path)),
     log: silentLogger,
     signature: 'B',
   });
@@ -351,7 +351,7 @@ test('a recorder whose file was written with another selection takes a new basel
 });
 
 test('history --user: from the stored event JSON, user or impersonated user, globs', () => {
-  const db = StateDatabase.open(file());
+  const db = SqliteDatabase.open(file());
   const by = (username: string, impersonated?: string): Partial<ChangeEvent> => ({
     by: {
       user: { username },
