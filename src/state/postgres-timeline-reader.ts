@@ -14,34 +14,35 @@
 // costs one primary-key lookup per tick, only while a live page is open.
 import type { ChangeEvent } from '../events/event.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
+import { FacetCache, type FacetSource } from './facet-cache.ts';
 import type { PostgresHistory } from './postgres-store.ts';
 import { QUERY_QUEUE_LIMIT, QueryGate } from './query-gate.ts';
 import {
   assembleTimeline,
   bucketLength,
-  CLUSTER_SCOPED,
   cellCounts,
-  type DensityCell,
-  type EventPage,
-  type EventSummary,
-  type EventsPageQuery,
   eventPage,
-  FacetCache,
-  type FacetSource,
-  type Facets,
-  type HistoryFilter,
   markCounts,
-  type ObjectHistory,
-  type ObjectRef,
   objectHistory,
   objectKeyOf,
   pathFragment,
   type SummaryRow,
   summaryOf,
+  timelineRows,
+} from './timeline-assembly.ts';
+import {
+  CLUSTER_SCOPED,
+  type DensityCell,
+  type EventPage,
+  type EventSummary,
+  type EventsPageQuery,
+  type Facets,
+  type HistoryFilter,
+  type ObjectHistory,
+  type ObjectRef,
   type Timeline,
   type TimelineOptions,
   type TimelineReader,
-  timelineRows,
 } from './timeline-reader.ts';
 
 const SUMMARY_COLUMNS = `seq, id, event->>'time' AS time, type, resource, namespace, name, cluster,

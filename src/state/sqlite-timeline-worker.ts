@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
-import { SqliteTimelineReader, type TimelineReader } from './timeline-reader.ts';
+import { SqliteTimelineReader } from './sqlite-timeline-reader.ts';
+import type { TimelineReader } from './timeline-reader.ts';
 
 export interface WorkerRequest {
   id: number;
