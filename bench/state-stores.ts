@@ -9,7 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChangeEvent } from '../src/events/event.ts';
-import { PostgresHistory, PostgresStateStore } from '../src/state/postgres-store.ts';
+import { PostgresHistory } from '../src/state/postgres-history.ts';
+import { PostgresStateStore } from '../src/state/postgres-store.ts';
 import { SqliteDatabase } from '../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../src/state/sqlite-store.ts';
 import {

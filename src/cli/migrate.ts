@@ -15,7 +15,7 @@ export async function runMigrate(
     'migrate needs --state <file|postgres://…> (or -c with a config file that sets state.path).',
   );
   if (isPostgresUrl(path)) {
-    const { migratePostgres } = await import('../state/postgres-store.ts');
+    const { migratePostgres } = await import('../state/postgres-migrations.ts');
     const { label, from, to } = await migratePostgres({ url: path, passwordFile });
     stdout.write(
       from === to

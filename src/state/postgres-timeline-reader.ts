@@ -15,7 +15,7 @@
 import type { ChangeEvent } from '../events/event.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 import { FacetCache, type FacetSource } from './facet-cache.ts';
-import type { PostgresHistory } from './postgres-store.ts';
+import type { PostgresHistory } from './postgres-history.ts';
 import { QUERY_QUEUE_LIMIT, QueryGate } from './query-gate.ts';
 import {
   assembleTimeline,

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { type ChangeEvent, qualifiedResource } from '../../src/events/event.ts';
-import { migratePostgres } from '../../src/state/postgres-store.ts';
+import { migratePostgres } from '../../src/state/postgres-migrations.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import type { StateWrite } from '../../src/state/store.ts';
 

@@ -9,12 +9,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import {
-  migratePostgres,
-  PostgresHistory,
-  type PostgresStateOptions,
-  QueryTimeout,
-} from '../../src/state/postgres-store.ts';
+import type { PostgresStateOptions } from '../../src/state/postgres-connection.ts';
+import { PostgresHistory, QueryTimeout } from '../../src/state/postgres-history.ts';
+import { migratePostgres } from '../../src/state/postgres-migrations.ts';
 import { psql } from '../helpers/postgres.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
 

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, type TestContext, test } from 'node:test';
-import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-store.ts';
+import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-migrations.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
 import { gatedFirstRun } from '../helpers/gated-first-run.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject } from '../helpers/kube-admin.ts';

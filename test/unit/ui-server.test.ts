@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { PostgresHistory } from '../../src/state/postgres-store.ts';
+import { PostgresHistory } from '../../src/state/postgres-history.ts';
 import { PostgresTimelineReader } from '../../src/state/postgres-timeline-reader.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteTimelineThread } from '../../src/state/sqlite-timeline-thread.ts';
