@@ -24,7 +24,7 @@ import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSpec } from '../sinks/setup.ts';
 import { openTimelineReader } from '../state/open.ts';
-import { sinkProgress } from '../state/recorder.ts';
+import { sinkProgress } from '../state/write-queue.ts';
 import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';

@@ -1,69 +1,37 @@
-// The baseline (a first LIST with no previous state to compare it with) is durable before anything after
-// it is reported (src/state/recorder.ts): its objects wait for no sink, the informer that listed it
-// pauses (flowControl) until they are committed, and a first run says that it records state only then.
+// The recorder (src/state/recorder.ts) over a real SQLite state file, as the pipeline drives it: nothing
+// is recorded as reported before every sink has finished with it; the backlog is bounded; a state of
+// another selection is not compared. The baseline (a first LIST with no previous state to compare it
+// with) is durable before anything after it is reported: its objects wait for no sink, the informer that
+// listed it pauses (flowControl) until they are committed, and a first run says that it records state
+// only then. The parts have tests of their own (state-write-queue, state-backlog-bound, …).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import type { ChangeEvent } from '../../src/events/event.ts';
-import type { Informer } from '../../src/informer/informer.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
-import type { Selection } from '../../src/kube/selection.ts';
 import type { ResourceType } from '../../src/kube/types.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { silentLogger } from '../../src/util/log.ts';
 import { configmaps, secrets } from '../helpers/resource-types.ts';
+import {
+  changeEvent,
+  fakeInformer,
+  selection as selectionOf,
+  storedObject,
+} from '../helpers/state-fixtures.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'kubediff-baseline-'));
+const dir = mkdtempSync(join(tmpdir(), 'kubediff-recorder-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let counter = 0;
 const file = () => join(dir, `state-${++counter}.db`);
-
-function object(name: string, rv: string): StoredObject {
-  return {
-    key: `ns/${name}`,
-    namespace: 'ns',
-    name,
-    uid: `uid-${name}`,
-    resourceVersion: rv,
-    object: { metadata: { name, namespace: 'ns' } },
-  };
-}
-
-function added(type: ResourceType, name: string, rv: string): ChangeEvent {
-  return {
-    id: `uid-${name}:${rv}`,
-    type: 'ADDED',
-    time: '2026-01-01T00:00:00.000Z',
-    object: {
-      apiVersion: 'v1',
-      kind: type.kind,
-      resource: type.resource,
-      namespace: 'ns',
-      name,
-      uid: `uid-${name}`,
-      resourceVersion: rv,
-    },
-  };
-}
-
-/** What the recorder reads of an informer: its type, whether its first LIST ended, and where. */
-function fakeInformer(type: ResourceType): { informer: Informer; sync(resourceVersion: string): void } {
-  const state = { hasSynced: false, resourceVersion: '', failure: undefined, type };
-  return {
-    informer: state as unknown as Informer,
-    sync(resourceVersion) {
-      state.hasSynced = true;
-      state.resourceVersion = resourceVersion;
-    },
-  };
-}
-
-const selection = (...watched: ResourceType[]): Selection =>
-  ({ watched, skipped: [], unresolved: [] }) as unknown as Selection;
+const object = storedObject;
+const event = changeEvent;
+const added = (type: ResourceType, name: string, rv: string) =>
+  changeEvent(name, rv, undefined, 'ADDED', type);
+const selection = (...watched: ResourceType[]) => selectionOf(watched);
 
 async function openRecorder(path: string, infos: string[] = []) {
   const db = SqliteDatabase.open(path);
@@ -234,4 +202,135 @@ test('a run with a previous state says so when it starts; it does not say it rec
     `catching up from ${path}: changes made while kubediff was not running are reported offline.`,
   ]);
   await second.recorder.close();
+});
+
+test('the recorder commits only what every sink has finished with, in order, in one transaction', async () => {
+  const path = file();
+  const db = SqliteDatabase.open(path);
+  const recorder = await StateRecorder.open({
+    store: new SqliteStateStore(db),
+    log: silentLogger,
+    signature: 's',
+    flushIntervalMs: 1e9,
+  });
+  // One sink, whose finished counter the test drives; the pipeline tells the recorder, for each change,
+  // the sink's accepted count once its event was handed over.
+  let finished = 0;
+  recorder.attach({ finished: () => [finished] }, () => []);
+  const added = (o: StoredObject, accepted: number) =>
+    recorder.changeProcessed(
+      { kind: 'added', type: configmaps, object: o },
+      event(o.name, o.resourceVersion, '2026-01-01T00:00:00.000Z'),
+      [accepted],
+    );
+  added(object('a', '1'), 1);
+  added(object('b', '2'), 2);
+  // A baseline's object (a type whose first LIST ended after those events) carries no event: it waits
+  // for no sink.
+  recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('c', '3') }, undefined, [2]);
+  await recorder.flush();
+  assert.deepEqual(
+    db.objects('configmaps').map((o) => o.name),
+    ['c'],
+    'nothing delivered yet: nothing but the baseline recorded',
+  );
+  assert.equal(db.eventCount(), 0);
+  finished = 1;
+  await recorder.flush();
+  assert.deepEqual(
+    db
+      .objects('configmaps')
+      .map((o) => o.name)
+      .sort(),
+    ['a', 'c'],
+  );
+  assert.deepEqual(
+    db.history({}).map((e) => e.id),
+    ['uid-a:1'],
+  );
+  finished = 2;
+  await recorder.flush();
+  assert.deepEqual(
+    db
+      .objects('configmaps')
+      .map((o) => o.name)
+      .sort(),
+    ['a', 'b', 'c'],
+  );
+  assert.equal(recorder.backlogBytes, 0);
+  await recorder.close();
+});
+
+test("the recorder's backlog is bounded in bytes: a sink that never finishes does not hold every change in memory", async () => {
+  const path = file();
+  const db = SqliteDatabase.open(path);
+  const warnings: string[] = [];
+  const bound = 200_000;
+  const recorder = await StateRecorder.open({
+    store: new SqliteStateStore(db),
+    log: { ...silentLogger, warn: (message: string) => warnings.push(message) },
+    signature: 's',
+    flushIntervalMs: 1e9,
+    maxBacklogBytes: bound,
+  });
+  // Two sinks: the first keeps up, the second (a webhook that is down) never finishes anything.
+  let accepted = 0;
+  recorder.attach({ finished: () => [accepted, 0], names: () => ['stdout', 'webhook down'] }, () => []);
+  // 200 updates of a ~10 KB object: 2 MB of writes, ten times the bound.
+  for (let rv = 1; rv <= 200; rv++) {
+    const current = object('big', String(rv), { v: String(rv % 10).repeat(10_000) });
+    accepted++;
+    recorder.changeProcessed(
+      { kind: 'updated', type: configmaps, object: current },
+      event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
+      [accepted, accepted],
+    );
+    await recorder.flush();
+    assert.ok(recorder.backlogBytes <= bound, `${recorder.backlogBytes} bytes held after update ${rv}`);
+  }
+  // The oldest were recorded before the dead sink delivered them: counted, and said once, naming it.
+  assert.ok(recorder.unconfirmedWrites > 0);
+  assert.equal(warnings.length, 1);
+  assert.match(
+    warnings[0] ?? '',
+    /^state: webhook down is more than 195 KiB of changes behind; the state store records them/,
+  );
+  assert.ok(db.eventCount() > 100, `${db.eventCount()} events recorded while the sink was down`);
+  // Nothing lost: a clean stop records the rest, in order.
+  await recorder.close();
+  const reopened = SqliteDatabase.open(path);
+  assert.equal(reopened.eventCount(), 200);
+  assert.equal(reopened.objects('configmaps')[0]?.resourceVersion, '200');
+  reopened.close();
+});
+
+test('a recorder whose file was written with another selection takes a new baseline (history kept)', async () => {
+  const path = file();
+  const db = SqliteDatabase.open(path);
+  const first = await StateRecorder.open({
+    store: new SqliteStateStore(db),
+    log: silentLogger,
+    signature: 'A',
+  });
+  first.attach({ finished: () => [] }, () => []);
+  first.noteSelection(selection(configmaps));
+  first.changeProcessed({ kind: 'baseline', type: configmaps, object: object('a', '1') }, undefined, []);
+  await first.close();
+  const warnings: string[] = [];
+  const second = await StateRecorder.open({
+    store: new SqliteStateStore(SqliteDatabase.open(path)),
+    log: { ...silentLogger, warn: (m: string) => warnings.push(m) },
+    signature: 'B',
+  });
+  assert.equal(second.hasPreviousState, false);
+  assert.deepEqual(second.plan(configmaps, undefined, 'silent'), { initialList: 'silent' });
+  assert.match(warnings.join('\n'), /taking a new baseline/);
+  await second.close();
+  const third = await StateRecorder.open({
+    store: new SqliteStateStore(SqliteDatabase.open(path)),
+    log: silentLogger,
+    signature: 'B',
+  });
+  assert.equal(third.hasPreviousState, true);
+  await third.close();
 });
