@@ -10,9 +10,9 @@ import {
   serviceOptionsFromFlags,
 } from '../config/service-settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
-import { parseListenAddress } from '../service/health-server.ts';
 import { readTokenFile } from '../ui/token.ts';
 import { UsageError } from '../util/errors.ts';
+import { parseListenAddress } from '../util/http-server.ts';
 import { stderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';
 import { EXIT_FAILURE, EXIT_OK, reportError } from './exit-codes.ts';

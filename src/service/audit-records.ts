@@ -8,6 +8,22 @@ import type { AuditRecord } from '../events/audit-join.ts';
 import type { UserInfo } from '../events/event.ts';
 import { isJsonObject } from '../kube/types.ts';
 
+/**
+ * How the audit endpoint (audit-server.ts) answers a request, one word each: counted per outcome in
+ * kubediff_audit_requests_total.
+ */
+export const AUDIT_REQUEST_OUTCOMES = [
+  'accepted',
+  'unauthorized',
+  'forbidden',
+  'bad_request',
+  'too_large',
+  'busy',
+  'not_allowed',
+] as const;
+
+export type AuditRequestOutcome = (typeof AUDIT_REQUEST_OUTCOMES)[number];
+
 /** Writes only: reads, watches and proxy calls change nothing. */
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 const MAX_TEXT = 256;

@@ -20,10 +20,10 @@ import type { TLSSocket } from 'node:tls';
 import type { AuditRecord } from '../events/audit-join.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { globToRegExp } from '../util/glob.ts';
+import { boundAddress, closeServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
-import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
-import { boundAddress, closeServer, listenOn } from './health-server.ts';
+import { AuditBodyError, type AuditRequestOutcome, auditRecordsOf } from './audit-records.ts';
 
 export interface AuditServerOptions {
   listen: string;
@@ -44,18 +44,6 @@ export interface AuditServerOptions {
 
 export const AUDIT_SERVER_DEFAULTS = { maxRequestBytes: 16 * 1024 * 1024, reloadIntervalMs: 10_000 } as const;
 const MAX_CONCURRENT_REQUESTS = 4;
-
-export const AUDIT_REQUEST_OUTCOMES = [
-  'accepted',
-  'unauthorized',
-  'forbidden',
-  'bad_request',
-  'too_large',
-  'busy',
-  'not_allowed',
-] as const;
-
-export type AuditRequestOutcome = (typeof AUDIT_REQUEST_OUTCOMES)[number];
 
 interface TlsFiles {
   cert: Buffer;

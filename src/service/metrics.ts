@@ -23,7 +23,7 @@ import type { DeadLetterFile } from '../sinks/dead-letter.ts';
 import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
 import { type EventFailures, FAILURE_STAGES } from '../util/event-failures.ts';
-import { AUDIT_REQUEST_OUTCOMES, type AuditRequestOutcome } from './audit-server.ts';
+import { AUDIT_REQUEST_OUTCOMES, type AuditRequestOutcome } from './audit-records.ts';
 
 /** What the metrics learn of the UI (`watch --ui`, src/ui/server.ts); the UI works the same without. */
 export interface UiObserver {
