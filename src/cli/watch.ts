@@ -141,6 +141,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     deadLetterLimits: settings.delivery.deadLetterLimits,
     failures,
     ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+    deliveries: service.deliveries,
   });
   const { router } = sinks;
   // The `owner` of every event, looked up in the informers' stores of its cluster (attached below).

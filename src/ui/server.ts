@@ -14,7 +14,7 @@
 // Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { UiObserver } from '../service/metrics.ts';
+import type { UiObserver } from '../service/metrics/ui-metrics.ts';
 import { ReaderBusy } from '../state/reader-busy.ts';
 import type { HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
