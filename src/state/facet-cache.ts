@@ -23,8 +23,9 @@ export interface FacetSource {
 }
 
 /**
- * The facets of a history, computed once (distinct values cost a scan of an index: seconds on a million
- * events), then kept current from the events added since, which are few; recomputed in full every
+ * The facets of a history, computed once (distinct values cost a scan of an index, long on a large
+ * history: BENCHMARKS.md, section 10, "facets" first and median), then kept current from the events
+ * added since, which are few; recomputed in full every
  * FACET_REFRESH_MS (so values whose events retention removed disappear) or when many events were added
  * at once. One cache for every store.
  */
