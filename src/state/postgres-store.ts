@@ -107,13 +107,16 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
    * the database has not noticed closing: a node lost, a network cut). Only a replica that holds the
    * Lease calls it, after a grace period in which a live previous leader commits and releases. Needs
    * the same database role as that session, or pg_signal_backend. Returns how many sessions were ended.
+   * Claims are per database (pg_locks is the server's): another database's install of a cluster of the
+   * same name is not this claim.
    */
   async fence(): Promise<number> {
     const result = await this.run((client) =>
       client.query<{ ended: boolean }>(
         `SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
          WHERE locktype = 'advisory' AND granted AND classid = $1::bigint::oid
-           AND objid = (hashtext($2)::bigint & 4294967295)::oid AND objsubid = 2 AND pid <> pg_backend_pid()`,
+           AND objid = (hashtext($2)::bigint & 4294967295)::oid AND objsubid = 2 AND pid <> pg_backend_pid()
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         [LOCK_CLASS, this.cluster],
       ),
     );

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, type TestContext, test } from 'node:test';
 import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-migrations.ts';
+import { PostgresStateStore } from '../../src/state/postgres-store.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
 import { gatedFirstRun } from '../helpers/gated-first-run.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject } from '../helpers/kube-admin.ts';
@@ -429,4 +430,24 @@ test('a database of the previous schema is migrated by `kubediff migrate`; histo
     migrate: migrated.stdout + migrated.stderr + refused.stderr,
     history: history.stdout + history.stderr + leaky.stdout + leaky.stderr,
   });
+});
+
+test("a new leader's fence ends only the session holding its own database's claim, not another database's of the same cluster name", async (t) => {
+  // Two installs on one server, each in a database of its own, both naming their cluster "prod".
+  const mine = await createTestDatabase('state fence mine');
+  const theirs = await createTestDatabase('state fence theirs');
+  t.after(() => Promise.all([mine.drop(), theirs.drop()]));
+  const env = process.env.PGPASSWORD;
+  process.env.PGPASSWORD = mine.info.password;
+  t.after(() => {
+    process.env.PGPASSWORD = env;
+  });
+  const holder = await PostgresStateStore.open({ url: stateUrl(theirs.info) }, 'prod');
+  t.after(() => holder.close());
+  const standby = await PostgresStateStore.open({ url: stateUrl(mine.info) }, 'prod', { claim: false });
+  t.after(() => standby.close());
+  assert.equal(await standby.fence(), 0, 'no session of this database holds the claim');
+  // The other install's session is alive and still holds its claim.
+  assert.deepEqual(await holder.resources(), []);
+  assert.equal(await standby.claim(), true, 'claims are per database: this one was free');
 });
