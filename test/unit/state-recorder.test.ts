@@ -45,6 +45,14 @@ async function openRecorder(path: string, infos: string[] = []) {
   return { db, recorder };
 }
 
+/** The names of the configmaps recorded, sorted. */
+function objectNames(db: SqliteDatabase, resource = 'configmaps'): string[] {
+  return db
+    .objects(resource)
+    .map((o) => o.name)
+    .sort();
+}
+
 function listedTypes(db: SqliteDatabase): string[] {
   return db
     .resources()
@@ -75,10 +83,7 @@ test("a first LIST's baseline is committed before its informer reads on, past ev
   const pause = recorder.flowControl();
   assert.ok(pause, 'the informer pauses after its first LIST');
   await pause;
-  assert.deepEqual(
-    db.objects('configmaps').map((o) => o.name),
-    ['a', 'b'],
-  );
+  assert.deepEqual(objectNames(db), ['a', 'b']);
   assert.deepEqual(listedTypes(db), ['configmaps']);
   assert.equal(recorder.flowControl(), undefined, 'then it reads on');
   assert.deepEqual(infos, [], 'secrets still listing: not said yet');
@@ -94,14 +99,10 @@ test("a first LIST's baseline is committed before its informer reads on, past ev
   secretInformer.sync('12');
   recorder.stateChanged(secretInformer.informer, { phase: 'watching' });
   await recorder.flowControl();
-  assert.deepEqual(
-    db.objects('secrets').map((o) => o.name),
-    ['s'],
-    'the baseline did not wait for the sink',
-  );
+  assert.deepEqual(objectNames(db, 'secrets'), ['s'], 'the baseline did not wait for the sink');
   assert.deepEqual(listedTypes(db), ['configmaps', 'secrets']);
   assert.deepEqual(
-    db.objects('configmaps').map((o) => o.name),
+    objectNames(db),
     ['a', 'b'],
     'the event the sink has not finished, and its object, are not recorded',
   );
@@ -130,13 +131,7 @@ test('a baseline object is not committed past a discovery note that waits, nor p
   assert.equal(db.objectCount(), 0);
   finished = 1;
   await recorder.flush();
-  assert.deepEqual(
-    db
-      .objects('configmaps')
-      .map((o) => o.name)
-      .sort(),
-    ['a', 'b'],
-  );
+  assert.deepEqual(objectNames(db), ['a', 'b']);
   // The same object written before its baseline entry, waiting: the baseline entry waits behind it.
   recorder.changeProcessed(
     { kind: 'updated', type: configmaps, object: object('a', '3') },
@@ -229,34 +224,18 @@ test('the recorder commits only what every sink has finished with, in order, in 
   // for no sink.
   recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('c', '3') }, undefined, [2]);
   await recorder.flush();
-  assert.deepEqual(
-    db.objects('configmaps').map((o) => o.name),
-    ['c'],
-    'nothing delivered yet: nothing but the baseline recorded',
-  );
+  assert.deepEqual(objectNames(db), ['c'], 'nothing delivered yet: nothing but the baseline recorded');
   assert.equal(db.eventCount(), 0);
   finished = 1;
   await recorder.flush();
-  assert.deepEqual(
-    db
-      .objects('configmaps')
-      .map((o) => o.name)
-      .sort(),
-    ['a', 'c'],
-  );
+  assert.deepEqual(objectNames(db), ['a', 'c']);
   assert.deepEqual(
     db.history({}).map((e) => e.id),
     ['uid-a:1'],
   );
   finished = 2;
   await recorder.flush();
-  assert.deepEqual(
-    db
-      .objects('configmaps')
-      .map((o) => o.name)
-      .sort(),
-    ['a', 'b', 'c'],
-  );
+  assert.deepEqual(objectNames(db), ['a', 'b', 'c']);
   assert.equal(recorder.backlogBytes, 0);
   await recorder.close();
 });
