@@ -9,8 +9,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChangeEvent } from '../src/events/event.ts';
-import { StateDatabase } from '../src/state/database.ts';
-import { PostgresHistory, PostgresStateStore } from '../src/state/postgres-store.ts';
+import { PostgresHistory } from '../src/state/postgres-history.ts';
+import { PostgresStateStore } from '../src/state/postgres-store.ts';
+import { SqliteDatabase } from '../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../src/state/sqlite-store.ts';
 import {
   type HistoryQuery,
@@ -133,7 +134,7 @@ async function main(): Promise<void> {
   try {
     // SQLite: one file (a file holds one process's history; the bench puts the fleet's in one to compare).
     const file = path.join(dir, 'state.db');
-    const sqlite = new SqliteStateStore(StateDatabase.open(file));
+    const sqlite = new SqliteStateStore(SqliteDatabase.open(file));
     const sqliteRate = await writeAll((_cluster, batch) => sqlite.write(batch, new Map()));
     await sqlite.close();
     const sqliteReader = SqliteStateStore.open(file, { readOnly: true });

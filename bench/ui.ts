@@ -1,5 +1,5 @@
 // npm run bench:ui: `kubediff ui` on a generated history of 1,000,000 events (issue 19). Writes the file
-// with the same StateDatabase `watch --state` writes with, serves it with `kubediff ui` (its own process,
+// with the same SqliteDatabase `watch --state` writes with, serves it with `kubediff ui` (its own process,
 // as a user runs it), and measures what a user waits for: the page loaded and drawn in Chromium, and
 // each API query over HTTP. The baseline, in the same run, is one pass of SQLite over every stored event
 // (`SELECT count(*), sum(length(event)) FROM events`): the cost of touching the whole history once.

@@ -16,8 +16,9 @@ import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import type { ClusterIdentity } from '../kube/kubeconfig.ts';
 import type { Selection } from '../kube/selection.ts';
+import { selectionSignature } from '../state/catch-up.ts';
 import { openStateStore } from '../state/open.ts';
-import { StateRecorder, selectionSignature } from '../state/recorder.ts';
+import { StateRecorder } from '../state/recorder.ts';
 import { Backoff, sleep } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
@@ -171,7 +172,8 @@ export class ClusterSupervisor {
       log: this.log,
       timing: this.deps.timing,
       rediscoveryIntervalMs: this.deps.rediscoveryIntervalMs,
-      flowControl: wiring.flowControl,
+      // The recorder pauses the informers after a first LIST until its baseline is durable.
+      flowControl: recorder ? () => recorder.flowControl() ?? wiring.flowControl() : wiring.flowControl,
       failures: this.deps.failures,
       onSelection: (selection) => {
         recorder?.noteSelection(selection);

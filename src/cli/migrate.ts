@@ -2,8 +2,8 @@
 // migrates at start too; this lets an operator do it ahead of a rollout (and lets `history` run on a
 // database no `watch` of this version has opened yet).
 import type { Writable } from 'node:stream';
-import { SCHEMA_VERSION, StateDatabase } from '../state/database.ts';
 import { isPostgresUrl } from '../state/location.ts';
+import { SCHEMA_VERSION, SqliteDatabase } from '../state/sqlite-database.ts';
 import { stateLocation } from './state-location.ts';
 
 export async function runMigrate(
@@ -15,7 +15,7 @@ export async function runMigrate(
     'migrate needs --state <file|postgres://…> (or -c with a config file that sets state.path).',
   );
   if (isPostgresUrl(path)) {
-    const { migratePostgres } = await import('../state/postgres-store.ts');
+    const { migratePostgres } = await import('../state/postgres-migrations.ts');
     const { label, from, to } = await migratePostgres({ url: path, passwordFile });
     stdout.write(
       from === to
@@ -24,6 +24,6 @@ export async function runMigrate(
     );
     return;
   }
-  StateDatabase.open(path).close();
+  SqliteDatabase.open(path).close();
   stdout.write(`the state file ${path} is at schema ${SCHEMA_VERSION}.\n`);
 }

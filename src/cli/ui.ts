@@ -3,10 +3,11 @@
 // SIGTERM. With -c, the state, the address and the token file may come from the config file (`state:`,
 // `ui:`); the flags win. Reads only, so it can run beside the `kubediff watch` processes that write it
 // and shows what they record as they record it.
-import { parseListenAddress } from '../service/health-server.ts';
+
 import { openTimelineReader } from '../state/open.ts';
 import { UiServer } from '../ui/server.ts';
 import { readTokenFile } from '../ui/token.ts';
+import { parseListenAddress } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import { configFileOf, requireStateFile, stateLocation } from './state-location.ts';
 

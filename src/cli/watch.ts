@@ -22,7 +22,7 @@ import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { openTimelineReader } from '../state/open.ts';
-import { sinkProgress } from '../state/recorder.ts';
+import { sinkProgress } from '../state/write-queue.ts';
 import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
@@ -121,7 +121,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   });
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());
-  attachRecorders(context, clusters, sinks.router);
+  attachRecorders(clusters, sinks.router);
   // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
   // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
   // hold it off until the kubelet's SIGKILL.
@@ -214,6 +214,7 @@ async function startSinks(
     deadLetterLimits: settings.delivery.deadLetterLimits,
     failures,
     ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+    deliveries: service.deliveries,
   });
   const { router } = sinks;
   const owners = new OwnerResolver({ log });
@@ -317,24 +318,17 @@ function clusterWiring(
   });
 }
 
-/** Each cluster's recorder (--state) learns what the sinks delivered, and says what it does. */
-function attachRecorders(
-  { log, several }: WatchContext,
-  clusters: readonly ClusterSupervisor[],
-  router: SinkSet['router'],
-): void {
+/**
+ * Each cluster's recorder (--state) learns what the sinks delivered; it says "catching up from …" now, or
+ * "recording state in …" once its baseline is durable (src/state/recorder.ts).
+ */
+function attachRecorders(clusters: readonly ClusterSupervisor[], router: SinkSet['router']): void {
   for (const cluster of clusters) {
     const recorder = cluster.recorder;
     if (!recorder) continue;
     recorder.attach(
       sinkProgress(() => router.sinks),
       () => cluster.allInformers(),
-    );
-    const clusterLog = several ? clusterLogger(log, cluster.label) : log;
-    clusterLog.info(
-      recorder.hasPreviousState
-        ? `catching up from ${recorder.label}: changes made while kubediff was not running are reported offline.`
-        : `recording state in ${recorder.label}: the next start will catch up on what it missed.`,
     );
   }
 }

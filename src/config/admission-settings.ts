@@ -4,10 +4,10 @@
 // the config file's `admission:` block, key by key; the bearer token comes from the file's
 // `admission.token` (with ${VAR}) or KUBEDIFF_ADMISSION_TOKEN, never from a flag (a flag shows in `ps`).
 import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
-import { parseListenAddress } from '../service/health-server.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { parseListenAddress } from '../util/http-server.ts';
 import { parseSize } from '../util/size.ts';
 import type { ConfigInput } from './schema.ts';
 

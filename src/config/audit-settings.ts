@@ -5,9 +5,9 @@
 import { AUDIT_SOURCE_DEFAULTS } from '../events/audit-match.ts';
 import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
 import { AUDIT_SERVER_DEFAULTS } from '../service/audit-server.ts';
-import { parseListenAddress } from '../service/health-server.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { parseListenAddress } from '../util/http-server.ts';
 import { parseSize } from '../util/size.ts';
 import type { ConfigInput } from './schema.ts';
 

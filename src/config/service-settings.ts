@@ -9,10 +9,10 @@ import {
   defaultLeaseNamespace,
   type LeaderElectionConfig,
 } from '../kube/leader-election.ts';
-import { parseListenAddress } from '../service/health-server.ts';
 import type { ServiceOptions } from '../service/service.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { parseListenAddress } from '../util/http-server.ts';
 
 export interface RawServiceFlags {
   listen?: string;

@@ -309,6 +309,10 @@ export class Reflector {
       path: this.path,
     });
     try {
+      // Asked before the first line too: a plain watch begins right after a LIST, and the consumer may
+      // want to finish with that LIST first (the state recorder commits its baseline).
+      const first = stream ? undefined : this.options.flowControl?.();
+      if (first) await this.waitForConsumer(first);
       for await (const line of lines) {
         this.handleLine(line);
         // Asked for each line, but only awaited when the consumer wants a pause: most lines cost no promise.

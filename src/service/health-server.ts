@@ -10,13 +10,11 @@
 // never the error's own message, which carries the API server's URL and addresses (those are logged).
 
 import type { Server } from 'node:http';
-import type { AddressInfo, Server as NetServer } from 'node:net';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
 import { qualifiedName } from '../kube/types.ts';
-import { UsageError } from '../util/errors.ts';
-import { createServer } from '../util/http-server.ts';
+import { boundAddress, closeServer, createServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import type { KubediffMetrics } from './metrics.ts';
 
@@ -127,72 +125,6 @@ const READINESS_REASONS: Record<KubeFailureKind, string> = {
   request: 'the API server refuses the request (4xx)',
   'too-large': 'an object is larger than kubediff reads at once',
 };
-
-export interface ListenAddress {
-  host: string | undefined;
-  port: number;
-}
-
-/** `:8080`, `8080`, `0.0.0.0:8080`, `127.0.0.1:0`, `[::1]:8080`, `localhost:8080`. */
-export function parseListenAddress(text: string, flag = '--listen'): ListenAddress {
-  const value = text.trim();
-  let host: string | undefined;
-  let portText: string;
-  const bracketed = /^\[([^\]]+)\]:(\d+)$/.exec(value);
-  if (bracketed) {
-    host = bracketed[1];
-    portText = bracketed[2] ?? '';
-  } else if (/^\d+$/.test(value)) {
-    portText = value;
-  } else {
-    const colon = value.lastIndexOf(':');
-    host = colon > 0 ? value.slice(0, colon) : undefined;
-    portText = colon >= 0 ? value.slice(colon + 1) : '';
-    if (host?.includes(':')) portText = '';
-  }
-  const port = /^\d{1,5}$/.test(portText) ? Number(portText) : Number.NaN;
-  if (!(port >= 0 && port <= 65_535)) {
-    throw new UsageError(
-      `invalid ${flag} "${text}": use [host]:port, e.g. :8080 (every interface) or 127.0.0.1:8080.`,
-    );
-  }
-  return { host, port };
-}
-
-/** Listens on `address` (as `flag` gives it); rejects with a UsageError when the port cannot be had. */
-export async function listenOn(server: NetServer, address: string, flag: string): Promise<void> {
-  const { host, port } = parseListenAddress(address, flag);
-  await new Promise<void>((resolve, reject) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      reject(
-        new UsageError(
-          `cannot listen on ${address} (${flag}): ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}; choose another address.`,
-          { cause: error },
-        ),
-      );
-    };
-    server.once('error', onError);
-    server.listen({ port, ...(host ? { host } : {}) }, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-}
-
-/** host:port a listening server actually bound (the port is known even with :0). */
-export function boundAddress(server: NetServer): string {
-  const info = server.address() as AddressInfo;
-  const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-  return `${host}:${info.port}`;
-}
-
-/** Stops listening and ends every connection, idle or not (a stop must not wait for keep-alives). */
-export function closeServer(server: Server | (NetServer & { closeAllConnections(): void })): Promise<void> {
-  return new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-}
 
 export interface HealthServerOptions {
   readiness: Readiness;

@@ -12,6 +12,7 @@ import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-election.ts';
+import type { DeliveryObserver } from '../sinks/delivery.ts';
 import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
 import { HealthServer, Readiness, readinessReasonOf } from './health-server.ts';
@@ -21,7 +22,8 @@ import {
   LeaderGate,
   type TakeoverObserver,
 } from './leader-gate.ts';
-import type { KubediffMetrics, MetricsSources, ObservedUi } from './metrics.ts';
+import type { ObservedUi } from './metrics/ui-metrics.ts';
+import type { KubediffMetrics, MetricsSources } from './metrics.ts';
 
 export interface ServiceOptions {
   /** --listen: serve /healthz, /readyz, /metrics here. */
@@ -78,7 +80,7 @@ export class ServiceRuntime implements PipelineObserver {
       takeover?: TakeoverObserver | undefined;
     },
   ): Promise<ServiceRuntime> {
-    // prom-client (about 20 MiB) is imported only when the metrics are served.
+    // prom-client is imported only when the metrics are served: a watch without --listen does not hold it.
     const metrics = options?.listen
       ? new (await import('./metrics.ts')).KubediffMetrics({ version: deps.version })
       : undefined;
@@ -108,6 +110,11 @@ export class ServiceRuntime implements PipelineObserver {
   /** The pipeline's handover stages: under --leader-elect, the gate that holds events back on a standby. */
   get stages(): EventStage[] {
     return this.gate ? [this.gate] : [];
+  }
+
+  /** What the HTTP sinks report their requests and retries to, when the metrics are served. */
+  get deliveries(): DeliveryObserver | undefined {
+    return this.metrics?.deliveries;
   }
 
   /** What the metrics read on each scrape: the sinks, the dead-letter files, the failures. */

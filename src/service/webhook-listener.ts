@@ -27,9 +27,9 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { globToRegExp } from '../util/glob.ts';
+import { boundAddress, closeServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
-import { boundAddress, closeServer, listenOn } from './health-server.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
 /** Where a replica posts the records it received to the others (src/service/peer-forwarder.ts). */

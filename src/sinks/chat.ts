@@ -20,7 +20,7 @@ import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { HttpSink, type RetryOptions } from './delivery.ts';
+import { type DeliveryObserver, HttpSink, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import { type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
@@ -64,6 +64,8 @@ export interface ChatSinkOptions {
   stories?: Partial<StoryOptions>;
   retry?: Partial<RetryOptions>;
   deadLetter?: DeadLetterFile;
+  /** Told of each request and retry (metrics). */
+  deliveries?: DeliveryObserver;
   userAgent?: string;
   log: Logger;
 }
@@ -104,6 +106,7 @@ export class ChatSink extends HttpSink {
       retry: options.retry,
       log: options.log,
       deadLetter: options.deadLetter,
+      deliveries: options.deliveries,
     });
     this.options = options;
     this.platform = options.platform;

@@ -132,20 +132,12 @@ class ShutdownClock {
 }
 
 /**
- * Process-wide observer of HTTP deliveries, for metrics (src/service/metrics.ts): each request's duration and
- * outcome, and each retry. At most one; absent unless `--listen` is given.
+ * Who learns of a sink's HTTP deliveries, for metrics (src/service/metrics/sink-metrics.ts): each request's
+ * duration and outcome, and each retry. Given to each sink when it is built (absent unless `--listen` is).
  */
 export interface DeliveryObserver {
   request(sink: string, seconds: number, outcome: 'ok' | 'error'): void;
   retry(sink: string): void;
-}
-let deliveryObserver: DeliveryObserver | undefined;
-/** Installs `observer`; returns the function that removes it. */
-export function observeDeliveries(observer: DeliveryObserver): () => void {
-  deliveryObserver = observer;
-  return () => {
-    if (deliveryObserver === observer) deliveryObserver = undefined;
-  };
 }
 
 /** Distinct kinds of refusal a sink logs before it logs further ones with --debug only. */
@@ -155,17 +147,19 @@ const MAX_REFUSAL_KEYS = 32;
 export class TroubleReport {
   private readonly name: string;
   private readonly log: Logger;
+  private readonly deliveries: DeliveryObserver | undefined;
   private failing = false;
   private readonly refusals = new Set<string>();
 
-  constructor(name: string, log: Logger) {
+  constructor(name: string, log: Logger, deliveries?: DeliveryObserver) {
     this.name = name;
     this.log = log;
+    this.deliveries = deliveries;
   }
 
   /** A retryable failure; logged when an episode of failures begins, later ones go to --debug. */
   retrying(reason: string, delayMs: number, attempt: number): void {
-    deliveryObserver?.retry(this.name);
+    this.deliveries?.retry(this.name);
     const detail = `${this.name}: ${reason}; retrying in ${formatDuration(delayMs)} (attempt ${attempt + 1})`;
     if (this.failing) {
       this.log.debug(detail);
@@ -177,7 +171,7 @@ export class TroubleReport {
 
   /** One HTTP request is over (for metrics): how long it took since `startedAt` (monotonicMs()). */
   requestDone(startedAt: number, ok: boolean): void {
-    deliveryObserver?.request(this.name, (monotonicMs() - startedAt) / 1000, ok ? 'ok' : 'error');
+    this.deliveries?.request(this.name, (monotonicMs() - startedAt) / 1000, ok ? 'ok' : 'error');
   }
 
   /** A success: ends an episode of failures. */
@@ -246,12 +240,14 @@ export abstract class DeliverySink implements Sink {
     retry?: Partial<RetryOptions> | undefined;
     log: Logger;
     deadLetter?: DeadLetterFile | undefined;
+    /** Told of each request and retry (metrics). */
+    deliveries?: DeliveryObserver | undefined;
   }) {
     this.name = options.name;
     this.timeoutMs = options.timeoutMs;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.delay = retryBackoff(this.retry);
-    this.trouble = new TroubleReport(this.name, options.log);
+    this.trouble = new TroubleReport(this.name, options.log, options.deliveries);
     this.deadLetterFile = options.deadLetter;
   }
 

@@ -19,7 +19,7 @@ import { monotonicMs } from '../util/timestamp.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import { lossNote } from './dead-letter.ts';
-import { DeliverySink, type RetryOptions } from './delivery.ts';
+import { type DeliveryObserver, DeliverySink, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
@@ -45,6 +45,8 @@ export interface KafkaSinkOptions {
   retry?: Partial<RetryOptions>;
   queue?: BacklogOptions;
   deadLetter?: DeadLetterFile;
+  /** Told of each request and retry (metrics). */
+  deliveries?: DeliveryObserver;
   log: Logger;
 }
 
@@ -69,6 +71,7 @@ export class KafkaSink extends DeliverySink {
       retry: options.retry,
       log: options.log,
       deadLetter: options.deadLetter,
+      deliveries: options.deliveries,
     });
     this.options = options;
     this.batchMaxEvents = Math.max(1, options.batchMaxEvents ?? KAFKA_DEFAULTS.batchMaxEvents);

@@ -11,7 +11,7 @@ import { redactUrl } from '../util/url.ts';
 import type { BacklogOptions } from './backlog.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
-import type { RetryOptions } from './delivery.ts';
+import type { DeliveryObserver, RetryOptions } from './delivery.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
@@ -103,6 +103,8 @@ export interface SinkRuntime {
   userAgent?: string;
   /** Where a sink or a sink filter that throws is reported (src/util/event-failures.ts). */
   failures?: EventFailures;
+  /** Told of each HTTP sink's requests and retries (the metrics, with --listen). */
+  deliveries?: DeliveryObserver | undefined;
 }
 
 export interface SinkSet {
@@ -191,6 +193,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
             : {}),
           ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(file ? { deadLetter: file } : {}),
+          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
         });
       } else if (spec.type === 'kafka') {
@@ -210,6 +213,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(spec.queue ? { queue: spec.queue } : {}),
           ...(file ? { deadLetter: file } : {}),
+          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
         });
       } else if (spec.type !== 'slack') {
         const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
@@ -225,6 +229,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
+          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
         });
       } else {
@@ -249,6 +254,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
           ...(spec.retry ? { retry: spec.retry } : {}),
           ...(file ? { deadLetter: file } : {}),
+          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
           ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
         });
       }

@@ -15,7 +15,7 @@ import { monotonicMs } from '../util/timestamp.ts';
 import { redactUrl } from '../util/url.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { HttpSink, type RetryOptions } from './delivery.ts';
+import { type DeliveryObserver, HttpSink, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import { postJson, reasonWithRetryAfter } from './http.ts';
@@ -52,6 +52,8 @@ export interface WebhookSinkOptions {
   /** POST one STORY payload per story instead of each event (docs/stories.md); absent: events. */
   stories?: Partial<StoryOptions>;
   deadLetter?: DeadLetterFile;
+  /** Told of each request and retry (metrics). */
+  deliveries?: DeliveryObserver;
   userAgent?: string;
   log: Logger;
 }
@@ -89,6 +91,7 @@ export class WebhookSink extends HttpSink {
       retry: options.retry,
       log: options.log,
       deadLetter: options.deadLetter,
+      deliveries: options.deliveries,
     });
     this.options = options;
     this.url = url;

@@ -34,7 +34,7 @@ export async function openStateStore(
 /** The history, read-only. */
 export async function openHistory(location: StateLocation): Promise<HistoryReader> {
   if (isPostgresUrl(location.path)) {
-    const { PostgresHistory } = await import('./postgres-store.ts');
+    const { PostgresHistory } = await import('./postgres-history.ts');
     return PostgresHistory.open({ url: location.path, passwordFile: location.passwordFile });
   }
   return SqliteStateStore.open(location.path, { readOnly: true });
@@ -46,7 +46,7 @@ export async function openHistory(location: StateLocation): Promise<HistoryReade
  */
 export async function openTimelineReader(location: StateLocation): Promise<TimelineReader> {
   if (isPostgresUrl(location.path)) {
-    const { PostgresHistory } = await import('./postgres-store.ts');
+    const { PostgresHistory } = await import('./postgres-history.ts');
     const { PostgresTimelineReader } = await import('./postgres-timeline-reader.ts');
     return new PostgresTimelineReader(
       await PostgresHistory.open({ url: location.path, passwordFile: location.passwordFile }),

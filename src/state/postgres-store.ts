@@ -1,38 +1,33 @@
 // The state in PostgreSQL (`--state postgres://…`): one database shared by many kubediff processes, one
 // per cluster. Every row carries its cluster: each cluster's snapshot (resources, objects) is its own,
-// and the history of all of them is one table that `kubediff history --cluster` reads across the fleet.
-//
-// node-postgres (`pg`): pure JavaScript (no native build, nothing fetched besides npm), the most used and
-// maintained PostgreSQL client for Node, with TLS, SCRAM, the PG* environment variables and ~/.pgpass.
+// and the history of all of them is one table that `kubediff history --cluster` reads across the fleet
+// (postgres-history.ts).
 //
 // A writer holds ONE connection: its writes are serialized by the recorder anyway, and the connection
 // carries the cluster's claim, a session advisory lock, so that two processes recording the same
 // cluster are refused (the second one at its start). When the connection is lost (the database
-// restarts), the next write reconnects and claims again; the recorder retries transient failures.
+// restarts), the next write reconnects, migrates if needed and claims again; the recorder retries
+// transient failures.
 //
 // Under --leader-elect the claim follows the Lease instead (docs/state.md, "A leader-elected pair"): a
 // standby opens the store without claiming (it reads the snapshot, writes nothing), the recorder claims
 // when the replica starts leading (`claim()`, retried while the previous leader's session still holds
 // it; past a grace period that session is ended, `fence()`), and releases it when it stops leading.
-//
-// Schema versions are in kubediff_schema; migrations run at start (and by `kubediff migrate`) in one
-// transaction under an advisory lock, so processes starting together migrate once.
-import { readFileSync } from 'node:fs';
-import pg from 'pg';
-import type { ChangeEvent } from '../events/event.ts';
+import type pg from 'pg';
 import type { StoredObject } from '../informer/store.ts';
 import type { ResourceType } from '../kube/types.ts';
-import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
-import { hasGlob } from '../util/glob.ts';
+import { KubediffError } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
-import { postgresLabel } from './location.ts';
+import {
+  isTransientPostgresError,
+  LOCK_CLASS,
+  PostgresConnection,
+  type PostgresStateOptions,
+} from './postgres-connection.ts';
+import { migrateOn } from './postgres-migrations.ts';
 import {
   type ClaimedStateStore,
   ClaimLost,
-  DEFAULT_PAGE_SIZE,
-  type HistoryPage,
-  type HistoryQuery,
-  type HistoryReader,
   OBJECT_COLUMNS,
   type ObjectRow,
   type Retention,
@@ -41,276 +36,8 @@ import {
   storedObjectOf,
 } from './store.ts';
 
-/** 'KDif': the advisory lock class of kubediff's claims and migrations. */
-const LOCK_CLASS = 0x4b446966;
-const POSTGRES_SCHEMA_VERSION = 2;
-
-/** MIGRATIONS[v] takes the schema from version v to v + 1. */
-export const POSTGRES_MIGRATIONS: readonly string[] = [
-  // 0 → 1: the tables. Events: seq orders the history; (cluster, id, type) makes a write that is
-  // retried after a lost COMMIT answer insert nothing twice; (cluster, seq) serves per-cluster pages and
-  // retention by count; (time) serves --since and retention by age.
-  `CREATE TABLE kubediff_meta (
-     cluster text NOT NULL, key text NOT NULL, value text NOT NULL,
-     PRIMARY KEY (cluster, key));
-   CREATE TABLE kubediff_resources (
-     cluster text NOT NULL,
-     resource text NOT NULL,
-     type json NOT NULL,
-     watched boolean NOT NULL DEFAULT false,
-     listed boolean NOT NULL DEFAULT false,
-     resource_version text NOT NULL DEFAULT '',
-     PRIMARY KEY (cluster, resource));
-   CREATE TABLE kubediff_objects (
-     cluster text NOT NULL,
-     resource text NOT NULL,
-     key text NOT NULL,
-     namespace text,
-     name text NOT NULL,
-     uid text NOT NULL,
-     resource_version text NOT NULL,
-     object text NOT NULL,
-     PRIMARY KEY (cluster, resource, key));
-   CREATE TABLE kubediff_events (
-     seq bigserial PRIMARY KEY,
-     cluster text NOT NULL,
-     id text NOT NULL,
-     time timestamptz NOT NULL,
-     type text NOT NULL,
-     resource text NOT NULL,
-     namespace text,
-     name text NOT NULL,
-     event json NOT NULL);
-   CREATE UNIQUE INDEX kubediff_events_identity ON kubediff_events (cluster, id, type);
-   CREATE INDEX kubediff_events_cluster ON kubediff_events (cluster, seq);
-   CREATE INDEX kubediff_events_time ON kubediff_events (time);`,
-  // 1 → 2: one object's history (`history deploy/web`, `-n shop deploy`) without scanning the table.
-  `CREATE INDEX kubediff_events_object ON kubediff_events (resource, namespace, name, seq);`,
-];
-
-export interface PostgresStateOptions {
-  /** postgres://[user@]host[:port]/database[?sslmode=…]; no password (PGPASSWORD, ~/.pgpass or passwordFile). */
-  url: string;
-  /** A file holding the password alone (a mounted Secret); re-read at every connection. */
-  passwordFile?: string | undefined;
-}
-
-/** Time limits of one connection attempt and of one query: past them the store counts as down (transient). */
-const CONNECT_TIMEOUT_MS = 10_000;
-const QUERY_TIMEOUT_MS = 30_000;
-
-/** The password of a passwordFile, read at every connection (a rotated Secret needs no restart). */
-function readPasswordFile(file: string): string {
-  try {
-    return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
-  } catch (error) {
-    throw new UsageError(
-      `cannot read the PostgreSQL password file ${file} (state.passwordFile): ${(error as NodeJS.ErrnoException).code ?? errorMessage(error)}; check the path and its permissions.`,
-    );
-  }
-}
-
-function connectionConfig(options: PostgresStateOptions): pg.ClientConfig {
-  let parsed: URL;
-  try {
-    parsed = new URL(options.url);
-  } catch {
-    throw new UsageError(
-      'invalid --state URL: use postgres://user@host:5432/database (the password comes from PGPASSWORD, ~/.pgpass or state.passwordFile).',
-    );
-  }
-  if (parsed.password || parsed.searchParams.has('password')) {
-    throw new UsageError(
-      `the --state URL for ${postgresLabel(options.url)} carries a password; remove it and give it in PGPASSWORD, a ~/.pgpass file (PGPASSFILE) or state.passwordFile, so that it is never on a command line or printed.`,
-    );
-  }
-  return {
-    connectionString: options.url,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    query_timeout: QUERY_TIMEOUT_MS,
-    keepAlive: true,
-    application_name: 'kubediff',
-  };
-}
-
-const TRANSIENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-]);
-
-/** Whether `error` is the database being unreachable, restarting or slow (worth retrying). */
-function isTransientPostgresError(error: unknown): boolean {
-  if (error instanceof ClaimLost || error instanceof UsageError) return false;
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string') {
-    // 08: connection exception; 57P01-03: shutdown, crash, not accepting yet; 53300: too many connections;
-    // 40001/40P01: serialization failure, deadlock (the transaction may simply be repeated).
-    if (
-      code.startsWith('08') ||
-      /^57P0[123]$/.test(code) ||
-      code === '53300' ||
-      code === '40001' ||
-      code === '40P01'
-    )
-      return true;
-    if (TRANSIENT_CODES.has(code)) return true;
-  }
-  return /connection terminated|timeout|terminating connection|connection error|not queryable|Connection refused/i.test(
-    errorMessage(error),
-  );
-}
-
-/** A connection to the database, with what the store and the history share. */
-abstract class PostgresBase {
-  readonly label: string;
-  protected readonly config: pg.ClientConfig;
-  private readonly passwordFile: string | undefined;
-  protected client: pg.Client | undefined;
-
-  constructor(options: PostgresStateOptions) {
-    this.config = connectionConfig(options);
-    this.passwordFile = options.passwordFile;
-    this.label = postgresLabel(options.url);
-  }
-
-  /** The connection, (re-)opened when needed. */
-  protected async connection(): Promise<pg.Client> {
-    if (this.client) return this.client;
-    const client = new pg.Client(
-      this.passwordFile ? this.withPassword(readPasswordFile(this.passwordFile)) : this.config,
-    );
-    // A connection that breaks between queries: forget it, the next query reconnects.
-    client.on('error', () => {
-      if (this.client === client) this.client = undefined;
-    });
-    try {
-      await client.connect();
-      await this.connected(client);
-    } catch (error) {
-      client.end().catch(() => undefined);
-      throw error;
-    }
-    this.client = client;
-    return client;
-  }
-
-  /**
-   * The config with the password. node-postgres lets the connection string's fields win over the
-   * config's, so the password goes into the (never printed) connection string itself.
-   */
-  private withPassword(password: string): pg.ClientConfig {
-    const url = new URL(this.config.connectionString ?? '');
-    url.password = encodeURIComponent(password);
-    return { ...this.config, connectionString: url.href };
-  }
-
-  /** What a new connection does first (the writer claims its cluster). */
-  protected async connected(_client: pg.Client): Promise<void> {}
-
-  /** Runs `work` on the connection; a failure that leaves the connection in doubt drops it. */
-  protected async run<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = await this.connection();
-    try {
-      return await work(client);
-    } catch (error) {
-      if (isTransientPostgresError(error) && this.client === client) {
-        this.client = undefined;
-        client.end().catch(() => undefined);
-      }
-      throw error;
-    }
-  }
-
-  async close(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
-  }
-
-  /** The schema version, 0 when kubediff's tables are not there. */
-  protected async schemaVersion(client: pg.Client): Promise<number> {
-    const exists = await client.query<{ found: string | null }>(
-      `SELECT to_regclass('kubediff_schema') AS found`,
-    );
-    if (!exists.rows[0]?.found) return 0;
-    const row = await client.query<{ version: number }>('SELECT version FROM kubediff_schema');
-    return row.rows[0]?.version ?? 0;
-  }
-
-  /** Explains a failure to connect in one sentence (never the URL's user or the password). */
-  protected unreachable(error: unknown): KubediffError {
-    if (error instanceof KubediffError) return error;
-    const message = errorMessage(error).replace(/\.$/, '');
-    const code = (error as { code?: string }).code;
-    if (code === '28P01' || code === '28000')
-      return new UsageError(
-        `PostgreSQL at ${this.label} refused the credentials (${message}); check PGUSER and the password in PGPASSWORD, ~/.pgpass or state.passwordFile.`,
-      );
-    if (code === '3D000')
-      return new UsageError(`${message} at ${this.label}; create the database or fix the --state URL.`);
-    return new KubediffError(
-      `cannot reach PostgreSQL at ${this.label}: ${message}; check that the database is running and reachable, and the --state URL.`,
-      { cause: error },
-    );
-  }
-}
-
-/** Applies the migrations up to the current schema; returns the versions before and after. */
-export async function migratePostgres(
-  options: PostgresStateOptions,
-): Promise<{ label: string; from: number; to: number }> {
-  const migrator = new PostgresMigrator(options);
-  try {
-    return { label: migrator.label, ...(await migrator.migrate()) };
-  } finally {
-    await migrator.close();
-  }
-}
-
-class PostgresMigrator extends PostgresBase {
-  async migrate(): Promise<{ from: number; to: number }> {
-    let client: pg.Client;
-    try {
-      client = await this.connection();
-    } catch (error) {
-      throw this.unreachable(error);
-    }
-    return migrateOn(client, this.label);
-  }
-}
-
-async function migrateOn(client: pg.Client, label: string): Promise<{ from: number; to: number }> {
-  await client.query('BEGIN');
-  try {
-    // Processes starting together: the first migrates, the others wait and find it done.
-    await client.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK_CLASS]);
-    await client.query('CREATE TABLE IF NOT EXISTS kubediff_schema (version integer NOT NULL)');
-    const row = await client.query<{ version: number }>('SELECT version FROM kubediff_schema');
-    const from = row.rows[0]?.version ?? 0;
-    if (row.rows.length === 0) await client.query('INSERT INTO kubediff_schema (version) VALUES (0)');
-    if (from > POSTGRES_SCHEMA_VERSION) {
-      throw new UsageError(
-        `the state in ${label} was written by a newer kubediff (schema ${from}, this one knows up to ${POSTGRES_SCHEMA_VERSION}); upgrade kubediff.`,
-      );
-    }
-    for (let version = from; version < POSTGRES_SCHEMA_VERSION; version++)
-      await client.query(POSTGRES_MIGRATIONS[version] ?? '');
-    await client.query('UPDATE kubediff_schema SET version = $1', [POSTGRES_SCHEMA_VERSION]);
-    await client.query('COMMIT');
-    return { from, to: POSTGRES_SCHEMA_VERSION };
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
-}
-
 /** The recorder's store for one cluster. */
-export class PostgresStateStore extends PostgresBase implements ClaimedStateStore {
+export class PostgresStateStore extends PostgresConnection implements ClaimedStateStore {
   readonly cluster: string;
   /** Whether this store holds the cluster's claim (and must hold it again after a reconnection). */
   private claimed = false;
@@ -380,13 +107,16 @@ export class PostgresStateStore extends PostgresBase implements ClaimedStateStor
    * the database has not noticed closing: a node lost, a network cut). Only a replica that holds the
    * Lease calls it, after a grace period in which a live previous leader commits and releases. Needs
    * the same database role as that session, or pg_signal_backend. Returns how many sessions were ended.
+   * Claims are per database (pg_locks is the server's): another database's install of a cluster of the
+   * same name is not this claim.
    */
   async fence(): Promise<number> {
     const result = await this.run((client) =>
       client.query<{ ended: boolean }>(
         `SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
          WHERE locktype = 'advisory' AND granted AND classid = $1::bigint::oid
-           AND objid = (hashtext($2)::bigint & 4294967295)::oid AND objsubid = 2 AND pid <> pg_backend_pid()`,
+           AND objid = (hashtext($2)::bigint & 4294967295)::oid AND objsubid = 2 AND pid <> pg_backend_pid()
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         [LOCK_CLASS, this.cluster],
       ),
     );
@@ -653,136 +383,4 @@ export class PostgresStateStore extends PostgresBase implements ClaimedStateStor
       }
     });
   }
-}
-
-/** `kubediff history` over the database: every cluster's events, read-only, no claim. */
-export class PostgresHistory extends PostgresBase implements HistoryReader {
-  static async open(options: PostgresStateOptions): Promise<PostgresHistory> {
-    const history = new PostgresHistory(options);
-    let version: number;
-    try {
-      version = await history.run((client) => history.schemaVersion(client));
-    } catch (error) {
-      await history.close();
-      throw history.unreachable(error);
-    }
-    if (version === 0) {
-      await history.close();
-      throw new UsageError(
-        `${history.label} holds no kubediff state yet; run \`kubediff watch --state <this URL>\` first, or pass the URL it writes to.`,
-      );
-    }
-    if (version !== POSTGRES_SCHEMA_VERSION) {
-      await history.close();
-      throw new UsageError(
-        version < POSTGRES_SCHEMA_VERSION
-          ? `the state in ${history.label} has an older schema (${version}); run \`kubediff migrate --state <this URL>\` first.`
-          : `the state in ${history.label} was written by a newer kubediff (schema ${version}); upgrade kubediff.`,
-      );
-    }
-    return history;
-  }
-
-  async history(query: HistoryQuery): Promise<HistoryPage> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    const add = (clause: (n: string) => string, value: unknown) => {
-      params.push(value);
-      where.push(clause(`$${params.length}`));
-    };
-    if (query.clusters && query.clusters.length > 0) {
-      // Names as equality (the (cluster, seq) index serves them), globs as LIKE patterns.
-      const names = query.clusters.filter((cluster) => !hasGlob(cluster));
-      const globs = query.clusters.filter(hasGlob).map(globToLike);
-      const either: string[] = [];
-      if (names.length > 0) {
-        // One name as plain equality: the index then also yields the order, so a tail reads only its rows.
-        params.push(names.length === 1 ? names[0] : names);
-        either.push(
-          names.length === 1 ? `cluster = $${params.length}` : `cluster = ANY ($${params.length}::text[])`,
-        );
-      }
-      if (globs.length > 0) {
-        params.push(globs);
-        either.push(`cluster LIKE ANY ($${params.length}::text[])`);
-      }
-      where.push(either.length === 1 ? (either[0] as string) : `(${either.join(' OR ')})`);
-    }
-    if (query.namespace !== undefined) add((n) => `namespace = ${n}`, query.namespace);
-    if (query.resource !== undefined) add((n) => `resource = ${n}`, query.resource);
-    if (query.name !== undefined) add((n) => `name = ${n}`, query.name);
-    if (query.since !== undefined) add((n) => `time >= ${n}::timestamptz`, query.since);
-    // Who made it, from the stored event (no column of its own), as in the SQLite file.
-    if (query.manager !== undefined)
-      add(
-        (n) =>
-          `(EXISTS (SELECT 1 FROM json_array_elements(coalesce(event->'by'->'managers', '[]'::json)) m WHERE m->>'manager' LIKE ${n})` +
-          ` OR EXISTS (SELECT 1 FROM json_array_elements(coalesce(event->'changes', '[]'::json)) c WHERE c->>'manager' LIKE ${n}))`,
-        globToLike(query.manager),
-      );
-    if (query.user !== undefined)
-      add(
-        (n) =>
-          `(event->'by'->'user'->>'username' LIKE ${n} OR event->'by'->'impersonatedUser'->>'username' LIKE ${n})`,
-        globToLike(query.user),
-      );
-    const filter = () => (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '');
-    let after = query.after;
-    if (after === undefined && query.limit !== undefined) {
-      // The newest `limit`: start just before the oldest of them.
-      const row = await this.run((client) =>
-        client.query<{ seq: string }>(
-          `SELECT seq FROM kubediff_events${filter()} ORDER BY seq DESC OFFSET $${params.length + 1} LIMIT 1`,
-          [...params, Math.max(0, Math.floor(query.limit ?? 1) - 1)],
-        ),
-      );
-      after = row.rows[0] ? String(BigInt(row.rows[0].seq) - 1n) : '0';
-    }
-    if (after !== undefined) add((n) => `seq > ${n}::bigint`, after);
-    const pageSize = Math.max(1, Math.floor(query.pageSize ?? DEFAULT_PAGE_SIZE));
-    const result = await this.run((client) =>
-      client.query<{ seq: string; event: ChangeEvent }>(
-        `SELECT seq, event FROM kubediff_events${filter()} ORDER BY seq LIMIT ${pageSize}`,
-        params,
-      ),
-    );
-    const last = result.rows.at(-1);
-    return {
-      events: result.rows.map((row) => row.event),
-      ...(result.rows.length === pageSize && last ? { next: last.seq } : {}),
-    };
-  }
-
-  /** One read-only query of the UI's reader (postgres-timeline-reader.ts), on this connection. */
-  async select<Row extends pg.QueryResultRow>(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
-    return (await this.run((client) => client.query<Row>(sql, [...params]))).rows;
-  }
-
-  async recordedTypes(): Promise<ResourceType[]> {
-    const result = await this.run((client) =>
-      client.query<{ type: ResourceType }>(
-        'SELECT DISTINCT ON (resource) type FROM kubediff_resources ORDER BY resource',
-      ),
-    );
-    return result.rows.map((row) => row.type);
-  }
-
-  async historyResources(): Promise<string[]> {
-    const result = await this.run((client) =>
-      client.query<{ resource: string }>('SELECT DISTINCT resource FROM kubediff_events'),
-    );
-    return result.rows.map((row) => row.resource);
-  }
-}
-
-/** A --cluster glob as a LIKE pattern: `*` any run, `?` one character, LIKE's own wildcards escaped. */
-function globToLike(glob: string): string {
-  let pattern = '';
-  for (const char of glob) {
-    if (char === '*') pattern += '%';
-    else if (char === '?') pattern += '_';
-    else if (char === '%' || char === '_' || char === '\\') pattern += `\\${char}`;
-    else pattern += char;
-  }
-  return pattern;
 }

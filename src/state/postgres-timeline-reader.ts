@@ -3,10 +3,10 @@
 // the stored event's JSON, with PostgreSQL's own operators. The cluster is a column here (one history
 // for the whole fleet), so its filter and facet read the column, not the JSON.
 //
-// One connection of its own (read-only queries, no claim), so that the page never waits on a
+// One connection of its own (read-only transactions, no claim), so that the page never waits on a
 // recorder's transaction; its queries are asynchronous, so they never hold the thread that watches.
-// At most QUERY_QUEUE_LIMIT wait or run at once (503 beyond); each is bounded by the connection's query
-// timeout (30 s).
+// At most QUERY_QUEUE_LIMIT wait or run at once (503 beyond); the server cancels each statement past
+// 30 s (PostgresHistory's statement timeout), so an abandoned query never keeps the database busy.
 //
 // Live updates poll (the UI server asks for max(seq) every 500 ms while a page is open) rather than
 // LISTEN/NOTIFY: polling serves `watch --ui` and a `kubediff ui` beside other processes' writers alike,
@@ -14,34 +14,35 @@
 // costs one primary-key lookup per tick, only while a live page is open.
 import type { ChangeEvent } from '../events/event.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
-import type { PostgresHistory } from './postgres-store.ts';
+import { FacetCache, type FacetSource } from './facet-cache.ts';
+import type { PostgresHistory } from './postgres-history.ts';
 import { QUERY_QUEUE_LIMIT, QueryGate } from './query-gate.ts';
 import {
   assembleTimeline,
   bucketLength,
-  CLUSTER_SCOPED,
   cellCounts,
-  type DensityCell,
-  type EventPage,
-  type EventSummary,
-  type EventsPageQuery,
   eventPage,
-  FacetCache,
-  type FacetSource,
-  type Facets,
-  type HistoryFilter,
   markCounts,
-  type ObjectHistory,
-  type ObjectRef,
   objectHistory,
   objectKeyOf,
   pathFragment,
   type SummaryRow,
   summaryOf,
+  timelineRows,
+} from './timeline-assembly.ts';
+import {
+  CLUSTER_SCOPED,
+  type DensityCell,
+  type EventPage,
+  type EventSummary,
+  type EventsPageQuery,
+  type Facets,
+  type HistoryFilter,
+  type ObjectHistory,
+  type ObjectRef,
   type Timeline,
   type TimelineOptions,
   type TimelineReader,
-  timelineRows,
 } from './timeline-reader.ts';
 
 const SUMMARY_COLUMNS = `seq, id, event->>'time' AS time, type, resource, namespace, name, cluster,

@@ -1,9 +1,9 @@
-// The SQLite state file (database.ts) behind the StateStore and HistoryReader interfaces. SQLite is
+// The SQLite state file (sqlite-database.ts) behind the StateStore and HistoryReader interfaces. SQLite is
 // synchronous and local: every call completes at once, and no failure of it is transient (a full or
 // read-only disk stays so), so the recorder stops recording at the first one.
 import type { StoredObject } from '../informer/store.ts';
 import type { ResourceType } from '../kube/types.ts';
-import { StateDatabase } from './database.ts';
+import { SqliteDatabase } from './sqlite-database.ts';
 import type {
   HistoryPage,
   HistoryQuery,
@@ -15,17 +15,17 @@ import type {
 } from './store.ts';
 
 export class SqliteStateStore implements StateStore, HistoryReader {
-  readonly database: StateDatabase;
+  readonly database: SqliteDatabase;
   private readonly readOnly: boolean;
 
-  constructor(database: StateDatabase, options: { readOnly?: boolean } = {}) {
+  constructor(database: SqliteDatabase, options: { readOnly?: boolean } = {}) {
     this.database = database;
     this.readOnly = options.readOnly ?? false;
   }
 
   /** Opens (creating and migrating it if needed) the file; a foreign or damaged file is a UsageError. */
   static open(path: string, options: { readOnly?: boolean } = {}): SqliteStateStore {
-    return new SqliteStateStore(StateDatabase.open(path, options), options);
+    return new SqliteStateStore(SqliteDatabase.open(path, options), options);
   }
 
   get label(): string {

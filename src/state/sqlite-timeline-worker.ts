@@ -7,8 +7,9 @@
 import { existsSync } from 'node:fs';
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { errorMessage, UsageError } from '../util/errors.ts';
-import { StateDatabase } from './database.ts';
-import { SqliteTimelineReader, type TimelineReader } from './timeline-reader.ts';
+import { SqliteDatabase } from './sqlite-database.ts';
+import { SqliteTimelineReader } from './sqlite-timeline-reader.ts';
+import type { TimelineReader } from './timeline-reader.ts';
 
 export interface WorkerRequest {
   id: number;
@@ -44,7 +45,7 @@ function holdWhileFileExists(file: string): void {
 function serve(port: MessagePort, start: WorkerStart): void {
   let reader: TimelineReader;
   try {
-    reader = new SqliteTimelineReader(StateDatabase.open(start.path, { readOnly: true }));
+    reader = new SqliteTimelineReader(SqliteDatabase.open(start.path, { readOnly: true }));
   } catch (error) {
     port.postMessage({ ready: false, error: describe(error) });
     return;

@@ -1,5 +1,5 @@
 // What the recorder and `kubediff history` need from a state store, whatever holds it: an SQLite file
-// (sqlite-store.ts over database.ts) or a PostgreSQL database shared by many processes
+// (sqlite-store.ts over sqlite-database.ts) or a PostgreSQL database shared by many processes
 // (postgres-store.ts). One recorder (recorder.ts) drives either.
 //
 // Every write goes through one ordered queue of SerializedWrites and is applied in batches, one

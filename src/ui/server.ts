@@ -14,12 +14,17 @@
 // Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { boundAddress, closeServer, listenOn, parseListenAddress } from '../service/health-server.ts';
-import type { UiObserver } from '../service/metrics.ts';
+import type { UiObserver } from '../service/metrics/ui-metrics.ts';
 import { ReaderBusy } from '../state/reader-busy.ts';
 import type { HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
-import { createServer } from '../util/http-server.ts';
+import {
+  boundAddress,
+  closeServer,
+  createServer,
+  listenOn,
+  parseListenAddress,
+} from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type Asset, loadAssets } from './assets.ts';

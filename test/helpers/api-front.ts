@@ -5,6 +5,8 @@
 //   const front = await startApiFront();
 //   front.answer((r) => r.watch && r.path.endsWith('/configmaps'), { status: 429, headers: { 'retry-after': '86400' } });
 //   const kubeconfig = await admin.writeKubeconfig(front.url);   // kubediff now talks to the front
+//   const held = front.hold((r) => r.path.endsWith('/configmaps'));  // forwarded only once released
+//   held.release();
 //
 // The front presents the API server's own serving certificate (issued for 127.0.0.1 by the cluster's CA,
 // which every test kubeconfig trusts), so kubediff verifies TLS as usual; the client's Authorization
@@ -46,6 +48,11 @@ export interface ApiFront {
   readonly requests: readonly (FrontRequest & { answered: boolean })[];
   /** Answers the next `times` requests matching `match` with `answer` instead of forwarding them. */
   answer(match: (request: FrontRequest) => boolean, answer: FrontAnswer, times?: number): void;
+  /**
+   * Holds the requests matching `match` (not forwarded, not answered) until `release()`, which forwards
+   * them; from then on they pass as any other.
+   */
+  hold(match: (request: FrontRequest) => boolean): { release(): void };
   /** Resolves once at least `n` requests matching `match` have been seen (answered or forwarded). */
   waitForRequests(match: (request: FrontRequest) => boolean, n: number, timeoutMs?: number): Promise<void>;
   /** Resolves once no client connection is open; rejects after `timeoutMs`. */
@@ -74,6 +81,7 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
     ...(cluster.insecureSkipTLSVerify ? { rejectUnauthorized: false } : {}),
   });
   const rules: { match: (request: FrontRequest) => boolean; answer: FrontAnswer; left: number }[] = [];
+  const holds: { match: (request: FrontRequest) => boolean; held: (() => void)[] | undefined }[] = [];
   const requests: (FrontRequest & { answered: boolean })[] = [];
   const listeners = new Set<() => void>();
   const notify = () => {
@@ -119,7 +127,19 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
       res.end(body);
       return;
     }
-    const forward = https.request(
+    const hold = holds.find((candidate) => candidate.held && candidate.match(seen));
+    if (hold?.held) {
+      hold.held.push(() => forward(req, res, writeHead));
+      return;
+    }
+    forward(req, res, writeHead);
+  };
+  const forward = (
+    req: IncomingMessage | Http2ServerRequest,
+    res: ServerResponse | Http2ServerResponse,
+    writeHead: (status: number, headers: OutgoingHttpHeaders) => void,
+  ): void => {
+    const upstreamRequest = https.request(
       {
         agent,
         host: upstream.hostname,
@@ -133,9 +153,9 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
         answer.pipe(res as NodeJS.WritableStream);
       },
     );
-    forward.on('error', () => res.destroy());
-    res.on('close', () => forward.destroy());
-    req.pipe(forward);
+    upstreamRequest.on('error', () => res.destroy());
+    res.on('close', () => upstreamRequest.destroy());
+    req.pipe(upstreamRequest);
   };
   const server = options.http1Only
     ? https.createServer(tls, handle)
@@ -178,6 +198,17 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
     requests,
     answer(match, answer, times = 1) {
       rules.push({ match, answer, left: times });
+    },
+    hold(match) {
+      const hold: (typeof holds)[number] = { match, held: [] };
+      holds.push(hold);
+      return {
+        release() {
+          const held = hold.held ?? [];
+          hold.held = undefined;
+          for (const forwardHeld of held) forwardHeld();
+        },
+      };
     },
     waitForRequests(match, n, timeoutMs = 15_000) {
       return until(

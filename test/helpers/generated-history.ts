@@ -1,13 +1,13 @@
 // A state file with a generated history: the UI's API tests and its benchmark (a 1,000,000-event file)
-// read it through the same StateDatabase that `kubediff watch --state` writes with; and the same history
+// read it through the same SqliteDatabase that `kubediff watch --state` writes with; and the same history
 // in a PostgreSQL database, for the PostgreSQL reader.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { type ChangeEvent, qualifiedResource } from '../../src/events/event.ts';
-import { StateDatabase } from '../../src/state/database.ts';
-import { migratePostgres } from '../../src/state/postgres-store.ts';
+import { migratePostgres } from '../../src/state/postgres-migrations.ts';
+import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import type { StateWrite } from '../../src/state/store.ts';
 
 export interface GeneratedHistory {
@@ -60,7 +60,7 @@ export function generatedEvent(n: number, spec: GeneratedHistory): ChangeEvent {
 
 /** Writes the history into a new state file at `path`, in transactions of 5,000 events. */
 export function writeGeneratedHistory(path: string, spec: GeneratedHistory): void {
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   try {
     for (let first = 0; first < spec.events; first += 5_000) {
       const batch: StateWrite[] = [];

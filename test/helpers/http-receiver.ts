@@ -144,6 +144,14 @@ export class HttpReceiver {
     });
   }
 
+  /** Answers every request left hanging so far with `reply`; returns how many. */
+  answerHanging(reply: Extract<Reply, { status: number }>): number {
+    const hanging = [...this.hanging];
+    this.hanging.clear();
+    for (const res of hanging) this.answer(res, reply);
+    return hanging.length;
+  }
+
   /** Stops listening and drops every connection (hanging ones included). */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -146,10 +146,12 @@ function assertExactlyOnce(made: readonly string[], history: readonly string[]):
   );
 }
 
+/** Claims held in the test's own database (pg_locks is the server's: other test files hold theirs). */
 async function claimHolders(database: TestDatabase): Promise<number> {
   const count = await psql(
     database.info,
-    `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = ${0x4b446966} AND objsubid = 2`,
+    `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = ${0x4b446966} AND objsubid = 2
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
   );
   return Number(count.trim());
 }

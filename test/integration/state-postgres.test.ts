@@ -11,8 +11,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, type TestContext, test } from 'node:test';
-import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-store.ts';
+import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-migrations.ts';
+import { PostgresStateStore } from '../../src/state/postgres-store.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
+import { gatedFirstRun } from '../helpers/gated-first-run.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { type PostgresInfo, psql, startPostgres } from '../helpers/postgres.ts';
@@ -72,7 +74,8 @@ test('two processes, two clusters, one database: each catches up only from its o
   const beta = watch('beta');
   await alpha.waitForStderr(WATCHING);
   await beta.waitForStderr(WATCHING);
-  assert.match(alpha.stderr, /recording state in postgres:\/\/127\.0\.0\.1:\d+\/kubediff_test_state_fleet_/);
+  // Said once the baseline is committed (the informers wait for it), which may follow WATCHING.
+  await alpha.waitForStderr(/recording state in postgres:\/\/127\.0\.0\.1:\d+\/kubediff_test_state_fleet_/);
 
   // A third process for a cluster already recorded: one sentence, exit 1, nothing recorded.
   const intruder = await runKubediffToCompletion(
@@ -192,6 +195,42 @@ test('two processes, two clusters, one database: each catches up only from its o
     'the refused process': intruder.stdout + intruder.stderr,
     history: all.stdout + all.stderr + onlyBeta.stdout + tail.stdout,
   });
+});
+
+test('a first run killed the moment it says it records state is caught up by the next, though a webhook held an event queued before its baseline', async (t) => {
+  const ns = await namespaceFor(t, 'pg-first-run');
+  const database = await createTestDatabase('state first run');
+  t.after(() => database.drop());
+  const url = stateUrl(database.info);
+  const env = { PGPASSWORD: database.info.password };
+  await Promise.all(
+    ['a', 'b', 'c'].map((name) => admin.create(cmPath(ns), { metadata: { name }, data: { v: '0' } })),
+  );
+  // One cluster name for both runs (the first talks to the API server through a front of its own).
+  const cluster = ['--cluster-name', 'first-run'];
+  const { watch: first } = await gatedFirstRun(t, { ns, state: url, env, extra: cluster });
+  await first.kill();
+
+  // While it is down: one changed, one created, one deleted.
+  const changed = await admin.patch(cmPath(ns, 'a'), { data: { v: '1' } });
+  const created = await admin.create(cmPath(ns), { metadata: { name: 'd' }, data: { v: '0' } });
+  const deleted = await admin.get(cmPath(ns, 'b'));
+  await admin.delete(cmPath(ns, 'b'));
+  const second = runKubediff(watchArgs(ns, ['configmaps', 'secrets'], '--state', url, ...cluster), {
+    checkEvents: true,
+    timeoutMs: 30_000,
+    env,
+  });
+  await second.waitForStderr(/catching up from postgres:/);
+  await second.waitForEvent((e) => e.id === id(changed) && e.offline === true, { description: 'a UPDATED' });
+  await second.waitForEvent((e) => e.id === id(created) && e.type === 'ADDED' && e.offline === true, {
+    description: 'd ADDED',
+  });
+  await second.waitForEvent(
+    (e) => e.type === 'DELETED' && e.object.uid === deleted.metadata.uid && e.offline === true,
+    { description: 'b DELETED' },
+  );
+  await second.stop();
 });
 
 test('the database stopped during churn and restarted: watching goes on, the history is complete and has nothing twice', async (t) => {
@@ -391,4 +430,24 @@ test('a database of the previous schema is migrated by `kubediff migrate`; histo
     migrate: migrated.stdout + migrated.stderr + refused.stderr,
     history: history.stdout + history.stderr + leaky.stdout + leaky.stderr,
   });
+});
+
+test("a new leader's fence ends only the session holding its own database's claim, not another database's of the same cluster name", async (t) => {
+  // Two installs on one server, each in a database of its own, both naming their cluster "prod".
+  const mine = await createTestDatabase('state fence mine');
+  const theirs = await createTestDatabase('state fence theirs');
+  t.after(() => Promise.all([mine.drop(), theirs.drop()]));
+  const env = process.env.PGPASSWORD;
+  process.env.PGPASSWORD = mine.info.password;
+  t.after(() => {
+    process.env.PGPASSWORD = env;
+  });
+  const holder = await PostgresStateStore.open({ url: stateUrl(theirs.info) }, 'prod');
+  t.after(() => holder.close());
+  const standby = await PostgresStateStore.open({ url: stateUrl(mine.info) }, 'prod', { claim: false });
+  t.after(() => standby.close());
+  assert.equal(await standby.fence(), 0, 'no session of this database holds the claim');
+  // The other install's session is alive and still holds its claim.
+  assert.deepEqual(await holder.resources(), []);
+  assert.equal(await standby.claim(), true, 'claims are per database: this one was free');
 });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { ChangeEvent } from '../../src/events/event.ts';
-import { StateDatabase } from '../../src/state/database.ts';
+import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { collectPageErrors, newPage, withBrowser } from '../helpers/browser.ts';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 
@@ -39,7 +39,7 @@ test('bidi and invisible characters from the cluster are shown as escapes on the
     },
     changes: [{ op: 'replace', path: '/data/k\u2066ey', from: 'a', to: 'b\u202ec' }],
   };
-  const db = StateDatabase.open(state);
+  const db = SqliteDatabase.open(state);
   db.write([{ kind: 'event', resource: 'configmaps', event }]);
   db.close();
   const ui = runKubediff(['ui', '--state', state, '--listen', '127.0.0.1:0'], { timeoutMs: 30_000 });

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Informer } from '../../src/informer/informer.ts';
 import { KubeError } from '../../src/kube/errors.ts';
-import { parseListenAddress, Readiness, readinessReasonOf } from '../../src/service/health-server.ts';
+import { Readiness, readinessReasonOf } from '../../src/service/health-server.ts';
+import { parseListenAddress } from '../../src/util/http-server.ts';
 
 const informer = (resource: string) =>
   ({ type: { group: '', version: 'v1', resource, kind: resource } }) as unknown as Informer;

@@ -1,12 +1,15 @@
-// src/service/metrics.ts: what /metrics says, from informer states, events and sink counters.
+// src/service/metrics.ts and its providers per area (src/service/metrics/): what /metrics says, from
+// informer states, events, sink counters and the observer the sinks report their requests to.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import type { Informer } from '../../src/informer/informer.ts';
 import { KubeError } from '../../src/kube/errors.ts';
 import { KubediffMetrics } from '../../src/service/metrics.ts';
+import { TroubleReport } from '../../src/sinks/delivery.ts';
 import type { Sink, SinkStats } from '../../src/sinks/sink.ts';
 import { emptyStats } from '../../src/sinks/sink.ts';
+import { monotonicMs } from '../../src/util/timestamp.ts';
 import { parseMetrics } from '../helpers/metrics.ts';
 
 async function values(metrics: KubediffMetrics): Promise<Map<string, number>> {
@@ -189,5 +192,33 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
     assert.equal(scraped.get('kubediff_audit_pending_released_total'), 0);
   } finally {
     metrics.close();
+  }
+});
+
+test('HTTP requests and retries reach the metrics through the observer each sink is given, not a global one', async () => {
+  const first = new KubediffMetrics({ version: 'x', defaultMetrics: false });
+  const second = new KubediffMetrics({ version: 'x', defaultMetrics: false });
+  try {
+    const quiet = { info: () => {}, warn: () => {}, debug: () => {} };
+    const one = new TroubleReport('webhook one', quiet, first.deliveries);
+    const other = new TroubleReport('webhook other', quiet, second.deliveries);
+    one.requestDone(monotonicMs(), true);
+    one.retrying('503 Service Unavailable', 1_000, 1);
+    other.requestDone(monotonicMs(), false);
+    const [a, b] = [await values(first), await values(second)];
+    assert.equal(a.get('kubediff_sink_request_duration_seconds_count{sink="webhook one",outcome="ok"}'), 1);
+    assert.equal(a.get('kubediff_sink_retries_total{sink="webhook one"}'), 1);
+    assert.equal(
+      a.get('kubediff_sink_request_duration_seconds_count{sink="webhook other",outcome="error"}'),
+      undefined,
+    );
+    assert.equal(
+      b.get('kubediff_sink_request_duration_seconds_count{sink="webhook other",outcome="error"}'),
+      1,
+    );
+    assert.equal(b.get('kubediff_sink_retries_total{sink="webhook one"}'), undefined);
+  } finally {
+    first.close();
+    second.close();
   }
 });

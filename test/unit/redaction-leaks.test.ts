@@ -43,8 +43,8 @@ import { Digest } from '../../src/sinks/digest.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
-import { StateDatabase } from '../../src/state/database.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
+import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { EventFailures } from '../../src/util/event-failures.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource } from '../helpers/leak-check.ts';
@@ -88,7 +88,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const statePath = path.join(dir, 'state.db');
   const deadLetterPath = path.join(dir, 'dead.jsonl');
   const log = memoryLog();
-  const database = StateDatabase.open(statePath);
+  const database = SqliteDatabase.open(statePath);
   const recorder = await StateRecorder.open({
     store: new SqliteStateStore(database),
     log,

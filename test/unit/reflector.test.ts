@@ -238,6 +238,41 @@ describe('Reflector', () => {
     assert.deepEqual(sink.log.slice(-2), ['ADDED a@11', 'ADDED b@12']);
   });
 
+  it('a consumer may pause a watch before its first line: after a LIST, and after a streaming list ends', async () => {
+    for (const initialSync of ['list', 'stream'] as const) {
+      // As the state recorder does: a pause from the moment the first LIST has ended, until resumed.
+      let phase: 'listing' | 'paused' | 'resumed' = 'listing';
+      let resume: () => void = () => {};
+      let pause: Promise<void> | undefined;
+      let sink: ReturnType<typeof recordingSink> | undefined;
+      const flowControl = () => {
+        if (phase === 'listing' && sink?.log.includes('watching')) {
+          phase = 'paused';
+          pause = new Promise((resolve) => {
+            resume = resolve;
+          });
+        }
+        return phase === 'paused' ? pause : undefined;
+      };
+      const collection = new FakeCollection().answerList(page('10', [configMap('a', '5')]));
+      sink = start(collection, { initialSync, flowControl });
+      await settle();
+      const watch = collection.watches[0];
+      if (initialSync === 'stream') {
+        watch?.send('ADDED', configMap('a', '5'));
+        watch?.endInitialEvents('10');
+      }
+      watch?.send('MODIFIED', configMap('a', '11'));
+      await settle();
+      assert.equal(sink.log.at(-1), 'watching', `${initialSync}: nothing read past the LIST while paused`);
+      phase = 'resumed';
+      resume();
+      await settle();
+      assert.equal(sink.log.at(-1), 'MODIFIED a@11', initialSync);
+      await reflector?.stop();
+    }
+  });
+
   it('stop() ends a backoff wait at once and leaves no timer; the last state is stopped', async () => {
     const collection = new FakeCollection()
       .answerList(page('10', []))

@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { StateDatabase } from '../../src/state/database.ts';
-import { PostgresHistory } from '../../src/state/postgres-store.ts';
+import { PostgresHistory } from '../../src/state/postgres-history.ts';
 import { PostgresTimelineReader } from '../../src/state/postgres-timeline-reader.ts';
+import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteTimelineThread } from '../../src/state/sqlite-timeline-thread.ts';
 import type { EventSummary, TimelineReader } from '../../src/state/timeline-reader.ts';
 import { LIMITS } from '../../src/ui/query.ts';
@@ -53,7 +53,7 @@ function sqliteStore(): Store {
     setUp: async () => writeGeneratedHistory(file, SPEC),
     open: () => SqliteTimelineThread.open(file),
     appendTwo: async (namespaces) => {
-      const writer = StateDatabase.open(file);
+      const writer = SqliteDatabase.open(file);
       writer.write(
         namespaces.map((namespace, index) => {
           const event = generatedEvent(SPEC.events + index, SPEC);

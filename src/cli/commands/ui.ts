@@ -1,6 +1,6 @@
 // `kubediff ui`: the history of a --state file or PostgreSQL database as a web page, until stopped.
 import type { Command } from 'commander';
-import { parseListenAddress } from '../../service/health-server.ts';
+import { parseListenAddress } from '../../util/http-server.ts';
 import { stderrLogger } from '../../util/log.ts';
 import { newCommand } from '../command.ts';
 import { addFlags } from '../flags/flag-spec.ts';

@@ -2,9 +2,9 @@
 import type { Command } from 'commander';
 import type { RawServiceFlags } from '../../config/service-settings.ts';
 import type { RawWatchFlags } from '../../config/watch-settings.ts';
-import { parseListenAddress } from '../../service/health-server.ts';
 import { readTokenFile } from '../../ui/token.ts';
 import { UsageError } from '../../util/errors.ts';
+import { parseListenAddress } from '../../util/http-server.ts';
 import { stderrLogger } from '../../util/log.ts';
 import { newCommand } from '../command.ts';
 import { CLUSTER_SELECTION } from '../flags/cluster-selection.ts';

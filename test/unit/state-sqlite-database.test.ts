@@ -1,6 +1,5 @@
-// The state file (src/state/database.ts) and its recorder (state/recorder.ts): schema,
-// migration of an older file, foreign and damaged files, retention, history queries, and the rule
-// that nothing is recorded as reported before every sink has finished with it.
+// The SQLite state file (src/state/sqlite-database.ts): schema, migration of an older file, foreign and
+// damaged files, retention, history queries. Its recorder: test/unit/state-recorder.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,46 +8,17 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
-import type { StoredObject } from '../../src/informer/store.ts';
-import { APPLICATION_ID, SCHEMA_VERSION, StateDatabase } from '../../src/state/database.ts';
-import { StateRecorder } from '../../src/state/recorder.ts';
-import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
+import { APPLICATION_ID, SCHEMA_VERSION, SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { UsageError } from '../../src/util/errors.ts';
-import { silentLogger } from '../../src/util/log.ts';
-import { configmaps } from '../helpers/resource-types.ts';
+import { changeEvent, storedObject } from '../helpers/state-fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let counter = 0;
 const file = () => join(dir, `state-${++counter}.db`);
 
-function object(name: string, rv: string, data: Record<string, string> = {}): StoredObject {
-  return {
-    key: `ns/${name}`,
-    namespace: 'ns',
-    name,
-    uid: `uid-${name}`,
-    resourceVersion: rv,
-    object: { metadata: { name, namespace: 'ns' }, data },
-  };
-}
-
-function event(name: string, rv: string, time: string, type: ChangeEvent['type'] = 'ADDED'): ChangeEvent {
-  return {
-    id: `uid-${name}:${rv}`,
-    type,
-    time,
-    object: {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      resource: 'configmaps',
-      namespace: 'ns',
-      name,
-      uid: `uid-${name}`,
-      resourceVersion: rv,
-    },
-  };
-}
+const object = storedObject;
+const event = changeEvent;
 
 function expectUsageError(fn: () => unknown, pattern: RegExp): void {
   assert.throws(fn, (error: unknown) => {
@@ -62,7 +32,7 @@ function expectUsageError(fn: () => unknown, pattern: RegExp): void {
 
 test('a new file gets the application id, the current schema, WAL, and keeps objects and events', () => {
   const path = file();
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   db.write([
     { kind: 'object', resource: 'configmaps', object: object('a', '10', { k: 'v' }) },
     { kind: 'object', resource: 'configmaps', object: object('b', '11') },
@@ -75,7 +45,7 @@ test('a new file gets the application id, the current schema, WAL, and keeps obj
   assert.equal(Object.values(raw.prepare('PRAGMA user_version').get() ?? {})[0], SCHEMA_VERSION);
   assert.equal(Object.values(raw.prepare('PRAGMA journal_mode').get() ?? {})[0], 'wal');
   raw.close();
-  const again = StateDatabase.open(path);
+  const again = SqliteDatabase.open(path);
   assert.deepEqual(again.objects('configmaps'), [object('a', '10', { k: 'v' })]);
   assert.deepEqual(
     again.history({}).map((e) => e.id),
@@ -87,7 +57,7 @@ test('a new file gets the application id, the current schema, WAL, and keeps obj
 test('a file that is not a database is a one-sentence usage error that says how to reset', () => {
   const path = file();
   writeFileSync(path, 'this is not sqlite at all, just some text that someone put here\n'.repeat(100));
-  expectUsageError(() => StateDatabase.open(path), /damaged or not a database.*delete it to start afresh/);
+  expectUsageError(() => SqliteDatabase.open(path), /damaged or not a database.*delete it to start afresh/);
 });
 
 test('an SQLite file of another application is refused, untouched', () => {
@@ -96,7 +66,7 @@ test('an SQLite file of another application is refused, untouched', () => {
   other.exec('CREATE TABLE songs (title TEXT)');
   other.close();
   expectUsageError(
-    () => StateDatabase.open(path),
+    () => SqliteDatabase.open(path),
     /another application, not kubediff state.*another --state path/,
   );
   const check = new DatabaseSync(path);
@@ -109,7 +79,7 @@ test('a file from a newer kubediff is refused', () => {
   const newer = new DatabaseSync(path);
   newer.exec(`PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION + 1}`);
   newer.close();
-  expectUsageError(() => StateDatabase.open(path), /newer kubediff.*upgrade kubediff/);
+  expectUsageError(() => SqliteDatabase.open(path), /newer kubediff.*upgrade kubediff/);
 });
 
 test('a schema 1 file (events without resource columns) is migrated, its history kept and queryable', () => {
@@ -142,7 +112,7 @@ test('a schema 1 file (events without resource columns) is migrated, its history
   for (const e of [e1, e2]) insert.run(e.id, e.time, e.type, JSON.stringify(e));
   old.close();
 
-  const db = StateDatabase.open(path);
+  const db = SqliteDatabase.open(path);
   assert.deepEqual(db.history({ resource: 'deployments.apps' }), [e2]);
   assert.deepEqual(db.history({ resource: 'configmaps', namespace: 'ns', name: 'a' }), [e1]);
   db.close();
@@ -152,7 +122,7 @@ test('a schema 1 file (events without resource columns) is migrated, its history
 });
 
 test('history: filters, newest last, and --tail takes the newest', () => {
-  const db = StateDatabase.open(file());
+  const db = SqliteDatabase.open(file());
   db.write([
     { kind: 'event', resource: 'configmaps', event: event('a', '1', '2026-01-01T00:00:00.000Z') },
     { kind: 'event', resource: 'configmaps', event: event('b', '2', '2026-01-01T01:00:00.000Z') },
@@ -179,7 +149,7 @@ test('history: filters, newest last, and --tail takes the newest', () => {
 });
 
 test('retention: by age, by count and by size, oldest first; objects are never pruned', () => {
-  const db = StateDatabase.open(file());
+  const db = SqliteDatabase.open(file());
   const now = Date.parse('2026-01-10T00:00:00.000Z');
   const writes = [];
   for (let i = 0; i < 50; i++) {
@@ -219,129 +189,8 @@ test('retention: by age, by count and by size, oldest first; objects are never p
   db.close();
 });
 
-test('the recorder commits only what every sink has finished with, in order, in one transaction', async () => {
-  const path = file();
-  const db = StateDatabase.open(path);
-  const recorder = await StateRecorder.open({
-    store: new SqliteStateStore(db),
-    log: silentLogger,
-    signature: 's',
-    flushIntervalMs: 1e9,
-  });
-  // One sink, whose finished counter the test drives; the pipeline tells the recorder, for each change,
-  // the sink's accepted count once its event was handed over.
-  let finished = 0;
-  recorder.attach({ finished: () => [finished] }, () => []);
-  const added = (o: StoredObject, accepted: number) =>
-    recorder.changeProcessed(
-      { kind: 'added', type: configmaps, object: o },
-      event(o.name, o.resourceVersion, '2026-01-01T00:00:00.000Z'),
-      [accepted],
-    );
-  added(object('a', '1'), 1);
-  added(object('b', '2'), 2);
-  recorder.changeProcessed({ kind: 'baseline', type: configmaps, object: object('c', '3') }, undefined, [2]);
-  await recorder.flush();
-  assert.equal(db.objectCount(), 0, 'nothing delivered yet: nothing recorded');
-  finished = 1;
-  await recorder.flush();
-  assert.deepEqual(
-    db.objects('configmaps').map((o) => o.name),
-    ['a'],
-  );
-  assert.deepEqual(
-    db.history({}).map((e) => e.id),
-    ['uid-a:1'],
-  );
-  finished = 2;
-  await recorder.flush();
-  assert.deepEqual(
-    db
-      .objects('configmaps')
-      .map((o) => o.name)
-      .sort(),
-    ['a', 'b', 'c'],
-  );
-  assert.equal(recorder.backlogBytes, 0);
-  await recorder.close();
-});
-
-test("the recorder's backlog is bounded in bytes: a sink that never finishes does not hold every change in memory", async () => {
-  const path = file();
-  const db = StateDatabase.open(path);
-  const warnings: string[] = [];
-  const bound = 200_000;
-  const recorder = await StateRecorder.open({
-    store: new SqliteStateStore(db),
-    log: { ...silentLogger, warn: (message: string) => warnings.push(message) },
-    signature: 's',
-    flushIntervalMs: 1e9,
-    maxBacklogBytes: bound,
-  });
-  // Two sinks: the first keeps up, the second (a webhook that is down) never finishes anything.
-  let accepted = 0;
-  recorder.attach({ finished: () => [accepted, 0], names: () => ['stdout', 'webhook down'] }, () => []);
-  // 200 updates of a ~10 KB object: 2 MB of writes, ten times the bound.
-  for (let rv = 1; rv <= 200; rv++) {
-    const current = object('big', String(rv), { v: String(rv % 10).repeat(10_000) });
-    accepted++;
-    recorder.changeProcessed(
-      { kind: 'updated', type: configmaps, object: current },
-      event(current.name, current.resourceVersion, '2026-01-01T00:00:00.000Z', 'UPDATED'),
-      [accepted, accepted],
-    );
-    await recorder.flush();
-    assert.ok(recorder.backlogBytes <= bound, `${recorder.backlogBytes} bytes held after update ${rv}`);
-  }
-  // The oldest were recorded before the dead sink delivered them: counted, and said once, naming it.
-  assert.ok(recorder.unconfirmedWrites > 0);
-  assert.equal(warnings.length, 1);
-  assert.match(
-    warnings[0] ?? '',
-    /^state: webhook down is more than 195 KiB of changes behind; the state store records them/,
-  );
-  assert.ok(db.eventCount() > 100, `${db.eventCount()} events recorded while the sink was down`);
-  // Nothing lost: a clean stop records the rest, in order.
-  await recorder.close();
-  const reopened = StateDatabase.open(path);
-  assert.equal(reopened.eventCount(), 200);
-  assert.equal(reopened.objects('configmaps')[0]?.resourceVersion, '200');
-  reopened.close();
-});
-
-test('a recorder whose file was written with another selection takes a new baseline (history kept)', async () => {
-  const path = file();
-  const db = StateDatabase.open(path);
-  const first = await StateRecorder.open({
-    store: new SqliteStateStore(db),
-    log: silentLogger,
-    signature: 'A',
-  });
-  first.attach({ finished: () => [] }, () => []);
-  first.noteSelection({ watched: [configmaps], skipped: [], unresolved: [] } as never);
-  first.changeProcessed({ kind: 'baseline', type: configmaps, object: object('a', '1') }, undefined, []);
-  await first.close();
-  const warnings: string[] = [];
-  const second = await StateRecorder.open({
-    store: new SqliteStateStore(StateDatabase.open(path)),
-    log: { ...silentLogger, warn: (m: string) => warnings.push(m) },
-    signature: 'B',
-  });
-  assert.equal(second.hasPreviousState, false);
-  assert.deepEqual(second.plan(configmaps, undefined, 'silent'), { initialList: 'silent' });
-  assert.match(warnings.join('\n'), /taking a new baseline/);
-  await second.close();
-  const third = await StateRecorder.open({
-    store: new SqliteStateStore(StateDatabase.open(path)),
-    log: silentLogger,
-    signature: 'B',
-  });
-  assert.equal(third.hasPreviousState, true);
-  await third.close();
-});
-
 test('history --user: from the stored event JSON, user or impersonated user, globs', () => {
-  const db = StateDatabase.open(file());
+  const db = SqliteDatabase.open(file());
   const by = (username: string, impersonated?: string): Partial<ChangeEvent> => ({
     by: {
       user: { username },

@@ -123,7 +123,7 @@ function createPrivately(path: string): void {
 const RESET_HINT =
   'move it away or delete it to start afresh (the next run then takes a new silent baseline)';
 
-export class StateDatabase {
+export class SqliteDatabase {
   readonly path: string;
   private readonly db: DatabaseSyncType;
   private readonly statements = new Map<string, StatementSync>();
@@ -137,7 +137,7 @@ export class StateDatabase {
    * Opens (creating it if needed) and migrates the state file. A file that is not a kubediff state
    * database, or is damaged, is a UsageError (exit 2) that says how to reset it.
    */
-  static open(path: string, options: { readOnly?: boolean } = {}): StateDatabase {
+  static open(path: string, options: { readOnly?: boolean } = {}): SqliteDatabase {
     const { DatabaseSync } = loadSqlite();
     const folder = dirname(resolve(path));
     if (!existsSync(folder)) {
@@ -152,7 +152,7 @@ export class StateDatabase {
     } catch (error) {
       throw new UsageError(`cannot open the state file ${path}: ${plain(error)}.`, { cause: error });
     }
-    const state = new StateDatabase(path, db);
+    const state = new SqliteDatabase(path, db);
     try {
       state.prepareFile(options.readOnly ?? false);
     } catch (error) {

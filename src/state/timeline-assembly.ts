@@ -1,0 +1,148 @@
+// What both stores' TimelineReaders build their answers with, from the rows their SQL returns: event
+// summaries, the timeline's rows, marks or density cells, pages, one object's history. The SQL differs
+// per store (sqlite-timeline-reader.ts, postgres-timeline-reader.ts); what the UI receives does not.
+import type { ChangeEvent, EventType } from '../events/event.ts';
+import type { JsonObject } from '../kube/types.ts';
+import {
+  CLUSTER_SCOPED,
+  type DensityCell,
+  type EventPage,
+  type EventSummary,
+  type Facets,
+  type ObjectHistory,
+  type ObjectRef,
+  type RowKey,
+  type Timeline,
+  type TimelineOptions,
+} from './timeline-reader.ts';
+
+/** `spec.replicas`, `containers[0].image`, `/spec/replicas` → the part of a JSON Pointer to look for. */
+export function pathFragment(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed.startsWith('/')) return trimmed;
+  return trimmed.replace(/\[(\d+)\]/g, '.$1').replaceAll('.', '/');
+}
+
+export interface SummaryRow {
+  seq: number | string;
+  id: string;
+  time: string;
+  type: EventType;
+  resource: string;
+  namespace: string | null;
+  name: string;
+  cluster: string | null;
+  kind: string | null;
+  uid: string | null;
+  changes: number | null;
+  offline: number | boolean | null;
+  manager: string | null;
+  user: string | null;
+}
+
+/** A summary from a row of either store (PostgreSQL answers seq as text: a bigint). */
+export function summaryOf(row: SummaryRow): EventSummary {
+  const summary: EventSummary = {
+    seq: Number(row.seq),
+    id: row.id,
+    time: row.time,
+    type: row.type,
+    resource: row.resource,
+    kind: row.kind ?? row.resource,
+    name: row.name,
+    uid: row.uid ?? '',
+    changes: row.changes ?? 0,
+  };
+  if (row.cluster !== null) summary.cluster = row.cluster;
+  if (row.namespace !== null) summary.namespace = row.namespace;
+  if (row.offline) summary.offline = true;
+  if (row.manager !== null) summary.manager = row.manager;
+  if (row.user !== null) summary.user = row.user;
+  return summary;
+}
+
+/** The timeline's rows from the counts per row, busiest first, labelled with their kind when by kind. */
+export function timelineRows(
+  counts: ReadonlyMap<string, number>,
+  options: TimelineOptions,
+  facets: Facets | undefined,
+): Timeline['rows'] {
+  const kinds = facets ? new Map(facets.resources.map((entry) => [entry.resource, entry.kind])) : undefined;
+  return [...counts]
+    .sort(([keyA, a], [keyB, b]) => b - a || (keyA < keyB ? -1 : 1))
+    .slice(0, options.maxRows)
+    .map(([key, count]) => ({ key, label: kinds ? `${kinds.get(key) ?? key} (${key})` : key, count }));
+}
+
+/** Counts per row of single marks. */
+export function markCounts(marks: readonly EventSummary[], rows: RowKey): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const mark of marks) {
+    const key = rows === 'namespace' ? (mark.namespace ?? CLUSTER_SCOPED) : mark.resource;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Counts per row of density cells. */
+export function cellCounts(cells: readonly DensityCell[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const cell of cells)
+    counts.set(cell.row, (counts.get(cell.row) ?? 0) + cell.added + cell.updated + cell.deleted);
+  return counts;
+}
+
+/** A timeline of marks or of density cells (only those of the rows shown). */
+export function assembleTimeline(
+  base: { latestSeq: number; total: number; rows: Timeline['rows'] },
+  options: TimelineOptions,
+  drawn: { marks: EventSummary[] } | { bucketMs: number; cells: DensityCell[] },
+): Timeline {
+  const timeline: Timeline = {
+    latestSeq: base.latestSeq,
+    from: options.from,
+    to: options.to,
+    total: base.total,
+    rows: base.rows,
+  };
+  if ('marks' in drawn) {
+    timeline.marks = drawn.marks;
+  } else {
+    const shown = new Set(base.rows.map((row) => row.key));
+    timeline.density = { bucketMs: drawn.bucketMs, cells: drawn.cells.filter((cell) => shown.has(cell.row)) };
+  }
+  return timeline;
+}
+
+/** The length of one density bucket: the window split into `buckets`. */
+export function bucketLength(options: TimelineOptions): number {
+  const start = Date.parse(options.from);
+  return Math.max(1, Math.ceil(Math.max(1, Date.parse(options.to) - start) / options.buckets));
+}
+
+/** A page from up to `limit + 1` summaries newest first: the extra one says that an older page exists. */
+export function eventPage(summaries: EventSummary[], limit: number): EventPage {
+  const events = summaries.slice(0, limit);
+  const last = events.at(-1);
+  return summaries.length > limit && last ? { events, next: last.seq } : { events };
+}
+
+/** The store's key of an object: namespace/name, or the name of a cluster-scoped one. */
+export function objectKeyOf(ref: ObjectRef): string {
+  return ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
+}
+
+/** One object's history from up to `limit + 1` of its events newest first, and its last recorded state. */
+export function objectHistory(
+  newestFirst: { seq: number; event: ChangeEvent }[],
+  limit: number,
+  current: JsonObject | undefined,
+): ObjectHistory {
+  const events = newestFirst
+    .slice(0, limit)
+    .reverse()
+    .map((row) => ({ ...row.event, seq: row.seq }));
+  const history: ObjectHistory = { events, truncated: newestFirst.length > limit };
+  if (current) history.current = current;
+  return history;
+}
