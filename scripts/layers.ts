@@ -37,13 +37,6 @@ export type Layer = (typeof LAYERS)[number];
  */
 export const MAX_DEPTH = 3;
 
-/**
- * Files exempt from counting type-only imports in cycles, until the cycle they are in is broken. None
- * now: the metrics ↔ audit server ↔ health server cycle of issue 30 went when the webhook outcomes moved to
- * a module of their own. The layer test fails once an exemption is no longer needed.
- */
-export const TYPE_CYCLE_EXEMPTIONS: readonly string[] = [];
-
 type Rules = Record<string, Record<string, unknown>>;
 export interface Override {
   includes: string[];
@@ -51,12 +44,12 @@ export interface Override {
 }
 
 /** The overrides that hold src/ to the layers: every override biome.json has for src/ and nothing else. */
-export function layerOverrides(exemptions: readonly string[] = TYPE_CYCLE_EXEMPTIONS): Override[] {
-  const cycles = (ignoreTypes: boolean): Rules => ({
-    suspicious: { noImportCycles: { level: 'error', options: { ignoreTypes } } },
-  });
-  const overrides: Override[] = [{ includes: ['src/**'], linter: { rules: cycles(false) } }];
-  if (exemptions.length > 0) overrides.push({ includes: [...exemptions], linter: { rules: cycles(true) } });
+export function layerOverrides(): Override[] {
+  // Type-only imports count: a cycle through types is still two modules that cannot be read apart.
+  const cycles: Rules = {
+    suspicious: { noImportCycles: { level: 'error', options: { ignoreTypes: false } } },
+  };
+  const overrides: Override[] = [{ includes: ['src/**'], linter: { rules: cycles } }];
   LAYERS.forEach((layer, index) => {
     const above = LAYERS.slice(index + 1);
     if (above.length === 0) return;
@@ -79,13 +72,10 @@ export function layerOverrides(exemptions: readonly string[] = TYPE_CYCLE_EXEMPT
 }
 
 /** `config` (biome.json's contents) with its overrides for src/ replaced by layerOverrides(). */
-export function withLayerRules(
-  config: Record<string, unknown>,
-  exemptions?: readonly string[],
-): Record<string, unknown> {
+export function withLayerRules(config: Record<string, unknown>): Record<string, unknown> {
   const current = Array.isArray(config.overrides) ? (config.overrides as Override[]) : [];
   const others = current.filter((override) => !override.includes.every((glob) => glob.startsWith('src/')));
-  return { ...config, overrides: [...others, ...layerOverrides(exemptions)] };
+  return { ...config, overrides: [...others, ...layerOverrides()] };
 }
 
 const root = path.resolve(import.meta.dirname, '..');

@@ -19,13 +19,7 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import {
-  BIOME_CONFIG,
-  LAYERS,
-  MAX_DEPTH,
-  TYPE_CYCLE_EXEMPTIONS,
-  withLayerRules,
-} from '../../scripts/layers.ts';
+import { BIOME_CONFIG, LAYERS, MAX_DEPTH, withLayerRules } from '../../scripts/layers.ts';
 
 const repo = path.resolve(import.meta.dirname, '../..');
 const biomeConfig = () => JSON.parse(readFileSync(BIOME_CONFIG, 'utf8')) as Record<string, unknown>;
@@ -154,17 +148,4 @@ test('a cycle of type-only imports fails lint', () => {
   assert.notEqual(code, 0, output);
   assert.match(output, /src\/config\/story\.ts:\d+:\d+ lint\/suspicious\/noImportCycles/);
   assert.match(output, /src\/config\/watch\.ts:\d+:\d+ lint\/suspicious\/noImportCycles/);
-});
-
-test('each file exempt from type-only cycles is still in one (else delete it from TYPE_CYCLE_EXEMPTIONS)', {
-  skip: TYPE_CYCLE_EXEMPTIONS.length === 0,
-}, () => {
-  const { output } = lint({}, withLayerRules(biomeConfig(), []), true);
-  for (const file of TYPE_CYCLE_EXEMPTIONS) {
-    assert.match(
-      output,
-      new RegExp(`${file.replaceAll('.', '\\.')}:\\d+:\\d+ lint/suspicious/noImportCycles`),
-      output,
-    );
-  }
 });
