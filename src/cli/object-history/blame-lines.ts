@@ -1,0 +1,192 @@
+// Which event last changed each line of a version, the way `git blame` walks commits: from the version
+// asked for back through the older ones, a line stays with the older version while that version has the
+// same line under the same key (src/cli/object-history/object-yaml.ts: list items by merge key), and is
+// given to the event in between as soon as it does not. The lines of a multi-line string are followed
+// one by one through a line diff of the string, so an edit of one line of a ConfigMap's file blames that
+// line only. Who: the user the audit webhook named, else the field manager of the change that covers
+// the line, else the event's first field manager.
+import { diffArrays } from 'diff';
+import { listItemKey } from '../../diff/list-keys.ts';
+import { parsePointer } from '../../diff/pointer.ts';
+import type { Change } from '../../diff/types.ts';
+import type { JsonObject, JsonValue } from '../../kube/types.ts';
+import { isJsonObject } from '../../kube/types.ts';
+import type { RecordedEvent, Version } from './object-timeline.ts';
+import { type YamlLine, yamlLines } from './object-yaml.ts';
+
+/** Who made a line what it is, and when. */
+export interface LineOrigin {
+  /** `history`: an event kubediff recorded; `managedFields`: the owner the API server names now; `unknown`. */
+  source: 'history' | 'managedFields' | 'unknown';
+  /** When the line last changed; with `atOrBefore`, a bound: it changed then or earlier. */
+  time?: string;
+  atOrBefore?: true;
+  user?: string;
+  manager?: string;
+  /** The id of the event that changed it. */
+  event?: string;
+}
+
+export interface BlamedLine extends YamlLine {
+  /** undefined: older than every version read (for the caller to attribute from managedFields). */
+  origin: LineOrigin | undefined;
+}
+
+interface Pending {
+  /** The line's key in the version being compared (a multi-line string's line moves within it). */
+  key: string;
+  base: string;
+  part: number | undefined;
+}
+
+/**
+ * Blames the lines of `versions[0]` (newest first; each made by its `event`, the last one possibly the
+ * state before the oldest event read). `complete`: the oldest version is the object's creation, so the
+ * lines still unattributed at the end are the creation's.
+ */
+export function blameLines(versions: readonly Version[], complete: boolean): BlamedLine[] {
+  const newest = versions[0]?.object;
+  if (!newest) return [];
+  const lines: BlamedLine[] = yamlLines(newest).map((line) => ({ ...line, origin: undefined }));
+  const pending = new Map<number, Pending>();
+  lines.forEach((line, index) => {
+    pending.set(index, { key: line.key, base: baseKey(line), part: line.part });
+  });
+  let newer = indexLines(lines);
+  for (let step = 0; step + 1 < versions.length && pending.size > 0; step++) {
+    const after = versions[step]!;
+    const older = versions[step + 1]!.object;
+    const before = older ? indexLines(yamlLines(older)) : indexLines([]);
+    const moved = new Map<string, Map<number, number>>();
+    for (const [index, line] of pending) {
+      const text = newer.text.get(line.key);
+      let stays: string | undefined;
+      if (line.part === undefined) {
+        if (text !== undefined && before.text.get(line.key) === text) stays = line.key;
+      } else {
+        let mapping = moved.get(line.base);
+        if (!mapping) {
+          mapping = partMapping(before.parts.get(line.base) ?? [], newer.parts.get(line.base) ?? []);
+          moved.set(line.base, mapping);
+        }
+        const part = mapping.get(line.part);
+        if (part !== undefined) {
+          stays = `${line.base}#${part}`;
+          line.part = part;
+        }
+      }
+      if (stays !== undefined) {
+        line.key = stays;
+        continue;
+      }
+      pending.delete(index);
+      lines[index]!.origin = originOf(after.event, lines[index]!, after.object, older);
+    }
+    newer = before;
+  }
+  const oldest = versions.at(-1);
+  if (complete && oldest?.event) {
+    for (const index of pending.keys()) {
+      lines[index]!.origin = originOf(oldest.event, lines[index]!, oldest.object, undefined);
+    }
+  }
+  return lines;
+}
+
+/** A version's lines by key, and its multi-line strings' lines in order. */
+function indexLines(lines: readonly YamlLine[]) {
+  const text = new Map<string, string>();
+  const parts = new Map<string, string[]>();
+  for (const line of lines) {
+    text.set(line.key, line.text);
+    if (line.part !== undefined) {
+      const base = baseKey(line);
+      const list = parts.get(base) ?? [];
+      list[line.part] = line.text;
+      parts.set(base, list);
+    }
+  }
+  return { text, parts };
+}
+
+function baseKey(line: YamlLine): string {
+  return line.part === undefined ? line.key : line.key.slice(0, line.key.lastIndexOf('#'));
+}
+
+/** Which line of the newer string each unchanged line of the older one is: newer index → older index. */
+function partMapping(older: readonly string[], newer: readonly string[]): Map<number, number> {
+  const mapping = new Map<number, number>();
+  let olderAt = 0;
+  let newerAt = 0;
+  for (const part of diffArrays([...older], [...newer])) {
+    const count = part.count ?? part.value.length;
+    if (part.added) newerAt += count;
+    else if (part.removed) olderAt += count;
+    else for (let offset = 0; offset < count; offset++) mapping.set(newerAt++, olderAt++);
+  }
+  return mapping;
+}
+
+function originOf(
+  event: RecordedEvent | undefined,
+  line: YamlLine,
+  after: JsonObject | undefined,
+  before: JsonObject | undefined,
+): LineOrigin {
+  if (!event) return { source: 'unknown' };
+  const origin: LineOrigin = { source: 'history', time: event.time, event: event.id };
+  const user = event.by?.user?.username;
+  if (user) origin.user = user;
+  const manager = coveringChange(event.changes ?? [], line.path, after, before)?.manager;
+  const fallback = event.by?.managers?.[0]?.manager;
+  if (manager ?? fallback) origin.manager = (manager ?? fallback)!;
+  return origin;
+}
+
+/** The change whose path is the line's or above or below it, the closest first, with a manager. */
+function coveringChange(
+  changes: readonly Change[],
+  path: readonly string[],
+  after: JsonObject | undefined,
+  before: JsonObject | undefined,
+): Change | undefined {
+  let best: { change: Change; distance: number } | undefined;
+  for (const change of changes) {
+    if (change.manager === undefined) continue;
+    const changed = keyedPath(change.op === 'remove' ? before : after, change.path);
+    if (!changed) continue;
+    const shared = Math.min(changed.length, path.length);
+    let same = 0;
+    while (same < shared && changed[same] === path[same]) same++;
+    if (same < shared) continue;
+    const distance = Math.abs(changed.length - path.length);
+    if (!best || distance < best.distance) best = { change, distance };
+  }
+  return best?.change;
+}
+
+/** A JSON Pointer into `object` as a line path: list indexes replaced by the items' merge keys. */
+function keyedPath(object: JsonObject | undefined, pointer: string): string[] | undefined {
+  let segments: string[];
+  try {
+    segments = parsePointer(pointer);
+  } catch {
+    return undefined;
+  }
+  const path: string[] = [];
+  let at: JsonValue | undefined = object;
+  for (const segment of segments) {
+    if (Array.isArray(at)) {
+      const index = Number(segment);
+      const item: JsonValue | undefined = at[index];
+      const key = item === undefined ? undefined : listItemKey(item);
+      const unique = key !== undefined && at.filter((other) => listItemKey(other) === key).length === 1;
+      path.push(`[${unique ? key : `#${index}`}]`);
+      at = item;
+    } else {
+      path.push(segment);
+      at = isJsonObject(at) ? at[segment] : undefined;
+    }
+  }
+  return path;
+}
