@@ -116,7 +116,7 @@ async function liveOwnership(
   const choice: ClusterChoice = {
     kubeconfig: flags.kubeconfig,
     context: flags.context,
-    cluster: timeline.ref.cluster,
+    cluster: timeline.cluster,
   };
   try {
     const { entries, context } = await liveManagedFields(
@@ -136,7 +136,8 @@ async function liveOwnership(
   }
 }
 
-const WHO_WIDTH = 32;
+/** The widest who column; longer names are cut with an ellipsis (`-o json` has them whole). */
+const WHO_WIDTH = 48;
 
 function renderBlame(lines: readonly BlamedLine[], notes: readonly string[], io: CommandIo): string {
   const chalk = new Chalk({ level: io.isTTY && !process.env.NO_COLOR ? 1 : 0 });

@@ -49,7 +49,7 @@ export async function runDiff(target: string | undefined, flags: DiffFlags, io: 
       const to = window.to ? timeline.versionAt(window.to) : timeline.latestVersion();
       if (from.event && to.event && from.event.seq > to.event.seq)
         throw new UsageError(`--from (${from.since}) is after --to (${to.since}): swap them.`);
-      return print(timeline, from, to, timeline.eventsBetween(from, to));
+      return print(describeRef(timeline.ref), timeline, from, to, timeline.eventsBetween(from, to));
     }
     if (!window.from) {
       throw new UsageError(
@@ -122,6 +122,8 @@ async function diffWindow(
     );
   }
   let differs = false;
+  let noted = false;
+  const several = new Set([...objects.values()].map((ref) => ref.cluster)).size > 1;
   const sorted = [...objects.values()].sort((a, b) => compareRefs(a, b));
   for (const ref of sorted) {
     const timeline = await ObjectTimeline.read(source.reader, ref);
@@ -130,7 +132,20 @@ async function diffWindow(
     let to: Version | undefined;
     let reach: string | undefined;
     try {
-      from = timeline.versionAt(window.from);
+      // A window that opens before the history's start: from the oldest version the history keeps.
+      const beforeStart = timeline.historyStart !== undefined && fromMs < Date.parse(timeline.historyStart);
+      if (beforeStart && !noted) {
+        io.stderr.write(
+          `kubediff: the window opens before the history's start (${timeline.historyStart}): objects are compared from the oldest version it keeps.\n`,
+        );
+        noted = true;
+      }
+      const created = timeline.events[0]?.type === 'ADDED';
+      from = !beforeStart
+        ? timeline.versionAt(window.from)
+        : created
+          ? { object: undefined, since: timeline.historyStart! }
+          : timeline.oldestVersion();
       to = timeline.versionAt(window.to);
     } catch (error) {
       if (!(error instanceof HistoryReach)) throw error;
@@ -140,8 +155,10 @@ async function diffWindow(
       const at = Date.parse(event.time);
       return at >= fromMs && at <= toMs;
     });
-    if (from && to) differs = print(timeline, from, to, timeline.eventsBetween(from, to)) || differs;
-    else differs = print(timeline, undefined, undefined, events, reach) || differs;
+    // The cluster is named when the window holds several (PostgreSQL), or one was asked for.
+    const name = describeRef(several ? ref : { ...ref, cluster: source.cluster });
+    if (from && to) differs = print(name, timeline, from, to, timeline.eventsBetween(from, to)) || differs;
+    else differs = print(name, timeline, undefined, undefined, events, reach) || differs;
   }
   return differs;
 }
@@ -154,6 +171,7 @@ function compareRefs(a: ObjectRef, b: ObjectRef): number {
 
 /** Prints one object's section; true when its two versions differ (or, unknown, when it changed). */
 type SectionPrinter = (
+  name: string,
   timeline: ObjectTimeline,
   from: Version | undefined,
   to: Version | undefined,
@@ -166,8 +184,7 @@ function sectionPrinter(io: CommandIo): SectionPrinter {
   const chalk = new Chalk({ level: color ? 1 : 0 });
   const renderEvent = prettyRenderer({ color });
   const write = (line: string) => io.stdout.write(`${line}\n`);
-  return (timeline, from, to, events, reach) => {
-    const name = describeRef(timeline.ref);
+  return (name, timeline, from, to, events, reach) => {
     const count = `${events.length} change${events.length === 1 ? '' : 's'}`;
     const span = from && to ? ` from ${from.since} to ${to.since}` : '';
     write(chalk.bold(`# ${printable(name)}: ${count}${span}`));

@@ -38,6 +38,8 @@ export class ObjectTimeline {
   readonly truncated: boolean;
   /** The cluster's oldest kept event's time: nothing before it is known. */
   readonly historyStart: string | undefined;
+  /** The cluster of the object's events (asked for, or the one the history records it in). */
+  readonly cluster: string | undefined;
   private readonly current: JsonObject | undefined;
   private rebuilt: { rebuildable: number[]; versions: Map<number, JsonObject> } | undefined;
   private rebuiltFor = new Set<number>();
@@ -48,6 +50,7 @@ export class ObjectTimeline {
     historyStart: string | undefined,
   ) {
     this.ref = ref;
+    this.cluster = ref.cluster ?? history.events.find((event) => event.cluster !== undefined)?.cluster;
     this.events = history.events;
     this.truncated = history.truncated;
     this.current = history.current;
@@ -75,9 +78,8 @@ export class ObjectTimeline {
     }
     const cluster = ref.cluster ?? (clusters[0] || undefined);
     const [oldest] = await reader.after(0, cluster !== undefined ? { clusters: [cluster] } : {}, 1);
-    const resolved = { ...ref, ...(cluster !== undefined ? { cluster } : {}) };
     return new ObjectTimeline(
-      resolved,
+      ref,
       { events, truncated: history.truncated, ...(current ? { current } : {}) },
       oldest?.time,
     );
@@ -203,7 +205,7 @@ export class ObjectTimeline {
     }
     if (this.historyStart !== undefined && point.ms < Date.parse(this.historyStart)) {
       throw new HistoryReach(
-        `${describePoint(point)} is before the history's start: it reaches back to ${this.historyStart}${this.ref.cluster ? ` (cluster ${this.ref.cluster})` : ''}, so nothing older is known of ${describeRef(this.ref)}.`,
+        `${describePoint(point)} is before the history's start: it reaches back to ${this.historyStart}${this.ref.cluster ? ` in cluster ${this.ref.cluster}` : ''}, so nothing older is known of ${describeRef(this.ref)}.`,
       );
     }
     let index = -1;
