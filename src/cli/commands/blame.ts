@@ -11,12 +11,12 @@ import type { BlameFlags } from '../object-history/blame.ts';
 export function blameCommand(): Command {
   const command = newCommand(
     'blame',
-    'print an object with who last changed each line and when, from the --state history',
+    'an object, each line with who changed it last',
   ).argument('<object>', 'type/name: deploy/web, deployments.apps/web');
   addFlags(command, [
     ...HISTORY_SOURCE,
     OBJECT_NAMESPACE,
-    { flags: '--at <when>', description: 'the version at this time, duration ago or event id; default now' },
+    { flags: '--at <when>', description: 'a time, a duration ago (2h) or an event id; default now' },
     {
       flags: '-o, --output <format>',
       description: 'text (default) or json: one line per line',
@@ -25,7 +25,7 @@ export function blameCommand(): Command {
     { flags: '--kubeconfig <file>', description: 'for the managedFields of lines older than the history' },
     {
       flags: '--context <name>',
-      description: 'the context to read them from (default: --cluster, else current)',
+      description: 'the context to read them from (default: --cluster)',
     },
     { flags: '--offline', description: 'never ask the cluster: the history alone' },
     DEBUG_FLAG,

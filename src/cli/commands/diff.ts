@@ -14,13 +14,13 @@ import type { DiffFlags } from '../object-history/object-diff.ts';
 export function diffCommand(): Command {
   const command = newCommand(
     'diff',
-    'what changed between two times, from the --state history (exit 1: differences)',
-  ).argument('[object]', 'type/name (deploy/web), or a type, or nothing: every object changed in the window');
+    'what changed between two times (exit 1: some)',
+  ).argument('[object]', 'type/name, a type, or none: all changed in the window');
   addFlags(command, [
     ...HISTORY_SOURCE,
     {
       flags: '-n, --namespace <ns>',
-      description: "the object's namespace (default: default); without an object, only this namespace",
+      description: "the object's (default: default), or the window's",
     },
     { flags: '--from <when>', description: 'the older version: a time, a duration ago or an event id' },
     { flags: '--to <when>', description: 'the newer version (default: now)' },

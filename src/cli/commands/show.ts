@@ -10,14 +10,14 @@ import type { ShowFlags } from '../object-history/show.ts';
 export function showCommand(): Command {
   const command = newCommand(
     'show',
-    'print an object as it was at a time, from the --state history',
+    'an object as it was at a time, from the history',
   ).argument('<object>', 'type/name: deploy/web, deployments.apps/web');
   addFlags(command, [
     ...HISTORY_SOURCE,
     OBJECT_NAMESPACE,
     {
       flags: '--at <when>',
-      description: 'a time (13:50, 2026-11-27T13:50Z), a duration ago (2h) or an event id; default now',
+      description: 'a time, a duration ago (2h) or an event id; default now',
     },
     {
       flags: '-o, --output <format>',
