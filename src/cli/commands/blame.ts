@@ -9,10 +9,10 @@ import { groupedHelp } from '../help.ts';
 import type { BlameFlags } from '../object-history/blame.ts';
 
 export function blameCommand(): Command {
-  const command = newCommand(
-    'blame',
-    'an object, each line with who changed it last',
-  ).argument('<object>', 'type/name: deploy/web, deployments.apps/web');
+  const command = newCommand('blame', 'an object, each line with who changed it last').argument(
+    '<object>',
+    'type/name: deploy/web, deployments.apps/web',
+  );
   addFlags(command, [
     ...HISTORY_SOURCE,
     OBJECT_NAMESPACE,

@@ -12,10 +12,10 @@ import { groupedHelp } from '../help.ts';
 import type { DiffFlags } from '../object-history/object-diff.ts';
 
 export function diffCommand(): Command {
-  const command = newCommand(
-    'diff',
-    'what changed between two times (exit 1: some)',
-  ).argument('[object]', 'type/name, a type, or none: all changed in the window');
+  const command = newCommand('diff', 'what changed between two times (exit 1: some)').argument(
+    '[object]',
+    'type/name, a type, or none: all changed in the window',
+  );
   addFlags(command, [
     ...HISTORY_SOURCE,
     {

@@ -8,10 +8,10 @@ import { groupedHelp } from '../help.ts';
 import type { ShowFlags } from '../object-history/show.ts';
 
 export function showCommand(): Command {
-  const command = newCommand(
-    'show',
-    'an object as it was at a time, from the history',
-  ).argument('<object>', 'type/name: deploy/web, deployments.apps/web');
+  const command = newCommand('show', 'an object as it was at a time, from the history').argument(
+    '<object>',
+    'type/name: deploy/web, deployments.apps/web',
+  );
   addFlags(command, [
     ...HISTORY_SOURCE,
     OBJECT_NAMESPACE,
