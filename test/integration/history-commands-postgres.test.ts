@@ -104,9 +104,10 @@ describe('show, diff and blame on a PostgreSQL history of two clusters', () => {
   });
 
   it('diff lists the changes of the window with their field managers, and exits 1; 0 when nothing changed', async () => {
+    // The edits' times are east's (west saw each change at its own moment): east's versions.
     const from = between(edits[0]!.event, edits[1]!.event);
     const to = between(edits[3]!.event, edits[4]!.event);
-    const diff = await run('diff', 'deploy/web', '-n', ns, '--cluster', 'west', '--from', from, '--to', to);
+    const diff = await run('diff', 'deploy/web', '-n', ns, '--cluster', 'east', '--from', from, '--to', to);
     assert.equal(diff.code, 1, diff.stderr);
     const listed = diff.stdout.split('\n').filter((line) => / UPDATED /.test(line));
     assert.deepEqual(
@@ -116,7 +117,7 @@ describe('show, diff and blame on a PostgreSQL history of two clusters', () => {
     assert.match(diff.stdout, /^- {2}replicas: 1$/m);
     assert.match(diff.stdout, /^\+ {2}replicas: 3$/m);
     assert.match(diff.stdout, /^\+ {4}tier: front$/m);
-    const same = await run('diff', 'deploy/web', '-n', ns, '--cluster', 'west', '--from', from, '--to', from);
+    const same = await run('diff', 'deploy/web', '-n', ns, '--cluster', 'east', '--from', from, '--to', from);
     assert.equal(same.code, 0, same.stderr);
     const window = await run('diff', 'deploy', '-n', ns, '--cluster', 'east', '--since', '1h');
     assert.equal(window.code, 1, window.stderr);

@@ -12,7 +12,7 @@ import type { Change } from '../../diff/types.ts';
 import type { JsonObject, JsonValue } from '../../kube/types.ts';
 import { isJsonObject } from '../../kube/types.ts';
 import type { RecordedEvent, Version } from './object-timeline.ts';
-import { type YamlLine, yamlLines } from './object-yaml.ts';
+import { resolveLinePath, type YamlLine, yamlLines } from './object-yaml.ts';
 
 /** Who made a line what it is, and when. */
 export interface LineOrigin {
@@ -56,6 +56,10 @@ export function blameLines(versions: readonly Version[], complete: boolean): Bla
   for (let step = 0; step + 1 < versions.length && pending.size > 0; step++) {
     const after = versions[step]!;
     const older = versions[step + 1]!.object;
+    // A step whose changes reach none of the lines still open leaves them all as they are: the older
+    // version need not be rendered (most steps, once the lines that change often are attributed).
+    const reached = reachedPaths(after, older);
+    if (reached && !someLineReached(lines, pending, reached, after.object!, older!)) continue;
     const before = older ? indexLines(yamlLines(older)) : indexLines([]);
     const moved = new Map<string, Map<number, number>>();
     for (const [index, line] of pending) {
@@ -91,6 +95,57 @@ export function blameLines(versions: readonly Version[], complete: boolean): Bla
     }
   }
   return lines;
+}
+
+/**
+ * The line paths an event's changes can have altered: each change's path, cut at its first list item
+ * known by position only (inserting there shifts the items after it). Undefined when unknown (no event,
+ * or a change whose path does not resolve): then every line is compared.
+ */
+function reachedPaths(after: Version, older: JsonObject | undefined): string[][] | undefined {
+  const changes = after.event?.changes;
+  if (!changes || !older || !after.object) return undefined;
+  const reached: string[][] = [];
+  for (const change of changes) {
+    const path = keyedPath(change.op === 'remove' ? older : after.object, change.path);
+    if (!path) return undefined;
+    const positional = path.findIndex((segment) => segment.startsWith('[#'));
+    reached.push(positional < 0 ? path : path.slice(0, positional));
+  }
+  return reached;
+}
+
+/**
+ * Whether a change reaches an open line: at or above its path (the line is in the subtree changed), or
+ * below it when the line's own text changes with it (a map emptied to `{}`, a list to `[]`).
+ */
+function someLineReached(
+  lines: readonly YamlLine[],
+  pending: ReadonlyMap<number, Pending>,
+  reached: readonly string[][],
+  after: JsonObject,
+  older: JsonObject,
+): boolean {
+  for (const index of pending.keys()) {
+    const path = lines[index]!.path;
+    for (const changed of reached) {
+      const shared = Math.min(changed.length, path.length);
+      let same = 0;
+      while (same < shared && changed[same] === path[same]) same++;
+      if (same < shared) continue;
+      if (changed.length <= path.length) return true;
+      if (shapeAt(after, path) !== shapeAt(older, path)) return true;
+    }
+  }
+  return false;
+}
+
+/** What a key line shows of its value: `{}`, `[]`, a map, a list, or the scalar itself. */
+function shapeAt(object: JsonObject, path: readonly string[]): string {
+  const value = resolveLinePath(object, path)?.value;
+  if (Array.isArray(value)) return value.length === 0 ? '[]' : 'list';
+  if (isJsonObject(value)) return Object.keys(value).length === 0 ? '{}' : 'map';
+  return JSON.stringify(value ?? null);
 }
 
 /** A version's lines by key, and its multi-line strings' lines in order. */

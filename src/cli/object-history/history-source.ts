@@ -1,11 +1,16 @@
 // Where `show`, `diff` and `blame` read: the --state file or database (or the config file's state.path),
-// through the UI's reader (src/state/timeline-reader.ts: an SQLite file in a worker thread, PostgreSQL on
-// a connection of its own, each bounded the same way), and the names people type resolved the kubectl
-// way: `deploy/web`, `deployments.apps/web`, `-n shop` (default: the namespace `default`, as kubectl's),
-// `--cluster` for a PostgreSQL history of several clusters.
-import { openHistory, openTimelineReader } from '../../state/open.ts';
+// through the UI's reader (src/state/timeline-reader.ts: the same queries, filters and bounds), and the
+// names people type resolved the kubectl way: `deploy/web`, `deployments.apps/web`, `-n shop` (default:
+// the namespace `default`, as kubectl's), `--cluster` for a PostgreSQL history of several.
+//
+// The store is opened once, read-only, and the reader runs on it in this process: a command has no
+// event loop to keep free (the UI runs the SQLite reader in a worker thread for that), and opening an
+// SQLite file checks it whole (PRAGMA quick_check: over a second for a million events), so once is the
+// least it costs.
+import { openHistory } from '../../state/open.ts';
+import { SqliteStateStore } from '../../state/sqlite-store.ts';
 import type { HistoryReader } from '../../state/store.ts';
-import type { ObjectRef, TimelineReader } from '../../state/timeline-reader.ts';
+import { type ObjectRef, SqliteTimelineReader, type TimelineReader } from '../../state/timeline-reader.ts';
 import { KubediffError, UsageError } from '../../util/errors.ts';
 import { type RecordedType, resolveRecordedType } from '../recorded-type.ts';
 import { requireStateFile, stateLocation } from '../state-location.ts';
@@ -45,16 +50,18 @@ export class HistorySource {
     if (flags.cluster !== undefined && flags.cluster.trim() === '')
       throw new UsageError('invalid --cluster "": name a cluster, as `kubediff history` shows it.');
     const db = await openHistory(location);
-    try {
-      return new HistorySource(db, await openTimelineReader(location), flags);
-    } catch (error) {
-      await db.close();
-      throw error;
+    if (db instanceof SqliteStateStore) {
+      return new HistorySource(db, new SqliteTimelineReader(db.database), flags);
     }
+    const { PostgresHistory } = await import('../../state/postgres-store.ts');
+    const { PostgresTimelineReader } = await import('../../state/postgres-timeline-reader.ts');
+    if (!(db instanceof PostgresHistory)) throw new Error('a history of an unknown store');
+    return new HistorySource(db, new PostgresTimelineReader(db), flags);
   }
 
+  /** Closes the store (the reader's close closes the store it reads). */
   async close(): Promise<void> {
-    await Promise.allSettled([this.reader.close(), this.db.close()]);
+    await this.reader.close();
   }
 
   /** The cluster asked for with --cluster. */

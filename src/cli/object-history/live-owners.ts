@@ -4,14 +4,12 @@
 // *now*, so they are used only for lines that have not changed since the version blamed (the caller
 // checks), and only when the live object is the recorded one (same uid).
 import type { FieldOwnership } from '../../diff/field-owners.ts';
-import { listItemKey } from '../../diff/list-keys.ts';
-import { formatPointer } from '../../diff/pointer.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { kubeconfigContexts, loadKubeconfig } from '../../kube/kubeconfig.ts';
 import { type ManagedFieldsEntry, managedFieldsOf } from '../../kube/managed-fields.ts';
-import type { JsonObject, JsonValue, KubeObject } from '../../kube/types.ts';
-import { isJsonObject } from '../../kube/types.ts';
+import type { JsonObject, KubeObject } from '../../kube/types.ts';
 import { KubediffError } from '../../util/errors.ts';
+import { resolveLinePath } from './object-yaml.ts';
 
 export interface LiveObjectRef {
   apiVersion: string;
@@ -69,27 +67,6 @@ export function ownersOf(
   object: JsonObject,
   path: readonly string[],
 ): ManagedFieldsEntry[] {
-  const pointer = pointerOf(object, path);
-  return pointer === undefined ? [] : ownership.ownersOf(pointer);
-}
-
-/** A line path as a JSON Pointer into `object`; undefined when an item it names is not there. */
-function pointerOf(object: JsonObject, path: readonly string[]): string | undefined {
-  const segments: (string | number)[] = [];
-  let at: JsonValue | undefined = object;
-  for (const segment of path) {
-    if (Array.isArray(at)) {
-      const id = segment.slice(1, -1);
-      const index: number = id.startsWith('#')
-        ? Number(id.slice(1))
-        : at.findIndex((item) => listItemKey(item) === id);
-      if (index < 0 || index >= at.length) return undefined;
-      segments.push(index);
-      at = at[index];
-    } else {
-      segments.push(segment);
-      at = isJsonObject(at) ? at[segment] : undefined;
-    }
-  }
-  return formatPointer(segments);
+  const resolved = resolveLinePath(object, path);
+  return resolved === undefined ? [] : ownership.ownersOf(resolved.pointer);
 }

@@ -70,7 +70,7 @@ export class ObjectTimeline {
       events = events.filter((event) => event.cluster === ref.cluster);
       if (events.length === 0) current = undefined;
     }
-    const clusters = [...new Set(events.map((event) => event.cluster ?? ''))];
+    const clusters = [...new Set(events.map((event) => event.cluster ?? ''))].sort();
     if (clusters.length > 1) {
       throw new UsageError(
         `${describeRef(ref)} is recorded in ${clusters.length} clusters (${clusters.join(', ')}): choose one with --cluster.`,
@@ -219,15 +219,20 @@ export class ObjectTimeline {
   private unrebuildable(event: RecordedEvent): HistoryReach {
     const name = describeRef(this.ref);
     const last = this.events.at(-1);
-    if (!this.current || last?.type === 'DELETED' || last?.object.uid !== event.object.uid) {
-      const deletion = this.events.find(
-        (candidate) =>
-          candidate.type === 'DELETED' &&
-          candidate.object.uid === event.object.uid &&
-          candidate.seq >= event.seq,
-      );
+    const deletion = this.events.find(
+      (candidate) =>
+        candidate.type === 'DELETED' &&
+        candidate.object.uid === event.object.uid &&
+        candidate.seq >= event.seq,
+    );
+    if (deletion || last?.object.uid !== event.object.uid) {
       return new HistoryReach(
         `${name} (uid ${event.object.uid}) was deleted${deletion ? ` at ${deletion.time}` : ''}: kubediff keeps the last state of objects that exist, so the versions of a deleted one cannot be rebuilt (its changes are listed by \`kubediff history\`).`,
+      );
+    }
+    if (!this.current) {
+      return new HistoryReach(
+        `the history holds no recorded state of ${name}, only its changes, so its versions cannot be rebuilt (\`kubediff history\` lists them).`,
       );
     }
     const oldest = this.rebuildable()[0];

@@ -9,6 +9,7 @@
 // their string's key and are told apart by their position in it.
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar, stringify } from 'yaml';
 import { listItemKey } from '../../diff/list-keys.ts';
+import { formatPointer } from '../../diff/pointer.ts';
 import type { JsonObject, JsonValue } from '../../kube/types.ts';
 import { isJsonObject } from '../../kube/types.ts';
 
@@ -105,4 +106,33 @@ export function pathText(path: readonly string[]): string {
   return path
     .map((segment, index) => (segment.startsWith('[') || index === 0 ? segment : `.${segment}`))
     .join('');
+}
+
+/**
+ * Where a line path leads in `object`: its JSON Pointer and the value there; undefined when a field or
+ * an item it names is not there.
+ */
+export function resolveLinePath(
+  object: JsonValue,
+  path: readonly string[],
+): { pointer: string; value: JsonValue } | undefined {
+  const segments: (string | number)[] = [];
+  let at: JsonValue | undefined = object;
+  for (const segment of path) {
+    if (Array.isArray(at)) {
+      const id = segment.slice(1, -1);
+      const items: JsonValue[] = at;
+      const index = id.startsWith('#')
+        ? Number(id.slice(1))
+        : items.findIndex((item) => listItemKey(item) === id);
+      if (index < 0 || index >= items.length) return undefined;
+      segments.push(index);
+      at = items[index];
+    } else {
+      if (!isJsonObject(at) || !Object.hasOwn(at, segment)) return undefined;
+      segments.push(segment);
+      at = at[segment];
+    }
+  }
+  return at === undefined ? undefined : { pointer: formatPointer(segments), value: at };
 }
