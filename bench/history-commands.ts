@@ -171,6 +171,12 @@ function measure(
       ['show', ...target, '--at', iso(end - 500 * STEP_MS - STEP_MS / 2)],
       [0],
     ],
+    [
+      'history deploy/target --tail 1 (baseline)',
+      'the same open of the store, one indexed query, one event printed',
+      ['history', ...target, '--tail', '1'],
+      [0],
+    ],
     ['show (now)', 'the last recorded version', ['show', ...target], [0]],
     [
       'diff --from … --to …',

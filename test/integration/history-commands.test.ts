@@ -303,6 +303,9 @@ describe('show, diff and blame on a state file (users from the audit webhook)', 
     assert.equal(who('value: "1"'), last(8));
     // Lines the watch never saw change: their owner now, from managedFields.
     assert.equal(who('app: web'), 'managedFields: seed-tool');
+    // What no manager owns (kind, name…) and the keys of maps: the creator's.
+    assert.equal(who('kind: Deployment'), 'managedFields: seed-tool');
+    assert.equal(who('selector:'), 'managedFields: seed-tool');
     // Text: the user, or the manager marked "(now)", beside each line.
     const text = await run('blame', 'deploy/web', '-n', ns, '--kubeconfig', api.kubeconfigPath);
     assert.match(

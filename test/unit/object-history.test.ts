@@ -261,6 +261,28 @@ describe('blame', () => {
     assert.equal(line('app: web')?.origin, undefined);
   });
 
+  it("keeps a list item's first line with its field when a field sorted before it is added", () => {
+    const pod = (image: string, env?: { name: string; value: string }[]) =>
+      ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'web', uid: 'u1' },
+        spec: { containers: [{ name: 'web', image, ...(env ? { env } : {}) }] },
+      }) as JsonObject;
+    const versions = [pod('web:1'), pod('web:2'), pod('web:2', [{ name: 'MODE', value: 'a' }])];
+    const { events, current } = history(versions, [
+      { user: { username: 'alice' } },
+      { user: { username: 'bob' } },
+      { user: { username: 'carol' } },
+    ]);
+    const pods = ObjectTimeline.of(REF, { events, truncated: false, current }, at(0));
+    const { versions: read, complete } = pods.versionsUpTo(pods.latestVersion(), 10);
+    const lines = blameLines(read, complete);
+    const user = (text: string) => lines.find((line) => line.text.trim() === text)?.origin?.user;
+    // `- image: web:2` became `image: web:2` when env (sorted first) was added: still bob's line.
+    assert.deepEqual(['- env:', 'image: web:2', 'name: web'].map(user), ['carol', 'bob', 'alice']);
+  });
+
   it('follows the lines of a multi-line string one by one', () => {
     const config = (text: string) =>
       ({

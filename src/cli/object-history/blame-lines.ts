@@ -25,12 +25,17 @@ export interface LineOrigin {
   manager?: string;
   /** The id of the event that changed it. */
   event?: string;
+  /** managedFields: the line is its creator's (a map's or list's key, or a field no manager owns). */
+  creator?: true;
 }
 
 export interface BlamedLine extends YamlLine {
   /** undefined: older than every version read (for the caller to attribute from managedFields). */
   origin: LineOrigin | undefined;
 }
+
+/** The `- ` markers that open list items at the start of a line. */
+const ITEM_MARKERS = /^( *)((?:- )+)/;
 
 interface Pending {
   /** The line's key in the version being compared (a multi-line string's line moves within it). */
@@ -148,12 +153,22 @@ function shapeAt(object: JsonObject, path: readonly string[]): string {
   return JSON.stringify(value ?? null);
 }
 
-/** A version's lines by key, and its multi-line strings' lines in order. */
+/**
+ * A version's lines by key (their text as compared: a list item's `- ` counts as indentation, so that
+ * the item's first line stays the same line when a field sorted before it is added), and its multi-line
+ * strings' lines in order.
+ */
 function indexLines(lines: readonly YamlLine[]) {
   const text = new Map<string, string>();
   const parts = new Map<string, string[]>();
   for (const line of lines) {
-    text.set(line.key, line.text);
+    text.set(
+      line.key,
+      line.text.replace(
+        ITEM_MARKERS,
+        (_, spaces: string, dashes: string) => spaces + ' '.repeat(dashes.length),
+      ),
+    );
     if (line.part !== undefined) {
       const base = baseKey(line);
       const list = parts.get(base) ?? [];

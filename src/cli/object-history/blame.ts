@@ -4,6 +4,7 @@
 // be asked and the line has not changed since T.
 import { Chalk } from 'chalk';
 import { FieldOwnership } from '../../diff/field-owners.ts';
+import type { ManagedFieldsEntry } from '../../kube/managed-fields.ts';
 import type { JsonObject } from '../../kube/types.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { printable } from '../../util/terminal-text.ts';
@@ -11,7 +12,7 @@ import { type BlamedLine, blameLines, type LineOrigin } from './blame-lines.ts';
 import { HistorySource, type HistorySourceFlags } from './history-source.ts';
 import { type ClusterChoice, liveManagedFields, ownersOf } from './live-owners.ts';
 import { describeRef, OBJECT_EVENTS_LIMIT, type ObjectTimeline, type Version } from './object-timeline.ts';
-import { pathText, yamlLines } from './object-yaml.ts';
+import { pathText, resolveLinePath, yamlLines } from './object-yaml.ts';
 import { describePoint, parseTimePoint, type TimePoint } from './time-point.ts';
 import { absence, type CommandIo, versionNotes, versionText } from './version-notes.ts';
 
@@ -81,21 +82,35 @@ async function attributeOlderLines(
   const unknown: LineOrigin = { source: 'unknown', time: reach, atOrBefore: true };
   const current = timeline.latestVersion();
   const notes = [`${older.length} lines are older than the history read (it reaches back to ${reach}).`];
-  const owned = flags.offline ? undefined : await liveOwnership(timeline, current, flags, notes);
-  const unchanged = current.object
-    ? new Map(yamlLines(current.object).map((line) => [line.key, line.text]))
-    : new Map();
+  const live = flags.offline ? undefined : await liveOwnership(timeline, current, flags, notes);
+  const object = current.object;
+  const unchanged = object ? new Map(yamlLines(object).map((line) => [line.key, line.text])) : new Map();
   for (const line of older) {
-    const owners = owned && unchanged.get(line.key) === line.text ? owned(line.path) : [];
-    if (owners.length === 0) {
+    if (!live || !object || unchanged.get(line.key) !== line.text) {
       line.origin = unknown;
       continue;
     }
+    // The key of a map or list is its creator's; a field, its owners'.
+    const value = resolveLinePath(object, line.path)?.value;
+    const keyLine =
+      line.part === undefined && typeof value === 'object' && value !== null && Object.keys(value).length > 0;
+    const owners = keyLine ? [] : live.owners(line.path);
+    if (owners.length === 0) {
+      line.origin = live.creator
+        ? {
+            source: 'managedFields',
+            time: reach,
+            atOrBefore: true,
+            manager: live.creator.manager,
+            creator: true,
+          }
+        : unknown;
+      continue;
+    }
     const times = owners.flatMap((owner) => (owner.time ? [owner.time] : []));
-    const earliest = [reach, ...times].sort()[0]!;
     line.origin = {
       source: 'managedFields',
-      time: earliest,
+      time: [reach, ...times].sort()[0]!,
       atOrBefore: true,
       manager: [...new Set(owners.map((owner) => owner.manager))].join(', '),
     };
@@ -103,13 +118,20 @@ async function attributeOlderLines(
   return notes;
 }
 
-/** Who owns a line path now, from the live object's managedFields; undefined (with a note) when unknown. */
+interface LiveOwnership {
+  /** The managers that own a line path now. */
+  owners(path: readonly string[]): ManagedFieldsEntry[];
+  /** The manager whose entry is the oldest (the object's own subresources aside): who created it. */
+  creator: ManagedFieldsEntry | undefined;
+}
+
+/** Who owns what now, from the live object's managedFields; undefined (with a note) when unknown. */
 async function liveOwnership(
   timeline: ObjectTimeline,
   current: Version,
   flags: BlameFlags,
   notes: string[],
-): Promise<((path: readonly string[]) => ReturnType<typeof ownersOf>) | undefined> {
+): Promise<LiveOwnership | undefined> {
   const last = timeline.events.at(-1);
   const object = current.object;
   if (!last || !object) return undefined;
@@ -119,15 +141,15 @@ async function liveOwnership(
     cluster: timeline.cluster,
   };
   try {
-    const { entries, context } = await liveManagedFields(
-      { ...last.object, namespace: timeline.ref.namespace, apiVersion: last.object.apiVersion },
-      choice,
-    );
+    const { entries, context } = await liveManagedFields(last.object, choice);
     notes.push(
-      `Their owners are the field managers that own them now (managedFields of the object in context "${context}"), shown with "≤ the time" of their last write.`,
+      `Their owners are the field managers that own them now (managedFields of the object in context "${context}"), with "≤ the time" of their last write; keys of maps and lists, and lines no manager owns, are the creator's.`,
     );
     const ownership = new FieldOwnership(entries, object as JsonObject);
-    return (path) => ownersOf(ownership, object, path);
+    const creator = entries
+      .filter((entry) => entry.subresource === undefined)
+      .sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''))[0];
+    return { owners: (path) => ownersOf(ownership, object, path), creator };
   } catch (error) {
     notes.push(
       `Who wrote them is unknown: the cluster's managedFields could not be read (${errorMessage(error).replace(/\.$/, '')}).`,
@@ -136,7 +158,6 @@ async function liveOwnership(
   }
 }
 
-/** The widest who column; longer names are cut with an ellipsis (`-o json` has them whole). */
 const WHO_WIDTH = 48;
 
 function renderBlame(lines: readonly BlamedLine[], notes: readonly string[], io: CommandIo): string {
@@ -169,5 +190,6 @@ function whenText(origin: LineOrigin | undefined): string {
 function whoText(origin: LineOrigin | undefined): string {
   if (!origin || origin.source === 'unknown') return '?';
   const who = origin.user ?? origin.manager ?? '?';
-  return origin.source === 'managedFields' ? `${who} (now)` : who;
+  if (origin.source !== 'managedFields') return who;
+  return origin.creator ? `${who} (creator)` : `${who} (now)`;
 }
