@@ -99,7 +99,7 @@ async function attributeOlderLines(
       line.origin = live.creator
         ? {
             source: 'managedFields',
-            time: reach,
+            time: [reach, ...(live.creator.time ? [live.creator.time] : [])].sort()[0]!,
             atOrBefore: true,
             manager: live.creator.manager,
             creator: true,
