@@ -3,19 +3,29 @@
 // YAML and its line keys, the unified diff, and blame's attribution of each line (by merge key, line by
 // line inside a multi-line string, user before manager).
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { runBlame } from '../../src/cli/object-history/blame.ts';
 import { blameLines } from '../../src/cli/object-history/blame-lines.ts';
+import { runDiff } from '../../src/cli/object-history/object-diff.ts';
 import {
   HistoryReach,
   ObjectTimeline,
   type RecordedEvent,
 } from '../../src/cli/object-history/object-timeline.ts';
 import { objectYaml, yamlLines } from '../../src/cli/object-history/object-yaml.ts';
+import { runShow } from '../../src/cli/object-history/show.ts';
 import { parseTimePoint } from '../../src/cli/object-history/time-point.ts';
 import { unifiedDiff } from '../../src/cli/object-history/unified-diff.ts';
+import type { CommandIo } from '../../src/cli/object-history/version-notes.ts';
 import { diffObjects } from '../../src/diff/diff.ts';
-import type { ByInfo } from '../../src/events/event.ts';
+import type { ByInfo, ChangeEvent } from '../../src/events/event.ts';
 import type { JsonObject } from '../../src/kube/types.ts';
+import { StateDatabase } from '../../src/state/database.ts';
 import { UsageError } from '../../src/util/errors.ts';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');
@@ -306,5 +316,111 @@ describe('blame', () => {
     const lines = blameLines(read, complete);
     const user = (text: string) => lines.find((line) => line.text.trim() === text)?.origin?.user;
     assert.deepEqual(['z = 0', 'a = 1', 'b = 20', 'c = 3'].map(user), ['carol', 'alice', 'bob', 'alice']);
+  });
+});
+
+describe('the commands on a state file, in process', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kubediff-object-history-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'state.db');
+  const config = (mode: string) =>
+    ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'flags', namespace: 'shop', uid: 'c1' },
+      data: { mode },
+    }) as JsonObject;
+  const versions = [config('plain'), config('\u202eevil\u001b[31m')];
+
+  before(() => {
+    const db = StateDatabase.open(file);
+    const { events } = history(versions, [{ user: { username: 'alice' } }, { user: { username: 'bob' } }]);
+    db.write([
+      ...events.map((event) => {
+        const { seq: _seq, ...recorded } = event;
+        const configMap: ChangeEvent = {
+          ...recorded,
+          id: event.id.replace('u1', 'c1'),
+          object: {
+            ...recorded.object,
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            resource: 'configmaps',
+            name: 'flags',
+            uid: 'c1',
+          },
+        };
+        return { kind: 'event' as const, resource: 'configmaps', event: configMap };
+      }),
+      {
+        kind: 'object',
+        resource: 'configmaps',
+        object: {
+          key: 'shop/flags',
+          namespace: 'shop',
+          name: 'flags',
+          uid: 'c1',
+          resourceVersion: '101',
+          object: versions[1]!,
+        },
+      },
+    ]);
+    const configmaps = {
+      group: '',
+      version: 'v1',
+      resource: 'configmaps',
+      kind: 'ConfigMap',
+      namespaced: true,
+      verbs: ['list', 'watch'],
+      shortNames: ['cm'],
+      singularName: 'configmap',
+      categories: [],
+    };
+    db.writeSerialized([
+      {
+        kind: 'resources',
+        entries: [{ resource: 'configmaps', json: JSON.stringify(configmaps), watched: true }],
+      },
+    ]);
+    db.close();
+  });
+
+  const capture = async (isTTY: boolean, run: (io: CommandIo) => Promise<unknown>) => {
+    let stdout = '';
+    let stderr = '';
+    const sink = (write: (text: string) => void) =>
+      new Writable({
+        write: (chunk, _encoding, done) => {
+          write(String(chunk));
+          done();
+        },
+      });
+    await run({
+      stdout: sink((text) => (stdout += text)),
+      stderr: sink((text) => (stderr += text)),
+      isTTY,
+      now: () => NOW,
+    });
+    return { stdout, stderr };
+  };
+
+  it('on a terminal, escapes what would act on it; piped, writes the YAML as it is', async () => {
+    const terminal = await capture(true, (io) => runShow('cm/flags', { state: file, namespace: 'shop' }, io));
+    const raw = (text: string) => text.includes('\u202e') || text.includes('evil\u001b');
+    assert.match(terminal.stdout, /^ {2}mode: .*\\u202e/m);
+    assert.ok(!raw(terminal.stdout), terminal.stdout);
+    const piped = await capture(false, (io) => runShow('cm/flags', { state: file, namespace: 'shop' }, io));
+    assert.deepEqual(parse(piped.stdout).data, { mode: '\u202eevil\u001b[31m' });
+    const blame = await capture(true, (io) =>
+      runBlame('configmaps/flags', { state: file, namespace: 'shop', offline: true }, io),
+    );
+    assert.ok(!raw(blame.stdout), blame.stdout);
+    assert.match(blame.stdout, /bob +.*mode/);
+    let different = false;
+    const diff = await capture(true, async (io) => {
+      different = await runDiff('cm/flags', { state: file, namespace: 'shop' }, io);
+    });
+    assert.equal(different, true);
+    assert.ok(!raw(diff.stdout), diff.stdout);
   });
 });
