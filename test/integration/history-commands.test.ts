@@ -250,7 +250,7 @@ describe('show, diff and blame on a state file (users from the audit webhook)', 
       'now',
     );
     assert.equal(quiet.code, 0, quiet.stderr);
-    assert.match(quiet.stdout, new RegExp(`^# deployments\\.apps ${ns}/web: 0 changes from `));
+    assert.match(quiet.stdout, new RegExp(`^# deployments\\.apps ${ns}/web: 0 changes from `, 'm'));
     assert.doesNotMatch(quiet.stdout, /^@@/m);
     // Every object changed in the window of a namespace: the Deployment and the Secret.
     const all = await run('diff', '-n', ns, '--since', '1h');

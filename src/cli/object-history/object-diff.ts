@@ -4,7 +4,8 @@
 // the command exits 1 then, 0 when nothing does, 2 on any error (docs/cli.md, "Exit codes").
 import { Chalk } from 'chalk';
 import { prettyRenderer } from '../../sinks/pretty.ts';
-import type { HistoryFilter, ObjectRef } from '../../state/timeline-reader.ts';
+import type { EventSummary, HistoryFilter, ObjectRef } from '../../state/timeline-reader.ts';
+import { LIMITS } from '../../ui/query.ts';
 import { UsageError } from '../../util/errors.ts';
 import { printable } from '../../util/terminal-text.ts';
 import { HistorySource, type HistorySourceFlags } from './history-source.ts';
@@ -18,7 +19,7 @@ import {
 import { objectYaml } from './object-yaml.ts';
 import { parseTimePoint, type TimePoint } from './time-point.ts';
 import { unifiedDiff } from './unified-diff.ts';
-import { type CommandIo, versionNotes, versionText } from './version-notes.ts';
+import { type CommandIo, IGNORED_PATHS_NOTE, redactionNote, versionText } from './version-notes.ts';
 
 export interface DiffFlags extends HistorySourceFlags {
   from?: string;
@@ -94,28 +95,7 @@ async function diffWindow(
     ...(source.namespace !== undefined ? { namespaces: [source.namespace] } : {}),
     ...(source.cluster !== undefined ? { clusters: [source.cluster] } : {}),
   };
-  const objects = new Map<string, ObjectRef>();
-  let before: number | undefined;
-  let more = false;
-  do {
-    const page = await source.reader.events(filter, { limit: PAGE, before });
-    for (const event of page.events) {
-      const ref: ObjectRef = {
-        resource: event.resource,
-        name: event.name,
-        ...(event.namespace !== undefined ? { namespace: event.namespace } : {}),
-        ...(event.cluster !== undefined ? { cluster: event.cluster } : {}),
-      };
-      const key = JSON.stringify([ref.cluster, ref.resource, ref.namespace, ref.name]);
-      if (objects.has(key)) continue;
-      if (objects.size >= MAX_DIFF_OBJECTS) {
-        more = true;
-        break;
-      }
-      objects.set(key, ref);
-    }
-    before = more ? undefined : page.next;
-  } while (before !== undefined);
+  const { objects, more } = await changedObjects(source, filter);
   if (more) {
     io.stderr.write(
       `kubediff: more than ${MAX_DIFF_OBJECTS} objects changed in the window: the ${MAX_DIFF_OBJECTS} changed most recently are shown; narrow it with a type, -n or --since.\n`,
@@ -163,6 +143,56 @@ async function diffWindow(
   return differs;
 }
 
+/**
+ * The objects changed in the window, the most recently changed first, at most MAX_DIFF_OBJECTS. The
+ * timeline's marks first: the time index finds a window's events without reading the others, and it
+ * answers with each of them when they are at most the UI's 2,000; a busier window is read page by page,
+ * newest first (each page a walk back through the history until it is full).
+ */
+async function changedObjects(
+  source: HistorySource,
+  filter: HistoryFilter,
+): Promise<{ objects: Map<string, ObjectRef>; more: boolean }> {
+  const objects = new Map<string, ObjectRef>();
+  const more = false;
+  const add = (event: EventSummary) => {
+    const ref: ObjectRef = {
+      resource: event.resource,
+      name: event.name,
+      ...(event.namespace !== undefined ? { namespace: event.namespace } : {}),
+      ...(event.cluster !== undefined ? { cluster: event.cluster } : {}),
+    };
+    const key = JSON.stringify([ref.cluster, ref.resource, ref.namespace, ref.name]);
+    if (objects.has(key)) return true;
+    if (objects.size >= MAX_DIFF_OBJECTS) return false;
+    objects.set(key, ref);
+    return true;
+  };
+  const timeline = await source.reader.timeline(filter, {
+    from: filter.from!,
+    to: filter.to!,
+    rows: 'namespace',
+    buckets: 1,
+    maxMarks: LIMITS.marks,
+    maxRows: 1,
+  });
+  if (timeline.marks) {
+    for (const event of [...timeline.marks].reverse()) {
+      if (!add(event)) return { objects, more: true };
+    }
+    return { objects, more };
+  }
+  let before: number | undefined;
+  do {
+    const page = await source.reader.events(filter, { limit: PAGE, before });
+    for (const event of page.events) {
+      if (!add(event)) return { objects, more: true };
+    }
+    before = page.next;
+  } while (before !== undefined);
+  return { objects, more };
+}
+
 function compareRefs(a: ObjectRef, b: ObjectRef): number {
   const key = (ref: ObjectRef) =>
     [ref.cluster ?? '', ref.resource, ref.namespace ?? '', ref.name].join('\u0000');
@@ -184,7 +214,10 @@ function sectionPrinter(io: CommandIo): SectionPrinter {
   const chalk = new Chalk({ level: color ? 1 : 0 });
   const renderEvent = prettyRenderer({ color });
   const write = (line: string) => io.stdout.write(`${line}\n`);
+  let first = true;
   return (name, timeline, from, to, events, reach) => {
+    if (first) write(`# ${IGNORED_PATHS_NOTE}`);
+    first = false;
     const count = `${events.length} change${events.length === 1 ? '' : 's'}`;
     const span = from && to ? ` from ${from.since} to ${to.since}` : '';
     write(chalk.bold(`# ${printable(name)}: ${count}${span}`));
@@ -193,7 +226,8 @@ function sectionPrinter(io: CommandIo): SectionPrinter {
       write(`# ${printable(reach ?? 'its versions are not known')} (its changes are listed above).`);
       return events.length > 0;
     }
-    for (const note of versionNotes(timeline.ref, [from.object, to.object]).slice(0, 1)) write(`# ${note}`);
+    const redaction = redactionNote(timeline.ref, [from.object, to.object]);
+    if (redaction) write(`# ${redaction}`);
     const label = `${timeline.ref.resource}/${timeline.ref.namespace ? `${timeline.ref.namespace}/` : ''}${timeline.ref.name}`;
     const lines = unifiedDiff(
       { label, header: versionText(from), text: from.object ? objectYaml(from.object) : undefined },

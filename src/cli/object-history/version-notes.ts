@@ -45,16 +45,21 @@ export function holdsRedacted(object: JsonObject | undefined): boolean {
   return object !== undefined && JSON.stringify(object).includes('"<redacted ');
 }
 
+/** That values are redacted, when the object is a Secret or holds a redaction marker. */
+export function redactionNote(
+  ref: ObjectRef,
+  objects: readonly (JsonObject | undefined)[],
+): string | undefined {
+  if (ref.resource !== 'secrets' && !objects.some(holdsRedacted)) return undefined;
+  return 'Secret values (and the paths of redact: rules) are redacted: kubediff records a short hash of each value, never the value.';
+}
+
+/** What no rebuilt version holds. */
+export const IGNORED_PATHS_NOTE =
+  'Rebuilt from the history: the paths the watch ignored (by default /status, managedFields, resourceVersion, generation) are not recorded.';
+
 /** The notes that go with a printed version: what is redacted, what is never recorded. */
 export function versionNotes(ref: ObjectRef, objects: readonly (JsonObject | undefined)[]): string[] {
-  const notes: string[] = [];
-  if (ref.resource === 'secrets' || objects.some(holdsRedacted)) {
-    notes.push(
-      'Secret values (and the paths of redact: rules) are redacted: kubediff records a short hash of each value, never the value.',
-    );
-  }
-  notes.push(
-    'Rebuilt from the history: the paths the watch ignored (by default /status, managedFields, resourceVersion, generation) are not recorded.',
-  );
-  return notes;
+  const redaction = redactionNote(ref, objects);
+  return [...(redaction ? [redaction] : []), IGNORED_PATHS_NOTE];
 }
