@@ -362,7 +362,8 @@ One pass of the store over every event, for scale: ${stores.map((store) => `${st
 ${markdownTable(header, stores.flatMap(rows))}
 
 Every command reads one object's events through its index (the newest 1,000 at most), never the whole history;
-\`diff -n …\` over a window reads the window's events page by page (500 at a time), then each object changed.
+\`diff -n …\` over a window finds the window's events through the time index (the timeline's marks, up to the UI's
+2,000; a busier window page by page), then reads each object changed.
 `;
 }
 
