@@ -8,6 +8,7 @@ import { admissionRow, admissionSection } from './admission-report.ts';
 import type { AuditFigures } from './audit.ts';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { GoOriginalBuild } from './go-original.ts';
+import { historySection } from './history-report.ts';
 import type { KafkaFigures } from './kafka.ts';
 import type { LatencyFigures } from './latency.ts';
 import { markdownTable } from './lib/markdown.ts';
@@ -659,6 +660,8 @@ ${markdownTable(
   if (stories) parts.push(storiesSection(stories));
   const admissionFigures = result.admission as AdmissionFigures | undefined;
   if (admissionFigures) parts.push(admissionSection(admissionFigures));
+  const history = historySection();
+  if (history) parts.push(history);
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }

@@ -10,6 +10,31 @@ import { printable } from '../util/terminal-text.ts';
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+/** `diff`: the versions differ (as diff(1) and `kubectl diff`); its failures then exit EXIT_USAGE. */
+export const EXIT_DIFFERENCES = 1;
+
+/** A command that ends with an exit code of its own, having said all it had to (`diff`: differences). */
+export class ExitCode extends Error {
+  readonly code: number;
+  constructor(code: number) {
+    super(`exit ${code}`);
+    this.code = code;
+  }
+}
+
+/**
+ * A failure of a command whose exit code 1 means something else (`diff`): said like any error, with
+ * `code` as the exit code.
+ */
+export class FailureWithCode extends Error {
+  readonly error: unknown;
+  readonly code: number;
+  constructor(error: unknown, code: number) {
+    super(errorMessage(error));
+    this.error = error;
+    this.code = code;
+  }
+}
 
 /** The exit code of a command that ended with `error`. */
 export function exitCodeOf(error: unknown): number {
@@ -22,6 +47,11 @@ export function exitCodeOf(error: unknown): number {
 
 /** Says what `error` means on stderr, in one sentence (stack frames with --debug); returns the exit code. */
 export function reportError(error: unknown, debug: boolean): number {
+  if (error instanceof ExitCode) return error.code;
+  if (error instanceof FailureWithCode) {
+    const code = reportError(error.error, debug);
+    return code === EXIT_OK ? EXIT_OK : error.code;
+  }
   if (error instanceof CommanderError) {
     if (exitCodeOf(error) === EXIT_OK) return EXIT_OK;
     const message = error.message

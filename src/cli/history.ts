@@ -5,13 +5,13 @@
 import type { Writable } from 'node:stream';
 import { parseCount } from '../config/count.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
-import { parseResourceName, resolveResourceName } from '../kube/resource-names.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
 import { openHistory } from '../state/open.ts';
-import type { HistoryQuery, HistoryReader } from '../state/store.ts';
+import type { HistoryQuery } from '../state/store.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
+import { resolveRecordedType } from './recorded-type.ts';
 import { requireStateFile, stateLocation } from './state-location.ts';
 
 export interface HistoryFlags {
@@ -71,7 +71,7 @@ export async function runHistory(
       if (!typed || name === '') {
         throw new UsageError(`invalid resource "${target}": use a type (deploy) or type/name (deploy/web).`);
       }
-      query.resource = await resolveRecorded(db, typed);
+      query.resource = (await resolveRecordedType(db, typed)).resource;
       if (name !== undefined) query.name = name;
     }
     const format = flags.output ?? (io.isTTY ? 'pretty' : 'json');
@@ -93,24 +93,4 @@ export async function runHistory(
   } finally {
     await db.close();
   }
-}
-
-/** `deploy`, `deployments`, `deployments.apps`, `widgets.example.com` → the recorded qualified name. */
-async function resolveRecorded(db: HistoryReader, typed: string): Promise<string> {
-  const name = parseResourceName(typed);
-  const types = await db.recordedTypes();
-  const [match] = resolveResourceName(name, types);
-  if (match) return match.group === '' ? match.resource : `${match.resource}.${match.group}`;
-  // A type no longer served (its CRD is gone) is still in the history under its qualified name.
-  const recorded = await db.historyResources();
-  const qualified = name.group === undefined ? name.name : `${name.name}.${name.group}`;
-  const found =
-    recorded.find((resource) => resource === qualified) ??
-    (name.group === undefined
-      ? recorded.find((resource) => resource.split('.')[0] === name.name)
-      : undefined);
-  if (found) return found;
-  throw new UsageError(
-    `unknown resource type "${typed}": ${db.label} records no such type; use a name such as deployments or widgets.example.com.`,
-  );
 }

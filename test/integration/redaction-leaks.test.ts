@@ -8,7 +8,7 @@
 // `kubediff ui`. Every output is searched for every secret value and its base64 (test/helpers/leak-check.ts):
 // stdout (JSON and pretty), stderr, webhook and every chat platform's bodies, Kafka records (keys, headers,
 // values), the dead-letter file and its rotated files, /readyz and /metrics, the state database and its
-// -wal, history's output, and every answer of the UI's API; the pretty run records in PostgreSQL, whose
+// -wal, history's output, show, diff and blame, and every answer of the UI's API; the pretty run records in PostgreSQL, whose
 // tables and history are searched too.
 // The in-process corpus, much larger, is test/unit/redaction-leaks.test.ts.
 import assert from 'node:assert/strict';
@@ -302,6 +302,33 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       env: pgEnv,
     });
     assert.equal(historyPostgres.code, 0, historyPostgres.stderr);
+    // show, diff and blame: every version of every object changed (diff over the window), and a few
+    // objects whole, on the file and on PostgreSQL.
+    const objectCommands = async (state: string, env?: Record<string, string>) => {
+      const outputs: string[] = [];
+      const run = async (...args: string[]) => {
+        const result = await runKubediffToCompletion([...args, '--state', state], { env, timeoutMs: 60_000 });
+        assert.ok(
+          result.code === 0 || (args[0] === 'diff' && result.code === 1),
+          `${args.join(' ')}: ${result.stderr}`,
+        );
+        outputs.push(result.stdout, result.stderr);
+      };
+      await run('diff', '-n', namespace, '--since', '1h');
+      for (const name of [
+        'secret/huge',
+        'configmap/huge',
+        `${CRD}/${tracked.find((object) => object.kind !== 'Secret' && object.kind !== 'ConfigMap')?.name}`,
+      ]) {
+        await run('show', name, '-n', namespace);
+        await run('show', name, '-n', namespace, '-o', 'json');
+        await run('blame', name, '-n', namespace, '--offline');
+        await run('diff', name, '-n', namespace);
+      }
+      return outputs.join('\n');
+    };
+    const objectOutputs = await objectCommands(statePath);
+    const objectOutputsPostgres = await objectCommands(pgUrl.href, pgEnv);
     const postgresTables = await psql(
       database.info,
       'SELECT * FROM kubediff_objects; SELECT * FROM kubediff_events; SELECT * FROM kubediff_resources; SELECT * FROM kubediff_meta',
@@ -363,6 +390,12 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       },
       { name: 'PostgreSQL state tables', read: () => postgresTables, expect: /<redacted sha256:/ },
       { name: 'history from PostgreSQL', read: () => historyPostgres.stdout, expect: /<redacted sha256:/ },
+      { name: 'show, diff, blame', read: () => objectOutputs, expect: hmacMarker },
+      {
+        name: 'show, diff, blame from PostgreSQL',
+        read: () => objectOutputsPostgres,
+        expect: /<redacted sha256:/,
+      },
     ];
     const report = await assertNoLeaks(sources);
     const deadLetters = await Promise.all(

@@ -171,6 +171,9 @@ describe('`kubediff --help` and a bare `kubediff`', () => {
       'watch',
       'resources',
       'history',
+      'show',
+      'diff',
+      'blame',
       'migrate',
       'ui',
       'validate',
@@ -200,7 +203,18 @@ describe('`kubediff --help` and a bare `kubediff`', () => {
 describe('every command', () => {
   it('is built only when the arguments name it, or for the help', async () => {
     const names = async (...args: string[]) => (await buildProgram(args)).commands.map((c) => c.name());
-    const every = ['version', 'watch', 'resources', 'history', 'migrate', 'ui', 'validate'];
+    const every = [
+      'version',
+      'watch',
+      'resources',
+      'history',
+      'show',
+      'diff',
+      'blame',
+      'migrate',
+      'ui',
+      'validate',
+    ];
     assert.deepEqual(await names('watch', '--debug'), ['watch']);
     assert.deepEqual(await names('--debug', 'history', 'deploy'), ['history']);
     assert.deepEqual(await names('help', 'ui'), ['ui']);
