@@ -38,7 +38,7 @@ import {
   watchArgs,
 } from '../helpers/cli.ts';
 import { resolveBinaries } from '../helpers/cluster.ts';
-import { ADMIN_FIELD_MANAGER, adminClient } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, waitFor } from '../helpers/kube-admin.ts';
 
 const SERVING_UI = /serving the change history on (http:\/\/[^/\s]+)\//;
 const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
@@ -284,12 +284,16 @@ describe('the single executable', () => {
       const script = await fetch(`${origin}/assets/app.ts`);
       assert.equal(script.status, 200);
       assert.match(script.headers.get('content-type') ?? '', /javascript/);
-      const events = await fetch(`${origin}/api/v1/events?namespace=${namespace}&limit=50`);
-      const body = await events.text();
-      assert.equal(events.status, 200, body);
-      assert.ok(
-        (JSON.parse(body) as { events: { id: string }[] }).events.some((event) => event.id === added.id),
-        body,
+      // The state records an event once stdout has taken it, in its next commit: wait for that commit.
+      await waitFor(
+        async () => {
+          const events = await fetch(`${origin}/api/v1/events?namespace=${namespace}&limit=50`);
+          const body = await events.text();
+          assert.equal(events.status, 200, body);
+          const listed = (JSON.parse(body) as { events: { id: string }[] }).events;
+          return listed.some((event) => event.id === added.id);
+        },
+        { what: `the UI's history to list ${added.id}` },
       );
       const result = await kd.stop('SIGTERM');
       assert.equal(result.code, 0, result.stderr);
