@@ -25,8 +25,10 @@ export type BatchWork =
 /** An item of a batch the receiver did not take (by its index in the batch). */
 export interface ItemFailure {
   index: number;
-  /** One phrase, the same for the same cause: refusals are logged once per reason. */
+  /** One phrase: 'HTTP 400 mapper_parsing_exception: failed to parse field [x]'. */
   reason: string;
+  /** What makes two refusals the same (logged once): default the reason. */
+  key?: string;
   retryable: boolean;
 }
 
@@ -195,7 +197,7 @@ export abstract class BatchSink extends DeliverySink {
       }
       if (failure.retryable) return { work, reason: failure.reason };
       this.trouble.refused(
-        failure.reason,
+        failure.key ?? failure.reason,
         `${failure.reason}; not retried. ${lossNote('A digest', this.deadLetter)}`,
       );
       this.backlog.abandonDigest(work.digest, `${failure.reason} (not retried)`);
@@ -212,7 +214,7 @@ export abstract class BatchSink extends DeliverySink {
         again.push(index);
       } else {
         this.trouble.refused(
-          failure.reason,
+          failure.key ?? failure.reason,
           `${failure.reason}; not retried. ${lossNote(`Event ${event.id}`, this.deadLetter)}`,
         );
         this.backlog.abandon([event], `${failure.reason} (not retried)`);

@@ -37,6 +37,8 @@ export interface PostOptions {
   signal?: AbortSignal;
   /** How much of the answer is read; default BODY_LIMIT (an OpenSearch _bulk answer needs more). */
   maxResponseBytes?: number;
+  /** Default POST (PUT for an OpenSearch index template). */
+  method?: 'POST' | 'PUT';
 }
 
 /** How much of a response body is read; the rest is discarded. */
@@ -103,7 +105,7 @@ export async function post(
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   try {
     const response = await request(url, {
-      method: 'POST',
+      method: options.method ?? 'POST',
       headers: { 'content-type': 'application/json', ...options.headers },
       body,
       dispatcher: agent,
