@@ -59,7 +59,6 @@ const BULK_FIELDS = 'errors,items.*.status,items.*.error.type,items.*.error.reas
 type BulkItem = { status?: number; error?: { type?: string; reason?: string } };
 
 export class SearchSink extends BatchSink {
-  private readonly options: SearchSinkOptions;
   private readonly base: URL;
   private readonly index: string;
   private readonly mode: SearchIndexMode;
@@ -79,7 +78,6 @@ export class SearchSink extends BatchSink {
       deadLetter: options.deadLetter,
       log: options.log,
     });
-    this.options = options;
     this.base = base;
     this.index = options.index ?? SEARCH_DEFAULTS.index;
     this.mode = options.mode ?? 'daily';
