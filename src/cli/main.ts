@@ -153,6 +153,10 @@ function buildProgram(): Command {
       'also produce every event to Kafka through these brokers (SASL from $KUBEDIFF_KAFKA_USERNAME/PASSWORD)',
     )
     .option('--kafka-topic <topic>', 'the Kafka topic of --kafka-brokers')
+    .option(
+      '--otlp-endpoint <url>',
+      'also send every event as an OpenTelemetry log record over OTLP/HTTP (headers from $OTEL_EXPORTER_OTLP_HEADERS)',
+    )
     .option('--stories', 'pretty output: one story per root owner (a rollout) instead of one block per event')
     .option(
       '--story-window <duration>',

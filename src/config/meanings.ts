@@ -7,6 +7,7 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { parseListenAddress } from '../service/health-server.ts';
+import { layoutProblem } from '../sinks/layout.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -72,11 +73,10 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
       checkDurationKey(sink.batchWait, [...here, 'batchWait'], at, shown, { allowZero: true });
       if (sink.batchWait !== undefined && sink.batch === undefined)
         at([...here, 'batchWait'], 'applies to batches: set batch: too (events per request)');
-      for (const name of isJsonObject(sink.headers) ? Object.keys(sink.headers) : []) {
-        if (!isHeaderName(name))
-          at([...here, 'headers', name], `${JSON.stringify(name)} is not an HTTP header name`);
-        else if (isReservedHeader(name)) at([...here, 'headers', name], `kubediff sets ${name} itself`);
-      }
+      checkHeaderNames(sink.headers, [...here, 'headers'], at);
+      checkWebhookFormat(sink, here, at);
+    } else if (sink.type === 'otlp' || sink.type === 'opensearch' || sink.type === 'elasticsearch') {
+      checkLogSink(sink, here, at, shown);
     } else if (sink.type === 'slack') {
       checkUrl(sink.webhookUrl, [...here, 'webhookUrl'], at, shown);
       checkUrl(sink.apiUrl, [...here, 'apiUrl'], at, shown);
@@ -127,6 +127,67 @@ export function checkMeanings(config: ConfigInput, at: At, shown: Shown): void {
     at(['sinks', index, 'type'], 'only one stdout sink can be listed (stdout is one stream)');
   }
 }
+
+function checkHeaderNames(headers: unknown, path: KeyPath, at: At): void {
+  for (const name of isJsonObject(headers) ? Object.keys(headers) : []) {
+    if (!isHeaderName(name)) at([...path, name], `${JSON.stringify(name)} is not an HTTP header name`);
+    else if (isReservedHeader(name)) at([...path, name], `kubediff sets ${name} itself`);
+  }
+}
+
+/** format, cloudEventsMode and layout: one body at a time, and a layout that compiles. */
+function checkWebhookFormat(sink: Record<string, unknown>, here: KeyPath, at: At): void {
+  if (sink.layout !== undefined && sink.format === 'cloudevents')
+    at([...here, 'layout'], 'a webhook sends either CloudEvents (format: cloudevents) or a layout, not both');
+  if (sink.cloudEventsMode !== undefined && sink.format !== 'cloudevents')
+    at([...here, 'cloudEventsMode'], 'applies to CloudEvents: set format: cloudevents too');
+  if (sink.cloudEventsMode === 'binary' && sink.batch !== undefined)
+    at(
+      [...here, 'cloudEventsMode'],
+      'a batch has no binary mode: use structured (the default), or drop batch',
+    );
+  if (typeof sink.layout === 'string') {
+    const problem = layoutProblem(sink.layout);
+    if (problem) at([...here, 'layout'], `not a JSONata expression: ${problem}`);
+  }
+}
+
+/** OTLP, OpenSearch, Elasticsearch: URLs, durations, headers, TLS, and credentials given once. */
+function checkLogSink(sink: Record<string, unknown>, here: KeyPath, at: At, shown: Shown): void {
+  const urlKey = sink.type === 'otlp' ? 'endpoint' : 'url';
+  checkUrl(sink[urlKey] as string | undefined, [...here, urlKey], at, shown);
+  checkDurationKey(sink.timeout as string | undefined, [...here, 'timeout'], at, shown);
+  checkHeaderNames(sink.headers, [...here, 'headers'], at);
+  const tls = sink.tls;
+  if (isJsonObject(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
+    at([...here, 'tls'], 'a client certificate needs both certFile and keyFile');
+  if (sink.type === 'otlp') return;
+  if (typeof sink.index === 'string' && !SEARCH_INDEX.test(sink.index))
+    at(
+      [...here, 'index'],
+      `expected an index name (lowercase letters, digits, '-', '_', '.'; not starting with '-', '_' or '.'), got ${shown([...here, 'index'], sink.index)}`,
+    );
+  if (sink.password !== undefined && sink.passwordFile !== undefined)
+    at(
+      [...here, 'password'],
+      'give the password either as password (from an environment variable) or as passwordFile, not both',
+    );
+  if (sink.apiKey !== undefined && sink.apiKeyFile !== undefined)
+    at(
+      [...here, 'apiKey'],
+      'give the API key either as apiKey (from an environment variable) or as apiKeyFile, not both',
+    );
+  const hasKey = sink.apiKey !== undefined || sink.apiKeyFile !== undefined;
+  const hasPassword = sink.password !== undefined || sink.passwordFile !== undefined;
+  if (hasKey && (sink.username !== undefined || hasPassword))
+    at(here, 'authenticate either with username and password or with an API key, not both');
+  else if (hasPassword && sink.username === undefined) at(here, 'a password needs username too');
+  else if (sink.username !== undefined && !hasPassword)
+    at(here, 'username needs password (from an environment variable) or passwordFile');
+}
+
+/** What OpenSearch and Elasticsearch take as an index or data stream name. */
+const SEARCH_INDEX = /^[a-z0-9][a-z0-9._-]{0,200}$/;
 
 function checkKafkaBrokers(values: unknown, path: KeyPath, at: At, shown: Shown): void {
   if (!Array.isArray(values)) return;

@@ -40,8 +40,6 @@ export interface OtlpSinkOptions {
   queue?: BacklogOptions;
   deadLetter?: DeadLetterFile;
   userAgent?: string;
-  /** The instrumentation scope's version: kubediff's. */
-  version?: string;
   log: Logger;
 }
 
@@ -80,7 +78,7 @@ export class OtlpSink extends BatchSink {
     this.options = options;
     this.protocol = options.protocol ?? 'http/protobuf';
     this.agent = createAgent(timeoutMs, process.env, options.tls);
-    this.encoder = loadEncoder(options.version ?? '');
+    this.encoder = loadEncoder();
     // A failure to load shows in the first send; this only keeps it from being unhandled.
     this.encoder.catch(() => {});
   }
@@ -124,14 +122,14 @@ export class OtlpSink extends BatchSink {
 }
 
 /** The OpenTelemetry encoder, loaded on first use, with kubediff's instrumentation scope. */
-async function loadEncoder(version: string) {
+async function loadEncoder() {
   const [{ ProtobufLogsSerializer, JsonLogsSerializer }, { resourceFromAttributes }] = await Promise.all([
     import('@opentelemetry/otlp-transformer'),
     import('@opentelemetry/resources'),
   ]);
   type Serializer = typeof ProtobufLogsSerializer;
   type ReadableLogRecord = Parameters<Serializer['serializeRequest']>[0][number];
-  const scope = { name: 'kubediff', version };
+  const scope = { name: 'kubediff' };
   return {
     encode(records: readonly LogRecordData[], json: boolean): Uint8Array {
       // Records of one resource share its object: the encoder groups them by it.
