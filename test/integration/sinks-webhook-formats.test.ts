@@ -149,7 +149,7 @@ describe('webhook body formats', () => {
     const watch = await watchWith(
       ns,
       `  - type: webhook\n    name: pagerduty\n    url: ${pagerduty.url('/v2/enqueue')}\n    layout: |\n${indent(pagerdutyLayout)}\n` +
-        `  - type: webhook\n    name: telegram\n    url: ${telegram.url('/bot${TELEGRAM_BOT_TOKEN}/sendMessage')}\n    layout: |\n${indent(telegramLayout)}\n`,
+        `  - type: webhook\n    name: telegram\n    url: ${telegram.url(`/bot\${TELEGRAM_BOT_TOKEN}/sendMessage`)}\n    layout: |\n${indent(telegramLayout)}\n`,
       { PAGERDUTY_ROUTING_KEY: routingKey, TELEGRAM_BOT_TOKEN: token, TELEGRAM_CHAT_ID: '-1001234567890' },
     );
     const events = await changes(ns, watch);
