@@ -30,11 +30,18 @@ export function compileLayout(text: string): LayoutExpression {
   try {
     return load()(text, { ...LAYOUT_LIMITS });
   } catch (error) {
-    throw new LayoutError(describeJsonataError(error));
+    throw new LayoutError(describeJsonataError(error), codeOf(error));
   }
 }
 
-export class LayoutError extends Error {}
+export class LayoutError extends Error {
+  /** JSONata's error code (D1012: the time limit), for saying each kind of failure once. */
+  readonly code: string;
+  constructor(message: string, code = '') {
+    super(message);
+    this.code = code;
+  }
+}
 
 /** Why `text` is not a layout, or undefined when it compiles (the config checks). */
 export function layoutProblem(text: string): string | undefined {
@@ -56,10 +63,15 @@ export async function renderLayout(layout: LayoutExpression, input: unknown): Pr
   try {
     result = await layout.evaluate(input);
   } catch (error) {
-    throw new LayoutError(`the layout failed: ${describeJsonataError(error)}`);
+    throw new LayoutError(`the layout failed: ${describeJsonataError(error)}`, codeOf(error));
   }
   if (result === undefined) throw new LayoutError('the layout yields nothing for this event');
   return JSON.stringify(result);
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : '';
 }
 
 /** 'D1012 Evaluation timeout after 100 milliseconds… (at character 7)'. */

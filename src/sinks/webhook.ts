@@ -238,7 +238,7 @@ export class WebhookSink extends HttpSink {
       if (!(error instanceof LayoutError)) throw error;
       // The layout cannot make a body of this event: no retry will, so it is dead-lettered at once.
       const loss = describeLoss(work, this.options.deadLetter);
-      this.trouble.refused(`layout: ${error.message}`, `${error.message}; not sent. ${loss}`);
+      this.trouble.refused(`layout: ${error.code || error.message}`, `${error.message}; not sent. ${loss}`);
       this.failed(work, error.message, false);
       return;
     }
