@@ -4,8 +4,8 @@
 // (LIST items without apiVersion/kind, watch events, a relist after a gap, a catch-up from the state file
 // after a restart), normalization, the event builder, the state recorder; and every event through every
 // renderer: JSON lines, pretty (with and without color), --explain lines, Slack, Teams, Discord, Mattermost
-// and Google Chat messages and digests,
-// digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
+// and Google Chat messages and digests, OTLP log records (attributes and body), CloudEvents (structured, and
+// the binary mode's headers), a webhook layout's body, digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
 // as JSON and pretty. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
 
@@ -29,8 +29,11 @@ import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
 import { renderBatch } from '../../src/sinks/chat.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { binaryHeaders, eventAttributes, structuredCloudEvent } from '../../src/sinks/cloudevents.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
+import { compileLayout, renderLayout } from '../../src/sinks/layout.ts';
+import { eventRecord } from '../../src/sinks/otlp-records.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
@@ -108,6 +111,10 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     explain: [],
     slack: [],
     digestPayload: [],
+    otlpRecord: [],
+    cloudEvent: [],
+    cloudEventHeaders: [],
+    layout: [],
     ...Object.fromEntries(CHAT_PLATFORM_NAMES.map((name) => [name, []])),
   };
   const chats = CHAT_PLATFORM_NAMES.map((name) => ({
@@ -126,9 +133,16 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     retain: 2,
     onEvict: (event) => deadLetters.writeEvents('slack', 'evicted', [event]),
   });
+  const layout = compileLayout('{ "text": type & " " & object.name & " " & $string(changes), "by": by }');
+  // Rendered one at a time after the run, as the sink does (evaluations at once would share the time limit).
+  const layoutInputs: unknown[] = [];
   const emit = (event: ChangeEvent) => {
     events.push(event);
     out.json!.push(renderJsonLine(event));
+    out.otlpRecord!.push(JSON.stringify(eventRecord(event, undefined)));
+    out.cloudEvent!.push(structuredCloudEvent(eventAttributes(event), renderJsonLine(event)));
+    out.cloudEventHeaders!.push(JSON.stringify(binaryHeaders(eventAttributes(event))));
+    layoutInputs.push(JSON.parse(renderJsonLine(event)));
     out.prettyColor!.push(renderColor(event));
     out.pretty!.push(renderPlain(event));
     out.explain!.push(explainLine(event, 'webhook audit', explainFilter.evaluate(event)));
@@ -288,12 +302,18 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   };
   // Slack, Google Chat and the markdown platforms escape '<' and '>', so the marker is matched without them.
   const marker = key ? /redacted hmac:[0-9a-f]{8}/ : /redacted sha256:[0-9a-f]{8}/;
+  for (const input of layoutInputs) out.layout!.push(await renderLayout(layout, input));
   const sources: LeakSource[] = [
     ...Object.entries(out).map(([name, texts]) => ({
       name,
       read: () => texts.join(''),
-      // --explain names events and rules, never values.
-      expect: name === 'explain' ? /explain: UPDATED secrets leak\/secret-\d+ / : marker,
+      // --explain names events and rules, never values; the CloudEvents headers carry attributes only.
+      expect:
+        name === 'explain'
+          ? /explain: UPDATED secrets leak\/secret-\d+ /
+          : name === 'cloudEventHeaders'
+            ? /"ce-subject":"\/api\/v1\/namespaces\/leak\/secrets\//
+            : marker,
     })),
     fileSource('dead-letter file', deadLetterPath, marker),
     fileSource('state database', statePath, marker),
