@@ -17,7 +17,10 @@ export type AttributeValue = string | number | boolean | string[];
 
 /** What the encoder needs of a record, apart from its resource and scope. */
 export interface LogRecordData {
-  /** Resource attributes: the same ones share a resource in the request. */
+  /**
+   * Resource attributes: service.name, k8s.cluster.name and k8s.namespace.name (those two tell resources
+   * apart: records with the same share a resource in the request).
+   */
   resource: Record<string, string>;
   attributes: Record<string, AttributeValue>;
   /** The event (or digest) itself, as a structured body. */

@@ -136,7 +136,7 @@ async function loadEncoder() {
       const resources = new Map<string, ReturnType<typeof resourceFromAttributes>>();
       const observed = hrTime(Date.now());
       const readable = records.map((record): ReadableLogRecord => {
-        const key = JSON.stringify(record.resource);
+        const key = `${record.resource['k8s.cluster.name'] ?? ''}\0${record.resource['k8s.namespace.name'] ?? ''}`;
         let resource = resources.get(key);
         if (!resource) {
           resource = resourceFromAttributes(record.resource);
