@@ -31,7 +31,7 @@ export const otelcolBinary = path.join(repoRoot, '.cache', 'otelcol', 'bin', 'ot
 
 /** Everything a test needs to reach the Collector; JSON-serialisable. */
 export interface CollectorInfo extends ServerFiles {
-  /** OTLP/HTTP base URL (http://127.0.0.1:<port>): kubediff's --otlp-endpoint. */
+  /** OTLP/HTTP base URL (http://127.0.0.1:<port>, https:// with TLS): kubediff's --otlp-endpoint. */
   httpEndpoint: string;
   /** OTLP/gRPC host:port. */
   grpcEndpoint: string;
@@ -49,6 +49,8 @@ export interface StartCollectorOptions extends ServerOptions {
   exporters?: Record<string, unknown>;
   /** The receiver's OTLP/HTTP logs path (default /v1/logs): Loki's is /otlp/v1/logs. */
   logsUrlPath?: string;
+  /** TLS on the OTLP/HTTP receiver (PEM files); with clientCaFile, a client certificate is required. */
+  tls?: { certFile: string; keyFile: string; clientCaFile?: string };
 }
 
 /** The Collector binary, or an Error saying how to build it. */
@@ -65,7 +67,7 @@ export function collectorConfig(
   http: string,
   grpc: string,
   outputFile: string,
-  options: Pick<StartCollectorOptions, 'exporters' | 'logsUrlPath'> = {},
+  options: Pick<StartCollectorOptions, 'exporters' | 'logsUrlPath' | 'tls'> = {},
 ): Record<string, unknown> {
   const exporters = {
     file: { path: outputFile, format: 'json', flush_interval: '100ms' },
@@ -75,7 +77,19 @@ export function collectorConfig(
     receivers: {
       otlp: {
         protocols: {
-          http: { endpoint: http, ...(options.logsUrlPath ? { logs_url_path: options.logsUrlPath } : {}) },
+          http: {
+            endpoint: http,
+            ...(options.logsUrlPath ? { logs_url_path: options.logsUrlPath } : {}),
+            ...(options.tls
+              ? {
+                  tls: {
+                    cert_file: options.tls.certFile,
+                    key_file: options.tls.keyFile,
+                    ...(options.tls.clientCaFile ? { client_ca_file: options.tls.clientCaFile } : {}),
+                  },
+                }
+              : {}),
+          },
           grpc: { endpoint: grpc },
         },
       },
@@ -123,7 +137,7 @@ async function startOwnCollector(options: StartCollectorOptions): Promise<Runnin
     await collector.start();
     log(`otelcol: ready in ${((performance.now() - startedAt) / 1000).toFixed(1)}s at ${http}`);
     const info: CollectorInfo & { logFile: string } = {
-      httpEndpoint: `http://${http}`,
+      httpEndpoint: `${options.tls ? 'https' : 'http'}://${http}`,
       grpcEndpoint: grpc,
       outputDir,
       dir,

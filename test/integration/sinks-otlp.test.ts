@@ -6,7 +6,7 @@
 // Loki path of docs/sinks.md (a Collector forwarding with otlphttp to Loki's /otlp endpoint) delivers,
 // with a second Collector listening where Loki would.
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -23,6 +23,7 @@ import {
   startCollector,
 } from '../helpers/otelcol.ts';
 import { testClusterName, testCollector } from '../helpers/otelcol-env.ts';
+import { makeTestPki } from '../helpers/pki.ts';
 
 const READY = /watching \d+ resource types?/;
 let admin: KubeAdmin;
@@ -203,6 +204,61 @@ describe('kubediff watch with an OTLP sink', () => {
     const records = await recordsOf(collector, cluster, writes);
     assert.deepEqual(
       records.map((record) => record.attributes['kubediff.event.id']).sort(),
+      watch.events.map((event) => event.id).sort(),
+    );
+  });
+
+  it('sends over TLS with a client certificate (CA, certificate and key from files); without one, refused and dead-lettered', async () => {
+    const pki = makeTestPki();
+    const file = async (name: string, text: string) => {
+      const at = path.join(dir, name);
+      await writeFile(at, text, { mode: 0o600 });
+      return at;
+    };
+    const [ca, serverCert, serverKey, clientCert, clientKey] = await Promise.all([
+      file('ca.pem', pki.caPem),
+      file('server.pem', pki.serverCert),
+      file('server-key.pem', pki.serverKey),
+      file('client.pem', pki.clientCert),
+      file('client-key.pem', pki.clientKey),
+    ]);
+    const collector = await startCollector({
+      label: 'otlp-tls',
+      tls: { certFile: serverCert, keyFile: serverKey, clientCaFile: ca },
+    });
+    collectors.push(collector);
+    assert.match(collector.httpEndpoint, /^https:/);
+    const ns = await namespace('otlp-tls');
+    const cluster = testClusterName('otlp-tls');
+    const deadLetter = path.join(dir, 'tls-dead.jsonl');
+    const config = path.join(dir, 'otlp-tls.yaml');
+    await writeFile(
+      config,
+      `deadLetter: ${JSON.stringify(deadLetter)}\nsinks:\n  - type: stdout\n` +
+        `  - type: otlp\n    name: mtls\n    endpoint: ${collector.httpEndpoint}\n    tls: { caFile: ${JSON.stringify(ca)}, certFile: ${JSON.stringify(clientCert)}, keyFile: ${JSON.stringify(clientKey)} }\n` +
+        `  - type: otlp\n    name: no-client-certificate\n    endpoint: ${collector.httpEndpoint}\n    tls: { caFile: ${JSON.stringify(ca)} }\n    timeout: 2s\n`,
+    );
+    const watch = await startWatch(ns, cluster, ['-c', config, '--shutdown-timeout', '3s']);
+    const writes = await churn(ns, 'tls', 2, 1);
+    await watch.waitForEvent(matching({ type: 'DELETED', name: 'tls-0' }));
+    const records = await recordsOf(collector, cluster, writes);
+    const stopped = await watch.stop('SIGTERM', 60_000);
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.deepEqual(
+      records.map((record) => record.attributes['kubediff.event.id']).sort(),
+      watch.events.map((event) => event.id).sort(),
+      'the sink with a client certificate delivered every event, once',
+    );
+    // Without a client certificate the Collector ends the handshake: retried (it may be a passing
+    // fault), then dead-lettered at the stop, every event of it.
+    assert.match(stopped.stderr, /no-client-certificate: .*retrying in/);
+    const letters = (await readFile(deadLetter, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { sink: string; event: TestEvent });
+    assert.ok(letters.every((letter) => letter.sink === 'no-client-certificate'));
+    assert.deepEqual(
+      letters.map((letter) => letter.event.id).sort(),
       watch.events.map((event) => event.id).sort(),
     );
   });
