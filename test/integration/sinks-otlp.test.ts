@@ -15,6 +15,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
 import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, fileSource } from '../helpers/leak-check.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import {
   type CollectedRecord,
   type CollectorInfo,
@@ -185,7 +186,7 @@ describe('kubediff watch with an OTLP sink', () => {
     );
   });
 
-  it('sends OTLP/JSON with headers from a file, configured in the config file', async () => {
+  it('sends OTLP/JSON with headers from a file, configured in the config file, counted in the sink metrics', async () => {
     const collector = testCollector();
     const ns = await namespace('otlp-json');
     const cluster = testClusterName('otlp-json');
@@ -196,12 +197,23 @@ describe('kubediff watch with an OTLP sink', () => {
       config,
       `sinks:\n  - type: stdout\n  - type: otlp\n    endpoint: ${collector.httpEndpoint}/v1/logs\n    protocol: http/json\n    headersFile: ${JSON.stringify(headers)}\n    batch: 2\n`,
     );
-    const watch = await startWatch(ns, cluster, ['-c', config]);
+    const watch = await startWatch(ns, cluster, ['-c', config, '--listen', '127.0.0.1:0']);
+    const [, base] = await watch.waitForStderr(SERVING);
     const writes = await churn(ns, 'json', 3, 1);
     await watch.waitForEvent(matching({ type: 'DELETED', name: 'json-2' }));
+    const records = await recordsOf(collector, cluster, writes);
+    // The sink's share of the per-sink metrics, as every sink has them.
+    const metrics = await scrapeMetrics(base as string);
+    const sink = `otlp ${collector.httpEndpoint}/…`;
+    assert.equal(metrics.get(`kubediff_sink_events_total{sink="${sink}",outcome="delivered"}`), writes);
+    assert.equal(metrics.get(`kubediff_sink_queue_depth{sink="${sink}"}`), 0);
+    assert.ok(
+      (metrics.get(`kubediff_sink_request_duration_seconds_count{sink="${sink}",outcome="ok"}`) ?? 0) >=
+        writes / 2,
+      'one request per batch of at most 2',
+    );
     const stopped = await watch.stop('SIGTERM');
     assert.equal(stopped.code, 0, stopped.stderr);
-    const records = await recordsOf(collector, cluster, writes);
     assert.deepEqual(
       records.map((record) => record.attributes['kubediff.event.id']).sort(),
       watch.events.map((event) => event.id).sort(),
