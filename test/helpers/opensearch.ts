@@ -11,7 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repoRoot } from './cluster.ts';
@@ -20,6 +20,7 @@ import {
   freePorts,
   launchProcess,
   type ManagedProcess,
+  PortInUseError,
   retryOnPortInUse,
   type ServerFiles,
   type ServerOptions,
@@ -212,6 +213,14 @@ async function startOwnOpenSearch(options: ServerOptions): Promise<RunningOpenSe
     };
     return node.controls(info, options, `opensearch-${httpPort}`);
   } catch (error) {
+    // The bind failure is far above the last lines startFailure reads (a long stack trace follows it):
+    // another process took a free port in between, which retryOnPortInUse cures with new ports.
+    const log = await readFile(path.join(dir, 'opensearch.log'), 'utf8').catch(() => '');
+    if (/BindException|Address already in use|Failed to bind/i.test(log)) {
+      for (const p of processes) await terminate(p);
+      await rm(dir, { recursive: true, force: true });
+      throw new PortInUseError('opensearch', error instanceof Error ? error.message : String(error));
+    }
     throw await startFailure('OpenSearch', error, processes, async () => {
       for (const p of processes) await terminate(p);
       await rm(dir, { recursive: true, force: true });
