@@ -25,7 +25,7 @@ export type PostOutcome =
       retryAfterMs?: number;
       /** One phrase: 'HTTP 500 Internal Server Error: "oops"', 'connection refused', 'no response within 10s'. */
       reason: string;
-      /** The response body, at most BODY_LIMIT characters. */
+      /** The response body, at most BODY_LIMIT (or options.maxResponseBytes) bytes of it. */
       body?: string;
     };
 
