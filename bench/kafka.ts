@@ -30,7 +30,8 @@ export interface KafkaFigures {
 
 const silent: Logger = { debug: () => {}, info: () => {}, warn: () => {} };
 
-function events(count: number): ChangeEvent[] {
+/** `count` Deployment updates of three changes over 200 objects: the events the sink figures send. */
+export function benchEvents(count: number): ChangeEvent[] {
   const uids = Array.from({ length: 200 }, () => randomUUID());
   return Array.from({ length: count }, (_, index) => {
     const uid = uids[index % uids.length] as string;
@@ -69,7 +70,7 @@ export async function measureKafka(options: {
 }): Promise<KafkaFigures> {
   const kafka = await startKafka({ label: 'bench-kafka' });
   try {
-    const batch = events(options.events);
+    const batch = benchEvents(options.events);
     let undelivered = 0;
     let run = 0;
     const topicFor = async () => {

@@ -13,6 +13,7 @@ import type { KafkaFigures } from './kafka.ts';
 import type { LatencyFigures } from './latency.ts';
 import { markdownTable } from './lib/markdown.ts';
 import { round, type Spread } from './lib/stats.ts';
+import type { LogSinkFigures } from './log-sinks.ts';
 import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
 import type { SoakFigures } from './soak.ts';
@@ -41,6 +42,7 @@ export const FIGURES = {
   kafka: { number: 9, key: 'kafka' },
   stories: { number: 12, key: 'stories' },
   admission: { number: 13, key: 'admission' },
+  'log-sinks': { number: 15, key: 'logSinks' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -315,6 +317,17 @@ export function rows(result: Result): Row[] {
       ratio: spreadRatio(kafka.ratio),
       target: '—',
       met: kafka.undelivered === 0 ? undefined : false,
+    });
+  }
+  const logSinks = result.logSinks as LogSinkFigures | undefined;
+  for (const pair of logSinks?.results ?? []) {
+    out.push({
+      figure: `13. ${pair.sink} (${count(pair.events)} events)`,
+      kubediff: perSecond(pair.sinkRate.median),
+      baseline: `${perSecond(pair.baselineRate.median)} (${pair.baseline})`,
+      ratio: spreadRatio(pair.ratio),
+      target: '—',
+      met: pair.undelivered === 0 ? undefined : false,
     });
   }
   const stories = result.stories as StoryFigures | undefined;
@@ -662,8 +675,38 @@ ${markdownTable(
   if (admissionFigures) parts.push(admissionSection(admissionFigures));
   const history = historySection();
   if (history) parts.push(history);
+  const logSinks = result.logSinks as LogSinkFigures | undefined;
+  if (logSinks) parts.push(logSinksSection(logSinks));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
+}
+
+/** Figure 15 (bench/log-sinks.ts). */
+function logSinksSection(figures: LogSinkFigures): string {
+  const rate = (s: Spread) =>
+    `${perSecond(s.median)} (${count(Math.round(s.min))}–${count(Math.round(s.max))})`;
+  const undelivered = figures.results.reduce((sum, pair) => sum + pair.undelivered, 0);
+  return `## 15. The logging-stack sinks against raw clients of the same servers
+
+Each sink gets every event at once (its queue sized to hold them all) and is timed until \`close()\` reports them
+delivered; events of ${figures.eventBytes} B (a Deployment update of three changes, 200 objects), ${figures.pairs} pairs after
+one unrecorded pair. OTLP: an OpenTelemetry Collector of the bench's own (OTLP receiver, file exporter); the raw
+client encodes the same records with the same encoder and POSTs batches of 500, each awaited. OpenSearch: an
+OpenSearch ${figures.opensearchVersion} node of the bench's own; the raw client sends _bulk requests of 500 index
+actions, each awaited. Webhooks: a loopback receiver, one request per event; the baseline is the same webhook
+sending the event's JSON. ${undelivered === 0 ? 'Every event was delivered in every run.' : `${count(undelivered)} events were not delivered.`}
+
+${markdownTable(
+  ['', 'events', 'sink, events/s', 'baseline, events/s', 'ratio'],
+  figures.results.map((pair) => [
+    pair.sink,
+    count(pair.events),
+    rate(pair.sinkRate),
+    `${rate(pair.baselineRate)}: ${pair.baseline}`,
+    spreadRatio(pair.ratio),
+  ]),
+)}
+`;
 }
 
 /** Figure 8 (bench/audit.ts). */

@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -23,6 +23,7 @@ import { DEFAULT_GO_ORIGINAL_SRC, ensureGoOriginal } from './go-original.ts';
 import { measureKafka } from './kafka.ts';
 import { measureLatency } from './latency.ts';
 import { benchCluster } from './lib/cluster.ts';
+import { measureLogSinks } from './log-sinks.ts';
 import type { StreamFigures } from './pipeline.ts';
 import { recordStreams } from './record.ts';
 import { FIGURES, type FigureName, renderMarkdown, renderTable } from './report.ts';
@@ -75,6 +76,9 @@ function parseArgs(argv: string[]) {
     initialObjects: quick ? 1_000 : 3_000,
     kafkaEvents: quick ? 20_000 : 100_000,
     kafkaPairs: quick ? 2 : 5,
+    logSinkEvents: quick ? 10_000 : 50_000,
+    webhookEvents: quick ? 2_000 : 10_000,
+    logSinkPairs: quick ? 1 : 3,
   };
 }
 
@@ -261,6 +265,15 @@ try {
   if (settings.figures.has('kafka')) {
     step('kafka', 'the Kafka sink against a raw producer');
     result.kafka = await measureKafka({ events: settings.kafkaEvents, pairs: settings.kafkaPairs, log });
+  }
+  if (settings.figures.has('log-sinks')) {
+    step('log-sinks', 'the logging-stack sinks against raw clients of the same servers');
+    result.logSinks = await measureLogSinks({
+      events: settings.logSinkEvents,
+      webhookEvents: settings.webhookEvents,
+      pairs: settings.logSinkPairs,
+      log,
+    });
   }
 } finally {
   await cluster.stop();

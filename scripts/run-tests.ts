@@ -7,8 +7,8 @@
 //   npm test -- --test-name-pattern=403 --skip-checks  node --test options pass through
 //
 // Test processes find the cluster through KUBEDIFF_TEST_CLUSTER (test/helpers/cluster-env.ts). Beside
-// it, and at the same time, the PostgreSQL server and the Kafka broker start when a selected test file
-// needs them (scripts/test-servers.ts). Everything is stopped afterwards whatever happens; when tests
+// it, and at the same time, the PostgreSQL server, the Kafka broker, the OpenSearch node and the
+// OpenTelemetry Collector start when a selected test file needs them (scripts/test-servers.ts). Everything is stopped afterwards whatever happens; when tests
 // fail, the servers' logs are copied to .cache/cluster/test-logs/. The test runner's own output is
 // left exactly as it prints it, and this script prints nothing after it: CI reads its closing summary.
 import { type ChildProcess, spawn } from 'node:child_process';

@@ -1,23 +1,35 @@
 // The servers `npm test` runs beside the control plane, for the test files that need them: PostgreSQL
-// (test/helpers/postgres.ts) and Apache Kafka (test/helpers/kafka.ts). A server is started only when a
-// selected test file imports, directly or through other modules of the repository, the module through
-// which tests reach it (postgres-env.ts, kafka-env.ts); the Kafka jars are fetched when a file imports
-// kafka.ts at all (a test may start a broker of its own). Each server is described to the test processes
-// by a JSON file named in an environment variable, like the cluster; an existing server can be used
-// instead (KUBEDIFF_TEST_POSTGRES_URL, KUBEDIFF_TEST_KAFKA_BROKERS).
+// (test/helpers/postgres.ts), Apache Kafka (test/helpers/kafka.ts), OpenSearch (opensearch.ts) and the
+// OpenTelemetry Collector (otelcol.ts). A server is started only when a selected test file imports,
+// directly or through other modules of the repository, the module through which tests reach it
+// (postgres-env.ts, kafka-env.ts, opensearch-env.ts, otelcol-env.ts); the Kafka jars, the OpenSearch node
+// and the Collector binary are fetched or built when a file imports kafka.ts, opensearch.ts or otelcol.ts at
+// all (a test may start a server of its own). Each server is described to the test processes by a JSON
+// file named in an environment variable, like the cluster; an existing server can be used instead
+// (KUBEDIFF_TEST_POSTGRES_URL, KUBEDIFF_TEST_KAFKA_BROKERS, KUBEDIFF_TEST_OPENSEARCH_URL).
 import { globSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from '../test/helpers/cluster.ts';
 import { type KafkaInfo, startKafka } from '../test/helpers/kafka.ts';
+import { type OpenSearchInfo, startOpenSearch } from '../test/helpers/opensearch.ts';
+import { type CollectorInfo, startCollector } from '../test/helpers/otelcol.ts';
 import { type PostgresInfo, parsePostgresUrl, psql, startPostgres } from '../test/helpers/postgres.ts';
 import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { ensureKafkaJars } from './kafka-fetch.ts';
+import { ensureOpenSearch } from './opensearch-fetch.ts';
+import { ensureOtelcol } from './otelcol-build.ts';
 
 export interface ServerNeeds {
   postgres: boolean;
   kafka: boolean;
   /** The jars without the shared broker: a test that starts brokers of its own. */
   kafkaJars: boolean;
+  opensearch: boolean;
+  /** The node's files without the shared node: a test that starts nodes of its own. */
+  opensearchHome: boolean;
+  otelcol: boolean;
+  /** The Collector binary without the shared Collector: a test that starts Collectors of its own. */
+  otelcolBinary: boolean;
 }
 
 const helper = (name: string) => path.join(repoRoot, 'test', 'helpers', name);
@@ -32,6 +44,10 @@ export function serverNeeds(patterns: string[]): ServerNeeds {
     postgres: reached.has(helper('postgres-env.ts')),
     kafka: reached.has(helper('kafka-env.ts')),
     kafkaJars: reached.has(helper('kafka.ts')),
+    opensearch: reached.has(helper('opensearch-env.ts')),
+    opensearchHome: reached.has(helper('opensearch.ts')),
+    otelcol: reached.has(helper('otelcol-env.ts')),
+    otelcolBinary: reached.has(helper('otelcol.ts')),
   };
 }
 
@@ -91,7 +107,11 @@ export async function startTestServers(
       ),
     );
   };
-  const describe = async (variable: string, name: string, info: PostgresInfo | KafkaInfo) => {
+  const describe = async (
+    variable: string,
+    name: string,
+    info: PostgresInfo | KafkaInfo | OpenSearchInfo | CollectorInfo,
+  ) => {
     const file = path.join(runDir, `${name}.json`);
     await writeRunDescription(file, info);
     env[variable] = file;
@@ -134,9 +154,43 @@ export async function startTestServers(
     await describe('KUBEDIFF_TEST_KAFKA', 'kafka', broker);
   };
 
+  const opensearch = async () => {
+    const url = process.env.KUBEDIFF_TEST_OPENSEARCH_URL;
+    if (url && needs.opensearch) {
+      const version = ((await (await fetch(url)).json()) as { version?: { number?: string } }).version
+        ?.number;
+      log(
+        `opensearch: using the existing node at ${new URL(url).host} (KUBEDIFF_TEST_OPENSEARCH_URL), ${version}`,
+      );
+      await describe('KUBEDIFF_TEST_OPENSEARCH', 'opensearch', {
+        external: true,
+        version: version ?? 'unknown',
+        url,
+      });
+      return;
+    }
+    await ensureOpenSearch(log);
+    if (!needs.opensearch) return;
+    const node = await startOpenSearch({ log, keepLog: false });
+    stops.push(() => node.stop());
+    if (node.logFile) logs.opensearch = node.logFile;
+    await describe('KUBEDIFF_TEST_OPENSEARCH', 'opensearch', node);
+  };
+
+  const otelcol = async () => {
+    await ensureOtelcol(log);
+    if (!needs.otelcol) return;
+    const collector = await startCollector({ log, keepLog: false });
+    stops.push(() => collector.stop());
+    if (collector.logFile) logs.otelcol = collector.logFile;
+    await describe('KUBEDIFF_TEST_OTELCOL', 'otelcol', collector);
+  };
+
   const tasks: Array<Promise<void>> = [];
   if (needs.postgres) tasks.push(postgres());
   if (needs.kafka || needs.kafkaJars) tasks.push(kafka());
+  if (needs.opensearch || needs.opensearchHome) tasks.push(opensearch());
+  if (needs.otelcol || needs.otelcolBinary) tasks.push(otelcol());
   const failed = (await Promise.allSettled(tasks)).find((result) => result.status === 'rejected');
   if (failed) {
     await stop();

@@ -53,6 +53,55 @@ const http = {
   deadLetter: { type: 'string' },
 } as const;
 
+const headerMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+
+/** A receiver's TLS beyond an https:// URL's defaults: a private CA, a client certificate, a server name. */
+const tlsFiles = {
+  type: 'object',
+  properties: {
+    caFile: { type: 'string' },
+    certFile: { type: 'string' },
+    keyFile: { type: 'string' },
+    serverName: { type: 'string' },
+  },
+  additionalProperties: false,
+} as const;
+
+/** What the batch sinks (OTLP, OpenSearch, Elasticsearch) share: common keys without stories. */
+const batchSink = {
+  name: { type: 'string' },
+  filter: filterSchema,
+  ...http,
+  headers: headerMap,
+  // A file of `Name: value` lines (a token mounted from a Secret).
+  headersFile: { type: 'string' },
+  tls: tlsFiles,
+  batch: { type: 'integer', minimum: 1, maximum: 10000 },
+  queueCapacity: { type: 'integer', minimum: 1 },
+} as const;
+
+/** OpenSearch and Elasticsearch: one _bulk sink (docs/sinks.md). */
+function searchSchema<T extends string>(type: T) {
+  return {
+    type: 'object',
+    properties: {
+      type: { const: type },
+      ...batchSink,
+      url: { type: 'string' },
+      index: { type: 'string', minLength: 1 },
+      mode: { type: 'string', enum: ['daily', 'data-stream'] },
+      template: { type: 'boolean' },
+      username: { type: 'string' },
+      password: { type: 'string' },
+      passwordFile: { type: 'string' },
+      apiKey: { type: 'string' },
+      apiKeyFile: { type: 'string' },
+    },
+    required: ['type', 'url'],
+    additionalProperties: false,
+  } as const;
+}
+
 export const sinkSchemas = {
   stdout: {
     type: 'object',
@@ -72,11 +121,15 @@ export const sinkSchemas = {
       ...common,
       ...http,
       url: { type: 'string' },
-      headers: { type: 'object', additionalProperties: { type: 'string' } },
+      headers: headerMap,
       secret: { type: 'string' },
       batch: { type: 'integer', minimum: 1, maximum: 10000 },
       batchWait: duration,
       maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
+      // The body: the event's JSON (json), a CloudEvent, or what a JSONata `layout` makes of the event.
+      format: { type: 'string', enum: ['json', 'cloudevents'] },
+      cloudEventsMode: { type: 'string', enum: ['structured', 'binary'] },
+      layout: { type: 'string', minLength: 1 },
     },
     required: ['type', 'url'],
     additionalProperties: false,
@@ -135,6 +188,20 @@ export const sinkSchemas = {
     additionalProperties: false,
   },
   ...chatSchemas(),
+  // OpenTelemetry logs over OTLP/HTTP (docs/sinks.md).
+  otlp: {
+    type: 'object',
+    properties: {
+      type: { const: 'otlp' },
+      ...batchSink,
+      endpoint: { type: 'string' },
+      protocol: { type: 'string', enum: ['http/protobuf', 'http/json'] },
+    },
+    required: ['type', 'endpoint'],
+    additionalProperties: false,
+  },
+  opensearch: searchSchema('opensearch'),
+  elasticsearch: searchSchema('elasticsearch'),
 } as const;
 
 /** Teams, Discord, Mattermost and Google Chat: a webhook URL (a credential: from ${VAR}) and their pacing. */
@@ -299,7 +366,10 @@ export type SinkInput =
   | FromSchema<typeof sinkSchemas.webhook>
   | FromSchema<typeof sinkSchemas.slack>
   | FromSchema<typeof sinkSchemas.kafka>
-  | FromSchema<(typeof sinkSchemas)[ChatSinkType]>;
+  | FromSchema<(typeof sinkSchemas)[ChatSinkType]>
+  | FromSchema<typeof sinkSchemas.otlp>
+  | FromSchema<(typeof sinkSchemas)[SearchSinkType]>;
+export type SearchSinkType = 'opensearch' | 'elasticsearch';
 export type ChatSinkType = 'teams' | 'discord' | 'mattermost' | 'google-chat';
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
 export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };

@@ -8,6 +8,7 @@ import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
+import { layoutProblem } from '../sinks/layout.ts';
 import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
 import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -220,6 +221,57 @@ const clientCertificate: Check = (tls, path, { at }) => {
     at(path, 'a client certificate needs both certFile and keyFile');
 };
 
+/** format, cloudEventsMode and layout: one body at a time, and a layout that compiles. */
+const webhookFormat: Check = (sink, path, { at }) => {
+  if (!isJsonObject(sink)) return;
+  if (sink.layout !== undefined && sink.format === 'cloudevents')
+    at([...path, 'layout'], 'a webhook sends either CloudEvents (format: cloudevents) or a layout, not both');
+  if (sink.cloudEventsMode !== undefined && sink.format !== 'cloudevents')
+    at([...path, 'cloudEventsMode'], 'applies to CloudEvents: set format: cloudevents too');
+  if (sink.cloudEventsMode === 'binary' && sink.batch !== undefined)
+    at(
+      [...path, 'cloudEventsMode'],
+      'a batch has no binary mode: use structured (the default), or drop batch',
+    );
+  if (typeof sink.layout === 'string') {
+    const problem = layoutProblem(sink.layout);
+    if (problem) at([...path, 'layout'], `not a JSONata expression: ${problem}`);
+  }
+};
+
+/** What OpenSearch and Elasticsearch take as an index or data stream name. */
+const SEARCH_INDEX = /^[a-z0-9][a-z0-9._-]{0,200}$/;
+
+const searchIndex: Check = (value, path, { at, shown }) => {
+  if (typeof value === 'string' && !SEARCH_INDEX.test(value))
+    at(
+      path,
+      `expected an index name (lowercase letters, digits, '-', '_', '.'; not starting with '-', '_' or '.'), got ${shown(path, value)}`,
+    );
+};
+
+/** OpenSearch and Elasticsearch: a username and password, or an API key, each given once. */
+const searchCredentials: Check = (sink, path, { at }) => {
+  if (!isJsonObject(sink)) return;
+  if (sink.password !== undefined && sink.passwordFile !== undefined)
+    at(
+      [...path, 'password'],
+      'give the password either as password (from an environment variable) or as passwordFile, not both',
+    );
+  if (sink.apiKey !== undefined && sink.apiKeyFile !== undefined)
+    at(
+      [...path, 'apiKey'],
+      'give the API key either as apiKey (from an environment variable) or as apiKeyFile, not both',
+    );
+  const hasKey = sink.apiKey !== undefined || sink.apiKeyFile !== undefined;
+  const hasPassword = sink.password !== undefined || sink.passwordFile !== undefined;
+  if (hasKey && (sink.username !== undefined || hasPassword))
+    at(path, 'authenticate either with username and password or with an API key, not both');
+  else if (hasPassword && sink.username === undefined) at(path, 'a password needs username too');
+  else if (sink.username !== undefined && !hasPassword)
+    at(path, 'username needs password (from an environment variable) or passwordFile');
+};
+
 // The tables.
 
 /** What the file's top level and each sink's `filter:` select by. */
@@ -246,6 +298,16 @@ const CHAT_CHECKS: Checks = [
   [['minInterval'], durationOrZero],
 ];
 
+/** OpenSearch and Elasticsearch. */
+const SEARCH_CHECKS: Checks = [
+  [['url'], url],
+  [['timeout'], duration()],
+  [['headers'], headerNames],
+  [['tls'], clientCertificate],
+  [['index'], searchIndex],
+  [[], searchCredentials],
+];
+
 /** What each type of sink checks beyond its filter. */
 const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
   [
@@ -256,8 +318,20 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
       [['batchWait'], durationOrZero],
       [[], batchWaitNeedsBatch],
       [['headers'], headerNames],
+      [[], webhookFormat],
     ],
   ],
+  [
+    'otlp',
+    [
+      [['endpoint'], url],
+      [['timeout'], duration()],
+      [['headers'], headerNames],
+      [['tls'], clientCertificate],
+    ],
+  ],
+  ['opensearch', SEARCH_CHECKS],
+  ['elasticsearch', SEARCH_CHECKS],
   [
     'slack',
     [

@@ -10,14 +10,16 @@ import type { FilterSpec } from '../events/filter.ts';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
 import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
-import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
+import { describeLogSink } from '../sinks/log-sink-name.ts';
+import { isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
-import { kafkaBrokerProblem, parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import { kafkaBrokerProblem, redactUrl } from '../util/url.ts';
 import { parseCount } from './count.ts';
-import type { KeyPath } from './problems.ts';
+import { otlpSpecFromFlag, otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
+import { checkHttpUrl, parseHeaders, type SinkFileReader } from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
 
 /** The sink flags as commander hands them over. */
@@ -41,6 +43,7 @@ export interface RawSinkFlags {
   kafkaCaFile?: string;
   /** --kafka-allow-plaintext-credentials: SASL without TLS, for a network encrypted otherwise. */
   kafkaAllowPlaintextCredentials?: boolean;
+  otlpEndpoint?: string;
   shutdownTimeout?: string;
 }
 
@@ -158,6 +161,8 @@ export function sinkSettingsFromFlags(
 
   const kafka = kafkaSpecFromFlags(flags, env);
   if (kafka) sinks.push(kafka);
+  const otlp = otlpSpecFromFlag(flags.otlpEndpoint, env);
+  if (otlp) sinks.push(otlp);
 
   const deadLetterFile = flags.deadLetter?.trim() || undefined;
   if (deadLetterFile !== undefined && sinks.length === 0) {
@@ -243,33 +248,12 @@ function batchSize(text: string): number {
   );
 }
 
-/** 'Name: value' lines; the value is never echoed in an error (it may be a credential). */
-function parseHeaders(lines: readonly string[], source: string): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [index, line] of lines.entries()) {
-    if (line.trim() === '') continue;
-    const colon = line.indexOf(':');
-    const name = colon < 0 ? line.trim() : line.slice(0, colon).trim();
-    const value = colon < 0 ? '' : line.slice(colon + 1).trim();
-    if (colon < 0 || !isHeaderName(name)) {
-      // A flag's text is the user's own to see; a line of the environment variable may be a secret.
-      const what = source.startsWith('--')
-        ? `${source} "${name.length > 40 ? `${name.slice(0, 40)}…` : name}"`
-        : `${source} (line ${index + 1})`;
-      throw new UsageError(`invalid ${what}: use Name: value, for example "X-Team: sre".`);
-    }
-    if (isReservedHeader(name)) throw new UsageError(`invalid ${source}: kubediff sets ${name} itself.`);
-    if (/[\r\n\0]/.test(value))
-      throw new UsageError(`invalid ${source} ${name}: the value has a line break.`);
-    headers[name.toLowerCase()] = value;
-  }
-  return headers;
-}
-
 /** For the startup line: where events go, URLs elided. */
 export function describeSinkSpec(spec: SinkSpec): string {
   if (spec.name) return spec.name;
   if (spec.type === 'kafka') return `kafka ${spec.topic}`;
+  if (spec.type === 'otlp' || spec.type === 'opensearch' || spec.type === 'elasticsearch')
+    return describeLogSink(spec);
   if (spec.type !== 'webhook' && spec.type !== 'slack' && spec.type !== 'stdout')
     return `${spec.type} ${redactUrl(spec.webhookUrl)}`;
   if (spec.type === 'webhook') return `webhook ${redactUrl(spec.url)}`;
@@ -278,29 +262,10 @@ export function describeSinkSpec(spec: SinkSpec): string {
   return 'stdout';
 }
 
-/** A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise. */
-function checkHttpUrl(text: string, where: string): void {
-  const { problem } = parseHttpUrl(text);
-  if (problem?.kind === 'not-a-url') {
-    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
-    throw new UsageError(
-      `${where}: not a URL (it starts "${urlStart(text)}"); use http://host/path or https://host/path.`,
-    );
-  }
-  if (problem?.kind === 'scheme')
-    throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
-}
-
 /** A duration the file's checks have already accepted (semantic-checks.ts). */
 function checkedMs(text: string | undefined): number | undefined {
   return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
 }
-
-/**
- * Reads a file a sink names (a CA, a client key, a password) at startup, given its key within the sink;
- * throws the problem, at that key, when it cannot.
- */
-export type SinkFileReader = (key: KeyPath, file: string) => string;
 
 /**
  * A sink of the config file other than stdout (checked by semantic-checks.ts) as a sink spec, with its filter
@@ -318,10 +283,13 @@ export function sinkSpecOf(
   const common = {
     ...(input.name ? { name: input.name } : {}),
     ...filter,
-    ...(input.stories !== undefined ? { stories: input.stories } : {}),
+    ...('stories' in input && input.stories !== undefined ? { stories: input.stories } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(deadLetterFile ? { deadLetterFile } : {}),
   };
+  if (input.type === 'otlp') return otlpSpecOf(input, common, readFile);
+  if (input.type === 'opensearch' || input.type === 'elasticsearch')
+    return searchSpecOf(input, common, readFile);
   if (input.type === 'webhook') {
     const maxWaitMs = checkedMs(input.batchWait);
     return {
@@ -336,6 +304,9 @@ export function sinkSpecOf(
       ...(input.maxRequestsPerSecond !== undefined
         ? { maxRequestsPerSecond: input.maxRequestsPerSecond }
         : {}),
+      ...(input.format ? { format: input.format } : {}),
+      ...(input.cloudEventsMode ? { cloudEventsMode: input.cloudEventsMode } : {}),
+      ...(input.layout !== undefined ? { layout: input.layout } : {}),
     };
   }
   if (input.type === 'kafka') {

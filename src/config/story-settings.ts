@@ -114,6 +114,9 @@ function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawSto
     case 'webhook':
       return flags.webhookStories === true;
     case 'kafka':
+    case 'otlp':
+    case 'opensearch':
+    case 'elasticsearch':
       return false;
     case 'stdout':
       return spec.format === 'pretty' && settings.terminal;

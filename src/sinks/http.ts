@@ -9,7 +9,12 @@ import { formatDuration } from '../util/duration.ts';
 import { scrubUrl } from '../util/url.ts';
 
 export type PostOutcome =
-  | { ok: true; status: number; body: string }
+  | {
+      ok: true;
+      status: number;
+      body: string /** The same body as bytes (a protobuf answer). */;
+      bytes: Buffer;
+    }
   | {
       ok: false;
       /** Trying again later may work. */
@@ -20,15 +25,20 @@ export type PostOutcome =
       retryAfterMs?: number;
       /** One phrase: 'HTTP 500 Internal Server Error: "oops"', 'connection refused', 'no response within 10s'. */
       reason: string;
-      /** The response body, at most BODY_LIMIT characters. */
+      /** The response body, at most BODY_LIMIT (or options.maxResponseBytes) bytes of it. */
       body?: string;
     };
 
 export interface PostOptions {
+  /** content-type is application/json unless given here. */
   headers: Record<string, string>;
   timeoutMs: number;
   /** Aborts the request (shutdown). */
   signal?: AbortSignal;
+  /** How much of the answer is read; default BODY_LIMIT (an OpenSearch _bulk answer needs more). */
+  maxResponseBytes?: number;
+  /** Default POST (PUT for an OpenSearch index template). */
+  method?: 'POST' | 'PUT';
 }
 
 /** How much of a response body is read; the rest is discarded. */
@@ -39,6 +49,17 @@ const MAX_RETRY_AFTER_MS = 10 * 60_000;
 
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'];
 
+/** How to check a receiver's certificate and which one to present (PEM texts), beyond the defaults. */
+export interface HttpTls {
+  /** The CA(s) the receiver's certificate is checked against; default: the system's. */
+  ca?: string;
+  /** A client certificate and its key, for receivers that ask for one. */
+  cert?: string;
+  key?: string;
+  /** The name the certificate is checked against, when it is not the host dialled. */
+  serverName?: string;
+}
+
 /**
  * A connection pool for one receiver. When HTTPS_PROXY or HTTP_PROXY is set (clusters whose egress goes
  * through a proxy), requests go through it, except to hosts in NO_PROXY.
@@ -46,9 +67,16 @@ const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy
 export function createAgent(
   timeoutMs: number,
   env: Readonly<Record<string, string | undefined>> = process.env,
+  tls?: HttpTls,
 ): Dispatcher {
   const options = {
-    connect: { timeout: timeoutMs },
+    connect: {
+      timeout: timeoutMs,
+      ...(tls?.ca ? { ca: tls.ca } : {}),
+      ...(tls?.cert ? { cert: tls.cert } : {}),
+      ...(tls?.key ? { key: tls.key } : {}),
+      ...(tls?.serverName ? { servername: tls.serverName } : {}),
+    },
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     keepAliveTimeout: 4_000,
@@ -57,25 +85,36 @@ export function createAgent(
   return PROXY_VARIABLES.some((name) => env[name]) ? new EnvHttpProxyAgent(options) : new Agent(options);
 }
 
-export async function postJson(
+export function postJson(
   agent: Dispatcher,
   url: URL,
   body: string,
+  options: PostOptions,
+): Promise<PostOutcome> {
+  return post(agent, url, body, options);
+}
+
+/** POSTs `body` (JSON unless options.headers name another content-type) and judges the answer. */
+export async function post(
+  agent: Dispatcher,
+  url: URL,
+  body: string | Uint8Array,
   options: PostOptions,
 ): Promise<PostOutcome> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   try {
     const response = await request(url, {
-      method: 'POST',
+      method: options.method ?? 'POST',
       headers: { 'content-type': 'application/json', ...options.headers },
       body,
       dispatcher: agent,
       signal,
     });
-    const text = await readLimited(response.body);
+    const bytes = await readLimited(response.body, options.maxResponseBytes ?? BODY_LIMIT);
+    const text = bytes.toString('utf8');
     const status = response.statusCode;
-    if (status >= 200 && status < 300) return { ok: true, status, body: text };
+    if (status >= 200 && status < 300) return { ok: true, status, body: text, bytes };
     const retryAfterMs =
       retryAfterOf(response.headers['retry-after']) ??
       rateLimitResetOf(response.headers['x-ratelimit-reset']);
@@ -104,7 +143,10 @@ export async function postJson(
   }
 }
 
-async function readLimited(body: AsyncIterable<Buffer | string> & { destroy(): void }): Promise<string> {
+async function readLimited(
+  body: AsyncIterable<Buffer | string> & { destroy(): void },
+  limit: number,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -112,14 +154,14 @@ async function readLimited(body: AsyncIterable<Buffer | string> & { destroy(): v
       const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       chunks.push(buffer);
       size += buffer.length;
-      if (size >= BODY_LIMIT) break;
+      if (size >= limit) break;
     }
   } catch {
     // A body cut short still has a useful beginning.
   } finally {
     body.destroy();
   }
-  return Buffer.concat(chunks).subarray(0, BODY_LIMIT).toString('utf8');
+  return Buffer.concat(chunks).subarray(0, limit);
 }
 
 /** Retry-After as seconds or an HTTP date, in ms, capped. */

@@ -12,8 +12,13 @@ import type { BacklogOptions } from './backlog.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { DeliveryObserver, RetryOptions } from './delivery.ts';
+import type { HttpTls } from './http.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
+import { describeLogSink } from './log-sink-name.ts';
+import type { OtlpProtocol } from './otlp-settings.ts';
 import { type Route, Router } from './router.ts';
+import type { SearchAuth, SearchFlavor } from './search.ts';
+import type { SearchIndexMode } from './search-template.ts';
 import type { Sink } from './sink.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
@@ -53,6 +58,38 @@ export interface WebhookSinkSpec extends HttpSinkSpec {
   batch?: WebhookBatchOptions;
   queue?: WebhookQueueOptions;
   maxRequestsPerSecond?: number;
+  /** The body: the event's JSON (default), or a CloudEvent (structured unless binary)… */
+  format?: 'json' | 'cloudevents';
+  cloudEventsMode?: 'structured' | 'binary';
+  /** …or what this JSONata expression makes of the event (layout.ts). */
+  layout?: string;
+}
+
+/** OpenTelemetry logs over OTLP/HTTP (otlp.ts). */
+export interface OtlpSinkSpec extends HttpSinkSpec {
+  type: 'otlp';
+  endpoint: string;
+  protocol?: OtlpProtocol;
+  headers?: Record<string, string>;
+  tls?: HttpTls;
+  batchMaxEvents?: number;
+  queue?: BacklogOptions;
+}
+
+/** OpenSearch or Elasticsearch through _bulk (search.ts). */
+export type SearchSinkSpec = SearchSinkSpecOf<'opensearch'> | SearchSinkSpecOf<'elasticsearch'>;
+
+interface SearchSinkSpecOf<T extends SearchFlavor> extends HttpSinkSpec {
+  type: T;
+  url: string;
+  index?: string;
+  mode?: SearchIndexMode;
+  installTemplate?: boolean;
+  auth?: SearchAuth;
+  headers?: Record<string, string>;
+  tls?: HttpTls;
+  batchMaxEvents?: number;
+  queue?: BacklogOptions;
 }
 
 export interface SlackSinkSpec extends HttpSinkSpec {
@@ -88,7 +125,17 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   minIntervalMs?: number;
 }
 
-export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | KafkaSinkSpec | ChatSinkSpec;
+export type SinkSpec =
+  | StdoutSinkSpec
+  | WebhookSinkSpec
+  | SlackSinkSpec
+  | KafkaSinkSpec
+  | ChatSinkSpec
+  | OtlpSinkSpec
+  | SearchSinkSpec;
+
+/** The sinks whose module createSinks imports on its own: everything but stdout, webhooks, Slack, Kafka and the log sinks. */
+const OWN_MODULE_TYPES = ['stdout', 'webhook', 'slack', 'kafka', 'otlp', 'opensearch', 'elasticsearch'];
 
 export interface SinkRuntime {
   log: Logger;
@@ -125,7 +172,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
   const webhook = specs.some((spec) => spec.type === 'webhook') ? await import('./webhook.ts') : undefined;
   const slack = specs.some((spec) => spec.type === 'slack') ? await import('./slack.ts') : undefined;
   const kafka = specs.some((spec) => spec.type === 'kafka') ? await import('./kafka.ts') : undefined;
-  const chat = specs.some((spec) => !['stdout', 'webhook', 'slack', 'kafka'].includes(spec.type))
+  const chat = specs.some((spec) => !OWN_MODULE_TYPES.includes(spec.type))
     ? { ...(await import('./chat.ts')), ...(await import('./chat-platforms.ts')) }
     : undefined;
   const files = new Map<string, DeadLetterFile>();
@@ -182,6 +229,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           url: spec.url,
           name: unique(name),
           log: runtime.log,
+          format: await webhookFormat(spec),
           ...(spec.headers ? { headers: spec.headers } : {}),
           ...(spec.secret ? { secret: spec.secret } : {}),
           ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
@@ -215,6 +263,9 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
           ...(file ? { deadLetter: file } : {}),
           ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
         });
+      } else if (spec.type === 'otlp' || spec.type === 'opensearch' || spec.type === 'elasticsearch') {
+        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
+        sink = await createLogSink(spec, unique(spec.name ?? describeLogSink(spec)), file, runtime);
       } else if (spec.type !== 'slack') {
         const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
         const { ChatSink, CHAT_PLATFORMS } = chat as typeof import('./chat.ts') &
@@ -274,6 +325,57 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
     deadLetterFiles: [...files.values()],
     flowControl: () => output?.flowControl(),
   };
+}
+
+/** An OTLP or search sink; their modules (and the OpenTelemetry packages) are imported only here. */
+async function createLogSink(
+  spec: OtlpSinkSpec | SearchSinkSpec,
+  name: string,
+  deadLetter: DeadLetterFile | undefined,
+  runtime: SinkRuntime,
+): Promise<Sink> {
+  const common = {
+    name,
+    log: runtime.log,
+    ...(spec.headers ? { headers: spec.headers } : {}),
+    ...(spec.tls ? { tls: spec.tls } : {}),
+    ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
+    ...(spec.retry ? { retry: spec.retry } : {}),
+    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...(deadLetter ? { deadLetter } : {}),
+    ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
+    ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
+  };
+  if (spec.type === 'otlp') {
+    const { OtlpSink } = await import('./otlp.ts');
+    return new OtlpSink({
+      ...common,
+      endpoint: spec.endpoint,
+      ...(spec.protocol ? { protocol: spec.protocol } : {}),
+    });
+  }
+  const { SearchSink } = await import('./search.ts');
+  return new SearchSink({
+    ...common,
+    flavor: spec.type,
+    url: spec.url,
+    ...(spec.index ? { index: spec.index } : {}),
+    ...(spec.mode ? { mode: spec.mode } : {}),
+    ...(spec.installTemplate !== undefined ? { installTemplate: spec.installTemplate } : {}),
+    ...(spec.auth ? { auth: spec.auth } : {}),
+  });
+}
+
+/** A webhook's body format; a layout is compiled here (the config checks have compiled it once already). */
+async function webhookFormat(spec: WebhookSinkSpec): Promise<import('./webhook-body.ts').WebhookFormat> {
+  if (spec.layout !== undefined) {
+    const { compileLayout } = await import('./layout.ts');
+    return { kind: 'layout', layout: compileLayout(spec.layout) };
+  }
+  if (spec.format === 'cloudevents')
+    return { kind: 'cloudevents', mode: spec.cloudEventsMode ?? 'structured' };
+  return { kind: 'json' };
 }
 
 /** Imported only for pretty output or stories: a JSON-only watch keeps chalk out of its memory. */

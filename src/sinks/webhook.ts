@@ -18,11 +18,13 @@ import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { type DeliveryObserver, HttpSink, type RetryOptions } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
-import { postJson, reasonWithRetryAfter } from './http.ts';
+import { post, reasonWithRetryAfter } from './http.ts';
+import { LayoutError } from './layout.ts';
 import { WEBHOOK_HEADERS } from './receiver-checks.ts';
 import { signatureFor } from './signature.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
+import { type WebhookFormat, type WebhookWork, webhookPayload } from './webhook-body.ts';
 
 export interface WebhookBatchOptions {
   /** At most this many events per request (a JSON array). */
@@ -41,6 +43,8 @@ export interface WebhookSinkOptions {
   headers?: Readonly<Record<string, string>>;
   /** HMAC-SHA256 signing secret: adds X-Kubediff-Signature. */
   secret?: string;
+  /** The body: the event's JSON (default), a CloudEvent, or a layout's (webhook-body.ts). */
+  format?: WebhookFormat;
   /** Per request, connection to last byte. Default 10 s. */
   timeoutMs?: number;
   /** Absent: one event per request. */
@@ -64,11 +68,7 @@ const WEBHOOK_DEFAULTS = {
   userAgent: 'kubediff',
 };
 
-type Work =
-  | { kind: 'event'; event: ChangeEvent; json: string }
-  | { kind: 'batch'; events: ChangeEvent[]; json: string[] }
-  | { kind: 'digest'; digest: Digest }
-  | { kind: 'story'; story: Story; json: string };
+type Work = WebhookWork;
 
 export class WebhookSink extends HttpSink {
   private readonly url: URL;
@@ -235,17 +235,22 @@ export class WebhookSink extends HttpSink {
   }
 
   private async send(work: Work): Promise<void> {
-    // The same text JSON.stringify would give for the event or the array of events, serialized once.
-    const body =
-      work.kind === 'event' || work.kind === 'story'
-        ? work.json
-        : work.kind === 'batch'
-          ? `[${work.json.join(',')}]`
-          : JSON.stringify(work.digest.toPayload());
+    let payload: Awaited<ReturnType<typeof webhookPayload>>;
+    try {
+      payload = await webhookPayload(this.options.format ?? { kind: 'json' }, work);
+    } catch (error) {
+      if (!(error instanceof LayoutError)) throw error;
+      // The layout cannot make a body of this event: no retry will, so it is dead-lettered at once.
+      const loss = describeLoss(work, this.options.deadLetter);
+      this.trouble.refused(`layout: ${error.code || error.message}`, `${error.message}; not sent. ${loss}`);
+      this.failed(work, error.message, false);
+      return;
+    }
+    const body = payload.body;
     for (let attempt = 1; ; attempt++) {
       const startedAt = monotonicMs();
-      const outcome = await postJson(this.agent, this.url, body, {
-        headers: this.headersFor(work, body, attempt),
+      const outcome = await post(this.agent, this.url, body, {
+        headers: { ...payload.headers, ...this.headersFor(work, body, attempt) },
         timeoutMs: this.timeoutMs,
         signal: this.clock.deadlineSignal,
       });

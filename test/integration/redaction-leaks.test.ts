@@ -2,12 +2,14 @@
 // (test/helpers/secret-corpus.ts) of Secrets, ConfigMaps and custom resources with `redact:` rules is
 // created, edited at random and partly deleted while two kubediffs watch it: one with a redaction key,
 // --explain, --debug, a state file, a webhook, a refusing webhook (its events go to the dead-letter file),
-// Slack, Teams, Discord, Mattermost and Google Chat (a message per story, by default), a webhook of STORY payloads and Kafka; one
-// printing pretty output with plain hashes, one pretty --stories. Then more edits while the
+// Slack, Teams, Discord, Mattermost and Google Chat (a message per story, by default), a webhook of STORY
+// payloads, Kafka, an OpenTelemetry Collector (OTLP), OpenSearch, CloudEvents (binary mode) and a webhook
+// layout; one printing pretty output with plain hashes, one pretty --stories. Then more edits while the
 // first is stopped, and a restart that catches up on them from the state file; then `kubediff history` and
 // `kubediff ui`. Every output is searched for every secret value and its base64 (test/helpers/leak-check.ts):
 // stdout (JSON and pretty), stderr, webhook and every chat platform's bodies, Kafka records (keys, headers,
-// values), the dead-letter file and its rotated files, /readyz and /metrics, the state database and its
+// values), the Collector's output files, the OpenSearch documents, the CloudEvents and layout bodies and
+// headers, the dead-letter file and its rotated files, /readyz and /metrics, the state database and its
 // -wal, history's output, show, diff and blame, and every answer of the UI's API; the pretty run records in PostgreSQL, whose
 // tables and history are searched too.
 // The in-process corpus, much larger, is test/unit/redaction-leaks.test.ts.
@@ -27,6 +29,8 @@ import { testKafka, testTopic } from '../helpers/kafka-env.ts';
 import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, fileSource, type LeakSource, receiverSource } from '../helpers/leak-check.ts';
 import { SERVING } from '../helpers/metrics.ts';
+import { testIndex, testOpenSearch } from '../helpers/opensearch-env.ts';
+import { testCollector } from '../helpers/otelcol-env.ts';
 import { psql } from '../helpers/postgres.ts';
 import { createTestDatabase } from '../helpers/postgres-env.ts';
 import { seededRandom } from '../helpers/random-json.ts';
@@ -165,7 +169,23 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const mattermost = await HttpReceiver.start();
     const googleChat = await HttpReceiver.start();
     const storyHook = await HttpReceiver.start();
-    receivers.push(webhook, refusing, slack, teams, discord, mattermost, googleChat, storyHook);
+    const cloudEvents = await HttpReceiver.start();
+    const layout = await HttpReceiver.start();
+    receivers.push(
+      webhook,
+      refusing,
+      slack,
+      teams,
+      discord,
+      mattermost,
+      googleChat,
+      storyHook,
+      cloudEvents,
+      layout,
+    );
+    const collector = testCollector();
+    const search = testOpenSearch();
+    const searchIndex = testIndex('leaks');
     const kafka = testKafka();
     const topic = testTopic('leaks');
     await createTopic(kafka, topic, { partitions: 2 });
@@ -201,6 +221,21 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
           { type: 'google-chat', webhookUrl: googleChat.url('/v1/spaces/X/messages') },
           { type: 'kafka', brokers: [kafka.brokers], topic },
           { type: 'webhook', name: 'stories', url: storyHook.url('/stories'), stories: true },
+          { type: 'otlp', endpoint: collector.httpEndpoint },
+          { type: 'opensearch', url: search.url, index: searchIndex },
+          {
+            type: 'webhook',
+            name: 'cloudevents',
+            url: cloudEvents.url('/ce'),
+            format: 'cloudevents',
+            cloudEventsMode: 'binary',
+          },
+          {
+            type: 'webhook',
+            name: 'layout',
+            url: layout.url('/layout'),
+            layout: '{ "text": type & " " & object.name, "changes": changes, "owner": owner, "by": by }',
+          },
         ],
       }),
     );
@@ -346,6 +381,18 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const records = await consume(kafka, topic, { count: produced, idleTimeoutMs: 15_000 });
     assert.ok(records.length >= produced, `${records.length} Kafka records for ${produced} events`);
     const kafkaText = records.map((r) => `${r.key} ${JSON.stringify(r.headers)} ${r.value}\n`).join('');
+    const { readdir } = await import('node:fs/promises');
+    const collectorText = (
+      await Promise.all(
+        (
+          await readdir(collector.outputDir)
+        ).map((file) => readFile(path.join(collector.outputDir, file), 'utf8')),
+      )
+    ).join('\n');
+    await fetch(`${search.url}/${searchIndex}-*/_refresh`, { method: 'POST' });
+    const searchAnswer = await fetch(`${search.url}/${searchIndex}-*/_search?size=10000`);
+    const searchText = await searchAnswer.text();
+    assert.equal(searchAnswer.status, 200, searchText);
     const sources: LeakSource[] = [
       { name: 'stdout (json)', read: () => firstResult.stdout, expect: hmacMarker },
       {
@@ -367,6 +414,10 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       receiverSource('Mattermost payloads', mattermost, hmacMarker),
       receiverSource('Google Chat payloads', googleChat, hmacMarker),
       { name: 'Kafka records (key, headers, value)', read: () => kafkaText, expect: hmacMarker },
+      { name: 'OpenTelemetry Collector output (OTLP)', read: () => collectorText, expect: hmacMarker },
+      { name: 'OpenSearch documents', read: () => searchText, expect: hmacMarker },
+      receiverSource('CloudEvents (binary) bodies and ce-* headers', cloudEvents, hmacMarker),
+      receiverSource('webhook layout bodies', layout, hmacMarker),
       // Which events each file holds depends on the order the refused deliveries end in: a file may hold
       // none with a redacted value (a DELETED, an edit of a visible field). Each holds dead letters; the
       // redacted values are checked in them all together below.

@@ -72,7 +72,7 @@ describe('`kubediff watch --help`', () => {
       'Output (1 more with --help-all):',
       '-o, --output <format>',
       '--cluster-name <name>',
-      'Sinks (16 more with --help-all):',
+      'Sinks (17 more with --help-all):',
       '--webhook <url>',
       '--slack-webhook <url>',
       '--dead-letter <file>',
@@ -121,8 +121,8 @@ describe('`kubediff watch --help`', () => {
       '--help-all',
       '-h, --help',
     ]);
-    // 71 flags, --help-all and --help.
-    assert.equal(listed.length, 73);
+    // 72 flags, --help-all and --help.
+    assert.equal(listed.length, 74);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);

@@ -123,6 +123,26 @@ const CORPUS: [string, string[]][] = [
     ],
   ],
   [
+    'log-sinks.yaml',
+    [
+      'invalid config file log-sinks.yaml: 14 problems:',
+      '  log-sinks.yaml:3:15: sinks[0].endpoint: expected an http:// or https:// URL, not grpc://',
+      '  log-sinks.yaml:4:15: sinks[0].protocol: expected one of http/protobuf, http/json, got "grpc"',
+      '  log-sinks.yaml:5:30: sinks[0].headers.Bad Header: "Bad Header" is not an HTTP header name',
+      '  log-sinks.yaml:5:47: sinks[0].headers.Content-Type: kubediff sets Content-Type itself',
+      '  log-sinks.yaml:6:10: sinks[0].tls: a client certificate needs both certFile and keyFile',
+      '  log-sinks.yaml:7:5: sinks[1]: username needs password (from an environment variable) or passwordFile',
+      `  log-sinks.yaml:9:12: sinks[1].index: expected an index name (lowercase letters, digits, '-', '_', '.'; not starting with '-', '_' or '.'), got "Kubediff"`,
+      '  log-sinks.yaml:10:11: sinks[1].mode: expected one of daily, data-stream, got "weekly"',
+      '  log-sinks.yaml:12:5: sinks[2]: authenticate either with username and password or with an API key, not both',
+      '  log-sinks.yaml:19:22: sinks[3].cloudEventsMode: a batch has no binary mode: use structured (the default), or drop batch',
+      '  log-sinks.yaml:21:13: sinks[3].layout: a webhook sends either CloudEvents (format: cloudevents) or a layout, not both',
+      '  log-sinks.yaml:21:13: sinks[3].layout: not a JSONata expression: S0211 The symbol "}" cannot be used as a unary operator (at character 8)',
+      '  log-sinks.yaml:24:22: sinks[4].cloudEventsMode: applies to CloudEvents: set format: cloudevents too',
+      '  log-sinks.yaml:27:5: sinks[5].stories: unknown key; expected one of type, name, filter, timeout, deadLetter, headers, headersFile, tls, batch, queueCapacity, endpoint, protocol',
+    ],
+  ],
+  [
     'missing-env.yaml',
     [
       'invalid config file missing-env.yaml: 3 problems:',
@@ -149,7 +169,7 @@ const CORPUS: [string, string[]][] = [
     'sinks-shape.yaml',
     [
       'invalid config file sinks-shape.yaml: 6 problems:',
-      '  sinks-shape.yaml:2:11: sinks[0].type: expected one of stdout, webhook, slack, kafka, teams, discord, mattermost, google-chat, got "smtp"',
+      '  sinks-shape.yaml:2:11: sinks[0].type: expected one of stdout, webhook, slack, kafka, teams, discord, mattermost, google-chat, otlp, opensearch, elasticsearch, got "smtp"',
       '  sinks-shape.yaml:3:5: sinks[1]: missing key url',
       '  sinks-shape.yaml:5:5: sinks[2]: missing key type',
       '  sinks-shape.yaml:8:12: sinks[3].batch: expected a number from 1 to 10,000, got the number 0',

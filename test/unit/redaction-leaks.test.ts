@@ -4,11 +4,12 @@
 // (LIST items without apiVersion/kind, watch events, a relist after a gap, a catch-up from the state file
 // after a restart), normalization, the event builder, the state recorder; and every event through every
 // renderer: JSON lines, pretty (with and without color), --explain lines, Slack, Teams, Discord, Mattermost
-// and Google Chat messages and digests,
-// digest payloads, the dead-letter file; then the state database's bytes (and -wal), and `kubediff history`
-// as JSON and pretty. Every write is also shown to the admission webhook's path as the API server sends it
-// (an AdmissionReview carrying the whole object and the old one): the records the join keeps, what a
-// replica posts to its peers, and the events it names. No secret value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
+// and Google Chat messages and digests, OTLP log records (attributes and body), CloudEvents (structured, and
+// the binary mode's headers), a webhook layout's body, digest payloads, the dead-letter file; then the state
+// database's bytes (and -wal), and `kubediff history` as JSON and pretty. Every write is also shown to the
+// admission webhook's path as the API server sends it (an AdmissionReview carrying the whole object and the
+// old one): the records the join keeps, what a replica posts to its peers, and the events it names. No secret
+// value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
 
 import assert from 'node:assert/strict';
@@ -38,8 +39,11 @@ import { admissionRecordOf } from '../../src/service/admission-server.ts';
 import { encodePeerRecords } from '../../src/service/peer-records.ts';
 import { renderBatch } from '../../src/sinks/chat.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { binaryHeaders, eventAttributes, structuredCloudEvent } from '../../src/sinks/cloudevents.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
+import { compileLayout, renderLayout } from '../../src/sinks/layout.ts';
+import { eventRecord } from '../../src/sinks/otlp-records.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
@@ -119,6 +123,10 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     digestPayload: [],
     admissionRecords: [],
     peerBodies: [],
+    otlpRecord: [],
+    cloudEvent: [],
+    cloudEventHeaders: [],
+    layout: [],
     ...Object.fromEntries(CHAT_PLATFORM_NAMES.map((name) => [name, []])),
   };
   const chats = CHAT_PLATFORM_NAMES.map((name) => ({
@@ -137,9 +145,16 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     retain: 2,
     onEvict: (event) => deadLetters.writeEvents('slack', 'evicted', [event]),
   });
+  const layout = compileLayout('{ "text": type & " " & object.name & " " & $string(changes), "by": by }');
+  // Rendered one at a time after the run, as the sink does (evaluations at once would share the time limit).
+  const layoutInputs: unknown[] = [];
   const emit = (event: ChangeEvent) => {
     events.push(event);
     out.json!.push(renderJsonLine(event));
+    out.otlpRecord!.push(JSON.stringify(eventRecord(event, undefined)));
+    out.cloudEvent!.push(structuredCloudEvent(eventAttributes(event), renderJsonLine(event)));
+    out.cloudEventHeaders!.push(JSON.stringify(binaryHeaders(eventAttributes(event))));
+    layoutInputs.push(JSON.parse(renderJsonLine(event)));
     out.prettyColor!.push(renderColor(event));
     out.pretty!.push(renderPlain(event));
     out.explain!.push(explainLine(event, 'webhook audit', explainFilter.evaluate(event)));
@@ -339,17 +354,21 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   };
   // Slack, Google Chat and the markdown platforms escape '<' and '>', so the marker is matched without them.
   const marker = key ? /redacted hmac:[0-9a-f]{8}/ : /redacted sha256:[0-9a-f]{8}/;
+  for (const input of layoutInputs) out.layout!.push(await renderLayout(layout, input));
   const sources: LeakSource[] = [
     ...Object.entries(out).map(([name, texts]) => ({
       name,
       read: () => texts.join(''),
-      // --explain names events and rules, never values; the records of reviews name writes, never values.
+      // --explain names events and rules, never values; the records of reviews name writes, never values;
+      // the CloudEvents headers carry attributes only.
       expect:
         name === 'explain'
           ? /explain: UPDATED secrets leak\/secret-\d+ /
           : name === 'admissionRecords' || name === 'peerBodies'
             ? /"reviewUID":"review-\d+"/
-            : marker,
+            : name === 'cloudEventHeaders'
+              ? /"ce-subject":"\/api\/v1\/namespaces\/leak\/secrets\//
+              : marker,
     })),
     fileSource('dead-letter file', deadLetterPath, marker),
     fileSource('state database', statePath, marker),

@@ -72,6 +72,11 @@ export const SINKS: FlagGroup = {
       description: 'let SASL credentials cross a network without TLS (only where it is encrypted otherwise)',
       more: true,
     },
+    {
+      flags: '--otlp-endpoint <url>',
+      description: 'send every event as an OTLP log record (OpenTelemetry)',
+      more: true,
+    },
     { flags: '--dead-letter <file>', description: 'keep what a sink could not take in this file' },
     {
       flags: '--dead-letter-max-size <size>',

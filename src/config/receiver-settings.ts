@@ -1,0 +1,49 @@
+// What the settings of every HTTP receiver share: a URL from a flag or the environment checked (its
+// secret path never echoed), `Name: value` header lines parsed (values never echoed), and the reader of
+// the files a sink entry names (a CA, a key, a password).
+import { isHeaderName, isReservedHeader } from '../sinks/receiver-checks.ts';
+import { UsageError } from '../util/errors.ts';
+import { parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import type { KeyPath } from './problems.ts';
+
+/**
+ * Reads a file a sink names (a CA, a client key, a password) at startup, given its key within the sink;
+ * throws the problem, at that key, when it cannot.
+ */
+export type SinkFileReader = (key: KeyPath, file: string) => string;
+
+/** 'Name: value' lines; the value is never echoed in an error (it may be a credential). */
+export function parseHeaders(lines: readonly string[], source: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [index, line] of lines.entries()) {
+    if (line.trim() === '') continue;
+    const colon = line.indexOf(':');
+    const name = colon < 0 ? line.trim() : line.slice(0, colon).trim();
+    const value = colon < 0 ? '' : line.slice(colon + 1).trim();
+    if (colon < 0 || !isHeaderName(name)) {
+      // A flag's text is the user's own to see; a line of the environment variable may be a secret.
+      const what = source.startsWith('--')
+        ? `${source} "${name.length > 40 ? `${name.slice(0, 40)}…` : name}"`
+        : `${source} (line ${index + 1})`;
+      throw new UsageError(`invalid ${what}: use Name: value, for example "X-Team: sre".`);
+    }
+    if (isReservedHeader(name)) throw new UsageError(`invalid ${source}: kubediff sets ${name} itself.`);
+    if (/[\r\n\0]/.test(value))
+      throw new UsageError(`invalid ${source} ${name}: the value has a line break.`);
+    headers[name.toLowerCase()] = value;
+  }
+  return headers;
+}
+
+/** A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise. */
+export function checkHttpUrl(text: string, where: string): void {
+  const { problem } = parseHttpUrl(text);
+  if (problem?.kind === 'not-a-url') {
+    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
+    throw new UsageError(
+      `${where}: not a URL (it starts "${urlStart(text)}"); use http://host/path or https://host/path.`,
+    );
+  }
+  if (problem?.kind === 'scheme')
+    throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
+}

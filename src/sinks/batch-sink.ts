@@ -1,0 +1,267 @@
+// What the sinks that deliver events in batches with per-item answers share (OTLP logs, OpenSearch and
+// Elasticsearch): the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown
+// clock, trouble report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one
+// loop over it. One batch at a time is in flight, taken from the head of the queue (whatever has queued
+// while the last one was out, up to `batchMaxEvents`, or one digest), so per object the order is kept.
+// A batch whose request fails is retried as a whole; a batch the receiver took only in part goes on with
+// the items it asks to have again (retryable ones), while the items it refused for good are dead-lettered
+// at once, each refusal said once. A receiver that only counts what it rejected (OTLP's partial success)
+// has the whole batch written to the dead-letter file with that count: nothing disappears unrecorded.
+import type { ChangeEvent } from '../events/event.ts';
+import { plural } from '../util/count-text.ts';
+import type { Logger } from '../util/log.ts';
+import { monotonicMs } from '../util/timestamp.ts';
+import { type BacklogOptions, SinkBacklog } from './backlog.ts';
+import { type DeadLetterFile, lossNote } from './dead-letter.ts';
+import { type DeliveryObserver, DeliverySink, type RetryOptions } from './delivery.ts';
+import type { Digest } from './digest.ts';
+import type { EventQueue } from './event-queue.ts';
+import type { SinkReport, SinkStats } from './sink.ts';
+
+/** What one request carries: events (with their JSON, serialized once by the queue), or one digest. */
+export type BatchWork =
+  | { kind: 'events'; events: ChangeEvent[]; json: string[] }
+  | { kind: 'digest'; digest: Digest };
+
+/** An item of a batch the receiver did not take (by its index in the batch). */
+export interface ItemFailure {
+  index: number;
+  /** One phrase: 'HTTP 400 mapper_parsing_exception: failed to parse field [x]'. */
+  reason: string;
+  /** What makes two refusals the same (logged once): default the reason. */
+  key?: string;
+  retryable: boolean;
+}
+
+/** What became of one request. */
+export type Transmission =
+  | {
+      ok: true;
+      /** Items the receiver did not take (the rest were delivered). */
+      itemFailures?: readonly ItemFailure[];
+      /** The receiver rejected this many items without saying which (OTLP partial success). */
+      rejected?: { count: number; reason: string };
+    }
+  | {
+      ok: false;
+      retryable: boolean;
+      /** Cut short by the shutdown deadline. */
+      aborted: boolean;
+      /** One phrase: 'HTTP 503 Service Unavailable', 'connection refused'. */
+      reason: string;
+      retryAfterMs?: number;
+    };
+
+export interface BatchSinkOptions {
+  name: string;
+  timeoutMs: number;
+  retry?: Partial<RetryOptions> | undefined;
+  queue?: BacklogOptions | undefined;
+  /** Events per request. */
+  batchMaxEvents: number;
+  deadLetter?: DeadLetterFile | undefined;
+  /** Told of each request and retry (metrics). */
+  deliveries?: DeliveryObserver | undefined;
+  log: Logger;
+}
+
+export abstract class BatchSink extends DeliverySink {
+  private readonly backlog: SinkBacklog;
+  private readonly queue: EventQueue;
+  private readonly batchMaxEvents: number;
+  private readonly deadLetter: DeadLetterFile | undefined;
+  private inFlight = 0;
+  protected readonly loop: Promise<void>;
+
+  constructor(options: BatchSinkOptions) {
+    super(options);
+    this.deadLetter = options.deadLetter;
+    this.batchMaxEvents = Math.max(1, options.batchMaxEvents);
+    this.backlog = new SinkBacklog(this.name, options.queue, {
+      counters: this.counters,
+      trouble: this.trouble,
+      deadLetter: options.deadLetter,
+    });
+    this.queue = this.backlog.queue;
+    // Started on the next turn: the subclass's constructor finishes setting up first.
+    this.loop = Promise.resolve().then(() => this.run());
+  }
+
+  /**
+   * Sends one batch (honouring `this.clock.deadlineSignal`, which aborts it at the shutdown deadline).
+   * Never throws for a failure the receiver or the network causes: that is a Transmission.
+   */
+  protected abstract transmit(work: BatchWork): Promise<Transmission>;
+
+  deliver(event: ChangeEvent): void {
+    this.counters.accepted++;
+    if (this.clock.closing) {
+      this.backlog.abandon([event], 'arrived after shutdown began');
+      return;
+    }
+    this.backlog.push(event);
+    this.wakeup.notify();
+  }
+
+  stats(): SinkStats {
+    return { ...this.counters, pending: this.queue.pendingEvents + this.inFlight };
+  }
+
+  close(timeoutMs: number): Promise<SinkReport> {
+    return this.closeWith(timeoutMs, () =>
+      this.backlog.abandonAll('not delivered within the shutdown timeout'),
+    );
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      const work = this.next();
+      if (!work) {
+        if (this.clock.closing || this.clock.expired) return;
+        await this.wakeup.wait();
+        continue;
+      }
+      this.inFlight = countOf(work);
+      await this.contained(
+        () => this.send(work),
+        (reason) => this.abandon(work, reason),
+      );
+      this.inFlight = 0;
+      this.backlog.settled();
+      if (this.clock.expired) return;
+    }
+  }
+
+  private next(): BatchWork | undefined {
+    const head = this.queue.peek();
+    if (!head || this.clock.expired) return undefined;
+    if (head.kind === 'digest') {
+      this.queue.shift();
+      return { kind: 'digest', digest: head.digest };
+    }
+    const entries = this.queue.takeEvents(this.batchMaxEvents);
+    return { kind: 'events', events: entries.map((e) => e.event), json: entries.map((e) => e.json) };
+  }
+
+  private async send(work: BatchWork): Promise<void> {
+    let pending = work;
+    for (let attempt = 1; ; attempt++) {
+      const startedAt = monotonicMs();
+      const outcome = await this.transmit(pending);
+      this.trouble.requestDone(startedAt, outcome.ok && !outcome.itemFailures?.length);
+      let failure: { reason: string; retryAfterMs?: number };
+      if (outcome.ok) {
+        const rest = this.settle(pending, outcome);
+        if (!rest) {
+          this.delay.reset();
+          this.trouble.recovered();
+          return;
+        }
+        pending = rest.work;
+        this.inFlight = countOf(pending);
+        failure = { reason: rest.reason };
+      } else {
+        const loss = lossNote(describeWork(pending), this.deadLetter);
+        const final = this.finalFailure(outcome, outcome.reason, loss);
+        if (final) {
+          this.abandon(pending, final.reason);
+          return;
+        }
+        failure = outcome;
+      }
+      if (attempt >= this.retry.maxAttempts) {
+        const loss = lossNote(describeWork(pending), this.deadLetter);
+        this.abandon(pending, this.gaveUp(failure.reason, failure.reason, attempt, loss));
+        return;
+      }
+      const wait = this.delay.next(failure.retryAfterMs);
+      this.trouble.retrying(failure.reason, wait, attempt);
+      if (!(await this.clock.waitUntil(Date.now() + wait, this.wakeup))) {
+        this.abandon(pending, `${failure.reason}; the next retry was due after the shutdown timeout`);
+        return;
+      }
+    }
+  }
+
+  /**
+   * Accounts for an answer: delivered items counted, refused ones dead-lettered (each reason said once);
+   * returns the items to send again, if any, and why.
+   */
+  private settle(
+    work: BatchWork,
+    outcome: Extract<Transmission, { ok: true }>,
+  ): { work: BatchWork; reason: string } | undefined {
+    if (work.kind === 'digest') {
+      const failure = outcome.itemFailures?.[0];
+      if (!failure) {
+        this.counters.summarized += work.digest.count;
+        this.counters.digests++;
+        return undefined;
+      }
+      if (failure.retryable) return { work, reason: failure.reason };
+      this.trouble.refused(
+        failure.key ?? failure.reason,
+        `${failure.reason}; not retried. ${lossNote('A digest', this.deadLetter)}`,
+      );
+      this.backlog.abandonDigest(work.digest, `${failure.reason} (not retried)`);
+      return undefined;
+    }
+    const failures = new Map((outcome.itemFailures ?? []).map((failure) => [failure.index, failure]));
+    const again: number[] = [];
+    let delivered = 0;
+    work.events.forEach((event, index) => {
+      const failure = failures.get(index);
+      if (!failure) {
+        delivered++;
+      } else if (failure.retryable) {
+        again.push(index);
+      } else {
+        this.trouble.refused(
+          failure.key ?? failure.reason,
+          `${failure.reason}; not retried. ${lossNote(`Event ${event.id}`, this.deadLetter)}`,
+        );
+        this.backlog.abandon([event], `${failure.reason} (not retried)`);
+      }
+    });
+    const rejected = outcome.rejected;
+    if (rejected && rejected.count > 0) {
+      // Which ones the receiver does not say: the batch goes to the dead-letter file with the count.
+      const count = Math.min(rejected.count, delivered);
+      const reason = `the receiver rejected ${plural(count, 'event')} of these ${plural(work.events.length, 'event')} without saying which: ${rejected.reason}`;
+      this.trouble.refused(
+        `rejected: ${rejected.reason}`,
+        `${reason}. ${lossNote('The batch', this.deadLetter)}`,
+      );
+      if (this.deadLetter?.writeEvents(this.name, reason, work.events)) this.counters.deadLettered += count;
+      else this.counters.lost += count;
+      delivered -= count;
+    }
+    this.counters.delivered += delivered;
+    if (again.length === 0) return undefined;
+    const reason = failures.get(again[0] as number)?.reason ?? 'items to retry';
+    return {
+      work: {
+        kind: 'events',
+        events: again.map((index) => work.events[index] as ChangeEvent),
+        json: again.map((index) => work.json[index] as string),
+      },
+      reason: `${reason} (${plural(again.length, 'event')} of ${work.events.length})`,
+    };
+  }
+
+  private abandon(work: BatchWork, reason: string): void {
+    if (work.kind === 'events') this.backlog.abandon(work.events, reason);
+    else this.backlog.abandonDigest(work.digest, reason);
+  }
+}
+
+function countOf(work: BatchWork): number {
+  return work.kind === 'events' ? work.events.length : work.digest.count;
+}
+
+function describeWork(work: BatchWork): string {
+  if (work.kind === 'digest') return `A digest of ${plural(work.digest.count, 'event')}`;
+  return work.events.length === 1
+    ? `Event ${work.events[0]?.id}`
+    : `${plural(work.events.length, 'event')} (a batch)`;
+}

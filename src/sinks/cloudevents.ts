@@ -1,0 +1,103 @@
+// kubediff's events as CloudEvents 1.0 (docs/sinks.md, "CloudEvents"), for event buses (Knative, Argo
+// Events, …): a webhook with `format: cloudevents` sends each event in the structured mode (the whole
+// CloudEvent as `application/cloudevents+json`; a batch as `application/cloudevents-batch+json`) or the
+// binary mode (the event's JSON as the body, the attributes as `ce-*` headers).
+//
+// Attributes: `id` is the event's id (the same change, the same id: receivers deduplicate by id and
+// source); `type` is dev.kubediff.object.added / .updated / .deleted (dev.kubediff.digest and
+// dev.kubediff.story for a digest and a story); `source` names the cluster (kubediff/<cluster>, or
+// kubediff when no cluster name is set); `subject` is the object's API path
+// (/apis/apps/v1/namespaces/shop/deployments/web); `time` the change's time; the data is JSON.
+import type { ChangeEvent } from '../events/event.ts';
+import type { Story } from '../events/story.ts';
+import { groupOf } from '../kube/types.ts';
+import type { DigestPayload } from './digest.ts';
+
+export type CloudEventsMode = 'structured' | 'binary';
+export const CLOUDEVENTS_MODES: readonly CloudEventsMode[] = ['structured', 'binary'];
+
+export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json';
+export const CLOUDEVENTS_BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';
+
+/** The context attributes of one CloudEvent (the data apart). */
+export interface CloudEventAttributes {
+  specversion: '1.0';
+  id: string;
+  type: string;
+  source: string;
+  subject?: string;
+  time: string;
+  datacontenttype: 'application/json';
+}
+
+const TYPE_PREFIX = 'dev.kubediff';
+
+/** kubediff/<cluster> (URI-encoded), or kubediff without a cluster name. */
+export function cloudEventSource(cluster: string | undefined): string {
+  return cluster ? `kubediff/${encodeURIComponent(cluster)}` : 'kubediff';
+}
+
+/** The object's path on the API server: what `kubectl get --raw` takes. */
+export function objectApiPath(object: ChangeEvent['object']): string {
+  const base = groupOf(object.apiVersion) === '' ? `/api/${object.apiVersion}` : `/apis/${object.apiVersion}`;
+  const namespace = object.namespace ? `/namespaces/${encodeURIComponent(object.namespace)}` : '';
+  return `${base}${namespace}/${object.resource}/${encodeURIComponent(object.name)}`;
+}
+
+export function eventAttributes(event: ChangeEvent): CloudEventAttributes {
+  return {
+    specversion: '1.0',
+    id: event.id,
+    type: `${TYPE_PREFIX}.object.${event.type.toLowerCase()}`,
+    source: cloudEventSource(event.cluster),
+    subject: objectApiPath(event.object),
+    time: event.time,
+    datacontenttype: 'application/json',
+  };
+}
+
+export function digestAttributes(digest: DigestPayload): CloudEventAttributes {
+  return {
+    specversion: '1.0',
+    id: digest.id,
+    type: `${TYPE_PREFIX}.digest`,
+    source: cloudEventSource(digest.cluster),
+    time: digest.to,
+    datacontenttype: 'application/json',
+  };
+}
+
+export function storyAttributes(story: Story): CloudEventAttributes {
+  const { owner } = story;
+  return {
+    specversion: '1.0',
+    id: story.id,
+    type: `${TYPE_PREFIX}.story`,
+    source: cloudEventSource(story.cluster),
+    subject: `${owner.kind}/${owner.namespace ? `${owner.namespace}/` : ''}${owner.name}`,
+    time: story.to,
+    datacontenttype: 'application/json',
+  };
+}
+
+/** A structured-mode CloudEvent: the attributes and the data (JSON text, serialized once) in one object. */
+export function structuredCloudEvent(attributes: CloudEventAttributes, dataJson: string): string {
+  return `${JSON.stringify(attributes).slice(0, -1)},"data":${dataJson}}`;
+}
+
+/** The binary mode's headers: each attribute as ce-<name>, the data's type as content-type. */
+export function binaryHeaders(attributes: CloudEventAttributes): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': attributes.datacontenttype };
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name !== 'datacontenttype' && value !== undefined) headers[`ce-${name}`] = encodeHeaderValue(value);
+  }
+  return headers;
+}
+
+/**
+ * A header value as the HTTP binding asks: printable ASCII kept, anything else (and '%', '"') percent-
+ * encoded as UTF-8, so that a name with non-ASCII characters or a line break cannot break the request.
+ */
+function encodeHeaderValue(value: string): string {
+  return value.replace(/[^\x20-\x7e]|[%"]/gu, (char) => encodeURIComponent(char));
+}

@@ -1,0 +1,130 @@
+// kubediff's events as OpenTelemetry log records (docs/sinks.md, "OpenTelemetry"): what goes in the
+// resource, the attributes, the body and the severity, as plain data the OTLP encoder takes. Kept apart
+// from the sink so that the mapping is the one place to read, and testable without a Collector.
+//
+// Compatible with what the Collector's k8sobjects receiver emits for a watched object, so that pipelines and
+// dashboards built for it work: the resource carries `k8s.namespace.name` (records are grouped per
+// namespace), each record `k8s.resource.name` (the resource's plural name), `event.domain: k8s` and
+// `event.name` (the object's name), and the body is a map with `type` and `object`. Beside those, the
+// OpenTelemetry semantic conventions for Kubernetes (`k8s.cluster.name` on the resource; `k8s.pod.name`,
+// `k8s.deployment.uid`… for the kinds they name) and kubediff's own `kubediff.*` attributes.
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { groupOf } from '../kube/types.ts';
+import type { DigestPayload } from './digest.ts';
+
+/** A log attribute value: OTLP has strings, numbers, booleans and arrays of them. */
+export type AttributeValue = string | number | boolean | string[];
+
+/** What the encoder needs of a record, apart from its resource and scope. */
+export interface LogRecordData {
+  /**
+   * Resource attributes: service.name, k8s.cluster.name and k8s.namespace.name (those two tell resources
+   * apart: records with the same share a resource in the request).
+   */
+  resource: Record<string, string>;
+  attributes: Record<string, AttributeValue>;
+  /** The event (or digest) itself, as a structured body. */
+  body: unknown;
+  /** Epoch milliseconds of the change. */
+  timeMs: number;
+  severityNumber: number;
+  severityText: string;
+}
+
+/** OpenTelemetry's severity numbers (logs data model): INFO is 9, WARN 13. */
+const SEVERITY = {
+  INFO: 9,
+  WARN: 13,
+} as const;
+
+/**
+ * Additions and updates are INFO; a deletion is WARN (something went away), and so is a digest (events
+ * arrived faster than the receiver took them, and were summarized).
+ */
+const SEVERITY_BY_TYPE: Record<ChangeEvent['type'] | 'DIGEST', keyof typeof SEVERITY> = {
+  ADDED: 'INFO',
+  UPDATED: 'INFO',
+  DELETED: 'WARN',
+  DIGEST: 'WARN',
+};
+
+/**
+ * The built-in kinds (by `group/Kind`; the core group is '') whose name and uid the semantic conventions
+ * give attributes of their own: k8s.<this>.name, k8s.<this>.uid. A custom resource of the same kind name
+ * in another group gets none.
+ */
+const SEMCONV_KINDS: Record<string, string> = {
+  '/Pod': 'pod',
+  '/Namespace': 'namespace',
+  '/Node': 'node',
+  '/ReplicationController': 'replicationcontroller',
+  '/ResourceQuota': 'resourcequota',
+  'apps/ReplicaSet': 'replicaset',
+  'apps/Deployment': 'deployment',
+  'apps/StatefulSet': 'statefulset',
+  'apps/DaemonSet': 'daemonset',
+  'batch/Job': 'job',
+  'batch/CronJob': 'cronjob',
+  'autoscaling/HorizontalPodAutoscaler': 'hpa',
+};
+
+/** The service that writes the records: OTLP backends file records under service.name. */
+export const SERVICE_NAME = 'kubediff';
+
+export function eventRecord(event: ChangeEvent, defaultCluster: string | undefined): LogRecordData {
+  const { object } = event;
+  const cluster = event.cluster ?? defaultCluster;
+  const resource: Record<string, string> = { 'service.name': SERVICE_NAME };
+  if (cluster) resource['k8s.cluster.name'] = cluster;
+  if (object.namespace) resource['k8s.namespace.name'] = object.namespace;
+  const attributes: Record<string, AttributeValue> = {
+    // As the k8sobjects receiver writes them.
+    'k8s.resource.name': object.resource,
+    'event.domain': 'k8s',
+    'event.name': object.name,
+    // kubediff's own: what the event's JSON says, flattened for indexing.
+    'kubediff.event.id': event.id,
+    'kubediff.event.type': event.type,
+    'kubediff.object.kind': object.kind,
+    'kubediff.object.api_version': object.apiVersion,
+    'kubediff.object.resource': qualifiedResource(event),
+    'kubediff.object.uid': object.uid,
+  };
+  const semconv = SEMCONV_KINDS[`${groupOf(object.apiVersion)}/${object.kind}`];
+  if (semconv) {
+    attributes[`k8s.${semconv}.name`] = object.name;
+    attributes[`k8s.${semconv}.uid`] = object.uid;
+  }
+  const user = event.by?.user?.username;
+  if (user) attributes['kubediff.by.user'] = user;
+  const managers = event.by?.managers?.map((manager) => manager.manager);
+  if (managers?.length) attributes['kubediff.by.managers'] = managers;
+  const paths = event.changes?.map((change) => change.path);
+  if (paths?.length) attributes['kubediff.changes.paths'] = paths;
+  if (event.offline) attributes['kubediff.offline'] = true;
+  return {
+    resource,
+    attributes,
+    body: event,
+    timeMs: Date.parse(event.time),
+    severityNumber: SEVERITY[SEVERITY_BY_TYPE[event.type]],
+    severityText: SEVERITY_BY_TYPE[event.type],
+  };
+}
+
+export function digestRecord(digest: DigestPayload, defaultCluster: string | undefined): LogRecordData {
+  const cluster = digest.cluster ?? defaultCluster;
+  return {
+    resource: { 'service.name': SERVICE_NAME, ...(cluster ? { 'k8s.cluster.name': cluster } : {}) },
+    attributes: {
+      'event.domain': 'k8s',
+      'kubediff.event.id': digest.id,
+      'kubediff.event.type': 'DIGEST',
+      'kubediff.digest.count': digest.count,
+    },
+    body: digest,
+    timeMs: Date.parse(digest.to),
+    severityNumber: SEVERITY.WARN,
+    severityText: 'WARN',
+  };
+}

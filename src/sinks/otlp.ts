@@ -1,0 +1,186 @@
+// Sends every event as an OpenTelemetry log record over OTLP/HTTP (protobuf, or JSON) to a Collector or
+// any OTLP endpoint (docs/sinks.md, "OpenTelemetry"); the records are mapped in otlp-records.ts. Delivery
+// is the batch sinks' (batch-sink.ts: bounded queue, digests, retries with backoff, dead-letter file).
+// The OpenTelemetry JS packages encode the request (@opentelemetry/otlp-transformer, the serializer of
+// their OTLP exporters) and are loaded only when an OTLP sink is created. Their SDK's own pipeline
+// (LoggerProvider, BatchLogRecordProcessor, OTLP exporter) is not used: its queue drops records when full
+// and its exporter gives up after a fixed number of tries without a trace, where kubediff's delivery
+// digests, retries, dead-letters and counts.
+//
+// Answers, as the OTLP specification says: 200 with a partial success (the Collector rejected some
+// records, without saying which) is not retried, the batch is dead-lettered with the count; 429, 502,
+// 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; every other status is final.
+import type { ChangeEvent } from '../events/event.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import { redactUrl } from '../util/url.ts';
+import type { BacklogOptions } from './backlog.ts';
+import { BatchSink, type BatchWork, type Transmission } from './batch-sink.ts';
+import type { DeadLetterFile } from './dead-letter.ts';
+import type { DeliveryObserver, RetryOptions } from './delivery.ts';
+import { createAgent, type HttpTls, post } from './http.ts';
+import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
+import type { OtlpProtocol } from './otlp-settings.ts';
+
+export interface OtlpSinkOptions {
+  /** The OTLP/HTTP endpoint: a base URL (/v1/logs is added) or the full logs URL (ending in /v1/logs). */
+  endpoint: string;
+  /** Default http/protobuf. */
+  protocol?: OtlpProtocol;
+  /** Request headers (authentication: `Authorization`, an API key header…). */
+  headers?: Readonly<Record<string, string>>;
+  tls?: HttpTls;
+  /** For logs; default 'otlp <scheme://host>'. */
+  name?: string;
+  /** Per request. Default 10 s. */
+  timeoutMs?: number;
+  /** Records per request. Default 500. */
+  batchMaxEvents?: number;
+  retry?: Partial<RetryOptions>;
+  queue?: BacklogOptions;
+  deadLetter?: DeadLetterFile;
+  /** Told of each request and retry (metrics). */
+  deliveries?: DeliveryObserver;
+  userAgent?: string;
+  log: Logger;
+}
+
+const OTLP_DEFAULTS = { timeoutMs: 10_000, batchMaxEvents: 500, userAgent: 'kubediff' };
+const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
+
+type Encoder = Awaited<ReturnType<typeof loadEncoder>>;
+
+/** The logs URL of an endpoint: `/v1/logs` added to a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT is read. */
+export function otlpLogsUrl(endpoint: string): URL {
+  const url = new URL(endpoint);
+  if (!/\/v1\/logs\/?$/.test(url.pathname)) url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/logs`;
+  return url;
+}
+
+export class OtlpSink extends BatchSink {
+  private readonly url: URL;
+  private readonly options: OtlpSinkOptions;
+  private readonly protocol: OtlpProtocol;
+  private readonly encoder: Promise<Encoder>;
+  private readonly agent;
+
+  constructor(options: OtlpSinkOptions) {
+    const url = otlpLogsUrl(options.endpoint);
+    const timeoutMs = options.timeoutMs ?? OTLP_DEFAULTS.timeoutMs;
+    super({
+      name: options.name ?? `otlp ${redactUrl(url)}`,
+      timeoutMs,
+      retry: options.retry,
+      queue: options.queue,
+      batchMaxEvents: options.batchMaxEvents ?? OTLP_DEFAULTS.batchMaxEvents,
+      deadLetter: options.deadLetter,
+      deliveries: options.deliveries,
+      log: options.log,
+    });
+    this.url = url;
+    this.options = options;
+    this.protocol = options.protocol ?? 'http/protobuf';
+    this.agent = createAgent(timeoutMs, process.env, options.tls);
+    this.encoder = loadEncoder();
+    // A failure to load shows in the first send; this only keeps it from being unhandled.
+    this.encoder.catch(() => {});
+  }
+
+  protected release(): Promise<void> {
+    return this.agent.destroy();
+  }
+
+  protected async transmit(work: BatchWork): Promise<Transmission> {
+    const encoder = await this.encoder;
+    const records =
+      work.kind === 'digest'
+        ? [digestRecord(work.digest.toPayload(), undefined)]
+        : work.events.map((event: ChangeEvent) => eventRecord(event, undefined));
+    const json = this.protocol === 'http/json';
+    const body = encoder.encode(records, json);
+    const outcome = await post(this.agent, this.url, body, {
+      headers: {
+        'user-agent': this.options.userAgent ?? OTLP_DEFAULTS.userAgent,
+        ...this.options.headers,
+        'content-type': json ? 'application/json' : 'application/x-protobuf',
+      },
+      timeoutMs: this.timeoutMs,
+      signal: this.clock.deadlineSignal,
+    });
+    if (!outcome.ok) {
+      const retryable =
+        !outcome.aborted &&
+        (outcome.status === undefined ? outcome.retryable : RETRYABLE_STATUS.has(outcome.status));
+      return {
+        ok: false,
+        retryable,
+        aborted: outcome.aborted,
+        reason: outcome.reason,
+        ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+      };
+    }
+    const partial = encoder.partialSuccess(outcome.bytes, json);
+    return partial && partial.count > 0 ? { ok: true, rejected: partial } : { ok: true };
+  }
+}
+
+/** The OpenTelemetry encoder, loaded on first use, with kubediff's instrumentation scope. */
+async function loadEncoder() {
+  const [{ ProtobufLogsSerializer, JsonLogsSerializer }, { resourceFromAttributes }] = await Promise.all([
+    import('@opentelemetry/otlp-transformer'),
+    import('@opentelemetry/resources'),
+  ]);
+  type Serializer = typeof ProtobufLogsSerializer;
+  type ReadableLogRecord = Parameters<Serializer['serializeRequest']>[0][number];
+  const scope = { name: 'kubediff' };
+  return {
+    encode(records: readonly LogRecordData[], json: boolean): Uint8Array {
+      // Records of one resource share its object: the encoder groups them by it.
+      const resources = new Map<string, ReturnType<typeof resourceFromAttributes>>();
+      const observed = hrTime(Date.now());
+      const readable = records.map((record): ReadableLogRecord => {
+        const key = `${record.resource['k8s.cluster.name'] ?? ''}\0${record.resource['k8s.namespace.name'] ?? ''}`;
+        let resource = resources.get(key);
+        if (!resource) {
+          resource = resourceFromAttributes(record.resource);
+          resources.set(key, resource);
+        }
+        return {
+          hrTime: hrTime(record.timeMs),
+          hrTimeObserved: observed,
+          severityNumber: record.severityNumber,
+          severityText: record.severityText,
+          body: record.body as ReadableLogRecord['body'],
+          resource,
+          instrumentationScope: scope,
+          attributes: record.attributes,
+          droppedAttributesCount: 0,
+        };
+      });
+      const serializer: Serializer = json ? JsonLogsSerializer : ProtobufLogsSerializer;
+      const body = serializer.serializeRequest(readable);
+      if (!body) throw new Error('the OTLP encoder produced no request');
+      return body;
+    },
+    /** The rejected records of a 200 answer (its partial_success), if any. */
+    partialSuccess(bytes: Buffer, json: boolean): { count: number; reason: string } | undefined {
+      if (bytes.length === 0) return undefined;
+      try {
+        const serializer: Serializer = json ? JsonLogsSerializer : ProtobufLogsSerializer;
+        const partial = serializer.deserializeResponse(bytes).partialSuccess;
+        const count = Number(partial?.rejectedLogRecords ?? 0);
+        return count > 0 ? { count, reason: partial?.errorMessage || 'no reason given' } : undefined;
+      } catch (error) {
+        // An answer that does not decode is still a 200: the records were taken.
+        return { count: 0, reason: errorMessage(error) };
+      }
+    },
+  };
+}
+
+/** [seconds, nanoseconds] of epoch milliseconds, as the encoder takes times. */
+function hrTime(ms: number): [number, number] {
+  const safe = Number.isFinite(ms) ? ms : Date.now();
+  const seconds = Math.floor(safe / 1000);
+  return [seconds, Math.round((safe - seconds * 1000) * 1e6)];
+}

@@ -1,0 +1,229 @@
+// Indexes every event in OpenSearch or Elasticsearch through the _bulk API (one implementation for both:
+// their _bulk, index templates and data streams are the same API), docs/sinks.md. The document is the
+// event as `-o json` prints it plus `@timestamp` (the change's time), its _id the event's id, so that a
+// retry never makes a second document:
+// - daily indices (`<index>-YYYY.MM.DD`, by the event's time, so a retry lands in the same index): the
+//   `index` action, which overwrites a document of the same _id;
+// - a data stream (`<index>`): the `create` action (the only one a data stream takes), whose 409 for an
+//   _id already there counts as delivered.
+// Before the first batch the sink installs its index template (search-template.ts), unless told not to.
+// Delivery is the batch sinks' (batch-sink.ts); each item of a bulk answer is judged on its own: 429 and
+// 5xx are retried (only those items), other refusals (a mapping conflict, a closed index) dead-lettered.
+import type { ChangeEvent } from '../events/event.ts';
+import { errorMessage } from '../util/errors.ts';
+import type { Logger } from '../util/log.ts';
+import { isoTimestamp } from '../util/timestamp.ts';
+import { redactUrl } from '../util/url.ts';
+import type { BacklogOptions } from './backlog.ts';
+import { BatchSink, type BatchWork, type ItemFailure, type Transmission } from './batch-sink.ts';
+import type { DeadLetterFile } from './dead-letter.ts';
+import type { DeliveryObserver, RetryOptions } from './delivery.ts';
+import { bodyExcerpt, createAgent, type HttpTls, type PostOutcome, post } from './http.ts';
+import { indexTemplate, type SearchIndexMode, templateName } from './search-template.ts';
+
+export type SearchFlavor = 'opensearch' | 'elasticsearch';
+
+/** Basic authentication, or an Elasticsearch API key (the base64 `id:key` it hands out). */
+export type SearchAuth = { username: string; password: string } | { apiKey: string };
+
+export interface SearchSinkOptions {
+  flavor: SearchFlavor;
+  /** The cluster's base URL (https://search.example:9200). */
+  url: string;
+  /** Data stream name, or the prefix of the daily indices. Default 'kubediff'. */
+  index?: string;
+  /** Default daily. */
+  mode?: SearchIndexMode;
+  /** Install the index template before the first batch. Default true. */
+  installTemplate?: boolean;
+  auth?: SearchAuth;
+  headers?: Readonly<Record<string, string>>;
+  tls?: HttpTls;
+  name?: string;
+  /** Per request. Default 30 s (a bulk request of 500 documents on a busy cluster). */
+  timeoutMs?: number;
+  /** Documents per bulk request. Default 500. */
+  batchMaxEvents?: number;
+  retry?: Partial<RetryOptions>;
+  queue?: BacklogOptions;
+  deadLetter?: DeadLetterFile;
+  /** Told of each request and retry (metrics). */
+  deliveries?: DeliveryObserver;
+  userAgent?: string;
+  log: Logger;
+}
+
+const SEARCH_DEFAULTS = { index: 'kubediff', timeoutMs: 30_000, batchMaxEvents: 500, userAgent: 'kubediff' };
+/** A bulk answer lists every item: status and error only (filter_path), up to this much. */
+const MAX_BULK_ANSWER = 16 * 1024 * 1024;
+const BULK_FIELDS = 'errors,items.*.status,items.*.error.type,items.*.error.reason';
+
+type BulkItem = { status?: number; error?: { type?: string; reason?: string } };
+
+export class SearchSink extends BatchSink {
+  private readonly base: URL;
+  private readonly index: string;
+  private readonly mode: SearchIndexMode;
+  private readonly agent;
+  private readonly headers: Record<string, string>;
+  private templateInstalled: boolean;
+
+  constructor(options: SearchSinkOptions) {
+    const base = new URL(options.url);
+    const timeoutMs = options.timeoutMs ?? SEARCH_DEFAULTS.timeoutMs;
+    super({
+      name: options.name ?? `${options.flavor} ${redactUrl(base)}`,
+      timeoutMs,
+      retry: options.retry,
+      queue: options.queue,
+      batchMaxEvents: options.batchMaxEvents ?? SEARCH_DEFAULTS.batchMaxEvents,
+      deadLetter: options.deadLetter,
+      deliveries: options.deliveries,
+      log: options.log,
+    });
+    this.base = base;
+    this.index = options.index ?? SEARCH_DEFAULTS.index;
+    this.mode = options.mode ?? 'daily';
+    this.templateInstalled = options.installTemplate === false;
+    this.agent = createAgent(timeoutMs, process.env, options.tls);
+    this.headers = {
+      'user-agent': options.userAgent ?? SEARCH_DEFAULTS.userAgent,
+      ...options.headers,
+      ...authorization(options.auth),
+    };
+  }
+
+  protected release(): Promise<void> {
+    return this.agent.destroy();
+  }
+
+  protected async transmit(work: BatchWork): Promise<Transmission> {
+    if (!this.templateInstalled) {
+      const failure = await this.installTemplate();
+      if (failure) return failure;
+    }
+    const url = new URL(this.base);
+    url.pathname = `${url.pathname.replace(/\/+$/, '')}/_bulk`;
+    url.search = `filter_path=${BULK_FIELDS}`;
+    const outcome = await post(this.agent, url, this.bulkBody(work), {
+      headers: { ...this.headers, 'content-type': 'application/x-ndjson' },
+      timeoutMs: this.timeoutMs,
+      signal: this.clock.deadlineSignal,
+      maxResponseBytes: MAX_BULK_ANSWER,
+    });
+    if (!outcome.ok) return failureOf(outcome);
+    let items: BulkItem[];
+    try {
+      const answer = JSON.parse(outcome.body) as { errors?: boolean; items?: Record<string, BulkItem>[] };
+      if (!answer.errors) return { ok: true };
+      items = (answer.items ?? []).map((item) => Object.values(item)[0] ?? {});
+    } catch (error) {
+      // Cut short or not JSON: nothing says which documents were taken, so all are sent again (same _ids).
+      return {
+        ok: false,
+        retryable: true,
+        aborted: false,
+        reason: `an unreadable bulk answer (${errorMessage(error)})`,
+      };
+    }
+    const expected = work.kind === 'events' ? work.events.length : 1;
+    if (items.length !== expected)
+      return {
+        ok: false,
+        retryable: true,
+        aborted: false,
+        reason: `a bulk answer of ${items.length} items for ${expected}`,
+      };
+    const itemFailures: ItemFailure[] = [];
+    items.forEach((item, index) => {
+      const failure = this.itemFailure(item, index);
+      if (failure) itemFailures.push(failure);
+    });
+    return { ok: true, itemFailures };
+  }
+
+  /** undefined when the item was indexed (or, in a data stream, was there already). */
+  private itemFailure(item: BulkItem, index: number): ItemFailure | undefined {
+    const status = item.status ?? 0;
+    if (status >= 200 && status < 300) return undefined;
+    if (status === 409 && this.mode === 'data-stream') return undefined;
+    const type = item.error?.type ?? 'error';
+    const reason = `HTTP ${status} ${type}${item.error?.reason ? `: ${bodyExcerpt(item.error.reason)}` : ''}`;
+    return { index, reason, key: `${status} ${type}`, retryable: status === 429 || status >= 500 };
+  }
+
+  /** NDJSON: an action line and the document, per event (or the one digest). */
+  private bulkBody(work: BatchWork): string {
+    const action = this.mode === 'data-stream' ? 'create' : 'index';
+    const lines: string[] = [];
+    const add = (id: string, time: string, json: string) => {
+      const target = this.mode === 'data-stream' ? this.index : `${this.index}-${dayOf(time)}`;
+      lines.push(JSON.stringify({ [action]: { _index: target, _id: id } }));
+      // The event's own JSON, with @timestamp first: no second serialization.
+      lines.push(`{"@timestamp":${JSON.stringify(time)},${json.slice(1)}`);
+    };
+    if (work.kind === 'digest') {
+      const payload = work.digest.toPayload();
+      add(payload.id, payload.to, JSON.stringify({ type: 'DIGEST', ...payload }));
+    } else {
+      work.events.forEach((event: ChangeEvent, index) => {
+        add(event.id, event.time, work.json[index] as string);
+      });
+    }
+    return `${lines.join('\n')}\n`;
+  }
+
+  /** PUT _index_template/<name>; a Transmission failure when it did not work (and may on a retry). */
+  private async installTemplate(): Promise<Transmission | undefined> {
+    const url = new URL(this.base);
+    url.pathname = `${url.pathname.replace(/\/+$/, '')}/_index_template/${templateName(this.index)}`;
+    const outcome = await put(this.agent, url, JSON.stringify(indexTemplate(this.index, this.mode)), {
+      headers: this.headers,
+      timeoutMs: this.timeoutMs,
+      signal: this.clock.deadlineSignal,
+    });
+    if (outcome.ok) {
+      this.templateInstalled = true;
+      this.trouble.debug(`index template ${templateName(this.index)} installed`);
+      return undefined;
+    }
+    const failure = failureOf(outcome);
+    if (failure.ok || failure.retryable || failure.aborted) return failure;
+    // Refused (no permission to manage templates, say): documents may still index under a template
+    // installed by someone else; said once.
+    this.templateInstalled = true;
+    this.trouble.warn(
+      `could not install the index template ${templateName(this.index)} (${outcome.reason}); indexing without it: install it yourself (docs/sinks.md) or give kubediff the manage_index_templates privilege.`,
+    );
+    return undefined;
+  }
+}
+
+/** PUT with the POST machinery (the verb is the only difference). */
+function put(...args: Parameters<typeof post>): Promise<PostOutcome> {
+  const [agent, url, body, options] = args;
+  return post(agent, url, body, { ...options, method: 'PUT' });
+}
+
+function failureOf(outcome: Extract<PostOutcome, { ok: false }>): Transmission {
+  return {
+    ok: false,
+    retryable: outcome.retryable,
+    aborted: outcome.aborted,
+    reason: outcome.reason,
+    ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+  };
+}
+
+function authorization(auth: SearchAuth | undefined): Record<string, string> {
+  if (!auth) return {};
+  if ('apiKey' in auth) return { authorization: `ApiKey ${auth.apiKey}` };
+  return { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` };
+}
+
+/** 'YYYY.MM.DD' (UTC) of an RFC 3339 time, as daily index names have it. */
+export function dayOf(time: string): string {
+  const date = /^(\d{4})-(\d{2})-(\d{2})T/.exec(time);
+  if (date) return `${date[1]}.${date[2]}.${date[3]}`;
+  return isoTimestamp().slice(0, 10).replace(/-/g, '.');
+}
