@@ -65,6 +65,7 @@ describe('OTLP sink', () => {
       lost: 0,
       pending: 0,
       digests: 0,
+      overflows: 0,
     });
     const letters = (await readFile(path.join(dir, 'dead.jsonl'), 'utf8'))
       .trim()

@@ -100,6 +100,7 @@ describe('search sink', () => {
       lost: 0,
       pending: 0,
       digests: 0,
+      overflows: 0,
     });
     const letters = (await readFile(path.join(dir, 'dead.jsonl'), 'utf8'))
       .trim()
