@@ -17,7 +17,10 @@
 //
 // Bounds (README "The audit webhook" and docs/audit.md): at most `maxPending` changes wait (beyond it the
 // oldest goes on at once, without user), at most `maxRecords` unmatched records are kept (beyond it the
-// oldest is dropped), each at most `retainMs`. Each limit is counted in a metric and logged once.
+// oldest is dropped), each at most `retainMs`. Each limit is counted in a metric and logged once. The
+// records are kept in arrival order, and one that was matched is let go when it reaches the front;
+// behind an unmatched one (kept up to retainMs), matched ones are let go in one pass as soon as there
+// are more than `maxRecords` of them: whatever the order, at most 2 × maxRecords records are held.
 
 import { groupOf } from '../kube/types.ts';
 import { groupedCount } from '../util/count-text.ts';
@@ -182,6 +185,11 @@ export class AuditJoin implements EventStage {
 
   stats(): AuditJoinStats {
     return { ...this.counts, pending: this.queue.length - this.head, records: this.liveRecords };
+  }
+
+  /** Records held, matched ones not let go yet included (at most 2 × maxRecords). */
+  get recordsHeld(): number {
+    return this.records.length - this.recordHead;
   }
 
   connect(next: (handover: Handover) => void): (handover: Handover) => void {
@@ -394,6 +402,11 @@ export class AuditJoin implements EventStage {
     stored.used = true;
     this.liveRecords--;
     this.unindexRecord(stored);
+    // Matched records behind an unmatched one: let go in one pass once they outnumber maxRecords.
+    if (this.records.length - this.recordHead - this.liveRecords > this.options.maxRecords) {
+      this.records = this.records.slice(this.recordHead).filter((kept) => !kept.used);
+      this.recordHead = 0;
+    }
     return stored.record;
   }
 

@@ -217,3 +217,19 @@ test('records expire after retainMs', () => {
   assert.equal(j.join.stats().records, 0);
   j.join.close();
 });
+
+test('matched records behind an unmatched one are let go: at most 2 × maxRecords held, whatever the order', () => {
+  const j = joinWith({ maxRecords: 100 });
+  // The head: a record whose change never comes (kept for retainMs, 60 s).
+  j.join.offer([record({ uid: 'never', auditID: 'head' })]);
+  // Then 10,000 writes whose record comes before their change: each is kept, then matched.
+  for (let n = 1; n <= 10_000; n++) {
+    j.join.offer([record({ uid: `u${n}`, auditID: `r${n}`, resourceVersion: '1' })]);
+    j.send(sampleEvent({ id: `u${n}:1`, object: { uid: `u${n}`, resourceVersion: '1' } }));
+    assert.ok(j.join.recordsHeld <= 200, `held ${j.join.recordsHeld} after ${n}`);
+  }
+  assert.equal(j.join.stats().joinedExact, 10_000);
+  assert.equal(j.join.stats().records, 1, 'the head is still kept');
+  assert.equal(j.join.stats().recordsDropped, 0);
+  j.join.close();
+});
