@@ -11,6 +11,7 @@ import {
 } from '../config/service-settings.ts';
 import type { RawWatchFlags } from '../config/watch-settings.ts';
 import { parseListenAddress } from '../service/health-server.ts';
+import { checkExposure } from '../ui/exposure.ts';
 import { readTokenFile } from '../ui/token.ts';
 import { UsageError } from '../util/errors.ts';
 import { stderrLogger } from '../util/log.ts';
@@ -202,6 +203,10 @@ function buildProgram(): Command {
     .option('--state-max-size <size>', 'keep the state file under about this size (default: 256MB)')
     .option('--ui <addr>', 'also serve the --state history as a live web page on this address (docs/ui.md)')
     .option('--ui-token-file <file>', "require this file's token on the --ui page's API")
+    .option(
+      '--ui-allow-no-token',
+      'serve the --ui page to other machines without a token (refused otherwise: docs/ui.md)',
+    )
     .exitOverride()
     .configureOutput({ outputError: () => {} });
   addServiceFlags(watch);
@@ -210,7 +215,7 @@ function buildProgram(): Command {
     const { loadWatchSettings } = await import('../config/settings.ts');
     const { durationFromEnvironment, httpFromEnvironment, sizeFromEnvironment, timingFromEnvironment } =
       await import('../config/tuning.ts');
-    const { ui: uiAddress, uiTokenFile, ...watchFlags } = flags;
+    const { ui: uiAddress, uiTokenFile, uiAllowNoToken, ...watchFlags } = flags;
     const service = serviceOptionsFromFlags(watchFlags);
     const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
     // --ui and --ui-token-file win over the file's `ui:` block.
@@ -219,7 +224,7 @@ function buildProgram(): Command {
     const ui =
       address === undefined
         ? undefined
-        : uiSettings(address, tokenFile, settings.state?.path, {
+        : uiSettings(address, tokenFile, uiAllowNoToken === true, settings.state?.path, {
             listen: uiAddress !== undefined ? '--ui' : 'ui.listen',
             tokenFile: uiTokenFile !== undefined ? '--ui-token-file' : 'ui.tokenFile',
           });
@@ -330,6 +335,10 @@ function buildProgram(): Command {
       'address to serve on; other machines only with a host such as 0.0.0.0 (default: ui.listen of -c, else 127.0.0.1:8080)',
     )
     .option('--token-file <file>', "require this file's token (Authorization: Bearer) on the API")
+    .option(
+      '--allow-no-token',
+      'serve other machines without a token (refused otherwise: anyone who reaches the port reads the history)',
+    )
     .addOption(
       new Option(
         '--log-format <format>',
@@ -403,12 +412,14 @@ const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 interface UiWatchFlags {
   ui?: string;
   uiTokenFile?: string;
+  uiAllowNoToken?: boolean;
 }
 
 /** `watch --ui`: checked before anything connects; the page reads the history --state records. */
 function uiSettings(
   address: string,
   tokenFile: string | undefined,
+  allowNoToken: boolean,
   statePath: string | undefined,
   names: { listen: string; tokenFile: string },
 ) {
@@ -418,11 +429,16 @@ function uiSettings(
       '--ui (or ui.listen) shows the history that --state records: pass --state <file|postgres://…> too (docs/ui.md).',
     );
   }
-  return {
+  const ui = {
     address,
     flag: names.listen,
     token: tokenFile ? readTokenFile(tokenFile, names.tokenFile) : undefined,
+    allowNoToken,
+    allowNoTokenFlag: '--ui-allow-no-token',
+    tokenFlag: '--ui-token-file',
   };
+  checkExposure(address, ui);
+  return ui;
 }
 
 export async function main(argv: string[]): Promise<number> {

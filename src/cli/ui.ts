@@ -5,6 +5,7 @@
 // and shows what they record as they record it.
 import { parseListenAddress } from '../service/health-server.ts';
 import { openTimelineReader } from '../state/open.ts';
+import { checkExposure } from '../ui/exposure.ts';
 import { UiServer } from '../ui/server.ts';
 import { readTokenFile } from '../ui/token.ts';
 import type { Logger } from '../util/log.ts';
@@ -18,6 +19,7 @@ export interface UiFlags {
   config?: string;
   listen?: string;
   tokenFile?: string;
+  allowNoToken?: boolean;
 }
 
 export async function runUi(
@@ -37,14 +39,15 @@ export async function runUi(
   const token = tokenFile
     ? readTokenFile(tokenFile, flags.tokenFile !== undefined ? '--token-file' : 'ui.tokenFile')
     : undefined;
+  const exposure = {
+    flag: flags.listen !== undefined ? '--listen' : 'ui.listen',
+    token,
+    allowNoToken: flags.allowNoToken === true,
+  };
+  checkExposure(listen, exposure);
   const reader = await openTimelineReader(location);
   try {
-    const server = await UiServer.start(listen, {
-      flag: flags.listen !== undefined ? '--listen' : 'ui.listen',
-      reader,
-      log: runtime.log,
-      token,
-    });
+    const server = await UiServer.start(listen, { ...exposure, reader, log: runtime.log });
     const signal = await runtime.stopRequested;
     runtime.log.info(`stopping on ${signal}.`);
     await server.close();

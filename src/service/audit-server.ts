@@ -11,6 +11,11 @@
 // MAX_CONCURRENT_REQUESTS bodies are read at once (503 beyond it: the API server's batch mode retries),
 // so what audit requests hold in memory is at most their product. A body is parsed, its records taken
 // (src/service/audit-records.ts) and dropped before the answer goes out.
+//
+// Whoever reaches the port cannot hold it (src/service/listener-guard.ts, AUDIT_LISTENER_LIMITS): a
+// TLS handshake must end within 5 s, connections are capped, and at the cap a new connection replaces
+// the oldest that has sent no request, so a flood of idle sockets never keeps the API server out.
+// A refused request closes its connection.
 
 import { timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
@@ -24,6 +29,7 @@ import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
 import { boundAddress, closeServer, listenOn } from './health-server.ts';
+import { guardedServerOptions, ListenerGuard, type ListenerLimits } from './listener-guard.ts';
 
 export interface AuditServerOptions {
   listen: string;
@@ -45,6 +51,15 @@ export interface AuditServerOptions {
 export const AUDIT_SERVER_DEFAULTS = { maxRequestBytes: 16 * 1024 * 1024, reloadIntervalMs: 10_000 } as const;
 const MAX_CONCURRENT_REQUESTS = 4;
 
+/** Documented in docs/audit.md ("Limits"). */
+export const AUDIT_LISTENER_LIMITS: ListenerLimits = {
+  maxConnections: 64,
+  handshakeTimeoutMs: 5_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 30_000,
+};
+
 export const AUDIT_REQUEST_OUTCOMES = [
   'accepted',
   'unauthorized',
@@ -65,6 +80,8 @@ interface TlsFiles {
 
 export class AuditServer {
   private readonly server: Server;
+  /** Its connections' guard (limits, contained errors), read by the metrics. */
+  readonly listener: ListenerGuard;
   private readonly options: AuditServerOptions;
   private readonly counts = new Map<AuditRequestOutcome, number>();
   private readonly names: RegExp[] | undefined;
@@ -76,6 +93,7 @@ export class AuditServer {
 
   private constructor(server: Server, options: AuditServerOptions, stamp: string) {
     this.server = server;
+    this.listener = ListenerGuard.attach(server, 'audit', AUDIT_LISTENER_LIMITS, options.log);
     this.options = options;
     this.fileStamp = stamp;
     this.names = options.clientNames?.map(globToRegExp);
@@ -88,6 +106,7 @@ export class AuditServer {
     let server: Server;
     try {
       server = createServer({
+        ...guardedServerOptions(AUDIT_LISTENER_LIMITS),
         ...secureOptions(files),
         requestCert: options.clientCAFile !== undefined,
         // Checked per request, so that a refusal is an HTTP answer (counted) rather than a broken handshake.
@@ -101,9 +120,6 @@ export class AuditServer {
     }
     const instance = new AuditServer(server, options, stampOf(options));
     server.on('request', (request, response) => instance.handle(request, response));
-    server.keepAliveTimeout = 30_000;
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 60_000;
     await listenOn(server, options.listen, '--audit-listen');
     const interval = options.reloadIntervalMs ?? AUDIT_SERVER_DEFAULTS.reloadIntervalMs;
     instance.reloadTimer = setInterval(() => instance.reloadIfChanged(), interval);

@@ -24,19 +24,30 @@ import { observeDeliveries } from '../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../sinks/sink.ts';
 import { type EventFailures, FAILURE_STAGES } from '../util/event-failures.ts';
 import { AUDIT_REQUEST_OUTCOMES, type AuditRequestOutcome } from './audit-server.ts';
+import { LISTENER_CLOSE_REASONS, type ListenerCloseReason } from './listener-guard.ts';
 
 /** What the metrics learn of the UI (`watch --ui`, src/ui/server.ts); the UI works the same without. */
 export interface UiObserver {
   /** A request answered: its route (one of a fixed few), status, and seconds from request to answer. */
   answered(route: string, status: number, seconds: number): void;
-  /** A request refused at a limit: the history reader's queue, or the live streams. */
-  rejected(limit: 'queue' | 'streams'): void;
+  /**
+   * A request refused, or a stream closed, at a limit: the history reader's queue, the live streams,
+   * the time an object's answer may take, a live stream's unread data.
+   */
+  rejected(limit: 'queue' | 'streams' | 'time' | 'stream_buffer'): void;
 }
 
 /** The UI as the metrics see it. */
 export interface ObservedUi {
   readonly liveStreams: number;
+  readonly listener: ObservedListener;
   observe(observer: UiObserver): void;
+}
+
+/** A listener's guard (src/service/listener-guard.ts): connections it closed, by reason. */
+export interface ObservedListener {
+  readonly listener: string;
+  stats(): ReadonlyMap<ListenerCloseReason, number>;
 }
 
 /** --state of one cluster: the writes held back for the sinks. */
@@ -107,6 +118,8 @@ export class KubediffMetrics {
   /** Cumulative counts read from sources at the last scrape (see incrementTo). */
   private readonly sourceTotals = new Map<string, number>();
   private sources: MetricsSources = {};
+  /** The listeners served (health, UI, audit webhook): their guards. */
+  private readonly listeners: ObservedListener[] = [];
   private readonly stopObserving: () => void;
   private readonly now: () => number;
 
@@ -499,6 +512,21 @@ export class KubediffMetrics {
     });
 
     this.registerAuditMetrics(registers);
+    new Counter({
+      name: 'kubediff_listener_connections_closed_total',
+      help: 'Connections to a listener (health, ui, audit) closed by kubediff, by reason: error (a failed connection, contained), limit (at the connection cap), handshake_timeout (TLS).',
+      labelNames: ['listener', 'reason'],
+      registers,
+      collect() {
+        for (const guard of self.listeners) {
+          const stats = guard.stats();
+          for (const reason of LISTENER_CLOSE_REASONS) {
+            const key = `listener\u0000${guard.listener}\u0000${reason}`;
+            self.incrementTo(this, { listener: guard.listener, reason }, stats.get(reason) ?? 0, key);
+          }
+        }
+      },
+    });
 
     this.stopObserving = observeDeliveries({
       request: (sink, seconds, outcome) => this.sinkRequests.observe({ sink, outcome }, seconds),
@@ -594,6 +622,11 @@ export class KubediffMetrics {
     this.sourceTotals.set(key, Math.max(total, this.sourceTotals.get(key) ?? 0));
   }
 
+  /** A listener's closed connections, in kubediff_listener_connections_closed_total. */
+  observeListener(listener: ObservedListener): void {
+    this.listeners.push(listener);
+  }
+
   /** Where the scrape-time values come from (set once the watch is wired). */
   /** The UI's metrics, registered when a UI is served beside the watch (docs/deploy.md, "Health and metrics"). */
   observeUi(ui: ObservedUi): void {
@@ -613,7 +646,7 @@ export class KubediffMetrics {
     });
     const rejected = new Counter({
       name: 'kubediff_ui_rejected_total',
-      help: 'UI requests refused with 503 at a limit: queue (history queries waiting), streams (live streams open).',
+      help: 'UI requests refused with 503 at a limit: queue (history queries or object answers waiting), streams (live streams open), time (an object answer took too long); stream_buffer: a live stream closed, its client having left 1 MiB unread.',
       labelNames: ['limit'],
       registers,
     });
@@ -625,6 +658,7 @@ export class KubediffMetrics {
         this.set(ui.liveStreams);
       },
     });
+    this.observeListener(ui.listener);
     ui.observe({
       answered: (route, status, seconds) => {
         requests.inc({ route, code: String(status) });

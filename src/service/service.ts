@@ -20,7 +20,7 @@ import {
   LeaderGate,
   type TakeoverObserver,
 } from './leader-gate.ts';
-import type { KubediffMetrics, MetricsSources, ObservedUi } from './metrics.ts';
+import type { KubediffMetrics, MetricsSources, ObservedListener, ObservedUi } from './metrics.ts';
 
 export interface ServiceOptions {
   /** --listen: serve /healthz, /readyz, /metrics here. */
@@ -125,6 +125,11 @@ export class ServiceRuntime implements PipelineObserver {
   /** What the metrics read of the audit webhook and the join (--audit-listen). */
   observeAudit(audit: NonNullable<MetricsSources['audit']>): void {
     this.metrics?.setSources({ audit });
+  }
+
+  /** A listener's closed connections in the metrics (the audit webhook's; the UI's come with observeUi). */
+  observeListener(listener: ObservedListener): void {
+    this.metrics?.observeListener(listener);
   }
 
   /** `watch --ui`: the UI's requests, refusals and live streams in the metrics (when --listen serves them). */

@@ -16,7 +16,7 @@ export interface WorkerRequest {
   args: unknown[];
 }
 
-export type QueryMethod = 'facets' | 'events' | 'timeline' | 'object' | 'after' | 'latestSeq';
+export type QueryMethod = 'facets' | 'events' | 'timeline' | 'objectRecords' | 'after' | 'latestSeq';
 
 export interface WorkerError {
   message: string;

@@ -8,8 +8,7 @@
 // Filters use the history's columns (time, type, resource, namespace, name) where they exist and the
 // stored event's JSON for the rest (cluster, who, change paths): no column or index of its own, so the
 // schema stays the state file's.
-import type { ChangeEvent, EventType } from '../events/event.ts';
-import type { JsonObject } from '../kube/types.ts';
+import type { EventType } from '../events/event.ts';
 import type { SqlParameter, StateDatabase } from './database.ts';
 
 /** A namespace filter value for cluster-scoped objects (no namespace name can be "-"). */
@@ -95,13 +94,27 @@ export interface ObjectRef {
   name: string;
 }
 
-export interface ObjectHistory {
-  /** Oldest first; the newest `limit`. */
-  events: (ChangeEvent & { seq: number })[];
-  /** True when older events exist beyond `limit`. */
+/**
+ * One object's history as stored, not parsed (the UI rebuilds its versions off the thread that watches:
+ * src/ui/object-view.ts): the newest `limit` events, and at most `maxBytes` of them.
+ */
+export interface ObjectRecords {
+  /** Oldest first: each event's seq and its stored JSON. */
+  events: { seq: number; json: string }[];
+  /** Older events exist beyond `limit` or beyond `maxBytes`. */
   truncated: boolean;
-  /** The object as last recorded (normalized, Secrets redacted), while it exists. */
-  current?: JsonObject;
+  /** Beyond `maxBytes` (not only beyond `limit`): some events were left out for their size. */
+  bytesBound: boolean;
+  /** The object as last recorded (normalized, Secrets redacted; JSON), while it exists, within maxBytes. */
+  current?: string;
+  /** The object exists but its last recorded state is larger than `maxBytes` (left out). */
+  currentTooLarge?: true;
+}
+
+/** What objectRecords() reads: the newest `limit` events, `maxBytes` of JSON at most (the object too). */
+export interface ObjectRecordsQuery {
+  limit: number;
+  maxBytes: number;
 }
 
 export interface Facets {
@@ -126,7 +139,7 @@ export interface TimelineReader {
   /** Newest first, `limit` at most, older than `before` (a seq). */
   events(filter: HistoryFilter, page: EventsPageQuery): Promise<EventPage>;
   timeline(filter: HistoryFilter, options: TimelineOptions): Promise<Timeline>;
-  object(ref: ObjectRef, limit: number): Promise<ObjectHistory>;
+  objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords>;
   /** Events after `seq`, oldest first, at most `limit` (live updates). */
   after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]>;
   latestSeq(): Promise<number>;
@@ -508,24 +521,38 @@ export class SqliteTimelineReader implements TimelineReader, FacetSource {
     return assembleTimeline({ latestSeq, total, rows }, options, { bucketMs, cells });
   }
 
-  async object(ref: ObjectRef, limit: number): Promise<ObjectHistory> {
-    const rows = this.db.select<{ seq: number; event: string }>(
-      'SELECT seq, event FROM events WHERE resource = ? AND namespace IS ? AND name = ? ORDER BY seq DESC LIMIT ?',
-      ref.resource,
-      ref.namespace ?? null,
-      ref.name,
-      limit + 1,
+  async objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {
+    // The sizes first (octet_length reads no value), then only the events that fit.
+    const where = 'resource = ? AND namespace IS ? AND name = ?';
+    const at = [ref.resource, ref.namespace ?? null, ref.name];
+    const sizes = this.db.select<{ seq: number; bytes: number }>(
+      `SELECT seq, octet_length(event) AS bytes FROM events WHERE ${where} ORDER BY seq DESC LIMIT ?`,
+      ...at,
+      query.limit + 1,
     );
-    const current = this.db.select<{ object: string }>(
-      'SELECT object FROM objects WHERE resource = ? AND key = ?',
-      ref.resource,
-      objectKeyOf(ref),
-    )[0];
-    return objectHistory(
-      rows.map((row) => ({ seq: row.seq, event: JSON.parse(row.event) as ChangeEvent })),
-      limit,
-      current ? (JSON.parse(current.object) as JsonObject) : undefined,
-    );
+    const kept = keptBySize(sizes, query);
+    const events =
+      kept.count === 0
+        ? []
+        : this.db.select<{ seq: number; json: string }>(
+            `SELECT seq, event AS json FROM events WHERE ${where} AND seq >= ? ORDER BY seq DESC LIMIT ?`,
+            ...at,
+            kept.oldestSeq,
+            kept.count,
+          );
+    const key = [ref.resource, objectKeyOf(ref)];
+    const size = this.db.select<{ bytes: number }>(
+      'SELECT octet_length(object) AS bytes FROM objects WHERE resource = ? AND key = ?',
+      ...key,
+    )[0]?.bytes;
+    const current =
+      size === undefined || size > query.maxBytes
+        ? undefined
+        : this.db.select<{ json: string }>(
+            'SELECT object AS json FROM objects WHERE resource = ? AND key = ?',
+            ...key,
+          )[0]?.json;
+    return objectRecords(events, kept, current, size !== undefined && size > query.maxBytes);
   }
 
   async after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]> {
@@ -553,17 +580,47 @@ export function objectKeyOf(ref: ObjectRef): string {
   return ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
 }
 
-/** One object's history from up to `limit + 1` of its events newest first, and its last recorded state. */
-export function objectHistory(
-  newestFirst: { seq: number; event: ChangeEvent }[],
-  limit: number,
-  current: JsonObject | undefined,
-): ObjectHistory {
-  const events = newestFirst
-    .slice(0, limit)
-    .reverse()
-    .map((row) => ({ ...row.event, seq: row.seq }));
-  const history: ObjectHistory = { events, truncated: newestFirst.length > limit };
-  if (current) history.current = current;
-  return history;
+/**
+ * How many of an object's events, newest first (`limit + 1` of their sizes), an answer keeps: at most
+ * `limit`, and no more than fit in `maxBytes` together.
+ */
+export function keptBySize(
+  newestFirst: readonly { seq: number | string; bytes: number | string }[],
+  query: ObjectRecordsQuery,
+): { count: number; oldestSeq: number; truncated: boolean; bytesBound: boolean } {
+  let count = 0;
+  let total = 0;
+  let bytesBound = false;
+  for (const row of newestFirst.slice(0, query.limit)) {
+    total += Number(row.bytes);
+    if (total > query.maxBytes) {
+      bytesBound = true;
+      break;
+    }
+    count++;
+  }
+  const oldest = newestFirst[count - 1];
+  return {
+    count,
+    oldestSeq: oldest ? Number(oldest.seq) : 0,
+    truncated: bytesBound || newestFirst.length > query.limit,
+    bytesBound,
+  };
+}
+
+/** ObjectRecords from the kept events newest first, and the object's last state. */
+export function objectRecords(
+  newestFirst: readonly { seq: number | string; json: string }[],
+  kept: { truncated: boolean; bytesBound: boolean },
+  current: string | undefined,
+  currentTooLarge: boolean,
+): ObjectRecords {
+  const records: ObjectRecords = {
+    events: newestFirst.map((row) => ({ seq: Number(row.seq), json: row.json })).reverse(),
+    truncated: kept.truncated,
+    bytesBound: kept.bytesBound,
+  };
+  if (current !== undefined) records.current = current;
+  if (currentTooLarge) records.currentTooLarge = true;
+  return records;
 }
