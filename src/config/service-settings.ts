@@ -7,6 +7,7 @@ import {
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
   defaultIdentity,
+  defaultLeaseName,
   defaultLeaseNamespace,
   type LeaderElectionConfig,
 } from '../kube/leader-election.ts';
@@ -45,7 +46,10 @@ export function addServiceFlags(command: Command): Command {
       '--leader-election-namespace <ns>',
       "namespace of the Lease (default: the pod's namespace, else default)",
     )
-    .option('--leader-election-id <name>', 'name of the Lease (default: kubediff)')
+    .option(
+      '--leader-election-id <name>',
+      "name of the Lease (default: the pod's Deployment's name, from $POD_NAME; else kubediff)",
+    )
     .option(
       '--leader-election-identity <id>',
       'this replica in the Lease (default: $POD_NAME or the hostname, and the pid)',
@@ -115,7 +119,7 @@ export function serviceOptionsFromFlags(
         '--leader-election-renew-deadline must be longer than 1.2 × --leader-election-retry-period (defaults 10s and 2s).',
       );
     }
-    const name = flags.leaderElectionId ?? 'kubediff';
+    const name = flags.leaderElectionId ?? defaultLeaseName(env);
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) {
       throw new UsageError(
         `invalid --leader-election-id "${name}": a Lease name is lowercase letters, digits, "-" and ".".`,

@@ -78,7 +78,13 @@ export interface MetricsSources {
   /** Changes that failed at one stage of processing (src/util/event-failures.ts). */
   failures?: EventFailures;
   /** --leader-elect: the events a standby holds back. */
-  standby?: { readonly buffered: number; readonly bufferedBytes: number; readonly droppedEvents: number };
+  standby?: {
+    readonly buffered: number;
+    readonly bufferedBytes: number;
+    readonly droppedEvents: number;
+    readonly refusedFloors: number;
+    readonly skippedEvents: number;
+  };
   /** The sinks (read on each scrape). */
   sinks?: () => readonly Sink[];
   /** The dead-letter files (read on each scrape). */
@@ -383,6 +389,22 @@ export class KubediffMetrics {
       registers,
       collect() {
         self.incrementTo(this, {}, self.sources.standby?.droppedEvents ?? 0, 'standby-dropped');
+      },
+    });
+    new Counter({
+      name: 'kubediff_checkpoint_refused_total',
+      help: "Floors of a previous leader's checkpoint (the Lease annotation) refused at a takeover: above what the API server is at, or not confirmed by it.",
+      registers,
+      collect() {
+        self.incrementTo(this, {}, self.sources.standby?.refusedFloors ?? 0, 'checkpoint-refused');
+      },
+    });
+    new Counter({
+      name: 'kubediff_checkpoint_skipped_events_total',
+      help: "Events not delivered because the previous leader's checkpoint says it delivered them.",
+      registers,
+      collect() {
+        self.incrementTo(this, {}, self.sources.standby?.skippedEvents ?? 0, 'checkpoint-skipped');
       },
     });
 

@@ -13,6 +13,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-election.ts';
 import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
+import { checkpointCheck } from './checkpoint-check.ts';
 import { HealthServer, Readiness, readinessReasonOf } from './health-server.ts';
 import {
   CHECKPOINT_ANNOTATION,
@@ -40,6 +41,8 @@ export class ServiceRuntime implements PipelineObserver {
   private readonly gate: LeaderGate | undefined;
   private server: HealthServer | undefined;
   private elector: LeaderElector | undefined;
+  /** Every cluster's informers, once synced (the leader gate checks a checkpoint against them). */
+  private informers: () => readonly Informer[] = () => [];
 
   private constructor(
     options: ServiceOptions | undefined,
@@ -58,6 +61,7 @@ export class ServiceRuntime implements PipelineObserver {
       this.gate = new LeaderGate({
         log,
         takeover,
+        check: checkpointCheck(client, () => this.informers()),
         ...(standbyMaxBufferBytes !== undefined ? { maxBufferedBytes: standbyMaxBufferBytes } : {}),
       });
       this.metrics?.setSources({ standby: this.gate });
@@ -168,6 +172,7 @@ export class ServiceRuntime implements PipelineObserver {
    * campaigning for the Lease. `informers`: every cluster's.
    */
   synced(informers: () => Informer[]): void {
+    this.informers = informers;
     this.readiness.markSynced();
     this.metrics?.setSources({
       isReady: () => this.readiness.report().ready,
@@ -180,7 +185,7 @@ export class ServiceRuntime implements PipelineObserver {
       this.client,
       config,
       {
-        onStartedLeading: (previous) => gate.startLeading(previous),
+        onStartedLeading: (previous) => void gate.startLeading(previous),
         onStoppedLeading: () => gate.stopLeading(),
         onObserved: (lease) => gate.observe(lease),
         annotations: () => ({ [CHECKPOINT_ANNOTATION]: checkpointAnnotation(informers()) }),
