@@ -168,7 +168,8 @@ export class ListenerGuard {
 
   /** Node's own answer to a request it cannot parse (400, 408, 431), then the connection closes. */
   private clientError(error: NodeJS.ErrnoException, socket: Socket): void {
-    this.failed('error', error);
+    // A TLS failure reaches both events; 'tlsClientError' counts it.
+    if (!(this.tls && /^ERR_(TLS|SSL)_/.test(error.code ?? ''))) this.failed('error', error);
     if (socket.writable && socket.bytesWritten === 0) {
       const status =
         error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
