@@ -6,6 +6,9 @@
 //   front.answer((r) => r.watch && r.path.endsWith('/configmaps'), { status: 429, headers: { 'retry-after': '86400' } });
 //   const kubeconfig = await admin.writeKubeconfig(front.url);   // kubediff now talks to the front
 //
+// It can also hold the next request matching a predicate until the test releases it, then forward it:
+// what happens between two pages of a LIST (an etcd compaction, say) is then the test's to decide.
+//
 // The front presents the API server's own serving certificate (issued for 127.0.0.1 by the cluster's CA,
 // which every test kubeconfig trusts), so kubediff verifies TLS as usual; the client's Authorization
 // header passes through unchanged. It offers HTTP/2 in ALPN as the API server does, so kubediff takes its
@@ -46,6 +49,11 @@ export interface ApiFront {
   readonly requests: readonly (FrontRequest & { answered: boolean })[];
   /** Answers the next `times` requests matching `match` with `answer` instead of forwarding them. */
   answer(match: (request: FrontRequest) => boolean, answer: FrontAnswer, times?: number): void;
+  /**
+   * Holds the next request matching `match`: `held` resolves once it arrived (with it), and it is
+   * forwarded when `release()` is called.
+   */
+  hold(match: (request: FrontRequest) => boolean): { held: Promise<FrontRequest>; release(): void };
   /** Resolves once at least `n` requests matching `match` have been seen (answered or forwarded). */
   waitForRequests(match: (request: FrontRequest) => boolean, n: number, timeoutMs?: number): Promise<void>;
   /** Resolves once no client connection is open; rejects after `timeoutMs`. */
@@ -74,6 +82,11 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
     ...(cluster.insecureSkipTLSVerify ? { rejectUnauthorized: false } : {}),
   });
   const rules: { match: (request: FrontRequest) => boolean; answer: FrontAnswer; left: number }[] = [];
+  const holds: {
+    match: (request: FrontRequest) => boolean;
+    arrived: (request: FrontRequest) => void;
+    released: Promise<void>;
+  }[] = [];
   const requests: (FrontRequest & { answered: boolean })[] = [];
   const listeners = new Set<() => void>();
   const notify = () => {
@@ -99,6 +112,13 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
       watch: ['1', 'true'].includes(url.searchParams.get('watch') ?? ''),
       httpVersion: req.httpVersion,
     };
+    const held = holds.findIndex((candidate) => candidate.match(seen));
+    if (held >= 0) {
+      const [hold] = holds.splice(held, 1);
+      hold!.arrived(seen);
+      void hold!.released.then(() => handle(req, res));
+      return;
+    }
     const rule = rules.find((candidate) => candidate.left > 0 && candidate.match(seen));
     requests.push({ ...seen, answered: rule !== undefined });
     notify();
@@ -178,6 +198,12 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
     requests,
     answer(match, answer, times = 1) {
       rules.push({ match, answer, left: times });
+    },
+    hold(match) {
+      const arrived = Promise.withResolvers<FrontRequest>();
+      const released = Promise.withResolvers<void>();
+      holds.push({ match, arrived: arrived.resolve, released: released.promise });
+      return { held: arrived.promise, release: () => released.resolve() };
     },
     waitForRequests(match, n, timeoutMs = 15_000) {
       return until(
