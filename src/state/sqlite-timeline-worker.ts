@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { errorMessage, UsageError } from '../util/errors.ts';
+import { yieldToMainThread } from '../util/thread-priority.ts';
 import { StateDatabase } from './database.ts';
 import { SqliteTimelineReader, type TimelineReader } from './timeline-reader.ts';
 
@@ -42,6 +43,7 @@ function holdWhileFileExists(file: string): void {
 }
 
 function serve(port: MessagePort, start: WorkerStart): void {
+  yieldToMainThread();
   let reader: TimelineReader;
   try {
     reader = new SqliteTimelineReader(StateDatabase.open(start.path, { readOnly: true }));

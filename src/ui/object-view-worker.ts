@@ -12,6 +12,7 @@ import { isJsonObject, type JsonObject } from '../kube/types.ts';
 import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import { formatSize } from '../util/size.ts';
+import { yieldToMainThread } from '../util/thread-priority.ts';
 import { rebuildVersions } from './versions.ts';
 
 export interface ObjectViewJob {
@@ -78,6 +79,7 @@ function holdWhileFileExists(file: string): void {
 }
 
 function serve(port: MessagePort, start: ObjectViewStart): void {
+  yieldToMainThread();
   port.postMessage({ ready: true });
   port.on('message', (job: ObjectViewJob) => {
     try {
