@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -32,6 +32,7 @@ import { runSoak } from './soak.ts';
 import { measureStartup } from './startup.ts';
 import type { StoryFigures } from './stories.ts';
 import { measureSyncTime, populate } from './sync.ts';
+import { measureUiObject } from './ui-object.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
@@ -75,6 +76,8 @@ function parseArgs(argv: string[]) {
     startupPairs: quick ? 3 : 9,
     initialObjects: quick ? 1_000 : 3_000,
     kafkaEvents: quick ? 20_000 : 100_000,
+    uiObjectWrites: quick ? 200 : 600,
+    uiObjectReplaces: quick ? 10 : 30,
     kafkaPairs: quick ? 2 : 5,
     logSinkEvents: quick ? 10_000 : 50_000,
     webhookEvents: quick ? 2_000 : 10_000,
@@ -259,6 +262,16 @@ try {
       pairs: settings.connectionPairs,
       windowSeconds: settings.connectionWindowSeconds,
       writesPerSecond: 5,
+      log,
+    });
+  }
+  if (settings.figures.has('ui-object')) {
+    step('ui-object', 'the UI beside the watch: event latency and /healthz while a huge object is opened');
+    result.uiObject = await measureUiObject(cluster.info, cluster.admin, {
+      keys: 20_000,
+      replaces: settings.uiObjectReplaces,
+      writes: settings.uiObjectWrites,
+      writesPerSecond: settings.latencyRate,
       log,
     });
   }

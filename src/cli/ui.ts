@@ -5,6 +5,7 @@
 // and shows what they record as they record it.
 
 import { openTimelineReader } from '../state/open.ts';
+import { checkExposure } from '../ui/exposure.ts';
 import { UiServer } from '../ui/server.ts';
 import { readTokenFile } from '../ui/token.ts';
 import { parseListenAddress } from '../util/http-server.ts';
@@ -19,6 +20,7 @@ export interface UiFlags {
   config?: string;
   listen?: string;
   tokenFile?: string;
+  allowNoToken?: boolean;
 }
 
 export async function runUi(
@@ -38,14 +40,15 @@ export async function runUi(
   const token = tokenFile
     ? readTokenFile(tokenFile, flags.tokenFile !== undefined ? '--token-file' : 'ui.tokenFile')
     : undefined;
+  const exposure = {
+    flag: flags.listen !== undefined ? '--listen' : 'ui.listen',
+    token,
+    allowNoToken: flags.allowNoToken === true,
+  };
+  checkExposure(listen, exposure);
   const reader = await openTimelineReader(location);
   try {
-    const server = await UiServer.start(listen, {
-      flag: flags.listen !== undefined ? '--listen' : 'ui.listen',
-      reader,
-      log: runtime.log,
-      token,
-    });
+    const server = await UiServer.start(listen, { ...exposure, reader, log: runtime.log });
     const signal = await runtime.stopRequested;
     runtime.log.info(`stopping on ${signal}.`);
     await server.close();

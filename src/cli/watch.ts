@@ -23,6 +23,7 @@ import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
 import { openTimelineReader } from '../state/open.ts';
 import { sinkProgress } from '../state/write-queue.ts';
+import type { Exposure } from '../ui/exposure.ts';
 import { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
@@ -52,7 +53,7 @@ export interface WatchRuntime {
   service?: ServiceOptions;
   version?: string;
   /** --ui: serve the history --state records as a live page (docs/ui.md). */
-  ui?: { address: string; token?: string | undefined; flag?: string } | undefined;
+  ui?: ({ address: string } & Exposure) | undefined;
 }
 
 export async function runWatch(settings: WatchSettings, runtime: WatchRuntime): Promise<void> {
@@ -182,12 +183,7 @@ async function startUi({ settings, runtime, lifecycle, log }: WatchContext): Pro
   // recorder's writes nor the watch (docs/ui.md).
   const reader = lifecycle.use(await openTimelineReader(settings.state), (reader) => reader.close());
   return lifecycle.use(
-    await UiServer.start(runtime.ui.address, {
-      reader,
-      log,
-      token: runtime.ui.token,
-      flag: runtime.ui.flag ?? '--ui',
-    }),
+    await UiServer.start(runtime.ui.address, { flag: '--ui', ...runtime.ui, reader, log }),
     (server) => server.close(),
   );
 }

@@ -103,6 +103,7 @@ async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wi
     (server) => server.close(),
   );
   wiring.listeners.push(server.listener);
+  wiring.service.observeListener(server.listener.guard);
   wiring.service.observeAudit({
     requests: () => server.stats().requests,
     join: () => join.stats(),
@@ -138,6 +139,7 @@ async function startAdmission(
     (server) => server.close(),
   );
   wiring.listeners.push(server.listener);
+  wiring.service.observeListener(server.listener.guard);
   const registry = wiring.service.metricsRegistry;
   if (registry) {
     // With prom-client, only when the metrics are served.

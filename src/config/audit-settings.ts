@@ -16,6 +16,7 @@ export interface RawAuditFlags {
   auditCert?: string;
   auditKey?: string;
   auditClientCa?: string;
+  auditClientName?: string[];
   auditWait?: string;
   ignoreUser?: string[];
 }
@@ -47,6 +48,7 @@ export function auditSettingsFrom(
     ['--audit-cert', flags.auditCert],
     ['--audit-key', flags.auditKey],
     ['--audit-client-ca', flags.auditClientCa],
+    ['--audit-client-name', flags.auditClientName?.[0]],
     ['--audit-wait', flags.auditWait],
   ].find(([, value]) => value !== undefined);
   if (!listen) {
@@ -63,6 +65,14 @@ export function auditSettingsFrom(
   }
   const clientCAFile = flags.auditClientCa ?? file?.clientCAFile;
   const token = file?.token ?? env.KUBEDIFF_AUDIT_TOKEN;
+  const clientNames = (flags.auditClientName ?? file?.clientNames ?? [])
+    .map((name) => name.trim())
+    .filter(Boolean);
+  if (clientNames.length > 0 && !clientCAFile) {
+    throw new UsageError(
+      `${flags.auditClientName ? '--audit-client-name' : 'audit.clientNames'} names the client certificate the API server presents: give its CA with --audit-client-ca <file> (or audit.clientCAFile) too.`,
+    );
+  }
   if (!clientCAFile && !token) {
     throw new UsageError(
       "the audit webhook must authenticate its sender: give --audit-client-ca <file> (the CA of the API server's client certificate), or a bearer token in $KUBEDIFF_AUDIT_TOKEN, or both.",
@@ -79,7 +89,7 @@ export function auditSettingsFrom(
     certFile,
     keyFile,
     ...(clientCAFile ? { clientCAFile } : {}),
-    ...(file?.clientNames && file.clientNames.length > 0 ? { clientNames: file.clientNames } : {}),
+    ...(clientNames.length > 0 ? { clientNames } : {}),
     ...(token ? { token } : {}),
     waitMs,
     windowMs:

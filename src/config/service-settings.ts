@@ -6,6 +6,7 @@ import {
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
   defaultIdentity,
+  defaultLeaseName,
   defaultLeaseNamespace,
   type LeaderElectionConfig,
 } from '../kube/leader-election.ts';
@@ -82,7 +83,7 @@ export function serviceOptionsFromFlags(
         '--leader-election-renew-deadline must be longer than 1.2 × --leader-election-retry-period (defaults 10s and 2s).',
       );
     }
-    const name = flags.leaderElectionId ?? 'kubediff';
+    const name = flags.leaderElectionId ?? defaultLeaseName(env);
     if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) {
       throw new UsageError(
         `invalid --leader-election-id "${name}": a Lease name is lowercase letters, digits, "-" and ".".`,

@@ -14,21 +14,36 @@ import type { Change } from './types.ts';
  * changes say it should (an older event's changes, a gap in the history). `after` is not modified.
  */
 export function undoChanges(after: JsonObject, changes: readonly Change[]): JsonObject | undefined {
-  const root: JsonObject = { document: structuredClone(after) };
+  return undoChangesInPlace(structuredClone(after), changes);
+}
+
+/**
+ * undoChanges() on `document` itself, which it changes: the document before (`document`, or what
+ * replaced it whole), or undefined when the document does not hold what the changes say it should (then
+ * `document` is left part undone: throw it away). Linear in the changes and the values they carry: one
+ * walk, from the last change back to the first.
+ */
+export function undoChangesInPlace(document: JsonObject, changes: readonly Change[]): JsonObject | undefined {
+  const root: JsonObject = { document };
+  // The paths of the later changes that replaced a whole value (forward, they came last).
+  const replaced = new Set<string>();
   // Applied forward in order, so undone backward: an array index means what it meant at its step.
   for (let index = changes.length - 1; index >= 0; index--) {
     const change = changes[index]!;
-    // A replace of a whole list supersedes the changes reported inside it (forward, it came last).
-    if (
-      changes
-        .slice(index + 1)
-        .some((later) => later.op === 'replace' && change.path.startsWith(`${later.path}/`))
-    )
-      continue;
-    if (!undoOne(root, change)) return undefined;
+    // A replace of a whole list supersedes the changes reported inside it.
+    if (!insideOneOf(change.path, replaced) && !undoOne(root, change)) return undefined;
+    if (change.op === 'replace') replaced.add(change.path);
   }
-  const document = root.document;
-  return isJsonObject(document) ? document : undefined;
+  return isJsonObject(root.document) ? root.document : undefined;
+}
+
+/** Whether a proper ancestor of `path` (a JSON Pointer: '' is the whole document) is in `paths`. */
+function insideOneOf(path: string, paths: ReadonlySet<string>): boolean {
+  if (paths.size === 0) return false;
+  for (let slash = path.indexOf('/'); slash >= 0; slash = path.indexOf('/', slash + 1)) {
+    if (paths.has(path.slice(0, slash))) return true;
+  }
+  return false;
 }
 
 function undoOne(root: JsonObject, change: Change): boolean {

@@ -55,6 +55,8 @@ export interface AuditSourceOptions {
 
 export interface AuditSourceStats {
   records: number;
+  /** Records held, matched ones not let go yet included (at most 2 × maxRecords: record-store.ts). */
+  held: number;
   joinedExact: number;
   joinedNearest: number;
   /** Unmatched records dropped because `maxRecords` were kept. */
@@ -137,6 +139,7 @@ export class AuditSource implements WhoSource<AuditRecord> {
   stats(): AuditSourceStats {
     return {
       records: this.store.size,
+      held: this.store.held,
       joinedExact: this.joinedExact,
       joinedNearest: this.joinedNearest,
       recordsDropped: this.store.dropped,

@@ -18,12 +18,13 @@ import {
   type ResourceType,
 } from '../kube/types.ts';
 import { sleep } from '../util/backoff.ts';
+import { groupedCount } from '../util/count-text.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { Informer, type InformerHandler, type InitialListMode } from './informer.ts';
-import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
+import { type ListProgress, Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
 import type { StoredObject } from './store.ts';
 
 /** A type answered 429 (throttled) is warned about only once it has been so for this long. */
@@ -323,6 +324,10 @@ export class ClusterWatcher {
   private reportState(informer: Informer, state: ReflectorState): void {
     const name =
       qualifiedName(informer.type) + (informer.namespace ? ` in namespace ${informer.namespace}` : '');
+    if (state.phase === 'list-progress') {
+      this.options.log.warn(`${name}: ${describeListProgress(state.progress)}`);
+      return;
+    }
     if (state.phase === 'failing') {
       if (CONNECTION_FAILURES.has(state.error.kind)) {
         if (this.disconnected.size === 0) {
@@ -436,4 +441,14 @@ function indexByKind(informers: Iterable<Informer[]>): Map<string, Informer[]> {
     }
   }
   return index;
+}
+
+/** What the log says of a LIST that expired or has been slow: how far it came. */
+function describeListProgress(progress: ListProgress): string {
+  const read = `${groupedCount(progress.objects)} object${progress.objects === 1 ? '' : 's'}`;
+  const time = formatDuration(Math.max(1, progress.elapsedMs));
+  if (progress.reason === 'expired') {
+    return `its LIST outlived etcd's compaction: the continue token expired after ${groupedCount(progress.pages)} page${progress.pages === 1 ? '' : 's'} (${read}, ${time}); reading the whole list in one request instead, as client-go's pager does.`;
+  }
+  return `still listing after ${time}: ${progress.whole ? `${read} of the whole list read so far` : `${groupedCount(progress.pages)} page${progress.pages === 1 ? '' : 's'}, ${read} so far`} (a large type, a slow link, or a throttled client).`;
 }

@@ -116,6 +116,8 @@ export class Informer implements ReflectorSink {
   /** The first LIST is a relist against a pre-loaded store (catch-up after a restart). */
   private readonly reconcileFirstList: boolean;
   private seenInList: Set<string> | undefined;
+  /** The LIST in progress started over (see listStarted). */
+  private restartedList = false;
   private lastFailure: KubeError | undefined;
   private settleWaiters: (() => void)[] = [];
 
@@ -190,6 +192,10 @@ export class Informer implements ReflectorSink {
   // ReflectorSink
 
   listStarted(): void {
+    // A LIST that starts over before it completed (its continue token expired and it is read whole, a
+    // streaming list broke): what the earlier attempt stored is compared, not reported a second time,
+    // and what this one does not find again is gone, as in a relist.
+    if (this.seenInList) this.restartedList = true;
     this.seenInList = new Set();
   }
 
@@ -197,10 +203,12 @@ export class Informer implements ReflectorSink {
     const seen = this.seenInList ?? new Set<string>();
     for (const item of items) {
       // Seen even if it cannot be processed: it exists, and must not be reported deleted.
-      seen.add(objectKey(item.metadata));
+      const key = objectKey(item.metadata);
+      seen.add(key);
       const arrival = this.toStored(item);
       if (!arrival) continue;
-      if (!this.synced && !this.reconcileFirstList) this.applyInitial(arrival);
+      const initial = !this.synced && !this.reconcileFirstList;
+      if (initial && !(this.restartedList && this.store.get(key))) this.applyInitial(arrival);
       else this.apply(arrival, true);
     }
   }
@@ -208,7 +216,9 @@ export class Informer implements ReflectorSink {
   listCompleted(resourceVersion: string): void {
     const seen = this.seenInList;
     this.seenInList = undefined;
-    if ((this.synced || this.reconcileFirstList) && seen) {
+    const restarted = this.restartedList;
+    this.restartedList = false;
+    if ((this.synced || this.reconcileFirstList || restarted) && seen) {
       for (const entry of [...this.store.values()]) {
         if (seen.has(entry.key)) continue;
         this.store.delete(entry.key);

@@ -19,8 +19,16 @@
 // - 403 and 404 concern only this resource: reported once, retried slowly;
 // - reads are bounded (KubeClient.maxReadBytes): LIST pages shrink when they
 //   are large, and one object too large to read fails only this resource,
-//   with its name, retried slowly.
+//   with its name, retried slowly;
+// - a paged LIST that outlives etcd's compaction (its continue token expires:
+//   410 on a page after the first) is read whole, in one request, as
+//   client-go's pager does (tools/pager, FullListIfExpired), item by item as
+//   it streams: starting over from the first page would expire again, and
+//   again, on any type slower to list than the compaction interval. Both that
+//   and a LIST that takes longer than slowListWarnMs are reported with its
+//   progress (pages, objects, time), for the log.
 import { KubeError } from '../kube/errors.ts';
+import { listItems } from '../kube/list-stream.ts';
 import type { ListerWatcher, ListPage } from '../kube/lister-watcher.ts';
 import { ResponseTooLarge } from '../kube/transport.ts';
 import { apiVersionOf, type KubeObject, objectKey, type ResourceType } from '../kube/types.ts';
@@ -43,10 +51,25 @@ export interface ReflectorSink {
 
 export type ReflectorState =
   | { phase: 'listing' }
+  /** Not a change of phase: how far a LIST has come, when it is slow or read whole (for the log). */
+  | { phase: 'list-progress'; progress: ListProgress }
   | { phase: 'watching' }
   /** Something failed; the reflector retries after `retryInMs`. `slow` for 403/404. */
   | { phase: 'failing'; error: KubeError; retryInMs: number; slow: boolean }
   | { phase: 'stopped' };
+
+export interface ListProgress {
+  /**
+   * 'expired': its continue token expired (etcd compacted past the list's resourceVersion), so it is
+   * read whole from now on; 'slow': it has been listing for slowListWarnMs.
+   */
+  reason: 'expired' | 'slow';
+  pages: number;
+  objects: number;
+  elapsedMs: number;
+  /** Being read whole, in one request (after its continue token expired). */
+  whole: boolean;
+}
 
 export interface ReflectorTiming {
   /** LIST page size, at most: pages shrink when they are large (see Reflector.list). */
@@ -63,6 +86,8 @@ export interface ReflectorTiming {
    * or 'list' (a paged LIST always). Initial events are handed on in batches of pageSize.
    */
   initialSync: 'stream' | 'list';
+  /** A LIST that has taken this long is reported, with its progress (once per LIST). */
+  slowListWarnMs: number;
 }
 
 /** The annotation of the bookmark that ends a streaming list's initial events. */
@@ -75,6 +100,7 @@ const DEFAULT_TIMING: ReflectorTiming = {
   idleTimeoutMs: 90_000,
   slowRetryMs: 300_000,
   backoff: {},
+  slowListWarnMs: 60_000,
 };
 
 export interface ReflectorOptions {
@@ -205,14 +231,16 @@ export class Reflector {
   }
 
   /**
-   * A paged LIST. An expired continue token (410) mid-way restarts it from the first page.
-   * Pages are kept near a quarter of the read limit: a page larger than that makes the next ones
-   * smaller, small ones let them grow back to pageSize. A page over the limit itself is asked again,
-   * from the same place, with fewer objects; when one object alone is over it, the LIST fails naming it.
+   * A paged LIST. An expired continue token (410 on a page after the first) reads it whole instead
+   * (listWhole). Pages are kept near a quarter of the read limit: a page larger than that makes the
+   * next ones smaller, small ones let them grow back to pageSize. A page over the limit itself is asked
+   * again, from the same place, with fewer objects; when one object alone is over it, the LIST fails
+   * naming it.
    */
   private async list(): Promise<void> {
     this.sink.stateChanged({ phase: 'listing' });
     this.sink.listStarted();
+    const progress = this.listProgress();
     const targetBytes = this.source.maxReadBytes / 4;
     let continueToken: string | undefined;
     let resourceVersion = '';
@@ -225,6 +253,11 @@ export class Reflector {
           signal: this.abort.signal,
         });
       } catch (error) {
+        if (continueToken !== undefined && error instanceof KubeError && error.kind === 'gone') {
+          progress.report('expired');
+          await this.listWhole(progress);
+          return;
+        }
         if (!(error instanceof ResponseTooLarge)) throw error;
         if (this.pageLimit === 1) throw await this.tooLarge(continueToken, error.limitBytes);
         this.pageLimit = Math.max(1, Math.floor(this.pageLimit / 8));
@@ -232,16 +265,9 @@ export class Reflector {
       }
       const items = page.items ?? [];
       this.adaptPageLimit(items.length, page.bytes, targetBytes);
-      // Items of a List carry no apiVersion/kind of their own, watch events do: set them, so that an
-      // object seen by a LIST and the same object seen by a WATCH compare equal.
-      for (const item of items) {
-        item.apiVersion ??= this.apiVersion;
-        item.kind ??= this.options.type.kind;
-      }
       if (this.stopped) return;
-      this.sink.listPage(items);
-      const pause = this.options.flowControl?.();
-      if (pause) await this.waitForConsumer(pause);
+      progress.pages++;
+      await this.handOn(items, progress);
       if (this.stopped) return;
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
@@ -249,6 +275,94 @@ export class Reflector {
     }
     this.lastResourceVersion = resourceVersion;
     this.sink.listCompleted(resourceVersion);
+  }
+
+  /**
+   * The whole LIST in one request, read item by item as it streams (each item bounded by the read
+   * limit, not the list), handed on pageSize at a time: what client-go's pager does when a continue
+   * token has expired. The earlier pages are superseded (the sink is told the list starts over).
+   */
+  private async listWhole(progress: ListTracker): Promise<void> {
+    progress.whole = true;
+    this.sink.listStarted();
+    const body = await this.source.listWhole({
+      signal: this.abort.signal,
+      idleTimeoutMs: this.timing.idleTimeoutMs,
+    });
+    const items = listItems(body, {
+      idleMs: this.timing.idleTimeoutMs,
+      maxItemLength: this.source.maxReadBytes,
+      server: this.source.server,
+      path: this.path,
+    });
+    let batch: KubeObject[] = [];
+    let resourceVersion: string;
+    try {
+      for (;;) {
+        const next = await items.next();
+        if (next.done) {
+          resourceVersion = next.value.resourceVersion;
+          break;
+        }
+        batch.push(next.value);
+        if (batch.length < this.timing.pageSize) continue;
+        await this.handOn(batch, progress);
+        batch = [];
+        if (this.stopped) return;
+      }
+    } catch (error) {
+      if (error instanceof KubeError || this.stopped) throw error;
+      throw transportFailure(error, this.source.server, this.path);
+    } finally {
+      body.destroy();
+    }
+    if (this.stopped) return;
+    if (batch.length > 0) await this.handOn(batch, progress);
+    this.lastResourceVersion = resourceVersion;
+    this.sink.listCompleted(resourceVersion);
+  }
+
+  /** Hands a LIST's items on (as one page), waits while the consumer asks, notes the progress. */
+  private async handOn(items: KubeObject[], progress: ListTracker): Promise<void> {
+    // Items of a List carry no apiVersion/kind of their own, watch events do: set them, so that an
+    // object seen by a LIST and the same object seen by a WATCH compare equal.
+    for (const item of items) {
+      item.apiVersion ??= this.apiVersion;
+      item.kind ??= this.options.type.kind;
+    }
+    this.sink.listPage(items);
+    progress.objects += items.length;
+    const pause = this.options.flowControl?.();
+    if (pause) await this.waitForConsumer(pause);
+    progress.noteTime();
+  }
+
+  /** The progress of one LIST, reported when it expires and once when it has been slow. */
+  private listProgress(): ListTracker {
+    const started = Date.now();
+    let warned = false;
+    const tracker: ListTracker = {
+      pages: 0,
+      objects: 0,
+      whole: false,
+      report: (reason) =>
+        this.sink.stateChanged({
+          phase: 'list-progress',
+          progress: {
+            reason,
+            pages: tracker.pages,
+            objects: tracker.objects,
+            elapsedMs: Date.now() - started,
+            whole: tracker.whole,
+          },
+        }),
+      noteTime: () => {
+        if (warned || Date.now() - started < this.timing.slowListWarnMs) return;
+        warned = true;
+        tracker.report('slow');
+      },
+    };
+    return tracker;
   }
 
   private adaptPageLimit(count: number, bytes: number, targetBytes: number): void {
@@ -418,6 +532,16 @@ export class Reflector {
         return;
     }
   }
+}
+
+/** One LIST's progress, as list() and listWhole() count it. */
+interface ListTracker {
+  pages: number;
+  objects: number;
+  whole: boolean;
+  report(reason: ListProgress['reason']): void;
+  /** Reports 'slow' once the LIST has taken slowListWarnMs. */
+  noteTime(): void;
 }
 
 /** A server that took sendInitialEvents for a plain watch (it predates streaming lists). */

@@ -360,6 +360,22 @@ export function defaultLeaseNamespace(env: NodeJS.ProcessEnv = process.env): str
   return 'default';
 }
 
+/**
+ * The pod name of a Deployment's replica: `<deployment>-<pod-template-hash>-<5 random>`, both suffixes in
+ * the alphabet Kubernetes uses for generated names (no vowels, no 0, 1, 3).
+ */
+const DEPLOYMENT_POD =
+  /^([a-z0-9][-a-z0-9.]*)-[bcdfghjklmnpqrstvwxz2456789]{1,10}-[bcdfghjklmnpqrstvwxz2456789]{5}$/;
+
+/**
+ * The Lease's name when not given: the name of the Deployment whose replica this pod is ($POD_NAME
+ * without its two generated suffixes), so that two installs in one namespace never share a Lease (nor
+ * a checkpoint); `kubediff` when that cannot be told (not in a pod, a StatefulSet's or a bare pod).
+ */
+export function defaultLeaseName(env: NodeJS.ProcessEnv = process.env): string {
+  return DEPLOYMENT_POD.exec(env.POD_NAME ?? '')?.[1] ?? 'kubediff';
+}
+
 /** Who we are in the Lease: the pod's name ($POD_NAME, else the hostname, which is the pod's name in a pod), plus the pid. */
 export function defaultIdentity(env: NodeJS.ProcessEnv = process.env): string {
   const host = env.POD_NAME || hostname() || randomUUID();

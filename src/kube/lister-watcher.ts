@@ -48,6 +48,11 @@ export interface ListerWatcher {
   readonly maxReadBytes: number;
   /** One page of the LIST; a page larger than maxReadBytes rejects with ResponseTooLarge. */
   list(options: ListOptions): Promise<ListPage>;
+  /**
+   * The whole LIST in one request (no limit, the current state); resolves with its body once the server
+   * answered, to be read item by item (src/kube/list-stream.ts): its size is not bounded, each item is.
+   */
+  listWhole(options: { signal: AbortSignal; idleTimeoutMs: number }): Promise<Readable>;
   /** Opens a WATCH (with bookmarks); resolves with its body, JSON lines, once the server answered. */
   watch(options: WatchOptions): Promise<Readable>;
 }
@@ -86,6 +91,13 @@ export function listerWatcherFor(
         throw new KubeError('server', `the API server answered a LIST of ${path} with 304`, { path });
       }
       return { ...response.body, bytes: response.bytes };
+    },
+    listWhole(options) {
+      return client.openStream(path, {
+        query: selectors,
+        signal: options.signal,
+        idleTimeoutMs: options.idleTimeoutMs,
+      });
     },
     watch(options) {
       return client.openStream(path, {

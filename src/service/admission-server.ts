@@ -71,6 +71,7 @@ export class AdmissionServer {
     const listener = await WebhookListener.start({
       name: 'admission webhook',
       settingsKey: 'admission',
+      listener: 'admission',
       flag: '--admission-listen',
       requestsMetric: 'kubediff_admission_reviews_total',
       listen: options.listen,

@@ -49,6 +49,7 @@ export class AuditServer {
     const listener = await WebhookListener.start({
       name: 'audit webhook',
       settingsKey: 'audit',
+      listener: 'audit',
       flag: '--audit-listen',
       requestsMetric: 'kubediff_audit_requests_total',
       listen: options.listen,

@@ -16,6 +16,7 @@ import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
 import { qualifiedName } from '../kube/types.ts';
 import { boundAddress, closeServer, createServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
+import { guardedServerOptions, ListenerGuard, type ListenerLimits } from './listener-guard.ts';
 import type { KubediffMetrics } from './metrics.ts';
 
 export interface ReadinessReport {
@@ -132,23 +133,34 @@ export interface HealthServerOptions {
   log: Logger;
 }
 
+/** Documented in docs/deploy.md: a kubelet's probes and a Prometheus need few connections. */
+export const HEALTH_LISTENER_LIMITS: ListenerLimits = {
+  maxConnections: 32,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+};
+
 export class HealthServer {
   private readonly server: Server;
+  /** Its connections' guard (limits, contained errors), read by the metrics. */
+  readonly listener: ListenerGuard;
 
-  private constructor(server: Server) {
+  private constructor(server: Server, listener: ListenerGuard) {
     this.server = server;
+    this.listener = listener;
   }
 
   /** Listens on `address`; rejects with a UsageError when the port cannot be had. */
   static async start(address: string, options: HealthServerOptions): Promise<HealthServer> {
-    const server = createServer((request, response) => {
+    const server = createServer(guardedServerOptions(HEALTH_LISTENER_LIMITS));
+    const listener = ListenerGuard.attach(server, 'health', HEALTH_LISTENER_LIMITS, options.log);
+    server.on('request', (request, response) => {
       void handle(options, request.method ?? 'GET', request.url ?? '/', response);
     });
-    server.keepAliveTimeout = 5_000;
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 30_000;
     await listenOn(server, address, '--listen');
-    const instance = new HealthServer(server);
+    const instance = new HealthServer(server, listener);
+    options.metrics.observeListener(listener);
     options.log.info(`serving /healthz, /readyz and /metrics on http://${instance.address}`);
     return instance;
   }

@@ -30,6 +30,15 @@
 // leader that writes no checkpoint (an older kubediff, or one stuck while still renewing) lets it fill;
 // then the oldest events are dropped, logged once and counted (kubediff_standby_dropped_events_total):
 // they matter only if that leader dies without having delivered them.
+//
+// The checkpoint is not trusted blindly: whoever may update the Lease may write one, and a floor of
+// "999…9" would drop every later change of its resource without a word. A resourceVersion is an etcd
+// revision the API server handed out, so no honest floor is above what the API server is at: a floor
+// above what this replica's own watches of the type have seen is checked, at a takeover, against the
+// type's current list resourceVersion (a LIST of one object), and refused when above it or when it
+// cannot be checked: that resource gets no floor (duplicates rather than loss), logged and counted in
+// kubediff_checkpoint_refused_total. A standby trims what it holds only by floors its own watches have
+// passed. Every event a floor drops is counted (kubediff_checkpoint_skipped_events_total).
 
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { EventStage, Handover } from '../events/pipeline.ts';
@@ -114,6 +123,14 @@ interface Covered extends Held {
   at: number;
 }
 
+/** How a checkpoint's floors are checked against what the API server says (see the top). */
+export interface CheckpointCheck {
+  /** The highest resourceVersion of `resource` this replica's own watches have seen, if any. */
+  seen(resource: string): bigint | undefined;
+  /** The list resourceVersion of `resource` now (a LIST of one object); undefined when it cannot be had. */
+  current(resource: string): Promise<bigint | undefined>;
+}
+
 /** Who records the leader's history (the state recorder): told when this replica leads and stops. */
 export interface TakeoverObserver {
   /** Started leading; `events` (oldest first) were held back and are delivered now or were covered. */
@@ -140,7 +157,12 @@ export class LeaderGate implements EventStage {
   private covered: Covered[] = [];
   private coveredBytes = 0;
   private dropped = 0;
+  private refused = 0;
+  private skipped = 0;
+  /** Each takeover and each loss of the Lease: a takeover still checking its floor checks this. */
+  private generation = 0;
   private readonly takeover: TakeoverObserver | undefined;
+  private readonly check: CheckpointCheck | undefined;
   private readonly now: () => number;
 
   constructor(options: {
@@ -148,11 +170,14 @@ export class LeaderGate implements EventStage {
     maxBuffered?: number;
     maxBufferedBytes?: number;
     takeover?: TakeoverObserver | undefined;
+    /** How floors are checked; without it a checkpoint is taken as written (tests of the rest). */
+    check?: CheckpointCheck | undefined;
     /** The clock of the history trail (tests). */
     now?: () => number;
   }) {
     this.log = options.log;
     this.takeover = options.takeover;
+    this.check = options.check;
     this.now = options.now ?? Date.now;
     this.maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
@@ -177,6 +202,16 @@ export class LeaderGate implements EventStage {
     return this.dropped;
   }
 
+  /** Floors of a previous leader's checkpoint refused (a metric). */
+  get refusedFloors(): number {
+    return this.refused;
+  }
+
+  /** Events not delivered because the previous leader's checkpoint covered them (a metric). */
+  get skippedEvents(): number {
+    return this.skipped;
+  }
+
   connect(next: (handover: Handover) => void): (handover: Handover) => void {
     this.deliver = (event) => next({ change: undefined, event });
     return (handover) => next(handover.event ? { ...handover, event: this.admit(handover.event) } : handover);
@@ -187,7 +222,11 @@ export class LeaderGate implements EventStage {
    * previous leader already.
    */
   private admit(event: ChangeEvent): ChangeEvent | undefined {
-    if (this.leading) return coveredBy(this.floor, event) ? undefined : event;
+    if (this.leading) {
+      if (!coveredBy(this.floor, event)) return event;
+      this.skipped++;
+      return undefined;
+    }
     const bytes = ENTRY_OVERHEAD_BYTES + jsonLength(event);
     this.buffer.push({ event, bytes });
     this.bytes += bytes;
@@ -226,9 +265,13 @@ export class LeaderGate implements EventStage {
     return this.buffer.slice(this.head);
   }
 
-  /** Standby: the leader's latest checkpoint; what it covers will never be needed. */
+  /**
+   * Standby: the leader's latest checkpoint; what it covers will never be needed. Only floors this
+   * replica's own watches have passed count here (the others, a leader slightly ahead or a forged
+   * floor, wait for the next look).
+   */
   observe(lease: Lease): void {
-    const checkpoint = checkpointOf(lease);
+    const checkpoint = this.passed(checkpointOf(lease));
     this.floor = checkpoint;
     if (this.buffered > 0 && checkpoint.size > 0) {
       const held = this.heldEvents;
@@ -261,12 +304,66 @@ export class LeaderGate implements EventStage {
     this.coveredBytes = bytes;
   }
 
-  /** Takes over: delivers what the previous leader had not, then everything new. */
-  startLeading(previous: Lease | undefined): void {
-    this.floor = checkpointOf(previous);
+  /** The floors of `checkpoint` this replica's own watches have passed. */
+  private passed(checkpoint: Checkpoint): Checkpoint {
+    const check = this.check;
+    if (!check) return checkpoint;
+    return new Map(
+      [...checkpoint].filter(([resource, rv]) => {
+        const seen = check.seen(resource);
+        return seen !== undefined && rv <= seen;
+      }),
+    );
+  }
+
+  /**
+   * Takes over: delivers what the previous leader had not, then everything new. Its checkpoint is
+   * checked first (see the top); meanwhile events are held back as on a standby.
+   */
+  startLeading(previous: Lease | undefined): Promise<void> {
+    const generation = ++this.generation;
+    const claimed = checkpointOf(previous);
+    if (!this.check) {
+      this.lead(claimed);
+      return Promise.resolve();
+    }
+    return this.checked(claimed, this.check).then((floor) => {
+      if (generation === this.generation) this.lead(floor);
+    });
+  }
+
+  /** The floors of a previous leader's checkpoint that the API server confirms; the others refused. */
+  private async checked(claimed: Checkpoint, check: CheckpointCheck): Promise<Checkpoint> {
+    const floor: Checkpoint = new Map();
+    for (const [resource, rv] of claimed) {
+      const seen = check.seen(resource);
+      if (seen !== undefined && rv <= seen) {
+        floor.set(resource, rv);
+        continue;
+      }
+      const current = await check.current(resource).catch(() => undefined);
+      if (current !== undefined && rv <= current) {
+        floor.set(resource, rv);
+        continue;
+      }
+      this.refused++;
+      this.log.warn(
+        `took over: the previous leader's checkpoint in the Lease says ${resource} was delivered up to resourceVersion ${rv}, ` +
+          (current === undefined
+            ? 'which the API server could not confirm'
+            : `beyond the ${current} the API server is at`) +
+          `; refused (someone other than kubediff may have written it), so what this replica held back of ${resource} is delivered (repeats rather than loss). Counted in kubediff_checkpoint_refused_total.`,
+      );
+    }
+    return floor;
+  }
+
+  private lead(floor: Checkpoint): void {
+    this.floor = floor;
     const held = this.heldEvents.map((entry) => entry.event);
     const pending = held.filter((event) => !coveredBy(this.floor, event));
     const skipped = held.length - pending.length;
+    this.skipped += skipped;
     const covered = this.covered.map((entry) => entry.event);
     this.hold([]);
     this.covered = [];
@@ -284,6 +381,7 @@ export class LeaderGate implements EventStage {
 
   /** Lost the Lease: hold events back again until we lead. */
   stopLeading(): void {
+    this.generation++;
     this.leading = false;
     this.takeover?.stoppedLeading();
   }

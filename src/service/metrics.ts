@@ -22,6 +22,7 @@ import {
   type InformerObserver,
   registerInformerMetrics,
 } from './metrics/informer-metrics.ts';
+import { type ObservedListener, registerListenerMetrics } from './metrics/listener-metrics.ts';
 import { type PipelineSources, registerPipelineMetrics } from './metrics/pipeline-metrics.ts';
 import { type MetricsRegistration, metricsRegistration } from './metrics/registration.ts';
 import { registerServiceMetrics, type ServiceSources } from './metrics/service-metrics.ts';
@@ -40,6 +41,8 @@ export interface MetricsSources extends SinkSources, PipelineSources, ServiceSou
   audit?: AuditSource;
 }
 
+export type { ObservedListener, ObservedUi };
+
 export class KubediffMetrics {
   readonly registry = new Registry();
   private readonly registration: MetricsRegistration;
@@ -47,6 +50,7 @@ export class KubediffMetrics {
   private readonly informers: InformerObserver;
   /** What the HTTP sinks report their requests and retries to (src/sinks/delivery.ts). */
   readonly deliveries: DeliveryObserver;
+  private readonly addListener: (listener: ObservedListener) => void;
 
   constructor(options: { version: string; defaultMetrics?: boolean; now?: () => number }) {
     this.registration = metricsRegistration(this.registry, options.now ?? Date.now);
@@ -60,11 +64,18 @@ export class KubediffMetrics {
     registerStateMetrics(this.registration, clusters);
     registerConnectionMetrics(this.registration, clusters);
     registerAuditMetrics(this.registration, () => this.sources.audit);
+    this.addListener = registerListenerMetrics(this.registration);
+  }
+
+  /** A listener's closed connections (src/service/listener-guard.ts), in kubediff_listener_connections_closed_total. */
+  observeListener(listener: ObservedListener): void {
+    this.addListener(listener);
   }
 
   /** The UI's metrics, registered when a UI is served beside the watch (docs/deploy.md, "Health and metrics"). */
   observeUi(ui: ObservedUi): void {
     registerUiMetrics(this.registration, ui);
+    this.observeListener(ui.listener);
   }
 
   setSources(sources: MetricsSources): void {

@@ -15,6 +15,7 @@ import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-electio
 import type { DeliveryObserver } from '../sinks/delivery.ts';
 import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
+import { checkpointCheck } from './checkpoint-check.ts';
 import { HealthServer, Readiness, readinessReasonOf } from './health-server.ts';
 import {
   CHECKPOINT_ANNOTATION,
@@ -22,8 +23,7 @@ import {
   LeaderGate,
   type TakeoverObserver,
 } from './leader-gate.ts';
-import type { ObservedUi } from './metrics/ui-metrics.ts';
-import type { KubediffMetrics, MetricsSources } from './metrics.ts';
+import type { KubediffMetrics, MetricsSources, ObservedListener, ObservedUi } from './metrics.ts';
 
 export interface ServiceOptions {
   /** --listen: serve /healthz, /readyz, /metrics here. */
@@ -43,6 +43,8 @@ export class ServiceRuntime implements PipelineObserver {
   private readonly gate: LeaderGate | undefined;
   private server: HealthServer | undefined;
   private elector: LeaderElector | undefined;
+  /** Every cluster's informers, once synced (the leader gate checks a checkpoint against them). */
+  private informers: () => readonly Informer[] = () => [];
 
   private constructor(
     options: ServiceOptions | undefined,
@@ -61,6 +63,7 @@ export class ServiceRuntime implements PipelineObserver {
       this.gate = new LeaderGate({
         log,
         takeover,
+        check: checkpointCheck(client, () => this.informers()),
         ...(standbyMaxBufferBytes !== undefined ? { maxBufferedBytes: standbyMaxBufferBytes } : {}),
       });
       this.metrics?.setSources({ standby: this.gate });
@@ -140,6 +143,11 @@ export class ServiceRuntime implements PipelineObserver {
     return this.metrics?.registry;
   }
 
+  /** A listener's closed connections in the metrics (the audit webhook's; the UI's come with observeUi). */
+  observeListener(listener: ObservedListener): void {
+    this.metrics?.observeListener(listener);
+  }
+
   /** `watch --ui`: the UI's requests, refusals and live streams in the metrics (when --listen serves them). */
   observeUi(ui: ObservedUi): void {
     this.metrics?.observeUi(ui);
@@ -176,6 +184,7 @@ export class ServiceRuntime implements PipelineObserver {
    * campaigning for the Lease. `informers`: every cluster's.
    */
   synced(informers: () => Informer[]): void {
+    this.informers = informers;
     this.readiness.markSynced();
     this.metrics?.setSources({
       isReady: () => this.readiness.report().ready,
@@ -188,7 +197,7 @@ export class ServiceRuntime implements PipelineObserver {
       this.client,
       config,
       {
-        onStartedLeading: (previous) => gate.startLeading(previous),
+        onStartedLeading: (previous) => void gate.startLeading(previous),
         onStoppedLeading: () => gate.stopLeading(),
         onObserved: (lease) => gate.observe(lease),
         annotations: () => ({ [CHECKPOINT_ANNOTATION]: checkpointAnnotation(informers()) }),

@@ -15,9 +15,13 @@
 //
 // Bounded: a body larger than `maxRequestBytes` is refused (413) without being read further, and at most
 // `maxConcurrentRequests` bodies are read at once (503 beyond it), so what requests hold in memory is at
-// most their product. A route gets the whole body, answers, and the body is dropped. A connection that
-// does not finish its TLS handshake within 10 s is closed, and close() ends every connection at once,
-// those still in their handshake too.
+// most their product. A route gets the whole body, answers, and the body is dropped.
+//
+// Whoever reaches the port cannot hold it (src/service/listener-guard.ts, WEBHOOK_LISTENER_LIMITS): a
+// TLS handshake must end within 5 s, connections are capped, and at the cap a new connection replaces
+// the oldest that has sent no request, so a flood of idle sockets never keeps the API server out; a
+// connection's errors stay with it. A refused request closes its connection. close() ends every
+// connection at once, those still in their handshake too.
 
 import { timingSafeEqual, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
@@ -30,6 +34,12 @@ import { globToRegExp } from '../util/glob.ts';
 import { boundAddress, closeServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
+import {
+  guardedServerOptions,
+  ListenerGuard,
+  type ListenerLimits,
+  type ListenerName,
+} from './listener-guard.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
 /** Where a replica posts the records it received to the others (src/service/peer-forwarder.ts). */
@@ -54,6 +64,8 @@ export interface WebhookListenerOptions {
   name: string;
   /** The config block its settings come from, in messages: 'audit' (audit.certFile, …). */
   settingsKey: string;
+  /** Its label in kubediff_listener_connections_closed_total. */
+  listener: ListenerName;
   /** The flag of its address: '--audit-listen'. */
   flag: string;
   /** The metric that counts its requests by outcome, named in log lines. */
@@ -70,8 +82,8 @@ export interface WebhookListenerOptions {
   maxRequestBytes: number;
   maxConcurrentRequests: number;
   reloadIntervalMs?: number;
-  /** How long a connection may take to finish its TLS handshake; default 10 s. */
-  handshakeTimeoutMs?: number;
+  /** Its connections' bounds; default WEBHOOK_LISTENER_LIMITS. */
+  limits?: ListenerLimits;
   /** What the API server posts (any path but PEER_PATH). */
   route: WebhookRoute;
   /** What the other replicas post on PEER_PATH, when they are configured. */
@@ -82,7 +94,15 @@ export interface WebhookListenerOptions {
 }
 
 export const WEBHOOK_RELOAD_INTERVAL_MS = 10_000;
-const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** Documented in docs/audit.md and docs/who.md ("Limits"). */
+export const WEBHOOK_LISTENER_LIMITS: ListenerLimits = {
+  maxConnections: 64,
+  handshakeTimeoutMs: 5_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 30_000,
+};
 
 interface TlsFiles {
   cert: Buffer;
@@ -98,6 +118,8 @@ interface Refusal {
 
 export class WebhookListener {
   private readonly server: Server;
+  /** Its connections' guard (limits, contained errors), read by the metrics. */
+  readonly guard: ListenerGuard;
   private readonly options: WebhookListenerOptions;
   private readonly counts = new Map<WebhookOutcome, number>();
   private readonly peerCounts = new Map<WebhookOutcome, number>();
@@ -114,6 +136,12 @@ export class WebhookListener {
 
   private constructor(server: Server, options: WebhookListenerOptions, files: TlsFiles) {
     this.server = server;
+    this.guard = ListenerGuard.attach(
+      server,
+      options.listener,
+      options.limits ?? WEBHOOK_LISTENER_LIMITS,
+      options.log,
+    );
     this.options = options;
     this.files = files;
     this.fileStamp = stampOf(options);
@@ -130,14 +158,13 @@ export class WebhookListener {
       // A certificate that does not parse fails here, as one the TLS context refuses does below.
       fingerprintOf(files.cert);
       server = createServer({
+        ...guardedServerOptions(options.limits ?? WEBHOOK_LISTENER_LIMITS),
         ...secureOptions(files),
         // Asked for when a CA checks it, and from peers (their certificate is compared with ours).
         requestCert: options.clientCAFile !== undefined || options.peerRoute !== undefined,
         // Checked per request, so that a refusal is an HTTP answer (counted) rather than a broken handshake.
         rejectUnauthorized: false,
         minVersion: 'TLSv1.2',
-        // A connection that never finishes its handshake (a dead link, a port scan) goes after this.
-        handshakeTimeout: options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS,
       });
     } catch (error) {
       const key = options.settingsKey;
@@ -153,9 +180,6 @@ export class WebhookListener {
       instance.sockets.add(socket);
       socket.once('close', () => instance.sockets.delete(socket));
     });
-    server.keepAliveTimeout = 30_000;
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 60_000;
     await listenOn(server, options.listen, options.flag);
     const interval = options.reloadIntervalMs ?? WEBHOOK_RELOAD_INTERVAL_MS;
     instance.reloadTimer = setInterval(() => instance.reloadIfChanged(), interval);

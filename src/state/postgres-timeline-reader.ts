@@ -1,19 +1,4 @@
-// The UI's TimelineReader over a shared PostgreSQL history (`kubediff ui --state postgres://…`, and
-// `watch --ui` with PostgreSQL state): the same answers as the SQLite reader, from the same columns and
-// the stored event's JSON, with PostgreSQL's own operators. The cluster is a column here (one history
-// for the whole fleet), so its filter and facet read the column, not the JSON.
-//
-// One connection of its own (read-only transactions, no claim), so that the page never waits on a
-// recorder's transaction; its queries are asynchronous, so they never hold the thread that watches.
-// At most QUERY_QUEUE_LIMIT wait or run at once (503 beyond); the server cancels each statement past
-// 30 s (PostgresHistory's statement timeout), so an abandoned query never keeps the database busy.
-//
-// Live updates poll (the UI server asks for max(seq) every 500 ms while a page is open) rather than
-// LISTEN/NOTIFY: polling serves `watch --ui` and a `kubediff ui` beside other processes' writers alike,
-// needs nothing of the writers (no trigger, no NOTIFY in their transactions, no schema change), and
-// costs one primary-key lookup per tick, only while a live page is open.
-import type { ChangeEvent } from '../events/event.ts';
-import type { JsonObject, ResourceType } from '../kube/types.ts';
+import type { ResourceType } from '../kube/types.ts';
 import { FacetCache, type FacetSource } from './facet-cache.ts';
 import type { PostgresHistory } from './postgres-history.ts';
 import { QUERY_QUEUE_LIMIT, QueryGate } from './query-gate.ts';
@@ -22,9 +7,10 @@ import {
   bucketLength,
   cellCounts,
   eventPage,
+  keptBySize,
   markCounts,
-  objectHistory,
   objectKeyOf,
+  objectRecords,
   pathFragment,
   type SummaryRow,
   summaryOf,
@@ -38,7 +24,8 @@ import {
   type EventsPageQuery,
   type Facets,
   type HistoryFilter,
-  type ObjectHistory,
+  type ObjectRecords,
+  type ObjectRecordsQuery,
   type ObjectRef,
   type Timeline,
   type TimelineOptions,
@@ -223,36 +210,56 @@ export class PostgresTimelineReader implements TimelineReader, FacetSource {
     return assembleTimeline({ latestSeq, total, rows }, options, { bucketMs, cells });
   }
 
-  async object(ref: ObjectRef, limit: number): Promise<ObjectHistory> {
+  async objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {
     // Namespace as equality or IS NULL, so that the (resource, namespace, name, seq) index serves it.
     const params: unknown[] = [ref.resource, ref.name];
-    let sql = `SELECT seq, cluster, event FROM kubediff_events WHERE resource = $1 AND name = $2`;
-    if (ref.namespace === undefined) sql += ' AND namespace IS NULL';
+    let where = 'resource = $1 AND name = $2';
+    if (ref.namespace === undefined) where += ' AND namespace IS NULL';
     else {
       params.push(ref.namespace);
-      sql += ` AND namespace = $${params.length}`;
+      where += ` AND namespace = $${params.length}`;
     }
     if (ref.cluster !== undefined) {
       params.push(ref.cluster);
-      sql += ` AND cluster = $${params.length}`;
+      where += ` AND cluster = $${params.length}`;
     }
-    params.push(limit + 1);
-    sql += ` ORDER BY seq DESC LIMIT $${params.length}`;
-    const rows = await this.select<{ seq: string; cluster: string; event: ChangeEvent }>(sql, params);
-    // The last recorded state is per cluster: the one asked for, or the newest event's.
-    const cluster = ref.cluster ?? rows[0]?.cluster;
-    const current =
-      cluster === undefined
-        ? []
-        : await this.select<{ object: string }>(
-            'SELECT object FROM kubediff_objects WHERE cluster = $1 AND resource = $2 AND key = $3',
-            [cluster, ref.resource, objectKeyOf(ref)],
-          );
-    return objectHistory(
-      rows.map((row) => ({ seq: Number(row.seq), event: row.event })),
-      limit,
-      current[0] ? (JSON.parse(current[0].object) as JsonObject) : undefined,
+    // The sizes first, then only the events that fit; as text (`json` keeps it as written), so that
+    // nothing parses them on this thread.
+    const sizes = await this.select<{ seq: string; bytes: number; cluster: string }>(
+      `SELECT seq, octet_length(event::text) AS bytes, cluster FROM kubediff_events WHERE ${where}
+       ORDER BY seq DESC LIMIT $${params.length + 1}`,
+      [...params, query.limit + 1],
     );
+    const kept = keptBySize(sizes, query);
+    const events =
+      kept.count === 0
+        ? []
+        : await this.select<{ seq: string; json: string }>(
+            `SELECT seq, event::text AS json FROM kubediff_events WHERE ${where} AND seq >= $${params.length + 1}
+             ORDER BY seq DESC LIMIT $${params.length + 2}`,
+            [...params, kept.oldestSeq, kept.count],
+          );
+    // The last recorded state is per cluster: the one asked for, or the newest event's.
+    const cluster = ref.cluster ?? sizes[0]?.cluster;
+    if (cluster === undefined) return objectRecords(events, kept, undefined, false);
+    const key = [cluster, ref.resource, objectKeyOf(ref)];
+    const objectWhere = 'cluster = $1 AND resource = $2 AND key = $3';
+    const size = (
+      await this.select<{ bytes: number }>(
+        `SELECT octet_length(object) AS bytes FROM kubediff_objects WHERE ${objectWhere}`,
+        key,
+      )
+    )[0]?.bytes;
+    const current =
+      size === undefined || size > query.maxBytes
+        ? undefined
+        : (
+            await this.select<{ json: string }>(
+              `SELECT object AS json FROM kubediff_objects WHERE ${objectWhere}`,
+              key,
+            )
+          )[0]?.json;
+    return objectRecords(events, kept, current, size !== undefined && size > query.maxBytes);
   }
 
   async after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]> {

@@ -1,9 +1,3 @@
-// The SQLite TimelineReader: the UI's queries on the state file, through SqliteDatabase, read-only (in
-// a worker thread: sqlite-timeline-worker.ts). Filters use the history's columns (time, type, resource,
-// namespace, name) where they exist and the stored event's JSON for the rest (cluster, who, change
-// paths): no column or index of its own, so the schema stays the state file's.
-import type { ChangeEvent } from '../events/event.ts';
-import type { JsonObject } from '../kube/types.ts';
 import { FacetCache, type FacetSource } from './facet-cache.ts';
 import type { SqliteDatabase, SqlParameter } from './sqlite-database.ts';
 import {
@@ -11,9 +5,10 @@ import {
   bucketLength,
   cellCounts,
   eventPage,
+  keptBySize,
   markCounts,
-  objectHistory,
   objectKeyOf,
+  objectRecords,
   pathFragment,
   type SummaryRow,
   summaryOf,
@@ -27,7 +22,8 @@ import {
   type EventsPageQuery,
   type Facets,
   type HistoryFilter,
-  type ObjectHistory,
+  type ObjectRecords,
+  type ObjectRecordsQuery,
   type ObjectRef,
   type Timeline,
   type TimelineOptions,
@@ -226,24 +222,38 @@ export class SqliteTimelineReader implements TimelineReader, FacetSource {
     return assembleTimeline({ latestSeq, total, rows }, options, { bucketMs, cells });
   }
 
-  async object(ref: ObjectRef, limit: number): Promise<ObjectHistory> {
-    const rows = this.db.select<{ seq: number; event: string }>(
-      'SELECT seq, event FROM events WHERE resource = ? AND namespace IS ? AND name = ? ORDER BY seq DESC LIMIT ?',
-      ref.resource,
-      ref.namespace ?? null,
-      ref.name,
-      limit + 1,
+  async objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {
+    // The sizes first (octet_length reads no value), then only the events that fit.
+    const where = 'resource = ? AND namespace IS ? AND name = ?';
+    const at = [ref.resource, ref.namespace ?? null, ref.name];
+    const sizes = this.db.select<{ seq: number; bytes: number }>(
+      `SELECT seq, octet_length(event) AS bytes FROM events WHERE ${where} ORDER BY seq DESC LIMIT ?`,
+      ...at,
+      query.limit + 1,
     );
-    const current = this.db.select<{ object: string }>(
-      'SELECT object FROM objects WHERE resource = ? AND key = ?',
-      ref.resource,
-      objectKeyOf(ref),
-    )[0];
-    return objectHistory(
-      rows.map((row) => ({ seq: row.seq, event: JSON.parse(row.event) as ChangeEvent })),
-      limit,
-      current ? (JSON.parse(current.object) as JsonObject) : undefined,
-    );
+    const kept = keptBySize(sizes, query);
+    const events =
+      kept.count === 0
+        ? []
+        : this.db.select<{ seq: number; json: string }>(
+            `SELECT seq, event AS json FROM events WHERE ${where} AND seq >= ? ORDER BY seq DESC LIMIT ?`,
+            ...at,
+            kept.oldestSeq,
+            kept.count,
+          );
+    const key = [ref.resource, objectKeyOf(ref)];
+    const size = this.db.select<{ bytes: number }>(
+      'SELECT octet_length(object) AS bytes FROM objects WHERE resource = ? AND key = ?',
+      ...key,
+    )[0]?.bytes;
+    const current =
+      size === undefined || size > query.maxBytes
+        ? undefined
+        : this.db.select<{ json: string }>(
+            'SELECT object AS json FROM objects WHERE resource = ? AND key = ?',
+            ...key,
+          )[0]?.json;
+    return objectRecords(events, kept, current, size !== undefined && size > query.maxBytes);
   }
 
   async after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]> {

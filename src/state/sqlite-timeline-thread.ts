@@ -17,7 +17,8 @@ import type {
   EventsPageQuery,
   Facets,
   HistoryFilter,
-  ObjectHistory,
+  ObjectRecords,
+  ObjectRecordsQuery,
   ObjectRef,
   Timeline,
   TimelineOptions,
@@ -124,8 +125,8 @@ export class SqliteTimelineThread implements TimelineReader {
     return this.call('timeline', filter, options);
   }
 
-  object(ref: ObjectRef, limit: number): Promise<ObjectHistory> {
-    return this.call('object', ref, limit);
+  objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {
+    return this.call('objectRecords', ref, query);
   }
 
   after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]> {

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { errorMessage, UsageError } from '../util/errors.ts';
+import { yieldToMainThread } from '../util/thread-priority.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
 import { SqliteTimelineReader } from './sqlite-timeline-reader.ts';
 import type { TimelineReader } from './timeline-reader.ts';
@@ -17,7 +18,7 @@ export interface WorkerRequest {
   args: unknown[];
 }
 
-export type QueryMethod = 'facets' | 'events' | 'timeline' | 'object' | 'after' | 'latestSeq';
+export type QueryMethod = 'facets' | 'events' | 'timeline' | 'objectRecords' | 'after' | 'latestSeq';
 
 export interface WorkerError {
   message: string;
@@ -43,6 +44,8 @@ function holdWhileFileExists(file: string): void {
 }
 
 function serve(port: MessagePort, start: WorkerStart): void {
+  // The UI's queries come after the watch's own work (src/util/thread-priority.ts).
+  yieldToMainThread();
   let reader: TimelineReader;
   try {
     reader = new SqliteTimelineReader(SqliteDatabase.open(start.path, { readOnly: true }));

@@ -1,15 +1,15 @@
 // What both stores' TimelineReaders build their answers with, from the rows their SQL returns: event
 // summaries, the timeline's rows, marks or density cells, pages, one object's history. The SQL differs
 // per store (sqlite-timeline-reader.ts, postgres-timeline-reader.ts); what the UI receives does not.
-import type { ChangeEvent, EventType } from '../events/event.ts';
-import type { JsonObject } from '../kube/types.ts';
+import type { EventType } from '../events/event.ts';
 import {
   CLUSTER_SCOPED,
   type DensityCell,
   type EventPage,
   type EventSummary,
   type Facets,
-  type ObjectHistory,
+  type ObjectRecords,
+  type ObjectRecordsQuery,
   type ObjectRef,
   type RowKey,
   type Timeline,
@@ -132,17 +132,47 @@ export function objectKeyOf(ref: ObjectRef): string {
   return ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
 }
 
-/** One object's history from up to `limit + 1` of its events newest first, and its last recorded state. */
-export function objectHistory(
-  newestFirst: { seq: number; event: ChangeEvent }[],
-  limit: number,
-  current: JsonObject | undefined,
-): ObjectHistory {
-  const events = newestFirst
-    .slice(0, limit)
-    .reverse()
-    .map((row) => ({ ...row.event, seq: row.seq }));
-  const history: ObjectHistory = { events, truncated: newestFirst.length > limit };
-  if (current) history.current = current;
-  return history;
+/**
+ * How many of an object's events, newest first (`limit + 1` of their sizes), an answer keeps: at most
+ * `limit`, and no more than fit in `maxBytes` together.
+ */
+export function keptBySize(
+  newestFirst: readonly { seq: number | string; bytes: number | string }[],
+  query: ObjectRecordsQuery,
+): { count: number; oldestSeq: number; truncated: boolean; bytesBound: boolean } {
+  let count = 0;
+  let total = 0;
+  let bytesBound = false;
+  for (const row of newestFirst.slice(0, query.limit)) {
+    total += Number(row.bytes);
+    if (total > query.maxBytes) {
+      bytesBound = true;
+      break;
+    }
+    count++;
+  }
+  const oldest = newestFirst[count - 1];
+  return {
+    count,
+    oldestSeq: oldest ? Number(oldest.seq) : 0,
+    truncated: bytesBound || newestFirst.length > query.limit,
+    bytesBound,
+  };
+}
+
+/** ObjectRecords from the kept events newest first, and the object's last state. */
+export function objectRecords(
+  newestFirst: readonly { seq: number | string; json: string }[],
+  kept: { truncated: boolean; bytesBound: boolean },
+  current: string | undefined,
+  currentTooLarge: boolean,
+): ObjectRecords {
+  const records: ObjectRecords = {
+    events: newestFirst.map((row) => ({ seq: Number(row.seq), json: row.json })).reverse(),
+    truncated: kept.truncated,
+    bytesBound: kept.bytesBound,
+  };
+  if (current !== undefined) records.current = current;
+  if (currentTooLarge) records.currentTooLarge = true;
+  return records;
 }

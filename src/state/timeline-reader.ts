@@ -6,8 +6,7 @@
 // (both built by timeline-assembly.ts), so the UI above them does not know which store it reads. The
 // interface is asynchronous for both: PostgreSQL answers over the network, and the SQLite queries run
 // off the thread that serves pages (and watches).
-import type { ChangeEvent, EventType } from '../events/event.ts';
-import type { JsonObject } from '../kube/types.ts';
+import type { EventType } from '../events/event.ts';
 
 /** A namespace filter value for cluster-scoped objects (no namespace name can be "-"). */
 export const CLUSTER_SCOPED = '-';
@@ -92,13 +91,27 @@ export interface ObjectRef {
   name: string;
 }
 
-export interface ObjectHistory {
-  /** Oldest first; the newest `limit`. */
-  events: (ChangeEvent & { seq: number })[];
-  /** True when older events exist beyond `limit`. */
+/**
+ * One object's history as stored, not parsed (the UI rebuilds its versions off the thread that watches:
+ * src/ui/object-view.ts): the newest `limit` events, and at most `maxBytes` of them.
+ */
+export interface ObjectRecords {
+  /** Oldest first: each event's seq and its stored JSON. */
+  events: { seq: number; json: string }[];
+  /** Older events exist beyond `limit` or beyond `maxBytes`. */
   truncated: boolean;
-  /** The object as last recorded (normalized, Secrets redacted), while it exists. */
-  current?: JsonObject;
+  /** Beyond `maxBytes` (not only beyond `limit`): some events were left out for their size. */
+  bytesBound: boolean;
+  /** The object as last recorded (normalized, Secrets redacted; JSON), while it exists, within maxBytes. */
+  current?: string;
+  /** The object exists but its last recorded state is larger than `maxBytes` (left out). */
+  currentTooLarge?: true;
+}
+
+/** What objectRecords() reads: the newest `limit` events, `maxBytes` of JSON at most (the object too). */
+export interface ObjectRecordsQuery {
+  limit: number;
+  maxBytes: number;
 }
 
 export interface Facets {
@@ -123,7 +136,7 @@ export interface TimelineReader {
   /** Newest first, `limit` at most, older than `before` (a seq). */
   events(filter: HistoryFilter, page: EventsPageQuery): Promise<EventPage>;
   timeline(filter: HistoryFilter, options: TimelineOptions): Promise<Timeline>;
-  object(ref: ObjectRef, limit: number): Promise<ObjectHistory>;
+  objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords>;
   /** Events after `seq`, oldest first, at most `limit` (live updates). */
   after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]>;
   latestSeq(): Promise<number>;

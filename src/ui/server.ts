@@ -11,35 +11,44 @@
 //   GET /api/v1/stream          server-sent events: what is recorded from now on (after=<seq>)
 //   GET /healthz
 //
-// Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams.
+// Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams. No
+// visitor can stop or slow the watch this server may run beside: a connection's errors stay with it
+// (src/service/listener-guard.ts), a live stream that is not read is closed, and an object's versions
+// are rebuilt in a worker thread (object-view.ts), as the SQLite history is read in one.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { guardedServerOptions, ListenerGuard, type ListenerLimits } from '../service/listener-guard.ts';
 import type { UiObserver } from '../service/metrics/ui-metrics.ts';
 import { ReaderBusy } from '../state/reader-busy.ts';
 import type { HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
-import {
-  boundAddress,
-  closeServer,
-  createServer,
-  listenOn,
-  parseListenAddress,
-} from '../util/http-server.ts';
+import { boundAddress, closeServer, createServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type Asset, loadAssets } from './assets.ts';
+import { checkExposure, type Exposure, isLoopback } from './exposure.ts';
+import { type ObjectLimits, ObjectViews, ObjectViewTooSlow } from './object-view.ts';
 import { BadRequest, historyFilter, integer, LIMITS, objectRef, rowKey, time } from './query.ts';
-import { rebuildVersions } from './versions.ts';
 
 /** Documented in docs/ui.md ("Limits"). */
 export const SERVER_LIMITS = {
-  connections: 64,
   streams: 16,
-  /** Events one stream is sent per poll; the rest follow at the next. */
+  /** Events one stream is sent per query… */
   streamBatch: 500,
+  /** …and at most this many queries per poll, while its client keeps up; the rest follow at the next. */
+  streamBatchesPerPoll: 20,
   /** A stream whose client reads slower than this much unsent data is closed (it reconnects). */
   streamBufferBytes: 1024 * 1024,
 } as const;
+
+/** Documented in docs/ui.md ("Limits"). */
+export const UI_LISTENER_LIMITS: ListenerLimits = {
+  maxConnections: 64,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+};
 
 /** A comment line this often keeps an idle live stream open through proxies. */
 const HEARTBEAT_MS = 15_000;
@@ -66,15 +75,15 @@ function routeOf(pathname: string, isAsset: boolean): UiRoute {
   return (api as UiRoute | undefined) ?? 'other';
 }
 
-export interface UiServerOptions {
+export interface UiServerOptions extends Exposure {
   reader: TimelineReader;
   log: Logger;
-  /** Required as `Authorization: Bearer <token>` on /api/ when set. */
-  token?: string | undefined;
-  /** The flag named in messages: --listen (ui) or --ui (watch). */
-  flag?: string;
   /** How often live streams look for new events. */
   pollIntervalMs?: number;
+  /** The bounds of an object's answer (default OBJECT_LIMITS; tests make them small). */
+  objectLimits?: Partial<ObjectLimits>;
+  /** KUBEDIFF_UI_TEST_HEARTBEAT, KUBEDIFF_UI_TEST_HOLD_REBUILD (docs/ui.md): tests only. */
+  env?: NodeJS.ProcessEnv;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -89,12 +98,6 @@ const SECURITY_HEADERS: Record<string, string> = {
   'permissions-policy': 'camera=(), microphone=(), geolocation=()',
 };
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
-
-function isLoopback(host: string | undefined): boolean {
-  return host !== undefined && (LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host));
-}
-
 interface Stream {
   response: ServerResponse;
   filter: HistoryFilter;
@@ -108,48 +111,49 @@ export class UiServer {
   private readonly tokenDigest: Buffer | undefined;
   private readonly loopbackOnly: boolean;
   private readonly streams = new Set<Stream>();
+  private readonly views: ObjectViews;
+  private readonly heartbeatMs: number;
+  /** Its connections' guard (limits, contained errors), read by the metrics. */
+  readonly listener: ListenerGuard;
   private poller: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private warnedStreams = false;
   private warnedQueue = false;
+  private warnedSlowStream = false;
+  private warnedSlowObject = false;
   private polling = false;
   private observer: UiObserver | undefined;
 
   private constructor(server: Server, options: UiServerOptions, loopbackOnly: boolean) {
+    const env = options.env ?? process.env;
     this.server = server;
     this.options = options;
     this.assets = loadAssets();
     this.tokenDigest = options.token ? digest(options.token) : undefined;
     this.loopbackOnly = loopbackOnly;
+    this.views = new ObjectViews({
+      holdFile: env.KUBEDIFF_UI_TEST_HOLD_REBUILD || undefined,
+      limits: options.objectLimits,
+    });
+    this.heartbeatMs = Number(env.KUBEDIFF_UI_TEST_HEARTBEAT) || HEARTBEAT_MS;
+    this.listener = ListenerGuard.attach(server, 'ui', UI_LISTENER_LIMITS, options.log);
   }
 
-  /** Listens on `address` ([host]:port); a UsageError when it cannot. */
+  /** Listens on `address` ([host]:port); a UsageError when it cannot, or when it would expose the history. */
   static async start(address: string, options: UiServerOptions): Promise<UiServer> {
     const flag = options.flag ?? '--listen';
-    const { host } = parseListenAddress(address, flag);
+    const loopbackOnly = checkExposure(address, options);
     // The filters' values, computed once before the first page asks (seconds on a million events).
     await options.reader.facets();
-    const server = createServer();
-    const ui = new UiServer(server, options, isLoopback(host));
+    const server = createServer(guardedServerOptions(UI_LISTENER_LIMITS));
+    const ui = new UiServer(server, options, loopbackOnly);
     server.on('request', (request, response) => {
       void ui.handle(request, response);
     });
-    server.maxConnections = SERVER_LIMITS.connections;
-    let warnedConnections = false;
-    server.on('drop', () => {
-      if (warnedConnections) return;
-      warnedConnections = true;
-      options.log.warn(
-        `ui: ${SERVER_LIMITS.connections} connections are open, the most served; further ones are closed at once (logged once).`,
-      );
-    });
-    server.keepAliveTimeout = 5_000;
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 30_000;
     await listenOn(server, address, flag);
     if (!ui.loopbackOnly && !options.token) {
       options.log.warn(
-        `the UI on ${address} is reachable from other machines and has no token: anyone who reaches the port reads the change history; pass --token-file, or listen on 127.0.0.1 and use kubectl port-forward.`,
+        `the UI on ${address} is reachable from other machines and has no token (${options.allowNoTokenFlag ?? '--allow-no-token'}): anyone who reaches the port reads the change history.`,
       );
     }
     options.log.info(`serving the change history on http://${ui.address}/`);
@@ -176,7 +180,7 @@ export class UiServer {
     clearInterval(this.heartbeat);
     for (const stream of this.streams) stream.response.end();
     this.streams.clear();
-    await closeServer(this.server);
+    await Promise.all([closeServer(this.server), this.views.close()]);
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -240,6 +244,10 @@ export class UiServer {
         this.refuseBusy(response, error);
         return;
       }
+      if (error instanceof ObjectViewTooSlow) {
+        this.refuseSlowObject(response, error);
+        return;
+      }
       this.options.log.warn(`ui: ${pathOf(rawUrl)}: ${errorMessage(error)}`);
       if (!response.headersSent) sendJson(response, 500, { error: 'internal error (logged by kubediff).' });
       else response.destroy();
@@ -262,6 +270,16 @@ export class UiServer {
     }
     response.setHeader('retry-after', '1');
     sendJson(response, 503, { error: 'the history is busy answering other queries; retry shortly.' });
+  }
+
+  /** An object's answer took too long to build: 503, counted, said once. */
+  private refuseSlowObject(response: ServerResponse, error: ObjectViewTooSlow): void {
+    this.observer?.rejected('time');
+    if (!this.warnedSlowObject) {
+      this.warnedSlowObject = true;
+      this.options.log.warn(`ui: ${error.message} Such requests are answered 503 (logged once).`);
+    }
+    sendJson(response, 503, { error: error.message });
   }
 
   private async api(url: URL, response: ServerResponse): Promise<void> {
@@ -302,14 +320,15 @@ export class UiServer {
           max: LIMITS.objectEventsMax,
           fallback: LIMITS.objectEventsDefault,
         });
-        const history = await reader.object(objectRef(params), limit);
         const wanted = ['a', 'b'].flatMap((name) => {
           const seq = integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER });
           return seq === undefined ? [] : [seq];
         });
-        const { rebuildable, versions } = rebuildVersions(history, new Set(wanted));
-        const { current: _current, ...rest } = history;
-        sendJson(response, 200, { ...rest, rebuildable, versions: Object.fromEntries(versions) });
+        const records = await reader.objectRecords(objectRef(params), {
+          limit,
+          maxBytes: this.views.maxBytes,
+        });
+        sendBytes(response, 200, await this.views.render(records, wanted));
         return;
       }
       case '/api/v1/stream':
@@ -351,12 +370,46 @@ export class UiServer {
       void this.poll();
     }, this.options.pollIntervalMs ?? 500);
     this.heartbeat ??= setInterval(() => {
-      for (const open of this.streams) open.response.write(': ping\n\n');
-    }, HEARTBEAT_MS);
+      for (const open of [...this.streams]) this.send(open, ': ping\n\n');
+    }, this.heartbeatMs);
+  }
+
+  /** Writes to a live stream that is still open (see open()). */
+  private send(stream: Stream, text: string): void {
+    if (this.open(stream)) stream.response.write(text);
   }
 
   /**
-   * One look at the history for every live stream: a cheap max(seq) first, the filtered query only then.
+   * Whether a live stream is still open; one whose client left SERVER_LIMITS.streamBufferBytes unread
+   * is closed now (its page reconnects and resumes from its last event) and forgotten here, so that
+   * nothing writes to it again.
+   */
+  private open(stream: Stream): boolean {
+    const { response } = stream;
+    if (!this.streams.has(stream) || response.writableEnded || response.destroyed) {
+      this.streams.delete(stream);
+      return false;
+    }
+    if (response.writableLength > SERVER_LIMITS.streamBufferBytes) {
+      this.streams.delete(stream);
+      response.destroy();
+      this.observer?.rejected('stream_buffer');
+      if (!this.warnedSlowStream) {
+        this.warnedSlowStream = true;
+        this.options.log.warn(
+          `ui: a live stream's client left more than ${formatSize(SERVER_LIMITS.streamBufferBytes)} unread; it is closed (its page reconnects and resumes). Counted in kubediff_ui_rejected_total{limit="stream_buffer"}; logged once.`,
+        );
+      }
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * One look at the history for every live stream: a cheap max(seq) first, the filtered queries only
+   * then. A stream that is behind (a page resuming) is sent batch after batch, up to
+   * streamBatchesPerPoll; one whose client does not read them as fast is closed by open() (the page
+   * reconnects and resumes from its last event).
    * One look at a time: a slow store skips the ticks that come while it answers.
    */
   private async poll(): Promise<void> {
@@ -372,20 +425,20 @@ export class UiServer {
     try {
       const latest = await this.options.reader.latestSeq();
       for (const stream of [...this.streams]) {
-        if (stream.after >= latest) continue;
-        if (stream.response.writableLength > SERVER_LIMITS.streamBufferBytes) {
-          stream.response.end();
-          continue;
+        for (let batch = 0; batch < SERVER_LIMITS.streamBatchesPerPoll; batch++) {
+          if (stream.after >= latest || !this.open(stream)) break;
+          const events = await this.options.reader.after(
+            stream.after,
+            stream.filter,
+            SERVER_LIMITS.streamBatch,
+          );
+          if (!this.streams.has(stream)) break; // closed while the query ran
+          const more = events.length === SERVER_LIMITS.streamBatch;
+          stream.after = more ? events.at(-1)!.seq : latest;
+          if (events.length > 0)
+            this.send(stream, `event: events\nid: ${stream.after}\ndata: ${JSON.stringify(events)}\n\n`);
+          if (!more) break;
         }
-        const events = await this.options.reader.after(
-          stream.after,
-          stream.filter,
-          SERVER_LIMITS.streamBatch,
-        );
-        if (!this.streams.has(stream)) continue; // closed while the query ran
-        stream.after = events.length === SERVER_LIMITS.streamBatch ? events.at(-1)!.seq : latest;
-        if (events.length > 0)
-          stream.response.write(`event: events\nid: ${stream.after}\ndata: ${JSON.stringify(events)}\n\n`);
       }
     } catch (error) {
       // A full queue: the streams wait for the next tick (their `after` is unchanged).
@@ -419,6 +472,15 @@ function sendJson(response: ServerResponse, status: number, body: unknown): void
     'cache-control': 'no-store',
   });
   response.end(text);
+}
+
+function sendBytes(response: ServerResponse, status: number, body: Uint8Array): void {
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': body.byteLength,
+  });
+  response.end(body);
 }
 
 function sendText(response: ServerResponse, status: number, text: string): void {

@@ -43,6 +43,14 @@ export function parseListenAddress(text: string, flag = '--listen'): ListenAddre
   return { host, port };
 }
 
+/**
+ * The kernel's queue of connections not yet accepted (Linux caps it at net.core.somaxconn): long, so
+ * that a burst of connections is accepted and then closed by the listener's guard
+ * (src/service/listener-guard.ts) rather than left half-open where neither side sees it (Node's default
+ * is 511).
+ */
+const LISTEN_BACKLOG = 4096;
+
 /** Listens on `address` (as `flag` gives it); rejects with a UsageError when the port cannot be had. */
 export async function listenOn(server: NetServer, address: string, flag: string): Promise<void> {
   const { host, port } = parseListenAddress(address, flag);
@@ -56,7 +64,7 @@ export async function listenOn(server: NetServer, address: string, flag: string)
       );
     };
     server.once('error', onError);
-    server.listen({ port, ...(host ? { host } : {}) }, () => {
+    server.listen({ port, backlog: LISTEN_BACKLOG, ...(host ? { host } : {}) }, () => {
       server.off('error', onError);
       resolve();
     });

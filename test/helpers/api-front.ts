@@ -8,6 +8,9 @@
 //   const held = front.hold((r) => r.path.endsWith('/configmaps'));  // forwarded only once released
 //   held.release();
 //
+// Holding requests until the test releases them makes what happens between two of them (an etcd
+// compaction between two pages of a LIST, say) the test's to decide.
+//
 // The front presents the API server's own serving certificate (issued for 127.0.0.1 by the cluster's CA,
 // which every test kubeconfig trusts), so kubediff verifies TLS as usual; the client's Authorization
 // header passes through unchanged. It offers HTTP/2 in ALPN as the API server does, so kubediff takes its
@@ -50,9 +53,9 @@ export interface ApiFront {
   answer(match: (request: FrontRequest) => boolean, answer: FrontAnswer, times?: number): void;
   /**
    * Holds the requests matching `match` (not forwarded, not answered) until `release()`, which forwards
-   * them; from then on they pass as any other.
+   * them; from then on they pass as any other. `held` resolves with the first one held, once it arrived.
    */
-  hold(match: (request: FrontRequest) => boolean): { release(): void };
+  hold(match: (request: FrontRequest) => boolean): { held: Promise<FrontRequest>; release(): void };
   /** Resolves once at least `n` requests matching `match` have been seen (answered or forwarded). */
   waitForRequests(match: (request: FrontRequest) => boolean, n: number, timeoutMs?: number): Promise<void>;
   /** Resolves once no client connection is open; rejects after `timeoutMs`. */
@@ -81,7 +84,11 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
     ...(cluster.insecureSkipTLSVerify ? { rejectUnauthorized: false } : {}),
   });
   const rules: { match: (request: FrontRequest) => boolean; answer: FrontAnswer; left: number }[] = [];
-  const holds: { match: (request: FrontRequest) => boolean; held: (() => void)[] | undefined }[] = [];
+  const holds: {
+    match: (request: FrontRequest) => boolean;
+    held: (() => void)[] | undefined;
+    arrived: (request: FrontRequest) => void;
+  }[] = [];
   const requests: (FrontRequest & { answered: boolean })[] = [];
   const listeners = new Set<() => void>();
   const notify = () => {
@@ -129,6 +136,7 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
     }
     const hold = holds.find((candidate) => candidate.held && candidate.match(seen));
     if (hold?.held) {
+      hold.arrived(seen);
       hold.held.push(() => forward(req, res, writeHead));
       return;
     }
@@ -200,9 +208,11 @@ export async function startApiFront(options: { http1Only?: boolean } = {}): Prom
       rules.push({ match, answer, left: times });
     },
     hold(match) {
-      const hold: (typeof holds)[number] = { match, held: [] };
+      const arrived = Promise.withResolvers<FrontRequest>();
+      const hold: (typeof holds)[number] = { match, held: [], arrived: arrived.resolve };
       holds.push(hold);
       return {
+        held: arrived.promise,
         release() {
           const held = hold.held ?? [];
           hold.held = undefined;

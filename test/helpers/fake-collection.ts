@@ -54,6 +54,8 @@ export class FakeCollection implements ListerWatcher {
   /** Every LIST and WATCH asked for, in order. */
   readonly lists: ListOptions[] = [];
   readonly watches: FakeWatch[] = [];
+  /** Every whole LIST asked for (no limit: after a continue token expired). */
+  readonly wholeLists: PassThrough[] = [];
   private readonly listAnswers: ListAnswer[] = [];
   private readonly watchAnswers: (Error | undefined)[] = [];
 
@@ -82,6 +84,14 @@ export class FakeCollection implements ListerWatcher {
     return answer;
   }
 
+  /** The whole LIST: a body the test writes (wholeList() writes a List and ends it). */
+  async listWhole(options: { signal: AbortSignal }): Promise<Readable> {
+    const body = new PassThrough();
+    options.signal.addEventListener('abort', () => body.destroy(), { once: true });
+    this.wholeLists.push(body);
+    return body;
+  }
+
   async watch(options: WatchOptions): Promise<Readable> {
     const failure = this.watchAnswers.shift();
     if (failure) throw failure;
@@ -90,6 +100,21 @@ export class FakeCollection implements ListerWatcher {
     this.watches.push(watch);
     return watch.body;
   }
+}
+
+/**
+ * Writes a whole List into `body`, as the API server does, in chunks of `chunk` characters (so that items
+ * and strings are cut across chunks), and ends it.
+ */
+export function wholeList(body: PassThrough, resourceVersion: string, items: KubeObject[], chunk = 7): void {
+  const text = JSON.stringify({
+    kind: 'ConfigMapList',
+    apiVersion: 'v1',
+    metadata: { resourceVersion },
+    items: items.map(({ apiVersion: _apiVersion, kind: _kind, ...rest }) => rest),
+  });
+  for (let start = 0; start < text.length; start += chunk) body.write(text.slice(start, start + chunk));
+  body.end();
 }
 
 /** A page of a LIST: these objects, at this resourceVersion, maybe with a continue token. */

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { type ChangeEvent, qualifiedResource } from '../../src/events/event.ts';
+import type { StoredObject } from '../../src/informer/store.ts';
 import { migratePostgres } from '../../src/state/postgres-migrations.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import type { StateWrite } from '../../src/state/store.ts';
@@ -130,6 +131,105 @@ export async function insertPostgresEvents(
         ],
       );
     }
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * One ConfigMap `name` in namespace `ns` whose `keys` data keys are all replaced in each of `rounds`
+ * updates (`value-<key>-<round>`): its events, oldest first, and its state after the last, as a store
+ * records them. A large object's history, for the UI's object view and its bounds.
+ */
+export function replacedConfigMap(
+  ns: string,
+  name: string,
+  keys: number,
+  rounds: number,
+): { events: ChangeEvent[]; data: (round: number) => Record<string, string>; object: StoredObject } {
+  const uid = `uid-${name}`;
+  const data = (round: number) =>
+    Object.fromEntries(Array.from({ length: keys }, (_, key) => [`key-${key}`, `value-${key}-${round}`]));
+  const events: ChangeEvent[] = [];
+  for (let round = 0; round <= rounds; round++) {
+    const event: ChangeEvent = {
+      id: `${uid}:${round + 1}`,
+      type: round === 0 ? 'ADDED' : 'UPDATED',
+      time: new Date(Date.parse('2026-11-21T00:00:00Z') + round * 1_000).toISOString(),
+      cluster: 'prod-eu',
+      object: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        resource: 'configmaps',
+        namespace: ns,
+        name,
+        uid,
+        resourceVersion: String(round + 1),
+      },
+    };
+    if (round > 0) {
+      event.changes = Array.from({ length: keys }, (_, key) => ({
+        op: 'replace' as const,
+        path: `/data/key-${key}`,
+        from: `value-${key}-${round - 1}`,
+        to: `value-${key}-${round}`,
+      }));
+    }
+    events.push(event);
+  }
+  const object: StoredObject = {
+    key: `${ns}/${name}`,
+    namespace: ns,
+    name,
+    uid,
+    resourceVersion: String(rounds + 1),
+    object: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: ns, uid },
+      data: data(rounds),
+    },
+  };
+  return { events, data, object };
+}
+
+/** Writes events and an object's last state into a PostgreSQL history (migrated), cluster prod-eu. */
+export async function insertPostgresObject(
+  url: string,
+  events: readonly ChangeEvent[],
+  object: StoredObject,
+): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const event of events) {
+      await client.query(
+        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event)
+         VALUES ($1, $2, $3::timestamptz, $4, $5, $6, $7, $8::json)`,
+        [
+          event.cluster ?? '',
+          event.id,
+          event.time,
+          event.type,
+          qualifiedResource(event),
+          event.object.namespace ?? null,
+          event.object.name,
+          JSON.stringify(event),
+        ],
+      );
+    }
+    await client.query(
+      `INSERT INTO kubediff_objects (cluster, resource, key, namespace, name, uid, resource_version, object)
+       VALUES ('prod-eu', 'configmaps', $1, $2, $3, $4, $5, $6)`,
+      [
+        object.key,
+        object.namespace ?? null,
+        object.name,
+        object.uid,
+        object.resourceVersion,
+        JSON.stringify(object.object),
+      ],
+    );
   } finally {
     await client.end();
   }

@@ -14,6 +14,8 @@ export interface TestPki {
   clientKey: string;
   /** The client certificate's subject CN. */
   clientName: string;
+  /** More client certificates from the same CA, by their subject CN (`otherClients`). */
+  others: Record<string, { cert: string; key: string }>;
 }
 
 /**
@@ -21,7 +23,9 @@ export interface TestPki {
  * subject is CN=kubediff-test-client unless `clientSubject` says otherwise (for the API server, O
  * names the user's groups).
  */
-export function makeTestPki(options: { clientSubject?: { cn: string; o?: string } } = {}): TestPki {
+export function makeTestPki(
+  options: { clientSubject?: { cn: string; o?: string }; otherClients?: readonly string[] } = {},
+): TestPki {
   const dir = mkdtempSync(path.join(tmpdir(), 'kubediff-test-pki-'));
   const file = (name: string) => path.join(dir, name);
   const openssl = (...args: string[]) =>
@@ -84,6 +88,11 @@ export function makeTestPki(options: { clientSubject?: { cn: string; o?: string 
       'extendedKeyUsage=clientAuth\n',
     );
     const read = (name: string) => readFileSync(file(name), 'utf8');
+    const others: TestPki['others'] = {};
+    for (const [index, name] of (options.otherClients ?? []).entries()) {
+      sign(`other-${index}`, `/CN=${name}`, 'extendedKeyUsage=clientAuth\n');
+      others[name] = { cert: read(`other-${index}.crt`), key: read(`other-${index}.key`) };
+    }
     return {
       caPem: read('ca.crt'),
       serverCert: read('server.crt'),
@@ -91,6 +100,7 @@ export function makeTestPki(options: { clientSubject?: { cn: string; o?: string 
       clientCert: read('client.crt'),
       clientKey: read('client.key'),
       clientName,
+      others,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -9,9 +9,10 @@
 // token alone.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:https';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -177,6 +178,41 @@ describe('who made it: the audit webhook', { skip: needsSharedEtcd() }, () => {
       assert.match(event.by?.auditID ?? '', /^[0-9a-f-]{36}$/);
       assert.ok((event.by?.sourceIPs ?? []).includes('127.0.0.1'), JSON.stringify(event.by));
     }
+  });
+
+  it('a flood of 2,000 idle sockets at the audit port: they are closed, the API server is served meanwhile', async () => {
+    // Connections that never send a ClientHello, as fast as they can be opened.
+    const flood: Promise<void>[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      const socket = connect(kubediffPort, '127.0.0.1');
+      socket.on('error', () => {});
+      flood.push(once(socket, 'close').then(() => {}));
+    }
+    // The API server's own connection is cut: it must connect again, into the flood.
+    proxy.cutAll();
+    await alice.create(configmaps(), { metadata: { name: 'during-the-flood' }, data: { a: '1' } });
+    const added = await eventOf('ADDED', 'during-the-flood');
+    assert.equal(added.by?.user?.username, 'alice', JSON.stringify(added.by));
+    assert.equal(added.by?.match, 'exact');
+    // Every socket of the flood is closed by kubediff: replaced by newer ones at the connection cap,
+    // or at the TLS handshake's timeout.
+    await Promise.all(flood);
+    const metrics = await scrapeMetrics(metricsBase);
+    const closed = (reason: string) =>
+      metrics.get(`kubediff_listener_connections_closed_total{listener="audit",reason="${reason}"}`) ?? 0;
+    assert.ok(closed('limit') > 0, `closed at the cap: ${closed('limit')}`);
+    assert.ok(closed('handshake_timeout') > 0, `timed out: ${closed('handshake_timeout')}`);
+    assert.ok(closed('limit') + closed('handshake_timeout') >= 2_000);
+    assert.equal(
+      kd.stderr.match(/audit webhook: a connection did not complete its TLS handshake/g)?.length,
+      1,
+    );
+    assert.equal(kd.stderr.match(/audit webhook: 64 connections are open, the most served/g)?.length, 1);
+    // And after it, as before.
+    const since = kd.events.length;
+    await alice.patch(cm('during-the-flood'), { data: { a: '2' } });
+    const updated = await eventOf('UPDATED', 'during-the-flood', since);
+    assert.equal(updated.by?.user?.username, 'alice');
   });
 
   it('joins what is audited without response objects by name and time: nearest', async () => {

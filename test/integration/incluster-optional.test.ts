@@ -34,6 +34,8 @@ const AUDIT_ARGS = [
   '--audit-cert=/etc/kubediff-audit/tls.crt',
   '--audit-key=/etc/kubediff-audit/tls.key',
   '--audit-client-ca=/etc/kubediff-audit/ca.crt',
+  // Pinned by default: the API server's client identity, not any certificate its CA signed.
+  '--audit-client-name=kube-apiserver-audit',
 ];
 
 const container = (objects: readonly Manifest[]) =>
@@ -189,6 +191,17 @@ describe('optional parts of deploy/ and the chart', () => {
       container(tokenOnly).args.filter((arg: string) => arg.startsWith('--audit')),
       AUDIT_ARGS.slice(0, 3),
     );
+    // Another name for the API server's client certificate.
+    const renamed = (await helmDryRun(kubeconfig, release, namespace, [
+      '--set',
+      'audit.enabled=true',
+      '--set',
+      'audit.clientNames={apiserver-audit-client}',
+    ])) as Manifest[];
+    assert.deepEqual(
+      container(renamed).args.filter((arg: string) => arg.startsWith('--audit-client')),
+      ['--audit-client-ca=/etc/kubediff-audit/ca.crt', '--audit-client-name=apiserver-audit-client'],
+    );
   });
 
   test("kubediff serves the audit webhook with the chart's arguments and the Secret's files", async (t) => {
@@ -196,8 +209,12 @@ describe('optional parts of deploy/ and the chart', () => {
       '--set',
       'audit.enabled=true',
     ])) as Manifest[];
-    // The Secret kubediff-audit-tls as mounted: tls.crt, tls.key, ca.crt in one folder.
-    const pki = makeTestPki();
+    // The Secret kubediff-audit-tls as mounted: tls.crt, tls.key, ca.crt in one folder. The CA signed
+    // the API server's client certificate (kube-apiserver-audit), and a kubelet's too.
+    const pki = makeTestPki({
+      clientSubject: { cn: 'kube-apiserver-audit' },
+      otherClients: ['system:node:worker-1'],
+    });
     const mounted = await mkdtemp(path.join(tmpdir(), 'kubediff-audit-tls-'));
     t.after(() => rm(mounted, { recursive: true, force: true }));
     await writeFile(path.join(mounted, 'tls.crt'), pki.serverCert);
@@ -216,10 +233,8 @@ describe('optional parts of deploy/ and the chart', () => {
       /receiving audit events on https:\/\/(\S+) \(authenticated by client certificate\)/,
     );
     await kd.waitForStderr(WATCHING);
-    const post = async (client: boolean) => {
-      const agent = new Agent({
-        connect: { ca: pki.caPem, ...(client ? { cert: pki.clientCert, key: pki.clientKey } : {}) },
-      });
+    const post = async (client: { cert: string; key: string } | undefined) => {
+      const agent = new Agent({ connect: { ca: pki.caPem, ...client } });
       try {
         const response = await request(`https://${address}/audit`, {
           method: 'POST',
@@ -233,8 +248,17 @@ describe('optional parts of deploy/ and the chart', () => {
         await agent.close();
       }
     };
-    assert.equal(await post(true), 200, "the API server's client certificate is accepted");
-    assert.equal(await post(false), 401, 'a request without it is refused');
+    assert.equal(
+      await post({ cert: pki.clientCert, key: pki.clientKey }),
+      200,
+      "the API server's client certificate is accepted",
+    );
+    assert.equal(await post(undefined), 401, 'a request without it is refused');
+    assert.equal(
+      await post(pki.others['system:node:worker-1']),
+      403,
+      'another certificate of the same CA is refused: the name is pinned',
+    );
     assert.equal((await kd.stop('SIGTERM')).code, 0);
   });
 

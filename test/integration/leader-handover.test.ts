@@ -8,6 +8,7 @@ import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 
 const admin = adminClient();
 const LEASE_MS = 4_000;
@@ -199,5 +200,33 @@ describe('leader election', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  test("a checkpoint someone else wrote into the Lease (a floor above the API server's resourceVersion) is refused, logged and counted", async () => {
+    const a = replica('replica-g', 'handover-forged');
+    await a.waitForStderr(/became the leader/);
+    assert.equal((await a.stop('SIGTERM')).code, 0);
+    // Whoever may update the Lease writes a floor no change will ever reach.
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/handover-forged`;
+    const lease = await readLease('handover-forged');
+    lease.metadata.annotations = {
+      ...lease.metadata.annotations,
+      'kubediff.io/checkpoint': JSON.stringify({ v: 1, rv: { configmaps: '999999999999' } }),
+    };
+    await admin.send('PUT', path, { body: lease });
+
+    const b = replica('replica-h', 'handover-forged', kubeconfig, '--listen', '127.0.0.1:0');
+    const metrics = (await b.waitForStderr(SERVING))[1]!;
+    await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
+    await b.waitForStderr(
+      /took over: the previous leader's checkpoint in the Lease says configmaps was delivered up to resourceVersion 999999999999, beyond the \d+ the API server is at; refused/,
+    );
+    // Every change is delivered: none falls below the forged floor.
+    await createCM('after-the-forgery', { v: '1' });
+    await b.waitForEvent((event) => event.type === 'ADDED' && event.object.name === 'after-the-forgery');
+    const scraped = await scrapeMetrics(metrics);
+    assert.equal(scraped.get('kubediff_checkpoint_refused_total'), 1);
+    assert.equal(scraped.get('kubediff_checkpoint_skipped_events_total'), 0);
+    assert.equal((await b.stop('SIGTERM')).code, 0);
   });
 });

@@ -211,6 +211,8 @@ test('mistakes are one sentence on stderr and exit code 2', async () => {
   writeFileSync(existing, '');
   const badListen = join(dir, 'bad-listen.yaml');
   writeFileSync(badListen, `state:\n  path: ${existing}\nui:\n  listen: nowhere\n`);
+  const exposed = join(dir, 'exposed.yaml');
+  writeFileSync(exposed, `state:\n  path: ${existing}\nui:\n  listen: 0.0.0.0:0\n`);
   for (const [args, message] of [
     [['ui'], /^kubediff: ui needs --state <file\|postgres:\/\/…>/],
     [['ui', '--state', missing], /^kubediff: no state file at .*missing\.db: run `kubediff watch --state/],
@@ -227,6 +229,16 @@ test('mistakes are one sentence on stderr and exit code 2', async () => {
       /^kubediff: --ui \(or ui\.listen\) shows the history that --state records/,
     ],
     [['watch', '--ui', 'x:y', '--state', existing], /^kubediff: invalid --ui "x:y"/],
+    // Other machines without a token: refused unless that exposure is said to be intended.
+    [
+      ['ui', '--state', existing, '--listen', '0.0.0.0:0'],
+      /^kubediff: the UI on 0\.0\.0\.0:0 \(--listen\) would be reachable from other machines without a token, .*: pass --token-file <file>, listen on 127\.0\.0\.1 \(and use kubectl port-forward\), or pass --allow-no-token if that exposure is intended\.\n$/,
+    ],
+    [
+      ['watch', '--ui', ':0', '--state', existing, '-n', 'default'],
+      /^kubediff: the UI on :0 \(--ui\) would be reachable .*: pass --ui-token-file <file>, .* or pass --ui-allow-no-token if/,
+    ],
+    [['ui', '-c', exposed], /^kubediff: the UI on 0\.0\.0\.0:0 \(ui\.listen\) would be reachable/],
     [['ui', '-c', badListen], /^kubediff: invalid ui\.listen "nowhere": use \[host\]:port/],
   ] as const) {
     const result = await runKubediffToCompletion([...args]);
@@ -234,4 +246,25 @@ test('mistakes are one sentence on stderr and exit code 2', async () => {
     assert.match(result.stderr, message);
     assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
   }
+});
+
+test('other machines without a token when told it is intended (--allow-no-token): served, with a warning', async () => {
+  const state = join(dir, 'exposed.db');
+  writeGeneratedHistory(state, {
+    events: 10,
+    start: Date.now() - 10_000,
+    stepMs: 1_000,
+    namespaces: 2,
+    objects: 5,
+  });
+  const ui = runKubediff(['ui', '--state', state, '--listen', '0.0.0.0:0', '--allow-no-token'], {
+    timeoutMs: 30_000,
+  });
+  await ui.waitForStderr(
+    /the UI on 0\.0\.0\.0:0 is reachable from other machines and has no token \(--allow-no-token\)/,
+  );
+  const origin = (await ui.waitForStderr(SERVING))[1]!.replace('0.0.0.0', '127.0.0.1');
+  assert.equal((await fetch(`${origin}/api/v1/facets`)).status, 200);
+  const stopped = await ui.stop('SIGTERM');
+  assert.equal(stopped.code, 0);
 });

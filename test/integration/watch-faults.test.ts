@@ -4,6 +4,7 @@
 // link and check that every change is then reported exactly once, with the right `offline` flags.
 import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext, test } from 'node:test';
+import { type FrontRequest, startApiFront } from '../helpers/api-front.ts';
 import { type KubediffProcess, killAll, runKubediff, WATCHING } from '../helpers/cli.ts';
 import { compactEtcd } from '../helpers/cluster.ts';
 import { needsEtcd, testCluster } from '../helpers/cluster-env.ts';
@@ -215,6 +216,87 @@ const podTemplate = (name: string, image = 'busybox:1.36') => ({
 });
 
 const podTemplateRef = (object: KubeObject) => objectRef(object, 'podtemplates', 'PodTemplate');
+
+test('a paged LIST whose continue token expires (etcd compacted between its pages) is read whole, once, said in the log', {
+  skip: needsEtcd(),
+}, async (t) => {
+  const ns = await admin.namespaceFor(t, 'faults-list-expired', { settled: true });
+  const templates = `/api/v1/namespaces/${ns}/podtemplates`;
+  const names = Array.from({ length: 12 }, (_, n) => `tpl-${String(n).padStart(2, '0')}`);
+  for (const name of names) await admin.create(templates, podTemplate(name));
+  const front = await startApiFront();
+  t.after(() => front.close());
+  // The second page of the LIST (it carries a continue token) waits at the front until the test lets it.
+  const collection = (request: FrontRequest) => !request.watch && request.path === templates;
+  const secondPage = front.hold((request) => collection(request) && request.query.has('continue'));
+  const kd = runKubediff(
+    [
+      'watch',
+      '--kubeconfig',
+      await admin.writeKubeconfig(front.url),
+      '-o',
+      'json',
+      '-n',
+      ns,
+      '-r',
+      'podtemplates',
+      '--initial',
+    ],
+    { checkEvents: true, env: { KUBEDIFF_INITIAL_SYNC: 'list', KUBEDIFF_LIST_PAGE_SIZE: '5' } },
+  );
+  await secondPage.held;
+  // Between the pages: an object of the first page changed, one deleted, a new one; then etcd
+  // compacts past the first page's resourceVersion (podtemplates are served straight from etcd).
+  const changed = await admin.update(`${templates}/tpl-00`, podTemplate('tpl-00', 'busybox:1.37'));
+  const deleted = await admin.get(`${templates}/tpl-02`);
+  await admin.delete(`${templates}/tpl-02`);
+  const added = await admin.create(templates, podTemplate('tpl-new'));
+  await compactEtcd(testCluster());
+  secondPage.release();
+
+  await kd.waitForStderr(
+    /podtemplates in namespace \S+: its LIST outlived etcd's compaction: the continue token expired after 1 page \(5 objects, [^)]+\); reading the whole list in one request instead, as client-go's pager does\./,
+  );
+  await kd.waitForStderr(WATCHING);
+  // One request for the whole list (no limit, no continue token), and the first page was not asked again.
+  const lists = front.requests.filter(collection);
+  assert.deepEqual(
+    lists.map((request) => [request.query.get('limit'), request.query.has('continue')]),
+    [
+      ['5', false],
+      ['5', true],
+      [null, false],
+    ],
+  );
+  // A live change after the sync: everything the list reports has been reported by then.
+  await admin.patch(`${templates}/tpl-01`, { metadata: { labels: { marker: '1' } } });
+  await kd.waitForEvent(matching({ type: 'UPDATED', name: 'tpl-01' }));
+  const listing = `the events were:\n${kd.events.map(describeEvent).join('\n')}`;
+  // --initial: every object once; what changed in the list's gap, as a relist reports it.
+  const addedNames = kd.events.filter((event) => event.type === 'ADDED').map((event) => event.object.name);
+  assert.deepEqual(addedNames.sort(), [...names, 'tpl-new'].sort(), listing);
+  const gap = kd.events.filter((event) => event.type !== 'ADDED' && event.object.name !== 'tpl-01');
+  assert.deepEqual(
+    gap.map((event) => [
+      event.type,
+      event.object.name,
+      event.offline ?? false,
+      event.finalStateUnknown ?? false,
+    ]),
+    [
+      ['UPDATED', 'tpl-00', true, false],
+      ['DELETED', 'tpl-02', true, true],
+    ],
+    listing,
+  );
+  assert.equal(gap[0]?.id, id(changed));
+  assert.equal(gap[1]?.object.uid, deleted.metadata.uid);
+  assert.ok(
+    kd.events.some((event) => event.id === id(added)),
+    listing,
+  );
+  assertStreamInvariants(kd.events);
+});
 
 test('after 410 Gone, kubediff relists and reports exactly what changed in the gap, offline', {
   skip: needsEtcd(),

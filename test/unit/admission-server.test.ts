@@ -13,7 +13,7 @@ import { Agent, request } from 'undici';
 import type { AdmissionRecord } from '../../src/events/admission-match.ts';
 import { readAdmissionReview } from '../../src/service/admission-review.ts';
 import { AdmissionServer, type AdmissionServerOptions } from '../../src/service/admission-server.ts';
-import { WebhookListener } from '../../src/service/webhook-listener.ts';
+import { WEBHOOK_LISTENER_LIMITS, WebhookListener } from '../../src/service/webhook-listener.ts';
 import type { Logger } from '../../src/util/log.ts';
 import { assertNoLeaks, secretValue } from '../helpers/leak-check.ts';
 import { makeTestPki, type TestPki } from '../helpers/pki.ts';
@@ -248,6 +248,7 @@ describe('the admission webhook endpoint', () => {
     const listener = await WebhookListener.start({
       name: 'test webhook',
       settingsKey: 'test',
+      listener: 'admission',
       flag: '--test-listen',
       requestsMetric: 'kubediff_test_requests_total',
       listen: '127.0.0.1:0',
@@ -256,7 +257,7 @@ describe('the admission webhook endpoint', () => {
       maxRequestBytes: 1024,
       maxConcurrentRequests: 1,
       // Were close() to wait for the handshake, the test would time out.
-      handshakeTimeoutMs: 3_600_000,
+      limits: { ...WEBHOOK_LISTENER_LIMITS, handshakeTimeoutMs: 3_600_000 },
       route: { receive: () => ({ status: 200, body: '{}' }) },
       log: quiet,
     });

@@ -79,14 +79,14 @@ describe('`kubediff watch --help`', () => {
       'Stories (3 more with --help-all):',
       '--stories',
       '--no-stories <platforms>',
-      'State and UI (4 more with --help-all):',
+      'State and UI (5 more with --help-all):',
       '--state <file|url>',
       '--ui <addr>',
       'Running in a cluster (7 more with --help-all):',
       '--listen <addr>',
       '--leader-elect',
       '--log-format <format>',
-      'Who changed it (9 more with --help-all):',
+      'Who changed it (10 more with --help-all):',
       '--ignore-manager <name>',
       '--ignore-user <glob>',
       '--audit-listen <addr>',
@@ -121,8 +121,8 @@ describe('`kubediff watch --help`', () => {
       '--help-all',
       '-h, --help',
     ]);
-    // 72 flags, --help-all and --help.
-    assert.equal(listed.length, 74);
+    // 74 flags, --help-all and --help.
+    assert.equal(listed.length, 76);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);

@@ -63,6 +63,19 @@ describe('watch flags', () => {
       maxRequestBytes: 16 * 1024 * 1024,
     });
     assert.deepEqual(settings.filter?.excludeUsers, ['system:serviceaccount:argocd:*']);
+    // The API server's client certificate pinned by name (repeatable).
+    const pinned = watchSettingsFromFlags(
+      {
+        auditListen: ':8443',
+        auditCert: 'c',
+        auditKey: 'k',
+        auditClientCa: 'ca',
+        auditClientName: ['kube-apiserver-audit', 'apiserver-*'],
+      },
+      false,
+    );
+    assert.equal(pinned.audit?.clientCAFile, 'ca');
+    assert.deepEqual(pinned.audit?.clientNames, ['kube-apiserver-audit', 'apiserver-*']);
   });
 
   it('rejects bad values with one sentence and exit code 2', () => {
@@ -79,6 +92,10 @@ describe('watch flags', () => {
       [
         { auditListen: ':8443', auditCert: 'c', auditKey: 'k', auditClientCa: 'ca', auditWait: 'soon' },
         /invalid --audit-wait "soon"/,
+      ],
+      [
+        { auditListen: ':8443', auditCert: 'c', auditKey: 'k', auditClientName: ['kube-apiserver-audit'] },
+        /--audit-client-name names the client certificate the API server presents: give its CA with --audit-client-ca/,
       ],
     ];
     for (const [flags, message] of cases) {

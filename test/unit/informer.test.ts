@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { Informer, type InformerHandler, type InitialListMode } from '../../src/informer/informer.ts';
+import { KubeError } from '../../src/kube/errors.ts';
 import type { JsonObject, KubeObject } from '../../src/kube/types.ts';
-import { configMap, FakeCollection, page, settle } from '../helpers/fake-collection.ts';
+import { configMap, FakeCollection, page, settle, wholeList } from '../helpers/fake-collection.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 
 function recorder(): InformerHandler & { log: string[] } {
@@ -101,6 +102,43 @@ describe('Informer', () => {
     ]);
     assert.equal(informer?.objectCount, 4);
     assert.equal(collection.watches[1]?.options.resourceVersion, '50');
+  });
+
+  it('--initial, a first LIST that starts over (its continue token expired: read whole): each object reported once, what changed or went meanwhile too', async () => {
+    const collection = new FakeCollection().answerList(
+      page('10', [configMap('a', '5'), configMap('b', '6')], 'page-2'),
+      new KubeError('gone', '410 Expired', { status: 410, path: '/api/v1/configmaps' }),
+    );
+    const handler = start(collection, 'added');
+    await settle();
+    // Meanwhile a changed, b deleted, c created.
+    wholeList(collection.wholeLists[0]!, '20', [configMap('a', '11', { k: 'v' }), configMap('c', '12')]);
+    await informer?.waitUntilSettled();
+    assert.deepEqual(handler.log, [
+      'ADDED a@5 initial',
+      'ADDED b@6 initial',
+      'UPDATED a@5→11 offline',
+      'ADDED c@12 initial',
+      'DELETED b@20 offline finalStateUnknown',
+    ]);
+    assert.equal(informer?.objectCount, 2);
+  });
+
+  it('a silent baseline that starts over: nothing reported twice; an object gone meanwhile is DELETED', async () => {
+    const collection = new FakeCollection().answerList(
+      page('10', [configMap('a', '5'), configMap('b', '6')], 'page-2'),
+      new KubeError('gone', '410 Expired', { status: 410, path: '/api/v1/configmaps' }),
+    );
+    const handler = start(collection);
+    await settle();
+    wholeList(collection.wholeLists[0]!, '20', [configMap('a', '5'), configMap('c', '12')]);
+    await informer?.waitUntilSettled();
+    assert.deepEqual(handler.log, [
+      'BASELINE a',
+      'BASELINE b',
+      'BASELINE c',
+      'DELETED b@20 offline finalStateUnknown',
+    ]);
   });
 
   it('a first attempt that fails settles the informer too (the sync does not wait for a forbidden type)', async () => {

@@ -197,3 +197,78 @@ test('the checkpoint: per resource, the lowest resourceVersion of its synced inf
     ],
   );
 });
+
+test('a floor above what the API server is at is refused, logged and counted; what the standby held of it is delivered', async () => {
+  const warnings: string[] = [];
+  const log: Logger = { ...silentLogger, warn: (message) => warnings.push(message) };
+  const asked: string[] = [];
+  const stage = new LeaderGate({
+    log,
+    maxBuffered: 10,
+    check: {
+      // This replica's own watches: configmaps at 100; nothing of the others yet.
+      seen: (resource) => (resource === 'configmaps' ? 100n : undefined),
+      current: async (resource) => {
+        asked.push(resource);
+        if (resource === 'services') throw new Error('503 from the API server');
+        return resource === 'secrets' ? 200n : 150n;
+      },
+    },
+  });
+  const delivered: string[] = [];
+  const enter = stage.connect((handover) => {
+    if (handover.event) delivered.push(handover.event.id);
+  });
+  const offer = (e: ChangeEvent) => enter({ change: undefined, event: e });
+  offer(event('configmaps', 'v1', '90', 'a'));
+  offer(event('configmaps', 'v1', '97', 'b'));
+  offer(event('secrets', 'v1', '180', 'c'));
+  offer(event('deployments', 'apps/v1', '50', 'd'));
+  offer(event('services', 'v1', '60', 'e'));
+  const checkpoint = { configmaps: '95', secrets: '190', 'deployments.apps': '999999999999', services: '70' };
+
+  // A standby trims only by floors its own watches have passed: configmaps.
+  stage.observe(lease(checkpoint));
+  assert.equal(stage.buffered, 4);
+
+  await stage.startLeading(lease(checkpoint));
+  // configmaps 95: seen (no request); secrets 190: confirmed (200); the forged one and the unconfirmed one refused.
+  assert.deepEqual(asked, ['secrets', 'deployments.apps', 'services']);
+  assert.deepEqual(delivered, ['uid-b:97', 'uid-d:50', 'uid-e:60']);
+  assert.equal(stage.refusedFloors, 2);
+  assert.equal(warnings.length, 2, warnings.join('\n'));
+  assert.match(
+    warnings[0]!,
+    /^took over: the previous leader's checkpoint in the Lease says deployments\.apps was delivered up to resourceVersion 999999999999, beyond the 150 the API server is at; refused .*Counted in kubediff_checkpoint_refused_total\.$/,
+  );
+  assert.match(
+    warnings[1]!,
+    /services was delivered up to resourceVersion 70, which the API server could not confirm; refused/,
+  );
+
+  // Live, after the takeover: no floor for the refused ones; the confirmed ones hold, and what they skip is counted.
+  offer(event('deployments', 'apps/v1', '51', 'd'));
+  offer(event('configmaps', 'v1', '94', 'a'));
+  offer(event('configmaps', 'v1', '101', 'a'));
+  assert.deepEqual(delivered.slice(3), ['uid-d:51', 'uid-a:101']);
+  assert.equal(stage.skippedEvents, 2, 'secrets 180 held back, configmaps 94 live');
+});
+
+test('a takeover lost while its checkpoint is checked delivers nothing', async () => {
+  let confirm: (rv: bigint) => void = () => {};
+  const stage = new LeaderGate({
+    log: silentLogger,
+    check: { seen: () => undefined, current: () => new Promise((resolve) => (confirm = resolve)) },
+  });
+  const delivered: string[] = [];
+  const enter = stage.connect((handover) => {
+    if (handover.event) delivered.push(handover.event.id);
+  });
+  enter({ change: undefined, event: event('configmaps', 'v1', '5', 'a') });
+  const taking = stage.startLeading(lease({ configmaps: '3' }));
+  stage.stopLeading();
+  confirm(10n);
+  await taking;
+  assert.equal(stage.isLeader, false);
+  assert.deepEqual(delivered, []);
+});

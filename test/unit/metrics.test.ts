@@ -177,6 +177,7 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
       unmatched: 4,
       releasedAtLimit: 0,
       recordsDropped: 2,
+      held: 3,
     };
     metrics.setSources({ audit: { requests: () => requests, join: () => join, records: () => join } });
     const scraped = await values(metrics);

@@ -78,6 +78,7 @@ describe('records posted to the other replicas', () => {
     const listener = await WebhookListener.start({
       name: 'admission webhook',
       settingsKey: 'admission',
+      listener: 'admission',
       flag: '--admission-listen',
       requestsMetric: 'kubediff_admission_reviews_total',
       listen: '127.0.0.1:0',

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import { Reflector, type ReflectorSink, type ReflectorState } from '../../src/informer/reflector.ts';
 import { KubeError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { configMap, FakeCollection, page, settle } from '../helpers/fake-collection.ts';
+import { configMap, FakeCollection, page, settle, wholeList } from '../helpers/fake-collection.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 
 /** What the reflector told its informer, one line each. */
@@ -30,7 +30,11 @@ function recordingSink(): ReflectorSink & { log: string[]; states: ReflectorStat
     stateChanged: (state) => {
       states.push(state);
       log.push(
-        state.phase === 'failing' ? `failing ${state.error.kind} retry ${state.retryInMs}ms` : state.phase,
+        state.phase === 'failing'
+          ? `failing ${state.error.kind} retry ${state.retryInMs}ms`
+          : state.phase === 'list-progress'
+            ? `${state.progress.reason}: ${state.progress.pages} pages, ${state.progress.objects} objects, ${state.progress.elapsedMs} ms${state.progress.whole ? ', whole' : ''}`
+            : state.phase,
       );
     },
   };
@@ -129,6 +133,92 @@ describe('Reflector', () => {
       'watching',
     ]);
     assert.equal(collection.watches[1]?.options.resourceVersion, '40');
+  });
+
+  it("an expired continue token (410 on a later page) reads the list whole, item by item, as client-go's pager does", async () => {
+    const expired = new KubeError('gone', '410 Expired: The provided continue parameter is too old', {
+      status: 410,
+      path: '/api/v1/configmaps',
+    });
+    const collection = new FakeCollection().answerList(
+      page('10', [configMap('a', '5'), configMap('b', '6')], 'page-2'),
+      expired,
+    );
+    const sink = start(collection);
+    await settle();
+    assert.equal(collection.wholeLists.length, 1, 'one request for the whole list');
+    // Cut in chunks of 7 characters, with what a scanner could trip on in its values.
+    const tricky = configMap('c', '12', { json: '{"items":[1,2]}', quote: 'a "quoted" }] \\ value' });
+    wholeList(collection.wholeLists[0]!, '20', [
+      configMap('a', '5'),
+      configMap('b', '11'),
+      tricky,
+      configMap('d', '13'),
+      configMap('e', '14'),
+    ]);
+    await settle();
+    assert.deepEqual(sink.log, [
+      'listing',
+      'list',
+      'page a@5 b@6',
+      'expired: 1 pages, 2 objects, 0 ms',
+      // Starts over: the pages are superseded by the whole list, handed on pageSize (2) at a time.
+      'list',
+      'page a@5 b@11',
+      'page c@12 d@13',
+      'page e@14',
+      'listed @20',
+      'watching',
+    ]);
+    assert.equal(collection.watches[0]?.options.resourceVersion, '20');
+    const listed = sink.states.find((state) => state.phase === 'list-progress');
+    assert.ok(listed);
+    assert.deepEqual(
+      collection.lists.map((options) => options.continue),
+      [undefined, 'page-2'],
+      'the first page is not asked again',
+    );
+  });
+
+  it('an item of a whole list larger than the read limit fails the type, naming it', async () => {
+    const collection = new FakeCollection({ maxReadBytes: 300 }).answerList(
+      page('10', [configMap('a', '5')], 'page-2'),
+      new KubeError('gone', '410 Expired', { status: 410, path: '/api/v1/configmaps' }),
+    );
+    const sink = start(collection);
+    await settle();
+    wholeList(collection.wholeLists[0]!, '20', [configMap('big', '7', { blob: 'x'.repeat(1_000) })]);
+    await settle();
+    const failing = sink.states.find((state) => state.phase === 'failing');
+    assert.ok(failing?.phase === 'failing');
+    assert.equal(failing.error.kind, 'too-large');
+    assert.match(failing.error.message, /the object shop\/big is larger than 300 B/);
+  });
+
+  it('a LIST slower than slowListWarnMs is reported once, with its progress', async () => {
+    // Each page takes 600 ms (by the mock clock).
+    const slowPage = (resourceVersion: string, items: KubeObject[], next?: string) => () => {
+      mock.timers.tick(600);
+      return page(resourceVersion, items, next);
+    };
+    const collection = new FakeCollection().answerList(
+      slowPage('10', [configMap('a', '5'), configMap('b', '6')], 'p2'),
+      slowPage('10', [configMap('c', '7'), configMap('d', '8')], 'p3'),
+      slowPage('10', [configMap('e', '9')]),
+    );
+    const recorded = recordingSink();
+    reflector = new Reflector(
+      collection,
+      { type: configmaps, timing: { ...TIMING, slowListWarnMs: 1_000 }, random: () => 0.5 },
+      recorded,
+    );
+    reflector.start();
+    await settle();
+    assert.deepEqual(
+      recorded.log.filter((line) => /^(slow|expired)/.test(line)),
+      ['slow: 2 pages, 4 objects, 1200 ms'],
+    );
+    assert.ok(recorded.log.includes('listed @10'));
   });
 
   it('backs off exponentially; a Retry-After is a minimum, capped at the maximum backoff', async () => {

@@ -28,6 +28,25 @@ test("--leader-elect: client-go's durations, the pod's name and namespace", () =
   });
 });
 
+test("--leader-elect: the Lease is named after the pod's Deployment, so that two installs in one namespace never share one", () => {
+  const leaseOf = (env: NodeJS.ProcessEnv) =>
+    serviceOptionsFromFlags({ leaderElect: true }, env).leaderElection?.name;
+  // <deployment>-<pod-template-hash>-<5 random>, as a ReplicaSet names its pods.
+  assert.equal(leaseOf({ POD_NAME: 'kubediff-7c9dbf5bd4-x2lqz' }), 'kubediff');
+  assert.equal(leaseOf({ POD_NAME: 'team-a-kubediff-7c9dbf5bd4-x2lqz' }), 'team-a-kubediff');
+  assert.equal(leaseOf({ POD_NAME: 'shop-kubediff-6b4f9d8c7-q8wzn' }), 'shop-kubediff');
+  // Not a Deployment's replica (a StatefulSet's, a bare pod, a laptop): kubediff.
+  assert.equal(leaseOf({ POD_NAME: 'kubediff-0' }), 'kubediff');
+  assert.equal(leaseOf({}), 'kubediff');
+  assert.equal(
+    serviceOptionsFromFlags(
+      { leaderElect: true, leaderElectionId: 'mine' },
+      { POD_NAME: 'x-7c9dbf5bd4-x2lqz' },
+    ).leaderElection?.name,
+    'mine',
+  );
+});
+
 test('usage errors name the flag', () => {
   const bad: [Record<string, unknown>, RegExp][] = [
     [{ listen: 'x' }, /--listen/],

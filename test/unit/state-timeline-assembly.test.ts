@@ -3,16 +3,16 @@
 // receives, without a database.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ChangeEvent } from '../../src/events/event.ts';
 import { FacetCache, type FacetSource } from '../../src/state/facet-cache.ts';
 import {
   assembleTimeline,
   bucketLength,
   cellCounts,
   eventPage,
+  keptBySize,
   markCounts,
-  objectHistory,
   objectKeyOf,
+  objectRecords,
   pathFragment,
   summaryOf,
   timelineRows,
@@ -136,18 +136,55 @@ test('pages and one object: the extra row says an older page exists; oldest firs
   assert.deepEqual(eventPage(newestFirst, 3), { events: newestFirst });
   assert.equal(objectKeyOf({ resource: 'nodes', name: 'n1' }), 'n1');
   assert.equal(objectKeyOf({ resource: 'pods', namespace: 'ns', name: 'p' }), 'ns/p');
-  const event = (seq: number) => ({ seq, event: { id: `u:${seq}` } as ChangeEvent });
-  const history = objectHistory([event(3), event(2), event(1)], 2, { kind: 'ConfigMap' });
-  assert.deepEqual(
-    history.events.map((e) => [e.seq, e.id]),
+  // One object: the newest `limit` events that fit in maxBytes, oldest first, as stored text.
+  const sizes = [
+    { seq: 3, bytes: 40 },
+    { seq: 2, bytes: 40 },
+    { seq: 1, bytes: 40 },
+  ];
+  assert.deepEqual(keptBySize(sizes, { limit: 2, maxBytes: 1_000 }), {
+    count: 2,
+    oldestSeq: 2,
+    truncated: true,
+    bytesBound: false,
+  });
+  assert.deepEqual(keptBySize(sizes, { limit: 3, maxBytes: 100 }), {
+    count: 2,
+    oldestSeq: 2,
+    truncated: true,
+    bytesBound: true,
+  });
+  assert.deepEqual(keptBySize(sizes, { limit: 3, maxBytes: 1_000 }), {
+    count: 3,
+    oldestSeq: 1,
+    truncated: false,
+    bytesBound: false,
+  });
+  const kept = { truncated: true, bytesBound: false };
+  const records = objectRecords(
     [
-      [2, 'u:2'],
-      [3, 'u:3'],
+      { seq: '3', json: '{"id":"u:3"}' },
+      { seq: 2, json: '{"id":"u:2"}' },
     ],
+    kept,
+    '{"kind":"ConfigMap"}',
+    false,
   );
-  assert.equal(history.truncated, true);
-  assert.deepEqual(history.current, { kind: 'ConfigMap' });
-  assert.equal('current' in objectHistory([event(1)], 2, undefined), false);
+  assert.deepEqual(records, {
+    events: [
+      { seq: 2, json: '{"id":"u:2"}' },
+      { seq: 3, json: '{"id":"u:3"}' },
+    ],
+    truncated: true,
+    bytesBound: false,
+    current: '{"kind":"ConfigMap"}',
+  });
+  assert.deepEqual(objectRecords([], kept, undefined, true), {
+    events: [],
+    truncated: true,
+    bytesBound: false,
+    currentTooLarge: true,
+  });
 });
 
 test('facets are read in full once, then kept current from the events added since, in full again after 10 minutes', async () => {

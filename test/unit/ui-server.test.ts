@@ -8,11 +8,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { ChangeEvent } from '../../src/events/event.ts';
+import type { StoredObject } from '../../src/informer/store.ts';
 import { PostgresHistory } from '../../src/state/postgres-history.ts';
 import { PostgresTimelineReader } from '../../src/state/postgres-timeline-reader.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteTimelineThread } from '../../src/state/sqlite-timeline-thread.ts';
 import type { EventSummary, TimelineReader } from '../../src/state/timeline-reader.ts';
+import type { ObjectLimits } from '../../src/ui/object-view.ts';
 import { LIMITS } from '../../src/ui/query.ts';
 import { SERVER_LIMITS, UiServer } from '../../src/ui/server.ts';
 import type { Logger } from '../../src/util/log.ts';
@@ -20,6 +23,8 @@ import {
   type GeneratedHistory,
   generatedEvent,
   insertPostgresEvents,
+  insertPostgresObject,
+  replacedConfigMap,
   writeGeneratedHistory,
   writeGeneratedPostgresHistory,
 } from '../helpers/generated-history.ts';
@@ -43,6 +48,8 @@ interface Store {
   open(): Promise<TimelineReader>;
   /** Records events SPEC.events and SPEC.events + 1, in `namespaces[0]` and `namespaces[1]`. */
   appendTwo(namespaces: [string, string]): Promise<void>;
+  /** Records a ConfigMap's events and its last state (cluster prod-eu). */
+  appendObject(events: readonly ChangeEvent[], object: StoredObject): Promise<void>;
   tearDown(): Promise<void>;
 }
 
@@ -61,6 +68,14 @@ function sqliteStore(): Store {
           return { kind: 'event' as const, resource: 'configmaps', event };
         }),
       );
+      writer.close();
+    },
+    appendObject: async (events, object) => {
+      const writer = SqliteDatabase.open(file);
+      writer.write([
+        ...events.map((event) => ({ kind: 'event' as const, resource: 'configmaps', event })),
+        { kind: 'object', resource: 'configmaps', object },
+      ]);
       writer.close();
     },
     tearDown: async () => {},
@@ -99,6 +114,7 @@ function postgresStore(): Store {
         );
       }
     },
+    appendObject: (events, object) => insertPostgresObject(database.url, events, object),
     tearDown: () => database.drop(),
   };
 }
@@ -414,5 +430,76 @@ function apiTests(store: Store): void {
       assert.equal(right.status, 200);
       await right.arrayBuffer();
     });
+  });
+
+  // Last: it records events of its own, after which the seqs the tests above count on have moved.
+  test('object: versions rebuilt exactly; a history over the size bound keeps its newest events and says so; past the time bound, a 503 sentence', async (t) => {
+    type Answer = {
+      events: { seq: number; id: string }[];
+      truncated: boolean;
+      rebuildable: number[];
+      versions: Record<string, { data: Record<string, string> }>;
+      notice?: string;
+      error?: string;
+    };
+    // 200 keys replaced 6 times: about 20 KB of JSON per update.
+    const big = replacedConfigMap('ns-big', 'big', 200, 6);
+    await store.appendObject(big.events, big.object);
+    const path = '/api/v1/object?kind=configmaps&namespace=ns-big&name=big';
+    const whole = await get<Answer>(path);
+    const seqs = whole.body.events.map((event) => event.seq);
+    assert.deepEqual(
+      whole.body.events.map((event) => event.id),
+      big.events.map((event) => event.id),
+    );
+    assert.deepEqual(whole.body.rebuildable, seqs);
+    const versions = await get<Answer>(`${path}&a=${seqs[0]}&b=${seqs[3]}`);
+    assert.deepEqual(versions.body.versions[String(seqs[0])]?.data, big.data(0));
+    assert.deepEqual(versions.body.versions[String(seqs[3])]?.data, big.data(3));
+    assert.equal(versions.body.notice, undefined);
+
+    const bounded = async (objectLimits: Partial<ObjectLimits>, env: NodeJS.ProcessEnv = {}) => {
+      const bounded = await UiServer.start('127.0.0.1:0', { reader: await open(), log, objectLimits, env });
+      t.after(() => bounded.close());
+      return async (query: string) => {
+        const response = await fetch(`http://${bounded.address}${path}${query}`);
+        return { status: response.status, body: (await response.json()) as Answer };
+      };
+    };
+    // Room for the ADDED and two updates' JSON, not for the object (about 7 KB) and all seven events.
+    const eventBytes = JSON.stringify(big.events[1]).length;
+    const small = await bounded({ maxBytes: Math.floor(2.5 * eventBytes) });
+    const newest = await small(`&b=${seqs[6]}`);
+    assert.equal(newest.status, 200);
+    assert.deepEqual(
+      newest.body.events.map((event) => event.seq),
+      seqs.slice(-2),
+    );
+    assert.equal(newest.body.truncated, true);
+    assert.match(
+      newest.body.notice ?? '',
+      /^Older events are not shown: this object's history is larger than [\d.]+ KiB, the most one answer holds \(its newest 2 events are\)\./,
+    );
+    assert.deepEqual(newest.body.versions[String(seqs[6])]?.data, big.data(6));
+    const tiny = await bounded({ maxBytes: 1024 });
+    const noVersions = await tiny(`&b=${seqs[6]}`);
+    assert.deepEqual(noVersions.body.events, []);
+    assert.deepEqual(noVersions.body.rebuildable, []);
+    assert.match(noVersions.body.notice ?? '', /Versions are not rebuilt: this object is larger than 1 KiB/);
+
+    // The time bound: an answer held in its worker past it is a 503 with one sentence; the next,
+    // in a new worker, is answered.
+    const hold = join(dir, 'hold-rebuild');
+    writeFileSync(hold, '');
+    const slow = await bounded({ timeMs: 1_000 }, { KUBEDIFF_UI_TEST_HOLD_REBUILD: hold });
+    const refused = await slow('');
+    assert.equal(refused.status, 503);
+    assert.match(
+      refused.body.error ?? '',
+      /^building this object's answer took longer than 1s, the most one answer may take; ask for fewer of its events \(limit\)\.$/,
+    );
+    rmSync(hold);
+    assert.equal((await slow('')).status, 200);
+    assert.equal(warnings.filter((line) => /took longer than 1s/.test(line)).length, 1);
   });
 }

@@ -229,3 +229,19 @@ test('records expire after retainMs', () => {
   assert.equal(j.stats().records, 0);
   j.join.close();
 });
+
+test('matched records behind an unmatched one are let go: at most 2 × maxRecords held, whatever the order', () => {
+  const j = joinWith({ maxRecords: 100 });
+  // The head: a record whose change never comes (kept for retainMs, 60 s).
+  j.offer([record({ uid: 'never', auditID: 'head' })]);
+  // Then 10,000 writes whose record comes before their change: each is kept, then matched.
+  for (let n = 1; n <= 10_000; n++) {
+    j.offer([record({ uid: `u${n}`, auditID: `r${n}`, resourceVersion: '1' })]);
+    j.send(sampleEvent({ id: `u${n}:1`, object: { uid: `u${n}`, resourceVersion: '1' } }));
+    assert.ok(j.stats().held <= 200, `held ${j.stats().held} after ${n}`);
+  }
+  assert.equal(j.stats().joinedExact, 10_000);
+  assert.equal(j.stats().records, 1, 'the head is still kept');
+  assert.equal(j.stats().recordsDropped, 0);
+  j.join.close();
+});

@@ -22,6 +22,10 @@ export function uiCommand(): Command {
       description: "require this file's token (Bearer) on the API",
     },
     {
+      flags: '--allow-no-token',
+      description: 'serve other machines without a token (refused otherwise)',
+    },
+    {
       flags: '--log-format <format>',
       description: 'text, json or auto (json unless on a terminal)',
       choices: ['text', 'json', 'auto'],

@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { RawServiceFlags } from '../../config/service-settings.ts';
 import type { RawWatchFlags } from '../../config/watch-settings.ts';
+import { checkExposure } from '../../ui/exposure.ts';
 import { readTokenFile } from '../../ui/token.ts';
 import { UsageError } from '../../util/errors.ts';
 import { parseListenAddress } from '../../util/http-server.ts';
@@ -39,6 +40,7 @@ type WatchFlags = RawWatchFlags &
   RawServiceFlags & {
     ui?: string;
     uiTokenFile?: string;
+    uiAllowNoToken?: boolean;
     /** --no-stories slack,teams (src/cli/flags/stories.ts). */
     noStories?: string[];
   };
@@ -55,7 +57,7 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
   const { serviceOptionsFromFlags } = await import('../../config/service-settings.ts');
   const { durationFromEnvironment, httpFromEnvironment, sizeFromEnvironment, timingFromEnvironment } =
     await import('../../config/tuning.ts');
-  const { ui: uiAddress, uiTokenFile, noStories, ...given } = flags;
+  const { ui: uiAddress, uiTokenFile, uiAllowNoToken, noStories, ...given } = flags;
   const watchFlags = { ...given, ...storiesTurnedOff(noStories) };
   const service = serviceOptionsFromFlags(watchFlags);
   const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
@@ -65,7 +67,7 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
   const ui =
     address === undefined
       ? undefined
-      : uiSettings(address, tokenFile, settings.state?.path, {
+      : uiSettings(address, tokenFile, uiAllowNoToken === true, settings.state?.path, {
           listen: uiAddress !== undefined ? '--ui' : 'ui.listen',
           tokenFile: uiTokenFile !== undefined ? '--ui-token-file' : 'ui.tokenFile',
         });
@@ -94,6 +96,7 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
 function uiSettings(
   address: string,
   tokenFile: string | undefined,
+  allowNoToken: boolean,
   statePath: string | undefined,
   names: { listen: string; tokenFile: string },
 ): NonNullable<WatchRuntime['ui']> {
@@ -103,9 +106,15 @@ function uiSettings(
       '--ui (or ui.listen) shows the history that --state records: pass --state <file|postgres://…> too (docs/ui.md).',
     );
   }
-  return {
+  const ui = {
     address,
     flag: names.listen,
     token: tokenFile ? readTokenFile(tokenFile, names.tokenFile) : undefined,
+    allowNoToken,
+    allowNoTokenFlag: '--ui-allow-no-token',
+    tokenFlag: '--ui-token-file',
   };
+  // Other machines without a token: refused unless intended (docs/ui.md, "Safety").
+  checkExposure(address, ui);
+  return ui;
 }

@@ -19,7 +19,7 @@ export const IN_CLUSTER: FlagGroup = {
     },
     {
       flags: '--leader-election-id <name>',
-      description: 'name of the Lease (default: kubediff)',
+      description: "the Lease's name (default: the pod's Deployment, else kubediff)",
       more: true,
     },
     {

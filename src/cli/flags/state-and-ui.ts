@@ -28,5 +28,10 @@ export const STATE_AND_UI: FlagGroup = {
       description: "require this file's token on the --ui page's API",
       more: true,
     },
+    {
+      flags: '--ui-allow-no-token',
+      description: 'serve the --ui page to other machines without a token',
+      more: true,
+    },
   ],
 };

@@ -34,6 +34,12 @@ export const WHO: FlagGroup = {
       more: true,
     },
     {
+      flags: '--audit-client-name <glob>',
+      description: "…whose certificate's CN matches this: kube-apiserver-audit",
+      repeatable: true,
+      more: true,
+    },
+    {
       flags: '--audit-wait <duration>',
       description: `how long a change waits for who made it (default: ${WHO_JOIN_DEFAULTS.waitMs}ms)`,
       more: true,

@@ -7,6 +7,7 @@ import { undoChanges } from '../../diff/undo.ts';
 import type { ChangeEvent } from '../../events/event.ts';
 import type { JsonObject } from '../../kube/types.ts';
 import type { ObjectRef, TimelineReader } from '../../state/timeline-reader.ts';
+import { OBJECT_LIMITS } from '../../ui/object-view.ts';
 import { LIMITS } from '../../ui/query.ts';
 import { rebuildVersions } from '../../ui/versions.ts';
 import { KubediffError, UsageError } from '../../util/errors.ts';
@@ -16,6 +17,8 @@ export type RecordedEvent = ChangeEvent & { seq: number };
 
 /** The UI's bound on the events of one object (docs/ui.md, "Limits"): the newest this many are read. */
 export const OBJECT_EVENTS_LIMIT = LIMITS.objectEventsMax;
+/** …and on their size, and the last state's: what one of the UI's answers holds (docs/ui.md, "Limits"). */
+export const OBJECT_MAX_BYTES = OBJECT_LIMITS.maxBytes;
 
 /** One version of the object, or its absence. */
 export interface Version {
@@ -63,7 +66,21 @@ export class ObjectTimeline {
    * are kept when they name the one asked for.
    */
   static async read(reader: TimelineReader, ref: ObjectRef): Promise<ObjectTimeline> {
-    const history = await reader.object(ref, OBJECT_EVENTS_LIMIT);
+    const records = await reader.objectRecords(ref, {
+      limit: OBJECT_EVENTS_LIMIT,
+      maxBytes: OBJECT_MAX_BYTES,
+    });
+    if (records.currentTooLarge) {
+      throw new HistoryReach(
+        `${describeRef(ref)} is larger than ${OBJECT_MAX_BYTES / 2 ** 20} MiB as recorded, the most one read holds (as in the UI): its versions cannot be rebuilt; \`kubediff history\` lists its changes.`,
+      );
+    }
+    const history = {
+      events: records.events.map(({ seq, json }) => ({ ...(JSON.parse(json) as ChangeEvent), seq })),
+      // A larger history than the bound: the newest events that fit, as older ones beyond the limit.
+      truncated: records.truncated,
+      current: records.current === undefined ? undefined : (JSON.parse(records.current) as JsonObject),
+    };
     let events = history.events;
     let current = history.current;
     if (ref.cluster !== undefined && events.some((event) => event.cluster !== ref.cluster)) {
@@ -253,13 +270,12 @@ export class ObjectTimeline {
     const missing = seqs.some((seq) => !this.rebuiltFor.has(seq));
     if (!this.rebuilt || missing) {
       const wanted = new Set([...this.rebuiltFor, ...seqs]);
-      const { rebuildable, versions } = rebuildVersions(
-        {
-          events: [...this.events],
-          truncated: this.truncated,
-          ...(this.current ? { current: this.current } : {}),
-        },
-        wanted,
+      // rebuildVersions undoes the changes on the object it is given: a copy of our own.
+      const current = this.current ? structuredClone(this.current) : undefined;
+      const rebuilt = rebuildVersions([...this.events], current, wanted);
+      const rebuildable = rebuilt.rebuildable;
+      const versions = new Map(
+        [...rebuilt.versions].map(([seq, json]) => [seq, JSON.parse(json) as JsonObject] as const),
       );
       this.rebuilt = { rebuildable, versions };
       this.rebuiltFor = wanted;

@@ -6,7 +6,15 @@ import type { MetricsRegistration } from './registration.ts';
 export interface ServiceSources {
   /** --leader-elect: the events a standby holds back. */
   standby?:
-    | { readonly buffered: number; readonly bufferedBytes: number; readonly droppedEvents: number }
+    | {
+        readonly buffered: number;
+        readonly bufferedBytes: number;
+        readonly droppedEvents: number;
+        /** Floors of a previous leader's checkpoint refused at a takeover (src/service/leader-gate.ts). */
+        readonly refusedFloors: number;
+        /** Events not delivered because the previous leader's checkpoint covered them. */
+        readonly skippedEvents: number;
+      }
     | undefined;
   /** 1 while this replica is the leader, or always when leader election is off. */
   isLeader?: (() => boolean) | undefined;
@@ -63,6 +71,22 @@ export function registerServiceMetrics(
     registers,
     collect() {
       registration.incrementTo(this, {}, sources().standby?.droppedEvents ?? 0, 'standby-dropped');
+    },
+  });
+  new Counter({
+    name: 'kubediff_checkpoint_refused_total',
+    help: "Floors of a previous leader's checkpoint (the Lease annotation) refused at a takeover: above what the API server is at, or not confirmed by it.",
+    registers,
+    collect() {
+      registration.incrementTo(this, {}, sources().standby?.refusedFloors ?? 0, 'checkpoint-refused');
+    },
+  });
+  new Counter({
+    name: 'kubediff_checkpoint_skipped_events_total',
+    help: "Events not delivered because the previous leader's checkpoint says it delivered them.",
+    registers,
+    collect() {
+      registration.incrementTo(this, {}, sources().standby?.skippedEvents ?? 0, 'checkpoint-skipped');
     },
   });
 }

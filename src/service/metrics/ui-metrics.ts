@@ -2,19 +2,25 @@
 // route and status, their time, refusals at a limit, live streams. Registered only when a UI is served
 // beside the watch; the UI works the same without.
 import { Counter, Gauge, Histogram } from 'prom-client';
+import type { ObservedListener } from './listener-metrics.ts';
 import type { MetricsRegistration } from './registration.ts';
 
 /** What the metrics learn of the UI, as it happens. */
 export interface UiObserver {
   /** A request answered: its route (one of a fixed few), status, and seconds from request to answer. */
   answered(route: string, status: number, seconds: number): void;
-  /** A request refused at a limit: the history reader's queue, or the live streams. */
-  rejected(limit: 'queue' | 'streams'): void;
+  /**
+   * A request refused, or a stream closed, at a limit: the history reader's queue, the live streams,
+   * the time an object's answer may take, a live stream's unread data.
+   */
+  rejected(limit: 'queue' | 'streams' | 'time' | 'stream_buffer'): void;
 }
 
 /** The UI as the metrics see it. */
 export interface ObservedUi {
   readonly liveStreams: number;
+  /** Its connections' guard (src/service/listener-guard.ts). */
+  readonly listener: ObservedListener;
   observe(observer: UiObserver): void;
 }
 

@@ -2,16 +2,9 @@
 // One object's history: every event with its changes as `path: from → to`, who made it and the story
 // (root controller) it belongs to, and two versions the history can rebuild side by side.
 import type { ChangeEvent } from '../../events/event.ts';
-import type { ObjectHistory } from '../../state/timeline-reader.ts';
+import type { ObjectAnswer } from '../object-view-worker.ts';
 import { getJson } from './api.ts';
 import { visible } from './visible-text.ts';
-
-type Seq = { seq: number };
-interface ObjectAnswer extends Omit<ObjectHistory, 'current' | 'events'> {
-  events: (ChangeEvent & Seq)[];
-  rebuildable: number[];
-  versions: Record<string, unknown>;
-}
 
 /** An element holding `text`, every character of it visible (visible-text.ts). */
 function html<K extends keyof HTMLElementTagNameMap>(name: K, text?: string, className?: string) {
@@ -65,7 +58,9 @@ export async function showObject(section: HTMLElement, ref: ObjectRef, base: URL
     const before = answer.events[index - 1];
     pickA = before && rebuildable.has(before.seq) ? before.seq : undefined;
   }
-  if (answer.truncated) list.append(html('li', 'Older events are not shown (the newest 500 are).', 'meta'));
+  if (answer.notice) list.append(html('li', answer.notice, 'meta'));
+  else if (answer.truncated)
+    list.append(html('li', 'Older events are not shown (the newest 500 are).', 'meta'));
   for (const event of answer.events) {
     const item = html('li');
     item.dataset.seq = String(event.seq);
