@@ -102,8 +102,9 @@ export class ListenerGuard {
     server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) =>
       guard.clientError(error, socket),
     );
-    // After listen(): an accept() that fails (EMFILE) is an 'error' of the server, fatal if unheard.
-    server.on('error', (error) => guard.failed('error', error));
+    // Once listening: an accept() that fails (EMFILE) is an 'error' of the server, fatal if unheard.
+    // Not before: a port that cannot be had is listen()'s own error, one sentence of its caller's.
+    server.once('listening', () => server.on('error', (error) => guard.failed('error', error)));
     server.prependListener('request', (request: IncomingMessage, response: ServerResponse) =>
       guard.request(request, response),
     );

@@ -23,7 +23,7 @@ export function uiCommand(): Command {
     },
     {
       flags: '--allow-no-token',
-      description: 'serve other machines without a token (refused otherwise)',
+      description: 'serve other machines without a token',
     },
     {
       flags: '--log-format <format>',
