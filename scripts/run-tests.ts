@@ -1,9 +1,12 @@
 // npm test — the whole check, as CI runs it: type-check, lint, build (dist/, what the command-line tests
-// run), then the unit and integration tests against ONE real control plane started for the run (or the
-// cluster in $KUBECONFIG with USE_EXISTING_CLUSTER=true).
+// run), then the repository checks (test/repo), the unit tests (test/unit, laid out as src/ is) and the
+// integration tests against ONE real control plane started for the run (or the cluster in $KUBECONFIG
+// with USE_EXISTING_CLUSTER=true). The control plane starts only when an integration test is selected:
+// unit tests and repository checks need no server (`npm test -- test/unit` starts none).
 //
 //   npm test                                         everything
-//   npm test -- test/integration/harness.test.ts     a subset (files or globs)
+//   npm test -- test/integration/harness.test.ts     a subset (files, folders or globs)
+//   npm test -- test/unit                            every unit test, no server
 //   npm test -- --test-name-pattern=403 --skip-checks  node --test options pass through
 //
 // Test processes find the cluster through KUBEDIFF_TEST_CLUSTER (test/helpers/cluster-env.ts). Beside
@@ -12,7 +15,7 @@
 // fail, the servers' logs are copied to .cache/cluster/test-logs/. The test runner's own output is
 // left exactly as it prints it, and this script prints nothing after it: CI reads its closing summary.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { globSync, readFileSync } from 'node:fs';
+import { existsSync, globSync, readFileSync, statSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,7 +34,13 @@ import { ensureClusterBinaries } from './cluster-build.ts';
 import { ensureHelm } from './helm-build.ts';
 import { serverNeeds, startTestServers, type TestServers } from './test-servers.ts';
 
-const DEFAULT_TEST_FILES = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
+const DEFAULT_TEST_FILES = [
+  'test/repo/**/*.test.ts',
+  'test/unit/**/*.test.ts',
+  'test/integration/**/*.test.ts',
+];
+/** Where the tests that need no server live: a selection of these alone starts no control plane. */
+const SERVERLESS_FOLDERS = ['test/unit/', 'test/repo/'];
 /** Per test; a test against a real API server on a busy 2-core machine can take a while. */
 const TEST_TIMEOUT_MS = Number(process.env.KUBEDIFF_TEST_TIMEOUT_MS ?? 300_000);
 /** node --test options that take their value as the next argument. */
@@ -129,7 +138,7 @@ async function main(): Promise<number> {
 
   const files =
     args.files.length > 0
-      ? args.files
+      ? args.files.flatMap(testFilesOf)
       : DEFAULT_TEST_FILES.flatMap((pattern) => globSync(pattern, { cwd: repoRoot })).sort();
   if (files.length === 0) {
     console.error(`npm test: no test files match ${DEFAULT_TEST_FILES.join(' ')}`);
@@ -144,15 +153,19 @@ async function main(): Promise<number> {
     // Screenshots and server logs of this run only.
     await rm(testArtifactsDir, { recursive: true, force: true });
     const log = (message: string) => console.log(message);
+    const needsCluster = files.some(
+      (file) => !SERVERLESS_FOLDERS.some((folder) => normalized(file).startsWith(folder)),
+    );
     const startingCluster = (async () => {
+      // helm, for the tests of the Helm chart, is built on demand and cached like the control plane.
+      if (!process.env.KUBEDIFF_TEST_HELM && files.some(needsHelm)) await ensureHelm(log);
+      if (!needsCluster) return undefined;
       if (
         !useExistingCluster() &&
         Object.values(resolveBinaries()).some((binary) => binary.source === 'build')
       ) {
         await ensureClusterBinaries(log);
       }
-      // helm, for the tests of the Helm chart, is built on demand and cached like the control plane.
-      if (!process.env.KUBEDIFF_TEST_HELM && files.some(needsHelm)) await ensureHelm(log);
       return startCluster({ log });
     })();
     const startingServers = startTestServers(serverNeeds(files), { runDir, log });
@@ -162,8 +175,9 @@ async function main(): Promise<number> {
     if (clusterStart.status === 'rejected') throw clusterStart.reason;
     if (serversStart.status === 'rejected') throw serversStart.reason;
     if (signalled) return 130;
+    // Without a cluster, KUBEDIFF_TEST_CLUSTER is not set: a test that asks for it says it needs one.
     const descriptionFile = path.join(runDir, 'cluster.json');
-    await writeRunDescription(descriptionFile, clusterStart.value);
+    if (cluster) await writeRunDescription(descriptionFile, cluster);
 
     const nodeArgs = [
       '--test',
@@ -177,7 +191,7 @@ async function main(): Promise<number> {
     code = await run(process.execPath, nodeArgs, {
       ...process.env,
       ...servers?.env,
-      KUBEDIFF_TEST_CLUSTER: descriptionFile,
+      ...(cluster ? { KUBEDIFF_TEST_CLUSTER: descriptionFile } : {}),
     });
     return code;
   } finally {
@@ -192,6 +206,22 @@ async function main(): Promise<number> {
     }
     await rm(runDir, { recursive: true, force: true });
   }
+}
+
+/** A file, a glob, or a folder (every test file in it) given on the command line: the files it names. */
+function testFilesOf(arg: string): string[] {
+  const absolute = path.resolve(repoRoot, arg);
+  if (existsSync(absolute) && statSync(absolute).isDirectory()) {
+    return globSync('**/*.test.ts', { cwd: absolute })
+      .map((file) => path.relative(repoRoot, path.join(absolute, file)))
+      .sort();
+  }
+  return [arg];
+}
+
+/** A path as given, relative to the repository, with forward slashes (to compare with folders). */
+function normalized(file: string): string {
+  return path.relative(repoRoot, path.resolve(repoRoot, file)).split(path.sep).join('/');
 }
 
 /** A test file that renders the Helm chart (test/helpers/deploy.ts, helm()). */
