@@ -3,7 +3,8 @@
 // database no `watch` of this version has opened yet).
 import type { Writable } from 'node:stream';
 import { isPostgresUrl } from '../state/location.ts';
-import { SCHEMA_VERSION, SqliteDatabase } from '../state/sqlite-database.ts';
+import { SqliteDatabase } from '../state/sqlite-database.ts';
+import { SCHEMA_VERSION } from '../state/sqlite-migrations.ts';
 import { stateLocation } from './state-location.ts';
 
 export async function runMigrate(

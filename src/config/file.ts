@@ -5,7 +5,17 @@
 // together (problems.ts, exit 2).
 // A value that came from the environment is never echoed: it may be a secret.
 import { readFileSync } from 'node:fs';
-import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
+import {
+  type Document,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseDocument,
+  visit,
+} from 'yaml';
 import { errorMessage, fileReadProblem, UsageError } from '../util/errors.ts';
 import { urlStart } from '../util/url.ts';
 import {
@@ -68,49 +78,79 @@ export function parseConfig(
   env: Env = process.env,
   options: ParseOptions = {},
 ): LoadedConfig {
+  const parsed = parseYaml(text, file);
+  const problems: ConfigProblem[] = [];
+  const add = (path: KeyPath, offset: number | undefined, message: string) =>
+    problems.push({ path, ...parsed.position(offset), message });
+  const at = (path: KeyPath, message: string) => add(path, parsed.nodeAt(path)?.range?.[0], message);
+
+  const variables = substituteVariables(parsed, env, options, add);
+  // Values whose variable is missing are reported once, not again as a bad URL or an empty string.
+  const envProblems = problems.length;
+  const shown = valueDescriber(parsed, variables.fromEnv);
+  // Neither a mapping nor a document yaml can represent: nothing more can be checked.
+  const config = configObject(parsed, add, at);
+  if (config === undefined) throw new ConfigError(file, problems);
+
+  for (const error of schemaErrors(config)) {
+    if (error.unknownKey !== undefined) {
+      const keyPath = [...error.path, error.unknownKey];
+      add(keyPath, parsed.keyNodeAt(keyPath)?.range?.[0], error.message);
+    } else {
+      at(error.path, error.message.replace('<value>', shown(error.path, valueAt(config, error.path))));
+    }
+  }
+  // The semantic checks count where the shape is right: one problem per place.
+  const shapeProblems = problems.length;
+  checkSemantics(config as ConfigInput, at, shown);
+  dropBelowWrongShapes(problems, shapeProblems);
+  const reported = problems.filter(
+    (problem, index) => index < envProblems || !variables.unset.has(formatKeyPath(problem.path)),
+  );
+  reported.sort((a, b) => a.line - b.line || a.column - b.column);
+  if (reported.length > 0) throw new ConfigError(file, reported);
+  return {
+    file,
+    config: config as ConfigInput,
+    locate: (path) => parsed.position(parsed.nodeAt(path)?.range?.[0] ?? parsed.keyNodeAt(path)?.range?.[0]),
+    fromEnvironment: variablesByKeyPath(parsed.doc, variables.fromEnv),
+    warnings: variables.warnings,
+  };
+}
+
+type Report = (path: KeyPath, offset: number | undefined, message: string) => void;
+
+/** A YAML document, and where its nodes are. */
+interface ParsedYaml {
+  doc: Document;
+  position(offset: number | undefined): { line: number; column: number };
+  /** The node of a value… */
+  nodeAt(path: KeyPath): Node | undefined;
+  /** …and of a key (for a key that should not be there, or a value that is absent). */
+  keyNodeAt(path: KeyPath): Node | undefined;
+}
+
+/** Parses the YAML (keeping every node's place); a file that is not YAML is a ConfigError at once. */
+function parseYaml(text: string, file: string): ParsedYaml {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const position = (offset: number | undefined) => {
     const { line, col } = lineCounter.linePos(offset ?? 0);
     return { line, column: col };
   };
-  const problems: ConfigProblem[] = [];
-  const warnings: ConfigProblem[] = [];
-  const add = (path: KeyPath, offset: number | undefined, message: string) =>
-    problems.push({ path, ...position(offset), message });
-
-  for (const error of doc.errors) {
-    const message = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
-    add([], error.pos[0], `not valid YAML: ${yamlMessage(error.code, message)}`);
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      file,
+      doc.errors.map((error) => {
+        const message = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+        return {
+          path: [],
+          ...position(error.pos[0]),
+          message: `not valid YAML: ${yamlMessage(error.code, message)}`,
+        };
+      }),
+    );
   }
-  if (problems.length > 0) throw new ConfigError(file, problems);
-
-  // ${VAR} substitution in values (never keys), remembering which values came from the environment.
-  const fromEnv = new Map<Node, string[]>();
-  const unset = new Set<string>();
-  visit(doc, {
-    Scalar(key, node, path) {
-      if (key === 'key' || typeof node.value !== 'string' || !node.value.includes('$')) return;
-      const keyPath = pathOf(path, key);
-      const result = substitute(node.value, env);
-      if (result.missing.length > 0) {
-        for (const name of result.missing) {
-          const message = `environment variable ${name} is not set (set it, or give a default: \${${name}:-value})`;
-          if (options.unsetVariables === 'warn')
-            warnings.push({ path: keyPath, ...position(node.range?.[0]), message });
-          else add(keyPath, node.range?.[0], message);
-        }
-        unset.add(formatKeyPath(keyPath));
-        return;
-      }
-      if (result.names.length > 0) fromEnv.set(node, result.names);
-      // A plain `${REPLICAS}` becomes a number or boolean when the variable holds one.
-      node.value = node.type === 'PLAIN' && result.whole ? scalarValue(result.text) : result.text;
-    },
-  });
-  // Values whose variable is missing are reported once, not again as a bad URL or an empty string.
-  const envProblems = problems.length;
-
   const nodeAt = (path: KeyPath): Node | undefined => {
     const found = path.length === 0 ? doc.contents : doc.getIn(path, true);
     return found && typeof found === 'object' && 'range' in found ? (found as Node) : undefined;
@@ -124,9 +164,49 @@ export function parseConfig(
     }
     return undefined;
   };
-  const locate = (path: KeyPath) => position(nodeAt(path)?.range?.[0] ?? keyNodeAt(path)?.range?.[0]);
-  const shown = (path: KeyPath, value: unknown): string => {
-    const node = nodeAt(path);
+  return { doc, position, nodeAt, keyNodeAt };
+}
+
+interface Substitution {
+  /** The variables each substituted value came from. */
+  fromEnv: Map<Node, string[]>;
+  /** The key paths of values whose variable is not set (left as written, not checked further). */
+  unset: Set<string>;
+  /** With `unsetVariables: 'warn'`: those variables, as warnings rather than problems. */
+  warnings: ConfigProblem[];
+}
+
+/** ${VAR} substitution in values (never keys), remembering which values came from the environment. */
+function substituteVariables(parsed: ParsedYaml, env: Env, options: ParseOptions, add: Report): Substitution {
+  const result: Substitution = { fromEnv: new Map(), unset: new Set(), warnings: [] };
+  visit(parsed.doc, {
+    Scalar(key, node, path) {
+      if (key === 'key' || typeof node.value !== 'string' || !node.value.includes('$')) return;
+      const keyPath = pathOf(path, key);
+      const substituted = substitute(node.value, env);
+      if (substituted.missing.length > 0) {
+        for (const name of substituted.missing) {
+          const message = `environment variable ${name} is not set (set it, or give a default: \${${name}:-value})`;
+          if (options.unsetVariables === 'warn')
+            result.warnings.push({ path: keyPath, ...parsed.position(node.range?.[0]), message });
+          else add(keyPath, node.range?.[0], message);
+        }
+        result.unset.add(formatKeyPath(keyPath));
+        return;
+      }
+      if (substituted.names.length > 0) result.fromEnv.set(node, substituted.names);
+      // A plain `${REPLICAS}` becomes a number or boolean when the variable holds one.
+      node.value =
+        node.type === 'PLAIN' && substituted.whole ? scalarValue(substituted.text) : substituted.text;
+    },
+  });
+  return result;
+}
+
+/** How a value is shown in a problem: never a value that came from the environment, nor a secret whole. */
+function valueDescriber(parsed: ParsedYaml, fromEnv: ReadonlyMap<Node, string[]>) {
+  return (path: KeyPath, value: unknown): string => {
+    const node = parsed.nodeAt(path);
     const names = node ? fromEnv.get(node) : undefined;
     if (names) return `the value of \${${names.join('}, ${')}}`;
     // Secrets, header values and URLs (a webhook URL's path is its secret) are not echoed whole.
@@ -138,15 +218,22 @@ export function parseConfig(
     }
     return describeValue(value);
   };
+}
 
+/** The document as a plain object, or undefined with the problem reported when it is not a mapping. */
+function configObject(
+  parsed: ParsedYaml,
+  add: Report,
+  at: (path: KeyPath, message: string) => void,
+): Record<string, unknown> | undefined {
   let config: unknown;
   try {
-    config = doc.toJS() ?? {};
+    config = parsed.doc.toJS() ?? {};
   } catch (error) {
     // yaml refuses aliases that expand beyond its limit (a "billion laughs" file) rather than run out
     // of memory; anything else it throws here is a file it cannot represent either.
     let firstAlias: number | undefined;
-    visit(doc, {
+    visit(parsed.doc, {
       Alias(_key, node) {
         firstAlias = node.range?.[0];
         return visit.BREAK;
@@ -156,33 +243,22 @@ export function parseConfig(
       ? 'not valid YAML: its aliases expand to too many values (as in a resource-exhaustion attack); write the values out, or use fewer aliases'
       : `not valid YAML: ${errorMessage(error).replace(/\.$/, '')}`;
     add([], firstAlias, message);
-    throw new ConfigError(file, problems);
+    return undefined;
   }
-  const at = (path: KeyPath, message: string) => add(path, nodeAt(path)?.range?.[0], message);
-
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
     at([], `expected a mapping of keys such as namespaces: and sinks:, got ${describeValue(config)}`);
-    throw new ConfigError(file, problems);
+    return undefined;
   }
+  return config as Record<string, unknown>;
+}
 
-  for (const error of schemaErrors(config as Record<string, unknown>)) {
-    const path = error.path;
-    if (error.unknownKey !== undefined) {
-      const keyPath = [...path, error.unknownKey];
-      add(keyPath, keyNodeAt(keyPath)?.range?.[0], error.message);
-    } else {
-      add(
-        path,
-        nodeAt(path)?.range?.[0],
-        error.message.replace('<value>', shown(path, valueAt(config, path))),
-      );
-    }
-  }
-  // The semantic checks count where the shape is right: one problem per place.
-  const shapeProblems = problems.length;
-  checkSemantics(config as ConfigInput, at, shown);
-  const wrongShape = problems.slice(0, shapeProblems).map((problem) => formatKeyPath(problem.path));
-  for (let index = problems.length - 1; index >= shapeProblems; index--) {
+/**
+ * Drops the semantic problems (from `from` on) at or below a place whose shape is already wrong: a
+ * value of the wrong type is one problem, not one more for each check that then fails on it.
+ */
+function dropBelowWrongShapes(problems: ConfigProblem[], from: number): void {
+  const wrongShape = problems.slice(0, from).map((problem) => formatKeyPath(problem.path));
+  for (let index = problems.length - 1; index >= from; index--) {
     const place = formatKeyPath(problems[index]?.path ?? []);
     if (
       wrongShape.some(
@@ -191,20 +267,18 @@ export function parseConfig(
     )
       problems.splice(index, 1);
   }
-  const reported = problems.filter(
-    (problem, index) => index < envProblems || !unset.has(formatKeyPath(problem.path)),
-  );
-  reported.sort((a, b) => a.line - b.line || a.column - b.column);
-  if (reported.length > 0) throw new ConfigError(file, reported);
+}
 
-  const fromEnvironment = new Map<string, string[]>();
+/** The variables values came from, by key path (LoadedConfig.fromEnvironment). */
+function variablesByKeyPath(doc: Document, fromEnv: ReadonlyMap<Node, string[]>): Map<string, string[]> {
+  const byPath = new Map<string, string[]>();
   visit(doc, {
     Scalar(key, node, path) {
       const names = fromEnv.get(node);
-      if (names) fromEnvironment.set(formatKeyPath(pathOf(path, key)), names);
+      if (names) byPath.set(formatKeyPath(pathOf(path, key)), names);
     },
   });
-  return { file, config: config as ConfigInput, locate, fromEnvironment, warnings };
+  return byPath;
 }
 
 function yamlMessage(code: string, message: string): string {

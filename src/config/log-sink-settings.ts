@@ -3,10 +3,9 @@
 // files the entries name (headersFile, passwordFile, apiKeyFile: a Secret mounted in the pod), or, for
 // the flag, from the environment variables OpenTelemetry's exporters read (OTEL_EXPORTER_OTLP_HEADERS);
 // never from a flag. A file that cannot be read is a problem at its key.
-import type { HttpTls } from '../sinks/http.ts';
 import type { OtlpSinkSpec, SearchSinkSpec } from '../sinks/setup.ts';
 import { UsageError } from '../util/errors.ts';
-import { checkHttpUrl, parseHeaders, type SinkFileReader } from './receiver-settings.ts';
+import { checkHttpUrl, parseHeaders, type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
 
 type OtlpInput = Extract<SinkInput, { type: 'otlp' }>;
@@ -95,14 +94,7 @@ function batchSinkSettings(
       )
     : {};
   const headers = { ...fromFile, ...lowerCased(input.headers) };
-  const tls: HttpTls | undefined = input.tls
-    ? {
-        ...(input.tls.caFile ? { ca: readFile(['tls', 'caFile'], input.tls.caFile) } : {}),
-        ...(input.tls.certFile ? { cert: readFile(['tls', 'certFile'], input.tls.certFile) } : {}),
-        ...(input.tls.keyFile ? { key: readFile(['tls', 'keyFile'], input.tls.keyFile) } : {}),
-        ...(input.tls.serverName ? { serverName: input.tls.serverName } : {}),
-      }
-    : undefined;
+  const tls = input.tls ? tlsFromFiles(input.tls, readFile) : undefined;
   return {
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(tls ? { tls } : {}),

@@ -1,6 +1,7 @@
 // What the settings of every HTTP receiver share: a URL from a flag or the environment checked (its
 // secret path never echoed), `Name: value` header lines parsed (values never echoed), and the reader of
 // the files a sink entry names (a CA, a key, a password).
+import type { HttpTls } from '../sinks/http.ts';
 import { isHeaderName, isReservedHeader } from '../sinks/receiver-checks.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
@@ -46,4 +47,17 @@ export function checkHttpUrl(text: string, where: string): void {
   }
   if (problem?.kind === 'scheme')
     throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
+}
+
+/** A sink entry's `tls:` files (CA, client certificate and key, in that order), read at startup. */
+export function tlsFromFiles(
+  tls: { caFile?: string; certFile?: string; keyFile?: string; serverName?: string },
+  readFile: SinkFileReader,
+): HttpTls {
+  return {
+    ...(tls.caFile ? { ca: readFile(['tls', 'caFile'], tls.caFile) } : {}),
+    ...(tls.certFile ? { cert: readFile(['tls', 'certFile'], tls.certFile) } : {}),
+    ...(tls.keyFile ? { key: readFile(['tls', 'keyFile'], tls.keyFile) } : {}),
+    ...(tls.serverName ? { serverName: tls.serverName } : {}),
+  };
 }

@@ -6,7 +6,6 @@
 // flag or variable, never the secret itself.
 
 import { readFileSync } from 'node:fs';
-import type { FilterSpec } from '../events/filter.ts';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
 import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
@@ -14,13 +13,12 @@ import { describeLogSink } from '../sinks/log-sink-name.ts';
 import { isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { groupedCount } from '../util/count-text.ts';
-import { checkDuration, parseDurationSetting } from '../util/duration.ts';
+import { parseDurationSetting } from '../util/duration.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { kafkaBrokerProblem, redactUrl } from '../util/url.ts';
 import { parseCount } from './count.ts';
-import { otlpSpecFromFlag, otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
-import { checkHttpUrl, parseHeaders, type SinkFileReader } from './receiver-settings.ts';
-import type { SinkInput } from './schema.ts';
+import { otlpSpecFromFlag } from './log-sink-settings.ts';
+import { checkHttpUrl, parseHeaders } from './receiver-settings.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
@@ -57,7 +55,7 @@ export interface SinkSettings {
 }
 
 /** The environment variables read here (documented in docs/sinks.md). */
-const SINK_ENV = {
+export const SINK_ENV = {
   webhookSecret: 'KUBEDIFF_WEBHOOK_SECRET',
   webhookHeaders: 'KUBEDIFF_WEBHOOK_HEADERS',
   slackWebhook: 'KUBEDIFF_SLACK_WEBHOOK',
@@ -72,20 +70,41 @@ const SINK_ENV = {
   kafkaMechanism: 'KUBEDIFF_KAFKA_SASL_MECHANISM',
 } as const;
 
+type Env = Readonly<Record<string, string | undefined>>;
+
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const MAX_BATCH = 10_000;
 
-export function sinkSettingsFromFlags(
-  flags: RawSinkFlags,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): SinkSettings {
-  const sinks: SinkSpec[] = [];
+export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.env): SinkSettings {
   const shutdownTimeoutMs =
     flags.shutdownTimeout === undefined
       ? DEFAULT_SHUTDOWN_TIMEOUT_MS
       : // 0 is meaningful: exit at once, reporting what is still queued.
         parseDurationSetting('--shutdown-timeout', flags.shutdownTimeout, { allowZero: true });
+  const sinks = FLAG_SINKS.flatMap((read) => read(flags, env));
+  const deadLetterFile = flags.deadLetter?.trim() || undefined;
+  if (deadLetterFile !== undefined && sinks.length === 0) {
+    throw new UsageError(
+      '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
+    );
+  }
+  return { sinks, deadLetterFile, shutdownTimeoutMs };
+}
 
+/**
+ * The flags' sinks, one reader per kind, read (and checked) in this order: the order of the sinks, and
+ * of the problems reported.
+ */
+const FLAG_SINKS: readonly ((flags: RawSinkFlags, env: Env) => SinkSpec[])[] = [
+  webhookSpecsFromFlags,
+  slackSpecsFromFlags,
+  chatSpecsFromFlags,
+  (flags, env) => listOf(kafkaSpecFromFlags(flags, env)),
+  (flags, env) => listOf(otlpSpecFromFlag(flags.otlpEndpoint, env)),
+];
+
+/** --webhook (repeatable), all of them with the same headers, secret, batch and timeout. */
+function webhookSpecsFromFlags(flags: RawSinkFlags, env: Env): WebhookSinkSpec[] {
   const webhooks = (flags.webhook ?? []).map((value) => value.trim()).filter(Boolean);
   if (webhooks.length === 0) {
     for (const [flag, value] of [
@@ -98,34 +117,44 @@ export function sinkSettingsFromFlags(
     }
   }
   const headers = {
-    ...parseHeaders(envValue(env, SINK_ENV.webhookHeaders)?.split(/\r?\n/) ?? [], SINK_ENV.webhookHeaders),
+    ...parseHeaders(
+      sinkEnvValue(env, SINK_ENV.webhookHeaders)?.split(/\r?\n/) ?? [],
+      SINK_ENV.webhookHeaders,
+    ),
     ...parseHeaders(flags.webhookHeader ?? [], '--webhook-header'),
   };
-  const secret = envValue(env, SINK_ENV.webhookSecret);
+  const secret = sinkEnvValue(env, SINK_ENV.webhookSecret);
   const batch = flags.webhookBatch === undefined ? undefined : batchSize(flags.webhookBatch);
   const timeoutMs =
     flags.webhookTimeout === undefined
       ? undefined
       : parseDurationSetting('--webhook-timeout', flags.webhookTimeout);
-  for (const url of webhooks) {
+  return webhooks.map((url) => {
     checkHttpUrl(url, 'invalid --webhook');
     const spec: WebhookSinkSpec = { type: 'webhook', url };
     if (Object.keys(headers).length > 0) spec.headers = headers;
     if (secret) spec.secret = secret;
     if (batch !== undefined) spec.batch = { maxEvents: batch };
     if (timeoutMs !== undefined) spec.timeoutMs = timeoutMs;
-    sinks.push(spec);
-  }
+    return spec;
+  });
+}
 
-  const slackWebhook = flags.slackWebhook?.trim() || envValue(env, SINK_ENV.slackWebhook);
+/**
+ * Slack: an incoming webhook (--slack-webhook or its variable), and a bot posting to --slack-channel
+ * with the token from the environment; either, both or neither.
+ */
+function slackSpecsFromFlags(flags: RawSinkFlags, env: Env): SlackSinkSpec[] {
+  const specs: SlackSinkSpec[] = [];
+  const slackWebhook = flags.slackWebhook?.trim() || sinkEnvValue(env, SINK_ENV.slackWebhook);
   if (slackWebhook) {
     const from = flags.slackWebhook?.trim() ? '--slack-webhook' : SINK_ENV.slackWebhook;
     checkHttpUrl(slackWebhook, `invalid ${from}`);
-    sinks.push({ type: 'slack', webhookUrl: slackWebhook });
+    specs.push({ type: 'slack', webhookUrl: slackWebhook });
   }
-  const token = envValue(env, SINK_ENV.slackToken);
+  const token = sinkEnvValue(env, SINK_ENV.slackToken);
   const channel = flags.slackChannel?.trim();
-  const apiUrl = envValue(env, SINK_ENV.slackApiUrl);
+  const apiUrl = sinkEnvValue(env, SINK_ENV.slackApiUrl);
   if (apiUrl) checkHttpUrl(apiUrl, `invalid ${SINK_ENV.slackApiUrl}`);
   if (channel !== undefined) {
     if (!isSlackChannel(channel))
@@ -137,47 +166,39 @@ export function sinkSettingsFromFlags(
         `--slack-channel needs a bot token: set ${SINK_ENV.slackToken} (an xoxb-… token with the chat:write scope).`,
       );
     }
-    const spec: SlackSinkSpec = { type: 'slack', token, channel };
-    if (apiUrl) spec.apiUrl = apiUrl;
-    sinks.push(spec);
+    specs.push({ type: 'slack', token, channel, ...(apiUrl ? { apiUrl } : {}) });
   } else if (token) {
     throw new UsageError(
       `${SINK_ENV.slackToken} is set but --slack-channel is not: name the channel to post to, e.g. --slack-channel '#alerts'.`,
     );
   }
+  return specs;
+}
 
+/** The other chat platforms: a webhook URL each, from its flag or else its variable. */
+function chatSpecsFromFlags(flags: RawSinkFlags, env: Env): SinkSpec[] {
   const chats: Array<[ChatPlatformName, string | undefined, string, string]> = [
     ['teams', flags.teamsWebhook, '--teams-webhook', SINK_ENV.teamsWebhook],
     ['discord', flags.discordWebhook, '--discord-webhook', SINK_ENV.discordWebhook],
     ['mattermost', flags.mattermostWebhook, '--mattermost-webhook', SINK_ENV.mattermostWebhook],
     ['google-chat', flags.googleChatWebhook, '--google-chat-webhook', SINK_ENV.googleChatWebhook],
   ];
+  const specs: SinkSpec[] = [];
   for (const [type, flag, flagName, variable] of chats) {
-    const url = flag?.trim() || envValue(env, variable);
+    const url = flag?.trim() || sinkEnvValue(env, variable);
     if (!url) continue;
     checkHttpUrl(url, `invalid ${flag?.trim() ? flagName : variable}`);
-    sinks.push({ type, webhookUrl: url });
+    specs.push({ type, webhookUrl: url });
   }
+  return specs;
+}
 
-  const kafka = kafkaSpecFromFlags(flags, env);
-  if (kafka) sinks.push(kafka);
-  const otlp = otlpSpecFromFlag(flags.otlpEndpoint, env);
-  if (otlp) sinks.push(otlp);
-
-  const deadLetterFile = flags.deadLetter?.trim() || undefined;
-  if (deadLetterFile !== undefined && sinks.length === 0) {
-    throw new UsageError(
-      '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
-    );
-  }
-  return { sinks, deadLetterFile, shutdownTimeoutMs };
+function listOf<T>(item: T | undefined): T[] {
+  return item === undefined ? [] : [item];
 }
 
 /** --kafka-brokers and --kafka-topic (both or neither), SASL credentials from the environment. */
-function kafkaSpecFromFlags(
-  flags: RawSinkFlags,
-  env: Readonly<Record<string, string | undefined>>,
-): KafkaSinkSpec | undefined {
+function kafkaSpecFromFlags(flags: RawSinkFlags, env: Env): KafkaSinkSpec | undefined {
   const brokersText = flags.kafkaBrokers?.trim();
   const topic = flags.kafkaTopic?.trim();
   if (!brokersText && !topic) return undefined;
@@ -198,14 +219,14 @@ function kafkaSpecFromFlags(
   const caFile = flags.kafkaCaFile?.trim();
   if (caFile) spec.tls = { ca: readFlagFile('--kafka-ca-file', caFile) };
   else if (flags.kafkaTls) spec.tls = {};
-  const username = envValue(env, SINK_ENV.kafkaUsername);
+  const username = sinkEnvValue(env, SINK_ENV.kafkaUsername);
   const password = env[SINK_ENV.kafkaPassword];
   if (username !== undefined || password) {
     if (username === undefined || !password)
       throw new UsageError(
         `SASL needs both ${SINK_ENV.kafkaUsername} and ${SINK_ENV.kafkaPassword}; ${username === undefined ? SINK_ENV.kafkaUsername : SINK_ENV.kafkaPassword} is not set.`,
       );
-    const mechanism = envValue(env, SINK_ENV.kafkaMechanism) ?? 'SCRAM-SHA-512';
+    const mechanism = sinkEnvValue(env, SINK_ENV.kafkaMechanism) ?? 'SCRAM-SHA-512';
     if (!(KAFKA_SASL_MECHANISMS as readonly string[]).includes(mechanism))
       throw new UsageError(
         `invalid ${SINK_ENV.kafkaMechanism} "${mechanism.slice(0, 40)}": use ${KAFKA_SASL_MECHANISMS.join(', ')}.`,
@@ -234,7 +255,8 @@ function readFlagFile(flag: string, file: string): string {
   }
 }
 
-function envValue(env: Readonly<Record<string, string | undefined>>, name: string): string | undefined {
+/** A variable's value, trimmed; empty counts as unset. */
+export function sinkEnvValue(env: Env, name: string): string | undefined {
   const value = env[name]?.trim();
   return value ? value : undefined;
 }
@@ -260,111 +282,4 @@ export function describeSinkSpec(spec: SinkSpec): string {
   if (spec.type === 'slack')
     return spec.webhookUrl !== undefined ? `slack ${redactUrl(spec.webhookUrl)}` : `slack ${spec.channel}`;
   return 'stdout';
-}
-
-/** A duration the file's checks have already accepted (semantic-checks.ts). */
-function checkedMs(text: string | undefined): number | undefined {
-  return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
-}
-
-/**
- * A sink of the config file other than stdout (checked by semantic-checks.ts) as a sink spec, with its filter
- * (`filter`), and the file's dead-letter file unless it names its own.
- */
-export function sinkSpecOf(
-  input: Exclude<SinkInput, { type: 'stdout' }>,
-  filter: { filter?: FilterSpec },
-  deadLetter: string | undefined,
-  env: Readonly<Record<string, string | undefined>>,
-  readFile: SinkFileReader,
-): Exclude<SinkSpec, { type: 'stdout' }> {
-  const timeoutMs = checkedMs(input.timeout);
-  const deadLetterFile = input.deadLetter ?? deadLetter;
-  const common = {
-    ...(input.name ? { name: input.name } : {}),
-    ...filter,
-    ...('stories' in input && input.stories !== undefined ? { stories: input.stories } : {}),
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    ...(deadLetterFile ? { deadLetterFile } : {}),
-  };
-  if (input.type === 'otlp') return otlpSpecOf(input, common, readFile);
-  if (input.type === 'opensearch' || input.type === 'elasticsearch')
-    return searchSpecOf(input, common, readFile);
-  if (input.type === 'webhook') {
-    const maxWaitMs = checkedMs(input.batchWait);
-    return {
-      type: 'webhook',
-      url: input.url,
-      ...common,
-      ...(input.headers ? { headers: input.headers } : {}),
-      ...(input.secret ? { secret: input.secret } : {}),
-      ...(input.batch !== undefined
-        ? { batch: { maxEvents: input.batch, ...(maxWaitMs !== undefined ? { maxWaitMs } : {}) } }
-        : {}),
-      ...(input.maxRequestsPerSecond !== undefined
-        ? { maxRequestsPerSecond: input.maxRequestsPerSecond }
-        : {}),
-      ...(input.format ? { format: input.format } : {}),
-      ...(input.cloudEventsMode ? { cloudEventsMode: input.cloudEventsMode } : {}),
-      ...(input.layout !== undefined ? { layout: input.layout } : {}),
-    };
-  }
-  if (input.type === 'kafka') {
-    const tls = input.tls;
-    const sasl = input.sasl;
-    return {
-      type: 'kafka',
-      brokers: input.brokers,
-      topic: input.topic,
-      ...common,
-      ...(input.clientId ? { clientId: input.clientId } : {}),
-      ...(input.compression ? { compression: input.compression } : {}),
-      ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
-      ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
-      ...(tls === true || typeof tls === 'object'
-        ? {
-            tls:
-              tls === true
-                ? {}
-                : {
-                    ...(tls.caFile ? { ca: readFile(['tls', 'caFile'], tls.caFile) } : {}),
-                    ...(tls.certFile ? { cert: readFile(['tls', 'certFile'], tls.certFile) } : {}),
-                    ...(tls.keyFile ? { key: readFile(['tls', 'keyFile'], tls.keyFile) } : {}),
-                    ...(tls.serverName ? { serverName: tls.serverName } : {}),
-                  },
-          }
-        : {}),
-      ...(sasl
-        ? {
-            sasl: {
-              mechanism: sasl.mechanism,
-              username: sasl.username,
-              password:
-                sasl.password ??
-                readFile(['sasl', 'passwordFile'], sasl.passwordFile ?? '').replace(/\r?\n$/, ''),
-            },
-          }
-        : {}),
-    };
-  }
-  if (input.type !== 'slack') {
-    const minIntervalMs = checkedMs(input.minInterval);
-    return {
-      type: input.type,
-      webhookUrl: input.webhookUrl,
-      ...common,
-      ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
-    };
-  }
-  const apiUrl = input.apiUrl ?? envValue(env, SINK_ENV.slackApiUrl);
-  const minIntervalMs = checkedMs(input.minInterval);
-  return {
-    type: 'slack',
-    ...common,
-    ...(input.webhookUrl !== undefined ? { webhookUrl: input.webhookUrl } : {}),
-    ...(input.token !== undefined ? { token: input.token } : {}),
-    ...(input.channel !== undefined ? { channel: input.channel } : {}),
-    ...(apiUrl ? { apiUrl } : {}),
-    ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
-  };
 }

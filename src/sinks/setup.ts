@@ -2,7 +2,6 @@
 // to running sinks behind a router. The specs are plain data with every
 // option a sink has, so a config file maps its keys onto them one to one.
 import type { Writable } from 'node:stream';
-import type { ChangeEvent } from '../events/event.ts';
 import { compileFilter, type FilterSpec } from '../events/filter.ts';
 import type { StoryOptions } from '../events/story.ts';
 import type { EventFailures } from '../util/event-failures.ts';
@@ -134,9 +133,6 @@ export type SinkSpec =
   | OtlpSinkSpec
   | SearchSinkSpec;
 
-/** The sinks whose module createSinks imports on its own: everything but stdout, webhooks, Slack, Kafka and the log sinks. */
-const OWN_MODULE_TYPES = ['stdout', 'webhook', 'slack', 'kafka', 'otlp', 'opensearch', 'elasticsearch'];
-
 export interface SinkRuntime {
   log: Logger;
   /** Where stdout sinks write. */
@@ -165,156 +161,30 @@ export interface SinkSet {
 }
 
 /**
- * Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. The
- * HTTP sinks' modules (undici: about 25 MiB) and the Kafka client are imported only when there is such a sink.
+ * Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. Each
+ * sink's module is imported by its factory, so that undici, the Kafka client and the OpenTelemetry
+ * packages are loaded only when there is such a sink.
  */
 export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): Promise<SinkSet> {
-  const webhook = specs.some((spec) => spec.type === 'webhook') ? await import('./webhook.ts') : undefined;
-  const slack = specs.some((spec) => spec.type === 'slack') ? await import('./slack.ts') : undefined;
-  const kafka = specs.some((spec) => spec.type === 'kafka') ? await import('./kafka.ts') : undefined;
-  const chat = specs.some((spec) => !OWN_MODULE_TYPES.includes(spec.type))
-    ? { ...(await import('./chat.ts')), ...(await import('./chat-platforms.ts')) }
-    : undefined;
-  const files = new Map<string, DeadLetterFile>();
-  const deadLetter = (path: string | undefined): DeadLetterFile | undefined => {
-    if (path === undefined) return undefined;
-    let file = files.get(path);
-    if (!file) {
-      file = DeadLetterFile.open(path, runtime.log, runtime.deadLetterLimits);
-      files.set(path, file);
-    }
-    return file;
-  };
-  const names = new Map<string, number>();
-  const unique = (name: string): string => {
-    const seen = (names.get(name) ?? 0) + 1;
-    names.set(name, seen);
-    return seen === 1 ? name : `${name} #${seen}`;
-  };
-
+  const deadLetters = new Map<string, DeadLetterFile>();
+  const unique = uniqueNames();
   let stdout: StreamOutput | undefined;
   const routes: Route[] = [];
   try {
     for (const spec of specs) {
-      let sink: Sink;
-      if (spec.type === 'stdout') {
-        const stories = storiesOf(spec);
-        const pretty = spec.format === 'json' && !stories ? undefined : await prettyRenderers();
-        const render: (event: ChangeEvent) => string =
-          spec.format === 'json' || !pretty
-            ? renderJsonLine
-            : pretty.prettyRenderer({ color: spec.color ?? false });
-        stdout = new StreamOutput({
-          name: unique(spec.name ?? 'stdout'),
-          stream: runtime.stdout,
-          render,
-          log: runtime.log,
-          ...(stories && pretty
-            ? {
-                stories: {
-                  options: stories,
-                  render: pretty.prettyStoryRenderer({ color: spec.color ?? false }),
-                  log: runtime.log,
-                },
-              }
-            : {}),
-          ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
-        });
-        sink = stdout;
-      } else if (spec.type === 'webhook') {
-        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
-        const name = spec.name ?? `webhook ${redactUrl(spec.url)}`;
-        const { WebhookSink } = webhook as typeof import('./webhook.ts');
-        sink = new WebhookSink({
-          url: spec.url,
-          name: unique(name),
-          log: runtime.log,
-          format: await webhookFormat(spec),
-          ...(spec.headers ? { headers: spec.headers } : {}),
-          ...(spec.secret ? { secret: spec.secret } : {}),
-          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-          ...(spec.batch ? { batch: spec.batch } : {}),
-          ...(spec.retry ? { retry: spec.retry } : {}),
-          ...(spec.queue ? { queue: spec.queue } : {}),
-          ...(spec.maxRequestsPerSecond !== undefined
-            ? { maxRequestsPerSecond: spec.maxRequestsPerSecond }
-            : {}),
-          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
-          ...(file ? { deadLetter: file } : {}),
-          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
-          ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
-        });
-      } else if (spec.type === 'kafka') {
-        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
-        const { KafkaSink } = kafka as typeof import('./kafka.ts');
-        sink = new KafkaSink({
-          brokers: spec.brokers,
-          topic: spec.topic,
-          name: unique(spec.name ?? `kafka ${spec.topic}`),
-          log: runtime.log,
-          ...(spec.clientId ? { clientId: spec.clientId } : {}),
-          ...(spec.compression ? { compression: spec.compression } : {}),
-          ...(spec.tls ? { tls: spec.tls } : {}),
-          ...(spec.sasl ? { sasl: spec.sasl } : {}),
-          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-          ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
-          ...(spec.retry ? { retry: spec.retry } : {}),
-          ...(spec.queue ? { queue: spec.queue } : {}),
-          ...(file ? { deadLetter: file } : {}),
-          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
-        });
-      } else if (spec.type === 'otlp' || spec.type === 'opensearch' || spec.type === 'elasticsearch') {
-        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
-        sink = await createLogSink(spec, unique(spec.name ?? describeLogSink(spec)), file, runtime);
-      } else if (spec.type !== 'slack') {
-        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
-        const { ChatSink, CHAT_PLATFORMS } = chat as typeof import('./chat.ts') &
-          typeof import('./chat-platforms.ts');
-        const platform = CHAT_PLATFORMS[spec.type];
-        sink = new ChatSink({
-          platform: platform.create(spec.webhookUrl),
-          name: unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
-          minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
-          log: runtime.log,
-          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
-          ...(spec.retry ? { retry: spec.retry } : {}),
-          ...(file ? { deadLetter: file } : {}),
-          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
-          ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
-        });
-      } else {
-        const file = deadLetter(spec.deadLetterFile ?? runtime.deadLetterFile);
-        const target =
-          spec.webhookUrl !== undefined
-            ? { kind: 'webhook' as const, url: spec.webhookUrl }
-            : {
-                kind: 'bot' as const,
-                token: spec.token ?? '',
-                channel: spec.channel ?? '',
-                ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
-              };
-        const { SlackSink, slackSinkName } = slack as typeof import('./slack.ts');
-        const name = spec.name ?? slackSinkName(target);
-        sink = new SlackSink({
-          target,
-          name: unique(name),
-          log: runtime.log,
-          ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-          ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
-          ...(storiesOf(spec) ? { stories: storiesOf(spec) } : {}),
-          ...(spec.retry ? { retry: spec.retry } : {}),
-          ...(file ? { deadLetter: file } : {}),
-          ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
-          ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
-        });
-      }
+      const deadLetter =
+        spec.type === 'stdout'
+          ? undefined
+          : openDeadLetter(deadLetters, spec.deadLetterFile ?? runtime.deadLetterFile, runtime);
+      const sink = await factoryOf(spec)(spec, { runtime, unique, deadLetter });
+      // The watch honours the stdout sink's backpressure (flowControl below).
+      if (sink instanceof StreamOutput) stdout = sink;
       routes.push({ sink, ...(spec.filter ? { filter: compileFilter(spec.filter) } : {}) });
     }
   } catch (error) {
     // A later dead-letter file failed to open: release what was created.
     for (const route of routes) void route.sink.close(0);
-    for (const file of files.values()) file.close();
+    for (const file of deadLetters.values()) file.close();
     throw error;
   }
 
@@ -322,42 +192,172 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
   return {
     router: new Router(routes, runtime.log, runtime.failures ? { failures: runtime.failures } : {}),
     stdout: output,
-    deadLetterFiles: [...files.values()],
+    deadLetterFiles: [...deadLetters.values()],
     flowControl: () => output?.flowControl(),
   };
 }
 
-/** An OTLP or search sink; their modules (and the OpenTelemetry packages) are imported only here. */
-async function createLogSink(
-  spec: OtlpSinkSpec | SearchSinkSpec,
-  name: string,
-  deadLetter: DeadLetterFile | undefined,
+/** What a sink's factory gets besides its spec. */
+interface SinkContext {
+  runtime: SinkRuntime;
+  /** The name for logs and metrics, numbered from the second sink that has it ("webhook … #2"). */
+  unique: (name: string) => string;
+  /** Its dead-letter file (its own, or the watch's --dead-letter); undefined for stdout. */
+  deadLetter: DeadLetterFile | undefined;
+}
+
+type SinkType = SinkSpec['type'];
+/** The spec of one sink type (the chat platforms share one spec, hence not Extract<>). */
+type SpecOfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
+type SinkFactory<T extends SinkType> = (spec: SpecOfType<SinkSpec, T>, context: SinkContext) => Promise<Sink>;
+
+/** One factory per sink type: a new sink type is one entry here, beside its spec above. */
+const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
+  stdout: stdoutSink,
+  webhook: webhookSink,
+  slack: slackSink,
+  kafka: kafkaSink,
+  otlp: otlpSink,
+  opensearch: searchSink,
+  elasticsearch: searchSink,
+  teams: chatSink,
+  discord: chatSink,
+  mattermost: chatSink,
+  'google-chat': chatSink,
+};
+
+function factoryOf(spec: SinkSpec): (spec: SinkSpec, context: SinkContext) => Promise<Sink> {
+  // TypeScript cannot tie SINK_FACTORIES[spec.type] to spec's own type; the table's type does.
+  return SINK_FACTORIES[spec.type] as (spec: SinkSpec, context: SinkContext) => Promise<Sink>;
+}
+
+/** One DeadLetterFile per path, however many sinks write to it. */
+function openDeadLetter(
+  files: Map<string, DeadLetterFile>,
+  path: string | undefined,
   runtime: SinkRuntime,
-): Promise<Sink> {
-  const common = {
-    name,
-    log: runtime.log,
-    ...(spec.headers ? { headers: spec.headers } : {}),
-    ...(spec.tls ? { tls: spec.tls } : {}),
-    ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
-    ...(spec.retry ? { retry: spec.retry } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
-    ...(deadLetter ? { deadLetter } : {}),
-    ...(runtime.deliveries ? { deliveries: runtime.deliveries } : {}),
-    ...(runtime.userAgent ? { userAgent: runtime.userAgent } : {}),
-  };
-  if (spec.type === 'otlp') {
-    const { OtlpSink } = await import('./otlp.ts');
-    return new OtlpSink({
-      ...common,
-      endpoint: spec.endpoint,
-      ...(spec.protocol ? { protocol: spec.protocol } : {}),
-    });
+): DeadLetterFile | undefined {
+  if (path === undefined) return undefined;
+  let file = files.get(path);
+  if (!file) {
+    file = DeadLetterFile.open(path, runtime.log, runtime.deadLetterLimits);
+    files.set(path, file);
   }
+  return file;
+}
+
+/** Two sinks with one name would share a line in logs and metrics: the second is "name #2". */
+function uniqueNames(): (name: string) => string {
+  const names = new Map<string, number>();
+  return (name) => {
+    const seen = (names.get(name) ?? 0) + 1;
+    names.set(name, seen);
+    return seen === 1 ? name : `${name} #${seen}`;
+  };
+}
+
+/** JSON lines, or pretty text (and stories), whose renderers are imported only then. */
+async function stdoutSink(spec: StdoutSinkSpec, { runtime, unique }: SinkContext): Promise<Sink> {
+  const stories = storiesOf(spec);
+  const pretty = spec.format === 'json' && !stories ? undefined : await prettyRenderers();
+  const color = spec.color ?? false;
+  return new StreamOutput({
+    name: unique(spec.name ?? 'stdout'),
+    stream: runtime.stdout,
+    render: spec.format === 'json' || !pretty ? renderJsonLine : pretty.prettyRenderer({ color }),
+    log: runtime.log,
+    ...(stories && pretty
+      ? { stories: { options: stories, render: pretty.prettyStoryRenderer({ color }), log: runtime.log } }
+      : {}),
+    ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
+  });
+}
+
+async function webhookSink(spec: WebhookSinkSpec, context: SinkContext): Promise<Sink> {
+  const { WebhookSink } = await import('./webhook.ts');
+  return new WebhookSink({
+    url: spec.url,
+    name: context.unique(spec.name ?? `webhook ${redactUrl(spec.url)}`),
+    log: context.runtime.log,
+    format: await webhookFormat(spec),
+    ...(spec.headers ? { headers: spec.headers } : {}),
+    ...(spec.secret ? { secret: spec.secret } : {}),
+    ...(spec.batch ? { batch: spec.batch } : {}),
+    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...(spec.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: spec.maxRequestsPerSecond } : {}),
+    ...storiesOption(spec),
+    ...httpOptions(spec, context),
+  });
+}
+
+/** An incoming webhook, or a bot token and a channel. */
+async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sink> {
+  const target =
+    spec.webhookUrl !== undefined
+      ? { kind: 'webhook' as const, url: spec.webhookUrl }
+      : {
+          kind: 'bot' as const,
+          token: spec.token ?? '',
+          channel: spec.channel ?? '',
+          ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
+        };
+  const { SlackSink, slackSinkName } = await import('./slack.ts');
+  return new SlackSink({
+    target,
+    name: context.unique(spec.name ?? slackSinkName(target)),
+    log: context.runtime.log,
+    ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
+    ...storiesOption(spec),
+    ...httpOptions(spec, context),
+  });
+}
+
+/** Teams, Discord, Mattermost, Google Chat: the platform's renderer and pace on the chat core. */
+async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink> {
+  const { ChatSink } = await import('./chat.ts');
+  const { CHAT_PLATFORMS } = await import('./chat-platforms.ts');
+  const platform = CHAT_PLATFORMS[spec.type];
+  return new ChatSink({
+    platform: platform.create(spec.webhookUrl),
+    name: context.unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
+    minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
+    log: context.runtime.log,
+    ...storiesOption(spec),
+    ...httpOptions(spec, context),
+  });
+}
+
+async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sink> {
+  const { KafkaSink } = await import('./kafka.ts');
+  return new KafkaSink({
+    brokers: spec.brokers,
+    topic: spec.topic,
+    name: context.unique(spec.name ?? `kafka ${spec.topic}`),
+    log: context.runtime.log,
+    ...(spec.clientId ? { clientId: spec.clientId } : {}),
+    ...(spec.compression ? { compression: spec.compression } : {}),
+    ...(spec.tls ? { tls: spec.tls } : {}),
+    ...(spec.sasl ? { sasl: spec.sasl } : {}),
+    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
+    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...deliveryOptions(spec, context),
+  });
+}
+
+/** OpenTelemetry logs; the OpenTelemetry packages are imported only here. */
+async function otlpSink(spec: OtlpSinkSpec, context: SinkContext): Promise<Sink> {
+  const { OtlpSink } = await import('./otlp.ts');
+  return new OtlpSink({
+    ...logSinkOptions(spec, context),
+    endpoint: spec.endpoint,
+    ...(spec.protocol ? { protocol: spec.protocol } : {}),
+  });
+}
+
+async function searchSink(spec: SearchSinkSpec, context: SinkContext): Promise<Sink> {
   const { SearchSink } = await import('./search.ts');
   return new SearchSink({
-    ...common,
+    ...logSinkOptions(spec, context),
     flavor: spec.type,
     url: spec.url,
     ...(spec.index ? { index: spec.index } : {}),
@@ -365,6 +365,44 @@ async function createLogSink(
     ...(spec.installTemplate !== undefined ? { installTemplate: spec.installTemplate } : {}),
     ...(spec.auth ? { auth: spec.auth } : {}),
   });
+}
+
+/** What the log sinks (OTLP, search) share: headers, TLS, batches and their queue. */
+function logSinkOptions(spec: OtlpSinkSpec | SearchSinkSpec, context: SinkContext) {
+  return {
+    name: context.unique(spec.name ?? describeLogSink(spec)),
+    log: context.runtime.log,
+    ...(spec.headers ? { headers: spec.headers } : {}),
+    ...(spec.tls ? { tls: spec.tls } : {}),
+    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
+    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...httpOptions(spec, context),
+  };
+}
+
+/**
+ * What every delivering sink takes from its spec and the runtime: its timeout and retries, its
+ * dead-letter file, the metrics' observer. Keys are left out rather than set to undefined, so that
+ * each sink's own defaults apply.
+ */
+function deliveryOptions(spec: HttpSinkSpec, context: SinkContext) {
+  return {
+    ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+    ...(spec.retry ? { retry: spec.retry } : {}),
+    ...(context.deadLetter ? { deadLetter: context.deadLetter } : {}),
+    ...(context.runtime.deliveries ? { deliveries: context.runtime.deliveries } : {}),
+  };
+}
+
+/** deliveryOptions, and the User-Agent of the sinks that speak HTTP. */
+function httpOptions(spec: HttpSinkSpec, context: SinkContext) {
+  const { userAgent } = context.runtime;
+  return { ...deliveryOptions(spec, context), ...(userAgent ? { userAgent } : {}) };
+}
+
+function storiesOption(spec: SinkSpec): { stories?: Partial<StoryOptions> } {
+  const stories = storiesOf(spec);
+  return stories ? { stories } : {};
 }
 
 /** A webhook's body format; a layout is compiled here (the config checks have compiled it once already). */

@@ -5,9 +5,10 @@
 // followed, and the history of reported events for `kubediff history`.
 //
 // Recognised by its application_id; its schema version is PRAGMA user_version
-// and older versions are migrated in place, in one transaction. WAL journal:
-// a reader (`kubediff history`) never blocks the writer, and a kill -9 loses
-// at most the transaction being written, never the file.
+// and older versions are migrated in place, in one transaction
+// (sqlite-migrations.ts). WAL journal: a reader (`kubediff history`) never
+// blocks the writer, and a kill -9 loses at most the transaction being
+// written, never the file.
 //
 // The file holds every watched object (Secrets redacted, but ConfigMaps and
 // everything else as they are): it is created 0600 before SQLite opens it,
@@ -22,6 +23,8 @@ import type { ResourceType } from '../kube/types.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { withoutExperimentalWarning } from '../util/experimental.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
+import { historyConditions } from './sqlite-history-query.ts';
+import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './sqlite-migrations.ts';
 import {
   DEFAULT_PAGE_SIZE,
   type HistoryPage,
@@ -36,10 +39,6 @@ import {
   storedObjectOf,
 } from './store.ts';
 
-/** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
-export const APPLICATION_ID = 0x4b446966;
-export const SCHEMA_VERSION = 2;
-
 /**
  * node:sqlite is loaded on first use, and its ExperimentalWarning (printed by the Node 22 releases that
  * kubediff supports; Node 24.21 prints none) is silenced: that one warning only, everything else passes.
@@ -53,63 +52,7 @@ function loadSqlite(): typeof import('node:sqlite') {
   return sqlite;
 }
 
-/** Migrations: MIGRATIONS[v] takes a database from user_version v to v + 1. */
-const MIGRATIONS: readonly string[] = [
-  // 0 → 1: the first schema.
-  `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-   CREATE TABLE resources (
-     resource TEXT PRIMARY KEY,            -- qualified name: deployments.apps
-     type TEXT NOT NULL,                   -- the discovered ResourceType, JSON
-     watched INTEGER NOT NULL DEFAULT 0,   -- 0: served but not selected
-     listed INTEGER NOT NULL DEFAULT 0,    -- 1: its objects below are a complete inventory
-     resource_version TEXT NOT NULL DEFAULT ''
-   ) WITHOUT ROWID;
-   CREATE TABLE objects (
-     resource TEXT NOT NULL,
-     key TEXT NOT NULL,                    -- namespace/name or name
-     namespace TEXT,
-     name TEXT NOT NULL,
-     uid TEXT NOT NULL,
-     resource_version TEXT NOT NULL,
-     object TEXT NOT NULL,                 -- the normalized object, JSON
-     PRIMARY KEY (resource, key)
-   ) WITHOUT ROWID;
-   CREATE TABLE events (
-     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-     id TEXT NOT NULL,
-     time TEXT NOT NULL,
-     type TEXT NOT NULL,
-     event TEXT NOT NULL                   -- the event as reported, JSON
-   );
-   CREATE INDEX events_time ON events (time);`,
-  // 1 → 2: events get their object's resource, namespace and name as columns, for `history` queries.
-  `ALTER TABLE events ADD COLUMN resource TEXT NOT NULL DEFAULT '';
-   ALTER TABLE events ADD COLUMN namespace TEXT;
-   ALTER TABLE events ADD COLUMN name TEXT NOT NULL DEFAULT '';
-   UPDATE events SET
-     resource = json_extract(event, '$.object.resource') ||
-       CASE WHEN instr(json_extract(event, '$.object.apiVersion'), '/') > 0
-         THEN '.' || substr(json_extract(event, '$.object.apiVersion'), 1,
-                            instr(json_extract(event, '$.object.apiVersion'), '/') - 1)
-         ELSE '' END,
-     namespace = json_extract(event, '$.object.namespace'),
-     name = json_extract(event, '$.object.name');
-   CREATE INDEX events_object ON events (resource, namespace, name);`,
-];
-
 export type SqlParameter = string | number | null;
-
-/**
- * The condition of HistoryQuery.manager on the stored event JSON (SQLite's json_each), with its two
- * parameters: the glob in SQLite's GLOB syntax, where `[` opens a class and is escaped as `[[]`.
- */
-const MANAGER_CONDITION =
-  "(EXISTS (SELECT 1 FROM json_each(event, '$.by.managers') WHERE json_extract(value, '$.manager') GLOB ?)" +
-  " OR EXISTS (SELECT 1 FROM json_each(event, '$.changes') WHERE json_extract(value, '$.manager') GLOB ?))";
-
-function sqliteGlob(glob: string): string {
-  return glob.replaceAll('[', '[[]');
-}
 
 /** Creates `path` empty with mode 0600 (an empty file is an empty SQLite database); an existing file is left as it is. */
 function createPrivately(path: string): void {
@@ -370,34 +313,7 @@ export class SqliteDatabase {
 
   /** One page of the recorded events matching `query`, oldest first (see HistoryQuery). */
   historyPage(query: HistoryQuery): HistoryPage {
-    const conditions: [string, string | undefined][] = [
-      ['namespace = ?', query.namespace],
-      ['resource = ?', query.resource],
-      ['name = ?', query.name],
-      ['time >= ?', query.since],
-    ];
-    const given = conditions.filter((condition): condition is [string, string] => condition[1] !== undefined);
-    const where = given.map(([clause]) => clause);
-    const params: (string | number)[] = given.map(([, value]) => value);
-    if (query.manager !== undefined) {
-      where.push(MANAGER_CONDITION);
-      params.push(sqliteGlob(query.manager), sqliteGlob(query.manager));
-    }
-    if (query.user !== undefined) {
-      // From the event's JSON (no column: the schema stays as it is).
-      const glob = sqliteGlob(query.user);
-      where.push(
-        "(json_extract(event, '$.by.user.username') GLOB ? OR json_extract(event, '$.by.impersonatedUser.username') GLOB ?)",
-      );
-      params.push(glob, glob);
-    }
-    if (query.clusters && query.clusters.length > 0) {
-      // SQLite's GLOB has the shell's * and ? (the history's --cluster globs).
-      where.push(
-        `(${query.clusters.map(() => "coalesce(json_extract(event, '$.cluster'), '') GLOB ?").join(' OR ')})`,
-      );
-      params.push(...query.clusters);
-    }
+    const { where, params } = historyConditions(query);
     let after = query.after === undefined ? undefined : Number(query.after);
     if (after === undefined && query.limit !== undefined) {
       // The newest `limit`: start just before the oldest of them.

@@ -8,7 +8,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
-import { APPLICATION_ID, SCHEMA_VERSION, SqliteDatabase } from '../../src/state/sqlite-database.ts';
+import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
+import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/state/sqlite-migrations.ts';
 import { UsageError } from '../../src/util/errors.ts';
 import { changeEvent, storedObject } from '../helpers/state-fixtures.ts';
 

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 // The timeline: time across, one row per namespace or kind, one mark per event coloured (and shaped)
 // by its type; when the window holds too many events, cells shaded by how many fell in each bucket.
-import type { EventSummary, Timeline } from '../../state/timeline-reader.ts';
+import type { DensityCell, EventSummary, Timeline } from '../../state/timeline-reader.ts';
 import { visible } from './visible-text.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -39,17 +39,63 @@ export function drawTimeline(
   selected: number | undefined,
   handlers: TimelineHandlers,
 ): void {
-  const width = Math.max(400, container.clientWidth);
+  const rows = data.rows.length > 0 ? data.rows : [{ key: '', label: 'no events in this window', count: 0 }];
+  const layout = layoutOf(Math.max(400, container.clientWidth), data, rows.length);
+  const svg = element('svg', {
+    viewBox: `0 0 ${layout.width} ${layout.height}`,
+    height: layout.height,
+    role: 'group',
+  });
+  svg.setAttribute('aria-label', `Timeline, ${data.total} events, ${rows.length} rows`);
+  const rowIndex = new Map(rows.map((row, index) => [row.key, index]));
+  // Painted in this order: later layers lie on top (the marks over the shading over the grid).
+  drawAxis(svg, layout);
+  drawRows(svg, rows, layout);
+  if (data.density) drawDensity(svg, data.density, rowIndex, layout, handlers);
+  drawMarks(
+    svg,
+    data.marks ?? [],
+    (event) => rowIndex.get(rowKeyOf(event, rowsBy)),
+    selected,
+    layout,
+    handlers,
+  );
+  container.replaceChildren(svg);
+}
+
+/** Where things go: time across the plot (right of the row labels), rows down below the axis. */
+interface Layout {
+  width: number;
+  height: number;
+  from: number;
+  to: number;
+  span: number;
+  /** The plot's width: from the labels to the right edge. */
+  plot: number;
+  x(ms: number): number;
+  /** The top of row `index`. */
+  rowTop(index: number): number;
+}
+
+function layoutOf(width: number, data: Timeline, rowCount: number): Layout {
   const from = Date.parse(data.from);
   const to = Date.parse(data.to);
   const span = to - from;
   const plot = width - LABEL_WIDTH - 10;
-  const x = (ms: number) => LABEL_WIDTH + ((ms - from) / span) * plot;
-  const rows = data.rows.length > 0 ? data.rows : [{ key: '', label: 'no events in this window', count: 0 }];
-  const height = AXIS_HEIGHT + rows.length * ROW_HEIGHT + 4;
-  const svg = element('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'group' });
-  svg.setAttribute('aria-label', `Timeline, ${data.total} events, ${rows.length} rows`);
+  return {
+    width,
+    height: AXIS_HEIGHT + rowCount * ROW_HEIGHT + 4,
+    from,
+    to,
+    span,
+    plot,
+    x: (ms) => LABEL_WIDTH + ((ms - from) / span) * plot,
+    rowTop: (index) => AXIS_HEIGHT + index * ROW_HEIGHT,
+  };
+}
 
+/** About ten ticks across, each a round step (STEPS), with a grid line down through the rows. */
+function drawAxis(svg: SVGSVGElement, { from, to, span, height, x }: Layout): void {
   const step = STEPS.find((candidate) => span / candidate <= 10) ?? STEPS.at(-1)!;
   for (let tick = Math.ceil(from / step) * step; tick < to; tick += step) {
     svg.append(element('line', { x1: x(tick), x2: x(tick), y1: AXIS_HEIGHT - 4, y2: height, class: 'grid' }));
@@ -57,9 +103,12 @@ export function drawTimeline(
     label.textContent = formatTime(tick, span);
     svg.append(label);
   }
-  const rowIndex = new Map(rows.map((row, index) => [row.key, index]));
+}
+
+/** Each row's label (cut to fit, whole in its tooltip) and the line under it. */
+function drawRows(svg: SVGSVGElement, rows: Timeline['rows'], { width, rowTop }: Layout): void {
   rows.forEach((row, index) => {
-    const y = AXIS_HEIGHT + index * ROW_HEIGHT;
+    const y = rowTop(index);
     const label = element('text', { x: 4, y: y + 15, class: 'row-label' });
     const shown = visible(row.label);
     label.textContent = shown.length > 36 ? `${shown.slice(0, 35)}…` : shown;
@@ -71,62 +120,73 @@ export function drawTimeline(
       element('line', { x1: LABEL_WIDTH, x2: width, y1: y + ROW_HEIGHT, y2: y + ROW_HEIGHT, class: 'grid' }),
     );
   });
+}
 
-  if (data.density) {
-    const { bucketMs, cells } = data.density;
-    const busiest = Math.max(1, ...cells.map((cell) => cell.added + cell.updated + cell.deleted));
-    for (const cell of cells) {
-      const index = rowIndex.get(cell.row);
-      if (index === undefined) continue;
-      const count = cell.added + cell.updated + cell.deleted;
-      const type =
-        cell.deleted >= cell.updated && cell.deleted >= cell.added
-          ? 'deleted'
-          : cell.updated >= cell.added
-            ? 'updated'
-            : 'added';
-      const start = from + cell.bucket * bucketMs;
-      const rect = element('rect', {
-        x: x(start),
-        y: AXIS_HEIGHT + index * ROW_HEIGHT + 3,
-        width: Math.max(2, (bucketMs / span) * plot),
-        height: ROW_HEIGHT - 6,
-        class: `mark ${type}`,
-        'fill-opacity': (0.25 + (0.75 * Math.log1p(count)) / Math.log1p(busiest)).toFixed(2),
-        tabindex: 0,
-        role: 'button',
-        'aria-label': `${cell.row}, ${formatTime(start, span)}: ${count} events (${cell.added} added, ${cell.updated} updated, ${cell.deleted} deleted); zoom in`,
-      });
-      const zoom = () => handlers.zoomTo(start, start + bucketMs);
-      rect.addEventListener('click', zoom);
-      rect.addEventListener('keydown', (event) => {
-        if (event.key === 'Enter' || event.key === ' ') zoom();
-      });
-      const title = element('title', {});
-      title.textContent = rect.getAttribute('aria-label') ?? '';
-      rect.append(title);
-      svg.append(rect);
-    }
-  }
-  for (const event of data.marks ?? []) {
-    const index = rowIndex.get(rowKeyOf(event, rowsBy));
+/**
+ * Too many events to mark one by one: a cell per row and bucket, coloured by its commonest type and
+ * shaded by its count (on a log scale, so that a quiet cell stays visible beside the busiest one).
+ * Clicking a cell zooms into its bucket.
+ */
+function drawDensity(
+  svg: SVGSVGElement,
+  { bucketMs, cells }: NonNullable<Timeline['density']>,
+  rowIndex: ReadonlyMap<string, number>,
+  { from, span, plot, x, rowTop }: Layout,
+  handlers: TimelineHandlers,
+): void {
+  const busiest = Math.max(1, ...cells.map((cell) => cell.added + cell.updated + cell.deleted));
+  for (const cell of cells) {
+    const index = rowIndex.get(cell.row);
     if (index === undefined) continue;
-    const cx = x(Date.parse(event.time));
-    const cy = AXIS_HEIGHT + index * ROW_HEIGHT + ROW_HEIGHT / 2;
-    const type = event.type.toLowerCase();
-    // Shape as well as colour: added ▲, updated ■, deleted ▼.
-    const points =
-      event.type === 'ADDED'
-        ? `${cx},${cy - 7} ${cx + 6},${cy + 5} ${cx - 6},${cy + 5}`
-        : event.type === 'DELETED'
-          ? `${cx - 6},${cy - 5} ${cx + 6},${cy - 5} ${cx},${cy + 7}`
-          : `${cx - 5},${cy - 5} ${cx + 5},${cy - 5} ${cx + 5},${cy + 5} ${cx - 5},${cy + 5}`;
+    const count = cell.added + cell.updated + cell.deleted;
+    const start = from + cell.bucket * bucketMs;
+    const rect = element('rect', {
+      x: x(start),
+      y: rowTop(index) + 3,
+      width: Math.max(2, (bucketMs / span) * plot),
+      height: ROW_HEIGHT - 6,
+      class: `mark ${commonestType(cell)}`,
+      'fill-opacity': (0.25 + (0.75 * Math.log1p(count)) / Math.log1p(busiest)).toFixed(2),
+      tabindex: 0,
+      role: 'button',
+      'aria-label': `${cell.row}, ${formatTime(start, span)}: ${count} events (${cell.added} added, ${cell.updated} updated, ${cell.deleted} deleted); zoom in`,
+    });
+    const zoom = () => handlers.zoomTo(start, start + bucketMs);
+    rect.addEventListener('click', zoom);
+    rect.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' || event.key === ' ') zoom();
+    });
+    const title = element('title', {});
+    title.textContent = rect.getAttribute('aria-label') ?? '';
+    rect.append(title);
+    svg.append(rect);
+  }
+}
+
+/** The type most of a cell's events have; ties go to the rarer kind of change (deleted, then updated). */
+function commonestType(cell: DensityCell): 'added' | 'updated' | 'deleted' {
+  if (cell.deleted >= cell.updated && cell.deleted >= cell.added) return 'deleted';
+  return cell.updated >= cell.added ? 'updated' : 'added';
+}
+
+/** One mark per event in its row, opening the event on click or Enter/Space. */
+function drawMarks(
+  svg: SVGSVGElement,
+  events: readonly EventSummary[],
+  rowOf: (event: EventSummary) => number | undefined,
+  selected: number | undefined,
+  { x, rowTop }: Layout,
+  handlers: TimelineHandlers,
+): void {
+  for (const event of events) {
+    const index = rowOf(event);
+    if (index === undefined) continue;
     const label = visible(
       `${event.type} ${event.kind} ${event.namespace ? `${event.namespace}/` : ''}${event.name} at ${event.time}`,
     );
     const mark = element('polygon', {
-      points,
-      class: `mark ${type}${event.seq === selected ? ' selected' : ''}`,
+      points: markPoints(event.type, x(Date.parse(event.time)), rowTop(index) + ROW_HEIGHT / 2),
+      class: `mark ${event.type.toLowerCase()}${event.seq === selected ? ' selected' : ''}`,
       tabindex: 0,
       role: 'button',
       'aria-label': label,
@@ -144,5 +204,11 @@ export function drawTimeline(
     });
     svg.append(mark);
   }
-  container.replaceChildren(svg);
+}
+
+/** Shape as well as colour, for readers who cannot tell the colours apart: added ▲, updated ■, deleted ▼. */
+function markPoints(type: EventSummary['type'], cx: number, cy: number): string {
+  if (type === 'ADDED') return `${cx},${cy - 7} ${cx + 6},${cy + 5} ${cx - 6},${cy + 5}`;
+  if (type === 'DELETED') return `${cx - 6},${cy - 5} ${cx + 6},${cy - 5} ${cx},${cy + 7}`;
+  return `${cx - 5},${cy - 5} ${cx + 5},${cy - 5} ${cx + 5},${cy + 5} ${cx - 5},${cy + 5}`;
 }

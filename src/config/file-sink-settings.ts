@@ -1,0 +1,288 @@
+// The config file's `sinks:` as sink specs, joined with the flags' sinks. Each entry (checked by
+// semantic-checks.ts before it gets here) is converted by its type's own function, and the files it names
+// (a CA, a key, a password) are read now: one that cannot be is a problem at the entry's key. What ties
+// the sinks together (events with nowhere to go, dead-letter settings with no dead-letter file to apply
+// to) is checked once all are known, worded for where the setting came from: a flag or a key.
+import { readFileSync } from 'node:fs';
+import type { FilterSpec } from '../events/filter.ts';
+import type { SinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
+import { checkDuration } from '../util/duration.ts';
+import { fileReadProblem, UsageError } from '../util/errors.ts';
+import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
+import type { LoadedConfig } from './file.ts';
+import { filterOf } from './filter-settings.ts';
+import { otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
+import type { OutputFormat } from './output-format.ts';
+import { ConfigError, type KeyPath } from './problems.ts';
+import { type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
+import type { SinkInput } from './schema.ts';
+import { SINK_ENV, sinkEnvValue } from './sink-settings.ts';
+import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
+
+type Env = Readonly<Record<string, string | undefined>>;
+type StdoutInput = Extract<SinkInput, { type: 'stdout' }>;
+type EntryInput = Exclude<SinkInput, { type: 'stdout' }>;
+type EntryType = EntryInput['type'];
+/** The members of union S whose `type` can be T (the chat platforms share one schema, hence not Extract<>). */
+type OfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
+type InputOf<T> = OfType<EntryInput, T>;
+type EntrySpec = Exclude<SinkSpec, { type: 'stdout' }>;
+/** What every entry's spec takes from the keys all entries share. */
+type CommonSpec = Pick<WebhookSinkSpec, 'name' | 'filter' | 'stories' | 'timeoutMs' | 'deadLetterFile'>;
+/** Where an entry's secrets come from besides its keys: the environment, and the files it names. */
+interface EntryContext {
+  env: Env;
+  readFile: SinkFileReader;
+}
+type EntryConverter<T extends EntryType> = (
+  input: InputOf<T>,
+  common: CommonSpec,
+  context: EntryContext,
+) => EntrySpec;
+
+/**
+ * The file's sinks (its stdout sink, then the others in their order) before the flags' own, its
+ * dead-letter file and cap, and what ties them together.
+ */
+export function withFileSinks(
+  settings: WatchSettings,
+  file: LoadedConfig,
+  flags: RawWatchFlags,
+  stdoutIsTTY: boolean,
+  env: Env,
+): WatchSettings {
+  const config = file.config;
+  const stdoutInput = (config.sinks ?? []).find((sink) => sink.type === 'stdout');
+  const outputText = flags.output ?? stdoutInput?.format ?? config.output;
+  const deadLetterFile = flags.deadLetter?.trim() || config.deadLetter;
+  const sinks: SinkSpec[] = [
+    ...(stdoutInput && outputText !== 'none'
+      ? [stdoutSpecOf(stdoutInput, outputText, stdoutIsTTY, env)]
+      : []),
+    ...entrySpecs(file, deadLetterFile, env),
+    // Flag sinks take the dead-letter file from delivery.deadLetterFile (createSinks' default).
+    ...settings.delivery.sinks,
+  ];
+  const output: OutputFormat = stdoutInput || outputText === 'none' ? 'none' : settings.output;
+  checkDestinations(file, flags, output, sinks, deadLetterFile);
+  return {
+    ...settings,
+    output,
+    delivery: {
+      ...settings.delivery,
+      sinks,
+      deadLetterFile,
+      deadLetterLimits: deadLetterLimitsOf(file, flags, sinks, deadLetterFile),
+    },
+  };
+}
+
+/** The file's stdout sink: its format from -o, else its own, else pretty on a terminal. */
+function stdoutSpecOf(
+  input: StdoutInput,
+  outputText: string | undefined,
+  stdoutIsTTY: boolean,
+  env: Env,
+): SinkSpec {
+  const format =
+    outputText === 'json' || outputText === 'pretty' ? outputText : stdoutIsTTY ? 'pretty' : 'json';
+  return {
+    type: 'stdout',
+    format,
+    color: input.color ?? (stdoutIsTTY && !env.NO_COLOR),
+    ...(input.name ? { name: input.name } : {}),
+    ...(input.stories !== undefined ? { stories: input.stories } : {}),
+    ...filterOf(input.filter),
+  };
+}
+
+/** Every entry but stdout, in the file's order, each with the reader of the files it names. */
+function entrySpecs(file: LoadedConfig, deadLetterFile: string | undefined, env: Env): EntrySpec[] {
+  const specs: EntrySpec[] = [];
+  (file.config.sinks ?? []).forEach((input, index) => {
+    if (input.type === 'stdout') return;
+    const readFile: SinkFileReader = (key, name) => {
+      try {
+        return readFileSync(name, 'utf8');
+      } catch (error) {
+        throw problemAt(
+          file,
+          ['sinks', index, ...key],
+          `cannot read ${name}: ${fileReadProblem(error)}; fix the path or the file's permissions`,
+        );
+      }
+    };
+    specs.push(entrySpecOf(input, filterOf(input.filter), deadLetterFile, { env, readFile }));
+  });
+  return specs;
+}
+
+/** An entry as a sink spec: the keys every entry shares, then its type's own (ENTRY_CONVERTERS). */
+function entrySpecOf(
+  input: EntryInput,
+  filter: { filter?: FilterSpec },
+  deadLetter: string | undefined,
+  context: EntryContext,
+): EntrySpec {
+  const timeoutMs = checkedMs(input.timeout);
+  const deadLetterFile = input.deadLetter ?? deadLetter;
+  const common = {
+    ...(input.name ? { name: input.name } : {}),
+    ...filter,
+    ...('stories' in input && input.stories !== undefined ? { stories: input.stories } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(deadLetterFile ? { deadLetterFile } : {}),
+  };
+  // TypeScript cannot tie ENTRY_CONVERTERS[input.type] to input's own type; the table's type does.
+  const convert = ENTRY_CONVERTERS[input.type] as EntryConverter<EntryType>;
+  return convert(input as InputOf<EntryType>, common, context);
+}
+
+/** One converter per entry type: a new sink type is one entry here. */
+const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
+  webhook: webhookSpecOf,
+  slack: slackSpecOf,
+  kafka: kafkaSpecOf,
+  teams: chatSpecOf,
+  discord: chatSpecOf,
+  mattermost: chatSpecOf,
+  'google-chat': chatSpecOf,
+  otlp: (input, common, { readFile }) => otlpSpecOf(input, common, readFile),
+  opensearch: (input, common, { readFile }) => searchSpecOf(input, common, readFile),
+  elasticsearch: (input, common, { readFile }) => searchSpecOf(input, common, readFile),
+};
+
+function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {
+  const maxWaitMs = checkedMs(input.batchWait);
+  return {
+    type: 'webhook',
+    url: input.url,
+    ...common,
+    ...(input.headers ? { headers: input.headers } : {}),
+    ...(input.secret ? { secret: input.secret } : {}),
+    ...(input.batch !== undefined
+      ? { batch: { maxEvents: input.batch, ...(maxWaitMs !== undefined ? { maxWaitMs } : {}) } }
+      : {}),
+    ...(input.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: input.maxRequestsPerSecond } : {}),
+    ...(input.format ? { format: input.format } : {}),
+    ...(input.cloudEventsMode ? { cloudEventsMode: input.cloudEventsMode } : {}),
+    ...(input.layout !== undefined ? { layout: input.layout } : {}),
+  };
+}
+
+/** An incoming webhook, or a bot token and channel; the API URL may come from the environment. */
+function slackSpecOf(input: InputOf<'slack'>, common: CommonSpec, { env }: EntryContext): EntrySpec {
+  const apiUrl = input.apiUrl ?? sinkEnvValue(env, SINK_ENV.slackApiUrl);
+  const minIntervalMs = checkedMs(input.minInterval);
+  return {
+    type: 'slack',
+    ...common,
+    ...(input.webhookUrl !== undefined ? { webhookUrl: input.webhookUrl } : {}),
+    ...(input.token !== undefined ? { token: input.token } : {}),
+    ...(input.channel !== undefined ? { channel: input.channel } : {}),
+    ...(apiUrl ? { apiUrl } : {}),
+    ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
+  };
+}
+
+function chatSpecOf(
+  input: InputOf<'teams' | 'discord' | 'mattermost' | 'google-chat'>,
+  common: CommonSpec,
+): EntrySpec {
+  const minIntervalMs = checkedMs(input.minInterval);
+  return {
+    type: input.type,
+    webhookUrl: input.webhookUrl,
+    ...common,
+    ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
+  };
+}
+
+/** TLS files and a SASL password file are read here (in that order); `tls: true` is the system's CAs. */
+function kafkaSpecOf(input: InputOf<'kafka'>, common: CommonSpec, { readFile }: EntryContext): EntrySpec {
+  const { tls, sasl } = input;
+  return {
+    type: 'kafka',
+    brokers: input.brokers,
+    topic: input.topic,
+    ...common,
+    ...(input.clientId ? { clientId: input.clientId } : {}),
+    ...(input.compression ? { compression: input.compression } : {}),
+    ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
+    ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
+    ...(tls === true ? { tls: {} } : typeof tls === 'object' ? { tls: tlsFromFiles(tls, readFile) } : {}),
+    ...(sasl
+      ? {
+          sasl: {
+            mechanism: sasl.mechanism,
+            username: sasl.username,
+            password:
+              sasl.password ??
+              readFile(['sasl', 'passwordFile'], sasl.passwordFile ?? '').replace(/\r?\n$/, ''),
+          },
+        }
+      : {}),
+  };
+}
+
+/**
+ * Events must go somewhere, and a dead-letter file needs a sink that can fail to deliver. A problem
+ * names the flag when a flag set it, else the file's key.
+ */
+function checkDestinations(
+  file: LoadedConfig,
+  flags: RawWatchFlags,
+  output: OutputFormat,
+  sinks: readonly SinkSpec[],
+  deadLetterFile: string | undefined,
+): void {
+  if (output === 'none' && sinks.length === 0) {
+    throw new UsageError(
+      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add --webhook or --slack-webhook.`,
+    );
+  }
+  if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
+    if (flags.deadLetter !== undefined)
+      throw new UsageError(
+        '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
+      );
+    throw problemAt(
+      file,
+      ['deadLetter'],
+      'applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters)',
+    );
+  }
+}
+
+/** The cap of the dead-letter files: for the top-level file and each sink's own; flags win over keys. */
+function deadLetterLimitsOf(
+  file: LoadedConfig,
+  flags: RawWatchFlags,
+  sinks: readonly SinkSpec[],
+  deadLetterFile: string | undefined,
+) {
+  const config = file.config;
+  const limitFlags = {
+    deadLetterMaxSize: flags.deadLetterMaxSize ?? config.deadLetterMaxSize,
+    deadLetterMaxFiles: flags.deadLetterMaxFiles ?? config.deadLetterMaxFiles,
+  };
+  const anyDeadLetterFile = sinks.some((sink) => sink.type !== 'stdout' && sink.deadLetterFile !== undefined);
+  if (deadLetterLimitsGiven(limitFlags) && deadLetterFile === undefined && !anyDeadLetterFile) {
+    if (deadLetterLimitsGiven(flags))
+      throw new UsageError(
+        '--dead-letter-max-size and --dead-letter-max-files apply to dead-letter files, and none is set (--dead-letter, or deadLetter in the config file).',
+      );
+    const key = config.deadLetterMaxSize !== undefined ? 'deadLetterMaxSize' : 'deadLetterMaxFiles';
+    throw problemAt(file, [key], 'applies to dead-letter files, and none is set (deadLetter)');
+  }
+  return deadLetterLimitsFromFlags(limitFlags);
+}
+
+/** A duration the file's checks have already accepted (semantic-checks.ts). */
+function checkedMs(text: string | undefined): number | undefined {
+  return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
+}
+
+function problemAt(file: LoadedConfig, path: KeyPath, message: string): ConfigError {
+  return new ConfigError(file.file, [{ path, ...file.locate(path), message }]);
+}
