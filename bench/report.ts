@@ -918,7 +918,7 @@ Measured with bench/pipeline.ts on recordings like the ones above, same machine,
    for its list-key matching (containers by name, ports by port and protocol, …).
 3. A long line (a large object spans many 64 KiB chunks) was copied and rescanned for every chunk.
 
-The output is unchanged: test/unit/diff-shared.test.ts checks, on fixed Kubernetes-shaped cases and on 4,000 random
+The output is unchanged: test/unit/diff/share.test.ts checks, on fixed Kubernetes-shaped cases and on 4,000 random
 objects and edits (keys needing escapes, \`__proto__\`, keyed and keyless lists, moves, reordered keys), that the
 changes equal those jsondiffpatch gives for the whole objects.
 

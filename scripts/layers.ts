@@ -1,7 +1,7 @@
 // The layers of src/, lowest first: the one place their order is written. A folder of src/ imports only
 // the folders before it in LAYERS, and no file of src/ is part of an import cycle, type-only imports
 // included. `node scripts/layers.ts` writes the lint rules that hold every file to it into biome.json;
-// test/unit/layers.test.ts fails when biome.json is not what this writes, when the "Layout" of CONTRIBUTING.md lists
+// test/repo/layers.test.ts fails when biome.json is not what this writes, when the "Layout" of CONTRIBUTING.md lists
 // the folders in another order, and shows that a back-edge from any depth and a type-only cycle fail
 // lint.
 import { spawnSync } from 'node:child_process';

@@ -32,7 +32,8 @@ import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { buildDist } from './build.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
 import { ensureHelm } from './helm-build.ts';
-import { serverNeeds, startTestServers, type TestServers } from './test-servers.ts';
+import { serverNeeds } from './test-needs.ts';
+import { startTestServers, type TestServers } from './test-servers.ts';
 
 const DEFAULT_TEST_FILES = [
   'test/repo/**/*.test.ts',

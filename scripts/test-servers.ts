@@ -1,15 +1,4 @@
-// The servers `npm test` runs beside the control plane, for the test files that need them: PostgreSQL
-// (test/helpers/postgres.ts), Apache Kafka (test/helpers/kafka.ts), OpenSearch (opensearch.ts) and the
-// OpenTelemetry Collector (otelcol.ts). A server is started only when a selected test file imports,
-// directly or through other modules of the repository, the module through which tests reach it
-// (postgres-env.ts, kafka-env.ts, opensearch-env.ts, otelcol-env.ts); the Kafka jars, the OpenSearch node
-// and the Collector binary are fetched or built when a file imports kafka.ts, opensearch.ts or otelcol.ts at
-// all (a test may start a server of its own). Each server is described to the test processes by a JSON
-// file named in an environment variable, like the cluster; an existing server can be used instead
-// (KUBEDIFF_TEST_POSTGRES_URL, KUBEDIFF_TEST_KAFKA_BROKERS, KUBEDIFF_TEST_OPENSEARCH_URL).
-import { globSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { repoRoot } from '../test/helpers/cluster.ts';
 import { type KafkaInfo, startKafka } from '../test/helpers/kafka.ts';
 import { type OpenSearchInfo, startOpenSearch } from '../test/helpers/opensearch.ts';
 import { type CollectorInfo, startCollector } from '../test/helpers/otelcol.ts';
@@ -18,65 +7,7 @@ import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { ensureKafkaJars } from './kafka-fetch.ts';
 import { ensureOpenSearch } from './opensearch-fetch.ts';
 import { ensureOtelcol } from './otelcol-build.ts';
-
-export interface ServerNeeds {
-  postgres: boolean;
-  kafka: boolean;
-  /** The jars without the shared broker: a test that starts brokers of its own. */
-  kafkaJars: boolean;
-  opensearch: boolean;
-  /** The node's files without the shared node: a test that starts nodes of its own. */
-  opensearchHome: boolean;
-  otelcol: boolean;
-  /** The Collector binary without the shared Collector: a test that starts Collectors of its own. */
-  otelcolBinary: boolean;
-}
-
-const helper = (name: string) => path.join(repoRoot, 'test', 'helpers', name);
-
-/** Which servers the test files (paths or globs, relative to the repository) need. */
-export function serverNeeds(patterns: string[]): ServerNeeds {
-  const files = patterns
-    .flatMap((pattern) => globSync(pattern, { cwd: repoRoot }))
-    .map((file) => path.resolve(repoRoot, file));
-  const reached = reachableModules(files);
-  return {
-    postgres: reached.has(helper('postgres-env.ts')),
-    kafka: reached.has(helper('kafka-env.ts')),
-    kafkaJars: reached.has(helper('kafka.ts')),
-    opensearch: reached.has(helper('opensearch-env.ts')),
-    opensearchHome: reached.has(helper('opensearch.ts')),
-    otelcol: reached.has(helper('otelcol-env.ts')),
-    otelcolBinary: reached.has(helper('otelcol.ts')),
-  };
-}
-
-/**
- * Every module of the repository the files import at run time, themselves included: relative
- * imports, re-exports and dynamic imports, but not `import type` (erased before it runs).
- */
-function reachableModules(files: string[]): Set<string> {
-  const statement = /\b(?:import|export)\s+(type\s+)?[^;'"]*?\bfrom\s*['"](\.{1,2}\/[^'"]+)['"]/g;
-  const bare = /\bimport\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
-  const seen = new Set<string>();
-  const queue = [...files];
-  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
-    if (seen.has(file)) continue;
-    seen.add(file);
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue; // not a file of ours (a glob node --test will expand, or a missing file it will report)
-    }
-    const targets = [
-      ...[...text.matchAll(statement)].filter((match) => !match[1]).map((match) => match[2]),
-      ...[...text.matchAll(bare)].map((match) => match[1]),
-    ];
-    for (const target of targets) if (target) queue.push(path.resolve(path.dirname(file), target));
-  }
-  return seen;
-}
+import type { ServerNeeds } from './test-needs.ts';
 
 export interface TestServers {
   /** The environment variables that describe the servers to the test processes. */

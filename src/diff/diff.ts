@@ -84,6 +84,6 @@ export function diffObjects(oldObj: JsonObject, newObj: JsonObject): Change[] {
   // one before. One plain walk over both compares objects key by key and scalars by value, and hands only
   // a changed array to jsondiffpatch (which costs many times more per node), for its list-key matching,
   // with the array's unchanged items shared first (see share.ts). The changes are those jsondiffpatch
-  // gives for the whole objects (test/unit/diff-shared.test.ts).
+  // gives for the whole objects (test/unit/diff/share.test.ts).
   return changesOfVersions(oldObj, newObj, computeDelta);
 }

@@ -102,7 +102,7 @@ describe('leader election', () => {
     await admin.patch(cmPath('one'), { data: { v: '3' } });
     await createCM('two', { v: '1' });
 
-    // How soon (within the lease duration, by the standby's own clock) is test/unit/leader-election.test.ts's.
+    // How soon (within the lease duration, by the standby's own clock) is test/unit/kube/leader-election.test.ts's.
     await b.waitForStderr(/became the leader/, 3 * LEASE_MS);
     const v3 = await b.waitForEvent((event) => event.type === 'UPDATED' && event.object.name === 'one');
     assert.deepEqual(v3.changes, [

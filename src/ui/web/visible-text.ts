@@ -2,7 +2,7 @@
 // characters are shown as visible escapes (`\u202e`), as in the terminal and in chat, so that a field
 // manager, a user or a value cannot reverse or hide the text around it. The same rule as
 // src/util/terminal-text.ts printable(), which the page cannot import (it is served from this folder
-// alone); test/unit/ui-visible-text.test.ts holds the two to the same answer for every code point.
+// alone); test/unit/ui/visible-text.test.ts holds the two to the same answer for every code point.
 
 const UNSAFE =
   /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu;

@@ -1,0 +1,112 @@
+// An informer pre-loaded from the state file (--state) treats its first LIST as a relist: it reports
+// exactly what changed since the recorded state, offline, and nothing for unchanged objects; without a
+// pre-load the first LIST stays a silent baseline, each object handed to onBaseline for recording.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Informer, type InformerHandler } from '../../../src/informer/informer.ts';
+import type { StoredObject } from '../../../src/informer/store.ts';
+import type { ListerWatcher } from '../../../src/kube/lister-watcher.ts';
+import type { KubeObject } from '../../../src/kube/types.ts';
+import { configmaps } from '../../helpers/resource-types.ts';
+
+function cm(name: string, uid: string, rv: string, data: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'ns', uid, resourceVersion: rv },
+    data,
+  } as unknown as KubeObject;
+}
+
+const normalize = (_type: unknown, object: KubeObject) => {
+  const { metadata, ...rest } = object as unknown as { metadata: Record<string, unknown> };
+  const { resourceVersion: _rv, ...meta } = metadata;
+  return { ...rest, metadata: meta } as never;
+};
+
+function stored(object: KubeObject): StoredObject {
+  const m = object.metadata;
+  return {
+    key: `ns/${m.name}`,
+    namespace: 'ns',
+    name: m.name,
+    uid: m.uid,
+    resourceVersion: m.resourceVersion,
+    object: normalize(configmaps, object),
+  };
+}
+
+function recorder(): { handler: InformerHandler; log: string[] } {
+  const log: string[] = [];
+  return {
+    log,
+    handler: {
+      onAdd: (_t, o, c) => log.push(`ADDED ${o.name} ${o.uid}${c.offline ? ' offline' : ''}`),
+      onUpdate: (_t, p, o, c) =>
+        log.push(
+          `UPDATED ${o.name} ${p.resourceVersion}->${o.resourceVersion}${c.offline ? ' offline' : ''}`,
+        ),
+      onDelete: (_t, o, c) =>
+        log.push(
+          `DELETED ${o.name} ${o.uid}${c.offline ? ' offline' : ''}${c.finalStateUnknown ? ' unknown' : ''} @${c.resourceVersion}`,
+        ),
+      onBaseline: (_t, o) => log.push(`BASELINE ${o.name}`),
+    },
+  };
+}
+
+const client = {} as ListerWatcher;
+
+test('a pre-loaded informer reconciles its first LIST: created, changed, deleted, re-created, unchanged', () => {
+  const { handler, log } = recorder();
+  const informer = new Informer(
+    client,
+    {
+      type: configmaps,
+      normalize,
+      initialList: 'silent',
+      preload: [
+        stored(cm('keep', 'u1', '10', { k: 'v' })),
+        stored(cm('change', 'u2', '11', { k: '1' })),
+        stored(cm('gone', 'u3', '12', {})),
+        stored(cm('again', 'u4', '13', {})),
+      ],
+    },
+    handler,
+  );
+  informer.listStarted();
+  informer.listPage([cm('keep', 'u1', '10', { k: 'v' }), cm('change', 'u2', '20', { k: '2' })]);
+  informer.listPage([cm('again', 'u5', '21', {}), cm('new', 'u6', '22', {})]);
+  informer.listCompleted('30');
+  assert.deepEqual(log, [
+    'UPDATED change 11->20 offline',
+    'DELETED again u4 offline unknown @21',
+    'ADDED again u5 offline',
+    'ADDED new u6 offline',
+    'DELETED gone u3 offline unknown @30',
+  ]);
+  assert.equal(informer.hasSynced, true);
+  assert.equal(informer.objectCount, 4);
+});
+
+test('without a pre-load the first LIST is a silent baseline, recorded through onBaseline', () => {
+  const { handler, log } = recorder();
+  const informer = new Informer(client, { type: configmaps, normalize, initialList: 'silent' }, handler);
+  informer.listStarted();
+  informer.listPage([cm('a', 'u1', '1', {}), cm('b', 'u2', '2', {})]);
+  informer.listCompleted('3');
+  assert.deepEqual(log, ['BASELINE a', 'BASELINE b']);
+});
+
+test('an empty pre-load (a type listed empty last time) reports every object as ADDED offline', () => {
+  const { handler, log } = recorder();
+  const informer = new Informer(
+    client,
+    { type: configmaps, normalize, initialList: 'silent', preload: [] },
+    handler,
+  );
+  informer.listStarted();
+  informer.listPage([cm('a', 'u1', '1', {})]);
+  informer.listCompleted('3');
+  assert.deepEqual(log, ['ADDED a u1 offline']);
+});

@@ -1,0 +1,270 @@
+// src/service/admission-server.ts and admission-review.ts on loopback: every AdmissionReview is answered
+// allowed, with its uid, and only then kept as a record (nothing of the object but its digest); dry runs,
+// CONNECT, uid-less subresource creates and unwatched resources are answered and dropped; the endpoint
+// may run unauthenticated (managed clusters); bodies are bounded. The listener (webhook-listener.ts) ends
+// connections stuck in their TLS handshake on close.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Agent, request } from 'undici';
+import type { AdmissionRecord } from '../../../src/events/admission-match.ts';
+import { readAdmissionReview } from '../../../src/service/admission-review.ts';
+import { AdmissionServer, type AdmissionServerOptions } from '../../../src/service/admission-server.ts';
+import { WEBHOOK_LISTENER_LIMITS, WebhookListener } from '../../../src/service/webhook-listener.ts';
+import type { Logger } from '../../../src/util/log.ts';
+import { assertNoLeaks, secretValue } from '../../helpers/leak-check.ts';
+import { makeTestPki, type TestPki } from '../../helpers/pki.ts';
+import { seededRandom } from '../../helpers/random-json.ts';
+
+const quiet: Logger = { info: () => {}, debug: () => {}, warn: () => {} };
+
+function reviewBody(overrides: Record<string, unknown> = {}, object: Record<string, unknown> = {}): string {
+  const metadata = { name: 'web', namespace: 'shop', uid: 'u1', resourceVersion: '4' };
+  return JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'review-1',
+      kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      resource: { group: '', version: 'v1', resource: 'configmaps' },
+      namespace: 'shop',
+      name: 'web',
+      operation: 'UPDATE',
+      userInfo: {
+        username: 'bob',
+        uid: 'bob-uid',
+        groups: ['devs', 'system:authenticated'],
+        extra: { 'authentication.kubernetes.io/credential-id': ['JTI=secret-ish'] },
+      },
+      object: { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { a: '2' }, ...object },
+      oldObject: { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { a: '1' } },
+      dryRun: false,
+      ...overrides,
+    },
+  });
+}
+
+describe('reading an AdmissionReview', () => {
+  it('keeps what names the write, the user without extra, and hands the object out only to be digested', () => {
+    const reading = readAdmissionReview(reviewBody());
+    assert.ok('write' in reading);
+    const { object, ...kept } = reading.write;
+    assert.deepEqual(kept, {
+      operation: 'UPDATE',
+      group: '',
+      version: 'v1',
+      resource: 'configmaps',
+      kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      namespace: 'shop',
+      name: 'web',
+      uid: 'u1',
+      oldResourceVersion: '4',
+      user: { username: 'bob', groups: ['devs', 'system:authenticated'], uid: 'bob-uid' },
+    });
+    assert.deepEqual(object?.data, { a: '2' });
+    assert.equal(reading.requestUID, 'review-1');
+  });
+
+  it('a DELETE names the old object; a dry run, CONNECT and a uid-less subresource create are ignored', () => {
+    const deleting = readAdmissionReview(reviewBody({ operation: 'DELETE', object: null }));
+    assert.ok('write' in deleting);
+    assert.deepEqual(
+      [deleting.write.uid, deleting.write.oldResourceVersion, deleting.write.object],
+      ['u1', '4', undefined],
+    );
+    const ignored = (overrides: Record<string, unknown>) => {
+      const reading = readAdmissionReview(reviewBody(overrides));
+      return 'ignored' in reading ? reading.ignored : undefined;
+    };
+    assert.equal(ignored({ dryRun: true }), 'dry_run');
+    assert.equal(ignored({ operation: 'CONNECT' }), 'operation');
+    assert.equal(
+      ignored({
+        operation: 'CREATE',
+        subResource: 'eviction',
+        object: { metadata: { name: 'web' } },
+        oldObject: null,
+      }),
+      'no_object',
+    );
+  });
+
+  it('refuses what is not an admission.k8s.io/v1 AdmissionReview with a uid, in one sentence', () => {
+    assert.throws(() => readAdmissionReview('{'), /not JSON/);
+    assert.throws(
+      () => readAdmissionReview('{"kind":"EventList"}'),
+      /not an admission.k8s.io\/v1 AdmissionReview/,
+    );
+    assert.throws(() => readAdmissionReview(reviewBody({ uid: '' })), /no request.uid/);
+  });
+});
+
+describe('the admission webhook endpoint', () => {
+  let dir: string;
+  let pki: TestPki;
+  let files: { certFile: string; keyFile: string; clientCAFile: string };
+  const servers: AdmissionServer[] = [];
+  const agents: Agent[] = [];
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'kubediff-admission-server-'));
+    pki = makeTestPki();
+    const file = async (name: string, content: string) => {
+      const at = path.join(dir, name);
+      await writeFile(at, content);
+      return at;
+    };
+    files = {
+      certFile: await file('tls.crt', pki.serverCert),
+      keyFile: await file('tls.key', pki.serverKey),
+      clientCAFile: await file('ca.crt', pki.caPem),
+    };
+  });
+
+  after(async () => {
+    await Promise.all(servers.map((server) => server.close()));
+    await Promise.all(agents.map((agent) => agent.close()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const start = async (options: Partial<AdmissionServerOptions> = {}) => {
+    const records: AdmissionRecord[] = [];
+    const server = await AdmissionServer.start({
+      listen: '127.0.0.1:0',
+      certFile: files.certFile,
+      keyFile: files.keyFile,
+      maxRequestBytes: 64 * 1024,
+      digest: (write) =>
+        write.resource === 'configmaps' ? { digest: `digest-of-${write.name}` } : undefined,
+      onRecords: (taken) => records.push(...taken),
+      log: quiet,
+      ...options,
+    });
+    servers.push(server);
+    return { server, records };
+  };
+  const post = async (address: string, body: string, client = false) => {
+    const agent = new Agent({
+      connect: { ca: pki.caPem, ...(client ? { cert: pki.clientCert, key: pki.clientKey } : {}) },
+    });
+    agents.push(agent);
+    const response = await request(`https://${address}/review`, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    return { status: response.statusCode, body: await response.body.text() };
+  };
+
+  it('answers allowed with the review uid, then keeps the record: no object, its digest', async () => {
+    const { server, records } = await start({ now: () => 42 });
+    const answer = await post(server.address, reviewBody());
+    assert.equal(answer.status, 200);
+    assert.deepEqual(JSON.parse(answer.body), {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid: 'review-1', allowed: true },
+    });
+    assert.deepEqual(records, [
+      {
+        reviewUID: 'review-1',
+        operation: 'UPDATE',
+        group: '',
+        resource: 'configmaps',
+        namespace: 'shop',
+        name: 'web',
+        uid: 'u1',
+        oldResourceVersion: '4',
+        digest: 'digest-of-web',
+        user: { username: 'bob', groups: ['devs', 'system:authenticated'], uid: 'bob-uid' },
+        time: 42,
+      },
+    ]);
+  });
+
+  it('answers allowed to what it ignores, and counts why', async () => {
+    const { server, records } = await start();
+    for (const body of [
+      reviewBody({ dryRun: true }),
+      reviewBody({ resource: { group: 'apps', version: 'v1', resource: 'deployments' } }),
+    ]) {
+      const answer = await post(server.address, body);
+      assert.equal((JSON.parse(answer.body) as { response: { allowed: boolean } }).response.allowed, true);
+    }
+    assert.deepEqual(records, []);
+    assert.deepEqual(Object.fromEntries(server.stats().ignored), { dry_run: 1, not_watched: 1 });
+  });
+
+  it('without authentication it takes any caller (managed clusters); with a client CA, only its certificates', async () => {
+    const open = await start();
+    assert.equal((await post(open.server.address, reviewBody())).status, 200);
+    const warnings: string[] = [];
+    const log: Logger = { info: () => {}, debug: () => {}, warn: (message) => warnings.push(message) };
+    const closed = await start({ clientCAFile: files.clientCAFile, log });
+    assert.equal((await post(closed.server.address, reviewBody())).status, 401);
+    assert.equal((await post(closed.server.address, reviewBody())).status, 401);
+    assert.equal((await post(closed.server.address, reviewBody(), true)).status, 200);
+    assert.deepEqual(warnings, [
+      'admission webhook: refused a request from 127.0.0.1: no client certificate. Counted in kubediff_admission_reviews_total{outcome="unauthorized"}; logged once.',
+    ]);
+  });
+
+  it('a body over the bound is refused (the API server lets the write through), a bad one too', async () => {
+    const { server, records } = await start({ maxRequestBytes: 1024 });
+    const big = await post(server.address, reviewBody({}, { data: { a: 'x'.repeat(2048) } }));
+    assert.equal(big.status, 413);
+    assert.equal((await post(server.address, '{"kind":"nope"}')).status, 400);
+    assert.deepEqual(Object.fromEntries(server.stats().requests), { too_large: 1, bad_request: 1 });
+    assert.deepEqual(records, []);
+  });
+
+  it("a Secret's review: its values are in no record and in no log line", async () => {
+    const random = seededRandom(28);
+    const lines: string[] = [];
+    const log: Logger = {
+      info: (m) => lines.push(m),
+      debug: (m) => lines.push(m),
+      warn: (m) => lines.push(m),
+    };
+    const { server, records } = await start({ log, digest: () => ({ digest: 'd' }) });
+    const secret = {
+      kind: 'Secret',
+      data: { password: Buffer.from(secretValue(random, 40)).toString('base64') },
+      stringData: { token: secretValue(random, 40) },
+    };
+    await post(server.address, reviewBody({ kind: { group: '', version: 'v1', kind: 'Secret' } }, secret));
+    assert.equal(records.length, 1);
+    await assertNoLeaks([
+      { name: 'records', read: () => JSON.stringify(records), expect: 'review-1' },
+      { name: 'log', read: () => lines.join('\n'), expect: 'receiving admission reviews' },
+    ]);
+  });
+
+  it('close() ends a connection still in its TLS handshake, however long handshakes may take', async () => {
+    const listener = await WebhookListener.start({
+      name: 'test webhook',
+      settingsKey: 'test',
+      listener: 'admission',
+      flag: '--test-listen',
+      requestsMetric: 'kubediff_test_requests_total',
+      listen: '127.0.0.1:0',
+      certFile: files.certFile,
+      keyFile: files.keyFile,
+      maxRequestBytes: 1024,
+      maxConcurrentRequests: 1,
+      // Were close() to wait for the handshake, the test would time out.
+      limits: { ...WEBHOOK_LISTENER_LIMITS, handshakeTimeoutMs: 3_600_000 },
+      route: { receive: () => ({ status: 200, body: '{}' }) },
+      log: quiet,
+    });
+    const socket = connect(listener.port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const closedSocket = new Promise((resolve) => socket.once('close', resolve));
+    await listener.close();
+    await closedSocket;
+  });
+});

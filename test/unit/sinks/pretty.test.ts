@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { prettyRenderer, readablePath, renderValue } from '../../../src/sinks/pretty.ts';
+import { sampleEvent } from '../../helpers/events.ts';
+
+describe('pretty output', () => {
+  it('renders a header and one line per change', () => {
+    const event = sampleEvent({
+      cluster: 'prod-eu',
+      changes: [
+        { op: 'replace', path: '/spec/replicas', from: 2, to: 5 },
+        { op: 'add', path: '/metadata/labels/app.kubernetes.io~1name', to: 'web' },
+        { op: 'remove', path: '/spec/template/spec/containers/1', from: { name: 'sidecar' } },
+      ],
+    });
+    assert.equal(
+      prettyRenderer({ color: false })(event),
+      [
+        '10:31:07 UPDATED deployments.apps shop/web [prod-eu]',
+        '  ~ spec.replicas: 2 → 5',
+        '  + metadata.labels["app.kubernetes.io/name"]: "web"',
+        '  - spec.template.spec.containers[1]: {"name":"sidecar"}',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('names who made the change: by user (tool), the tool from the User-Agent', () => {
+    const render = prettyRenderer({ color: false });
+    const by = { user: { username: 'alice' }, userAgent: 'kubectl/v1.36.3 (linux/amd64) kubernetes/abc' };
+    assert.equal(
+      render(sampleEvent({ by: { ...by, auditID: 'a1', match: 'exact' }, changes: [] })),
+      '10:31:07 UPDATED deployments.apps shop/web by alice (kubectl) [prod]\n',
+    );
+    assert.equal(
+      render(
+        sampleEvent({
+          by: { user: { username: 'bob' }, impersonatedUser: { username: 'carol' } },
+          changes: [],
+        }),
+      ),
+      '10:31:07 UPDATED deployments.apps shop/web by carol via bob [prod]\n',
+    );
+    assert.equal(
+      render(sampleEvent({ by: { user: { username: 'eve\u001b[2J' } }, changes: [] })),
+      '10:31:07 UPDATED deployments.apps shop/web by eve\\u001b[2J [prod]\n',
+      'a username is text from the API server: no terminal escapes',
+    );
+  });
+
+  it('marks offline events and elides long values in the middle', () => {
+    const text = prettyRenderer({ color: false })(
+      sampleEvent({
+        type: 'DELETED',
+        cluster: undefined,
+        object: { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespace: 'a', name: 'b' },
+        changes: undefined,
+        offline: true,
+        finalStateUnknown: true,
+      }),
+    );
+    assert.equal(text, '10:31:07 DELETED configmaps a/b (while not watching, final state unknown)\n');
+    const long = renderValue('x'.repeat(500), 21);
+    assert.equal(long.length, 21);
+    assert.ok(long.includes('…'));
+    assert.equal(renderValue('line1\nline2\nline3', 100), '"line1" (+2 more lines)');
+    assert.equal(readablePath(''), '(whole object)');
+  });
+
+  it('says who made it, and the manager of each change when the changes come from several', () => {
+    const render = prettyRenderer({ color: false });
+    const one = sampleEvent({
+      by: { managers: [{ manager: 'kubectl-set', operation: 'Update' }] },
+      changes: [{ op: 'replace', path: '/spec/replicas', from: 2, to: 5, manager: 'kubectl-set' }],
+    });
+    assert.equal(
+      render(one),
+      '10:31:07 UPDATED deployments.apps shop/web by kubectl-set [prod]\n  ~ spec.replicas: 2 → 5\n',
+    );
+    const several = sampleEvent({
+      cluster: undefined,
+      by: {
+        managers: [
+          { manager: 'kubectl', operation: 'Update', subresource: 'scale' },
+          { manager: 'kubectl-set', operation: 'Update' },
+        ],
+      },
+      changes: [
+        { op: 'replace', path: '/spec/replicas', from: 2, to: 5, manager: 'kubectl' },
+        {
+          op: 'replace',
+          path: '/spec/template/spec/containers/0/image',
+          from: 'a',
+          to: 'b',
+          manager: 'kubectl-set',
+        },
+      ],
+    });
+    assert.equal(
+      render(several),
+      [
+        '10:31:07 UPDATED deployments.apps shop/web by kubectl, kubectl-set',
+        '  ~ spec.replicas: 2 → 5 (kubectl)',
+        '  ~ spec.template.spec.containers[0].image: "a" → "b" (kubectl-set)',
+        '',
+      ].join('\n'),
+    );
+    const withUser = sampleEvent({
+      by: { user: { username: 'alice' }, managers: [{ manager: 'kubectl-set', operation: 'Update' }] },
+    });
+    assert.match(render(withUser), /shop\/web by alice \(kubectl-set\) \[prod\]/);
+  });
+});

@@ -1,0 +1,155 @@
+// The OpenSearch / Elasticsearch sink's handling of bulk answers, against a loopback receiver that answers
+// as a search cluster does (the sink against a real OpenSearch node is test/integration/sinks-opensearch.test.ts):
+// the template is installed first, items the cluster asks to have again (429) are sent again alone, items it
+// refuses for good are dead-lettered and said once, an unreadable answer sends the whole batch again, and
+// credentials go in the Authorization header.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { dayOf, SearchSink } from '../../../src/sinks/search.ts';
+import { indexTemplate } from '../../../src/sinks/search-template.ts';
+import { sampleEvent } from '../../helpers/events.ts';
+import type { ReceivedRequest, Reply } from '../../helpers/http-receiver.ts';
+import { memoryLog, sinkTestKit } from '../../helpers/sink-test.ts';
+
+const kit = sinkTestKit<SearchSink>();
+const FAST = { initialDelayMs: 10, maxDelayMs: 20, maxAttempts: 5 };
+
+/** The documents' ids of a bulk request, in order. */
+function bulkIds(request: ReceivedRequest): string[] {
+  return request.body
+    .trim()
+    .split('\n')
+    .filter((_, index) => index % 2 === 0)
+    .map(
+      (line) =>
+        (Object.values(JSON.parse(line) as Record<string, { _id: string }>)[0] as { _id: string })._id,
+    );
+}
+
+function bulkAnswer(statuses: number[]): Reply {
+  return {
+    status: 200,
+    body: JSON.stringify({
+      errors: statuses.some((status) => status >= 300),
+      items: statuses.map((status) => ({
+        index: {
+          status,
+          ...(status >= 300
+            ? {
+                error: {
+                  type: status === 429 ? 'es_rejected_execution_exception' : 'mapper_parsing_exception',
+                  reason: `failed [${status}]`,
+                },
+              }
+            : {}),
+        },
+      })),
+    }),
+  };
+}
+
+describe('search sink', () => {
+  it('installs the template first, retries only the items answered 429, dead-letters the ones refused, said once', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-search-unit-'));
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
+    const answers = [bulkAnswer([201, 429, 400, 201, 400]), bulkAnswer([201])];
+    const receiver = await kit.receiver({
+      respond: (request) =>
+        request.path.startsWith('/_bulk') ? answers.shift() : { status: 200, body: '{"acknowledged":true}' },
+    });
+    const sink = kit.track(
+      new SearchSink({
+        flavor: 'elasticsearch',
+        url: receiver.url(''),
+        index: 'changes',
+        auth: { apiKey: 'a2V5' },
+        retry: FAST,
+        deadLetter: file,
+        log,
+      }),
+    );
+    const events = [1, 2, 3, 4, 5].map((n) =>
+      sampleEvent({ id: `u${n}:1`, time: '2026-03-04T05:06:07.000Z' }),
+    );
+    // Delivered together: the sink is idle until the first batch starts.
+    for (const event of events) sink.deliver(event);
+    const { stats } = await sink.close(5_000);
+    file.close();
+
+    const [template, first, second] = receiver.requests;
+    assert.equal(template?.method, 'PUT');
+    assert.equal(template?.path, '/_index_template/changes-kubediff');
+    assert.deepEqual(JSON.parse(template?.body ?? ''), indexTemplate('changes', 'daily'));
+    assert.match(first?.path ?? '', /^\/_bulk\?filter_path=/);
+    assert.equal(first?.headers['content-type'], 'application/x-ndjson');
+    assert.equal(first?.headers.authorization, 'ApiKey a2V5');
+    assert.deepEqual(bulkIds(first as ReceivedRequest), ['u1:1', 'u2:1', 'u3:1', 'u4:1', 'u5:1']);
+    assert.match(first?.body ?? '', /"_index":"changes-2026\.03\.04"/);
+    assert.deepEqual(bulkIds(second as ReceivedRequest), ['u2:1'], 'only the item answered 429, again');
+    assert.equal(receiver.requests.length, 3);
+    assert.deepEqual(stats, {
+      accepted: 5,
+      delivered: 3,
+      summarized: 0,
+      deadLettered: 2,
+      lost: 0,
+      pending: 0,
+      digests: 0,
+      overflows: 0,
+    });
+    const letters = (await readFile(path.join(dir, 'dead.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      letters.map((letter: { event: { id: string } }) => letter.event.id),
+      ['u3:1', 'u5:1'],
+    );
+    assert.equal(
+      log.warnings.filter((w) => /HTTP 400 mapper_parsing_exception.*not retried/.test(w)).length,
+      1,
+      'said once',
+    );
+  });
+
+  it('sends the whole batch again when the answer cannot be read, and counts a data stream’s 409 as delivered', async () => {
+    const log = memoryLog();
+    const answers: Reply[] = [{ status: 200, body: '{"errors":tru' }, bulkAnswer([201, 409])];
+    const receiver = await kit.receiver({
+      respond: (request) => (request.path.startsWith('/_bulk') ? answers.shift() : undefined),
+    });
+    const sink = kit.track(
+      new SearchSink({
+        flavor: 'opensearch',
+        url: receiver.url('/'),
+        index: 'events',
+        mode: 'data-stream',
+        installTemplate: false,
+        auth: { username: 'kd', password: 'pw' },
+        retry: FAST,
+        log,
+      }),
+    );
+    sink.deliver(sampleEvent({ id: 'a:1' }));
+    sink.deliver(sampleEvent({ id: 'b:1' }));
+    const { stats } = await sink.close(5_000);
+    assert.equal(receiver.requests.length, 2, 'no template request, then the batch twice');
+    assert.deepEqual(bulkIds(receiver.requests[1] as ReceivedRequest), ['a:1', 'b:1']);
+    assert.match(receiver.requests[1]?.body ?? '', /\{"create":\{"_index":"events","_id":"a:1"\}\}/);
+    assert.equal(
+      receiver.requests[0]?.headers.authorization,
+      `Basic ${Buffer.from('kd:pw').toString('base64')}`,
+    );
+    assert.equal(stats.delivered, 2);
+    assert.match(log.warnings.join('\n'), /an unreadable bulk answer/);
+  });
+
+  it('names daily indices by the event’s UTC day', () => {
+    assert.equal(dayOf('2026-12-31T23:59:59.999Z'), '2026.12.31');
+  });
+});

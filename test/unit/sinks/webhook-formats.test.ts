@@ -1,0 +1,84 @@
+// A webhook's body formats in isolation (end to end: test/integration/sinks-webhook-formats.test.ts):
+// CloudEvents attributes for cluster-scoped objects and names that need encoding, a layout that fails or
+// runs over its limits (the event dead-lettered, said once, the sink going on), and layouts refused at
+// config time with their position.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { binaryHeaders, eventAttributes } from '../../../src/sinks/cloudevents.ts';
+import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { compileLayout, layoutProblem } from '../../../src/sinks/layout.ts';
+import { WebhookSink } from '../../../src/sinks/webhook.ts';
+import { sampleEvent } from '../../helpers/events.ts';
+import { memoryLog, sinkTestKit } from '../../helpers/sink-test.ts';
+
+const kit = sinkTestKit<WebhookSink>();
+
+describe('webhook formats', () => {
+  it('CloudEvents: a cluster-scoped object’s subject, the source without a cluster, header values encoded', () => {
+    const event = sampleEvent({
+      cluster: undefined,
+      object: {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        resource: 'namespaces',
+        name: 'shop',
+        uid: 'u',
+        resourceVersion: '1',
+        namespace: undefined,
+      },
+    });
+    const attributes = eventAttributes(event);
+    assert.equal(attributes.subject, '/api/v1/namespaces/shop');
+    assert.equal(attributes.source, 'kubediff');
+    assert.equal(eventAttributes(sampleEvent({ cluster: 'prod eu/1' })).source, 'kubediff/prod%20eu%2F1');
+    const headers = binaryHeaders({ ...attributes, subject: '/x/ü\nevil: 1' });
+    assert.equal(headers['ce-subject'], '/x/%C3%BC%0Aevil: 1');
+    assert.equal(headers['content-type'], 'application/json');
+  });
+
+  it('a layout that fails or runs over its time: that event dead-lettered, said once; the next delivered', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-layout-unit-'));
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
+    const receiver = await kit.receiver();
+    // Loops for ever on DELETED; an error for a name that is not a number; a body otherwise.
+    const layout = compileLayout(
+      'type = "DELETED" ? ($f := function($x){ $f($x + 1) }; $f(0)) : { "n": $number(object.name) }',
+    );
+    const sink = kit.track(
+      new WebhookSink({
+        url: receiver.url('/hook'),
+        format: { kind: 'layout', layout },
+        deadLetter: file,
+        log,
+      }),
+    );
+    sink.deliver(sampleEvent({ id: 'a:1', type: 'DELETED' }));
+    sink.deliver(sampleEvent({ id: 'b:1', object: { name: 'not-a-number' } }));
+    sink.deliver(sampleEvent({ id: 'c:1', object: { name: '7' } }));
+    sink.deliver(sampleEvent({ id: 'd:1', type: 'DELETED' }));
+    const { stats } = await sink.close(5_000);
+    file.close();
+    assert.deepEqual(
+      receiver.requests.map((r) => r.body),
+      ['{"n":7}'],
+    );
+    assert.equal(stats.delivered, 1);
+    assert.equal(stats.deadLettered, 3);
+    const letters = (await readFile(path.join(dir, 'dead.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { reason: string });
+    assert.match(letters[0]?.reason ?? '', /the layout failed: D1012 Evaluation timeout/);
+    assert.match(letters[1]?.reason ?? '', /the layout failed: D3030/);
+    assert.equal(log.warnings.filter((w) => /D1012/.test(w)).length, 1, 'the same failure said once');
+  });
+
+  it('a layout that does not compile is refused with its position', () => {
+    assert.match(layoutProblem('{ "a": }') ?? '', /at character \d+/);
+    assert.equal(layoutProblem('{ "id": id }'), undefined);
+  });
+});
