@@ -1,12 +1,13 @@
-// What the sinks that deliver events in batches with per-item answers share (OTLP logs, OpenSearch and
-// Elasticsearch): the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown
-// clock, trouble report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one
-// loop over it. One batch at a time is in flight, taken from the head of the queue (whatever has queued
-// while the last one was out, up to `batchMaxEvents`, or one digest), so per object the order is kept.
-// A batch whose request fails is retried as a whole; a batch the receiver took only in part goes on with
-// the items it asks to have again (retryable ones), while the items it refused for good are dead-lettered
-// at once, each refusal said once. A receiver that only counts what it rejected (OTLP's partial success)
-// has the whole batch written to the dead-letter file with that count: nothing disappears unrecorded.
+// What the sinks that deliver events in batches share (OTLP logs, OpenSearch and Elasticsearch, Kafka):
+// the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown clock, trouble
+// report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one loop over it.
+// One batch at a time is in flight, taken from the head of the queue (whatever has queued while the last
+// one was out, up to `batchMaxEvents`, or one digest), so per object the order is kept. A batch whose
+// request fails is retried as a whole; a batch the receiver took only in part goes on with the items it
+// asks to have again (retryable ones), while the items it refused for good are dead-lettered at once,
+// each refusal said once. A receiver that only counts what it rejected (OTLP's partial success) has the
+// whole batch written to the dead-letter file with that count: nothing disappears unrecorded. A receiver
+// that takes a batch whole or not at all (a Kafka produce request) answers with no item failures.
 import type { ChangeEvent } from '../events/event.ts';
 import { plural } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
