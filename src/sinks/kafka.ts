@@ -14,19 +14,14 @@
 import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@platformatic/kafka';
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
-import type { BacklogOptions } from './backlog.ts';
-import { BatchSink, type BatchWork, type Transmission } from './batch-sink.ts';
-import type { DeadLetterFile } from './dead-letter.ts';
-import type { DeliveryObserver, RetryOptions } from './delivery.ts';
+import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
 
-export interface KafkaSinkOptions {
+/** Beside the brokers': BatchSinkOptions (name 'kafka <topic>' and timeout 10 s by default). */
+export interface KafkaSinkOptions extends BatchSinkOptions {
   /** Bootstrap brokers, host:port each. */
   brokers: readonly string[];
   topic: string;
-  /** For logs; default 'kafka <topic>'. */
-  name?: string;
   /** Default 'kubediff'. */
   clientId?: string;
   /** Default 'none'. */
@@ -35,18 +30,10 @@ export interface KafkaSinkOptions {
   tls?: KafkaTls;
   sasl?: KafkaSasl;
   /** Time limit of one connection or request. Default 10 s. */
-  timeoutMs?: number;
-  /** Records per produce request. Default 500. */
-  batchMaxEvents?: number;
-  retry?: Partial<RetryOptions>;
-  queue?: BacklogOptions;
-  deadLetter?: DeadLetterFile;
-  /** Told of each request and retry (metrics). */
-  deliveries?: DeliveryObserver;
-  log: Logger;
+  timeoutMs?: number | undefined;
 }
 
-const KAFKA_DEFAULTS = { clientId: 'kubediff', timeoutMs: 10_000, batchMaxEvents: 500 };
+const KAFKA_DEFAULTS = { clientId: 'kubediff', timeoutMs: 10_000 };
 
 type OutgoingRecord = { topic: string; key: string; value: string; headers: Map<string, string> };
 
@@ -58,16 +45,7 @@ export class KafkaSink extends BatchSink {
   private readonly producer: Promise<KafkaProducer>;
 
   constructor(options: KafkaSinkOptions) {
-    super({
-      name: options.name ?? `kafka ${options.topic}`,
-      timeoutMs: options.timeoutMs ?? KAFKA_DEFAULTS.timeoutMs,
-      retry: options.retry,
-      queue: options.queue,
-      batchMaxEvents: options.batchMaxEvents ?? KAFKA_DEFAULTS.batchMaxEvents,
-      deadLetter: options.deadLetter,
-      deliveries: options.deliveries,
-      log: options.log,
-    });
+    super(options, { name: `kafka ${options.topic}`, timeoutMs: KAFKA_DEFAULTS.timeoutMs });
     this.topic = options.topic;
     this.producer = createProducer(options, this.timeoutMs);
     // A failure to load the client shows in the first send; this only keeps it from being unhandled.
