@@ -1,6 +1,6 @@
 // Reads a whole LIST answer (`{"kind":…,"metadata":{…},"items":[{…},{…},…]}`) as it streams, one item
 // at a time, so that a collection larger than what kubediff reads at once (maxReadBytes) can still be
-// listed in one request: each item is bounded, not the answer. The reflector needs this when a paged LIST
+// listed in one request: each item is bounded, not the answer. The pager needs this when a paged LIST
 // outlives etcd's compaction (its continue token expires): then, as client-go's pager does, the list is
 // read whole, in one request, and it may be far larger than one page.
 //
