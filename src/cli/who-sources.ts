@@ -13,6 +13,7 @@ import type { WhoSource } from '../events/who-source.ts';
 import type { ResourceType } from '../kube/types.ts';
 import type { PeerRecords } from '../service/peer-records.ts';
 import type { ServiceRuntime } from '../service/service.ts';
+import { endpointOf } from '../service/webhook-endpoint.ts';
 import type { WebhookListener, WebhookRoute } from '../service/webhook-listener.ts';
 import type { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
@@ -86,13 +87,7 @@ async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wi
   const { AuditServer } = await import('../service/audit-server.ts');
   const server = wiring.lifecycle.use(
     await AuditServer.start({
-      listen: audit.listen,
-      certFile: audit.certFile,
-      keyFile: audit.keyFile,
-      clientCAFile: audit.clientCAFile,
-      clientNames: audit.clientNames,
-      token: audit.token,
-      maxRequestBytes: audit.maxRequestBytes,
+      ...endpointOf(audit),
       onRecords: (records) => {
         join.offer(source, records);
         wiring.forward({ audit: records });
@@ -121,13 +116,7 @@ async function startAdmission(
   const { AdmissionServer } = await import('../service/admission-server.ts');
   const server = wiring.lifecycle.use(
     await AdmissionServer.start({
-      listen: admission.listen,
-      certFile: admission.certFile,
-      keyFile: admission.keyFile,
-      clientCAFile: admission.clientCAFile,
-      clientNames: admission.clientNames,
-      token: admission.token,
-      maxRequestBytes: admission.maxRequestBytes,
+      ...endpointOf(admission),
       digest: (write) => digests.of(write),
       onRecords: (records) => {
         join.offer(source, records);

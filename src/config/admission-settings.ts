@@ -5,11 +5,12 @@
 // `admission.token` (with ${VAR}) or KUBEDIFF_ADMISSION_TOKEN, never from a flag (a flag shows in `ps`).
 import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
+import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
-import { parseListenAddress } from '../util/http-server.ts';
 import { parseSize } from '../util/size.ts';
 import type { ConfigInput } from './schema.ts';
+import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
 
 export interface RawAdmissionFlags {
   admissionListen?: string;
@@ -20,16 +21,9 @@ export interface RawAdmissionFlags {
   peers?: string;
 }
 
-export interface AdmissionSettings {
-  listen: string;
-  certFile: string;
-  keyFile: string;
-  clientCAFile?: string;
-  clientNames?: string[];
-  token?: string;
+export interface AdmissionSettings extends WebhookEndpoint {
   waitMs: number;
   maxRecords: number;
-  maxRequestBytes: number;
 }
 
 export const ADMISSION_DEFAULTS = {
@@ -45,28 +39,25 @@ export function admissionSettingsFrom(
   file: ConfigInput['admission'] | undefined,
   env: Env,
 ): AdmissionSettings | undefined {
-  const listen = flags.admissionListen?.trim() || file?.listen;
-  const given = [
-    ['--admission-cert', flags.admissionCert],
-    ['--admission-key', flags.admissionKey],
-    ['--admission-client-ca', flags.admissionClientCa],
-    ['--admission-allow-unauthenticated', flags.admissionAllowUnauthenticated],
-  ].find(([, value]) => value !== undefined);
-  if (!listen) {
-    if (given)
-      throw new UsageError(`${given[0]} applies to the admission webhook: add --admission-listen <addr>.`);
-    return undefined;
-  }
-  parseListenAddress(listen, '--admission-listen');
-  const certFile = flags.admissionCert ?? file?.certFile;
-  const keyFile = flags.admissionKey ?? file?.keyFile;
-  if (!certFile || !keyFile) {
-    throw new UsageError(
-      'the admission webhook serves HTTPS only (the API server calls no other): give its certificate and key with --admission-cert and --admission-key (or admission.certFile and admission.keyFile).',
-    );
-  }
-  const clientCAFile = flags.admissionClientCa ?? file?.clientCAFile;
-  const token = file?.token ?? env.KUBEDIFF_ADMISSION_TOKEN;
+  const endpoint = webhookEndpointFrom('admission', {
+    flags: {
+      listen: flags.admissionListen,
+      cert: flags.admissionCert,
+      key: flags.admissionKey,
+      clientCa: flags.admissionClientCa,
+    },
+    listenerFlags: [
+      ['--admission-cert', flags.admissionCert],
+      ['--admission-key', flags.admissionKey],
+      ['--admission-client-ca', flags.admissionClientCa],
+      ['--admission-allow-unauthenticated', flags.admissionAllowUnauthenticated],
+    ],
+    file,
+    envToken: env.KUBEDIFF_ADMISSION_TOKEN,
+    httpsOnlyNote: ' (the API server calls no other)',
+  });
+  if (!endpoint) return undefined;
+  const { clientCAFile, token } = endpoint;
   const unauthenticated = flags.admissionAllowUnauthenticated ?? file?.allowUnauthenticated ?? false;
   if (!clientCAFile && !token && !unauthenticated) {
     throw new UsageError(
@@ -79,12 +70,8 @@ export function admissionSettingsFrom(
     );
   }
   return {
-    listen,
-    certFile,
-    keyFile,
-    ...(clientCAFile ? { clientCAFile } : {}),
+    ...endpoint,
     ...(file?.clientNames && file.clientNames.length > 0 ? { clientNames: file.clientNames } : {}),
-    ...(token ? { token } : {}),
     waitMs:
       file?.wait !== undefined
         ? parseDurationSetting('admission.wait', file.wait, { allowZero: true })

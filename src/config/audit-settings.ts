@@ -5,11 +5,12 @@
 import { AUDIT_SOURCE_DEFAULTS } from '../events/audit-match.ts';
 import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
 import { AUDIT_SERVER_DEFAULTS } from '../service/audit-server.ts';
+import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
-import { parseListenAddress } from '../util/http-server.ts';
 import { parseSize } from '../util/size.ts';
 import type { ConfigInput } from './schema.ts';
+import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
 
 export interface RawAuditFlags {
   auditListen?: string;
@@ -21,18 +22,11 @@ export interface RawAuditFlags {
   ignoreUser?: string[];
 }
 
-export interface AuditSettings {
-  listen: string;
-  certFile: string;
-  keyFile: string;
-  clientCAFile?: string;
-  clientNames?: string[];
-  token?: string;
+export interface AuditSettings extends WebhookEndpoint {
   waitMs: number;
   windowMs: number;
   maxPending: number;
   maxRecords: number;
-  maxRequestBytes: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -43,28 +37,25 @@ export function auditSettingsFrom(
   file: ConfigInput['audit'] | undefined,
   env: Env,
 ): AuditSettings | undefined {
-  const listen = flags.auditListen?.trim() || file?.listen;
-  const given = [
-    ['--audit-cert', flags.auditCert],
-    ['--audit-key', flags.auditKey],
-    ['--audit-client-ca', flags.auditClientCa],
-    ['--audit-client-name', flags.auditClientName?.[0]],
-    ['--audit-wait', flags.auditWait],
-  ].find(([, value]) => value !== undefined);
-  if (!listen) {
-    if (given) throw new UsageError(`${given[0]} applies to the audit webhook: add --audit-listen <addr>.`);
-    return undefined;
-  }
-  parseListenAddress(listen, '--audit-listen');
-  const certFile = flags.auditCert ?? file?.certFile;
-  const keyFile = flags.auditKey ?? file?.keyFile;
-  if (!certFile || !keyFile) {
-    throw new UsageError(
-      'the audit webhook serves HTTPS only: give its certificate and key with --audit-cert and --audit-key (or audit.certFile and audit.keyFile).',
-    );
-  }
-  const clientCAFile = flags.auditClientCa ?? file?.clientCAFile;
-  const token = file?.token ?? env.KUBEDIFF_AUDIT_TOKEN;
+  const endpoint = webhookEndpointFrom('audit', {
+    flags: {
+      listen: flags.auditListen,
+      cert: flags.auditCert,
+      key: flags.auditKey,
+      clientCa: flags.auditClientCa,
+    },
+    listenerFlags: [
+      ['--audit-cert', flags.auditCert],
+      ['--audit-key', flags.auditKey],
+      ['--audit-client-ca', flags.auditClientCa],
+      ['--audit-client-name', flags.auditClientName?.[0]],
+      ['--audit-wait', flags.auditWait],
+    ],
+    file,
+    envToken: env.KUBEDIFF_AUDIT_TOKEN,
+  });
+  if (!endpoint) return undefined;
+  const { clientCAFile, token } = endpoint;
   const clientNames = (flags.auditClientName ?? file?.clientNames ?? [])
     .map((name) => name.trim())
     .filter(Boolean);
@@ -85,12 +76,8 @@ export function auditSettingsFrom(
         ? parseDurationSetting('audit.wait', file.wait, { allowZero: true })
         : WHO_JOIN_DEFAULTS.waitMs;
   return {
-    listen,
-    certFile,
-    keyFile,
-    ...(clientCAFile ? { clientCAFile } : {}),
+    ...endpoint,
     ...(clientNames.length > 0 ? { clientNames } : {}),
-    ...(token ? { token } : {}),
     waitMs,
     windowMs:
       file?.window !== undefined

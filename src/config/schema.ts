@@ -53,6 +53,16 @@ const http = {
   deadLetter: { type: 'string' },
 } as const;
 
+/** Where the audit and the admission webhook listen, and who may post to them. */
+const webhookEndpoint = {
+  listen: { type: 'string' },
+  certFile: { type: 'string' },
+  keyFile: { type: 'string' },
+  clientCAFile: { type: 'string' },
+  clientNames: stringList,
+  token: { type: 'string' },
+} as const;
+
 const headerMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
 
 /** A receiver's TLS beyond an https:// URL's defaults: a private CA, a client certificate, a server name. */
@@ -161,16 +171,8 @@ export const sinkSchemas = {
       compression: { type: 'string', enum: ['none', 'gzip', 'snappy', 'lz4', 'zstd'] },
       batch: { type: 'integer', minimum: 1, maximum: 10000 },
       queueCapacity: { type: 'integer', minimum: 1 },
-      tls: {
-        type: ['boolean', 'object'],
-        properties: {
-          caFile: { type: 'string' },
-          certFile: { type: 'string' },
-          keyFile: { type: 'string' },
-          serverName: { type: 'string' },
-        },
-        additionalProperties: false,
-      },
+      // true: TLS with the system's CAs.
+      tls: { ...tlsFiles, type: ['boolean', 'object'] },
       sasl: {
         type: 'object',
         properties: {
@@ -309,12 +311,7 @@ export const configSchema = {
     audit: {
       type: 'object',
       properties: {
-        listen: { type: 'string' },
-        certFile: { type: 'string' },
-        keyFile: { type: 'string' },
-        clientCAFile: { type: 'string' },
-        clientNames: stringList,
-        token: { type: 'string' },
+        ...webhookEndpoint,
         wait: duration,
         window: duration,
         maxPending: { type: 'integer', minimum: 1, maximum: 1_000_000 },
@@ -328,12 +325,7 @@ export const configSchema = {
     admission: {
       type: 'object',
       properties: {
-        listen: { type: 'string' },
-        certFile: { type: 'string' },
-        keyFile: { type: 'string' },
-        clientCAFile: { type: 'string' },
-        clientNames: stringList,
-        token: { type: 'string' },
+        ...webhookEndpoint,
         allowUnauthenticated: { type: 'boolean' },
         wait: duration,
         maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },

@@ -7,6 +7,7 @@
 
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
+import type { ListProgress } from '../kube/list-pager.ts';
 import { type CollectionReader, listerWatcherFor } from '../kube/lister-watcher.ts';
 import { rbacHint } from '../kube/rbac-hint.ts';
 import { type Selection, type SelectionOptions, selectResources } from '../kube/selection.ts';
@@ -24,7 +25,7 @@ import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { Informer, type InformerHandler, type InitialListMode } from './informer.ts';
-import { type ListProgress, Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
+import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
 import type { StoredObject } from './store.ts';
 
 /** A type answered 429 (throttled) is warned about only once it has been so for this long. */

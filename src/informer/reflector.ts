@@ -8,7 +8,9 @@
 //   same stream goes on as the watch), which spares both sides the memory of
 //   whole LIST pages; a server that refuses it (400/422: the WatchList feature
 //   is off) or ignores it (a plain bookmark before the end) gets a paged LIST
-//   from then on, as does a collection holding an object too large to read;
+//   (kube/list-pager.ts: bounded pages, an expired continue token, slow-list
+//   progress) from then on, as does a collection holding an object too large
+//   to read;
 // - a WATCH ends every few minutes by design (randomized timeoutSeconds, so
 //   that many reflectors do not reconnect together); it simply resumes;
 // - 410 Gone (the resourceVersion was compacted away) means relist; the
@@ -17,22 +19,13 @@
 // - a watch that goes silent for longer than idleTimeoutMs is taken as
 //   dead and replaced (the API server sends bookmarks about once a minute);
 // - 403 and 404 concern only this resource: reported once, retried slowly;
-// - reads are bounded (KubeClient.maxReadBytes): LIST pages shrink when they
-//   are large, and one object too large to read fails only this resource,
-//   with its name, retried slowly;
-// - a paged LIST that outlives etcd's compaction (its continue token expires:
-//   410 on a page after the first) is read whole, in one request, as
-//   client-go's pager does (tools/pager, FullListIfExpired), item by item as
-//   it streams: starting over from the first page would expire again, and
-//   again, on any type slower to list than the compaction interval. Both that
-//   and a LIST that takes longer than slowListWarnMs are reported with its
-//   progress (pages, objects, time), for the log.
-import { KubeError } from '../kube/errors.ts';
-import { listItems } from '../kube/list-stream.ts';
-import type { ListerWatcher, ListPage } from '../kube/lister-watcher.ts';
-import { ResponseTooLarge } from '../kube/transport.ts';
-import { apiVersionOf, type KubeObject, objectKey, type ResourceType } from '../kube/types.ts';
-import { objectTooLarge, watchLines } from '../kube/watch-stream.ts';
+// - reads are bounded (KubeClient.maxReadBytes): one watch event too large
+//   to read fails only this resource, with its name, retried slowly.
+import { brokenStream, KubeError } from '../kube/errors.ts';
+import { ListPager, type ListProgress, type PageHandler } from '../kube/list-pager.ts';
+import type { ListerWatcher } from '../kube/lister-watcher.ts';
+import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.ts';
+import { watchLines } from '../kube/watch-stream.ts';
 import { Backoff, type BackoffOptions, sleep } from '../util/backoff.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -58,21 +51,8 @@ export type ReflectorState =
   | { phase: 'failing'; error: KubeError; retryInMs: number; slow: boolean }
   | { phase: 'stopped' };
 
-export interface ListProgress {
-  /**
-   * 'expired': its continue token expired (etcd compacted past the list's resourceVersion), so it is
-   * read whole from now on; 'slow': it has been listing for slowListWarnMs.
-   */
-  reason: 'expired' | 'slow';
-  pages: number;
-  objects: number;
-  elapsedMs: number;
-  /** Being read whole, in one request (after its continue token expired). */
-  whole: boolean;
-}
-
 export interface ReflectorTiming {
-  /** LIST page size, at most: pages shrink when they are large (see Reflector.list). */
+  /** LIST page size, at most: pages shrink when they are large (kube/list-pager.ts). */
   pageSize: number;
   /** Each WATCH asks the server to end it after a random time in [min, 2×min] seconds. */
   minWatchTimeoutSeconds: number;
@@ -134,8 +114,9 @@ export class Reflector {
   private readonly random: () => number;
   private lastResourceVersion = '';
   private running: Promise<void> | undefined;
-  /** Objects asked per LIST page: pageSize, less while this collection's pages are large. */
-  private pageLimit: number;
+  private readonly pager: ListPager;
+  /** What the pager hands a paged LIST's items and progress to. */
+  private readonly listHandler: PageHandler;
   /** The server refused or ignored a streaming list: paged LISTs from now on. */
   private streamingRefused = false;
   /** During a streaming list's initial events: those not yet handed on. */
@@ -150,7 +131,12 @@ export class Reflector {
     this.backoff = new Backoff(this.timing.backoff, this.random);
     this.path = source.path;
     this.apiVersion = apiVersionOf(options.type);
-    this.pageLimit = this.timing.pageSize;
+    this.pager = new ListPager(source, this.timing);
+    this.listHandler = {
+      started: () => this.sink.listStarted(),
+      page: (items) => this.handOn(items),
+      progress: (progress) => this.sink.stateChanged({ phase: 'list-progress', progress }),
+    };
   }
 
   /** The resourceVersion the next WATCH would resume from. */
@@ -230,165 +216,28 @@ export class Reflector {
     this.sink.stateChanged({ phase: 'stopped' });
   }
 
-  /**
-   * A paged LIST. An expired continue token (410 on a page after the first) reads it whole instead
-   * (listWhole). Pages are kept near a quarter of the read limit: a page larger than that makes the
-   * next ones smaller, small ones let them grow back to pageSize. A page over the limit itself is asked
-   * again, from the same place, with fewer objects; when one object alone is over it, the LIST fails
-   * naming it.
-   */
+  /** A paged LIST (kube/list-pager.ts), then the watch resumes from its resourceVersion. */
   private async list(): Promise<void> {
     this.sink.stateChanged({ phase: 'listing' });
-    this.sink.listStarted();
-    const progress = this.listProgress();
-    const targetBytes = this.source.maxReadBytes / 4;
-    let continueToken: string | undefined;
-    let resourceVersion = '';
-    for (;;) {
-      let page: ListPage;
-      try {
-        page = await this.source.list({
-          limit: this.pageLimit,
-          continue: continueToken,
-          signal: this.abort.signal,
-        });
-      } catch (error) {
-        if (continueToken !== undefined && error instanceof KubeError && error.kind === 'gone') {
-          progress.report('expired');
-          await this.listWhole(progress);
-          return;
-        }
-        if (!(error instanceof ResponseTooLarge)) throw error;
-        if (this.pageLimit === 1) throw await this.tooLarge(continueToken, error.limitBytes);
-        this.pageLimit = Math.max(1, Math.floor(this.pageLimit / 8));
-        continue;
-      }
-      const items = page.items ?? [];
-      this.adaptPageLimit(items.length, page.bytes, targetBytes);
-      if (this.stopped) return;
-      progress.pages++;
-      await this.handOn(items, progress);
-      if (this.stopped) return;
-      continueToken = page.metadata?.continue || undefined;
-      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      if (!continueToken) break;
-    }
+    const resourceVersion = await this.pager.list(this.listHandler, this.abort.signal);
+    if (resourceVersion === undefined) return;
     this.lastResourceVersion = resourceVersion;
     this.sink.listCompleted(resourceVersion);
   }
 
   /**
-   * The whole LIST in one request, read item by item as it streams (each item bounded by the read
-   * limit, not the list), handed on pageSize at a time: what client-go's pager does when a continue
-   * token has expired. The earlier pages are superseded (the sink is told the list starts over).
+   * Hands a LIST page on: its items get the type's apiVersion and kind (items of a List carry none,
+   * watch events do), so that an object seen by a LIST and by a WATCH compare equal. Returns the wait
+   * the consumer asks for, if it does.
    */
-  private async listWhole(progress: ListTracker): Promise<void> {
-    progress.whole = true;
-    this.sink.listStarted();
-    const body = await this.source.listWhole({
-      signal: this.abort.signal,
-      idleTimeoutMs: this.timing.idleTimeoutMs,
-    });
-    const items = listItems(body, {
-      idleMs: this.timing.idleTimeoutMs,
-      maxItemLength: this.source.maxReadBytes,
-      server: this.source.server,
-      path: this.path,
-    });
-    let batch: KubeObject[] = [];
-    let resourceVersion: string;
-    try {
-      for (;;) {
-        const next = await items.next();
-        if (next.done) {
-          resourceVersion = next.value.resourceVersion;
-          break;
-        }
-        batch.push(next.value);
-        if (batch.length < this.timing.pageSize) continue;
-        await this.handOn(batch, progress);
-        batch = [];
-        if (this.stopped) return;
-      }
-    } catch (error) {
-      if (error instanceof KubeError || this.stopped) throw error;
-      throw transportFailure(error, this.source.server, this.path);
-    } finally {
-      body.destroy();
-    }
-    if (this.stopped) return;
-    if (batch.length > 0) await this.handOn(batch, progress);
-    this.lastResourceVersion = resourceVersion;
-    this.sink.listCompleted(resourceVersion);
-  }
-
-  /** Hands a LIST's items on (as one page), waits while the consumer asks, notes the progress. */
-  private async handOn(items: KubeObject[], progress: ListTracker): Promise<void> {
-    // Items of a List carry no apiVersion/kind of their own, watch events do: set them, so that an
-    // object seen by a LIST and the same object seen by a WATCH compare equal.
+  private handOn(items: KubeObject[]): Promise<void> | undefined {
     for (const item of items) {
       item.apiVersion ??= this.apiVersion;
       item.kind ??= this.options.type.kind;
     }
     this.sink.listPage(items);
-    progress.objects += items.length;
     const pause = this.options.flowControl?.();
-    if (pause) await this.waitForConsumer(pause);
-    progress.noteTime();
-  }
-
-  /** The progress of one LIST, reported when it expires and once when it has been slow. */
-  private listProgress(): ListTracker {
-    const started = Date.now();
-    let warned = false;
-    const tracker: ListTracker = {
-      pages: 0,
-      objects: 0,
-      whole: false,
-      report: (reason) =>
-        this.sink.stateChanged({
-          phase: 'list-progress',
-          progress: {
-            reason,
-            pages: tracker.pages,
-            objects: tracker.objects,
-            elapsedMs: Date.now() - started,
-            whole: tracker.whole,
-          },
-        }),
-      noteTime: () => {
-        if (warned || Date.now() - started < this.timing.slowListWarnMs) return;
-        warned = true;
-        tracker.report('slow');
-      },
-    };
-    return tracker;
-  }
-
-  private adaptPageLimit(count: number, bytes: number, targetBytes: number): void {
-    if (bytes > targetBytes && count > 1) {
-      this.pageLimit = Math.max(1, Math.floor((count * targetBytes) / bytes));
-    } else if (bytes < targetBytes / 4 && count >= this.pageLimit) {
-      this.pageLimit = Math.min(this.timing.pageSize, this.pageLimit * 2);
-    }
-  }
-
-  /** The error for one object too large to read: its name comes from a metadata-only LIST of it. */
-  private async tooLarge(continueToken: string | undefined, limitBytes: number): Promise<KubeError> {
-    let name: string | undefined;
-    try {
-      const page = await this.source.list({
-        limit: 1,
-        continue: continueToken,
-        metadataOnly: true,
-        signal: this.abort.signal,
-      });
-      const metadata = page.items?.[0]?.metadata;
-      if (metadata) name = objectKey(metadata);
-    } catch {
-      // The error below says enough without the name.
-    }
-    return objectTooLarge(name, limitBytes, this.path);
+    return pause ? this.waitForConsumer(pause) : undefined;
   }
 
   /**
@@ -436,7 +285,7 @@ export class Reflector {
       }
     } catch (error) {
       if (error instanceof KubeError || this.stopped) throw error;
-      throw transportFailure(error, this.source.server, this.path);
+      throw brokenStream(error, this.source.server, this.path);
     } finally {
       body.destroy();
       this.initialEvents = undefined;
@@ -534,16 +383,6 @@ export class Reflector {
   }
 }
 
-/** One LIST's progress, as list() and listWhole() count it. */
-interface ListTracker {
-  pages: number;
-  objects: number;
-  whole: boolean;
-  report(reason: ListProgress['reason']): void;
-  /** Reports 'slow' once the LIST has taken slowListWarnMs. */
-  noteTime(): void;
-}
-
 /** A server that took sendInitialEvents for a plain watch (it predates streaming lists). */
 class StreamingIgnored extends KubeError {
   constructor(path: string) {
@@ -577,10 +416,6 @@ function refusesStreaming(failure: KubeError): boolean {
  */
 function cacheInitializing(failure: KubeError): boolean {
   return failure.kind === 'throttled' && /storage is \(re\)initializing/.test(failure.message);
-}
-
-function transportFailure(error: unknown, server: string, path: string): KubeError {
-  return new KubeError('network', `the watch connection broke (${server}${path})`, { path, cause: error });
 }
 
 function unexpected(error: unknown, path: string): KubeError {

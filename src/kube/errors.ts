@@ -109,6 +109,11 @@ const TLS_CODES = new Set([
   'ERR_SSL_WRONG_VERSION_NUMBER',
 ]);
 
+/** A long-lived answer (a watch, a whole LIST) that broke while it was being read. */
+export function brokenStream(error: unknown, server: string, path: string): KubeError {
+  return new KubeError('network', `the watch connection broke (${server}${path})`, { path, cause: error });
+}
+
 /** Classifies an error thrown by undici, node:http2 or a socket while talking to `server`. */
 export function errorFromTransport(error: unknown, server: string, path: string): KubeError {
   const code = transportCode(error);

@@ -1,6 +1,6 @@
 // Reads a whole LIST answer (`{"kind":…,"metadata":{…},"items":[{…},{…},…]}`) as it streams, one item
 // at a time, so that a collection larger than what kubediff reads at once (maxReadBytes) can still be
-// listed in one request: each item is bounded, not the answer. The reflector needs this when a paged LIST
+// listed in one request: each item is bounded, not the answer. The pager needs this when a paged LIST
 // outlives etcd's compaction (its continue token expires): then, as client-go's pager does, the list is
 // read whole, in one request, and it may be far larger than one page.
 //
@@ -30,28 +30,21 @@ export async function* listItems(
   limits: ListStreamLimits,
 ): AsyncGenerator<KubeObject, { resourceVersion: string }> {
   body.setEncoding('utf8');
-  const chunks = readChunks(body) as AsyncGenerator<string>;
-  let waiting = false;
-  const silence = setTimeout(() => {
-    if (!waiting) return;
-    body.destroy(
+  const chunks = readChunks(body, {
+    ms: limits.idleMs,
+    error: () =>
       new KubeError('network', `the LIST connection went silent (${limits.server}${limits.path})`, {
         path: limits.path,
       }),
-    );
-  }, limits.idleMs);
+  }) as AsyncGenerator<string>;
   const scanner = new ListScanner(limits);
   try {
     for (;;) {
-      waiting = true;
-      silence.refresh();
       const next = await chunks.next();
-      waiting = false;
       if (next.done) break;
       yield* scanner.scan(next.value);
     }
   } finally {
-    clearTimeout(silence);
     await chunks.return(undefined);
   }
   return { resourceVersion: scanner.finish() };

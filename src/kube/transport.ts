@@ -92,13 +92,22 @@ export async function readBody(
   return chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks, total);
 }
 
+/** How long a long-lived answer (a watch, a whole LIST) may stay silent, and what its silence is. */
+export interface SilenceLimit {
+  ms: number;
+  error(): Error;
+}
+
 /**
  * The chunks of a readable stream as they arrive, ending when it ends and failing when it fails or
  * closes before its end. Not the stream's own async iterator: over node:http2, that one sometimes
  * throws "Premature close" for a response that arrived whole (seen with POSTs answered before their
  * 'response' event is handled, a few in a thousand), and a request that succeeded must not fail.
+ * With `silence`: waiting longer than `silence.ms` for the next chunk destroys the stream with its
+ * error (the connection is taken as dead). Only time spent waiting for the network counts: while the
+ * caller holds a chunk (its consumer asked for a pause) the stream is not read, and not silent.
  */
-export async function* readChunks(stream: Readable): AsyncGenerator<Buffer | string> {
+export async function* readChunks(stream: Readable, silence?: SilenceLimit): AsyncGenerator<Buffer | string> {
   let wake: (() => void) | undefined;
   let failure: unknown;
   let closed = false;
@@ -119,11 +128,20 @@ export async function* readChunks(stream: Readable): AsyncGenerator<Buffer | str
   stream.on('end', notify);
   stream.on('error', onError);
   stream.on('close', onClose);
+  let waiting = true;
+  const timer =
+    silence &&
+    setTimeout(() => {
+      if (waiting) stream.destroy(silence.error());
+    }, silence.ms);
   try {
     for (;;) {
       const chunk: Buffer | string | null = stream.read();
       if (chunk !== null) {
+        waiting = false;
         yield chunk;
+        waiting = true;
+        timer?.refresh();
         continue;
       }
       // The stream may have failed or closed before this reader was attached.
@@ -138,6 +156,7 @@ export async function* readChunks(stream: Readable): AsyncGenerator<Buffer | str
       });
     }
   } finally {
+    clearTimeout(timer);
     stream.off('readable', notify);
     stream.off('end', notify);
     stream.off('error', onError);

@@ -25,23 +25,17 @@ export interface WatchLineLimits {
  */
 export async function* watchLines(body: Readable, limits: WatchLineLimits): AsyncGenerator<string> {
   body.setEncoding('utf8');
-  const chunks = readChunks(body) as AsyncGenerator<string>;
-  let waiting = false;
-  const silence = setTimeout(() => {
-    if (!waiting) return;
-    body.destroy(
+  const chunks = readChunks(body, {
+    ms: limits.idleMs,
+    error: () =>
       new KubeError('network', `the watch connection went silent (${limits.server}${limits.path})`, {
         path: limits.path,
       }),
-    );
-  }, limits.idleMs);
+  }) as AsyncGenerator<string>;
   let pending = '';
   try {
     for (;;) {
-      waiting = true;
-      silence.refresh();
       const next = await chunks.next();
-      waiting = false;
       if (next.done) break;
       const chunk = next.value;
       let start = 0;
@@ -56,7 +50,6 @@ export async function* watchLines(body: Readable, limits: WatchLineLimits): Asyn
       if (pending.length > limits.maxLineLength) throw tooLarge(pending, limits);
     }
   } finally {
-    clearTimeout(silence);
     await chunks.return(undefined);
   }
   if (pending.trim()) yield pending;

@@ -21,17 +21,11 @@ import {
   type ReviewedWrite,
   readAdmissionReview,
 } from './admission-review.ts';
+import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
 import { WebhookListener, type WebhookRoute } from './webhook-listener.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
-export interface AdmissionServerOptions {
-  listen: string;
-  certFile: string;
-  keyFile: string;
-  clientCAFile?: string | undefined;
-  clientNames?: readonly string[] | undefined;
-  token?: string | undefined;
-  maxRequestBytes: number;
+export interface AdmissionServerOptions extends WebhookEndpoint {
   reloadIntervalMs?: number;
   /**
    * The digest of the object a write produces, as the watch stores its type; `{}` when it cannot be told
@@ -74,13 +68,7 @@ export class AdmissionServer {
       listener: 'admission',
       flag: '--admission-listen',
       requestsMetric: 'kubediff_admission_reviews_total',
-      listen: options.listen,
-      certFile: options.certFile,
-      keyFile: options.keyFile,
-      clientCAFile: options.clientCAFile,
-      clientNames: options.clientNames,
-      token: options.token,
-      maxRequestBytes: options.maxRequestBytes,
+      ...endpointOf(options),
       maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
       route: {

@@ -10,20 +10,11 @@
 import type { AuditRecord } from '../events/audit-match.ts';
 import type { Logger } from '../util/log.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
+import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
 import { WebhookListener, type WebhookRoute } from './webhook-listener.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
-export interface AuditServerOptions {
-  listen: string;
-  certFile: string;
-  keyFile: string;
-  /** Client certificates must be signed by this CA. */
-  clientCAFile?: string | undefined;
-  /** …and have one of these subject common names (globs). */
-  clientNames?: readonly string[] | undefined;
-  /** Requests must carry `Authorization: Bearer <token>`. */
-  token?: string | undefined;
-  maxRequestBytes: number;
+export interface AuditServerOptions extends WebhookEndpoint {
   reloadIntervalMs?: number;
   /** Where the records go (the join). */
   onRecords: (records: AuditRecord[]) => void;
@@ -52,13 +43,7 @@ export class AuditServer {
       listener: 'audit',
       flag: '--audit-listen',
       requestsMetric: 'kubediff_audit_requests_total',
-      listen: options.listen,
-      certFile: options.certFile,
-      keyFile: options.keyFile,
-      clientCAFile: options.clientCAFile,
-      clientNames: options.clientNames,
-      token: options.token,
-      maxRequestBytes: options.maxRequestBytes,
+      ...endpointOf(options),
       maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
       route: {

@@ -40,6 +40,7 @@ import {
   type ListenerLimits,
   type ListenerName,
 } from './listener-guard.ts';
+import type { WebhookEndpoint } from './webhook-endpoint.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
 /** Where a replica posts the records it received to the others (src/service/peer-forwarder.ts). */
@@ -59,7 +60,7 @@ export interface WebhookRoute {
   receive(body: Buffer): WebhookAnswer;
 }
 
-export interface WebhookListenerOptions {
+export interface WebhookListenerOptions extends WebhookEndpoint {
   /** How log lines name it: 'audit webhook'. */
   name: string;
   /** The config block its settings come from, in messages: 'audit' (audit.certFile, …). */
@@ -70,16 +71,6 @@ export interface WebhookListenerOptions {
   flag: string;
   /** The metric that counts its requests by outcome, named in log lines. */
   requestsMetric: string;
-  listen: string;
-  certFile: string;
-  keyFile: string;
-  /** Client certificates must be signed by this CA. */
-  clientCAFile?: string | undefined;
-  /** …and have one of these subject common names (globs). */
-  clientNames?: readonly string[] | undefined;
-  /** Requests must carry `Authorization: Bearer <token>`. */
-  token?: string | undefined;
-  maxRequestBytes: number;
   maxConcurrentRequests: number;
   reloadIntervalMs?: number;
   /** Its connections' bounds; default WEBHOOK_LISTENER_LIMITS. */

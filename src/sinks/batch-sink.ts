@@ -1,19 +1,19 @@
-// What the sinks that deliver events in batches with per-item answers share (OTLP logs, OpenSearch and
-// Elasticsearch): the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown
-// clock, trouble report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one
-// loop over it. One batch at a time is in flight, taken from the head of the queue (whatever has queued
-// while the last one was out, up to `batchMaxEvents`, or one digest), so per object the order is kept.
-// A batch whose request fails is retried as a whole; a batch the receiver took only in part goes on with
-// the items it asks to have again (retryable ones), while the items it refused for good are dead-lettered
-// at once, each refusal said once. A receiver that only counts what it rejected (OTLP's partial success)
-// has the whole batch written to the dead-letter file with that count: nothing disappears unrecorded.
+// What the sinks that deliver events in batches share (OTLP logs, OpenSearch and Elasticsearch, Kafka):
+// the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown clock, trouble
+// report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one loop over it.
+// One batch at a time is in flight, taken from the head of the queue (whatever has queued while the last
+// one was out, up to `batchMaxEvents`, or one digest), so per object the order is kept. A batch whose
+// request fails is retried as a whole; a batch the receiver took only in part goes on with the items it
+// asks to have again (retryable ones), while the items it refused for good are dead-lettered at once,
+// each refusal said once. A receiver that only counts what it rejected (OTLP's partial success) has the
+// whole batch written to the dead-letter file with that count: nothing disappears unrecorded. A receiver
+// that takes a batch whole or not at all (a Kafka produce request) answers with no item failures.
 import type { ChangeEvent } from '../events/event.ts';
 import { plural } from '../util/count-text.ts';
-import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { type DeliveryObserver, DeliverySink, type RetryOptions } from './delivery.ts';
+import { type DeliveryOptions, DeliverySink } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
@@ -52,18 +52,14 @@ export type Transmission =
       retryAfterMs?: number;
     };
 
-export interface BatchSinkOptions {
-  name: string;
-  timeoutMs: number;
-  retry?: Partial<RetryOptions> | undefined;
+/** What every batch sink is given beside what is its own. */
+export interface BatchSinkOptions extends DeliveryOptions {
+  /** Events per request. Default 500. */
+  batchMaxEvents?: number | undefined;
   queue?: BacklogOptions | undefined;
-  /** Events per request. */
-  batchMaxEvents: number;
-  deadLetter?: DeadLetterFile | undefined;
-  /** Told of each request and retry (metrics). */
-  deliveries?: DeliveryObserver | undefined;
-  log: Logger;
 }
+
+const DEFAULT_BATCH_MAX_EVENTS = 500;
 
 export abstract class BatchSink extends DeliverySink {
   private readonly backlog: SinkBacklog;
@@ -73,10 +69,11 @@ export abstract class BatchSink extends DeliverySink {
   private inFlight = 0;
   protected readonly loop: Promise<void>;
 
-  constructor(options: BatchSinkOptions) {
-    super(options);
+  /** `defaults`: the sink's, for what `options` leaves out. */
+  constructor(options: BatchSinkOptions, defaults: { name: string; timeoutMs: number }) {
+    super(options, defaults);
     this.deadLetter = options.deadLetter;
-    this.batchMaxEvents = Math.max(1, options.batchMaxEvents);
+    this.batchMaxEvents = Math.max(1, options.batchMaxEvents ?? DEFAULT_BATCH_MAX_EVENTS);
     this.backlog = new SinkBacklog(this.name, options.queue, {
       counters: this.counters,
       trouble: this.trouble,

@@ -16,11 +16,10 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
-import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { type DeliveryObserver, HttpSink, type RetryOptions } from './delivery.ts';
+import { lossNote } from './dead-letter.ts';
+import { type DeliveryOptions, HttpSink } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import { type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
@@ -42,12 +41,11 @@ export interface ChatPlatform {
   classify?(outcome: PostOutcome): PostOutcome;
 }
 
-export interface ChatSinkOptions {
+/** Beside the platform's: DeliveryOptions (timeout 10 s by default). */
+export interface ChatSinkOptions extends DeliveryOptions {
   platform: ChatPlatform;
   /** For logs and reports; never holds a credential. */
   name: string;
-  /** Per request. Default 10 s. */
-  timeoutMs?: number;
   /** Minimum time between two messages: the platform's rate limit. */
   minIntervalMs: number;
   /** Wait this long after a first event for related ones (a rollout is several events). Default 300 ms. */
@@ -62,12 +60,7 @@ export interface ChatSinkOptions {
   capacityBytes?: number;
   /** One message per story instead of per event (docs/stories.md); absent: per event. */
   stories?: Partial<StoryOptions>;
-  retry?: Partial<RetryOptions>;
-  deadLetter?: DeadLetterFile;
-  /** Told of each request and retry (metrics). */
-  deliveries?: DeliveryObserver;
   userAgent?: string;
-  log: Logger;
 }
 
 const CHAT_DEFAULTS = {
@@ -100,14 +93,7 @@ export class ChatSink extends HttpSink {
   protected readonly loop: Promise<void>;
 
   constructor(options: ChatSinkOptions) {
-    super({
-      name: options.name,
-      timeoutMs: options.timeoutMs ?? CHAT_DEFAULTS.timeoutMs,
-      retry: options.retry,
-      log: options.log,
-      deadLetter: options.deadLetter,
-      deliveries: options.deliveries,
-    });
+    super(options, { name: options.name, timeoutMs: CHAT_DEFAULTS.timeoutMs });
     this.options = options;
     this.platform = options.platform;
     this.minIntervalMs = options.minIntervalMs;

@@ -132,6 +132,22 @@ class ShutdownClock {
 }
 
 /**
+ * What every queued sink is given, beside what is its own (each sink's options say its defaults): its
+ * name in logs, its time limit and retries, where what it cannot deliver goes, who counts its requests.
+ */
+export interface DeliveryOptions {
+  /** For logs and reports; never holds a credential. */
+  name?: string | undefined;
+  /** Time limit of one request. */
+  timeoutMs?: number | undefined;
+  retry?: Partial<RetryOptions> | undefined;
+  deadLetter?: DeadLetterFile | undefined;
+  /** Told of each request and retry (metrics). */
+  deliveries?: DeliveryObserver | undefined;
+  log: Logger;
+}
+
+/**
  * Who learns of a sink's HTTP deliveries, for metrics (src/service/metrics/sink-metrics.ts): each request's
  * duration and outcome, and each retry. Given to each sink when it is built (absent unless `--listen` is).
  */
@@ -215,10 +231,10 @@ export class TroubleReport {
 }
 
 /**
- * What the queued sinks (Slack and the other chat platforms, webhooks, Kafka) share: their retry schedule,
- * the wake-up of their delivery loop, the shutdown clock, the trouble report and the counters, and close():
- * begin the shutdown clock, let the delivery loop finish, hand what is left to `abandonRest`, then release
- * the connections (`release`) and report.
+ * What the queued sinks (Slack and the other chat platforms, webhooks, the batch sinks of batch-sink.ts)
+ * share: their retry schedule, the wake-up of their delivery loop, the shutdown clock, the trouble report
+ * and the counters, and close(): begin the shutdown clock, let the delivery loop finish, hand what is left
+ * to `abandonRest`, then release the connections (`release`) and report.
  */
 export abstract class DeliverySink implements Sink {
   readonly name: string;
@@ -234,17 +250,10 @@ export abstract class DeliverySink implements Sink {
   protected abstract readonly loop: Promise<void>;
   private closed: Promise<SinkReport> | undefined;
 
-  constructor(options: {
-    name: string;
-    timeoutMs: number;
-    retry?: Partial<RetryOptions> | undefined;
-    log: Logger;
-    deadLetter?: DeadLetterFile | undefined;
-    /** Told of each request and retry (metrics). */
-    deliveries?: DeliveryObserver | undefined;
-  }) {
-    this.name = options.name;
-    this.timeoutMs = options.timeoutMs;
+  /** `defaults`: the sink's, for what `options` leaves out. */
+  constructor(options: DeliveryOptions, defaults: { name: string; timeoutMs: number }) {
+    this.name = options.name ?? defaults.name;
+    this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.delay = retryBackoff(this.retry);
     this.trouble = new TroubleReport(this.name, options.log, options.deliveries);
@@ -320,8 +329,8 @@ export abstract class DeliverySink implements Sink {
 export abstract class HttpSink extends DeliverySink {
   protected readonly agent: Dispatcher;
 
-  constructor(options: ConstructorParameters<typeof DeliverySink>[0]) {
-    super(options);
+  constructor(...args: ConstructorParameters<typeof DeliverySink>) {
+    super(...args);
     this.agent = createAgent(this.timeoutMs);
   }
 

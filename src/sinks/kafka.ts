@@ -1,36 +1,27 @@
 // Produces every event to a Kafka topic, for pipelines: the record's value is
 // the event exactly as `-o json` prints it, its key the object's uid (so one
 // object's events land in one partition, in order), its headers type,
-// cluster, resource and namespace. The producer is idempotent with acks=all,
-// and one batch at a time is in flight: a batch that fails is retried as a
-// whole (util/backoff.ts, through RetryOptions) before any later event is
-// sent, so per object the order is kept, and a retry after a lost answer can
-// only repeat records (at least once; consumers deduplicate by the event id).
-// Meanwhile events wait in the sink's bounded backlog (webhook rules: full →
-// digest, dead-letter file, counted, logged once), so a broker that is down
-// never holds up the watch or the other sinks. The client library is loaded
-// only when a Kafka sink is created (it costs seconds and tens of MiB).
+// cluster, resource and namespace; a digest is one record with header type
+// DIGEST. The producer is idempotent with acks=all. Delivery is the batch
+// sinks' (batch-sink.ts): one batch at a time in flight, retried as a whole
+// before any later event is sent (the broker answers for the whole produce
+// request), so per object the order is kept, and a retry after a lost answer
+// can only repeat records (at least once; consumers deduplicate by the event
+// id); meanwhile events wait in the bounded backlog (full → digest,
+// dead-letter file, counted, logged once), so a broker that is down never
+// holds up the watch or the other sinks. The client library is loaded only
+// when a Kafka sink is created (it costs seconds and tens of MiB).
 import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@platformatic/kafka';
 import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
-import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
-import { monotonicMs } from '../util/timestamp.ts';
-import { type BacklogOptions, SinkBacklog } from './backlog.ts';
-import type { DeadLetterFile } from './dead-letter.ts';
-import { lossNote } from './dead-letter.ts';
-import { type DeliveryObserver, DeliverySink, type RetryOptions } from './delivery.ts';
-import type { Digest } from './digest.ts';
-import type { EventQueue } from './event-queue.ts';
+import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
-import type { SinkReport, SinkStats } from './sink.ts';
 
-export interface KafkaSinkOptions {
+/** Beside the brokers': BatchSinkOptions (name 'kafka <topic>' and timeout 10 s by default). */
+export interface KafkaSinkOptions extends BatchSinkOptions {
   /** Bootstrap brokers, host:port each. */
   brokers: readonly string[];
   topic: string;
-  /** For logs; default 'kafka <topic>'. */
-  name?: string;
   /** Default 'kubediff'. */
   clientId?: string;
   /** Default 'none'. */
@@ -39,176 +30,64 @@ export interface KafkaSinkOptions {
   tls?: KafkaTls;
   sasl?: KafkaSasl;
   /** Time limit of one connection or request. Default 10 s. */
-  timeoutMs?: number;
-  /** Records per produce request. Default 500. */
-  batchMaxEvents?: number;
-  retry?: Partial<RetryOptions>;
-  queue?: BacklogOptions;
-  deadLetter?: DeadLetterFile;
-  /** Told of each request and retry (metrics). */
-  deliveries?: DeliveryObserver;
-  log: Logger;
+  timeoutMs?: number | undefined;
 }
 
-const KAFKA_DEFAULTS = { clientId: 'kubediff', timeoutMs: 10_000, batchMaxEvents: 500 };
+const KAFKA_DEFAULTS = { clientId: 'kubediff', timeoutMs: 10_000 };
 
 type OutgoingRecord = { topic: string; key: string; value: string; headers: Map<string, string> };
-type Work = { kind: 'events'; events: ChangeEvent[]; json: string[] } | { kind: 'digest'; digest: Digest };
 
-export class KafkaSink extends DeliverySink {
-  private readonly options: KafkaSinkOptions;
+/** The shutdown deadline passed while a produce request was out (or before it went). */
+const SHUTDOWN: Transmission = { ok: false, retryable: false, aborted: true, reason: 'shutdown' };
+
+export class KafkaSink extends BatchSink {
+  private readonly topic: string;
   private readonly producer: Promise<KafkaProducer>;
-  private readonly backlog: SinkBacklog;
-  private readonly queue: EventQueue;
-  private readonly batchMaxEvents: number;
-  private inFlight = 0;
-  protected readonly loop: Promise<void>;
 
   constructor(options: KafkaSinkOptions) {
-    super({
-      name: options.name ?? `kafka ${options.topic}`,
-      timeoutMs: options.timeoutMs ?? KAFKA_DEFAULTS.timeoutMs,
-      retry: options.retry,
-      log: options.log,
-      deadLetter: options.deadLetter,
-      deliveries: options.deliveries,
-    });
-    this.options = options;
-    this.batchMaxEvents = Math.max(1, options.batchMaxEvents ?? KAFKA_DEFAULTS.batchMaxEvents);
+    super(options, { name: `kafka ${options.topic}`, timeoutMs: KAFKA_DEFAULTS.timeoutMs });
+    this.topic = options.topic;
     this.producer = createProducer(options, this.timeoutMs);
     // A failure to load the client shows in the first send; this only keeps it from being unhandled.
     this.producer.catch(() => {});
-    this.backlog = new SinkBacklog(this.name, options.queue, {
-      counters: this.counters,
-      trouble: this.trouble,
-      deadLetter: options.deadLetter,
-    });
-    this.queue = this.backlog.queue;
-    this.loop = this.run();
-  }
-
-  deliver(event: ChangeEvent): void {
-    this.counters.accepted++;
-    if (this.clock.closing) {
-      this.backlog.abandon([event], 'arrived after shutdown began');
-      return;
-    }
-    this.backlog.push(event);
-    this.wakeup.notify();
-  }
-
-  stats(): SinkStats {
-    return { ...this.counters, pending: this.queue.pendingEvents + this.inFlight };
-  }
-
-  close(timeoutMs: number): Promise<SinkReport> {
-    return this.closeWith(timeoutMs, () =>
-      this.backlog.abandonAll('not delivered within the shutdown timeout'),
-    );
   }
 
   protected async release(): Promise<void> {
     await (await this.producer).close(true);
   }
 
-  private async run(): Promise<void> {
-    for (;;) {
-      const work = this.next();
-      if (!work) {
-        if (this.clock.closing || this.clock.expired) return;
-        await this.wakeup.wait();
-        continue;
-      }
-      this.inFlight = work.kind === 'events' ? work.events.length : work.digest.count;
-      await this.contained(
-        () => this.send(work),
-        (reason) => this.abandon(work, reason),
-      );
-      this.inFlight = 0;
-      this.backlog.settled();
-      if (this.clock.expired) return;
-    }
-  }
-
-  private next(): Work | undefined {
-    const head = this.queue.peek();
-    if (!head || this.clock.expired) return undefined;
-    if (head.kind === 'digest') {
-      this.queue.shift();
-      return { kind: 'digest', digest: head.digest };
-    }
-    const entries = this.queue.takeEvents(this.batchMaxEvents);
-    return { kind: 'events', events: entries.map((e) => e.event), json: entries.map((e) => e.json) };
-  }
-
-  private async send(work: Work): Promise<void> {
-    const messages = this.recordsOf(work);
-    for (let attempt = 1; ; attempt++) {
-      const startedAt = monotonicMs();
-      const failure = await this.produce(messages);
-      this.trouble.requestDone(startedAt, failure === undefined);
-      if (failure === undefined) {
-        this.delay.reset();
-        this.trouble.recovered();
-        if (work.kind === 'events') this.counters.delivered += work.events.length;
-        else {
-          this.counters.summarized += work.digest.count;
-          this.counters.digests++;
-        }
-        return;
-      }
-      const loss = lossNote(describeWork(work), this.options.deadLetter);
-      const final = this.finalFailure(failure, failure.reason, loss);
-      if (final) {
-        this.abandon(work, final.reason);
-        return;
-      }
-      if (attempt >= this.retry.maxAttempts) {
-        this.abandon(work, this.gaveUp(failure.reason, failure.reason, attempt, loss));
-        return;
-      }
-      const wait = this.delay.next();
-      this.trouble.retrying(failure.reason, wait, attempt);
-      if (!(await this.clock.waitUntil(Date.now() + wait, this.wakeup))) {
-        this.abandon(work, `${failure.reason}; the next retry was due after the shutdown timeout`);
-        return;
-      }
-    }
-  }
-
-  /** undefined when the broker took every record; else why not, and whether trying again may help. */
-  private async produce(
-    messages: OutgoingRecord[],
-  ): Promise<{ reason: string; retryable: boolean; aborted: boolean } | undefined> {
+  /** One produce request of the batch's records: the broker takes all of them or none. */
+  protected async transmit(work: BatchWork): Promise<Transmission> {
     const deadline = this.clock.deadlineSignal;
-    if (deadline.aborted) return { reason: 'shutdown', retryable: false, aborted: true };
+    if (deadline.aborted) return SHUTDOWN;
+    const messages = this.recordsOf(work);
     let onAbort: (() => void) | undefined;
     // The client cannot cancel a send: at the shutdown deadline the sink stops waiting for it, and the
     // batch is reported as not delivered (it may still arrive: at least once).
-    const aborted = new Promise<'aborted'>((resolve) => {
-      onAbort = () => resolve('aborted');
+    const aborted = new Promise<Transmission>((resolve) => {
+      onAbort = () => resolve(SHUTDOWN);
       deadline.addEventListener('abort', onAbort, { once: true });
     });
     try {
       const sent = this.producer
         .then((producer) => producer.send({ messages }))
         .then(
-          () => undefined,
-          (error: unknown) => ({
-            reason: describeKafkaError(error),
+          (): Transmission => ({ ok: true }),
+          (error: unknown): Transmission => ({
+            ok: false,
             retryable: !isFinal(error),
             aborted: false,
+            reason: describeKafkaError(error),
           }),
         );
-      const outcome = await Promise.race([sent, aborted]);
-      return outcome === 'aborted' ? { reason: 'shutdown', retryable: false, aborted: true } : outcome;
+      return await Promise.race([sent, aborted]);
     } finally {
       if (onAbort) deadline.removeEventListener('abort', onAbort);
     }
   }
 
-  private recordsOf(work: Work): OutgoingRecord[] {
-    const topic = this.options.topic;
+  private recordsOf(work: BatchWork): OutgoingRecord[] {
+    const topic = this.topic;
     if (work.kind === 'digest') {
       const payload = work.digest.toPayload();
       const headers = new Map([['type', 'DIGEST']]);
@@ -221,11 +100,6 @@ export class KafkaSink extends DeliverySink {
       value: work.json[index] as string,
       headers: headersOf(event),
     }));
-  }
-
-  private abandon(work: Work, reason: string): void {
-    if (work.kind === 'events') this.backlog.abandon(work.events, reason);
-    else this.backlog.abandonDigest(work.digest, reason);
   }
 }
 
@@ -278,13 +152,6 @@ function tlsOptions(tls: KafkaTls): Record<string, string | boolean> {
     ...(tls.serverName ? { servername: tls.serverName } : {}),
     rejectUnauthorized: true,
   };
-}
-
-function describeWork(work: Work): string {
-  if (work.kind === 'digest') return `A digest of ${plural(work.digest.count, 'event')}`;
-  return work.events.length === 1
-    ? `Event ${work.events[0]?.id}`
-    : `${plural(work.events.length, 'event')} (a batch)`;
 }
 
 /** Refusals no retry can change: bad credentials, no permission, a record the broker will never take. */

@@ -12,17 +12,14 @@
 // 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; every other status is final.
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
-import type { BacklogOptions } from './backlog.ts';
-import { BatchSink, type BatchWork, type Transmission } from './batch-sink.ts';
-import type { DeadLetterFile } from './dead-letter.ts';
-import type { DeliveryObserver, RetryOptions } from './delivery.ts';
+import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import { createAgent, type HttpTls, post } from './http.ts';
 import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 
-export interface OtlpSinkOptions {
+/** Beside the endpoint's: BatchSinkOptions (name 'otlp <scheme://host>' and timeout 10 s by default). */
+export interface OtlpSinkOptions extends BatchSinkOptions {
   /** The OTLP/HTTP endpoint: a base URL (/v1/logs is added) or the full logs URL (ending in /v1/logs). */
   endpoint: string;
   /** Default http/protobuf. */
@@ -30,22 +27,10 @@ export interface OtlpSinkOptions {
   /** Request headers (authentication: `Authorization`, an API key header…). */
   headers?: Readonly<Record<string, string>>;
   tls?: HttpTls;
-  /** For logs; default 'otlp <scheme://host>'. */
-  name?: string;
-  /** Per request. Default 10 s. */
-  timeoutMs?: number;
-  /** Records per request. Default 500. */
-  batchMaxEvents?: number;
-  retry?: Partial<RetryOptions>;
-  queue?: BacklogOptions;
-  deadLetter?: DeadLetterFile;
-  /** Told of each request and retry (metrics). */
-  deliveries?: DeliveryObserver;
   userAgent?: string;
-  log: Logger;
 }
 
-const OTLP_DEFAULTS = { timeoutMs: 10_000, batchMaxEvents: 500, userAgent: 'kubediff' };
+const OTLP_DEFAULTS = { timeoutMs: 10_000, userAgent: 'kubediff' };
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
 
 type Encoder = Awaited<ReturnType<typeof loadEncoder>>;
@@ -66,21 +51,11 @@ export class OtlpSink extends BatchSink {
 
   constructor(options: OtlpSinkOptions) {
     const url = otlpLogsUrl(options.endpoint);
-    const timeoutMs = options.timeoutMs ?? OTLP_DEFAULTS.timeoutMs;
-    super({
-      name: options.name ?? `otlp ${redactUrl(url)}`,
-      timeoutMs,
-      retry: options.retry,
-      queue: options.queue,
-      batchMaxEvents: options.batchMaxEvents ?? OTLP_DEFAULTS.batchMaxEvents,
-      deadLetter: options.deadLetter,
-      deliveries: options.deliveries,
-      log: options.log,
-    });
+    super(options, { name: `otlp ${redactUrl(url)}`, timeoutMs: OTLP_DEFAULTS.timeoutMs });
     this.url = url;
     this.options = options;
     this.protocol = options.protocol ?? 'http/protobuf';
-    this.agent = createAgent(timeoutMs, process.env, options.tls);
+    this.agent = createAgent(this.timeoutMs, process.env, options.tls);
     this.encoder = loadEncoder();
     // A failure to load shows in the first send; this only keeps it from being unhandled.
     this.encoder.catch(() => {});

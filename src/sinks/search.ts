@@ -11,13 +11,15 @@
 // 5xx are retried (only those items), other refusals (a mapping conflict, a closed index) dead-lettered.
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 import { redactUrl } from '../util/url.ts';
-import type { BacklogOptions } from './backlog.ts';
-import { BatchSink, type BatchWork, type ItemFailure, type Transmission } from './batch-sink.ts';
-import type { DeadLetterFile } from './dead-letter.ts';
-import type { DeliveryObserver, RetryOptions } from './delivery.ts';
+import {
+  BatchSink,
+  type BatchSinkOptions,
+  type BatchWork,
+  type ItemFailure,
+  type Transmission,
+} from './batch-sink.ts';
 import { bodyExcerpt, createAgent, type HttpTls, type PostOutcome, post } from './http.ts';
 import { indexTemplate, type SearchIndexMode, templateName } from './search-template.ts';
 
@@ -26,7 +28,8 @@ export type SearchFlavor = 'opensearch' | 'elasticsearch';
 /** Basic authentication, or an Elasticsearch API key (the base64 `id:key` it hands out). */
 export type SearchAuth = { username: string; password: string } | { apiKey: string };
 
-export interface SearchSinkOptions {
+/** Beside the cluster's: BatchSinkOptions (name '<flavor> <scheme://host>' by default). */
+export interface SearchSinkOptions extends BatchSinkOptions {
   flavor: SearchFlavor;
   /** The cluster's base URL (https://search.example:9200). */
   url: string;
@@ -39,21 +42,12 @@ export interface SearchSinkOptions {
   auth?: SearchAuth;
   headers?: Readonly<Record<string, string>>;
   tls?: HttpTls;
-  name?: string;
   /** Per request. Default 30 s (a bulk request of 500 documents on a busy cluster). */
-  timeoutMs?: number;
-  /** Documents per bulk request. Default 500. */
-  batchMaxEvents?: number;
-  retry?: Partial<RetryOptions>;
-  queue?: BacklogOptions;
-  deadLetter?: DeadLetterFile;
-  /** Told of each request and retry (metrics). */
-  deliveries?: DeliveryObserver;
+  timeoutMs?: number | undefined;
   userAgent?: string;
-  log: Logger;
 }
 
-const SEARCH_DEFAULTS = { index: 'kubediff', timeoutMs: 30_000, batchMaxEvents: 500, userAgent: 'kubediff' };
+const SEARCH_DEFAULTS = { index: 'kubediff', timeoutMs: 30_000, userAgent: 'kubediff' };
 /** A bulk answer lists every item: status and error only (filter_path), up to this much. */
 const MAX_BULK_ANSWER = 16 * 1024 * 1024;
 const BULK_FIELDS = 'errors,items.*.status,items.*.error.type,items.*.error.reason';
@@ -70,22 +64,12 @@ export class SearchSink extends BatchSink {
 
   constructor(options: SearchSinkOptions) {
     const base = new URL(options.url);
-    const timeoutMs = options.timeoutMs ?? SEARCH_DEFAULTS.timeoutMs;
-    super({
-      name: options.name ?? `${options.flavor} ${redactUrl(base)}`,
-      timeoutMs,
-      retry: options.retry,
-      queue: options.queue,
-      batchMaxEvents: options.batchMaxEvents ?? SEARCH_DEFAULTS.batchMaxEvents,
-      deadLetter: options.deadLetter,
-      deliveries: options.deliveries,
-      log: options.log,
-    });
+    super(options, { name: `${options.flavor} ${redactUrl(base)}`, timeoutMs: SEARCH_DEFAULTS.timeoutMs });
     this.base = base;
     this.index = options.index ?? SEARCH_DEFAULTS.index;
     this.mode = options.mode ?? 'daily';
     this.templateInstalled = options.installTemplate === false;
-    this.agent = createAgent(timeoutMs, process.env, options.tls);
+    this.agent = createAgent(this.timeoutMs, process.env, options.tls);
     this.headers = {
       'user-agent': options.userAgent ?? SEARCH_DEFAULTS.userAgent,
       ...options.headers,

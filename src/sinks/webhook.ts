@@ -10,12 +10,11 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { redactUrl } from '../util/url.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
-import { type DeliveryObserver, HttpSink, type RetryOptions } from './delivery.ts';
+import { type DeliveryOptions, HttpSink } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import { post, reasonWithRetryAfter } from './http.ts';
@@ -35,7 +34,8 @@ export interface WebhookBatchOptions {
 
 export type WebhookQueueOptions = BacklogOptions;
 
-export interface WebhookSinkOptions {
+/** Beside the webhook's own: DeliveryOptions (timeout 10 s by default, connection to last byte). */
+export interface WebhookSinkOptions extends DeliveryOptions {
   url: string;
   /** For logs; default 'webhook <scheme://host/…>'. Must not contain the URL's path. */
   name?: string;
@@ -45,21 +45,14 @@ export interface WebhookSinkOptions {
   secret?: string;
   /** The body: the event's JSON (default), a CloudEvent, or a layout's (webhook-body.ts). */
   format?: WebhookFormat;
-  /** Per request, connection to last byte. Default 10 s. */
-  timeoutMs?: number;
   /** Absent: one event per request. */
   batch?: WebhookBatchOptions;
-  retry?: Partial<RetryOptions>;
   queue?: WebhookQueueOptions;
   /** At most this many requests per second. Default: no limit. */
   maxRequestsPerSecond?: number;
   /** POST one STORY payload per story instead of each event (docs/stories.md); absent: events. */
   stories?: Partial<StoryOptions>;
-  deadLetter?: DeadLetterFile;
-  /** Told of each request and retry (metrics). */
-  deliveries?: DeliveryObserver;
   userAgent?: string;
-  log: Logger;
 }
 
 const WEBHOOK_DEFAULTS = {
@@ -85,14 +78,7 @@ export class WebhookSink extends HttpSink {
 
   constructor(options: WebhookSinkOptions) {
     const url = new URL(options.url);
-    super({
-      name: options.name ?? `webhook ${redactUrl(url)}`,
-      timeoutMs: options.timeoutMs ?? WEBHOOK_DEFAULTS.timeoutMs,
-      retry: options.retry,
-      log: options.log,
-      deadLetter: options.deadLetter,
-      deliveries: options.deliveries,
-    });
+    super(options, { name: `webhook ${redactUrl(url)}`, timeoutMs: WEBHOOK_DEFAULTS.timeoutMs });
     this.options = options;
     this.url = url;
     this.backlog = new SinkBacklog(this.name, options.queue, {

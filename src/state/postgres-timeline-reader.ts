@@ -3,18 +3,14 @@ import { FacetCache, type FacetSource } from './facet-cache.ts';
 import type { PostgresHistory } from './postgres-history.ts';
 import { QUERY_QUEUE_LIMIT, QueryGate } from './query-gate.ts';
 import {
-  assembleTimeline,
-  bucketLength,
-  cellCounts,
   eventPage,
   keptBySize,
-  markCounts,
   objectKeyOf,
   objectRecords,
   pathFragment,
   type SummaryRow,
   summaryOf,
-  timelineRows,
+  timelineOf,
 } from './timeline-assembly.ts';
 import {
   CLUSTER_SCOPED,
@@ -182,32 +178,32 @@ export class PostgresTimelineReader implements TimelineReader, FacetSource {
       `SELECT count(*)::float8 AS total FROM kubediff_events WHERE ${where.sql}`,
       where.params,
     );
-    const total = counted?.total ?? 0;
-    const facets = options.rows === 'kind' ? await this.facets() : undefined;
-    if (total <= options.maxMarks) {
-      const marks = (
-        await this.select<SummaryRow>(
-          `SELECT ${SUMMARY_COLUMNS} FROM kubediff_events WHERE ${where.sql} ORDER BY seq`,
-          where.params,
-        )
-      ).map(summaryOf);
-      const rows = timelineRows(markCounts(marks, options.rows), options, facets);
-      return assembleTimeline({ latestSeq, total, rows }, options, { marks });
-    }
-    const bucketMs = bucketLength(options);
-    const rowColumn = options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
-    const window = filterClause({ ...filter, from: options.from, to: options.to }, 2);
-    const cells = await this.select<DensityCell>(
-      `SELECT ${rowColumn} AS row,
-         floor(extract(epoch FROM (time - $1::timestamptz)) * 1000 / $2)::int AS bucket,
-         (count(*) FILTER (WHERE type = 'ADDED'))::int AS added,
-         (count(*) FILTER (WHERE type = 'UPDATED'))::int AS updated,
-         (count(*) FILTER (WHERE type = 'DELETED'))::int AS deleted
-       FROM kubediff_events WHERE ${window.sql} GROUP BY 1, 2`,
-      [options.from, bucketMs, ...window.params],
-    );
-    const rows = timelineRows(cellCounts(cells), options, facets);
-    return assembleTimeline({ latestSeq, total, rows }, options, { bucketMs, cells });
+    return timelineOf(options, {
+      latestSeq,
+      total: counted?.total ?? 0,
+      facets: options.rows === 'kind' ? await this.facets() : undefined,
+      marks: async () =>
+        (
+          await this.select<SummaryRow>(
+            `SELECT ${SUMMARY_COLUMNS} FROM kubediff_events WHERE ${where.sql} ORDER BY seq`,
+            where.params,
+          )
+        ).map(summaryOf),
+      cells: (bucketMs) => {
+        const rowColumn =
+          options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
+        const window = filterClause({ ...filter, from: options.from, to: options.to }, 2);
+        return this.select<DensityCell>(
+          `SELECT ${rowColumn} AS row,
+             floor(extract(epoch FROM (time - $1::timestamptz)) * 1000 / $2)::int AS bucket,
+             (count(*) FILTER (WHERE type = 'ADDED'))::int AS added,
+             (count(*) FILTER (WHERE type = 'UPDATED'))::int AS updated,
+             (count(*) FILTER (WHERE type = 'DELETED'))::int AS deleted
+           FROM kubediff_events WHERE ${window.sql} GROUP BY 1, 2`,
+          [options.from, bucketMs, ...window.params],
+        );
+      },
+    });
   }
 
   async objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {

@@ -1,18 +1,14 @@
 import { FacetCache, type FacetSource } from './facet-cache.ts';
 import type { SqliteDatabase, SqlParameter } from './sqlite-database.ts';
 import {
-  assembleTimeline,
-  bucketLength,
-  cellCounts,
   eventPage,
   keptBySize,
-  markCounts,
   objectKeyOf,
   objectRecords,
   pathFragment,
   type SummaryRow,
   summaryOf,
-  timelineRows,
+  timelineOf,
 } from './timeline-assembly.ts';
 import {
   CLUSTER_SCOPED,
@@ -194,32 +190,33 @@ export class SqliteTimelineReader implements TimelineReader, FacetSource {
         `SELECT count(*) AS total FROM events WHERE ${where.sql}`,
         ...where.params,
       )[0]?.total ?? 0;
-    const facets = options.rows === 'kind' ? await this.facets() : undefined;
-    if (total <= options.maxMarks) {
-      const marks = this.db
-        .select<SummaryRow>(
-          `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql} ORDER BY seq`,
+    return timelineOf(options, {
+      latestSeq,
+      total,
+      facets: options.rows === 'kind' ? await this.facets() : undefined,
+      marks: async () =>
+        this.db
+          .select<SummaryRow>(
+            `SELECT ${SUMMARY_COLUMNS} FROM events WHERE ${where.sql} ORDER BY seq`,
+            ...where.params,
+          )
+          .map(summaryOf),
+      cells: async (bucketMs) => {
+        const rowColumn =
+          options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
+        // Most of the history in the window: reading the table in order beats an index lookup per row.
+        const scan = total > (await this.facets()).count / 4 ? 'events NOT INDEXED' : 'events';
+        return this.db.select<DensityCell>(
+          `SELECT ${rowColumn} AS row,
+             CAST((julianday(time) - julianday(?)) * 86400000 / ? AS INTEGER) AS bucket,
+             sum(type = 'ADDED') AS added, sum(type = 'UPDATED') AS updated, sum(type = 'DELETED') AS deleted
+           FROM ${scan} WHERE ${where.sql} GROUP BY row, bucket`,
+          options.from,
+          bucketMs,
           ...where.params,
-        )
-        .map(summaryOf);
-      const rows = timelineRows(markCounts(marks, options.rows), options, facets);
-      return assembleTimeline({ latestSeq, total, rows }, options, { marks });
-    }
-    const bucketMs = bucketLength(options);
-    const rowColumn = options.rows === 'namespace' ? `coalesce(namespace, '${CLUSTER_SCOPED}')` : 'resource';
-    // Most of the history in the window: reading the table in order beats an index lookup per row.
-    const scan = total > (await this.facets()).count / 4 ? 'events NOT INDEXED' : 'events';
-    const cells = this.db.select<DensityCell>(
-      `SELECT ${rowColumn} AS row,
-         CAST((julianday(time) - julianday(?)) * 86400000 / ? AS INTEGER) AS bucket,
-         sum(type = 'ADDED') AS added, sum(type = 'UPDATED') AS updated, sum(type = 'DELETED') AS deleted
-       FROM ${scan} WHERE ${where.sql} GROUP BY row, bucket`,
-      options.from,
-      bucketMs,
-      ...where.params,
-    );
-    const rows = timelineRows(cellCounts(cells), options, facets);
-    return assembleTimeline({ latestSeq, total, rows }, options, { bucketMs, cells });
+        );
+      },
+    });
   }
 
   async objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {

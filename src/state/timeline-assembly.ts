@@ -114,6 +114,32 @@ export function assembleTimeline(
   return timeline;
 }
 
+/** What a store answers a timeline from: the count of events in the window, and its two ways to draw them. */
+export interface TimelineQueries {
+  latestSeq: number;
+  total: number;
+  /** The facets, when the rows are labelled by kind. */
+  facets: Facets | undefined;
+  /** The window's events, oldest first. */
+  marks(): Promise<EventSummary[]>;
+  /** The window's counts per row and bucket of `bucketMs`. */
+  cells(bucketMs: number): Promise<DensityCell[]>;
+}
+
+/** A timeline of single marks when the window holds few events (up to maxMarks), else of density cells. */
+export async function timelineOf(options: TimelineOptions, queries: TimelineQueries): Promise<Timeline> {
+  const { latestSeq, total, facets } = queries;
+  if (total <= options.maxMarks) {
+    const marks = await queries.marks();
+    const rows = timelineRows(markCounts(marks, options.rows), options, facets);
+    return assembleTimeline({ latestSeq, total, rows }, options, { marks });
+  }
+  const bucketMs = bucketLength(options);
+  const cells = await queries.cells(bucketMs);
+  const rows = timelineRows(cellCounts(cells), options, facets);
+  return assembleTimeline({ latestSeq, total, rows }, options, { bucketMs, cells });
+}
+
 /** The length of one density bucket: the window split into `buckets`. */
 export function bucketLength(options: TimelineOptions): number {
   const start = Date.parse(options.from);

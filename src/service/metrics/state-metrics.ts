@@ -23,56 +23,54 @@ export function registerStateMetrics(
   clusters: () => readonly StateCluster[],
 ): void {
   const { registers } = registration;
-  new Gauge({
-    name: 'kubediff_state_recording',
-    help: '--state: 1 while this process records the cluster (in PostgreSQL under --leader-elect, the leader once it holds the claim), else 0.',
-    labelNames: ['cluster'],
-    registers,
-    collect() {
-      this.reset();
-      for (const cluster of clusters()) this.set({ cluster: cluster.name }, cluster.state?.recording ? 1 : 0);
-    },
-  });
-  new Gauge({
-    name: 'kubediff_state_backlog_bytes',
-    help: 'Bytes of --state writes held back until every sink has finished with their events (bounded by KUBEDIFF_STATE_MAX_BACKLOG).',
-    labelNames: ['cluster'],
-    registers,
-    collect() {
-      this.reset();
-      for (const cluster of clusters()) this.set({ cluster: cluster.name }, cluster.state?.backlogBytes ?? 0);
-    },
-  });
-  new Counter({
-    name: 'kubediff_state_unconfirmed_writes_total',
-    help: '--state writes committed before every sink had finished with their events, because the backlog was at its bound (a slow or failing sink).',
-    labelNames: ['cluster'],
-    registers,
-    collect() {
-      for (const { name, state } of clusters()) {
-        registration.incrementTo(
-          this,
-          { cluster: name },
-          state?.unconfirmedWrites ?? 0,
-          `state-unconfirmed\u0000${name}`,
-        );
-      }
-    },
-  });
-  new Counter({
-    name: 'kubediff_state_dropped_writes_total',
-    help: '--state writes not recorded because the store (a PostgreSQL database down or slow) could not take them before the backlog reached its bound.',
-    labelNames: ['cluster'],
-    registers,
-    collect() {
-      for (const { name, state } of clusters()) {
-        registration.incrementTo(
-          this,
-          { cluster: name },
-          state?.droppedWrites ?? 0,
-          `state-dropped\u0000${name}`,
-        );
-      }
-    },
-  });
+  /** A gauge per cluster, set at each scrape. */
+  const gauge = (name: string, help: string, value: (state: StateMetricsSource | undefined) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['cluster'],
+      registers,
+      collect() {
+        this.reset();
+        for (const cluster of clusters()) this.set({ cluster: cluster.name }, value(cluster.state));
+      },
+    });
+  /** A counter per cluster, brought up to the state's own count at each scrape. */
+  const counter = (name: string, help: string, total: (state: StateMetricsSource | undefined) => number) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['cluster'],
+      registers,
+      collect() {
+        for (const cluster of clusters()) {
+          registration.incrementTo(
+            this,
+            { cluster: cluster.name },
+            total(cluster.state),
+            `${name}\u0000${cluster.name}`,
+          );
+        }
+      },
+    });
+  gauge(
+    'kubediff_state_recording',
+    '--state: 1 while this process records the cluster (in PostgreSQL under --leader-elect, the leader once it holds the claim), else 0.',
+    (state) => (state?.recording ? 1 : 0),
+  );
+  gauge(
+    'kubediff_state_backlog_bytes',
+    'Bytes of --state writes held back until every sink has finished with their events (bounded by KUBEDIFF_STATE_MAX_BACKLOG).',
+    (state) => state?.backlogBytes ?? 0,
+  );
+  counter(
+    'kubediff_state_unconfirmed_writes_total',
+    '--state writes committed before every sink had finished with their events, because the backlog was at its bound (a slow or failing sink).',
+    (state) => state?.unconfirmedWrites ?? 0,
+  );
+  counter(
+    'kubediff_state_dropped_writes_total',
+    '--state writes not recorded because the store (a PostgreSQL database down or slow) could not take them before the backlog reached its bound.',
+    (state) => state?.droppedWrites ?? 0,
+  );
 }

@@ -2,8 +2,9 @@
 // (test/helpers/fake-collection.ts), with node:test's mock timers for every wait: paged LISTs, WATCHes
 // that resume from the last resourceVersion (bookmarks count), 410 Gone, backoff with Retry-After, the
 // slow retry of a forbidden type, the idle timeout, and flow control; the streaming list (WatchList) and
-// its fallback to the paged LIST. Milliseconds each; the same
-// behaviours against the real API server are in test/integration/watch-*.test.ts.
+// its fallback to the paged LIST. The paged LIST itself (page sizes, expired continue tokens, slow-list
+// progress) is test/unit/kube/list-pager.test.ts. Milliseconds each; the same behaviours against the
+// real API server are in test/integration/watch-*.test.ts.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import { Reflector, type ReflectorSink, type ReflectorState } from '../../../src/informer/reflector.ts';
@@ -178,47 +179,6 @@ describe('Reflector', () => {
       [undefined, 'page-2'],
       'the first page is not asked again',
     );
-  });
-
-  it('an item of a whole list larger than the read limit fails the type, naming it', async () => {
-    const collection = new FakeCollection({ maxReadBytes: 300 }).answerList(
-      page('10', [configMap('a', '5')], 'page-2'),
-      new KubeError('gone', '410 Expired', { status: 410, path: '/api/v1/configmaps' }),
-    );
-    const sink = start(collection);
-    await settle();
-    wholeList(collection.wholeLists[0]!, '20', [configMap('big', '7', { blob: 'x'.repeat(1_000) })]);
-    await settle();
-    const failing = sink.states.find((state) => state.phase === 'failing');
-    assert.ok(failing?.phase === 'failing');
-    assert.equal(failing.error.kind, 'too-large');
-    assert.match(failing.error.message, /the object shop\/big is larger than 300 B/);
-  });
-
-  it('a LIST slower than slowListWarnMs is reported once, with its progress', async () => {
-    // Each page takes 600 ms (by the mock clock).
-    const slowPage = (resourceVersion: string, items: KubeObject[], next?: string) => () => {
-      mock.timers.tick(600);
-      return page(resourceVersion, items, next);
-    };
-    const collection = new FakeCollection().answerList(
-      slowPage('10', [configMap('a', '5'), configMap('b', '6')], 'p2'),
-      slowPage('10', [configMap('c', '7'), configMap('d', '8')], 'p3'),
-      slowPage('10', [configMap('e', '9')]),
-    );
-    const recorded = recordingSink();
-    reflector = new Reflector(
-      collection,
-      { type: configmaps, timing: { ...TIMING, slowListWarnMs: 1_000 }, random: () => 0.5 },
-      recorded,
-    );
-    reflector.start();
-    await settle();
-    assert.deepEqual(
-      recorded.log.filter((line) => /^(slow|expired)/.test(line)),
-      ['slow: 2 pages, 4 objects, 1200 ms'],
-    );
-    assert.ok(recorded.log.includes('listed @10'));
   });
 
   it('backs off exponentially; a Retry-After is a minimum, capped at the maximum backoff', async () => {

@@ -15,6 +15,7 @@ import {
   objectRecords,
   pathFragment,
   summaryOf,
+  timelineOf,
   timelineRows,
 } from '../../../src/state/timeline-assembly.ts';
 import type { EventSummary, Facets, TimelineOptions } from '../../../src/state/timeline-reader.ts';
@@ -128,6 +129,53 @@ test('rows busiest first, at most maxRows, labelled with their kind; marks or on
     cells,
   });
   assert.deepEqual(dense.density, { bucketMs, cells: [cells[0]] });
+});
+
+test('a timeline asks its store for single marks up to maxMarks events, for density cells beyond', async () => {
+  const asked: string[] = [];
+  const queries = (total: number) => ({
+    latestSeq: 9,
+    total,
+    facets: undefined,
+    marks: async () => {
+      asked.push('marks');
+      return [summary(1), summary(2, { resource: 'pods' })];
+    },
+    cells: async (bucketMs: number) => {
+      asked.push(`cells of ${bucketMs} ms`);
+      return [
+        { row: 'pods', bucket: 0, added: 5, updated: 0, deleted: 0 },
+        { row: 'secrets', bucket: 1, added: 1, updated: 0, deleted: 0 },
+        { row: 'configmaps', bucket: 1, added: 0, updated: 2, deleted: 0 },
+      ];
+    },
+  });
+  const few = await timelineOf(options, queries(options.maxMarks));
+  assert.deepEqual(asked, ['marks']);
+  assert.equal(few.marks?.length, 2);
+  assert.equal(few.total, options.maxMarks);
+  assert.deepEqual(
+    few.rows.map((row) => [row.key, row.count]),
+    [
+      ['configmaps', 1],
+      ['pods', 1],
+    ],
+  );
+  const many = await timelineOf(options, queries(options.maxMarks + 1));
+  assert.deepEqual(asked, ['marks', 'cells of 60000 ms']);
+  assert.equal(many.marks, undefined);
+  // maxRows (2): the busiest rows, and only their cells.
+  assert.deepEqual(
+    many.rows.map((row) => [row.key, row.count]),
+    [
+      ['pods', 5],
+      ['configmaps', 2],
+    ],
+  );
+  assert.deepEqual(
+    many.density?.cells.map((cell) => cell.row),
+    ['pods', 'configmaps'],
+  );
 });
 
 test('pages and one object: the extra row says an older page exists; oldest first, truncated', () => {

@@ -1,0 +1,25 @@
+// Where a webhook listener (the audit webhook, the admission webhook) listens and who may post to it:
+// what its settings give (config/webhook-endpoint-settings.ts) and its server takes (webhook-listener.ts).
+// A module of its own, with no server in it: the command wires the settings to a server it imports only
+// when that webhook is configured.
+
+export interface WebhookEndpoint {
+  /** host:port or :port. */
+  listen: string;
+  certFile: string;
+  keyFile: string;
+  /** Client certificates must be signed by this CA… */
+  clientCAFile?: string | undefined;
+  /** …and have one of these subject common names (globs). */
+  clientNames?: readonly string[] | undefined;
+  /** Requests must carry `Authorization: Bearer <token>`. */
+  token?: string | undefined;
+  /** A larger body is refused (413). */
+  maxRequestBytes: number;
+}
+
+/** The endpoint of `settings`, without whatever else they hold. */
+export function endpointOf(settings: WebhookEndpoint): WebhookEndpoint {
+  const { listen, certFile, keyFile, clientCAFile, clientNames, token, maxRequestBytes } = settings;
+  return { listen, certFile, keyFile, clientCAFile, clientNames, token, maxRequestBytes };
+}
