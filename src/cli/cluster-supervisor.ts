@@ -16,9 +16,7 @@ import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import type { ClusterIdentity } from '../kube/kubeconfig.ts';
 import type { Selection } from '../kube/selection.ts';
-import { selectionSignature } from '../state/catch-up.ts';
-import { openStateStore } from '../state/open.ts';
-import { StateRecorder } from '../state/recorder.ts';
+import type { StateRecorder } from '../state/recorder.ts';
 import { Backoff, sleep } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
@@ -94,28 +92,9 @@ export class ClusterSupervisor {
     log: Logger,
   ): Promise<ClusterSupervisor> {
     const { settings } = deps;
-    const { identity, name } = plan;
+    const { identity } = plan;
     const recorder = settings.state
-      ? lifecycle.use(
-          await StateRecorder.open({
-            store: await openStateStore(settings.state, name, {
-              leaderElected: deps.leaderElected !== undefined,
-            }),
-            leaderElected: deps.leaderElected && { fenceAfterMs: deps.leaderElected.leaseDurationMs },
-            log,
-            signature: selectionSignature({
-              ...settings,
-              ...plan.selection,
-              redaction: redactionSignature(settings.redaction),
-            }),
-            retention: settings.state.retention,
-            failures: deps.failures,
-            ...(deps.stateMaxBacklogBytes !== undefined
-              ? { maxBacklogBytes: deps.stateMaxBacklogBytes }
-              : {}),
-          }),
-          (recorder) => recorder.close(),
-        )
+      ? await openRecorder(settings.state, plan, deps, lifecycle, log)
       : undefined;
     const client = lifecycle.use(await KubeClient.create(identity, { http: deps.http, log }), (client) =>
       client.close(),
@@ -252,4 +231,39 @@ export function clusterLogger(log: Logger, label: string): Logger {
     warn: (message, fields) => log.warn(prefix + message, fields),
     debug: (message, fields) => log.debug(prefix + message, fields),
   };
+}
+
+/**
+ * --state: the cluster's recorder, its store opened first. Imported only here: a watch without --state
+ * loads none of the state modules.
+ */
+async function openRecorder(
+  state: NonNullable<WatchSettings['state']>,
+  plan: ClusterPlan,
+  deps: ClusterDeps,
+  lifecycle: Lifecycle,
+  log: Logger,
+): Promise<StateRecorder> {
+  const [{ StateRecorder }, { openStateStore }, { selectionSignature }] = await Promise.all([
+    import('../state/recorder.ts'),
+    import('../state/open.ts'),
+    import('../state/catch-up.ts'),
+  ]);
+  const { settings } = deps;
+  return lifecycle.use(
+    await StateRecorder.open({
+      store: await openStateStore(state, plan.name, { leaderElected: deps.leaderElected !== undefined }),
+      leaderElected: deps.leaderElected && { fenceAfterMs: deps.leaderElected.leaseDurationMs },
+      log,
+      signature: selectionSignature({
+        ...settings,
+        ...plan.selection,
+        redaction: redactionSignature(settings.redaction),
+      }),
+      retention: state.retention,
+      failures: deps.failures,
+      ...(deps.stateMaxBacklogBytes !== undefined ? { maxBacklogBytes: deps.stateMaxBacklogBytes } : {}),
+    }),
+    (recorder) => recorder.close(),
+  );
 }

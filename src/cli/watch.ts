@@ -21,10 +21,8 @@ import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
-import { openTimelineReader } from '../state/open.ts';
-import { sinkProgress } from '../state/write-queue.ts';
 import type { Exposure } from '../ui/exposure.ts';
-import { UiServer } from '../ui/server.ts';
+import type { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
@@ -122,7 +120,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   });
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());
-  attachRecorders(clusters, sinks.router);
+  await attachRecorders(clusters, sinks.router);
   // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
   // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
   // hold it off until the kubelet's SIGKILL.
@@ -179,6 +177,11 @@ async function openClusters(
 /** --ui: the history --state records, served as a live page (docs/ui.md). */
 async function startUi({ settings, runtime, lifecycle, log }: WatchContext): Promise<UiServer | undefined> {
   if (!runtime.ui || !settings.state) return undefined;
+  // Imported only here: a watch without --ui loads none of the UI's modules.
+  const [{ openTimelineReader }, { UiServer }] = await Promise.all([
+    import('../state/open.ts'),
+    import('../ui/server.ts'),
+  ]);
   // A connection of its own, read-only, off this thread: the page's queries never hold the
   // recorder's writes nor the watch (docs/ui.md).
   const reader = lifecycle.use(await openTimelineReader(settings.state), (reader) => reader.close());
@@ -318,7 +321,12 @@ function clusterWiring(
  * Each cluster's recorder (--state) learns what the sinks delivered; it says "catching up from …" now, or
  * "recording state in …" once its baseline is durable (src/state/recorder.ts).
  */
-function attachRecorders(clusters: readonly ClusterSupervisor[], router: SinkSet['router']): void {
+async function attachRecorders(
+  clusters: readonly ClusterSupervisor[],
+  router: SinkSet['router'],
+): Promise<void> {
+  if (!clusters.some((cluster) => cluster.recorder)) return;
+  const { sinkProgress } = await import('../state/write-queue.ts');
   for (const cluster of clusters) {
     const recorder = cluster.recorder;
     if (!recorder) continue;

@@ -5,15 +5,14 @@
 
 import type { WatchSettings } from '../config/watch-settings.ts';
 import type { Normalizer } from '../diff/normalize.ts';
-import { AdmissionDigests } from '../events/admission-digests.ts';
-import { AdmissionSource } from '../events/admission-match.ts';
-import { AuditSource } from '../events/audit-match.ts';
-import { WHO_JOIN_DEFAULTS, WhoJoin } from '../events/who-join.ts';
+import type { AdmissionDigests } from '../events/admission-digests.ts';
+import type { AdmissionSource } from '../events/admission-match.ts';
+import type { AuditSource } from '../events/audit-match.ts';
+import type { WhoJoin } from '../events/who-join.ts';
 import type { WhoSource } from '../events/who-source.ts';
 import type { ResourceType } from '../kube/types.ts';
 import type { PeerRecords } from '../service/peer-records.ts';
 import type { ServiceRuntime } from '../service/service.ts';
-import { endpointOf } from '../service/webhook-endpoint.ts';
 import type { WebhookListener, WebhookRoute } from '../service/webhook-listener.ts';
 import type { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
@@ -47,6 +46,14 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
   const { audit, admission } = settings;
   if (!audit && !admission) return { stage: undefined, watching: () => {} };
   const { log } = deps;
+  // Imported only here: a watch without a source of "who" loads none of the join's modules.
+  const [{ AdmissionDigests }, { AdmissionSource }, { AuditSource }, { WHO_JOIN_DEFAULTS, WhoJoin }] =
+    await Promise.all([
+      import('../events/admission-digests.ts'),
+      import('../events/admission-match.ts'),
+      import('../events/audit-match.ts'),
+      import('../events/who-join.ts'),
+    ]);
   // Records are kept at least as long as a nearest match may reach back.
   const retainMs = Math.max(WHO_JOIN_DEFAULTS.retainMs, audit?.windowMs ?? 0);
   const auditSource = audit
@@ -81,6 +88,7 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
 }
 
 async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wiring): Promise<void> {
+  const { endpointOf } = await import('../service/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.auditSource as AuditSource;
   // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
@@ -111,6 +119,7 @@ async function startAdmission(
   digests: AdmissionDigests,
   wiring: Wiring,
 ): Promise<void> {
+  const { endpointOf } = await import('../service/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.admissionSource as AdmissionSource;
   const { AdmissionServer } = await import('../service/admission-server.ts');
