@@ -1,12 +1,22 @@
 // The help of every command: flags under their groups' headings (docs/cli.md has a section per group). A
 // command with many flags keeps `--help` to a screen: each group shows its main flags and says how many
 // more `--help-all` lists. Descriptions are one line each; defaults and choices are in them, written for
-// people, so commander's own suffixes are left out.
+// people, so commander's own suffixes are left out. No line is wider than 80 columns: a description that
+// does not fit beside its flag goes below it, wrapped (`--help-all` lists long flags that widen the column).
 import { type Command, Help, Option } from 'commander';
 import { GENERAL_HEADING, isMoreOption } from './flags/flag-spec.ts';
 
 /** The page that describes every command and flag in full. */
 export const CLI_DOCS = 'docs/cli.md';
+
+/** The widest a help line gets, on a wider terminal too. */
+export const HELP_COLUMNS = 80;
+
+/** The widest the flag column gets: a longer flag has its description below it. */
+const FLAG_COLUMN = 26;
+
+/** Where a description that goes below its flag starts. */
+const BELOW_INDENT = ' '.repeat(6);
 
 /**
  * Configures the help of `command` (call it once its flags are added): grouped, brief when some flags
@@ -19,6 +29,19 @@ export function groupedHelp(command: Command): Command {
   command.configureHelp({
     visibleOptions: (cmd) => plain.visibleOptions(cmd).filter((option) => everyFlag || !isMoreOption(option)),
     optionDescription: (option) => option.description,
+    padWidth: (cmd, helper) => Math.min(plain.padWidth(cmd, helper), FLAG_COLUMN),
+    formatItem: (term, termWidth, description, helper) => {
+      const width = Math.min(helper.helpWidth ?? HELP_COLUMNS, HELP_COLUMNS);
+      const beside = 2 + termWidth + 2 + helper.displayWidth(description);
+      if (description === '' || (helper.displayWidth(term) <= termWidth && beside <= width)) {
+        return plain.formatItem(term, termWidth, description, helper);
+      }
+      const below = helper
+        .boxWrap(description, width - BELOW_INDENT.length)
+        .split('\n')
+        .map((line) => BELOW_INDENT + line);
+      return [`  ${term}`, ...below].join('\n');
+    },
     formatItemList: (heading, items, helper) =>
       plain.formatItemList(headingOf(command, heading, everyFlag), items, helper),
   });

@@ -236,4 +236,42 @@ describe('every command', () => {
       assert.match(help.stdout, /docs\/cli\.md/, command.name());
     }
   });
+
+  it('has every help page within 80 columns, --help-all and the top-level help included', async () => {
+    const pages: string[][] = [['--help'], ['help']];
+    for (const command of await allCommands()) {
+      pages.push([command.name(), '--help']);
+      if (command.options.some((option) => option.long === '--help-all'))
+        pages.push([command.name(), '--help-all']);
+    }
+    assert.ok(pages.some((args) => args.join(' ') === 'watch --help-all'));
+    for (const args of pages) {
+      const help = await run(args);
+      const text = help.stdout || help.stderr;
+      assert.equal(help.code, EXIT_OK, args.join(' '));
+      assert.deepEqual(
+        text.split('\n').filter((line) => line.length > 80),
+        [],
+        `kubediff ${args.join(' ')}`,
+      );
+    }
+  });
+});
+
+describe('`kubediff watch --help-all`', () => {
+  it('puts a description that does not fit beside its flag on lines of its own below it', async () => {
+    const lines = (await run(['watch', '--help-all'])).stdout.split('\n');
+    const at = lines.indexOf('  --leader-election-renew-deadline <duration>');
+    assert.ok(at > 0, 'the longest flag stands alone on its line');
+    const below = lines.slice(at + 1).findIndex((line) => !line.startsWith('      '));
+    assert.ok(below >= 1, `its description follows, indented:\n${lines.slice(at, at + 4).join('\n')}`);
+    // The flags that fit keep their descriptions beside them, in one column.
+    assert.match(lines.join('\n'), /\n {2}--kubeconfig <file> +kubeconfig \(default/);
+    // Where the description starts on a line with a flag and its description: `  --flag <x>   text`.
+    const beside = lines
+      .map((line) => /^( {2}-\S*(?: \S+)*? {2,})\S/.exec(line)?.[1]?.length)
+      .filter((column) => column !== undefined);
+    assert.ok(beside.length > 20);
+    assert.equal(new Set(beside).size, 1, `one description column: ${[...new Set(beside)].join(', ')}`);
+  });
 });
