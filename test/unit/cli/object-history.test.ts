@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { stripVTControlCharacters } from 'node:util';
 import { parse } from 'yaml';
 import { runBlame } from '../../../src/cli/object-history/blame.ts';
 import { blameLines } from '../../../src/cli/object-history/blame-lines.ts';
@@ -128,6 +129,34 @@ describe('points in time', () => {
         error instanceof UsageError && /^invalid --at "yesterday": expected a time .*\.$/.test(error.message),
     );
     assert.throws(() => parseTimePoint('--at', '25:00', NOW), UsageError);
+  });
+
+  it('reads a time without a zone as local time, a date alone as its local midnight', () => {
+    const zone = process.env.TZ;
+    // Node reads TZ again when it is set: a zone half an hour off UTC, east, and one west.
+    try {
+      process.env.TZ = 'Asia/Kolkata';
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-26T18:30:00Z'),
+      });
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27 13:50', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-27T08:20:00Z'),
+      });
+      process.env.TZ = 'America/New_York';
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-27T05:00:00Z'),
+      });
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27T13:50:00+01:00', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-27T12:50:00Z'),
+      });
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
   });
 });
 
@@ -459,6 +488,8 @@ describe('the commands on a state file, in process', () => {
     );
     assert.ok(!raw(blame.stdout), blame.stdout);
     assert.match(blame.stdout, /bob +.*mode/);
+    // Printed times are UTC and say so (the times the commands take without a zone are local).
+    assert.match(stripVTControlCharacters(blame.stdout), /^ 2026-11-27 10:02:00Z +bob +.*mode/m);
     let different = false;
     const diff = await capture(true, async (io) => {
       different = await runDiff('cm/flags', { state: file, namespace: 'shop' }, io);
@@ -494,7 +525,7 @@ describe('the commands on a state file, in process', () => {
     assert.equal(different, true);
     assert.equal(diff.stderr, '');
     assert.match(diff.stdout, /^# configmaps shop\/huge: 2 changes$/m);
-    assert.match(diff.stdout, /^10:02:00 UPDATED configmaps shop\/huge\n {2}~ data\.mode: "a" → "b"$/m);
+    assert.match(diff.stdout, /^10:02:00Z UPDATED configmaps shop\/huge\n {2}~ data\.mode: "a" → "b"$/m);
     assert.match(
       diff.stdout,
       /^# configmaps shop\/huge is larger than 16 MiB as recorded.*\(its changes are listed above\)\.$/m,
