@@ -15,6 +15,7 @@ import {
   ObjectTimeline,
   type RecordedEvent,
   type Version,
+  VersionsNotKept,
 } from './object-timeline.ts';
 import { objectYaml } from './object-yaml.ts';
 import { parseTimePoint, type TimePoint } from './time-point.ts';
@@ -52,8 +53,9 @@ export async function runDiff(target: string | undefined, flags: DiffFlags, io: 
         from = window.from ? timeline.versionAt(window.from) : timeline.oldestVersion();
         to = window.to ? timeline.versionAt(window.to) : timeline.latestVersion();
       } catch (error) {
-        // Versions it cannot rebuild (deleted, too large, before the history): its changes, with why.
-        if (!(error instanceof HistoryReach)) throw error;
+        // Versions not kept (deleted, too large, a gap): its changes, with why. A point outside the
+        // history stays an error (exit 2).
+        if (!(error instanceof VersionsNotKept)) throw error;
         const events = eventsWithin(timeline, window);
         return print(describeRef(timeline.ref), timeline, undefined, undefined, events, error.message);
       }

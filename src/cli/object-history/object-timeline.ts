@@ -33,6 +33,12 @@ export interface Version {
 /** A point the history cannot answer: one sentence saying how far back it reaches, or why not. */
 export class HistoryReach extends KubediffError {}
 
+/**
+ * The versions asked for are not kept, though the changes are (a deleted object, one too large to read,
+ * a gap): `diff` lists the changes instead. A point outside the history stays a plain HistoryReach.
+ */
+export class VersionsNotKept extends HistoryReach {}
+
 export class ObjectTimeline {
   readonly ref: ObjectRef;
   /** Oldest first: the newest OBJECT_EVENTS_LIMIT of the object, every incarnation of its name. */
@@ -189,7 +195,7 @@ export class ObjectTimeline {
   }
 
   private checkReadable(): void {
-    if (this.unreadable !== undefined) throw new HistoryReach(this.unreadable);
+    if (this.unreadable !== undefined) throw new VersionsNotKept(this.unreadable);
   }
 
   /** The state before the oldest kept event, when that event is an update that undoes. */
@@ -243,7 +249,7 @@ export class ObjectTimeline {
     return index;
   }
 
-  private unrebuildable(event: RecordedEvent): HistoryReach {
+  private unrebuildable(event: RecordedEvent): VersionsNotKept {
     const name = describeRef(this.ref);
     const last = this.events.at(-1);
     const deletion = this.events.find(
@@ -253,18 +259,18 @@ export class ObjectTimeline {
         candidate.seq >= event.seq,
     );
     if (deletion || last?.object.uid !== event.object.uid) {
-      return new HistoryReach(
+      return new VersionsNotKept(
         `${name} (uid ${event.object.uid}) was deleted${deletion ? ` at ${deletion.time}` : ''}: kubediff keeps the last state of objects that exist, so the versions of a deleted one cannot be rebuilt (its changes are listed by \`kubediff history\`).`,
       );
     }
     if (!this.current) {
-      return new HistoryReach(
+      return new VersionsNotKept(
         `the history holds no recorded state of ${name}, only its changes, so its versions cannot be rebuilt (\`kubediff history\` lists them).`,
       );
     }
     const oldest = this.rebuildable()[0];
     const since = oldest === undefined ? undefined : this.eventBySeq(oldest)?.time;
-    return new HistoryReach(
+    return new VersionsNotKept(
       `the versions of ${name} before ${since ?? event.time} cannot be rebuilt: the changes recorded before then do not undo on the recorded state (a gap in the history).`,
     );
   }
