@@ -62,7 +62,7 @@ export interface ClusterWatcherOptions {
     type: ResourceType,
     namespace: string | undefined,
     initialList: InitialListMode,
-  ) => { initialList: InitialListMode; preload?: StoredObject[] };
+  ) => { initialList: InitialListMode; preload?: StoredObject[]; preloadPartial?: true };
 }
 
 /** Failures that concern the connection to the API server, not one resource. */

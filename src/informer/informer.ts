@@ -85,6 +85,12 @@ export interface InformerOptions extends ReflectorOptions {
    */
   preload?: StoredObject[] | undefined;
   /**
+   * The preloaded objects are only part of what the previous run's first LIST found (it was not wholly
+   * recorded): the first LIST reconciles them, and takes a silent baseline of the objects they do not
+   * hold rather than report them ADDED (which of them are new, nothing tells).
+   */
+  preloadPartial?: boolean | undefined;
+  /**
    * Where an exception while processing one object (normalizing it, or in a handler) is reported; the
    * watch goes on with the next one. Without it such an exception ends the watch connection.
    */
@@ -115,6 +121,8 @@ export class Informer implements ReflectorSink {
   private synced = false;
   /** The first LIST is a relist against a pre-loaded store (catch-up after a restart). */
   private readonly reconcileFirstList: boolean;
+  /** See InformerOptions.preloadPartial. */
+  private readonly preloadPartial: boolean;
   private seenInList: Set<string> | undefined;
   /** The LIST in progress started over (see listStarted). */
   private restartedList = false;
@@ -130,6 +138,7 @@ export class Informer implements ReflectorSink {
     this.initialList = options.initialList;
     this.fieldManagers = options.fieldManagers ?? true;
     this.reconcileFirstList = options.preload !== undefined;
+    this.preloadPartial = options.preloadPartial === true;
     for (const entry of options.preload ?? []) this.store.set(entry);
     this.reflector = new Reflector(source, options, this);
   }
@@ -207,10 +216,19 @@ export class Informer implements ReflectorSink {
       seen.add(key);
       const arrival = this.toStored(item);
       if (!arrival) continue;
-      const initial = !this.synced && !this.reconcileFirstList;
-      if (initial && !(this.restartedList && this.store.get(key))) this.applyInitial(arrival);
+      if (this.inBaseline(key)) this.applyInitial(arrival);
       else this.apply(arrival, true);
     }
+  }
+
+  /** Whether a LIST's object at `key` is part of a first baseline rather than compared with the store. */
+  private inBaseline(key: string): boolean {
+    if (this.synced) return false;
+    const stored = this.store.get(key) !== undefined;
+    // Preloaded: the recorded objects are compared; the others too, unless the recording was partial.
+    if (this.reconcileFirstList) return this.preloadPartial && !stored;
+    // A LIST that started over compares what its earlier attempt stored.
+    return !(this.restartedList && stored);
   }
 
   listCompleted(resourceVersion: string): void {

@@ -11,6 +11,7 @@ import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { objectKey } from '../kube/types.ts';
 import { printable } from '../util/terminal-text.ts';
+import { printedTime } from '../util/timestamp.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
 
 export interface PrettyOptions {
@@ -35,7 +36,7 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   ].filter(Boolean);
   const by = byText(event.by);
   const header = [
-    chalk.dim(event.time.slice(11, 19)),
+    chalk.dim(printedTime(event.time)),
     color.bold(event.type.padEnd(7)),
     printable(qualifiedResource(event)),
     chalk.bold(name),

@@ -8,6 +8,7 @@ import type { EventType } from '../events/event.ts';
 import type { Story, StoryObject } from '../events/story.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { printable } from '../util/terminal-text.ts';
+import { printedTime } from '../util/timestamp.ts';
 import {
   type ChatFormatOptions,
   type ChatMessage,
@@ -165,7 +166,7 @@ export function prettyStoryRenderer(options: PrettyOptions): (story: Story) => s
   return (story) => {
     const view = storyView(story);
     const header = [
-      chalk.dim(story.from.slice(11, 19)),
+      chalk.dim(printedTime(story.from)),
       chalk.magenta.bold('STORY  '),
       chalk.bold(printable(storyHeadline(view))),
       view.cluster ? chalk.dim(`[${printable(view.cluster)}]`) : '',

@@ -3,6 +3,9 @@
 //
 // - A type watched and listed by the previous run starts with its store pre-loaded from the recorded
 //   objects and treats its first LIST as a relist: the informer reports the differences.
+// - A type watched but not listed (its first LIST never wholly committed: a kill between the baseline's
+//   transactions, or a baseline dropped while the store was down) is reconciled the same for the objects
+//   recorded, and takes a silent baseline of the others: nothing tells which of them are new.
 // - A type the server did not offer last time (a CRD installed while down) has its objects reported
 //   ADDED offline.
 // - A type served before but not watched (the selection grew) takes a silent baseline.
@@ -25,6 +28,8 @@ export interface InformerPlan {
   initialList: InitialListMode;
   /** The recorded objects: the first LIST is reconciled against them (catch-up). */
   preload?: StoredObject[];
+  /** The recorded objects are part of a first LIST never wholly committed (see InformerOptions). */
+  preloadPartial?: true;
 }
 
 /** A type as the previous run recorded it. */
@@ -110,8 +115,12 @@ export class CatchUp {
     const recorded = this.preloaded.get(resource) ?? [];
     const preload =
       namespace === undefined ? recorded : recorded.filter((object) => object.namespace === namespace);
-    if (!before.listed && preload.length === 0) return { initialList: 'silent' };
-    return { initialList: 'silent', preload };
+    if (before.listed) return { initialList: 'silent', preload };
+    // Not listed: the previous run's first LIST was not wholly committed (killed between its
+    // transactions, or some of it dropped while the store was down). What it recorded is compared; the
+    // objects it did not record take a silent baseline, as a first start's would.
+    if (preload.length === 0) return { initialList: 'silent' };
+    return { initialList: 'silent', preload, preloadPartial: true };
   }
 
   /**

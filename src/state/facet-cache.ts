@@ -27,17 +27,27 @@ export interface FacetSource {
  * history: BENCHMARKS.md, section 10, "facets" first and median), then kept current from the events
  * added since, which are few; recomputed in full every
  * FACET_REFRESH_MS (so values whose events retention removed disappear) or when many events were added
- * at once. One cache for every store.
+ * at once. One computation at a time: requests that come while one runs share its answer. One cache for
+ * every store.
  */
 export class FacetCache {
   private readonly now: () => number;
   private cached: { at: number; seq: number; facets: Facets } | undefined;
+  /** The computation running now: requests that come meanwhile share it rather than scan again. */
+  private running: Promise<Facets> | undefined;
 
   constructor(now: () => number = Date.now) {
     this.now = now;
   }
 
-  async facets(source: FacetSource): Promise<Facets> {
+  facets(source: FacetSource): Promise<Facets> {
+    this.running ??= this.compute(source).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async compute(source: FacetSource): Promise<Facets> {
     const seq = await source.latestSeq();
     const cached = this.cached;
     const age = cached ? this.now() - cached.at : Number.POSITIVE_INFINITY;

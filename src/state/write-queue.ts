@@ -9,7 +9,8 @@
 // (a discovery's note, or a write of the same object).
 //
 // The queue also knows, per resource type, how many entries of its first LIST are still waiting: the
-// type's objects in the store are a complete inventory once none is.
+// type's objects in the store are a complete inventory once none is, and never when one of them left
+// the queue without being committed.
 import type { DeliveryMark } from '../events/pipeline.ts';
 import type { SerializedWrite } from './store.ts';
 
@@ -64,6 +65,11 @@ export class WriteQueue {
   private readonly perResource = new Map<string, number>();
   /** Per type whose first LIST ended: the seq it ended before, and how many of its entries still wait. */
   private readonly firstLists = new Map<string, { until: number; left: number }>();
+  /**
+   * Types an entry of whose first LIST left the queue without being committed (dropped at the backlog
+   * bound, or left at exit): their recorded objects are not a complete inventory, whatever comes after.
+   */
+  private readonly incompleteFirstLists = new Set<string>();
 
   /** The entries waiting, oldest first. */
   get entries(): readonly QueuedWrite[] {
@@ -136,7 +142,7 @@ export class WriteQueue {
       const taken = new Set(batch);
       this.queued = this.queued.filter((entry) => !taken.has(entry));
     }
-    this.settled(batch);
+    this.settled(batch, true);
   }
 
   /** Takes out, oldest first, the entries `drop` chooses (it sees each in turn); returns them. */
@@ -147,7 +153,7 @@ export class WriteQueue {
       dropped.push(entry);
       return false;
     });
-    this.settled(dropped);
+    this.settled(dropped, false);
     return dropped;
   }
 
@@ -155,7 +161,7 @@ export class WriteQueue {
   clear(): QueuedWrite[] {
     const left = this.queued;
     this.queued = [];
-    this.settled(left);
+    this.settled(left, false);
     return left;
   }
 
@@ -164,17 +170,21 @@ export class WriteQueue {
     this.firstLists.set(resource, { until: this.nextSeq, left: this.perResource.get(resource) ?? 0 });
   }
 
-  /** Whether every entry of `resource`'s first LIST is committed once `batch` is. */
+  /**
+   * Whether every entry of `resource`'s first LIST is committed once `batch` is; never when one of them
+   * left the queue uncommitted (dropped, or left at exit).
+   */
   firstListDone(resource: string, batch: readonly QueuedWrite[]): boolean {
     const firstList = this.firstLists.get(resource);
-    if (!firstList) return false;
+    if (!firstList || this.incompleteFirstLists.has(resource)) return false;
     let left = firstList.left;
     for (const entry of batch)
       if (entry.seq < firstList.until && resourceOf(entry.write) === resource) left--;
     return left <= 0;
   }
 
-  private settled(entries: readonly QueuedWrite[]): void {
+  /** Entries out of the queue: `committed`, or not (dropped, left). */
+  private settled(entries: readonly QueuedWrite[], committed: boolean): void {
     for (const entry of entries) {
       this.totalBytes -= entry.bytes;
       if (entry.baseline) this.baselines--;
@@ -182,7 +192,10 @@ export class WriteQueue {
       if (resource === undefined) continue;
       this.perResource.set(resource, (this.perResource.get(resource) ?? 1) - 1);
       const firstList = this.firstLists.get(resource);
-      if (firstList && entry.seq < firstList.until) firstList.left--;
+      // An entry queued before its type's first LIST ended (or before it ends) is one of that LIST's.
+      const ofFirstList = firstList === undefined || entry.seq < firstList.until;
+      if (firstList && ofFirstList) firstList.left--;
+      if (!committed && ofFirstList) this.incompleteFirstLists.add(resource);
     }
   }
 }

@@ -65,9 +65,14 @@ export class ObjectViews {
     return this.limits.maxBytes;
   }
 
-  /** The answer's bytes (JSON); rejects with ReaderBusy when too many wait, ObjectViewTooSlow past the time bound. */
-  render(records: ObjectRecords, wanted: readonly number[]): Promise<Uint8Array> {
-    return this.gate.run(() => {
+  /**
+   * The answer's bytes (JSON) from the records `read` returns; rejects with ReaderBusy when too many wait,
+   * ObjectViewTooSlow past the time bound. The read runs inside the gate: a refused request reads nothing
+   * (each read may bring two times maxBytes onto this thread).
+   */
+  render(read: () => Promise<ObjectRecords>, wanted: readonly number[]): Promise<Uint8Array> {
+    return this.gate.run(async () => {
+      const records = await read();
       const built = this.turn.then(() => this.build(records, wanted));
       this.turn = built.catch(() => {});
       return built;

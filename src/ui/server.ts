@@ -122,6 +122,8 @@ export class UiServer {
   private warnedSlowStream = false;
   private warnedSlowObject = false;
   private polling = false;
+  /** Live streams admitted and still looking up where they start (counted against the limit). */
+  private openingStreams = 0;
   private observer: UiObserver | undefined;
 
   private constructor(server: Server, options: UiServerOptions, loopbackOnly: boolean) {
@@ -324,11 +326,9 @@ export class UiServer {
           const seq = integer(params, name, { min: 1, max: Number.MAX_SAFE_INTEGER });
           return seq === undefined ? [] : [seq];
         });
-        const records = await reader.objectRecords(objectRef(params), {
-          limit,
-          maxBytes: this.views.maxBytes,
-        });
-        sendBytes(response, 200, await this.views.render(records, wanted));
+        const ref = objectRef(params);
+        const read = () => reader.objectRecords(ref, { limit, maxBytes: this.views.maxBytes });
+        sendBytes(response, 200, await this.views.render(read, wanted));
         return;
       }
       case '/api/v1/stream':
@@ -341,7 +341,8 @@ export class UiServer {
   }
 
   private async openStream(params: URLSearchParams, response: ServerResponse): Promise<void> {
-    if (this.streams.size >= SERVER_LIMITS.streams) {
+    // Streams still looking up where they start count too: the limit holds while they wait.
+    if (this.streams.size + this.openingStreams >= SERVER_LIMITS.streams) {
       this.observer?.rejected('streams');
       if (!this.warnedStreams) {
         this.warnedStreams = true;
@@ -354,9 +355,17 @@ export class UiServer {
       return;
     }
     const filter = historyFilter(params);
-    const after =
-      integer(params, 'after', { min: 0, max: Number.MAX_SAFE_INTEGER }) ??
-      (await this.options.reader.latestSeq());
+    let after = integer(params, 'after', { min: 0, max: Number.MAX_SAFE_INTEGER });
+    if (after === undefined) {
+      this.openingStreams++;
+      try {
+        after = await this.options.reader.latestSeq();
+      } finally {
+        this.openingStreams--;
+      }
+    }
+    // A page that left while the lookup ran: nothing to serve, and no close event to come.
+    if (response.destroyed || response.writableEnded) return;
     response.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -426,7 +435,7 @@ export class UiServer {
       const latest = await this.options.reader.latestSeq();
       for (const stream of [...this.streams]) {
         for (let batch = 0; batch < SERVER_LIMITS.streamBatchesPerPoll; batch++) {
-          if (stream.after >= latest || !this.open(stream)) break;
+          if (!this.open(stream) || stream.after >= latest) break;
           const events = await this.options.reader.after(
             stream.after,
             stream.filter,
@@ -434,7 +443,9 @@ export class UiServer {
           );
           if (!this.streams.has(stream)) break; // closed while the query ran
           const more = events.length === SERVER_LIMITS.streamBatch;
-          stream.after = more ? events.at(-1)!.seq : latest;
+          // Events committed after `latest` was read may be in this batch: never go back before them.
+          const last = events.at(-1)?.seq ?? latest;
+          stream.after = more ? last : Math.max(latest, last);
           if (events.length > 0)
             this.send(stream, `event: events\nid: ${stream.after}\ndata: ${JSON.stringify(events)}\n\n`);
           if (!more) break;

@@ -17,6 +17,16 @@ export function isoTimestamp(ms: number = Date.now()): string {
   );
 }
 
+/**
+ * How a terminal line prints a recorded time (an RFC 3339 UTC timestamp as above): its clock time,
+ * `10:31:07Z`, or with its date, `2026-11-27 10:31:07Z`. Always UTC, and marked so, since the times
+ * the commands take without a zone are local (docs/history.md).
+ */
+export function printedTime(iso: string, withDate = false): string {
+  const time = `${iso.slice(11, 19)}Z`;
+  return withDate ? `${iso.slice(0, 10)} ${time}` : time;
+}
+
 function pad(value: number, width: number): string {
   return String(value).padStart(width, '0');
 }

@@ -203,7 +203,7 @@ describe('show, diff and blame on a state file (users from the audit webhook)', 
     const diff = await run('diff', 'deploy/web', '-n', ns, '--from', from, '--to', to);
     assert.equal(diff.code, 1, diff.stderr);
     // The changes listed: edits 4 to 8, each with its user.
-    const listed = diff.stdout.split('\n').filter((line) => /^\d\d:\d\d:\d\d UPDATED /.test(line));
+    const listed = diff.stdout.split('\n').filter((line) => /^\d\d:\d\d:\d\dZ UPDATED /.test(line));
     assert.deepEqual(
       listed.map((line) => /by (\S+)/.exec(line)?.[1]),
       edits.slice(3, 8).map((edit) => users()[edit.editor]),
@@ -310,9 +310,9 @@ describe('show, diff and blame on a state file (users from the audit webhook)', 
     const text = await run('blame', 'deploy/web', '-n', ns, '--kubeconfig', api.kubeconfigPath);
     assert.match(
       text.stdout,
-      /^ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+admin\s+ {8}image: registry\.local\/web:4$/m,
+      /^ \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\s+admin\s+ {8}image: registry\.local\/web:4$/m,
     );
-    assert.match(text.stdout, /^≤\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+seed-tool \(now\)\s+ {4}app: web$/m);
+    assert.match(text.stdout, /^≤\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\s+seed-tool \(now\)\s+ {4}app: web$/m);
     // Offline: the history alone, the older lines unattributed.
     const offline = await run('blame', 'deploy/web', '-n', ns, '--offline', '-o', 'json');
     assert.ok(

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, afterEach, type TestContext, test } from 'node:test';
+import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import {
   type KubediffProcess,
   killAll,
@@ -333,6 +334,59 @@ test('kill -9 during a burst: every change reported at least once, nothing recor
   const again = secondIds.filter((x) => firstIds.has(x)).length;
   t.diagnostic(
     `run 1: ${firstIds.size} events, ${recordedIds.size} recorded; run 2: ${secondIds.length} (${again} again)`,
+  );
+});
+
+test('a first baseline recorded only in part (a start killed between its transactions) is caught up without reporting its other objects ADDED', async (t) => {
+  const ns = await namespaceFor(t, 'state-partial');
+  const state = join(dir, `${ns}.db`);
+  for (const name of ['a', 'b', 'c'])
+    await admin.create(cmPath(ns), { metadata: { name }, data: { k: name } });
+
+  // Run 1 takes the baseline; the store is then left as a start killed between the baseline's
+  // transactions leaves it: configmaps not marked listed, only `a` of its objects recorded.
+  const first = startWatch(ns, state);
+  await first.waitForStderr(WATCHING);
+  assert.equal((await first.stop()).code, 0);
+  const db = SqliteDatabase.open(state);
+  try {
+    const recorded = db.objects('configmaps');
+    const a = recorded.find((object) => object.namespace === ns && object.name === 'a');
+    assert.ok(a, 'run 1 recorded a');
+    db.forgetObjects('configmaps');
+    db.write([{ kind: 'object', resource: 'configmaps', object: a }]);
+  } finally {
+    db.close();
+  }
+  const [configmaps] = readState(state, "SELECT listed FROM resources WHERE resource = 'configmaps'");
+  assert.equal(Number(configmaps?.listed), 0);
+
+  // While down: `a` changes, `d` is created.
+  const changed = await admin.patch(cmPath(ns, 'a'), { data: { k: 'a2' } });
+  await admin.create(cmPath(ns), { metadata: { name: 'd' }, data: { k: 'd' } });
+
+  // Run 2: `a`, recorded, is caught up; b, c and d take a silent baseline (which of them are new,
+  // nothing tells), as the rest of the interrupted first start's would have.
+  const second = startWatch(ns, state);
+  await second.waitForStderr(/catching up from /);
+  await second.waitForStderr(WATCHING);
+  await second.waitForEvent((e) => e.id === id(changed), { description: 'UPDATED a (offline)' });
+  assert.equal((await second.stop()).code, 0);
+  const caughtUp = second.events.filter(inNamespace(ns));
+  assert.equal(caughtUp.length, 1, `only a's change:\n  ${describeAll(caughtUp)}`);
+  assert.equal(caughtUp[0]?.type, 'UPDATED');
+  assert.equal(caughtUp[0]?.offline, true);
+
+  // That baseline completed the inventory: run 3 catches up on what is created meanwhile.
+  const fresh = await admin.create(cmPath(ns), { metadata: { name: 'e' }, data: { k: 'e' } });
+  const third = startWatch(ns, state);
+  await third.waitForEvent((e) => e.id === id(fresh), { description: 'ADDED e (offline)' });
+  await third.waitForStderr(WATCHING);
+  assert.equal((await third.stop()).code, 0);
+  const thirdEvents = third.events.filter(inNamespace(ns));
+  assert.deepEqual(
+    thirdEvents.map((e) => `${e.type} ${e.object.name}${e.offline ? ' offline' : ''}`),
+    ['ADDED e offline'],
   );
 });
 

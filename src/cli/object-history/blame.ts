@@ -8,6 +8,7 @@ import type { ManagedFieldsEntry } from '../../kube/managed-fields.ts';
 import type { JsonObject } from '../../kube/types.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { printable } from '../../util/terminal-text.ts';
+import { printedTime } from '../../util/timestamp.ts';
 import { type BlamedLine, blameLines, type LineOrigin } from './blame-lines.ts';
 import { HistorySource, type HistorySourceFlags } from './history-source.ts';
 import { type ClusterChoice, liveManagedFields, ownersOf } from './live-owners.ts';
@@ -179,10 +180,10 @@ function renderBlame(lines: readonly BlamedLine[], notes: readonly string[], io:
   return `${out.join('\n')}\n`;
 }
 
-/** `2026-11-27 10:31:07`, or `≤2026-11-27 10:31:07` for a bound. */
+/** `2026-11-27 10:31:07Z`, or `≤2026-11-27 10:31:07Z` for a bound. */
 function whenText(origin: LineOrigin | undefined): string {
   if (!origin?.time) return '?';
-  const time = `${origin.time.slice(0, 10)} ${origin.time.slice(11, 19)}`;
+  const time = printedTime(origin.time, true);
   return origin.atOrBefore ? `≤${time}` : ` ${time}`;
 }
 

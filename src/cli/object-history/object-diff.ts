@@ -15,6 +15,7 @@ import {
   ObjectTimeline,
   type RecordedEvent,
   type Version,
+  VersionsNotKept,
 } from './object-timeline.ts';
 import { objectYaml } from './object-yaml.ts';
 import { parseTimePoint, type TimePoint } from './time-point.ts';
@@ -46,8 +47,18 @@ export async function runDiff(target: string | undefined, flags: DiffFlags, io: 
     const print = sectionPrinter(io);
     if (target?.includes('/')) {
       const timeline = await source.timeline(target);
-      const from = window.from ? timeline.versionAt(window.from) : timeline.oldestVersion();
-      const to = window.to ? timeline.versionAt(window.to) : timeline.latestVersion();
+      let from: Version;
+      let to: Version;
+      try {
+        from = window.from ? timeline.versionAt(window.from) : timeline.oldestVersion();
+        to = window.to ? timeline.versionAt(window.to) : timeline.latestVersion();
+      } catch (error) {
+        // Versions not kept (deleted, too large, a gap): its changes, with why. A point outside the
+        // history stays an error (exit 2).
+        if (!(error instanceof VersionsNotKept)) throw error;
+        const events = eventsWithin(timeline, window);
+        return print(describeRef(timeline.ref), timeline, undefined, undefined, events, error.message);
+      }
       if (from.event && to.event && from.event.seq > to.event.seq)
         throw new UsageError(`--from (${from.since}) is after --to (${to.since}): swap them.`);
       return print(describeRef(timeline.ref), timeline, from, to, timeline.eventsBetween(from, to));
@@ -105,9 +116,9 @@ async function diffWindow(
   let noted = false;
   const several = new Set([...objects.values()].map((ref) => ref.cluster)).size > 1;
   const sorted = [...objects.values()].sort((a, b) => compareRefs(a, b));
+  const window = { from: { kind: 'time', ms: fromMs }, to: { kind: 'time', ms: toMs } } as const;
   for (const ref of sorted) {
     const timeline = await ObjectTimeline.read(source.reader, ref);
-    const window = { from: { kind: 'time', ms: fromMs }, to: { kind: 'time', ms: toMs } } as const;
     let from: Version | undefined;
     let to: Version | undefined;
     let reach: string | undefined;
@@ -131,16 +142,29 @@ async function diffWindow(
       if (!(error instanceof HistoryReach)) throw error;
       reach = error.message;
     }
-    const events = timeline.events.filter((event) => {
-      const at = Date.parse(event.time);
-      return at >= fromMs && at <= toMs;
-    });
+    const events = eventsWithin(timeline, window);
     // The cluster is named when the window holds several (PostgreSQL), or one was asked for.
     const name = describeRef(several ? ref : { ...ref, cluster: source.cluster });
     if (from && to) differs = print(name, timeline, from, to, timeline.eventsBetween(from, to)) || differs;
     else differs = print(name, timeline, undefined, undefined, events, reach) || differs;
   }
   return differs;
+}
+
+/** The events in the window, bounds included: each a time, or an event (the window starts after it). */
+function eventsWithin(timeline: ObjectTimeline, window: Window): RecordedEvent[] {
+  const seqOf = (id: string) => timeline.events.find((event) => event.id === id)?.seq;
+  const after = (point: TimePoint | undefined, event: RecordedEvent) => {
+    if (point === undefined) return true;
+    if (point.kind === 'time') return Date.parse(event.time) >= point.ms;
+    return event.seq > (seqOf(point.id) ?? Number.NEGATIVE_INFINITY);
+  };
+  const upTo = (point: TimePoint | undefined, event: RecordedEvent) => {
+    if (point === undefined) return true;
+    if (point.kind === 'time') return Date.parse(event.time) <= point.ms;
+    return event.seq <= (seqOf(point.id) ?? Number.POSITIVE_INFINITY);
+  };
+  return timeline.events.filter((event) => after(window.from, event) && upTo(window.to, event));
 }
 
 /**

@@ -33,6 +33,12 @@ export interface Version {
 /** A point the history cannot answer: one sentence saying how far back it reaches, or why not. */
 export class HistoryReach extends KubediffError {}
 
+/**
+ * The versions asked for are not kept, though the changes are (a deleted object, one too large to read,
+ * a gap): `diff` lists the changes instead. A point outside the history stays a plain HistoryReach.
+ */
+export class VersionsNotKept extends HistoryReach {}
+
 export class ObjectTimeline {
   readonly ref: ObjectRef;
   /** Oldest first: the newest OBJECT_EVENTS_LIMIT of the object, every incarnation of its name. */
@@ -44,6 +50,8 @@ export class ObjectTimeline {
   /** The cluster of the object's events (asked for, or the one the history records it in). */
   readonly cluster: string | undefined;
   private readonly current: JsonObject | undefined;
+  /** Why no version can be rebuilt at all (a last state too large to read), when that is so. */
+  private readonly unreadable: string | undefined;
   private rebuilt: { rebuildable: number[]; versions: Map<number, JsonObject> } | undefined;
   private rebuiltFor = new Set<number>();
 
@@ -51,8 +59,10 @@ export class ObjectTimeline {
     ref: ObjectRef,
     history: { events: RecordedEvent[]; truncated: boolean; current?: JsonObject },
     historyStart: string | undefined,
+    unreadable?: string,
   ) {
     this.ref = ref;
+    this.unreadable = unreadable;
     this.cluster = ref.cluster ?? history.events.find((event) => event.cluster !== undefined)?.cluster;
     this.events = history.events;
     this.truncated = history.truncated;
@@ -63,18 +73,17 @@ export class ObjectTimeline {
   /**
    * Reads the object's history. Without a cluster, a history that records the object in several
    * clusters (PostgreSQL) is a UsageError naming them; an SQLite file holds one cluster, whose events
-   * are kept when they name the one asked for.
+   * are kept when they name the one asked for. A last state too large to read leaves the events
+   * readable (`diff` lists them); asking for a version is then a HistoryReach saying why.
    */
   static async read(reader: TimelineReader, ref: ObjectRef): Promise<ObjectTimeline> {
     const records = await reader.objectRecords(ref, {
       limit: OBJECT_EVENTS_LIMIT,
       maxBytes: OBJECT_MAX_BYTES,
     });
-    if (records.currentTooLarge) {
-      throw new HistoryReach(
-        `${describeRef(ref)} is larger than ${OBJECT_MAX_BYTES / 2 ** 20} MiB as recorded, the most one read holds (as in the UI): its versions cannot be rebuilt; \`kubediff history\` lists its changes.`,
-      );
-    }
+    const unreadable = records.currentTooLarge
+      ? `${describeRef(ref)} is larger than ${OBJECT_MAX_BYTES / 2 ** 20} MiB as recorded, the most one read holds (as in the UI): its versions cannot be rebuilt; \`kubediff history\` lists its changes.`
+      : undefined;
     const history = {
       events: records.events.map(({ seq, json }) => ({ ...(JSON.parse(json) as ChangeEvent), seq })),
       // A larger history than the bound: the newest events that fit, as older ones beyond the limit.
@@ -99,6 +108,7 @@ export class ObjectTimeline {
       ref,
       { events, truncated: history.truncated, ...(current ? { current } : {}) },
       oldest?.time,
+      unreadable,
     );
   }
 
@@ -113,6 +123,7 @@ export class ObjectTimeline {
 
   /** The version at `point`; a HistoryReach when the history cannot tell. */
   versionAt(point: TimePoint): Version {
+    this.checkReadable();
     const index = this.indexAt(point);
     if (index < 0) return this.versionBeforeEvents(point);
     const event = this.events[index]!;
@@ -128,6 +139,7 @@ export class ObjectTimeline {
    * can be rebuilt.
    */
   oldestVersion(): Version {
+    this.checkReadable();
     const rebuildable = this.rebuildable();
     const first = rebuildable[0];
     if (first === undefined) {
@@ -182,6 +194,10 @@ export class ObjectTimeline {
     return { versions, complete: oldestEvent?.type === 'ADDED' };
   }
 
+  private checkReadable(): void {
+    if (this.unreadable !== undefined) throw new VersionsNotKept(this.unreadable);
+  }
+
   /** The state before the oldest kept event, when that event is an update that undoes. */
   private baseState(): Version | undefined {
     const firstSeq = this.rebuildable()[0];
@@ -233,7 +249,7 @@ export class ObjectTimeline {
     return index;
   }
 
-  private unrebuildable(event: RecordedEvent): HistoryReach {
+  private unrebuildable(event: RecordedEvent): VersionsNotKept {
     const name = describeRef(this.ref);
     const last = this.events.at(-1);
     const deletion = this.events.find(
@@ -243,18 +259,18 @@ export class ObjectTimeline {
         candidate.seq >= event.seq,
     );
     if (deletion || last?.object.uid !== event.object.uid) {
-      return new HistoryReach(
+      return new VersionsNotKept(
         `${name} (uid ${event.object.uid}) was deleted${deletion ? ` at ${deletion.time}` : ''}: kubediff keeps the last state of objects that exist, so the versions of a deleted one cannot be rebuilt (its changes are listed by \`kubediff history\`).`,
       );
     }
     if (!this.current) {
-      return new HistoryReach(
+      return new VersionsNotKept(
         `the history holds no recorded state of ${name}, only its changes, so its versions cannot be rebuilt (\`kubediff history\` lists them).`,
       );
     }
     const oldest = this.rebuildable()[0];
     const since = oldest === undefined ? undefined : this.eventBySeq(oldest)?.time;
-    return new HistoryReach(
+    return new VersionsNotKept(
       `the versions of ${name} before ${since ?? event.time} cannot be rebuilt: the changes recorded before then do not undo on the recorded state (a gap in the history).`,
     );
   }

@@ -1,5 +1,5 @@
 // A point in an object's history as `show --at`, `diff --from/--to` and `blame --at` take it: a time
-// (`2026-11-27T13:50:00Z`, `2026-11-27 13:50`, `13:50` today), a duration ago (`30m`, `2h`, `1h30m ago`),
+// (`2026-11-27T13:50:00Z`; `2026-11-27 13:50`, `2026-11-27` and `13:50` today in local time), a duration ago (`30m`, `2h`, `1h30m ago`),
 // `now`, or the id of a recorded event (`<uid>:<resourceVersion>`, as `history -o json` prints it): the
 // version right after that event.
 import { checkDuration } from '../../util/duration.ts';
@@ -40,8 +40,10 @@ export function parseTimePoint(flag: string, text: string, now: number): TimePoi
   const duration = checkDuration(ago, { maxMs: Number.POSITIVE_INFINITY, allowZero: true });
   if (duration.ms !== undefined) return { kind: 'time', ms: now - duration.ms };
   if (DATE.test(trimmed)) {
-    // "2026-11-27 13:50" is read as local time, as Date.parse reads "2026-11-27T13:50".
-    const ms = Date.parse(trimmed.replace(' ', 'T'));
+    // Without a zone, local time: Date.parse reads "2026-11-27T13:50" so, but a date alone as UTC
+    // midnight (ECMAScript's rule), so a date alone is given its local midnight here.
+    const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(trimmed);
+    const ms = Date.parse(dateOnly ? `${trimmed}T00:00` : trimmed.replace(' ', 'T'));
     if (!Number.isNaN(ms)) return { kind: 'time', ms };
   }
   if (EVENT_ID.test(trimmed)) return { kind: 'event', id: trimmed };

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { stripVTControlCharacters } from 'node:util';
 import { parse } from 'yaml';
 import { runBlame } from '../../../src/cli/object-history/blame.ts';
 import { blameLines } from '../../../src/cli/object-history/blame-lines.ts';
@@ -128,6 +129,34 @@ describe('points in time', () => {
         error instanceof UsageError && /^invalid --at "yesterday": expected a time .*\.$/.test(error.message),
     );
     assert.throws(() => parseTimePoint('--at', '25:00', NOW), UsageError);
+  });
+
+  it('reads a time without a zone as local time, a date alone as its local midnight', () => {
+    const zone = process.env.TZ;
+    // Node reads TZ again when it is set: a zone half an hour off UTC, east, and one west.
+    try {
+      process.env.TZ = 'Asia/Kolkata';
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-26T18:30:00Z'),
+      });
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27 13:50', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-27T08:20:00Z'),
+      });
+      process.env.TZ = 'America/New_York';
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-27T05:00:00Z'),
+      });
+      assert.deepEqual(parseTimePoint('--at', '2026-11-27T13:50:00+01:00', NOW), {
+        kind: 'time',
+        ms: Date.parse('2026-11-27T12:50:00Z'),
+      });
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
   });
 });
 
@@ -331,11 +360,54 @@ describe('the commands on a state file, in process', () => {
       data: { mode },
     }) as JsonObject;
   const versions = [config('plain'), config('\u202eevil\u001b[31m')];
+  const configMap = (name: string, uid: string, data: Record<string, string>) =>
+    ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'shop', uid }, data }) as JsonObject;
+  /** ADDED then UPDATED (real diffs), one a minute, then DELETED when `deleted`. */
+  const configMapEvents = (objects: JsonObject[], uid: string, deleted: boolean) => {
+    const name = (objects[0]!.metadata as JsonObject).name as string;
+    const ref = { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespace: 'shop', name, uid };
+    const events: ChangeEvent[] = objects.map((object, index) => ({
+      id: `${uid}:${100 + index}`,
+      type: index === 0 ? 'ADDED' : 'UPDATED',
+      time: at(index + 1),
+      object: { ...ref, resourceVersion: String(100 + index) },
+      ...(index > 0 ? { changes: diffObjects(objects[index - 1]!, object) } : {}),
+    }));
+    if (deleted) {
+      events.push({
+        id: `${uid}:${100 + objects.length}`,
+        type: 'DELETED',
+        time: at(objects.length + 1),
+        object: { ...ref, resourceVersion: String(100 + objects.length) },
+      });
+    }
+    return events.map((event) => ({ kind: 'event' as const, resource: 'configmaps', event }));
+  };
 
   before(() => {
     const db = SqliteDatabase.open(file);
     const { events } = history(versions, [{ user: { username: 'alice' } }, { user: { username: 'bob' } }]);
+    // `gone`: created, changed, deleted (no last state kept); `huge`: a last state beyond the 16 MiB one read holds.
+    const gone = [configMap('gone', 'g1', { mode: 'a' }), configMap('gone', 'g1', { mode: 'b' })];
+    const huge = [
+      configMap('huge', 'h1', { blob: 'x'.repeat(17 * 2 ** 20), mode: 'a' }),
+      configMap('huge', 'h1', { blob: 'x'.repeat(17 * 2 ** 20), mode: 'b' }),
+    ];
     db.write([
+      ...configMapEvents(gone, 'g1', true),
+      ...configMapEvents(huge, 'h1', false),
+      {
+        kind: 'object',
+        resource: 'configmaps',
+        object: {
+          key: 'shop/huge',
+          namespace: 'shop',
+          name: 'huge',
+          uid: 'h1',
+          resourceVersion: '101',
+          object: huge[1]!,
+        },
+      },
       ...events.map((event) => {
         const { seq: _seq, ...recorded } = event;
         const configMap: ChangeEvent = {
@@ -416,11 +488,49 @@ describe('the commands on a state file, in process', () => {
     );
     assert.ok(!raw(blame.stdout), blame.stdout);
     assert.match(blame.stdout, /bob +.*mode/);
+    // Printed times are UTC and say so (the times the commands take without a zone are local).
+    assert.match(stripVTControlCharacters(blame.stdout), /^ 2026-11-27 10:02:00Z +bob +.*mode/m);
     let different = false;
     const diff = await capture(true, async (io) => {
       different = await runDiff('cm/flags', { state: file, namespace: 'shop' }, io);
     });
     assert.equal(different, true);
     assert.ok(!raw(diff.stdout), diff.stdout);
+  });
+
+  it('diff on a deleted object lists its changes and says why its versions are not shown (exit 1)', async () => {
+    let different = false;
+    const diff = await capture(false, async (io) => {
+      different = await runDiff('cm/gone', { state: file, namespace: 'shop' }, io);
+    });
+    assert.equal(different, true);
+    assert.match(diff.stdout, /^# configmaps shop\/gone: 3 changes$/m);
+    assert.match(diff.stdout, / UPDATED /);
+    assert.match(diff.stdout, / DELETED /);
+    assert.match(
+      diff.stdout,
+      /^# configmaps shop\/gone \(uid g1\) was deleted at .*\(its changes are listed above\)\.$/m,
+    );
+    const windowed = await capture(false, async (io) => {
+      different = await runDiff('cm/gone', { state: file, namespace: 'shop', from: at(1.5) }, io);
+    });
+    assert.match(windowed.stdout, /^# configmaps shop\/gone: 2 changes$/m);
+  });
+
+  it('a window diff lists the changes of an object too large to rebuild and still diffs the others', async () => {
+    let different = false;
+    const diff = await capture(false, async (io) => {
+      different = await runDiff(undefined, { state: file, namespace: 'shop', since: '1h59m' }, io);
+    });
+    assert.equal(different, true);
+    assert.equal(diff.stderr, '');
+    assert.match(diff.stdout, /^# configmaps shop\/huge: 2 changes$/m);
+    assert.match(diff.stdout, /^10:02:00Z UPDATED configmaps shop\/huge\n {2}~ data\.mode: "a" → "b"$/m);
+    assert.match(
+      diff.stdout,
+      /^# configmaps shop\/huge is larger than 16 MiB as recorded.*\(its changes are listed above\)\.$/m,
+    );
+    assert.match(diff.stdout, /^# configmaps shop\/flags: 1 change from /m);
+    assert.match(diff.stdout, /^\+ {2}mode: /m);
   });
 });

@@ -119,7 +119,7 @@ describe('stories', () => {
     assert.equal(
       pretty,
       [
-        `${story.from.slice(11, 19)} STORY   Deployment shop/web updated [prod]`,
+        `${story.from.slice(11, 19)}Z STORY   Deployment shop/web updated [prod]`,
         '  ~ spec.template.spec.containers[0].image: "shop:1.4" → "shop:1.5"',
         '  ↳ ReplicaSet web-7d9 created, scaled 1→3; ReplicaSet web-5c4 scaled 3→0; 3 pods replaced (11 events: 1 Deployment updated, 1 ReplicaSet added, 3 ReplicaSets updated, 3 Pods added, 3 Pods deleted)',
         '',

@@ -110,3 +110,26 @@ test('an empty pre-load (a type listed empty last time) reports every object as 
   informer.listCompleted('3');
   assert.deepEqual(log, ['ADDED a u1 offline']);
 });
+
+test('a partial pre-load (a first LIST not wholly recorded) reconciles what it holds and baselines the rest', () => {
+  const { handler, log } = recorder();
+  const informer = new Informer(
+    client,
+    {
+      type: configmaps,
+      normalize,
+      initialList: 'silent',
+      preload: [stored(cm('change', 'u1', '10', { k: '1' })), stored(cm('gone', 'u2', '11', {}))],
+      preloadPartial: true,
+    },
+    handler,
+  );
+  informer.listStarted();
+  informer.listPage([cm('change', 'u1', '20', { k: '2' }), cm('other', 'u3', '21', {})]);
+  informer.listCompleted('30');
+  assert.deepEqual(log, [
+    'UPDATED change 10->20 offline',
+    'BASELINE other',
+    'DELETED gone u2 offline unknown @30',
+  ]);
+});

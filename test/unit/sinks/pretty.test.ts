@@ -16,7 +16,7 @@ describe('pretty output', () => {
     assert.equal(
       prettyRenderer({ color: false })(event),
       [
-        '10:31:07 UPDATED deployments.apps shop/web [prod-eu]',
+        '10:31:07Z UPDATED deployments.apps shop/web [prod-eu]',
         '  ~ spec.replicas: 2 → 5',
         '  + metadata.labels["app.kubernetes.io/name"]: "web"',
         '  - spec.template.spec.containers[1]: {"name":"sidecar"}',
@@ -30,7 +30,7 @@ describe('pretty output', () => {
     const by = { user: { username: 'alice' }, userAgent: 'kubectl/v1.36.3 (linux/amd64) kubernetes/abc' };
     assert.equal(
       render(sampleEvent({ by: { ...by, auditID: 'a1', match: 'exact' }, changes: [] })),
-      '10:31:07 UPDATED deployments.apps shop/web by alice (kubectl) [prod]\n',
+      '10:31:07Z UPDATED deployments.apps shop/web by alice (kubectl) [prod]\n',
     );
     assert.equal(
       render(
@@ -39,11 +39,11 @@ describe('pretty output', () => {
           changes: [],
         }),
       ),
-      '10:31:07 UPDATED deployments.apps shop/web by carol via bob [prod]\n',
+      '10:31:07Z UPDATED deployments.apps shop/web by carol via bob [prod]\n',
     );
     assert.equal(
       render(sampleEvent({ by: { user: { username: 'eve\u001b[2J' } }, changes: [] })),
-      '10:31:07 UPDATED deployments.apps shop/web by eve\\u001b[2J [prod]\n',
+      '10:31:07Z UPDATED deployments.apps shop/web by eve\\u001b[2J [prod]\n',
       'a username is text from the API server: no terminal escapes',
     );
   });
@@ -59,7 +59,7 @@ describe('pretty output', () => {
         finalStateUnknown: true,
       }),
     );
-    assert.equal(text, '10:31:07 DELETED configmaps a/b (while not watching, final state unknown)\n');
+    assert.equal(text, '10:31:07Z DELETED configmaps a/b (while not watching, final state unknown)\n');
     const long = renderValue('x'.repeat(500), 21);
     assert.equal(long.length, 21);
     assert.ok(long.includes('…'));
@@ -75,7 +75,7 @@ describe('pretty output', () => {
     });
     assert.equal(
       render(one),
-      '10:31:07 UPDATED deployments.apps shop/web by kubectl-set [prod]\n  ~ spec.replicas: 2 → 5\n',
+      '10:31:07Z UPDATED deployments.apps shop/web by kubectl-set [prod]\n  ~ spec.replicas: 2 → 5\n',
     );
     const several = sampleEvent({
       cluster: undefined,
@@ -99,7 +99,7 @@ describe('pretty output', () => {
     assert.equal(
       render(several),
       [
-        '10:31:07 UPDATED deployments.apps shop/web by kubectl, kubectl-set',
+        '10:31:07Z UPDATED deployments.apps shop/web by kubectl, kubectl-set',
         '  ~ spec.replicas: 2 → 5 (kubectl)',
         '  ~ spec.template.spec.containers[0].image: "a" → "b" (kubectl-set)',
         '',

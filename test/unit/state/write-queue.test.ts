@@ -77,6 +77,37 @@ test("a type's first LIST is done once every entry queued before it ended is com
   assert.equal(queue.firstListDone('configmaps', []), true, 'c came after the LIST');
 });
 
+test("a type's first LIST an entry of which was dropped or left is never done: its inventory is not complete", () => {
+  // Dropped before the LIST ended (the store down at the first start, the backlog bound reached).
+  const dropped = new WriteQueue();
+  dropped.push(object('a', '1'), [], true);
+  dropped.push(object('b', '1'), [], true);
+  assert.deepEqual(names(dropped.dropWhere((entry) => entry.seq === 0)), ['object ns/a']);
+  dropped.firstListEnded('configmaps');
+  const rest = dropped.committable([0], 100);
+  assert.equal(dropped.firstListDone('configmaps', rest), false);
+  dropped.remove(rest);
+  assert.equal(dropped.firstListDone('configmaps', []), false);
+  // Dropped after it ended, and left at exit: the same.
+  const after = new WriteQueue();
+  after.push(object('a', '1'), [], true);
+  after.push(object('b', '1'), [], true);
+  after.firstListEnded('configmaps');
+  after.push(object('s', '1', 'secrets'), [], true);
+  after.dropWhere((entry) => entry.seq === 1);
+  assert.equal(after.firstListDone('configmaps', after.committable([0], 100)), false);
+  after.firstListEnded('secrets');
+  after.clear();
+  assert.equal(after.firstListDone('secrets', []), false);
+  // A write of another type dropped leaves this one's LIST whole.
+  const other = new WriteQueue();
+  other.push(object('a', '1'), [], true);
+  other.push(object('s', '1', 'secrets'), [1]);
+  other.dropWhere((entry) => entry.seq === 1);
+  other.firstListEnded('configmaps');
+  assert.equal(other.firstListDone('configmaps', other.committable([0], 100)), true);
+});
+
 test("sinks' progress: finished is accepted minus pending, in the router's order", () => {
   const sinks = [
     { name: 'stdout', stats: () => ({ accepted: 5, pending: 0 }) },
