@@ -12,6 +12,7 @@
 
 import type { AdmissionRecord } from '../events/admission-match.ts';
 import { errorMessage } from '../util/errors.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import {
   AdmissionBodyError,
@@ -36,6 +37,8 @@ export interface AdmissionServerOptions extends WebhookEndpoint {
   onRecords: (records: AdmissionRecord[]) => void;
   /** What the other replicas post (--peers), when they are configured. */
   peerRoute?: WebhookRoute | undefined;
+  /** Where a failure to take a request's records is reported (kubediff_event_failures_total). */
+  failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
   now?: () => number;
 }
@@ -89,6 +92,7 @@ export class AdmissionServer {
         },
       },
       peerRoute: options.peerRoute,
+      failures: options.failures,
       onAnswered: (outcome, seconds, peer) => {
         if (!peer) for (const observer of instance?.observers ?? []) observer.answered(outcome, seconds);
       },

@@ -8,6 +8,7 @@
 // answer goes out.
 
 import type { AuditRecord } from '../events/audit-match.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
 import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
@@ -20,6 +21,8 @@ export interface AuditServerOptions extends WebhookEndpoint {
   onRecords: (records: AuditRecord[]) => void;
   /** What the other replicas post (--peers), when they are configured. */
   peerRoute?: WebhookRoute | undefined;
+  /** Where a failure to take a request's records is reported (kubediff_event_failures_total). */
+  failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
 }
 
@@ -66,6 +69,7 @@ export class AuditServer {
         },
       },
       peerRoute: options.peerRoute,
+      failures: options.failures,
       log: options.log,
     });
     instance = new AuditServer(listener);

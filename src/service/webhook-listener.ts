@@ -30,6 +30,7 @@ import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { errorMessage, UsageError } from '../util/errors.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import { globToRegExp } from '../util/glob.ts';
 import { boundAddress, closeServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
@@ -81,6 +82,8 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
   peerRoute?: WebhookRoute | undefined;
   /** Each answer written, with its outcome and the seconds from the request to the answer. */
   onAnswered?: (outcome: WebhookOutcome, seconds: number, peer: boolean) => void;
+  /** Where a failure of an answer's `after` (taking its records) is reported; else it is logged. */
+  failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
 }
 
@@ -347,8 +350,10 @@ export class WebhookListener {
       if (size > this.options.maxRequestBytes) {
         finish();
         chunks.length = 0;
+        // The rest of the body is not read: the connection closes once the 413 is sent, not before
+        // (destroyed at once, the client would see a reset instead of the answer).
+        response.once('finish', () => request.destroy());
         this.refuse(response, started, peer, tooLarge, from);
-        request.destroy();
         return;
       }
       chunks.push(chunk);
@@ -361,31 +366,49 @@ export class WebhookListener {
       const body = Buffer.concat(chunks, size);
       chunks.length = 0;
       let answer: WebhookAnswer;
+      let outcome: WebhookOutcome = 'bad_request';
       try {
         answer = route.receive(body);
       } catch (error) {
         // A route answers every body it can read; anything else is a bug, contained to this request.
         this.options.log.warn(`${this.options.name}: a request failed: ${errorMessage(error)}`);
         answer = { status: 500, body: '{}', why: 'internal error' };
+        outcome = 'internal_error';
       }
       if (answer.status >= 400) {
         this.refuse(
           response,
           started,
           peer,
-          {
-            status: answer.status,
-            outcome: 'bad_request',
-            why: answer.why ?? 'the body cannot be read',
-          },
+          { status: answer.status, outcome, why: answer.why ?? 'the body cannot be read' },
           from,
         );
         return;
       }
       this.count('accepted', peer);
       this.answer(response, started, peer, 'accepted', answer.status, answer.body);
-      answer.after?.();
+      this.afterAnswer(answer);
     });
+  }
+
+  /**
+   * Runs an answer's `after` (its records, to the join and the peers): it runs in the request's 'end'
+   * handler, where an exception would be unheard and end the process; it costs those records only.
+   */
+  private afterAnswer(answer: WebhookAnswer): void {
+    try {
+      answer.after?.();
+    } catch (error) {
+      const what = 'taking the records of a request';
+      const object = { resource: `the ${this.options.name}` };
+      if (this.options.failures) {
+        this.options.failures.report('handler', what, object, error, 'its records are dropped');
+      } else {
+        this.options.log.warn(
+          `${this.options.name}: ${what} failed: ${errorMessage(error)}; its records are dropped.`,
+        );
+      }
+    }
   }
 
   private tooLarge(): string {
