@@ -46,6 +46,13 @@ export interface AdmissionServerOptions extends WebhookEndpoint {
 /** Each write of the cluster is one request: more at once than the audit webhook's batches, smaller. */
 const MAX_CONCURRENT_REQUESTS = 8;
 
+/**
+ * A review's body arrives at once: the API server waits at most the webhook's timeoutSeconds (2 in
+ * deploy/, 30 at most), so a body still coming after 5 s is a client holding one of the reads (408).
+ * Documented in docs/who.md ("Limits").
+ */
+export const BODY_TIMEOUT_MS = 5_000;
+
 /** What the metrics see of the answers (kubediff_admission_answer_seconds). */
 export interface AdmissionObserver {
   answered(outcome: WebhookOutcome, seconds: number): void;
@@ -73,6 +80,7 @@ export class AdmissionServer {
       requestsMetric: 'kubediff_admission_reviews_total',
       ...endpointOf(options),
       maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
+      bodyTimeoutMs: BODY_TIMEOUT_MS,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
       route: {
         receive: (body) => {

@@ -18,9 +18,10 @@
 // most their product. A route gets the whole body, answers, and the body is dropped.
 //
 // Whoever reaches the port cannot hold it (src/service/listener-guard.ts, WEBHOOK_LISTENER_LIMITS): a
-// TLS handshake must end within 5 s, connections are capped, and at the cap a new connection replaces
-// the oldest that has sent no request, so a flood of idle sockets never keeps the API server out; a
-// connection's errors stay with it. A refused request closes its connection. close() ends every
+// TLS handshake must end within 5 s, connections are capped (in all, and per remote address), and at the
+// cap a new connection replaces the oldest that has sent no request, else the one idle longest, so
+// neither idle sockets nor held kept-alive connections keep the API server out; with `bodyTimeoutMs` a
+// body that arrives slowly is cut (408); a connection's errors stay with it. A refused request closes its connection. close() ends every
 // connection at once, those still in their handshake too.
 
 import { timingSafeEqual, X509Certificate } from 'node:crypto';
@@ -73,6 +74,12 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
   /** The metric that counts its requests by outcome, named in log lines. */
   requestsMetric: string;
   maxConcurrentRequests: number;
+  /**
+   * A body must arrive within this, from its headers, else 408 and the connection closes: the API
+   * server gave up on it long before (the admission webhook's timeoutSeconds), and a slow body holds one
+   * of the `maxConcurrentRequests` reads. None: the listener's requestTimeoutMs alone.
+   */
+  bodyTimeoutMs?: number;
   reloadIntervalMs?: number;
   /** Its connections' bounds; default WEBHOOK_LISTENER_LIMITS. */
   limits?: ListenerLimits;
@@ -89,9 +96,11 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
 
 export const WEBHOOK_RELOAD_INTERVAL_MS = 10_000;
 
-/** Documented in docs/audit.md and docs/who.md ("Limits"). */
+/** Documented in docs/audit.md and docs/who.md ("Limits"), each bound. */
 export const WEBHOOK_LISTENER_LIMITS: ListenerLimits = {
   maxConnections: 64,
+  // One remote address cannot hold the port: the API server's own connections stay within it.
+  maxConnectionsPerAddress: 16,
   handshakeTimeoutMs: 5_000,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
@@ -338,22 +347,39 @@ export class WebhookListener {
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    let deadline: NodeJS.Timeout | undefined;
     const finish = () => {
       if (!done) {
         done = true;
         this.reading--;
+        clearTimeout(deadline);
       }
     };
+    // The rest of the body is not read: the connection closes once the refusal is sent, not before
+    // (destroyed at once, the client could see a reset instead of the answer).
+    const cut = (refusal: Refusal) => {
+      finish();
+      chunks.length = 0;
+      response.once('finish', () => request.destroy());
+      this.refuse(response, started, peer, refusal, from);
+    };
+    const timeoutMs = this.options.bodyTimeoutMs;
+    if (timeoutMs !== undefined) {
+      deadline = setTimeout(() => {
+        if (done) return;
+        const seconds = timeoutMs / 1000;
+        cut({
+          status: 408,
+          outcome: 'timeout',
+          why: `the body did not arrive within ${seconds} s`,
+        });
+      }, timeoutMs);
+    }
     request.on('data', (chunk: Buffer) => {
       if (done) return;
       size += chunk.length;
       if (size > this.options.maxRequestBytes) {
-        finish();
-        chunks.length = 0;
-        // The rest of the body is not read: the connection closes once the 413 is sent, not before
-        // (destroyed at once, the client would see a reset instead of the answer).
-        response.once('finish', () => request.destroy());
-        this.refuse(response, started, peer, tooLarge, from);
+        cut(tooLarge);
         return;
       }
       chunks.push(chunk);

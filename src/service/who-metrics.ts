@@ -54,7 +54,7 @@ export function registerAdmissionMetrics(registry: Registry, admission: Observed
   totals(
     registry,
     'kubediff_admission_reviews_total',
-    'Requests to the admission webhook, by outcome: accepted (answered allowed), unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed, internal_error. Every one lets the write through.',
+    'Requests to the admission webhook, by outcome: accepted (answered allowed), unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed, timeout (408), internal_error. Every one lets the write through.',
     ['outcome'],
     () => {
       const { requests } = admission.server.stats();
@@ -138,7 +138,7 @@ export function registerPeerMetrics(registry: Registry, peers: ObservedPeers): v
   totals(
     registry,
     'kubediff_peer_requests_total',
-    "Requests of the other replicas, by outcome: accepted, unauthorized (not this replica's certificate), bad_request, too_large, busy, not_allowed, internal_error.",
+    "Requests of the other replicas, by outcome: accepted, unauthorized (not this replica's certificate), bad_request, too_large, busy, not_allowed, timeout, internal_error.",
     ['outcome'],
     () =>
       WEBHOOK_OUTCOMES.map((outcome) => [

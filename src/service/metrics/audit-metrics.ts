@@ -22,7 +22,7 @@ export function registerAuditMetrics(
   const records = () => source()?.records();
   new Counter({
     name: 'kubediff_audit_requests_total',
-    help: 'Requests to the audit webhook, by outcome: accepted, unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed, internal_error.',
+    help: 'Requests to the audit webhook, by outcome: accepted, unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed, timeout, internal_error.',
     labelNames: ['outcome'],
     registers,
     collect() {

@@ -4,6 +4,7 @@
 // send their bodies slowly.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -69,9 +70,14 @@ describe('the webhook listener', () => {
     return { listener, log };
   };
 
-  /** A TLS connection that writes `text` (if any) and collects what comes back until it closes. */
-  const open = async (port: number, text?: string) => {
-    const socket = connect({ port, host: '127.0.0.1', ca: pki.caPem });
+  /**
+   * A TLS connection (from `from`, another loopback address) that writes `text` (if any) and collects
+   * what comes back until it closes.
+   */
+  const open = async (port: number, text?: string, from = '127.0.0.1') => {
+    const tcp = netConnect({ port, host: '127.0.0.1', localAddress: from });
+    tcp.on('error', () => {});
+    const socket = connect({ socket: tcp, host: '127.0.0.1', ca: pki.caPem });
     sockets.push(socket);
     socket.on('error', () => {});
     let received = '';
@@ -79,7 +85,8 @@ describe('the webhook listener', () => {
       received += chunk.toString();
     });
     const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
-    await new Promise((resolve) => socket.once('secureConnect', resolve));
+    // A connection the listener closes at once never completes its handshake.
+    await Promise.race([new Promise((resolve) => socket.once('secureConnect', resolve)), closed]);
     if (text !== undefined) socket.write(text);
     return { socket, closed, received: () => received };
   };
@@ -145,5 +152,67 @@ describe('the webhook listener', () => {
     assert.deepEqual(log.warnings, [
       'taking the records of a request failed for the admission webhook: RangeError: the join has a bug; its records are dropped. Further failures of this kind are only counted (--debug shows each one).',
     ]);
+  });
+
+  /** What a client that keeps its connection writes: one request, kept alive. */
+  const keptAlive = (body = '{}') =>
+    `POST /review HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+
+  it('64 connections that each sent a review and are held alive do not keep a new review out', async () => {
+    const { listener, log } = await start();
+    const held = [];
+    // Four addresses of 16 (the most one address may hold): the whole cap of 64.
+    for (const from of ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5']) {
+      for (let i = 0; i < 16; i++) {
+        const connection = await open(listener.port, keptAlive(), from);
+        while (!/\{"ok":true\}\r\n0\r\n\r\n$/.test(connection.received()))
+          await new Promise((resolve) => setImmediate(resolve));
+        held.push(connection);
+      }
+    }
+    assert.equal(listener.guard.connections, 64);
+    // The API server's review, on a new connection: the connection idle longest gives way.
+    assert.match(await post(listener.port), /^HTTP\/1\.1 200 [\s\S]*\{"ok":true\}/);
+    assert.equal(await held[0]?.closed, held[0]?.received(), 'the first held connection was closed');
+    assert.equal(listener.guard.stats().get('limit'), 1);
+    assert.match(
+      log.warnings.join('\n'),
+      /^admission webhook: 64 connections are open, the most served; a new one replaces the oldest that has sent nothing yet, else the one idle longest; the connection is closed/m,
+    );
+  });
+
+  it('one address holds at most 16 connections: its 17th takes the place of its own idlest', async () => {
+    const { listener } = await start();
+    const held = [];
+    for (let i = 0; i < 17; i++) {
+      const connection = await open(listener.port, keptAlive(), '127.0.0.6');
+      while (!/\{"ok":true\}\r\n0\r\n\r\n$/.test(connection.received()))
+        await new Promise((resolve) => setImmediate(resolve));
+      held.push(connection);
+    }
+    await held[0]?.closed;
+    assert.equal(listener.guard.connections, 16);
+    assert.equal(listener.guard.stats().get('address_limit'), 1);
+    // Another address is not affected.
+    assert.match(await post(listener.port), /^HTTP\/1\.1 200 /);
+  });
+
+  it('bodies sent slowly are cut at the body deadline (408), and reviews are answered again', async () => {
+    const { listener } = await start({ bodyTimeoutMs: 300, maxConcurrentRequests: 8 });
+    const slow = [];
+    for (let i = 0; i < 8; i++) {
+      // A body announced as 100 bytes, of which one is sent: it holds one of the 8 reads.
+      slow.push(
+        await open(listener.port, 'POST /review HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{'),
+      );
+    }
+    // Every read is held: a review is refused at once (503, the API server lets the write through).
+    let answer = await post(listener.port);
+    while (/^HTTP\/1\.1 503 /.test(answer)) answer = await post(listener.port);
+    assert.match(answer, /^HTTP\/1\.1 200 /);
+    for (const connection of slow) {
+      assert.match(await connection.closed, /^HTTP\/1\.1 408 [\s\S]*the body did not arrive within 0\.3 s\n/);
+    }
+    assert.equal(listener.stats().requests.get('timeout'), 8);
   });
 });
