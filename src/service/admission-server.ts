@@ -62,7 +62,6 @@ export class AdmissionServer {
   readonly listener: WebhookListener;
   private readonly ignored = new Map<IgnoreReason, number>();
   private readonly observers: AdmissionObserver[] = [];
-  private records = 0;
 
   private constructor(listener: WebhookListener) {
     this.listener = listener;
@@ -126,13 +125,12 @@ export class AdmissionServer {
     this.observers.push(observer);
   }
 
-  /** Requests by outcome, reviews ignored by reason, and records taken (for /metrics). */
+  /** Requests by outcome and reviews ignored by reason (for /metrics; the records, the source counts). */
   stats(): {
     requests: ReadonlyMap<WebhookOutcome, number>;
     ignored: ReadonlyMap<IgnoreReason, number>;
-    records: number;
   } {
-    return { requests: this.listener.stats().requests, ignored: this.ignored, records: this.records };
+    return { requests: this.listener.stats().requests, ignored: this.ignored };
   }
 
   close(): Promise<void> {
@@ -161,7 +159,6 @@ export class AdmissionServer {
       this.ignore('not_watched');
       return;
     }
-    this.records++;
     options.onRecords([admissionRecordOf(reading.requestUID, write, verdict.digest, now)]);
   }
 
