@@ -74,6 +74,12 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
     },
     [auditSource, admissionSource].filter(Boolean) as WhoSource<unknown>[],
   );
+  const registry = deps.service.metricsRegistry;
+  if (registry) {
+    // With prom-client, only when the metrics are served.
+    const { registerWhoJoinMetrics } = await import('../service/who-metrics.ts');
+    registerWhoJoinMetrics(registry, () => join.stats());
+  }
   const wiring: Wiring = {
     ...deps,
     join,

@@ -193,7 +193,7 @@ export class WhoJoin implements EventStage {
       if (this.counts.releasedAtLimit++ === 0) {
         this.options.log.warn(
           `who join: more than ${groupedCount(this.options.maxPending)} changes wait for their audit record or admission review; ` +
-            'the oldest go on at once without user. Counted in kubediff_audit_pending_released_total; logged once.',
+            'the oldest go on at once without user. Counted in kubediff_who_pending_released_total; logged once.',
         );
       }
     }

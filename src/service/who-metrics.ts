@@ -50,6 +50,28 @@ function totals<L extends string>(
   });
 }
 
+/**
+ * The join of who made each change, whatever its sources (the audit webhook, the admission webhook):
+ * the changes waiting for a record and those sent on early at its bound (docs/who.md, "Limits").
+ */
+export function registerWhoJoinMetrics(registry: Registry, join: () => WhoJoinStats): void {
+  new Gauge({
+    name: 'kubediff_who_pending_events',
+    help: 'Changes waiting now for their audit record or admission review (bounded by audit.maxPending, 10,000 by default).',
+    registers: [registry],
+    collect() {
+      this.set(join().pending);
+    },
+  });
+  totals(
+    registry,
+    'kubediff_who_pending_released_total',
+    'Changes sent on at once, without user, because audit.maxPending (10,000 by default) changes were waiting for a record.',
+    [],
+    () => [[{}, join().releasedAtLimit]],
+  );
+}
+
 export function registerAdmissionMetrics(registry: Registry, admission: ObservedAdmission): void {
   totals(
     registry,

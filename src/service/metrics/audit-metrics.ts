@@ -1,6 +1,7 @@
 // The audit webhook and the join (--audit-listen, docs/audit.md): requests by outcome, changes joined to
-// their record, those that went on without, and the join's bounds. Read at each scrape; zero without
-// --audit-listen.
+// their record, those that went on without, and the audit records' bounds. Read at each scrape; zero
+// without --audit-listen. The join's own bound (changes waiting) is the join's metric, whatever its
+// sources (who-metrics.ts).
 import { Counter, Gauge } from 'prom-client';
 import type { AuditSourceStats } from '../../events/audit-match.ts';
 import type { WhoJoinStats } from '../../events/who-join.ts';
@@ -56,22 +57,6 @@ export function registerAuditMetrics(
     registers,
     collect() {
       registration.incrementTo(this, {}, join()?.unmatched ?? 0, 'audit-unmatched');
-    },
-  });
-  new Counter({
-    name: 'kubediff_audit_pending_released_total',
-    help: 'Changes sent on before --audit-wait because audit.maxPending changes were waiting.',
-    registers,
-    collect() {
-      registration.incrementTo(this, {}, join()?.releasedAtLimit ?? 0, 'audit-released');
-    },
-  });
-  new Gauge({
-    name: 'kubediff_audit_pending_events',
-    help: 'Changes waiting for their audit record now (bounded by audit.maxPending).',
-    registers,
-    collect() {
-      this.set(join()?.pending ?? 0);
     },
   });
   new Gauge({
