@@ -75,4 +75,12 @@ export function registerAuditMetrics(
       registration.incrementTo(this, {}, records()?.recordsDropped ?? 0, 'audit-dropped');
     },
   });
+  new Counter({
+    name: 'kubediff_audit_records_duplicate_total',
+    help: 'Audit records received a second time (from the API server and from a peer) and dropped: each counts once.',
+    registers,
+    collect() {
+      registration.incrementTo(this, {}, records()?.recordsDuplicate ?? 0, 'audit-duplicate');
+    },
+  });
 }

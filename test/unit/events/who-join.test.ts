@@ -164,6 +164,29 @@ test('a record without response object (level Metadata) joins by name, verb and 
   j.join.close();
 });
 
+test('a record received twice (the API server and a peer) counts once: its copy names no later write', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const j = joinWith();
+  const alice = record({ uid: undefined, resourceVersion: undefined, auditID: 'alice-1' });
+  j.send(sampleEvent());
+  j.offer([alice]);
+  assert.equal(j.out[0]?.by?.user?.username, 'alice');
+  j.offer([alice]);
+  // Bob's write of the same object, a second later, before his record comes: alice's copy is no candidate.
+  j.advance(1_000);
+  j.send(
+    sampleEvent({ id: 'u1:6', time: new Date(T0 + 1_000).toISOString(), object: { resourceVersion: '6' } }),
+  );
+  assert.equal(j.out.length, 1, 'it waits for its own record');
+  j.offer([{ ...alice, auditID: 'bob-1', user: { username: 'bob', groups: [] }, time: T0 + 1_000 }]);
+  assert.deepEqual(
+    j.out.map((event) => event.by?.user?.username),
+    ['alice', 'bob'],
+  );
+  assert.equal(j.stats().recordsDuplicate, 1);
+  j.join.close();
+});
+
 test('a record of another write of the same object (another resourceVersion) is not taken', (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const j = joinWith();

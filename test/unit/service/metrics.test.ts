@@ -183,6 +183,7 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
       unmatched: 4,
       releasedAtLimit: 0,
       recordsDropped: 2,
+      recordsDuplicate: 1,
       held: 3,
     };
     metrics.setSources({ audit: { requests: () => requests, join: () => join, records: () => join } });
@@ -195,6 +196,7 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
     assert.equal(scraped.get('kubediff_audit_events_unmatched_total'), 4);
     assert.equal(scraped.get('kubediff_audit_records'), 7);
     assert.equal(scraped.get('kubediff_audit_records_dropped_total'), 2);
+    assert.equal(scraped.get('kubediff_audit_records_duplicate_total'), 1);
     // The join's own metrics are the join's, whatever its sources (below).
     assert.equal(scraped.get('kubediff_audit_pending_events'), undefined);
   } finally {
