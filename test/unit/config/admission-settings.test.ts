@@ -159,6 +159,10 @@ describe('admission webhook settings', () => {
       ],
       [{ peers: 'kubediff-peers:9443' }, /add one of them/],
       [
+        { ...FILES, admissionAllowUnauthenticated: true, auditWait: '0s' },
+        /^--audit-wait is the audit webhook's wait: add --audit-listen <addr>; the admission webhook's is admission.wait in the config file \(docs\/who\.md\)\.$/,
+      ],
+      [
         { ...FILES, admissionAllowUnauthenticated: true, peers: 'no-port' },
         /invalid --peers "no-port": use host:port/,
       ],
