@@ -53,6 +53,12 @@ const MAX_CONCURRENT_REQUESTS = 8;
  */
 export const BODY_TIMEOUT_MS = 5_000;
 
+/**
+ * With all 8 reads busy, a read whose body has been arriving for this long gives its place to the new
+ * review (408): clients sending bodies slowly cannot keep reviews out between deadlines. docs/who.md.
+ */
+export const SLOW_BODY_MS = 1_000;
+
 /** What the metrics see of the answers (kubediff_admission_answer_seconds). */
 export interface AdmissionObserver {
   answered(outcome: WebhookOutcome, seconds: number): void;
@@ -80,6 +86,7 @@ export class AdmissionServer {
       ...endpointOf(options),
       maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
       bodyTimeoutMs: BODY_TIMEOUT_MS,
+      slowBodyMs: SLOW_BODY_MS,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
       route: {
         receive: (body) => {

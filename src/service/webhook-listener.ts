@@ -21,7 +21,8 @@
 // TLS handshake must end within 5 s, connections are capped (in all, and per remote address), and at the
 // cap a new connection replaces the oldest that has sent no request, else the one idle longest, so
 // neither idle sockets nor held kept-alive connections keep the API server out; with `bodyTimeoutMs` a
-// body that arrives slowly is cut (408); a connection's errors stay with it. A refused request closes its connection. close() ends every
+// body that arrives slowly is cut (408), and with `slowBodyMs` sooner when a new request needs its read;
+// a connection's errors stay with it. A refused request closes its connection. close() ends every
 // connection at once, those still in their handshake too.
 
 import { timingSafeEqual, X509Certificate } from 'node:crypto';
@@ -80,6 +81,12 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
    * of the `maxConcurrentRequests` reads. None: the listener's requestTimeoutMs alone.
    */
   bodyTimeoutMs?: number;
+  /**
+   * With every read busy, a new request takes the place of the read that has waited longest for its
+   * body, if it has waited this long (408): a real body arrives in milliseconds, so clients that send
+   * theirs slowly cannot keep the reads from real requests between deadlines. None: 503 at once.
+   */
+  slowBodyMs?: number;
   reloadIntervalMs?: number;
   /** Its connections' bounds; default WEBHOOK_LISTENER_LIMITS. */
   limits?: ListenerLimits;
@@ -129,6 +136,8 @@ export class WebhookListener {
   private readonly names: RegExp[] | undefined;
   private readonly token: Buffer | undefined;
   private reading = 0;
+  /** The reads in progress, oldest first, with how to cut each (slowBodyMs). */
+  private readonly reads = new Map<symbol, { since: number; cut: () => void }>();
   private readonly sockets = new Set<Socket>();
   private reloadTimer: NodeJS.Timeout | undefined;
   private fileStamp: string;
@@ -326,7 +335,7 @@ export class WebhookListener {
       );
     } else if (Number(request.headers['content-length']) > this.options.maxRequestBytes) {
       refuse(tooLarge);
-    } else if (this.reading >= limit) {
+    } else if (this.reading >= limit && !this.cutSlowestRead()) {
       refuse(
         { status: 503, outcome: 'busy', why: `more than ${limit} requests at once` },
         { 'retry-after': '1' },
@@ -348,10 +357,12 @@ export class WebhookListener {
     let size = 0;
     let done = false;
     let deadline: NodeJS.Timeout | undefined;
+    const id = Symbol('read');
     const finish = () => {
       if (!done) {
         done = true;
         this.reading--;
+        this.reads.delete(id);
         clearTimeout(deadline);
       }
     };
@@ -363,15 +374,23 @@ export class WebhookListener {
       response.once('finish', () => request.destroy());
       this.refuse(response, started, peer, refusal, from);
     };
+    this.reads.set(id, {
+      since: performance.now(),
+      cut: () =>
+        cut({
+          status: 408,
+          outcome: 'timeout',
+          why: `the body was still arriving after ${formatSeconds(this.options.slowBodyMs ?? 0)} while other requests waited`,
+        }),
+    });
     const timeoutMs = this.options.bodyTimeoutMs;
     if (timeoutMs !== undefined) {
       deadline = setTimeout(() => {
         if (done) return;
-        const seconds = timeoutMs / 1000;
         cut({
           status: 408,
           outcome: 'timeout',
-          why: `the body did not arrive within ${seconds} s`,
+          why: `the body did not arrive within ${formatSeconds(timeoutMs)}`,
         });
       }, timeoutMs);
     }
@@ -415,6 +434,16 @@ export class WebhookListener {
       this.answer(response, started, peer, 'accepted', answer.status, answer.body);
       this.afterAnswer(answer);
     });
+  }
+
+  /** Cuts the read that has waited longest for its body, if longer than slowBodyMs; false if none. */
+  private cutSlowestRead(): boolean {
+    const slowMs = this.options.slowBodyMs;
+    if (slowMs === undefined) return false;
+    const oldest = this.reads.values().next().value;
+    if (!oldest || performance.now() - oldest.since < slowMs) return false;
+    oldest.cut();
+    return true;
   }
 
   /**
@@ -491,6 +520,11 @@ export class WebhookListener {
     }
     return undefined;
   }
+}
+
+/** 5000 → '5 s', 300 → '0.3 s'. */
+function formatSeconds(ms: number): string {
+  return `${ms / 1000} s`;
 }
 
 /** The SHA-256 fingerprint of the first certificate of a PEM file, or of a DER certificate. */

@@ -215,4 +215,24 @@ describe('the webhook listener', () => {
     }
     assert.equal(listener.stats().requests.get('timeout'), 8);
   });
+
+  it('with every read held by a slow body, a new review takes the place of the one waiting longest (408)', async () => {
+    const { listener } = await start({ bodyTimeoutMs: 3_600_000, slowBodyMs: 100, maxConcurrentRequests: 8 });
+    const slow = [];
+    for (let i = 0; i < 8; i++) {
+      slow.push(
+        await open(listener.port, 'POST /review HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{'),
+      );
+    }
+    // Refused (503) only while the held reads are younger than slowBodyMs; then answered, long before
+    // the body deadline.
+    let answer = await post(listener.port);
+    while (/^HTTP\/1\.1 503 /.test(answer)) answer = await post(listener.port);
+    assert.match(answer, /^HTTP\/1\.1 200 /);
+    assert.match(
+      await (slow[0] as { closed: Promise<string> }).closed,
+      /^HTTP\/1\.1 408 [\s\S]*the body was still arriving after 0\.1 s while other requests waited\n/,
+    );
+    assert.equal(listener.stats().requests.get('timeout'), 1);
+  });
 });
