@@ -268,7 +268,7 @@ async function assemblePipeline(
   });
   // --audit-listen, --admission-listen: who made each change, joined before the rules so that user
   // filters see it (src/cli/who-sources.ts).
-  const who = await startWhoSources(settings, { normalizer, service, log, lifecycle });
+  const who = await startWhoSources(settings, { normalizer, service, log, lifecycle, failures });
   const rules: EventStage[] = [
     // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
     ownerStage(parts.owners),

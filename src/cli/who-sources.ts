@@ -14,6 +14,7 @@ import type { ResourceType } from '../kube/types.ts';
 import type { PeerRecords } from '../service/peer-records.ts';
 import type { ServiceRuntime } from '../service/service.ts';
 import type { WebhookListener, WebhookRoute } from '../service/webhook-listener.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import type { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
 
@@ -29,6 +30,8 @@ interface WhoDeps {
   service: ServiceRuntime;
   log: Logger;
   lifecycle: Lifecycle;
+  /** Where records that fail to join, and changes the join fails to pass on, are reported. */
+  failures: FailureReporter<'handler'>;
 }
 
 /** What the parts below share: the join and its sources, where records also go, the listeners started. */
@@ -66,10 +69,17 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
     {
       waitMs: Math.max(audit?.waitMs ?? 0, admission?.waitMs ?? 0),
       maxPending: audit?.maxPending ?? WHO_JOIN_DEFAULTS.maxPending,
+      failures: deps.failures,
       log,
     },
     [auditSource, admissionSource].filter(Boolean) as WhoSource<unknown>[],
   );
+  const registry = deps.service.metricsRegistry;
+  if (registry) {
+    // With prom-client, only when the metrics are served.
+    const { registerWhoJoinMetrics } = await import('../service/who-metrics.ts');
+    registerWhoJoinMetrics(registry, () => join.stats());
+  }
   const wiring: Wiring = {
     ...deps,
     join,
@@ -101,6 +111,7 @@ async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wi
         wiring.forward({ audit: records });
       },
       peerRoute: wiring.peerRoute,
+      failures: wiring.failures,
       log,
     }),
     (server) => server.close(),
@@ -132,6 +143,7 @@ async function startAdmission(
         wiring.forward({ admission: records });
       },
       peerRoute: wiring.peerRoute,
+      failures: wiring.failures,
       log,
     }),
     (server) => server.close(),

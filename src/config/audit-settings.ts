@@ -37,6 +37,12 @@ export function auditSettingsFrom(
   file: ConfigInput['audit'] | undefined,
   env: Env,
 ): AuditSettings | undefined {
+  if (flags.auditWait !== undefined && !flags.auditListen?.trim() && !file?.listen) {
+    // The admission webhook has a wait of its own; with both on, a change waits the longer (docs/who.md).
+    throw new UsageError(
+      "--audit-wait is the audit webhook's wait: add --audit-listen <addr>; the admission webhook's is admission.wait in the config file (docs/who.md).",
+    );
+  }
   const endpoint = webhookEndpointFrom('audit', {
     flags: {
       listen: flags.auditListen,

@@ -61,6 +61,8 @@ export interface AuditSourceStats {
   joinedNearest: number;
   /** Unmatched records dropped because `maxRecords` were kept. */
   recordsDropped: number;
+  /** Records received again (from the API server and from a peer): the second is dropped. */
+  recordsDuplicate: number;
 }
 
 /** Verbs that can make each type of event, for a nearest match (a subresource's create updates its object). */
@@ -119,9 +121,18 @@ export class AuditSource implements WhoSource<AuditRecord> {
   private readonly store: RecordStore<AuditRecord>;
   private joinedExact = 0;
   private joinedNearest = 0;
+  private duplicates = 0;
+  private readonly maxRecords: number;
+  /**
+   * The auditIDs of the last `maxRecords` records, oldest first: a record that comes twice (the API
+   * server's call and a peer's copy) counts once; kept as a second copy, it could name the wrong user
+   * of a later write of the same object (a nearest match). Bounded as the store is.
+   */
+  private readonly seen = new Set<string>();
 
   constructor(options: AuditSourceOptions) {
     this.windowMs = options.windowMs;
+    this.maxRecords = options.maxRecords;
     this.store = new RecordStore({
       maxRecords: options.maxRecords,
       retainMs: options.retainMs,
@@ -143,6 +154,7 @@ export class AuditSource implements WhoSource<AuditRecord> {
       joinedExact: this.joinedExact,
       joinedNearest: this.joinedNearest,
       recordsDropped: this.store.dropped,
+      recordsDuplicate: this.duplicates,
     };
   }
 
@@ -152,6 +164,12 @@ export class AuditSource implements WhoSource<AuditRecord> {
     waiting: WaitingIndex<W>,
     now: number,
   ): { entry: W; candidate: Candidate } | undefined {
+    if (this.seen.has(record.auditID)) {
+      this.duplicates++;
+      return undefined;
+    }
+    this.seen.add(record.auditID);
+    if (this.seen.size > this.maxRecords) this.seen.delete(this.seen.values().next().value as string);
     if (record.uid !== undefined) {
       for (const entry of waiting.byUid(record.uid)) {
         if (exactFor(record, entry.subject)) return { entry, candidate: this.named(record, 'exact') };

@@ -18,8 +18,9 @@
 // counted in a metric and logged once.
 
 import { groupedCount } from '../util/count-text.ts';
+import { type FailureReporter, identityOf } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
-import { withBy } from './event.ts';
+import { qualifiedResource, withBy } from './event.ts';
 import type { EventStage, Handover } from './pipeline.ts';
 import { addTo, removeFrom } from './record-store.ts';
 import {
@@ -35,6 +36,11 @@ export interface WhoJoinOptions {
   waitMs: number;
   /** Changes waiting at most. */
   maxPending: number;
+  /**
+   * Where a change that fails in the stages after the join is reported: the join passes changes on
+   * from its timer and from a webhook's request, where an exception would be unheard and end the process.
+   */
+  failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
   now?: () => number;
 }
@@ -162,8 +168,22 @@ export class WhoJoin implements EventStage {
   }
 
   private passOn(entry: Waiting): void {
-    if (entry.subject) for (const source of this.sources.values()) source.passed?.(entry.subject);
-    this.next(entry.handover);
+    try {
+      if (entry.subject) for (const source of this.sources.values()) source.passed?.(entry.subject);
+      this.next(entry.handover);
+    } catch (error) {
+      // Contained to this change: the changes behind it still go on, in order.
+      const event = entry.handover.event;
+      const failures = this.options.failures;
+      if (!failures) throw error;
+      failures.report(
+        'handler',
+        'passing on a change after the who join',
+        event ? identityOf(qualifiedResource(event), event.object) : { resource: 'a change' },
+        error,
+        'it is not reported',
+      );
+    }
   }
 
   private releaseAtLimit(): void {
@@ -173,7 +193,7 @@ export class WhoJoin implements EventStage {
       if (this.counts.releasedAtLimit++ === 0) {
         this.options.log.warn(
           `who join: more than ${groupedCount(this.options.maxPending)} changes wait for their audit record or admission review; ` +
-            'the oldest go on at once without user. Counted in kubediff_audit_pending_released_total; logged once.',
+            'the oldest go on at once without user. Counted in kubediff_who_pending_released_total; logged once.',
         );
       }
     }

@@ -12,6 +12,7 @@
 
 import type { AdmissionRecord } from '../events/admission-match.ts';
 import { errorMessage } from '../util/errors.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import {
   AdmissionBodyError,
@@ -36,12 +37,27 @@ export interface AdmissionServerOptions extends WebhookEndpoint {
   onRecords: (records: AdmissionRecord[]) => void;
   /** What the other replicas post (--peers), when they are configured. */
   peerRoute?: WebhookRoute | undefined;
+  /** Where a failure to take a request's records is reported (kubediff_event_failures_total). */
+  failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
   now?: () => number;
 }
 
 /** Each write of the cluster is one request: more at once than the audit webhook's batches, smaller. */
 const MAX_CONCURRENT_REQUESTS = 8;
+
+/**
+ * A review's body arrives at once: the API server waits at most the webhook's timeoutSeconds (2 in
+ * deploy/, 30 at most), so a body still coming after 5 s is a client holding one of the reads (408).
+ * Documented in docs/who.md ("Limits").
+ */
+export const BODY_TIMEOUT_MS = 5_000;
+
+/**
+ * With all 8 reads busy, a read whose body has been arriving for this long gives its place to the new
+ * review (408): clients sending bodies slowly cannot keep reviews out between deadlines. docs/who.md.
+ */
+export const SLOW_BODY_MS = 1_000;
 
 /** What the metrics see of the answers (kubediff_admission_answer_seconds). */
 export interface AdmissionObserver {
@@ -52,7 +68,6 @@ export class AdmissionServer {
   readonly listener: WebhookListener;
   private readonly ignored = new Map<IgnoreReason, number>();
   private readonly observers: AdmissionObserver[] = [];
-  private records = 0;
 
   private constructor(listener: WebhookListener) {
     this.listener = listener;
@@ -70,6 +85,8 @@ export class AdmissionServer {
       requestsMetric: 'kubediff_admission_reviews_total',
       ...endpointOf(options),
       maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
+      bodyTimeoutMs: BODY_TIMEOUT_MS,
+      slowBodyMs: SLOW_BODY_MS,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
       route: {
         receive: (body) => {
@@ -89,6 +106,7 @@ export class AdmissionServer {
         },
       },
       peerRoute: options.peerRoute,
+      failures: options.failures,
       onAnswered: (outcome, seconds, peer) => {
         if (!peer) for (const observer of instance?.observers ?? []) observer.answered(outcome, seconds);
       },
@@ -114,13 +132,12 @@ export class AdmissionServer {
     this.observers.push(observer);
   }
 
-  /** Requests by outcome, reviews ignored by reason, and records taken (for /metrics). */
+  /** Requests by outcome and reviews ignored by reason (for /metrics; the records, the source counts). */
   stats(): {
     requests: ReadonlyMap<WebhookOutcome, number>;
     ignored: ReadonlyMap<IgnoreReason, number>;
-    records: number;
   } {
-    return { requests: this.listener.stats().requests, ignored: this.ignored, records: this.records };
+    return { requests: this.listener.stats().requests, ignored: this.ignored };
   }
 
   close(): Promise<void> {
@@ -149,7 +166,6 @@ export class AdmissionServer {
       this.ignore('not_watched');
       return;
     }
-    this.records++;
     options.onRecords([admissionRecordOf(reading.requestUID, write, verdict.digest, now)]);
   }
 

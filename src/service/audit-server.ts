@@ -8,6 +8,7 @@
 // answer goes out.
 
 import type { AuditRecord } from '../events/audit-match.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
 import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
@@ -20,6 +21,8 @@ export interface AuditServerOptions extends WebhookEndpoint {
   onRecords: (records: AuditRecord[]) => void;
   /** What the other replicas post (--peers), when they are configured. */
   peerRoute?: WebhookRoute | undefined;
+  /** Where a failure to take a request's records is reported (kubediff_event_failures_total). */
+  failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
 }
 
@@ -28,7 +31,6 @@ const MAX_CONCURRENT_REQUESTS = 4;
 
 export class AuditServer {
   readonly listener: WebhookListener;
-  private records = 0;
 
   private constructor(listener: WebhookListener) {
     this.listener = listener;
@@ -36,7 +38,6 @@ export class AuditServer {
 
   /** Listens; rejects with a UsageError when the files cannot be read or the port cannot be had. */
   static async start(options: AuditServerOptions): Promise<AuditServer> {
-    let instance: AuditServer | undefined;
     const listener = await WebhookListener.start({
       name: 'audit webhook',
       settingsKey: 'audit',
@@ -58,17 +59,15 @@ export class AuditServer {
           return {
             status: 200,
             body: '{}',
-            after: () => {
-              if (instance) instance.records += records.length;
-              options.onRecords(records);
-            },
+            after: () => options.onRecords(records),
           };
         },
       },
       peerRoute: options.peerRoute,
+      failures: options.failures,
       log: options.log,
     });
-    instance = new AuditServer(listener);
+    const instance = new AuditServer(listener);
     options.log.info(
       `receiving audit events on https://${listener.address} (authenticated by ${listener.authentication})`,
     );
@@ -80,9 +79,9 @@ export class AuditServer {
     return this.listener.address;
   }
 
-  /** Requests by outcome, and records taken (for /metrics). */
-  stats(): { requests: ReadonlyMap<WebhookOutcome, number>; records: number } {
-    return { requests: this.listener.stats().requests, records: this.records };
+  /** Requests by outcome (for /metrics; the records, the audit source counts). */
+  stats(): { requests: ReadonlyMap<WebhookOutcome, number> } {
+    return { requests: this.listener.stats().requests };
   }
 
   close(): Promise<void> {

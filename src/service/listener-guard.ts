@@ -7,8 +7,11 @@
 //   counted, the first of each listener logged, and the connection closed. Node's default for some of
 //   them is to throw from an event nobody listens to, which ends the process.
 // - Connections are capped. At the cap a new connection takes the place of the oldest one that has not
-//   proven anything yet (a TLS handshake not done, no request sent): a flood of idle sockets cannot keep
-//   a real client out. When every connection is busy, the new one is closed at once.
+//   proven anything yet (a TLS handshake not done, no request sent), else of the one idle longest (kept
+//   alive, no request in flight): neither a flood of idle sockets nor clients that send one request each
+//   and then hold their connections can keep a real client out. When every connection is busy, the new
+//   one is closed at once. With `maxConnectionsPerAddress`, one remote address holds at most that many:
+//   its new connection takes the place of its own idle one, else it is closed.
 // - Idle sockets time out quickly: the TLS handshake (handshakeTimeoutMs), the first request's headers
 //   (headersTimeoutMs, checked every second), and a kept-alive connection between requests.
 //
@@ -22,12 +25,14 @@ import type { Logger } from '../util/log.ts';
 
 export type ListenerName = 'ui' | 'health' | 'audit' | 'admission';
 
-export const LISTENER_CLOSE_REASONS = ['error', 'limit', 'handshake_timeout'] as const;
+export const LISTENER_CLOSE_REASONS = ['error', 'limit', 'address_limit', 'handshake_timeout'] as const;
 export type ListenerCloseReason = (typeof LISTENER_CLOSE_REASONS)[number];
 
 /** Documented in docs/ui.md and docs/audit.md ("Limits"). */
 export interface ListenerLimits {
   maxConnections: number;
+  /** Connections from one remote address at most (none: only maxConnections). */
+  maxConnectionsPerAddress?: number;
   /** The complete headers of a request, from the connection's start (or its previous request's end). */
   headersTimeoutMs: number;
   /** A whole request, body included. */
@@ -58,6 +63,8 @@ interface Tracked {
   proven: boolean;
   /** Requests being answered on it now. */
   busy: number;
+  /** When it last accepted or ended a request (performance.now()): the one idle longest gives way. */
+  active: number;
 }
 
 export class ListenerGuard {
@@ -123,12 +130,25 @@ export class ListenerGuard {
 
   private accepted(socket: Socket): void {
     const key = keyOf(socket);
-    if (this.open.size >= this.limits.maxConnections && !this.evictIdle()) {
+    const perAddress = this.limits.maxConnectionsPerAddress;
+    if (perAddress !== undefined) {
+      const address = socket.remoteAddress ?? '';
+      const own = [...this.open.values()].filter((tracked) => tracked.socket.remoteAddress === address);
+      if (own.length >= perAddress && !this.evict(own, 'address_limit')) {
+        this.count(
+          'address_limit',
+          `${perAddress} connections from ${address} are open and busy, the most served to one address`,
+        );
+        socket.destroy();
+        return;
+      }
+    }
+    if (this.open.size >= this.limits.maxConnections && !this.evict(this.open.values(), 'limit')) {
       this.count('limit', `${this.limits.maxConnections} connections are open and busy, the most served`);
       socket.destroy();
       return;
     }
-    const tracked: Tracked = { socket, proven: false, busy: 0 };
+    const tracked: Tracked = { socket, proven: false, busy: 0, active: performance.now() };
     this.open.set(key, tracked);
     // A socket's own errors (a reset) end it; 'close' follows, which forgets it.
     socket.on('error', () => {});
@@ -137,19 +157,34 @@ export class ListenerGuard {
     });
   }
 
-  /** Closes the oldest connection that has proven nothing yet; false when every one has. */
-  private evictIdle(): boolean {
-    for (const tracked of this.open.values()) {
-      if (tracked.proven || tracked.busy > 0) continue;
-      this.count(
-        'limit',
-        `${this.limits.maxConnections} connections are open, the most served; a new one replaces the oldest that has sent nothing yet`,
-      );
-      this.open.delete(keyOf(tracked.socket));
-      tracked.socket.destroy();
-      return true;
+  /**
+   * Closes, of `candidates` (oldest first), the oldest that has proven nothing yet, else the one idle
+   * longest; false when every one has a request in flight.
+   */
+  private evict(candidates: Iterable<Tracked>, reason: 'limit' | 'address_limit'): boolean {
+    let unproven: Tracked | undefined;
+    let idlest: Tracked | undefined;
+    for (const tracked of candidates) {
+      if (tracked.busy > 0) continue;
+      if (!tracked.proven) {
+        unproven = tracked;
+        break;
+      }
+      if (!idlest || tracked.active < idlest.active) idlest = tracked;
     }
-    return false;
+    const victim = unproven ?? idlest;
+    if (!victim) return false;
+    const limit =
+      reason === 'limit'
+        ? `${this.limits.maxConnections} connections are open, the most served`
+        : `${this.limits.maxConnectionsPerAddress} connections from ${victim.socket.remoteAddress ?? ''} are open, the most served to one address`;
+    this.count(
+      reason,
+      `${limit}; a new one replaces the oldest that has sent nothing yet, else the one idle longest`,
+    );
+    this.open.delete(keyOf(victim.socket));
+    victim.socket.destroy();
+    return true;
   }
 
   private request(request: IncomingMessage, response: ServerResponse): void {
@@ -157,8 +192,10 @@ export class ListenerGuard {
     if (tracked) {
       tracked.proven = true;
       tracked.busy++;
+      tracked.active = performance.now();
       response.once('close', () => {
         tracked.busy--;
+        tracked.active = performance.now();
       });
     }
     request.on('error', () => {});
@@ -216,6 +253,8 @@ function describeReason(reason: ListenerCloseReason): string {
       return 'a connection did not complete its TLS handshake in time';
     case 'limit':
       return 'too many connections';
+    case 'address_limit':
+      return 'too many connections from one address';
     case 'error':
       return 'a connection failed';
   }

@@ -37,6 +37,8 @@ export interface PeerForwarderOptions {
   log: Logger;
   maxQueued?: number;
   resolveIntervalMs?: number;
+  /** A connection's TCP connect and TLS handshake at most; default CONNECT_TIMEOUT_MS. */
+  connectTimeoutMs?: number;
   /** The addresses a name resolves to (tests). */
   resolve?: (host: string) => Promise<string[]>;
 }
@@ -45,6 +47,11 @@ export const PEER_DEFAULTS = { maxQueued: 10_000 } as const;
 const MAX_BATCH = 1_000;
 const RESOLVE_INTERVAL_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 5_000;
+/**
+ * Our own connector replaces undici's, where its connect timeout lives: a peer that accepts TCP and never
+ * completes TLS (a stuck replica, a wrong port) would otherwise hold its queue's sending for good.
+ */
+const CONNECT_TIMEOUT_MS = 5_000;
 
 export const PEER_RECORD_OUTCOMES = ['sent', 'failed', 'dropped'] as const;
 export type PeerRecordOutcome = (typeof PEER_RECORD_OUTCOMES)[number];
@@ -200,6 +207,7 @@ export class PeerForwarder {
   /** Connections that present this replica's certificate and accept only a server that presents it too. */
   private agentWith(files: { cert: Buffer; key: Buffer }): Agent {
     const fingerprints = () => this.options.listener.peerFingerprints;
+    const timeoutMs = this.options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     return new Agent({
       keepAliveTimeout: 30_000,
       connections: 2,
@@ -215,7 +223,14 @@ export class PeerForwarder {
           minVersion: 'TLSv1.2',
           ALPNProtocols: ['http/1.1'],
         });
+        const timer = setTimeout(() => {
+          if (settled) return;
+          settled = true;
+          socket.destroy();
+          callback(new Error(`no TLS connection within ${timeoutMs / 1000} s`), null);
+        }, timeoutMs);
         socket.once('secureConnect', () => {
+          clearTimeout(timer);
           const fingerprint = socket.getPeerCertificate().fingerprint256;
           if (settled) return;
           settled = true;
@@ -227,6 +242,7 @@ export class PeerForwarder {
           }
         });
         socket.once('error', (error) => {
+          clearTimeout(timer);
           if (settled) return;
           settled = true;
           callback(error, null);

@@ -18,9 +18,11 @@
 // most their product. A route gets the whole body, answers, and the body is dropped.
 //
 // Whoever reaches the port cannot hold it (src/service/listener-guard.ts, WEBHOOK_LISTENER_LIMITS): a
-// TLS handshake must end within 5 s, connections are capped, and at the cap a new connection replaces
-// the oldest that has sent no request, so a flood of idle sockets never keeps the API server out; a
-// connection's errors stay with it. A refused request closes its connection. close() ends every
+// TLS handshake must end within 5 s, connections are capped (in all, and per remote address), and at the
+// cap a new connection replaces the oldest that has sent no request, else the one idle longest, so
+// neither idle sockets nor held kept-alive connections keep the API server out; with `bodyTimeoutMs` a
+// body that arrives slowly is cut (408), and with `slowBodyMs` sooner when a new request needs its read;
+// a connection's errors stay with it. A refused request closes its connection. close() ends every
 // connection at once, those still in their handshake too.
 
 import { timingSafeEqual, X509Certificate } from 'node:crypto';
@@ -30,6 +32,7 @@ import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { errorMessage, UsageError } from '../util/errors.ts';
+import type { FailureReporter } from '../util/event-failures.ts';
 import { globToRegExp } from '../util/glob.ts';
 import { boundAddress, closeServer, listenOn } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
@@ -72,6 +75,18 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
   /** The metric that counts its requests by outcome, named in log lines. */
   requestsMetric: string;
   maxConcurrentRequests: number;
+  /**
+   * A body must arrive within this, from its headers, else 408 and the connection closes: the API
+   * server gave up on it long before (the admission webhook's timeoutSeconds), and a slow body holds one
+   * of the `maxConcurrentRequests` reads. None: the listener's requestTimeoutMs alone.
+   */
+  bodyTimeoutMs?: number;
+  /**
+   * With every read busy, a new request takes the place of the read that has waited longest for its
+   * body, if it has waited this long (408): a real body arrives in milliseconds, so clients that send
+   * theirs slowly cannot keep the reads from real requests between deadlines. None: 503 at once.
+   */
+  slowBodyMs?: number;
   reloadIntervalMs?: number;
   /** Its connections' bounds; default WEBHOOK_LISTENER_LIMITS. */
   limits?: ListenerLimits;
@@ -81,14 +96,18 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
   peerRoute?: WebhookRoute | undefined;
   /** Each answer written, with its outcome and the seconds from the request to the answer. */
   onAnswered?: (outcome: WebhookOutcome, seconds: number, peer: boolean) => void;
+  /** Where a failure of an answer's `after` (taking its records) is reported; else it is logged. */
+  failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
 }
 
 export const WEBHOOK_RELOAD_INTERVAL_MS = 10_000;
 
-/** Documented in docs/audit.md and docs/who.md ("Limits"). */
+/** Documented in docs/audit.md and docs/who.md ("Limits"), each bound. */
 export const WEBHOOK_LISTENER_LIMITS: ListenerLimits = {
   maxConnections: 64,
+  // One remote address cannot hold the port: the API server's own connections stay within it.
+  maxConnectionsPerAddress: 16,
   handshakeTimeoutMs: 5_000,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
@@ -117,6 +136,8 @@ export class WebhookListener {
   private readonly names: RegExp[] | undefined;
   private readonly token: Buffer | undefined;
   private reading = 0;
+  /** The reads in progress, oldest first, with how to cut each (slowBodyMs). */
+  private readonly reads = new Map<symbol, { since: number; cut: () => void }>();
   private readonly sockets = new Set<Socket>();
   private reloadTimer: NodeJS.Timeout | undefined;
   private fileStamp: string;
@@ -314,7 +335,7 @@ export class WebhookListener {
       );
     } else if (Number(request.headers['content-length']) > this.options.maxRequestBytes) {
       refuse(tooLarge);
-    } else if (this.reading >= limit) {
+    } else if (this.reading >= limit && !this.cutSlowestRead()) {
       refuse(
         { status: 503, outcome: 'busy', why: `more than ${limit} requests at once` },
         { 'retry-after': '1' },
@@ -335,20 +356,49 @@ export class WebhookListener {
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    let deadline: NodeJS.Timeout | undefined;
+    const id = Symbol('read');
     const finish = () => {
       if (!done) {
         done = true;
         this.reading--;
+        this.reads.delete(id);
+        clearTimeout(deadline);
       }
     };
+    // The rest of the body is not read: the connection closes once the refusal is sent, not before
+    // (destroyed at once, the client could see a reset instead of the answer).
+    const cut = (refusal: Refusal) => {
+      finish();
+      chunks.length = 0;
+      response.once('finish', () => request.destroy());
+      this.refuse(response, started, peer, refusal, from);
+    };
+    this.reads.set(id, {
+      since: performance.now(),
+      cut: () =>
+        cut({
+          status: 408,
+          outcome: 'timeout',
+          why: `the body was still arriving after ${formatSeconds(this.options.slowBodyMs ?? 0)} while other requests waited`,
+        }),
+    });
+    const timeoutMs = this.options.bodyTimeoutMs;
+    if (timeoutMs !== undefined) {
+      deadline = setTimeout(() => {
+        if (done) return;
+        cut({
+          status: 408,
+          outcome: 'timeout',
+          why: `the body did not arrive within ${formatSeconds(timeoutMs)}`,
+        });
+      }, timeoutMs);
+    }
     request.on('data', (chunk: Buffer) => {
       if (done) return;
       size += chunk.length;
       if (size > this.options.maxRequestBytes) {
-        finish();
-        chunks.length = 0;
-        this.refuse(response, started, peer, tooLarge, from);
-        request.destroy();
+        cut(tooLarge);
         return;
       }
       chunks.push(chunk);
@@ -361,31 +411,59 @@ export class WebhookListener {
       const body = Buffer.concat(chunks, size);
       chunks.length = 0;
       let answer: WebhookAnswer;
+      let outcome: WebhookOutcome = 'bad_request';
       try {
         answer = route.receive(body);
       } catch (error) {
         // A route answers every body it can read; anything else is a bug, contained to this request.
         this.options.log.warn(`${this.options.name}: a request failed: ${errorMessage(error)}`);
         answer = { status: 500, body: '{}', why: 'internal error' };
+        outcome = 'internal_error';
       }
       if (answer.status >= 400) {
         this.refuse(
           response,
           started,
           peer,
-          {
-            status: answer.status,
-            outcome: 'bad_request',
-            why: answer.why ?? 'the body cannot be read',
-          },
+          { status: answer.status, outcome, why: answer.why ?? 'the body cannot be read' },
           from,
         );
         return;
       }
       this.count('accepted', peer);
       this.answer(response, started, peer, 'accepted', answer.status, answer.body);
-      answer.after?.();
+      this.afterAnswer(answer);
     });
+  }
+
+  /** Cuts the read that has waited longest for its body, if longer than slowBodyMs; false if none. */
+  private cutSlowestRead(): boolean {
+    const slowMs = this.options.slowBodyMs;
+    if (slowMs === undefined) return false;
+    const oldest = this.reads.values().next().value;
+    if (!oldest || performance.now() - oldest.since < slowMs) return false;
+    oldest.cut();
+    return true;
+  }
+
+  /**
+   * Runs an answer's `after` (its records, to the join and the peers): it runs in the request's 'end'
+   * handler, where an exception would be unheard and end the process; it costs those records only.
+   */
+  private afterAnswer(answer: WebhookAnswer): void {
+    try {
+      answer.after?.();
+    } catch (error) {
+      const what = 'taking the records of a request';
+      const object = { resource: `the ${this.options.name}` };
+      if (this.options.failures) {
+        this.options.failures.report('handler', what, object, error, 'its records are dropped');
+      } else {
+        this.options.log.warn(
+          `${this.options.name}: ${what} failed: ${errorMessage(error)}; its records are dropped.`,
+        );
+      }
+    }
   }
 
   private tooLarge(): string {
@@ -442,6 +520,11 @@ export class WebhookListener {
     }
     return undefined;
   }
+}
+
+/** 5000 → '5 s', 300 → '0.3 s'. */
+function formatSeconds(ms: number): string {
+  return `${ms / 1000} s`;
 }
 
 /** The SHA-256 fingerprint of the first certificate of a PEM file, or of a DER certificate. */

@@ -50,11 +50,33 @@ function totals<L extends string>(
   });
 }
 
+/**
+ * The join of who made each change, whatever its sources (the audit webhook, the admission webhook):
+ * the changes waiting for a record and those sent on early at its bound (docs/who.md, "Limits").
+ */
+export function registerWhoJoinMetrics(registry: Registry, join: () => WhoJoinStats): void {
+  new Gauge({
+    name: 'kubediff_who_pending_events',
+    help: 'Changes waiting now for their audit record or admission review (bounded by audit.maxPending, 10,000 by default).',
+    registers: [registry],
+    collect() {
+      this.set(join().pending);
+    },
+  });
+  totals(
+    registry,
+    'kubediff_who_pending_released_total',
+    'Changes sent on at once, without user, because audit.maxPending (10,000 by default) changes were waiting for a record.',
+    [],
+    () => [[{}, join().releasedAtLimit]],
+  );
+}
+
 export function registerAdmissionMetrics(registry: Registry, admission: ObservedAdmission): void {
   totals(
     registry,
     'kubediff_admission_reviews_total',
-    'Requests to the admission webhook, by outcome: accepted (answered allowed), unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed. Every one lets the write through.',
+    'Requests to the admission webhook, by outcome: accepted (answered allowed), unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed, timeout (408), internal_error. Every one lets the write through.',
     ['outcome'],
     () => {
       const { requests } = admission.server.stats();
@@ -138,7 +160,7 @@ export function registerPeerMetrics(registry: Registry, peers: ObservedPeers): v
   totals(
     registry,
     'kubediff_peer_requests_total',
-    "Requests of the other replicas, by outcome: accepted, unauthorized (not this replica's certificate), bad_request, too_large, busy, not_allowed.",
+    "Requests of the other replicas, by outcome: accepted, unauthorized (not this replica's certificate), bad_request, too_large, busy, not_allowed, timeout, internal_error.",
     ['outcome'],
     () =>
       WEBHOOK_OUTCOMES.map((outcome) => [

@@ -8,6 +8,11 @@
 // - kubeconfigs: the kubeconfig reader and the client built from it, the same way; a token never quoted;
 // - audit requests: the audit webhook endpoint (TLS, a bearer token) with hostile bodies and headers;
 //   each answer one of its documented statuses, the endpoint still serving a real record afterwards;
+// - admission reviews: the admission webhook endpoint (a client CA and a token) with hostile bodies,
+//   headers, methods and client certificates (none, another CA's, a wrong name); the same contract, and
+//   every review that is answered allowed carries its request's uid;
+// - peer records: what the other replicas post (PEER_PATH), with hostile bodies and methods, from clients
+//   presenting this replica's certificate, another one, or none; the same contract;
 // - the UI: a real `kubediff ui` process with hostile paths, query parameters and methods, by a real HTTP
 //   client and by raw sockets; each answer a documented status with a JSON error, never 500, never its
 //   token; the process alive and under its memory bound afterwards;
@@ -29,11 +34,15 @@ import { runInNewContext } from 'node:vm';
 import { Agent, request } from 'undici';
 import { exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { runValidate } from '../../src/cli/validate.ts';
+import type { AdmissionRecord } from '../../src/events/admission-match.ts';
 import type { AuditRecord } from '../../src/events/audit-match.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
 import type { JsonObject } from '../../src/kube/types.ts';
+import { AdmissionServer } from '../../src/service/admission-server.ts';
 import { AuditServer } from '../../src/service/audit-server.ts';
+import { encodePeerRecords, readPeerRecords } from '../../src/service/peer-records.ts';
+import { PEER_PATH } from '../../src/service/webhook-listener.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { payloadProblems } from '../helpers/chat-receivers.ts';
 import { killAll, runKubediff } from '../helpers/cli.ts';
@@ -49,7 +58,15 @@ import { seededRandom } from '../helpers/random-json.ts';
 import { blockKitProblems } from '../helpers/slack-payload.ts';
 
 /** Inputs tried per surface (docs/security.md reports them). */
-const INPUTS = { config: 2_000, kubeconfig: 2_000, audit: 2_000, ui: 3_000, objects: 250 };
+const INPUTS = {
+  config: 2_000,
+  kubeconfig: 2_000,
+  audit: 2_000,
+  admission: 2_000,
+  peer: 1_000,
+  ui: 3_000,
+  objects: 250,
+};
 const SEED = 27;
 
 setFlagsFromString('--expose-gc');
@@ -298,6 +315,235 @@ describe('the hostile-input harness', () => {
       await server.close();
     }
     figures.audit = INPUTS.audit;
+  });
+
+  /** Headers a hostile client may send beside its body: a token right, wrong or absent, odd types. */
+  const hostileHeaders = (random: Random): Record<string, string> => {
+    const headers: Record<string, string> = {};
+    const auth = random();
+    if (auth < 0.85) headers.authorization = `Bearer ${SECRET}`;
+    else if (auth < 0.9)
+      headers.authorization = `Bearer ${hostileText(random, 1).replace(/[^\x20-\x7e]/g, '')}`;
+    else if (auth < 0.95) headers.authorization = `Basic ${Buffer.from(SECRET).toString('base64')}`;
+    if (random() < 0.3)
+      headers['content-type'] =
+        random() < 0.5 ? 'text/plain' : hostileText(random, 1).replace(/[^\x20-\x7e]/g, '');
+    if (random() < 0.2) headers['x-hostile'] = hostileText(random, 2).replace(/[^\x20-\x7e]/g, '');
+    return headers;
+  };
+  const hostileMethod = (random: Random) =>
+    random() < 0.05 ? (random() < 0.5 ? 'GET' : random() < 0.5 ? 'PUT' : 'DELETE') : 'POST';
+  /** The contract of a webhook's answer: a documented status, no token, no stack trace. */
+  const answerProblem = (
+    answer: { status: number; text: string },
+    documented: ReadonlySet<number>,
+  ): string | undefined => {
+    if (!documented.has(answer.status)) return `status ${answer.status}: ${answer.text.slice(0, 200)}`;
+    if (answer.text.includes(CANARY)) return 'the answer shows the token';
+    if (/\n\s+at .+:\d+:\d+/.test(answer.text)) return `a stack trace: ${answer.text.slice(0, 200)}`;
+    return undefined;
+  };
+  const logInto = (logged: string[]) => ({
+    info: (line: string) => logged.push(line),
+    warn: (line: string) => logged.push(line),
+    debug: (line: string) => logged.push(line),
+  });
+  /** POSTs (or another method) through `agent`; never throws for an answer, only for no answer. */
+  const send = async (
+    agent: Agent,
+    url: string,
+    body: string,
+    headers: Record<string, string>,
+    method = 'POST',
+  ): Promise<{ status: number; text: string }> => {
+    const response = await request(url, {
+      method: method as 'POST',
+      dispatcher: agent,
+      headers,
+      ...(method === 'POST' || method === 'PUT' ? { body } : {}),
+    });
+    return { status: response.statusCode, text: await response.body.text() };
+  };
+
+  it(`admission reviews: ${INPUTS.admission} hostile bodies, headers, methods and client certificates`, async () => {
+    const random = seededRandom(SEED + 5);
+    const pki = makeTestPki({ otherClients: ['mallory'] });
+    const stranger = makeTestPki();
+    const files = {
+      certFile: path.join(dir, 'admission.crt'),
+      keyFile: path.join(dir, 'admission.key'),
+      clientCAFile: path.join(dir, 'admission-ca.crt'),
+    };
+    await writeFile(files.certFile, pki.serverCert);
+    await writeFile(files.keyFile, pki.serverKey);
+    await writeFile(files.clientCAFile, pki.caPem);
+    const received: AdmissionRecord[] = [];
+    const logged: string[] = [];
+    const server = await AdmissionServer.start({
+      listen: '127.0.0.1:0',
+      ...files,
+      clientNames: [pki.clientName],
+      token: SECRET,
+      maxRequestBytes: 256 * 1024,
+      digest: () => ({ digest: 'd' }),
+      onRecords: (records) => received.push(...records),
+      log: logInto(logged),
+    });
+    // The API server's certificate, a certificate of the same CA with another name, another CA's, none.
+    const agents = [
+      new Agent({ connect: { ca: pki.caPem, cert: pki.clientCert, key: pki.clientKey } }),
+      new Agent({ connect: { ca: pki.caPem, ...pki.others.mallory } }),
+      new Agent({ connect: { ca: pki.caPem, cert: stranger.clientCert, key: stranger.clientKey } }),
+      new Agent({ connect: { ca: pki.caPem } }),
+    ];
+    const template: JsonObject = {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'review-1',
+        kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+        resource: { group: '', version: 'v1', resource: 'configmaps' },
+        namespace: 'shop',
+        name: 'web',
+        operation: 'UPDATE',
+        userInfo: { username: 'bob', uid: 'bob-uid', groups: ['devs', 'system:authenticated'] },
+        object: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'web', uid: 'u1' },
+          data: { a: '2' },
+        },
+        oldObject: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'web', uid: 'u1', resourceVersion: '4' },
+          data: { a: '1' },
+        },
+        dryRun: false,
+      },
+    };
+    const documented = new Set([200, 400, 401, 403, 405, 408, 413, 503]);
+    const url = `https://${server.address}/review`;
+    const before = heapMiB();
+    try {
+      await each(INPUTS.admission, random, async () => {
+        const body =
+          random() < 0.8 ? hostileDocument(random, template) : mangled(random, JSON.stringify(template));
+        const client = random();
+        const agent = agents[client < 0.85 ? 0 : client < 0.9 ? 1 : client < 0.95 ? 2 : 3] as Agent;
+        let answer: { status: number; text: string };
+        try {
+          answer = await send(agent, url, body, hostileHeaders(random), hostileMethod(random));
+        } catch (error) {
+          return `no answer: ${(error as Error).message}`;
+        }
+        const problem = answerProblem(answer, documented);
+        if (problem) return problem;
+        if (answer.status === 200) {
+          // Allowed, for the review it was asked about: the uid of the body's request.
+          const review = JSON.parse(answer.text) as { response?: { uid?: unknown; allowed?: unknown } };
+          if (review.response?.allowed !== true || typeof review.response.uid !== 'string')
+            return `an answer that is not an allowed review: ${answer.text.slice(0, 200)}`;
+        }
+        return undefined;
+      });
+      const taken = received.length;
+      const ok = await send(agents[0] as Agent, url, JSON.stringify(template), {
+        authorization: `Bearer ${SECRET}`,
+      });
+      assert.equal(ok.status, 200, ok.text);
+      assert.equal(received.length, taken + 1, 'still serving: a real review is taken');
+      assert.ok(!logged.join('\n').includes(CANARY), 'no token in the log');
+      assert.ok(heapMiB() - before < HEAP_GROWTH_MIB, 'the heap stays within its bound');
+    } finally {
+      await Promise.all(agents.map((agent) => agent.close()));
+      await server.close();
+    }
+    figures.admission = INPUTS.admission;
+  });
+
+  it(`peer records: ${INPUTS.peer} hostile bodies and methods from this replica's certificate, another and none`, async () => {
+    const random = seededRandom(SEED + 6);
+    const pki = makeTestPki();
+    const stranger = makeTestPki();
+    const files = { certFile: path.join(dir, 'peer.crt'), keyFile: path.join(dir, 'peer.key') };
+    await writeFile(files.certFile, pki.serverCert);
+    await writeFile(files.keyFile, pki.serverKey);
+    const received: AdmissionRecord[] = [];
+    const logged: string[] = [];
+    const server = await AdmissionServer.start({
+      listen: '127.0.0.1:0',
+      ...files,
+      maxRequestBytes: 256 * 1024,
+      digest: () => ({ digest: 'd' }),
+      onRecords: () => {},
+      // As src/cli/who-sources.ts reads them.
+      peerRoute: {
+        receive: (body) => {
+          try {
+            received.push(...readPeerRecords(body.toString('utf8')).admission);
+            return { status: 200, body: '{}' };
+          } catch (error) {
+            return { status: 400, body: '', why: (error as Error).message };
+          }
+        },
+      },
+      log: logInto(logged),
+    });
+    const agents = [
+      new Agent({ connect: { rejectUnauthorized: false, cert: pki.serverCert, key: pki.serverKey } }),
+      new Agent({
+        connect: { rejectUnauthorized: false, cert: stranger.serverCert, key: stranger.serverKey },
+      }),
+      new Agent({ connect: { rejectUnauthorized: false } }),
+    ];
+    const record: AdmissionRecord = {
+      reviewUID: 'r1',
+      operation: 'UPDATE',
+      group: 'apps',
+      resource: 'deployments',
+      namespace: 'shop',
+      name: 'web',
+      uid: 'u1',
+      oldResourceVersion: '4',
+      digest: 'd',
+      user: { username: 'bob', groups: ['devs'], uid: 'bob-uid' },
+      time: 1_700_000_000_000,
+    };
+    const template = JSON.parse(encodePeerRecords({ audit: [], admission: [record] })) as JsonObject;
+    const documented = new Set([200, 400, 401, 405, 408, 413, 503]);
+    const url = `https://${server.address}${PEER_PATH}`;
+    const before = heapMiB();
+    try {
+      await each(INPUTS.peer, random, async () => {
+        const body =
+          random() < 0.8 ? hostileDocument(random, template) : mangled(random, JSON.stringify(template));
+        const client = random();
+        const agent = agents[client < 0.85 ? 0 : client < 0.93 ? 1 : 2] as Agent;
+        let answer: { status: number; text: string };
+        try {
+          answer = await send(agent, url, body, hostileHeaders(random), hostileMethod(random));
+        } catch (error) {
+          return `no answer: ${(error as Error).message}`;
+        }
+        return answerProblem(answer, documented);
+      });
+      const taken = received.length;
+      const ok = await send(agents[0] as Agent, url, JSON.stringify(template), {});
+      assert.equal(ok.status, 200, ok.text);
+      assert.equal(received.length, taken + 1, 'still serving: a real record is taken');
+      assert.ok(
+        received.every(
+          (taken) => typeof taken.reviewUID === 'string' && typeof taken.user.username === 'string',
+        ),
+        'only whole records reach the join',
+      );
+      assert.ok(heapMiB() - before < HEAP_GROWTH_MIB, 'the heap stays within its bound');
+    } finally {
+      await Promise.all(agents.map((agent) => agent.close()));
+      await server.close();
+    }
+    figures.peer = INPUTS.peer;
   });
 
   it(`the UI: ${INPUTS.ui} hostile requests at a real kubediff ui`, async () => {

@@ -41,7 +41,7 @@ export const WHO: FlagGroup = {
     },
     {
       flags: '--audit-wait <duration>',
-      description: `how long a change waits for who made it (default: ${WHO_JOIN_DEFAULTS.waitMs}ms)`,
+      description: `how long a change waits for its audit record (default: ${WHO_JOIN_DEFAULTS.waitMs}ms)`,
       more: true,
     },
     {

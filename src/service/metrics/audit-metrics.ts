@@ -1,6 +1,7 @@
 // The audit webhook and the join (--audit-listen, docs/audit.md): requests by outcome, changes joined to
-// their record, those that went on without, and the join's bounds. Read at each scrape; zero without
-// --audit-listen.
+// their record, those that went on without, and the audit records' bounds. Read at each scrape; zero
+// without --audit-listen. The join's own bound (changes waiting) is the join's metric, whatever its
+// sources (who-metrics.ts).
 import { Counter, Gauge } from 'prom-client';
 import type { AuditSourceStats } from '../../events/audit-match.ts';
 import type { WhoJoinStats } from '../../events/who-join.ts';
@@ -22,7 +23,7 @@ export function registerAuditMetrics(
   const records = () => source()?.records();
   new Counter({
     name: 'kubediff_audit_requests_total',
-    help: 'Requests to the audit webhook, by outcome: accepted, unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed.',
+    help: 'Requests to the audit webhook, by outcome: accepted, unauthorized (401), forbidden (403), bad_request, too_large, busy, not_allowed, timeout, internal_error.',
     labelNames: ['outcome'],
     registers,
     collect() {
@@ -58,22 +59,6 @@ export function registerAuditMetrics(
       registration.incrementTo(this, {}, join()?.unmatched ?? 0, 'audit-unmatched');
     },
   });
-  new Counter({
-    name: 'kubediff_audit_pending_released_total',
-    help: 'Changes sent on before --audit-wait because audit.maxPending changes were waiting.',
-    registers,
-    collect() {
-      registration.incrementTo(this, {}, join()?.releasedAtLimit ?? 0, 'audit-released');
-    },
-  });
-  new Gauge({
-    name: 'kubediff_audit_pending_events',
-    help: 'Changes waiting for their audit record now (bounded by audit.maxPending).',
-    registers,
-    collect() {
-      this.set(join()?.pending ?? 0);
-    },
-  });
   new Gauge({
     name: 'kubediff_audit_records',
     help: 'Audit records kept for a change still to come (bounded by audit.maxRecords).',
@@ -88,6 +73,14 @@ export function registerAuditMetrics(
     registers,
     collect() {
       registration.incrementTo(this, {}, records()?.recordsDropped ?? 0, 'audit-dropped');
+    },
+  });
+  new Counter({
+    name: 'kubediff_audit_records_duplicate_total',
+    help: 'Audit records received a second time (from the API server and from a peer) and dropped: each counts once.',
+    registers,
+    collect() {
+      registration.incrementTo(this, {}, records()?.recordsDuplicate ?? 0, 'audit-duplicate');
     },
   });
 }

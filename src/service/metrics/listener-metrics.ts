@@ -18,7 +18,7 @@ export function registerListenerMetrics(
   const listeners: ObservedListener[] = [];
   new Counter({
     name: 'kubediff_listener_connections_closed_total',
-    help: 'Connections to a listener (health, ui, audit, admission) closed by kubediff, by reason: error (a failed connection, contained), limit (at the connection cap), handshake_timeout (TLS).',
+    help: 'Connections to a listener (health, ui, audit, admission) closed by kubediff, by reason: error (a failed connection, contained), limit (at the connection cap), address_limit (at the cap of one remote address), handshake_timeout (TLS).',
     labelNames: ['listener', 'reason'],
     registers: registration.registers,
     collect() {

@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
+import { runValidate } from '../../../src/cli/validate.ts';
 import { loadWatchSettings, watchSettingsFromFlags } from '../../../src/config/settings.ts';
 import { objectDigest } from '../../../src/events/object-digest.ts';
 import { UsageError } from '../../../src/util/errors.ts';
@@ -69,6 +71,50 @@ describe('admission webhook settings', () => {
     }
   });
 
+  it('the Helm way: wait and bounds in the file, listen and certificate by flag; validate says valid', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-admission-settings-'));
+    try {
+      const config = path.join(dir, 'config.yaml');
+      await writeFile(
+        config,
+        [
+          'admission:',
+          '  wait: 1s',
+          '  maxRecords: 1000',
+          '  maxRequestSize: 4MB',
+          'audit:',
+          '  wait: 2s',
+          '  maxRecords: 1000',
+          '',
+        ].join('\n'),
+      );
+      const stdout = new PassThrough();
+      const stderr = new PassThrough();
+      await runValidate({ config }, { env: {}, stdout, stderr });
+      assert.equal(String(stdout.read()), `${config}: valid (preset default; 1 sink: stdout).\n`);
+      assert.equal(stderr.read(), null);
+      const settings = await loadWatchSettings(
+        { config, ...FILES, admissionAllowUnauthenticated: true },
+        false,
+        {},
+      );
+      assert.equal(settings.admission?.waitMs, 1000);
+      assert.equal(settings.admission?.maxRecords, 1000);
+      // A listener without its certificate, whichever way: one sentence, exit 2.
+      await writeFile(config, 'admission:\n  listen: ":9443"\n  wait: 1s\n');
+      await assert.rejects(
+        () => loadWatchSettings({ config }, false, {}),
+        (error: unknown) =>
+          exitCodeOf(error) === EXIT_USAGE &&
+          /^the admission webhook serves HTTPS only .*: give its certificate and key with --admission-cert and --admission-key \(or admission.certFile and admission.keyFile\)\.$/.test(
+            (error as Error).message,
+          ),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("the config file's mistakes, each with its line", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-admission-settings-'));
     try {
@@ -112,6 +158,10 @@ describe('admission webhook settings', () => {
         /invalid --admission-listen "nowhere"/,
       ],
       [{ peers: 'kubediff-peers:9443' }, /add one of them/],
+      [
+        { ...FILES, admissionAllowUnauthenticated: true, auditWait: '0s' },
+        /^--audit-wait is the audit webhook's wait: add --audit-listen <addr>; the admission webhook's is admission.wait in the config file \(docs\/who\.md\)\.$/,
+      ],
       [
         { ...FILES, admissionAllowUnauthenticated: true, peers: 'no-port' },
         /invalid --peers "no-port": use host:port/,

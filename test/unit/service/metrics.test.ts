@@ -2,14 +2,20 @@
 // informer states, events, sink counters and the observer the sinks report their requests to.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Registry } from 'prom-client';
+import { AdmissionSource } from '../../../src/events/admission-match.ts';
 import type { ChangeEvent } from '../../../src/events/event.ts';
+import type { Handover } from '../../../src/events/pipeline.ts';
+import { WhoJoin } from '../../../src/events/who-join.ts';
 import type { Informer } from '../../../src/informer/informer.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import { KubediffMetrics } from '../../../src/service/metrics.ts';
+import { registerWhoJoinMetrics } from '../../../src/service/who-metrics.ts';
 import { TroubleReport } from '../../../src/sinks/delivery.ts';
 import type { Sink, SinkStats } from '../../../src/sinks/sink.ts';
 import { emptyStats } from '../../../src/sinks/sink.ts';
 import { monotonicMs } from '../../../src/util/timestamp.ts';
+import { sampleEvent } from '../../helpers/events.ts';
 import { parseMetrics } from '../../helpers/metrics.ts';
 
 async function values(metrics: KubediffMetrics): Promise<Map<string, number>> {
@@ -177,6 +183,7 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
       unmatched: 4,
       releasedAtLimit: 0,
       recordsDropped: 2,
+      recordsDuplicate: 1,
       held: 3,
     };
     metrics.setSources({ audit: { requests: () => requests, join: () => join, records: () => join } });
@@ -187,13 +194,39 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
     assert.equal(scraped.get('kubediff_audit_events_joined_total{match="exact"}'), 10);
     assert.equal(scraped.get('kubediff_audit_events_joined_total{match="nearest"}'), 1);
     assert.equal(scraped.get('kubediff_audit_events_unmatched_total'), 4);
-    assert.equal(scraped.get('kubediff_audit_pending_events'), 3);
     assert.equal(scraped.get('kubediff_audit_records'), 7);
     assert.equal(scraped.get('kubediff_audit_records_dropped_total'), 2);
-    assert.equal(scraped.get('kubediff_audit_pending_released_total'), 0);
+    assert.equal(scraped.get('kubediff_audit_records_duplicate_total'), 1);
+    // The join's own metrics are the join's, whatever its sources (below).
+    assert.equal(scraped.get('kubediff_audit_pending_events'), undefined);
   } finally {
     metrics.close();
   }
+});
+
+test('the join with the admission webhook alone: changes waiting and those released at the bound are counted', async () => {
+  const warnings: string[] = [];
+  const log = { info: () => {}, debug: () => {}, warn: (message: string) => warnings.push(message) };
+  const admission = new AdmissionSource({ maxRecords: 10, retainMs: 60_000, log });
+  const join = new WhoJoin({ waitMs: 60_000, maxPending: 2, log }, [admission]);
+  const enter = join.connect(() => {});
+  for (const [name, uid] of [
+    ['web', 'u1'],
+    ['api', 'u2'],
+    ['db', 'u3'],
+  ] as const) {
+    enter({
+      change: { kind: 'updated', object: { name } },
+      event: sampleEvent({ id: `${uid}:5`, time: new Date().toISOString(), object: { name, uid } }),
+    } as unknown as Handover);
+  }
+  const registry = new Registry();
+  registerWhoJoinMetrics(registry, () => join.stats());
+  const scraped = parseMetrics(await registry.metrics());
+  assert.equal(scraped.get('kubediff_who_pending_events'), 2);
+  assert.equal(scraped.get('kubediff_who_pending_released_total'), 1);
+  assert.match(warnings.join('\n'), /Counted in kubediff_who_pending_released_total; logged once\./);
+  join.close();
 });
 
 test('HTTP requests and retries reach the metrics through the observer each sink is given, not a global one', async () => {

@@ -2,7 +2,9 @@
 // replica receives reach the other, both sides authenticated by the serving certificate the replicas share
 // (another certificate is refused either way); a replica does not send to itself; the queue is bounded.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -172,5 +174,40 @@ describe('records posted to the other replicas', () => {
     toGone.forward({ admission: [1, 2, 3, 4, 5].map((n) => ({ ...admissionRecord, reviewUID: `r${n}` })) });
     const stats = await settled(toGone, 5);
     assert.deepEqual([stats.get('dropped'), stats.get('failed'), stats.get('sent')], [3, 2, undefined]);
+  });
+
+  it('a peer that accepts TCP and never completes TLS: the attempt fails at the connect timeout, the next one is made', async () => {
+    const a = await replica('shared');
+    // A port that takes connections and never says anything (a stuck replica).
+    const held: Socket[] = [];
+    const silent = createServer((socket) => {
+      held.push(socket);
+      socket.on('error', () => {});
+    });
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    closers.push(async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    });
+    const { port } = silent.address() as AddressInfo;
+    const warnings: string[] = [];
+    const log: Logger = { info: () => {}, debug: () => {}, warn: (message) => warnings.push(message) };
+    const made = new PeerForwarder({
+      address: `127.0.0.1:${port}`,
+      listener: a.listener,
+      log,
+      connectTimeoutMs: 200,
+    });
+    closers.push(() => made.close());
+    await made.start();
+    made.forward({ admission: [admissionRecord] });
+    assert.equal((await settled(made, 1)).get('failed'), 1);
+    made.forward({ admission: [{ ...admissionRecord, reviewUID: 'r2' }] });
+    assert.equal((await settled(made, 2)).get('failed'), 2);
+    assert.match(
+      warnings.join('\n'),
+      /^peers: cannot send records to https:\/\/127\.0\.0\.1:\d+ \(no TLS connection within 0\.2 s\)/,
+    );
   });
 });
