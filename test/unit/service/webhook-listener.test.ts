@@ -10,7 +10,6 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
 import {
-  WEBHOOK_LISTENER_LIMITS,
   WebhookListener,
   type WebhookListenerOptions,
   type WebhookRoute,
