@@ -15,7 +15,7 @@ import { ProtobufLogsSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { Agent, request } from 'undici';
 import type { ChangeEvent } from '../src/events/event.ts';
-import { compileLayout } from '../src/sinks/layout.ts';
+import { LayoutThread } from '../src/sinks/layout-thread.ts';
 import { OtlpSink } from '../src/sinks/otlp.ts';
 import { eventRecord } from '../src/sinks/otlp-records.ts';
 import { SearchSink } from '../src/sinks/search.ts';
@@ -221,17 +221,25 @@ export async function measureLogSinks(options: {
   options.log(`13. webhook layouts and CloudEvents: ${options.webhookEvents} events, ${options.pairs} pairs`);
   const receiver = await HttpReceiver.start();
   try {
-    const webhook = (format: WebhookFormat) => () =>
-      new WebhookSink({ url: receiver.url('/hook'), format, log: silent, queue });
+    // A format per sink: a sink stops its layout's thread when it closes.
+    const webhook = (format: () => WebhookFormat) => () =>
+      new WebhookSink({ url: receiver.url('/hook'), format: format(), log: silent, queue });
     const plain = (missed: { count: number }) =>
-      throughSink(webhook({ kind: 'json' }), webhookEvents, missed);
+      throughSink(
+        webhook(() => ({ kind: 'json' })),
+        webhookEvents,
+        missed,
+      );
     const ignore = { count: 0 };
     for (const [name, format] of [
       [
         'webhook with a layout (PagerDuty Events v2)',
-        { kind: 'layout', layout: compileLayout(PAGERDUTY_LAYOUT) },
+        (): WebhookFormat => ({ kind: 'layout', layout: new LayoutThread(PAGERDUTY_LAYOUT) }),
       ],
-      ['webhook, format: cloudevents (structured)', { kind: 'cloudevents', mode: 'structured' }],
+      [
+        'webhook, format: cloudevents (structured)',
+        (): WebhookFormat => ({ kind: 'cloudevents', mode: 'structured' }),
+      ],
     ] as const) {
       results.push(
         await measurePair(

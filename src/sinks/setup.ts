@@ -405,11 +405,14 @@ function storiesOption(spec: SinkSpec): { stories?: Partial<StoryOptions> } {
   return stories ? { stories } : {};
 }
 
-/** A webhook's body format; a layout is compiled here (the config checks have compiled it once already). */
+/**
+ * A webhook's body format. A layout gets a thread of its own, started by the sink's first request (the
+ * config checks have compiled the layout already).
+ */
 async function webhookFormat(spec: WebhookSinkSpec): Promise<import('./webhook-body.ts').WebhookFormat> {
   if (spec.layout !== undefined) {
-    const { compileLayout } = await import('./layout.ts');
-    return { kind: 'layout', layout: compileLayout(spec.layout) };
+    const { LayoutThread } = await import('./layout-thread.ts');
+    return { kind: 'layout', layout: new LayoutThread(spec.layout) };
   }
   if (spec.format === 'cloudevents')
     return { kind: 'cloudevents', mode: spec.cloudEventsMode ?? 'structured' };

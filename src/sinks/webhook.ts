@@ -116,6 +116,12 @@ export class WebhookSink extends HttpSink {
     return this.stories?.stats();
   }
 
+  /** The connections, and the layout's thread once the last request is made. */
+  protected override async release(): Promise<void> {
+    const format = this.options.format;
+    await Promise.all([super.release(), format?.kind === 'layout' ? format.layout.close() : undefined]);
+  }
+
   close(timeoutMs: number): Promise<SinkReport> {
     // Open stories are told now: their owners may not go quiet before the shutdown timeout.
     this.stories?.flush();
