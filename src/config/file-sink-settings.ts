@@ -11,7 +11,7 @@ import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
-import { otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
+import { batchSettings, otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
 import { type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
@@ -208,8 +208,7 @@ function kafkaSpecOf(input: InputOf<'kafka'>, common: CommonSpec, { readFile }: 
     ...common,
     ...(input.clientId ? { clientId: input.clientId } : {}),
     ...(input.compression ? { compression: input.compression } : {}),
-    ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
-    ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
+    ...batchSettings(input),
     ...(tls === true ? { tls: {} } : typeof tls === 'object' ? { tls: tlsFromFiles(tls, readFile) } : {}),
     ...(sasl
       ? {

@@ -5,6 +5,7 @@
 // never from a flag. A file that cannot be read is a problem at its key.
 import type { OtlpSinkSpec, SearchSinkSpec } from '../sinks/setup.ts';
 import { UsageError } from '../util/errors.ts';
+import { parseSize } from '../util/size.ts';
 import { checkHttpUrl, parseHeaders, type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
 
@@ -82,11 +83,11 @@ export function searchSpecOf(input: SearchInput, common: Common, readFile: SinkF
   return input.type === 'opensearch' ? { type: 'opensearch', ...spec } : { type: 'elasticsearch', ...spec };
 }
 
-/** headers (and headersFile's), tls, batch and queue: what the batch sinks share. */
+/** headers (and headersFile's), tls, batch and queue: what the log sinks share. */
 function batchSinkSettings(
   input: OtlpInput | SearchInput,
   readFile: SinkFileReader,
-): Pick<OtlpSinkSpec, 'headers' | 'tls' | 'batchMaxEvents' | 'queue'> {
+): Pick<OtlpSinkSpec, 'headers' | 'tls' | 'batchMaxEvents' | 'batchMaxBytes' | 'queue'> {
   const fromFile = input.headersFile
     ? parseHeaders(
         readFile(['headersFile'], input.headersFile).split(/\r?\n/),
@@ -98,7 +99,22 @@ function batchSinkSettings(
   return {
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(tls ? { tls } : {}),
+    ...batchSettings(input),
+  };
+}
+
+/**
+ * batch, batchBytes and queueCapacity, as the batch sinks (OTLP, search, Kafka) take them; batchBytes is a
+ * size the file's checks have accepted (semantic-checks.ts).
+ */
+export function batchSettings(input: {
+  batch?: number | undefined;
+  batchBytes?: string | undefined;
+  queueCapacity?: number | undefined;
+}): Pick<OtlpSinkSpec, 'batchMaxEvents' | 'batchMaxBytes' | 'queue'> {
+  return {
     ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
+    ...(input.batchBytes !== undefined ? { batchMaxBytes: parseSize('batchBytes', input.batchBytes) } : {}),
     ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
   };
 }

@@ -302,6 +302,7 @@ const CHAT_CHECKS: Checks = [
 const SEARCH_CHECKS: Checks = [
   [['url'], url],
   [['timeout'], duration()],
+  [['batchBytes'], size],
   [['headers'], headerNames],
   [['tls'], clientCertificate],
   [['index'], searchIndex],
@@ -326,6 +327,7 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
     [
       [['endpoint'], url],
       [['timeout'], duration()],
+      [['batchBytes'], size],
       [['headers'], headerNames],
       [['tls'], clientCertificate],
     ],
@@ -351,6 +353,7 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
     'kafka',
     [
       [['timeout'], duration()],
+      [['batchBytes'], size],
       [['brokers'], kafkaBrokers],
       [['sasl'], kafkaPassword],
       [['tls'], clientCertificate],

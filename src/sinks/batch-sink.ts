@@ -2,8 +2,10 @@
 // the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown clock, trouble
 // report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one loop over it.
 // One batch at a time is in flight, taken from the head of the queue (whatever has queued while the last
-// one was out, up to `batchMaxEvents`, or one digest), so per object the order is kept. A batch whose
-// request fails is retried as a whole; a batch the receiver took only in part goes on with the items it
+// one was out, up to `batchMaxEvents` events and `batchMaxBytes` of their JSON, or one digest), so per
+// object the order is kept. A batch the receiver refuses as too large (HTTP 413, Kafka's
+// MESSAGE_TOO_LARGE) is sent again in halves, in order, halved again as long as it is refused; only an
+// event too large on its own is dead-lettered. A batch whose request fails otherwise is retried as a whole; a batch the receiver took only in part goes on with the items it
 // asks to have again (retryable ones), while the items it refused for good are dead-lettered at once,
 // each refusal said once. A receiver that only counts what it rejected (OTLP's partial success) has the
 // whole batch written to the dead-letter file with that count: nothing disappears unrecorded. A receiver
@@ -50,30 +52,46 @@ export type Transmission =
       /** One phrase: 'HTTP 503 Service Unavailable', 'connection refused'. */
       reason: string;
       retryAfterMs?: number;
+      /** Refused as too large (HTTP 413, Kafka's MESSAGE_TOO_LARGE): a batch of several is sent in halves. */
+      tooLarge?: boolean;
     };
 
 /** What every batch sink is given beside what is its own. */
 export interface BatchSinkOptions extends DeliveryOptions {
   /** Events per request. Default 500. */
   batchMaxEvents?: number | undefined;
+  /** Bytes (UTF-8) of the events' JSON per request, at least one event each. Default: the sink's. */
+  batchMaxBytes?: number | undefined;
   queue?: BacklogOptions | undefined;
 }
 
+/** What a batch sink says for what its options leave out. */
+export interface BatchSinkDefaults {
+  name: string;
+  timeoutMs: number;
+  /** Below what the receiver takes in one request by default (docs/sinks.md). */
+  batchMaxBytes: number;
+}
+
 const DEFAULT_BATCH_MAX_EVENTS = 500;
+
+type EventsWork = Extract<BatchWork, { kind: 'events' }>;
 
 export abstract class BatchSink extends DeliverySink {
   private readonly backlog: SinkBacklog;
   private readonly queue: EventQueue;
   private readonly batchMaxEvents: number;
+  private readonly batchMaxBytes: number;
   private readonly deadLetter: DeadLetterFile | undefined;
   private inFlight = 0;
   protected readonly loop: Promise<void>;
 
   /** `defaults`: the sink's, for what `options` leaves out. */
-  constructor(options: BatchSinkOptions, defaults: { name: string; timeoutMs: number }) {
+  constructor(options: BatchSinkOptions, defaults: BatchSinkDefaults) {
     super(options, defaults);
     this.deadLetter = options.deadLetter;
     this.batchMaxEvents = Math.max(1, options.batchMaxEvents ?? DEFAULT_BATCH_MAX_EVENTS);
+    this.batchMaxBytes = options.batchMaxBytes ?? defaults.batchMaxBytes;
     this.backlog = new SinkBacklog(this.name, options.queue, {
       counters: this.counters,
       trouble: this.trouble,
@@ -136,11 +154,12 @@ export abstract class BatchSink extends DeliverySink {
       this.queue.shift();
       return { kind: 'digest', digest: head.digest };
     }
-    const entries = this.queue.takeEvents(this.batchMaxEvents);
+    const entries = this.queue.takeEvents(this.batchMaxEvents, this.batchMaxBytes);
     return { kind: 'events', events: entries.map((e) => e.event), json: entries.map((e) => e.json) };
   }
 
-  private async send(work: BatchWork): Promise<void> {
+  /** Sends `work` until it is settled; `behind` events of a batch split in halves wait for their turn. */
+  private async send(work: BatchWork, behind = 0): Promise<void> {
     let pending = work;
     for (let attempt = 1; ; attempt++) {
       const startedAt = monotonicMs();
@@ -155,9 +174,13 @@ export abstract class BatchSink extends DeliverySink {
           return;
         }
         pending = rest.work;
-        this.inFlight = countOf(pending);
+        this.inFlight = countOf(pending) + behind;
         failure = { reason: rest.reason };
       } else {
+        if (outcome.tooLarge && !outcome.aborted && pending.kind === 'events' && pending.events.length > 1) {
+          await this.sendInHalves(pending, outcome.reason, behind);
+          return;
+        }
         const loss = lossNote(describeWork(pending), this.deadLetter);
         const final = this.finalFailure(outcome, outcome.reason, loss);
         if (final) {
@@ -178,6 +201,22 @@ export abstract class BatchSink extends DeliverySink {
         return;
       }
     }
+  }
+
+  /**
+   * A batch the receiver refused as too large: its first half, then its second, each sent (and split
+   * again if need be) as a batch of its own. Said once: batchBytes is set too high for this receiver.
+   */
+  private async sendInHalves(work: EventsWork, reason: string, behind: number): Promise<void> {
+    const half = Math.ceil(work.events.length / 2);
+    const [first, second] = [sliceOf(work, 0, half), sliceOf(work, half, work.events.length)];
+    this.trouble.refused(
+      'too large',
+      `${reason}: a batch of ${plural(work.events.length, 'event')} was too large for the receiver; sending it in halves (lower batchBytes to spare the extra requests).`,
+    );
+    this.inFlight = countOf(work) + behind;
+    await this.send(first, behind + second.events.length);
+    await this.send(second, behind);
   }
 
   /**
@@ -250,6 +289,10 @@ export abstract class BatchSink extends DeliverySink {
     if (work.kind === 'events') this.backlog.abandon(work.events, reason);
     else this.backlog.abandonDigest(work.digest, reason);
   }
+}
+
+function sliceOf(work: EventsWork, start: number, end: number): EventsWork {
+  return { kind: 'events', events: work.events.slice(start, end), json: work.json.slice(start, end) };
 }
 
 function countOf(work: BatchWork): number {

@@ -33,7 +33,12 @@ export interface KafkaSinkOptions extends BatchSinkOptions {
   timeoutMs?: number | undefined;
 }
 
-const KAFKA_DEFAULTS = { clientId: 'kubediff', timeoutMs: 10_000 };
+const KAFKA_DEFAULTS = {
+  clientId: 'kubediff',
+  timeoutMs: 10_000,
+  // Below the broker's message.max.bytes (1 MiB by default), which bounds each partition's record batch.
+  batchMaxBytes: 900 * 1024,
+};
 
 type OutgoingRecord = { topic: string; key: string; value: string; headers: Map<string, string> };
 
@@ -45,7 +50,11 @@ export class KafkaSink extends BatchSink {
   private readonly producer: Promise<KafkaProducer>;
 
   constructor(options: KafkaSinkOptions) {
-    super(options, { name: `kafka ${options.topic}`, timeoutMs: KAFKA_DEFAULTS.timeoutMs });
+    super(options, {
+      name: `kafka ${options.topic}`,
+      timeoutMs: KAFKA_DEFAULTS.timeoutMs,
+      batchMaxBytes: KAFKA_DEFAULTS.batchMaxBytes,
+    });
     this.topic = options.topic;
     this.producer = createProducer(options, this.timeoutMs);
     // A failure to load the client shows in the first send; this only keeps it from being unhandled.
@@ -78,6 +87,7 @@ export class KafkaSink extends BatchSink {
             retryable: !isFinal(error),
             aborted: false,
             reason: describeKafkaError(error),
+            ...(isTooLarge(error) ? { tooLarge: true } : {}),
           }),
         );
       return await Promise.race([sent, aborted]);
@@ -158,6 +168,12 @@ function tlsOptions(tls: KafkaTls): Record<string, string | boolean> {
 const FINAL_CODES = new Set(['PLT_KFK_AUTHENTICATION', 'PLT_KFK_USER', 'PLT_KFK_UNSUPPORTED_COMPRESSION']);
 const FINAL_BROKER_ERRORS =
   /TOPIC_AUTHORIZATION_FAILED|CLUSTER_AUTHORIZATION_FAILED|SASL_AUTHENTICATION_FAILED|MESSAGE_TOO_LARGE|RECORD_LIST_TOO_LARGE|INVALID_RECORD/;
+/** The broker's answers to a record batch larger than it takes (message.max.bytes, segment.bytes). */
+const TOO_LARGE_BROKER_ERRORS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+function isTooLarge(error: unknown): boolean {
+  return causes(error).some((e) => TOO_LARGE_BROKER_ERRORS.has(String((e as { apiId?: unknown }).apiId)));
+}
 
 function isFinal(error: unknown): boolean {
   for (const e of causes(error)) {

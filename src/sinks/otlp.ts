@@ -30,7 +30,12 @@ export interface OtlpSinkOptions extends BatchSinkOptions {
   userAgent?: string;
 }
 
-const OTLP_DEFAULTS = { timeoutMs: 10_000, userAgent: 'kubediff' };
+const OTLP_DEFAULTS = {
+  timeoutMs: 10_000,
+  userAgent: 'kubediff',
+  // The Collector's OTLP/HTTP receiver takes 20 MiB by default (max_request_body_size); backends less.
+  batchMaxBytes: 5 * 1024 * 1024,
+};
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
 
 type Encoder = Awaited<ReturnType<typeof loadEncoder>>;
@@ -51,7 +56,11 @@ export class OtlpSink extends BatchSink {
 
   constructor(options: OtlpSinkOptions) {
     const url = otlpLogsUrl(options.endpoint);
-    super(options, { name: `otlp ${redactUrl(url)}`, timeoutMs: OTLP_DEFAULTS.timeoutMs });
+    super(options, {
+      name: `otlp ${redactUrl(url)}`,
+      timeoutMs: OTLP_DEFAULTS.timeoutMs,
+      batchMaxBytes: OTLP_DEFAULTS.batchMaxBytes,
+    });
     this.url = url;
     this.options = options;
     this.protocol = options.protocol ?? 'http/protobuf';
@@ -92,6 +101,7 @@ export class OtlpSink extends BatchSink {
         aborted: outcome.aborted,
         reason: outcome.reason,
         ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+        ...(outcome.status === 413 ? { tooLarge: true } : {}),
       };
     }
     const partial = encoder.partialSuccess(outcome.bytes, json);

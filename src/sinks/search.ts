@@ -47,7 +47,14 @@ export interface SearchSinkOptions extends BatchSinkOptions {
   userAgent?: string;
 }
 
-const SEARCH_DEFAULTS = { index: 'kubediff', timeoutMs: 30_000, userAgent: 'kubediff' };
+const SEARCH_DEFAULTS = {
+  index: 'kubediff',
+  timeoutMs: 30_000,
+  userAgent: 'kubediff',
+  // Both take 100 MB per request by default (http.max_content_length); their guides advise bulk requests
+  // of a few MiB, and hosted clusters (Amazon OpenSearch Service: 10 MiB on small instances) take less.
+  batchMaxBytes: 5 * 1024 * 1024,
+};
 /** A bulk answer lists every item: status and error only (filter_path), up to this much. */
 const MAX_BULK_ANSWER = 16 * 1024 * 1024;
 const BULK_FIELDS = 'errors,items.*.status,items.*.error.type,items.*.error.reason';
@@ -64,7 +71,11 @@ export class SearchSink extends BatchSink {
 
   constructor(options: SearchSinkOptions) {
     const base = new URL(options.url);
-    super(options, { name: `${options.flavor} ${redactUrl(base)}`, timeoutMs: SEARCH_DEFAULTS.timeoutMs });
+    super(options, {
+      name: `${options.flavor} ${redactUrl(base)}`,
+      timeoutMs: SEARCH_DEFAULTS.timeoutMs,
+      batchMaxBytes: SEARCH_DEFAULTS.batchMaxBytes,
+    });
     this.base = base;
     this.index = options.index ?? SEARCH_DEFAULTS.index;
     this.mode = options.mode ?? 'daily';
@@ -196,6 +207,7 @@ function failureOf(outcome: Extract<PostOutcome, { ok: false }>): Transmission {
     aborted: outcome.aborted,
     reason: outcome.reason,
     ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+    ...(outcome.status === 413 ? { tooLarge: true } : {}),
   };
 }
 

@@ -72,6 +72,8 @@ export interface OtlpSinkSpec extends HttpSinkSpec {
   headers?: Record<string, string>;
   tls?: HttpTls;
   batchMaxEvents?: number;
+  /** Bytes of the events' JSON per request. */
+  batchMaxBytes?: number;
   queue?: BacklogOptions;
 }
 
@@ -88,6 +90,8 @@ interface SearchSinkSpecOf<T extends SearchFlavor> extends HttpSinkSpec {
   headers?: Record<string, string>;
   tls?: HttpTls;
   batchMaxEvents?: number;
+  /** Bytes of the events' JSON per request. */
+  batchMaxBytes?: number;
   queue?: BacklogOptions;
 }
 
@@ -114,6 +118,8 @@ export interface KafkaSinkSpec extends HttpSinkSpec {
   /** The password comes from the environment or a file, never a flag. */
   sasl?: KafkaSasl;
   batchMaxEvents?: number;
+  /** Bytes of the events' JSON per request. */
+  batchMaxBytes?: number;
   queue?: BacklogOptions;
 }
 
@@ -338,8 +344,7 @@ async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sin
     ...(spec.compression ? { compression: spec.compression } : {}),
     ...(spec.tls ? { tls: spec.tls } : {}),
     ...(spec.sasl ? { sasl: spec.sasl } : {}),
-    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...batchOptions(spec),
     ...deliveryOptions(spec, context),
   });
 }
@@ -374,9 +379,17 @@ function logSinkOptions(spec: OtlpSinkSpec | SearchSinkSpec, context: SinkContex
     log: context.runtime.log,
     ...(spec.headers ? { headers: spec.headers } : {}),
     ...(spec.tls ? { tls: spec.tls } : {}),
-    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...batchOptions(spec),
     ...httpOptions(spec, context),
+  };
+}
+
+/** The batch sinks' (OTLP, search, Kafka) batches and queue. */
+function batchOptions(spec: OtlpSinkSpec | SearchSinkSpec | KafkaSinkSpec) {
+  return {
+    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
+    ...(spec.batchMaxBytes !== undefined ? { batchMaxBytes: spec.batchMaxBytes } : {}),
+    ...(spec.queue ? { queue: spec.queue } : {}),
   };
 }
 

@@ -125,7 +125,7 @@ const CORPUS: [string, string[]][] = [
   [
     'log-sinks.yaml',
     [
-      'invalid config file log-sinks.yaml: 14 problems:',
+      'invalid config file log-sinks.yaml: 15 problems:',
       '  log-sinks.yaml:3:15: sinks[0].endpoint: expected an http:// or https:// URL, not grpc://',
       '  log-sinks.yaml:4:15: sinks[0].protocol: expected one of http/protobuf, http/json, got "grpc"',
       '  log-sinks.yaml:5:30: sinks[0].headers.Bad Header: "Bad Header" is not an HTTP header name',
@@ -139,7 +139,8 @@ const CORPUS: [string, string[]][] = [
       '  log-sinks.yaml:21:13: sinks[3].layout: a webhook sends either CloudEvents (format: cloudevents) or a layout, not both',
       '  log-sinks.yaml:21:13: sinks[3].layout: not a JSONata expression: S0211 The symbol "}" cannot be used as a unary operator (at character 8)',
       '  log-sinks.yaml:24:22: sinks[4].cloudEventsMode: applies to CloudEvents: set format: cloudevents too',
-      '  log-sinks.yaml:27:5: sinks[5].stories: unknown key; expected one of type, name, filter, timeout, deadLetter, headers, headersFile, tls, batch, queueCapacity, endpoint, protocol',
+      '  log-sinks.yaml:27:5: sinks[5].stories: unknown key; expected one of type, name, filter, timeout, deadLetter, headers, headersFile, tls, batch, batchBytes, queueCapacity, endpoint, protocol',
+      '  log-sinks.yaml:28:17: sinks[5].batchBytes: expected a size such as 64MB or 1GB, got "lots"',
     ],
   ],
   [
@@ -358,6 +359,34 @@ describe('config loader: ${VAR} substitution', () => {
         secret: 'hmac-key',
       },
     ]);
+  });
+});
+
+describe('config loader: batches', () => {
+  it('batch, batchBytes (a size) and queueCapacity reach the Kafka, OTLP and search sinks', () => {
+    const loaded = parseConfig(
+      [
+        'sinks:',
+        '  - { type: kafka, brokers: ["k:9092"], topic: t, batch: 100, batchBytes: 512KB, queueCapacity: 50 }',
+        '  - { type: otlp, endpoint: "http://c:4318", batchBytes: 2MB }',
+        '  - { type: elasticsearch, url: "https://es:9200", batchBytes: "1.5mb" }',
+      ].join('\n'),
+      'c.yaml',
+      {},
+    );
+    const sinks = settingsFromConfig(loaded, {}, false, {}).delivery.sinks as {
+      batchMaxEvents?: number;
+      batchMaxBytes?: number;
+      queue?: object;
+    }[];
+    assert.deepEqual(
+      sinks.map(({ batchMaxEvents, batchMaxBytes, queue }) => [batchMaxEvents, batchMaxBytes, queue]),
+      [
+        [100, 512 * 1024, { capacity: 50 }],
+        [undefined, 2 * 1024 * 1024, undefined],
+        [undefined, 1.5 * 1024 * 1024, undefined],
+      ],
+    );
   });
 });
 

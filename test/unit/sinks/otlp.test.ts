@@ -82,6 +82,42 @@ describe('OTLP sink', () => {
     assert.match(log.warnings.join('\n'), /HTTP 400 Bad Request: "bad data"; not retried/);
   });
 
+  it('sends a batch answered 413 again in halves', async () => {
+    const log = memoryLog();
+    const ids = (body: string) =>
+      (
+        JSON.parse(body) as {
+          resourceLogs: {
+            scopeLogs: {
+              logRecords: {
+                body: { kvlistValue: { values: { key: string; value: { stringValue?: string } }[] } };
+              }[];
+            }[];
+          }[];
+        }
+      ).resourceLogs.flatMap((r) =>
+        r.scopeLogs.flatMap((scope) =>
+          scope.logRecords.map(
+            (record) => record.body.kvlistValue.values.find((v) => v.key === 'id')?.value.stringValue,
+          ),
+        ),
+      );
+    // A receiver that takes one record per request.
+    const receiver = await kit.receiver({
+      respond: (request) => (ids(request.body).length > 1 ? { status: 413 } : { status: 200, body: '{}' }),
+    });
+    const sink = kit.track(
+      new OtlpSink({ endpoint: receiver.url('/'), protocol: 'http/json', retry: FAST, log }),
+    );
+    for (const id of ['a:1', 'b:1', 'c:1']) sink.deliver(sampleEvent({ id }));
+    const { stats } = await sink.close(60_000);
+    assert.deepEqual(
+      receiver.requests.map((request) => ids(request.body)),
+      [['a:1', 'b:1', 'c:1'], ['a:1', 'b:1'], ['a:1'], ['b:1'], ['c:1']],
+    );
+    assert.equal(stats.delivered, 3);
+  });
+
   it('adds /v1/logs to a base endpoint, and keeps a full logs URL', () => {
     assert.equal(otlpLogsUrl('http://collector:4318').href, 'http://collector:4318/v1/logs');
     assert.equal(otlpLogsUrl('http://loki:3100/otlp/').href, 'http://loki:3100/otlp/v1/logs');

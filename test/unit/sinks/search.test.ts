@@ -149,6 +149,61 @@ describe('search sink', () => {
     assert.match(log.warnings.join('\n'), /an unreadable bulk answer/);
   });
 
+  it('splits a batch refused as too large (413) in halves until it passes; only the event too large alone is dead-lettered', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-search-413-'));
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
+    // A node whose http.max_content_length is 3,000 bytes.
+    const LIMIT = 3_000;
+    const receiver = await kit.receiver({
+      respond: (request) =>
+        Buffer.byteLength(request.body) > LIMIT
+          ? { status: 413, body: `{"error":"request of ${request.body.length} bytes is too large"}` }
+          : bulkAnswer(bulkIds(request as ReceivedRequest).map(() => 201)),
+    });
+    const sink = kit.track(
+      new SearchSink({
+        flavor: 'opensearch',
+        url: receiver.url(''),
+        installTemplate: false,
+        retry: FAST,
+        deadLetter: file,
+        log,
+      }),
+    );
+    const events = Array.from({ length: 12 }, (_, n) =>
+      n === 6
+        ? sampleEvent({ id: 'huge:1', changes: [{ op: 'add', path: '/data/x', to: 'x'.repeat(4_000) }] })
+        : sampleEvent({ id: `e${n}:1` }),
+    );
+    // Delivered together: the sink is idle until the first batch starts, which takes all twelve.
+    for (const event of events) sink.deliver(event);
+    const { stats } = await sink.close(60_000);
+    file.close();
+
+    assert.equal(bulkIds(receiver.requests[0] as ReceivedRequest).length, 12, 'one batch at first');
+    const indexed = receiver.requests
+      .filter((request) => 'status' in request.reply && request.reply.status === 200)
+      .flatMap((request) => bulkIds(request));
+    assert.deepEqual(
+      indexed,
+      events.filter((event) => event.id !== 'huge:1').map((event) => event.id),
+      'every other event once, in order',
+    );
+    assert.deepEqual([stats.delivered, stats.deadLettered, stats.lost], [11, 1, 0]);
+    const letters = (await readFile(path.join(dir, 'dead.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { reason: string; event: { id: string } });
+    assert.deepEqual(
+      letters.map((letter) => letter.event.id),
+      ['huge:1'],
+    );
+    assert.match(letters[0]?.reason ?? '', /^HTTP 413 Payload Too Large: .* \(not retried\)$/);
+    assert.equal(log.warnings.filter((w) => /sending it in halves/.test(w)).length, 1, 'the split said once');
+    assert.equal(log.warnings.filter((w) => /HTTP 413.*not retried/.test(w)).length, 1);
+  });
+
   it('names daily indices by the event’s UTC day', () => {
     assert.equal(dayOf('2026-12-31T23:59:59.999Z'), '2026.12.31');
   });
