@@ -30,8 +30,8 @@ export interface ItemFailure {
   index: number;
   /** One phrase: 'HTTP 400 mapper_parsing_exception: failed to parse field [x]'. */
   reason: string;
-  /** What makes two refusals the same (logged once): default the reason. */
-  key?: string;
+  /** What makes two refusals the same (logged once): a status and an error type, never free text. */
+  key: string;
   retryable: boolean;
 }
 
@@ -51,6 +51,11 @@ export type Transmission =
       aborted: boolean;
       /** One phrase: 'HTTP 503 Service Unavailable', 'connection refused'. */
       reason: string;
+      /**
+       * What makes two failures the same (said once): 'HTTP 503', 'ECONNREFUSED', Kafka's
+       * 'TOPIC_AUTHORIZATION_FAILED'; never text the receiver chooses, which may differ in every answer.
+       */
+      key: string;
       retryAfterMs?: number;
       /** Refused as too large (HTTP 413, Kafka's MESSAGE_TOO_LARGE): a batch of several is sent in halves. */
       tooLarge?: boolean;
@@ -165,7 +170,7 @@ export abstract class BatchSink extends DeliverySink {
       const startedAt = monotonicMs();
       const outcome = await this.transmit(pending);
       this.trouble.requestDone(startedAt, outcome.ok && !outcome.itemFailures?.length);
-      let failure: { reason: string; retryAfterMs?: number };
+      let failure: { reason: string; key: string; retryAfterMs?: number };
       if (outcome.ok) {
         const rest = this.settle(pending, outcome);
         if (!rest) {
@@ -175,14 +180,14 @@ export abstract class BatchSink extends DeliverySink {
         }
         pending = rest.work;
         this.inFlight = countOf(pending) + behind;
-        failure = { reason: rest.reason };
+        failure = rest;
       } else {
         if (outcome.tooLarge && !outcome.aborted && pending.kind === 'events' && pending.events.length > 1) {
-          await this.sendInHalves(pending, outcome.reason, behind);
+          await this.sendInHalves(pending, outcome, behind);
           return;
         }
         const loss = lossNote(describeWork(pending), this.deadLetter);
-        const final = this.finalFailure(outcome, outcome.reason, loss);
+        const final = this.finalFailure(outcome, outcome.key, loss);
         if (final) {
           this.abandon(pending, final.reason);
           return;
@@ -191,7 +196,7 @@ export abstract class BatchSink extends DeliverySink {
       }
       if (attempt >= this.retry.maxAttempts) {
         const loss = lossNote(describeWork(pending), this.deadLetter);
-        this.abandon(pending, this.gaveUp(failure.reason, failure.reason, attempt, loss));
+        this.abandon(pending, this.gaveUp(failure.reason, failure.key, attempt, loss));
         return;
       }
       const wait = this.delay.next(failure.retryAfterMs);
@@ -207,12 +212,16 @@ export abstract class BatchSink extends DeliverySink {
    * A batch the receiver refused as too large: its first half, then its second, each sent (and split
    * again if need be) as a batch of its own. Said once: batchBytes is set too high for this receiver.
    */
-  private async sendInHalves(work: EventsWork, reason: string, behind: number): Promise<void> {
+  private async sendInHalves(
+    work: EventsWork,
+    refusal: { reason: string; key: string },
+    behind: number,
+  ): Promise<void> {
     const half = Math.ceil(work.events.length / 2);
     const [first, second] = [sliceOf(work, 0, half), sliceOf(work, half, work.events.length)];
     this.trouble.refused(
-      'too large',
-      `${reason}: a batch of ${plural(work.events.length, 'event')} was too large for the receiver; sending it in halves (lower batchBytes to spare the extra requests).`,
+      `too large: ${refusal.key}`,
+      `${refusal.reason}: a batch of ${plural(work.events.length, 'event')} was too large for the receiver; sending it in halves (lower batchBytes to spare the extra requests).`,
     );
     this.inFlight = countOf(work) + behind;
     await this.send(first, behind + second.events.length);
@@ -226,7 +235,7 @@ export abstract class BatchSink extends DeliverySink {
   private settle(
     work: BatchWork,
     outcome: Extract<Transmission, { ok: true }>,
-  ): { work: BatchWork; reason: string } | undefined {
+  ): { work: BatchWork; reason: string; key: string } | undefined {
     if (work.kind === 'digest') {
       const failure = outcome.itemFailures?.[0];
       if (!failure) {
@@ -234,9 +243,9 @@ export abstract class BatchSink extends DeliverySink {
         this.counters.digests++;
         return undefined;
       }
-      if (failure.retryable) return { work, reason: failure.reason };
+      if (failure.retryable) return { work, reason: failure.reason, key: failure.key };
       this.trouble.refused(
-        failure.key ?? failure.reason,
+        failure.key,
         `${failure.reason}; not retried. ${lossNote('A digest', this.deadLetter)}`,
       );
       this.backlog.abandonDigest(work.digest, `${failure.reason} (not retried)`);
@@ -253,7 +262,7 @@ export abstract class BatchSink extends DeliverySink {
         again.push(index);
       } else {
         this.trouble.refused(
-          failure.key ?? failure.reason,
+          failure.key,
           `${failure.reason}; not retried. ${lossNote(`Event ${event.id}`, this.deadLetter)}`,
         );
         this.backlog.abandon([event], `${failure.reason} (not retried)`);
@@ -264,8 +273,9 @@ export abstract class BatchSink extends DeliverySink {
       // Which ones the receiver does not say: the batch goes to the dead-letter file with the count.
       const count = Math.min(rejected.count, delivered);
       const reason = `the receiver rejected ${plural(count, 'event')} of these ${plural(work.events.length, 'event')} without saying which: ${rejected.reason}`;
+      // Said once, whatever message the receiver gives (it may differ in every answer).
       this.trouble.refused(
-        `rejected: ${rejected.reason}`,
+        'rejected without saying which',
         `${reason}. ${lossNote('The batch', this.deadLetter)}`,
       );
       if (this.deadLetter?.writeEvents(this.name, reason, work.events)) this.counters.deadLettered += count;
@@ -274,14 +284,15 @@ export abstract class BatchSink extends DeliverySink {
     }
     this.counters.delivered += delivered;
     if (again.length === 0) return undefined;
-    const reason = failures.get(again[0] as number)?.reason ?? 'items to retry';
+    const first = failures.get(again[0] as number);
     return {
       work: {
         kind: 'events',
         events: again.map((index) => work.events[index] as ChangeEvent),
         json: again.map((index) => work.json[index] as string),
       },
-      reason: `${reason} (${plural(again.length, 'event')} of ${work.events.length})`,
+      reason: `${first?.reason ?? 'items to retry'} (${plural(again.length, 'event')} of ${work.events.length})`,
+      key: first?.key ?? 'items to retry',
     };
   }
 

@@ -43,7 +43,13 @@ const KAFKA_DEFAULTS = {
 type OutgoingRecord = { topic: string; key: string; value: string; headers: Map<string, string> };
 
 /** The shutdown deadline passed while a produce request was out (or before it went). */
-const SHUTDOWN: Transmission = { ok: false, retryable: false, aborted: true, reason: 'shutdown' };
+const SHUTDOWN: Transmission = {
+  ok: false,
+  retryable: false,
+  aborted: true,
+  reason: 'shutdown',
+  key: 'shutdown',
+};
 
 export class KafkaSink extends BatchSink {
   private readonly topic: string;
@@ -87,6 +93,7 @@ export class KafkaSink extends BatchSink {
             retryable: !isFinal(error),
             aborted: false,
             reason: describeKafkaError(error),
+            key: kafkaErrorKey(error),
             ...(isTooLarge(error) ? { tooLarge: true } : {}),
           }),
         );
@@ -170,6 +177,23 @@ const FINAL_BROKER_ERRORS =
   /TOPIC_AUTHORIZATION_FAILED|CLUSTER_AUTHORIZATION_FAILED|SASL_AUTHENTICATION_FAILED|MESSAGE_TOO_LARGE|RECORD_LIST_TOO_LARGE|INVALID_RECORD/;
 /** The broker's answers to a record batch larger than it takes (message.max.bytes, segment.bytes). */
 const TOO_LARGE_BROKER_ERRORS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+/**
+ * What makes two failures the same, for saying each once: the broker's error ('TOPIC_AUTHORIZATION_FAILED'),
+ * else the client's code ('PLT_KFK_NETWORK'); never the messages, which name brokers and vary.
+ */
+function kafkaErrorKey(error: unknown): string {
+  const all = causes(error);
+  for (const e of all) {
+    const apiId = (e as { apiId?: unknown }).apiId;
+    if (typeof apiId === 'string') return apiId;
+  }
+  for (const e of all.reverse()) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return 'kafka error';
+}
 
 function isTooLarge(error: unknown): boolean {
   return causes(error).some((e) => TOO_LARGE_BROKER_ERRORS.has(String((e as { apiId?: unknown }).apiId)));

@@ -14,7 +14,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import { redactUrl } from '../util/url.ts';
 import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
-import { createAgent, type HttpTls, post } from './http.ts';
+import { createAgent, failureKey, type HttpTls, post } from './http.ts';
 import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 
@@ -100,6 +100,7 @@ export class OtlpSink extends BatchSink {
         retryable,
         aborted: outcome.aborted,
         reason: outcome.reason,
+        key: failureKey(outcome),
         ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
         ...(outcome.status === 413 ? { tooLarge: true } : {}),
       };

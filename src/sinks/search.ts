@@ -20,7 +20,7 @@ import {
   type ItemFailure,
   type Transmission,
 } from './batch-sink.ts';
-import { bodyExcerpt, createAgent, type HttpTls, type PostOutcome, post } from './http.ts';
+import { bodyExcerpt, createAgent, failureKey, type HttpTls, type PostOutcome, post } from './http.ts';
 import { indexTemplate, type SearchIndexMode, templateName } from './search-template.ts';
 
 export type SearchFlavor = 'opensearch' | 'elasticsearch';
@@ -119,6 +119,7 @@ export class SearchSink extends BatchSink {
         retryable: true,
         aborted: false,
         reason: `an unreadable bulk answer (${errorMessage(error)})`,
+        key: 'unreadable bulk answer',
       };
     }
     const expected = work.kind === 'events' ? work.events.length : 1;
@@ -128,6 +129,7 @@ export class SearchSink extends BatchSink {
         retryable: true,
         aborted: false,
         reason: `a bulk answer of ${items.length} items for ${expected}`,
+        key: 'bulk answer of the wrong length',
       };
     const itemFailures: ItemFailure[] = [];
     items.forEach((item, index) => {
@@ -144,7 +146,9 @@ export class SearchSink extends BatchSink {
     if (status === 409 && this.mode === 'data-stream') return undefined;
     const type = item.error?.type ?? 'error';
     const reason = `HTTP ${status} ${type}${item.error?.reason ? `: ${bodyExcerpt(item.error.reason)}` : ''}`;
-    return { index, reason, key: `${status} ${type}`, retryable: status === 429 || status >= 500 };
+    // The key: the status and the error's type (a class name such as mapper_parsing_exception), not its reason.
+    const key = `HTTP ${status} ${type.slice(0, 100)}`;
+    return { index, reason, key, retryable: status === 429 || status >= 500 };
   }
 
   /** NDJSON: an action line and the document, per event (or the one digest). */
@@ -206,6 +210,7 @@ function failureOf(outcome: Extract<PostOutcome, { ok: false }>): Transmission {
     retryable: outcome.retryable,
     aborted: outcome.aborted,
     reason: outcome.reason,
+    key: failureKey(outcome),
     ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
     ...(outcome.status === 413 ? { tooLarge: true } : {}),
   };

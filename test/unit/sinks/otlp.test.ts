@@ -82,6 +82,36 @@ describe('OTLP sink', () => {
     assert.match(log.warnings.join('\n'), /HTTP 400 Bad Request: "bad data"; not retried/);
   });
 
+  it('says each refusal once per status, whatever text the receiver puts in each answer', async () => {
+    const log = memoryLog();
+    // A request id in every answer, as many receivers put in their error bodies.
+    const answers: Reply[] = [
+      { status: 400, body: 'invalid record (request r-1)' },
+      { status: 400, body: 'invalid record (request r-2)' },
+      { status: 403, body: 'forbidden (request r-3)' },
+      { status: 503, body: 'overloaded (request r-4)' },
+      { status: 503, body: 'overloaded (request r-5)' },
+    ];
+    const receiver = await kit.receiver({ respond: () => answers.shift() });
+    const sink = kit.track(
+      new OtlpSink({ endpoint: receiver.url('/'), retry: { ...FAST, maxAttempts: 1 }, log }),
+    );
+    for (const [n, id] of ['a:1', 'b:1', 'c:1', 'd:1', 'e:1'].entries()) {
+      sink.deliver(sampleEvent({ id }));
+      await receiver.waitForRequests(n + 1);
+    }
+    const { stats } = await sink.close(60_000);
+    assert.equal(stats.lost, 5);
+    assert.deepEqual(
+      log.warnings.filter((w) => /not retried|gave up/.test(w)).map((w) => w.replace(/^otlp \S+ /, '')),
+      [
+        'HTTP 400 Bad Request: "invalid record (request r-1)"; not retried. Event a:1 not delivered.',
+        'HTTP 403 Forbidden: "forbidden (request r-3)"; not retried. Event c:1 not delivered.',
+        'HTTP 503 Service Unavailable: "overloaded (request r-4)"; gave up after 1 attempt. Event d:1 not delivered.',
+      ],
+    );
+  });
+
   it('sends a batch answered 413 again in halves', async () => {
     const log = memoryLog();
     const ids = (body: string) =>
