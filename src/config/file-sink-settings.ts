@@ -14,7 +14,7 @@ import { filterOf } from './filter-settings.ts';
 import { batchSettings, otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
-import { type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
+import { type SinkFileReader, type SinkProblem, tlsFromFiles } from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
 import { SINK_ENV, sinkEnvValue } from './sink-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
@@ -33,6 +33,8 @@ type CommonSpec = Pick<WebhookSinkSpec, 'name' | 'filter' | 'stories' | 'timeout
 interface EntryContext {
   env: Env;
   readFile: SinkFileReader;
+  /** A problem found in what those files hold, at the entry's key. */
+  problem: SinkProblem;
 }
 type EntryConverter<T extends EntryType> = (
   input: InputOf<T>,
@@ -112,7 +114,8 @@ function entrySpecs(file: LoadedConfig, deadLetterFile: string | undefined, env:
         );
       }
     };
-    specs.push(entrySpecOf(input, filterOf(input.filter), deadLetterFile, { env, readFile }));
+    const problem: SinkProblem = (key, message) => problemAt(file, ['sinks', index, ...key], message);
+    specs.push(entrySpecOf(input, filterOf(input.filter), deadLetterFile, { env, readFile, problem }));
   });
   return specs;
 }
@@ -148,8 +151,8 @@ const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
   mattermost: chatSpecOf,
   'google-chat': chatSpecOf,
   otlp: (input, common, { readFile }) => otlpSpecOf(input, common, readFile),
-  opensearch: (input, common, { readFile }) => searchSpecOf(input, common, readFile),
-  elasticsearch: (input, common, { readFile }) => searchSpecOf(input, common, readFile),
+  opensearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
+  elasticsearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
 };
 
 function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {

@@ -6,7 +6,13 @@
 import type { OtlpSinkSpec, SearchSinkSpec } from '../sinks/setup.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
-import { checkHttpUrl, parseHeaders, type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
+import {
+  checkHttpUrl,
+  parseHeaders,
+  type SinkFileReader,
+  type SinkProblem,
+  tlsFromFiles,
+} from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
 
 type OtlpInput = Extract<SinkInput, { type: 'otlp' }>;
@@ -26,7 +32,7 @@ export function otlpSpecFromFlag(
 ): OtlpSinkSpec | undefined {
   const url = endpoint?.trim();
   if (!url) return undefined;
-  checkHttpUrl(url, 'invalid --otlp-endpoint');
+  checkHttpUrl(url, 'invalid --otlp-endpoint', `give an Authorization header in ${OTLP_HEADER_VARIABLES[0]}`);
   const headers: Record<string, string> = {};
   for (const variable of OTLP_HEADER_VARIABLES) Object.assign(headers, otelHeaders(env[variable], variable));
   return { type: 'otlp', endpoint: url, ...(Object.keys(headers).length > 0 ? { headers } : {}) };
@@ -60,7 +66,12 @@ export function otlpSpecOf(input: OtlpInput, common: Common, readFile: SinkFileR
   };
 }
 
-export function searchSpecOf(input: SearchInput, common: Common, readFile: SinkFileReader): SearchSinkSpec {
+export function searchSpecOf(
+  input: SearchInput,
+  common: Common,
+  readFile: SinkFileReader,
+  problem: SinkProblem,
+): SearchSinkSpec {
   const secret = (key: string, file: string) => readFile([key], file).trim();
   const password =
     input.password ?? (input.passwordFile ? secret('passwordFile', input.passwordFile) : undefined);
@@ -71,10 +82,17 @@ export function searchSpecOf(input: SearchInput, common: Common, readFile: SinkF
       : input.username !== undefined
         ? { username: input.username, password: password ?? '' }
         : undefined;
+  const shared = batchSinkSettings(input, readFile);
+  // One in headers: is refused by the file's checks (semantic-checks.ts); one in headersFile is found here.
+  if (auth && shared.headers?.authorization !== undefined)
+    throw problem(
+      ['headersFile'],
+      `sets the Authorization header, which ${'apiKey' in auth ? 'apiKey sets' : 'username and password set'}: give the credentials one way, not both`,
+    );
   const spec = {
     url: input.url,
     ...common,
-    ...batchSinkSettings(input, readFile),
+    ...shared,
     ...(input.index ? { index: input.index } : {}),
     ...(input.mode ? { mode: input.mode } : {}),
     ...(input.template !== undefined ? { installTemplate: input.template } : {}),

@@ -108,6 +108,8 @@ function searchSchema<T extends string>(type: T) {
       passwordFile: { type: 'string' },
       apiKey: { type: 'string' },
       apiKeyFile: { type: 'string' },
+      // Credentials over an http:// URL: only where the network is encrypted otherwise.
+      allowPlaintextCredentials: { type: 'boolean' },
     },
     required: ['type', 'url'],
     additionalProperties: false,

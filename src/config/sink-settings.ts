@@ -130,7 +130,7 @@ function webhookSpecsFromFlags(flags: RawSinkFlags, env: Env): WebhookSinkSpec[]
       ? undefined
       : parseDurationSetting('--webhook-timeout', flags.webhookTimeout);
   return webhooks.map((url) => {
-    checkHttpUrl(url, 'invalid --webhook');
+    checkHttpUrl(url, 'invalid --webhook', `give an Authorization header in ${SINK_ENV.webhookHeaders}`);
     const spec: WebhookSinkSpec = { type: 'webhook', url };
     if (Object.keys(headers).length > 0) spec.headers = headers;
     if (secret) spec.secret = secret;

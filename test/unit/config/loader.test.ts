@@ -2,7 +2,8 @@
 // The config loader, table-driven over a corpus of broken files (test/fixtures/config): every message is
 // asserted whole, with its line and column. Also: ${VAR} substitution, presets, flags over the file.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
@@ -167,6 +168,17 @@ const CORPUS: [string, string[]][] = [
     ],
   ],
   [
+    'sink-credentials.yaml',
+    [
+      'invalid config file sink-credentials.yaml: 5 problems:',
+      '  sink-credentials.yaml:3:10: sinks[0].url: the URL holds credentials (user:password@), which are never sent; give them as username and password (or passwordFile)',
+      '  sink-credentials.yaml:6:15: sinks[1].username: the credentials would cross the network unencrypted (an http:// URL): use https://, or allowPlaintextCredentials: true if the network is encrypted otherwise',
+      '  sink-credentials.yaml:12:31: sinks[2].headers.Authorization: apiKey sets the Authorization header: give the credentials one way, not both',
+      '  sink-credentials.yaml:14:15: sinks[3].endpoint: the URL holds credentials (user:password@), which are never sent; give an Authorization header in headers or headersFile',
+      '  sink-credentials.yaml:16:10: sinks[4].url: the URL holds credentials (user:password@), which are never sent; give an Authorization header in headers',
+    ],
+  ],
+  [
     'sinks-shape.yaml',
     [
       'invalid config file sinks-shape.yaml: 6 problems:',
@@ -235,6 +247,10 @@ describe('config loader: the broken-file corpus', () => {
     for (const [file] of CORPUS) {
       for (const line of problemsOf(file)) assert.doesNotMatch(line, /s3cr3t/, file);
     }
+  });
+
+  it('never shows a password written in a sink URL or key', () => {
+    assert.ok(!problemsOf('sink-credentials.yaml').join('\n').includes('hunter2'));
   });
 
   it('an unreadable file is one sentence, exit 2', () => {
@@ -362,7 +378,27 @@ describe('config loader: ${VAR} substitution', () => {
   });
 });
 
-describe('config loader: batches', () => {
+describe('config loader: log sinks', () => {
+  it('an Authorization header in headersFile beside username and password is one problem at headersFile', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'kubediff-headers-'));
+    const headers = path.join(dir, 'headers');
+    writeFileSync(headers, 'X-Team: sre\nAuthorization: Bearer t0k-s3cr3t\n');
+    const loaded = parseConfig(
+      `sinks:\n  - type: opensearch\n    url: https://search:9200\n    username: kd\n    password: pw-s3cr3t\n    headersFile: ${headers}\n`,
+      'c.yaml',
+      {},
+    );
+    assert.throws(
+      () => settingsFromConfig(loaded, {}, false, {}),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        exitCodeOf(error) === EXIT_USAGE &&
+        error.message ===
+          'invalid config file c.yaml:6:18: sinks[0].headersFile: sets the Authorization header, which username and password set: give the credentials one way, not both.',
+    );
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('batch, batchBytes (a size) and queueCapacity reach the Kafka, OTLP and search sinks', () => {
     const loaded = parseConfig(
       [

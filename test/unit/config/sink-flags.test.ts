@@ -167,6 +167,11 @@ describe('sink flags', () => {
       ],
       [{ webhook: ['not a url/secret-path'] }, {}, /invalid --webhook: not a URL \(it starts "not a url"\)/],
       [
+        { webhook: ['https://hook:secret-path@hooks.example/x'] },
+        {},
+        /^invalid --webhook: the URL holds credentials \(user:password@\), which are never sent; give an Authorization header in KUBEDIFF_WEBHOOK_HEADERS\.$/,
+      ],
+      [
         { slackWebhook: 'hooks.slack.com/services/T/B/SECRET' },
         {},
         /invalid --slack-webhook: not a URL \(it starts "hooks.slack.com"\)/,
