@@ -55,11 +55,11 @@ const PAGERDUTY_LAYOUT =
 
 /** Delivers `events` through a fresh sink; resolves to events/s, counting what was not delivered. */
 async function throughSink(
-  make: () => Sink,
+  make: () => Sink | Promise<Sink>,
   events: readonly ChangeEvent[],
   missed: { count: number },
 ): Promise<number> {
-  const sink = make();
+  const sink = await make();
   const started = performance.now();
   for (const event of events) sink.deliver(event);
   const report = await sink.close(600_000);
@@ -123,7 +123,7 @@ export async function measureLogSinks(options: {
         events,
         (missed) =>
           throughSink(
-            () => new OtlpSink({ endpoint: collector.httpEndpoint, log: silent, queue }),
+            () => OtlpSink.create({ endpoint: collector.httpEndpoint, log: silent, queue }),
             events,
             missed,
           ),

@@ -11,7 +11,7 @@
 // records, without saying which) is not retried, the batch is dead-lettered with the count; 429, 502,
 // 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; every other status is final.
 import type { ChangeEvent } from '../events/event.ts';
-import { errorMessage } from '../util/errors.ts';
+import { errorMessage, KubediffError } from '../util/errors.ts';
 import { redactUrl } from '../util/url.ts';
 import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import { createAgent, failureKey, type HttpTls, post } from './http.ts';
@@ -51,10 +51,18 @@ export class OtlpSink extends BatchSink {
   private readonly url: URL;
   private readonly options: OtlpSinkOptions;
   private readonly protocol: OtlpProtocol;
-  private readonly encoder: Promise<Encoder>;
+  private readonly encoder: Encoder;
   private readonly agent;
 
-  constructor(options: OtlpSinkOptions) {
+  /**
+   * Loads the OpenTelemetry encoder, then the sink: a failure to load is one error at start-up (a
+   * KubediffError), not one per batch.
+   */
+  static async create(options: OtlpSinkOptions): Promise<OtlpSink> {
+    return new OtlpSink(options, await loadEncoder());
+  }
+
+  private constructor(options: OtlpSinkOptions, encoder: Encoder) {
     const url = otlpLogsUrl(options.endpoint);
     super(options, {
       name: `otlp ${redactUrl(url)}`,
@@ -65,9 +73,7 @@ export class OtlpSink extends BatchSink {
     this.options = options;
     this.protocol = options.protocol ?? 'http/protobuf';
     this.agent = createAgent(this.timeoutMs, process.env, options.tls);
-    this.encoder = loadEncoder();
-    // A failure to load shows in the first send; this only keeps it from being unhandled.
-    this.encoder.catch(() => {});
+    this.encoder = encoder;
   }
 
   protected release(): Promise<void> {
@@ -75,7 +81,7 @@ export class OtlpSink extends BatchSink {
   }
 
   protected async transmit(work: BatchWork): Promise<Transmission> {
-    const encoder = await this.encoder;
+    const encoder = this.encoder;
     const records =
       work.kind === 'digest'
         ? [digestRecord(work.digest.toPayload(), undefined)]
@@ -110,12 +116,21 @@ export class OtlpSink extends BatchSink {
   }
 }
 
-/** The OpenTelemetry encoder, loaded on first use, with kubediff's instrumentation scope. */
+/** The OpenTelemetry packages, or one sentence saying they cannot be loaded (a broken install). */
+async function openTelemetryPackages() {
+  try {
+    return await Promise.all([import('@opentelemetry/otlp-transformer'), import('@opentelemetry/resources')]);
+  } catch (error) {
+    throw new KubediffError(
+      `the OTLP sink cannot load the OpenTelemetry encoder (${errorMessage(error)}); reinstall kubediff.`,
+    );
+  }
+}
+
+/** The OpenTelemetry encoder, loaded when an OTLP sink is created, with kubediff's instrumentation scope. */
 async function loadEncoder() {
-  const [{ ProtobufLogsSerializer, JsonLogsSerializer }, { resourceFromAttributes }] = await Promise.all([
-    import('@opentelemetry/otlp-transformer'),
-    import('@opentelemetry/resources'),
-  ]);
+  const [{ ProtobufLogsSerializer, JsonLogsSerializer }, { resourceFromAttributes }] =
+    await openTelemetryPackages();
   type Serializer = typeof ProtobufLogsSerializer;
   type ReadableLogRecord = Parameters<Serializer['serializeRequest']>[0][number];
   const scope = { name: 'kubediff' };

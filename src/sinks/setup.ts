@@ -352,7 +352,7 @@ async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sin
 /** OpenTelemetry logs; the OpenTelemetry packages are imported only here. */
 async function otlpSink(spec: OtlpSinkSpec, context: SinkContext): Promise<Sink> {
   const { OtlpSink } = await import('./otlp.ts');
-  return new OtlpSink({
+  return OtlpSink.create({
     ...logSinkOptions(spec, context),
     endpoint: spec.endpoint,
     ...(spec.protocol ? { protocol: spec.protocol } : {}),

@@ -34,7 +34,7 @@ describe('OTLP sink', () => {
     ];
     const receiver = await kit.receiver({ respond: () => answers.shift() });
     const sink = kit.track(
-      new OtlpSink({
+      await OtlpSink.create({
         endpoint: receiver.url('/otlp'),
         protocol: 'http/json',
         headers: { 'x-scope-orgid': 'tenant-1' },
@@ -94,7 +94,7 @@ describe('OTLP sink', () => {
     ];
     const receiver = await kit.receiver({ respond: () => answers.shift() });
     const sink = kit.track(
-      new OtlpSink({ endpoint: receiver.url('/'), retry: { ...FAST, maxAttempts: 1 }, log }),
+      await OtlpSink.create({ endpoint: receiver.url('/'), retry: { ...FAST, maxAttempts: 1 }, log }),
     );
     for (const [n, id] of ['a:1', 'b:1', 'c:1', 'd:1', 'e:1'].entries()) {
       sink.deliver(sampleEvent({ id }));
@@ -137,7 +137,7 @@ describe('OTLP sink', () => {
       respond: (request) => (ids(request.body).length > 1 ? { status: 413 } : { status: 200, body: '{}' }),
     });
     const sink = kit.track(
-      new OtlpSink({ endpoint: receiver.url('/'), protocol: 'http/json', retry: FAST, log }),
+      await OtlpSink.create({ endpoint: receiver.url('/'), protocol: 'http/json', retry: FAST, log }),
     );
     for (const id of ['a:1', 'b:1', 'c:1']) sink.deliver(sampleEvent({ id }));
     const { stats } = await sink.close(60_000);
