@@ -188,11 +188,23 @@ export class SearchSink extends BatchSink {
     }
     const failure = failureOf(outcome);
     if (failure.ok || failure.retryable || failure.aborted) return failure;
-    // Refused (no permission to manage templates, say): documents may still index under a template
-    // installed by someone else; said once.
+    if (outcome.status === 401) {
+      // The credentials are refused: no document would be taken either. The batch fails with this
+      // reason (said once), and the next one tries the template again.
+      return {
+        ...failure,
+        reason: `${outcome.reason}: the cluster does not accept kubediff's credentials (installing the index template); check username and password, or the API key`,
+      };
+    }
+    // Refused otherwise (no permission to manage templates, say): documents may still index under a
+    // template installed by someone else; said once.
     this.templateInstalled = true;
+    const remedy =
+      outcome.status === 403
+        ? 'install it yourself (docs/sinks.md) or give kubediff the manage_index_templates privilege'
+        : 'install it yourself (docs/sinks.md)';
     this.trouble.warn(
-      `could not install the index template ${templateName(this.index)} (${outcome.reason}); indexing without it: install it yourself (docs/sinks.md) or give kubediff the manage_index_templates privilege.`,
+      `could not install the index template ${templateName(this.index)} (${outcome.reason}); indexing without it: ${remedy}.`,
     );
     return undefined;
   }

@@ -204,6 +204,61 @@ describe('search sink', () => {
     assert.equal(log.warnings.filter((w) => /HTTP 413.*not retried/.test(w)).length, 1);
   });
 
+  it('a 401 installing the template is a credentials failure (the batch dead-lettered, said once); a 403 a missing privilege', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-search-401-'));
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
+    // A cluster that knows no such user: every request is 401.
+    const unauthorized = await kit.receiver({
+      defaultReply: { status: 401, body: '{"error":"unauthorized (request r-1)"}' },
+    });
+    const wrong = kit.track(
+      new SearchSink({
+        flavor: 'elasticsearch',
+        url: unauthorized.url(''),
+        auth: { username: 'kd', password: 'wrong' },
+        retry: FAST,
+        deadLetter: file,
+        log,
+      }),
+    );
+    wrong.deliver(sampleEvent({ id: 'a:1' }));
+    await unauthorized.waitForRequests(1);
+    wrong.deliver(sampleEvent({ id: 'b:1' }));
+    await unauthorized.waitForRequests(2);
+    const { stats } = await wrong.close(60_000);
+    file.close();
+    assert.deepEqual(
+      unauthorized.requests.map((request) => `${request.method} ${request.path}`),
+      ['PUT /_index_template/kubediff-kubediff', 'PUT /_index_template/kubediff-kubediff'],
+      'no bulk request without the credentials; the template tried again with the next batch',
+    );
+    assert.equal(stats.deadLettered, 2);
+    const warnings = log.warnings.filter((w) => /credentials|privilege/.test(w));
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(
+      warnings[0] ?? '',
+      /HTTP 401 Unauthorized: .*: the cluster does not accept kubediff's credentials \(installing the index template\); check username and password, or the API key; not retried\. Event a:1 written to the dead-letter file/,
+    );
+
+    // A user without the privilege to manage templates: said so, and the documents indexed anyway.
+    const forbidden = await kit.receiver({
+      respond: (request) =>
+        request.method === 'PUT' ? { status: 403, body: '{"error":"no permission"}' } : bulkAnswer([201]),
+    });
+    const limitedLog = memoryLog();
+    const limited = kit.track(
+      new SearchSink({ flavor: 'opensearch', url: forbidden.url(''), retry: FAST, log: limitedLog }),
+    );
+    limited.deliver(sampleEvent({ id: 'c:1' }));
+    const report = await limited.close(60_000);
+    assert.equal(report.stats.delivered, 1);
+    assert.match(
+      limitedLog.warnings.join('\n'),
+      /could not install the index template kubediff-kubediff \(HTTP 403 Forbidden: .*\); indexing without it: install it yourself \(docs\/sinks\.md\) or give kubediff the manage_index_templates privilege\./,
+    );
+  });
+
   it('names daily indices by the event’s UTC day', () => {
     assert.equal(dayOf('2026-12-31T23:59:59.999Z'), '2026.12.31');
   });
