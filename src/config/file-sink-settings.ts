@@ -16,7 +16,7 @@ import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
 import { type SinkFileReader, type SinkProblem, tlsFromFiles } from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
-import { SINK_ENV, sinkEnvValue } from './sink-settings.ts';
+import { DEAD_LETTER_FLAG_WITHOUT_SINK, SINK_ENV, sinkEnvValue } from './sink-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -244,14 +244,11 @@ function checkDestinations(
     );
   }
   if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
-    if (flags.deadLetter !== undefined)
-      throw new UsageError(
-        '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
-      );
+    if (flags.deadLetter !== undefined) throw new UsageError(DEAD_LETTER_FLAG_WITHOUT_SINK);
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters)',
+      'applies to webhook, chat, Kafka, OTLP, OpenSearch and Elasticsearch sinks, and none is listed (stdout has no dead letters)',
     );
   }
 }

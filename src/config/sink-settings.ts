@@ -75,6 +75,10 @@ type Env = Readonly<Record<string, string | undefined>>;
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const MAX_BATCH = 10_000;
 
+/** --dead-letter given, and no sink flag that delivers over the network (from the flags or beside a file). */
+export const DEAD_LETTER_FLAG_WITHOUT_SINK =
+  '--dead-letter applies to the deliveries of --webhook, Slack and the other chat platforms, Kafka and OTLP, and none is given (stdout has no dead letters).';
+
 export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.env): SinkSettings {
   const shutdownTimeoutMs =
     flags.shutdownTimeout === undefined
@@ -84,9 +88,7 @@ export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.en
   const sinks = FLAG_SINKS.flatMap((read) => read(flags, env));
   const deadLetterFile = flags.deadLetter?.trim() || undefined;
   if (deadLetterFile !== undefined && sinks.length === 0) {
-    throw new UsageError(
-      '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
-    );
+    throw new UsageError(DEAD_LETTER_FLAG_WITHOUT_SINK);
   }
   return { sinks, deadLetterFile, shutdownTimeoutMs };
 }

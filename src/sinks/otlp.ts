@@ -8,8 +8,9 @@
 // digests, retries, dead-letters and counts.
 //
 // Answers, as the OTLP specification says: 200 with a partial success (the Collector rejected some
-// records, without saying which) is not retried, the batch is dead-lettered with the count; 429, 502,
-// 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; every other status is final.
+// records, without saying which) is not retried, the batch is dead-lettered with the count; 408, 429,
+// 502, 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; 413 splits the batch
+// (batch-sink.ts); every other status is final.
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage, KubediffError } from '../util/errors.ts';
 import { redactUrl } from '../util/url.ts';

@@ -625,7 +625,7 @@ sinks:
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:13: deadLetter: applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters).',
+          'invalid config file c.yaml:1:13: deadLetter: applies to webhook, chat, Kafka, OTLP, OpenSearch and Elasticsearch sinks, and none is listed (stdout has no dead letters).',
     );
     const ok = settingsFromConfig(
       parseConfig(

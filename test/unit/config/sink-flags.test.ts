@@ -186,7 +186,11 @@ describe('sink flags', () => {
         /invalid --webhook-timeout "10": expected a duration/,
       ],
       [{ shutdownTimeout: 'soon' }, {}, /invalid --shutdown-timeout "soon"/],
-      [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook, Slack and Kafka/],
+      [
+        { deadLetter: '/tmp/x' },
+        {},
+        /^--dead-letter applies to the deliveries of --webhook, Slack and the other chat platforms, Kafka and OTLP, and none is given \(stdout has no dead letters\)\.$/,
+      ],
       [{ kafkaTopic: 't' }, {}, /--kafka-topic needs --kafka-brokers/],
       [{ kafkaBrokers: 'k:9092' }, {}, /--kafka-brokers needs --kafka-topic/],
       [{ kafkaBrokers: 'k', kafkaTopic: 't' }, {}, /invalid --kafka-brokers "k": expected host:port/],
