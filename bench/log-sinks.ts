@@ -123,7 +123,7 @@ export async function measureLogSinks(options: {
         events,
         (missed) =>
           throughSink(
-            () => OtlpSink.create({ endpoint: collector.httpEndpoint, log: silent, queue }),
+            () => OtlpSink.create({ name: 'otlp', endpoint: collector.httpEndpoint, log: silent, queue }),
             events,
             missed,
           ),
@@ -133,7 +133,7 @@ export async function measureLogSinks(options: {
             const now: [number, number] = [Math.floor(Date.now() / 1000), 0];
             const body = ProtobufLogsSerializer.serializeRequest(
               chunk.map((event) => {
-                const record = eventRecord(event, undefined);
+                const record = eventRecord(event);
                 return {
                   hrTime: [Math.floor(record.timeMs / 1000), (record.timeMs % 1000) * 1e6] as [
                     number,
@@ -188,6 +188,7 @@ export async function measureLogSinks(options: {
           throughSink(
             () =>
               new SearchSink({
+                name: 'opensearch',
                 flavor: 'opensearch',
                 url: node.url,
                 index: `bench-sink-${run++}`,

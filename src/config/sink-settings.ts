@@ -6,10 +6,10 @@
 // flag or variable, never the secret itself.
 
 import { readFileSync } from 'node:fs';
+import { batchSinkName } from '../sinks/batch-sink-name.ts';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
 import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
-import { describeLogSink } from '../sinks/log-sink-name.ts';
 import { isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { groupedCount } from '../util/count-text.ts';
@@ -275,9 +275,13 @@ function batchSize(text: string): number {
 /** For the startup line: where events go, URLs elided. */
 export function describeSinkSpec(spec: SinkSpec): string {
   if (spec.name) return spec.name;
-  if (spec.type === 'kafka') return `kafka ${spec.topic}`;
-  if (spec.type === 'otlp' || spec.type === 'opensearch' || spec.type === 'elasticsearch')
-    return describeLogSink(spec);
+  if (
+    spec.type === 'kafka' ||
+    spec.type === 'otlp' ||
+    spec.type === 'opensearch' ||
+    spec.type === 'elasticsearch'
+  )
+    return batchSinkName(spec);
   if (spec.type !== 'webhook' && spec.type !== 'slack' && spec.type !== 'stdout')
     return `${spec.type} ${redactUrl(spec.webhookUrl)}`;
   if (spec.type === 'webhook') return `webhook ${redactUrl(spec.url)}`;

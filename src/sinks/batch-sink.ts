@@ -63,6 +63,8 @@ export type Transmission =
 
 /** What every batch sink is given beside what is its own. */
 export interface BatchSinkOptions extends DeliveryOptions {
+  /** For logs and metrics: setup.ts names it (batch-sink-name.ts) unless the config does. */
+  name: string;
   /** Events per request. Default 500. */
   batchMaxEvents?: number | undefined;
   /** Bytes (UTF-8) of the events' JSON per request, at least one event each. Default: the sink's. */
@@ -72,7 +74,6 @@ export interface BatchSinkOptions extends DeliveryOptions {
 
 /** What a batch sink says for what its options leave out. */
 export interface BatchSinkDefaults {
-  name: string;
   timeoutMs: number;
   /** Below what the receiver takes in one request by default (docs/sinks.md). */
   batchMaxBytes: number;
@@ -93,7 +94,7 @@ export abstract class BatchSink extends DeliverySink {
 
   /** `defaults`: the sink's, for what `options` leaves out. */
   constructor(options: BatchSinkOptions, defaults: BatchSinkDefaults) {
-    super(options, defaults);
+    super(options, { name: options.name, timeoutMs: defaults.timeoutMs });
     this.deadLetter = options.deadLetter;
     this.batchMaxEvents = Math.max(1, options.batchMaxEvents ?? DEFAULT_BATCH_MAX_EVENTS);
     this.batchMaxBytes = options.batchMaxBytes ?? defaults.batchMaxBytes;

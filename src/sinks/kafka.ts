@@ -17,7 +17,7 @@ import { errorMessage } from '../util/errors.ts';
 import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
 
-/** Beside the brokers': BatchSinkOptions (name 'kafka <topic>' and timeout 10 s by default). */
+/** Beside the brokers': BatchSinkOptions (timeout 10 s and batches of 900 KiB by default). */
 export interface KafkaSinkOptions extends BatchSinkOptions {
   /** Bootstrap brokers, host:port each. */
   brokers: readonly string[];
@@ -57,7 +57,6 @@ export class KafkaSink extends BatchSink {
 
   constructor(options: KafkaSinkOptions) {
     super(options, {
-      name: `kafka ${options.topic}`,
       timeoutMs: KAFKA_DEFAULTS.timeoutMs,
       batchMaxBytes: KAFKA_DEFAULTS.batchMaxBytes,
     });

@@ -13,13 +13,12 @@
 // (batch-sink.ts); every other status is final.
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage, KubediffError } from '../util/errors.ts';
-import { redactUrl } from '../util/url.ts';
 import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import { createAgent, failureKey, type HttpTls, post } from './http.ts';
 import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 
-/** Beside the endpoint's: BatchSinkOptions (name 'otlp <scheme://host>' and timeout 10 s by default). */
+/** Beside the endpoint's: BatchSinkOptions (timeout 10 s and batches of 5 MiB by default). */
 export interface OtlpSinkOptions extends BatchSinkOptions {
   /** The OTLP/HTTP endpoint: a base URL (/v1/logs is added) or the full logs URL (ending in /v1/logs). */
   endpoint: string;
@@ -66,7 +65,6 @@ export class OtlpSink extends BatchSink {
   private constructor(options: OtlpSinkOptions, encoder: Encoder) {
     const url = otlpLogsUrl(options.endpoint);
     super(options, {
-      name: `otlp ${redactUrl(url)}`,
       timeoutMs: OTLP_DEFAULTS.timeoutMs,
       batchMaxBytes: OTLP_DEFAULTS.batchMaxBytes,
     });
@@ -85,8 +83,8 @@ export class OtlpSink extends BatchSink {
     const encoder = this.encoder;
     const records =
       work.kind === 'digest'
-        ? [digestRecord(work.digest.toPayload(), undefined)]
-        : work.events.map((event: ChangeEvent) => eventRecord(event, undefined));
+        ? [digestRecord(work.digest.toPayload())]
+        : work.events.map((event: ChangeEvent) => eventRecord(event));
     const json = this.protocol === 'http/json';
     const body = encoder.encode(records, json);
     const outcome = await post(this.agent, this.url, body, {

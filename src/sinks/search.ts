@@ -12,7 +12,6 @@
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
-import { redactUrl } from '../util/url.ts';
 import {
   BatchSink,
   type BatchSinkOptions,
@@ -28,7 +27,7 @@ export type SearchFlavor = 'opensearch' | 'elasticsearch';
 /** Basic authentication, or an Elasticsearch API key (the base64 `id:key` it hands out). */
 export type SearchAuth = { username: string; password: string } | { apiKey: string };
 
-/** Beside the cluster's: BatchSinkOptions (name '<flavor> <scheme://host>' by default). */
+/** Beside the cluster's: BatchSinkOptions (batches of 5 MiB by default). */
 export interface SearchSinkOptions extends BatchSinkOptions {
   flavor: SearchFlavor;
   /** The cluster's base URL (https://search.example:9200). */
@@ -72,7 +71,6 @@ export class SearchSink extends BatchSink {
   constructor(options: SearchSinkOptions) {
     const base = new URL(options.url);
     super(options, {
-      name: `${options.flavor} ${redactUrl(base)}`,
       timeoutMs: SEARCH_DEFAULTS.timeoutMs,
       batchMaxBytes: SEARCH_DEFAULTS.batchMaxBytes,
     });

@@ -8,12 +8,12 @@ import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
 import type { BacklogOptions } from './backlog.ts';
+import { batchSinkName } from './batch-sink-name.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { DeliveryObserver, RetryOptions } from './delivery.ts';
 import type { HttpTls } from './http.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
-import { describeLogSink } from './log-sink-name.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 import { type Route, Router } from './router.ts';
 import type { SearchAuth, SearchFlavor } from './search.ts';
@@ -338,7 +338,7 @@ async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sin
   return new KafkaSink({
     brokers: spec.brokers,
     topic: spec.topic,
-    name: context.unique(spec.name ?? `kafka ${spec.topic}`),
+    name: context.unique(spec.name ?? batchSinkName(spec)),
     log: context.runtime.log,
     ...(spec.clientId ? { clientId: spec.clientId } : {}),
     ...(spec.compression ? { compression: spec.compression } : {}),
@@ -375,7 +375,7 @@ async function searchSink(spec: SearchSinkSpec, context: SinkContext): Promise<S
 /** What the log sinks (OTLP, search) share: headers, TLS, batches and their queue. */
 function logSinkOptions(spec: OtlpSinkSpec | SearchSinkSpec, context: SinkContext) {
   return {
-    name: context.unique(spec.name ?? describeLogSink(spec)),
+    name: context.unique(spec.name ?? batchSinkName(spec)),
     log: context.runtime.log,
     ...(spec.headers ? { headers: spec.headers } : {}),
     ...(spec.tls ? { tls: spec.tls } : {}),

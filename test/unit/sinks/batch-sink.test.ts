@@ -33,7 +33,7 @@ describe('batch sink core', () => {
     const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
     const sink = new BrokenSink(
       { name: 'broken', log, deadLetter: file, batchMaxEvents: 2 },
-      { name: 'broken', timeoutMs: 1_000, batchMaxBytes: 1024 * 1024 },
+      { timeoutMs: 1_000, batchMaxBytes: 1024 * 1024 },
     );
     for (let n = 1; n <= 6; n++) sink.deliver(sampleEvent({ id: `e${n}:1` }));
     const { stats } = await sink.close(60_000);

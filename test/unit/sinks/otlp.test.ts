@@ -35,6 +35,7 @@ describe('OTLP sink', () => {
     const receiver = await kit.receiver({ respond: () => answers.shift() });
     const sink = kit.track(
       await OtlpSink.create({
+        name: 'otlp collector',
         endpoint: receiver.url('/otlp'),
         protocol: 'http/json',
         headers: { 'x-scope-orgid': 'tenant-1' },
@@ -94,7 +95,12 @@ describe('OTLP sink', () => {
     ];
     const receiver = await kit.receiver({ respond: () => answers.shift() });
     const sink = kit.track(
-      await OtlpSink.create({ endpoint: receiver.url('/'), retry: { ...FAST, maxAttempts: 1 }, log }),
+      await OtlpSink.create({
+        name: 'otlp collector',
+        endpoint: receiver.url('/'),
+        retry: { ...FAST, maxAttempts: 1 },
+        log,
+      }),
     );
     for (const [n, id] of ['a:1', 'b:1', 'c:1', 'd:1', 'e:1'].entries()) {
       sink.deliver(sampleEvent({ id }));
@@ -137,7 +143,13 @@ describe('OTLP sink', () => {
       respond: (request) => (ids(request.body).length > 1 ? { status: 413 } : { status: 200, body: '{}' }),
     });
     const sink = kit.track(
-      await OtlpSink.create({ endpoint: receiver.url('/'), protocol: 'http/json', retry: FAST, log }),
+      await OtlpSink.create({
+        name: 'otlp collector',
+        endpoint: receiver.url('/'),
+        protocol: 'http/json',
+        retry: FAST,
+        log,
+      }),
     );
     for (const id of ['a:1', 'b:1', 'c:1']) sink.deliver(sampleEvent({ id }));
     const { stats } = await sink.close(60_000);
@@ -159,7 +171,6 @@ describe('OTLP sink', () => {
       sampleEvent({
         by: { user: { username: 'alice' }, managers: [{ manager: 'kubectl', operation: 'Update' }] },
       }),
-      undefined,
     );
     assert.equal(deployment.attributes['k8s.deployment.name'], 'web');
     assert.equal(deployment.attributes['k8s.deployment.uid'], 'u1');
@@ -181,11 +192,10 @@ describe('OTLP sink', () => {
           resourceVersion: '1',
         },
       }),
-      undefined,
     );
     assert.equal(custom.attributes['k8s.deployment.name'], undefined);
     assert.equal(custom.attributes['kubediff.object.resource'], 'deployments.example.com');
-    const deleted = eventRecord(sampleEvent({ type: 'DELETED', changes: undefined }), undefined);
+    const deleted = eventRecord(sampleEvent({ type: 'DELETED', changes: undefined }));
     assert.deepEqual([deleted.severityNumber, deleted.severityText], [13, 'WARN']);
     assert.equal(deleted.attributes['kubediff.changes.paths'], undefined);
   });

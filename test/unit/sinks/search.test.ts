@@ -64,6 +64,7 @@ describe('search sink', () => {
     });
     const sink = kit.track(
       new SearchSink({
+        name: 'elasticsearch es',
         flavor: 'elasticsearch',
         url: receiver.url(''),
         index: 'changes',
@@ -125,6 +126,7 @@ describe('search sink', () => {
     });
     const sink = kit.track(
       new SearchSink({
+        name: 'opensearch node',
         flavor: 'opensearch',
         url: receiver.url('/'),
         index: 'events',
@@ -163,6 +165,7 @@ describe('search sink', () => {
     });
     const sink = kit.track(
       new SearchSink({
+        name: 'opensearch node',
         flavor: 'opensearch',
         url: receiver.url(''),
         installTemplate: false,
@@ -214,6 +217,7 @@ describe('search sink', () => {
     });
     const wrong = kit.track(
       new SearchSink({
+        name: 'elasticsearch es',
         flavor: 'elasticsearch',
         url: unauthorized.url(''),
         auth: { username: 'kd', password: 'wrong' },
@@ -248,7 +252,13 @@ describe('search sink', () => {
     });
     const limitedLog = memoryLog();
     const limited = kit.track(
-      new SearchSink({ flavor: 'opensearch', url: forbidden.url(''), retry: FAST, log: limitedLog }),
+      new SearchSink({
+        name: 'opensearch node',
+        flavor: 'opensearch',
+        url: forbidden.url(''),
+        retry: FAST,
+        log: limitedLog,
+      }),
     );
     limited.deliver(sampleEvent({ id: 'c:1' }));
     const report = await limited.close(60_000);
