@@ -82,6 +82,8 @@ export class LayoutThread implements LayoutRenderer {
       const settle = (done: () => void) => {
         clearTimeout(timer);
         this.job = undefined;
+        // Idle, it must not keep a stopping process alive.
+        worker.unref();
         done();
       };
       this.job = {
@@ -89,6 +91,7 @@ export class LayoutThread implements LayoutRenderer {
         resolve: (body) => settle(() => resolve(body)),
         reject: (error) => settle(() => reject(error)),
       };
+      worker.ref();
       worker.postMessage({ id, json } satisfies LayoutJob);
     });
   }
@@ -118,8 +121,7 @@ export class LayoutThread implements LayoutRenderer {
       };
       worker.on('error', (error) => failed(`the layout's thread failed: ${error.message}`));
       worker.on('exit', () => failed("the layout's thread stopped"));
-      // It must not keep a stopping process alive.
-      worker.unref();
+      // Started for an evaluation, it keeps the process alive until that is over (then unref()).
     });
     this.worker = started;
     // A failed start is not kept: the next evaluation tries again.
