@@ -82,6 +82,7 @@ export async function measureKafka(options: {
       const topic = await topicFor();
       // A queue that holds the whole burst: the figure is the sink's rate of producing, not its digests.
       const sink = new KafkaSink({
+        name: 'kafka',
         brokers: [kafka.brokers],
         topic,
         log: silent,

@@ -15,7 +15,7 @@ import { ProtobufLogsSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { Agent, request } from 'undici';
 import type { ChangeEvent } from '../src/events/event.ts';
-import { compileLayout } from '../src/sinks/layout.ts';
+import { LayoutThread } from '../src/sinks/layout-thread.ts';
 import { OtlpSink } from '../src/sinks/otlp.ts';
 import { eventRecord } from '../src/sinks/otlp-records.ts';
 import { SearchSink } from '../src/sinks/search.ts';
@@ -55,11 +55,11 @@ const PAGERDUTY_LAYOUT =
 
 /** Delivers `events` through a fresh sink; resolves to events/s, counting what was not delivered. */
 async function throughSink(
-  make: () => Sink,
+  make: () => Sink | Promise<Sink>,
   events: readonly ChangeEvent[],
   missed: { count: number },
 ): Promise<number> {
-  const sink = make();
+  const sink = await make();
   const started = performance.now();
   for (const event of events) sink.deliver(event);
   const report = await sink.close(600_000);
@@ -123,7 +123,7 @@ export async function measureLogSinks(options: {
         events,
         (missed) =>
           throughSink(
-            () => new OtlpSink({ endpoint: collector.httpEndpoint, log: silent, queue }),
+            () => OtlpSink.create({ name: 'otlp', endpoint: collector.httpEndpoint, log: silent, queue }),
             events,
             missed,
           ),
@@ -133,7 +133,7 @@ export async function measureLogSinks(options: {
             const now: [number, number] = [Math.floor(Date.now() / 1000), 0];
             const body = ProtobufLogsSerializer.serializeRequest(
               chunk.map((event) => {
-                const record = eventRecord(event, undefined);
+                const record = eventRecord(event);
                 return {
                   hrTime: [Math.floor(record.timeMs / 1000), (record.timeMs % 1000) * 1e6] as [
                     number,
@@ -188,6 +188,7 @@ export async function measureLogSinks(options: {
           throughSink(
             () =>
               new SearchSink({
+                name: 'opensearch',
                 flavor: 'opensearch',
                 url: node.url,
                 index: `bench-sink-${run++}`,
@@ -221,17 +222,25 @@ export async function measureLogSinks(options: {
   options.log(`13. webhook layouts and CloudEvents: ${options.webhookEvents} events, ${options.pairs} pairs`);
   const receiver = await HttpReceiver.start();
   try {
-    const webhook = (format: WebhookFormat) => () =>
-      new WebhookSink({ url: receiver.url('/hook'), format, log: silent, queue });
+    // A format per sink: a sink stops its layout's thread when it closes.
+    const webhook = (format: () => WebhookFormat) => () =>
+      new WebhookSink({ url: receiver.url('/hook'), format: format(), log: silent, queue });
     const plain = (missed: { count: number }) =>
-      throughSink(webhook({ kind: 'json' }), webhookEvents, missed);
+      throughSink(
+        webhook(() => ({ kind: 'json' })),
+        webhookEvents,
+        missed,
+      );
     const ignore = { count: 0 };
     for (const [name, format] of [
       [
         'webhook with a layout (PagerDuty Events v2)',
-        { kind: 'layout', layout: compileLayout(PAGERDUTY_LAYOUT) },
+        (): WebhookFormat => ({ kind: 'layout', layout: new LayoutThread(PAGERDUTY_LAYOUT) }),
       ],
-      ['webhook, format: cloudevents (structured)', { kind: 'cloudevents', mode: 'structured' }],
+      [
+        'webhook, format: cloudevents (structured)',
+        (): WebhookFormat => ({ kind: 'cloudevents', mode: 'structured' }),
+      ],
     ] as const) {
       results.push(
         await measurePair(

@@ -11,12 +11,12 @@ import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
-import { otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
+import { batchSettings, otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
-import { type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
+import { type SinkFileReader, type SinkProblem, tlsFromFiles } from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
-import { SINK_ENV, sinkEnvValue } from './sink-settings.ts';
+import { DEAD_LETTER_FLAG_WITHOUT_SINK, SINK_ENV, sinkEnvValue } from './sink-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -33,6 +33,8 @@ type CommonSpec = Pick<WebhookSinkSpec, 'name' | 'filter' | 'stories' | 'timeout
 interface EntryContext {
   env: Env;
   readFile: SinkFileReader;
+  /** A problem found in what those files hold, at the entry's key. */
+  problem: SinkProblem;
 }
 type EntryConverter<T extends EntryType> = (
   input: InputOf<T>,
@@ -112,7 +114,8 @@ function entrySpecs(file: LoadedConfig, deadLetterFile: string | undefined, env:
         );
       }
     };
-    specs.push(entrySpecOf(input, filterOf(input.filter), deadLetterFile, { env, readFile }));
+    const problem: SinkProblem = (key, message) => problemAt(file, ['sinks', index, ...key], message);
+    specs.push(entrySpecOf(input, filterOf(input.filter), deadLetterFile, { env, readFile, problem }));
   });
   return specs;
 }
@@ -148,8 +151,8 @@ const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
   mattermost: chatSpecOf,
   'google-chat': chatSpecOf,
   otlp: (input, common, { readFile }) => otlpSpecOf(input, common, readFile),
-  opensearch: (input, common, { readFile }) => searchSpecOf(input, common, readFile),
-  elasticsearch: (input, common, { readFile }) => searchSpecOf(input, common, readFile),
+  opensearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
+  elasticsearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
 };
 
 function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {
@@ -208,8 +211,7 @@ function kafkaSpecOf(input: InputOf<'kafka'>, common: CommonSpec, { readFile }: 
     ...common,
     ...(input.clientId ? { clientId: input.clientId } : {}),
     ...(input.compression ? { compression: input.compression } : {}),
-    ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
-    ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
+    ...batchSettings(input),
     ...(tls === true ? { tls: {} } : typeof tls === 'object' ? { tls: tlsFromFiles(tls, readFile) } : {}),
     ...(sasl
       ? {
@@ -242,14 +244,11 @@ function checkDestinations(
     );
   }
   if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
-    if (flags.deadLetter !== undefined)
-      throw new UsageError(
-        '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
-      );
+    if (flags.deadLetter !== undefined) throw new UsageError(DEAD_LETTER_FLAG_WITHOUT_SINK);
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters)',
+      'applies to webhook, chat, Kafka, OTLP, OpenSearch and Elasticsearch sinks, and none is listed (stdout has no dead letters)',
     );
   }
 }

@@ -5,7 +5,14 @@
 // never from a flag. A file that cannot be read is a problem at its key.
 import type { OtlpSinkSpec, SearchSinkSpec } from '../sinks/setup.ts';
 import { UsageError } from '../util/errors.ts';
-import { checkHttpUrl, parseHeaders, type SinkFileReader, tlsFromFiles } from './receiver-settings.ts';
+import { parseSize } from '../util/size.ts';
+import {
+  checkHttpUrl,
+  parseHeaders,
+  type SinkFileReader,
+  type SinkProblem,
+  tlsFromFiles,
+} from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
 
 type OtlpInput = Extract<SinkInput, { type: 'otlp' }>;
@@ -25,7 +32,7 @@ export function otlpSpecFromFlag(
 ): OtlpSinkSpec | undefined {
   const url = endpoint?.trim();
   if (!url) return undefined;
-  checkHttpUrl(url, 'invalid --otlp-endpoint');
+  checkHttpUrl(url, 'invalid --otlp-endpoint', `give an Authorization header in ${OTLP_HEADER_VARIABLES[0]}`);
   const headers: Record<string, string> = {};
   for (const variable of OTLP_HEADER_VARIABLES) Object.assign(headers, otelHeaders(env[variable], variable));
   return { type: 'otlp', endpoint: url, ...(Object.keys(headers).length > 0 ? { headers } : {}) };
@@ -59,7 +66,12 @@ export function otlpSpecOf(input: OtlpInput, common: Common, readFile: SinkFileR
   };
 }
 
-export function searchSpecOf(input: SearchInput, common: Common, readFile: SinkFileReader): SearchSinkSpec {
+export function searchSpecOf(
+  input: SearchInput,
+  common: Common,
+  readFile: SinkFileReader,
+  problem: SinkProblem,
+): SearchSinkSpec {
   const secret = (key: string, file: string) => readFile([key], file).trim();
   const password =
     input.password ?? (input.passwordFile ? secret('passwordFile', input.passwordFile) : undefined);
@@ -70,10 +82,17 @@ export function searchSpecOf(input: SearchInput, common: Common, readFile: SinkF
       : input.username !== undefined
         ? { username: input.username, password: password ?? '' }
         : undefined;
+  const shared = batchSinkSettings(input, readFile);
+  // One in headers: is refused by the file's checks (semantic-checks.ts); one in headersFile is found here.
+  if (auth && shared.headers?.authorization !== undefined)
+    throw problem(
+      ['headersFile'],
+      `sets the Authorization header, which ${'apiKey' in auth ? 'apiKey sets' : 'username and password set'}: give the credentials one way, not both`,
+    );
   const spec = {
     url: input.url,
     ...common,
-    ...batchSinkSettings(input, readFile),
+    ...shared,
     ...(input.index ? { index: input.index } : {}),
     ...(input.mode ? { mode: input.mode } : {}),
     ...(input.template !== undefined ? { installTemplate: input.template } : {}),
@@ -82,11 +101,11 @@ export function searchSpecOf(input: SearchInput, common: Common, readFile: SinkF
   return input.type === 'opensearch' ? { type: 'opensearch', ...spec } : { type: 'elasticsearch', ...spec };
 }
 
-/** headers (and headersFile's), tls, batch and queue: what the batch sinks share. */
+/** headers (and headersFile's), tls, batch and queue: what the log sinks share. */
 function batchSinkSettings(
   input: OtlpInput | SearchInput,
   readFile: SinkFileReader,
-): Pick<OtlpSinkSpec, 'headers' | 'tls' | 'batchMaxEvents' | 'queue'> {
+): Pick<OtlpSinkSpec, 'headers' | 'tls' | 'batchMaxEvents' | 'batchMaxBytes' | 'queue'> {
   const fromFile = input.headersFile
     ? parseHeaders(
         readFile(['headersFile'], input.headersFile).split(/\r?\n/),
@@ -98,7 +117,22 @@ function batchSinkSettings(
   return {
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(tls ? { tls } : {}),
+    ...batchSettings(input),
+  };
+}
+
+/**
+ * batch, batchBytes and queueCapacity, as the batch sinks (OTLP, search, Kafka) take them; batchBytes is a
+ * size the file's checks have accepted (semantic-checks.ts).
+ */
+export function batchSettings(input: {
+  batch?: number | undefined;
+  batchBytes?: string | undefined;
+  queueCapacity?: number | undefined;
+}): Pick<OtlpSinkSpec, 'batchMaxEvents' | 'batchMaxBytes' | 'queue'> {
+  return {
     ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
+    ...(input.batchBytes !== undefined ? { batchMaxBytes: parseSize('batchBytes', input.batchBytes) } : {}),
     ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
   };
 }

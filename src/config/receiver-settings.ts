@@ -13,6 +13,9 @@ import type { KeyPath } from './problems.ts';
  */
 export type SinkFileReader = (key: KeyPath, file: string) => string;
 
+/** The problem with a sink entry's setting, at its key within the sink (thrown by the caller). */
+export type SinkProblem = (key: KeyPath, message: string) => Error;
+
 /** 'Name: value' lines; the value is never echoed in an error (it may be a credential). */
 export function parseHeaders(lines: readonly string[], source: string): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -36,8 +39,11 @@ export function parseHeaders(lines: readonly string[], source: string): Record<s
   return headers;
 }
 
-/** A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise. */
-export function checkHttpUrl(text: string, where: string): void {
+/**
+ * A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise.
+ * `credentials`: where credentials go instead of the URL (`user:password@` is never sent).
+ */
+export function checkHttpUrl(text: string, where: string, credentials = 'remove them'): void {
   const { problem } = parseHttpUrl(text);
   if (problem?.kind === 'not-a-url') {
     // Only what comes before the first '/': the rest of a webhook URL may be its secret.
@@ -47,6 +53,12 @@ export function checkHttpUrl(text: string, where: string): void {
   }
   if (problem?.kind === 'scheme')
     throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
+  if (problem?.kind === 'credentials') throw new UsageError(`${where}: ${credentialsInUrl(credentials)}.`);
+}
+
+/** The one sentence for `user:password@` in a receiver URL (never echoing them); `instead`: where they go. */
+export function credentialsInUrl(instead: string): string {
+  return `the URL holds credentials (user:password@), which are never sent; ${instead}`;
 }
 
 /** A sink entry's `tls:` files (CA, client certificate and key, in that order), read at startup. */

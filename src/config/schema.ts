@@ -87,6 +87,8 @@ const batchSink = {
   headersFile: { type: 'string' },
   tls: tlsFiles,
   batch: { type: 'integer', minimum: 1, maximum: 10000 },
+  // Bytes of the events per request, a size (5MB).
+  batchBytes: { type: 'string' },
   queueCapacity: { type: 'integer', minimum: 1 },
 } as const;
 
@@ -106,6 +108,8 @@ function searchSchema<T extends string>(type: T) {
       passwordFile: { type: 'string' },
       apiKey: { type: 'string' },
       apiKeyFile: { type: 'string' },
+      // Credentials over an http:// URL: only where the network is encrypted otherwise.
+      allowPlaintextCredentials: { type: 'boolean' },
     },
     required: ['type', 'url'],
     additionalProperties: false,
@@ -170,6 +174,7 @@ export const sinkSchemas = {
       clientId: { type: 'string', minLength: 1 },
       compression: { type: 'string', enum: ['none', 'gzip', 'snappy', 'lz4', 'zstd'] },
       batch: { type: 'integer', minimum: 1, maximum: 10000 },
+      batchBytes: { type: 'string' },
       queueCapacity: { type: 'integer', minimum: 1 },
       // true: TLS with the system's CAs.
       tls: { ...tlsFiles, type: ['boolean', 'object'] },

@@ -17,6 +17,7 @@ import { parseSize } from '../util/size.ts';
 import { kafkaBrokerProblem, parseHttpUrl } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
 import { type KeyPath, valueAt } from './problems.ts';
+import { credentialsInUrl } from './receiver-settings.ts';
 import type { ConfigInput } from './schema.ts';
 
 /** Reports a problem at a key path. */
@@ -126,14 +127,23 @@ const size: Check = (value, path, { at, shown }) => {
   }
 };
 
-const url: Check = (value, path, { at, shown }) => {
-  if (typeof value !== 'string') return;
-  const { problem } = parseHttpUrl(value);
-  if (problem?.kind === 'not-a-url')
-    at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
-  else if (problem?.kind === 'scheme')
-    at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
-};
+/**
+ * A receiver's http(s) URL. `credentials`: where credentials go instead of `user:password@`, which the
+ * HTTP client never sends (the message never shows them).
+ */
+function httpUrl(credentials = 'remove them'): Check {
+  return (value, path, { at, shown }) => {
+    if (typeof value !== 'string') return;
+    const { problem } = parseHttpUrl(value);
+    if (problem?.kind === 'not-a-url')
+      at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
+    else if (problem?.kind === 'scheme')
+      at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
+    else if (problem?.kind === 'credentials') at(path, credentialsInUrl(credentials));
+  };
+}
+
+const url = httpUrl();
 
 const listenAddress: Check = (value, path, { at, shown }) => {
   if (typeof value !== 'string') return;
@@ -272,6 +282,33 @@ const searchCredentials: Check = (sink, path, { at }) => {
     at(path, 'username needs password (from an environment variable) or passwordFile');
 };
 
+/** The keys that give an OpenSearch or Elasticsearch sink credentials, in the order they are named. */
+const SEARCH_CREDENTIAL_KEYS = ['username', 'password', 'passwordFile', 'apiKey', 'apiKeyFile'] as const;
+
+/**
+ * Credentials never cross the network unencrypted unless the file says the network is encrypted
+ * otherwise (as Kafka's SASL without TLS), and one Authorization header: theirs or the headers'.
+ */
+const searchCredentialsSent: Check = (sink, path, { at }) => {
+  if (!isJsonObject(sink)) return;
+  const key = SEARCH_CREDENTIAL_KEYS.find((name) => sink[name] !== undefined);
+  if (key === undefined) return;
+  const scheme = typeof sink.url === 'string' ? parseHttpUrl(sink.url).url?.protocol : undefined;
+  if (scheme === 'http:' && sink.allowPlaintextCredentials !== true)
+    at(
+      [...path, key],
+      'the credentials would cross the network unencrypted (an http:// URL): use https://, or allowPlaintextCredentials: true if the network is encrypted otherwise',
+    );
+  const header = isJsonObject(sink.headers)
+    ? Object.keys(sink.headers).find((name) => name.toLowerCase() === 'authorization')
+    : undefined;
+  if (header !== undefined)
+    at(
+      [...path, 'headers', header],
+      `${key.startsWith('apiKey') ? 'apiKey sets' : 'username and password set'} the Authorization header: give the credentials one way, not both`,
+    );
+};
+
 // The tables.
 
 /** What the file's top level and each sink's `filter:` select by. */
@@ -300,12 +337,14 @@ const CHAT_CHECKS: Checks = [
 
 /** OpenSearch and Elasticsearch. */
 const SEARCH_CHECKS: Checks = [
-  [['url'], url],
+  [['url'], httpUrl('give them as username and password (or passwordFile)')],
   [['timeout'], duration()],
+  [['batchBytes'], size],
   [['headers'], headerNames],
   [['tls'], clientCertificate],
   [['index'], searchIndex],
   [[], searchCredentials],
+  [[], searchCredentialsSent],
 ];
 
 /** What each type of sink checks beyond its filter. */
@@ -313,7 +352,7 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
   [
     'webhook',
     [
-      [['url'], url],
+      [['url'], httpUrl('give an Authorization header in headers')],
       [['timeout'], duration()],
       [['batchWait'], durationOrZero],
       [[], batchWaitNeedsBatch],
@@ -324,8 +363,9 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
   [
     'otlp',
     [
-      [['endpoint'], url],
+      [['endpoint'], httpUrl('give an Authorization header in headers or headersFile')],
       [['timeout'], duration()],
+      [['batchBytes'], size],
       [['headers'], headerNames],
       [['tls'], clientCertificate],
     ],
@@ -351,6 +391,7 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
     'kafka',
     [
       [['timeout'], duration()],
+      [['batchBytes'], size],
       [['brokers'], kafkaBrokers],
       [['sasl'], kafkaPassword],
       [['tls'], clientCertificate],

@@ -6,10 +6,10 @@
 // flag or variable, never the secret itself.
 
 import { readFileSync } from 'node:fs';
+import { batchSinkName } from '../sinks/batch-sink-name.ts';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
 import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
-import { describeLogSink } from '../sinks/log-sink-name.ts';
 import { isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { groupedCount } from '../util/count-text.ts';
@@ -75,6 +75,10 @@ type Env = Readonly<Record<string, string | undefined>>;
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const MAX_BATCH = 10_000;
 
+/** --dead-letter given, and no sink flag that delivers over the network (from the flags or beside a file). */
+export const DEAD_LETTER_FLAG_WITHOUT_SINK =
+  '--dead-letter applies to the deliveries of --webhook, Slack and the other chat platforms, Kafka and OTLP, and none is given (stdout has no dead letters).';
+
 export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.env): SinkSettings {
   const shutdownTimeoutMs =
     flags.shutdownTimeout === undefined
@@ -84,9 +88,7 @@ export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.en
   const sinks = FLAG_SINKS.flatMap((read) => read(flags, env));
   const deadLetterFile = flags.deadLetter?.trim() || undefined;
   if (deadLetterFile !== undefined && sinks.length === 0) {
-    throw new UsageError(
-      '--dead-letter applies to --webhook, Slack and Kafka deliveries, and none is given (stdout has no dead letters).',
-    );
+    throw new UsageError(DEAD_LETTER_FLAG_WITHOUT_SINK);
   }
   return { sinks, deadLetterFile, shutdownTimeoutMs };
 }
@@ -130,7 +132,7 @@ function webhookSpecsFromFlags(flags: RawSinkFlags, env: Env): WebhookSinkSpec[]
       ? undefined
       : parseDurationSetting('--webhook-timeout', flags.webhookTimeout);
   return webhooks.map((url) => {
-    checkHttpUrl(url, 'invalid --webhook');
+    checkHttpUrl(url, 'invalid --webhook', `give an Authorization header in ${SINK_ENV.webhookHeaders}`);
     const spec: WebhookSinkSpec = { type: 'webhook', url };
     if (Object.keys(headers).length > 0) spec.headers = headers;
     if (secret) spec.secret = secret;
@@ -273,9 +275,13 @@ function batchSize(text: string): number {
 /** For the startup line: where events go, URLs elided. */
 export function describeSinkSpec(spec: SinkSpec): string {
   if (spec.name) return spec.name;
-  if (spec.type === 'kafka') return `kafka ${spec.topic}`;
-  if (spec.type === 'otlp' || spec.type === 'opensearch' || spec.type === 'elasticsearch')
-    return describeLogSink(spec);
+  if (
+    spec.type === 'kafka' ||
+    spec.type === 'otlp' ||
+    spec.type === 'opensearch' ||
+    spec.type === 'elasticsearch'
+  )
+    return batchSinkName(spec);
   if (spec.type !== 'webhook' && spec.type !== 'slack' && spec.type !== 'stdout')
     return `${spec.type} ${redactUrl(spec.webhookUrl)}`;
   if (spec.type === 'webhook') return `webhook ${redactUrl(spec.url)}`;

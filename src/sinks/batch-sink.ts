@@ -2,8 +2,10 @@
 // the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown clock, trouble
 // report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one loop over it.
 // One batch at a time is in flight, taken from the head of the queue (whatever has queued while the last
-// one was out, up to `batchMaxEvents`, or one digest), so per object the order is kept. A batch whose
-// request fails is retried as a whole; a batch the receiver took only in part goes on with the items it
+// one was out, up to `batchMaxEvents` events and `batchMaxBytes` of their JSON, or one digest), so per
+// object the order is kept. A batch the receiver refuses as too large (HTTP 413, Kafka's
+// MESSAGE_TOO_LARGE) is sent again in halves, in order, halved again as long as it is refused; only an
+// event too large on its own is dead-lettered. A batch whose request fails otherwise is retried as a whole; a batch the receiver took only in part goes on with the items it
 // asks to have again (retryable ones), while the items it refused for good are dead-lettered at once,
 // each refusal said once. A receiver that only counts what it rejected (OTLP's partial success) has the
 // whole batch written to the dead-letter file with that count: nothing disappears unrecorded. A receiver
@@ -28,8 +30,8 @@ export interface ItemFailure {
   index: number;
   /** One phrase: 'HTTP 400 mapper_parsing_exception: failed to parse field [x]'. */
   reason: string;
-  /** What makes two refusals the same (logged once): default the reason. */
-  key?: string;
+  /** What makes two refusals the same (logged once): a status and an error type, never free text. */
+  key: string;
   retryable: boolean;
 }
 
@@ -49,31 +51,53 @@ export type Transmission =
       aborted: boolean;
       /** One phrase: 'HTTP 503 Service Unavailable', 'connection refused'. */
       reason: string;
+      /**
+       * What makes two failures the same (said once): 'HTTP 503', 'ECONNREFUSED', Kafka's
+       * 'TOPIC_AUTHORIZATION_FAILED'; never text the receiver chooses, which may differ in every answer.
+       */
+      key: string;
       retryAfterMs?: number;
+      /** Refused as too large (HTTP 413, Kafka's MESSAGE_TOO_LARGE): a batch of several is sent in halves. */
+      tooLarge?: boolean;
     };
 
 /** What every batch sink is given beside what is its own. */
 export interface BatchSinkOptions extends DeliveryOptions {
+  /** For logs and metrics: setup.ts names it (batch-sink-name.ts) unless the config does. */
+  name: string;
   /** Events per request. Default 500. */
   batchMaxEvents?: number | undefined;
+  /** Bytes (UTF-8) of the events' JSON per request, at least one event each. Default: the sink's. */
+  batchMaxBytes?: number | undefined;
   queue?: BacklogOptions | undefined;
 }
 
+/** What a batch sink says for what its options leave out. */
+export interface BatchSinkDefaults {
+  timeoutMs: number;
+  /** Below what the receiver takes in one request by default (docs/sinks.md). */
+  batchMaxBytes: number;
+}
+
 const DEFAULT_BATCH_MAX_EVENTS = 500;
+
+type EventsWork = Extract<BatchWork, { kind: 'events' }>;
 
 export abstract class BatchSink extends DeliverySink {
   private readonly backlog: SinkBacklog;
   private readonly queue: EventQueue;
   private readonly batchMaxEvents: number;
+  private readonly batchMaxBytes: number;
   private readonly deadLetter: DeadLetterFile | undefined;
   private inFlight = 0;
   protected readonly loop: Promise<void>;
 
   /** `defaults`: the sink's, for what `options` leaves out. */
-  constructor(options: BatchSinkOptions, defaults: { name: string; timeoutMs: number }) {
-    super(options, defaults);
+  constructor(options: BatchSinkOptions, defaults: BatchSinkDefaults) {
+    super(options, { name: options.name, timeoutMs: defaults.timeoutMs });
     this.deadLetter = options.deadLetter;
     this.batchMaxEvents = Math.max(1, options.batchMaxEvents ?? DEFAULT_BATCH_MAX_EVENTS);
+    this.batchMaxBytes = options.batchMaxBytes ?? defaults.batchMaxBytes;
     this.backlog = new SinkBacklog(this.name, options.queue, {
       counters: this.counters,
       trouble: this.trouble,
@@ -136,17 +160,18 @@ export abstract class BatchSink extends DeliverySink {
       this.queue.shift();
       return { kind: 'digest', digest: head.digest };
     }
-    const entries = this.queue.takeEvents(this.batchMaxEvents);
+    const entries = this.queue.takeEvents(this.batchMaxEvents, this.batchMaxBytes);
     return { kind: 'events', events: entries.map((e) => e.event), json: entries.map((e) => e.json) };
   }
 
-  private async send(work: BatchWork): Promise<void> {
+  /** Sends `work` until it is settled; `behind` events of a batch split in halves wait for their turn. */
+  private async send(work: BatchWork, behind = 0): Promise<void> {
     let pending = work;
     for (let attempt = 1; ; attempt++) {
       const startedAt = monotonicMs();
       const outcome = await this.transmit(pending);
       this.trouble.requestDone(startedAt, outcome.ok && !outcome.itemFailures?.length);
-      let failure: { reason: string; retryAfterMs?: number };
+      let failure: { reason: string; key: string; retryAfterMs?: number };
       if (outcome.ok) {
         const rest = this.settle(pending, outcome);
         if (!rest) {
@@ -155,11 +180,15 @@ export abstract class BatchSink extends DeliverySink {
           return;
         }
         pending = rest.work;
-        this.inFlight = countOf(pending);
-        failure = { reason: rest.reason };
+        this.inFlight = countOf(pending) + behind;
+        failure = rest;
       } else {
+        if (outcome.tooLarge && !outcome.aborted && pending.kind === 'events' && pending.events.length > 1) {
+          await this.sendInHalves(pending, outcome, behind);
+          return;
+        }
         const loss = lossNote(describeWork(pending), this.deadLetter);
-        const final = this.finalFailure(outcome, outcome.reason, loss);
+        const final = this.finalFailure(outcome, outcome.key, loss);
         if (final) {
           this.abandon(pending, final.reason);
           return;
@@ -168,7 +197,7 @@ export abstract class BatchSink extends DeliverySink {
       }
       if (attempt >= this.retry.maxAttempts) {
         const loss = lossNote(describeWork(pending), this.deadLetter);
-        this.abandon(pending, this.gaveUp(failure.reason, failure.reason, attempt, loss));
+        this.abandon(pending, this.gaveUp(failure.reason, failure.key, attempt, loss));
         return;
       }
       const wait = this.delay.next(failure.retryAfterMs);
@@ -181,13 +210,33 @@ export abstract class BatchSink extends DeliverySink {
   }
 
   /**
+   * A batch the receiver refused as too large: its first half, then its second, each sent (and split
+   * again if need be) as a batch of its own. Said once: batchBytes is set too high for this receiver.
+   */
+  private async sendInHalves(
+    work: EventsWork,
+    refusal: { reason: string; key: string },
+    behind: number,
+  ): Promise<void> {
+    const half = Math.ceil(work.events.length / 2);
+    const [first, second] = [sliceOf(work, 0, half), sliceOf(work, half, work.events.length)];
+    this.trouble.refused(
+      `too large: ${refusal.key}`,
+      `${refusal.reason}: a batch of ${plural(work.events.length, 'event')} was too large for the receiver; sending it in halves (lower batchBytes to spare the extra requests).`,
+    );
+    this.inFlight = countOf(work) + behind;
+    await this.send(first, behind + second.events.length);
+    await this.send(second, behind);
+  }
+
+  /**
    * Accounts for an answer: delivered items counted, refused ones dead-lettered (each reason said once);
    * returns the items to send again, if any, and why.
    */
   private settle(
     work: BatchWork,
     outcome: Extract<Transmission, { ok: true }>,
-  ): { work: BatchWork; reason: string } | undefined {
+  ): { work: BatchWork; reason: string; key: string } | undefined {
     if (work.kind === 'digest') {
       const failure = outcome.itemFailures?.[0];
       if (!failure) {
@@ -195,9 +244,9 @@ export abstract class BatchSink extends DeliverySink {
         this.counters.digests++;
         return undefined;
       }
-      if (failure.retryable) return { work, reason: failure.reason };
+      if (failure.retryable) return { work, reason: failure.reason, key: failure.key };
       this.trouble.refused(
-        failure.key ?? failure.reason,
+        failure.key,
         `${failure.reason}; not retried. ${lossNote('A digest', this.deadLetter)}`,
       );
       this.backlog.abandonDigest(work.digest, `${failure.reason} (not retried)`);
@@ -214,7 +263,7 @@ export abstract class BatchSink extends DeliverySink {
         again.push(index);
       } else {
         this.trouble.refused(
-          failure.key ?? failure.reason,
+          failure.key,
           `${failure.reason}; not retried. ${lossNote(`Event ${event.id}`, this.deadLetter)}`,
         );
         this.backlog.abandon([event], `${failure.reason} (not retried)`);
@@ -225,8 +274,9 @@ export abstract class BatchSink extends DeliverySink {
       // Which ones the receiver does not say: the batch goes to the dead-letter file with the count.
       const count = Math.min(rejected.count, delivered);
       const reason = `the receiver rejected ${plural(count, 'event')} of these ${plural(work.events.length, 'event')} without saying which: ${rejected.reason}`;
+      // Said once, whatever message the receiver gives (it may differ in every answer).
       this.trouble.refused(
-        `rejected: ${rejected.reason}`,
+        'rejected without saying which',
         `${reason}. ${lossNote('The batch', this.deadLetter)}`,
       );
       if (this.deadLetter?.writeEvents(this.name, reason, work.events)) this.counters.deadLettered += count;
@@ -235,14 +285,15 @@ export abstract class BatchSink extends DeliverySink {
     }
     this.counters.delivered += delivered;
     if (again.length === 0) return undefined;
-    const reason = failures.get(again[0] as number)?.reason ?? 'items to retry';
+    const first = failures.get(again[0] as number);
     return {
       work: {
         kind: 'events',
         events: again.map((index) => work.events[index] as ChangeEvent),
         json: again.map((index) => work.json[index] as string),
       },
-      reason: `${reason} (${plural(again.length, 'event')} of ${work.events.length})`,
+      reason: `${first?.reason ?? 'items to retry'} (${plural(again.length, 'event')} of ${work.events.length})`,
+      key: first?.key ?? 'items to retry',
     };
   }
 
@@ -250,6 +301,10 @@ export abstract class BatchSink extends DeliverySink {
     if (work.kind === 'events') this.backlog.abandon(work.events, reason);
     else this.backlog.abandonDigest(work.digest, reason);
   }
+}
+
+function sliceOf(work: EventsWork, start: number, end: number): EventsWork {
+  return { kind: 'events', events: work.events.slice(start, end), json: work.json.slice(start, end) };
 }
 
 function countOf(work: BatchWork): number {

@@ -269,14 +269,16 @@ export abstract class DeliverySink implements Sink {
 
   /**
    * One delivery (a message, a request, a batch): a bug in `send` must not end the delivery loop silently,
-   * so its events are accounted for (`abandon`, with the reason) and the loop goes on with the next.
+   * so its events are accounted for (`abandon`, with the reason) and the loop goes on with the next. Said
+   * once per kind of error (its class), as refusals are: a failure that repeats on every batch is one line.
    */
   protected async contained(send: () => Promise<void>, abandon: (reason: string) => void): Promise<void> {
     try {
       await send();
     } catch (error) {
       const reason = `unexpected failure: ${errorMessage(error)}`;
-      this.trouble.warn(`${reason}; going on with the next events.`);
+      const kind = error instanceof Error ? error.name : typeof error;
+      this.trouble.refused(`unexpected: ${kind}`, `${reason}; going on with the next events.`);
       abandon(reason);
     }
   }

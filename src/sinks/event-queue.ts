@@ -118,12 +118,19 @@ export class EventQueue {
     return entry;
   }
 
-  /** Up to `max` events from the head, stopping at a digest. */
-  takeEvents(max: number): Extract<QueueEntry, { kind: 'event' }>[] {
+  /**
+   * Up to `max` events from the head, stopping at a digest, whose JSON takes at most `maxBytes` bytes
+   * (UTF-8) together; always at least one, however large: one event alone is the receiver's to judge.
+   */
+  takeEvents(max: number, maxBytes = Number.POSITIVE_INFINITY): Extract<QueueEntry, { kind: 'event' }>[] {
     const events: Extract<QueueEntry, { kind: 'event' }>[] = [];
+    let bytes = 0;
     while (events.length < max) {
       const entry = this.peek();
       if (entry?.kind !== 'event') break;
+      const size = Buffer.byteLength(entry.json);
+      if (events.length > 0 && bytes + size > maxBytes) break;
+      bytes += size;
       this.shift();
       events.push(entry);
     }

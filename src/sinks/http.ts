@@ -25,6 +25,8 @@ export type PostOutcome =
       retryAfterMs?: number;
       /** One phrase: 'HTTP 500 Internal Server Error: "oops"', 'connection refused', 'no response within 10s'. */
       reason: string;
+      /** Without an answer: what went wrong, as a code ('ECONNREFUSED', 'timeout'): see failureKey(). */
+      code?: string;
       /** The response body, at most BODY_LIMIT (or options.maxResponseBytes) bytes of it. */
       body?: string;
     };
@@ -134,13 +136,42 @@ export async function post(
     };
   } catch (error) {
     if (options.signal?.aborted) {
-      return { ok: false, retryable: false, aborted: true, reason: 'cut short by shutdown' };
+      return {
+        ok: false,
+        retryable: false,
+        aborted: true,
+        reason: 'cut short by shutdown',
+        code: 'shutdown',
+      };
     }
-    const reason = timeout.aborted
-      ? `no response within ${formatDuration(options.timeoutMs)}`
-      : describeTransportError(error, url);
-    return { ok: false, retryable: true, aborted: false, reason };
+    if (timeout.aborted) {
+      const reason = `no response within ${formatDuration(options.timeoutMs)}`;
+      return { ok: false, retryable: true, aborted: false, reason, code: 'timeout' };
+    }
+    const reason = describeTransportError(error, url);
+    return { ok: false, retryable: true, aborted: false, reason, code: transportCode(error) };
   }
+}
+
+/**
+ * What makes two failed requests the same kind, for saying each kind once: the status ('HTTP 503'), or
+ * without an answer the failure's code ('ECONNREFUSED', 'timeout'). Never text the receiver chooses
+ * (an error body may carry a new request id in every answer).
+ */
+export function failureKey(outcome: Extract<PostOutcome, { ok: false }>): string {
+  if (outcome.status !== undefined) return `HTTP ${outcome.status}`;
+  return outcome.code ?? 'network error';
+}
+
+/** The first code along the error's causes (Node's, undici's, OpenSSL's: a fixed set), or 'network error'. */
+function transportCode(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]{1,60}$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return 'network error';
 }
 
 async function readLimited(

@@ -17,7 +17,7 @@ import { errorMessage } from '../util/errors.ts';
 import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
 
-/** Beside the brokers': BatchSinkOptions (name 'kafka <topic>' and timeout 10 s by default). */
+/** Beside the brokers': BatchSinkOptions (timeout 10 s and batches of 900 KiB by default). */
 export interface KafkaSinkOptions extends BatchSinkOptions {
   /** Bootstrap brokers, host:port each. */
   brokers: readonly string[];
@@ -33,19 +33,33 @@ export interface KafkaSinkOptions extends BatchSinkOptions {
   timeoutMs?: number | undefined;
 }
 
-const KAFKA_DEFAULTS = { clientId: 'kubediff', timeoutMs: 10_000 };
+const KAFKA_DEFAULTS = {
+  clientId: 'kubediff',
+  timeoutMs: 10_000,
+  // Below the broker's message.max.bytes (1 MiB by default), which bounds each partition's record batch.
+  batchMaxBytes: 900 * 1024,
+};
 
 type OutgoingRecord = { topic: string; key: string; value: string; headers: Map<string, string> };
 
 /** The shutdown deadline passed while a produce request was out (or before it went). */
-const SHUTDOWN: Transmission = { ok: false, retryable: false, aborted: true, reason: 'shutdown' };
+const SHUTDOWN: Transmission = {
+  ok: false,
+  retryable: false,
+  aborted: true,
+  reason: 'shutdown',
+  key: 'shutdown',
+};
 
 export class KafkaSink extends BatchSink {
   private readonly topic: string;
   private readonly producer: Promise<KafkaProducer>;
 
   constructor(options: KafkaSinkOptions) {
-    super(options, { name: `kafka ${options.topic}`, timeoutMs: KAFKA_DEFAULTS.timeoutMs });
+    super(options, {
+      timeoutMs: KAFKA_DEFAULTS.timeoutMs,
+      batchMaxBytes: KAFKA_DEFAULTS.batchMaxBytes,
+    });
     this.topic = options.topic;
     this.producer = createProducer(options, this.timeoutMs);
     // A failure to load the client shows in the first send; this only keeps it from being unhandled.
@@ -78,6 +92,8 @@ export class KafkaSink extends BatchSink {
             retryable: !isFinal(error),
             aborted: false,
             reason: describeKafkaError(error),
+            key: kafkaErrorKey(error),
+            ...(isTooLarge(error) ? { tooLarge: true } : {}),
           }),
         );
       return await Promise.race([sent, aborted]);
@@ -158,6 +174,29 @@ function tlsOptions(tls: KafkaTls): Record<string, string | boolean> {
 const FINAL_CODES = new Set(['PLT_KFK_AUTHENTICATION', 'PLT_KFK_USER', 'PLT_KFK_UNSUPPORTED_COMPRESSION']);
 const FINAL_BROKER_ERRORS =
   /TOPIC_AUTHORIZATION_FAILED|CLUSTER_AUTHORIZATION_FAILED|SASL_AUTHENTICATION_FAILED|MESSAGE_TOO_LARGE|RECORD_LIST_TOO_LARGE|INVALID_RECORD/;
+/** The broker's answers to a record batch larger than it takes (message.max.bytes, segment.bytes). */
+const TOO_LARGE_BROKER_ERRORS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+/**
+ * What makes two failures the same, for saying each once: the broker's error ('TOPIC_AUTHORIZATION_FAILED'),
+ * else the client's code ('PLT_KFK_NETWORK'); never the messages, which name brokers and vary.
+ */
+function kafkaErrorKey(error: unknown): string {
+  const all = causes(error);
+  for (const e of all) {
+    const apiId = (e as { apiId?: unknown }).apiId;
+    if (typeof apiId === 'string') return apiId;
+  }
+  for (const e of all.reverse()) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return 'kafka error';
+}
+
+function isTooLarge(error: unknown): boolean {
+  return causes(error).some((e) => TOO_LARGE_BROKER_ERRORS.has(String((e as { apiId?: unknown }).apiId)));
+}
 
 function isFinal(error: unknown): boolean {
   for (const e of causes(error)) {

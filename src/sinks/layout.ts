@@ -5,9 +5,10 @@
 // languages (JMESPath cannot build a new object from computed parts as freely): its result is a JSON value,
 // it has no access to the process, the file system, the network or JavaScript (object prototypes are
 // out of its reach), it is maintained (2.x in 2026), MIT, without dependencies, 0.9 MB installed, and
-// loaded only when a layout is configured. What a configured expression can still do is loop: each
-// evaluation is bounded in time, depth and sequence length (LAYOUT_LIMITS), and one that fails or runs
-// over fails that request (dead-lettered), never the sink.
+// loaded only when a layout is configured. What a configured expression can still do is run for long (a
+// loop, a regular expression that backtracks without end): it is evaluated in a worker thread of its
+// own (layout-thread.ts), stopped when it runs over its time, and bounded in depth and sequence length
+// here; one that fails or runs over fails that request (dead-lettered), never the sink.
 import { createRequire } from 'node:module';
 import type jsonataModule from 'jsonata';
 
@@ -15,10 +16,11 @@ type Jsonata = typeof jsonataModule;
 export type LayoutExpression = ReturnType<Jsonata>;
 
 /**
- * Per evaluation: milliseconds, nesting depth of calls, items of a sequence. The time is JSONata's own
- * clock, from the start of the evaluation; the sink evaluates one body at a time, and an evaluation runs
- * to its end without yielding to I/O, so it measures the expression's own work. A layout takes well under
- * a millisecond (bench/); half a second is a runaway.
+ * Per evaluation: milliseconds, nesting depth of calls, items of a sequence. The time is enforced by the
+ * layout's thread (layout-thread.ts), which stops the worker thread at the limit whatever the expression
+ * is doing: JSONata's own clock is read only between its steps, so a regular expression or a native
+ * function that runs for long would escape it. A layout takes well under a millisecond (bench/); half a
+ * second is a runaway.
  */
 export const LAYOUT_LIMITS = { timeout: 500, stack: 200, sequence: 100_000 } as const;
 
@@ -30,17 +32,20 @@ function load(): Jsonata {
   return jsonata;
 }
 
-/** Compiles a layout; throws a LayoutError (with the position) when it is not a JSONata expression. */
+/**
+ * Compiles a layout; throws a LayoutError (with the position) when it is not a JSONata expression. Its
+ * evaluations are bounded in depth and sequence length; their time is the caller's to bound.
+ */
 export function compileLayout(text: string): LayoutExpression {
   try {
-    return load()(text, { ...LAYOUT_LIMITS });
+    return load()(text, { stack: LAYOUT_LIMITS.stack, sequence: LAYOUT_LIMITS.sequence });
   } catch (error) {
     throw new LayoutError(describeJsonataError(error), codeOf(error));
   }
 }
 
 export class LayoutError extends Error {
-  /** JSONata's error code (D1012: the time limit), for saying each kind of failure once. */
+  /** JSONata's error code (D3030…), or 'timeout' / 'worker': for saying each kind of failure once. */
   readonly code: string;
   constructor(message: string, code = '') {
     super(message);
@@ -60,8 +65,9 @@ export function layoutProblem(text: string): string | undefined {
 
 /**
  * The body `layout` makes of `input` (a parsed copy of an event, a batch of them, a digest or a story),
- * as JSON text. Throws a LayoutError saying why when the expression fails, runs over its limits, or
- * yields nothing.
+ * as JSON text. Throws a LayoutError saying why when the expression fails, runs over its depth or
+ * sequence limits, or yields nothing. Runs to its end without turning the event loop: only the layout's
+ * worker thread calls it (layout-worker.ts).
  */
 export async function renderLayout(layout: LayoutExpression, input: unknown): Promise<string> {
   let result: unknown;
@@ -79,7 +85,7 @@ function codeOf(error: unknown): string {
   return typeof code === 'string' ? code : '';
 }
 
-/** 'D1012 Evaluation timeout after 100 milliseconds… (at character 7)'. */
+/** 'D3030 Unable to cast value to a number… (at character 7)'. */
 function describeJsonataError(error: unknown): string {
   const { code, message, position } = (error ?? {}) as { code?: string; message?: string; position?: number };
   const text = message ?? String(error);

@@ -71,9 +71,8 @@ const SEMCONV_KINDS: Record<string, string> = {
 /** The service that writes the records: OTLP backends file records under service.name. */
 export const SERVICE_NAME = 'kubediff';
 
-export function eventRecord(event: ChangeEvent, defaultCluster: string | undefined): LogRecordData {
-  const { object } = event;
-  const cluster = event.cluster ?? defaultCluster;
+export function eventRecord(event: ChangeEvent): LogRecordData {
+  const { object, cluster } = event;
   const resource: Record<string, string> = { 'service.name': SERVICE_NAME };
   if (cluster) resource['k8s.cluster.name'] = cluster;
   if (object.namespace) resource['k8s.namespace.name'] = object.namespace;
@@ -112,8 +111,8 @@ export function eventRecord(event: ChangeEvent, defaultCluster: string | undefin
   };
 }
 
-export function digestRecord(digest: DigestPayload, defaultCluster: string | undefined): LogRecordData {
-  const cluster = digest.cluster ?? defaultCluster;
+export function digestRecord(digest: DigestPayload): LogRecordData {
+  const { cluster } = digest;
   return {
     resource: { 'service.name': SERVICE_NAME, ...(cluster ? { 'k8s.cluster.name': cluster } : {}) },
     attributes: {

@@ -8,17 +8,17 @@
 // digests, retries, dead-letters and counts.
 //
 // Answers, as the OTLP specification says: 200 with a partial success (the Collector rejected some
-// records, without saying which) is not retried, the batch is dead-lettered with the count; 429, 502,
-// 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; every other status is final.
+// records, without saying which) is not retried, the batch is dead-lettered with the count; 408, 429,
+// 502, 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; 413 splits the batch
+// (batch-sink.ts); every other status is final.
 import type { ChangeEvent } from '../events/event.ts';
-import { errorMessage } from '../util/errors.ts';
-import { redactUrl } from '../util/url.ts';
+import { errorMessage, KubediffError } from '../util/errors.ts';
 import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
-import { createAgent, type HttpTls, post } from './http.ts';
+import { createAgent, failureKey, type HttpTls, post } from './http.ts';
 import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 
-/** Beside the endpoint's: BatchSinkOptions (name 'otlp <scheme://host>' and timeout 10 s by default). */
+/** Beside the endpoint's: BatchSinkOptions (timeout 10 s and batches of 5 MiB by default). */
 export interface OtlpSinkOptions extends BatchSinkOptions {
   /** The OTLP/HTTP endpoint: a base URL (/v1/logs is added) or the full logs URL (ending in /v1/logs). */
   endpoint: string;
@@ -30,7 +30,12 @@ export interface OtlpSinkOptions extends BatchSinkOptions {
   userAgent?: string;
 }
 
-const OTLP_DEFAULTS = { timeoutMs: 10_000, userAgent: 'kubediff' };
+const OTLP_DEFAULTS = {
+  timeoutMs: 10_000,
+  userAgent: 'kubediff',
+  // The Collector's OTLP/HTTP receiver takes 20 MiB by default (max_request_body_size); backends less.
+  batchMaxBytes: 5 * 1024 * 1024,
+};
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
 
 type Encoder = Awaited<ReturnType<typeof loadEncoder>>;
@@ -46,19 +51,28 @@ export class OtlpSink extends BatchSink {
   private readonly url: URL;
   private readonly options: OtlpSinkOptions;
   private readonly protocol: OtlpProtocol;
-  private readonly encoder: Promise<Encoder>;
+  private readonly encoder: Encoder;
   private readonly agent;
 
-  constructor(options: OtlpSinkOptions) {
+  /**
+   * Loads the OpenTelemetry encoder, then the sink: a failure to load is one error at start-up (a
+   * KubediffError), not one per batch.
+   */
+  static async create(options: OtlpSinkOptions): Promise<OtlpSink> {
+    return new OtlpSink(options, await loadEncoder());
+  }
+
+  private constructor(options: OtlpSinkOptions, encoder: Encoder) {
     const url = otlpLogsUrl(options.endpoint);
-    super(options, { name: `otlp ${redactUrl(url)}`, timeoutMs: OTLP_DEFAULTS.timeoutMs });
+    super(options, {
+      timeoutMs: OTLP_DEFAULTS.timeoutMs,
+      batchMaxBytes: OTLP_DEFAULTS.batchMaxBytes,
+    });
     this.url = url;
     this.options = options;
     this.protocol = options.protocol ?? 'http/protobuf';
     this.agent = createAgent(this.timeoutMs, process.env, options.tls);
-    this.encoder = loadEncoder();
-    // A failure to load shows in the first send; this only keeps it from being unhandled.
-    this.encoder.catch(() => {});
+    this.encoder = encoder;
   }
 
   protected release(): Promise<void> {
@@ -66,11 +80,11 @@ export class OtlpSink extends BatchSink {
   }
 
   protected async transmit(work: BatchWork): Promise<Transmission> {
-    const encoder = await this.encoder;
+    const encoder = this.encoder;
     const records =
       work.kind === 'digest'
-        ? [digestRecord(work.digest.toPayload(), undefined)]
-        : work.events.map((event: ChangeEvent) => eventRecord(event, undefined));
+        ? [digestRecord(work.digest.toPayload())]
+        : work.events.map((event: ChangeEvent) => eventRecord(event));
     const json = this.protocol === 'http/json';
     const body = encoder.encode(records, json);
     const outcome = await post(this.agent, this.url, body, {
@@ -91,7 +105,9 @@ export class OtlpSink extends BatchSink {
         retryable,
         aborted: outcome.aborted,
         reason: outcome.reason,
+        key: failureKey(outcome),
         ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+        ...(outcome.status === 413 ? { tooLarge: true } : {}),
       };
     }
     const partial = encoder.partialSuccess(outcome.bytes, json);
@@ -99,12 +115,21 @@ export class OtlpSink extends BatchSink {
   }
 }
 
-/** The OpenTelemetry encoder, loaded on first use, with kubediff's instrumentation scope. */
+/** The OpenTelemetry packages, or one sentence saying they cannot be loaded (a broken install). */
+async function openTelemetryPackages() {
+  try {
+    return await Promise.all([import('@opentelemetry/otlp-transformer'), import('@opentelemetry/resources')]);
+  } catch (error) {
+    throw new KubediffError(
+      `the OTLP sink cannot load the OpenTelemetry encoder (${errorMessage(error)}); reinstall kubediff.`,
+    );
+  }
+}
+
+/** The OpenTelemetry encoder, loaded when an OTLP sink is created, with kubediff's instrumentation scope. */
 async function loadEncoder() {
-  const [{ ProtobufLogsSerializer, JsonLogsSerializer }, { resourceFromAttributes }] = await Promise.all([
-    import('@opentelemetry/otlp-transformer'),
-    import('@opentelemetry/resources'),
-  ]);
+  const [{ ProtobufLogsSerializer, JsonLogsSerializer }, { resourceFromAttributes }] =
+    await openTelemetryPackages();
   type Serializer = typeof ProtobufLogsSerializer;
   type ReadableLogRecord = Parameters<Serializer['serializeRequest']>[0][number];
   const scope = { name: 'kubediff' };

@@ -12,7 +12,6 @@
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
-import { redactUrl } from '../util/url.ts';
 import {
   BatchSink,
   type BatchSinkOptions,
@@ -20,7 +19,7 @@ import {
   type ItemFailure,
   type Transmission,
 } from './batch-sink.ts';
-import { bodyExcerpt, createAgent, type HttpTls, type PostOutcome, post } from './http.ts';
+import { bodyExcerpt, createAgent, failureKey, type HttpTls, type PostOutcome, post } from './http.ts';
 import { indexTemplate, type SearchIndexMode, templateName } from './search-template.ts';
 
 export type SearchFlavor = 'opensearch' | 'elasticsearch';
@@ -28,7 +27,7 @@ export type SearchFlavor = 'opensearch' | 'elasticsearch';
 /** Basic authentication, or an Elasticsearch API key (the base64 `id:key` it hands out). */
 export type SearchAuth = { username: string; password: string } | { apiKey: string };
 
-/** Beside the cluster's: BatchSinkOptions (name '<flavor> <scheme://host>' by default). */
+/** Beside the cluster's: BatchSinkOptions (batches of 5 MiB by default). */
 export interface SearchSinkOptions extends BatchSinkOptions {
   flavor: SearchFlavor;
   /** The cluster's base URL (https://search.example:9200). */
@@ -47,7 +46,14 @@ export interface SearchSinkOptions extends BatchSinkOptions {
   userAgent?: string;
 }
 
-const SEARCH_DEFAULTS = { index: 'kubediff', timeoutMs: 30_000, userAgent: 'kubediff' };
+const SEARCH_DEFAULTS = {
+  index: 'kubediff',
+  timeoutMs: 30_000,
+  userAgent: 'kubediff',
+  // Both take 100 MB per request by default (http.max_content_length); their guides advise bulk requests
+  // of a few MiB, and hosted clusters (Amazon OpenSearch Service: 10 MiB on small instances) take less.
+  batchMaxBytes: 5 * 1024 * 1024,
+};
 /** A bulk answer lists every item: status and error only (filter_path), up to this much. */
 const MAX_BULK_ANSWER = 16 * 1024 * 1024;
 const BULK_FIELDS = 'errors,items.*.status,items.*.error.type,items.*.error.reason';
@@ -64,7 +70,10 @@ export class SearchSink extends BatchSink {
 
   constructor(options: SearchSinkOptions) {
     const base = new URL(options.url);
-    super(options, { name: `${options.flavor} ${redactUrl(base)}`, timeoutMs: SEARCH_DEFAULTS.timeoutMs });
+    super(options, {
+      timeoutMs: SEARCH_DEFAULTS.timeoutMs,
+      batchMaxBytes: SEARCH_DEFAULTS.batchMaxBytes,
+    });
     this.base = base;
     this.index = options.index ?? SEARCH_DEFAULTS.index;
     this.mode = options.mode ?? 'daily';
@@ -108,6 +117,7 @@ export class SearchSink extends BatchSink {
         retryable: true,
         aborted: false,
         reason: `an unreadable bulk answer (${errorMessage(error)})`,
+        key: 'unreadable bulk answer',
       };
     }
     const expected = work.kind === 'events' ? work.events.length : 1;
@@ -117,6 +127,7 @@ export class SearchSink extends BatchSink {
         retryable: true,
         aborted: false,
         reason: `a bulk answer of ${items.length} items for ${expected}`,
+        key: 'bulk answer of the wrong length',
       };
     const itemFailures: ItemFailure[] = [];
     items.forEach((item, index) => {
@@ -133,7 +144,9 @@ export class SearchSink extends BatchSink {
     if (status === 409 && this.mode === 'data-stream') return undefined;
     const type = item.error?.type ?? 'error';
     const reason = `HTTP ${status} ${type}${item.error?.reason ? `: ${bodyExcerpt(item.error.reason)}` : ''}`;
-    return { index, reason, key: `${status} ${type}`, retryable: status === 429 || status >= 500 };
+    // The key: the status and the error's type (a class name such as mapper_parsing_exception), not its reason.
+    const key = `HTTP ${status} ${type.slice(0, 100)}`;
+    return { index, reason, key, retryable: status === 429 || status >= 500 };
   }
 
   /** NDJSON: an action line and the document, per event (or the one digest). */
@@ -173,11 +186,23 @@ export class SearchSink extends BatchSink {
     }
     const failure = failureOf(outcome);
     if (failure.ok || failure.retryable || failure.aborted) return failure;
-    // Refused (no permission to manage templates, say): documents may still index under a template
-    // installed by someone else; said once.
+    if (outcome.status === 401) {
+      // The credentials are refused: no document would be taken either. The batch fails with this
+      // reason (said once), and the next one tries the template again.
+      return {
+        ...failure,
+        reason: `${outcome.reason}: the cluster does not accept kubediff's credentials (installing the index template); check username and password, or the API key`,
+      };
+    }
+    // Refused otherwise (no permission to manage templates, say): documents may still index under a
+    // template installed by someone else; said once.
     this.templateInstalled = true;
+    const remedy =
+      outcome.status === 403
+        ? 'install it yourself (docs/sinks.md) or give kubediff the manage_index_templates privilege'
+        : 'install it yourself (docs/sinks.md)';
     this.trouble.warn(
-      `could not install the index template ${templateName(this.index)} (${outcome.reason}); indexing without it: install it yourself (docs/sinks.md) or give kubediff the manage_index_templates privilege.`,
+      `could not install the index template ${templateName(this.index)} (${outcome.reason}); indexing without it: ${remedy}.`,
     );
     return undefined;
   }
@@ -195,7 +220,9 @@ function failureOf(outcome: Extract<PostOutcome, { ok: false }>): Transmission {
     retryable: outcome.retryable,
     aborted: outcome.aborted,
     reason: outcome.reason,
+    key: failureKey(outcome),
     ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+    ...(outcome.status === 413 ? { tooLarge: true } : {}),
   };
 }
 

@@ -8,12 +8,12 @@ import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { redactUrl } from '../util/url.ts';
 import type { BacklogOptions } from './backlog.ts';
+import { batchSinkName } from './batch-sink-name.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { DeliveryObserver, RetryOptions } from './delivery.ts';
 import type { HttpTls } from './http.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
-import { describeLogSink } from './log-sink-name.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 import { type Route, Router } from './router.ts';
 import type { SearchAuth, SearchFlavor } from './search.ts';
@@ -72,6 +72,8 @@ export interface OtlpSinkSpec extends HttpSinkSpec {
   headers?: Record<string, string>;
   tls?: HttpTls;
   batchMaxEvents?: number;
+  /** Bytes of the events' JSON per request. */
+  batchMaxBytes?: number;
   queue?: BacklogOptions;
 }
 
@@ -88,6 +90,8 @@ interface SearchSinkSpecOf<T extends SearchFlavor> extends HttpSinkSpec {
   headers?: Record<string, string>;
   tls?: HttpTls;
   batchMaxEvents?: number;
+  /** Bytes of the events' JSON per request. */
+  batchMaxBytes?: number;
   queue?: BacklogOptions;
 }
 
@@ -114,6 +118,8 @@ export interface KafkaSinkSpec extends HttpSinkSpec {
   /** The password comes from the environment or a file, never a flag. */
   sasl?: KafkaSasl;
   batchMaxEvents?: number;
+  /** Bytes of the events' JSON per request. */
+  batchMaxBytes?: number;
   queue?: BacklogOptions;
 }
 
@@ -332,14 +338,13 @@ async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sin
   return new KafkaSink({
     brokers: spec.brokers,
     topic: spec.topic,
-    name: context.unique(spec.name ?? `kafka ${spec.topic}`),
+    name: context.unique(spec.name ?? batchSinkName(spec)),
     log: context.runtime.log,
     ...(spec.clientId ? { clientId: spec.clientId } : {}),
     ...(spec.compression ? { compression: spec.compression } : {}),
     ...(spec.tls ? { tls: spec.tls } : {}),
     ...(spec.sasl ? { sasl: spec.sasl } : {}),
-    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...batchOptions(spec),
     ...deliveryOptions(spec, context),
   });
 }
@@ -347,7 +352,7 @@ async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sin
 /** OpenTelemetry logs; the OpenTelemetry packages are imported only here. */
 async function otlpSink(spec: OtlpSinkSpec, context: SinkContext): Promise<Sink> {
   const { OtlpSink } = await import('./otlp.ts');
-  return new OtlpSink({
+  return OtlpSink.create({
     ...logSinkOptions(spec, context),
     endpoint: spec.endpoint,
     ...(spec.protocol ? { protocol: spec.protocol } : {}),
@@ -370,13 +375,21 @@ async function searchSink(spec: SearchSinkSpec, context: SinkContext): Promise<S
 /** What the log sinks (OTLP, search) share: headers, TLS, batches and their queue. */
 function logSinkOptions(spec: OtlpSinkSpec | SearchSinkSpec, context: SinkContext) {
   return {
-    name: context.unique(spec.name ?? describeLogSink(spec)),
+    name: context.unique(spec.name ?? batchSinkName(spec)),
     log: context.runtime.log,
     ...(spec.headers ? { headers: spec.headers } : {}),
     ...(spec.tls ? { tls: spec.tls } : {}),
-    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...batchOptions(spec),
     ...httpOptions(spec, context),
+  };
+}
+
+/** The batch sinks' (OTLP, search, Kafka) batches and queue. */
+function batchOptions(spec: OtlpSinkSpec | SearchSinkSpec | KafkaSinkSpec) {
+  return {
+    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
+    ...(spec.batchMaxBytes !== undefined ? { batchMaxBytes: spec.batchMaxBytes } : {}),
+    ...(spec.queue ? { queue: spec.queue } : {}),
   };
 }
 
@@ -405,11 +418,14 @@ function storiesOption(spec: SinkSpec): { stories?: Partial<StoryOptions> } {
   return stories ? { stories } : {};
 }
 
-/** A webhook's body format; a layout is compiled here (the config checks have compiled it once already). */
+/**
+ * A webhook's body format. A layout gets a thread of its own, started by the sink's first request (the
+ * config checks have compiled the layout already).
+ */
 async function webhookFormat(spec: WebhookSinkSpec): Promise<import('./webhook-body.ts').WebhookFormat> {
   if (spec.layout !== undefined) {
-    const { compileLayout } = await import('./layout.ts');
-    return { kind: 'layout', layout: compileLayout(spec.layout) };
+    const { LayoutThread } = await import('./layout-thread.ts');
+    return { kind: 'layout', layout: new LayoutThread(spec.layout) };
   }
   if (spec.format === 'cloudevents')
     return { kind: 'cloudevents', mode: spec.cloudEventsMode ?? 'structured' };

@@ -1,6 +1,7 @@
 // What a webhook request carries, by the sink's `format`: the event's JSON as the contract prints it (the
 // default; a JSON array for a batch), a CloudEvent (cloudevents.ts, structured or binary), or the body a
-// `layout:` builds (layout.ts). Computed once per request, before its retries.
+// `layout:` builds (layout.ts, in a thread of its own: layout-thread.ts). Computed once per request,
+// before its retries.
 import type { ChangeEvent } from '../events/event.ts';
 import type { Story } from '../events/story.ts';
 import {
@@ -15,7 +16,7 @@ import {
   structuredCloudEvent,
 } from './cloudevents.ts';
 import type { Digest } from './digest.ts';
-import { type LayoutExpression, renderLayout } from './layout.ts';
+import type { LayoutRenderer } from './layout-thread.ts';
 
 export type WebhookWork =
   | { kind: 'event'; event: ChangeEvent; json: string }
@@ -26,7 +27,7 @@ export type WebhookWork =
 export type WebhookFormat =
   | { kind: 'json' }
   | { kind: 'cloudevents'; mode: CloudEventsMode }
-  | { kind: 'layout'; layout: LayoutExpression };
+  | { kind: 'layout'; layout: LayoutRenderer };
 
 export interface WebhookPayload {
   body: string;
@@ -41,8 +42,8 @@ export async function webhookPayload(format: WebhookFormat, work: WebhookWork): 
   const data = dataJson(work);
   if (format.kind === 'json') return { body: data, headers: JSON_TYPE };
   if (format.kind === 'layout') {
-    // A parsed copy: the expression never sees (or could change) the event object other sinks share.
-    return { body: await renderLayout(format.layout, JSON.parse(data)), headers: JSON_TYPE };
+    // The JSON text, parsed in the layout's thread: the expression never sees the objects other sinks share.
+    return { body: await format.layout.render(data), headers: JSON_TYPE };
   }
   if (format.mode === 'binary') {
     // A batch has no binary form (the settings refuse batch with binary mode): sent as structured.

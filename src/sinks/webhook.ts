@@ -17,7 +17,7 @@ import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { type DeliveryOptions, HttpSink } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
-import { post, reasonWithRetryAfter } from './http.ts';
+import { failureKey, post, reasonWithRetryAfter } from './http.ts';
 import { LayoutError } from './layout.ts';
 import { WEBHOOK_HEADERS } from './receiver-checks.ts';
 import { signatureFor } from './signature.ts';
@@ -114,6 +114,12 @@ export class WebhookSink extends HttpSink {
 
   storyStats(): StoryStats | undefined {
     return this.stories?.stats();
+  }
+
+  /** The connections, and the layout's thread once the last request is made. */
+  protected override async release(): Promise<void> {
+    const format = this.options.format;
+    await Promise.all([super.release(), format?.kind === 'layout' ? format.layout.close() : undefined]);
   }
 
   close(timeoutMs: number): Promise<SinkReport> {
@@ -247,7 +253,7 @@ export class WebhookSink extends HttpSink {
       }
       const final = this.finalFailure(
         outcome,
-        `status ${outcome.status ?? outcome.reason}`,
+        failureKey(outcome),
         describeLoss(work, this.options.deadLetter),
       );
       if (final) {
@@ -256,9 +262,8 @@ export class WebhookSink extends HttpSink {
         return;
       }
       if (attempt >= this.retry.maxAttempts) {
-        const key = String(outcome.status ?? outcome.reason);
         const loss = describeLoss(work, this.options.deadLetter);
-        this.failed(work, this.gaveUp(outcome.reason, key, attempt, loss), false);
+        this.failed(work, this.gaveUp(outcome.reason, failureKey(outcome), attempt, loss), false);
         return;
       }
       const wait = this.delay.next(outcome.retryAfterMs);

@@ -4,10 +4,13 @@
 
 export type HttpUrl = { url: URL; problem?: undefined } | { url?: undefined; problem: UrlProblem };
 
-/** Why a text is not an http(s) URL: not a URL at all, or another scheme (`ftp:`). */
-type UrlProblem = { kind: 'not-a-url' } | { kind: 'scheme'; url: URL };
+/**
+ * Why a text is not a receiver's http(s) URL: not a URL at all, another scheme (`ftp:`), or credentials
+ * in it (`user:password@`), which the HTTP client never sends (a request carries the origin and path).
+ */
+type UrlProblem = { kind: 'not-a-url' } | { kind: 'scheme'; url: URL } | { kind: 'credentials' };
 
-/** An http:// or https:// URL, or what is wrong with `text`. */
+/** An http:// or https:// URL without credentials, or what is wrong with `text`. */
 export function parseHttpUrl(text: string): HttpUrl {
   let url: URL;
   try {
@@ -16,6 +19,7 @@ export function parseHttpUrl(text: string): HttpUrl {
     return { problem: { kind: 'not-a-url' } };
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return { problem: { kind: 'scheme', url } };
+  if (url.username !== '' || url.password !== '') return { problem: { kind: 'credentials' } };
   return { url };
 }
 

@@ -238,6 +238,25 @@ describe('kubediff validate', () => {
     );
   });
 
+  test('credentials in a sink URL, or over http://: refused in one sentence each, exit 2, the password never shown', async () => {
+    const config = await file(
+      'credentials.yaml',
+      'sinks:\n  - type: elasticsearch\n    url: https://elastic:pw-s3cr3t@es:9200\n  - type: opensearch\n    url: http://search:9200\n    username: kd\n    password: pw-s3cr3t\n',
+    );
+    const result = await runKubediffToCompletion(['validate', '-c', config]);
+    assert.equal(result.code, 2, shown(result));
+    assert.equal(result.stdout, '');
+    assert.equal(
+      result.stderr,
+      [
+        `kubediff: invalid config file ${config}: 2 problems:`,
+        `  ${config}:3:10: sinks[0].url: the URL holds credentials (user:password@), which are never sent; give them as username and password (or passwordFile)`,
+        `  ${config}:6:15: sinks[1].username: the credentials would cross the network unencrypted (an http:// URL): use https://, or allowPlaintextCredentials: true if the network is encrypted otherwise`,
+        '',
+      ].join('\n'),
+    );
+  });
+
   test('a YAML alias bomb: one sentence, exit 2, for validate and watch -c alike', async () => {
     // Nine levels of ten aliases each: a billion strings if expanded.
     const levels = 'abcdefghi'.split('');

@@ -4,15 +4,18 @@
 // stopped in the middle of churn and started again loses nothing and reorders nothing per object; TLS,
 // SASL PLAIN and SCRAM work, with credentials that never show, from the config file and from the flags
 // (--kafka-tls, --kafka-ca-file); credentials over plaintext are refused (exit 2) unless explicitly
-// allowed (--kafka-allow-plaintext-credentials, allowPlaintextCredentials).
+// allowed (--kafka-allow-plaintext-credentials, allowPlaintextCredentials). And the sink alone: a batch
+// the broker refuses as too large (MESSAGE_TOO_LARGE) is sent again in halves.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
+import { KafkaSink } from '../../src/sinks/kafka.ts';
 import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
-import { matching, type TestEvent } from '../helpers/events.ts';
+import { matching, sampleEvent, type TestEvent } from '../helpers/events.ts';
 import {
   consume,
   createTopic,
@@ -24,6 +27,7 @@ import {
 } from '../helpers/kafka.ts';
 import { needsKafkaListener, testKafka, testTopic } from '../helpers/kafka-env.ts';
 import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { memoryLog } from '../helpers/sink-test.ts';
 
 const READY = /watching \d+ resource types?/;
 let admin: KubeAdmin;
@@ -181,6 +185,53 @@ describe('kubediff watch with a Kafka sink', () => {
     }
     assert.ok(new Set(partitionOf.values()).size > 1, 'the objects spread over the partitions');
     assert.deepEqual(firstOfEachId(records), idsByUid(watch.events), 'per object, the order of stdout');
+  });
+
+  it('splits a batch the broker refuses as too large (MESSAGE_TOO_LARGE) in halves: every event once, in order, but the one too large alone, dead-lettered', async () => {
+    const kafka = testKafka();
+    const topic = testTopic('too large');
+    // A topic whose record batches may take 3,000 bytes: the sink's first batch (900 KiB allowed) is refused.
+    await createTopic(kafka, topic, { config: { 'max.message.bytes': '3000' } });
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'too-large-dead.jsonl'), log);
+    const sink = new KafkaSink({
+      name: `kafka ${topic}`,
+      brokers: [kafka.brokers],
+      topic,
+      retry: { initialDelayMs: 50, maxDelayMs: 200, maxAttempts: 3 },
+      deadLetter: file,
+      log,
+    });
+    const events = Array.from({ length: 12 }, (_, n) =>
+      n === 6
+        ? sampleEvent({ id: 'huge:1', changes: [{ op: 'add', path: '/data/x', to: 'x'.repeat(5_000) }] })
+        : sampleEvent({ id: `e${n}:1` }),
+    );
+    // Delivered together: the sink is idle until the first batch starts, which takes all twelve.
+    for (const event of events) sink.deliver(event);
+    const { stats } = await sink.close(60_000);
+    file.close();
+
+    const records = await consume(kafka, topic, { count: 11 });
+    assert.deepEqual(
+      records.map((record) => (JSON.parse(record.value) as TestEvent).id),
+      events.filter((event) => event.id !== 'huge:1').map((event) => event.id),
+    );
+    assert.deepEqual([stats.delivered, stats.deadLettered, stats.lost], [11, 1, 0], JSON.stringify(stats));
+    const letters = (await readFile(path.join(dir, 'too-large-dead.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { reason: string; event: { id: string } });
+    assert.deepEqual(
+      letters.map((letter) => letter.event.id),
+      ['huge:1'],
+    );
+    assert.match(letters[0]?.reason ?? '', /message larger than the max message size/);
+    assert.equal(
+      log.warnings.filter((w) => /sending it in halves/.test(w)).length,
+      1,
+      log.warnings.join('\n'),
+    );
   });
 
   it('loses nothing and reorders nothing per object when the broker stops during churn and comes back', async () => {

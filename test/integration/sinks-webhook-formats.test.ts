@@ -3,7 +3,8 @@
 // read back by the official CloudEvents SDK (which refuses anything that is not a valid CloudEvent) with
 // the attributes docs/sinks.md promises; and `layout:` bodies for two real APIs, PagerDuty Events v2 and
 // Telegram's sendMessage, against receivers that check those APIs' shapes and answer as they do (an
-// invalid body is refused there, and would show here as a dead letter).
+// invalid body is refused there, and would show here as a dead letter); and a layout that would run for
+// hours on one object's name, stopped in its own thread while the other sinks deliver.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -196,6 +197,51 @@ describe('webhook body formats', () => {
     assert.equal(
       messages[updated]?.text,
       `UPDATED configmaps ${ns}/one in prod-eu\nadd /data/color → blue\nreplace /data/size: 1 → 2`,
+    );
+  });
+
+  it('layout: one that would run for hours on an event is stopped at its time limit, that event dead-lettered, while another sink delivers', async () => {
+    const ns = await admin.createNamespace('runaway');
+    namespaces.push(ns);
+    const laidOut = await receiver();
+    const other = await receiver();
+    const deadLetters = path.join(dir, `${ns}-dead.jsonl`);
+    // (a+)+$ on 40 a's and a b backtracks through 2^40 ways, inside one JSONata step.
+    const runaway = `${'a'.repeat(40)}b`;
+    const watch = await watchWith(
+      ns,
+      `  - type: webhook\n    name: laid-out\n    url: ${laidOut.url('/laid-out')}\n    deadLetter: ${deadLetters}\n` +
+        `    layout: '{ "name": object.name, "match": $match(object.name, /^(a+)+$/) }'\n` +
+        `  - type: webhook\n    name: other\n    url: ${other.url('/other')}\n`,
+    );
+    await admin.create(configmaps(ns), { metadata: { name: runaway } });
+    await admin.create(configmaps(ns), { metadata: { name: 'sentinel' } });
+    // The other sink delivers both; the laid-out one the sentinel, from a new thread.
+    const names = (requests: readonly ReceivedRequest[]) =>
+      requests.map((r) => JSON.parse(r.body) as { object?: { name: string }; name?: string });
+    await other.waitForRequests(2);
+    assert.deepEqual(
+      names(other.requests).map((body) => body.object?.name),
+      [runaway, 'sentinel'],
+    );
+    await laidOut.waitForRequests(1);
+    assert.deepEqual(names(laidOut.requests), [{ name: 'sentinel' }]);
+    const stopped = await watch.stop('SIGTERM');
+    assert.equal(stopped.code, 0, stopped.stderr);
+    const letters = (await readFile(deadLetters, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { sink: string; reason: string; event: TestEvent });
+    assert.deepEqual(
+      letters.map((letter) => [letter.sink, letter.event.object.name, letter.reason]),
+      [['laid-out', runaway, 'the layout ran over its time limit (500ms) and was stopped']],
+    );
+    assert.equal(
+      stopped.stderr.match(
+        /laid-out: the layout ran over its time limit \(500ms\) and was stopped; not sent\./g,
+      )?.length,
+      1,
+      stopped.stderr,
     );
   });
 });

@@ -151,7 +151,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const emit = (event: ChangeEvent) => {
     events.push(event);
     out.json!.push(renderJsonLine(event));
-    out.otlpRecord!.push(JSON.stringify(eventRecord(event, undefined)));
+    out.otlpRecord!.push(JSON.stringify(eventRecord(event)));
     out.cloudEvent!.push(structuredCloudEvent(eventAttributes(event), renderJsonLine(event)));
     out.cloudEventHeaders!.push(JSON.stringify(binaryHeaders(eventAttributes(event))));
     layoutInputs.push(JSON.parse(renderJsonLine(event)));

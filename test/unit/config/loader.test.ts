@@ -2,7 +2,8 @@
 // The config loader, table-driven over a corpus of broken files (test/fixtures/config): every message is
 // asserted whole, with its line and column. Also: ${VAR} substitution, presets, flags over the file.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
@@ -125,7 +126,7 @@ const CORPUS: [string, string[]][] = [
   [
     'log-sinks.yaml',
     [
-      'invalid config file log-sinks.yaml: 14 problems:',
+      'invalid config file log-sinks.yaml: 15 problems:',
       '  log-sinks.yaml:3:15: sinks[0].endpoint: expected an http:// or https:// URL, not grpc://',
       '  log-sinks.yaml:4:15: sinks[0].protocol: expected one of http/protobuf, http/json, got "grpc"',
       '  log-sinks.yaml:5:30: sinks[0].headers.Bad Header: "Bad Header" is not an HTTP header name',
@@ -139,7 +140,8 @@ const CORPUS: [string, string[]][] = [
       '  log-sinks.yaml:21:13: sinks[3].layout: a webhook sends either CloudEvents (format: cloudevents) or a layout, not both',
       '  log-sinks.yaml:21:13: sinks[3].layout: not a JSONata expression: S0211 The symbol "}" cannot be used as a unary operator (at character 8)',
       '  log-sinks.yaml:24:22: sinks[4].cloudEventsMode: applies to CloudEvents: set format: cloudevents too',
-      '  log-sinks.yaml:27:5: sinks[5].stories: unknown key; expected one of type, name, filter, timeout, deadLetter, headers, headersFile, tls, batch, queueCapacity, endpoint, protocol',
+      '  log-sinks.yaml:27:5: sinks[5].stories: unknown key; expected one of type, name, filter, timeout, deadLetter, headers, headersFile, tls, batch, batchBytes, queueCapacity, endpoint, protocol',
+      '  log-sinks.yaml:28:17: sinks[5].batchBytes: expected a size such as 64MB or 1GB, got "lots"',
     ],
   ],
   [
@@ -163,6 +165,17 @@ const CORPUS: [string, string[]][] = [
       'invalid config file secret-echo.yaml: 2 problems:',
       '  secret-echo.yaml:3:10: sinks[0].url: expected an http:// or https:// URL, got the value of ${HOOK_URL}',
       '  secret-echo.yaml:4:14: sinks[0].timeout: expected a duration such as 500ms, 30s, 5m, 2h or 7d, got the value of ${HOOK_TIMEOUT}',
+    ],
+  ],
+  [
+    'sink-credentials.yaml',
+    [
+      'invalid config file sink-credentials.yaml: 5 problems:',
+      '  sink-credentials.yaml:3:10: sinks[0].url: the URL holds credentials (user:password@), which are never sent; give them as username and password (or passwordFile)',
+      '  sink-credentials.yaml:6:15: sinks[1].username: the credentials would cross the network unencrypted (an http:// URL): use https://, or allowPlaintextCredentials: true if the network is encrypted otherwise',
+      '  sink-credentials.yaml:12:31: sinks[2].headers.Authorization: apiKey sets the Authorization header: give the credentials one way, not both',
+      '  sink-credentials.yaml:14:15: sinks[3].endpoint: the URL holds credentials (user:password@), which are never sent; give an Authorization header in headers or headersFile',
+      '  sink-credentials.yaml:16:10: sinks[4].url: the URL holds credentials (user:password@), which are never sent; give an Authorization header in headers',
     ],
   ],
   [
@@ -234,6 +247,10 @@ describe('config loader: the broken-file corpus', () => {
     for (const [file] of CORPUS) {
       for (const line of problemsOf(file)) assert.doesNotMatch(line, /s3cr3t/, file);
     }
+  });
+
+  it('never shows a password written in a sink URL or key', () => {
+    assert.ok(!problemsOf('sink-credentials.yaml').join('\n').includes('hunter2'));
   });
 
   it('an unreadable file is one sentence, exit 2', () => {
@@ -358,6 +375,54 @@ describe('config loader: ${VAR} substitution', () => {
         secret: 'hmac-key',
       },
     ]);
+  });
+});
+
+describe('config loader: log sinks', () => {
+  it('an Authorization header in headersFile beside username and password is one problem at headersFile', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'kubediff-headers-'));
+    const headers = path.join(dir, 'headers');
+    writeFileSync(headers, 'X-Team: sre\nAuthorization: Bearer t0k-s3cr3t\n');
+    const loaded = parseConfig(
+      `sinks:\n  - type: opensearch\n    url: https://search:9200\n    username: kd\n    password: pw-s3cr3t\n    headersFile: ${headers}\n`,
+      'c.yaml',
+      {},
+    );
+    assert.throws(
+      () => settingsFromConfig(loaded, {}, false, {}),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        exitCodeOf(error) === EXIT_USAGE &&
+        error.message ===
+          'invalid config file c.yaml:6:18: sinks[0].headersFile: sets the Authorization header, which username and password set: give the credentials one way, not both.',
+    );
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('batch, batchBytes (a size) and queueCapacity reach the Kafka, OTLP and search sinks', () => {
+    const loaded = parseConfig(
+      [
+        'sinks:',
+        '  - { type: kafka, brokers: ["k:9092"], topic: t, batch: 100, batchBytes: 512KB, queueCapacity: 50 }',
+        '  - { type: otlp, endpoint: "http://c:4318", batchBytes: 2MB }',
+        '  - { type: elasticsearch, url: "https://es:9200", batchBytes: "1.5mb" }',
+      ].join('\n'),
+      'c.yaml',
+      {},
+    );
+    const sinks = settingsFromConfig(loaded, {}, false, {}).delivery.sinks as {
+      batchMaxEvents?: number;
+      batchMaxBytes?: number;
+      queue?: object;
+    }[];
+    assert.deepEqual(
+      sinks.map(({ batchMaxEvents, batchMaxBytes, queue }) => [batchMaxEvents, batchMaxBytes, queue]),
+      [
+        [100, 512 * 1024, { capacity: 50 }],
+        [undefined, 2 * 1024 * 1024, undefined],
+        [undefined, 1.5 * 1024 * 1024, undefined],
+      ],
+    );
   });
 });
 
@@ -560,7 +625,7 @@ sinks:
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:13: deadLetter: applies to webhook, chat and Kafka sinks, and none is listed (stdout has no dead letters).',
+          'invalid config file c.yaml:1:13: deadLetter: applies to webhook, chat, Kafka, OTLP, OpenSearch and Elasticsearch sinks, and none is listed (stdout has no dead letters).',
     );
     const ok = settingsFromConfig(
       parseConfig(

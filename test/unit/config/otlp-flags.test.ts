@@ -23,10 +23,17 @@ describe('--otlp-endpoint', () => {
     ]);
   });
 
-  it('refuses a URL that is not http(s) and a header pair without =, never echoing its value', () => {
+  it('refuses a URL that is not http(s) or holds credentials, and a header pair without =, never echoing its value', () => {
     assert.throws(
       () => sinkSettingsFromFlags({ otlpEndpoint: 'collector:4317' }, {}),
       (error: unknown) => error instanceof UsageError && /invalid --otlp-endpoint/.test(error.message),
+    );
+    assert.throws(
+      () => sinkSettingsFromFlags({ otlpEndpoint: 'https://tenant:s3cr3t@otlp.example' }, {}),
+      (error: unknown) =>
+        error instanceof UsageError &&
+        error.message ===
+          'invalid --otlp-endpoint: the URL holds credentials (user:password@), which are never sent; give an Authorization header in OTEL_EXPORTER_OTLP_HEADERS.',
     );
     assert.throws(
       () =>

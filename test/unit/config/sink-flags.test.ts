@@ -167,6 +167,11 @@ describe('sink flags', () => {
       ],
       [{ webhook: ['not a url/secret-path'] }, {}, /invalid --webhook: not a URL \(it starts "not a url"\)/],
       [
+        { webhook: ['https://hook:secret-path@hooks.example/x'] },
+        {},
+        /^invalid --webhook: the URL holds credentials \(user:password@\), which are never sent; give an Authorization header in KUBEDIFF_WEBHOOK_HEADERS\.$/,
+      ],
+      [
         { slackWebhook: 'hooks.slack.com/services/T/B/SECRET' },
         {},
         /invalid --slack-webhook: not a URL \(it starts "hooks.slack.com"\)/,
@@ -181,7 +186,11 @@ describe('sink flags', () => {
         /invalid --webhook-timeout "10": expected a duration/,
       ],
       [{ shutdownTimeout: 'soon' }, {}, /invalid --shutdown-timeout "soon"/],
-      [{ deadLetter: '/tmp/x' }, {}, /--dead-letter applies to --webhook, Slack and Kafka/],
+      [
+        { deadLetter: '/tmp/x' },
+        {},
+        /^--dead-letter applies to the deliveries of --webhook, Slack and the other chat platforms, Kafka and OTLP, and none is given \(stdout has no dead letters\)\.$/,
+      ],
       [{ kafkaTopic: 't' }, {}, /--kafka-topic needs --kafka-brokers/],
       [{ kafkaBrokers: 'k:9092' }, {}, /--kafka-brokers needs --kafka-topic/],
       [{ kafkaBrokers: 'k', kafkaTopic: 't' }, {}, /invalid --kafka-brokers "k": expected host:port/],

@@ -172,6 +172,26 @@ describe('event queue', () => {
     assert.equal(huge.push(big()), 'folded');
   });
 
+  it('takes at most max events and maxBytes of their JSON (UTF-8) for one request, always at least one', () => {
+    const sized = (to: string): ChangeEvent => ({
+      ...event('UPDATED', 'configmaps', 'shop'),
+      changes: [{ op: 'replace', path: '/data/x', to }],
+    });
+    const queue = new EventQueue({ capacity: 100, digestRetain: 1 });
+    // 'é' is one character and two bytes: the bound counts bytes.
+    const events = [sized('é'.repeat(300)), sized('a'.repeat(300)), sized('a'.repeat(2000)), sized('a')];
+    for (const e of events) queue.push(e);
+    const bytes = (e: ChangeEvent) => Buffer.byteLength(JSON.stringify(e));
+    const take = (max: number, maxBytes: number) => queue.takeEvents(max, maxBytes).map((e) => e.event.id);
+    const [first, second] = events.map(bytes) as [number, number];
+    // Counted in characters, the first two would fit in one byte less than their size.
+    assert.deepEqual(take(10, first + second - 1), [events[0]?.id]);
+    assert.deepEqual(take(10, second + 10), [events[1]?.id]);
+    // One larger than the bound goes alone.
+    assert.deepEqual(take(10, 100), [events[2]?.id]);
+    assert.deepEqual(take(10, Number.POSITIVE_INFINITY), [events[3]?.id]);
+  });
+
   it('drains everything for shutdown', () => {
     const queue = new EventQueue({ capacity: 2, digestRetain: 1 });
     for (let i = 0; i < 5; i++) queue.push(event('ADDED', 'pods', 'shop'));

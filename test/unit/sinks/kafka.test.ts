@@ -19,6 +19,7 @@ describe('Kafka sink without a broker', () => {
     const log = memoryLog();
     const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
     const sink = new KafkaSink({
+      name: 'kafka changes',
       brokers: [`127.0.0.1:${(await freePorts(1))[0]}`],
       topic: 'changes',
       timeoutMs: 1000,

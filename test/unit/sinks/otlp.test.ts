@@ -34,7 +34,8 @@ describe('OTLP sink', () => {
     ];
     const receiver = await kit.receiver({ respond: () => answers.shift() });
     const sink = kit.track(
-      new OtlpSink({
+      await OtlpSink.create({
+        name: 'otlp collector',
         endpoint: receiver.url('/otlp'),
         protocol: 'http/json',
         headers: { 'x-scope-orgid': 'tenant-1' },
@@ -82,6 +83,83 @@ describe('OTLP sink', () => {
     assert.match(log.warnings.join('\n'), /HTTP 400 Bad Request: "bad data"; not retried/);
   });
 
+  it('says each refusal once per status, whatever text the receiver puts in each answer', async () => {
+    const log = memoryLog();
+    // A request id in every answer, as many receivers put in their error bodies.
+    const answers: Reply[] = [
+      { status: 400, body: 'invalid record (request r-1)' },
+      { status: 400, body: 'invalid record (request r-2)' },
+      { status: 403, body: 'forbidden (request r-3)' },
+      { status: 503, body: 'overloaded (request r-4)' },
+      { status: 503, body: 'overloaded (request r-5)' },
+    ];
+    const receiver = await kit.receiver({ respond: () => answers.shift() });
+    const sink = kit.track(
+      await OtlpSink.create({
+        name: 'otlp collector',
+        endpoint: receiver.url('/'),
+        retry: { ...FAST, maxAttempts: 1 },
+        log,
+      }),
+    );
+    for (const [n, id] of ['a:1', 'b:1', 'c:1', 'd:1', 'e:1'].entries()) {
+      sink.deliver(sampleEvent({ id }));
+      await receiver.waitForRequests(n + 1);
+    }
+    const { stats } = await sink.close(60_000);
+    assert.equal(stats.lost, 5);
+    assert.deepEqual(
+      log.warnings.filter((w) => /not retried|gave up/.test(w)).map((w) => w.replace(/^otlp \S+ /, '')),
+      [
+        'HTTP 400 Bad Request: "invalid record (request r-1)"; not retried. Event a:1 not delivered.',
+        'HTTP 403 Forbidden: "forbidden (request r-3)"; not retried. Event c:1 not delivered.',
+        'HTTP 503 Service Unavailable: "overloaded (request r-4)"; gave up after 1 attempt. Event d:1 not delivered.',
+      ],
+    );
+  });
+
+  it('sends a batch answered 413 again in halves', async () => {
+    const log = memoryLog();
+    const ids = (body: string) =>
+      (
+        JSON.parse(body) as {
+          resourceLogs: {
+            scopeLogs: {
+              logRecords: {
+                body: { kvlistValue: { values: { key: string; value: { stringValue?: string } }[] } };
+              }[];
+            }[];
+          }[];
+        }
+      ).resourceLogs.flatMap((r) =>
+        r.scopeLogs.flatMap((scope) =>
+          scope.logRecords.map(
+            (record) => record.body.kvlistValue.values.find((v) => v.key === 'id')?.value.stringValue,
+          ),
+        ),
+      );
+    // A receiver that takes one record per request.
+    const receiver = await kit.receiver({
+      respond: (request) => (ids(request.body).length > 1 ? { status: 413 } : { status: 200, body: '{}' }),
+    });
+    const sink = kit.track(
+      await OtlpSink.create({
+        name: 'otlp collector',
+        endpoint: receiver.url('/'),
+        protocol: 'http/json',
+        retry: FAST,
+        log,
+      }),
+    );
+    for (const id of ['a:1', 'b:1', 'c:1']) sink.deliver(sampleEvent({ id }));
+    const { stats } = await sink.close(60_000);
+    assert.deepEqual(
+      receiver.requests.map((request) => ids(request.body)),
+      [['a:1', 'b:1', 'c:1'], ['a:1', 'b:1'], ['a:1'], ['b:1'], ['c:1']],
+    );
+    assert.equal(stats.delivered, 3);
+  });
+
   it('adds /v1/logs to a base endpoint, and keeps a full logs URL', () => {
     assert.equal(otlpLogsUrl('http://collector:4318').href, 'http://collector:4318/v1/logs');
     assert.equal(otlpLogsUrl('http://loki:3100/otlp/').href, 'http://loki:3100/otlp/v1/logs');
@@ -93,7 +171,6 @@ describe('OTLP sink', () => {
       sampleEvent({
         by: { user: { username: 'alice' }, managers: [{ manager: 'kubectl', operation: 'Update' }] },
       }),
-      undefined,
     );
     assert.equal(deployment.attributes['k8s.deployment.name'], 'web');
     assert.equal(deployment.attributes['k8s.deployment.uid'], 'u1');
@@ -115,11 +192,10 @@ describe('OTLP sink', () => {
           resourceVersion: '1',
         },
       }),
-      undefined,
     );
     assert.equal(custom.attributes['k8s.deployment.name'], undefined);
     assert.equal(custom.attributes['kubediff.object.resource'], 'deployments.example.com');
-    const deleted = eventRecord(sampleEvent({ type: 'DELETED', changes: undefined }), undefined);
+    const deleted = eventRecord(sampleEvent({ type: 'DELETED', changes: undefined }));
     assert.deepEqual([deleted.severityNumber, deleted.severityText], [13, 'WARN']);
     assert.equal(deleted.attributes['kubediff.changes.paths'], undefined);
   });

@@ -64,6 +64,7 @@ describe('search sink', () => {
     });
     const sink = kit.track(
       new SearchSink({
+        name: 'elasticsearch es',
         flavor: 'elasticsearch',
         url: receiver.url(''),
         index: 'changes',
@@ -125,6 +126,7 @@ describe('search sink', () => {
     });
     const sink = kit.track(
       new SearchSink({
+        name: 'opensearch node',
         flavor: 'opensearch',
         url: receiver.url('/'),
         index: 'events',
@@ -147,6 +149,124 @@ describe('search sink', () => {
     );
     assert.equal(stats.delivered, 2);
     assert.match(log.warnings.join('\n'), /an unreadable bulk answer/);
+  });
+
+  it('splits a batch refused as too large (413) in halves until it passes; only the event too large alone is dead-lettered', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-search-413-'));
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
+    // A node whose http.max_content_length is 3,000 bytes.
+    const LIMIT = 3_000;
+    const receiver = await kit.receiver({
+      respond: (request) =>
+        Buffer.byteLength(request.body) > LIMIT
+          ? { status: 413, body: `{"error":"request of ${request.body.length} bytes is too large"}` }
+          : bulkAnswer(bulkIds(request as ReceivedRequest).map(() => 201)),
+    });
+    const sink = kit.track(
+      new SearchSink({
+        name: 'opensearch node',
+        flavor: 'opensearch',
+        url: receiver.url(''),
+        installTemplate: false,
+        retry: FAST,
+        deadLetter: file,
+        log,
+      }),
+    );
+    const events = Array.from({ length: 12 }, (_, n) =>
+      n === 6
+        ? sampleEvent({ id: 'huge:1', changes: [{ op: 'add', path: '/data/x', to: 'x'.repeat(4_000) }] })
+        : sampleEvent({ id: `e${n}:1` }),
+    );
+    // Delivered together: the sink is idle until the first batch starts, which takes all twelve.
+    for (const event of events) sink.deliver(event);
+    const { stats } = await sink.close(60_000);
+    file.close();
+
+    assert.equal(bulkIds(receiver.requests[0] as ReceivedRequest).length, 12, 'one batch at first');
+    const indexed = receiver.requests
+      .filter((request) => 'status' in request.reply && request.reply.status === 200)
+      .flatMap((request) => bulkIds(request));
+    assert.deepEqual(
+      indexed,
+      events.filter((event) => event.id !== 'huge:1').map((event) => event.id),
+      'every other event once, in order',
+    );
+    assert.deepEqual([stats.delivered, stats.deadLettered, stats.lost], [11, 1, 0]);
+    const letters = (await readFile(path.join(dir, 'dead.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { reason: string; event: { id: string } });
+    assert.deepEqual(
+      letters.map((letter) => letter.event.id),
+      ['huge:1'],
+    );
+    assert.match(letters[0]?.reason ?? '', /^HTTP 413 Payload Too Large: .* \(not retried\)$/);
+    assert.equal(log.warnings.filter((w) => /sending it in halves/.test(w)).length, 1, 'the split said once');
+    assert.equal(log.warnings.filter((w) => /HTTP 413.*not retried/.test(w)).length, 1);
+  });
+
+  it('a 401 installing the template is a credentials failure (the batch dead-lettered, said once); a 403 a missing privilege', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-search-401-'));
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
+    // A cluster that knows no such user: every request is 401.
+    const unauthorized = await kit.receiver({
+      defaultReply: { status: 401, body: '{"error":"unauthorized (request r-1)"}' },
+    });
+    const wrong = kit.track(
+      new SearchSink({
+        name: 'elasticsearch es',
+        flavor: 'elasticsearch',
+        url: unauthorized.url(''),
+        auth: { username: 'kd', password: 'wrong' },
+        retry: FAST,
+        deadLetter: file,
+        log,
+      }),
+    );
+    wrong.deliver(sampleEvent({ id: 'a:1' }));
+    await unauthorized.waitForRequests(1);
+    wrong.deliver(sampleEvent({ id: 'b:1' }));
+    await unauthorized.waitForRequests(2);
+    const { stats } = await wrong.close(60_000);
+    file.close();
+    assert.deepEqual(
+      unauthorized.requests.map((request) => `${request.method} ${request.path}`),
+      ['PUT /_index_template/kubediff-kubediff', 'PUT /_index_template/kubediff-kubediff'],
+      'no bulk request without the credentials; the template tried again with the next batch',
+    );
+    assert.equal(stats.deadLettered, 2);
+    const warnings = log.warnings.filter((w) => /credentials|privilege/.test(w));
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(
+      warnings[0] ?? '',
+      /HTTP 401 Unauthorized: .*: the cluster does not accept kubediff's credentials \(installing the index template\); check username and password, or the API key; not retried\. Event a:1 written to the dead-letter file/,
+    );
+
+    // A user without the privilege to manage templates: said so, and the documents indexed anyway.
+    const forbidden = await kit.receiver({
+      respond: (request) =>
+        request.method === 'PUT' ? { status: 403, body: '{"error":"no permission"}' } : bulkAnswer([201]),
+    });
+    const limitedLog = memoryLog();
+    const limited = kit.track(
+      new SearchSink({
+        name: 'opensearch node',
+        flavor: 'opensearch',
+        url: forbidden.url(''),
+        retry: FAST,
+        log: limitedLog,
+      }),
+    );
+    limited.deliver(sampleEvent({ id: 'c:1' }));
+    const report = await limited.close(60_000);
+    assert.equal(report.stats.delivered, 1);
+    assert.match(
+      limitedLog.warnings.join('\n'),
+      /could not install the index template kubediff-kubediff \(HTTP 403 Forbidden: .*\); indexing without it: install it yourself \(docs\/sinks\.md\) or give kubediff the manage_index_templates privilege\./,
+    );
   });
 
   it('names daily indices by the event’s UTC day', () => {

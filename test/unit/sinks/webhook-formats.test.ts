@@ -1,7 +1,8 @@
 // A webhook's body formats in isolation (end to end: test/integration/sinks-webhook-formats.test.ts):
 // CloudEvents attributes for cluster-scoped objects and names that need encoding, a layout that fails or
-// runs over its limits (the event dead-lettered, said once, the sink going on), and layouts refused at
-// config time with their position.
+// runs over its limits (the event dead-lettered, said once, the sink going on), a layout that would run
+// for hours (a regular expression that backtracks) stopped in its thread while another sink delivers,
+// and layouts refused at config time with their position.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { binaryHeaders, eventAttributes } from '../../../src/sinks/cloudevents.ts';
 import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
-import { compileLayout, layoutProblem } from '../../../src/sinks/layout.ts';
+import { layoutProblem } from '../../../src/sinks/layout.ts';
+import { LayoutThread } from '../../../src/sinks/layout-thread.ts';
 import { WebhookSink } from '../../../src/sinks/webhook.ts';
 import { sampleEvent } from '../../helpers/events.ts';
 import { memoryLog, sinkTestKit } from '../../helpers/sink-test.ts';
@@ -45,7 +47,7 @@ describe('webhook formats', () => {
     const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
     const receiver = await kit.receiver();
     // Loops for ever on DELETED; an error for a name that is not a number; a body otherwise.
-    const layout = compileLayout(
+    const layout = new LayoutThread(
       'type = "DELETED" ? ($f := function($x){ $f($x + 1) }; $f(0)) : { "n": $number(object.name) }',
     );
     const sink = kit.track(
@@ -60,7 +62,8 @@ describe('webhook formats', () => {
     sink.deliver(sampleEvent({ id: 'b:1', object: { name: 'not-a-number' } }));
     sink.deliver(sampleEvent({ id: 'c:1', object: { name: '7' } }));
     sink.deliver(sampleEvent({ id: 'd:1', type: 'DELETED' }));
-    const { stats } = await sink.close(5_000);
+    // The shutdown timeout is only an upper bound: close() returns once the queue is done.
+    const { stats } = await sink.close(120_000);
     file.close();
     assert.deepEqual(
       receiver.requests.map((r) => r.body),
@@ -72,9 +75,59 @@ describe('webhook formats', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { reason: string });
-    assert.match(letters[0]?.reason ?? '', /the layout failed: D1012 Evaluation timeout/);
-    assert.match(letters[1]?.reason ?? '', /the layout failed: D3030/);
-    assert.equal(log.warnings.filter((w) => /D1012/.test(w)).length, 1, 'the same failure said once');
+    assert.deepEqual(
+      letters.map((l) => l.reason),
+      [
+        'the layout ran over its time limit (500ms) and was stopped',
+        letters[1]?.reason,
+        'the layout ran over its time limit (500ms) and was stopped',
+      ],
+    );
+    assert.match(letters[1]?.reason ?? '', /^the layout failed: D3030/);
+    assert.equal(log.warnings.filter((w) => /time limit/.test(w)).length, 1, 'the same failure said once');
+  });
+
+  it('a layout that would run for hours (a backtracking regular expression) is stopped in its thread; another sink delivers meanwhile', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-layout-regex-'));
+    const log = memoryLog();
+    const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
+    const laidOut = await kit.receiver();
+    const other = await kit.receiver();
+    // On 40 a's and a b, (a+)+$ backtracks through 2^40 ways: hours, all inside one JSONata step.
+    const layout = new LayoutThread('{ "name": object.name, "match": $match(object.name, /^(a+)+$/) }');
+    const sink = kit.track(
+      new WebhookSink({
+        url: laidOut.url('/hook'),
+        format: { kind: 'layout', layout },
+        deadLetter: file,
+        log,
+      }),
+    );
+    const plain = kit.track(new WebhookSink({ url: other.url('/hook'), log }));
+    sink.deliver(sampleEvent({ id: 'runaway:1', object: { name: `${'a'.repeat(40)}b` } }));
+    // Delivered while the layout runs: this thread is never held by it.
+    plain.deliver(sampleEvent({ id: 'sentinel:1' }));
+    const [sentinel] = await other.waitForRequests(1);
+    assert.equal(sentinel?.headers['x-kubediff-event-id'], 'sentinel:1');
+    // The next event gets a new thread.
+    sink.deliver(sampleEvent({ id: 'next:1', object: { name: 'web' } }));
+    const [next] = await laidOut.waitForRequests(1);
+    assert.equal(next?.body, '{"name":"web"}');
+    const { stats } = await sink.close(120_000);
+    file.close();
+    assert.deepEqual([stats.delivered, stats.deadLettered], [1, 1]);
+    const letters = (await readFile(path.join(dir, 'dead.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { reason: string; event: { id: string } });
+    assert.deepEqual(
+      letters.map((l) => [l.event.id, l.reason]),
+      [['runaway:1', 'the layout ran over its time limit (500ms) and was stopped']],
+    );
+    assert.match(
+      log.warnings.join('\n'),
+      /the layout ran over its time limit \(500ms\) and was stopped; not sent/,
+    );
   });
 
   it('a layout that does not compile is refused with its position', () => {
