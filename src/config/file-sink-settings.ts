@@ -3,11 +3,13 @@
 // (a CA, a key, a password) are read now: one that cannot be is a problem at the entry's key. What ties
 // the sinks together (events with nowhere to go, dead-letter settings with no dead-letter file to apply
 // to) is checked once all are known, worded for where the setting came from: a flag or a key.
+
 import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
 import type { SinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { checkDuration } from '../util/duration.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
+import { parseSize } from '../util/size.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
@@ -164,7 +166,15 @@ function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec
     ...(input.headers ? { headers: input.headers } : {}),
     ...(input.secret ? { secret: input.secret } : {}),
     ...(input.batch !== undefined
-      ? { batch: { maxEvents: input.batch, ...(maxWaitMs !== undefined ? { maxWaitMs } : {}) } }
+      ? {
+          batch: {
+            maxEvents: input.batch,
+            ...(maxWaitMs !== undefined ? { maxWaitMs } : {}),
+            ...(input.batchBytes !== undefined
+              ? { maxBytes: parseSize('batchBytes', input.batchBytes) }
+              : {}),
+          },
+        }
       : {}),
     ...(input.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: input.maxRequestsPerSecond } : {}),
     ...(input.format ? { format: input.format } : {}),

@@ -138,6 +138,8 @@ export const sinkSchemas = {
       headers: headerMap,
       secret: { type: 'string' },
       batch: { type: 'integer', minimum: 1, maximum: 10000 },
+      // Bytes of the events' JSON per request, a size (900KB).
+      batchBytes: { type: 'string' },
       batchWait: duration,
       maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
       // The body: the event's JSON (json), a CloudEvent, or what a JSONata `layout` makes of the event.

@@ -185,9 +185,11 @@ const kafkaBrokers: Check = (values, path, { at, shown }) => {
 
 // The rules that tie keys of one mapping together.
 
-const batchWaitNeedsBatch: Check = (sink, path, { at }) => {
-  if (isJsonObject(sink) && sink.batchWait !== undefined && sink.batch === undefined)
-    at([...path, 'batchWait'], 'applies to batches: set batch: too (events per request)');
+const batchKeysNeedBatch: Check = (sink, path, { at }) => {
+  if (!isJsonObject(sink) || sink.batch !== undefined) return;
+  for (const key of ['batchWait', 'batchBytes'])
+    if (sink[key] !== undefined)
+      at([...path, key], 'applies to batches: set batch: too (events per request)');
 };
 
 /** A Slack sink posts through an incoming webhook, or as a bot with a token and a channel. */
@@ -355,7 +357,8 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
       [['url'], httpUrl('give an Authorization header in headers')],
       [['timeout'], duration()],
       [['batchWait'], durationOrZero],
-      [[], batchWaitNeedsBatch],
+      [['batchBytes'], size],
+      [[], batchKeysNeedBatch],
       [['headers'], headerNames],
       [[], webhookFormat],
     ],

@@ -1,6 +1,8 @@
 // POSTs events to an HTTP endpoint: one event per request (the event JSON of
-// the contract), or a JSON array of up to `batch.maxEvents` events when
-// batching is configured (for log collectors). One request at a time, in
+// the contract), or a JSON array of up to `batch.maxEvents` events and
+// `batch.maxBytes` of their JSON when batching is configured (for log
+// collectors); a batch refused as too large (413) is sent again in halves,
+// and only an event too large alone is dead-lettered. One request at a time, in
 // queue order, so events of one object arrive in the order they happened.
 // Retries network errors, timeouts, 408, 425, 429 and 5xx with exponential
 // backoff and jitter (Retry-After honoured); other answers are final. What
@@ -28,6 +30,8 @@ import { type WebhookFormat, type WebhookWork, webhookPayload } from './webhook-
 export interface WebhookBatchOptions {
   /** At most this many events per request (a JSON array). */
   maxEvents: number;
+  /** …and at most this many bytes of their JSON (always at least one event). Default 900 KiB. */
+  maxBytes?: number;
   /** Send a partial batch once its oldest event has waited this long. Default 1000 ms. */
   maxWaitMs?: number;
 }
@@ -58,6 +62,8 @@ export interface WebhookSinkOptions extends DeliveryOptions {
 const WEBHOOK_DEFAULTS = {
   timeoutMs: 10_000,
   batchMaxWaitMs: 1_000,
+  // Under the 1 MiB request body that nginx (in front of many receivers) takes by default.
+  batchMaxBytes: 900 * 1024,
   userAgent: 'kubediff',
 };
 
@@ -212,7 +218,10 @@ export class WebhookSink extends HttpSink {
         return { kind: 'digest', digest: head.digest };
       }
       if (batch) {
-        const entries = this.queue.takeEvents(Math.max(1, batch.maxEvents));
+        const entries = this.queue.takeEvents(
+          Math.max(1, batch.maxEvents),
+          batch.maxBytes ?? WEBHOOK_DEFAULTS.batchMaxBytes,
+        );
         return { kind: 'batch', events: entries.map((e) => e.event), json: entries.map((e) => e.json) };
       }
       this.queue.shift();
@@ -251,6 +260,10 @@ export class WebhookSink extends HttpSink {
         this.delivered(work);
         return;
       }
+      if (outcome.status === 413 && work.kind === 'batch' && work.events.length > 1) {
+        await this.sendInHalves(work, outcome.reason);
+        return;
+      }
       const final = this.finalFailure(
         outcome,
         failureKey(outcome),
@@ -272,6 +285,35 @@ export class WebhookSink extends HttpSink {
         this.failed(work, `${outcome.reason}; the next retry was due after the shutdown timeout`);
         return;
       }
+    }
+  }
+
+  /**
+   * A batch the receiver refused as too large (413): its first half, then its second, each a batch of
+   * its own (split again if need be), at the pace maxRequestsPerSecond allows. Said once: batchBytes is
+   * set too high for this receiver.
+   */
+  private async sendInHalves(work: Extract<Work, { kind: 'batch' }>, reason: string): Promise<void> {
+    this.trouble.refused(
+      'too large: HTTP 413',
+      `${reason}: a batch of ${plural(work.events.length, 'event')} was too large for the receiver; sending it in halves (lower batchBytes to spare the extra requests).`,
+    );
+    const half = Math.ceil(work.events.length / 2);
+    for (const [start, end] of [
+      [0, half],
+      [half, work.events.length],
+    ] as const) {
+      const part: Work = {
+        kind: 'batch',
+        events: work.events.slice(start, end),
+        json: work.json.slice(start, end),
+      };
+      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+        this.failed(part, `${reason}; its part was due after the shutdown timeout`);
+        continue;
+      }
+      this.paceNext();
+      await this.send(part);
     }
   }
 

@@ -79,13 +79,15 @@ const CORPUS: [string, string[]][] = [
   [
     'bad-urls.yaml',
     [
-      'invalid config file bad-urls.yaml: 6 problems:',
+      'invalid config file bad-urls.yaml: 8 problems:',
       '  bad-urls.yaml:3:10: sinks[0].url: expected an http:// or https:// URL, not ftp://',
       '  bad-urls.yaml:5:17: sinks[1].webhookUrl: expected an http:// or https:// URL, got "hooks.slack.com/…"',
       '  bad-urls.yaml:8:14: sinks[2].timeout: expected a duration such as 500ms, 30s, 5m, 2h or 7d, got "soon"',
       '  bad-urls.yaml:9:16: sinks[2].batchWait: applies to batches: set batch: too (events per request)',
       '  bad-urls.yaml:12:13: sinks[3].secret: expected a string, got a number',
       '  bad-urls.yaml:14:16: sinks[3].headers.X-Token: expected a string, got a number',
+      '  bad-urls.yaml:17:17: sinks[4].batchBytes: applies to batches: set batch: too (events per request)',
+      '  bad-urls.yaml:21:17: sinks[5].batchBytes: expected a size such as 64MB or 1GB, got "lots"',
     ],
   ],
   [

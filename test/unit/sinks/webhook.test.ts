@@ -254,6 +254,51 @@ describe('webhook sink', () => {
     assert.equal(report.stats.delivered, 25);
   });
 
+  it('keeps a batch within maxBytes, sends one refused as too large (413) again in halves, and dead-letters only an event too large alone', async () => {
+    // The receiver takes bodies of at most 3,000 bytes, as a proxy in front of a collector would.
+    const server = await receiver({
+      respond: ({ body }) => (Buffer.byteLength(body) > 3000 ? { status: 413 } : undefined),
+    });
+    const file = await tempFile('dead.jsonl');
+    const log = memoryLog();
+    const deadLetter = DeadLetterFile.open(file, log);
+    const events = Array.from({ length: 12 }, (_, i) => event(`cm-${i}`));
+    // One event far over what the receiver takes: alone in its request after the splits, and refused.
+    const big = events[5] as ChangeEvent & { changes: { to: unknown }[] };
+    (big.changes[0] as { to: unknown }).to = 'x'.repeat(5000);
+    const hook = sink({
+      url: server.url('/logs'),
+      log,
+      deadLetter,
+      // 8 KB: the first batch holds the big event and more, over the receiver's 3,000 bytes.
+      batch: { maxEvents: 100, maxBytes: 8000, maxWaitMs: 50 },
+    });
+    for (const e of events) hook.deliver(e);
+    const report = await hook.close(5000);
+    const taken = server.requests
+      .filter((r) => r.reply && 'status' in r.reply && r.reply.status === 200)
+      .flatMap((r) => (JSON.parse(r.body) as ChangeEvent[]).map((e) => e.id));
+    assert.deepEqual(
+      taken,
+      events.filter((e) => e !== big).map((e) => e.id),
+      'every other event delivered, in order',
+    );
+    assert.ok(
+      server.requests.every((r) => Buffer.byteLength(r.body) <= 8000 + 2 + 12),
+      'no request over maxBytes (with the array around the events)',
+    );
+    assert.equal(report.stats.delivered, 11);
+    assert.equal(report.stats.deadLettered, 1);
+    const [record] = await deadLetters(file);
+    assert.equal(record?.event?.id, big.id);
+    assert.match(record?.reason ?? '', /HTTP 413/);
+    assert.equal(
+      log.warnings.filter((w) => w.includes('sending it in halves')).length,
+      1,
+      'the split is said once',
+    );
+  });
+
   it('folds what a full queue cannot hold into a digest: every event delivered or summarized, none lost', async () => {
     const server = await receiver({ defaultReply: { status: 200, delayMs: 100 } });
     const file = await tempFile('dead.jsonl');
