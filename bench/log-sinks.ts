@@ -110,7 +110,7 @@ export async function measureLogSinks(options: {
   const results: SinkPair[] = [];
   const queue = { capacity: events.length, maxBytes: 1024 ** 3 };
 
-  options.log(`13. OTLP: ${options.events} events, ${options.pairs} pairs (after a warm-up pair)`);
+  options.log(`15. OTLP: ${options.events} events, ${options.pairs} pairs (after a warm-up pair)`);
   const collector = await startCollector({ label: 'bench-otelcol' });
   try {
     const url = new URL('/v1/logs', collector.httpEndpoint);
@@ -165,7 +165,7 @@ export async function measureLogSinks(options: {
     await collector.stop();
   }
 
-  options.log(`13. OpenSearch: ${options.events} events, ${options.pairs} pairs (after a warm-up pair)`);
+  options.log(`15. OpenSearch: ${options.events} events, ${options.pairs} pairs (after a warm-up pair)`);
   const node = await startOpenSearch({ label: 'bench-opensearch' });
   let run = 0;
   try {
@@ -219,7 +219,7 @@ export async function measureLogSinks(options: {
     await node.stop();
   }
 
-  options.log(`13. webhook layouts and CloudEvents: ${options.webhookEvents} events, ${options.pairs} pairs`);
+  options.log(`15. webhook layouts and CloudEvents: ${options.webhookEvents} events, ${options.pairs} pairs`);
   const receiver = await HttpReceiver.start();
   try {
     // A format per sink: a sink stops its layout's thread when it closes.

@@ -324,7 +324,7 @@ export function rows(result: Result): Row[] {
   const logSinks = result.logSinks as LogSinkFigures | undefined;
   for (const pair of logSinks?.results ?? []) {
     out.push({
-      figure: `13. ${pair.sink} (${count(pair.events)} events)`,
+      figure: `15. ${pair.sink} (${count(pair.events)} events)`,
       kubediff: perSecond(pair.sinkRate.median),
       baseline: `${perSecond(pair.baselineRate.median)} (${pair.baseline})`,
       ratio: spreadRatio(pair.ratio),
