@@ -117,16 +117,31 @@ describe('stderr closed while watching', () => {
     const lease = uniqueName('stderr-head');
     const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
     const command = [process.execPath, KUBEDIFF_BIN, ...watchArgs(state, lease)].map(quote).join(' ');
-    // The subshell writes kubediff's own exit status (a pipeline's status is head's).
-    const shell = spawn('sh', ['-c', `( ${command} 2>&1; echo $? > ${quote(statusFile)} ) | head -3`], {
+    // The subshell writes kubediff's own exit status (a pipeline's status is head's). Once head has
+    // left, its side closes the pipe for good (nothing else holds it) and says so on stderr: kubediff
+    // finds the pipe closed at its next write, whenever head left among its start-up lines.
+    const reader = `{ head -3; exec 0<&-; echo head-left >&2; }`;
+    const shell = spawn('sh', ['-c', `( ${command} 2>&1; echo $? > ${quote(statusFile)} ) | ${reader}`], {
       env: kubediffEnv({ KUBEDIFF_LOG_FORMAT: 'text' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    const exited = once(shell, 'exit') as Promise<[number | null]>;
     let shown = '';
+    let said = '';
     shell.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       shown += chunk;
     });
-    const [shellCode] = (await once(shell, 'exit')) as [number | null];
+    shell.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      said += chunk;
+    });
+    await waitFor(() => said.includes('head-left'), { what: `head to leave; it saw:\n${shown}` });
+    // Something to write after head left: an event (stdout), with its --explain line (stderr).
+    await admin.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'after-head' },
+    });
+    const [shellCode] = await exited;
     assert.equal(shellCode, 0);
     assert.equal(shown.split('\n').filter(Boolean).length, 3, shown);
     assert.equal(
