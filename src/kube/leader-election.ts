@@ -115,7 +115,11 @@ export class LeaderElector {
     this.running ??= this.run();
   }
 
-  /** Stops; a leader releases the Lease first (so a standby takes over at once). */
+  /**
+   * Stops; a leader releases the Lease first (so a standby takes over at once). So does a candidate whose
+   * last write went unanswered (cut short by this stop, a timeout, the network): the API server may have
+   * taken it, making this replica the holder without knowing; release() clears the Lease only if so.
+   */
   async stop(): Promise<void> {
     this.abort.abort();
     await this.running;
@@ -123,6 +127,8 @@ export class LeaderElector {
       this.leading = false;
       await this.release();
       this.callbacks.onStoppedLeading('stopping');
+    } else if (this.unansweredWrite) {
+      await this.release();
     }
   }
 
@@ -286,10 +292,13 @@ export class LeaderElector {
   private async write(what: 'create' | 'update', send: () => Promise<Lease>): Promise<Lease | undefined> {
     try {
       const written = await send();
+      this.unansweredWrite = false;
       this.lastHolder = this.config.identity;
       this.warned = undefined;
       return written;
     } catch (error) {
+      // Without the server's answer (no status), whether the write landed is unknown.
+      this.unansweredWrite = !(error instanceof KubeError && error.status !== undefined);
       if (!(error instanceof KubeError && error.status === 409)) this.reportFailure(what, error);
       return undefined;
     }
@@ -324,6 +333,8 @@ export class LeaderElector {
 
   /** The failure last warned about: a run of the same failure is one warning, the rest --debug. */
   private warned: string | undefined;
+  /** The last write of the Lease got no answer: it may have landed (stop() then releases). */
+  private unansweredWrite = false;
 
   private reportFailure(what: string, error: unknown): void {
     if (this.stopped) return;

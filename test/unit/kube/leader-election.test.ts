@@ -160,6 +160,42 @@ describe('LeaderElector', () => {
     assert.deepEqual(b.log, ['leading after nobody (final)']);
   });
 
+  it('stop() during a create the API server took but never answered: the Lease is released all the same', async () => {
+    const leases = new FakeLeases();
+    // The create lands; its answer never comes (the connection lost), until the stop cuts it short.
+    const unanswered: LeaseClient = {
+      getJSON: (path, options) => leases.getJSON(path, options),
+      postJSON: async <T>(path: string, body: unknown, options?: RequestOptions): Promise<T> => {
+        await leases.postJSON(path, body);
+        const signal = options?.signal;
+        await new Promise((_, reject) => {
+          signal?.addEventListener('abort', () =>
+            reject(new KubeError('network', 'the request was aborted', { path })),
+          );
+        });
+        throw new Error('unreachable');
+      },
+      putJSON: (path, body) => leases.putJSON(path, body),
+    };
+    const log: string[] = [];
+    const elector = new LeaderElector(
+      unanswered,
+      { ...CONFIG, identity: 'a' },
+      {
+        onStartedLeading: () => log.push('leading'),
+        onStoppedLeading: (reason) => log.push(`stopped: ${reason}`),
+      },
+      silentLogger,
+      { random: () => 0 },
+    );
+    elector.start();
+    await settle();
+    assert.equal(leases.lease?.spec?.holderIdentity, 'a', 'the create landed');
+    await elector.stop();
+    assert.equal(leases.lease?.spec?.holderIdentity, '', 'released: a standby need not wait out the lease');
+    assert.deepEqual(log, [], 'it never led');
+  });
+
   it('of two candidates starting together, one leads', async () => {
     const leases = new FakeLeases();
     const a = candidate(leases, 'a');
