@@ -66,6 +66,18 @@ export function collectionPath(type: ResourceType, namespace?: string): string {
     : `${base}/${type.resource}`;
 }
 
+/** An object's path on the API server, what `kubectl get --raw` takes: `/apis/apps/v1/namespaces/shop/deployments/web`. */
+export function objectApiPath(object: {
+  apiVersion: string;
+  resource: string;
+  namespace?: string | undefined;
+  name: string;
+}): string {
+  const base = groupOf(object.apiVersion) === '' ? `/api/${object.apiVersion}` : `/apis/${object.apiVersion}`;
+  const namespace = object.namespace ? `/namespaces/${encodeURIComponent(object.namespace)}` : '';
+  return `${base}${namespace}/${object.resource}/${encodeURIComponent(object.name)}`;
+}
+
 /** The store key of an object: 'namespace/name', or 'name' when cluster-scoped. */
 export function objectKey(meta: Pick<ObjectMeta, 'name' | 'namespace'>): string {
   return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;

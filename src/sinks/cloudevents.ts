@@ -10,7 +10,7 @@
 // (/apis/apps/v1/namespaces/shop/deployments/web); `time` the change's time; the data is JSON.
 import type { ChangeEvent } from '../events/event.ts';
 import type { Story } from '../events/story.ts';
-import { groupOf } from '../kube/types.ts';
+import { objectApiPath } from '../kube/types.ts';
 import type { DigestPayload } from './digest.ts';
 
 export type CloudEventsMode = 'structured' | 'binary';
@@ -35,13 +35,6 @@ const TYPE_PREFIX = 'dev.kubediff';
 /** kubediff/<cluster> (URI-encoded), or kubediff without a cluster name. */
 export function cloudEventSource(cluster: string | undefined): string {
   return cluster ? `kubediff/${encodeURIComponent(cluster)}` : 'kubediff';
-}
-
-/** The object's path on the API server: what `kubectl get --raw` takes. */
-export function objectApiPath(object: ChangeEvent['object']): string {
-  const base = groupOf(object.apiVersion) === '' ? `/api/${object.apiVersion}` : `/apis/${object.apiVersion}`;
-  const namespace = object.namespace ? `/namespaces/${encodeURIComponent(object.namespace)}` : '';
-  return `${base}${namespace}/${object.resource}/${encodeURIComponent(object.name)}`;
 }
 
 export function eventAttributes(event: ChangeEvent): CloudEventAttributes {

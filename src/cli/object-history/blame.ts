@@ -6,6 +6,7 @@ import { Chalk } from 'chalk';
 import { FieldOwnership } from '../../diff/field-owners.ts';
 import type { ManagedFieldsEntry } from '../../kube/managed-fields.ts';
 import type { JsonObject } from '../../kube/types.ts';
+import { plural } from '../../util/count-text.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { printable } from '../../util/terminal-text.ts';
 import { printedTime } from '../../util/timestamp.ts';
@@ -82,7 +83,9 @@ async function attributeOlderLines(
   const older = lines.filter((line) => line.origin === undefined);
   const unknown: LineOrigin = { source: 'unknown', time: reach, atOrBefore: true };
   const current = timeline.latestVersion();
-  const notes = [`${older.length} lines are older than the history read (it reaches back to ${reach}).`];
+  const notes = [
+    `${plural(older.length, 'line')} ${older.length === 1 ? 'is' : 'are'} older than the history read (it reaches back to ${reach}).`,
+  ];
   const live = flags.offline ? undefined : await liveOwnership(timeline, current, flags, notes);
   const object = current.object;
   const unchanged = object ? new Map(yamlLines(object).map((line) => [line.key, line.text])) : new Map();

@@ -7,7 +7,7 @@ import type { FieldOwnership } from '../../diff/field-owners.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { kubeconfigContexts, loadKubeconfig } from '../../kube/kubeconfig.ts';
 import { type ManagedFieldsEntry, managedFieldsOf } from '../../kube/managed-fields.ts';
-import type { JsonObject, KubeObject } from '../../kube/types.ts';
+import { type JsonObject, type KubeObject, objectApiPath } from '../../kube/types.ts';
 import { KubediffError } from '../../util/errors.ts';
 import { resolveLinePath } from './object-yaml.ts';
 
@@ -39,10 +39,7 @@ export async function liveManagedFields(
   const identity = loadKubeconfig({ kubeconfig: choice.kubeconfig, context });
   const client = await KubeClient.create(identity);
   try {
-    const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
-    const scope = ref.namespace === undefined ? '' : `/namespaces/${encodeURIComponent(ref.namespace)}`;
-    const path = `${base}${scope}/${ref.resource}/${encodeURIComponent(ref.name)}`;
-    const answer = await client.getJSON<KubeObject>(path, {
+    const answer = await client.getJSON<KubeObject>(objectApiPath(ref), {
       headers: { accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json' },
     });
     if (answer.notModified) throw new KubediffError('the API server answered 304 to a plain GET.');

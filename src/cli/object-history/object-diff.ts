@@ -2,10 +2,13 @@
 // each object, the changes recorded in the window with who made them, then a unified diff of its YAML
 // between the two versions (`kubectl diff` style, colored on a terminal). Says whether anything differs:
 // the command exits 1 then, 0 when nothing does, 2 on any error (docs/cli.md, "Exit codes").
+
 import { Chalk } from 'chalk';
+import { objectKey } from '../../kube/types.ts';
 import { prettyRenderer } from '../../sinks/pretty.ts';
 import type { EventSummary, HistoryFilter, ObjectRef } from '../../state/timeline-reader.ts';
 import { LIMITS } from '../../ui/query.ts';
+import { plural } from '../../util/count-text.ts';
 import { UsageError } from '../../util/errors.ts';
 import { printable } from '../../util/terminal-text.ts';
 import { HistorySource, type HistorySourceFlags } from './history-source.ts';
@@ -178,7 +181,6 @@ async function changedObjects(
   filter: HistoryFilter,
 ): Promise<{ objects: Map<string, ObjectRef>; more: boolean }> {
   const objects = new Map<string, ObjectRef>();
-  const more = false;
   const add = (event: EventSummary) => {
     const ref: ObjectRef = {
       resource: event.resource,
@@ -204,7 +206,7 @@ async function changedObjects(
     for (const event of [...timeline.marks].reverse()) {
       if (!add(event)) return { objects, more: true };
     }
-    return { objects, more };
+    return { objects, more: false };
   }
   let before: number | undefined;
   do {
@@ -214,7 +216,7 @@ async function changedObjects(
     }
     before = page.next;
   } while (before !== undefined);
-  return { objects, more };
+  return { objects, more: false };
 }
 
 function compareRefs(a: ObjectRef, b: ObjectRef): number {
@@ -242,7 +244,7 @@ function sectionPrinter(io: CommandIo): SectionPrinter {
   return (name, timeline, from, to, events, reach) => {
     if (first) write(`# ${IGNORED_PATHS_NOTE}`);
     first = false;
-    const count = `${events.length} change${events.length === 1 ? '' : 's'}`;
+    const count = plural(events.length, 'change');
     const span = from && to ? ` from ${from.since} to ${to.since}` : '';
     write(chalk.bold(`# ${printable(name)}: ${count}${span}`));
     for (const event of events) io.stdout.write(renderEvent(event));
@@ -252,7 +254,7 @@ function sectionPrinter(io: CommandIo): SectionPrinter {
     }
     const redaction = redactionNote(timeline.ref, [from.object, to.object]);
     if (redaction) write(`# ${redaction}`);
-    const label = `${timeline.ref.resource}/${timeline.ref.namespace ? `${timeline.ref.namespace}/` : ''}${timeline.ref.name}`;
+    const label = `${timeline.ref.resource}/${objectKey(timeline.ref)}`;
     const lines = unifiedDiff(
       { label, header: versionText(from), text: from.object ? objectYaml(from.object) : undefined },
       { label, header: versionText(to), text: to.object ? objectYaml(to.object) : undefined },

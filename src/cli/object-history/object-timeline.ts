@@ -5,7 +5,7 @@
 // read, an earlier object of the same name since deleted, or a history whose changes do not undo.
 import { undoChanges } from '../../diff/undo.ts';
 import type { ChangeEvent } from '../../events/event.ts';
-import type { JsonObject } from '../../kube/types.ts';
+import { type JsonObject, objectKey } from '../../kube/types.ts';
 import type { ObjectRef, TimelineReader } from '../../state/timeline-reader.ts';
 import { OBJECT_LIMITS } from '../../ui/object-view.ts';
 import { LIMITS } from '../../ui/query.ts';
@@ -306,6 +306,5 @@ export class ObjectTimeline {
 
 /** `deployments.apps shop/web`, with its cluster when one is named. */
 export function describeRef(ref: ObjectRef): string {
-  const key = ref.namespace === undefined ? ref.name : `${ref.namespace}/${ref.name}`;
-  return `${ref.resource} ${key}${ref.cluster ? ` [${ref.cluster}]` : ''}`;
+  return `${ref.resource} ${objectKey(ref)}${ref.cluster ? ` [${ref.cluster}]` : ''}`;
 }
