@@ -14,10 +14,12 @@ import type { ChangeEvent } from '../events/event.ts';
 import { plural } from '../util/count-text.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
+import { halvesOf, splitNote } from './batch-halves.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { type DeliveryOptions, DeliverySink } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
+import { failureKey, type PostOutcome } from './http.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 
 /** What one request carries: events (with their JSON, serialized once by the queue), or one digest. */
@@ -218,12 +220,8 @@ export abstract class BatchSink extends DeliverySink {
     refusal: { reason: string; key: string },
     behind: number,
   ): Promise<void> {
-    const half = Math.ceil(work.events.length / 2);
-    const [first, second] = [sliceOf(work, 0, half), sliceOf(work, half, work.events.length)];
-    this.trouble.refused(
-      `too large: ${refusal.key}`,
-      `${refusal.reason}: a batch of ${plural(work.events.length, 'event')} was too large for the receiver; sending it in halves (lower batchBytes to spare the extra requests).`,
-    );
+    const [first, second] = halvesOf(work);
+    this.trouble.refused(`too large: ${refusal.key}`, splitNote(refusal.reason, work));
     this.inFlight = countOf(work) + behind;
     await this.send(first, behind + second.events.length);
     await this.send(second, behind);
@@ -303,8 +301,24 @@ export abstract class BatchSink extends DeliverySink {
   }
 }
 
-function sliceOf(work: EventsWork, start: number, end: number): EventsWork {
-  return { kind: 'events', events: work.events.slice(start, end), json: work.json.slice(start, end) };
+/**
+ * A request that failed, as the batch loop takes it: the answer's reason, its key (failureKey: never the
+ * receiver's text), Retry-After, and whether it was refused as too large (413). `retryable`: the sink's own
+ * rule when it has one (default: the HTTP layer's).
+ */
+export function failedTransmission(
+  outcome: Extract<PostOutcome, { ok: false }>,
+  retryable = outcome.retryable,
+): Transmission {
+  return {
+    ok: false,
+    retryable,
+    aborted: outcome.aborted,
+    reason: outcome.reason,
+    key: failureKey(outcome),
+    ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+    ...(outcome.status === 413 ? { tooLarge: true } : {}),
+  };
 }
 
 function countOf(work: BatchWork): number {

@@ -21,7 +21,7 @@ import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-messa
 import { lossNote } from './dead-letter.ts';
 import { type DeliveryOptions, HttpSink } from './delivery.ts';
 import type { Digest } from './digest.ts';
-import { type PostOutcome, postJson, reasonWithRetryAfter } from './http.ts';
+import { type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 import { storyMessage } from './story-format.ts';
@@ -224,7 +224,7 @@ export class ChatSink extends HttpSink {
         ? storyMessage(story)
         : chatMessage(batch, DEFAULT_CHAT_FORMAT, this.platform.pace);
       const startedAt = monotonicMs();
-      const answer = await postJson(
+      const answer = await post(
         this.agent,
         this.platform.url,
         JSON.stringify(this.platform.render(message)),

@@ -87,15 +87,6 @@ export function createAgent(
   return PROXY_VARIABLES.some((name) => env[name]) ? new EnvHttpProxyAgent(options) : new Agent(options);
 }
 
-export function postJson(
-  agent: Dispatcher,
-  url: URL,
-  body: string,
-  options: PostOptions,
-): Promise<PostOutcome> {
-  return post(agent, url, body, options);
-}
-
 /** POSTs `body` (JSON unless options.headers name another content-type) and judges the answer. */
 export async function post(
   agent: Dispatcher,

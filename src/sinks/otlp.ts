@@ -13,8 +13,14 @@
 // (batch-sink.ts); every other status is final.
 import type { ChangeEvent } from '../events/event.ts';
 import { errorMessage, KubediffError } from '../util/errors.ts';
-import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
-import { createAgent, failureKey, type HttpTls, post } from './http.ts';
+import {
+  BatchSink,
+  type BatchSinkOptions,
+  type BatchWork,
+  failedTransmission,
+  type Transmission,
+} from './batch-sink.ts';
+import { createAgent, type HttpTls, post } from './http.ts';
 import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 
@@ -97,18 +103,11 @@ export class OtlpSink extends BatchSink {
       signal: this.clock.deadlineSignal,
     });
     if (!outcome.ok) {
-      const retryable =
+      return failedTransmission(
+        outcome,
         !outcome.aborted &&
-        (outcome.status === undefined ? outcome.retryable : RETRYABLE_STATUS.has(outcome.status));
-      return {
-        ok: false,
-        retryable,
-        aborted: outcome.aborted,
-        reason: outcome.reason,
-        key: failureKey(outcome),
-        ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
-        ...(outcome.status === 413 ? { tooLarge: true } : {}),
-      };
+          (outcome.status === undefined ? outcome.retryable : RETRYABLE_STATUS.has(outcome.status)),
+      );
     }
     const partial = encoder.partialSuccess(outcome.bytes, json);
     return partial && partial.count > 0 ? { ok: true, rejected: partial } : { ok: true };

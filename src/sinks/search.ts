@@ -16,10 +16,11 @@ import {
   BatchSink,
   type BatchSinkOptions,
   type BatchWork,
+  failedTransmission,
   type ItemFailure,
   type Transmission,
 } from './batch-sink.ts';
-import { bodyExcerpt, createAgent, failureKey, type HttpTls, type PostOutcome, post } from './http.ts';
+import { bodyExcerpt, createAgent, type HttpTls, post } from './http.ts';
 import { indexTemplate, type SearchIndexMode, templateName } from './search-template.ts';
 
 export type SearchFlavor = 'opensearch' | 'elasticsearch';
@@ -104,7 +105,7 @@ export class SearchSink extends BatchSink {
       signal: this.clock.deadlineSignal,
       maxResponseBytes: MAX_BULK_ANSWER,
     });
-    if (!outcome.ok) return failureOf(outcome);
+    if (!outcome.ok) return failedTransmission(outcome);
     let items: BulkItem[];
     try {
       const answer = JSON.parse(outcome.body) as { errors?: boolean; items?: Record<string, BulkItem>[] };
@@ -174,7 +175,8 @@ export class SearchSink extends BatchSink {
   private async installTemplate(): Promise<Transmission | undefined> {
     const url = new URL(this.base);
     url.pathname = `${url.pathname.replace(/\/+$/, '')}/_index_template/${templateName(this.index)}`;
-    const outcome = await put(this.agent, url, JSON.stringify(indexTemplate(this.index, this.mode)), {
+    const outcome = await post(this.agent, url, JSON.stringify(indexTemplate(this.index, this.mode)), {
+      method: 'PUT',
       headers: this.headers,
       timeoutMs: this.timeoutMs,
       signal: this.clock.deadlineSignal,
@@ -184,7 +186,7 @@ export class SearchSink extends BatchSink {
       this.trouble.debug(`index template ${templateName(this.index)} installed`);
       return undefined;
     }
-    const failure = failureOf(outcome);
+    const failure = failedTransmission(outcome);
     if (failure.ok || failure.retryable || failure.aborted) return failure;
     if (outcome.status === 401) {
       // The credentials are refused: no document would be taken either. The batch fails with this
@@ -206,24 +208,6 @@ export class SearchSink extends BatchSink {
     );
     return undefined;
   }
-}
-
-/** PUT with the POST machinery (the verb is the only difference). */
-function put(...args: Parameters<typeof post>): Promise<PostOutcome> {
-  const [agent, url, body, options] = args;
-  return post(agent, url, body, { ...options, method: 'PUT' });
-}
-
-function failureOf(outcome: Extract<PostOutcome, { ok: false }>): Transmission {
-  return {
-    ok: false,
-    retryable: outcome.retryable,
-    aborted: outcome.aborted,
-    reason: outcome.reason,
-    key: failureKey(outcome),
-    ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
-    ...(outcome.status === 413 ? { tooLarge: true } : {}),
-  };
 }
 
 function authorization(auth: SearchAuth | undefined): Record<string, string> {

@@ -15,6 +15,7 @@ import { errorMessage } from '../util/errors.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { redactUrl } from '../util/url.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
+import { halvesOf, splitNote } from './batch-halves.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';
 import { type DeliveryOptions, HttpSink } from './delivery.ts';
 import type { Digest } from './digest.ts';
@@ -294,20 +295,8 @@ export class WebhookSink extends HttpSink {
    * set too high for this receiver.
    */
   private async sendInHalves(work: Extract<Work, { kind: 'batch' }>, reason: string): Promise<void> {
-    this.trouble.refused(
-      'too large: HTTP 413',
-      `${reason}: a batch of ${plural(work.events.length, 'event')} was too large for the receiver; sending it in halves (lower batchBytes to spare the extra requests).`,
-    );
-    const half = Math.ceil(work.events.length / 2);
-    for (const [start, end] of [
-      [0, half],
-      [half, work.events.length],
-    ] as const) {
-      const part: Work = {
-        kind: 'batch',
-        events: work.events.slice(start, end),
-        json: work.json.slice(start, end),
-      };
+    this.trouble.refused('too large: HTTP 413', splitNote(reason, work));
+    for (const part of halvesOf(work)) {
       if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
         this.failed(part, `${reason}; its part was due after the shutdown timeout`);
         continue;
