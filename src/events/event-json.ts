@@ -7,12 +7,21 @@ import type { ChangeEvent } from './event.ts';
 
 let lastEvent: ChangeEvent | undefined;
 let lastJson = '';
+let lastBytes: number | undefined;
 
 /** JSON.stringify(event), computed once per event object in a row; throws what JSON.stringify throws. */
 export function eventJson(event: ChangeEvent): string {
   if (event !== lastEvent) {
     lastJson = JSON.stringify(event);
     lastEvent = event;
+    lastBytes = undefined;
   }
   return lastJson;
+}
+
+/** The UTF-8 size of eventJson(event): what it takes on the wire and in a queue's byte budget; measured once. */
+export function eventJsonBytes(event: ChangeEvent): number {
+  const json = eventJson(event);
+  lastBytes ??= Buffer.byteLength(json);
+  return lastBytes;
 }

@@ -7,11 +7,12 @@
 // where its events would have been. Each event is serialized once, here: the
 // sink sends that text.
 import type { ChangeEvent } from '../events/event.ts';
-import { eventJson } from '../events/event-json.ts';
+import { eventJson, eventJsonBytes } from '../events/event-json.ts';
 import { Digest } from './digest.ts';
 
 export type QueueEntry =
-  | { kind: 'event'; event: ChangeEvent; json: string; queuedAt: number }
+  /** `bytes`: the JSON's UTF-8 size, for the queue's byte budget and a batch's. */
+  | { kind: 'event'; event: ChangeEvent; json: string; bytes: number; queuedAt: number }
   | { kind: 'digest'; digest: Digest; queuedAt: number };
 
 export interface EventQueueOptions {
@@ -74,13 +75,14 @@ export class EventQueue {
       return 'folded';
     }
     const json = eventJson(event);
+    const bytes = eventJsonBytes(event);
     // One event larger than the whole budget still goes through on its own when the queue is empty.
-    const fits = this.bytes + json.length <= maxBytes || this.individual === 0;
+    const fits = this.bytes + bytes <= maxBytes || this.individual === 0;
     if (this.individual < capacity && fits) {
       this.open = undefined;
-      this.entries.push({ kind: 'event', event, json, queuedAt: this.now() });
+      this.entries.push({ kind: 'event', event, json, bytes, queuedAt: this.now() });
       this.individual++;
-      this.bytes += json.length;
+      this.bytes += bytes;
       return 'queued';
     }
     const digest = new Digest({
@@ -110,7 +112,7 @@ export class EventQueue {
     }
     if (entry.kind === 'event') {
       this.individual--;
-      this.bytes -= entry.json.length;
+      this.bytes -= entry.bytes;
     } else {
       this.folded -= entry.digest.count;
       if (entry.digest === this.open) this.open = undefined;
@@ -128,9 +130,8 @@ export class EventQueue {
     while (events.length < max) {
       const entry = this.peek();
       if (entry?.kind !== 'event') break;
-      const size = Buffer.byteLength(entry.json);
-      if (events.length > 0 && bytes + size > maxBytes) break;
-      bytes += size;
+      if (events.length > 0 && bytes + entry.bytes > maxBytes) break;
+      bytes += entry.bytes;
       this.shift();
       events.push(entry);
     }
