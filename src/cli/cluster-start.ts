@@ -5,6 +5,7 @@ import type { Informer } from '../informer/informer.ts';
 import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import type { SyncProgress } from '../service/progress.ts';
 import type { ServiceRuntime } from '../service/service.ts';
+import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import type { ClusterSupervisor, ClusterWiring } from './cluster-supervisor.ts';
@@ -108,7 +109,7 @@ function logWatching(log: Logger, cluster: ClusterSupervisor): void {
     informers.filter((informer) => !informer.hasSynced).map((informer) => informer.type),
   ).size;
   log.info(
-    `watching ${count} resource type${count === 1 ? '' : 's'} on ${cluster.where}` +
+    `watching ${plural(count, 'resource type')} on ${cluster.where}` +
       (failing > 0 ? `; ${failing} of them failing, retried in the background (see above)` : ''),
   );
 }

@@ -19,7 +19,7 @@ import {
   type ResourceType,
 } from '../kube/types.ts';
 import { sleep } from '../util/backoff.ts';
-import { groupedCount } from '../util/count-text.ts';
+import { plural } from '../util/count-text.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { EventFailures } from '../util/event-failures.ts';
@@ -446,10 +446,10 @@ function indexByKind(informers: Iterable<Informer[]>): Map<string, Informer[]> {
 
 /** What the log says of a LIST that expired or has been slow: how far it came. */
 function describeListProgress(progress: ListProgress): string {
-  const read = `${groupedCount(progress.objects)} object${progress.objects === 1 ? '' : 's'}`;
+  const read = plural(progress.objects, 'object');
   const time = formatDuration(Math.max(1, progress.elapsedMs));
   if (progress.reason === 'expired') {
-    return `its LIST outlived etcd's compaction: the continue token expired after ${groupedCount(progress.pages)} page${progress.pages === 1 ? '' : 's'} (${read}, ${time}); reading the whole list in one request instead, as client-go's pager does.`;
+    return `its LIST outlived etcd's compaction: the continue token expired after ${plural(progress.pages, 'page')} (${read}, ${time}); reading the whole list in one request instead, as client-go's pager does.`;
   }
-  return `still listing after ${time}: ${progress.whole ? `${read} of the whole list read so far` : `${groupedCount(progress.pages)} page${progress.pages === 1 ? '' : 's'}, ${read} so far`} (a large type, a slow link, or a throttled client).`;
+  return `still listing after ${time}: ${progress.whole ? `${read} of the whole list read so far` : `${plural(progress.pages, 'page')}, ${read} so far`} (a large type, a slow link, or a throttled client).`;
 }

@@ -23,6 +23,7 @@ import { Agent, type Dispatcher, request } from 'undici';
 import type { AdmissionRecord } from '../events/admission-match.ts';
 import type { AuditRecord } from '../events/audit-match.ts';
 import { groupedCount } from '../util/count-text.ts';
+import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { parsePeerAddress } from './peer-address.ts';
@@ -33,7 +34,7 @@ export interface PeerForwarderOptions {
   /** host:port: a name that resolves to every replica (a headless Service), or one address. */
   address: string;
   /** The listener on that port on this replica: its certificate is the credential, its port is skipped. */
-  listener: Pick<WebhookListener, 'onCertificate' | 'peerFingerprints' | 'address'>;
+  listener: Pick<WebhookListener, 'onCertificate' | 'peerFingerprints' | 'port'>;
   log: Logger;
   maxQueued?: number;
   resolveIntervalMs?: number;
@@ -189,9 +190,7 @@ export class PeerForwarder {
     }
     if (this.closed) return;
     const own = ownAddresses();
-    const ownPort = Number(
-      this.options.listener.address.slice(this.options.listener.address.lastIndexOf(':') + 1),
-    );
+    const ownPort = this.options.listener.port;
     const origins = new Set(
       addresses
         .filter((address) => !(this.port === ownPort && own.has(address)))
@@ -227,7 +226,7 @@ export class PeerForwarder {
           if (settled) return;
           settled = true;
           socket.destroy();
-          callback(new Error(`no TLS connection within ${timeoutMs / 1000} s`), null);
+          callback(new Error(`no TLS connection within ${formatDuration(timeoutMs)}`), null);
         }, timeoutMs);
         socket.once('secureConnect', () => {
           clearTimeout(timer);

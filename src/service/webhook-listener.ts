@@ -31,6 +31,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import { formatDuration } from '../util/duration.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import { globToRegExp } from '../util/glob.ts';
@@ -380,7 +381,7 @@ export class WebhookListener {
         cut({
           status: 408,
           outcome: 'timeout',
-          why: `the body was still arriving after ${formatSeconds(this.options.slowBodyMs ?? 0)} while other requests waited`,
+          why: `the body was still arriving after ${formatDuration(this.options.slowBodyMs ?? 0)} while other requests waited`,
         }),
     });
     const timeoutMs = this.options.bodyTimeoutMs;
@@ -390,7 +391,7 @@ export class WebhookListener {
         cut({
           status: 408,
           outcome: 'timeout',
-          why: `the body did not arrive within ${formatSeconds(timeoutMs)}`,
+          why: `the body did not arrive within ${formatDuration(timeoutMs)}`,
         });
       }, timeoutMs);
     }
@@ -520,11 +521,6 @@ export class WebhookListener {
     }
     return undefined;
   }
-}
-
-/** 5000 → '5 s', 300 → '0.3 s'. */
-function formatSeconds(ms: number): string {
-  return `${ms / 1000} s`;
 }
 
 /** The SHA-256 fingerprint of the first certificate of a PEM file, or of a DER certificate. */

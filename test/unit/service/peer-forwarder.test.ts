@@ -207,7 +207,7 @@ describe('records posted to the other replicas', () => {
     assert.equal((await settled(made, 2)).get('failed'), 2);
     assert.match(
       warnings.join('\n'),
-      /^peers: cannot send records to https:\/\/127\.0\.0\.1:\d+ \(no TLS connection within 0\.2 s\)/,
+      /^peers: cannot send records to https:\/\/127\.0\.0\.1:\d+ \(no TLS connection within 200ms\)/,
     );
   });
 });
