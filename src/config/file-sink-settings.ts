@@ -6,7 +6,7 @@
 
 import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
-import type { SinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
+import type { OfType, SinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { checkDuration } from '../util/duration.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
@@ -25,8 +25,6 @@ type Env = Readonly<Record<string, string | undefined>>;
 type StdoutInput = Extract<SinkInput, { type: 'stdout' }>;
 type EntryInput = Exclude<SinkInput, { type: 'stdout' }>;
 type EntryType = EntryInput['type'];
-/** The members of union S whose `type` can be T (the chat platforms share one schema, hence not Extract<>). */
-type OfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
 type InputOf<T> = OfType<EntryInput, T>;
 type EntrySpec = Exclude<SinkSpec, { type: 'stdout' }>;
 /** What every entry's spec takes from the keys all entries share. */

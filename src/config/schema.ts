@@ -3,6 +3,8 @@
 // drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
 // names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
+import { CLOUDEVENTS_MODES } from '../sinks/cloudevents.ts';
+import { OTLP_PROTOCOLS } from '../sinks/otlp-settings.ts';
 
 const stringList = { type: 'array', items: { type: 'string' } } as const;
 const duration = { type: 'string', $comment: 'duration' } as const;
@@ -144,7 +146,7 @@ export const sinkSchemas = {
       maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
       // The body: the event's JSON (json), a CloudEvent, or what a JSONata `layout` makes of the event.
       format: { type: 'string', enum: ['json', 'cloudevents'] },
-      cloudEventsMode: { type: 'string', enum: ['structured', 'binary'] },
+      cloudEventsMode: { type: 'string', enum: CLOUDEVENTS_MODES },
       layout: { type: 'string', minLength: 1 },
     },
     required: ['type', 'url'],
@@ -204,7 +206,7 @@ export const sinkSchemas = {
       type: { const: 'otlp' },
       ...batchSink,
       endpoint: { type: 'string' },
-      protocol: { type: 'string', enum: ['http/protobuf', 'http/json'] },
+      protocol: { type: 'string', enum: OTLP_PROTOCOLS },
     },
     required: ['type', 'endpoint'],
     additionalProperties: false,

@@ -13,8 +13,8 @@ import type { Story } from '../events/story.ts';
 import { objectApiPath } from '../kube/types.ts';
 import type { DigestPayload } from './digest.ts';
 
-export type CloudEventsMode = 'structured' | 'binary';
-export const CLOUDEVENTS_MODES: readonly CloudEventsMode[] = ['structured', 'binary'];
+export const CLOUDEVENTS_MODES = ['structured', 'binary'] as const;
+export type CloudEventsMode = (typeof CLOUDEVENTS_MODES)[number];
 
 export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json';
 export const CLOUDEVENTS_BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';

@@ -1,6 +1,7 @@
 // From sink settings (flags today, the config file's `sinks:` list later)
 // to running sinks behind a router. The specs are plain data with every
 // option a sink has, so a config file maps its keys onto them one to one.
+
 import type { Writable } from 'node:stream';
 import { compileFilter, type FilterSpec } from '../events/filter.ts';
 import type { StoryOptions } from '../events/story.ts';
@@ -10,6 +11,7 @@ import { redactUrl } from '../util/url.ts';
 import type { BacklogOptions } from './backlog.ts';
 import { batchSinkName } from './batch-sink-name.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
+import type { CloudEventsMode } from './cloudevents.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { DeliveryObserver, RetryOptions } from './delivery.ts';
 import type { HttpTls } from './http.ts';
@@ -59,7 +61,7 @@ export interface WebhookSinkSpec extends HttpSinkSpec {
   maxRequestsPerSecond?: number;
   /** The body: the event's JSON (default), or a CloudEvent (structured unless binary)… */
   format?: 'json' | 'cloudevents';
-  cloudEventsMode?: 'structured' | 'binary';
+  cloudEventsMode?: CloudEventsMode;
   /** …or what this JSONata expression makes of the event (layout.ts). */
   layout?: string;
 }
@@ -213,9 +215,12 @@ interface SinkContext {
 }
 
 type SinkType = SinkSpec['type'];
-/** The spec of one sink type (the chat platforms share one spec, hence not Extract<>). */
-type SpecOfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
-type SinkFactory<T extends SinkType> = (spec: SpecOfType<SinkSpec, T>, context: SinkContext) => Promise<Sink>;
+/**
+ * The members of union S whose `type` can be T: the spec of one sink type, or its config entry (the chat
+ * platforms share one spec and one schema, hence not Extract<>).
+ */
+export type OfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
+type SinkFactory<T extends SinkType> = (spec: OfType<SinkSpec, T>, context: SinkContext) => Promise<Sink>;
 
 /** One factory per sink type: a new sink type is one entry here, beside its spec above. */
 const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {

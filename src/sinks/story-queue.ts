@@ -58,17 +58,6 @@ export class StoryQueue {
     return this.entries.reduce((sum, entry) => sum + entry.batch.count, 0);
   }
 
-  /** Events held in full, and their bytes: what the bound limits. */
-  held(): { events: number; bytes: number } {
-    let events = 0;
-    let bytes = 0;
-    for (const entry of this.entries) {
-      events += entry.batch.events.length;
-      bytes += entry.batch.bytes;
-    }
-    return { events, bytes };
-  }
-
   /**
    * A bounded batch: events that drop out of it in full go to the dead-letter file (and are counted as
    * written there, for abandon()).
