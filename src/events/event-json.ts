@@ -25,3 +25,19 @@ export function eventJsonBytes(event: ChangeEvent): number {
   lastBytes ??= Buffer.byteLength(json);
   return lastBytes;
 }
+
+const lengths = new WeakMap<ChangeEvent, number>();
+
+/**
+ * eventJson(event).length, remembered for as long as the event lives: a story counts it when the event
+ * joins (its open-story budget), and the digest that holds the closed story counts it again later, when
+ * eventJson's memory of one event has long moved on; the text is not made twice for it.
+ */
+export function eventJsonLength(event: ChangeEvent): number {
+  let length = lengths.get(event);
+  if (length === undefined) {
+    length = eventJson(event).length;
+    lengths.set(event, length);
+  }
+  return length;
+}

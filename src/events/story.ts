@@ -18,7 +18,7 @@ import { jsonEqual } from '../diff/json.ts';
 import type { Change } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { type ChangeEvent, type EventType, type OwnerRef, qualifiedResource } from './event.ts';
-import { eventJson } from './event-json.ts';
+import { eventJsonLength } from './event-json.ts';
 
 export interface StoryOptions {
   /** A story closes once its owner has had no event for this long. */
@@ -206,7 +206,7 @@ export class StoryBuilder {
       const early = this.open.get(selfKey);
       if (early) this.absorb(story, early);
     }
-    const bytes = eventJson(event).length;
+    const bytes = eventJsonLength(event);
     story.events.push(event);
     story.bytes += bytes;
     story.lastAt = now;

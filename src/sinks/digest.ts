@@ -7,7 +7,7 @@
 // `onEvict` (the dead-letter file) and stay counted.
 import { randomUUID } from 'node:crypto';
 import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
-import { eventJson } from '../events/event-json.ts';
+import { eventJsonLength } from '../events/event-json.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 
@@ -234,7 +234,7 @@ export class Digest {
     for (const [i, event] of events.entries()) {
       this.retained.push(event);
       if (measure) {
-        const size = sizes[i] ?? eventJson(event).length;
+        const size = sizes[i] ?? eventJsonLength(event);
         this.retainedSizes.push(size);
         this.retainedBytes += size;
       }
