@@ -240,22 +240,12 @@ export class PostgresTimelineReader implements TimelineReader, FacetSource {
     if (cluster === undefined) return objectRecords(events, kept, undefined, false);
     const key = [cluster, ref.resource, objectKeyOf(ref)];
     const objectWhere = 'cluster = $1 AND resource = $2 AND key = $3';
-    const size = (
-      await this.select<{ bytes: number }>(
-        `SELECT octet_length(object) AS bytes FROM kubediff_objects WHERE ${objectWhere}`,
-        key,
-      )
-    )[0]?.bytes;
-    const current =
-      size === undefined || size > query.maxBytes
-        ? undefined
-        : (
-            await this.select<{ json: string }>(
-              `SELECT object AS json FROM kubediff_objects WHERE ${objectWhere}`,
-              key,
-            )
-          )[0]?.json;
-    return objectRecords(events, kept, current, size !== undefined && size > query.maxBytes);
+    // Its text only when its size is within the bound: one lookup.
+    const [last] = await this.select<{ json: string | null }>(
+      `SELECT CASE WHEN octet_length(object) <= $4 THEN object END AS json FROM kubediff_objects WHERE ${objectWhere}`,
+      [...key, query.maxBytes],
+    );
+    return objectRecords(events, kept, last?.json ?? undefined, last !== undefined && last.json === null);
   }
 
   async after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]> {

@@ -239,18 +239,13 @@ export class SqliteTimelineReader implements TimelineReader, FacetSource {
             kept.count,
           );
     const key = [ref.resource, objectKeyOf(ref)];
-    const size = this.db.select<{ bytes: number }>(
-      'SELECT octet_length(object) AS bytes FROM objects WHERE resource = ? AND key = ?',
+    // Its size, and its text only when that is within the bound: one lookup.
+    const [last] = this.db.select<{ json: string | null }>(
+      'SELECT CASE WHEN octet_length(object) <= ? THEN object END AS json FROM objects WHERE resource = ? AND key = ?',
+      query.maxBytes,
       ...key,
-    )[0]?.bytes;
-    const current =
-      size === undefined || size > query.maxBytes
-        ? undefined
-        : this.db.select<{ json: string }>(
-            'SELECT object AS json FROM objects WHERE resource = ? AND key = ?',
-            ...key,
-          )[0]?.json;
-    return objectRecords(events, kept, current, size !== undefined && size > query.maxBytes);
+    );
+    return objectRecords(events, kept, last?.json ?? undefined, last !== undefined && last.json === null);
   }
 
   async after(seq: number, filter: HistoryFilter, limit: number): Promise<EventSummary[]> {
