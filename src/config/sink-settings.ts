@@ -6,16 +6,16 @@
 // flag or variable, never the secret itself.
 
 import { readFileSync } from 'node:fs';
-import { batchSinkName } from '../sinks/batch-sink-name.ts';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
 import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
 import { isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
+import { defaultSinkName } from '../sinks/sink-name.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
-import { kafkaBrokerProblem, redactUrl } from '../util/url.ts';
+import { kafkaBrokerProblem } from '../util/url.ts';
 import { parseCount } from './count.ts';
 import { otlpSpecFromFlag } from './log-sink-settings.ts';
 import { checkHttpUrl, parseHeaders } from './receiver-settings.ts';
@@ -274,18 +274,5 @@ function batchSize(text: string): number {
 
 /** For the startup line: where events go, URLs elided. */
 export function describeSinkSpec(spec: SinkSpec): string {
-  if (spec.name) return spec.name;
-  if (
-    spec.type === 'kafka' ||
-    spec.type === 'otlp' ||
-    spec.type === 'opensearch' ||
-    spec.type === 'elasticsearch'
-  )
-    return batchSinkName(spec);
-  if (spec.type !== 'webhook' && spec.type !== 'slack' && spec.type !== 'stdout')
-    return `${spec.type} ${redactUrl(spec.webhookUrl)}`;
-  if (spec.type === 'webhook') return `webhook ${redactUrl(spec.url)}`;
-  if (spec.type === 'slack')
-    return spec.webhookUrl !== undefined ? `slack ${redactUrl(spec.webhookUrl)}` : `slack ${spec.channel}`;
-  return 'stdout';
+  return spec.name || defaultSinkName(spec);
 }

@@ -65,7 +65,7 @@ export type Transmission =
 
 /** What every batch sink is given beside what is its own. */
 export interface BatchSinkOptions extends DeliveryOptions {
-  /** For logs and metrics: setup.ts names it (batch-sink-name.ts) unless the config does. */
+  /** For logs and metrics: setup.ts names it (sink-name.ts) unless the config does. */
   name: string;
   /** Events per request. Default 500. */
   batchMaxEvents?: number | undefined;

@@ -7,9 +7,7 @@ import { compileFilter, type FilterSpec } from '../events/filter.ts';
 import type { StoryOptions } from '../events/story.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
-import { redactUrl } from '../util/url.ts';
 import type { BacklogOptions } from './backlog.ts';
-import { batchSinkName } from './batch-sink-name.ts';
 import type { ChatPlatformName } from './chat-platforms.ts';
 import type { CloudEventsMode } from './cloudevents.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
@@ -21,6 +19,7 @@ import { type Route, Router } from './router.ts';
 import type { SearchAuth, SearchFlavor } from './search.ts';
 import type { SearchIndexMode } from './search-template.ts';
 import type { Sink } from './sink.ts';
+import { defaultSinkName } from './sink-name.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
 
@@ -273,7 +272,7 @@ async function stdoutSink(spec: StdoutSinkSpec, { runtime, unique }: SinkContext
   const pretty = spec.format === 'json' && !stories ? undefined : await prettyRenderers();
   const color = spec.color ?? false;
   return new StreamOutput({
-    name: unique(spec.name ?? 'stdout'),
+    name: unique(spec.name ?? defaultSinkName(spec)),
     stream: runtime.stdout,
     render: spec.format === 'json' || !pretty ? renderJsonLine : pretty.prettyRenderer({ color }),
     log: runtime.log,
@@ -288,7 +287,7 @@ async function webhookSink(spec: WebhookSinkSpec, context: SinkContext): Promise
   const { WebhookSink } = await import('./webhook.ts');
   return new WebhookSink({
     url: spec.url,
-    name: context.unique(spec.name ?? `webhook ${redactUrl(spec.url)}`),
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
     log: context.runtime.log,
     format: await webhookFormat(spec),
     ...(spec.headers ? { headers: spec.headers } : {}),
@@ -312,10 +311,10 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
           channel: spec.channel ?? '',
           ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
         };
-  const { SlackSink, slackSinkName } = await import('./slack.ts');
+  const { SlackSink } = await import('./slack.ts');
   return new SlackSink({
     target,
-    name: context.unique(spec.name ?? slackSinkName(target)),
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
     log: context.runtime.log,
     ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
     ...storiesOption(spec),
@@ -330,7 +329,7 @@ async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink>
   const platform = CHAT_PLATFORMS[spec.type];
   return new ChatSink({
     platform: platform.create(spec.webhookUrl),
-    name: context.unique(spec.name ?? `${spec.type} ${redactUrl(spec.webhookUrl)}`),
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
     minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
     log: context.runtime.log,
     ...storiesOption(spec),
@@ -343,7 +342,7 @@ async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sin
   return new KafkaSink({
     brokers: spec.brokers,
     topic: spec.topic,
-    name: context.unique(spec.name ?? batchSinkName(spec)),
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
     log: context.runtime.log,
     ...(spec.clientId ? { clientId: spec.clientId } : {}),
     ...(spec.compression ? { compression: spec.compression } : {}),
@@ -380,7 +379,7 @@ async function searchSink(spec: SearchSinkSpec, context: SinkContext): Promise<S
 /** What the log sinks (OTLP, search) share: headers, TLS, batches and their queue. */
 function logSinkOptions(spec: OtlpSinkSpec | SearchSinkSpec, context: SinkContext) {
   return {
-    name: context.unique(spec.name ?? batchSinkName(spec)),
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
     log: context.runtime.log,
     ...(spec.headers ? { headers: spec.headers } : {}),
     ...(spec.tls ? { tls: spec.tls } : {}),

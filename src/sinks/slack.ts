@@ -4,9 +4,9 @@
 // here is the message (slack-format.ts), the bot's headers and body, and
 // what Slack's answers mean.
 
-import { redactUrl } from '../util/url.ts';
 import { type ChatPlatform, ChatSink, type ChatSinkOptions } from './chat.ts';
 import { bodyExcerpt, type PostOutcome } from './http.ts';
+import { defaultSinkName } from './sink-name.ts';
 import { renderSlackChatMessage, SLACK_PACE } from './slack-format.ts';
 
 export type SlackTarget =
@@ -94,14 +94,13 @@ function slackPlatform(target: SlackTarget): ChatPlatform {
 }
 
 /** The name a Slack sink goes by in logs and reports when its config gives none: the host, or the channel. */
-export function slackSinkName(target: SlackTarget): string {
-  return target.kind === 'webhook'
-    ? `slack ${redactUrl(new URL(target.url))}`
-    : `slack ${channelLabel(target.channel)}`;
-}
-
-function channelLabel(channel: string): string {
-  return channel.startsWith('#') || /^[CGD][A-Z0-9]{6,}$/.test(channel) ? channel : `#${channel}`;
+/** The sink's name when none is given (sink-name.ts). */
+function slackSinkName(target: SlackTarget): string {
+  return defaultSinkName(
+    target.kind === 'webhook'
+      ? { type: 'slack', webhookUrl: target.url }
+      : { type: 'slack', channel: target.channel },
+  );
 }
 
 /** A chat.postMessage answer is 200 even for errors: `{"ok": false, "error": "channel_not_found"}`. */

@@ -6,7 +6,9 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
 import { watchSettingsFromFlags } from '../../../src/config/settings.ts';
-import { sinkSettingsFromFlags } from '../../../src/config/sink-settings.ts';
+import { describeSinkSpec, sinkSettingsFromFlags } from '../../../src/config/sink-settings.ts';
+import type { SinkSpec } from '../../../src/sinks/setup.ts';
+import { defaultSinkName } from '../../../src/sinks/sink-name.ts';
 import { UsageError } from '../../../src/util/errors.ts';
 import { redactUrl, scrubUrl } from '../../../src/util/url.ts';
 
@@ -259,6 +261,41 @@ describe('sink flags', () => {
       () => watchSettingsFromFlags({ output: 'none' }, false, {}),
       /--output none leaves events nowhere/,
     );
+  });
+});
+
+describe('the start-up line names each sink as its logs and metrics do', () => {
+  it('one name per sink type, URL paths elided; a Slack channel with its #', () => {
+    const specs: SinkSpec[] = [
+      { type: 'stdout', format: 'json' },
+      { type: 'webhook', url: 'https://hooks.example.com/secret/path' },
+      { type: 'slack', webhookUrl: 'https://hooks.slack.com/services/T0/B0/XYZ' },
+      { type: 'slack', token: 'xoxb-1', channel: 'alerts' },
+      { type: 'slack', token: 'xoxb-1', channel: 'C0123456789' },
+      { type: 'teams', webhookUrl: 'https://example.webhook.office.com/webhookb2/x' },
+      { type: 'kafka', brokers: ['127.0.0.1:9092'], topic: 'changes' },
+      { type: 'otlp', endpoint: 'https://otlp.example.com/v1/logs' },
+      { type: 'opensearch', url: 'https://search.example.com:9200/' },
+    ];
+    assert.deepEqual(
+      specs.map((spec) => describeSinkSpec(spec)),
+      [
+        'stdout',
+        'webhook https://hooks.example.com/…',
+        'slack https://hooks.slack.com/…',
+        'slack #alerts',
+        'slack C0123456789',
+        'teams https://example.webhook.office.com/…',
+        'kafka changes',
+        'otlp https://otlp.example.com/…',
+        'opensearch https://search.example.com:9200/',
+      ],
+    );
+    assert.deepEqual(
+      specs.map((spec) => describeSinkSpec(spec)),
+      specs.map((spec) => defaultSinkName(spec)),
+    );
+    assert.equal(describeSinkSpec({ type: 'slack', token: 'xoxb-1', channel: 'alerts', name: 'ops' }), 'ops');
   });
 });
 
