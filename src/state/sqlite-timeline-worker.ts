@@ -4,10 +4,11 @@
 //
 // Messages in: { id, method, args } (a TimelineReader method). Out: { id, result } or { id, error }.
 // At start: { ready: true } or { ready: false, error }.
-import { existsSync } from 'node:fs';
+
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { yieldToMainThread } from '../util/thread-priority.ts';
+import { holdWhileFileExists } from '../util/worker-hold.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
 import { SqliteTimelineReader } from './sqlite-timeline-reader.ts';
 import type { TimelineReader } from './timeline-reader.ts';
@@ -35,12 +36,6 @@ export interface WorkerStart {
 
 function describe(error: unknown): WorkerError {
   return { message: errorMessage(error), usage: error instanceof UsageError };
-}
-
-/** The test hold: a query that waits as long as a slow one would, for as long as the test says. */
-function holdWhileFileExists(file: string): void {
-  const cell = new Int32Array(new SharedArrayBuffer(4));
-  while (existsSync(file)) Atomics.wait(cell, 0, 0, 10);
 }
 
 function serve(port: MessagePort, start: WorkerStart): void {

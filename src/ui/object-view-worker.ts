@@ -5,7 +5,7 @@
 //
 // Messages in: ObjectViewJob. Out: { ready: true } once loaded, then per job { id, body } (UTF-8,
 // its buffer transferred) or { id, error }.
-import { existsSync } from 'node:fs';
+
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { ChangeEvent } from '../events/event.ts';
 import { isJsonObject, type JsonObject } from '../kube/types.ts';
@@ -13,6 +13,7 @@ import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import { formatSize } from '../util/size.ts';
 import { yieldToMainThread } from '../util/thread-priority.ts';
+import { holdWhileFileExists } from '../util/worker-hold.ts';
 import { rebuildVersions } from './versions.ts';
 
 export interface ObjectViewJob {
@@ -70,12 +71,6 @@ export function objectAnswer(job: ObjectViewJob): string {
   });
   const entries = [...versions].map(([seq, json]) => `${JSON.stringify(String(seq))}:${json}`);
   return `${head.slice(0, -1)},"versions":{${entries.join(',')}}}`;
-}
-
-/** The test hold: a rebuild that waits as long as a slow one would, for as long as the test says. */
-function holdWhileFileExists(file: string): void {
-  const cell = new Int32Array(new SharedArrayBuffer(4));
-  while (existsSync(file)) Atomics.wait(cell, 0, 0, 10);
 }
 
 function serve(port: MessagePort, start: ObjectViewStart): void {
