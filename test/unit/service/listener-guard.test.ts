@@ -70,13 +70,15 @@ test('a request Node cannot parse is answered 400 and counted; a write after the
   const log = logger();
   const server = createServer(guardedServerOptions(LIMITS));
   const guard = ListenerGuard.attach(server, 'ui', LIMITS, log);
-  const written = Promise.withResolvers<void>();
+  // Each answer's failure, awaited: the guard listens first (it was attached first), so it has counted
+  // the failure once the test sees it.
+  const failed: Promise<unknown>[] = [];
   server.on('request', (_request, response) => {
+    failed.push(once(response, 'error'));
     response.end('done\n');
     // What the UI's heartbeat did to a stream it had ended: without the guard, the process ends here.
     response.write('after the end');
     response.write('and again');
-    setImmediate(() => written.resolve());
   });
   const port = await listen(server);
 
@@ -87,8 +89,8 @@ test('a request Node cannot parse is answered 400 and counted; a write after the
     const answer = await fetch(`http://127.0.0.1:${port}/`);
     assert.equal(await answer.text(), 'done\n');
   }
-  await written.promise;
-  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(failed.length, 2);
+  await Promise.all(failed);
   // The first write after the end fails the answer, which is then closed: the second goes nowhere.
   assert.equal(guard.stats().get('error'), 1 + 2, 'the 400, and each answer written after its end');
   const lines = log.warnings.filter((line) =>
