@@ -5,9 +5,10 @@
 // The broker is shared by the test files running side by side: give each test topics of its own
 // (testTopic()), and never stop it; a test that stops and restarts a broker starts its own (startKafka()
 // in kafka.ts).
-import { randomBytes } from 'node:crypto';
+
 import type { KafkaInfo, KafkaListener } from './kafka.ts';
 import { readRunDescription } from './run-description.ts';
+import { uniqueTestName } from './test-names.ts';
 
 let cached: KafkaInfo | undefined;
 
@@ -29,12 +30,5 @@ export function needsKafkaListener(listener: KafkaListener): string | undefined 
     : `needs the test broker's ${listener} listener (an existing broker, KUBEDIFF_TEST_KAFKA_BROKERS, has PLAINTEXT only)`;
 }
 
-/** A topic name no other test uses: `kubediff-test-<label>-<random>`. */
-export function testTopic(label: string): string {
-  const slug = label
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 60);
-  return `kubediff-test-${slug}-${randomBytes(4).toString('hex')}`;
-}
+/** A topic name no other test uses. */
+export const testTopic = uniqueTestName;

@@ -6,9 +6,10 @@
 // The node is shared by the test files running side by side: give each test indices of its own
 // (testIndex()), and never stop it; a test that stops and restarts a node starts its own
 // (startOpenSearch() in opensearch.ts).
-import { randomBytes } from 'node:crypto';
+
 import type { OpenSearchInfo } from './opensearch.ts';
 import { readRunDescription } from './run-description.ts';
+import { uniqueTestName } from './test-names.ts';
 
 let cached: OpenSearchInfo | undefined;
 
@@ -22,12 +23,5 @@ export function testOpenSearch(): OpenSearchInfo {
   return cached;
 }
 
-/** An index (or data stream) name prefix no other test uses: `kubediff-test-<label>-<random>`. */
-export function testIndex(label: string): string {
-  const slug = label
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 60);
-  return `kubediff-test-${slug}-${randomBytes(4).toString('hex')}`;
-}
+/** An index (or data stream) name prefix no other test uses. */
+export const testIndex = uniqueTestName;

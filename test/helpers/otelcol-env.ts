@@ -3,9 +3,10 @@
 // CollectorInfo) in KUBEDIFF_TEST_OTELCOL. It is shared by the test files running side by side: tell
 // your records apart by a cluster name of your own (testClusterName()), and never stop it; a test that
 // stops and restarts a Collector starts its own (startCollector() in otelcol.ts).
-import { randomBytes } from 'node:crypto';
+
 import type { CollectorInfo } from './otelcol.ts';
 import { readRunDescription } from './run-description.ts';
+import { uniqueTestName } from './test-names.ts';
 
 let cached: CollectorInfo | undefined;
 
@@ -23,9 +24,4 @@ export function testCollector(): CollectorInfo {
 }
 
 /** A cluster name no other test uses: the records of this test are those with it. */
-export function testClusterName(label: string): string {
-  return `${label
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .slice(0, 40)}-${randomBytes(4).toString('hex')}`;
-}
+export const testClusterName = uniqueTestName;
