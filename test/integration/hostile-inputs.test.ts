@@ -86,8 +86,8 @@ const INPUTS = {
   peer: 1_000,
   ui: 3_000,
   objects: 250,
-  /** Real writes, each with 1 to 6 forged reviews before it. */
-  forgedWrites: 60,
+  /** Rounds of real writes (75 writes: a quarter of the rounds make two), each with 1 to 6 forged reviews before it. */
+  forgedRounds: 60,
 };
 const SEED = 27;
 
@@ -792,7 +792,7 @@ describe('the hostile-input harness', () => {
     }
   });
 
-  it(`forged admission reviews: 1 to 6 before each of ${INPUTS.forgedWrites} real writes through a real API server; none names its user`, {
+  it(`forged admission reviews: 1 to 6 before each real write of ${INPUTS.forgedRounds} rounds through a real API server; none names its user`, {
     skip: needsSharedEtcd(),
   }, async () => {
     const random = seededRandom(SEED + 7);
@@ -926,7 +926,7 @@ describe('the hostile-input harness', () => {
         },
       });
       let replicas = 1;
-      await each(INPUTS.forgedWrites, random, async (index) => {
+      await each(INPUTS.forgedRounds, random, async (index) => {
         const since = watch.events.length;
         const name = `cm-${index}`;
         const path = `${configmaps}/${name}`;
@@ -1017,7 +1017,7 @@ describe('the hostile-input harness', () => {
       assert.doesNotMatch(stopped.stderr, /\n\s+at .+:\d+:\d+/, 'no stack trace');
       figures.forged = forged.reviews;
       console.log(
-        `forged reviews: ${forged.reviews} before ${INPUTS.forgedWrites} rounds of real writes; ` +
+        `forged reviews: ${forged.reviews} before ${INPUTS.forgedRounds} rounds of real writes; ` +
           `${outcomes.exact} named their writer exactly, ${outcomes.ambiguous} nobody (ambiguous)`,
       );
     } finally {
