@@ -43,6 +43,8 @@ export interface StoreChange {
    * The admission webhook names writes by it (src/events/admission-match.ts).
    */
   previousResourceVersion?: string;
+  /** 'updated': what the store held before (the same object, not a copy); the admission webhook checks a DELETE's old object against it. */
+  previous?: StoredObject;
   /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
   initial?: true;
 }
@@ -188,6 +190,7 @@ export class Pipeline {
             type,
             object: current,
             previousResourceVersion: previous.resourceVersion,
+            previous,
           },
           event: builder.updated(type, previous, current, context),
           sourceObservers,
