@@ -32,6 +32,7 @@ import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { buildDist } from './build.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
 import { ensureHelm } from './helm-build.ts';
+import { ensureKwok } from './kwok-build.ts';
 import { serverNeeds } from './test-needs.ts';
 import { startTestServers, type TestServers } from './test-servers.ts';
 
@@ -160,6 +161,8 @@ async function main(): Promise<number> {
     const startingCluster = (async () => {
       // helm, for the tests of the Helm chart, is built on demand and cached like the control plane.
       if (!process.env.KUBEDIFF_TEST_HELM && files.some(needsHelm)) await ensureHelm(log);
+      // kwok, for the pod plane of the tests whose pods must run, likewise.
+      if (serverNeeds(files).kwok) await ensureKwok(log);
       if (!needsCluster) return undefined;
       if (
         !useExistingCluster() &&
