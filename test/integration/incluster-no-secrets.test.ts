@@ -176,7 +176,8 @@ describe('without Secrets', () => {
   test("kubediff with the Deployment's command line reports no 403 and never a Secret", async () => {
     pod = await podFiles(testCluster(), namespace, await applyRbac());
     const args = await podCommand(objects, pod);
-    const env = { ...pod.env, POD_NAME: 'kubediff-7c9d-q8x2w', POD_NAMESPACE: namespace };
+    // A pod of the Deployment as the overlay named it: its Lease is named after it.
+    const env = { ...pod.env, POD_NAME: `${serviceAccount}-7c9d-q8x2w`, POD_NAMESPACE: namespace };
 
     // What it would watch: secrets skipped on purpose, nothing the role grants is forbidden.
     const flags = args.filter((arg) => arg.startsWith('--exclude-resource') || arg.startsWith('--config'));
