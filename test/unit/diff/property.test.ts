@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { diffObjects } from '../../../src/diff/diff.ts';
-import { jsonEqual } from '../../../src/diff/json.ts';
 import { parsePointer } from '../../../src/diff/pointer.ts';
 import type { Change } from '../../../src/diff/types.ts';
 import { undoChanges } from '../../../src/diff/undo.ts';
 import type { JsonObject, JsonValue } from '../../../src/kube/types.ts';
+import { jsonEqual } from '../../../src/util/json-equal.ts';
 import { clone, seededRandom, setKey } from '../../helpers/random-json.ts';
 
 class Generator {
