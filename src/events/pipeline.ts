@@ -40,7 +40,8 @@ export interface StoreChange {
   object: StoredObject;
   /**
    * 'updated', 'deleted': the resourceVersion the store held before, i.e. the version the write replaced.
-   * The admission webhook names writes by it (src/events/admission-match.ts).
+   * The admission webhook names writes by it (src/events/admission-match.ts). Absent for an update
+   * without a write (UpdateContext.withoutWrite): it replaced no version.
    */
   previousResourceVersion?: string;
   /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
@@ -187,7 +188,7 @@ export class Pipeline {
             kind: 'updated',
             type,
             object: current,
-            previousResourceVersion: previous.resourceVersion,
+            ...(context.withoutWrite ? {} : { previousResourceVersion: previous.resourceVersion }),
           },
           event: builder.updated(type, previous, current, context),
           sourceObservers,
