@@ -86,7 +86,11 @@ export function describeEvent(event: TestEvent): string {
   if (!isRecord(event.object)) return JSON.stringify(event);
   const object = event.object;
   const where = object.namespace === undefined ? object.name : `${object.namespace}/${object.name}`;
-  const flags = [event.offline ? 'offline' : '', event.finalStateUnknown ? 'finalStateUnknown' : '']
+  const flags = [
+    event.offline ? 'offline' : '',
+    event.cause ? `cause ${event.cause}` : '',
+    event.finalStateUnknown ? 'finalStateUnknown' : '',
+  ]
     .filter(Boolean)
     .join(',');
   const changes =
@@ -104,6 +108,7 @@ const EVENT_KEYS = new Set([
   'by',
   'changes',
   'offline',
+  'cause',
   'finalStateUnknown',
 ]);
 const OBJECT_KEYS = new Set([
@@ -155,6 +160,12 @@ export function contractViolations(value: unknown): string[] {
   }
   if (value.finalStateUnknown === true && (type !== 'DELETED' || value.offline !== true)) {
     problems.push('finalStateUnknown belongs only on an offline DELETED event');
+  }
+  if ('cause' in value) {
+    if (value.cause !== 'schema' && value.cause !== 'relist') problems.push('cause must be schema or relist');
+    if (type !== 'UPDATED' || value.offline !== true)
+      problems.push('cause belongs only on an offline UPDATED');
+    if ('by' in value) problems.push('an update without a write (cause) names no one (by)');
   }
 
   if ('owner' in value) {
