@@ -81,6 +81,22 @@ export interface ChangeEvent {
   finalStateUnknown?: true;
 }
 
+/**
+ * How output says where an offline event came from: a change without a write names its cause (a CRD
+ * change, a relist), any other one happened while kubediff was not watching. Undefined when not offline.
+ */
+export function offlineNote(event: Pick<ChangeEvent, 'offline' | 'cause'>): string | undefined {
+  if (!event.offline) return undefined;
+  switch (event.cause) {
+    case 'schema':
+      return 'no write: served differently since its CRD changed';
+    case 'relist':
+      return 'no write: found changed by a relist';
+    default:
+      return 'while not watching';
+  }
+}
+
 /** 'deployments.apps', 'configmaps': how kubectl names the event's resource type (labels, rules, logs). */
 export function qualifiedResource(event: ChangeEvent): string {
   const { apiVersion, resource } = event.object;
