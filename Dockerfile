@@ -23,8 +23,9 @@ COPY src ./src
 # Every dependency, as locked; --ignore-scripts skips the `node` package's download (this image has
 # Node 24) and the "prepare" build, run here on its own. npm's settings for the machine that builds, if it
 # needs any (a registry mirror, the CA of a TLS-inspecting proxy), come as a build secret, which no layer
-# keeps: `docker build --secret id=npmrc,src=$HOME/.npmrc .` (without it, npm's defaults).
-RUN --mount=type=secret,id=npmrc,target=/root/.npmrc \
+# keeps: `docker build --secret id=npmrc,src=$HOME/.npmrc .` (without it, npm's defaults). npm's cache is
+# a cache mount: kept between builds, never in a layer.
+RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=cache,target=/root/.npm \
     npm ci --ignore-scripts --no-audit --no-fund && npm run build
 
 FROM ${BUILD_IMAGE} AS deps
@@ -33,9 +34,8 @@ COPY package.json package-lock.json ./
 # Production dependencies only (--omit=dev), exactly as locked (npm ci): no second Node.js (the `node`
 # package, a dev dependency, gives a checkout its Node 24; the runtime image brings its own).
 # --ignore-scripts: no production dependency has an install script, and none may sneak in here.
-RUN --mount=type=secret,id=npmrc,target=/root/.npmrc \
-    npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-    && npm cache clean --force
+RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM ${RUNTIME_IMAGE}
 LABEL org.opencontainers.image.title="kubediff" \

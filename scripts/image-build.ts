@@ -45,24 +45,33 @@ const CONTEXT = [
   'bin/**',
   'src/**',
 ];
+/** Where the build's RUN steps see this machine's npm cache, and the CA file below (build volumes, in no layer). */
+const NPM_CACHE_IN_BUILD = '/var/cache/host-npm';
+const BUILD_FILES_IN_BUILD = '/var/run/kubediff-build';
+
 /**
- * The npmrc the Dockerfile's `npm ci` gets as its build secret: this machine's registry, and the CAs its
- * Node trusts beyond its own (NODE_EXTRA_CA_CERTS: a TLS-inspecting proxy's, as on this project's machines)
- * beside the bases' Mozilla bundle. Written into `dir`; never part of a layer.
+ * The npmrc the Dockerfile's `npm ci` gets as its build secret, written into `dir` with the files it names
+ * (`dir` is mounted at BUILD_FILES_IN_BUILD): this machine's registry; its npm cache (mounted at
+ * NPM_CACHE_IN_BUILD), preferred to the network, since `npm ci` here has just filled it with the very
+ * packages the lockfile pins (integrity-checked again on the way in); and, when this machine's Node trusts
+ * CAs beyond its own (NODE_EXTRA_CA_CERTS: a TLS-inspecting proxy's, as on this project's machines), a CA
+ * file with Node's and those. A file, not `ca[]=` lines: npm passes its settings to the scripts it runs as
+ * environment variables, and one over 128 KiB makes every exec fail (`npm run build` exited with 249).
  */
 async function npmrcSecret(dir: string): Promise<string> {
   const registry = (await run('npm', ['config', 'get', 'registry'], dir)).trim();
-  const lines = [`registry=${registry}`];
+  const lines = [`registry=${registry}`, `cache=${NPM_CACHE_IN_BUILD}`, 'prefer-offline=true'];
   const extra = process.env.NODE_EXTRA_CA_CERTS;
   if (extra && existsSync(extra)) {
-    // `ca` replaces the CAs npm trusts: Node's own, and the machine's extra ones.
+    // `cafile` replaces the CAs npm trusts: Node's own, and the machine's extra ones.
     const pems = new Set([
       ...rootCertificates,
       ...((await readFile(extra, 'utf8')).match(
         /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g,
       ) ?? []),
     ]);
-    for (const pem of pems) lines.push(`ca[]=${JSON.stringify(pem)}`);
+    await writeFile(path.join(dir, 'ca.pem'), `${[...pems].join('\n')}\n`);
+    lines.push(`cafile=${BUILD_FILES_IN_BUILD}/ca.pem`);
   }
   const file = path.join(dir, 'npmrc');
   await writeFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
@@ -77,7 +86,7 @@ async function pruneImages(keep: readonly string[], log: Log): Promise<void> {
     keepIds.add(await buildahOk(['inspect', '--type', 'image', '--format', '{{.FromImageID}}', image]));
   const stale = new Set(
     listed
-      .map((line) => line.split(' '))
+      .map((line) => line.trim().split(/\s+/))
       .filter(
         ([id, name]) =>
           id &&
@@ -101,6 +110,7 @@ export async function ensureImage(log: Log = console.log): Promise<ImageDescript
     const current = JSON.parse(await readFile(imageDescriptionFile, 'utf8')) as ImageDescription;
     if (current.stamp === stamp && (await imageExists(current.image))) {
       log(`image:build: the image is current (${current.image})`);
+      await pruneImages([current.image, current.bases.build, current.bases.runtime], log);
       return current;
     }
   }
@@ -130,6 +140,10 @@ export async function ensureImage(log: Log = console.log): Promise<ImageDescript
       '--tls-verify=false',
       '--secret',
       `id=npmrc,src=${npmrc}`,
+      '--volume',
+      `${(await run('npm', ['config', 'get', 'cache'], repoRoot)).trim()}:${NPM_CACHE_IN_BUILD}`,
+      '--volume',
+      `${secrets}:${BUILD_FILES_IN_BUILD}:ro`,
       '--build-arg',
       `BUILD_IMAGE=${registry.host}/kubediff-base/build@${digest.build}`,
       '--build-arg',

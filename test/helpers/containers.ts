@@ -87,7 +87,13 @@ export function buildahShown(
         new Error(`cannot run buildah (${error.message}): install Debian's buildah package (.ci/run does).`),
       ),
     );
-    child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+    // A build interrupted with this process must not go on without it.
+    const stop = () => child.kill('SIGTERM');
+    process.once('exit', stop);
+    child.once('exit', (code, signal) => {
+      process.off('exit', stop);
+      resolve(code ?? (signal ? 128 : 1));
+    });
   });
 }
 

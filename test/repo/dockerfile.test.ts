@@ -173,13 +173,18 @@ test('the default bases are pinned by digest, and each can be replaced by a buil
   assert.deepEqual([...new Set(froms)].sort(), ['${BUILD_IMAGE}', '${RUNTIME_IMAGE}']);
 });
 
-test("npm's settings for the build come as a secret, which no layer keeps", () => {
+test("npm's settings for the build come as a secret and its cache as a cache mount, which no layer keeps", () => {
   const installs = instructions
     .filter((instruction) => instruction.getKeyword() === 'RUN')
     .map((i) => i.getTextContent())
     .filter((run) => /\bnpm\s+ci\b/.test(run));
   assert.equal(installs.length, 2);
-  for (const run of installs) assert.match(run, /^RUN --mount=type=secret,id=npmrc,target=\/root\/\.npmrc /);
+  for (const run of installs)
+    assert.match(
+      run,
+      /^RUN --mount=type=secret,id=npmrc,target=\/root\/\.npmrc --mount=type=cache,target=\/root\/\.npm /,
+      "npm's cache a cache mount too: in no layer",
+    );
   assert.doesNotMatch(
     text,
     /^(COPY|ADD)[^\n]*npmrc|^ARG[^\n]*(TOKEN|npmrc)/im,
