@@ -5,8 +5,10 @@
 // - Node.js, from the manifest of the npm package its binary came from (/nodejs/package.json);
 // - every npm package under /app/node_modules (nested ones too), from its package.json;
 // - kubediff itself (/app/package.json) as the BOM's subject.
-// Writes .cache/image/sbom.cdx.json. test/integration/release-image.test.ts checks it against `npm sbom`
-// and against the bases' package list.
+// Writes .cache/image/sbom.cdx.json; test/integration/release-artifacts.test.ts checks it against the
+// lockfile and the bases' package list. `--tree <dir>` prints the SBOM of an npm install in <dir> instead
+// (the release workflow's, for the single executable: `npm sbom --omit dev` leaves out packages that dev
+// dependencies use too).
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
@@ -107,15 +109,28 @@ export async function imageSbom(
   rootfs: string,
   subject: { name: string; digest?: string },
 ): Promise<CycloneDxBom> {
-  const app = JSON.parse(await readFile(path.join(rootfs, 'app/package.json'), 'utf8')) as Manifest;
   const components = await debianComponents(rootfs);
   const nodeManifest = path.join(rootfs, 'nodejs/package.json');
   if (existsSync(nodeManifest)) {
     const node = npmComponent(JSON.parse(await readFile(nodeManifest, 'utf8')) as Manifest);
     if (node) components.push({ ...node, type: 'application', description: 'Node.js (/nodejs/bin/node)' });
   }
+  return treeSbom(path.join(rootfs, 'app'), subject, components, 'container');
+}
+
+/**
+ * The SBOM of an installed npm tree (`dir`/package.json, `dir`/node_modules), e.g. what the single
+ * executable carries, after `components` found elsewhere.
+ */
+export async function treeSbom(
+  dir: string,
+  subject: { name: string; digest?: string },
+  components: SbomComponent[] = [],
+  type: SbomComponent['type'] = 'application',
+): Promise<CycloneDxBom> {
+  const app = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as Manifest;
   const npm = new Map<string, SbomComponent>();
-  await npmComponents(path.join(rootfs, 'app/node_modules'), npm);
+  await npmComponents(path.join(dir, 'node_modules'), npm);
   components.push(...[...npm.values()].sort((a, b) => a['bom-ref'].localeCompare(b['bom-ref'])));
   return {
     bomFormat: 'CycloneDX',
@@ -135,7 +150,7 @@ export async function imageSbom(
         ],
       },
       component: {
-        type: 'container',
+        type,
         'bom-ref': subject.digest ? `${subject.name}@${subject.digest}` : subject.name,
         name: subject.name,
         version: subject.digest ?? app.version ?? '',
@@ -162,6 +177,14 @@ export async function withImageRootfs<T>(
 
 if (import.meta.main) {
   try {
+    const tree = process.argv.indexOf('--tree');
+    if (tree !== -1) {
+      // `node scripts/image-sbom.ts --tree <dir>`: the SBOM of an npm install there, on stdout.
+      const dir = process.argv[tree + 1];
+      if (!dir) throw new Error('image:sbom: --tree needs the folder of an npm install.');
+      console.log(JSON.stringify(await treeSbom(path.resolve(dir), { name: 'kubediff' }), null, 2));
+      process.exit();
+    }
     if (!existsSync(imageDescriptionFile))
       throw new Error('image:sbom: no image is built yet: run `npm run image:build` first.');
     const built = JSON.parse(await readFile(imageDescriptionFile, 'utf8')) as ImageDescription;
