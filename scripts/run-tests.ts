@@ -32,7 +32,9 @@ import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { buildDist } from './build.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
 import { ensureHelm } from './helm-build.ts';
+import { ensureImage } from './image-build.ts';
 import { ensureKwok } from './kwok-build.ts';
+import { ensureReleaseTool } from './release-tools-build.ts';
 import { serverNeeds } from './test-needs.ts';
 import { startTestServers, type TestServers } from './test-servers.ts';
 
@@ -159,10 +161,11 @@ async function main(): Promise<number> {
       (file) => !SERVERLESS_FOLDERS.some((folder) => normalized(file).startsWith(folder)),
     );
     const startingCluster = (async () => {
-      // helm, for the tests of the Helm chart, is built on demand and cached like the control plane.
-      if (!process.env.KUBEDIFF_TEST_HELM && files.some(needsHelm)) await ensureHelm(log);
-      // kwok, for the pod plane of the tests whose pods must run, likewise.
-      if (serverNeeds(files).kwok) await ensureKwok(log);
+      // The tools some test files use (helm, kwok, actionlint, cosign, the registry, the image) are built on
+      // demand and cached like the control plane.
+      for (const { pattern, build } of ON_DEMAND_BUILDS) {
+        if (files.some((file) => uses(file, pattern))) await build(log);
+      }
       if (!needsCluster) return undefined;
       if (
         !useExistingCluster() &&
@@ -228,10 +231,29 @@ function normalized(file: string): string {
   return path.relative(repoRoot, path.resolve(repoRoot, file)).split(path.sep).join('/');
 }
 
-/** A test file that renders the Helm chart (test/helpers/deploy.ts, helm()). */
-function needsHelm(file: string): boolean {
+/**
+ * What a test file calls that needs a build first: helm (test/helpers/deploy.ts, helm()), actionlint
+ * (test/repo/workflows.test.ts), the image (test/helpers/containers.ts, builtImage(), which needs the
+ * registry too), the registry (test/helpers/registry.ts) and cosign.
+ */
+const ON_DEMAND_BUILDS: { pattern: RegExp; build: (log: (message: string) => void) => Promise<unknown> }[] = [
+  {
+    pattern: /\bhelm(DryRun)?\(/,
+    build: async (log) => {
+      if (!process.env.KUBEDIFF_TEST_HELM) await ensureHelm(log);
+    },
+  },
+  { pattern: /\bstartPodPlane\(/, build: (log) => ensureKwok(log) },
+  { pattern: /\bactionlint\(/, build: (log) => ensureReleaseTool('actionlint', log) },
+  { pattern: /\bstartRegistry\(/, build: (log) => ensureReleaseTool('registry', log) },
+  { pattern: /\bcosign\(/, build: (log) => ensureReleaseTool('cosign', log) },
+  { pattern: /\bbuiltImage\(/, build: (log) => ensureImage(log) },
+];
+
+/** Whether a test file's text matches `pattern`. */
+function uses(file: string, pattern: RegExp): boolean {
   try {
-    return /\bhelm(DryRun)?\(/.test(readFileSync(path.join(repoRoot, file), 'utf8'));
+    return pattern.test(readFileSync(path.join(repoRoot, file), 'utf8'));
   } catch {
     return false;
   }

@@ -159,3 +159,35 @@ test('everything copied from the build context exists and is not left out by .do
   for (const needed of ['bin', 'src', 'package.json']) assert.ok(allowed.includes(needed), needed);
   assert.ok(!allowed.includes('node_modules') && !allowed.includes('test'), 'no host node_modules, no tests');
 });
+
+test('the default bases are pinned by digest, and each can be replaced by a build argument', () => {
+  for (const name of ['BUILD_IMAGE', 'RUNTIME_IMAGE']) {
+    assert.match(
+      args.get(name) ?? '',
+      /^[^@\s]+:[^@\s]+@sha256:[0-9a-f]{64}$/,
+      `${name}: a tag and its digest`,
+    );
+  }
+  const froms = dockerfile.getFROMs().map((from) => from.getImageName());
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own ${…} references
+  assert.deepEqual([...new Set(froms)].sort(), ['${BUILD_IMAGE}', '${RUNTIME_IMAGE}']);
+});
+
+test("npm's settings for the build come as a secret and its cache as a cache mount, which no layer keeps", () => {
+  const installs = instructions
+    .filter((instruction) => instruction.getKeyword() === 'RUN')
+    .map((i) => i.getTextContent())
+    .filter((run) => /\bnpm\s+ci\b/.test(run));
+  assert.equal(installs.length, 2);
+  for (const run of installs)
+    assert.match(
+      run,
+      /^RUN --mount=type=secret,id=npmrc,target=\/root\/\.npmrc --mount=type=cache,target=\/root\/\.npm /,
+      "npm's cache a cache mount too: in no layer",
+    );
+  assert.doesNotMatch(
+    text,
+    /^(COPY|ADD)[^\n]*npmrc|^ARG[^\n]*(TOKEN|npmrc)/im,
+    'no npmrc copied or passed as an argument',
+  );
+});
