@@ -42,7 +42,7 @@ import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-plat
 import { binaryHeaders, eventAttributes, structuredCloudEvent } from '../../src/sinks/cloudevents.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
-import { compileLayout, renderLayout } from '../../src/sinks/layout.ts';
+import { prepareLayout, renderLayout } from '../../src/sinks/layout.ts';
 import { eventRecord } from '../../src/sinks/otlp-records.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
@@ -145,7 +145,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     retain: 2,
     onEvict: (event) => deadLetters.writeEvents('slack', 'evicted', [event]),
   });
-  const layout = compileLayout('{ "text": type & " " & object.name & " " & $string(changes), "by": by }');
+  const layout = await prepareLayout('{ "text": type & " " & object.name & " " & $string(changes), "by": by }');
   // Rendered one at a time after the run, as the sink does (evaluations at once would share the time limit).
   const layoutInputs: unknown[] = [];
   const emit = (event: ChangeEvent) => {
