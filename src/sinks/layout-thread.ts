@@ -3,8 +3,9 @@
 // end without turning the event loop, and reads its clock only between its steps: a runaway expression
 // (a loop, a regular expression that backtracks without end) would hold the whole process. Here it holds
 // only the worker, which is stopped (terminated) when an evaluation runs over LAYOUT_LIMITS.timeout of
-// its thread's CPU time (wall time before Node 24.6); the next evaluation gets a new worker. One thread per sink that has a layout, started on its first request;
-// this module is imported only when a layout is configured.
+// its thread's CPU time (wall time before Node 24.6); the next evaluation gets a new worker. One thread
+// per sink that has a layout, started on its first request; this module is imported only when a layout
+// is configured.
 import { Worker } from 'node:worker_threads';
 import { formatDuration } from '../util/duration.ts';
 import { formatSize } from '../util/size.ts';
