@@ -630,3 +630,90 @@ describe('no configured credential reaches a log line or a dead letter, whatever
     ]);
   });
 });
+
+describe('no configured credential reaches a sink’s name or what a receiver rejects (in-process)', () => {
+  it('a sink named after its secret URL, beside a sink whose own credentials do not hold it; an OTLP partial success quoting the request', async () => {
+    const random = seededRandom(38);
+    const credential = (length = 24) => credentialValue(random, length);
+    const receivers: HttpReceiver[] = [];
+    after(() => Promise.all(receivers.map((receiver) => receiver.close())));
+    const headers = { authorization: `Bearer ${credential()}`, 'x-api-key': credential() };
+    // A collector that takes the request but rejects its records, saying why with the request's headers.
+    const collector = await HttpReceiver.start({
+      respond: (request) => ({
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          partialSuccess: {
+            rejectedLogRecords: '1',
+            errorMessage: `rejected for ${JSON.stringify(request.headers)}`,
+          },
+        }),
+      }),
+    });
+    receivers.push(collector);
+    // A receiver that refuses every request with 400 (not retried).
+    const refusing = await HttpReceiver.start({ defaultReply: { status: 400, body: 'no' } });
+    receivers.push(refusing);
+    const hookSecret = credential();
+    const quick = { retry: { maxAttempts: 1, initialDelayMs: 10, maxDelayMs: 20 }, timeoutMs: 5_000 };
+    const specs: SinkSpec[] = [
+      // Named with the secret part of the other sink's URL: the credentials of this sink do not hold it.
+      { type: 'webhook', name: `hook /named/${hookSecret}`, url: refusing.url('/plain'), ...quick },
+      { type: 'webhook', url: refusing.url(`/named/${hookSecret}`), ...quick },
+      {
+        type: 'otlp',
+        endpoint: collector.url('/'),
+        protocol: 'http/json',
+        headers,
+        batchMaxEvents: 1,
+        ...quick,
+      },
+    ];
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-credential-names-'));
+    dirs.push(dir);
+    const deadLetterPath = path.join(dir, 'dead.jsonl');
+    const log = memoryLog();
+    const sinks = await createSinks(specs, {
+      log,
+      stdout: new Writable({ write: (_chunk, _encoding, done) => done() }),
+      deadLetterFile: deadLetterPath,
+      userAgent: 'kubediff/test',
+    });
+    const names = sinks.router.sinks.map((sink) => sink.name);
+    sinks.router.deliver(sampleEvent({ id: 'u-1:1', object: { name: 'cm-1' } }));
+    const reports = await sinks.router.close(60_000);
+    for (const file of sinks.deadLetterFiles) file.close();
+
+    assert.equal(refusing.requests.length, 2, 'both webhooks sent the event');
+    assert.ok(
+      collector.requests.some((request) => JSON.stringify(request.headers).includes(CANARY)),
+      'the collector was sent the credentials (and quoted them)',
+    );
+    const logged = log.lines.join('\n');
+    await assertNoLeaks([
+      {
+        name: 'sink names (logs, /metrics, /readyz)',
+        read: () => names.join('\n'),
+        expect: 'hook <credential>',
+      },
+      { name: 'shutdown reports', read: () => JSON.stringify(reports), expect: '"name":"hook <credential>"' },
+      {
+        name: 'the named sink’s log line',
+        read: () => logged,
+        expect: /^warn: hook <credential>: HTTP 400 /m,
+      },
+      {
+        name: 'log lines',
+        read: () => logged,
+        expect: /rejected 1 event of these 1 event without saying which: rejected for .*<credential>/,
+      },
+      fileSource('dead-letter file: the named sink', deadLetterPath, '"sink":"hook <credential>"'),
+      fileSource(
+        'dead-letter file: the rejected batch',
+        deadLetterPath,
+        /"reason":"the receiver rejected [^\n]*<credential>/,
+      ),
+    ]);
+  });
+});
