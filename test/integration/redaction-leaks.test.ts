@@ -760,6 +760,37 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     await assertNoLeaks([{ name: 'stderr', read: () => result.stderr, expect: /<credential>/ }]);
   });
 
+  it('nor by the other commands that open PostgreSQL: history, migrate, ui (issue 36)', async () => {
+    const server = await startEchoingPostgres();
+    after(() => server.close());
+    const password = credentialValue(seededRandom(39), 24);
+    const state = `postgres://kubediff@127.0.0.1:${server.port}/db`;
+    const commands = [
+      ['history', '--state', state],
+      ['migrate', '--state', state],
+      ['ui', '--state', state, '--listen', '127.0.0.1:0'],
+    ];
+    const results: string[] = [];
+    for (const args of commands) {
+      const result = await runKubediffToCompletion(args, { env: { PGPASSWORD: password } });
+      assert.equal(result.code, 2, `${args[0]}: ${result.stderr}`);
+      results.push(`${args[0]}: ${result.stdout}\n${result.stderr}`);
+    }
+    assert.deepEqual(
+      server.passwords,
+      [password, password, password],
+      'each was sent the password (and echoed it)',
+    );
+    await assertNoLeaks(
+      results.map((output, index) => ({
+        name: `kubediff ${commands[index]?.[0]}`,
+        read: () => output,
+        expect:
+          /refused the credentials \(password authentication failed: "<credential>" is not the password\)/,
+      })),
+    );
+  });
+
   it('kubectl apply twice: the last-applied copy of a ConfigMap holds its `redact:` rule (issue 27)', async () => {
     const namespace = await admin.createNamespace('leaks-apply');
     const config = path.join(dir, 'apply.yaml');
