@@ -1,17 +1,19 @@
 // `--admission-listen`: the HTTPS endpoint of a validating admission webhook that never rejects
 // (docs/who.md). Every AdmissionReview is answered `allowed: true` as soon as its body is read, with no
 // patch and no warning; only then is the review turned into a record for the join: what names the write
-// (admission-review.ts) and the digest of the object it produces, normalized as the watch stores that
-// type (`digest`, src/events/admission-digests.ts). The object is dropped with the body. Reviews kubediff
-// has no use for are counted and dropped: dry runs, CONNECT, subresource creates without the object's
-// uid, resources kubediff does not watch.
+// (admission-review.ts) and what it can be checked by (the digest of the object it produces, normalized as
+// the watch stores that type; a DELETE's, of its old object; a scale's replicas: `digest`,
+// src/events/admission-digests.ts). The objects are dropped with the body. Reviews kubediff has no use for
+// are counted and dropped: dry runs, CONNECT, subresource creates without the object's uid, resources
+// kubediff does not watch, and objects that cannot be digested (nested too deep: such a review cannot be
+// checked, and one that cannot be checked is what a forger would post).
 //
 // Authentication, TLS reloading and the bounds are the audit webhook's (webhook-listener.ts): a body
 // larger than `maxRequestBytes` is refused (413) and at most MAX_CONCURRENT_REQUESTS are read at once
 // (503 beyond it); the API server's failurePolicy Ignore lets the write through either way, without user.
 
+import type { WriteChecks } from '../events/admission-digests.ts';
 import type { AdmissionRecord } from '../events/admission-match.ts';
-import { errorMessage } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import {
@@ -29,10 +31,10 @@ import type { WebhookOutcome } from './webhook-outcomes.ts';
 export interface AdmissionServerOptions extends WebhookEndpoint {
   reloadIntervalMs?: number;
   /**
-   * The digest of the object a write produces, as the watch stores its type; `{}` when it cannot be told
-   * (a subresource, another version); undefined when kubediff does not watch the resource.
+   * What the review can be checked by (admission-digests.ts); `{}` when nothing (a `status` write, another
+   * version); undefined when kubediff does not watch the resource. May throw (an object nested too deep).
    */
-  digest(write: ReviewedWrite): { digest?: string } | undefined;
+  digest(write: ReviewedWrite): WriteChecks | undefined;
   /** Where the records go (the join, and the peers). */
   onRecords: (records: AdmissionRecord[]) => void;
   /** What the other replicas post (--peers), when they are configured. */
@@ -154,33 +156,42 @@ export class AdmissionServer {
       return;
     }
     const { write } = reading;
-    let verdict: { digest?: string } | undefined;
+    let checks: WriteChecks | undefined;
     try {
-      verdict = options.digest(write);
+      checks = options.digest(write);
     } catch (error) {
-      // An object the normalizer cannot take (nested too deep, say) is still a write: unverifiable.
-      options.log.debug(`admission webhook: cannot digest a reviewed object: ${errorMessage(error)}`);
-      verdict = {};
+      // Dropped, not kept unchecked: a review that cannot be checked is what a forger wants.
+      if (this.ignore('digest_failed') === 1) {
+        options.log.warn(
+          'admission webhook: dropped a review whose object cannot be digested ' +
+            `(${error instanceof RangeError ? 'nested too deep' : 'not an object kubediff can read'}): it names nobody. ` +
+            'Counted in kubediff_admission_reviews_ignored_total{reason="digest_failed"}; logged once.',
+        );
+      }
+      return;
     }
-    if (verdict === undefined) {
+    if (checks === undefined) {
       this.ignore('not_watched');
       return;
     }
-    options.onRecords([admissionRecordOf(reading.requestUID, write, verdict.digest, now)]);
+    options.onRecords([admissionRecordOf(reading.requestUID, write, checks, now)]);
   }
 
-  private ignore(reason: IgnoreReason): void {
-    this.ignored.set(reason, (this.ignored.get(reason) ?? 0) + 1);
+  /** Counts a review ignored; returns how many were for that reason. */
+  private ignore(reason: IgnoreReason): number {
+    const count = (this.ignored.get(reason) ?? 0) + 1;
+    this.ignored.set(reason, count);
+    return count;
   }
 }
 
 export { IGNORE_REASONS };
 
-/** What the join keeps of a review: names, uids, versions, the user, the digest; never the object. */
+/** What the join keeps of a review: names, uids, versions, the user, what it is checked by; never an object. */
 export function admissionRecordOf(
   reviewUID: string,
   write: ReviewedWrite,
-  digest: string | undefined,
+  checks: WriteChecks,
   time: number,
 ): AdmissionRecord {
   return {
@@ -193,7 +204,9 @@ export function admissionRecordOf(
     ...(write.name ? { name: write.name } : {}),
     uid: write.uid,
     ...(write.oldResourceVersion ? { oldResourceVersion: write.oldResourceVersion } : {}),
-    ...(digest ? { digest } : {}),
+    ...(checks.digest ? { digest: checks.digest } : {}),
+    ...(checks.oldDigest ? { oldDigest: checks.oldDigest } : {}),
+    ...(checks.replicas !== undefined ? { replicas: checks.replicas } : {}),
     user: write.user,
     time,
   };
