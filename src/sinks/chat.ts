@@ -236,6 +236,7 @@ export class ChatSink extends HttpSink {
           },
           timeoutMs: this.timeoutMs,
           signal: this.clock.deadlineSignal,
+          credentials: this.credentials,
         },
       );
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
