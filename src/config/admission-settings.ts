@@ -26,10 +26,7 @@ export interface AdmissionSettings extends WebhookEndpoint {
   maxRecords: number;
 }
 
-export const ADMISSION_DEFAULTS = {
-  maxRecords: 50_000,
-  maxRequestBytes: 8 * 1024 * 1024,
-} as const;
+export const ADMISSION_DEFAULTS = { maxRecords: 50_000 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -38,6 +35,8 @@ export function admissionSettingsFrom(
   flags: RawAdmissionFlags,
   file: ConfigInput['admission'] | undefined,
   env: Env,
+  /** A body's bound unless admission.maxRequestSize is given: its share of the heap (util/memory-budget.ts). */
+  defaultRequestBytes: number,
 ): AdmissionSettings | undefined {
   const endpoint = webhookEndpointFrom('admission', {
     flags: {
@@ -80,7 +79,7 @@ export function admissionSettingsFrom(
     maxRequestBytes:
       file?.maxRequestSize !== undefined
         ? parseSize('admission.maxRequestSize', file.maxRequestSize)
-        : ADMISSION_DEFAULTS.maxRequestBytes,
+        : defaultRequestBytes,
   };
 }
 

@@ -7,13 +7,14 @@
 // uid, resources kubediff does not watch.
 //
 // Authentication, TLS reloading and the bounds are the audit webhook's (webhook-listener.ts): a body
-// larger than `maxRequestBytes` is refused (413) and at most MAX_CONCURRENT_REQUESTS are read at once
+// larger than `maxRequestBytes` is refused (413) and at most ADMISSION_CONCURRENT_REQUESTS are read at once
 // (503 beyond it); the API server's failurePolicy Ignore lets the write through either way, without user.
 
 import type { AdmissionRecord } from '../events/admission-match.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
+import { ADMISSION_CONCURRENT_REQUESTS } from '../util/memory-budget.ts';
 import {
   AdmissionBodyError,
   allowedAnswer,
@@ -42,9 +43,6 @@ export interface AdmissionServerOptions extends WebhookEndpoint {
   log: Logger;
   now?: () => number;
 }
-
-/** Each write of the cluster is one request: more at once than the audit webhook's batches, smaller. */
-const MAX_CONCURRENT_REQUESTS = 8;
 
 /**
  * A review's body arrives at once: the API server waits at most the webhook's timeoutSeconds (2 in
@@ -84,7 +82,7 @@ export class AdmissionServer {
       flag: '--admission-listen',
       requestsMetric: 'kubediff_admission_reviews_total',
       ...endpointOf(options),
-      maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
+      maxConcurrentRequests: ADMISSION_CONCURRENT_REQUESTS,
       bodyTimeoutMs: BODY_TIMEOUT_MS,
       slowBodyMs: SLOW_BODY_MS,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
