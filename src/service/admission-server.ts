@@ -24,11 +24,13 @@ import {
   readAdmissionReview,
 } from './admission-review.ts';
 import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
-import { WebhookListener, type WebhookRoute } from './webhook-listener.ts';
+import { type CertificateSource, WebhookListener, type WebhookRoute } from './webhook-listener.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
 export interface AdmissionServerOptions extends WebhookEndpoint {
   reloadIntervalMs?: number;
+  /** The serving certificate, when kubediff manages it (managed-certificate.ts), instead of files. */
+  certificate?: CertificateSource | undefined;
   /**
    * The digest of the object a write produces, as the watch stores its type; `{}` when it cannot be told
    * (a subresource, another version); undefined when kubediff does not watch the resource.
@@ -82,6 +84,7 @@ export class AdmissionServer {
       flag: '--admission-listen',
       requestsMetric: 'kubediff_admission_reviews_total',
       ...endpointOf(options),
+      certificate: options.certificate,
       maxConcurrentRequests: ADMISSION_CONCURRENT_REQUESTS,
       bodyTimeoutMs: BODY_TIMEOUT_MS,
       slowBodyMs: SLOW_BODY_MS,

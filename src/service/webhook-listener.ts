@@ -11,7 +11,9 @@
 // (both mount the same Secret), so no other secret has to be shared.
 //
 // The certificate, key and CA files are read again when they change (a cert-manager renewal, a rotated
-// Secret), checked every `reloadIntervalMs`; a new set that does not load keeps the old one.
+// Secret), checked every `reloadIntervalMs`; a new set that does not load keeps the old one. With a
+// `certificate` source instead of files (a certificate kubediff manages, managed-certificate.ts), the
+// certificate and key are the source's, taken each time it says they changed.
 //
 // Bounded: a body larger than `maxRequestBytes` is refused (413) without being read further, and at most
 // `maxConcurrentRequests` bodies are read at once (503 beyond it), so what requests hold in memory is at
@@ -64,7 +66,15 @@ export interface WebhookRoute {
   receive(body: Buffer): WebhookAnswer;
 }
 
+/** A serving certificate and key held in memory, instead of certFile and keyFile. */
+export interface CertificateSource {
+  readonly current: { cert: Buffer; key: Buffer };
+  onChange(listener: (served: { cert: Buffer; key: Buffer }) => void): void;
+}
+
 export interface WebhookListenerOptions extends WebhookEndpoint {
+  /** The serving certificate and key, instead of certFile and keyFile. */
+  certificate?: CertificateSource | undefined;
   /** How log lines name it: 'audit webhook'. */
   name: string;
   /** The config block its settings come from, in messages: 'audit' (audit.certFile, …). */
@@ -197,6 +207,7 @@ export class WebhookListener {
     const interval = options.reloadIntervalMs ?? WEBHOOK_RELOAD_INTERVAL_MS;
     instance.reloadTimer = setInterval(() => instance.reloadIfChanged(), interval);
     instance.reloadTimer.unref();
+    options.certificate?.onChange(() => instance.reload());
     return instance;
   }
 
@@ -251,6 +262,11 @@ export class WebhookListener {
     const stamp = stampOf(this.options);
     if (stamp === this.fileStamp) return;
     this.fileStamp = stamp;
+    this.reload();
+  }
+
+  /** Takes the certificate, key and CA as they are now; a set that does not load keeps the one in use. */
+  private reload(): void {
     try {
       const files = readTlsFiles(this.options);
       const fingerprint = fingerprintOf(files.cert);
@@ -538,9 +554,10 @@ function readTlsFiles(options: WebhookListenerOptions): TlsFiles {
       );
     }
   };
+  const served = options.certificate?.current;
   return {
-    cert: read(options.certFile, 'certFile'),
-    key: read(options.keyFile, 'keyFile'),
+    cert: served ? served.cert : read(options.certFile ?? '', 'certFile'),
+    key: served ? served.key : read(options.keyFile ?? '', 'keyFile'),
     ...(options.clientCAFile ? { ca: read(options.clientCAFile, 'clientCAFile') } : {}),
   };
 }
