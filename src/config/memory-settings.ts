@@ -46,8 +46,13 @@ export function withSinkMemory(
   return sinks.map((spec): SinkSpec => {
     const stories =
       typeof spec.stories === 'object' ? { stories: { ...spec.stories, maxOpenBytes: storyBytes } } : {};
+    // A queue's bound is set only below the sink's own default (its maximum): on a large heap, as before.
     if (spec.type === 'stdout') return { ...spec, ...stories };
-    if (isChat(spec)) return { ...spec, ...stories, queueMaxBytes: each.chatQueueBytes };
+    if (isChat(spec)) {
+      const below = each.chatQueueBytes < SINK_SPLIT.queue.chatMaxBytes;
+      return { ...spec, ...stories, ...(below ? { queueMaxBytes: each.chatQueueBytes } : {}) };
+    }
+    if (each.queueBytes >= SINK_SPLIT.queue.maxBytes) return { ...spec, ...stories };
     const queue = 'queue' in spec ? spec.queue : undefined;
     return { ...spec, ...stories, queue: { ...queue, maxBytes: each.queueBytes } } as SinkSpec;
   });

@@ -76,7 +76,7 @@ describe('the memory bounds in force', () => {
       webhook?.type === 'webhook' && typeof webhook.stories === 'object' && webhook.stories.maxOpenBytes,
       Math.floor(part * 0.25),
     );
-    assert.equal(slack?.type === 'slack' && slack.queueMaxBytes, 16 * MiB);
+    assert.equal(slack?.type === 'slack' && slack.queueMaxBytes, undefined, 'its own default, 16 MiB');
     assert.equal(kafka?.type === 'kafka' && kafka.queue?.maxBytes, Math.floor(part * 0.75));
   });
 
