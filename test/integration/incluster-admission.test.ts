@@ -6,20 +6,16 @@
 //   matchPolicy Equivalent, every resource and */scale, kubediff's namespace, dry runs, leases, events,
 //   endpoints and review APIs excluded (its CEL compiled by the server); the Service it calls, the
 //   headless Service of the peers, the arguments, the Secret's mount and the NetworkPolicy rule;
-// - the certificate: cert-manager's (the admission-cert-manager component, Helm certificate=certManager)
-//   names the Secret the pods mount; Helm's own (certificate=generate) is signed by the caBundle's CA for
-//   the Service's name, and kubediff serves the webhook with the chart's arguments and that Secret's files;
+// - the certificate: the one kubediff manages (the admission-managed-certificate component, Helm's default
+//   certificate=managed): an empty Secret, the arguments that name it, the Service and the webhook, and
+//   rights on those two objects alone, by name; no caBundle rendered (kubediff sets it:
+//   admission-managed-certificate.test.ts); cert-manager's (the admission-cert-manager component) names
+//   the Secret the pods mount;
 // - installed on a real API server with nothing behind it (no kubediff, no Service), the chart's webhook
 //   lets every write through: failurePolicy Ignore, as the API server's own metrics show.
 import assert from 'node:assert/strict';
-import { X509Certificate } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Agent, request } from 'undici';
 import { needsSharedEtcd, startAdmissionApiserver } from '../helpers/admission-apiserver.ts';
-import { runKubediff, WATCHING, watchArgs } from '../helpers/cli.ts';
 import {
   applyObjects,
   deployOverlay,
@@ -63,6 +59,45 @@ function assertNoAdmission(objects: readonly Manifest[], source: string): void {
   assert.ok(!podSpec(objects).volumes.some((volume: { name: string }) => volume.name === 'admission-tls'));
 }
 
+/** The certificate kubediff manages: the empty Secret, and get/update of it, get/patch of the webhook, by name. */
+function assertManagedCertificate(
+  objects: readonly Manifest[],
+  source: string,
+  /** `object`: the Secret's name as rendered (kustomize suffixes it, but not the names in rules and arguments). */
+  expected: { secret: string; object: string; webhook: string },
+): void {
+  const secret = objects.find(
+    (object) => object.kind === 'Secret' && object.metadata.name === expected.object,
+  );
+  assert.ok(secret, `${source}: the Secret ${expected.object}`);
+  assert.equal(secret.data, undefined, `${source}: applied empty (kubediff fills it)`);
+  const rules = (kind: string) =>
+    objects.filter((object) => object.kind === kind).flatMap((object) => object.rules as Manifest[]);
+  assert.ok(
+    rules('Role').some(
+      (rule) =>
+        rule.resources.includes('secrets') &&
+        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.secret]) &&
+        JSON.stringify(rule.verbs) === JSON.stringify(['get', 'update']),
+    ),
+    `${source}: get and update of that Secret alone`,
+  );
+  assert.ok(
+    rules('ClusterRole').some(
+      (rule) =>
+        rule.resources.includes('validatingwebhookconfigurations') &&
+        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.webhook]) &&
+        JSON.stringify(rule.verbs) === JSON.stringify(['get', 'patch']),
+    ),
+    `${source}: get and patch of that webhook configuration alone`,
+  );
+  assert.equal(
+    webhooks(objects)[0]?.webhooks[0].clientConfig.caBundle,
+    undefined,
+    `${source}: no caBundle rendered`,
+  );
+}
+
 /** The webhook as the API server stores it, the Services, the arguments, the mount, the policy rule. */
 function assertAdmission(
   objects: readonly Manifest[],
@@ -73,7 +108,8 @@ function assertAdmission(
     service: string;
     /** The headless Service, and the name --peers gives it (kustomize does not rename inside arguments). */
     peers: { service: string; argument: string };
-    secret: string;
+    /** The certificate's arguments. */
+    certificate: string[];
   },
 ): { webhook: Manifest; rule: Manifest } {
   const [configuration, ...others] = webhooks(objects);
@@ -146,14 +182,13 @@ function assertAdmission(
       assert.equal(podLabels[key], value, `${source}: ${selecting.metadata.name} selects the pods (${key})`);
   }
   assert.deepEqual(
-    [...argsOf(objects, '--admission'), ...argsOf(objects, '--peers')],
     [
       '--admission-listen=:9443',
-      '--admission-cert=/etc/kubediff-admission/tls.crt',
-      '--admission-key=/etc/kubediff-admission/tls.key',
+      ...expected.certificate.filter((arg) => arg.startsWith('--admission')),
       '--admission-allow-unauthenticated',
       `--peers=${expected.peers.argument}.$(POD_NAMESPACE).svc:9443`,
-    ],
+    ].sort(),
+    [...argsOf(objects, '--admission'), ...argsOf(objects, '--peers')].sort(),
     `${source}: the arguments`,
   );
   const main = container(objects);
@@ -165,12 +200,11 @@ function assertAdmission(
     main.ports.find((port: { name: string }) => port.name === 'admission'),
     { name: 'admission', containerPort: 9443, protocol: 'TCP' },
   );
-  assert.deepEqual(
+  assert.equal(
     main.volumeMounts.find((mount: { name: string }) => mount.name === 'admission-tls'),
-    { name: 'admission-tls', mountPath: '/etc/kubediff-admission', readOnly: true },
+    undefined,
+    `${source}: nothing mounted: kubediff reads its Secret through the API`,
   );
-  const volume = podSpec(objects).volumes.find((entry: { name: string }) => entry.name === 'admission-tls');
-  assert.equal(volume?.secret.secretName, expected.secret, `${source}: the Secret`);
   const rule = policyRules(objects).find((entry) => entry.ports?.[0]?.port === 9443);
   assert.ok(rule, `${source}: the policy opens the webhook port`);
   return { webhook, rule };
@@ -200,15 +234,25 @@ describe('the admission webhook in deploy/ and the chart', () => {
     assertNoAdmission((await helmDryRun(kubeconfig, uniqueName('kd'), namespace)) as Manifest[], 'Helm');
   });
 
-  test('the admission component, as the API server stores it; with cert-manager, the Secret the pods mount', async () => {
-    const made = await overlay(['admission']);
+  test('the admission component with its managed certificate, as the API server stores it; with cert-manager, the Secret the pods mount', async () => {
+    const made = await overlay(['admission', 'admission-managed-certificate']);
     const objects = (await serverDryRun(kubeconfig, made)) as Manifest[];
     const { rule } = assertAdmission(objects, 'deploy/components/admission', {
       namespace,
       namespaceByName: false,
       service: `kubediff-admission${made.suffix}`,
       peers: { service: `kubediff-peers${made.suffix}`, argument: 'kubediff-peers' },
-      secret: 'kubediff-admission-tls',
+      // kustomize does not rename inside arguments and resourceNames (docs/who.md: patch them with a suffix).
+      certificate: [
+        '--admission-cert-secret=kubediff-admission-certificate',
+        '--admission-service=kubediff-admission',
+        '--admission-webhook-config=kubediff-who',
+      ],
+    });
+    assertManagedCertificate(objects, 'deploy/components/admission-managed-certificate', {
+      secret: 'kubediff-admission-certificate',
+      object: `kubediff-admission-certificate${made.suffix}`,
+      webhook: 'kubediff-who',
     });
     assert.equal(
       rule.from,
@@ -230,9 +274,14 @@ describe('the admission webhook in deploy/ and the chart', () => {
     const webhook = documents.find((text) => text.includes('kind: ValidatingWebhookConfiguration'));
     assert.match(webhook ?? '', /cert-manager.io\/inject-ca-from: kubediff\/kubediff-admission\n/);
     assert.match(certificate ?? '', new RegExp(`name: kubediff-admission${withCertManager.suffix}\n`));
+    // The pods mount that Secret and serve its files.
+    const deployment = documents.find((text) => text.includes('kind: Deployment'));
+    assert.match(deployment ?? '', /- --admission-cert=\/etc\/kubediff-admission\/tls\.crt\n/);
+    assert.match(deployment ?? '', /secretName: kubediff-admission-tls\n/);
+    assert.doesNotMatch(deployment ?? '', /--admission-cert-secret/);
   });
 
-  test("Helm admission.enabled: the same, and a certificate the caBundle's CA signed for the Service's name", async () => {
+  test('Helm admission.enabled: the same, with the certificate kubediff manages', async () => {
     const release = uniqueName('kd');
     const objects = (await helmDryRun(kubeconfig, release, namespace, [
       '--set',
@@ -246,22 +295,22 @@ describe('the admission webhook in deploy/ and the chart', () => {
       namespaceByName: true,
       service,
       peers: { service: `${release}-kubediff-peers`, argument: `${release}-kubediff-peers` },
-      secret: `${release}-kubediff-admission-tls`,
+      certificate: [
+        `--admission-cert-secret=${release}-kubediff-admission-certificate`,
+        `--admission-service=${service}`,
+        `--admission-webhook-config=${release}-kubediff-${namespace}-who`,
+      ],
     });
+    assertManagedCertificate(objects, 'Helm', {
+      secret: `${release}-kubediff-admission-certificate`,
+      object: `${release}-kubediff-admission-certificate`,
+      webhook: `${release}-kubediff-${namespace}-who`,
+    });
+    assert.equal(webhook.clientConfig.caBundle, undefined);
     assert.deepEqual(rule.from, [
       { ipBlock: { cidr: '172.16.0.0/28' } },
       { podSelector: { matchLabels: podSpecLabels(objects) } },
     ]);
-    const secret = objects.find(
-      (object) => object.kind === 'Secret' && object.metadata.name === `${release}-kubediff-admission-tls`,
-    );
-    assert.ok(secret, 'the generated Secret');
-    const pem = (key: string) => Buffer.from(secret.data[key], 'base64').toString('utf8');
-    const ca = new X509Certificate(pem('ca.crt'));
-    const cert = new X509Certificate(pem('tls.crt'));
-    assert.equal(Buffer.from(webhook.clientConfig.caBundle, 'base64').toString('utf8'), pem('ca.crt'));
-    assert.ok(cert.verify(ca.publicKey), 'signed by the CA of the caBundle');
-    assert.equal(cert.checkHost(`${service}.${namespace}.svc`), `${service}.${namespace}.svc`);
     // The two ports must differ.
     const clash = await helm([
       'template',
@@ -276,55 +325,6 @@ describe('the admission webhook in deploy/ and the chart', () => {
     ]);
     assert.notEqual(clash.code, 0);
     assert.match(clash.stderr, /admission.port and audit.port must differ/);
-  });
-
-  test("kubediff serves the webhook with the chart's arguments and the Secret it made", async (t) => {
-    const release = uniqueName('kd');
-    const objects = (await helmDryRun(kubeconfig, release, namespace, [
-      '--set',
-      'admission.enabled=true',
-    ])) as Manifest[];
-    const secret = objects.find(
-      (object) => object.kind === 'Secret' && object.metadata.name.endsWith('-admission-tls'),
-    );
-    const mounted = await mkdtemp(path.join(tmpdir(), 'kubediff-admission-tls-'));
-    t.after(() => rm(mounted, { recursive: true, force: true }));
-    for (const key of ['tls.crt', 'tls.key', 'ca.crt'])
-      await writeFile(path.join(mounted, key), Buffer.from(secret?.data[key], 'base64'));
-    // One replica here: no --peers (it names the headless Service).
-    const admissionArgs = argsOf(objects, '--admission').map((arg) =>
-      arg === '--admission-listen=:9443'
-        ? '--admission-listen=127.0.0.1:0'
-        : arg.replace('/etc/kubediff-admission/', `${mounted}/`),
-    );
-    const kd = runKubediff(watchArgs(namespace, ['configmaps'], ...admissionArgs), { timeoutMs: 30_000 });
-    t.after(() => kd.kill());
-    const [, address] = await kd.waitForStderr(
-      /receiving admission reviews on https:\/\/(\S+) \(unauthenticated/,
-    );
-    await kd.waitForStderr(WATCHING);
-    const agent = new Agent({
-      connect: {
-        ca: Buffer.from(secret?.data['ca.crt'], 'base64').toString(),
-        servername: `${release}-kubediff-admission.${namespace}.svc`,
-      },
-    });
-    t.after(() => agent.close());
-    const response = await request(`https://${address}/review`, {
-      method: 'POST',
-      dispatcher: agent,
-      body: JSON.stringify({
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: { uid: 'u-1', operation: 'CONNECT', dryRun: false },
-      }),
-    });
-    assert.deepEqual(await response.body.json(), {
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      response: { uid: 'u-1', allowed: true },
-    });
-    assert.equal((await kd.stop('SIGTERM')).code, 0);
   });
 });
 
