@@ -89,6 +89,7 @@ export class ManagedCertificate {
   private readonly abort = new AbortController();
   private readonly retry = new Backoff({ initialMs: 1_000, maxMs: 30_000 });
   private served: ServedCertificate;
+  private nextCert: Buffer | undefined;
   /** The caBundle the webhook has, as far as this replica knows (base64). */
   private patchedBundle: string | undefined;
   /** Problems logged in this episode, by kind, so that each is logged once until things work again. */
@@ -126,8 +127,7 @@ export class ManagedCertificate {
     const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
     for (;;) {
       try {
-        const data = await starting.reconcileSecret();
-        starting.served = servedOf(data);
+        starting.take(await starting.reconcileSecret());
         break;
       } catch (error) {
         if (error instanceof KubeError && ['forbidden', 'not-found', 'unauthorized'].includes(error.kind))
@@ -144,6 +144,11 @@ export class ManagedCertificate {
   /** The certificate and key to serve now. */
   get current(): ServedCertificate {
     return this.served;
+  }
+
+  /** The certificate every replica serves next, while a rotation is under way (the peers accept it). */
+  get next(): Buffer | undefined {
+    return this.nextCert;
   }
 
   /** Told each time the certificate to serve changes. */
@@ -175,15 +180,22 @@ export class ManagedCertificate {
       this.logOnce('secret', `${this.secretProblem(error)}; still serving the certificate it has, retrying.`);
       return Math.min(this.checkIntervalMs, this.retry.next());
     }
-    const next = servedOf(data);
-    if (!next.cert.equals(this.served.cert) || !next.key.equals(this.served.key)) {
-      this.served = next;
-      for (const listener of this.listeners) listener(next);
-    }
+    this.take(data);
     const inSync = await this.reconcileWebhook(data['ca.crt'] ?? '');
     if (!inSync) return Math.min(this.checkIntervalMs, this.retry.next());
     this.retry.reset();
     return this.checkIntervalMs;
+  }
+
+  /** Serves what the Secret holds, telling the listeners when it changed; keeps its next certificate. */
+  private take(data: CertificateData): void {
+    const upcoming = data['next.crt'];
+    if (!upcoming) this.nextCert = undefined;
+    else if (!this.nextCert?.equals(Buffer.from(upcoming))) this.nextCert = Buffer.from(upcoming);
+    const served = servedOf(data);
+    if (served.cert.equals(this.served.cert) && served.key.equals(this.served.key)) return;
+    this.served = served;
+    for (const listener of this.listeners) listener(served);
   }
 
   /** Reads the Secret, writes what the plan says (again after a conflict), and returns what it holds. */

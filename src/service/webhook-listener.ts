@@ -69,6 +69,8 @@ export interface WebhookRoute {
 /** A serving certificate and key held in memory, instead of certFile and keyFile. */
 export interface CertificateSource {
   readonly current: { cert: Buffer; key: Buffer };
+  /** The certificate every replica serves next (a rotation under way): a peer presenting it is one of ours. */
+  readonly next?: Buffer | undefined;
   onChange(listener: (served: { cert: Buffer; key: Buffer }) => void): void;
 }
 
@@ -154,6 +156,8 @@ export class WebhookListener {
   private fileStamp: string;
   /** SHA-256 fingerprints of this replica's serving certificate, the one before a reload included. */
   private ownCertificates: string[];
+  /** The source's next certificate and its fingerprint, as last seen (peerFingerprints). */
+  private next: { cert: Buffer; fingerprint: string | undefined } | undefined;
   private readonly certificateListeners: ((files: { cert: Buffer; key: Buffer }) => void)[] = [];
   private files: TlsFiles;
 
@@ -245,9 +249,26 @@ export class WebhookListener {
     listener({ cert: this.files.cert, key: this.files.key });
   }
 
-  /** The SHA-256 fingerprints a peer's certificate must have (ours, and the one before a reload). */
+  /**
+   * The SHA-256 fingerprints a peer's certificate must have (ours, the one before a reload, and the
+   * source's next one: during a rotation the other replica may switch first).
+   */
   get peerFingerprints(): readonly string[] {
-    return this.ownCertificates;
+    const next = this.options.certificate?.next;
+    if (!next) return this.ownCertificates;
+    if (next !== this.next?.cert) {
+      let fingerprint: string | undefined;
+      try {
+        fingerprint = fingerprintOf(next);
+      } catch {
+        // Not a certificate: no peer presents it.
+      }
+      this.next = { cert: next, fingerprint };
+    }
+    const { fingerprint } = this.next;
+    return fingerprint && !this.ownCertificates.includes(fingerprint)
+      ? [...this.ownCertificates, fingerprint]
+      : this.ownCertificates;
   }
 
   async close(): Promise<void> {
@@ -493,7 +514,7 @@ export class WebhookListener {
     const fingerprint = certificate?.raw ? fingerprintOf(certificate.raw) : undefined;
     if (fingerprint === undefined)
       return { status: 401, outcome: 'unauthorized', why: 'no client certificate' };
-    if (!this.ownCertificates.includes(fingerprint)) {
+    if (!this.peerFingerprints.includes(fingerprint)) {
       return {
         status: 401,
         outcome: 'unauthorized',

@@ -63,7 +63,10 @@ function assertNoAdmission(objects: readonly Manifest[], source: string): void {
 function assertManagedCertificate(
   objects: readonly Manifest[],
   source: string,
-  /** `object`: the Secret's name as rendered (kustomize suffixes it, but not the names in rules and arguments). */
+  /**
+   * `object`: the Secret's name as rendered, and in its Role (kustomize suffixes both); `secret`: as the
+   * arguments name it (kustomize does not rename inside arguments, nor the webhook's name in its rule).
+   */
   expected: { secret: string; object: string; webhook: string },
 ): void {
   const secret = objects.find(
@@ -77,7 +80,7 @@ function assertManagedCertificate(
     rules('Role').some(
       (rule) =>
         rule.resources.includes('secrets') &&
-        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.secret]) &&
+        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.object]) &&
         JSON.stringify(rule.verbs) === JSON.stringify(['get', 'update']),
     ),
     `${source}: get and update of that Secret alone`,
