@@ -106,6 +106,8 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   /** Slack's Web API base URL; default https://slack.com/api. */
   apiUrl?: string;
   minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
 }
 
 export interface KafkaSinkSpec extends HttpSinkSpec {
@@ -129,6 +131,8 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   type: ChatPlatformName;
   webhookUrl: string;
   minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
 }
 
 export type SinkSpec =
@@ -317,6 +321,7 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
     name: context.unique(spec.name ?? defaultSinkName(spec)),
     log: context.runtime.log,
     ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });
@@ -332,6 +337,7 @@ async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink>
     name: context.unique(spec.name ?? defaultSinkName(spec)),
     minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
     log: context.runtime.log,
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });
