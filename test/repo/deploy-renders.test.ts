@@ -7,8 +7,7 @@
 //   the limit, and the memory bounds derived from that heap fit in half of it (docs/deploy.md, "Memory").
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +19,7 @@ import {
   memoryBounds,
   sinkBounds,
 } from '../../src/util/memory-budget.ts';
-import { HELM_CHART, helm, kubectl, quantityBytes } from '../helpers/deploy.ts';
+import { deployOverlay, HELM_CHART, helm, kubectl, quantityBytes } from '../helpers/deploy.ts';
 
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
 // The launcher's module is plain JavaScript, without types.
@@ -34,6 +33,8 @@ const MiB = 1024 * 1024;
  * room for the request bodies and HTTP/2 windows that live outside the heap too.
  */
 const OUTSIDE_HEAP = 96 * MiB;
+/** Where the control plane calls the webhook from: required while reviews are not authenticated. */
+const CONTROL_PLANE = { ipBlock: { cidr: '172.16.0.0/28' } };
 
 async function helmTwice(args: string[]): Promise<[string, string]> {
   const render = async () => {
@@ -45,26 +46,16 @@ async function helmTwice(args: string[]): Promise<[string, string]> {
 }
 
 async function kustomizeTwice(components: string[]): Promise<[string, string]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-renders-'));
+  const overlay = await deployOverlay('kubediff', '', { components, admissionFrom: [CONTROL_PLANE] });
   try {
-    const base = path.relative(dir, DEPLOY);
-    await writeFile(
-      path.join(dir, 'kustomization.yaml'),
-      JSON.stringify({
-        apiVersion: 'kustomize.config.k8s.io/v1beta1',
-        kind: 'Kustomization',
-        resources: [base],
-        components: components.map((name) => path.join(base, 'components', name)),
-      }),
-    );
     const render = async () => {
-      const result = await kubectl(['kustomize', dir]);
+      const result = await kubectl(['kustomize', overlay.dir]);
       assert.equal(result.code, 0, result.stderr);
       return result.stdout;
     };
     return [await render(), await render()];
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await overlay.remove();
   }
 }
 
@@ -79,7 +70,12 @@ describe('two renders are the same', () => {
   test('helm template, default values and admission.enabled', async () => {
     const [first, second] = await helmTwice([]);
     assert.equal(first, second);
-    const [withAdmission, again] = await helmTwice(['--set', 'admission.enabled=true']);
+    const [withAdmission, again] = await helmTwice([
+      '--set',
+      'admission.enabled=true',
+      '--set',
+      `admission.from[0].ipBlock.cidr=${CONTROL_PLANE.ipBlock.cidr}`,
+    ]);
     assert.equal(withAdmission, again, 'with the admission webhook on');
     // What kubediff writes is in neither: the Secret has no data, the webhook no caBundle.
     const objects = documents(withAdmission);
