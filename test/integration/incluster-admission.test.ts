@@ -10,8 +10,9 @@
 //   AdmissionSources, Helm's admission.from) and the other replicas; without them the build stops and
 //   says what to set, while reviews are unauthenticated;
 // - the certificate: the one kubediff manages (the admission-managed-certificate component, Helm's default
-//   certificate=managed): an empty Secret, the arguments that name it, the Service and the webhook, and
-//   rights on those two objects alone, by name, nothing mounted; no caBundle rendered (kubediff sets it:
+//   certificate=managed): an empty Secret, the arguments that name it, the Service and the webhook (as the
+//   kubelet expands them: kustomize's suffix renames them there too), and rights on those two objects
+//   alone, by name, nothing mounted; no caBundle rendered (kubediff sets it:
 //   admission-managed-certificate.test.ts); cert-manager's (the admission-cert-manager component) names
 //   the Secret the pods mount and serve, and its names follow the overlay's namespace and suffix;
 // - installed on a real API server with nothing behind it (no kubediff, no Service), the chart's webhook
@@ -23,6 +24,7 @@ import { needsSharedEtcd, startAdmissionApiserver } from '../helpers/admission-a
 import {
   applyObjects,
   deployOverlay,
+  expandedArgs,
   HELM_CHART,
   helm,
   helmDryRun,
@@ -69,28 +71,50 @@ function assertNoAdmission(objects: readonly Manifest[], source: string): void {
   assert.ok(!podSpec(objects).volumes.some((volume: { name: string }) => volume.name === 'admission-tls'));
 }
 
-/** The certificate kubediff manages: the empty Secret, and get/update of it, get/patch of the webhook, by name. */
+/**
+ * The certificate kubediff manages: its arguments (as the kubelet expands them) name this install's own
+ * Service, and its own Secret and webhook configuration, which are rendered (the Secret empty, the webhook
+ * without caBundle) and which its rules let it get/update and get/patch, those alone, by name.
+ */
 function assertManagedCertificate(
   objects: readonly Manifest[],
   source: string,
-  /**
-   * `object`: the Secret's name as rendered, and in its Role (kustomize suffixes both); `secret`: as the
-   * arguments name it (kustomize does not rename inside arguments, nor the webhook's name in its rule).
-   */
-  expected: { secret: string; object: string; webhook: string },
+  expected: { secret: string; service: string; webhook: string },
 ): void {
-  const secret = objects.find(
-    (object) => object.kind === 'Secret' && object.metadata.name === expected.object,
+  const told = (flag: string) =>
+    expandedArgs(objects)
+      .find((arg) => arg.startsWith(`${flag}=`))
+      ?.slice(flag.length + 1);
+  assert.deepEqual(
+    {
+      secret: told('--admission-cert-secret'),
+      service: told('--admission-service'),
+      webhook: told('--admission-webhook-config'),
+    },
+    expected,
+    `${source}: what kubediff is told to manage`,
   );
-  assert.ok(secret, `${source}: the Secret ${expected.object}`);
+  const secret = objects.find(
+    (object) => object.kind === 'Secret' && object.metadata.name === expected.secret,
+  );
+  assert.ok(secret, `${source}: the Secret ${expected.secret}`);
   assert.equal(secret.data, undefined, `${source}: applied empty (kubediff fills it)`);
+  assert.ok(
+    objects.some((object) => object.kind === 'Service' && object.metadata.name === expected.service),
+    `${source}: the Service ${expected.service}`,
+  );
+  assert.deepEqual(
+    webhooks(objects).map((configuration) => configuration.metadata.name),
+    [expected.webhook],
+    `${source}: the webhook configuration ${expected.webhook}`,
+  );
   const rules = (kind: string) =>
     objects.filter((object) => object.kind === kind).flatMap((object) => object.rules as Manifest[]);
   assert.ok(
     rules('Role').some(
       (rule) =>
         rule.resources.includes('secrets') &&
-        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.object]) &&
+        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.secret]) &&
         JSON.stringify(rule.verbs) === JSON.stringify(['get', 'update']),
     ),
     `${source}: get and update of that Secret alone`,
@@ -284,18 +308,18 @@ describe('the admission webhook in deploy/ and the chart', () => {
         service: `kubediff-peers${made.suffix}`,
         argument: '--peers=$(PEERS_SERVICE).$(POD_NAMESPACE).svc:9443',
       },
-      // kustomize does not rename inside arguments and resourceNames (docs/who.md: patch them with a suffix).
+      // The names come through variables, which the overlay's suffix renames with the objects.
       certificate: [
-        '--admission-cert-secret=kubediff-admission-certificate',
-        '--admission-service=kubediff-admission',
-        '--admission-webhook-config=kubediff-who',
+        '--admission-cert-secret=$(ADMISSION_CERT_SECRET)',
+        '--admission-service=$(ADMISSION_SERVICE)',
+        '--admission-webhook-config=$(ADMISSION_WEBHOOK_CONFIG)',
       ],
       from: CONTROL_PLANE,
     });
     assertManagedCertificate(objects, 'deploy/components/admission-managed-certificate', {
-      secret: 'kubediff-admission-certificate',
-      object: `kubediff-admission-certificate${made.suffix}`,
-      webhook: 'kubediff-who',
+      secret: `kubediff-admission-certificate${made.suffix}`,
+      service: `kubediff-admission${made.suffix}`,
+      webhook: `kubediff-who${made.suffix}`,
     });
     // Without the control plane's addresses (reviews are not authenticated): the build stops, naming them.
     const unnamed = await overlay(['admission'], { admissionFrom: undefined });
@@ -379,7 +403,7 @@ describe('the admission webhook in deploy/ and the chart', () => {
     });
     assertManagedCertificate(objects, 'Helm', {
       secret: `${release}-kubediff-admission-certificate`,
-      object: `${release}-kubediff-admission-certificate`,
+      service,
       webhook: `${release}-kubediff-${namespace}-who`,
     });
     assert.equal(webhook.clientConfig.caBundle, undefined);
