@@ -49,9 +49,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s-admission-certificate" (include "kubediff.fullname" .) -}}
 {{- end -}}
 
-{{/* The ValidatingWebhookConfiguration (cluster-scoped: named per install). */}}
+{{/* The ValidatingWebhookConfiguration (cluster-scoped: named per install, kubediff.clusterScopedName). */}}
 {{- define "kubediff.admissionWebhookName" -}}
-{{- printf "%s-%s-who" (include "kubediff.fullname" .) .Release.Namespace -}}
+{{- printf "%s-who" (include "kubediff.clusterScopedName" .) -}}
 {{- end -}}
 
 {{- define "kubediff.admissionServiceName" -}}
