@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { DockerfileParser } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const text = readFileSync(`${root}Dockerfile`, 'utf8');
@@ -143,17 +144,23 @@ test('everything copied from the build context exists and is not left out by .do
   const allowed = ignore
     .filter((line) => line.startsWith('!'))
     .map((line) => line.slice(1).replace(/\/$/, ''));
-  for (const copy of dockerfile.getCOPYs()) {
-    if (copy.getFromFlag()) continue;
-    const words = copy.getArguments().map((argument) => argument.getValue());
-    for (const source of words.slice(0, -1)) {
-      assert.ok(existsSync(`${root}${source}`), `COPY ${source}: exists`);
-      const wanted = source.replace(/\/$/, '');
-      assert.ok(
-        allowed.some((entry) => wanted === entry || wanted.startsWith(`${entry}/`)),
-        `COPY ${source}: allowed by .dockerignore`,
-      );
-    }
+  // The sources of every COPY from the build context (not --from another stage).
+  const sources = dockerfile
+    .getCOPYs()
+    .filter((copy) => !copy.getFromFlag())
+    .flatMap((copy) =>
+      copy
+        .getArguments()
+        .map((argument) => argument.getValue())
+        .slice(0, -1),
+    );
+  for (const source of nonEmpty(sources, 'COPY sources from the build context')) {
+    assert.ok(existsSync(`${root}${source}`), `COPY ${source}: exists`);
+    const wanted = source.replace(/\/$/, '');
+    assert.ok(
+      allowed.some((entry) => wanted === entry || wanted.startsWith(`${entry}/`)),
+      `COPY ${source}: allowed by .dockerignore`,
+    );
   }
   // What the image is built from: the launcher, the sources, the package manifest (read for the version).
   for (const needed of ['bin', 'src', 'package.json']) assert.ok(allowed.includes(needed), needed);
