@@ -124,6 +124,11 @@ function resolveWatchSettings(
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
     stories: storySettingsFrom(flags, config.stories, output),
+    // commander sets usedBy to true unless --no-used-by is given: only `false` is the flag's word.
+    usedBy: {
+      enabled: flags.usedBy !== false && (config.usedBy?.enabled ?? true),
+      maxObjects: config.usedBy?.maxObjects,
+    },
     ...whoFrom(flags, config, env ?? {}),
     ...(config.ui ? { ui: config.ui } : {}),
     ...watchFilterFrom(flags, config, selection),

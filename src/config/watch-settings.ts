@@ -45,6 +45,8 @@ export interface RawWatchFlags
   config?: string;
   preset?: string;
   explain?: boolean;
+  /** commander's --no-used-by: false when given (true otherwise: the file decides). */
+  usedBy?: boolean;
 }
 
 /** What one cluster watches: the global selection, or its own from `clusters:`. */
@@ -113,6 +115,8 @@ export interface WatchSettings {
   peers?: string;
   /** Stories: the window, the bounds, and whether the terminal tells them (docs/stories.md). */
   stories: StorySettings;
+  /** What a ConfigMap or Secret change reaches: on unless --no-used-by or `usedBy.enabled: false` (docs/used-by.md). */
+  usedBy: { enabled: boolean; maxObjects: number | undefined };
   /** The file's `ui:` block (docs/ui.md); the --ui flags win over it. */
   ui?: { listen?: string | undefined; tokenFile?: string | undefined };
 }

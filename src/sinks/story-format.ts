@@ -22,6 +22,7 @@ import {
   timeRange,
 } from './chat-message.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
+import { rollsOutLines } from './used-by-text.ts';
 import { byText } from './who.ts';
 
 export interface StoryView {
@@ -178,6 +179,7 @@ export function prettyStoryRenderer(options: PrettyOptions): (story: Story) => s
     for (const change of view.changes) lines.push(`  ${renderChange(change, chalk, maxValueLength)}`);
     const derived = view.derived === '' ? view.counts : `${view.derived} (${view.counts})`;
     lines.push(`  ${chalk.dim(`↳ ${printable(derived)}`)}`);
+    for (const line of rollsOutLines(story.rollsOut)) lines.push(`  ${chalk.blue(`↳ ${printable(line)}`)}`);
     return `${lines.join('\n')}\n`;
   };
 }
