@@ -55,7 +55,7 @@ function liveText(workload: UsingWorkload): string {
 }
 
 /** `env APP_MODE`, `envFrom`, `volume config (subPath)`, `imagePullSecrets`, `serviceAccount builder`, in `init container setup`. */
-function wayText(via: UseVia): string {
+export function wayText(via: UseVia): string {
   const what =
     via.type === 'env'
       ? `env ${via.env ?? via.key ?? ''}`

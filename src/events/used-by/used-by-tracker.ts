@@ -112,8 +112,9 @@ export class UsedByTracker implements PipelineObserver {
 
   /** PipelineObserver: an informer's store starts from the previous run's objects (--state). */
   objectsRestored(type: ResourceType, objects: readonly StoredObject[], cluster: string | undefined): void {
-    if (!isIndexedType(type) || objects.length === 0) return;
+    if (!isIndexedType(type)) return;
     const usage = this.usage(cluster);
+    // Known even when empty: the previous run listed that type and found none.
     usage.restored.add(qualifiedName(type));
     for (const stored of objects) {
       this.contain(type, stored, () => {

@@ -136,12 +136,12 @@ function workloadOf(
     old++;
     if (seen === 'at-restart') fixed = true;
   }
-  workload.pods = { total: group.pods.length };
-  if (keys.length > 0) {
-    workload.pods.old = old;
-    workload.live = fixed ? false : old > 0 ? 'eventually' : true;
-  }
-  return workload;
+  if (keys.length === 0) return { ...workload, pods: { total: group.pods.length } };
+  return {
+    ...workload,
+    live: fixed ? false : old > 0 ? 'eventually' : true,
+    pods: { total: group.pods.length, old },
+  };
 }
 
 /**

@@ -21,7 +21,7 @@ function refs(spec: JsonObject): PodReference[] {
 
 describe('podSpecReferences', () => {
   it('finds an env valueFrom of a ConfigMap and of a Secret, with key and variable, optional when set', () => {
-    const spec = {
+    const spec: JsonObject = {
       containers: [
         {
           name: 'app',
@@ -49,7 +49,7 @@ describe('podSpecReferences', () => {
   });
 
   it('finds envFrom of a ConfigMap (with its prefix) and of a Secret', () => {
-    const spec = {
+    const spec: JsonObject = {
       containers: [
         {
           name: 'app',
@@ -67,7 +67,7 @@ describe('podSpecReferences', () => {
   });
 
   it('finds configMap and secret volumes per container that mounts them, with items and subPath', () => {
-    const spec = {
+    const spec: JsonObject = {
       containers: [
         {
           name: 'app',
@@ -114,7 +114,7 @@ describe('podSpecReferences', () => {
   });
 
   it('finds the ConfigMaps and Secrets of a projected volume, and a volume no container mounts', () => {
-    const spec = {
+    const spec: JsonObject = {
       containers: [{ name: 'app' }],
       volumes: [
         {
@@ -136,7 +136,7 @@ describe('podSpecReferences', () => {
   });
 
   it('finds references of init and ephemeral containers, naming which', () => {
-    const spec = {
+    const spec: JsonObject = {
       initContainers: [
         {
           name: 'render',
@@ -158,7 +158,7 @@ describe('podSpecReferences', () => {
   });
 
   it('finds image pull secrets, the ServiceAccount (default when none is named), and PVCs', () => {
-    const spec = {
+    const spec: JsonObject = {
       serviceAccountName: 'builder',
       imagePullSecrets: [{ name: 'registry' }, {}],
       containers: [{ name: 'app', volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
@@ -175,7 +175,7 @@ describe('podSpecReferences', () => {
   });
 
   it('skips what names nothing (empty names, malformed entries) without throwing', () => {
-    const spec = {
+    const spec: JsonObject = {
       containers: [
         { name: 'app', env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: '', key: 'k' } } }, 'junk'] },
         { env: [{ name: 'Y', valueFrom: { configMapKeyRef: { name: 'nameless-container', key: 'k' } } }] },
@@ -187,7 +187,7 @@ describe('podSpecReferences', () => {
 });
 
 describe('podSpecOf, objectReferences, referencedObjects', () => {
-  const podSpec = { containers: [{ name: 'app', envFrom: [{ configMapRef: { name: 'cfg' } }] }] };
+  const podSpec: JsonObject = { containers: [{ name: 'app', envFrom: [{ configMapRef: { name: 'cfg' } }] }] };
 
   it('reads the pod spec of a Pod and of every workload template, by group and kind', () => {
     assert.equal(podSpecOf('', 'Pod', { spec: podSpec }), podSpec);
@@ -213,7 +213,7 @@ describe('podSpecOf, objectReferences, referencedObjects', () => {
   });
 
   it('lists what a Pod, a workload and a ServiceAccount reference, and each object once', () => {
-    const pod = { spec: { ...podSpec, imagePullSecrets: [{ name: 'registry' }] } };
+    const pod: JsonObject = { spec: { ...podSpec, imagePullSecrets: [{ name: 'registry' }] } };
     assert.deepEqual(referencedObjects(objectReferences('', 'Pod', pod)), [
       { kind: 'ConfigMap', name: 'cfg' },
       { kind: 'Secret', name: 'registry' },
