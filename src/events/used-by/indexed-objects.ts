@@ -12,11 +12,12 @@ import {
   apiVersionOf,
   isJsonObject,
   type JsonObject,
+  type JsonValue,
   qualifiedName,
   type ResourceType,
 } from '../../kube/types.ts';
 import { controllerOf } from '../owners.ts';
-import type { IndexedObject } from './usage-index.ts';
+import type { IndexedObject, StartedAt } from './usage-index.ts';
 
 type Role = 'pod' | 'template' | 'serviceAccount';
 
@@ -47,17 +48,20 @@ export function isPodType(type: Pick<ResourceType, 'group' | 'resource'>): boole
 /** The referenced kinds the index keeps (PersistentVolumeClaims are for `kubediff why` alone). */
 const KEPT_KINDS = new Set(['ConfigMap', 'Secret', 'ServiceAccount']);
 
-const NO_STARTS: ReadonlyMap<string, number> = new Map();
+const NO_STARTS: readonly StartedAt[] = [];
 
 /**
  * What the index keeps of `object` (of the indexed `type`); null when it is no user now (see above),
  * undefined when the type is not indexed or the object is malformed. `restored`: an object from the
  * state of a previous run (normalized: no status), whose pods are taken as started before any change.
+ * `known`: what the index holds of it already; its references are kept when the spec's generation is
+ * the same (a status update: the most frequent by far), without reading the spec again.
  */
 export function indexedObjectOf(
   type: ResourceType,
   object: JsonObject,
   restored: boolean,
+  known?: IndexedObject,
 ): IndexedObject | null | undefined {
   const role = ROLES.get(qualifiedName(type));
   const metadata = object.metadata;
@@ -65,11 +69,15 @@ export function indexedObjectOf(
   const { uid, name, namespace } = metadata;
   if (typeof uid !== 'string' || typeof name !== 'string' || typeof namespace !== 'string') return undefined;
   if (!runsSomething(type, object)) return null;
-  const all =
-    role === 'serviceAccount'
-      ? serviceAccountReferences(object)
-      : objectReferences(type.group, type.kind, object);
-  const references = all.filter((reference) => KEPT_KINDS.has(reference.kind));
+  const generation =
+    typeof metadata.generation === 'number' && metadata.generation > 0 ? metadata.generation : undefined;
+  const references =
+    known !== undefined && generation !== undefined && known.generation === generation && known.uid === uid
+      ? known.references
+      : (role === 'serviceAccount'
+          ? serviceAccountReferences(object)
+          : objectReferences(type.group, type.kind, object)
+        ).filter((reference) => KEPT_KINDS.has(reference.kind));
   return {
     uid,
     group: type.group,
@@ -80,8 +88,30 @@ export function indexedObjectOf(
     name,
     controller: controllerOf(object),
     references,
+    ...(generation !== undefined ? { generation } : {}),
     ...(role === 'pod' ? { started: restored ? null : containerStarts(object, references) } : {}),
   };
+}
+
+/**
+ * Whether `object` (served again) would be indexed exactly as `known` is: the same generation of its spec,
+ * still running, the same controller, its containers started when they did. The usual update of a pod
+ * (a status condition, a probe) then costs no new entry.
+ */
+export function indexedAsBefore(type: ResourceType, object: JsonObject, known: IndexedObject): boolean {
+  const metadata = object.metadata;
+  if (!isJsonObject(metadata) || known.generation === undefined || metadata.generation !== known.generation)
+    return false;
+  if (!runsSomething(type, object) || controllerOf(object)?.uid !== known.controller?.uid) return false;
+  const before = known.started;
+  if (before === undefined) return true;
+  // Restored from the state: its start times are to be read now.
+  if (before === null) return false;
+  const started = containerStarts(object, known.references);
+  return (
+    started.length === before.length &&
+    started.every(([slot, at], index) => before[index]?.[0] === slot && before[index]?.[1] === at)
+  );
 }
 
 /** False for what has stopped running for good, or is scaled to nothing (see the header). */
@@ -110,47 +140,40 @@ function runsSomething(type: ResourceType, object: JsonObject): boolean {
   }
 }
 
+const STATUS_LISTS = [
+  ['containerStatuses', 'container', false],
+  ['initContainerStatuses', 'initContainer', true],
+  ['ephemeralContainerStatuses', 'ephemeralContainer', false],
+] as const;
+
 /**
- * When each container that references something started (status is read as served): running
- * containers by `state.running.startedAt`, init containers also by `state.terminated.startedAt` (what
- * they read at their start is what they produced). A container that waits has not started: it reads the
- * value when it does.
+ * When each container that references something started (status is read as served), as served
+ * (RFC 3339, parsed only when a change asks): running containers by `state.running.startedAt`, init
+ * containers also by `state.terminated.startedAt` (what they read at their start is what they
+ * produced). A container that waits has not started: it reads the value when it does.
  */
-function containerStarts(
-  object: JsonObject,
-  references: readonly PodReference[],
-): ReadonlyMap<string, number> {
-  const wanted = new Set<string>();
-  for (const reference of references) {
-    const where = containerSlot(reference);
-    if (where) wanted.add(where);
-  }
-  if (wanted.size === 0 || !isJsonObject(object.status)) return NO_STARTS;
-  const starts = new Map<string, number>();
+function containerStarts(object: JsonObject, references: readonly PodReference[]): readonly StartedAt[] {
   const status = object.status;
-  for (const [list, field, ended] of [
-    ['containerStatuses', 'container', false],
-    ['initContainerStatuses', 'initContainer', true],
-    ['ephemeralContainerStatuses', 'ephemeralContainer', false],
-  ] as const) {
+  if (!isJsonObject(status)) return NO_STARTS;
+  let starts: StartedAt[] | undefined;
+  for (const [list, field, ended] of STATUS_LISTS) {
     const statuses = status[list];
     if (!Array.isArray(statuses)) continue;
     for (const entry of statuses) {
-      if (!isJsonObject(entry) || typeof entry.name !== 'string') continue;
-      const slot = `${field}:${entry.name}`;
-      if (!wanted.has(slot) || !isJsonObject(entry.state)) continue;
-      const state = entry.state;
-      const at = startedAt(state.running) ?? (ended ? startedAt(state.terminated) : undefined);
-      if (at !== undefined) starts.set(slot, at);
+      if (!isJsonObject(entry) || !isJsonObject(entry.state)) continue;
+      const name = entry.name;
+      if (typeof name !== 'string' || !references.some((reference) => reference[field] === name)) continue;
+      const at = startedAt(entry.state.running) ?? (ended ? startedAt(entry.state.terminated) : undefined);
+      if (at === undefined) continue;
+      starts ??= [];
+      starts.push([`${field}:${name}`, at]);
     }
   }
-  return starts;
+  return starts ?? NO_STARTS;
 }
 
-function startedAt(state: unknown): number | undefined {
-  if (!isJsonObject(state) || typeof state.startedAt !== 'string') return undefined;
-  const ms = Date.parse(state.startedAt);
-  return Number.isNaN(ms) ? undefined : ms;
+function startedAt(state: JsonValue | undefined): string | undefined {
+  return isJsonObject(state) && typeof state.startedAt === 'string' ? state.startedAt : undefined;
 }
 
 /** `container:<name>` (or init, ephemeral) for a reference made in a container; undefined for the pod's own. */

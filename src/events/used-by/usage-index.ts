@@ -7,8 +7,10 @@
 // from usedBy, which then says `incomplete: "limit"`); objects already indexed keep being updated, and a
 // deleted one makes room. The caller counts and says it.
 //
-// Memory: an object keeps its identity, its controller reference, its references and (pods) when each
-// container started. Identical lists of references (the pods of one ReplicaSet) are one shared list.
+// Cost: most updates of an indexed object (a pod's status) leave its references as they were: then only
+// the object is replaced, and the reverse map is not touched. Memory: an object keeps its identity, its
+// controller reference, its references and (pods) when each container that uses something started;
+// identical lists of references (the pods of one ReplicaSet) are one shared list.
 
 import type { PodReference } from '../../kube/pod-references.ts';
 import type { OwnerRef } from '../event.ts';
@@ -29,19 +31,48 @@ export interface IndexedObject {
   /** Its references to ConfigMaps, Secrets and ServiceAccounts. */
   references: readonly PodReference[];
   /**
-   * Pods: when each container that runs (or ran, for init containers) started, in ms since the epoch
-   * (one-second resolution), by `container:<name>`, `initContainer:<name>`, `ephemeralContainer:<name>`;
-   * `null` when not known (a pod restored from --state: taken as started before any change since).
+   * Its metadata.generation, when it has one: the API server raises it with every change of the spec
+   * (of a pod's too, since Kubernetes 1.35), so an update of the same generation has the same references.
    */
-  started?: ReadonlyMap<string, number> | null;
+  generation?: number;
+  /**
+   * Pods: when each container that uses something runs (or ran, for init containers) since; `null` when
+   * not known (a pod restored from --state: taken as started before any change since). Absent for
+   * templates and ServiceAccounts.
+   */
+  started?: readonly StartedAt[] | null;
+}
+
+/**
+ * A container's slot (`container:<name>`, `initContainer:<name>`, `ephemeralContainer:<name>`) and
+ * when it started, as the pod's status says it (RFC 3339, one-second resolution).
+ */
+export type StartedAt = readonly [slot: string, at: string];
+
+/** When the container in `slot` started (ms since the epoch), from an object's `started`. */
+export function startOf(object: IndexedObject, slot: string): number | undefined {
+  const started = object.started;
+  if (started === null) return Number.NEGATIVE_INFINITY;
+  for (const [name, at] of started ?? []) {
+    if (name !== slot) continue;
+    const ms = Date.parse(at);
+    return Number.isNaN(ms) ? undefined : ms;
+  }
+  return undefined;
+}
+
+/** A list of references several objects hold, with how many. */
+interface Shared {
+  key: string;
+  references: readonly PodReference[];
+  holders: number;
 }
 
 /** An indexed object, with the stamp of the pass that last saw it (see sweep()). */
 interface Entry {
   object: IndexedObject;
   stamp: number;
-  /** The shared list's key in the pool. */
-  poolKey: string;
+  shared: Shared;
 }
 
 /** What the index holds (the metrics). */
@@ -58,10 +89,10 @@ export function targetKey(kind: string, namespace: string, name: string): string
 export class UsageIndex {
   private readonly maxObjects: number;
   private readonly entries = new Map<string, Entry>();
-  /** ConfigMap, Secret or ServiceAccount (targetKey) → the objects that reference it. */
-  private readonly byTarget = new Map<string, Set<IndexedObject>>();
-  /** Shared reference lists by their JSON, with how many objects hold each. */
-  private readonly pool = new Map<string, { references: readonly PodReference[]; holders: number }>();
+  /** ConfigMap, Secret or ServiceAccount (targetKey) → the uids of the objects that reference it. */
+  private readonly byTarget = new Map<string, Set<string>>();
+  /** Shared reference lists by their JSON. */
+  private readonly pool = new Map<string, Shared>();
   private pooledReferences = 0;
 
   constructor(maxObjects: number) {
@@ -82,29 +113,32 @@ export class UsageIndex {
    */
   upsert(object: IndexedObject, stamp: number): boolean {
     const known = this.entries.get(object.uid);
+    if (known && sameReferences(known.shared.references, object.references)) {
+      // The usual update (a pod's status): the same references, so the reverse map stays.
+      known.object = { ...object, references: known.shared.references };
+      known.stamp = stamp;
+      return true;
+    }
     if (!known && this.entries.size >= this.maxObjects) return false;
-    const poolKey = JSON.stringify(object.references);
-    let shared = this.pool.get(poolKey);
-    if (!shared) {
-      shared = { references: object.references, holders: 0 };
-      this.pool.set(poolKey, shared);
-      this.pooledReferences += object.references.length;
-    }
-    shared.holders++;
+    const shared = this.share(object.references);
+    if (known) this.unlink(known);
     const indexed: IndexedObject = { ...object, references: shared.references };
-    if (known) {
-      this.unlink(known);
-    }
-    this.entries.set(object.uid, { object: indexed, stamp, poolKey });
+    this.entries.set(object.uid, { object: indexed, stamp, shared });
     for (const key of targetsOf(indexed)) {
       let users = this.byTarget.get(key);
       if (!users) {
         users = new Set();
         this.byTarget.set(key, users);
       }
-      users.add(indexed);
+      users.add(indexed.uid);
     }
     return true;
+  }
+
+  /** The object was seen again by the pass `stamp`, as it is indexed (see sweep()). */
+  touch(uid: string, stamp: number): void {
+    const known = this.entries.get(uid);
+    if (known) known.stamp = stamp;
   }
 
   /** Forgets the object (deleted, or no longer a user: a finished Job, a ReplicaSet scaled to zero). */
@@ -117,8 +151,13 @@ export class UsageIndex {
   }
 
   /** The objects that reference this ConfigMap, Secret or ServiceAccount. */
-  users(kind: string, namespace: string, name: string): ReadonlySet<IndexedObject> {
-    return this.byTarget.get(targetKey(kind, namespace, name)) ?? EMPTY;
+  users(kind: string, namespace: string, name: string): IndexedObject[] {
+    const users: IndexedObject[] = [];
+    for (const uid of this.byTarget.get(targetKey(kind, namespace, name)) ?? []) {
+      const entry = this.entries.get(uid);
+      if (entry) users.push(entry.object);
+    }
+    return users;
   }
 
   /**
@@ -138,22 +177,32 @@ export class UsageIndex {
     return removed;
   }
 
+  private share(references: readonly PodReference[]): Shared {
+    const key = JSON.stringify(references);
+    let shared = this.pool.get(key);
+    if (!shared) {
+      shared = { key, references, holders: 0 };
+      this.pool.set(key, shared);
+      this.pooledReferences += references.length;
+    }
+    shared.holders++;
+    return shared;
+  }
+
   private unlink(entry: Entry): void {
     for (const key of targetsOf(entry.object)) {
       const users = this.byTarget.get(key);
       if (!users) continue;
-      users.delete(entry.object);
+      users.delete(entry.object.uid);
       if (users.size === 0) this.byTarget.delete(key);
     }
-    const shared = this.pool.get(entry.poolKey);
-    if (shared && --shared.holders === 0) {
-      this.pool.delete(entry.poolKey);
+    const { shared } = entry;
+    if (--shared.holders === 0) {
+      this.pool.delete(shared.key);
       this.pooledReferences -= shared.references.length;
     }
   }
 }
-
-const EMPTY: ReadonlySet<IndexedObject> = new Set();
 
 /** The targets an object references, each once. */
 function targetsOf(object: IndexedObject): Set<string> {
@@ -161,4 +210,37 @@ function targetsOf(object: IndexedObject): Set<string> {
   for (const reference of object.references)
     keys.add(targetKey(reference.kind, object.namespace, reference.name));
   return keys;
+}
+
+const FIELDS = [
+  'kind',
+  'name',
+  'type',
+  'key',
+  'env',
+  'prefix',
+  'volume',
+  'container',
+  'initContainer',
+  'ephemeralContainer',
+  'subPath',
+  'optional',
+] as const;
+
+/** Whether two lists hold the same references in the same order (cheaper than their JSON). */
+function sameReferences(a: readonly PodReference[], b: readonly PodReference[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index++) {
+    const x = a[index]!;
+    const y = b[index]!;
+    for (const field of FIELDS) if (x[field] !== y[field]) return false;
+    const xItems = x.items;
+    const yItems = y.items;
+    if (xItems !== yItems) {
+      if (!xItems || !yItems || xItems.length !== yItems.length) return false;
+      for (let item = 0; item < xItems.length; item++) if (xItems[item] !== yItems[item]) return false;
+    }
+  }
+  return true;
 }

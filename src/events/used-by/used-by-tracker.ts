@@ -24,13 +24,13 @@ import type { ChangeEvent, RolloutLink, UsedBy } from '../event.ts';
 import type { OwnerResolver } from '../owners.ts';
 import type { EventStage, Handover, PipelineObserver, StoreChange } from '../pipeline.ts';
 import { keysChangedBy, keysOf } from './changed-keys.ts';
-import { indexedObjectOf, isIndexedType, isPodType } from './indexed-objects.ts';
+import { indexedAsBefore, indexedObjectOf, isIndexedType, isPodType } from './indexed-objects.ts';
 import { PendingRollouts } from './rollouts.ts';
 import { type IndexedObject, UsageIndex } from './usage-index.ts';
 import { readsAtStart, type UseTarget, usedByOf } from './used-by.ts';
 
 /** The default bound of each cluster's index, in objects (docs/used-by.md, "Bounds"). */
-export const DEFAULT_MAX_OBJECTS = 200_000;
+export const DEFAULT_MAX_OBJECTS = 100_000;
 
 export interface UsedByOptions {
   /** The most objects each cluster's index holds. */
@@ -104,10 +104,16 @@ export class UsedByTracker implements PipelineObserver {
   /** PipelineObserver: an object as served, before it is normalized. */
   objectServed(type: ResourceType, object: KubeObject, cluster: string | undefined): void {
     if (!isIndexedType(type)) return;
-    this.contain(type, object.metadata, () => {
+    try {
       const usage = this.usage(cluster);
-      this.index(usage, indexedObjectOf(type, asJson(object), false), object.metadata.uid, this.stamp);
-    });
+      const uid = object.metadata.uid;
+      const json = asJson(object);
+      const known = usage.index.get(uid);
+      if (known && indexedAsBefore(type, json, known)) usage.index.touch(uid, this.stamp);
+      else this.index(usage, indexedObjectOf(type, json, false, known), uid, this.stamp);
+    } catch (error) {
+      this.failed(type, object.metadata, error);
+    }
   }
 
   /** PipelineObserver: an informer's store starts from the previous run's objects (--state). */
@@ -117,10 +123,12 @@ export class UsedByTracker implements PipelineObserver {
     // Known even when empty: the previous run listed that type and found none.
     usage.restored.add(qualifiedName(type));
     for (const stored of objects) {
-      this.contain(type, stored, () => {
+      try {
         // Stamped before any LIST: the type's first LIST sweeps what it does not find again.
         this.index(usage, indexedObjectOf(type, stored.object, true), stored.uid, -1);
-      });
+      } catch (error) {
+        this.failed(type, stored, error);
+      }
     }
   }
 
@@ -311,22 +319,18 @@ export class UsedByTracker implements PipelineObserver {
     return usage;
   }
 
-  private contain(
+  private failed(
     type: ResourceType,
     object: { name: string; namespace?: string | undefined; uid?: string },
-    work: () => void,
+    error: unknown,
   ): void {
-    try {
-      work();
-    } catch (error) {
-      this.options.failures?.report(
-        'used-by',
-        'indexing what the object uses',
-        identityOf(qualifiedName(type), object),
-        error,
-        'its uses may be missing from usedBy',
-      );
-    }
+    this.options.failures?.report(
+      'used-by',
+      'indexing what the object uses',
+      identityOf(qualifiedName(type), object),
+      error,
+      'its uses may be missing from usedBy',
+    );
   }
 }
 
