@@ -12,7 +12,7 @@ import { after, afterEach, type TestContext, test } from 'node:test';
 import type { UsedBy, UsingWorkload } from '../../src/events/event.ts';
 import { startApiFront } from '../helpers/api-front.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
-import { describeEvent, type TestEvent } from '../helpers/events.ts';
+import { describeEvent } from '../helpers/events.ts';
 import { adminClient, type KubeObject } from '../helpers/kube-admin.ts';
 
 const admin = adminClient();
