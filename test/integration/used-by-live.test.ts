@@ -10,12 +10,17 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { UsedBy, UsingWorkload } from '../../src/events/event.ts';
+import type { ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { startChatReceiver } from '../helpers/chat-receivers.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING } from '../helpers/cli.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { KubeAdmin, type KubeObject } from '../helpers/kube-admin.ts';
 import { type PodPlane, startPodPlane } from '../helpers/pod-plane.ts';
+import { blockKitProblems, type SlackPayload } from '../helpers/slack-payload.ts';
 
 let plane: PodPlane;
 let admin: KubeAdmin;
+const receivers: HttpReceiver[] = [];
 
 before(async () => {
   plane = await startPodPlane();
@@ -24,6 +29,7 @@ before(async () => {
 
 after(async () => {
   await killAll();
+  await Promise.all(receivers.map((receiver) => receiver.close()));
   await admin?.close();
   await plane?.stop();
 });
@@ -96,6 +102,54 @@ function workload(usedBy: UsedBy | undefined, name: string): UsingWorkload {
   return found;
 }
 
+const CHAT: ChatPlatformName[] = ['teams', 'discord', 'mattermost', 'google-chat'];
+
+/** A loopback receiver for each chat platform, refusing (400) what breaks that platform's rules. */
+async function chatReceivers(): Promise<Record<'slack' | ChatPlatformName, HttpReceiver>> {
+  const slack = await HttpReceiver.start({
+    respond: (request) => {
+      const problems = blockKitProblems(JSON.parse(request.body) as SlackPayload);
+      return problems.length > 0 ? { status: 400, body: problems.join('; ') } : undefined;
+    },
+  });
+  const started = { slack } as Record<'slack' | ChatPlatformName, HttpReceiver>;
+  for (const platform of CHAT) started[platform] = await startChatReceiver(platform, 0);
+  receivers.push(...Object.values(started));
+  return started;
+}
+
+/** The text a person reads in a chat payload: its strings, without markup, escapes and entities. */
+function readText(body: string): string {
+  const strings: string[] = [];
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string') strings.push(value);
+    else if (value && typeof value === 'object') for (const item of Object.values(value)) walk(item);
+  };
+  walk(JSON.parse(body));
+  return strings
+    .join('\n')
+    .replace(/<\/?font[^>]*>/g, '')
+    .replace(/[\\`]/g, '')
+    .replaceAll('&#39;', "'")
+    .replaceAll('&amp;', '&');
+}
+
+/** Waits until every receiver took (2xx) a message whose text matches `pattern`. */
+async function everyChatSays(chat: Record<string, HttpReceiver>, pattern: RegExp, what: string) {
+  for (const [platform, receiver] of Object.entries(chat)) {
+    await receiver.waitUntil(
+      () =>
+        receiver.requests.find(
+          (request) =>
+            'status' in request.reply && request.reply.status < 300 && pattern.test(readText(request.body)),
+        ),
+      60_000,
+      () =>
+        `${platform}: ${what}; got ${receiver.requests.map((r) => `${JSON.stringify(r.reply)} ${readText(r.body)}`).join(' | ')}`,
+    );
+  }
+}
+
 test('env read by pods older than the change: live false with their count; a rollout links the change and makes it live; a volume is live eventually', async () => {
   const ns = await admin.createNamespace('used-by-live');
   await admin.waitFor(() => admin.tryGet(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
@@ -121,6 +175,8 @@ test('env read by pods older than the change: live false with their count; a rol
     ...(await runningPods(ns, 'vol-web', 2, 'before the change')),
   ];
 
+  // Every chat platform, each on its own loopback receiver, posting per story (their default).
+  const chat = await chatReceivers();
   const watch = runKubediff(
     [
       'watch',
@@ -131,6 +187,10 @@ test('env read by pods older than the change: live false with their count; a rol
       '-n',
       ns,
       ...['configmaps', 'deployments', 'replicasets', 'pods'].flatMap((resource) => ['-r', resource]),
+      ...(['slack', ...CHAT] as const).flatMap((platform) => [
+        `--${platform}-webhook`,
+        chat[platform].url(`/hook/${platform}`),
+      ]),
     ],
     { checkEvents: true, timeoutMs: 60_000 },
   );
@@ -147,6 +207,14 @@ test('env read by pods older than the change: live false with their count; a rol
   const volWeb = workload(event.usedBy, 'vol-web');
   assert.equal(volWeb.live, 'eventually');
   assert.deepEqual(volWeb.pods, { total: 2, old: 2 });
+  // …and every chat platform says so, as the issue words it.
+  await everyChatSays(
+    chat,
+    new RegExp(
+      `ConfigMap ${ns}/cfg [\\s\\S]*→ used by deployment/env-web \\(env MODE: 2 pods still run the old value\\), deployment/vol-web \\(volume cfg: 2 pods see it at the kubelet's next sync\\)`,
+    ),
+    'the change of cfg, used by env-web and vol-web',
+  );
 
   // The rollout (as `kubectl rollout restart` makes it), after the second of the change's write.
   const written = Math.max(...(event.by?.managers ?? []).map((manager) => Date.parse(manager.time ?? '')));
@@ -162,6 +230,11 @@ test('env read by pods older than the change: live false with their count; a rol
   assert.deepEqual(rollout.rollsOut, [
     { object: { kind: 'ConfigMap', namespace: ns, name: 'cfg' }, id: event.id, time: event.time },
   ]);
+  await everyChatSays(
+    chat,
+    new RegExp(`→ rolls out configmap ${ns}/cfg \\(changed \\d\\d:\\d\\d:\\d\\dZ\\)`),
+    'the rollout of env-web, bringing the change of cfg',
+  );
 
   // Once the new pods run, what uses cfg sees the change: env-web is live, vol-web is still eventual.
   await runningPods(
