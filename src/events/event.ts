@@ -1,6 +1,7 @@
 // The event of the contract (docs/event.md): one JSON line on stdout, the body of a webhook, a
 // row of the state file's history. What every stage after the event builder passes along.
 import type { Change } from '../diff/types.ts';
+import type { WithoutWriteCause } from '../informer/informer.ts';
 import type { PodReference } from '../kube/pod-references.ts';
 import { groupOf, qualifiedName } from '../kube/types.ts';
 import { identityOf, type ObjectIdentity } from '../util/event-failures.ts';
@@ -122,11 +123,32 @@ export interface ChangeEvent {
   by?: ByInfo;
   changes?: Change[];
   offline?: true;
+  /**
+   * On an UPDATED: the object changed without a write (its resourceVersion did not change), and why
+   * (docs/event.md): `schema`, its CRD changed how it is served; `relist`, a relist found it so.
+   */
+  cause?: WithoutWriteCause;
   finalStateUnknown?: true;
   /** ConfigMaps and Secrets: the workloads that use it, and whether the change is live (docs/used-by.md). */
   usedBy?: UsedBy;
   /** A workload's rollout: the earlier ConfigMap and Secret changes its new pods bring (docs/used-by.md). */
   rollsOut?: RolloutLink[];
+}
+
+/**
+ * How output says where an offline event came from: a change without a write names its cause (a CRD
+ * change, a relist), any other one happened while kubediff was not watching. Undefined when not offline.
+ */
+export function offlineNote(event: Pick<ChangeEvent, 'offline' | 'cause'>): string | undefined {
+  if (!event.offline) return undefined;
+  switch (event.cause) {
+    case 'schema':
+      return 'no write: served differently since its CRD changed';
+    case 'relist':
+      return 'no write: found changed by a relist';
+    default:
+      return 'while not watching';
+  }
 }
 
 /** 'deployments.apps', 'configmaps': how kubectl names the event's resource type (labels, rules, logs). */
@@ -151,12 +173,13 @@ export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
  * learns who made a change adds to what an earlier one found.
  */
 export function withBy(event: ChangeEvent, by: ByInfo): ChangeEvent {
-  const { changes, offline, finalStateUnknown, usedBy, rollsOut, by: known, ...head } = event;
+  const { changes, offline, cause, finalStateUnknown, usedBy, rollsOut, by: known, ...head } = event;
   return {
     ...head,
     by: { ...known, ...by },
     ...(changes !== undefined ? { changes } : {}),
     ...(offline !== undefined ? { offline } : {}),
+    ...(cause !== undefined ? { cause } : {}),
     ...(finalStateUnknown !== undefined ? { finalStateUnknown } : {}),
     ...(usedBy !== undefined ? { usedBy } : {}),
     ...(rollsOut !== undefined ? { rollsOut } : {}),
