@@ -1,4 +1,4 @@
-// What a ConfigMap or Secret change reaches, in chat messages (docs/used-by.md, "Where it shows"): an event
+// What a ConfigMap or Secret change reaches, in chat messages (docs/used-by.md): an event
 // alone names up to 10 workloads, 20 unread keys and 10 rolled-out changes, a message of several events and
 // the notification text 3, 5 and 3, and what is left out is counted ("and 497 more"); a rollout says which
 // changes it brings; a ConfigMap's story says what its last change reaches. Each platform's payload stays
