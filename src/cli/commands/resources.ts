@@ -23,7 +23,7 @@ export function resourcesCommand(): Command {
     },
     {
       flags: '--used-by <object>',
-      description: 'list what uses configmap/<name> or secret/<name> (in -n) now, and whether it is live',
+      description: 'what uses configmap/<name> or secret/<name> now',
     },
     CONFIG_FLAG,
     PRESET_FLAG,
