@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -34,6 +34,7 @@ import { measureStartup } from './startup.ts';
 import type { StoryFigures } from './stories.ts';
 import { measureSyncTime, populate } from './sync.ts';
 import { measureUiObject } from './ui-object.ts';
+import type { UsedByFigures } from './used-by.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
@@ -177,6 +178,17 @@ try {
     ]);
     const { sink: _sink, ...figures } = JSON.parse(output) as StoryFigures & { sink: boolean };
     result.stories = figures;
+  }
+  if (settings.figures.has('used-by')) {
+    step('used-by', "what a change reaches: usedBy on and off, and the index's heap");
+    const output = await runChild([
+      '--expose-gc',
+      path.join(import.meta.dirname, 'used-by.ts'),
+      '--pairs',
+      String(settings.pipelinePairs),
+    ]);
+    const { sink: _sink, ...figures } = JSON.parse(output) as UsedByFigures & { sink: boolean };
+    result.usedBy = figures;
   }
   if (settings.figures.has('sync')) {
     step('sync', `initial sync: creating ${settings.syncObjects} ConfigMaps`);

@@ -132,7 +132,8 @@ export class ClusterSupervisor {
     const { selection } = this;
     const recorder = this.recorder;
     const own: PipelineObserver[] = recorder ? [recorder] : [];
-    const source = wiring.pipeline.source(this.name || undefined, own);
+    const cluster = this.name || undefined;
+    const source = wiring.pipeline.source(cluster, own);
     const watcher = new ClusterWatcher({
       client: this.client,
       discovery: new Discovery(this.client),
@@ -144,10 +145,18 @@ export class ClusterSupervisor {
       namespaces: selection.namespaces,
       excludeNamespaces: selection.excludeNamespaces,
       labelSelector: selection.labelSelector,
-      normalize: (type, object) => wiring.pipeline.normalize(type, object),
+      normalize: (type, object) => wiring.pipeline.normalize(type, object, cluster),
       initial: settings.initial,
       handler: source,
-      ...(recorder ? { planInformer: recorder.plan.bind(recorder) } : {}),
+      ...(recorder
+        ? {
+            planInformer: (type, namespace, initialList) => {
+              const plan = recorder.plan(type, namespace, initialList);
+              if (plan.preload) wiring.pipeline.restored(type, plan.preload, cluster);
+              return plan;
+            },
+          }
+        : {}),
       log: this.log,
       timing: this.deps.timing,
       rediscoveryIntervalMs: this.deps.rediscoveryIntervalMs,

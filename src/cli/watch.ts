@@ -13,6 +13,7 @@ import { Redactor } from '../diff/redact.ts';
 import { DiscoveryResolver } from '../events/discovery-resolver.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
+import { UsedByTracker } from '../events/used-by/used-by-tracker.ts';
 import { watchRules } from '../events/watch-rules.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { HttpSettings, KubeClient } from '../kube/client.ts';
@@ -279,9 +280,17 @@ async function assemblePipeline(
     lifecycle,
     failures,
   });
+  // What each ConfigMap and Secret change reaches (docs/used-by.md): an observer of the objects as
+  // served, and a stage after the owners (it names workloads by their root owner).
+  const usedBy = settings.usedBy.enabled
+    ? new UsedByTracker({ maxObjects: settings.usedBy.maxObjects, owners: parts.owners, log, failures })
+    : undefined;
+  service.observeUsedBy(usedBy);
   const rules: EventStage[] = [
-    // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
+    // Owners first (every deletion passes it, reported or not), then what a change reaches, then who
+    // made it, then what the user asked for.
     ownerStage(parts.owners),
+    ...(usedBy ? [usedBy.stage()] : []),
     ...(who.stage ? [who.stage] : []),
     // Event types, the config file's global rules and --explain (src/events/watch-rules.ts).
     filterStage('rules', watchRules(settings, { router, log, resolver, failures })),
@@ -292,7 +301,7 @@ async function assemblePipeline(
     rules,
     handover: service.stages,
     delivery: router,
-    observers: [service],
+    observers: usedBy ? [usedBy, service] : [service],
     failures,
   });
   return { pipeline, resolver, who };

@@ -298,6 +298,15 @@ export const configSchema = {
       required: ['path'],
       additionalProperties: false,
     },
+    // What a ConfigMap or Secret change reaches (docs/used-by.md).
+    usedBy: {
+      type: 'object',
+      properties: {
+        enabled: { type: 'boolean' },
+        maxObjects: { type: 'integer', minimum: 1, maximum: 100000000 },
+      },
+      additionalProperties: false,
+    },
     stories: {
       type: 'object',
       properties: {

@@ -139,6 +139,11 @@ function resolveWatchSettings(
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
     stories: storySettingsFrom(flags, config.stories, output),
     memory,
+    // commander sets usedBy to true unless --no-used-by is given: only `false` is the flag's word.
+    usedBy: {
+      enabled: flags.usedBy !== false && (config.usedBy?.enabled ?? true),
+      maxObjects: config.usedBy?.maxObjects,
+    },
     ...whoFrom(flags, config, env ?? {}, memory),
     ...(config.ui ? { ui: config.ui } : {}),
     ...watchFilterFrom(flags, config, selection),

@@ -46,6 +46,8 @@ export interface RawWatchFlags
   config?: string;
   preset?: string;
   explain?: boolean;
+  /** commander's --no-used-by: false when given (true otherwise: the file decides). */
+  usedBy?: boolean;
 }
 
 /** What one cluster watches: the global selection, or its own from `clusters:`. */
@@ -116,6 +118,8 @@ export interface WatchSettings {
   stories: StorySettings;
   /** The memory bounds derived from the heap, for what the settings do not set (docs/deploy.md, "Memory"). */
   memory: MemoryBounds;
+  /** What a ConfigMap or Secret change reaches: on unless --no-used-by or `usedBy.enabled: false` (docs/used-by.md). */
+  usedBy: { enabled: boolean; maxObjects: number | undefined };
   /** The file's `ui:` block (docs/ui.md); the --ui flags win over it. */
   ui?: { listen?: string | undefined; tokenFile?: string | undefined };
 }

@@ -2,6 +2,7 @@
 // row of the state file's history. What every stage after the event builder passes along.
 import type { Change } from '../diff/types.ts';
 import type { WithoutWriteCause } from '../informer/informer.ts';
+import type { PodReference } from '../kube/pod-references.ts';
 import { groupOf, qualifiedName } from '../kube/types.ts';
 import { identityOf, type ObjectIdentity } from '../util/event-failures.ts';
 
@@ -53,6 +54,55 @@ export interface ByInfo {
   match?: 'exact' | 'nearest' | 'ambiguous';
 }
 
+/**
+ * One way a workload uses a ConfigMap or Secret (docs/used-by.md): a reference of its pod spec
+ * (`env`, `envFrom`, `volume`, `projected`, `imagePullSecrets`), or `serviceAccount`: the image pull
+ * secrets of the ServiceAccount its pods run as (named in `serviceAccount`).
+ */
+export type UseVia = Omit<PodReference, 'kind' | 'name' | 'type'> & {
+  type: Exclude<PodReference['type'], 'serviceAccount'> | 'serviceAccount';
+  serviceAccount?: string;
+};
+
+/** A workload (its root owner) whose template or pods use the event's ConfigMap or Secret. */
+export interface UsingWorkload {
+  /** The root owner, as an event's `owner` names it, with its namespace. */
+  object: OwnerRef & { namespace?: string };
+  via: UseVia[];
+  /** The changed keys it reads (every key of the object for an ADDED or a DELETED). */
+  keys: string[];
+  /**
+   * Whether its running pods see the change: `true`, `false` (some read it at their start, through
+   * env, envFrom, a subPath mount or an init container, and started before the change), `eventually`
+   * (mounted as a volume: the kubelet updates the files within its sync period). Absent when pods are
+   * not watched or when none of the keys it reads changed.
+   */
+  live?: boolean | 'eventually';
+  /** When pods are watched: its pods that use it, and of them those started before the change. */
+  pods?: { total: number; old?: number };
+}
+
+/** What a ConfigMap or Secret change reaches (docs/used-by.md). */
+export interface UsedBy {
+  workloads: UsingWorkload[];
+  /** The changed keys none of the workloads reads. */
+  unreadKeys?: string[];
+  /**
+   * The index may miss users: `syncing` (a type it indexes has not been listed yet, or cannot be),
+   * `limit` (it reached its bound and left objects out).
+   */
+  incomplete?: 'syncing' | 'limit';
+}
+
+/** A change to a ConfigMap or Secret that a rollout brings to pods that ran the old value. */
+export interface RolloutLink {
+  /** The ConfigMap or Secret. */
+  object: { kind: string; namespace?: string; name: string };
+  /** The id of its change's event, and that event's time. */
+  id: string;
+  time: string;
+}
+
 /** Field order is the order printed. */
 export interface ChangeEvent {
   id: string;
@@ -79,6 +129,10 @@ export interface ChangeEvent {
    */
   cause?: WithoutWriteCause;
   finalStateUnknown?: true;
+  /** ConfigMaps and Secrets: the workloads that use it, and whether the change is live (docs/used-by.md). */
+  usedBy?: UsedBy;
+  /** A workload's rollout: the earlier ConfigMap and Secret changes its new pods bring (docs/used-by.md). */
+  rollsOut?: RolloutLink[];
 }
 
 /**
@@ -119,7 +173,7 @@ export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
  * learns who made a change adds to what an earlier one found.
  */
 export function withBy(event: ChangeEvent, by: ByInfo): ChangeEvent {
-  const { changes, offline, cause, finalStateUnknown, by: known, ...head } = event;
+  const { changes, offline, cause, finalStateUnknown, usedBy, rollsOut, by: known, ...head } = event;
   return {
     ...head,
     by: { ...known, ...by },
@@ -127,5 +181,7 @@ export function withBy(event: ChangeEvent, by: ByInfo): ChangeEvent {
     ...(offline !== undefined ? { offline } : {}),
     ...(cause !== undefined ? { cause } : {}),
     ...(finalStateUnknown !== undefined ? { finalStateUnknown } : {}),
+    ...(usedBy !== undefined ? { usedBy } : {}),
+    ...(rollsOut !== undefined ? { rollsOut } : {}),
   };
 }

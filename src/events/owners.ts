@@ -56,15 +56,22 @@ export class OwnerResolver {
 
   /** The root controller of `object` (of `type`), or the object itself when nothing controls it. */
   rootOf(cluster: string | undefined, type: ResourceType, object: StoredObject): OwnerRef {
-    let current: OwnerRef = {
-      apiVersion: apiVersionOf(type),
-      kind: type.kind,
-      name: object.name,
-      uid: object.uid,
-    };
-    let controller = controllerOf(object.object);
-    const namespace = object.namespace;
-    const seen = new Set([object.uid]);
+    const self = { apiVersion: apiVersionOf(type), kind: type.kind, name: object.name, uid: object.uid };
+    return this.rootAbove(cluster, self, controllerOf(object.object), object.namespace);
+  }
+
+  /**
+   * The root controller of the object `self` (in `namespace`) whose controller is `controller`: for
+   * what keeps only an object's controller reference (the "used by" index), not the object.
+   */
+  rootAbove(
+    cluster: string | undefined,
+    self: OwnerRef,
+    controller: OwnerRef | undefined,
+    namespace: string | undefined,
+  ): OwnerRef {
+    let current = self;
+    const seen = new Set([self.uid]);
     const lookup = this.lookups.get(cluster);
     while (controller && !seen.has(controller.uid) && seen.size < MAX_DEPTH) {
       seen.add(controller.uid);
@@ -113,7 +120,7 @@ export class OwnerResolver {
 }
 
 /** The ownerReference with `controller: true`, if the object has one. */
-function controllerOf(object: JsonObject): OwnerRef | undefined {
+export function controllerOf(object: JsonObject): OwnerRef | undefined {
   const metadata = object.metadata;
   if (!isJsonObject(metadata)) return undefined;
   const references = metadata.ownerReferences;

@@ -2,11 +2,12 @@
 // passes the watch's rules, waits if this replica may not deliver yet, and reaches the sinks.
 //
 //   informer ─normalize─▶ store ─diff─▶ event ─▶ rules ─▶ (reported) ─▶ handover ─▶ delivery (router)
-//                                                  │          │              │
-//   observers:        stateChanged            (dropped)  eventReported   changeProcessed(change, mark)
+//      │                                           │          │              │
+//   observers: objectServed, stateChanged     (dropped)  eventReported   changeProcessed(change, mark)
 //
 // - normalize: before anything is stored (ignored paths dropped, Secrets and `redact:` paths hashed);
-//   the informers call it, so the store and the diff only ever see normalized objects;
+//   the informers call it, so the store and the diff only ever see normalized objects; the observers
+//   that need an object as served (the "used by" index reads pods' status) see it just before;
 // - store/diff: the informer keeps the last state of each object and the event builder turns each
 //   notification into an event of the contract (an update that changed nothing reportable into none);
 // - rules: the stages that decide what is reported (the watch's event types, global filter, --explain);
@@ -95,15 +96,31 @@ export interface PipelineObserver {
   eventReported?(event: ChangeEvent): void;
   /** A change went all the way: its event, if reported, was handed to the sinks at `mark` (or held back). */
   changeProcessed?(change: StoreChange, reported: ChangeEvent | undefined, mark: DeliveryMark): void;
+  /**
+   * An object as the API server served it (listed or watched), before it is normalized: for what needs
+   * fields the store does not keep (status, ignored paths). Every object of every type, before the
+   * change it makes enters the stages. It must not keep the object (a Secret's values are in it) nor throw.
+   */
+  objectServed?(type: ResourceType, object: KubeObject, cluster: string | undefined): void;
+  /** The objects an informer's store starts with, restored from a previous run's state (--state): normalized. */
+  objectsRestored?(type: ResourceType, objects: readonly StoredObject[], cluster: string | undefined): void;
 }
 
 /**
  * Where a change can fail on its way, the failure contained to that change (src/util/event-failures.ts)
  * and counted per stage (kubediff_event_failures_total): normalizing it and handing it to the pipeline
  * (the informer's `normalize` and `handler`), the diff, a filter (the watch's rules, a sink's), a sink,
- * and the state recorder.
+ * the state recorder, and the "used by" index (indexing an object, enriching a change).
  */
-export const FAILURE_STAGES = ['normalize', 'diff', 'filter', 'sink', 'recorder', 'handler'] as const;
+export const FAILURE_STAGES = [
+  'normalize',
+  'diff',
+  'filter',
+  'sink',
+  'recorder',
+  'handler',
+  'used-by',
+] as const;
 export type FailureStage = (typeof FAILURE_STAGES)[number];
 
 export interface PipelineOptions {
@@ -123,10 +140,13 @@ export interface PipelineOptions {
 export class Pipeline {
   private readonly options: PipelineOptions;
   private readonly enter: (handover: Handover) => void;
+  /** The observers that read objects as served: asked once, not per object. */
+  private readonly servedTo: readonly PipelineObserver[];
 
   constructor(options: PipelineOptions) {
     this.options = options;
     const observers = options.observers;
+    this.servedTo = observers.filter((observer) => observer.objectServed);
     // Whether a change without an event needs the sinks' counts: decided once, not per change.
     const marksWanted = observers.some((observer) => observer.changeProcessed);
     const deliver = (handover: Handover): void => {
@@ -157,9 +177,18 @@ export class Pipeline {
     );
   }
 
-  /** What the informers store instead of an object as served: the object normalized for its type. */
-  normalize(type: ResourceType, object: KubeObject): JsonObject {
+  /**
+   * What the informers of `cluster` store instead of an object as served: the object normalized for its
+   * type. The observers that read objects as served see it first.
+   */
+  normalize(type: ResourceType, object: KubeObject, cluster?: string): JsonObject {
+    for (const observer of this.servedTo) observer.objectServed?.(type, object, cluster);
     return this.options.normalizer.normalize(type, object);
+  }
+
+  /** An informer of `cluster` starts with these objects, restored from the previous run's state. */
+  restored(type: ResourceType, objects: readonly StoredObject[], cluster: string | undefined): void {
+    for (const observer of this.options.observers) observer.objectsRestored?.(type, objects, cluster);
   }
 
   /**

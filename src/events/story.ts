@@ -18,7 +18,13 @@ import type { Change } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { jsonEqual } from '../util/json-equal.ts';
 import { SINK_SPLIT } from '../util/memory-budget.ts';
-import { type ChangeEvent, type EventType, type OwnerRef, qualifiedResource } from './event.ts';
+import {
+  type ChangeEvent,
+  type EventType,
+  type OwnerRef,
+  qualifiedResource,
+  type RolloutLink,
+} from './event.ts';
 import { eventJsonLength } from './event-json.ts';
 
 export interface StoryOptions {
@@ -92,6 +98,11 @@ export interface Story {
   count: number;
   /** Every event it covers, in order. */
   events: ChangeEvent[];
+  /**
+   * The ConfigMap and Secret changes the owner's rollout brings to its pods (its events' `rollsOut`,
+   * each once): the link between a change that was not live and the rollout that makes it so.
+   */
+  rollsOut?: RolloutLink[];
 }
 
 /** Derived objects of one kind listed one by one up to this many; more are counted. */
@@ -385,7 +396,15 @@ function finish(story: OpenStory, reason: StoryCloseReason): Story {
     objects,
     count: story.events.length,
     events: story.events,
+    ...rolledOut(story.events),
   };
+}
+
+/** The rollsOut of a story's events, each change once, in order. */
+function rolledOut(events: readonly ChangeEvent[]): { rollsOut?: RolloutLink[] } {
+  const links = new Map<string, RolloutLink>();
+  for (const event of events) for (const link of event.rollsOut ?? []) links.set(link.id, link);
+  return links.size > 0 ? { rollsOut: [...links.values()] } : {};
 }
 
 /** 'ReplicaSet web-7d9 created, scaled 1→3; ReplicaSet web-5c4 scaled 3→0; 3 pods replaced'. */

@@ -29,6 +29,7 @@ import { registerServiceMetrics, type ServiceSources } from './metrics/service-m
 import { registerSinkMetrics, type SinkSources } from './metrics/sink-metrics.ts';
 import { registerStateMetrics, type StateCluster } from './metrics/state-metrics.ts';
 import { type ObservedUi, registerUiMetrics } from './metrics/ui-metrics.ts';
+import { registerUsedByMetrics, type UsedBySource } from './metrics/used-by-metrics.ts';
 
 /** One watched cluster as the metrics read it on each scrape: what each area's metrics read of it. */
 export type MetricsCluster = InformerCluster & ConnectionCluster & StateCluster;
@@ -39,6 +40,8 @@ export interface MetricsSources extends SinkSources, PipelineSources, ServiceSou
   clusters?: () => readonly MetricsCluster[];
   /** --audit-listen: the audit webhook's requests and the join's counts. */
   audit?: AuditSource;
+  /** What ConfigMap and Secret changes reach: the index (absent with --no-used-by). */
+  usedBy?: UsedBySource | undefined;
 }
 
 export type { ObservedListener, ObservedUi };
@@ -64,6 +67,7 @@ export class KubediffMetrics {
     registerStateMetrics(this.registration, clusters);
     registerConnectionMetrics(this.registration, clusters);
     registerAuditMetrics(this.registration, () => this.sources.audit);
+    registerUsedByMetrics(this.registration, () => this.sources.usedBy);
     this.addListener = registerListenerMetrics(this.registration);
   }
 

@@ -134,6 +134,11 @@ export class ServiceRuntime implements PipelineObserver {
     this.metrics?.setSources({ clusters });
   }
 
+  /** What the metrics read of the "used by" index (undefined with --no-used-by). */
+  observeUsedBy(usedBy: MetricsSources['usedBy']): void {
+    this.metrics?.setSources({ usedBy });
+  }
+
   /** What the metrics read of the audit webhook and the join (--audit-listen). */
   observeAudit(audit: NonNullable<MetricsSources['audit']>): void {
     this.metrics?.setSources({ audit });

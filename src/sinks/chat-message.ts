@@ -13,6 +13,7 @@ import { groupedCount } from '../util/count-text.ts';
 import { printable } from '../util/terminal-text.ts';
 import type { Digest } from './digest.ts';
 import { readablePath, renderValue } from './pretty.ts';
+import { type Piece, type ReachLimits, rollsOutPieces, usedByPieces } from './used-by-text.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
 
 export interface ChatFormatOptions {
@@ -26,6 +27,13 @@ export interface ChatFormatOptions {
   digestRecent: number;
   /** Longest rendered value before eliding its middle. Default 80. */
   maxValueLength: number;
+  /**
+   * What a ConfigMap or Secret change reaches (usedBy) and what a rollout brings (rollsOut), named for an
+   * event alone in its message; more are counted ("and 497 more"). Default 10 workloads, 20 keys, 10 changes.
+   */
+  reach: ReachLimits;
+  /** The same, per event when a message holds several, and in the notification text. Default 3, 5, 3. */
+  reachInGroup: ReachLimits;
 }
 
 export const DEFAULT_CHAT_FORMAT: ChatFormatOptions = {
@@ -34,6 +42,8 @@ export const DEFAULT_CHAT_FORMAT: ChatFormatOptions = {
   maxChangesPerEventInGroup: 5,
   digestRecent: 5,
   maxValueLength: 80,
+  reach: { workloads: 10, keys: 20, rollsOut: 10 },
+  reachInGroup: { workloads: 3, keys: 5, rollsOut: 3 },
 };
 
 export interface Span {
@@ -100,6 +110,7 @@ export function chatMessage(
       ];
       if (changes.length > shown.length)
         lines.push([{ text: `…and ${more(changes.length - shown.length)}`, style: 'italic' }]);
+      lines.push(...reachLines(event, options.reachInGroup));
       return { lines };
     });
     return { summary, title, context, sections, inFull };
@@ -149,11 +160,15 @@ function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessa
     changes.length > 0 ? ` (${changes.length === 1 ? '1 change' : `${changes.length} changes`})` : '';
   const by = elideBy(byText(event.by));
   const perChange = changesFromSeveralManagers(changes);
+  const reach = reachLines(event, options.reach);
+  // The notification says what the change reaches too: `… (1 change) → used by deployment/web (…)`.
+  const [firstReach] = reachLines(event, options.reachInGroup);
   return {
     summary: [
       { text: `${prefix(event.cluster)}${event.type} ${object.kind} ${where}` },
       ...(by ? [{ text: ' by ' }, { text: by }] : []),
       ...(count ? [{ text: count }] : []),
+      ...(firstReach ? [{ text: ' ' }, ...firstReach] : []),
     ],
     title: `${event.type} ${object.kind} ${where}`,
     icon: event.type,
@@ -164,13 +179,28 @@ function eventMessage(event: ChangeEvent, options: ChatFormatOptions): ChatMessa
       [{ text: clock(event.time) }],
       ...notes(event).map((note): Line => [{ text: note, style: 'italic' }]),
     ],
-    sections:
-      shown.length > 0
+    sections: [
+      ...(shown.length > 0
         ? [{ lines: shown.map((change) => changeLine(change, options.maxValueLength, perChange)) }]
-        : [],
+        : []),
+      ...(reach.length > 0 ? [{ lines: reach }] : []),
+    ],
     ...(changes.length > shown.length ? { note: `…and ${more(changes.length - shown.length)}` } : {}),
     inFull: true,
   };
+}
+
+/**
+ * What a ConfigMap or Secret change reaches and what a rollout brings (used-by-text.ts), one line each:
+ * '→ used by `deployment/web` (env APP_MODE: 3 pods still run the old value), `cronjob/report` (volume
+ * cfg: live) and 497 more'; workload and object names as code. None for other events.
+ */
+export function reachLines(event: Pick<ChangeEvent, 'usedBy' | 'rollsOut'>, limits: ReachLimits): Line[] {
+  const span = (piece: Piece): Span =>
+    piece.name ? { text: piece.text, style: 'code' } : { text: piece.text };
+  return [...usedByPieces(event.usedBy, limits), ...rollsOutPieces(event.rollsOut, limits)].map(
+    (pieces): Line => [{ text: '→ ' }, ...pieces.map(span)],
+  );
 }
 
 export function clusterLine(cluster: string): Line {

@@ -1,6 +1,7 @@
 // The terminal rendering: a colored header per event (with who made it,
 // `by kubectl-set`), then one line per change, `spec.replicas: 2 → 5`,
-// followed by its manager when the changes come from several. Paths read like kubectl's JSONPath,
+// followed by its manager when the changes come from several, then what a ConfigMap or Secret change
+// reaches (`↳ used by deployment/web (env APP_MODE: …)`). Paths read like kubectl's JSONPath,
 // long values are elided in the middle so both ends stay visible. Names,
 // paths and values come from the cluster: each passes through printable()
 // before it is colored, so no control character, bidi override or
@@ -12,6 +13,7 @@ import type { JsonValue } from '../kube/types.ts';
 import { objectKey } from '../kube/types.ts';
 import { printable } from '../util/terminal-text.ts';
 import { printedTime } from '../util/timestamp.ts';
+import { rollsOutLines, usedByLines } from './used-by-text.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
 
 export interface PrettyOptions {
@@ -52,6 +54,9 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
     const owner = perChange && change.manager ? chalk.dim(` (${printable(change.manager)})`) : '';
     lines.push(`  ${renderChange(change, chalk, maxValueLength)}${owner}`);
   }
+  // What a ConfigMap or Secret change reaches, and what a rollout brings (docs/used-by.md).
+  for (const line of [...usedByLines(event.usedBy), ...rollsOutLines(event.rollsOut)])
+    lines.push(`  ${chalk.blue(`↳ ${printable(line)}`)}`);
   return `${lines.join('\n')}\n`;
 }
 

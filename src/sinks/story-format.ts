@@ -4,7 +4,7 @@
 // posts (Slack, Teams, Discord, Mattermost, Google Chat), prettyStoryRenderer() the terminal's lines.
 import { Chalk } from 'chalk';
 import type { Change } from '../diff/types.ts';
-import type { EventType } from '../events/event.ts';
+import type { EventType, UsedBy } from '../events/event.ts';
 import type { Story, StoryObject } from '../events/story.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -19,9 +19,11 @@ import {
   elideBy,
   type Line,
   prefix,
+  reachLines,
   timeRange,
 } from './chat-message.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
+import { rollsOutLines, usedByLines } from './used-by-text.ts';
 import { byText } from './who.ts';
 
 export interface StoryView {
@@ -112,6 +114,11 @@ export function storyHeadline(view: StoryView): string {
   return `${view.subject} ${view.ownerState ?? 'changed'}`;
 }
 
+/** A ConfigMap's or Secret's story: what its last change reaches (its last own event's usedBy). */
+function ownerUsedBy(story: Story): UsedBy | undefined {
+  return story.events.findLast((event) => event.object.uid === story.owner.uid && event.usedBy)?.usedBy;
+}
+
 /**
  * One chat message for one story (chat-message.ts), rendered by each platform's own renderer: the
  * headline, who made the owner's change, the owner's net changes, one line of what was derived, the counts.
@@ -133,6 +140,10 @@ export function storyMessage(story: Story, options: ChatFormatOptions = DEFAULT_
     });
   if (view.derived !== '')
     sections.push({ lines: [[{ text: 'Derived:', style: 'bold' }, { text: ` ${view.derived}` }]] });
+  const reached = { usedBy: ownerUsedBy(story), rollsOut: story.rollsOut };
+  const reach = reachLines(reached, options.reach);
+  if (reach.length > 0) sections.push({ lines: reach });
+  const [firstReach] = reachLines(reached, options.reachInGroup);
   const first = shown[0];
   return {
     summary: [
@@ -141,6 +152,7 @@ export function storyMessage(story: Story, options: ChatFormatOptions = DEFAULT_
       // The first change, without its bullet: ': spec.replicas: 2 → 5'.
       ...(first ? [{ text: ': ' }, ...changeLine(first, 40).slice(1)] : []),
       ...(view.derived ? [{ text: ` (${view.derived})` }] : []),
+      ...(firstReach ? [{ text: ' ' }, ...firstReach] : []),
     ],
     title: storyHeadline(view),
     icon,
@@ -178,6 +190,8 @@ export function prettyStoryRenderer(options: PrettyOptions): (story: Story) => s
     for (const change of view.changes) lines.push(`  ${renderChange(change, chalk, maxValueLength)}`);
     const derived = view.derived === '' ? view.counts : `${view.derived} (${view.counts})`;
     lines.push(`  ${chalk.dim(`↳ ${printable(derived)}`)}`);
+    for (const line of [...usedByLines(ownerUsedBy(story)), ...rollsOutLines(story.rollsOut)])
+      lines.push(`  ${chalk.blue(`↳ ${printable(line)}`)}`);
     return `${lines.join('\n')}\n`;
   };
 }

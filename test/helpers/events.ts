@@ -111,6 +111,8 @@ const EVENT_KEYS = new Set([
   'offline',
   'cause',
   'finalStateUnknown',
+  'usedBy',
+  'rollsOut',
 ]);
 const OBJECT_KEYS = new Set([
   'apiVersion',
@@ -133,6 +135,23 @@ const BY_KEYS = new Set([
   'match',
 ]);
 const MANAGER_KEYS = new Set(['manager', 'operation', 'subresource', 'time']);
+const USED_BY_KEYS = new Set(['workloads', 'unreadKeys', 'incomplete']);
+const WORKLOAD_KEYS = new Set(['object', 'via', 'keys', 'live', 'pods']);
+const VIA_KEYS = new Set([
+  'type',
+  'key',
+  'env',
+  'prefix',
+  'volume',
+  'items',
+  'container',
+  'initContainer',
+  'ephemeralContainer',
+  'subPath',
+  'optional',
+  'serviceAccount',
+]);
+const VIA_TYPES = new Set(['env', 'envFrom', 'volume', 'projected', 'imagePullSecrets', 'serviceAccount']);
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 /** RFC 6901: '/'-separated tokens where '~' only appears as '~0' or '~1'. */
 const JSON_POINTER = /^(\/([^~/]|~[01])*)+$/;
@@ -179,6 +198,8 @@ export function contractViolations(value: unknown): string[] {
       }
   }
   if ('by' in value) problems.push(...byViolations(value.by, type));
+  if ('usedBy' in value) problems.push(...usedByViolations(value.usedBy, value.object));
+  if ('rollsOut' in value) problems.push(...rollsOutViolations(value.rollsOut));
 
   if (!isRecord(object)) {
     problems.push('object is missing or not an object');
@@ -266,6 +287,88 @@ function byViolations(by: unknown, type: unknown): string[] {
     }
   });
   return problems;
+}
+
+/** What is wrong with an event's `usedBy` (docs/used-by.md). */
+function usedByViolations(usedBy: unknown, object: unknown): string[] {
+  if (!isRecord(usedBy)) return ['usedBy, when present, must be an object'];
+  const problems: string[] = [];
+  if (isRecord(object) && object.kind !== 'ConfigMap' && object.kind !== 'Secret')
+    problems.push('usedBy belongs only on a ConfigMap or Secret event');
+  for (const key of Object.keys(usedBy))
+    if (!USED_BY_KEYS.has(key)) problems.push(`unknown field "usedBy.${key}"`);
+  if (usedBy.incomplete !== undefined && usedBy.incomplete !== 'syncing' && usedBy.incomplete !== 'limit')
+    problems.push('usedBy.incomplete, when present, is syncing or limit');
+  if (usedBy.unreadKeys !== undefined && !stringList(usedBy.unreadKeys, true))
+    problems.push('usedBy.unreadKeys, when present, is a non-empty list of strings');
+  if (!Array.isArray(usedBy.workloads)) return [...problems, 'usedBy.workloads must be a list'];
+  usedBy.workloads.forEach((workload: unknown, index) => {
+    const at = `usedBy.workloads[${index}]`;
+    if (!isRecord(workload)) {
+      problems.push(`${at} is not an object`);
+      return;
+    }
+    for (const key of Object.keys(workload))
+      if (!WORKLOAD_KEYS.has(key)) problems.push(`unknown field "${at}.${key}"`);
+    const owner = workload.object;
+    if (
+      !isRecord(owner) ||
+      ['apiVersion', 'kind', 'name', 'uid'].some((key) => typeof owner[key] !== 'string')
+    )
+      problems.push(`${at}.object must name apiVersion, kind, name and uid`);
+    if (!stringList(workload.keys, false)) problems.push(`${at}.keys must be a list of strings`);
+    if (
+      'live' in workload &&
+      workload.live !== true &&
+      workload.live !== false &&
+      workload.live !== 'eventually'
+    )
+      problems.push(`${at}.live, when present, is true, false or "eventually"`);
+    if ('pods' in workload) {
+      const pods = workload.pods;
+      if (
+        !isRecord(pods) ||
+        typeof pods.total !== 'number' ||
+        ('old' in pods && typeof pods.old !== 'number')
+      )
+        problems.push(`${at}.pods must have a number total (and old)`);
+    }
+    if (!Array.isArray(workload.via) || workload.via.length === 0) {
+      problems.push(`${at}.via must be a non-empty list`);
+      return;
+    }
+    workload.via.forEach((via: unknown, viaIndex) => {
+      if (!isRecord(via) || !VIA_TYPES.has(String(via.type))) {
+        problems.push(`${at}.via[${viaIndex}].type is not one of ${[...VIA_TYPES].join(', ')}`);
+        return;
+      }
+      for (const key of Object.keys(via))
+        if (!VIA_KEYS.has(key)) problems.push(`unknown field "${at}.via[${viaIndex}].${key}"`);
+    });
+  });
+  return problems;
+}
+
+/** What is wrong with an event's `rollsOut`. */
+function rollsOutViolations(links: unknown): string[] {
+  if (!Array.isArray(links) || links.length === 0) return ['rollsOut, when present, is a non-empty list'];
+  return links.flatMap((link: unknown, index) =>
+    isRecord(link) &&
+    isRecord(link.object) &&
+    typeof link.object.kind === 'string' &&
+    typeof link.object.name === 'string' &&
+    typeof link.id === 'string' &&
+    typeof link.time === 'string' &&
+    ISO_TIME.test(link.time)
+      ? []
+      : [`rollsOut[${index}] must have object (kind, name), id and an ISO time`],
+  );
+}
+
+function stringList(value: unknown, nonEmpty: boolean): boolean {
+  return (
+    Array.isArray(value) && (!nonEmpty || value.length > 0) && value.every((item) => typeof item === 'string')
+  );
 }
 
 /** Throws, naming every problem, unless `value` is a valid event. */

@@ -162,6 +162,44 @@ function manifest(object: Tracked): Record<string, unknown> {
   };
 }
 
+/**
+ * A pod (pending: the shared cluster runs none) that reads a Secret or ConfigMap of the corpus by each of
+ * its keys, by envFrom and as a volume: the object's events then name it in usedBy.
+ */
+async function createReader(namespace: string, object: Tracked): Promise<void> {
+  const secret = object.kind === 'Secret';
+  const keys = Object.keys((object.body.data ?? {}) as JsonObject);
+  const ref = (key: string) =>
+    secret ? { secretKeyRef: { name: object.name, key } } : { configMapKeyRef: { name: object.name, key } };
+  const pod = {
+    metadata: { name: `reads-${object.kind.toLowerCase()}-${object.name}` },
+    spec: {
+      containers: [
+        {
+          name: 'app',
+          image: 'registry.test/app:1',
+          env: keys.map((key, n) => ({ name: `V${n}`, valueFrom: ref(key) })),
+          envFrom: [secret ? { secretRef: { name: object.name } } : { configMapRef: { name: object.name } }],
+          volumeMounts: [{ name: 'v', mountPath: '/v' }],
+        },
+      ],
+      volumes: [
+        {
+          name: 'v',
+          ...(secret ? { secret: { secretName: object.name } } : { configMap: { name: object.name } }),
+        },
+      ],
+    },
+  };
+  // The namespace's default ServiceAccount may not exist yet: pods are refused until it does.
+  await admin.waitFor(
+    () => admin.create(`/api/v1/namespaces/${namespace}/pods`, pod).catch(() => undefined),
+    {
+      what: `the reader pod of ${object.kind} ${object.name}`,
+    },
+  );
+}
+
 async function startWatch(
   args: string[],
   env: Record<string, string | undefined> = {},
@@ -211,7 +249,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     const deadLetterPath = path.join(dir, 'dead.jsonl');
     const selection = {
       namespaces: [namespace],
-      resources: ['secrets', 'configmaps', CRD],
+      // Pods that read the Secrets and ConfigMaps: their changes carry usedBy, with names and keys.
+      resources: ['secrets', 'configmaps', 'pods', CRD],
       redact: CORPUS_REDACT_RULES,
     };
     // JSON is YAML: the config files are written as JSON.
@@ -300,6 +339,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       writes++;
     };
     for (const object of tracked) await write(object, true);
+    for (const object of tracked) if (object.kind !== 'Vault') await createReader(namespace, object);
     for (let round = 0; round < 3; round++) {
       for (const object of tracked) {
         object.body = corpus.edit(object.kind, object.body);
@@ -316,6 +356,15 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     };
     await write(sentinel, true);
     await first.waitForEvent(matching({ type: 'ADDED', name: 'sentinel' }));
+    // usedBy is among the outputs searched: Secret changes name the pods that read them, and the keys.
+    assert.ok(
+      first.events.some(
+        (event) =>
+          event.object.kind === 'Secret' &&
+          event.usedBy?.workloads.some((workload) => workload.via.some((via) => via.type === 'env')),
+      ),
+      'a Secret event names its readers (usedBy)',
+    );
     await pretty.waitForStdout(`ADDED   configmaps ${namespace}/sentinel`);
     const walWhileRunning = await fileSource('', `${statePath}-wal`).read();
     const served = async (route: string) => {
@@ -381,6 +430,27 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       return outputs.join('\n');
     };
     const objectOutputs = await objectCommands(statePath);
+    // resources --used-by reads each Secret and ConfigMap from the API server (values and all) and the pods
+    // that read them: as a table and as JSON, only names and keys may come out.
+    const usedByOutputs: string[] = [];
+    for (const object of tracked.filter((tracked) => tracked.kind !== 'Vault')) {
+      for (const output of ['table', 'json']) {
+        const result = await runKubediffToCompletion(
+          [
+            'resources',
+            '--kubeconfig',
+            kubeconfig,
+            '-n',
+            namespace,
+            '--used-by',
+            `${object.kind}/${object.name}`,
+          ].concat(output === 'json' ? ['-o', 'json'] : []),
+          { timeoutMs: 60_000 },
+        );
+        assert.equal(result.code, 0, result.stderr);
+        usedByOutputs.push(result.stdout, result.stderr);
+      }
+    }
     const objectOutputsPostgres = await objectCommands(pgUrl.href, pgEnv);
     const postgresTables = await psql(
       database.info,
@@ -460,6 +530,11 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       { name: 'PostgreSQL state tables', read: () => postgresTables, expect: /<redacted sha256:/ },
       { name: 'history from PostgreSQL', read: () => historyPostgres.stdout, expect: /<redacted sha256:/ },
       { name: 'show, diff, blame', read: () => objectOutputs, expect: hmacMarker },
+      {
+        name: 'resources --used-by (table and JSON)',
+        read: () => usedByOutputs.join('\n'),
+        expect: /\bpod\/reads-secret-/,
+      },
       {
         name: 'show, diff, blame from PostgreSQL',
         read: () => objectOutputsPostgres,

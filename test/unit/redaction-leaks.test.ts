@@ -31,7 +31,9 @@ import { DiscoveryResolver } from '../../src/events/discovery-resolver.ts';
 import type { ChangeEvent } from '../../src/events/event.ts';
 import { explainLine } from '../../src/events/explain.ts';
 import { compileFilter } from '../../src/events/filter.ts';
+import { OwnerResolver, ownerStage } from '../../src/events/owners.ts';
 import { Pipeline } from '../../src/events/pipeline.ts';
+import { UsedByTracker } from '../../src/events/used-by/used-by-tracker.ts';
 import { WhoJoin } from '../../src/events/who-join.ts';
 import { Informer } from '../../src/informer/informer.ts';
 import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
@@ -226,10 +228,13 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     out.peerBodies!.push(encodePeerRecords({ audit: [], admission: [record] }));
     join.offer(admission, [record]);
   };
-  // The pipeline as `watch` builds it, its delivery standing in for the sinks; the recorder observes it.
-  const handler = new Pipeline({
+  // The pipeline as `watch` builds it, its delivery standing in for the sinks; the recorder observes it,
+  // and the "used by" index (whose usedBy names the Secrets' users and keys) too.
+  const owners = new OwnerResolver();
+  const usedBy = new UsedByTracker({ owners, log });
+  const pipeline = new Pipeline({
     normalizer,
-    rules: [join],
+    rules: [ownerStage(owners), usedBy.stage(), join],
     handover: [],
     delivery: {
       deliver: (event) => {
@@ -238,9 +243,10 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
       },
       accepted: () => [],
     },
-    observers: [recorder],
+    observers: [usedBy, recorder],
     failures: new EventFailures(log),
-  }).source('leaks');
+  });
+  const handler = pipeline.source('leaks');
 
   let rv = 1;
   let uid = 0;
@@ -277,7 +283,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
       {} as ListerWatcher,
       {
         type,
-        normalize: (t, object) => normalizer.normalize(t, object),
+        normalize: (t, object) => pipeline.normalize(t, object, 'leaks'),
         initialList: 'silent',
         ...(preload ? { preload: database.objects(qualifiedName(type)) } : {}),
       },
@@ -309,6 +315,22 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     start(kind);
     list(kind);
   }
+  // Pods that read the Secrets and ConfigMaps every way (each key by env, envFrom, a volume), so their
+  // events carry usedBy with names and keys: a value must reach no output through it either.
+  const pods = new Informer(
+    {} as ListerWatcher,
+    { type: PODS, normalize: (t, object) => pipeline.normalize(t, object, 'leaks'), initialList: 'silent' },
+    handler,
+  );
+  pods.stateChanged({ phase: 'listing' });
+  pods.listStarted();
+  pods.listPage(
+    tracked
+      .filter((object) => object.kind !== 'Vault' && corpus.int(3) === 0)
+      .map((object, index) => readerOf(object, index)),
+  );
+  pods.listCompleted(String(++rv));
+  pods.stateChanged({ phase: 'watching' });
   for (let round = 0; round < rounds; round++) {
     for (const object of tracked) {
       const informer = informers.get(object.kind)!;
@@ -394,6 +416,50 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   return { objects: tracked.length, versions, events, secretValues: corpus.secretCount, sources };
 }
 
+const PODS: ResourceType = {
+  ...configmaps,
+  resource: 'pods',
+  kind: 'Pod',
+  shortNames: ['po'],
+  singularName: 'pod',
+};
+
+/** A running pod that reads `object` (a Secret or ConfigMap of the corpus) by each of its keys, by envFrom and as a volume. */
+function readerOf(object: Tracked, index: number): KubeObject {
+  const secret = object.kind === 'Secret';
+  const data = (object.body.data ?? {}) as JsonObject;
+  const ref = (key: string) =>
+    secret ? { secretKeyRef: { name: object.name, key } } : { configMapKeyRef: { name: object.name, key } };
+  return {
+    metadata: {
+      name: `reader-${index}`,
+      namespace: 'leak',
+      uid: `reader-uid-${index}`,
+      resourceVersion: '1',
+    },
+    spec: {
+      containers: [
+        {
+          name: 'app',
+          env: Object.keys(data).map((key, n) => ({ name: `V${n}`, valueFrom: ref(key) })),
+          envFrom: [secret ? { secretRef: { name: object.name } } : { configMapRef: { name: object.name } }],
+          volumeMounts: [{ name: 'v', mountPath: '/v' }],
+        },
+      ],
+      volumes: [
+        {
+          name: 'v',
+          ...(secret ? { secret: { secretName: object.name } } : { configMap: { name: object.name } }),
+        },
+      ],
+    },
+    status: {
+      phase: 'Running',
+      containerStatuses: [{ name: 'app', state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }],
+    },
+  } as unknown as KubeObject;
+}
+
 /** The events show that things changed (markers differ) and what is not secret (visible values). */
 function assertVisibleChanges(events: readonly ChangeEvent[], marker: RegExp): void {
   const changes = events.flatMap((event) => event.changes ?? []);
@@ -462,6 +528,16 @@ describe('no secret value reaches any output (in-process corpus)', () => {
     const report = await assertNoLeaks(run.sources);
     assertVisibleChanges(run.events, /^<redacted sha256:[0-9a-f]{8}>$/);
     assertNamedByReviews(run.events);
+    // usedBy is among what was scanned: Secret events name their readers and the keys they read.
+    const named = run.events.filter(
+      (event) => event.object.kind === 'Secret' && event.usedBy?.workloads.length,
+    );
+    assert.ok(named.length > 100, `Secret events with usedBy: ${named.length}`);
+    assert.ok(
+      named.some((event) =>
+        event.usedBy?.workloads.some((w) => w.via.some((via) => via.type === 'env' && via.key)),
+      ),
+    );
     assert.ok(run.versions > 15_000, `versions: ${run.versions}`);
     const scanned = Object.values(report.scanned).reduce((sum, size) => sum + size, 0);
     console.log(

@@ -14,6 +14,11 @@ export const WHAT_TO_REPORT: FlagGroup = {
       repeatable: true,
     },
     { flags: '--status', description: 'report changes under /status too' },
+    {
+      flags: '--no-used-by',
+      description: 'do not name the workloads each ConfigMap and Secret change reaches',
+      more: true,
+    },
     PRESET_FLAG,
   ],
 };

@@ -19,7 +19,7 @@ export function registerPipelineMetrics(
   const { registers } = registration;
   new Counter({
     name: 'kubediff_event_failures_total',
-    help: 'Changes whose processing failed at one stage (normalize, diff, filter, sink, recorder, handler); the watch went on. The log names the first object of each kind of failure.',
+    help: 'Changes whose processing failed at one stage (normalize, diff, filter, sink, recorder, handler, used-by); the watch went on. The log names the first object of each kind of failure.',
     labelNames: ['stage'],
     registers,
     collect() {

@@ -64,7 +64,7 @@ describe('`kubediff watch --help`', () => {
       '-r, --resource <name>',
       '--exclude-resource <name>',
       '-l, --selector <selector>',
-      'What to report:',
+      'What to report (1 more with --help-all):',
       '--events <types>',
       '--initial',
       '--ignore <path>',

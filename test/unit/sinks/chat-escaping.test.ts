@@ -274,6 +274,49 @@ describe('chat messages: text from the cluster is inert on every platform', () =
               })),
             }
           : {}),
+        // What it reaches and what a rollout brings: names, keys, containers and variables from the cluster.
+        ...(random() < 0.5
+          ? {
+              usedBy: {
+                workloads: Array.from({ length: Math.floor(random() * 4) }, (_, w) => ({
+                  object: {
+                    apiVersion: 'apps/v1',
+                    kind: 'Deployment',
+                    name: hostileText(random, 2),
+                    uid: `w${w}`,
+                  },
+                  via: [
+                    {
+                      type: 'env' as const,
+                      key: hostileText(random, 2),
+                      env: hostileText(random, 2),
+                      container: hostileText(random, 2),
+                    },
+                    {
+                      type: 'volume' as const,
+                      volume: hostileText(random, 2),
+                      initContainer: hostileText(random, 2),
+                    },
+                  ],
+                  keys: [hostileText(random, 2)],
+                  live: pick([true, false, 'eventually'] as const),
+                  pods: { total: 2, old: 1 },
+                })),
+                unreadKeys: [hostileText(random, 2)],
+              },
+            }
+          : {}),
+        ...(random() < 0.2
+          ? {
+              rollsOut: [
+                {
+                  object: { kind: 'Secret', namespace: hostileText(random, 2), name: hostileText(random, 2) },
+                  id: `s:${n}`,
+                  time: '2026-11-22T10:30:00Z',
+                },
+              ],
+            }
+          : {}),
       });
     }
     const stories: Story[] = [];

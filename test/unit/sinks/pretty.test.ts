@@ -25,6 +25,62 @@ describe('pretty output', () => {
     );
   });
 
+  it('says what a ConfigMap change reaches and what a rollout brings, names made printable', () => {
+    const render = prettyRenderer({ color: false });
+    const object = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      resource: 'configmaps',
+      namespace: 'shop',
+      name: 'app-config',
+      uid: 'c1',
+      resourceVersion: '9',
+    };
+    const changed = sampleEvent({
+      id: 'c1:9',
+      object,
+      changes: [{ op: 'replace', path: '/data/APP_MODE', from: 'a', to: 'b' }],
+      usedBy: {
+        workloads: [
+          {
+            object: {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: 'web\u001b[31m',
+              uid: 'd1',
+              namespace: 'shop',
+            },
+            via: [{ type: 'env', key: 'APP_MODE', env: 'APP_MODE', container: 'app' }],
+            keys: ['APP_MODE'],
+            live: false,
+            pods: { total: 3, old: 3 },
+          },
+        ],
+        unreadKeys: ['DEBUG'],
+      },
+    });
+    assert.equal(
+      render(changed),
+      [
+        '10:31:07Z UPDATED configmaps shop/app-config [prod]',
+        '  ~ data.APP_MODE: "a" → "b"',
+        '  ↳ used by deployment/web\\u001b[31m (env APP_MODE: 3 pods still run the old value)',
+        '  ↳ read by nobody: DEBUG',
+        '',
+      ].join('\n'),
+    );
+    const rollout = sampleEvent({
+      rollsOut: [
+        {
+          object: { kind: 'ConfigMap', namespace: 'shop', name: 'app-config' },
+          id: 'c1:9',
+          time: '2026-11-22T10:30:00.000Z',
+        },
+      ],
+    });
+    assert.match(render(rollout), /\n {2}↳ rolls out configmap shop\/app-config \(changed 10:30:00Z\)\n$/);
+  });
+
   it('names who made the change: by user (tool), the tool from the User-Agent', () => {
     const render = prettyRenderer({ color: false });
     const by = { user: { username: 'alice' }, userAgent: 'kubectl/v1.36.3 (linux/amd64) kubernetes/abc' };
