@@ -122,8 +122,8 @@ describe('`kubediff watch --help`', () => {
       '--help-all',
       '-h, --help',
     ]);
-    // 74 flags, --help-all and --help.
-    assert.equal(listed.length, 79);
+    // 78 flags, --help-all and --help.
+    assert.equal(listed.length, 80);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);
