@@ -22,6 +22,7 @@ import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-
 import type { LoadedConfig, ParseOptions } from './file.ts';
 import { withFileSinks } from './file-sink-settings.ts';
 import { pathRuleOf } from './filter-settings.ts';
+import { outcomeSettingsFrom } from './outcome-settings.ts';
 import { parseOutput } from './output-format.ts';
 import {
   checkIgnorePath,
@@ -124,6 +125,7 @@ function resolveWatchSettings(
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
     stories: storySettingsFrom(flags, config.stories, output),
+    outcomes: outcomeSettingsFrom(flags, config.outcomes),
     ...whoFrom(flags, config, env ?? {}),
     ...(config.ui ? { ui: config.ui } : {}),
     ...watchFilterFrom(flags, config, selection),

@@ -7,6 +7,7 @@ import type { ResourceName } from '../kube/resource-names.ts';
 import type { AdmissionSettings, RawAdmissionFlags } from './admission-settings.ts';
 import type { AuditSettings, RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
+import type { OutcomeSettings, RawOutcomeFlags } from './outcome-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import type { PresetName } from './presets.ts';
 import type { RedactionSettings } from './redaction.ts';
@@ -21,7 +22,8 @@ export interface RawWatchFlags
     RawDeadLetterFlags,
     RawAuditFlags,
     RawAdmissionFlags,
-    RawStoryFlags {
+    RawStoryFlags,
+    RawOutcomeFlags {
   kubeconfig?: string;
   /** --context: repeatable on `watch` (several clusters), once on `resources`. */
   context?: string | string[];
@@ -113,6 +115,8 @@ export interface WatchSettings {
   peers?: string;
   /** Stories: the window, the bounds, and whether the terminal tells them (docs/stories.md). */
   stories: StorySettings;
+  /** Outcomes: whether rollouts are followed, and the bound of a verdict (docs/outcomes.md). */
+  outcomes: OutcomeSettings;
   /** The file's `ui:` block (docs/ui.md); the --ui flags win over it. */
   ui?: { listen?: string | undefined; tokenFile?: string | undefined };
 }
