@@ -148,6 +148,14 @@ export class HealthView {
     return pod.owner;
   }
 
+  /** The workload an object (a pod, a ReplicaSet, the workload itself) belongs to, by its uid. */
+  workloadOfObject(uid: string): string | undefined {
+    if (this.workloads.has(uid)) return uid;
+    const pod = this.pods.get(uid);
+    if (pod) return this.workloadOf(pod);
+    return this.replicaSets.get(uid)?.owner;
+  }
+
   workload(uid: string): WorkloadHealth | undefined {
     return this.workloads.get(uid);
   }

@@ -136,12 +136,30 @@ export class OutcomeEngine implements PipelineObserver {
     state.follower = new WarningFollower({
       client,
       scope,
-      log: state.warnings,
-      changed: (involved) => this.touched(cluster, state, involved),
+      target: {
+        seen: (event) => this.warningSeen(cluster, event),
+        gone: (uid) => this.warningGone(cluster, uid),
+      },
       logger: this.log,
       ...(this.timing ? { timing: this.timing } : {}),
     });
     state.follower.start();
+  }
+
+  /** A Warning Event as served (WarningFollower); true when it is kept for the verdicts. */
+  warningSeen(cluster: string | undefined, event: KubeObject): boolean {
+    const state = this.cluster(cluster);
+    const involved = state.warnings.seen(event);
+    if (involved === undefined) return false;
+    this.touched(cluster, state, involved);
+    return true;
+  }
+
+  /** A Warning Event is gone (WarningFollower). */
+  warningGone(cluster: string | undefined, uid: string): void {
+    const state = this.cluster(cluster);
+    const involved = state.warnings.removed(uid);
+    if (involved !== undefined) this.touched(cluster, state, involved);
   }
 
   /** The cluster's first sync is over: its rollouts can be judged. */
@@ -274,25 +292,9 @@ export class OutcomeEngine implements PipelineObserver {
 
   /** A Warning Event about `involved` changed: the rollout of the workload it concerns is judged again. */
   private touched(cluster: string | undefined, state: ClusterState, involved: string): void {
-    const direct = this.open.get(rolloutKey(cluster, involved));
-    if (direct) {
-      this.mark(direct.key);
-      return;
-    }
-    // A pod's or a ReplicaSet's: which rollout is cheaper to find by asking each open one of the cluster.
-    for (const rollout of this.open.values()) {
-      if (rollout.cluster === cluster && this.concerns(state, rollout, involved)) this.mark(rollout.key);
-    }
-  }
-
-  private concerns(state: ClusterState, rollout: Rollout, involved: string): boolean {
-    const owners =
-      rollout.kind === 'Deployment'
-        ? state.view.replicaSetsOf(rollout.workload).map((replicaSet) => replicaSet.uid)
-        : [rollout.workload];
-    return owners.some(
-      (owner) => owner === involved || state.view.podsOf(owner).some((pod) => pod.uid === involved),
-    );
+    if (this.stopped || this.open.size === 0) return;
+    const workload = state.view.workloadOfObject(involved);
+    if (workload !== undefined) this.mark(rolloutKey(cluster, workload));
   }
 
   private openRollout(

@@ -1,5 +1,5 @@
-// Follows one cluster's Warning Events for the verdicts, internally: they feed the cluster's WarningLog
-// and are never reported as changes (`events` is a high-churn type kubediff does not watch unless asked).
+// Follows one cluster's Warning Events for the verdicts, internally: they feed the outcome engine (its
+// WarningLog of the cluster) and are never reported as changes (`events` is a high-churn type kubediff does not watch unless asked).
 // One reflector per namespace watched (-n), else one for every namespace but the excluded ones, each
 // with the field selector `type=Warning`, so that the API server sends Warnings alone. It needs `list`
 // and `watch` on `events` (core group) where kubediff watches (docs/outcomes.md, "Permissions"); without
@@ -18,7 +18,6 @@ import { rbacHint } from '../../kube/rbac-hint.ts';
 import type { KubeObject, ResourceType } from '../../kube/types.ts';
 import { errorMessage } from '../../util/errors.ts';
 import type { Logger } from '../../util/log.ts';
-import type { WarningLog } from './warning-log.ts';
 
 const EVENTS: ResourceType = {
   group: '',
@@ -40,12 +39,18 @@ export interface WarningScope {
   excludeNamespaces: readonly string[];
 }
 
+/** Where the Events go: whether one was kept, and that one is gone. */
+export interface WarningTarget {
+  /** An Event as served; true when it is kept (a Warning about a kind the verdicts look at). */
+  seen(event: KubeObject): boolean;
+  /** The Event `uid` is gone (deleted, or no longer listed). */
+  gone(uid: string): void;
+}
+
 export interface WarningFollowerOptions {
   client: CollectionReader;
   scope: WarningScope;
-  log: WarningLog;
-  /** An Event about the object `involved` (a uid) came, changed or went. */
-  changed: (involved: string) => void;
+  target: WarningTarget;
   logger: Logger;
   timing?: Partial<ReflectorTiming>;
 }
@@ -74,7 +79,7 @@ export class WarningFollower {
         new Reflector(
           listerWatcherFor(client, EVENTS, { namespace, fieldSelector }),
           { type: EVENTS, ...(options.timing ? { timing: options.timing } : {}) },
-          new WarningSink(options.log, options.changed, (state) => report(state, namespace)),
+          new WarningSink(options.target, (state) => report(state, namespace)),
         ),
     );
   }
@@ -88,18 +93,16 @@ export class WarningFollower {
   }
 }
 
-/** One reflector's Events into the log; a relist forgets those of its scope that are gone. */
+/** One reflector's Events to the target; a relist says which of its scope's Events are gone. */
 class WarningSink implements ReflectorSink {
-  private readonly log: WarningLog;
-  private readonly changed: (involved: string) => void;
+  private readonly target: WarningTarget;
   private readonly state: (state: ReflectorState) => void;
-  /** The Events this scope put in the log. */
+  /** The Events of this scope the target kept. */
   private readonly mine = new Set<string>();
   private listed: Set<string> | undefined;
 
-  constructor(log: WarningLog, changed: (involved: string) => void, state: (state: ReflectorState) => void) {
-    this.log = log;
-    this.changed = changed;
+  constructor(target: WarningTarget, state: (state: ReflectorState) => void) {
+    this.target = target;
     this.state = state;
   }
 
@@ -120,8 +123,7 @@ class WarningSink implements ReflectorSink {
     for (const uid of [...this.mine]) {
       if (listed.has(uid)) continue;
       this.mine.delete(uid);
-      const involved = this.log.removed(uid);
-      if (involved !== undefined) this.changed(involved);
+      this.target.gone(uid);
     }
   }
 
@@ -131,15 +133,11 @@ class WarningSink implements ReflectorSink {
       return;
     }
     this.mine.delete(object.metadata.uid);
-    const involved = this.log.removed(object.metadata.uid);
-    if (involved !== undefined) this.changed(involved);
+    this.target.gone(object.metadata.uid);
   }
 
   private take(event: KubeObject): void {
-    const involved = this.log.seen(event);
-    if (involved === undefined) return;
-    this.mine.add(event.metadata.uid);
-    this.changed(involved);
+    if (this.target.seen(event)) this.mine.add(event.metadata.uid);
   }
 
   stateChanged(state: ReflectorState): void {
