@@ -1,4 +1,4 @@
-// What a restart must not lose (docs/outcomes.md, "After a restart"): the rollouts the previous run was
+// What a restart must not lose (docs/outcomes.md, "With `--state`: the history"): the rollouts the previous run was
 // following when it stopped. They are read from the history --state recorded: within twice the bound of
 // a verdict, each workload's last change that opens a rollout (and the scales that joined it), unless an
 // OUTCOME follows it or the workload was deleted since. The engine follows them again (resume), judged by

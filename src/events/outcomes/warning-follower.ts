@@ -2,7 +2,7 @@
 // WarningLog of the cluster) and are never reported as changes (`events` is a high-churn type kubediff does not watch unless asked).
 // One reflector per namespace watched (-n), else one for every namespace but the excluded ones, each
 // with the field selector `type=Warning`, so that the API server sends Warnings alone. It needs `list`
-// and `watch` on `events` (core group) where kubediff watches (docs/outcomes.md, "Permissions"); without
+// and `watch` on `events` (core group) where kubediff watches (docs/outcomes.md, "Warning Events"); without
 // them the verdicts are reached without Warning Events, said once.
 
 import {
