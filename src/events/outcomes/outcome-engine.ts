@@ -199,10 +199,11 @@ export class OutcomeEngine implements PipelineObserver {
     const cluster = change.cluster;
     const state = this.cluster(cluster);
     if (change.kind === 'deleted') {
-      const workload = state.view.removed(kind, change.object.uid);
+      // Settled with the evidence of its last state, before the view forgets it.
       const open = this.open.get(rolloutKey(cluster, change.object.uid));
       if (open && reported) this.settle(open, 'superseded', { supersededBy: reported.id });
-      else if (workload !== undefined) this.mark(rolloutKey(cluster, workload));
+      const workload = state.view.removed(kind, change.object.uid);
+      if (workload !== undefined) this.mark(rolloutKey(cluster, workload));
       return;
     }
     if (!reported || kind === 'Pod' || kind === 'ReplicaSet') return;

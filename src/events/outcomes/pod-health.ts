@@ -4,8 +4,10 @@
 //
 // The rules are our own, written after the ones the field trusts (docs/outcomes.md cites them):
 // - a container waiting with a reason that starts with `Err` or ends in `Error` or `BackOff`
-//   (ErrImagePull, CreateContainerConfigError, ImagePullBackOff, CrashLoopBackOff) is a failing pod
-//   (Argo CD's gitops-engine, pkg/health/health_pod.go; kstatus's ContainerCrashLooping);
+//   (CreateContainerConfigError, ImagePullBackOff, CrashLoopBackOff) is a failing pod (Argo CD's
+//   gitops-engine, pkg/health/health_pod.go; kstatus's ContainerCrashLooping), but for ErrImagePull: a
+//   pull that failed once, which the kubelet retries, and which becomes ImagePullBackOff when it fails
+//   again;
 // - a pod that restarted since the change and is not ready is failing (gitops-engine: a running pod
 //   that is not ready and has a last termination), with that termination's reason and exit code;
 // - a pod the scheduler cannot place is failing once it has been so for 15 s (kstatus's
@@ -72,6 +74,7 @@ export interface PodHealth {
 
 /** A waiting reason that fails the pod (see the top). */
 export function isFailingReason(reason: string): boolean {
+  if (reason === 'ErrImagePull') return false;
   return reason.startsWith('Err') || reason.endsWith('Error') || reason.endsWith('BackOff');
 }
 

@@ -27,6 +27,9 @@ import type { Rollout } from './rollout.ts';
 import type { WarningLog } from './warning-log.ts';
 import { judgeWorkload, type WorkloadHealth, type WorkloadProgress } from './workload-health.ts';
 
+const RESUMED_NOTE =
+  'followed again after kubediff restarted: restarts and Warnings before that are not all known';
+
 /** Pods listed in the evidence at most (the worst first); `podCount` says how many there are. */
 export const PODS_LISTED = 10;
 /** Warning Events listed at most (the most frequent first). */
@@ -66,6 +69,7 @@ export function judgeRollout(
         podCount: 0,
         warnings: [],
         conditions: [],
+        ...(rollout.resumed ? { note: RESUMED_NOTE } : {}),
       },
       recheckAt: undefined,
     };
@@ -160,11 +164,7 @@ function evidenceOf(
   if (revision.owner !== undefined && view.isPartial(revision.owner)) {
     notes.push('some pods of the revision were not followed: the health view was full');
   }
-  if (rollout.resumed) {
-    notes.push(
-      'followed again after kubediff restarted: restarts and Warnings before that are not all known',
-    );
-  }
+  if (rollout.resumed) notes.push(RESUMED_NOTE);
   if (progress.state === 'waiting') notes.push(progress.detail);
   return {
     summary: '',

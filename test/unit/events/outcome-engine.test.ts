@@ -64,7 +64,9 @@ function replicaSet(uid: string, revision: string): KubeObject {
     name: `web-${uid}`,
     uid,
     annotations: { 'deployment.kubernetes.io/revision': revision },
-    ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'web-uid', controller: true }],
+    ownerReferences: [
+      { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'web-uid', controller: true },
+    ],
   };
   return object;
 }
@@ -76,7 +78,9 @@ function pod(name: string, owner: string, fixture = 'pod-ready'): KubeObject {
     ...object.metadata,
     name,
     uid: `${name}-uid`,
-    ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `web-${owner}`, uid: owner, controller: true }],
+    ownerReferences: [
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `web-${owner}`, uid: owner, controller: true },
+    ],
   };
   return object;
 }
@@ -210,7 +214,10 @@ describe('the outcome engine', () => {
     await tick();
     const [outcome] = outcomes;
     assert.equal(outcome?.verdict, 'degraded');
-    assert.equal(outcome?.evidence.summary, '1/1 pods CrashLoopBackOff, last OOMKilled (exit 137), 2 restarts');
+    assert.equal(
+      outcome?.evidence.summary,
+      '1/1 pods CrashLoopBackOff, last OOMKilled (exit 137), 2 restarts',
+    );
     assert.deepEqual(outcome?.evidence.pods[0]?.lastTermination, {
       container: 'app',
       reason: 'OOMKilled',
@@ -331,7 +338,10 @@ describe('the outcome engine', () => {
     );
     await tick();
     assert.equal(outcomes[0]?.verdict, 'failed');
-    assert.match(outcomes[0]?.evidence.summary ?? '', /^ReplicaSet "web-rs2" has timed out progressing\.; 0\/1 pods ready/);
+    assert.match(
+      outcomes[0]?.evidence.summary ?? '',
+      /^ReplicaSet "web-rs2" has timed out progressing\.; 0\/1 pods ready/,
+    );
   });
 
   it('the workload deleted before a verdict: superseded by the deletion', async () => {
@@ -342,6 +352,7 @@ describe('the outcome engine', () => {
     await tick();
     assert.equal(outcomes[0]?.verdict, 'superseded');
     assert.equal(outcomes[0]?.evidence.supersededBy, deletion.id);
+    assert.deepEqual(outcomes[0]?.evidence.replicas, { desired: 2, updated: 2, ready: 2, available: 2 });
   });
 
   it('judges nothing before its cluster synced', async () => {
@@ -373,7 +384,11 @@ describe('the outcome engine', () => {
     bounded.reportTo((outcome) => reported.push(outcome));
     const other = { ...update(['/spec/template'], clock) };
     other.object = { ...other.object, name: 'api', uid: 'api-uid' };
-    bounded.changeProcessed(processed(update(['/spec/template'], clock)), update(['/spec/template'], clock), []);
+    bounded.changeProcessed(
+      processed(update(['/spec/template'], clock)),
+      update(['/spec/template'], clock),
+      [],
+    );
     bounded.changeProcessed(processed(other), other, []);
     await tick();
     assert.equal(reported[0]?.verdict, 'unknown');

@@ -46,16 +46,16 @@ describe('the health of a pod', () => {
     assert.equal(judgePod(health, health.restarts, NOW), 'starting');
   });
 
-  it('ImagePullBackOff and ErrImagePull fail the pod', () => {
-    for (const [name, reason] of [
-      ['pod-image-pull-backoff', 'ImagePullBackOff'],
-      ['pod-err-image-pull', 'ErrImagePull'],
-    ] as const) {
-      const health = podHealthOf(recorded(name), undefined, NOW);
-      assert.equal(health.problem?.reason, reason, name);
-      assert.match(health.problem?.message ?? '', /does-not-exist/, name);
-      assert.equal(judgePod(health, 0, NOW), 'failing', name);
-    }
+  it('ImagePullBackOff fails the pod; ErrImagePull (one failed pull, retried) does not yet', () => {
+    const backOff = podHealthOf(recorded('pod-image-pull-backoff'), undefined, NOW);
+    assert.equal(backOff.problem?.reason, 'ImagePullBackOff');
+    assert.match(backOff.problem?.message ?? '', /does-not-exist/);
+    assert.equal(judgePod(backOff, 0, NOW), 'failing');
+    const pulling = podHealthOf(recorded('pod-err-image-pull'), undefined, NOW);
+    assert.equal(pulling.problem, undefined);
+    assert.equal(pulling.waiting, 'ErrImagePull');
+    assert.equal(judgePod(pulling, 0, NOW), 'starting');
+    assert.equal(podReason(pulling, NOW), 'ErrImagePull');
   });
 
   it('a pod that runs and never gets ready is on its way, not failing', () => {
@@ -91,9 +91,15 @@ describe('the health of a pod', () => {
   });
 
   it('the failing waiting reasons are those Argo CD names: Err…, …Error, …BackOff', () => {
-    for (const reason of ['CrashLoopBackOff', 'ImagePullBackOff', 'ErrImagePull', 'CreateContainerConfigError'])
+    for (const reason of [
+      'CrashLoopBackOff',
+      'ImagePullBackOff',
+      'ErrImageNeverPull',
+      'CreateContainerConfigError',
+    ])
       assert.equal(isFailingReason(reason), true, reason);
-    for (const reason of ['ContainerCreating', 'PodInitializing']) assert.equal(isFailingReason(reason), false, reason);
+    for (const reason of ['ContainerCreating', 'PodInitializing', 'ErrImagePull'])
+      assert.equal(isFailingReason(reason), false, reason);
   });
 
   it('reads a pod that says nothing of its status', () => {

@@ -58,7 +58,10 @@ describe('where a workload rollout stands', () => {
     const spec = object.spec as { updateStrategy: { type: string; rollingUpdate?: { partition: number } } };
     spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: { partition: 2 } };
     const partitioned = workloadHealthOf('StatefulSet', object);
-    assert.equal(judgeWorkload({ ...partitioned, ready: partitioned.desired }, partitioned.generation).state, 'done');
+    assert.equal(
+      judgeWorkload({ ...partitioned, ready: partitioned.desired }, partitioned.generation).state,
+      'done',
+    );
     spec.updateStrategy = { type: 'OnDelete' };
     const onDelete = workloadHealthOf('StatefulSet', object);
     assert.equal(judgeWorkload(onDelete, onDelete.generation).state, 'done');
