@@ -215,8 +215,9 @@ function podEvidence(pod: PodHealth, rollout: Rollout, now: number): PodEvidence
 
 /**
  * The Warning Events about `involved` since the change: an Event known when the change was made counts
- * what it added since; one that began since counts whole. Opened again after a restart, an Event that
- * began before the change but happened again since counts once.
+ * what it added since; one that began since counts whole; one read only later (after a restart, or before
+ * the first read of Events ended) that began before the change counts once if it happened again since,
+ * not at all if it did not (their times have one-second resolution: the change's second counts).
  */
 function warningEvidence(involved: readonly string[], rollout: Rollout, log: WarningLog): WarningEvidence[] {
   const found: WarningEvidence[] = [];
@@ -226,7 +227,6 @@ function warningEvidence(involved: readonly string[], rollout: Rollout, log: War
       const before = rollout.warningsBefore.get(warning.uid);
       let count: number;
       if (before !== undefined) count = warning.count - before;
-      else if (!rollout.resumed) count = warning.count;
       else if (warning.first >= sinceSecond) count = warning.count;
       else count = warning.last >= sinceSecond ? 1 : 0;
       if (count > 0)

@@ -12,12 +12,15 @@ import {
   type ReflectorTiming,
   type WatchEventType,
 } from '../../informer/reflector.ts';
-import { KubeError } from '../../kube/errors.ts';
+import { KubeError, type KubeFailureKind } from '../../kube/errors.ts';
 import { type CollectionReader, listerWatcherFor } from '../../kube/lister-watcher.ts';
 import { rbacHint } from '../../kube/rbac-hint.ts';
 import type { KubeObject, ResourceType } from '../../kube/types.ts';
 import { errorMessage } from '../../util/errors.ts';
 import type { Logger } from '../../util/log.ts';
+
+/** Failures of the connection itself, which the watch reports once for every type. */
+const CONNECTION_FAILURES: ReadonlySet<KubeFailureKind> = new Set(['network', 'tls', 'unauthorized']);
 
 const EVENTS: ResourceType = {
   group: '',
@@ -145,7 +148,10 @@ class WarningSink implements ReflectorSink {
   }
 }
 
-/** Says once per scope that Warning Events cannot be read, and once that they can again. */
+/**
+ * Says once per scope that Warning Events cannot be read, and once that they can again. A lost connection
+ * to the API server is the watch's to report (src/informer/cluster-watcher.ts): said here in --debug only.
+ */
 function failureReporter(
   logger: Logger,
   scope: WarningScope,
@@ -154,6 +160,10 @@ function failureReporter(
   return (state, namespace) => {
     const where = namespace ? ` in namespace ${namespace}` : '';
     if (state.phase === 'failing') {
+      if (state.error instanceof KubeError && CONNECTION_FAILURES.has(state.error.kind)) {
+        logger.debug(`outcomes: Warning events${where}: ${errorMessage(state.error)}`);
+        return;
+      }
       if (failing.has(namespace)) return;
       failing.add(namespace);
       const hint =

@@ -85,7 +85,14 @@ function pod(name: string, owner: string, fixture = 'pod-ready'): KubeObject {
   return object;
 }
 
-function warning(uid: string, involved: KubeObject, reason: string, count: number): KubeObject {
+/** A Warning Event about `involved` that happened `count` times, first at `first` and last at `last` (ms). */
+function warning(
+  uid: string,
+  involved: KubeObject,
+  reason: string,
+  count: number,
+  times: { first: number; last: number },
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Event',
@@ -94,6 +101,8 @@ function warning(uid: string, involved: KubeObject, reason: string, count: numbe
     reason,
     message: `${reason} happened`,
     count,
+    firstTimestamp: new Date(times.first).toISOString(),
+    lastTimestamp: new Date(times.last).toISOString(),
     involvedObject: { kind: 'Pod', name: involved.metadata.name, uid: involved.metadata.uid },
   } as unknown as KubeObject;
 }
@@ -210,7 +219,7 @@ describe('the outcome engine', () => {
     seen(DEPLOYMENTS, deployment({ generation: 2, observed: 2, revision: '2', updated: 1, available: 0 }));
     const crashing = pod('new-a', 'rs2', 'pod-oom-crashloop');
     seen(PODS, crashing);
-    engine.warningSeen(undefined, warning('ev1', crashing, 'BackOff', 3));
+    engine.warningSeen(undefined, warning('ev1', crashing, 'BackOff', 3, { first: clock, last: clock }));
     await tick();
     const [outcome] = outcomes;
     assert.equal(outcome?.verdict, 'degraded');
@@ -223,6 +232,9 @@ describe('the outcome engine', () => {
       reason: 'OOMKilled',
       exitCode: 137,
     });
+    assert.deepEqual(outcome?.evidence.warnings, [
+      { object: 'Pod/new-a', reason: 'BackOff', message: 'BackOff happened', count: 3 },
+    ]);
   });
 
   it("old pods' crashes and restarts before the change are not evidence", async () => {
@@ -285,17 +297,38 @@ describe('the outcome engine', () => {
   it('a Warning from before the change counts only what it added since', async () => {
     const crashing = pod('old-a', 'rs1');
     // A Warning of the workload's pod, from before the change (the internal watch would have fed it).
-    engine.warningSeen(undefined, warning('ev-old', crashing, 'Unhealthy', 4));
+    const times = { first: clock - 60_000, last: clock - 10_000 };
+    engine.warningSeen(undefined, warning('ev-old', crashing, 'Unhealthy', 4, times));
     rollOut();
     seen(DEPLOYMENTS, deployment({ generation: 2, observed: 2, revision: '1', updated: 2, available: 1 }));
     await tick();
     assert.equal(outcomes.length, 0);
     // It happens twice more since: those two count.
-    engine.warningSeen(undefined, warning('ev-old', crashing, 'Unhealthy', 6));
+    engine.warningSeen(undefined, warning('ev-old', crashing, 'Unhealthy', 6, { ...times, last: clock }));
     await engine.stop(true);
     assert.equal(outcomes[0]?.verdict, 'unknown');
     assert.deepEqual(outcomes[0]?.evidence.warnings, [
       { object: 'Pod/old-a', reason: 'Unhealthy', message: 'Unhealthy happened', count: 2 },
+    ]);
+  });
+
+  it('a Warning read only after the change that began before it counts once if it happened again since', async () => {
+    const crashing = pod('old-a', 'rs1');
+    clock += 60_000;
+    rollOut();
+    seen(DEPLOYMENTS, deployment({ generation: 2, observed: 2, revision: '1', updated: 2, available: 1 }));
+    clock += 5_000;
+    // Read late (the first list of Events was still under way when the change was made): one last
+    // happened before the change, the other again since.
+    engine.warningSeen(
+      undefined,
+      warning('ev-quiet', crashing, 'Unhealthy', 5, { first: START, last: START + 50_000 }),
+    );
+    engine.warningSeen(undefined, warning('ev-again', crashing, 'BackOff', 7, { first: START, last: clock }));
+    await engine.stop(true);
+    assert.equal(outcomes[0]?.verdict, 'unknown');
+    assert.deepEqual(outcomes[0]?.evidence.warnings, [
+      { object: 'Pod/old-a', reason: 'BackOff', message: 'BackOff happened', count: 1 },
     ]);
   });
 
