@@ -1,5 +1,5 @@
 // Hands every event to every sink whose filter accepts it (an OUTCOME only to the sinks that take
-// OUTCOMEs: Sink.deliverOutcome; the chat and story sinks do not yet, docs/outcomes.md). deliver() never
+// OUTCOMEs: Sink.deliverOutcome; the stream and webhook sinks telling stories do not, docs/outcomes.md). deliver() never
 // blocks and never throws: each sink queues on its own, so a slow or broken
 // sink delays neither the watch nor the other sinks. close() lets all sinks
 // finish in parallel within one shutdown timeout and reports what became of

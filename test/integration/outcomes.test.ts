@@ -17,6 +17,7 @@ import type { OutcomeEvent } from '../../src/events/event.ts';
 import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { defaultBinDir } from '../helpers/cluster.ts';
 import { changeAt, outcomeFor, outcomeOf, type TestEvent } from '../helpers/events.ts';
+import { FakeSlackApi, type FakeSlackMessage } from '../helpers/fake-slack-api.ts';
 import { KubeAdmin, type KubeObject } from '../helpers/kube-admin.ts';
 import { type PodPlane, startPodPlane } from '../helpers/pod-plane.ts';
 
@@ -380,5 +381,59 @@ describe('outcomes', { timeout: 300_000 }, () => {
     // `after` still counts from the change, made before the restart.
     assert.equal(Math.round(resumed.after * 1000), Date.parse(resumed.time) - Date.parse(pending.time));
     await again.stop();
+  });
+
+  it("a Slack bot: the rollout's story is one message, its OUTCOME a reply in that thread, its first line the verdict", async () => {
+    const ns = await namespace('outcome-slack');
+    const slack = await FakeSlackApi.start({ token: 'xoxb-outcomes-test' });
+    try {
+      await deployment(ns, 'registry.test/shop:1.4', { replicas: 2 });
+      const kd = runKubediff(
+        [
+          'watch',
+          '--kubeconfig',
+          plane.cluster.kubeconfigPath,
+          '-n',
+          ns,
+          '-o',
+          'json',
+          '--slack-channel',
+          '#alerts',
+        ],
+        {
+          checkEvents: true,
+          timeoutMs: TIMEOUT,
+          env: { KUBEDIFF_SLACK_TOKEN: 'xoxb-outcomes-test', KUBEDIFF_SLACK_API_URL: slack.apiUrl },
+        },
+      );
+      await kd.waitForStderr(READY);
+      await setImage(ns, 'registry.test/shop:oom');
+      const change = await imageChange(kd, 'registry.test/shop:oom');
+      const outcome = await outcomeOfChange(kd, change);
+      assert.equal(outcome.verdict, 'degraded');
+      // At the stop, the open story is told, then its OUTCOME follows it.
+      const stopped = await kd.stop();
+      assert.equal(stopped.code, 0, stopped.stderr);
+      assert.deepEqual(slack.refused, []);
+      const header = (blocks: unknown[]) => (blocks[0] as { text: { text: string } }).text.text;
+      const stories = slack
+        .topLevel()
+        .filter((m) => header(m.posted.blocks).includes(`Deployment ${ns}/web`));
+      assert.equal(stories.length, 1, JSON.stringify(slack.messages.map((m) => m.posted.text)));
+      const [story] = stories as [FakeSlackMessage];
+      const replies = slack.repliesTo(story);
+      assert.equal(replies.length, 1, "one OUTCOME, in the story's thread");
+      assert.equal(slack.messages.filter((m) => m.threadTs !== undefined).length, 1);
+      assert.match(header(replies[0]?.blocks ?? []), new RegExp(`Deployment ${ns}/web degraded in `));
+      assert.match(replies[0]?.text ?? '', /OOMKilled \(exit 137\)/);
+      assert.equal(story.edits.length, 1);
+      const headline = new RegExp(
+        `^(\\[[^\\]]+\\] )?web shop:oom by kubectl-set → degraded in [\\d.]+m?s: ${outcome.evidence.summary.replace(/[()]/g, '\\$&')}$`,
+      );
+      assert.match(header(story.blocks), headline);
+      assert.match(story.text, headline);
+    } finally {
+      await slack.close();
+    }
   });
 });
