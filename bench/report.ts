@@ -14,6 +14,8 @@ import type { LatencyFigures } from './latency.ts';
 import { markdownTable } from './lib/markdown.ts';
 import { round, type Spread } from './lib/stats.ts';
 import type { LogSinkFigures } from './log-sinks.ts';
+import type { OutcomeFigures } from './outcomes.ts';
+import { outcomeRows, outcomeSection } from './outcomes-report.ts';
 import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
 import type { SoakFigures } from './soak.ts';
@@ -45,6 +47,7 @@ export const FIGURES = {
   admission: { number: 13, key: 'admission' },
   'log-sinks': { number: 15, key: 'logSinks' },
   'ui-object': { number: 16, key: 'uiObject' },
+  outcomes: { number: 17, key: 'outcomes' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -351,6 +354,8 @@ export function rows(result: Result): Row[] {
       met: uiObject.healthzAddedP99Ms <= UI_OBJECT_BOUND_MS,
     });
   }
+  const outcomes = result.outcomes as OutcomeFigures | undefined;
+  if (outcomes) out.push(...outcomeRows(outcomes));
   const stories = result.stories as StoryFigures | undefined;
   if (stories) {
     for (const s of stories.streams) {
@@ -700,6 +705,8 @@ ${markdownTable(
   if (logSinks) parts.push(logSinksSection(logSinks));
   const uiObject = result.uiObject as UiObjectFigures | undefined;
   if (uiObject) parts.push(uiObjectSection(uiObject));
+  const outcomeFigures = result.outcomes as OutcomeFigures | undefined;
+  if (outcomeFigures) parts.push(outcomeSection(outcomeFigures));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }

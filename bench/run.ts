@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,outcomes (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -15,6 +15,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { buildDist } from '../scripts/build.ts';
+import { ensureKwok } from '../scripts/kwok-build.ts';
 import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { measureAdmission } from './admission.ts';
 import { measureAuditLatency } from './audit.ts';
@@ -173,6 +174,16 @@ try {
     ]);
     const { sink: _sink, ...figures } = JSON.parse(output) as StoryFigures & { sink: boolean };
     result.stories = figures;
+  }
+  if (settings.figures.has('outcomes')) {
+    step('outcomes', 'outcomes: 10,000 pods on the pod plane, outcomes on and off side by side, rollouts');
+    await ensureKwok(log);
+    const output = await runChild([
+      path.join(import.meta.dirname, 'outcomes.ts'),
+      '--pods',
+      settings.quick ? '1000' : '10000',
+    ]);
+    result.outcomes = JSON.parse(output);
   }
   if (settings.figures.has('sync')) {
     step('sync', `initial sync: creating ${settings.syncObjects} ConfigMaps`);
