@@ -3,6 +3,7 @@
 // after the event builder passes along; an OUTCOME (docs/outcomes.md) says what a rollout's change did,
 // and joins the path after the watch's rules.
 import type { Change } from '../diff/types.ts';
+import type { WithoutWriteCause } from '../informer/informer.ts';
 import { groupOf, qualifiedName } from '../kube/types.ts';
 import { identityOf, type ObjectIdentity } from '../util/event-failures.ts';
 
@@ -77,6 +78,11 @@ export interface ChangeEvent {
   by?: ByInfo;
   changes?: Change[];
   offline?: true;
+  /**
+   * On an UPDATED: the object changed without a write (its resourceVersion did not change), and why
+   * (docs/event.md): `schema`, its CRD changed how it is served; `relist`, a relist found it so.
+   */
+  cause?: WithoutWriteCause;
   finalStateUnknown?: true;
 }
 
@@ -173,6 +179,22 @@ export function isChange(event: KubediffEvent): event is ChangeEvent {
   return event.type !== 'OUTCOME';
 }
 
+/**
+ * How output says where an offline event came from: a change without a write names its cause (a CRD
+ * change, a relist), any other one happened while kubediff was not watching. Undefined when not offline.
+ */
+export function offlineNote(event: Pick<ChangeEvent, 'offline' | 'cause'>): string | undefined {
+  if (!event.offline) return undefined;
+  switch (event.cause) {
+    case 'schema':
+      return 'no write: served differently since its CRD changed';
+    case 'relist':
+      return 'no write: found changed by a relist';
+    default:
+      return 'while not watching';
+  }
+}
+
 /** 'deployments.apps', 'configmaps': how kubectl names the event's resource type (labels, rules, logs). */
 export function qualifiedResource(event: KubediffEvent): string {
   const { apiVersion, resource } = event.object;
@@ -195,12 +217,13 @@ export function identityOfEvent(event: KubediffEvent): ObjectIdentity {
  * learns who made a change adds to what an earlier one found.
  */
 export function withBy(event: ChangeEvent, by: ByInfo): ChangeEvent {
-  const { changes, offline, finalStateUnknown, by: known, ...head } = event;
+  const { changes, offline, cause, finalStateUnknown, by: known, ...head } = event;
   return {
     ...head,
     by: { ...known, ...by },
     ...(changes !== undefined ? { changes } : {}),
     ...(offline !== undefined ? { offline } : {}),
+    ...(cause !== undefined ? { cause } : {}),
     ...(finalStateUnknown !== undefined ? { finalStateUnknown } : {}),
   };
 }

@@ -73,7 +73,8 @@ type Indexed = Waiting & { subject: JoinSubject };
 /** The change a handover carries, as the sources look at it; undefined for one that names no write. */
 function subjectOf(handover: Handover): JoinSubject | undefined {
   const { event, change } = handover;
-  if (!event || change?.initial) return undefined;
+  // An update without a write (`cause`) has no writer to find.
+  if (!event || change?.initial || event.cause) return undefined;
   const deleted = change?.kind === 'deleted';
   return {
     event,

@@ -13,6 +13,7 @@ import {
   type ChangeEvent,
   type KubediffEvent,
   type OutcomeEvent,
+  offlineNote,
   qualifiedResource,
   type Verdict,
 } from '../events/event.ts';
@@ -41,10 +42,9 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   const color = event.type === 'ADDED' ? chalk.green : event.type === 'DELETED' ? chalk.red : chalk.yellow;
   const { object } = event;
   const name = printable(objectKey(object));
-  const notes = [
-    event.offline ? 'while not watching' : '',
-    event.finalStateUnknown ? 'final state unknown' : '',
-  ].filter(Boolean);
+  const notes = [offlineNote(event) ?? '', event.finalStateUnknown ? 'final state unknown' : ''].filter(
+    Boolean,
+  );
   const by = byText(event.by);
   const header = [
     chalk.dim(printedTime(event.time)),
