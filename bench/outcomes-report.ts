@@ -73,7 +73,16 @@ the start of each process; RSS is resident memory.
 **Verdict delay**: from the moment the last pod of the new revision became Ready, as the benchmark's own watch of
 those pods saw it, to the moment the OUTCOME line reached the benchmark: ${figures.verdictDelayMs.median} ms median
 (${figures.verdictDelayMs.min}–${figures.verdictDelayMs.max} ms) over the ${figures.rollouts} rollouts (verdicts:
-${figures.verdicts.join(', ')}). Their \`after\` (from the change to the verdict, mostly the rollout itself):
-${figures.afterSeconds.median} s median (${figures.afterSeconds.min}–${figures.afterSeconds.max} s).
-`;
+${figures.verdicts.join(', ')}). It includes the Deployment controller's own delay: the verdict waits for the
+Deployment's status to count the new pods available (docs/outcomes.md, The verdict). Their \`after\` (from the change
+to the verdict, mostly the rollout itself): ${figures.afterSeconds.median} s median (${figures.afterSeconds.min}–${figures.afterSeconds.max} s).
+${
+  figures.pods < 10_000
+    ? `
+This run has ${pods} pods, not the 10,000 the figure is meant for (\`--outcome-pods\`, default 10,000): on the
+shared 2-core machine it ran on (load average above 20), the pod plane brought up about one pod a second, so
+10,000 would have taken hours; a first attempt at 10,000 had 35 pods available after ten minutes and was stopped.
+`
+    : ''
+}`;
 }

@@ -8,7 +8,8 @@
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
 //            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,outcomes (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
-//            --go-original-src <folder> (the Go original's source; default: beside the repository)
+//            --go-original-src <folder> (the Go original's source; default: beside the repository),
+//            --outcome-pods N (figure 17's pods; default 10,000)
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -78,6 +79,8 @@ function parseArgs(argv: string[]) {
     initialObjects: quick ? 1_000 : 3_000,
     kafkaEvents: quick ? 20_000 : 100_000,
     uiObjectWrites: quick ? 200 : 600,
+    // Figure 17: pods on the pod plane (10,000; fewer where the machine cannot schedule that many in time).
+    outcomePods: Number(option('--outcome-pods') ?? 10_000),
     uiObjectReplaces: quick ? 10 : 30,
     kafkaPairs: quick ? 2 : 5,
     logSinkEvents: quick ? 10_000 : 50_000,
@@ -181,7 +184,7 @@ try {
     const output = await runChild([
       path.join(import.meta.dirname, 'outcomes.ts'),
       '--pods',
-      settings.quick ? '1000' : '10000',
+      String(settings.quick ? 1000 : settings.outcomePods),
     ]);
     result.outcomes = JSON.parse(output);
   }
