@@ -26,7 +26,7 @@ import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, type Line } from '.
 import { lossNote } from './dead-letter.ts';
 import { abandonDigest, type DeliveryOptions, HttpSink } from './delivery.ts';
 import { Digest } from './digest.ts';
-import { type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
+import { type PostOptions, type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
 import { outcomeHeadline, outcomeMessage, rolledOutImage } from './outcome-message.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
@@ -350,11 +350,7 @@ export class ChatSink extends HttpSink {
   private async editFirstLine(thread: ChatThread, headline: Line): Promise<void> {
     const edit = (this.platform.threads as ChatThreads).edit(thread, headline);
     const startedAt = monotonicMs();
-    const answer = await post(this.agent, edit.url, JSON.stringify(edit.body), {
-      headers: this.headers(),
-      timeoutMs: this.timeoutMs,
-      signal: this.clock.deadlineSignal,
-    });
+    const answer = await post(this.agent, edit.url, JSON.stringify(edit.body), this.requestOptions());
     const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
     this.trouble.requestDone(startedAt, outcome.ok);
     if (!outcome.ok && !this.editFailed) {
@@ -365,11 +361,17 @@ export class ChatSink extends HttpSink {
     }
   }
 
-  private headers(): Record<string, string> {
+  /** Every request's: the platform's headers (a bot token), the timeout, the shutdown, the credentials to scrub. */
+  private requestOptions(): PostOptions {
     return {
-      'content-type': 'application/json; charset=utf-8',
-      'user-agent': this.options.userAgent ?? 'kubediff',
-      ...this.platform.headers?.(),
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        'user-agent': this.options.userAgent ?? 'kubediff',
+        ...this.platform.headers?.(),
+      },
+      timeoutMs: this.timeoutMs,
+      signal: this.clock.deadlineSignal,
+      credentials: this.credentials,
     };
   }
 
@@ -386,11 +388,7 @@ export class ChatSink extends HttpSink {
     for (;;) {
       attempts++;
       const startedAt = monotonicMs();
-      const answer = await post(this.agent, url, JSON.stringify(body), {
-        headers: this.headers(),
-        timeoutMs: this.timeoutMs,
-        signal: this.clock.deadlineSignal,
-      });
+      const answer = await post(this.agent, url, JSON.stringify(body), this.requestOptions());
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
       this.nextSendAt = Date.now() + this.minIntervalMs;
@@ -455,11 +453,7 @@ export class ChatSink extends HttpSink {
         : chatMessage(batch, DEFAULT_CHAT_FORMAT, this.platform.pace);
       const body = this.platform.render(message);
       const startedAt = monotonicMs();
-      const answer = await post(this.agent, this.platform.url, JSON.stringify(body), {
-        headers: this.headers(),
-        timeoutMs: this.timeoutMs,
-        signal: this.clock.deadlineSignal,
-      });
+      const answer = await post(this.agent, this.platform.url, JSON.stringify(body), this.requestOptions());
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
       this.nextSendAt = Date.now() + this.minIntervalMs;

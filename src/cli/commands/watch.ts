@@ -2,8 +2,11 @@
 import type { Command } from 'commander';
 import type { RawServiceFlags } from '../../config/service-settings.ts';
 import type { RawWatchFlags } from '../../config/watch-settings.ts';
+import { allSinkCredentials } from '../../sinks/sink-credentials.ts';
+import { stateCredentials } from '../../state/location.ts';
 import { checkExposure } from '../../ui/exposure.ts';
 import { readTokenFile } from '../../ui/token.ts';
+import { Credentials, scrubbingLogger } from '../../util/credentials.ts';
 import { UsageError } from '../../util/errors.ts';
 import { parseListenAddress } from '../../util/http-server.ts';
 import { stderrLogger } from '../../util/log.ts';
@@ -73,7 +76,15 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
           listen: uiAddress !== undefined ? '--ui' : 'ui.listen',
           tokenFile: uiTokenFile !== undefined ? '--ui-token-file' : 'ui.tokenFile',
         });
-  const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
+  // Every line, and the error that ends the watch, scrubbed of the credentials of its sinks and its
+  // state store: a receiver or a server may echo them (util/credentials.ts).
+  const credentials = allSinkCredentials(settings.delivery.sinks).union(
+    settings.state ? stateCredentials(settings.state) : Credentials.none,
+  );
+  const log = scrubbingLogger(
+    stderrLogger({ debug: settings.debug, format: service.logFormat }),
+    credentials,
+  );
   const { runWatch } = await import('../watch.ts');
   const runtime: WatchRuntime = {
     service,
@@ -90,7 +101,12 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
     userAgent: `kubediff/${VERSION}`,
     ui,
   };
-  await runWatch(settings, runtime);
+  try {
+    await runWatch(settings, runtime);
+  } catch (error) {
+    if (error instanceof Error) error.message = credentials.scrub(error.message);
+    throw error;
+  }
   exitAtOnceIfStdoutStalled();
 }
 
