@@ -1,4 +1,4 @@
-// Figure 17 in BENCHMARKS.md (bench/outcomes.ts): its summary rows and its section.
+// Figure 18 in BENCHMARKS.md (bench/outcomes.ts): its summary rows and its section.
 import { markdownTable } from './lib/markdown.ts';
 import type { OutcomeFigures } from './outcomes.ts';
 
@@ -17,7 +17,7 @@ export function outcomeRows(figures: OutcomeFigures): OutcomeRow[] {
   const pods = figures.pods.toLocaleString('en-US');
   return [
     {
-      figure: `17. outcomes at ${pods} pods: CPU, sync and ${figures.rollouts} rollouts`,
+      figure: `18. outcomes at ${pods} pods: CPU, sync and ${figures.rollouts} rollouts`,
       kubediff: `${figures.on.cpuSeconds} s`,
       baseline: `${figures.off.cpuSeconds} s (--no-outcomes)`,
       ratio: times(figures.cpuRatio),
@@ -25,7 +25,7 @@ export function outcomeRows(figures: OutcomeFigures): OutcomeRow[] {
       met: undefined,
     },
     {
-      figure: `17. outcomes at ${pods} pods: RSS at the end`,
+      figure: `18. outcomes at ${pods} pods: RSS at the end`,
       kubediff: `${figures.on.rssMiB} MiB`,
       baseline: `${figures.off.rssMiB} MiB (--no-outcomes)`,
       ratio: times(figures.rssRatio),
@@ -33,7 +33,7 @@ export function outcomeRows(figures: OutcomeFigures): OutcomeRow[] {
       met: undefined,
     },
     {
-      figure: '17. verdict delay: last new pod Ready → OUTCOME line, median',
+      figure: '18. verdict delay: last new pod Ready → OUTCOME line, median',
       kubediff: `${figures.verdictDelayMs.median} ms`,
       baseline: '',
       ratio: '',
@@ -53,7 +53,7 @@ export function outcomeSection(figures: OutcomeFigures): string {
     `${s.rssMiB} MiB`,
     `${s.peakRssMiB} MiB`,
   ];
-  return `## 17. Outcomes at ${pods} pods
+  return `## 18. Outcomes at ${pods} pods
 
 \`npm run bench -- --only outcomes\` (bench/outcomes.ts). On the pod plane (kube-scheduler and kwok on ${figures.nodes} fake
 nodes: every pod scheduled, Running and Ready, its status written as a kubelet writes it), ${pods} pods of

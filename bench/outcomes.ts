@@ -1,4 +1,4 @@
-// Figure 17: outcomes (docs/outcomes.md) at 10,000 pods. On the pod plane (test/helpers/pod-plane.ts:
+// Figure 18: outcomes (docs/outcomes.md) at 10,000 pods. On the pod plane (test/helpers/pod-plane.ts:
 // kube-scheduler and kwok, so the pods are really scheduled, Running and Ready, with their statuses as a
 // kubelet writes them), `--pods` pods of Deployments (bench/lib/objects.ts: two containers, probes) and a few
 // small Deployments to roll out. Two `kubediff watch -o json` run side by side on it, outcomes on and

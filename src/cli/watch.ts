@@ -16,7 +16,7 @@ import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
 import { watchRules } from '../events/watch-rules.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
-import type { HttpSettings } from '../kube/client.ts';
+import type { HttpSettings, KubeClient } from '../kube/client.ts';
 import type { ResourceType } from '../kube/types.ts';
 import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
@@ -108,6 +108,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     service,
     owners,
     outcomes,
+    client: first.client,
   });
   const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl, who);
   // After the watch stopped and the join passed on what it held, before the sinks drain: the OUTCOMEs
@@ -291,6 +292,8 @@ async function assemblePipeline(
     service: ServiceRuntime;
     owners: OwnerResolver;
     outcomes: OutcomeEngine | undefined;
+    /** The first cluster's (a managed admission certificate lives there). */
+    client: KubeClient;
   },
 ): Promise<{ pipeline: Pipeline; resolver: DiscoveryResolver; who: WhoWiring }> {
   const { settings, log, failures, lifecycle } = context;
@@ -304,7 +307,14 @@ async function assemblePipeline(
   });
   // --audit-listen, --admission-listen: who made each change, joined before the rules so that user
   // filters see it (src/cli/who-sources.ts).
-  const who = await startWhoSources(settings, { normalizer, service, log, lifecycle, failures });
+  const who = await startWhoSources(settings, {
+    client: parts.client,
+    normalizer,
+    service,
+    log,
+    lifecycle,
+    failures,
+  });
   const rules: EventStage[] = [
     // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
     ownerStage(parts.owners),

@@ -108,6 +108,8 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   /** Slack's Web API base URL; default https://slack.com/api. */
   apiUrl?: string;
   minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
 }
 
 export interface KafkaSinkSpec extends HttpSinkSpec {
@@ -131,6 +133,8 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   type: ChatPlatformName;
   webhookUrl: string;
   minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
 }
 
 export type SinkSpec =
@@ -330,6 +334,7 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
     name: context.unique(spec.name ?? defaultSinkName(spec)),
     log: context.runtime.log,
     ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });
@@ -345,6 +350,7 @@ async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink>
     name: context.unique(spec.name ?? defaultSinkName(spec)),
     minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
     log: context.runtime.log,
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });

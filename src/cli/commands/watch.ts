@@ -66,6 +66,19 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
   const watchFlags = { ...given, ...storiesTurnedOff(noStories) };
   const service = serviceOptionsFromFlags(watchFlags);
   const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
+  const { checkMemoryFits } = await import('../../config/memory-settings.ts');
+  // The environment's bounds, else their share of the heap (docs/deploy.md, "Memory").
+  const limits = {
+    stateMaxBacklogBytes:
+      sizeFromEnvironment('KUBEDIFF_STATE_MAX_BACKLOG') ?? settings.memory.stateBacklogBytes,
+    standbyMaxBufferBytes:
+      sizeFromEnvironment('KUBEDIFF_STANDBY_MAX_BUFFER') ?? settings.memory.standbyBufferBytes,
+  };
+  checkMemoryFits(settings, {
+    stateBacklogBytes: limits.stateMaxBacklogBytes,
+    standbyBufferBytes: limits.standbyMaxBufferBytes,
+    leaderElect: service.leaderElection !== undefined,
+  });
   // --ui and --ui-token-file win over the file's `ui:` block.
   const address = uiAddress ?? settings.ui?.listen;
   const tokenFile = uiTokenFile ?? settings.ui?.tokenFile;
@@ -92,10 +105,7 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
     log,
     stopRequested: stopRequested(log),
     timing: timingFromEnvironment(),
-    limits: {
-      stateMaxBacklogBytes: sizeFromEnvironment('KUBEDIFF_STATE_MAX_BACKLOG'),
-      standbyMaxBufferBytes: sizeFromEnvironment('KUBEDIFF_STANDBY_MAX_BUFFER'),
-    },
+    limits,
     http: httpFromEnvironment(),
     rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
     userAgent: `kubediff/${VERSION}`,
