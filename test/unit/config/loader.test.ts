@@ -37,7 +37,7 @@ const CORPUS: [string, string[]][] = [
     [
       'invalid config file bad-events.yaml: 2 problems:',
       '  bad-events.yaml:1:17: events[1]: expected one of added, updated, deleted, got "changed"',
-      '  bad-events.yaml:5:16: sinks[0].filter.events[0]: expected one of added, updated, deleted, got "modified"',
+      '  bad-events.yaml:5:16: sinks[0].filter.events[0]: expected one of added, updated, deleted, outcome, got "modified"',
     ],
   ],
   [
