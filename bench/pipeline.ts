@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../src/diff/ignore.ts';
 import { Normalizer } from '../src/diff/normalize.ts';
 import { Redactor } from '../src/diff/redact.ts';
-import type { ChangeEvent } from '../src/events/event.ts';
+import { type ChangeEvent, isChange } from '../src/events/event.ts';
 import { type EventStage, Pipeline } from '../src/events/pipeline.ts';
 import { Informer } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
@@ -137,7 +137,7 @@ export function benchPipeline(deliver: (event: ChangeEvent) => void, stages: Eve
     handover: [],
     delivery: {
       deliver: (event) => {
-        deliver(event);
+        if (isChange(event)) deliver(event);
         return [];
       },
       accepted: () => [],

@@ -14,6 +14,8 @@ import type { LatencyFigures } from './latency.ts';
 import { markdownTable } from './lib/markdown.ts';
 import { round, type Spread } from './lib/stats.ts';
 import type { LogSinkFigures } from './log-sinks.ts';
+import type { OutcomeFigures } from './outcomes.ts';
+import { outcomeRows, outcomeSection } from './outcomes-report.ts';
 import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
 import type { SizingFigures } from './sizing.ts';
@@ -49,6 +51,7 @@ export const FIGURES = {
   'ui-object': { number: 16, key: 'uiObject' },
   sizing: { number: 17, key: 'sizing' },
   'used-by': { number: 18, key: 'usedBy' },
+  outcomes: { number: 19, key: 'outcomes' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -359,7 +362,7 @@ export function rows(result: Result): Row[] {
   if (usedBy) {
     for (const s of usedBy.streams) {
       out.push({
-        figure: `17. usedBy on vs off, ${s.stream === 'configmaps' ? 'ConfigMap updates' : 'pod status updates'} (${count(usedBy.workloads)} workloads, ${count(usedBy.configMaps)} ConfigMaps, CPU time)`,
+        figure: `18. usedBy on vs off, ${s.stream === 'configmaps' ? 'ConfigMap updates' : 'pod status updates'} (${count(usedBy.workloads)} workloads, ${count(usedBy.configMaps)} ConfigMaps, CPU time)`,
         kubediff: `${perSecond(s.onEventsPerSecond.median)} (+${s.addedMicroseconds} µs/event)`,
         baseline: `${perSecond(s.offEventsPerSecond.median)} (--no-used-by)`,
         ratio: spreadRatio(s.ratio),
@@ -369,7 +372,7 @@ export function rows(result: Result): Row[] {
     }
     if (usedBy.heap) {
       out.push({
-        figure: `17. the "used by" index: retained heap per object (${count(usedBy.heap.objects)} pods, Deployments, ReplicaSets)`,
+        figure: `18. the "used by" index: retained heap per object (${count(usedBy.heap.objects)} pods, Deployments, ReplicaSets)`,
         kubediff: `${count(usedBy.heap.bytesPerObject)} B`,
         baseline: '—',
         ratio: '—',
@@ -378,6 +381,8 @@ export function rows(result: Result): Row[] {
       });
     }
   }
+  const outcomes = result.outcomes as OutcomeFigures | undefined;
+  if (outcomes) out.push(...outcomeRows(outcomes));
   const stories = result.stories as StoryFigures | undefined;
   if (stories) {
     for (const s of stories.streams) {
@@ -731,6 +736,8 @@ ${markdownTable(
   if (sizing) parts.push(sizingSection(sizing));
   const usedByFigures = result.usedBy as UsedByFigures | undefined;
   if (usedByFigures) parts.push(usedBySection(usedByFigures));
+  const outcomeFigures = result.outcomes as OutcomeFigures | undefined;
+  if (outcomeFigures) parts.push(outcomeSection(outcomeFigures));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }

@@ -6,15 +6,17 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by,outcomes (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
-//            --go-original-src <folder> (the Go original's source; default: beside the repository)
+//            --go-original-src <folder> (the Go original's source; default: beside the repository),
+//            --outcome-pods N (figure 19's pods; default 10,000)
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { buildDist } from '../scripts/build.ts';
+import { ensureKwok } from '../scripts/kwok-build.ts';
 import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { measureAdmission } from './admission.ts';
 import { measureAuditLatency } from './audit.ts';
@@ -79,6 +81,8 @@ function parseArgs(argv: string[]) {
     initialObjects: quick ? 1_000 : 3_000,
     kafkaEvents: quick ? 20_000 : 100_000,
     uiObjectWrites: quick ? 200 : 600,
+    // Figure 17: pods on the pod plane (10,000; fewer where the machine cannot schedule that many in time).
+    outcomePods: Number(option('--outcome-pods') ?? 10_000),
     uiObjectReplaces: quick ? 10 : 30,
     kafkaPairs: quick ? 2 : 5,
     logSinkEvents: quick ? 10_000 : 50_000,
@@ -189,6 +193,16 @@ try {
     ]);
     const { sink: _sink, ...figures } = JSON.parse(output) as UsedByFigures & { sink: boolean };
     result.usedBy = figures;
+  }
+  if (settings.figures.has('outcomes')) {
+    step('outcomes', 'outcomes: 10,000 pods on the pod plane, outcomes on and off side by side, rollouts');
+    await ensureKwok(log);
+    const output = await runChild([
+      path.join(import.meta.dirname, 'outcomes.ts'),
+      '--pods',
+      String(settings.quick ? 1000 : settings.outcomePods),
+    ]);
+    result.outcomes = JSON.parse(output);
   }
   if (settings.figures.has('sync')) {
     step('sync', `initial sync: creating ${settings.syncObjects} ConfigMaps`);

@@ -18,6 +18,8 @@ export interface StartDeps {
   allInformers: () => Informer[];
   /** The terminal's progress line of the initial sync. */
   progress: SyncProgress;
+  /** A cluster's first sync is over (each time one of its attempts syncs). */
+  onSynced?: (cluster: ClusterSupervisor) => void;
 }
 
 /**
@@ -47,6 +49,7 @@ export async function startOne(
     progress.stop();
   }
   deps.service.synced(deps.allInformers);
+  deps.onSynced?.(cluster);
   logWatching(deps.log, cluster);
   return undefined;
 }
@@ -75,6 +78,7 @@ export function startSeveral(clusters: readonly ClusterSupervisor[], deps: Start
   for (const cluster of clusters) {
     const synced = () => {
       service.clusterSynced(cluster.label);
+      deps.onSynced?.(cluster);
       logWatching(log, cluster);
     };
     cluster.start(deps.wiringOf(cluster)).then(

@@ -102,6 +102,11 @@ export class ClusterSupervisor {
     return new ClusterSupervisor(plan, client, recorder, deps, log);
   }
 
+  /** Where it is watched: its namespaces (-n), or every namespace but the excluded ones. */
+  get scope(): { namespaces: readonly string[]; excludeNamespaces: readonly string[] } {
+    return { namespaces: this.selection.namespaces, excludeNamespaces: this.selection.excludeNamespaces };
+  }
+
   /** Its informers now (none before it started). */
   allInformers(): Informer[] {
     return this.watcher?.allInformers() ?? [];

@@ -1,9 +1,11 @@
 // `kubediff history --state <file|postgres://…> [--cluster glob] [-n ns] [resource[/name]] [--since 2h]
-// [--tail n] [--manager glob] [--user glob] [-o json|pretty]`: the events recorded, newest last, read page
+// [--tail n] [--manager glob] [--user glob] [--outcome verdict] [-o json|pretty]`: the events (changes and
+// OUTCOMEs) recorded, newest last, read page
 // by page. Reads without writing, so it can run while `kubediff watch` writes (SQLite's WAL: readers never
 // block the writer; PostgreSQL: MVCC).
 import type { Writable } from 'node:stream';
 import { parseCount } from '../config/count.ts';
+import type { Verdict } from '../events/event.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { prettyRenderer } from '../sinks/pretty.ts';
 import { openHistory } from '../state/open.ts';
@@ -27,6 +29,8 @@ export interface HistoryFlags {
   tail?: string;
   /** Only events made by a field manager matching this glob (kubectl-*). */
   manager?: string;
+  /** Only OUTCOMEs with this verdict (docs/outcomes.md); commander checked it is one. */
+  outcome?: Verdict;
   output?: 'json' | 'pretty';
 }
 
@@ -62,6 +66,7 @@ export async function runHistory(
     if (problem) throw new UsageError(`invalid --manager ${JSON.stringify(flags.manager)}: ${problem}.`);
     query.manager = flags.manager.trim();
   }
+  if (flags.outcome !== undefined) query.outcome = flags.outcome;
   const db = await openHistory(location);
   try {
     if (target !== undefined) {

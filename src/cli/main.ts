@@ -20,6 +20,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   show: async () => (await import('./commands/show.ts')).showCommand(),
   diff: async () => (await import('./commands/diff.ts')).diffCommand(),
   blame: async () => (await import('./commands/blame.ts')).blameCommand(),
+  why: async () => (await import('./commands/why.ts')).whyCommand(),
   migrate: async () => (await import('./commands/migrate.ts')).migrateCommand(),
   ui: async () => (await import('./commands/ui.ts')).uiCommand(),
   validate: async () => (await import('./commands/validate.ts')).validateCommand(),

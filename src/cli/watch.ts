@@ -11,6 +11,7 @@ import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
 import { DiscoveryResolver } from '../events/discovery-resolver.ts';
+import type { OutcomeEngine } from '../events/outcomes/outcome-engine.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
 import { UsedByTracker } from '../events/used-by/used-by-tracker.ts';
@@ -101,14 +102,19 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     (service) => service.stop(),
   );
   if (ui) service.observeUi(ui);
-  const { sinks, outputClosed, owners } = await startSinks(context, service, clusters);
+  const outcomes = await startOutcomes(context, clusters);
+  const { sinks, outputClosed, owners } = await startSinks(context, service, clusters, outcomes);
   const { pipeline, resolver, who } = await assemblePipeline(context, {
     router: sinks.router,
     service,
     owners,
+    outcomes,
     client: first.client,
   });
   const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl, who);
+  // After the watch stopped and the join passed on what it held, before the sinks drain: the OUTCOMEs
+  // reached by then are delivered (without --state, the rollouts still open are reported unknown).
+  if (outcomes) lifecycle.defer(() => outcomes.stop(!settings.state));
   // After the watch stopped: what waits for its record of who made it goes on to the sinks, which then drain.
   const join = who.stage;
   if (join) lifecycle.defer(() => join.close());
@@ -128,7 +134,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // hold it off until the kubelet's SIGKILL.
   const stop = Promise.race([runtime.stopRequested, outputClosed]);
   const allInformers = () => clusters.flatMap((cluster) => cluster.allInformers());
-  const deps = { service, log, wiringOf, allInformers, progress };
+  const onSynced = (cluster: ClusterSupervisor) => outcomes?.synced(cluster.name || undefined);
+  const deps = { service, log, wiringOf, allInformers, progress, onSynced };
   if (context.several) {
     startSeveral(clusters, deps);
   } else {
@@ -176,6 +183,32 @@ async function openClusters(
   return clusters;
 }
 
+/**
+ * Outcomes (docs/outcomes.md), unless --no-outcomes: the engine that follows every rollout, each cluster's
+ * Warning Events followed for it, and (--state) the rollouts the previous run left open, read from the
+ * history before anything is watched. Imported only here: --no-outcomes loads none of it.
+ */
+async function startOutcomes(
+  { settings, runtime, log }: WatchContext,
+  clusters: readonly ClusterSupervisor[],
+): Promise<OutcomeEngine | undefined> {
+  if (!settings.outcomes.enabled) return undefined;
+  const { OutcomeEngine } = await import('../events/outcomes/outcome-engine.ts');
+  const engine = new OutcomeEngine({ timeoutMs: settings.outcomes.timeoutMs, log, timing: runtime.timing });
+  if (settings.state) {
+    const { pendingRollouts } = await import('./outcome-resume.ts');
+    const pending = await pendingRollouts(
+      settings.state,
+      clusters.map((cluster) => cluster.name),
+      { timeoutMs: settings.outcomes.timeoutMs, now: Date.now() },
+    );
+    for (const [cluster, rollouts] of pending) engine.resume(cluster || undefined, rollouts);
+  }
+  for (const cluster of clusters)
+    engine.followWarnings(cluster.name || undefined, cluster.client, cluster.scope);
+  return engine;
+}
+
 /** --ui: the history --state records, served as a live page (docs/ui.md). */
 async function startUi({ settings, runtime, lifecycle, log }: WatchContext): Promise<UiServer | undefined> {
   if (!runtime.ui || !settings.state) return undefined;
@@ -201,6 +234,7 @@ async function startSinks(
   { settings, runtime, lifecycle, log, failures }: WatchContext,
   service: ServiceRuntime,
   clusters: readonly ClusterSupervisor[],
+  outcomes: OutcomeEngine | undefined,
 ): Promise<{ sinks: SinkSet; outputClosed: Promise<string>; owners: OwnerResolver }> {
   let stopOutput: (reason: string) => void = () => {};
   const outputClosed = new Promise<string>((resolve) => {
@@ -229,6 +263,7 @@ async function startSinks(
     failures,
     deadLetterFiles: () => sinks.deadLetterFiles,
     owners,
+    outcomes,
   });
   // Per cluster, labelled with its events' `cluster` (docs/deploy.md, "Health and metrics").
   service.observeClusters(() =>
@@ -257,6 +292,7 @@ async function assemblePipeline(
     router: SinkSet['router'];
     service: ServiceRuntime;
     owners: OwnerResolver;
+    outcomes: OutcomeEngine | undefined;
     /** The first cluster's (a managed admission certificate lives there). */
     client: KubeClient;
   },
@@ -295,15 +331,18 @@ async function assemblePipeline(
     // Event types, the config file's global rules and --explain (src/events/watch-rules.ts).
     filterStage('rules', watchRules(settings, { router, log, resolver, failures })),
   ];
-  // Each cluster's recorder observes its own source (ClusterSupervisor.start); the service every one.
+  // Each cluster's recorder observes its own source (ClusterSupervisor.start); the service every one, and
+  // the outcome engine (it reports OUTCOMEs into the pipeline it observes).
+  const { outcomes } = parts;
   const pipeline = new Pipeline({
     normalizer,
     rules,
     handover: service.stages,
     delivery: router,
-    observers: usedBy ? [usedBy, service] : [service],
+    observers: [...(usedBy ? [usedBy] : []), service, ...(outcomes ? [outcomes] : [])],
     failures,
   });
+  outcomes?.reportTo((outcome) => pipeline.report(outcome));
   return { pipeline, resolver, who };
 }
 

@@ -1,6 +1,6 @@
 // The config file's filters as FilterSpecs (src/events/filter.ts): a sink's `filter:`, and the path
 // rules of `ignore:` and `only:` (a path alone, or a path with the resources and managers it applies to).
-import type { EventType } from '../events/event.ts';
+import type { FilterEventType } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';
 import type { PathRule } from '../events/filter-rules/paths.ts';
 import type { FilterInput, PathRuleInput } from './schema.ts';
@@ -13,7 +13,7 @@ export function filterOf(input: FilterInput | undefined): { filter?: FilterSpec 
     ...(input.excludeNamespaces ? { excludeNamespaces: input.excludeNamespaces } : {}),
     ...(input.resources ? { resources: input.resources } : {}),
     ...(input.excludeResources ? { excludeResources: input.excludeResources } : {}),
-    ...(input.events ? { types: input.events.map((type) => type.toUpperCase() as EventType) } : {}),
+    ...(input.events ? { types: input.events.map((type) => type.toUpperCase() as FilterEventType) } : {}),
     ...(input.ignore ? { ignore: input.ignore.map(pathRuleOf) } : {}),
     ...(input.only ? { only: input.only.map(pathRuleOf) } : {}),
     ...(input.managers ? { managers: input.managers } : {}),

@@ -25,6 +25,15 @@ const eventTypes = {
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
 
+/** A sink's filter may ask for OUTCOMEs too (docs/outcomes.md). */
+const filterEventTypes = {
+  type: 'array',
+  items: {
+    type: 'string',
+    enum: ['added', 'updated', 'deleted', 'outcome', 'ADDED', 'UPDATED', 'DELETED', 'OUTCOME'],
+  },
+} as const;
+
 const filterSchema = {
   type: 'object',
   properties: {
@@ -32,7 +41,7 @@ const filterSchema = {
     excludeNamespaces: stringList,
     resources: stringList,
     excludeResources: stringList,
-    events: eventTypes,
+    events: filterEventTypes,
     ignore: { type: 'array', items: pathRule },
     only: { type: 'array', items: pathRule },
     managers: stringList,
@@ -304,6 +313,14 @@ export const configSchema = {
       properties: {
         enabled: { type: 'boolean' },
         maxObjects: { type: 'integer', minimum: 1, maximum: 100000000 },
+      },
+      additionalProperties: false,
+    },
+    outcomes: {
+      type: 'object',
+      properties: {
+        enabled: { type: 'boolean' },
+        timeout: duration,
       },
       additionalProperties: false,
     },

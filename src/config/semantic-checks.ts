@@ -489,6 +489,7 @@ const FILE_CHECKS: Checks = [
   [['admission', 'maxRequestSize'], size],
   [['admission', 'listen'], listenAddress],
   [['peers'], peerAddress],
+  [['outcomes', 'timeout'], duration()],
   [['stories', 'window'], duration()],
   [['stories', 'maxLength'], duration()],
   [['stories', 'maxOpenSize'], size],

@@ -24,6 +24,7 @@ import type { LoadedConfig, ParseOptions } from './file.ts';
 import { withFileSinks } from './file-sink-settings.ts';
 import { pathRuleOf } from './filter-settings.ts';
 import { withSinkMemory } from './memory-settings.ts';
+import { outcomeSettingsFrom } from './outcome-settings.ts';
 import { parseOutput } from './output-format.ts';
 import {
   checkIgnorePath,
@@ -138,6 +139,7 @@ function resolveWatchSettings(
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
     stories: storySettingsFrom(flags, config.stories, output),
+    outcomes: outcomeSettingsFrom(flags, config.outcomes),
     memory,
     // commander sets usedBy to true unless --no-used-by is given: only `false` is the flag's word.
     usedBy: {

@@ -8,6 +8,7 @@ import type { MemoryBounds } from '../util/memory-budget.ts';
 import type { AdmissionSettings, RawAdmissionFlags } from './admission-settings.ts';
 import type { AuditSettings, RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
+import type { OutcomeSettings, RawOutcomeFlags } from './outcome-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import type { PresetName } from './presets.ts';
 import type { RedactionSettings } from './redaction.ts';
@@ -22,7 +23,8 @@ export interface RawWatchFlags
     RawDeadLetterFlags,
     RawAuditFlags,
     RawAdmissionFlags,
-    RawStoryFlags {
+    RawStoryFlags,
+    RawOutcomeFlags {
   kubeconfig?: string;
   /** --context: repeatable on `watch` (several clusters), once on `resources`. */
   context?: string | string[];
@@ -116,6 +118,8 @@ export interface WatchSettings {
   peers?: string;
   /** Stories: the window, the bounds, and whether the terminal tells them (docs/stories.md). */
   stories: StorySettings;
+  /** Outcomes: whether rollouts are followed, and the bound of a verdict (docs/outcomes.md). */
+  outcomes: OutcomeSettings;
   /** The memory bounds derived from the heap, for what the settings do not set (docs/deploy.md, "Memory"). */
   memory: MemoryBounds;
   /** What a ConfigMap or Secret change reaches: on unless --no-used-by or `usedBy.enabled: false` (docs/used-by.md). */

@@ -1,5 +1,7 @@
-// The event of the contract (docs/event.md): one JSON line on stdout, the body of a webhook, a
-// row of the state file's history. What every stage after the event builder passes along.
+// The events of the contract (docs/event.md): one JSON line on stdout, the body of a webhook, a
+// row of the state file's history. A change of an object (ADDED, UPDATED, DELETED) is what every stage
+// after the event builder passes along; an OUTCOME (docs/outcomes.md) says what a rollout's change did,
+// and joins the path after the watch's rules.
 import type { Change } from '../diff/types.ts';
 import type { WithoutWriteCause } from '../informer/informer.ts';
 import type { PodReference } from '../kube/pod-references.ts';
@@ -9,6 +11,9 @@ import { identityOf, type ObjectIdentity } from '../util/event-failures.ts';
 export type EventType = 'ADDED' | 'UPDATED' | 'DELETED';
 
 export const EVENT_TYPES: readonly EventType[] = ['ADDED', 'UPDATED', 'DELETED'];
+
+/** What a sink's filter can ask for by type: a change's type, or OUTCOME. */
+export type FilterEventType = EventType | 'OUTCOME';
 
 /**
  * The root controller of an event's object (docs/stories.md): found by following `ownerReferences` with
@@ -135,6 +140,99 @@ export interface ChangeEvent {
   rollsOut?: RolloutLink[];
 }
 
+/** How a followed rollout ended (docs/outcomes.md). */
+export type Verdict = 'healthy' | 'degraded' | 'failed' | 'superseded' | 'unknown';
+
+export const VERDICTS: readonly Verdict[] = ['healthy', 'degraded', 'failed', 'superseded', 'unknown'];
+
+/** A pod of the rollout's revision, as the verdict saw it. */
+export interface PodEvidence {
+  name: string;
+  /** The pod's phase: Pending, Running, Succeeded, Failed, Unknown. */
+  phase: string;
+  ready: boolean;
+  /** When it became Ready (its Ready condition's lastTransitionTime, as the API server has it). */
+  readySince?: string;
+  /** What tells most about it: CrashLoopBackOff, ImagePullBackOff, Unschedulable, ContainerCreating… */
+  reason?: string;
+  /** The container `reason` is about. */
+  container?: string;
+  /** The reason's message, shortened: `Back-off pulling image "shop:1.6"`, the scheduler's. */
+  message?: string;
+  /** Container restarts since the change. */
+  restarts: number;
+  /** The last termination of a container that restarted (`OOMKilled`, exit 137). */
+  lastTermination?: { container: string; reason?: string; exitCode?: number };
+}
+
+/** A Warning Event of the rollout's pods or of the workload, counted since the change. */
+export interface WarningEvidence {
+  /** `Pod/web-5fc8c76ccf-x2v9k`, `ReplicaSet/web-5fc8c76ccf`, `Deployment/web`. */
+  object: string;
+  reason: string;
+  message: string;
+  count: number;
+}
+
+/** A condition of the workload (or of its new ReplicaSet) as its controller set it. */
+export interface ConditionEvidence {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+/** What shows an OUTCOME's verdict. */
+export interface OutcomeEvidence {
+  /** One line: `1/1 pods CrashLoopBackOff, last OOMKilled (exit 137), 3 restarts`. */
+  summary: string;
+  /** The revision followed: the new ReplicaSet, the StatefulSet's updateRevision, the pods' hash. */
+  revision?: string;
+  /** The workload's replica counts as its controller reports them. */
+  replicas?: { desired: number; updated: number; ready: number; available: number };
+  /** The pods of the revision (the worst first, at most OUTCOME_PODS_LISTED). */
+  pods: PodEvidence[];
+  /** How many pods the revision has (`pods` lists at most OUTCOME_PODS_LISTED). */
+  podCount: number;
+  warnings: WarningEvidence[];
+  conditions: ConditionEvidence[];
+  /** `superseded`: the id of the change that came first. */
+  supersededBy?: string;
+  /** What the verdict could not see, or how it was reached (after a restart, a bound reached). */
+  note?: string;
+}
+
+/** What a followed change did (docs/outcomes.md); field order is the order printed. */
+export interface OutcomeEvent {
+  /** `outcome:` and the id of the first event it follows: the same outcome has the same id on a restart. */
+  id: string;
+  type: 'OUTCOME';
+  /** When the verdict was reached. */
+  time: string;
+  cluster?: string;
+  /** The workload, as in the change it follows. */
+  object: ChangeEvent['object'];
+  owner?: OwnerRef;
+  /** The ids of the events it is the outcome of: the change, and the scales that joined it. */
+  follows: string[];
+  verdict: Verdict;
+  /** Seconds from the change to the verdict. */
+  after: number;
+  evidence: OutcomeEvidence;
+  /** Who made the change, as on the change. */
+  by?: ByInfo;
+  /** The change was found offline (a relist, a catch-up): `after` counts from when it was found. */
+  offline?: true;
+}
+
+/** Every event of the contract: a change of an object, or the outcome of one. */
+export type KubediffEvent = ChangeEvent | OutcomeEvent;
+
+/** Narrows an event of the contract to a change of an object. */
+export function isChange(event: KubediffEvent): event is ChangeEvent {
+  return event.type !== 'OUTCOME';
+}
+
 /**
  * How output says where an offline event came from: a change without a write names its cause (a CRD
  * change, a relist), any other one happened while kubediff was not watching. Undefined when not offline.
@@ -152,7 +250,7 @@ export function offlineNote(event: Pick<ChangeEvent, 'offline' | 'cause'>): stri
 }
 
 /** 'deployments.apps', 'configmaps': how kubectl names the event's resource type (labels, rules, logs). */
-export function qualifiedResource(event: ChangeEvent): string {
+export function qualifiedResource(event: KubediffEvent): string {
   const { apiVersion, resource } = event.object;
   return qualifiedName({ group: groupOf(apiVersion), resource });
 }
@@ -164,7 +262,7 @@ export function withOwner(event: ChangeEvent, owner: OwnerRef): ChangeEvent {
 }
 
 /** Which object an event is about, for failure reports: never its contents. */
-export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
+export function identityOfEvent(event: KubediffEvent): ObjectIdentity {
   return identityOf(qualifiedResource(event), event.object);
 }
 

@@ -6,7 +6,13 @@
 
 import { errorMessage } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
-import { type ChangeEvent, type EventType, identityOfEvent } from './event.ts';
+import {
+  type ChangeEvent,
+  type FilterEventType,
+  identityOfEvent,
+  isChange,
+  type KubediffEvent,
+} from './event.ts';
 import { typesRule } from './filter-rules/event-types.ts';
 import { excludeManagersRules, managersRule } from './filter-rules/managers.ts';
 import { excludeNamespacesRule, namespacesRule } from './filter-rules/namespaces.ts';
@@ -34,8 +40,8 @@ export interface FilterSpec {
   resources?: readonly string[];
   /** Not these resource types (same names as `resources`). */
   excludeResources?: readonly string[];
-  /** Only these event types. */
-  types?: readonly EventType[];
+  /** Only these event types (OUTCOME included: a sink that lists types gets OUTCOMEs when it lists it). */
+  types?: readonly FilterEventType[];
   /**
    * Only events made by one of these field managers (globs: `kubectl*`): an UPDATED with a change (or a
    * `by`) naming one, an ADDED whose creator is one. An event that names no manager (a DELETED, an object
@@ -92,7 +98,7 @@ export interface EventFilter {
    * The verdict on `event`; its reason only when `explain` (the default) asks for it: the delivery path
    * asks for none, so an event costs no reason text per sink unless --explain prints it.
    */
-  evaluate(event: ChangeEvent, explain?: boolean): FilterVerdict;
+  evaluate(event: KubediffEvent, explain?: boolean): FilterVerdict;
 }
 
 /** Compiles a spec; throws one readable sentence for a malformed entry (the caller adds where it came from). */
@@ -130,9 +136,9 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
   return {
     spec,
     acceptsAll,
-    evaluate(event: ChangeEvent, explain = true): FilterVerdict {
+    evaluate(event: KubediffEvent, explain = true): FilterVerdict {
       if (acceptsAll) return explain ? noFilter : unexplained;
-      const changes = event.changes ?? [];
+      const changes = isChange(event) ? (event.changes ?? []) : [];
       const candidate: Candidate = { event, changes, accepted: explain ? [] : undefined };
       const rejection =
         firstRejection(eventRules, candidate) ??
@@ -140,7 +146,7 @@ export function compileFilter(spec: FilterSpec = {}, options: FilterOptions = {}
       if (rejection) return rejection;
       const reason = candidate.accepted ? candidate.accepted.join('; ') || 'every rule accepts it' : '';
       // Rules about changes narrow an UPDATED's list; the event itself is never changed.
-      return candidate.changes === changes
+      return candidate.changes === changes || !isChange(event)
         ? { deliver: true, reason }
         : { deliver: true, reason, event: { ...event, changes: candidate.changes } };
     },
@@ -166,7 +172,7 @@ function firstRejection(rules: readonly Rule[], candidate: Candidate): Rejection
  */
 export function evaluateContained(
   filter: EventFilter,
-  event: ChangeEvent,
+  event: KubediffEvent,
   failures: FailureReporter<'filter'> | undefined,
   owner: string,
   explain: boolean,
@@ -188,7 +194,7 @@ export function evaluateContained(
 /** The verdict, or, when the filter throws, a verdict that lets the event through and the error. */
 export function evaluateSafely(
   filter: EventFilter,
-  event: ChangeEvent,
+  event: KubediffEvent,
   explain: boolean,
 ): { verdict: FilterVerdict; error?: unknown } {
   try {

@@ -2,8 +2,9 @@
 // passes the watch's rules, waits if this replica may not deliver yet, and reaches the sinks.
 //
 //   informer ─normalize─▶ store ─diff─▶ event ─▶ rules ─▶ (reported) ─▶ handover ─▶ delivery (router)
-//      │                                           │          │              │
-//   observers: objectServed, stateChanged     (dropped)  eventReported   changeProcessed(change, mark)
+//       │                                          │          │   ▲          │              │
+//   observers: objectServed, stateChanged       (dropped) eventReported│  changeProcessed(change, mark)
+//                                                                 report(outcome)   outcomeProcessed
 //
 // - normalize: before anything is stored (ignored paths dropped, Secrets and `redact:` paths hashed);
 //   the informers call it, so the store and the diff only ever see normalized objects; the observers
@@ -14,6 +15,11 @@
 // - handover: the stages that decide when it reaches the sinks (the leader gate holds events back on a
 //   standby);
 // - delivery: the router, which hands each event to every sink that wants it.
+//
+// An OUTCOME (docs/outcomes.md) is reported by an observer that follows rollouts (objectServed shows it
+// each object as served, before it is normalized): it joins the path after the rules (it follows a
+// change that passed them), waits at the handover stages like any event, and reaches the sinks and the
+// outcomeProcessed observers.
 //
 // Every notification, a silent baseline included, travels the whole way as a Handover, so the
 // observers see each change exactly once, in order, after its event (if any) was handed to the sinks:
@@ -31,7 +37,7 @@ import type { ReflectorState } from '../informer/reflector.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, KubeObject, ResourceType } from '../kube/types.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
-import type { ChangeEvent } from './event.ts';
+import type { ChangeEvent, KubediffEvent, OutcomeEvent } from './event.ts';
 import { EventBuilder } from './event-builder.ts';
 
 /** What an informer's store went through: the object as it is now (the last state, when deleted). */
@@ -49,15 +55,23 @@ export interface StoreChange {
   previous?: StoredObject;
   /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
   initial?: true;
+  /** The cluster of the source it came from (its events' `cluster`). */
+  cluster?: string | undefined;
 }
 
-/** One change on its way: the event it made (none for a baseline, an unchanged update, or a dropped event). */
-export interface Handover {
-  /** Absent for an event a stage held back and passes on later: its change went on when it was held. */
+/**
+ * One change on its way: the event it made (none for a baseline, an unchanged update, or a dropped event).
+ * Before the rules its event is a change (E = ChangeEvent); after them it may be an OUTCOME too.
+ */
+export interface Handover<E extends KubediffEvent = ChangeEvent> {
+  /**
+   * Absent for an event a stage held back and passes on later (its change went on when it was held), and
+   * for an OUTCOME (no change of a store).
+   */
   change: StoreChange | undefined;
-  event: ChangeEvent | undefined;
+  event: E | undefined;
   /** The event as it passed the rules (before the handover stages), for the history and the metrics. */
-  reported?: ChangeEvent | undefined;
+  reported?: E | undefined;
   /** The observers of the source it came from alone (a cluster's state recorder): see source(). */
   sourceObservers?: readonly PipelineObserver[] | undefined;
 }
@@ -72,38 +86,44 @@ export interface EventDelivery {
    * refuses it) and counts it before deliver() returns, and the mark returned says how many events
    * each sink had accepted with this one. An event is delivered once each sink has finished that many.
    */
-  deliver(event: ChangeEvent): DeliveryMark;
+  deliver(event: KubediffEvent): DeliveryMark;
   /** The accepted counts now (for a change that handed no event over). */
   accepted(): DeliveryMark;
 }
 
-/** A step between the event builder and the delivery. */
-export interface EventStage {
+/**
+ * A step between the event builder and the delivery: a rule (E = ChangeEvent: it sees changes alone) or a
+ * handover stage (E = KubediffEvent: OUTCOMEs pass it too).
+ */
+export interface EventStage<E extends KubediffEvent = ChangeEvent> {
   readonly name: string;
   /**
    * Connects the stage to the rest of the pipeline, once, when it is built; returns what takes handovers
    * in. A stage passes each handover on, in order, with its event changed, dropped (event undefined) or
    * held back (event undefined now, passed on later in a handover without a change).
    */
-  connect(next: (handover: Handover) => void): (handover: Handover) => void;
+  connect(next: (handover: Handover<E>) => void): (handover: Handover<E>) => void;
 }
 
 /** Watches the pipeline without changing what flows through it. */
 export interface PipelineObserver {
+  /**
+   * An object as the API server served it, before it is normalized (status, managedFields and Secret
+   * values as served: for this call only; keep no more of it than a compact view needs, and nothing of a
+   * Secret). Called for every object an informer reads, a LIST's unchanged ones and a deletion's final
+   * state included, before its change (if any) enters the pipeline. It must not throw.
+   */
+  objectServed?(type: ResourceType, object: KubeObject, cluster: string | undefined): void;
   /** An informer's health changed (listing, watching, failing, stopped); `cluster`: its source's. */
   stateChanged?(informer: Informer, state: ReflectorState, cluster: string | undefined): void;
   /** An event passed the rules: it is reported, now or (on a standby) when this replica leads. */
   eventReported?(event: ChangeEvent): void;
   /** A change went all the way: its event, if reported, was handed to the sinks at `mark` (or held back). */
   changeProcessed?(change: StoreChange, reported: ChangeEvent | undefined, mark: DeliveryMark): void;
-  /**
-   * An object as the API server served it (listed or watched), before it is normalized: for what needs
-   * fields the store does not keep (status, ignored paths). Every object of every type, before the
-   * change it makes enters the stages. It must not keep the object (a Secret's values are in it) nor throw.
-   */
-  objectServed?(type: ResourceType, object: KubeObject, cluster: string | undefined): void;
   /** The objects an informer's store starts with, restored from a previous run's state (--state): normalized. */
   objectsRestored?(type: ResourceType, objects: readonly StoredObject[], cluster: string | undefined): void;
+  /** An OUTCOME went all the way: handed to the sinks at `mark` (or held back on a standby). */
+  outcomeProcessed?(outcome: OutcomeEvent, mark: DeliveryMark): void;
 }
 
 /**
@@ -129,7 +149,7 @@ export interface PipelineOptions {
   /** What decides what is reported, in order. */
   rules: readonly EventStage[];
   /** What decides when it reaches the sinks, in order. */
-  handover: readonly EventStage[];
+  handover: readonly EventStage<KubediffEvent>[];
   delivery: EventDelivery;
   observers: readonly PipelineObserver[];
   /** Where a change that fails at one stage is reported; it then goes on as that stage says. */
@@ -140,8 +160,12 @@ export interface PipelineOptions {
 export class Pipeline {
   private readonly options: PipelineOptions;
   private readonly enter: (handover: Handover) => void;
+  /** Where an OUTCOME joins: after the rules, at the `reported` stage. */
+  private readonly enterReported: (handover: Handover<KubediffEvent>) => void;
   /** The observers that read objects as served: asked once, not per object. */
   private readonly servedTo: readonly PipelineObserver[];
+  /** Each cluster's own observers (source()), for its OUTCOMEs. */
+  private readonly ownObservers = new Map<string | undefined, readonly PipelineObserver[]>();
 
   constructor(options: PipelineOptions) {
     this.options = options;
@@ -149,31 +173,43 @@ export class Pipeline {
     this.servedTo = observers.filter((observer) => observer.objectServed);
     // Whether a change without an event needs the sinks' counts: decided once, not per change.
     const marksWanted = observers.some((observer) => observer.changeProcessed);
-    const deliver = (handover: Handover): void => {
+    const deliver = (handover: Handover<KubediffEvent>): void => {
       const own = handover.sourceObservers ?? [];
       const mark = handover.event
         ? options.delivery.deliver(handover.event)
         : marksWanted || own.length > 0
           ? options.delivery.accepted()
           : [];
-      if (handover.change === undefined) return;
-      for (const observer of observers) observer.changeProcessed?.(handover.change, handover.reported, mark);
-      for (const observer of own) observer.changeProcessed?.(handover.change, handover.reported, mark);
+      const { change, reported } = handover;
+      if (change === undefined) {
+        // A fresh OUTCOME (not one a stage held back and passes on later: that one has no `reported`).
+        if (reported?.type !== 'OUTCOME') return;
+        for (const observer of observers) observer.outcomeProcessed?.(reported, mark);
+        for (const observer of own) observer.outcomeProcessed?.(reported, mark);
+        return;
+      }
+      const event = reported?.type === 'OUTCOME' ? undefined : reported;
+      for (const observer of observers) observer.changeProcessed?.(change, event, mark);
+      for (const observer of own) observer.changeProcessed?.(change, event, mark);
     };
+    const afterRules = options.handover.reduceRight<(handover: Handover<KubediffEvent>) => void>(
+      (next, stage) => stage.connect(next),
+      deliver,
+    );
+    this.enterReported = (handover) => afterRules({ ...handover, reported: handover.event });
     const reported: EventStage = {
       name: 'reported',
-      connect: (next) => (handover) => {
+      connect: () => (handover) => {
         if (handover.event) {
           for (const observer of observers) observer.eventReported?.(handover.event);
           for (const observer of handover.sourceObservers ?? []) observer.eventReported?.(handover.event);
         }
-        next({ ...handover, reported: handover.event });
+        this.enterReported(handover);
       },
     };
-    const stages = [...options.rules, reported, ...options.handover];
-    this.enter = stages.reduceRight<(handover: Handover) => void>(
+    this.enter = [...options.rules, reported].reduceRight<(handover: Handover) => void>(
       (next, stage) => stage.connect(next),
-      deliver,
+      () => {},
     );
   }
 
@@ -192,6 +228,19 @@ export class Pipeline {
   }
 
   /**
+   * An OUTCOME, from the observer that follows rollouts: it waits at the handover stages like any event,
+   * reaches the sinks, then the outcomeProcessed observers (its cluster's own ones too).
+   */
+  report(outcome: OutcomeEvent): void {
+    const own = this.ownObservers.get(outcome.cluster);
+    this.enterReported({
+      change: undefined,
+      event: outcome,
+      sourceObservers: own && own.length > 0 ? own : undefined,
+    });
+  }
+
+  /**
    * What the informers of one cluster notify: their events carry `cluster` (absent when undefined).
    * `own` observers see this source's changes and informers alone: with several clusters in one process,
    * each cluster's state recorder records its own cluster.
@@ -204,12 +253,21 @@ export class Pipeline {
     });
     const observers = [...this.options.observers, ...own];
     const enter = this.enter;
+    this.ownObservers.set(cluster, own);
     // Carried by each handover (no copy per event): undefined when the source has none of its own.
     const sourceObservers = own.length === 0 ? undefined : own;
+    // Each change names its cluster only when there is one (one object less per change otherwise).
+    const where = cluster !== undefined ? { cluster } : {};
     return {
       onAdd: (type, object, context) =>
         enter({
-          change: { kind: 'added', type, object, ...(context.initial ? { initial: true as const } : {}) },
+          change: {
+            kind: 'added',
+            type,
+            object,
+            ...(context.initial ? { initial: true as const } : {}),
+            ...where,
+          },
           event: builder.added(type, object, context),
           sourceObservers,
         }),
@@ -221,6 +279,7 @@ export class Pipeline {
             object: current,
             ...(context.withoutWrite ? {} : { previousResourceVersion: previous.resourceVersion }),
             previous,
+            ...where,
           },
           event: builder.updated(type, previous, current, context),
           sourceObservers,
@@ -232,12 +291,13 @@ export class Pipeline {
             type,
             object: last,
             previousResourceVersion: context.previousResourceVersion ?? last.resourceVersion,
+            ...where,
           },
           event: builder.deleted(type, last, context),
           sourceObservers,
         }),
       onBaseline: (type, object) =>
-        enter({ change: { kind: 'baseline', type, object }, event: undefined, sourceObservers }),
+        enter({ change: { kind: 'baseline', type, object, ...where }, event: undefined, sourceObservers }),
       onState: (informer, state) => {
         for (const observer of observers) observer.stateChanged?.(informer, state, cluster);
       },

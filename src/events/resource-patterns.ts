@@ -5,7 +5,7 @@
 import { parseResourceName, type ResourceName, resourceNameProblem } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import { groupOf, qualifiedName } from '../kube/types.ts';
-import type { ChangeEvent } from './event.ts';
+import type { ChangeEvent, KubediffEvent } from './event.ts';
 
 /**
  * The qualified names (`deployments.apps`, `pods`) a resource name stands for on this cluster, from
@@ -51,7 +51,7 @@ export function resourcePatternMatches(
 }
 
 /** Does `pattern` stand for the type of `event`'s object? */
-export type ResourceMatcher = (pattern: ResourceName, event: ChangeEvent) => boolean;
+export type ResourceMatcher = (pattern: ResourceName, event: KubediffEvent) => boolean;
 
 /**
  * resourcePatternMatches with its answers kept per pattern and type: discovery's answer for a type does

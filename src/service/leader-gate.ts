@@ -40,7 +40,7 @@
 // kubediff_checkpoint_refused_total. A standby trims what it holds only by floors its own watches have
 // passed. Every event a floor drops is counted (kubediff_checkpoint_skipped_events_total).
 
-import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { type KubediffEvent, qualifiedResource } from '../events/event.ts';
 import type { EventStage, Handover } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { Lease } from '../kube/leader-election.ts';
@@ -106,8 +106,13 @@ export function checkpointAnnotation(informers: readonly Informer[]): string {
   return JSON.stringify({ v: 1, rv });
 }
 
-/** True when `checkpoint` says this event's change was already processed by the leader that wrote it. */
-function coveredBy(checkpoint: Checkpoint, event: ChangeEvent): boolean {
+/**
+ * True when `checkpoint` says this event's change was already processed by the leader that wrote it. An
+ * OUTCOME never is: a checkpoint counts changes, and a verdict comes later than its change (after a
+ * takeover an OUTCOME may be delivered twice, with the same id; never lost).
+ */
+function coveredBy(checkpoint: Checkpoint, event: KubediffEvent): boolean {
+  if (event.type === 'OUTCOME') return false;
   const limit = checkpoint.get(qualifiedResource(event));
   if (limit === undefined) return false;
   const rv = parseResourceVersion(event.object.resourceVersion);
@@ -115,7 +120,7 @@ function coveredBy(checkpoint: Checkpoint, event: ChangeEvent): boolean {
 }
 
 interface Held {
-  event: ChangeEvent;
+  event: KubediffEvent;
   bytes: number;
 }
 
@@ -135,15 +140,15 @@ export interface CheckpointCheck {
 /** Who records the leader's history (the state recorder): told when this replica leads and stops. */
 export interface TakeoverObserver {
   /** Started leading; `events` (oldest first) were held back and are delivered now or were covered. */
-  startedLeading(events: readonly ChangeEvent[]): void;
+  startedLeading(events: readonly KubediffEvent[]): void;
   stoppedLeading(): void;
 }
 
 /** The pipeline's handover stage under --leader-elect: delivers as the leader, holds back as a standby. */
-export class LeaderGate implements EventStage {
+export class LeaderGate implements EventStage<KubediffEvent> {
   readonly name = 'leader gate';
   /** Hands a held event to the rest of the pipeline (set when the pipeline is built). */
-  private deliver: (event: ChangeEvent) => void = () => {};
+  private deliver: (event: KubediffEvent) => void = () => {};
   private readonly log: Logger;
   private readonly maxBuffered: number;
   private readonly maxBufferedBytes: number;
@@ -213,7 +218,7 @@ export class LeaderGate implements EventStage {
     return this.skipped;
   }
 
-  connect(next: (handover: Handover) => void): (handover: Handover) => void {
+  connect(next: (handover: Handover<KubediffEvent>) => void): (handover: Handover<KubediffEvent>) => void {
     this.deliver = (event) => next({ change: undefined, event });
     return (handover) => next(handover.event ? { ...handover, event: this.admit(handover.event) } : handover);
   }
@@ -222,7 +227,7 @@ export class LeaderGate implements EventStage {
    * The event to deliver now; undefined when it is held back (a standby) or was delivered by the
    * previous leader already.
    */
-  private admit(event: ChangeEvent): ChangeEvent | undefined {
+  private admit(event: KubediffEvent): KubediffEvent | undefined {
     if (this.leading) {
       if (!coveredBy(this.floor, event)) return event;
       this.skipped++;
@@ -389,7 +394,7 @@ export class LeaderGate implements EventStage {
 }
 
 /** The size of `event` as JSON; 0 for one JSON.stringify cannot serialize (no sink could either). */
-function jsonLength(event: ChangeEvent): number {
+function jsonLength(event: KubediffEvent): number {
   try {
     return JSON.stringify(event).length;
   } catch {

@@ -23,6 +23,7 @@ import {
   registerInformerMetrics,
 } from './metrics/informer-metrics.ts';
 import { type ObservedListener, registerListenerMetrics } from './metrics/listener-metrics.ts';
+import { type OutcomeSources, registerOutcomeMetrics } from './metrics/outcome-metrics.ts';
 import { type PipelineSources, registerPipelineMetrics } from './metrics/pipeline-metrics.ts';
 import { type MetricsRegistration, metricsRegistration } from './metrics/registration.ts';
 import { registerServiceMetrics, type ServiceSources } from './metrics/service-metrics.ts';
@@ -35,7 +36,7 @@ import { registerUsedByMetrics, type UsedBySource } from './metrics/used-by-metr
 export type MetricsCluster = InformerCluster & ConnectionCluster & StateCluster;
 
 /** Where the scrape-time values come from (set as the watch is wired), by area. */
-export interface MetricsSources extends SinkSources, PipelineSources, ServiceSources {
+export interface MetricsSources extends SinkSources, PipelineSources, ServiceSources, OutcomeSources {
   /** Every watched cluster (read on each scrape). */
   clusters?: () => readonly MetricsCluster[];
   /** --audit-listen: the audit webhook's requests and the join's counts. */
@@ -64,6 +65,7 @@ export class KubediffMetrics {
     this.informers = registerInformerMetrics(this.registration, clusters);
     this.deliveries = registerSinkMetrics(this.registration, sources);
     registerPipelineMetrics(this.registration, sources);
+    registerOutcomeMetrics(this.registration, sources);
     registerStateMetrics(this.registration, clusters);
     registerConnectionMetrics(this.registration, clusters);
     registerAuditMetrics(this.registration, () => this.sources.audit);

@@ -6,7 +6,7 @@
 // drained: the final checkpoint covers what they delivered).
 
 import type { Registry } from 'prom-client';
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent, KubediffEvent } from '../events/event.ts';
 import type { EventStage, PipelineObserver } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
@@ -112,7 +112,7 @@ export class ServiceRuntime implements PipelineObserver {
   }
 
   /** The pipeline's handover stages: under --leader-elect, the gate that holds events back on a standby. */
-  get stages(): EventStage[] {
+  get stages(): EventStage<KubediffEvent>[] {
     return this.gate ? [this.gate] : [];
   }
 
@@ -124,7 +124,7 @@ export class ServiceRuntime implements PipelineObserver {
   /** What the metrics read on each scrape: the sinks, the dead-letter files, the failures. */
   observeSinks(
     sinks: () => readonly Sink[],
-    observed: Pick<MetricsSources, 'failures' | 'deadLetterFiles' | 'owners'> = {},
+    observed: Pick<MetricsSources, 'failures' | 'deadLetterFiles' | 'owners' | 'outcomes'> = {},
   ): void {
     this.metrics?.setSources({ sinks, ...observed });
   }

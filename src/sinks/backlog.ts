@@ -4,7 +4,7 @@
 // written to the dead-letter file as they are folded, one warning per
 // overflow episode and one line when it has caught up), and the accounting
 // of events that will not be delivered (dead-letter file, else lost).
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import { plural } from '../util/count-text.ts';
 import { SINK_SPLIT } from '../util/memory-budget.ts';
 import { formatSize } from '../util/size.ts';
@@ -34,7 +34,7 @@ export class SinkBacklog {
   private readonly trouble: TroubleReport;
   private readonly deadLetter: DeadLetterFile | undefined;
   /** Events folded into each digest that were written to the dead-letter file when evicted from it. */
-  private readonly evictedWritten = new WeakMap<Digest, number>();
+  private readonly evictedWritten = new WeakMap<Digest<KubediffEvent>, number>();
   private overflowing = false;
 
   constructor(
@@ -46,7 +46,7 @@ export class SinkBacklog {
     this.counters = shared.counters;
     this.trouble = shared.trouble;
     this.deadLetter = shared.deadLetter;
-    let currentDigest: Digest | undefined;
+    let currentDigest: Digest<KubediffEvent> | undefined;
     this.capacity = Math.max(1, options?.capacity ?? BACKLOG_DEFAULTS.capacity);
     this.queue = new EventQueue({
       capacity: this.capacity,
@@ -70,7 +70,7 @@ export class SinkBacklog {
   }
 
   /** Queues an event (counted lost, and the error rethrown, when it cannot be serialized). */
-  push(event: ChangeEvent): void {
+  push(event: KubediffEvent): void {
     try {
       this.queue.push(event);
     } catch (error) {
@@ -89,12 +89,12 @@ export class SinkBacklog {
   }
 
   /** Events that will not be delivered: to the dead-letter file, else counted lost. */
-  abandon(events: readonly ChangeEvent[], reason: string): void {
+  abandon(events: readonly KubediffEvent[], reason: string): void {
     if (this.deadLetter?.writeEvents(this.sink, reason, events)) this.counters.deadLettered += events.length;
     else this.counters.lost += events.length;
   }
 
-  abandonDigest(digest: Digest, reason: string): void {
+  abandonDigest(digest: Digest<KubediffEvent>, reason: string): void {
     const written = this.evictedWritten.get(digest) ?? 0;
     abandonDigest(this.counters, this.deadLetter, this.sink, reason, digest, written);
   }

@@ -10,7 +10,7 @@
 // each refusal said once. A receiver that only counts what it rejected (OTLP's partial success) has the
 // whole batch written to the dead-letter file with that count: nothing disappears unrecorded. A receiver
 // that takes a batch whole or not at all (a Kafka produce request) answers with no item failures.
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
 import { plural } from '../util/count-text.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
@@ -24,8 +24,8 @@ import type { SinkReport, SinkStats } from './sink.ts';
 
 /** What one request carries: events (with their JSON, serialized once by the queue), or one digest. */
 export type BatchWork =
-  | { kind: 'events'; events: ChangeEvent[]; json: string[] }
-  | { kind: 'digest'; digest: Digest };
+  | { kind: 'events'; events: KubediffEvent[]; json: string[] }
+  | { kind: 'digest'; digest: Digest<KubediffEvent> };
 
 /** An item of a batch the receiver did not take (by its index in the batch). */
 export interface ItemFailure {
@@ -117,6 +117,15 @@ export abstract class BatchSink extends DeliverySink {
   protected abstract transmit(work: BatchWork): Promise<Transmission>;
 
   deliver(event: ChangeEvent): void {
+    this.queueEvent(event);
+  }
+
+  /** An OUTCOME is one more record, like an event. */
+  deliverOutcome(event: OutcomeEvent): void {
+    this.queueEvent(event);
+  }
+
+  private queueEvent(event: KubediffEvent): void {
     this.counters.accepted++;
     if (this.clock.closing) {
       this.backlog.abandon([event], 'arrived after shutdown began');
@@ -287,7 +296,7 @@ export abstract class BatchSink extends DeliverySink {
     return {
       work: {
         kind: 'events',
-        events: again.map((index) => work.events[index] as ChangeEvent),
+        events: again.map((index) => work.events[index] as KubediffEvent),
         json: again.map((index) => work.json[index] as string),
       },
       reason: `${first?.reason ?? 'items to retry'} (${plural(again.length, 'event')} of ${work.events.length})`,

@@ -11,18 +11,24 @@
 // (docs/stories.md), events are grouped per owner and each story is one
 // message (story-format.ts); when more stories wait than the platform's pace
 // lets through in a few seconds, they go out together as one digest.
+// An OUTCOME (docs/outcomes.md) is a follow-up in the same channel, posted once the message of the change
+// it follows is (at most OUTCOME_WAIT_MS later); where the platform has threads (Slack with a bot token),
+// it is a reply in that message's thread, and that message's first line is rewritten to say the verdict.
 
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent, OutcomeEvent } from '../events/event.ts';
+import { WORKLOAD_KINDS } from '../events/outcomes/workload-health.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
+import { groupOf } from '../kube/types.ts';
 import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
 import { SINK_SPLIT } from '../util/memory-budget.ts';
 import { monotonicMs } from '../util/timestamp.ts';
-import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
+import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, type Line } from './chat-message.ts';
 import { lossNote } from './dead-letter.ts';
-import { type DeliveryOptions, HttpSink } from './delivery.ts';
-import type { Digest } from './digest.ts';
-import { type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
+import { abandonDigest, type DeliveryOptions, HttpSink } from './delivery.ts';
+import { Digest } from './digest.ts';
+import { type PostOptions, type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
+import { outcomeHeadline, outcomeMessage, rolledOutImage } from './outcome-message.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 import { storyMessage } from './story-format.ts';
@@ -40,6 +46,25 @@ export interface ChatPlatform {
   headers?(): Record<string, string>;
   /** What an answer means beyond its status (Slack's `ok: false`, Discord's `retry_after`). */
   classify?(outcome: PostOutcome): PostOutcome;
+  /** Threads and edits, where the platform has them for this sink (Slack with a bot token). */
+  readonly threads?: ChatThreads;
+}
+
+/** A posted message, as the platform locates it (Slack: its channel ID and ts) and as it was posted. */
+export interface ChatThread {
+  readonly channel: string;
+  readonly ts: string;
+  /** The request body it was posted with, for an edit of its first line. */
+  readonly body: unknown;
+}
+
+export interface ChatThreads {
+  /** Where the message just posted with `body` is, from the platform's answer; undefined when it does not say. */
+  posted(body: unknown, answer: string): ChatThread | undefined;
+  /** `body` as a reply in `thread`. */
+  reply(body: unknown, thread: ChatThread): unknown;
+  /** The request that rewrites the first line of the thread's message to `headline`. */
+  edit(thread: ChatThread, headline: Line): { url: URL; body: unknown };
 }
 
 /** Beside the platform's: DeliveryOptions (timeout 10 s by default). */
@@ -73,6 +98,31 @@ const CHAT_DEFAULTS = {
   storyBacklog: 5,
 };
 
+/**
+ * An OUTCOME waits at most this long for the message of the change it follows (a story closes within
+ * its maximum length, 60 s by default, then waits for its turn); then it is posted on its own.
+ */
+export const OUTCOME_WAIT_MS = 120_000;
+/** OUTCOMEs waiting for their message at most; beyond, the oldest is given up (dead-letter file, or lost). */
+export const OUTCOMES_WAITING = 100;
+/** Workload changes remembered as not yet posted; beyond, the oldest is forgotten (its OUTCOME does not wait for it). */
+const AWAITED_CHANGES = 10_000;
+/** Posted workload changes remembered for their OUTCOMEs (the image, the thread); beyond, the oldest is forgotten. */
+const POSTED_CHANGES = 500;
+
+/** What an OUTCOME's message needs of its change's message, when that was posted. */
+interface PostedChange {
+  /** The image the change rolled out ('shop:1.5'), for the headline. */
+  image?: string;
+  thread?: ChatThread;
+}
+
+interface WaitingOutcome {
+  event: OutcomeEvent;
+  /** Posted by then even if its change's message is not (Date.now() ms). */
+  until: number;
+}
+
 /** The request body for everything `batch` stands for (its events one by one when few, else a digest), and which. */
 export function renderBatch(platform: ChatPlatform, batch: Digest): { body: unknown; inFull: boolean } {
   const message = chatMessage(batch, DEFAULT_CHAT_FORMAT, platform.pace);
@@ -91,6 +141,14 @@ export class ChatSink extends HttpSink {
   private readonly stories: StoryBuilder | undefined;
   /** Closed stories waiting for their message, bounded; also where every batch is made and abandoned. */
   private readonly ready: StoryQueue;
+  /** OUTCOMEs waiting for the message of their change, oldest first (at most OUTCOMES_WAITING). */
+  private readonly outcomes: WaitingOutcome[] = [];
+  private outcomesOverflowed = false;
+  private editFailed = false;
+  /** Changes accepted whose message is not posted (nor given up) yet, by id. */
+  private readonly awaited = new Set<string>();
+  /** Changes whose message was posted, by id. */
+  private readonly posted = new Map<string, PostedChange>();
   protected readonly loop: Promise<void>;
 
   constructor(options: ChatSinkOptions) {
@@ -122,6 +180,7 @@ export class ChatSink extends HttpSink {
       this.abandon(batch, 'arrived after shutdown began');
       return;
     }
+    if (isFollowed(event)) remember(this.awaited, event.id, AWAITED_CHANGES);
     if (this.stories) {
       this.stories.add(event);
       return;
@@ -131,9 +190,34 @@ export class ChatSink extends HttpSink {
     this.wakeup.notify();
   }
 
+  /** An OUTCOME: a follow-up of its change's message, once that is posted (see the header). */
+  deliverOutcome(event: OutcomeEvent): void {
+    this.counters.accepted++;
+    if (this.clock.closing) {
+      this.abandonOutcome(event, 'arrived after shutdown began');
+      return;
+    }
+    if (this.outcomes.length >= OUTCOMES_WAITING) {
+      const oldest = this.outcomes.shift() as WaitingOutcome;
+      this.counters.overflows++;
+      if (!this.outcomesOverflowed) {
+        this.outcomesOverflowed = true;
+        this.trouble.warn(
+          `more than ${OUTCOMES_WAITING} OUTCOMEs wait for the messages of their changes: the oldest are given up to the dead-letter file, or lost (said once; counted in kubediff_sink_overflows_total).`,
+        );
+      }
+      this.abandonOutcome(oldest.event, `more than ${OUTCOMES_WAITING} OUTCOMEs waiting`);
+    }
+    this.outcomes.push({ event, until: Date.now() + OUTCOME_WAIT_MS });
+    this.wakeup.notify();
+  }
+
   stats(): SinkStats {
     const stories = (this.stories?.pendingEvents ?? 0) + this.ready.pendingEvents;
-    return { ...this.counters, pending: this.pending.count + (this.inFlight?.count ?? 0) + stories };
+    return {
+      ...this.counters,
+      pending: this.pending.count + (this.inFlight?.count ?? 0) + stories + this.outcomes.length,
+    };
   }
 
   storyStats(): StoryStats | undefined {
@@ -145,6 +229,8 @@ export class ChatSink extends HttpSink {
     this.stories?.flush();
     return this.closeWith(timeoutMs, () => {
       this.ready.abandonAll('not delivered within the shutdown timeout');
+      for (const waiting of this.outcomes.splice(0))
+        this.abandonOutcome(waiting.event, 'not delivered within the shutdown timeout');
       if (!this.pending.isEmpty) {
         this.abandon(this.pending, 'not delivered within the shutdown timeout');
         this.pending = this.newBatch();
@@ -177,9 +263,17 @@ export class ChatSink extends HttpSink {
         await this.sendStories();
         continue;
       }
+      const outcome = this.dueOutcome();
+      if (outcome) {
+        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+        await this.sendOutcome(outcome);
+        continue;
+      }
       if (this.pending.isEmpty) {
-        if (this.clock.closing) return;
-        await this.wakeup.wait();
+        if (this.clock.closing && this.outcomes.length === 0) return;
+        const next = this.outcomes[0];
+        if (next) await this.wakeup.wait(Math.max(0, next.until - Date.now()), this.clock.closingSignal);
+        else await this.wakeup.wait();
         continue;
       }
       // Related events (a rollout) come within moments of each other: gather them into one message.
@@ -215,6 +309,140 @@ export class ChatSink extends HttpSink {
     this.inFlight = undefined;
   }
 
+  /**
+   * The first OUTCOME whose change's message is posted (or given up), or that waited OUTCOME_WAIT_MS; at
+   * shutdown, with nothing else to send, any (their changes' messages will not come).
+   */
+  private dueOutcome(): OutcomeEvent | undefined {
+    const now = Date.now();
+    const nothingElse = this.clock.closing && this.pending.isEmpty && this.ready.length === 0;
+    const index = this.outcomes.findIndex(
+      (waiting) =>
+        nothingElse || waiting.until <= now || !waiting.event.follows.some((id) => this.awaited.has(id)),
+    );
+    if (index < 0) return undefined;
+    return this.outcomes.splice(index, 1)[0]?.event;
+  }
+
+  /** An OUTCOME's message: a reply in its change's thread (and an edit of that message), else a follow-up. */
+  private async sendOutcome(event: OutcomeEvent): Promise<void> {
+    const change = event.follows.map((id) => this.posted.get(id)).find((found) => found !== undefined);
+    const thread = this.platform.threads && change?.thread;
+    const batch = new Digest<OutcomeEvent>({ retain: 1 });
+    batch.add(event);
+    await this.contained(
+      async () => {
+        const message = outcomeMessage(event, change?.image);
+        const body = this.platform.render(message);
+        const sent = await this.post(
+          this.platform.url,
+          thread ? (this.platform.threads as ChatThreads).reply(body, thread) : body,
+          batch,
+        );
+        if (!sent) return;
+        this.counters.delivered++;
+        if (thread) await this.editFirstLine(thread, outcomeHeadline(event, change?.image));
+      },
+      (reason) => abandonDigest(this.counters, this.options.deadLetter, this.name, reason, batch),
+    );
+  }
+
+  /** Rewrites the first line of a posted message: one attempt, its failure said (the OUTCOME was posted). */
+  private async editFirstLine(thread: ChatThread, headline: Line): Promise<void> {
+    const edit = (this.platform.threads as ChatThreads).edit(thread, headline);
+    const startedAt = monotonicMs();
+    const answer = await post(this.agent, edit.url, JSON.stringify(edit.body), this.requestOptions());
+    const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
+    this.trouble.requestDone(startedAt, outcome.ok);
+    if (!outcome.ok && !this.editFailed) {
+      this.editFailed = true;
+      this.trouble.warn(
+        `could not edit the message of a change to say its outcome (${outcome.reason}); the OUTCOME was posted in its thread (said once).`,
+      );
+    }
+  }
+
+  /** Every request's: the platform's headers (a bot token), the timeout, the shutdown, the credentials to scrub. */
+  private requestOptions(): PostOptions {
+    return {
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        'user-agent': this.options.userAgent ?? 'kubediff',
+        ...this.platform.headers?.(),
+      },
+      timeoutMs: this.timeoutMs,
+      signal: this.clock.deadlineSignal,
+      credentials: this.credentials,
+    };
+  }
+
+  /**
+   * Posts `body` until it is taken (true), retrying as for any message; false when it was given up (then
+   * `batch`, what it stands for, is accounted for).
+   */
+  private async post(url: URL, body: unknown, batch: Digest<OutcomeEvent>): Promise<boolean> {
+    let failures = 0;
+    let attempts = 0;
+    const loss = () => lossNote(plural(batch.count, 'OUTCOME'), this.options.deadLetter);
+    const giveUp = (reason: string) =>
+      abandonDigest(this.counters, this.options.deadLetter, this.name, reason, batch);
+    for (;;) {
+      attempts++;
+      const startedAt = monotonicMs();
+      const answer = await post(this.agent, url, JSON.stringify(body), this.requestOptions());
+      const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
+      this.trouble.requestDone(startedAt, outcome.ok);
+      this.nextSendAt = Date.now() + this.minIntervalMs;
+      if (outcome.ok) {
+        this.delay.reset();
+        this.trouble.recovered();
+        return true;
+      }
+      const final = this.finalFailure(outcome, `status ${outcome.status ?? 'none'}`, loss());
+      if (final) {
+        giveUp(final.reason);
+        return false;
+      }
+      let wait: number;
+      if (outcome.status === 429) {
+        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.minIntervalMs);
+      } else {
+        failures++;
+        if (failures >= this.retry.maxAttempts) {
+          giveUp(this.gaveUp(outcome.reason, String(outcome.status ?? outcome.reason), failures, loss()));
+          return false;
+        }
+        wait = this.delay.next(outcome.retryAfterMs);
+      }
+      this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempts);
+      this.nextSendAt = Date.now() + wait;
+      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+        giveUp(`${outcome.reason}; the next attempt was due after the shutdown timeout`);
+        return false;
+      }
+    }
+  }
+
+  private abandonOutcome(event: OutcomeEvent, reason: string): void {
+    const batch = new Digest<OutcomeEvent>({ retain: 1 });
+    batch.add(event);
+    abandonDigest(this.counters, this.options.deadLetter, this.name, reason, batch);
+  }
+
+  /** The changes of a posted message: no longer awaited; remembered with the image and the thread. */
+  private postedChanges(batch: Digest, body: unknown, answer: string): void {
+    const thread = this.platform.threads?.posted(body, answer);
+    for (const event of batch.events) {
+      if (!isFollowed(event)) continue;
+      this.awaited.delete(event.id);
+      const image = rolledOutImage(event);
+      remember(this.posted, event.id, POSTED_CHANGES, {
+        ...(image ? { image } : {}),
+        ...(thread ? { thread } : {}),
+      });
+    }
+  }
+
   /** Sends `batch` (as `story`'s message when given), folding in whatever arrives while it waits to be retried. */
   private async send(batch: Digest, story?: Story): Promise<void> {
     let failures = 0;
@@ -224,28 +452,16 @@ export class ChatSink extends HttpSink {
       const message = story
         ? storyMessage(story)
         : chatMessage(batch, DEFAULT_CHAT_FORMAT, this.platform.pace);
+      const body = this.platform.render(message);
       const startedAt = monotonicMs();
-      const answer = await post(
-        this.agent,
-        this.platform.url,
-        JSON.stringify(this.platform.render(message)),
-        {
-          headers: {
-            'content-type': 'application/json; charset=utf-8',
-            'user-agent': this.options.userAgent ?? 'kubediff',
-            ...this.platform.headers?.(),
-          },
-          timeoutMs: this.timeoutMs,
-          signal: this.clock.deadlineSignal,
-          credentials: this.credentials,
-        },
-      );
+      const answer = await post(this.agent, this.platform.url, JSON.stringify(body), this.requestOptions());
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
       this.nextSendAt = Date.now() + this.minIntervalMs;
       if (outcome.ok) {
         this.delay.reset();
         this.trouble.recovered();
+        this.postedChanges(batch, body, outcome.body);
         if (message.inFull) this.counters.delivered += batch.count;
         else {
           this.counters.summarized += batch.count;
@@ -296,6 +512,25 @@ export class ChatSink extends HttpSink {
 
   /** Events that will not reach the platform: kept ones to the dead-letter file, the rest counted as lost. */
   private abandon(batch: Digest, reason: string): void {
+    for (const event of batch.events) this.awaited.delete(event.id);
     this.ready.abandon(batch, reason);
+  }
+}
+
+/** A change of a workload whose rollouts are followed: what an OUTCOME follows (not its pods, its ReplicaSets). */
+function isFollowed(event: ChangeEvent): boolean {
+  return WORKLOAD_KINDS.has(`${groupOf(event.object.apiVersion)}/${event.object.resource}`);
+}
+
+/** Adds `key` to a Set or Map kept to `max` entries, the oldest forgotten first. */
+function remember<V>(into: Set<string> | Map<string, V>, key: string, max: number, value?: V): void {
+  if (into instanceof Map) {
+    into.delete(key);
+    into.set(key, value as V);
+  } else into.add(key);
+  while (into.size > max) {
+    const oldest = into.keys().next().value;
+    if (oldest === undefined) break;
+    into.delete(oldest);
   }
 }

@@ -8,7 +8,7 @@
 // dev.kubediff.story for a digest and a story); `source` names the cluster (kubediff/<cluster>, or
 // kubediff when no cluster name is set); `subject` is the object's API path
 // (/apis/apps/v1/namespaces/shop/deployments/web); `time` the change's time; the data is JSON.
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import type { Story } from '../events/story.ts';
 import { objectApiPath } from '../kube/types.ts';
 import type { DigestPayload } from './digest.ts';
@@ -37,7 +37,7 @@ export function cloudEventSource(cluster: string | undefined): string {
   return cluster ? `kubediff/${encodeURIComponent(cluster)}` : 'kubediff';
 }
 
-export function eventAttributes(event: ChangeEvent): CloudEventAttributes {
+export function eventAttributes(event: KubediffEvent): CloudEventAttributes {
   return {
     specversion: '1.0',
     id: event.id,

@@ -28,7 +28,7 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import { Credentials } from '../util/credentials.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
@@ -43,7 +43,7 @@ export interface DeadLetterRecord {
   sink: string;
   /** Why it was not delivered. */
   reason: string;
-  event?: ChangeEvent;
+  event?: KubediffEvent;
   /** A digest whose delivery failed: its counts (and the events it kept in full, also written one by one). */
   digest?: Omit<DigestPayload, 'events'>;
 }
@@ -113,7 +113,7 @@ export class DeadLetterFile {
   }
 
   /** Appends one record per event; false when the file cannot be written (reported once). */
-  writeEvents(sink: string, reason: string, events: readonly ChangeEvent[]): boolean {
+  writeEvents(sink: string, reason: string, events: readonly KubediffEvent[]): boolean {
     if (events.length === 0) return true;
     const time = isoTimestamp();
     return this.append(events.map((event) => ({ time, sink, reason, event })));

@@ -4,7 +4,7 @@
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
 import type { Dispatcher } from 'undici';
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent, KubediffEvent } from '../events/event.ts';
 import { Backoff } from '../util/backoff.ts';
 import { plural } from '../util/count-text.ts';
 import { Credentials, scrubbingLogger } from '../util/credentials.ts';
@@ -359,12 +359,12 @@ export abstract class HttpSink extends DeliverySink {
  * counts, together with `alreadyWritten` events written there when they were evicted from it; the rest
  * are counted lost (all but `alreadyWritten` when the file cannot be written).
  */
-export function abandonDigest(
+export function abandonDigest<E extends KubediffEvent>(
   counters: SinkStats,
   file: DeadLetterFile | undefined,
   sink: string,
   reason: string,
-  digest: Digest,
+  digest: Digest<E>,
   alreadyWritten = 0,
 ): void {
   const kept = digest.events.length;

@@ -6,13 +6,20 @@
 // of hours of backlog. Events that no longer fit in full are handed to
 // `onEvict` (the dead-letter file) and stay counted.
 import { randomUUID } from 'node:crypto';
-import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import {
+  type ChangeEvent,
+  type EventType,
+  type FilterEventType,
+  type KubediffEvent,
+  qualifiedResource,
+} from '../events/event.ts';
 import { eventJsonLength } from '../events/event-json.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 
 export interface DigestGroup {
-  type: EventType;
+  /** A change's type, or OUTCOME (a webhook's or a batch sink's queue folds OUTCOMEs too). */
+  type: FilterEventType;
   /** 'pods', 'deployments.apps'. */
   resource: string;
   kind: string;
@@ -22,7 +29,7 @@ export interface DigestGroup {
 }
 
 /** The JSON a webhook receives for a digest (`"kind": "digest"`; events have no `kind`). */
-export interface DigestPayload {
+export interface DigestPayload<E extends KubediffEvent = KubediffEvent> {
   kind: 'digest';
   /** Unique per digest, stable across retries: deduplicate by it like by an event's id. */
   id: string;
@@ -34,40 +41,53 @@ export interface DigestPayload {
   to: string;
   /** '37 changes in shop: 30 pods added, 5 deployments updated, 2 configmaps deleted'. */
   summary: string;
-  byType: Record<EventType, number>;
+  /** Events per type; `OUTCOME` only when the digest holds OUTCOMEs. */
+  byType: DigestCounts;
   groups: DigestGroup[];
   /** The most recent events, in full, oldest first. */
-  events: ChangeEvent[];
+  events: E[];
   /** Events counted here but not included in `events`. */
   omitted: number;
 }
 
-export interface DigestOptions {
+/** Events per type of a digest: the change types always, OUTCOME when there are any. */
+export type DigestCounts = Record<EventType, number> & { OUTCOME?: number };
+
+export interface DigestOptions<E extends KubediffEvent = ChangeEvent> {
   /** How many of the most recent events are kept in full… */
   retain: number;
   /** …and at most this many bytes of them (as JSON). Default: no limit. */
   retainBytes?: number;
   /** Called with each event that drops out of the retained ones (still counted). */
-  onEvict?: (event: ChangeEvent) => void;
+  onEvict?: (event: E) => void;
 }
 
-const VERBS: Record<EventType, string> = { ADDED: 'added', UPDATED: 'updated', DELETED: 'deleted' };
+const VERBS: Record<FilterEventType, string> = {
+  ADDED: 'added',
+  UPDATED: 'updated',
+  DELETED: 'deleted',
+  OUTCOME: 'followed to an outcome',
+};
 
-export class Digest {
+/**
+ * E: what it holds. A chat sink's digests hold changes alone (ChangeEvent, the default); the queues of
+ * the webhook and batch sinks fold OUTCOMEs too (KubediffEvent).
+ */
+export class Digest<E extends KubediffEvent = ChangeEvent> {
   readonly id = `digest:${randomUUID()}`;
   private readonly retainLimit: number;
   private readonly retainBytes: number;
   private readonly retainedSizes: number[] = [];
   private retainedBytes = 0;
-  private readonly onEvict: ((event: ChangeEvent) => void) | undefined;
+  private readonly onEvict: ((event: E) => void) | undefined;
   private readonly groupMap = new Map<string, DigestGroup>();
-  private retained: ChangeEvent[] = [];
+  private retained: E[] = [];
   private total = 0;
   private first: string | undefined;
   private last: string | undefined;
   private clusterName: string | undefined;
 
-  constructor(options: DigestOptions) {
+  constructor(options: DigestOptions<E>) {
     this.retainLimit = Math.max(0, options.retain);
     this.retainBytes = options.retainBytes ?? Number.POSITIVE_INFINITY;
     this.onEvict = options.onEvict;
@@ -82,7 +102,7 @@ export class Digest {
   }
 
   /** The events kept in full, oldest first. */
-  get events(): readonly ChangeEvent[] {
+  get events(): readonly E[] {
     return this.retained;
   }
 
@@ -108,13 +128,13 @@ export class Digest {
     return this.last;
   }
 
-  add(event: ChangeEvent): void {
+  add(event: E): void {
     this.count1(event);
     this.retain([event]);
   }
 
   /** Takes over everything `other` stands for; `other` should not be used afterwards. */
-  merge(other: Digest): void {
+  merge(other: Digest<E>): void {
     if (other.isEmpty) return;
     this.total += other.total;
     for (const group of other.groupMap.values()) {
@@ -132,9 +152,9 @@ export class Digest {
     this.retain(other.retained, other.retainedSizes);
   }
 
-  byType(): Record<EventType, number> {
-    const counts: Record<EventType, number> = { ADDED: 0, UPDATED: 0, DELETED: 0 };
-    for (const group of this.groupMap.values()) counts[group.type] += group.count;
+  byType(): DigestCounts {
+    const counts: DigestCounts = { ADDED: 0, UPDATED: 0, DELETED: 0 };
+    for (const group of this.groupMap.values()) counts[group.type] = (counts[group.type] ?? 0) + group.count;
     return counts;
   }
 
@@ -157,7 +177,10 @@ export class Digest {
 
   /** '30 pods added', '1 deployment updated', … by resource and type, largest first. */
   parts(): string[] {
-    const merged = new Map<string, { type: EventType; resource: string; kind: string; count: number }>();
+    const merged = new Map<
+      string,
+      { type: FilterEventType; resource: string; kind: string; count: number }
+    >();
     for (const group of this.groupMap.values()) {
       const key = `${group.type} ${group.resource}`;
       const entry = merged.get(key);
@@ -191,7 +214,7 @@ export class Digest {
     return `${groupedCount(this.total)} ${changes} ${this.where()}: ${shown.join(', ')}`;
   }
 
-  toPayload(): DigestPayload {
+  toPayload(): DigestPayload<E> {
     const now = isoTimestamp();
     return {
       kind: 'digest',
@@ -208,7 +231,7 @@ export class Digest {
     };
   }
 
-  private count1(event: ChangeEvent): void {
+  private count1(event: E): void {
     this.total++;
     const resource = qualifiedResource(event);
     const key = groupKey(event.type, resource, event.object.namespace);
@@ -229,7 +252,7 @@ export class Digest {
   }
 
   /** `sizes[i]`, when given, is the JSON length of `events[i]`. */
-  private retain(events: readonly ChangeEvent[], sizes: readonly number[] = []): void {
+  private retain(events: readonly E[], sizes: readonly number[] = []): void {
     const measure = Number.isFinite(this.retainBytes);
     for (const [i, event] of events.entries()) {
       this.retained.push(event);
@@ -251,7 +274,7 @@ export class Digest {
   }
 }
 
-function groupKey(type: EventType, resource: string, namespace: string | undefined): string {
+function groupKey(type: FilterEventType, resource: string, namespace: string | undefined): string {
   return `${type}\u0000${resource}\u0000${namespace ?? ''}`;
 }
 

@@ -6,14 +6,14 @@
 // between single events and tiny digests). Order is kept: a digest stands
 // where its events would have been. Each event is serialized once, here: the
 // sink sends that text.
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import { eventJson, eventJsonBytes } from '../events/event-json.ts';
 import { Digest } from './digest.ts';
 
 export type QueueEntry =
   /** `bytes`: the JSON's UTF-8 size, for the queue's byte budget and a batch's. */
-  | { kind: 'event'; event: ChangeEvent; json: string; bytes: number; queuedAt: number }
-  | { kind: 'digest'; digest: Digest; queuedAt: number };
+  | { kind: 'event'; event: KubediffEvent; json: string; bytes: number; queuedAt: number }
+  | { kind: 'digest'; digest: Digest<KubediffEvent>; queuedAt: number };
 
 export interface EventQueueOptions {
   /** Events held individually before folding into a digest. */
@@ -23,9 +23,9 @@ export interface EventQueueOptions {
   /** Events an overflow digest keeps in full (the most recent). */
   digestRetain: number;
   /** An overflow begins: the first event is folded into a new digest. */
-  onOverflow?: (digest: Digest) => void;
+  onOverflow?: (digest: Digest<KubediffEvent>) => void;
   /** An event folded into a digest that does not keep it in full (write it to the dead-letter file). */
-  onEvict?: (event: ChangeEvent) => void;
+  onEvict?: (event: KubediffEvent) => void;
   now?: () => number;
 }
 
@@ -38,7 +38,7 @@ export class EventQueue {
   private bytes = 0;
   private folded = 0;
   /** The digest at the tail that still absorbs events, if any. */
-  private open: Digest | undefined;
+  private open: Digest<KubediffEvent> | undefined;
 
   constructor(options: EventQueueOptions) {
     this.options = { ...options, capacity: Math.max(1, options.capacity) };
@@ -66,7 +66,7 @@ export class EventQueue {
   }
 
   /** Returns 'folded' when the event went into a digest rather than its own slot. */
-  push(event: ChangeEvent): 'queued' | 'folded' {
+  push(event: KubediffEvent): 'queued' | 'folded' {
     const { capacity } = this.options;
     const maxBytes = this.options.maxBytes ?? Number.POSITIVE_INFINITY;
     if (this.open && (this.individual > capacity / 2 || this.bytes > maxBytes / 2)) {
@@ -85,7 +85,7 @@ export class EventQueue {
       this.bytes += bytes;
       return 'queued';
     }
-    const digest = new Digest({
+    const digest = new Digest<KubediffEvent>({
       retain: this.options.digestRetain,
       ...(this.options.onEvict ? { onEvict: this.options.onEvict } : {}),
     });

@@ -12,7 +12,7 @@
 // holds up the watch or the other sinks. The client library is loaded only
 // when a Kafka sink is created (it costs seconds and tens of MiB).
 import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@platformatic/kafka';
-import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { type KubediffEvent, qualifiedResource } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
@@ -152,7 +152,7 @@ async function createProducer(options: KafkaSinkOptions, timeoutMs: number): Pro
 }
 
 /** type, cluster, resource ('deployments.apps') and namespace: what consumers route and filter on. */
-function headersOf(event: ChangeEvent): Map<string, string> {
+function headersOf(event: KubediffEvent): Map<string, string> {
   const headers = new Map<string, string>([['type', event.type]]);
   if (event.cluster) headers.set('cluster', event.cluster);
   headers.set('resource', qualifiedResource(event));

@@ -8,7 +8,7 @@
 // `event.name` (the object's name), and the body is a map with `type` and `object`. Beside those, the
 // OpenTelemetry semantic conventions for Kubernetes (`k8s.cluster.name` on the resource; `k8s.pod.name`,
 // `k8s.deployment.uid`… for the kinds they name) and kubediff's own `kubediff.*` attributes.
-import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { type EventType, type KubediffEvent, qualifiedResource, type Verdict } from '../events/event.ts';
 import { groupOf } from '../kube/types.ts';
 import type { DigestPayload } from './digest.ts';
 
@@ -31,21 +31,31 @@ export interface LogRecordData {
   severityText: string;
 }
 
-/** OpenTelemetry's severity numbers (logs data model): INFO is 9, WARN 13. */
+/** OpenTelemetry's severity numbers (logs data model): INFO is 9, WARN 13, ERROR 17. */
 const SEVERITY = {
   INFO: 9,
   WARN: 13,
+  ERROR: 17,
 } as const;
 
 /**
  * Additions and updates are INFO; a deletion is WARN (something went away), and so is a digest (events
  * arrived faster than the receiver took them, and were summarized).
  */
-const SEVERITY_BY_TYPE: Record<ChangeEvent['type'] | 'DIGEST', keyof typeof SEVERITY> = {
+const SEVERITY_BY_TYPE: Record<EventType | 'DIGEST', keyof typeof SEVERITY> = {
   ADDED: 'INFO',
   UPDATED: 'INFO',
   DELETED: 'WARN',
   DIGEST: 'WARN',
+};
+
+/** An OUTCOME's severity is its verdict's: a rollout that failed is an ERROR, one degraded a WARN. */
+const SEVERITY_BY_VERDICT: Record<Verdict, keyof typeof SEVERITY> = {
+  healthy: 'INFO',
+  superseded: 'INFO',
+  unknown: 'WARN',
+  degraded: 'WARN',
+  failed: 'ERROR',
 };
 
 /**
@@ -71,7 +81,7 @@ const SEMCONV_KINDS: Record<string, string> = {
 /** The service that writes the records: OTLP backends file records under service.name. */
 export const SERVICE_NAME = 'kubediff';
 
-export function eventRecord(event: ChangeEvent): LogRecordData {
+export function eventRecord(event: KubediffEvent): LogRecordData {
   const { object, cluster } = event;
   const resource: Record<string, string> = { 'service.name': SERVICE_NAME };
   if (cluster) resource['k8s.cluster.name'] = cluster;
@@ -98,16 +108,19 @@ export function eventRecord(event: ChangeEvent): LogRecordData {
   if (user) attributes['kubediff.by.user'] = user;
   const managers = event.by?.managers?.map((manager) => manager.manager);
   if (managers?.length) attributes['kubediff.by.managers'] = managers;
-  const paths = event.changes?.map((change) => change.path);
+  if (event.type === 'OUTCOME') attributes['kubediff.outcome.verdict'] = event.verdict;
+  const paths = event.type === 'OUTCOME' ? undefined : event.changes?.map((change) => change.path);
   if (paths?.length) attributes['kubediff.changes.paths'] = paths;
   if (event.offline) attributes['kubediff.offline'] = true;
+  const severity =
+    event.type === 'OUTCOME' ? SEVERITY_BY_VERDICT[event.verdict] : SEVERITY_BY_TYPE[event.type];
   return {
     resource,
     attributes,
     body: event,
     timeMs: Date.parse(event.time),
-    severityNumber: SEVERITY[SEVERITY_BY_TYPE[event.type]],
-    severityText: SEVERITY_BY_TYPE[event.type],
+    severityNumber: SEVERITY[severity],
+    severityText: severity,
   };
 }
 

@@ -11,7 +11,7 @@
 // records, without saying which) is not retried, the batch is dead-lettered with the count; 408, 429,
 // 502, 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; 413 splits the batch
 // (batch-sink.ts); every other status is final.
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import { errorMessage, KubediffError } from '../util/errors.ts';
 import {
   BatchSink,
@@ -90,7 +90,7 @@ export class OtlpSink extends BatchSink {
     const records =
       work.kind === 'digest'
         ? [digestRecord(work.digest.toPayload())]
-        : work.events.map((event: ChangeEvent) => eventRecord(event));
+        : work.events.map((event: KubediffEvent) => eventRecord(event));
     const json = this.protocol === 'http/json';
     const body = encoder.encode(records, json);
     const outcome = await post(this.agent, this.url, body, {

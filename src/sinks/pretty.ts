@@ -1,14 +1,23 @@
 // The terminal rendering: a colored header per event (with who made it,
 // `by kubectl-set`), then one line per change, `spec.replicas: 2 → 5`,
 // followed by its manager when the changes come from several, then what a ConfigMap or Secret change
-// reaches (`↳ used by deployment/web (env APP_MODE: …)`). Paths read like kubectl's JSONPath,
+// reaches (`↳ used by deployment/web (env APP_MODE: …)`); an OUTCOME's header says its verdict and
+// how long after the change, then its summary, its pods that are not ready, and its Warning Events.
+// Paths read like kubectl's JSONPath,
 // long values are elided in the middle so both ends stay visible. Names,
 // paths and values come from the cluster: each passes through printable()
 // before it is colored, so no control character, bidi override or
 // invisible character reaches the terminal as itself.
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Change } from '../diff/types.ts';
-import { type ChangeEvent, offlineNote, qualifiedResource } from '../events/event.ts';
+import {
+  type ChangeEvent,
+  type KubediffEvent,
+  type OutcomeEvent,
+  offlineNote,
+  qualifiedResource,
+  type Verdict,
+} from '../events/event.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { objectKey } from '../kube/types.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -22,10 +31,13 @@ export interface PrettyOptions {
   maxValueLength?: number;
 }
 
-export function prettyRenderer(options: PrettyOptions): (event: ChangeEvent) => string {
+export function prettyRenderer(options: PrettyOptions): (event: KubediffEvent) => string {
   const chalk = new Chalk({ level: options.color ? 1 : 0 });
   const maxValueLength = options.maxValueLength ?? 100;
-  return (event) => renderPretty(event, chalk, maxValueLength);
+  return (event) =>
+    event.type === 'OUTCOME'
+      ? renderOutcome(event, chalk, maxValueLength)
+      : renderPretty(event, chalk, maxValueLength);
 }
 
 function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: number): string {
@@ -60,6 +72,56 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * `10:31:47Z OUTCOME deployments.apps shop/web degraded 40.2s after the change by kubectl-set`, then the
+ * summary, one line per pod of the revision that is not ready, and one per Warning Event.
+ */
+function renderOutcome(event: OutcomeEvent, chalk: ChalkInstance, maxValueLength: number): string {
+  const color = VERDICT_COLORS[event.verdict](chalk);
+  const { evidence } = event;
+  const by = byText(event.by);
+  const header = [
+    chalk.dim(printedTime(event.time)),
+    chalk.bold('OUTCOME'),
+    printable(qualifiedResource(event)),
+    chalk.bold(printable(objectKey(event.object))),
+    color.bold(event.verdict),
+    chalk.dim(`${event.after.toFixed(1)}s after the change`),
+    by ? `by ${chalk.magenta(printable(by))}` : '',
+    event.cluster ? chalk.dim(`[${printable(event.cluster)}]`) : '',
+    event.offline ? chalk.dim('(change found offline)') : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  const clip = (text: string) => elide(printable(text), maxValueLength);
+  const lines = [header, `  ${clip(evidence.summary)}`];
+  for (const pod of evidence.pods) {
+    if (pod.ready && pod.restarts === 0) continue;
+    const termination = pod.lastTermination
+      ? `, last ${pod.lastTermination.reason ?? 'terminated'}${pod.lastTermination.exitCode !== undefined ? ` (exit ${pod.lastTermination.exitCode})` : ''}`
+      : '';
+    const restarts = pod.restarts > 0 ? `, ${pod.restarts} restart${pod.restarts === 1 ? '' : 's'}` : '';
+    lines.push(
+      `  ${color('•')} pod ${printable(pod.name)}: ${clip(pod.reason ?? pod.phase)}${restarts}${clip(termination)}`,
+    );
+  }
+  for (const warning of evidence.warnings) {
+    lines.push(
+      `  ${chalk.yellow('!')} ${printable(warning.object)} ${printable(warning.reason)} ×${warning.count}: ${clip(warning.message)}`,
+    );
+  }
+  if (evidence.note) lines.push(`  ${chalk.dim(clip(evidence.note))}`);
+  return `${lines.join('\n')}\n`;
+}
+
+const VERDICT_COLORS: Record<Verdict, (chalk: ChalkInstance) => ChalkInstance> = {
+  healthy: (chalk) => chalk.green,
+  degraded: (chalk) => chalk.red,
+  failed: (chalk) => chalk.red,
+  superseded: (chalk) => chalk.yellow,
+  unknown: (chalk) => chalk.yellow,
+};
+
 export function renderChange(change: Change, chalk: ChalkInstance, maxValueLength: number): string {
   const path = chalk.cyan(readablePath(change.path));
   const from = () => chalk.red(renderValue(change.from ?? null, maxValueLength));
@@ -92,6 +154,11 @@ export function renderValue(value: JsonValue, maxLength: number): string {
     const lines = value.split('\n');
     text = `${printable(JSON.stringify(lines[0]))} (+${lines.length - 1} more lines)`;
   }
+  return elide(text, maxLength);
+}
+
+/** `text` elided in the middle beyond `maxLength`, so that both ends stay visible. */
+function elide(text: string, maxLength: number): string {
   if (text.length <= maxLength) return text;
   const keep = Math.max(4, Math.floor((maxLength - 1) / 2));
   return `${text.slice(0, keep)}…${text.slice(-keep)}`;

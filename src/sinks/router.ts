@@ -1,9 +1,10 @@
-// Hands every event to every sink whose filter accepts it. deliver() never
+// Hands every event to every sink whose filter accepts it (an OUTCOME only to the sinks that take
+// OUTCOMEs: Sink.deliverOutcome; the stream and webhook sinks telling stories do not, docs/outcomes.md). deliver() never
 // blocks and never throws: each sink queues on its own, so a slow or broken
 // sink delays neither the watch nor the other sinks. close() lets all sinks
 // finish in parallel within one shutdown timeout and reports what became of
 // their events.
-import { type ChangeEvent, identityOfEvent } from '../events/event.ts';
+import { type ChangeEvent, identityOfEvent, type KubediffEvent } from '../events/event.ts';
 import {
   compileFilter,
   type EventFilter,
@@ -61,17 +62,21 @@ export class Router implements EventDelivery {
   }
 
   /** Hands `event` to every sink whose filter accepts it; returns each sink's accepted count with it. */
-  deliver(event: ChangeEvent): DeliveryMark {
+  deliver(event: KubediffEvent): DeliveryMark {
     if (this.closing) return this.accepted();
     for (const route of this.routes) {
-      const verdict = evaluateContained(route.filter, event, this.failures, route.sink.name, false);
+      const { sink } = route;
+      // A sink that takes no OUTCOME is not offered one (nor counted as filtering it).
+      if (event.type === 'OUTCOME' && !sink.deliverOutcome) continue;
+      const verdict = evaluateContained(route.filter, event, this.failures, sink.name, false);
       if (!verdict.deliver) {
         route.filtered++;
         continue;
       }
       try {
+        if (event.type === 'OUTCOME') sink.deliverOutcome?.(event);
         // `ignore` rules may have removed some changes: the sink gets what its filter kept.
-        route.sink.deliver(verdict.event ?? event);
+        else sink.deliver(verdict.event ?? event);
       } catch (error) {
         // A sink must not throw; if one does, the others still get the event, and it is reported.
         this.failures.report(

@@ -9,7 +9,7 @@
 // Before the first batch the sink installs its index template (search-template.ts), unless told not to.
 // Delivery is the batch sinks' (batch-sink.ts); each item of a bulk answer is judged on its own: 429 and
 // 5xx are retried (only those items), other refusals (a mapping conflict, a closed index) dead-lettered.
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 import {
@@ -165,7 +165,7 @@ export class SearchSink extends BatchSink {
       const payload = work.digest.toPayload();
       add(payload.id, payload.to, JSON.stringify({ type: 'DIGEST', ...payload }));
     } else {
-      work.events.forEach((event: ChangeEvent, index) => {
+      work.events.forEach((event: KubediffEvent, index) => {
         add(event.id, event.time, work.json[index] as string);
       });
     }

@@ -3,7 +3,7 @@
 // the watch: it queues, delivers on its own schedule and accounts for every
 // event it accepted (delivered, summarized in a digest, dead-lettered or
 // reported as not delivered).
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent, OutcomeEvent } from '../events/event.ts';
 import type { StoryStats } from '../events/story.ts';
 
 export interface Sink {
@@ -11,6 +11,11 @@ export interface Sink {
   readonly name: string;
   /** Accepts one event. Returns at once; never throws. */
   deliver(event: ChangeEvent): void;
+  /**
+   * Accepts one OUTCOME (docs/outcomes.md), counted like an event. Returns at once; never throws. A sink
+   * without it is not offered OUTCOMEs.
+   */
+  deliverOutcome?(event: OutcomeEvent): void;
   /**
    * Stops accepting events, delivers what is queued or in flight within `timeoutMs`, then releases
    * every socket, timer and file it holds. Resolves (never rejects) with what became of the events.

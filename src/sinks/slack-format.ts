@@ -13,7 +13,14 @@
 // its formatting characters (* _ ~ `) nor for emoji codes (:name:): text holding one, an '@', or a URL is
 // shown as inline code. The header is plain_text, which Slack does not parse.
 import type { EventType } from '../events/event.ts';
-import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, fitLine, type Line } from './chat-message.ts';
+import {
+  type ChatMessage,
+  chatMessage,
+  DEFAULT_CHAT_FORMAT,
+  fitLine,
+  type Line,
+  plainText,
+} from './chat-message.ts';
 import { codeText, inertLine, visible, wrapped } from './chat-text.ts';
 import type { Digest } from './digest.ts';
 
@@ -72,6 +79,18 @@ export function renderSlackChatMessage(message: ChatMessage): SlackMessage {
   for (const section of message.sections) blocks.push(...sections(section.lines.map(mrkdwn)));
   if (message.note) blocks.push(context([mrkdwn([{ text: message.note }])]));
   return fit({ text: mrkdwn(fitLine(message.summary, SLACK_LIMITS.fallbackText)), blocks });
+}
+
+/**
+ * `message` with its first line (the header, and the notification text) rewritten to `headline`: an
+ * OUTCOME's verdict written over the message of its change (docs/outcomes.md). The rest stays as posted.
+ */
+export function withFirstLine(message: SlackMessage, headline: Line): SlackMessage {
+  const rest = message.blocks.filter((block, index) => index > 0 || block.type !== 'header');
+  return fit({
+    text: mrkdwn(fitLine(headline, SLACK_LIMITS.fallbackText)),
+    blocks: [header(visible(plainText(headline))), ...rest],
+  });
 }
 
 /** A line in Slack's mrkdwn: *bold*, _italic_, `code`, :emoji:, the rest escaped (see the header). */

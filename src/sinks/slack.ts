@@ -2,12 +2,13 @@
 // chat.postMessage to a channel, on the chat delivery core (chat.ts: one
 // message a second at most, gathering, digests, 429s): what is Slack's own
 // here is the message (slack-format.ts), the bot's headers and body, and
-// what Slack's answers mean.
+// what Slack's answers mean. A bot has threads: an OUTCOME is a reply
+// (`thread_ts`) to its change's message, whose first line chat.update rewrites.
 
-import { type ChatPlatform, ChatSink, type ChatSinkOptions } from './chat.ts';
+import { type ChatPlatform, ChatSink, type ChatSinkOptions, type ChatThreads } from './chat.ts';
 import { bodyExcerpt, type PostOutcome } from './http.ts';
 import { defaultSinkName } from './sink-name.ts';
-import { renderSlackChatMessage, SLACK_PACE } from './slack-format.ts';
+import { renderSlackChatMessage, SLACK_PACE, type SlackMessage, withFirstLine } from './slack-format.ts';
 
 export type SlackTarget =
   /** An incoming webhook URL (https://hooks.slack.com/services/…); a credential. */
@@ -69,10 +70,8 @@ export class SlackSink extends ChatSink {
 
 function slackPlatform(target: SlackTarget): ChatPlatform {
   return {
-    url:
-      target.kind === 'webhook'
-        ? new URL(target.url)
-        : new URL(`${(target.apiUrl ?? SLACK_API_URL).replace(/\/+$/, '')}/chat.postMessage`),
+    url: target.kind === 'webhook' ? new URL(target.url) : apiMethod(target, 'chat.postMessage'),
+    ...(target.kind === 'bot' ? { threads: botThreads(target) } : {}),
     pace: SLACK_PACE,
     render(chat) {
       const message = renderSlackChatMessage(chat);
@@ -90,6 +89,38 @@ function slackPlatform(target: SlackTarget): ChatPlatform {
     headers: (): Record<string, string> =>
       target.kind === 'bot' ? { authorization: `Bearer ${target.token}` } : {},
     classify: (outcome) => classify(outcome, target.kind),
+  };
+}
+
+function apiMethod(target: Extract<SlackTarget, { kind: 'bot' }>, method: string): URL {
+  return new URL(`${(target.apiUrl ?? SLACK_API_URL).replace(/\/+$/, '')}/${method}`);
+}
+
+/**
+ * A bot's threads: chat.postMessage answers where the message is (`channel`, an ID, and `ts`); a reply
+ * names it in `thread_ts`; chat.update takes the channel's ID (never its name) and the ts.
+ */
+function botThreads(target: Extract<SlackTarget, { kind: 'bot' }>): ChatThreads {
+  return {
+    posted(body, answer) {
+      let parsed: { channel?: unknown; ts?: unknown } | undefined;
+      try {
+        parsed = JSON.parse(answer) as { channel?: unknown; ts?: unknown };
+      } catch {
+        return undefined;
+      }
+      if (typeof parsed?.channel !== 'string' || typeof parsed.ts !== 'string') return undefined;
+      return { channel: parsed.channel, ts: parsed.ts, body };
+    },
+    reply: (body, thread) => ({ ...(body as object), channel: thread.channel, thread_ts: thread.ts }),
+    edit(thread, headline) {
+      const posted = thread.body as SlackMessage;
+      const message = withFirstLine({ text: posted.text, blocks: posted.blocks }, headline);
+      return {
+        url: apiMethod(target, 'chat.update'),
+        body: { channel: thread.channel, ts: thread.ts, ...message, parse: 'none', link_names: false },
+      };
+    },
   };
 }
 

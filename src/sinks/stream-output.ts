@@ -12,7 +12,7 @@
 // When the reader goes away (EPIPE: `kubediff watch | head`), onClosed lets
 // the command stop cleanly instead of crashing.
 import type { Writable } from 'node:stream';
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
 import { eventJson } from '../events/event-json.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -26,7 +26,7 @@ const DEFAULT_PAUSE_AT_BYTES = 1024 * 1024;
 export class StreamOutput implements Sink {
   readonly name: string;
   private readonly stream: Writable;
-  private readonly render: (event: ChangeEvent) => string;
+  private readonly render: (event: KubediffEvent) => string;
   private readonly pauseAtBytes: number;
   private readonly log: Logger | undefined;
   private readonly counters: SinkStats = emptyStats();
@@ -38,7 +38,7 @@ export class StreamOutput implements Sink {
   constructor(options: {
     name: string;
     stream: Writable;
-    render: (event: ChangeEvent) => string;
+    render: (event: KubediffEvent) => string;
     /** The stream failed or its reader went away (EPIPE); nothing more is written. */
     onClosed?: (error: NodeJS.ErrnoException) => void;
     pauseAtBytes?: number;
@@ -62,6 +62,8 @@ export class StreamOutput implements Sink {
           }
         })
       : undefined;
+    // With stories, OUTCOMEs are not written (a story tells changes; docs/outcomes.md).
+    this.deliverOutcome = stories ? undefined : (event) => this.deliverOne(event);
     this.stream.on('error', (error: NodeJS.ErrnoException) => {
       if (this.closed) return;
       this.closed = true;
@@ -70,11 +72,18 @@ export class StreamOutput implements Sink {
   }
 
   deliver(event: ChangeEvent): void {
-    this.counters.accepted++;
     if (this.stories) {
+      this.counters.accepted++;
       this.stories.add(event);
       return;
     }
+    this.deliverOne(event);
+  }
+
+  readonly deliverOutcome: ((event: OutcomeEvent) => void) | undefined;
+
+  private deliverOne(event: KubediffEvent): void {
+    this.counters.accepted++;
     this.write(1, () => this.render(event));
   }
 
@@ -155,6 +164,6 @@ export class StreamOutput implements Sink {
 }
 
 /** The contract: one JSON object per line. */
-export function renderJsonLine(event: ChangeEvent): string {
+export function renderJsonLine(event: KubediffEvent): string {
   return `${eventJson(event)}\n`;
 }

@@ -2,7 +2,7 @@
 // default; a JSON array for a batch), a CloudEvent (cloudevents.ts, structured or binary), or the body a
 // `layout:` builds (layout.ts, in a thread of its own: layout-thread.ts). Computed once per request,
 // before its retries.
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import type { Story } from '../events/story.ts';
 import {
   binaryHeaders,
@@ -19,9 +19,9 @@ import type { Digest } from './digest.ts';
 import type { LayoutRenderer } from './layout-thread.ts';
 
 export type WebhookWork =
-  | { kind: 'event'; event: ChangeEvent; json: string }
-  | { kind: 'batch'; events: ChangeEvent[]; json: string[] }
-  | { kind: 'digest'; digest: Digest }
+  | { kind: 'event'; event: KubediffEvent; json: string }
+  | { kind: 'batch'; events: KubediffEvent[]; json: string[] }
+  | { kind: 'digest'; digest: Digest<KubediffEvent> }
   | { kind: 'story'; story: Story; json: string };
 
 export type WebhookFormat =

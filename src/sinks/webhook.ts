@@ -8,7 +8,7 @@
 // backoff and jitter (Retry-After honoured); other answers are final. What
 // cannot be delivered goes to the dead-letter file and is counted.
 
-import type { ChangeEvent } from '../events/event.ts';
+import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -97,17 +97,30 @@ export class WebhookSink extends HttpSink {
     this.stories = options.stories
       ? sinkStoryBuilder(this.name, options.stories, options.log, (story) => this.storyClosed(story))
       : undefined;
+    this.deliverOutcome = options.stories ? undefined : (event) => this.queueEvent(event);
     this.loop = this.run();
   }
 
   deliver(event: ChangeEvent): void {
+    if (this.stories) {
+      this.counters.accepted++;
+      if (this.clock.closing) this.abandon([event], 'arrived after shutdown began');
+      else this.stories.add(event);
+      return;
+    }
+    this.queueEvent(event);
+  }
+
+  /**
+   * An OUTCOME is POSTed like an event (its own body, or in a batch); with stories on it is not offered
+   * one (a STORY payload holds changes alone: docs/outcomes.md).
+   */
+  readonly deliverOutcome: ((event: OutcomeEvent) => void) | undefined;
+
+  private queueEvent(event: KubediffEvent): void {
     this.counters.accepted++;
     if (this.clock.closing) {
       this.abandon([event], 'arrived after shutdown began');
-      return;
-    }
-    if (this.stories) {
-      this.stories.add(event);
       return;
     }
     this.backlog.push(event);
@@ -349,11 +362,11 @@ export class WebhookSink extends HttpSink {
     else this.abandonDigest(work.digest, reason);
   }
 
-  private abandon(events: readonly ChangeEvent[], reason: string): void {
+  private abandon(events: readonly KubediffEvent[], reason: string): void {
     this.backlog.abandon(events, reason);
   }
 
-  private abandonDigest(digest: Digest, reason: string): void {
+  private abandonDigest(digest: Digest<KubediffEvent>, reason: string): void {
     this.backlog.abandonDigest(digest, reason);
   }
 }

@@ -1,7 +1,7 @@
 // `kubediff history` and the UI's reader over the PostgreSQL state: every cluster's events, read-only,
 // no claim (postgres-timeline-reader.ts queries through it).
 import type pg from 'pg';
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import type { ResourceType } from '../kube/types.ts';
 import { formatDuration } from '../util/duration.ts';
 import { KubediffError, UsageError } from '../util/errors.ts';
@@ -124,6 +124,9 @@ export class PostgresHistory extends PostgresConnection implements HistoryReader
           `(event->'by'->'user'->>'username' LIKE ${n} OR event->'by'->'impersonatedUser'->>'username' LIKE ${n})`,
         globToLike(query.user),
       );
+    // An OUTCOME's verdict, from the stored event (no column of its own).
+    if (query.outcome !== undefined)
+      add((n) => `type = 'OUTCOME' AND event->>'verdict' = ${n}`, query.outcome);
     const filter = () => (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '');
     let after = query.after;
     if (after === undefined && query.limit !== undefined) {
@@ -139,7 +142,7 @@ export class PostgresHistory extends PostgresConnection implements HistoryReader
     if (after !== undefined) add((n) => `seq > ${n}::bigint`, after);
     const pageSize = Math.max(1, Math.floor(query.pageSize ?? DEFAULT_PAGE_SIZE));
     const result = await this.run((client) =>
-      client.query<{ seq: string; event: ChangeEvent }>(
+      client.query<{ seq: string; event: KubediffEvent }>(
         `SELECT seq, event FROM kubediff_events${filter()} ORDER BY seq LIMIT ${pageSize}`,
         params,
       ),

@@ -44,9 +44,13 @@ function textPrefilter(value: string, param: (value: unknown) => string): string
   return /["\\\u0000-\u001f]/.test(value) ? [] : [`strpos(event::text, ${param(value)}) > 0`];
 }
 
+/** An object's versions and the timeline's marks are its changes, not the OUTCOMEs recorded beside them. */
+const CHANGES_ONLY = "type <> 'OUTCOME'";
+
 /** The WHERE clause of a filter, its parameters numbered from `$1` after `first` others. */
 function filterClause(filter: HistoryFilter, first = 0): { sql: string; params: unknown[] } {
-  const clauses: string[] = [];
+  // The timeline shows changes: OUTCOMEs (docs/outcomes.md) are not marks on it (yet).
+  const clauses: string[] = [CHANGES_ONLY];
   const params: unknown[] = [];
   const param = (value: unknown) => {
     params.push(value);
@@ -86,7 +90,7 @@ function filterClause(filter: HistoryFilter, first = 0): { sql: string; params: 
         WHERE strpos(c->>'path', ${param(pathFragment(filter.path))}) > 0)`,
     );
   }
-  return { sql: clauses.length > 0 ? clauses.join(' AND ') : 'true', params };
+  return { sql: clauses.join(' AND '), params };
 }
 
 export class PostgresTimelineReader implements TimelineReader, FacetSource {
@@ -209,7 +213,7 @@ export class PostgresTimelineReader implements TimelineReader, FacetSource {
   async objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {
     // Namespace as equality or IS NULL, so that the (resource, namespace, name, seq) index serves it.
     const params: unknown[] = [ref.resource, ref.name];
-    let where = 'resource = $1 AND name = $2';
+    let where = `resource = $1 AND name = $2 AND ${CHANGES_ONLY}`;
     if (ref.namespace === undefined) where += ' AND namespace IS NULL';
     else {
       params.push(ref.namespace);

@@ -21,7 +21,12 @@
 // hands it (those it delivers, and those the previous leader's checkpoint covered: the history's
 // (cluster, id, type) key keeps them once), and from then on records as usual. When it stops leading, it
 // commits what its sinks have finished with and releases the claim.
-import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import {
+  type ChangeEvent,
+  type KubediffEvent,
+  type OutcomeEvent,
+  qualifiedResource,
+} from '../events/event.ts';
 import type { DeliveryMark, PipelineObserver, StoreChange } from '../events/pipeline.ts';
 import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
@@ -268,6 +273,14 @@ export class StateRecorder implements PipelineObserver {
   }
 
   /**
+   * PipelineObserver: an OUTCOME (docs/outcomes.md), once it went to the sinks: recorded in the history
+   * like an event, committed when every sink has finished with it.
+   */
+  outcomeProcessed(outcome: OutcomeEvent, mark: DeliveryMark): void {
+    this.queue({ kind: 'event', resource: qualifiedResource(outcome), event: outcome }, mark);
+  }
+
+  /**
    * Commits what every sink has finished with. Called by a timer; `all` at the end, after the sinks
    * closed. One commit at a time: while one is writing, this waits for it.
    */
@@ -306,7 +319,7 @@ export class StateRecorder implements PipelineObserver {
    * (delivered, or covered by the previous leader's checkpoint), oldest first: recorded in the history
    * (the store keeps an event once, whoever recorded it first).
    */
-  startedLeading(events: readonly ChangeEvent[]): void {
+  startedLeading(events: readonly KubediffEvent[]): void {
     if (!this.claim || this.leading || this.closed || this.writer.failed) return;
     this.leading = true;
     this.claim.begin();

@@ -17,7 +17,7 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import type { DatabaseSync as DatabaseSyncType, StatementSync } from 'node:sqlite';
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { ResourceType } from '../kube/types.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
@@ -299,8 +299,8 @@ export class SqliteDatabase {
   }
 
   /** The recorded events matching `query`, oldest first (the newest `limit` of them), all pages. */
-  history(query: HistoryQuery): ChangeEvent[] {
-    const events: ChangeEvent[] = [];
+  history(query: HistoryQuery): KubediffEvent[] {
+    const events: KubediffEvent[] = [];
     let page: HistoryPage;
     let after: string | undefined;
     do {
@@ -333,7 +333,7 @@ export class SqliteDatabase {
     const rows = this.db.prepare(sql).all(...params) as { seq: number; event: string }[];
     const last = rows.at(-1);
     return {
-      events: rows.map((row) => JSON.parse(row.event) as ChangeEvent),
+      events: rows.map((row) => JSON.parse(row.event) as KubediffEvent),
       ...(rows.length === pageSize && last ? { next: String(last.seq) } : {}),
     };
   }

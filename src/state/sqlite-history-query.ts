@@ -39,6 +39,11 @@ export function historyConditions(query: HistoryQuery): { where: string[]; param
     );
     params.push(glob, glob);
   }
+  if (query.outcome !== undefined) {
+    // An OUTCOME's verdict, from its JSON (no column of its own).
+    where.push("type = 'OUTCOME' AND json_extract(event, '$.verdict') = ?");
+    params.push(query.outcome);
+  }
   if (query.clusters && query.clusters.length > 0) {
     // SQLite's GLOB has the shell's * and ? (the history's --cluster globs).
     where.push(

@@ -39,6 +39,9 @@ function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
 }
 
+/** An object's versions and the timeline's marks are its changes, not the OUTCOMEs recorded beside them. */
+const CHANGES_ONLY = "type <> 'OUTCOME'";
+
 /**
  * The WHERE clause of a filter and its parameters (one place, for every query). `timeIndex: false`
  * keeps SQLite off the time index (`+time`): a page newest first then walks the events by seq and stops
@@ -48,7 +51,8 @@ function filterClause(
   filter: HistoryFilter,
   options: { timeIndex?: boolean } = {},
 ): { sql: string; params: SqlParameter[] } {
-  const clauses: string[] = [];
+  // The timeline shows changes: OUTCOMEs (docs/outcomes.md) are not marks on it (yet).
+  const clauses: string[] = [CHANGES_ONLY];
   const params: SqlParameter[] = [];
   const time = options.timeIndex === false ? '+time' : 'time';
   if (filter.from !== undefined) {
@@ -101,7 +105,7 @@ function filterClause(
     );
     params.push(pathFragment(filter.path));
   }
-  return { sql: clauses.length > 0 ? clauses.join(' AND ') : '1', params };
+  return { sql: clauses.join(' AND '), params };
 }
 
 export class SqliteTimelineReader implements TimelineReader, FacetSource {
@@ -221,7 +225,7 @@ export class SqliteTimelineReader implements TimelineReader, FacetSource {
 
   async objectRecords(ref: ObjectRef, query: ObjectRecordsQuery): Promise<ObjectRecords> {
     // The sizes first (octet_length reads no value), then only the events that fit.
-    const where = 'resource = ? AND namespace IS ? AND name = ?';
+    const where = `resource = ? AND namespace IS ? AND name = ? AND ${CHANGES_ONLY}`;
     const at = [ref.resource, ref.namespace ?? null, ref.name];
     const sizes = this.db.select<{ seq: number; bytes: number }>(
       `SELECT seq, octet_length(event) AS bytes FROM events WHERE ${where} ORDER BY seq DESC LIMIT ?`,

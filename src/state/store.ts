@@ -5,7 +5,7 @@
 // Every write goes through one ordered queue of SerializedWrites and is applied in batches, one
 // transaction each, so a store that is unreachable for a while (PostgreSQL) only delays the queue: the
 // recorder keeps it, within its byte bound, and retries.
-import type { ChangeEvent } from '../events/event.ts';
+import type { KubediffEvent, Verdict } from '../events/event.ts';
 import { eventJson } from '../events/event-json.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
@@ -30,7 +30,7 @@ export interface ResourceEntry {
 export type StateWrite =
   | { kind: 'object'; resource: string; object: StoredObject }
   | { kind: 'delete'; resource: string; key: string }
-  | { kind: 'event'; resource: string; event: ChangeEvent };
+  | { kind: 'event'; resource: string; event: KubediffEvent };
 
 /**
  * A StateWrite with its JSON made: the rows it writes, and nothing else. The recorder holds writes in
@@ -151,6 +151,8 @@ export interface HistoryQuery {
    * `by.user` or `by.impersonatedUser`.
    */
   user?: string | undefined;
+  /** Only OUTCOMEs with this verdict (docs/outcomes.md), read from the stored event's JSON. */
+  outcome?: Verdict | undefined;
   /** The newest this many. */
   limit?: number | undefined;
   /** At most this many events per page (default 1,000). */
@@ -161,7 +163,8 @@ export interface HistoryQuery {
 
 /** One page of history: events oldest first; `next` asks for the following page when there may be one. */
 export interface HistoryPage {
-  events: ChangeEvent[];
+  /** Changes and OUTCOMEs, as recorded. */
+  events: KubediffEvent[];
   next?: string;
 }
 

@@ -3,11 +3,34 @@
 
 import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
-import type { ChangeEvent } from '../../src/events/event.ts';
+import { type ChangeEvent, type OutcomeEvent, VERDICTS } from '../../src/events/event.ts';
 import { nonEmpty } from './non-empty.ts';
 
-/** One JSON line of `kubediff watch -o json` (and one webhook body). Mirrors the contract type. */
+/**
+ * One JSON line of `kubediff watch -o json` (and one webhook body). Mirrors the contract type of a
+ * change; a line may also be an OUTCOME (docs/outcomes.md): outcomeOf() tells.
+ */
 export interface TestEvent extends ChangeEvent {}
+
+/** The OUTCOME a line is, if it is one. */
+export function outcomeOf(event: TestEvent | unknown): OutcomeEvent | undefined {
+  return isRecord(event) && event.type === 'OUTCOME' ? (event as unknown as OutcomeEvent) : undefined;
+}
+
+/** A predicate for `waitForEvent`: the OUTCOME of the change `followed` (an event id), or of `name`'s. */
+export function outcomeFor(followed: {
+  id?: string;
+  name?: string;
+  verdict?: OutcomeEvent['verdict'];
+}): (event: TestEvent) => boolean {
+  return (event) => {
+    const outcome = outcomeOf(event);
+    if (!outcome) return false;
+    if (followed.id !== undefined && !outcome.follows.includes(followed.id)) return false;
+    if (followed.name !== undefined && outcome.object.name !== followed.name) return false;
+    return followed.verdict === undefined || outcome.verdict === followed.verdict;
+  };
+}
 
 /** Overrides for `sampleEvent`; `object` is merged field by field. */
 export interface SampleOverrides extends Partial<Omit<TestEvent, 'object'>> {
@@ -164,6 +187,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function contractViolations(value: unknown): string[] {
   const problems: string[] = [];
   if (!isRecord(value)) return ['the event is not a JSON object'];
+  if (value.type === 'OUTCOME') return outcomeViolations(value);
   for (const key of Object.keys(value)) if (!EVENT_KEYS.has(key)) problems.push(`unknown field "${key}"`);
 
   const { type, object, changes } = value;
@@ -252,6 +276,63 @@ export function contractViolations(value: unknown): string[] {
   } else if (changes !== undefined) {
     problems.push(`a ${String(type)} event carries no changes`);
   }
+  return problems;
+}
+
+const OUTCOME_KEYS = new Set([
+  'id',
+  'type',
+  'time',
+  'cluster',
+  'object',
+  'owner',
+  'follows',
+  'verdict',
+  'after',
+  'evidence',
+  'by',
+  'offline',
+]);
+const EVIDENCE_KEYS = new Set([
+  'summary',
+  'revision',
+  'replicas',
+  'pods',
+  'podCount',
+  'warnings',
+  'conditions',
+  'supersededBy',
+  'note',
+]);
+
+/** What is wrong with an OUTCOME (docs/event.md, docs/outcomes.md). */
+function outcomeViolations(value: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const key of Object.keys(value)) if (!OUTCOME_KEYS.has(key)) problems.push(`unknown field "${key}"`);
+  const follows = value.follows;
+  if (!Array.isArray(follows) || follows.length === 0 || !follows.every((id) => typeof id === 'string'))
+    problems.push('follows must be a non-empty list of event ids');
+  else if (value.id !== `outcome:${follows[0]}`)
+    problems.push(`id ${JSON.stringify(value.id)} is not "outcome:" and the first id followed`);
+  if (!VERDICTS.includes(value.verdict as never))
+    problems.push(`bad verdict ${JSON.stringify(value.verdict)}`);
+  if (typeof value.after !== 'number' || !(value.after >= 0))
+    problems.push('after must be a number of seconds, at least 0');
+  if (typeof value.time !== 'string' || !ISO_TIME.test(value.time))
+    problems.push('time is not an ISO 8601 UTC timestamp');
+  const object = value.object;
+  if (!isRecord(object) || typeof object.uid !== 'string' || typeof object.kind !== 'string')
+    problems.push('object is missing its kind or uid');
+  const evidence = value.evidence;
+  if (!isRecord(evidence)) return [...problems, 'evidence is missing'];
+  for (const key of Object.keys(evidence))
+    if (!EVIDENCE_KEYS.has(key)) problems.push(`unknown field "evidence.${key}"`);
+  if (typeof evidence.summary !== 'string' || evidence.summary === '')
+    problems.push('evidence.summary is empty');
+  for (const list of ['pods', 'warnings', 'conditions'])
+    if (!Array.isArray(evidence[list])) problems.push(`evidence.${list} must be a list`);
+  if (typeof evidence.podCount !== 'number') problems.push('evidence.podCount must be a number');
+  if ('by' in value) problems.push(...byViolations(value.by, 'OUTCOME'));
   return problems;
 }
 
@@ -385,7 +466,9 @@ export function assertEvent(value: unknown): asserts value is TestEvent {
  * `from` side is what the object's previous event said (`to` of the last change at that path). A run
  * without events fails: it would check nothing.
  */
-export function assertStreamInvariants(events: readonly TestEvent[]): void {
+export function assertStreamInvariants(all: readonly TestEvent[]): void {
+  // OUTCOMEs are not changes of their object: they have invariants of their own.
+  const events = all.filter((event) => !outcomeOf(event));
   const listing = () => events.map((event, index) => `  #${index} ${describeEvent(event)}`).join('\n');
   const ids = new Map<string, number>();
   const lastType = new Map<string, TestEvent['type']>();

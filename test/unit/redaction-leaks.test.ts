@@ -28,7 +28,7 @@ import { Redactor } from '../../src/diff/redact.ts';
 import { AdmissionDigests } from '../../src/events/admission-digests.ts';
 import { AdmissionSource } from '../../src/events/admission-match.ts';
 import { DiscoveryResolver } from '../../src/events/discovery-resolver.ts';
-import type { ChangeEvent } from '../../src/events/event.ts';
+import { type ChangeEvent, isChange } from '../../src/events/event.ts';
 import { explainLine } from '../../src/events/explain.ts';
 import { compileFilter } from '../../src/events/filter.ts';
 import { OwnerResolver, ownerStage } from '../../src/events/owners.ts';
@@ -238,7 +238,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     handover: [],
     delivery: {
       deliver: (event) => {
-        emit(event);
+        if (isChange(event)) emit(event);
         return [];
       },
       accepted: () => [],

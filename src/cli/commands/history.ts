@@ -1,5 +1,6 @@
 // `kubediff history`: the changes a --state file or database recorded, newest last.
 import type { Command } from 'commander';
+import { VERDICTS } from '../../events/event.ts';
 import { newCommand } from '../command.ts';
 import { addFlags } from '../flags/flag-spec.ts';
 import { DEBUG_FLAG } from '../flags/general.ts';
@@ -24,6 +25,11 @@ export function historyCommand(): Command {
     { flags: '--since <duration>', description: 'only events newer than this: 30m, 2h, 7d' },
     { flags: '--tail <n>', description: 'only the newest n events' },
     { flags: '--manager <name>', description: 'only changes by this field manager: kubectl-*' },
+    {
+      flags: '--outcome <verdict>',
+      description: 'only OUTCOMEs with this verdict: degraded, failed, …',
+      choices: VERDICTS,
+    },
     {
       flags: '-o, --output <format>',
       description: 'json or pretty (default: pretty on a terminal)',

@@ -15,6 +15,7 @@ import { CLUSTER_SELECTION } from '../flags/cluster-selection.ts';
 import { addFlagGroup, addFlags } from '../flags/flag-spec.ts';
 import { CONFIG_FLAG, DEBUG_FLAG } from '../flags/general.ts';
 import { IN_CLUSTER } from '../flags/in-cluster.ts';
+import { OUTCOMES } from '../flags/outcomes.ts';
 import { WATCH_OUTPUT } from '../flags/output.ts';
 import { SINKS } from '../flags/sinks.ts';
 import { STATE_AND_UI } from '../flags/state-and-ui.ts';
@@ -34,6 +35,7 @@ const GROUPS = [
   WATCH_OUTPUT,
   SINKS,
   STORIES,
+  OUTCOMES,
   STATE_AND_UI,
   IN_CLUSTER,
   WHO,

@@ -7,6 +7,8 @@
 // event loop to keep free (the UI runs the SQLite reader in a worker thread for that), and opening an
 // SQLite file checks it whole (PRAGMA quick_check: over a second for a million events), so once is the
 // least it costs.
+import type { OutcomeEvent, Verdict } from '../../events/event.ts';
+import type { ResourceType } from '../../kube/types.ts';
 import { openHistory } from '../../state/open.ts';
 import { SqliteStateStore } from '../../state/sqlite-store.ts';
 import { SqliteTimelineReader } from '../../state/sqlite-timeline-reader.ts';
@@ -73,6 +75,35 @@ export class HistorySource {
   /** The namespace asked for with -n. */
   get namespace(): string | undefined {
     return this.flags.namespace?.trim() || undefined;
+  }
+
+  /** The types the history recorded, with their discovery (kind, group, scope). */
+  recordedTypes(): Promise<ResourceType[]> {
+    return this.db.recordedTypes();
+  }
+
+  /**
+   * The OUTCOMEs recorded for `ref` with one of `verdicts`, oldest first (docs/outcomes.md): read a verdict
+   * at a time, by the history's own filter.
+   */
+  async outcomes(ref: ObjectRef, verdicts: readonly Verdict[]): Promise<OutcomeEvent[]> {
+    const found: OutcomeEvent[] = [];
+    for (const outcome of verdicts) {
+      let after: string | undefined;
+      do {
+        const page = await this.db.history({
+          resource: ref.resource,
+          name: ref.name,
+          outcome,
+          ...(ref.namespace !== undefined ? { namespace: ref.namespace } : {}),
+          ...(ref.cluster !== undefined ? { clusters: [ref.cluster] } : {}),
+          ...(after !== undefined ? { after } : {}),
+        });
+        for (const event of page.events) if (event.type === 'OUTCOME') found.push(event);
+        after = page.next;
+      } while (after !== undefined);
+    }
+    return found.sort((a, b) => a.time.localeCompare(b.time));
   }
 
   /** A kubectl type name (`deploy`) → the recorded type. */

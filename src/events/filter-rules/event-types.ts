@@ -1,11 +1,11 @@
 // `types`: only these event types.
 
-import type { EventType } from '../event.ts';
+import type { FilterEventType } from '../event.ts';
 import { nonEmpty, type Rule, reject } from './rule.ts';
 
-export function typesRule(types: readonly EventType[] | undefined): Rule | undefined {
+export function typesRule(types: readonly FilterEventType[] | undefined): Rule | undefined {
   if (!nonEmpty(types)) return undefined;
-  const wanted: ReadonlySet<EventType> = new Set(types);
+  const wanted: ReadonlySet<FilterEventType> = new Set(types);
   return (candidate) => {
     const { type } = candidate.event;
     if (!wanted.has(type))

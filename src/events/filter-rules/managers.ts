@@ -7,7 +7,7 @@ import type { Change } from '../../diff/types.ts';
 import { managerNameProblem } from '../../kube/managed-fields.ts';
 import { plural } from '../../util/count-text.ts';
 import { globMatcher } from '../../util/glob.ts';
-import type { ChangeEvent } from '../event.ts';
+import type { KubediffEvent } from '../event.ts';
 import { listed, type NamePattern, nonEmpty, type Rule, reject } from './rule.ts';
 
 export function managersRule(texts: readonly string[] | undefined): Rule | undefined {
@@ -79,7 +79,7 @@ export function compileManager(text: string): NamePattern {
 }
 
 /** The manager a change is attributed to: its own, else the event's when it names only one. */
-export function changeManager(change: Change, event: ChangeEvent): string | undefined {
+export function changeManager(change: Change, event: KubediffEvent): string | undefined {
   if (change.manager !== undefined) return change.manager;
   const managers = event.by?.managers;
   if (!managers || managers.length === 0) return undefined;
@@ -88,10 +88,11 @@ export function changeManager(change: Change, event: ChangeEvent): string | unde
 }
 
 /** Every manager an event names: in `by`, then on its changes. */
-function eventManagers(event: ChangeEvent): string[] {
+function eventManagers(event: KubediffEvent): string[] {
   const names = new Set<string>();
   for (const entry of event.by?.managers ?? []) names.add(entry.manager);
-  for (const change of event.changes ?? []) if (change.manager !== undefined) names.add(change.manager);
+  const changes = event.type === 'OUTCOME' ? [] : (event.changes ?? []);
+  for (const change of changes) if (change.manager !== undefined) names.add(change.manager);
   return [...names];
 }
 

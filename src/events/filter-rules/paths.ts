@@ -8,7 +8,7 @@ import { parsePointer } from '../../diff/pointer.ts';
 import type { Change } from '../../diff/types.ts';
 import type { ResourceName } from '../../kube/resource-names.ts';
 import { plural } from '../../util/count-text.ts';
-import type { ChangeEvent } from '../event.ts';
+import type { KubediffEvent } from '../event.ts';
 import { type ResourceMatcher, resourcePattern } from '../resource-patterns.ts';
 import { changeManager, compileManager } from './managers.ts';
 import { type Candidate, type NamePattern, nonEmpty, type Rejection, type Rule, reject } from './rule.ts';
@@ -99,12 +99,12 @@ function compilePathRule(rule: PathRule): CompiledPathRule {
   return { text, segments, matcher: new PathMatcher([path]), resources, managers };
 }
 
-function concernsType(rule: CompiledPathRule, event: ChangeEvent, matches: ResourceMatcher): boolean {
+function concernsType(rule: CompiledPathRule, event: KubediffEvent, matches: ResourceMatcher): boolean {
   return rule.resources === undefined || rule.resources.some((pattern) => matches(pattern, event));
 }
 
 /** A rule limited to managers concerns a change only when its manager is known and one of them. */
-function concernsManager(rule: CompiledPathRule, change: Change, event: ChangeEvent): boolean {
+function concernsManager(rule: CompiledPathRule, change: Change, event: KubediffEvent): boolean {
   if (!rule.managers) return true;
   const manager = changeManager(change, event);
   return manager !== undefined && rule.managers.some((pattern) => pattern.test(manager));

@@ -3,7 +3,7 @@
 // notes what it accepted (for --explain), and a rule about changes may narrow an UPDATED's changes.
 
 import type { Change } from '../../diff/types.ts';
-import type { ChangeEvent } from '../event.ts';
+import type { KubediffEvent } from '../event.ts';
 
 /** The rule that refused an event: the name of the spec's field it was compiled from. */
 export type FilterRule =
@@ -28,7 +28,7 @@ export interface Rejection {
 
 /** An event on its way through a filter's rules. */
 export interface Candidate {
-  readonly event: ChangeEvent;
+  readonly event: KubediffEvent;
   /**
    * An UPDATED's changes that the rules so far kept: `ignore` and `excludeManagers` replace the list with
    * a shorter one, never change it in place (it starts as the event's own).

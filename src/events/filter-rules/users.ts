@@ -2,7 +2,7 @@
 // `by.impersonatedUser` (names or globs: `system:serviceaccount:argocd:*`).
 
 import { globMatcher } from '../../util/glob.ts';
-import type { ChangeEvent } from '../event.ts';
+import type { KubediffEvent } from '../event.ts';
 import { listed, type NamePattern, nonEmpty, type Rule, reject } from './rule.ts';
 
 export function usersRule(texts: readonly string[] | undefined): Rule | undefined {
@@ -43,7 +43,7 @@ function compileUser(text: string): NamePattern {
 }
 
 /** Who made the change: the impersonated user first (the identity it was made as), then the one who asked. */
-function usernamesOf(event: ChangeEvent): string[] {
+function usernamesOf(event: KubediffEvent): string[] {
   const names: string[] = [];
   if (event.by?.impersonatedUser) names.push(event.by.impersonatedUser.username);
   if (event.by?.user) names.push(event.by.user.username);

@@ -37,7 +37,7 @@ const CORPUS: [string, string[]][] = [
     [
       'invalid config file bad-events.yaml: 2 problems:',
       '  bad-events.yaml:1:17: events[1]: expected one of added, updated, deleted, got "changed"',
-      '  bad-events.yaml:5:16: sinks[0].filter.events[0]: expected one of added, updated, deleted, got "modified"',
+      '  bad-events.yaml:5:16: sinks[0].filter.events[0]: expected one of added, updated, deleted, outcome, got "modified"',
     ],
   ],
   [
@@ -323,7 +323,7 @@ describe('config loader: the broken-file corpus', () => {
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, contexts, allContexts, clusters, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, usedBy, stories, sinks, audit, admission, peers, ignoreUsers, ui.',
+          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, contexts, allContexts, clusters, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, usedBy, outcomes, stories, sinks, audit, admission, peers, ignoreUsers, ui.',
     );
   });
 });

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { PathMatcher } from '../../../src/diff/ignore.ts';
 import { Normalizer } from '../../../src/diff/normalize.ts';
 import { Redactor } from '../../../src/diff/redact.ts';
-import { type ChangeEvent, withBy } from '../../../src/events/event.ts';
+import { type ChangeEvent, isChange, type KubediffEvent, withBy } from '../../../src/events/event.ts';
 import { EventBuilder } from '../../../src/events/event-builder.ts';
 import {
   type DeliveryMark,
@@ -37,7 +37,7 @@ function stored(name: string, rv: string, data: JsonObject = {}, uid = `uid-${na
 }
 
 /** A pipeline over a delivery that counts what one sink accepted; `log` is what every part saw, in order. */
-function harness(options: { rules?: EventStage[]; handover?: EventStage[] } = {}) {
+function harness(options: { rules?: EventStage[]; handover?: EventStage<KubediffEvent>[] } = {}) {
   const log: string[] = [];
   const delivered: ChangeEvent[] = [];
   const observer: PipelineObserver = {
@@ -52,6 +52,7 @@ function harness(options: { rules?: EventStage[]; handover?: EventStage[] } = {}
     handover: options.handover ?? [],
     delivery: {
       deliver: (event) => {
+        assert.ok(isChange(event));
         delivered.push(event);
         log.push(`delivered ${event.type} ${event.object.name}`);
         return [delivered.length];
@@ -176,9 +177,9 @@ describe('the pipeline', () => {
   });
 
   it('a held event is reported at once, its change processed at once, and delivered when released', () => {
-    const held: ChangeEvent[] = [];
+    const held: KubediffEvent[] = [];
     let release: () => void = () => {};
-    const standby: EventStage = {
+    const standby: EventStage<KubediffEvent> = {
       name: 'hold',
       connect: (next) => {
         release = () => {

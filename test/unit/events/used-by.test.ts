@@ -81,7 +81,7 @@ function harness(
     handover: [],
     delivery: {
       deliver: (event) => {
-        events.push(event);
+        if (event.type !== 'OUTCOME') events.push(event);
         return [];
       },
       accepted: () => [],

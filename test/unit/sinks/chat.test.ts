@@ -14,6 +14,7 @@ import {
   titleOf,
 } from '../../helpers/chat-receivers.ts';
 import type { HttpReceiver } from '../../helpers/http-receiver.ts';
+import { degradedRollout } from '../../helpers/outcome-fixtures.ts';
 import { memoryLog } from '../../helpers/sink-test.ts';
 
 const receivers: HttpReceiver[] = [];
@@ -114,6 +115,32 @@ for (const platform of PLATFORMS) {
       assert.match(text, /Derived/);
       assert.match(text, /ReplicaSet web-7d9 created/);
       assert.match(text, /2 events: 1 Deployment updated, 1 ReplicaSet added/);
+    });
+
+    it("an OUTCOME is a follow-up in the channel, after its story's message", async () => {
+      const receiver = await startChatReceiver(platform, 0);
+      receivers.push(receiver);
+      const sink = chatSink(platform, receiver, {
+        minIntervalMs: 100,
+        gatherMs: 20,
+        stories: { windowMs: 60_000, maxLengthMs: 60_000 },
+      });
+      const { change, outcome } = degradedRollout('prod-eu');
+      sink.deliver(change);
+      // The verdict before the story is told (at close): it waits for the story's message.
+      sink.deliverOutcome(outcome);
+      const report = await sink.close(5000);
+      assert.equal(report.stats.delivered, 2);
+      assert.equal(receiver.requests.length, 2);
+      for (const request of receiver.requests) assert.deepEqual(payloadProblems(platform, request.body), []);
+      const [story, followUp] = bodies(receiver);
+      assert.match(titleOf(platform, story ?? {}), /Deployment shop\/web updated/);
+      assert.match(titleOf(platform, followUp ?? {}), /Deployment shop\/web degraded in 40s/);
+      const text = (receiver.requests[1]?.body ?? '').replaceAll('\\', '');
+      assert.match(text, /web shop:1\.5 by alice → degraded in 40s/);
+      assert.match(text, /web-7d9f8-a/);
+      assert.match(text, /CrashLoopBackOff, 2 restarts, last OOMKilled \(exit 137\)/);
+      assert.match(text, /outcome of uid-web:42/);
     });
 
     it('reads one change at a glance: cluster, type, kind namespace/name, path: from → to', async () => {

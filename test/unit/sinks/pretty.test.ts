@@ -2,8 +2,27 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { prettyRenderer, readablePath, renderValue } from '../../../src/sinks/pretty.ts';
 import { sampleEvent } from '../../helpers/events.ts';
+import { degradedRollout } from '../../helpers/outcome-fixtures.ts';
 
 describe('pretty output', () => {
+  it('renders an OUTCOME: its verdict and when, the summary, the pods that are not well, the Warning Events', () => {
+    const { outcome } = degradedRollout('prod-eu');
+    assert.equal(
+      prettyRenderer({ color: false })({
+        ...outcome,
+        evidence: { ...outcome.evidence, pods: outcome.evidence.pods.slice(0, 1), note: 'a note' },
+      }),
+      [
+        '10:31:47Z OUTCOME deployments.apps shop/web degraded 40.0s after the change by alice [prod-eu]',
+        '  3/3 pods CrashLoopBackOff, last OOMKilled (exit 137)',
+        '  • pod web-7d9f8-a: CrashLoopBackOff, 2 restarts, last OOMKilled (exit 137)',
+        '  ! Pod/web-7d9f8-a BackOff ×4: Back-off restarting failed container app',
+        '  a note',
+        '',
+      ].join('\n'),
+    );
+  });
+
   it('renders a header and one line per change', () => {
     const event = sampleEvent({
       cluster: 'prod-eu',

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import type { Change } from '../../../src/diff/types.ts';
 import type { ChangeEvent, EventType } from '../../../src/events/event.ts';
 import { DEFAULT_CHAT_FORMAT } from '../../../src/sinks/chat-message.ts';
@@ -11,8 +11,10 @@ import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
 import { Digest } from '../../../src/sinks/digest.ts';
 import { SlackSink, type SlackSinkOptions } from '../../../src/sinks/slack.ts';
 import { renderSlackMessage } from '../../../src/sinks/slack-format.ts';
+import { FakeSlackApi } from '../../helpers/fake-slack-api.ts';
 import type { HttpReceiver } from '../../helpers/http-receiver.ts';
 import { nonEmpty } from '../../helpers/non-empty.ts';
+import { degradedRollout } from '../../helpers/outcome-fixtures.ts';
 import { memoryLog, sinkTestKit } from '../../helpers/sink-test.ts';
 import {
   blockKitProblems,
@@ -429,5 +431,106 @@ describe('Slack sink', () => {
     const report = await hook.close(300);
     assert.equal(report.stats.lost, 2);
     assert.equal(report.stats.pending, 0);
+  });
+});
+
+describe('Slack bot: a change and its OUTCOME in one thread', () => {
+  const TOKEN = 'xoxb-thread-token';
+  const HEADLINE =
+    'web shop:1.5 by alice → degraded in 40s: 3/3 pods CrashLoopBackOff, last OOMKilled (exit 137)';
+  const started: FakeSlackApi[] = [];
+  after(async () => {
+    await Promise.all(started.map((api) => api.close()));
+  });
+  async function fakeSlack(): Promise<FakeSlackApi> {
+    const api = await FakeSlackApi.start({ token: TOKEN });
+    started.push(api);
+    return api;
+  }
+  const bot = (api: FakeSlackApi, options: Partial<SlackSinkOptions> = {}) =>
+    sink({ target: { kind: 'bot', token: TOKEN, channel: '#alerts', apiUrl: api.apiUrl }, ...options });
+  const headerOf = (blocks: unknown[]) => (blocks[0] as { type: string; text: { text: string } }).text.text;
+
+  it('stories on: the story is one message, its OUTCOME a reply in its thread, and its first line says the verdict', async () => {
+    const api = await fakeSlack();
+    const hook = bot(api, { stories: { windowMs: 200, maxLengthMs: 60_000 } });
+    const { change, outcome } = degradedRollout();
+    hook.deliver(change);
+    hook.deliver({
+      ...event('ADDED', { name: 'web-7d9f8', kind: 'ReplicaSet', resource: 'replicasets' }),
+      cluster: undefined,
+      owner: change.owner,
+    } as ChangeEvent);
+    // The verdict comes before the story is told: it waits for the story's message.
+    hook.deliverOutcome(outcome);
+    await api.receiver.waitForRequests(3);
+    const report = await hook.close(2000);
+    assert.deepEqual(api.refused, []);
+    const [story, ...others] = api.topLevel();
+    assert.ok(story);
+    assert.equal(others.length, 0, 'one message for the story, the OUTCOME in its thread');
+    assert.match(headerOf(story.posted.blocks), /Deployment shop\/web updated/);
+    const [reply, ...more] = api.repliesTo(story);
+    assert.ok(reply);
+    assert.equal(more.length, 0);
+    assert.equal(api.messages.indexOf(reply), 1, 'the reply after the story');
+    assert.match(headerOf(reply.blocks), /Deployment shop\/web degraded in 40s/);
+    assert.match(
+      visibleText(reply as SlackPayload),
+      /web-7d9f8-a.*CrashLoopBackOff, 2 restarts, last OOMKilled \(exit 137\)/,
+    );
+    assert.match(visibleText(reply as SlackPayload), /BackOff.*×4/);
+    // chat.update: by the channel's ID (as chat.postMessage answered it), the first line rewritten.
+    assert.equal(story.edits.length, 1);
+    assert.equal(api.receiver.requests[2]?.path, '/api/chat.update');
+    assert.equal(story.text, HEADLINE);
+    assert.equal(headerOf(story.blocks), HEADLINE);
+    assert.deepEqual(story.blocks.slice(1), story.posted.blocks.slice(1), 'the rest as posted');
+    assert.equal(report.stats.delivered, 3);
+  });
+
+  it('stories off: the change is its own message; an OUTCOME of a change this sink never posted stands alone', async () => {
+    const api = await fakeSlack();
+    const hook = bot(api);
+    const { change, outcome } = degradedRollout('prod-eu');
+    hook.deliver(change);
+    await api.receiver.waitForRequests(1);
+    hook.deliverOutcome(outcome);
+    const other = degradedRollout('prod-eu');
+    hook.deliverOutcome({ ...other.outcome, id: 'outcome:elsewhere:1', follows: ['elsewhere:1'] });
+    await api.receiver.waitForRequests(4);
+    const report = await hook.close(2000);
+    assert.deepEqual(api.refused, []);
+    const [message, alone] = api.topLevel();
+    assert.equal(api.topLevel().length, 2);
+    assert.equal(api.repliesTo(message!).length, 1);
+    assert.equal(message!.text, `[prod-eu] ${HEADLINE}`);
+    assert.match(headerOf(alone!.blocks), /Deployment shop\/web degraded/);
+    assert.equal(alone!.edits.length, 0);
+    assert.equal(report.stats.delivered, 3);
+  });
+
+  it('an edit Slack refuses is said once; the OUTCOME stays delivered in the thread', async () => {
+    const api = await fakeSlack();
+    const log = memoryLog();
+    const hook = bot(api, { log });
+    for (const _ of [1, 2]) {
+      const { change, outcome } = degradedRollout();
+      api.refuseNext('chat.update', 'cant_update_message');
+      hook.deliver(change);
+      hook.deliverOutcome(outcome);
+      await api.receiver.waitForRequests(api.receiver.requests.length + 3);
+    }
+    const report = await hook.close(2000);
+    assert.deepEqual(
+      api.refused.map((refusal) => `${refusal.method} ${refusal.error}`),
+      ['chat.update cant_update_message', 'chat.update cant_update_message'],
+    );
+    assert.equal(api.messages.filter((message) => message.threadTs).length, 2);
+    assert.equal(report.stats.delivered, 4);
+    const said = log.warnings.filter((line) => /could not edit the message of a change/.test(line));
+    assert.equal(said.length, 1, log.lines.join('\n'));
+    assert.match(said[0] ?? '', /cant_update_message/);
+    assert.ok(!log.lines.join('\n').includes(TOKEN));
   });
 });
