@@ -286,8 +286,35 @@ describe('outcomes', { timeout: 300_000 }, () => {
   it('with --state: recorded in the history, `kubediff why` names the image change, and a restart loses no verdict', async () => {
     const ns = await namespace('outcome-why');
     const state = path.join(scratch, 'why.db');
-    await deployment(ns, 'registry.test/web:1.4', { replicas: 1 });
+    // Its pods read a ConfigMap (envFrom): a change to it is a cause `why` names too (through usedBy's references).
+    await admin.create(`/api/v1/namespaces/${ns}/configmaps`, {
+      metadata: { name: 'web-config' },
+      data: { MODE: 'a' },
+    });
+    await deployment(ns, 'registry.test/web:1.4', {
+      replicas: 1,
+      spec: {
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: {
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.test/web:1.4',
+                envFrom: [{ configMapRef: { name: 'web-config' } }],
+              },
+            ],
+          },
+        },
+      },
+    });
     const kd = await watch(ns, '--state', state);
+    await admin.patch(`/api/v1/namespaces/${ns}/configmaps/web-config`, { data: { MODE: 'b' } });
+    const configChange = await kd.waitForEvent(
+      (event) =>
+        event.type === 'UPDATED' && event.object.kind === 'ConfigMap' && event.object.name === 'web-config',
+      { description: 'the change of web-config' },
+    );
     await setImage(ns, 'registry.test/web:oom');
     const change = await imageChange(kd, 'registry.test/web:oom');
     const degraded = await outcomeOfChange(kd, change);
@@ -350,6 +377,9 @@ describe('outcomes', { timeout: 300_000 }, () => {
       to: 'registry.test/web:oom',
       manager: 'kubectl-set',
     });
+    const used = candidates.find((candidate) => candidate.id === configChange.id);
+    assert.equal(used?.relation, 'uses', why.stdout);
+    assert.equal(used?.role, 'its ConfigMap (envFrom)', why.stdout);
     assert.match(why.stderr, new RegExp(`was degraded at ${degraded.time.replace(/\./g, '\\.')}`));
     const text = await runKubediffToCompletion(['why', `pod/${crashing}`, '-n', ns, '--state', state]);
     assert.match(
