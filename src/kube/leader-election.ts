@@ -18,6 +18,7 @@ import type { Logger } from '../util/log.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 import type { KubeClient } from './client.ts';
 import { KubeError } from './errors.ts';
+import { SERVICE_ACCOUNT_DIR } from './kubeconfig.ts';
 
 /** What leader election asks of the client: read, create and replace a Lease. */
 export type LeaseClient = Pick<KubeClient, 'getJSON' | 'postJSON' | 'putJSON'>;
@@ -356,14 +357,11 @@ export function microTime(ms: number): string {
   return isoTimestamp(ms).replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
-const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-
 /** The namespace of the Lease when not given: the pod's own ($POD_NAMESPACE or the mounted file), else default. */
 export function defaultLeaseNamespace(env: NodeJS.ProcessEnv = process.env): string {
   if (env.POD_NAMESPACE) return env.POD_NAMESPACE;
   try {
-    const root = (env.KUBEDIFF_IN_CLUSTER_ROOT ?? '').replace(/\/+$/, '');
-    const text = readFileSync(`${root}${SERVICE_ACCOUNT_NAMESPACE}`, 'utf8').trim();
+    const text = readFileSync(`${SERVICE_ACCOUNT_DIR}/namespace`, 'utf8').trim();
     if (text) return text;
   } catch {
     // Not in a pod.

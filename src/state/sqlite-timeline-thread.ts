@@ -54,8 +54,8 @@ export class SqliteTimelineThread implements TimelineReader {
   }
 
   /** Opens the file in the worker; a UsageError when it cannot (not a state file, a newer schema…). */
-  static async open(path: string, env: NodeJS.ProcessEnv = process.env): Promise<SqliteTimelineThread> {
-    const reader = new SqliteTimelineThread({ path, holdFile: env.KUBEDIFF_UI_TEST_HOLD || undefined });
+  static async open(path: string): Promise<SqliteTimelineThread> {
+    const reader = new SqliteTimelineThread({ path });
     await reader.started();
     return reader;
   }

@@ -8,7 +8,6 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import { yieldToMainThread } from '../util/thread-priority.ts';
-import { holdWhileFileExists } from '../util/worker-hold.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
 import { SqliteTimelineReader } from './sqlite-timeline-reader.ts';
 import type { TimelineReader } from './timeline-reader.ts';
@@ -30,8 +29,6 @@ export type WorkerReply = { id: number; result: unknown } | { id: number; error:
 
 export interface WorkerStart {
   path: string;
-  /** KUBEDIFF_UI_TEST_HOLD (docs/watching.md, "Tuning"): while this file exists, queries wait (tests). */
-  holdFile?: string | undefined;
 }
 
 function describe(error: unknown): WorkerError {
@@ -51,7 +48,6 @@ function serve(port: MessagePort, start: WorkerStart): void {
   port.postMessage({ ready: true });
   port.on('message', async (request: WorkerRequest) => {
     try {
-      if (start.holdFile) holdWhileFileExists(start.holdFile);
       const method = reader[request.method] as (...args: unknown[]) => Promise<unknown>;
       const result = await method.apply(reader, request.args);
       port.postMessage({ id: request.id, result } satisfies WorkerReply);

@@ -6,14 +6,13 @@
 // Messages in: ObjectViewJob. Out: { ready: true } once loaded, then per job { id, body } (UTF-8,
 // its buffer transferred) or { id, error }.
 
-import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, type MessagePort, parentPort } from 'node:worker_threads';
 import type { ChangeEvent } from '../events/event.ts';
 import { isJsonObject, type JsonObject } from '../kube/types.ts';
 import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import { formatSize } from '../util/size.ts';
 import { yieldToMainThread } from '../util/thread-priority.ts';
-import { holdWhileFileExists } from '../util/worker-hold.ts';
 import { rebuildVersions } from './versions.ts';
 
 export interface ObjectViewJob {
@@ -26,11 +25,6 @@ export interface ObjectViewJob {
 }
 
 export type ObjectViewReply = { id: number; body: Uint8Array } | { id: number; error: string };
-
-export interface ObjectViewStart {
-  /** KUBEDIFF_UI_TEST_HOLD_REBUILD (docs/ui.md): while this file exists, a rebuild waits (tests). */
-  holdFile?: string | undefined;
-}
 
 /** What /api/v1/object answers. */
 export interface ObjectAnswer {
@@ -73,12 +67,11 @@ export function objectAnswer(job: ObjectViewJob): string {
   return `${head.slice(0, -1)},"versions":{${entries.join(',')}}}`;
 }
 
-function serve(port: MessagePort, start: ObjectViewStart): void {
+function serve(port: MessagePort): void {
   yieldToMainThread();
   port.postMessage({ ready: true });
   port.on('message', (job: ObjectViewJob) => {
     try {
-      if (start.holdFile) holdWhileFileExists(start.holdFile);
       const body = Buffer.from(objectAnswer(job));
       // A view of its own buffer, so that the buffer can be transferred rather than copied.
       const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
@@ -91,4 +84,4 @@ function serve(port: MessagePort, start: ObjectViewStart): void {
 }
 
 // Only in a worker thread: imported elsewhere, it only defines.
-if (parentPort && !isMainThread) serve(parentPort, workerData as ObjectViewStart);
+if (parentPort && !isMainThread) serve(parentPort);

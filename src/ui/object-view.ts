@@ -11,7 +11,7 @@ import { QueryGate } from '../state/query-gate.ts';
 import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { formatDuration } from '../util/duration.ts';
 import { KubediffError } from '../util/errors.ts';
-import type { ObjectViewJob, ObjectViewReply, ObjectViewStart } from './object-view-worker.ts';
+import type { ObjectViewJob, ObjectViewReply } from './object-view-worker.ts';
 
 export interface ObjectLimits {
   /** The JSON of one object's events read for one answer, and of its last state. */
@@ -44,7 +44,6 @@ interface Pending {
 }
 
 export class ObjectViews {
-  private readonly start: ObjectViewStart;
   private readonly limits: ObjectLimits;
   private readonly gate: QueryGate;
   private worker: Promise<Worker> | undefined;
@@ -54,8 +53,7 @@ export class ObjectViews {
   private nextId = 1;
   private closed = false;
 
-  constructor(options: { holdFile?: string | undefined; limits?: Partial<ObjectLimits> | undefined } = {}) {
-    this.start = { holdFile: options.holdFile };
+  constructor(options: { limits?: Partial<ObjectLimits> | undefined } = {}) {
     this.limits = { ...OBJECT_LIMITS, ...options.limits };
     this.gate = new QueryGate(this.limits.queue);
   }
@@ -128,7 +126,7 @@ export class ObjectViews {
   private started(): Promise<Worker> {
     if (this.worker) return this.worker;
     const started = new Promise<Worker>((resolve, reject) => {
-      const worker = new Worker(WORKER_URL, { workerData: this.start });
+      const worker = new Worker(WORKER_URL);
       worker.once('message', () => {
         worker.on('message', (reply: ObjectViewReply) => this.answer(reply));
         resolve(worker);

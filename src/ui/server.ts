@@ -17,6 +17,7 @@
 // are rebuilt in a worker thread (object-view.ts), as the SQLite history is read in one.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { durationFromEnvironment } from '../config/tuning.ts';
 import { guardedServerOptions, ListenerGuard, type ListenerLimits } from '../service/listener-guard.ts';
 import type { UiObserver } from '../service/metrics/ui-metrics.ts';
 import { ReaderBusy } from '../state/reader-busy.ts';
@@ -82,7 +83,7 @@ export interface UiServerOptions extends Exposure {
   pollIntervalMs?: number;
   /** The bounds of an object's answer (default OBJECT_LIMITS; tests make them small). */
   objectLimits?: Partial<ObjectLimits>;
-  /** KUBEDIFF_UI_TEST_HEARTBEAT, KUBEDIFF_UI_TEST_HOLD_REBUILD (docs/ui.md): tests only. */
+  /** Where KUBEDIFF_UI_HEARTBEAT is read (docs/watching.md, "Tuning"); process.env by default. */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -133,11 +134,8 @@ export class UiServer {
     this.assets = loadAssets();
     this.tokenDigest = options.token ? digest(options.token) : undefined;
     this.loopbackOnly = loopbackOnly;
-    this.views = new ObjectViews({
-      holdFile: env.KUBEDIFF_UI_TEST_HOLD_REBUILD || undefined,
-      limits: options.objectLimits,
-    });
-    this.heartbeatMs = Number(env.KUBEDIFF_UI_TEST_HEARTBEAT) || HEARTBEAT_MS;
+    this.views = new ObjectViews({ limits: options.objectLimits });
+    this.heartbeatMs = durationFromEnvironment('KUBEDIFF_UI_HEARTBEAT', env) ?? HEARTBEAT_MS;
     this.listener = ListenerGuard.attach(server, 'ui', UI_LISTENER_LIMITS, options.log);
   }
 
