@@ -1,14 +1,14 @@
-// A webhook's layout, evaluated in a worker thread of its own (layout-worker.ts), so that the thread that
-// watches, serves /healthz and feeds every other sink never runs an expression. JSONata evaluates to its
-// end without turning the event loop, and reads its clock only between its steps: a runaway expression
-// (a loop, a regular expression that backtracks without end) would hold the whole process. Here it holds
-// only the worker, which is stopped (terminated) when an evaluation runs over LAYOUT_LIMITS.timeout; the
-// next evaluation gets a new worker. One thread per sink that has a layout, started on its first request;
-// this module is imported only when a layout is configured.
-import { Worker } from 'node:worker_threads';
+// A webhook's layout, evaluated in a worker thread of its own (layout-worker.ts, through
+// src/util/worker-thread.ts), so that the thread that watches, serves /healthz and feeds every other sink
+// never runs an expression: JSONata reads its clock only between its steps, so a runaway expression (a
+// loop, a regular expression that backtracks without end) would hold the whole process. Here it holds
+// only the worker, which is terminated past LAYOUT_LIMITS.timeout; the next evaluation gets a new one.
+// One thread per sink that has a layout, started on its first request, keeping the process alive only
+// while it evaluates; this module is imported only when a layout is configured.
 import { formatDuration } from '../util/duration.ts';
+import { type WorkerFailure, WorkerThread } from '../util/worker-thread.ts';
 import { LAYOUT_LIMITS, LayoutError } from './layout.ts';
-import type { LayoutJob, LayoutReady, LayoutReply, LayoutStart } from './layout-worker.ts';
+import type { LayoutFailure, LayoutJob } from './layout-worker.ts';
 
 // The worker is this module's sibling with its extension: .js in dist/ (what kubediff runs), .ts where
 // the tests import the sources.
@@ -24,126 +24,44 @@ export interface LayoutRenderer {
   close(): Promise<void>;
 }
 
-interface Job {
-  id: number;
-  resolve: (body: string) => void;
-  reject: (error: LayoutError) => void;
+function layoutError(failure: WorkerFailure<LayoutFailure>): LayoutError {
+  switch (failure.kind) {
+    case 'refused':
+    case 'failed':
+      return new LayoutError(failure.error.message, failure.error.code);
+    case 'crashed':
+      return new LayoutError(`the layout's thread failed: ${failure.message}`, 'worker');
+    case 'stopped':
+      return new LayoutError("the layout's thread stopped", 'worker');
+    case 'timeout':
+      return new LayoutError(
+        `the layout ran over its time limit (${formatDuration(failure.limitMs)}) and was stopped`,
+        'timeout',
+      );
+    case 'closed':
+      return new LayoutError('the layout was not evaluated: the sink is stopping', 'closed');
+  }
 }
 
 export class LayoutThread implements LayoutRenderer {
-  private readonly text: string;
-  private readonly timeoutMs: number;
-  /** The id of the last job the worker answered (written by the worker before it posts the answer). */
-  private readonly finished = new Int32Array(new SharedArrayBuffer(4));
-  private worker: Promise<Worker> | undefined;
-  private job: Job | undefined;
-  /** Evaluations wait here, in order, while one runs (a sink sends one request at a time anyway). */
-  private turn: Promise<unknown> = Promise.resolve();
-  private nextId = 1;
-  private closed = false;
+  private readonly thread: WorkerThread<string, LayoutJob, string, LayoutFailure>;
 
   constructor(text: string, options: { timeoutMs?: number } = {}) {
-    this.text = text;
-    this.timeoutMs = options.timeoutMs ?? LAYOUT_LIMITS.timeout;
+    // No bound on waiting evaluations: a sink sends one request at a time.
+    this.thread = new WorkerThread({
+      url: WORKER_URL,
+      start: text,
+      error: layoutError,
+      timeLimitMs: options.timeoutMs ?? LAYOUT_LIMITS.timeout,
+      keepAlive: 'busy',
+    });
   }
 
   render(json: string): Promise<string> {
-    const rendered = this.turn.then(() => this.evaluate(json));
-    this.turn = rendered.catch(() => {});
-    return rendered;
+    return this.thread.request(json);
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const worker = await this.worker?.catch(() => undefined);
-    this.worker = undefined;
-    this.fail(new LayoutError('the layout was not evaluated: the sink is stopping', 'closed'));
-    await worker?.terminate();
-  }
-
-  private async evaluate(json: string): Promise<string> {
-    if (this.closed) throw new LayoutError('the layout was not evaluated: the sink is stopping', 'closed');
-    // The time limit counts from a worker ready to evaluate (not the start of a new one).
-    const worker = await this.started();
-    const id = this.nextId++;
-    return new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // Answered in time, the answer not read yet (this thread was busy): it is on its way.
-        if (Atomics.load(this.finished, 0) === id) return;
-        // Stopped, not waited for: the next evaluation gets a new worker.
-        this.stop(worker);
-        this.fail(
-          new LayoutError(
-            `the layout ran over its time limit (${formatDuration(this.timeoutMs)}) and was stopped`,
-            'timeout',
-          ),
-        );
-      }, this.timeoutMs);
-      const settle = (done: () => void) => {
-        clearTimeout(timer);
-        this.job = undefined;
-        // Idle, it must not keep a stopping process alive.
-        worker.unref();
-        done();
-      };
-      this.job = {
-        id,
-        resolve: (body) => settle(() => resolve(body)),
-        reject: (error) => settle(() => reject(error)),
-      };
-      worker.ref();
-      worker.postMessage({ id, json } satisfies LayoutJob);
-    });
-  }
-
-  /** The worker, once it has compiled the layout. */
-  private started(): Promise<Worker> {
-    if (this.worker) return this.worker;
-    const started = new Promise<Worker>((resolve, reject) => {
-      const start: LayoutStart = { text: this.text, finished: this.finished.buffer as SharedArrayBuffer };
-      const worker = new Worker(WORKER_URL, { workerData: start });
-      worker.once('message', (ready: LayoutReady) => {
-        if (!ready.ready) {
-          reject(new LayoutError(ready.error.message, ready.error.code));
-          this.stop(worker);
-          return;
-        }
-        worker.on('message', (reply: LayoutReply) => this.answer(reply));
-        resolve(worker);
-      });
-      const failed = (message: string) => {
-        const failure = new LayoutError(message, 'worker');
-        reject(failure);
-        // A worker stopped already (timed out, replaced) has no job of its own any more.
-        if (this.worker !== started) return;
-        this.worker = undefined;
-        this.fail(failure);
-      };
-      worker.on('error', (error) => failed(`the layout's thread failed: ${error.message}`));
-      worker.on('exit', () => failed("the layout's thread stopped"));
-      // Started for an evaluation, it keeps the process alive until that is over (then unref()).
-    });
-    this.worker = started;
-    // A failed start is not kept: the next evaluation tries again.
-    started.catch(() => {
-      if (this.worker === started) this.worker = undefined;
-    });
-    return started;
-  }
-
-  private stop(worker: Worker): void {
-    this.worker = undefined;
-    void worker.terminate();
-  }
-
-  private answer(reply: LayoutReply): void {
-    const job = this.job;
-    if (!job || job.id !== reply.id) return;
-    if ('error' in reply) job.reject(new LayoutError(reply.error.message, reply.error.code));
-    else job.resolve(reply.body);
-  }
-
-  private fail(error: LayoutError): void {
-    this.job?.reject(error);
+  close(): Promise<void> {
+    return this.thread.close();
   }
 }
