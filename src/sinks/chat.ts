@@ -22,6 +22,7 @@ import { lossNote } from './dead-letter.ts';
 import { type DeliveryOptions, HttpSink } from './delivery.ts';
 import type { Digest } from './digest.ts';
 import { type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
+import { RateLimit } from './rate-limit.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 import { storyMessage } from './story-format.ts';
@@ -81,12 +82,12 @@ export function renderBatch(platform: ChatPlatform, batch: Digest): { body: unkn
 export class ChatSink extends HttpSink {
   private readonly platform: ChatPlatform;
   private readonly options: ChatSinkOptions;
-  private readonly minIntervalMs: number;
   private readonly gatherMs: number;
   private pending: Digest;
   private pendingSince = 0;
   private inFlight: Digest | undefined;
-  private nextSendAt = 0;
+  /** The platform's pace: one message per minIntervalMs, counted from the last answer. */
+  private readonly pace: RateLimit;
   private readonly stories: StoryBuilder | undefined;
   /** Closed stories waiting for their message, bounded; also where every batch is made and abandoned. */
   private readonly ready: StoryQueue;
@@ -96,7 +97,7 @@ export class ChatSink extends HttpSink {
     super(options, { name: options.name, timeoutMs: CHAT_DEFAULTS.timeoutMs });
     this.options = options;
     this.platform = options.platform;
-    this.minIntervalMs = options.minIntervalMs;
+    this.pace = new RateLimit(options.minIntervalMs);
     this.gatherMs = options.gatherMs ?? CHAT_DEFAULTS.gatherMs;
     this.ready = new StoryQueue({
       sink: this.name,
@@ -172,7 +173,7 @@ export class ChatSink extends HttpSink {
     for (;;) {
       if (this.clock.expired) return;
       if (this.ready.length > 0) {
-        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+        if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) return;
         await this.sendStories();
         continue;
       }
@@ -186,7 +187,7 @@ export class ChatSink extends HttpSink {
         await this.wakeup.wait(this.pendingSince + this.gatherMs - Date.now(), this.clock.closingSignal);
         continue;
       }
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+      if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) return;
       const batch = this.pending;
       this.pending = this.newBatch();
       this.inFlight = batch;
@@ -240,7 +241,7 @@ export class ChatSink extends HttpSink {
       );
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
-      this.nextSendAt = Date.now() + this.minIntervalMs;
+      this.pace.spaced();
       if (outcome.ok) {
         this.delay.reset();
         this.trouble.recovered();
@@ -264,7 +265,7 @@ export class ChatSink extends HttpSink {
       let wait: number;
       if (outcome.status === 429) {
         // The platform's own pacing: wait as told; events keep gathering, so this is not a failure.
-        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.minIntervalMs);
+        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.options.minIntervalMs);
       } else {
         failures++;
         if (failures >= this.retry.maxAttempts) {
@@ -275,8 +276,8 @@ export class ChatSink extends HttpSink {
         wait = this.delay.next(outcome.retryAfterMs);
       }
       this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempts);
-      this.nextSendAt = Date.now() + wait;
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+      this.pace.hold(wait);
+      if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) {
         this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
         return;
       }
