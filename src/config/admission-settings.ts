@@ -7,6 +7,7 @@ import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
 import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
+import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import type { ConfigInput } from './schema.ts';
@@ -30,8 +31,6 @@ export const ADMISSION_DEFAULTS = {
   maxRecords: 50_000,
   maxRequestBytes: 8 * 1024 * 1024,
 } as const;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** The admission webhook's settings, or undefined when it is not configured. */
 export function admissionSettingsFrom(
