@@ -1,16 +1,10 @@
-// The chat delivery core: what Slack, Microsoft Teams, Discord, Mattermost
-// and Google Chat sinks share. People read these messages, and every
-// platform takes only about one message a second (or less), so this sink
-// never sends faster than its interval: events that arrive meanwhile are
-// gathered, and the next message shows them one by one when they are few,
-// or as a digest when they are many. A 429 waits for the platform's retry
-// hint while events keep gathering, so a burst or an outage costs a few
-// messages, never hours of backlog. Memory is bounded: beyond `capacity`
-// waiting events only counts are kept. What a message looks like, and what
-// an answer means, is the platform's renderer (ChatPlatform). With stories on
-// (docs/stories.md), events are grouped per owner and each story is one
-// message (story-format.ts); when more stories wait than the platform's pace
-// lets through in a few seconds, they go out together as one digest.
+// The chat delivery core that Slack, Teams, Discord, Mattermost and Google Chat share (docs/sinks.md):
+// never faster than the platform's interval (rate-limit.ts); events that arrive meanwhile are gathered
+// and go out one by one when few, as a digest when many; a 429 waits for the platform's hint while events
+// keep gathering, so a burst or an outage costs a few messages, never hours of backlog. Bounded: beyond
+// `capacity` events (or capacityBytes) waiting, only counts are kept. With stories, each story is one
+// message, and more stories waiting than the pace lets through go out as one digest. The platform's
+// renderer (ChatPlatform) says what a message looks like and what an answer means.
 
 import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';

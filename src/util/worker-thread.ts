@@ -1,16 +1,10 @@
-// A worker thread (node:worker_threads) that answers requests, for work that must not run on the thread
-// that watches and serves: a runaway layout, a synchronous SQLite query, a large object's rebuild.
-// WorkerThread is the caller's side, serveRequests() the worker's; both speak the same messages:
-// { ready: true } or { ready: false, error } once the worker has set up, then { id, job } in and
-// { id, result } or { id, error } out.
-//
-// What it promises: the worker starts on the first request (or ready()), and again on the next request
-// after it crashed, stopped, refused to start or ran over its time limit; a crash or exit fails the
-// requests it held, and nothing else. With a time limit, requests run one at a time, each timed from a
-// worker ready for it; past the limit the worker is terminated, not waited for. With a limit on pending
-// requests (the caller's, documented and counted where it is declared), a request beyond it is refused
-// at once. close() fails what waits and terminates the worker. Every failure reaches the caller as the
-// error its `error` option makes of it.
+// A worker thread that answers requests, for work that must not run on the thread that watches and
+// serves (a runaway layout, a synchronous SQLite query, a large object's rebuild): WorkerThread is the
+// caller's side, serveRequests() the worker's. The worker starts on the first request, and again after
+// it crashed, stopped, refused to start or ran over its time limit; a crash fails only the requests it
+// held. With a time limit, requests run one at a time, each timed from a ready worker, and the worker is
+// terminated past it. With a pending limit (the caller's, documented and counted there), a request beyond
+// it is refused at once. close() fails what waits. Each failure reaches the caller as its `error` makes it.
 import { isMainThread, parentPort, type Transferable, Worker, workerData } from 'node:worker_threads';
 
 /** Why a request was not answered; `E` is the worker's own description of an error. */
