@@ -1,8 +1,9 @@
-// The worker thread of a webhook's layout (layout-thread.ts): compiles the layout once (a layout that
+// The worker thread of a webhook's layout (layout-thread.ts): prepares the layout once (a layout that
 // does not compile is a refusal), then makes the body of each request from its JSON. An evaluation
 // runs to its end without yielding; here it holds only this thread, which the sink stops at the limit.
+// A failure's message is cut at MAX_MESSAGE_CHARS: it is logged and written with each dead letter.
 import { serveRequests } from '../util/worker-thread.ts';
-import { compileLayout, LayoutError, renderLayout } from './layout.ts';
+import { LayoutError, prepareLayout, renderLayout } from './layout.ts';
 
 /** The request's data as JSON: the event, a batch's array, a digest or a story. */
 export type LayoutJob = string;
@@ -12,12 +13,20 @@ export interface LayoutFailure {
   code: string;
 }
 
+/** Characters of a failure's message kept ($error can say much). */
+const MAX_MESSAGE_CHARS = 500;
+
 function failureOf(error: unknown): LayoutFailure {
-  if (error instanceof LayoutError) return { message: error.message, code: error.code };
-  return { message: `the layout failed: ${String((error as Error)?.message ?? error)}`, code: 'error' };
+  const failure =
+    error instanceof LayoutError
+      ? { message: error.message, code: error.code }
+      : { message: `the layout failed: ${String((error as Error)?.message ?? error)}`, code: 'error' };
+  if (failure.message.length > MAX_MESSAGE_CHARS)
+    failure.message = `${failure.message.slice(0, MAX_MESSAGE_CHARS)}…`;
+  return failure;
 }
 
-serveRequests<string, LayoutJob, string, LayoutFailure>((text) => {
-  const layout = compileLayout(text);
+void serveRequests<string, LayoutJob, string, LayoutFailure>(async (text) => {
+  const layout = await prepareLayout(text);
   return { handle: (json) => renderLayout(layout, JSON.parse(json)) };
 }, failureOf);

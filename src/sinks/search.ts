@@ -98,6 +98,7 @@ export class SearchSink extends BatchSink {
       timeoutMs: this.timeoutMs,
       signal: this.clock.deadlineSignal,
       maxResponseBytes: MAX_BULK_ANSWER,
+      credentials: this.credentials,
     });
     if (!outcome.ok) return failedTransmission(outcome);
     let items: BulkItem[];
@@ -174,6 +175,7 @@ export class SearchSink extends BatchSink {
       headers: this.headers,
       timeoutMs: this.timeoutMs,
       signal: this.clock.deadlineSignal,
+      credentials: this.credentials,
     });
     if (outcome.ok) {
       this.templateInstalled = true;

@@ -20,7 +20,7 @@ export interface QueryFailure {
   usage: boolean;
 }
 
-serveRequests<string, QueryJob, unknown, QueryFailure>(
+void serveRequests<string, QueryJob, unknown, QueryFailure>(
   (path) => {
     yieldToMainThread();
     const reader: TimelineReader = new SqliteTimelineReader(SqliteDatabase.open(path, { readOnly: true }));

@@ -61,7 +61,7 @@ export function objectAnswer(job: ObjectViewJob): string {
   return `${head.slice(0, -1)},"versions":{${entries.join(',')}}}`;
 }
 
-serveRequests<undefined, ObjectViewJob, Uint8Array, string>(() => {
+void serveRequests<undefined, ObjectViewJob, Uint8Array, string>(() => {
   yieldToMainThread();
   return {
     handle: (job) => {

@@ -2,16 +2,23 @@
 // serves (a runaway layout, a synchronous SQLite query, a large object's rebuild): WorkerThread is the
 // caller's side, serveRequests() the worker's. The worker starts on the first request, and again after
 // it crashed, stopped, refused to start or ran over its time limit; a crash fails only the requests it
-// held. With a time limit, requests run one at a time, each timed from a ready worker, and the worker is
-// terminated past it. With a pending limit (the caller's, documented and counted there), a request beyond
+// held. With a time limit, requests run one at a time, each timed from a ready worker (or by the thread's
+// CPU time on it: cpuTime), and the worker is terminated past it. With a pending limit (the caller's, documented and counted there), a request beyond
 // it is refused at once. close() fails what waits. Each failure reaches the caller as its `error` makes it.
-import { isMainThread, parentPort, type Transferable, Worker, workerData } from 'node:worker_threads';
+import {
+  isMainThread,
+  parentPort,
+  type ResourceLimits,
+  type Transferable,
+  Worker,
+  workerData,
+} from 'node:worker_threads';
 
 /** Why a request was not answered; `E` is the worker's own description of an error. */
 export type WorkerFailure<E> =
   | { kind: 'refused'; error: E }
   | { kind: 'failed'; error: E }
-  | { kind: 'crashed'; message: string }
+  | { kind: 'crashed'; message: string; code?: string | undefined }
   | { kind: 'stopped' }
   | { kind: 'timeout'; limitMs: number }
   | { kind: 'closed' };
@@ -30,6 +37,14 @@ export interface WorkerThreadOptions<Start, E> {
   error: (failure: WorkerFailure<E>) => Error;
   /** Past this, a request's worker is terminated; requests then run one at a time. */
   timeLimitMs?: number | undefined;
+  /**
+   * The time limit counts the worker thread's CPU time on the request (Node 24.6+; the clock before), so
+   * that one waiting for a core on a busy machine is not taken for a runaway; past `starvedAfterMs` of
+   * waiting in all, the clock decides.
+   */
+  cpuTime?: { starvedAfterMs: number } | undefined;
+  /** The worker's V8 heap bounds (a process's --max-old-space-size wins over them: nodejs/node#43991). */
+  resourceLimits?: ResourceLimits | undefined;
   /** Pending requests (waiting, being prepared or answered); none when absent. */
   limit?: PendingLimit | undefined;
   /** Whether the worker keeps the process alive: always, only while it answers, or never. */
@@ -46,6 +61,9 @@ interface WorkerStart<S> {
   start: S;
   /** One Int32: the id of the last request whose answer is posted. */
   finished: SharedArrayBuffer;
+  /** One Int32: the id of the last request begun; one Float64: the thread's CPU time then (µs). */
+  begun: SharedArrayBuffer;
+  cpuAtBegin: SharedArrayBuffer;
 }
 interface Pending<R> {
   resolve: (result: R) => void;
@@ -56,6 +74,9 @@ export class WorkerThread<Start, Job, Result, E> {
   private readonly options: WorkerThreadOptions<Start, E>;
   /** Written by the worker before it posts an answer: tells an answer on its way from a runaway. */
   private readonly finished = new Int32Array(new SharedArrayBuffer(4));
+  /** Written by the worker as it begins a request: which, and its thread's CPU time then. */
+  private readonly begun = new Int32Array(new SharedArrayBuffer(4));
+  private readonly cpuAtBegin = new Float64Array(new SharedArrayBuffer(8));
   private readonly pending = new Map<number, Pending<Result>>();
   private worker: Promise<Worker> | undefined;
   /** Timed requests wait here, in order, while one runs. */
@@ -102,15 +123,25 @@ export class WorkerThread<Start, Job, Result, E> {
     const id = this.nextId++;
     const { timeLimitMs, keepAlive } = this.options;
     return new Promise<Result>((resolve, reject) => {
-      const timer =
-        timeLimitMs === undefined
-          ? undefined
-          : setTimeout(() => {
-              // Answered in time, the answer not read yet (this thread was busy): it is on its way.
-              if (Atomics.load(this.finished, 0) === id) return;
-              this.stop(worker);
-              this.failAll(this.options.error({ kind: 'timeout', limitMs: timeLimitMs }));
-            }, timeLimitMs);
+      const postedAt = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const check = async (limitMs: number) => {
+        // Answered in time, the answer not read yet (this thread was busy): it is on its way.
+        if (Atomics.load(this.finished, 0) === id) return;
+        const cpuTime = this.options.cpuTime;
+        if (cpuTime) {
+          // Read from outside the thread, which cannot answer while it works.
+          const spent = await this.cpuSpentMs(worker, id);
+          if (Atomics.load(this.finished, 0) === id || !this.pending.has(id)) return;
+          if (spent !== undefined && spent < limitMs && Date.now() - postedAt < cpuTime.starvedAfterMs) {
+            timer = setTimeout(() => void check(limitMs), Math.max(10, limitMs - spent));
+            return;
+          }
+        }
+        this.stop(worker);
+        this.failAll(this.options.error({ kind: 'timeout', limitMs }));
+      };
+      if (timeLimitMs !== undefined) timer = setTimeout(() => void check(timeLimitMs), timeLimitMs);
       const settle = () => {
         clearTimeout(timer);
         this.pending.delete(id);
@@ -138,8 +169,13 @@ export class WorkerThread<Start, Job, Result, E> {
       const start: WorkerStart<Start> = {
         start: this.options.start,
         finished: this.finished.buffer as SharedArrayBuffer,
+        begun: this.begun.buffer as SharedArrayBuffer,
+        cpuAtBegin: this.cpuAtBegin.buffer as SharedArrayBuffer,
       };
-      const worker = new Worker(this.options.url, { workerData: start });
+      const worker = new Worker(this.options.url, {
+        workerData: start,
+        ...(this.options.resourceLimits ? { resourceLimits: this.options.resourceLimits } : {}),
+      });
       worker.once('message', (ready: Ready<E>) => {
         if (!ready.ready) {
           reject(this.options.error({ kind: 'refused', error: ready.error }));
@@ -157,7 +193,9 @@ export class WorkerThread<Start, Job, Result, E> {
         this.worker = undefined;
         this.failAll(error);
       };
-      worker.on('error', (error) => failed({ kind: 'crashed', message: error.message }));
+      worker.on('error', (error: Error & { code?: string }) =>
+        failed({ kind: 'crashed', message: error.message, code: error.code }),
+      );
       worker.on('exit', () => failed({ kind: 'stopped' }));
       if (this.options.keepAlive === 'never') worker.unref();
     });
@@ -167,6 +205,21 @@ export class WorkerThread<Start, Job, Result, E> {
       if (this.worker === started) this.worker = undefined;
     });
     return started;
+  }
+
+  /**
+   * Milliseconds of CPU the worker has spent on request `id` so far: 0 when it has not begun it;
+   * undefined when the thread's CPU time cannot be read (before Node 24.6, or the thread has ended).
+   */
+  private async cpuSpentMs(worker: Worker, id: number): Promise<number | undefined> {
+    if (typeof worker.cpuUsage !== 'function') return undefined;
+    try {
+      const now = await worker.cpuUsage();
+      if (Atomics.load(this.begun, 0) !== id) return 0;
+      return (now.user + now.system - (this.cpuAtBegin[0] ?? 0)) / 1000;
+    } catch {
+      return undefined;
+    }
   }
 
   private stop(worker: Worker): void {
@@ -200,23 +253,29 @@ export interface WorkerService<Job, Result> {
  * `describe`), says it is ready, then answers each request in order. Elsewhere it does nothing, so a
  * worker's module may be imported for its types.
  */
-export function serveRequests<Start, Job, Result, E>(
-  setup: (start: Start) => WorkerService<Job, Result>,
+export async function serveRequests<Start, Job, Result, E>(
+  setup: (start: Start) => WorkerService<Job, Result> | Promise<WorkerService<Job, Result>>,
   describe: (error: unknown) => E,
-): void {
+): Promise<void> {
   const port = parentPort;
   if (!port || isMainThread) return;
-  const { start, finished: shared } = workerData as WorkerStart<Start>;
-  const finished = new Int32Array(shared);
+  const data = workerData as WorkerStart<Start>;
+  const finished = new Int32Array(data.finished);
+  const begun = new Int32Array(data.begun);
+  const cpuAtBegin = new Float64Array(data.cpuAtBegin);
   let service: WorkerService<Job, Result>;
   try {
-    service = setup(start);
+    service = await setup(data.start);
   } catch (error) {
     port.postMessage({ ready: false, error: describe(error) } satisfies Ready<E>);
     return;
   }
   port.postMessage({ ready: true } satisfies Ready<E>);
   port.on('message', async ({ id, job }: Request<Job>) => {
+    // For a time limit that counts this thread's CPU time (WorkerThreadOptions.cpuTime).
+    const cpu = process.threadCpuUsage?.();
+    if (cpu) cpuAtBegin[0] = cpu.user + cpu.system;
+    Atomics.store(begun, 0, id);
     let reply: Reply<Result, E>;
     let transfer: Transferable[] = [];
     try {
