@@ -203,6 +203,8 @@ async function main(): Promise<number> {
       '--test',
       '--test-concurrency=2',
       `--test-timeout=${TEST_TIMEOUT_MS}`,
+      // Inert unless a test asks a worker thread to hold (test/helpers/worker-hold.ts).
+      `--import=${path.join(repoRoot, 'test', 'helpers', 'worker-hold.ts')}`,
       ...(ownReporter
         ? [
             `--test-reporter=${path.join(repoRoot, 'scripts', 'test-reporter.ts')}`,

@@ -13,6 +13,7 @@ import { explainConnectionFailure } from '../kube/connection-errors.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { loadKubeconfig } from '../kube/kubeconfig.ts';
 import type { ResourceType } from '../kube/types.ts';
+import type { Env } from '../util/environment.ts';
 import { printable } from '../util/terminal-text.ts';
 import { unknownResourceName } from './resource-name-check.ts';
 
@@ -24,7 +25,7 @@ export interface ValidateFlags {
 }
 
 export interface ValidateRuntime {
-  env: Readonly<Record<string, string | undefined>>;
+  env: Env;
   stdout: Writable;
   stderr: Writable;
   /** How to talk to the API server for --cluster (docs/watching.md, "Tuning"). */

@@ -11,6 +11,7 @@ import { defaultLeaseNamespace } from '../kube/leader-election.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
 import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
+import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import type { ConfigInput } from './schema.ts';
@@ -46,8 +47,6 @@ export interface AdmissionSettings extends WebhookEndpoint {
 }
 
 export const ADMISSION_DEFAULTS = { maxRecords: 50_000 } as const;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** The admission webhook's settings, or undefined when it is not configured. */
 export function admissionSettingsFrom(

@@ -6,6 +6,7 @@ import { AUDIT_SOURCE_DEFAULTS } from '../events/audit-match.ts';
 import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
 import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
+import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import type { ConfigInput } from './schema.ts';
@@ -27,8 +28,6 @@ export interface AuditSettings extends WebhookEndpoint {
   maxPending: number;
   maxRecords: number;
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** The audit webhook's settings, or undefined when it is not configured (no wait, no join). */
 export function auditSettingsFrom(

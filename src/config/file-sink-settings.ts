@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
 import type { OfType, SinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { checkDuration } from '../util/duration.ts';
+import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
@@ -21,7 +22,6 @@ import type { SinkInput } from './schema.ts';
 import { DEAD_LETTER_FLAG_WITHOUT_SINK, SINK_ENV, sinkEnvValue } from './sink-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
-type Env = Readonly<Record<string, string | undefined>>;
 type StdoutInput = Extract<SinkInput, { type: 'stdout' }>;
 type EntryInput = Exclude<SinkInput, { type: 'stdout' }>;
 type EntryType = EntryInput['type'];

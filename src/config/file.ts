@@ -16,8 +16,9 @@ import {
   parseDocument,
   visit,
 } from 'yaml';
+import type { Env } from '../util/environment.ts';
 import { errorMessage, fileReadProblem, UsageError } from '../util/errors.ts';
-import { urlStart } from '../util/url.ts';
+import { shownUrl } from '../util/url.ts';
 import {
   ConfigError,
   type ConfigProblem,
@@ -50,8 +51,6 @@ export interface ParseOptions {
    */
   unsetVariables?: 'error' | 'warn';
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** Reads and checks `file`; throws a UsageError (unreadable) or a ConfigError (every problem). */
 export function loadConfigFile(
@@ -214,7 +213,7 @@ function valueDescriber(parsed: ParsedYaml, fromEnv: ReadonlyMap<Node, string[]>
       return describeKind(value);
     const last = path[path.length - 1];
     if (typeof value === 'string' && typeof last === 'string' && /url$/i.test(last)) {
-      return JSON.stringify(`${urlStart(value)}${value.includes('/') ? '/…' : ''}`);
+      return shownUrl(value);
     }
     return describeValue(value);
   };

@@ -4,6 +4,7 @@
 // the flag, from the environment variables OpenTelemetry's exporters read (OTEL_EXPORTER_OTLP_HEADERS);
 // never from a flag. A file that cannot be read is a problem at its key.
 import type { OtlpSinkSpec, SearchSinkSpec } from '../sinks/setup.ts';
+import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import {
@@ -26,10 +27,7 @@ export const OTLP_HEADER_VARIABLES = [
 ] as const;
 
 /** --otlp-endpoint as a sink spec (undefined without it), headers from the OTEL_* variables. */
-export function otlpSpecFromFlag(
-  endpoint: string | undefined,
-  env: Readonly<Record<string, string | undefined>>,
-): OtlpSinkSpec | undefined {
+export function otlpSpecFromFlag(endpoint: string | undefined, env: Env): OtlpSinkSpec | undefined {
   const url = endpoint?.trim();
   if (!url) return undefined;
   checkHttpUrl(url, 'invalid --otlp-endpoint', `give an Authorization header in ${OTLP_HEADER_VARIABLES[0]}`);

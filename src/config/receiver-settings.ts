@@ -4,7 +4,7 @@
 import type { HttpTls } from '../sinks/http.ts';
 import { isHeaderName, isReservedHeader } from '../sinks/receiver-checks.ts';
 import { UsageError } from '../util/errors.ts';
-import { parseHttpUrl, redactUrl, urlStart } from '../util/url.ts';
+import { parseHttpUrl, shownUrl } from '../util/url.ts';
 import type { KeyPath } from './problems.ts';
 
 /**
@@ -40,25 +40,24 @@ export function parseHeaders(lines: readonly string[], source: string): Record<s
 }
 
 /**
- * A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise.
- * `credentials`: where credentials go instead of the URL (`user:password@` is never sent).
+ * What is wrong with a receiver's URL, in one wording for flags, variables and the config file; undefined
+ * for an http(s) URL without credentials. `shown`: the value as a message may show it (never whole: a
+ * webhook URL's path is its secret; shownUrl()). `credentials`: where they go instead of `user:password@`,
+ * which the HTTP client never sends (the message never shows them).
  */
-export function checkHttpUrl(text: string, where: string, credentials = 'remove them'): void {
+export function httpUrlProblem(text: string, shown: string, credentials = 'remove them'): string | undefined {
   const { problem } = parseHttpUrl(text);
-  if (problem?.kind === 'not-a-url') {
-    // Only what comes before the first '/': the rest of a webhook URL may be its secret.
-    throw new UsageError(
-      `${where}: not a URL (it starts "${urlStart(text)}"); use http://host/path or https://host/path.`,
-    );
-  }
-  if (problem?.kind === 'scheme')
-    throw new UsageError(`${where}: ${redactUrl(problem.url)} is not http:// or https://.`);
-  if (problem?.kind === 'credentials') throw new UsageError(`${where}: ${credentialsInUrl(credentials)}.`);
+  if (problem?.kind === 'not-a-url') return `expected an http:// or https:// URL, got ${shown}`;
+  if (problem?.kind === 'scheme') return `expected an http:// or https:// URL, not ${problem.url.protocol}//`;
+  if (problem?.kind === 'credentials')
+    return `the URL holds credentials (user:password@), which are never sent; ${credentials}`;
+  return undefined;
 }
 
-/** The one sentence for `user:password@` in a receiver URL (never echoing them); `instead`: where they go. */
-export function credentialsInUrl(instead: string): string {
-  return `the URL holds credentials (user:password@), which are never sent; ${instead}`;
+/** A receiver URL from a flag or an environment variable; a UsageError naming `where` otherwise. */
+export function checkHttpUrl(text: string, where: string, credentials?: string): void {
+  const problem = httpUrlProblem(text, shownUrl(text), credentials);
+  if (problem) throw new UsageError(`${where}: ${problem}.`);
 }
 
 /** A sink entry's `tls:` files (CA, client certificate and key, in that order), read at startup. */

@@ -6,6 +6,7 @@ import { MIN_REDACTION_KEY_LENGTH, Redactor } from '../diff/redact.ts';
 import { type ResourceResolver, resourcePatternMatches } from '../events/resource-patterns.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { apiVersionOf, type ResourceType } from '../kube/types.ts';
+import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 
 export const REDACTION_KEY_ENV = 'KUBEDIFF_REDACTION_KEY';
@@ -25,7 +26,7 @@ export interface RedactionSettings {
 }
 
 /** The key from the environment; empty counts as unset. A UsageError (exit 2) for a key too short to be safe. */
-export function redactionKeyFrom(env: Readonly<Record<string, string | undefined>>): string | undefined {
+export function redactionKeyFrom(env: Env): string | undefined {
   const key = env[REDACTION_KEY_ENV]?.trim();
   if (!key) return undefined;
   if (key.length < MIN_REDACTION_KEY_LENGTH) {

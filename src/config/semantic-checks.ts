@@ -17,7 +17,7 @@ import { parseSize } from '../util/size.ts';
 import { kafkaBrokerProblem, parseHttpUrl } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
 import { type KeyPath, valueAt } from './problems.ts';
-import { credentialsInUrl } from './receiver-settings.ts';
+import { httpUrlProblem } from './receiver-settings.ts';
 import type { ConfigInput } from './schema.ts';
 
 /** Reports a problem at a key path. */
@@ -127,19 +127,12 @@ const size: Check = (value, path, { at, shown }) => {
   }
 };
 
-/**
- * A receiver's http(s) URL. `credentials`: where credentials go instead of `user:password@`, which the
- * HTTP client never sends (the message never shows them).
- */
-function httpUrl(credentials = 'remove them'): Check {
+/** A receiver's http(s) URL (httpUrlProblem); `credentials`: where they go instead. */
+function httpUrl(credentials?: string): Check {
   return (value, path, { at, shown }) => {
     if (typeof value !== 'string') return;
-    const { problem } = parseHttpUrl(value);
-    if (problem?.kind === 'not-a-url')
-      at(path, `expected an http:// or https:// URL, got ${shown(path, value)}`);
-    else if (problem?.kind === 'scheme')
-      at(path, `expected an http:// or https:// URL, not ${problem.url.protocol}//`);
-    else if (problem?.kind === 'credentials') at(path, credentialsInUrl(credentials));
+    const problem = httpUrlProblem(value, shown(path, value), credentials);
+    if (problem) at(path, problem);
   };
 }
 

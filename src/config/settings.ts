@@ -13,6 +13,7 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
+import type { Env } from '../util/environment.ts';
 import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { heapLimitBytes, type MemoryBounds, memoryBounds } from '../util/memory-budget.ts';
@@ -41,8 +42,6 @@ import { sinkSettingsFromFlags } from './sink-settings.ts';
 import { stateSettingsFromFlags } from './state-settings.ts';
 import { storySettingsFrom, withStories } from './story-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 export interface LoadOptions extends ParseOptions {
   /** The heap the memory bounds derive from (util/memory-budget.ts); default: this process's. */

@@ -14,6 +14,7 @@ import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '..
 import { defaultSinkName } from '../sinks/sink-name.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { parseDurationSetting } from '../util/duration.ts';
+import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { kafkaBrokerProblem } from '../util/url.ts';
 import { parseCount } from './count.ts';
@@ -69,8 +70,6 @@ export const SINK_ENV = {
   kafkaPassword: 'KUBEDIFF_KAFKA_PASSWORD',
   kafkaMechanism: 'KUBEDIFF_KAFKA_SASL_MECHANISM',
 } as const;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 const MAX_BATCH = 10_000;

@@ -1,7 +1,6 @@
 // `${VAR}` and `${VAR:-default}` in the config file's values (never its keys), from the environment, so
 // that secrets stay out of the file; `$$` is a literal `$`.
-
-type Env = Readonly<Record<string, string | undefined>>;
+import type { Env } from '../util/environment.ts';
 
 interface Substitution {
   text: string;

@@ -4,11 +4,10 @@
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { HttpSettings } from '../kube/client.ts';
 import { parseDurationSetting } from '../util/duration.ts';
+import type { Env } from '../util/environment.ts';
 import { invalidSetting } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import { parseCount } from './count.ts';
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 export function durationFromEnvironment(name: string, env: Env = process.env): number | undefined {
   const text = env[name];

@@ -1,17 +1,9 @@
-// `redact:` rules hold wherever the object's content is copied (PRODUCT.md). Tools keep whole copies of an
-// object in its own annotations: kubectl apply in `kubectl.kubernetes.io/last-applied-configuration`, kapp
-// in `kapp.k14s.io/original`, backup and replication tools under names of their own. A rule that hashes
-// `/data/password` but leaves the copy alone would show the password in every change of the annotation.
-//
-// How a copy is redacted (docs/security.md, "Redaction"):
-// - an annotation whose value is a JSON object is read as a copy of the object: the type's rules are
-//   applied inside it (the same paths, copies within the copy too), and it is written back as JSON only
-//   when something in it was redacted (otherwise it is kept as it is, byte for byte);
-// - the annotations known to hold copies (COPY_ANNOTATIONS) are hashed whole when their value is not a
-//   JSON object (truncated, edited by hand, another format): a copy that cannot be read is hidden, not shown;
-// - a copy in a form kubediff does not read (YAML, base64, compressed) under another name is not
-//   recognised: a `redact:` rule naming that annotation (`/metadata/annotations/<name>`) hashes it whole.
-// A Secret's annotations are hashed whole anyway (redact.ts), so Secrets never take this path.
+// `redact:` rules hold wherever a tool copies the object into its own annotations (kubectl apply's
+// last-applied-configuration, kapp's original, …; docs/security.md, "Redaction"): an annotation whose
+// value is a JSON object has the type's rules applied inside it (rewritten only when something was
+// redacted, else kept byte for byte); a known copy (COPY_ANNOTATIONS) that is not a JSON object is hashed
+// whole; a copy in another form under another name needs a rule naming it. Secrets never come here: their
+// annotations are hashed whole (redact.ts).
 
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';

@@ -1,23 +1,9 @@
-// Turns a jsondiffpatch delta into the event contract's `changes` (PRODUCT.md, "The event").
-//
-// The walk follows the delta and both values side by side, and takes every `from`/`to` from the
-// values themselves, never from the delta: the values are the truth (jsondiffpatch omits moved
-// values, and a text diff would hold a patch, not a string). `from`/`to` therefore share structure
-// with the inputs; like the inputs, they must be treated as read-only.
-//
-// Order is deterministic and depth-first:
-// - objects: properties in the new object's key order, then removed properties in the old order;
-// - arrays: removes first, from the highest old index down, then adds and changes of matched items
-//   by ascending new index. That is the order in which applying them one by one, as a JSON Patch,
-//   keeps every index valid: a `remove` names the item's index in the old array, an `add` or a
-//   change inside an item names its index in the new array.
-//
-// Reordered arrays: when matched items changed their relative order (jsondiffpatch reports a
-// "move"), the array's adds, removes and changes inside items are still reported as above, so a
-// change of /…/containers/1/image stays visible and filterable, and then ONE `replace` of the whole
-// array (from = old array, to = new array) follows to report the new order. Moves alone (a pure
-// reorder) therefore give exactly that one replace. A consumer applying changes as a patch applies
-// that final replace and may skip the changes reported below it, which it supersedes.
+// A jsondiffpatch delta as the event contract's `changes` (PRODUCT.md, "The event"). Every from/to is
+// taken from the values, never the delta, and shares structure with them (read-only). Depth-first, in
+// an order that keeps every index valid when the changes are applied one by one as a JSON Patch:
+// properties in the new key order then removed ones; in arrays, removes from the highest old index, then
+// adds and changes by ascending new index. A reordered array reports its item changes as above, then one
+// `replace` of the whole array (a pure reorder: only that), which supersedes them for a patch consumer.
 
 import type { ArrayDelta, Delta, ObjectDelta } from 'jsondiffpatch';
 import type { JsonObject, JsonValue } from '../kube/types.ts';

@@ -1,20 +1,8 @@
-// Structural sharing between two versions of an object, so that the diff only walks what changed.
-//
-// A watch sends every update as the whole object, so two consecutive versions are mostly equal
-// subtrees in separate memory. jsondiffpatch walks all of them (a context object and a filter
-// pipeline per node) to find the few that differ. The diff hands it only the arrays that differ
-// (changesOfVersions in delta-changes.ts), and shareUnchanged first finds, in one plain walk, every
-// item subtree of the new array equal to the one at the same place in the previous one, and puts the
-// previous one's own subtree there: jsondiffpatch then stops at once on each (`left === right`) and
-// only walks the paths that changed.
-//
-// The result is a value equal to `next`, property order included, and so the diff of `previous`
-// with it is the diff of `previous` with `next`:
-// - "equal" here is strict: same keys in the same order, same array items at the same positions;
-// - only positions are aligned, never list keys: a subtree moves into the result at the place it
-//   has in `previous`, so a reference is never found at two places (which jsondiffpatch's array
-//   matching would take for a match by reference rather than by key or position).
-// Neither input is mutated; the result shares structure with both and must be treated as read-only.
+// Structural sharing between two versions of an object, so that jsondiffpatch only walks what changed:
+// shareUnchanged returns a value equal to `next` (property order included) in which every array-item
+// subtree strictly equal to the one at the same position of `previous` is `previous`'s own, so the diff
+// stops there at once (`left === right`). Positions only, never list keys, so a reference is never at two
+// places. Neither input is mutated; the result shares structure with both and is read-only.
 
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { getProperty, setProperty } from './json.ts';

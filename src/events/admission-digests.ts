@@ -1,14 +1,8 @@
-// What an admission review says that can be checked against the change the watch then sees
-// (admission-match.ts), worked out from the objects it carries, which are then dropped:
-// - CREATE, UPDATE of the object in the version kubediff watches: the digest of the object the write
-//   produces, normalized exactly as the watch stores objects of that type (so that it equals the digest of
-//   the stored object when the review is of that change);
-// - DELETE: the digest of its old object, normalized the same way (the state the deletion found);
-// - UPDATE of the `scale` subresource of a type whose Scale's spec.replicas is its own spec.replicas (the
-//   workloads of `apps` and ReplicationControllers; a custom resource may map it elsewhere): the replicas.
-// The watch tells it the types it watches (every cluster's); a review of another resource names nothing
-// kubediff reports. Normalizing and digesting may throw (an object nested too deep): the caller drops
-// such a review.
+// What an admission review says that admission-match.ts can check against the change, worked out from the
+// objects it carries (then dropped): the digest of the object a CREATE or UPDATE produces, of a DELETE's
+// old object (normalized as the watch stores that type), or a `scale` UPDATE's replicas for types whose
+// Scale maps spec.replicas. A review of a type not watched names nothing. Normalizing and digesting may
+// throw (an object nested too deep): the caller drops the review.
 
 import type { Normalizer } from '../diff/normalize.ts';
 import { isJsonObject, type JsonObject, type ResourceType } from '../kube/types.ts';

@@ -1,24 +1,9 @@
-// The admission webhook as a source of "who" (docs/who.md): which change each admission review is of.
-//
-// A validating webhook sees a write before it is stored: the object's uid (set before validation, on
-// CREATE too) and, for UPDATE and DELETE, the old object's resourceVersion, i.e. the version the write
-// replaces. So a review can only be of the change whose uid is its uid and whose previous resourceVersion
-// (what the watch saw before it) is its old one; a CREATE of the uid's ADDED. Subresource writes (`scale`,
-// `status`) carry the same uid and old resourceVersion.
-//
-// Several reviews can claim the same (uid, old version): a write that then failed (a conflict, a quota,
-// another webhook's refusal) or changed nothing, and forged ones. Each is checked against the change where
-// it can be: an UPDATE or CREATE of the object in the version kubediff watches by the digest of the object
-// it produces (object-digest.ts) against the stored object; a `scale` by its spec.replicas against the new
-// object's; a DELETE by the digest of its old object against the state the write found (the previous
-// object of an UPDATED it made by setting deletionTimestamp, the last state of a DELETED). A review whose
-// check fails is of another write and names nothing; one that cannot be checked (another API version, a
-// `status` write, the update that removed the last finalizer) stays a candidate, as does one that passes.
-// The candidates left are equals: a check that passes never lets a review win against one that disagrees
-// with it, because the API server's own review of the write may be one that cannot be checked, and a
-// forger can predict an object. If they name one user the match is exact; several, ambiguous (nobody is
-// named). A forged review can hide who made a write, never name someone else, unless the write's own
-// review never reached kubediff.
+// Which change each admission review is of (docs/who.md, "How a review names a change"): a review can
+// only be of the change with its uid and, for UPDATE and DELETE, its old resourceVersion. Reviews that
+// claim the same change are checked against it where they can be (the produced object's digest, a scale's
+// replicas, a DELETE's old object): one whose check fails names nothing; the rest are equal candidates.
+// Promises: one user among them is an exact match, several are ambiguous (nobody named); a forged review
+// can hide who made a write, never name someone else, unless the write's own review never came.
 
 import { isJsonObject, type JsonObject } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';

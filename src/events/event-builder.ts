@@ -1,13 +1,8 @@
-// Turns informer notifications into the events of the contract. An update
-// whose normalized objects do not differ (every change was in an ignored
-// path, or a resync found it unchanged) produces no event at all. An update
-// without a write (a LIST found the object served differently at the same
-// resourceVersion) is an offline UPDATED with its cause, at the LIST's
-// resourceVersion (so its id is new), naming no field manager. An update
-// the diff fails on (a bug, or an object nested too deep for its recursion)
-// is still reported, as changes of whole top-level fields, and the failure
-// is reported once (src/util/event-failures.ts). Who made a change (`by`, each change's `manager`)
-// comes from the managedFields the informer hands over with each call (attribution.ts).
+// Informer notifications as the events of the contract. An update whose normalized objects do not differ
+// is no event. One without a write (a LIST serves the object differently at the same resourceVersion) is
+// an offline UPDATED with its cause, naming no manager. One the diff fails on is still reported, as
+// changes of whole top-level fields, the failure reported once. `by` and each change's `manager` come
+// from the managedFields handed over with each call (attribution.ts).
 
 import { diffObjects } from '../diff/diff.ts';
 import { getProperty } from '../diff/json.ts';

@@ -1,14 +1,8 @@
-// Who controls an object: the `owner` of every event (docs/stories.md). An object's controller is the
-// ownerReference marked `controller: true` (a Pod's ReplicaSet, a ReplicaSet's Deployment, a Job's
-// CronJob, a custom resource's operator object); following those references up to an object that has
-// none gives the root controller. Each step is looked up in the informers' stores (what kubediff
-// watches), so no object is copied for this. Where the chain leaves what is known (the owner's type is
-// not watched, it lies outside -n, or its ADDED has not arrived yet), the owner is the last reference
-// followed: named by the reference itself, never guessed.
-//
-// Deleted objects leave the stores at once, but their dependents are deleted after them (garbage
-// collection runs top-down), so the controller of each recently deleted object is remembered: at most
-// RECENTLY_DELETED_LIMIT of them, the oldest forgotten first.
+// Who controls an object: every event's `owner` (docs/stories.md), following `controller: true`
+// ownerReferences up to the root through the informers' stores. Where the chain leaves what is known (a
+// type not watched, outside -n, not arrived yet) the owner is the last reference followed, never a guess.
+// The controllers of recently deleted objects are remembered (their dependents are deleted after them):
+// at most RECENTLY_DELETED_LIMIT, oldest forgotten first.
 
 import type { StoredObject } from '../informer/store.ts';
 import { apiVersionOf, groupOf, isJsonObject, type JsonObject, type ResourceType } from '../kube/types.ts';

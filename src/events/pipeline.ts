@@ -1,35 +1,11 @@
-// The path of a change, in one object: what every informer of a cluster hands over becomes an event,
-// passes the watch's rules, waits if this replica may not deliver yet, and reaches the sinks.
-//
-//   informer ─normalize─▶ store ─diff─▶ event ─▶ rules ─▶ (reported) ─▶ handover ─▶ delivery (router)
-//       │                                          │          │   ▲          │              │
-//   observers: objectServed, stateChanged       (dropped) eventReported│  changeProcessed(change, mark)
-//                                                                 report(outcome)   outcomeProcessed
-//
-// - normalize: before anything is stored (ignored paths dropped, Secrets and `redact:` paths hashed);
-//   the informers call it, so the store and the diff only ever see normalized objects; the observers
-//   that need an object as served (the "used by" index reads pods' status) see it just before;
-// - store/diff: the informer keeps the last state of each object and the event builder turns each
-//   notification into an event of the contract (an update that changed nothing reportable into none);
-// - rules: the stages that decide what is reported (the watch's event types, global filter, --explain);
-// - handover: the stages that decide when it reaches the sinks (the leader gate holds events back on a
-//   standby);
-// - delivery: the router, which hands each event to every sink that wants it.
-//
-// An OUTCOME (docs/outcomes.md) is reported by an observer that follows rollouts (objectServed shows it
-// each object as served, before it is normalized): it joins the path after the rules (it follows a
-// change that passed them), waits at the handover stages like any event, and reaches the sinks and the
-// outcomeProcessed observers.
-//
-// Every notification, a silent baseline included, travels the whole way as a Handover, so the
-// observers see each change exactly once, in order, after its event (if any) was handed to the sinks:
-// the state recorder records it with the sinks' counts at that moment, and records a baseline by
-// construction (there is no other route for one). Stages pass handovers on in the order they came; a
-// stage may hold an event back (a standby) or, in time, delay one within a bound (an enrichment that
-// waits for an audit record): the change then reaches the observers when it is passed on.
-//
-// Several clusters in one process are several sources: each cluster's informers get source(cluster),
-// and every event carries its cluster; the stages, the observers and the delivery are shared.
+// The path of a change, in one object (CONTRIBUTING.md, "Layout"): informer ─normalize─▶ store ─diff─▶
+// event ─▶ rules ─▶ handover (the leader gate) ─▶ delivery (router). Every notification, a silent baseline
+// included, travels the whole way as a Handover, so observers (the state recorder) see each change
+// exactly once, in order, after its event was handed to the sinks. Stages keep the order they are given;
+// one may hold an event back or delay it within a bound. Several clusters are several sources sharing
+// the stages, observers and delivery; every event carries its cluster.
+// An OUTCOME (docs/outcomes.md) comes from an observer that follows rollouts (objectServed); it joins after
+// the rules, waits at the handover like any event, and reaches the sinks and the outcomeProcessed observers.
 
 import type { Normalizer } from '../diff/normalize.ts';
 import type { Informer, InformerHandler } from '../informer/informer.ts';

@@ -1,18 +1,8 @@
-// Stories (docs/stories.md): the events whose objects share a root owner, gathered while they keep
-// coming, become one story. `kubectl set image deploy/web` is one change a person made and dozens of
-// changes the controllers derive from it (a ReplicaSet created and scaled, pods replaced): the story
-// puts the owner's own net change first, then one summary of what was derived, and still counts and
-// names every event it covers, by id. Nothing is dropped: a story closes with every event it took.
-//
-// A story closes when its owner has been quiet for `windowMs`, when it has been open for
-// `maxLengthMs` (a long rollout reports its progress; the next story of that owner is marked
-// `continued`), when the open stories together hold `maxOpenEvents` events or `maxOpenBytes` of them (as
-// JSON; the oldest closes first: memory stays bounded), or at shutdown (flush). Several updates of one object inside a story are
-// one net diff per path: the first `from`, the last `to`; a value that went back where it was is no
-// change.
-//
-// A builder belongs to one consumer (a sink), after that sink's filter: each sink tells the story of
-// what it receives.
+// Stories (docs/stories.md): events whose objects share a root owner, gathered while they keep coming,
+// become one story: the owner's net change first, a summary of what was derived, and every event counted
+// and named by id (nothing dropped). A story closes when its owner is quiet for windowMs, after
+// maxLengthMs (the next one is `continued`), when open stories hold maxOpenEvents or maxOpenBytes (the
+// oldest first), or at flush. One builder per sink, after that sink's filter.
 
 import type { Change } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';

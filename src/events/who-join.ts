@@ -1,23 +1,9 @@
-// Who made each change: the records of the audit webhook (--audit-listen, audit-match.ts) and of the
-// admission webhook (--admission-listen, admission-match.ts) joined to the events, as one stage before
-// the watch's rules (so that user filters can see `by.user`).
-//
-// The wait. The watch event of a change and its record race: either may come first. An event seen live
-// waits for its record at most `waitMs` (the only latency the join adds), then goes on without `by.user`.
-// Stages pass changes on in the order they came, so an event waits behind one that waits; deadlines
-// follow arrival, so the head's deadline is the only timer. Events that are not changes made just now
-// (--initial's inventory, what a relist found offline) never wait; they take a record that is already
-// there.
-//
-// Both sources. A change that comes takes the best candidate of any source (choose() and the ranks of
-// who-source.ts: an exact audit record, then admission reviews checked against the object, then a nearest
-// audit record, then reviews that could not be checked; candidates that name different users name
-// nobody, unless one is an exact audit record); a change that waits takes the first record that comes
-// for it, weighed the same way against what the other source holds (docs/who.md, "Both sources").
-//
-// Bounds (docs/audit.md, docs/who.md): at most `maxPending` changes wait (beyond it the oldest goes on at
-// once, without user); each source keeps its unmatched records within its own bounds. Each limit is
-// counted in a metric and logged once.
+// Who made each change: audit records (audit-match.ts) and admission reviews (admission-match.ts) joined
+// to the events in a stage before the watch's rules, so that filters see `by.user` (docs/who.md). An
+// event seen live waits at most waitMs for its record, behind earlier ones (order kept); other events
+// (--initial, offline changes) never wait. Candidates of both sources are weighed by who-source.ts's
+// ranks; ones that disagree name nobody. Bounded: maxPending changes wait (beyond, the oldest goes on
+// without a user); each source bounds its unmatched records; each limit is counted and logged once.
 
 import { groupedCount } from '../util/count-text.ts';
 import { type FailureReporter, identityOf } from '../util/event-failures.ts';

@@ -1,29 +1,9 @@
-// Keeps one collection (a resource type, across all namespaces or in one)
-// in step with the API server: the collection's state, then a WATCH that
-// resumes from the last resourceVersion seen (bookmarks included) for as long
-// as kubediff runs. Modelled on client-go's tools/cache Reflector:
-// - the state comes from a streaming list where the server offers it (a WATCH
-//   with sendInitialEvents, "WatchList": the objects as ADDED events, one at a
-//   time, ended by a bookmark annotated k8s.io/initial-events-end, then the
-//   same stream goes on as the watch), which spares both sides the memory of
-//   whole LIST pages; a server that refuses it (400/422: the WatchList feature
-//   is off) or ignores it (a plain bookmark before the end) gets a paged LIST
-//   (kube/list-pager.ts: bounded pages, an expired continue token, slow-list
-//   progress) from then on, as does a collection holding an object too large
-//   to read;
-// - a WATCH ends every few minutes by design (randomized timeoutSeconds, so
-//   that many reflectors do not reconnect together); it simply resumes;
-// - 410 Gone (the resourceVersion was compacted away) means relist; the
-//   informer then reports what changed in the gap;
-// - network and server trouble backs off with jitter, honouring Retry-After;
-// - a watch that goes silent for longer than idleTimeoutMs is taken as
-//   dead and replaced (the API server sends bookmarks about once a minute);
-// - relist() re-reads the collection on request (the type's CRD changed how the API server serves
-//   it): the current watch is ended and a LIST taken in its place, and for a while after, a watch
-//   that ends is followed by a LIST rather than resumed (see relist);
-// - 403 and 404 concern only this resource: reported once, retried slowly;
-// - reads are bounded (KubeClient.maxReadBytes): one watch event too large
-//   to read fails only this resource, with its name, retried slowly.
+// Keeps one collection (a resource type, in all namespaces or one) in step with the API server, as
+// client-go's Reflector does: its state by streaming list where offered (else paged LISTs,
+// kube/list-pager.ts), then a WATCH resumed from the last resourceVersion seen for as long as kubediff
+// runs. Relists on 410 Gone and on relist(); backs off with jitter (Retry-After honoured) on network and
+// server errors; replaces a watch silent past idleTimeoutMs; reports 403, 404 and an object too large to
+// read (KubeClient.maxReadBytes) once and retries them slowly. Only this resource is ever affected.
 import type { Readable } from 'node:stream';
 import { brokenStream, KubeError } from '../kube/errors.ts';
 import { ListPager, type ListProgress, type PageHandler } from '../kube/list-pager.ts';

@@ -1,13 +1,7 @@
-// What of each CustomResourceDefinition decides how the API server serves its objects: its versions'
-// names, whether each is served and which is stored, their schemas (defaults, pruning, nullable, …),
-// conversion and preserveUnknownFields. When that changes, the API server rebuilds the type's storage
-// and from then on serves every stored object of the type in the new form (defaults are applied on
-// read), at the same resourceVersion, with no watch event: the type must be read again
-// (Informer.servedSchemaChanged). Names, printer columns, categories, status and metadata do not change
-// the objects and are left out.
-//
-// Bounded: one SHA-256 per CRD the API server has, forgotten when the CRD is deleted or a relist of
-// the CRDs no longer finds it.
+// What of each CustomResourceDefinition changes how the API server serves its objects (versions, served
+// and stored, schemas, conversion, preserveUnknownFields): when it changes, every object of the type is
+// served anew at the same resourceVersion with no watch event, so the type is read again
+// (Informer.servedSchemaChanged). Bounded: one SHA-256 per CRD, forgotten with the CRD.
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../kube/types.ts';
 

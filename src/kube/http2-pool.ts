@@ -1,23 +1,10 @@
-// Every request of one cluster identity (discovery, LISTs, every WATCH, the Lease) multiplexed over
-// one HTTP/2 connection, as client-go does. Built on node:http2 directly rather than on undici's
-// HTTP/2 client, because each behaviour below had to be controlled, and was proved against the real
-// API server through a fault proxy (test/integration/watch-connection.test.ts):
-// - a reset connection fails every stream on it at once. node:http2 reading its TLS socket natively
-//   (as undici's HTTP/2 client hands it over) misses a reset that arrives while it is writing: the
-//   write fails with ECONNRESET, the error is dropped, and the socket is never read again, so every
-//   watch sits silent (measured: 4 resets in 12 missed, found only by the next PING). That is why
-//   HTTP/2 was once switched off. Here node:http2 reads and writes the TLS socket through a stream of
-//   our own (pipeThroughJs): the reset then surfaces as the socket's 'error' event, every time
-//   (measured: 25 in 25 noticed within 15 ms), for about a quarter more CPU on raw transfer;
-// - a dead link that closes nothing (a black hole) is found without the peer: when nothing has been
-//   read for `readIdleMs`, a PING is sent, and no answer within `pingTimeoutMs` ends the connection
-//   (client-go: read-idle 30 s, ping timeout 15 s), so every watch on it fails at most
-//   readIdle + pingTimeout after the last byte arrived, and resumes on a new connection;
-// - flow control is per stream: node:http2 gives the connection's window back as soon as data
-//   arrives and a stream's window only as its reader consumes, so a watch whose reader pauses stops
-//   its own stream (at most STREAM_WINDOW bytes held) and never the others.
-// A second connection is opened only to replace one that is going away (GOAWAY) or when the server's
-// limit of concurrent streams is reached on every open one (up to `maxConnections`).
+// Every request of one cluster identity multiplexed over one HTTP/2 connection, as client-go does
+// (node:http2, the TLS socket read through a stream of our own so that a reset always fails every
+// stream on it: pipeThroughJs). A link silent for readIdleMs is PINGed and ended when no answer comes
+// within pingTimeoutMs, so a watch fails at most readIdle + pingTimeout after its last byte and resumes.
+// Flow control is per stream: a paused reader stops its own stream (STREAM_WINDOW at most), never the
+// others. A second connection only replaces one going away (GOAWAY) or adds streams past the server's
+// limit, up to maxConnections. Proved through the fault proxy: test/integration/watch-connection.test.ts.
 import http2 from 'node:http2';
 import { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';

@@ -71,15 +71,8 @@ export interface ClusterIdentity {
   document: KubeconfigDocument;
 }
 
-const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/**
- * Where the pod's filesystem root is for the ServiceAccount files: '' (the real one), or a folder
- * standing in for it ($KUBEDIFF_IN_CLUSTER_ROOT), so that tests can run kubediff "as in a pod".
- */
-function inClusterRoot(): string {
-  return (process.env.KUBEDIFF_IN_CLUSTER_ROOT ?? '').replace(/\/+$/, '');
-}
+/** Where a kubelet mounts a pod's ServiceAccount token, CA certificate and namespace. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export function loadKubeconfig(options: KubeconfigOptions): ClusterIdentity {
   const source = describeSource(options);
@@ -166,7 +159,7 @@ function readDocument(options: KubeconfigOptions, source: string): KubeconfigDoc
     if (listed.length > 0) return merged(listed);
     const home = path.join(homedir(), '.kube', 'config');
     if (existsSync(home)) return merged([home]);
-    if (process.env.KUBERNETES_SERVICE_HOST && existsSync(`${inClusterRoot()}${SERVICE_ACCOUNT_DIR}/token`)) {
+    if (process.env.KUBERNETES_SERVICE_HOST && existsSync(`${SERVICE_ACCOUNT_DIR}/token`)) {
       return inClusterDocument();
     }
   } catch (error) {
@@ -255,7 +248,7 @@ function named(list: unknown, what: string, field: string): { name: string; entr
 function inClusterDocument(): KubeconfigDocument {
   const host = process.env.KUBERNETES_SERVICE_HOST ?? '';
   const port = process.env.KUBERNETES_SERVICE_PORT ?? '443';
-  const dir = `${inClusterRoot()}${SERVICE_ACCOUNT_DIR}`;
+  const dir = SERVICE_ACCOUNT_DIR;
   return {
     clusters: [
       {

@@ -1,14 +1,8 @@
-// Leader election on a coordination.k8s.io/v1 Lease, the way client-go's
-// tools/leaderelection does it:
-// - a candidate reads the Lease every retryPeriod (with jitter); it takes the Lease when nobody holds
-//   it, or when the record has not changed for leaseDuration as seen by its own clock (observed time,
-//   not the holder's renewTime: clocks of two nodes may disagree);
-// - the leader renews every retryPeriod; when it has not managed to renew for renewDeadline it stops
-//   leading (renewDeadline < leaseDuration, so it stops before anyone else may take over);
-// - every write is a PUT carrying the resourceVersion read, so two candidates cannot both win (409);
-// - on a clean stop the leader releases the Lease (empty holder), so a standby takes over at once.
-// The leader also stores small annotations of its own in the Lease on each renew (kubediff uses them for
-// its handover checkpoint, src/service/leader-gate.ts); a new leader is told what the previous one wrote.
+// Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does: a candidate
+// takes the Lease when it is free or unchanged for leaseDuration by its own clock; the leader renews every
+// retryPeriod and stops leading when it could not for renewDeadline (before anyone may take over); every
+// write is a PUT with the resourceVersion read (two cannot both win); a clean stop releases the Lease. The
+// leader keeps small annotations of its own in the Lease (the handover checkpoint, leader-gate.ts).
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -18,6 +12,7 @@ import type { Logger } from '../util/log.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 import type { KubeClient } from './client.ts';
 import { KubeError } from './errors.ts';
+import { SERVICE_ACCOUNT_DIR } from './kubeconfig.ts';
 
 /** What leader election asks of the client: read, create and replace a Lease. */
 export type LeaseClient = Pick<KubeClient, 'getJSON' | 'postJSON' | 'putJSON'>;
@@ -356,14 +351,11 @@ export function microTime(ms: number): string {
   return isoTimestamp(ms).replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
-const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-
 /** The namespace of the Lease when not given: the pod's own ($POD_NAMESPACE or the mounted file), else default. */
 export function defaultLeaseNamespace(env: NodeJS.ProcessEnv = process.env): string {
   if (env.POD_NAMESPACE) return env.POD_NAMESPACE;
   try {
-    const root = (env.KUBEDIFF_IN_CLUSTER_ROOT ?? '').replace(/\/+$/, '');
-    const text = readFileSync(`${root}${SERVICE_ACCOUNT_NAMESPACE}`, 'utf8').trim();
+    const text = readFileSync(`${SERVICE_ACCOUNT_DIR}/namespace`, 'utf8').trim();
     if (text) return text;
   } catch {
     // Not in a pod.

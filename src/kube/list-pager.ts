@@ -1,16 +1,8 @@
-// Reads a whole collection with a paged LIST, as client-go's tools/pager does for its reflector: page
-// after page with `limit` and `continue`, handed on one page at a time (a collection is never held
-// whole in memory), with the bounds kubediff's reads have:
-// - pages are kept near a quarter of the read limit (ListerWatcher.maxReadBytes): a large page makes
-//   the next ones smaller, small ones let them grow back to pageSize; a page over the limit itself is
-//   asked again, from the same place, with fewer objects; when one object alone is over it, the LIST
-//   fails naming it (from a metadata-only LIST of that one object);
-// - a continue token that expired (410 on a page after the first: etcd compacted past the list's
-//   resourceVersion) reads the list whole, in one request, item by item as it streams (each item
-//   bounded, not the list), as client-go's FullListIfExpired does: starting over from the first page
-//   would expire again, and again, on any type slower to list than the compaction interval;
-// - both that and a LIST that takes longer than slowListWarnMs are reported with its progress (pages,
-//   objects, time), for the log.
+// Reads a whole collection with a paged LIST, as client-go's pager does, handing on one page at a time
+// (never the whole collection in memory). Pages stay near a quarter of the read limit (a page over it is
+// asked again smaller; one object over it alone fails the LIST, by name). An expired continue token (410
+// after the first page) reads the list whole in one streamed request, item by item (each item bounded),
+// as client-go's FullListIfExpired does. That and a LIST slower than slowListWarnMs report their progress.
 import { brokenStream, KubeError } from './errors.ts';
 import { listItems } from './list-stream.ts';
 import type { ListerWatcher, ListPage } from './lister-watcher.ts';

@@ -1,16 +1,9 @@
-// `--admission-listen`: the HTTPS endpoint of a validating admission webhook that never rejects
-// (docs/who.md). Every AdmissionReview is answered `allowed: true` as soon as its body is read, with no
-// patch and no warning; only then is the review turned into a record for the join: what names the write
-// (admission-review.ts) and what it can be checked by (the digest of the object it produces, normalized as
-// the watch stores that type; a DELETE's, of its old object; a scale's replicas: `digest`,
-// src/events/admission-digests.ts). The objects are dropped with the body. Reviews kubediff has no use for
-// are counted and dropped: dry runs, CONNECT, subresource creates without the object's uid, resources
-// kubediff does not watch, and objects that cannot be digested (nested too deep: such a review cannot be
-// checked, and one that cannot be checked is what a forger would post).
-//
-// Authentication, TLS reloading and the bounds are the audit webhook's (webhook-listener.ts): a body
-// larger than `maxRequestBytes` is refused (413) and at most ADMISSION_CONCURRENT_REQUESTS are read at once
-// (503 beyond it); the API server's failurePolicy Ignore lets the write through either way, without user.
+// `--admission-listen`: a validating admission webhook that never rejects (docs/who.md). Every review is
+// answered `allowed: true` once its body is read; only then is it made a record for the join (what names
+// the write, admission-review.ts; what checks it, admission-digests.ts) and its objects dropped. Reviews
+// of no use are counted and dropped: dry runs, CONNECT, subresource creates without a uid, resources not
+// watched, objects that cannot be digested. Authentication, TLS reloading and bounds are
+// webhook-listener.ts's (413, 503 past ADMISSION_CONCURRENT_REQUESTS); failurePolicy Ignore lets writes through.
 
 import type { WriteChecks } from '../events/admission-digests.ts';
 import type { AdmissionRecord } from '../events/admission-match.ts';

@@ -1,14 +1,9 @@
 // What a managed admission certificate needs next (docs/who.md, "The certificate"), decided from the
-// Secret's content alone, so that every replica reading the same Secret decides the same. The Secret holds
-// the serving certificate and key (`tls.crt`, `tls.key`), the CAs the webhook must trust (`ca.crt`, one
-// or more), and during a rotation the next serving pair (`next.crt`, `next.key`), whose CA is in `ca.crt`
-// already. A rotation never serves a certificate the API server does not trust yet:
-//   prepare  the serving certificate is within `renewBeforeMs` of its end: a new CA and certificate are
-//            made, the new CA joins `ca.crt` (and the webhook's caBundle) beside the old one;
-//   promote  `overlapMs` after that (every API server has the new caBundle): the next pair is served;
-//   trim     `overlapMs` later still (every replica serves it): the old CA leaves `ca.crt`.
-// A Secret that is empty, or whose serving pair is missing, broken, expired, not signed by a CA of
-// `ca.crt` or without one of the Service's names, is issued anew at once (nothing valid is served then).
+// Secret's content alone, so that every replica decides the same. A rotation never serves a certificate
+// the API server does not trust yet: `prepare` (within renewBeforeMs of the end: a new CA joins ca.crt and
+// the caBundle, the next pair is made), `promote` (overlapMs later: the next pair is served), `trim`
+// (overlapMs later still: the old CA leaves ca.crt). A Secret that is empty, or whose serving pair is
+// missing, broken, expired, untrusted or without one of the Service's names, is issued anew at once.
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 
 /** The Secret's keys, as PEM text. */

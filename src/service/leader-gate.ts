@@ -1,44 +1,12 @@
-// What a replica does with events under --leader-elect: the leader delivers them; a standby watches
-// the same cluster (so it is synced and takes over at once) and holds its events back.
-//
-// The handover checkpoint. The leader writes into the Lease, on every renewal (every retryPeriod, 2s by
-// default) and when it releases the Lease, how far it has processed each resource: the resourceVersion
-// each of its informers has reached (watch events and bookmarks), as a JSON map in the annotation
-// `kubediff.io/checkpoint`. Every event with a resourceVersion up to that point has been handed to its
-// sinks. A standby buffers its events and, each time it reads the Lease, drops those the leader has
-// passed. When it takes over, it delivers what is left — the changes the old leader never processed —
-// and from then on drops any event at or below the old leader's checkpoint (already delivered).
-//
-// Guarantees, honestly: after a clean stop (SIGTERM: the old leader drains its sinks and releases the
-// Lease with a final checkpoint) nothing is lost and nothing is sent twice. After a crash, the changes
-// in the gap are delivered once by the new leader; events the old leader handled in its last
-// retryPeriod before dying (after its last checkpoint) are sent again, with the same `id`, so a receiver
-// can drop them; events still queued in the dead leader's sinks (a webhook that was failing) are lost.
-// resourceVersions are compared as numbers, which they are on etcd-backed API servers; a resource whose
-// versions are not numbers (some aggregated APIs) is delivered in full after a takeover (duplicates, no
-// loss).
-//
-// The history (--state in PostgreSQL, shared by the pair): a takeover observer (the state recorder) is
-// told when this replica starts and stops leading, and is handed, oldest first, the events it held back
-// and delivers now, plus those the previous leader's checkpoint covered: those its checkpoints covered in
-// the last HISTORY_TRAIL_MS (a trail kept for this only) and those the Lease covers at the takeover. A
-// leader that died may have delivered them without committing them yet (its commits follow its sinks);
-// the store records each event once, so the new leader recording them too fills that gap and adds
-// nothing twice. The trail shares the standby's byte bound: over it, its oldest entries go first.
-//
-// Bounded: a standby holds at most `maxBuffered` events and `maxBufferedBytes` of them (as JSON). Only a
-// leader that writes no checkpoint (an older kubediff, or one stuck while still renewing) lets it fill;
-// then the oldest events are dropped, logged once and counted (kubediff_standby_dropped_events_total):
-// they matter only if that leader dies without having delivered them.
-//
-// The checkpoint is not trusted blindly: whoever may update the Lease may write one, and a floor of
-// "999…9" would drop every later change of its resource without a word. A resourceVersion is an etcd
-// revision the API server handed out, so no honest floor is above what the API server is at: a floor
-// above what this replica's own watches of the type have seen is checked, at a takeover, against the
-// type's current list resourceVersion (a LIST of one object), and refused when above it or when it
-// cannot be checked: that resource gets no floor (duplicates rather than loss), logged and counted in
-// kubediff_checkpoint_refused_total. A standby trims what it holds only by floors its own watches have
-// passed. Every event a floor drops is counted (kubediff_checkpoint_skipped_events_total).
+// Under --leader-elect, what a replica does with its events (docs/deploy.md, "High availability"): the
+// leader delivers them and writes, on every Lease renewal and at release, a checkpoint (each informer's
+// resourceVersion, annotation kubediff.io/checkpoint) up to which every event reached its sinks; a
+// standby watches too and holds its events back, trimmed by the checkpoints its own watches have passed.
+// At a takeover it delivers what the old leader did not reach and drops what it did. Promises: a clean
+// handover loses and repeats nothing; after a crash, events of the last renewal period come again with
+// the same id, and events still queued in the dead leader's sinks are lost. A floor above what the API
+// server has handed out is refused (duplicates, never loss). Bounded: maxBuffered events, maxBufferedBytes;
+// drops and refused or applied floors are logged once and counted. Tells a takeover observer what it hands on.
 
 import { type KubediffEvent, qualifiedResource } from '../events/event.ts';
 import type { EventStage, Handover } from '../events/pipeline.ts';

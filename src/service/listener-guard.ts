@@ -1,22 +1,9 @@
-// What every listener kubediff opens (--listen's health and metrics, the UI, --audit-listen,
-// --admission-listen) owes the watch beside it: whoever reaches the port can neither take the process
-// down nor hold its connections.
-//
-// - Errors of a connection stay with that connection: a malformed request, a reset, a TLS failure, a
-//   write to an answer that was already ended, an accept() that fails (too many open files). Each is
-//   counted, the first of each listener logged, and the connection closed. Node's default for some of
-//   them is to throw from an event nobody listens to, which ends the process.
-// - Connections are capped. At the cap a new connection takes the place of the oldest one that has not
-//   proven anything yet (a TLS handshake not done, no request sent), else of the one idle longest (kept
-//   alive, no request in flight): neither a flood of idle sockets nor clients that send one request each
-//   and then hold their connections can keep a real client out. When every connection is busy, the new
-//   one is closed at once. With `maxConnectionsPerAddress`, one remote address holds at most that many:
-//   its new connection takes the place of its own idle one, else it is closed.
-// - Idle sockets time out quickly: the TLS handshake (handshakeTimeoutMs), the first request's headers
-//   (headersTimeoutMs, checked every second), and a kept-alive connection between requests.
-//
-// Counted in kubediff_listener_connections_closed_total{listener, reason}; a client that goes away
-// (a reset, a broken pipe) is neither counted nor logged.
+// What every listener kubediff opens (--listen, the UI, --audit-listen, --admission-listen) owes the watch
+// beside it: a connection's errors stay with it (counted, the first per listener logged, the connection
+// closed: never an exception that ends the process); connections are capped, in all and per address, a
+// new one replacing the oldest that has proven nothing, else the longest idle (closed at once when all are
+// busy); handshakes, first headers and kept-alive connections time out. Counted in
+// kubediff_listener_connections_closed_total{listener,reason}; a client that goes away is not counted.
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';

@@ -1,21 +1,11 @@
-// `--admission-cert-secret`: the admission webhook's certificate, managed by kubediff itself (docs/who.md,
-// "The certificate"). The Secret of the install (rendered empty by the chart and deploy/, so two renders
-// are the same and a GitOps tool sees no drift) holds a CA of kubediff's own and the serving certificate it
-// signed (self-signed-ca.ts); kubediff fills it, renews it before it ends (certificate-plan.ts), serves
-// what it holds, and puts its CAs into the caBundle of its own ValidatingWebhookConfiguration, which is
-// rendered without one.
-//
-// Every replica reads the Secret every `checkIntervalMs` and does what the plan says. Writes replace the
-// Secret with the resourceVersion read, so when two replicas start (or renew) at once one write wins and
-// the other gets 409, reads again and serves the winner's: both end up serving the same certificate. The
-// webhook is patched with a JSON Patch that tests its resourceVersion first, in the webhooks that call the
-// Service `service` only; one that is missing (installed after kubediff, as Helm does) or out of date is
-// looked at again within seconds, not at the next check.
-//
-// What kubediff needs for it (docs/deploy.md, "Least privilege"): get and update of this one Secret, get
-// and patch of this one ValidatingWebhookConfiguration, by name. At start a Secret that cannot be read for
-// good (missing, forbidden) is a UsageError; afterwards every failure is logged once per episode and
-// retried, and what is served stays as it was.
+// `--admission-cert-secret`: the admission webhook's certificate, managed by kubediff (docs/who.md, "The
+// certificate"): a CA of its own and the serving certificate it signed (self-signed-ca.ts) in the install's
+// Secret (rendered empty), renewed as certificate-plan.ts decides, served, and its CAs put into the caBundle
+// of its own ValidatingWebhookConfiguration. Every replica reads the Secret every `checkIntervalMs`; writes
+// carry the resourceVersion read (a 409 reads again and serves the winner's), the webhook patch tests its
+// own. Needs get/update of this Secret and get/patch of this webhook configuration, by name (docs/deploy.md,
+// "Least privilege"). At start a Secret that cannot be read for good is a UsageError; later failures are
+// logged once per episode and retried, and what is served stays as it was.
 import type { JsonPatchOperation, KubeClient } from '../kube/client.ts';
 import { KubeError } from '../kube/errors.ts';
 import { Backoff, sleep } from '../util/backoff.ts';

@@ -1,15 +1,8 @@
-// Prometheus metrics (`--listen`, GET /metrics), with prom-client: one registry, into which each area's
-// provider (src/service/metrics/) registers its own series and reads its own sources. Everything is
-// observed from outside the data path: events as they leave the event builder, informer health through
-// InformerHandler.onState, sink counters through Sink.stats() when scraped, HTTP request timings and
-// retries through the DeliveryObserver the sinks are given (`deliveries`). Nothing here is on a hot path
-// beyond a counter increment per event.
-//
-// Names follow Prometheus conventions (`_total` counters, base units). The `resource` label is the
-// kubectl-style qualified name (`deployments.apps`, `pods`); `sink` is the sink's name as in the logs
-// (URLs elided); `cluster` is the events' `cluster` (the context's name, or --cluster-name), on every
-// series about one cluster, also when only one is watched: a dashboard keeps its shape when a second
-// cluster is added.
+// Prometheus metrics (`--listen`, GET /metrics; docs/deploy.md, "Health and metrics"), with prom-client:
+// one registry, into which each area's provider (src/service/metrics/) registers its series and reads its
+// own sources, observed from outside the data path (at most a counter increment per event). Prometheus
+// conventions; `resource` is the qualified name (`deployments.apps`), `sink` the sink's log name, and
+// `cluster` is on every series about a cluster, also when only one is watched.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { ChangeEvent } from '../events/event.ts';
 import type { Informer } from '../informer/informer.ts';

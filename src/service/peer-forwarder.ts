@@ -1,19 +1,9 @@
-// `--peers`: the records of "who" one replica receives, posted to the other replicas of a leader-elected
-// pair (docs/who.md, "Two replicas"). The API server's Service sends each admission review, and each audit
-// batch, to either replica; each replica forwards what it received, so both joins have every record. The
-// leader names the user of every change it delivers, and so does a standby for the events it holds back
-// and delivers when it takes over: a takeover loses no record in flight to the other replica.
-//
-// The peers are what `address` resolves to (a headless Service's name lists every replica; this replica's
-// own address is skipped), looked up again every RESOLVE_INTERVAL_MS. A peer is authenticated both ways by
-// the listener's serving certificate, which the replicas share (the same Secret): a replica connects with
-// it as its client certificate (webhook-listener.ts checks it is its own), and accepts only a server that
-// presents it. Nothing else needs to be shared or configured.
-//
-// Bounded: per peer, at most `maxQueued` records wait (beyond it the oldest are dropped), one request at a
-// time carries at most MAX_BATCH of them. A request that fails loses its records for that peer: they are
-// worth little later than the join's wait. Each is counted (kubediff_peer_records_total{outcome}) and the
-// first failure of each peer's episode is logged.
+// `--peers`: each replica of a leader-elected pair posts the "who" records it received to the others, so
+// that both joins have every record and a takeover loses none in flight (docs/who.md, "Two replicas").
+// Peers are what `address` resolves to (this replica skipped), looked up every RESOLVE_INTERVAL_MS, and
+// authenticated both ways by the shared serving certificate. Bounded: maxQueued records per peer (oldest
+// dropped), MAX_BATCH per request; a failed request loses its records for that peer. Counted in
+// kubediff_peer_records_total{outcome}; the first failure of a peer's episode is logged.
 
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';

@@ -1,26 +1,9 @@
-// What /readyz and /startupz answer (src/service/health-server.ts serves them; docs/deploy.md, "Health and
-// metrics").
-//
-// Ready means "this replica can do its job": its initial sync is over, it is not shutting down, and it can
-// read every cluster it waits for. A cluster cannot be read when every watch of a type the API server serves
-// itself (the core group, /api/v1: never a CRD's conversion webhook nor an aggregated API) has been failing
-// for longer than --ready-failure-threshold; when no core type is watched (-r), every watch. Those fail
-// together when the connection, the credentials or the API server itself fail.
-// A part of a cluster failing (a CRD whose conversion webhook does not answer, an aggregated API that is
-// down, one type too large to read) fails every replica alike and is no replica's fault: unready, all of them
-// would leave the admission webhook's Service and hold up node drains and rollouts, and nothing would get
-// better. It is a condition: named in the body of a 200 (`ok; 1 watch failing …`), and in the metric
-// kubediff_watch_failing. Forbidden (403) and no longer served (404) are lasting matters of configuration,
-// logged and counted, and neither judged nor named here.
-// Sinks do not count: a receiver that fails, fails for every replica, and a standby delivers nothing. Nor
-// does the Lease: a standby is ready (it watches, and takes over at once).
-//
-// Started (/startupz, for a startup probe): the initial sync is over; with several clusters, each awaited one
-// has synced or said why it cannot start (it is then retried in the background: killing the container would
-// not help it).
-//
-// Whoever can reach the port reads the answers: they name the resource and the kind of failure, never the
-// error's own message, which carries the API server's URL and addresses (the log has those).
+// What /readyz and /startupz answer (docs/deploy.md, "Health and metrics"). Ready: the initial sync is
+// over, the replica is not stopping, and every awaited cluster can be read (its core-group watches, or all
+// when none is watched, have not all been failing past --ready-failure-threshold). A failing part of a
+// cluster, sinks and the Lease do not make a replica unready (every replica would be alike); they are
+// named in a 200 body and in metrics. Started: the initial sync is over, or each awaited cluster has said
+// why it cannot start. Answers name resources and kinds of failure, never an error's own message.
 
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';

@@ -1,31 +1,11 @@
-// An HTTPS endpoint the API server posts to: what the audit webhook (audit-server.ts) and the admission
-// webhook (admission-server.ts) share. Each keeps only its body handler.
-//
-// The sender is authenticated on every request, with a client certificate signed by `clientCAFile` (and,
-// with `clientNames`, one of those names) and/or the bearer `token`: every method configured must pass
-// (none configured: anyone who reaches the port, which the admission webhook allows on clusters whose API
-// server cannot authenticate to webhooks, docs/who.md). A refusal is an HTTP answer, 401 without valid
-// credentials, 403 for a certificate whose name is not allowed, counted by outcome and logged once per
-// kind. The replicas of a leader-elected pair post each other the records they received (peer-forwarder.ts)
-// on PEER_PATH; that route takes only a client certificate that is this replica's own serving certificate
-// (both mount the same Secret), so no other secret has to be shared.
-//
-// The certificate, key and CA files are read again when they change (a cert-manager renewal, a rotated
-// Secret), checked every `reloadIntervalMs`; a new set that does not load keeps the old one. With a
-// `certificate` source instead of files (a certificate kubediff manages, managed-certificate.ts), the
-// certificate and key are the source's, taken each time it says they changed.
-//
-// Bounded: a body larger than `maxRequestBytes` is refused (413) without being read further, and at most
-// `maxConcurrentRequests` bodies are read at once (503 beyond it), so what requests hold in memory is at
-// most their product. A route gets the whole body, answers, and the body is dropped.
-//
-// Whoever reaches the port cannot hold it (src/service/listener-guard.ts, WEBHOOK_LISTENER_LIMITS): a
-// TLS handshake must end within 5 s, connections are capped (in all, and per remote address), and at the
-// cap a new connection replaces the oldest that has sent no request, else the one idle longest, so
-// neither idle sockets nor held kept-alive connections keep the API server out; with `bodyTimeoutMs` a
-// body that arrives slowly is cut (408), and with `slowBodyMs` sooner when a new request needs its read;
-// a connection's errors stay with it. A refused request closes its connection. close() ends every
-// connection at once, those still in their handshake too.
+// The HTTPS endpoint the API server posts audit batches and admission reviews to (audit-server.ts,
+// admission-server.ts keep only their body handlers), and the peers their forwarded records (PEER_PATH,
+// which takes only this replica's own serving certificate). Every configured method must authenticate a
+// request (client certificate from clientCAFile, optionally by name; bearer token): 401 or 403 otherwise,
+// counted and logged once per kind. Certificate files are reloaded when they change (a set that does not
+// load keeps the old one), or taken from a `certificate` source when it says so (managed-certificate.ts).
+// Bounded: maxRequestBytes per body (413), maxConcurrentRequests read at once (503), slow bodies cut (408),
+// connections held by listener-guard.ts; close() ends every connection.
 
 import { timingSafeEqual, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';

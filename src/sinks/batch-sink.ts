@@ -1,15 +1,9 @@
-// What the sinks that deliver events in batches share (OTLP logs, OpenSearch and Elasticsearch, Kafka):
-// the delivery core of the other queued sinks (DeliverySink: retry schedule, shutdown clock, trouble
-// report; SinkBacklog: the bounded queue, digests when full, the dead-letter file), and one loop over it.
-// One batch at a time is in flight, taken from the head of the queue (whatever has queued while the last
-// one was out, up to `batchMaxEvents` events and `batchMaxBytes` of their JSON, or one digest), so per
-// object the order is kept. A batch the receiver refuses as too large (HTTP 413, Kafka's
-// MESSAGE_TOO_LARGE) is sent again in halves, in order, halved again as long as it is refused; only an
-// event too large on its own is dead-lettered. A batch whose request fails otherwise is retried as a whole; a batch the receiver took only in part goes on with the items it
-// asks to have again (retryable ones), while the items it refused for good are dead-lettered at once,
-// each refusal said once. A receiver that only counts what it rejected (OTLP's partial success) has the
-// whole batch written to the dead-letter file with that count: nothing disappears unrecorded. A receiver
-// that takes a batch whole or not at all (a Kafka produce request) answers with no item failures.
+// The delivery loop of the sinks that send events in batches (OTLP, OpenSearch/Elasticsearch, Kafka), on
+// DeliverySink and SinkBacklog (bounded queue, digests when full, dead letters). One batch in flight, from
+// the head of the queue (up to batchMaxEvents and batchMaxBytes, or one digest), so order per object
+// holds. Too large (413, MESSAGE_TOO_LARGE): sent again in halves, only an event too large alone is
+// dead-lettered. Otherwise failed: retried whole; taken in part: the retryable items go again, the others
+// are dead-lettered, each refusal said once; a receiver that only counts rejects has the batch dead-lettered.
 import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
 import { plural } from '../util/count-text.ts';
 import { monotonicMs } from '../util/timestamp.ts';

@@ -1,13 +1,8 @@
-// Markdown for the chat platforms that read it (Discord, Mattermost): text from the cluster made inert
-// (chat-text.ts). Both follow CommonMark, where a backslash before ASCII punctuation makes it literal
-// (https://spec.commonmark.org/0.31.2/#backslash-escapes; Discord:
-// https://support.discord.com/hc/en-us/articles/210298617, Mattermost:
-// https://docs.mattermost.com/collaborate/format-messages.html): every character either would read as
-// formatting, a link (`[label](url)`, `<url>`) or an entity (`&lt;`) is escaped. What escapes do not stop:
-// Mattermost mentions anyone an '@' names in a post's text, pretext and attachment text, escaped or not,
-// but never inside code (its server reads mentions from text nodes only); both link a bare URL. Text
-// holding an '@' or a URL is therefore shown as inline code. Discord's payload also switches mentions
-// off (`allowed_mentions`, discord.ts).
+// Markdown for the chat platforms that read it (Discord, Mattermost), text from the cluster made inert
+// (chat-text.ts; docs/security.md's table): CommonMark backslash escapes before every character either
+// would read as formatting, a link or an entity; text holding an '@' or a URL as inline code, since both
+// link bare URLs and Mattermost mentions anyone an '@' names outside code, escaped or not. Discord's
+// payload also switches mentions off (allowed_mentions, discord.ts).
 import type { EventType } from '../events/event.ts';
 import { type ChatMessage, EVENT_EMOJI, fitLines, type Line } from './chat-message.ts';
 import { codeText, inertLine, wrapped } from './chat-text.ts';

@@ -1,16 +1,9 @@
-// Text from the cluster in a chat message. Names, field managers (any writer picks one, up to 128
-// characters), users, paths and values are written by people kubediff does not trust, and every chat
-// platform acts on some text: a mention pings a channel, a link can say one thing and go elsewhere,
-// markup changes what a reader sees. Every span of a message passes through two steps before it reaches
-// a payload (docs/security.md, "Text from the cluster, where people read it"):
-//
-// 1. visible(): control characters, bidi overrides and zero-width or other invisible characters become
-//    visible escapes (`\u202e`), as in the terminal (util/terminal-text.ts), so a name cannot reverse or
-//    hide the text after it;
-// 2. the platform's own escape, where it documents one (Slack: &, < and > as entities; markdown: a
-//    backslash before punctuation; Google Chat cards: HTML entities), and for what a platform acts on
-//    even when escaped, or has no escape for, inline code (`asCode`), which no platform formats, links or
-//    mentions from. Each renderer says which is which, with the platform's documentation.
+// Text from the cluster in a chat message (names, managers, users, paths, values: written by people
+// kubediff does not trust). Every span passes two steps before it reaches a payload (docs/security.md,
+// "Text from the cluster, where people read it", which says per platform what it acts on and cites its
+// documentation): visible() shows control, bidi and invisible characters as escapes (as the terminal
+// does, util/terminal-text.ts); then the platform's own escape, or inline code (`asCode`) for what a
+// platform acts on even escaped, or has no escape for.
 import { printable } from '../util/terminal-text.ts';
 import type { Line, Span } from './chat-message.ts';
 

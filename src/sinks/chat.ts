@@ -1,19 +1,12 @@
-// The chat delivery core: what Slack, Microsoft Teams, Discord, Mattermost
-// and Google Chat sinks share. People read these messages, and every
-// platform takes only about one message a second (or less), so this sink
-// never sends faster than its interval: events that arrive meanwhile are
-// gathered, and the next message shows them one by one when they are few,
-// or as a digest when they are many. A 429 waits for the platform's retry
-// hint while events keep gathering, so a burst or an outage costs a few
-// messages, never hours of backlog. Memory is bounded: beyond `capacity`
-// waiting events only counts are kept. What a message looks like, and what
-// an answer means, is the platform's renderer (ChatPlatform). With stories on
-// (docs/stories.md), events are grouped per owner and each story is one
-// message (story-format.ts); when more stories wait than the platform's pace
-// lets through in a few seconds, they go out together as one digest.
-// An OUTCOME (docs/outcomes.md) is a follow-up in the same channel, posted once the message of the change
-// it follows is (at most OUTCOME_WAIT_MS later); where the platform has threads (Slack with a bot token),
-// it is a reply in that message's thread, and that message's first line is rewritten to say the verdict.
+// The chat delivery core that Slack, Teams, Discord, Mattermost and Google Chat share (docs/sinks.md):
+// never faster than the platform's interval (rate-limit.ts); events that arrive meanwhile are gathered
+// and go out one by one when few, as a digest when many; a 429 waits for the platform's hint while events
+// keep gathering, so a burst or an outage costs a few messages, never hours of backlog. Bounded: beyond
+// `capacity` events (or capacityBytes) waiting, only counts are kept. With stories, each story is one
+// message, and more stories waiting than the pace lets through go out as one digest. The platform's
+// renderer (ChatPlatform) says what a message looks like and what an answer means.
+// An OUTCOME is a follow-up in the same channel once its change's message is out (at most OUTCOME_WAIT_MS);
+// with Slack threads, a reply in that thread and that message's first line rewritten (docs/outcomes.md).
 
 import type { ChangeEvent, OutcomeEvent } from '../events/event.ts';
 import { WORKLOAD_KINDS } from '../events/outcomes/workload-health.ts';
@@ -29,6 +22,7 @@ import { abandonDigest, type DeliveryOptions, HttpSink } from './delivery.ts';
 import { Digest } from './digest.ts';
 import { type PostOptions, type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
 import { outcomeHeadline, outcomeMessage, rolledOutImage } from './outcome-message.ts';
+import { RateLimit } from './rate-limit.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 import { storyMessage } from './story-format.ts';
@@ -132,12 +126,12 @@ export function renderBatch(platform: ChatPlatform, batch: Digest): { body: unkn
 export class ChatSink extends HttpSink {
   private readonly platform: ChatPlatform;
   private readonly options: ChatSinkOptions;
-  private readonly minIntervalMs: number;
   private readonly gatherMs: number;
   private pending: Digest;
   private pendingSince = 0;
   private inFlight: Digest | undefined;
-  private nextSendAt = 0;
+  /** The platform's pace: one message per minIntervalMs, counted from the last answer. */
+  private readonly pace: RateLimit;
   private readonly stories: StoryBuilder | undefined;
   /** Closed stories waiting for their message, bounded; also where every batch is made and abandoned. */
   private readonly ready: StoryQueue;
@@ -155,7 +149,7 @@ export class ChatSink extends HttpSink {
     super(options, { name: options.name, timeoutMs: CHAT_DEFAULTS.timeoutMs });
     this.options = options;
     this.platform = options.platform;
-    this.minIntervalMs = options.minIntervalMs;
+    this.pace = new RateLimit(options.minIntervalMs);
     this.gatherMs = options.gatherMs ?? CHAT_DEFAULTS.gatherMs;
     this.ready = new StoryQueue({
       sink: this.name,
@@ -259,13 +253,13 @@ export class ChatSink extends HttpSink {
     for (;;) {
       if (this.clock.expired) return;
       if (this.ready.length > 0) {
-        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+        if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) return;
         await this.sendStories();
         continue;
       }
       const outcome = this.dueOutcome();
       if (outcome) {
-        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+        if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) return;
         await this.sendOutcome(outcome);
         continue;
       }
@@ -281,7 +275,7 @@ export class ChatSink extends HttpSink {
         await this.wakeup.wait(this.pendingSince + this.gatherMs - Date.now(), this.clock.closingSignal);
         continue;
       }
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return;
+      if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) return;
       const batch = this.pending;
       this.pending = this.newBatch();
       this.inFlight = batch;
@@ -392,7 +386,7 @@ export class ChatSink extends HttpSink {
       const answer = await post(this.agent, url, JSON.stringify(body), this.requestOptions());
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
-      this.nextSendAt = Date.now() + this.minIntervalMs;
+      this.pace.spaced();
       if (outcome.ok) {
         this.delay.reset();
         this.trouble.recovered();
@@ -405,7 +399,7 @@ export class ChatSink extends HttpSink {
       }
       let wait: number;
       if (outcome.status === 429) {
-        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.minIntervalMs);
+        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.options.minIntervalMs);
       } else {
         failures++;
         if (failures >= this.retry.maxAttempts) {
@@ -415,8 +409,8 @@ export class ChatSink extends HttpSink {
         wait = this.delay.next(outcome.retryAfterMs);
       }
       this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempts);
-      this.nextSendAt = Date.now() + wait;
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+      this.pace.hold(wait);
+      if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) {
         giveUp(`${outcome.reason}; the next attempt was due after the shutdown timeout`);
         return false;
       }
@@ -457,7 +451,7 @@ export class ChatSink extends HttpSink {
       const answer = await post(this.agent, this.platform.url, JSON.stringify(body), this.requestOptions());
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;
       this.trouble.requestDone(startedAt, outcome.ok);
-      this.nextSendAt = Date.now() + this.minIntervalMs;
+      this.pace.spaced();
       if (outcome.ok) {
         this.delay.reset();
         this.trouble.recovered();
@@ -482,7 +476,7 @@ export class ChatSink extends HttpSink {
       let wait: number;
       if (outcome.status === 429) {
         // The platform's own pacing: wait as told; events keep gathering, so this is not a failure.
-        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.minIntervalMs);
+        wait = Math.max(outcome.retryAfterMs ?? this.delay.next(), this.options.minIntervalMs);
       } else {
         failures++;
         if (failures >= this.retry.maxAttempts) {
@@ -493,8 +487,8 @@ export class ChatSink extends HttpSink {
         wait = this.delay.next(outcome.retryAfterMs);
       }
       this.trouble.retrying(reasonWithRetryAfter(outcome), wait, attempts);
-      this.nextSendAt = Date.now() + wait;
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+      this.pace.hold(wait);
+      if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) {
         this.abandon(batch, `${outcome.reason}; the next attempt was due after the shutdown timeout`);
         return;
       }

@@ -1,13 +1,7 @@
-// kubediff's events as CloudEvents 1.0 (docs/sinks.md, "CloudEvents"), for event buses (Knative, Argo
-// Events, …): a webhook with `format: cloudevents` sends each event in the structured mode (the whole
-// CloudEvent as `application/cloudevents+json`; a batch as `application/cloudevents-batch+json`) or the
-// binary mode (the event's JSON as the body, the attributes as `ce-*` headers).
-//
-// Attributes: `id` is the event's id (the same change, the same id: receivers deduplicate by id and
-// source); `type` is dev.kubediff.object.added / .updated / .deleted (dev.kubediff.digest and
-// dev.kubediff.story for a digest and a story); `source` names the cluster (kubediff/<cluster>, or
-// kubediff when no cluster name is set); `subject` is the object's API path
-// (/apis/apps/v1/namespaces/shop/deployments/web); `time` the change's time; the data is JSON.
+// kubediff's events as CloudEvents 1.0 (docs/sinks.md, "CloudEvents"): structured mode (a batch as
+// cloudevents-batch+json) or binary mode (`ce-*` headers). `id` is the event's id (receivers deduplicate
+// by id and source), `type` dev.kubediff.object.added/.updated/.deleted (or .digest, .story), `source`
+// kubediff/<cluster>, `subject` the object's API path, `time` the change's time, data JSON.
 import type { KubediffEvent } from '../events/event.ts';
 import type { Story } from '../events/story.ts';
 import { objectApiPath } from '../kube/types.ts';

@@ -1,22 +1,9 @@
-// The dead-letter file: one JSON object per line for each event a sink could
-// not deliver (retries exhausted, refused by the receiver, not delivered by
-// shutdown, or summarized in a digest that could not keep it in full), so
-// that nothing is lost without a trace and it can be replayed. Receivers
-// deduplicate by event id, so replaying an event that did arrive is harmless.
-//
-// Lines are appended synchronously: dead letters are rare, and a line must
-// be on disk before kubediff reports it as written there.
-//
-// Bounded: a receiver down for days must not fill the disk (in a pod, an
-// emptyDir past its sizeLimit gets the pod evicted, dead letters and all).
-// When the file would grow past `maxFileBytes`, it is rotated: `file` becomes
-// `file.1`, `file.1` becomes `file.2`…, and the oldest beyond `maxFiles`
-// files in all is deleted: the newest dead letters are kept. Deleting one is
-// the cap at work: logged once per file, counted (droppedRecords, the metric
-// kubediff_dead_letter_dropped_total). Only a record larger than
-// `maxFileBytes` on its own makes a file exceed it (it is written alone to a
-// fresh file). Every file is created 0600: dead letters are whole events. A record's reason and sink
-// are scrubbed of the configured credentials (util/credentials.ts): a reason may quote a receiver.
+// The dead-letter file: one JSON line per event a sink could not deliver (docs/sinks.md), appended
+// synchronously, so that a line is on disk before kubediff says it is there; created 0600 (whole events).
+// A record's reason and sink are scrubbed of the configured credentials (util/credentials.ts).
+// Bounded: past maxFileBytes the file rotates (file.1, file.2, …) and the oldest beyond maxFiles is
+// deleted, logged once per file and counted (kubediff_dead_letter_dropped_total); only a record larger
+// than maxFileBytes alone makes a file exceed it.
 import {
   closeSync,
   existsSync,

@@ -1,15 +1,8 @@
-// Google Chat, through a space's incoming webhook (Apps & integrations → Webhooks): the summary as the
-// message text and a card (cardsV2) with a header and one text paragraph per section. Google Chat takes
-// messages of at most 32,000 bytes and, per space, about one message a second; over that it answers 429
-// (RESOURCE_EXHAUSTED), usually without a retry hint, so the backoff paces the retries.
-//
-// Text from the cluster is made inert (chat-text.ts). Card text is a small HTML subset (<b>, <i>,
-// <font color>, <br>, <a href>: https://developers.google.com/workspace/chat/format-messages#card-formatting):
-// &, < and > are written as entities, so no tag or link can form. The message's `text` uses Chat's own
-// markup (https://developers.google.com/workspace/chat/format-messages: *bold*, _italic_, ~strike~,
-// `monospace`, <url|label> links, <users/…> and <users/all> mentions), which documents no escape: there
-// < and > become look-alikes (‹ ›), and text holding a formatting character, an '@' or a URL is shown in
-// monospace. The card header's title and subtitle are plain text.
+// Google Chat through a space's incoming webhook: the summary as the text and a cardsV2 card (a header,
+// one paragraph per section); at most 32,000 bytes, about one message a second (a 429 usually without a
+// hint: the backoff paces retries). Text from the cluster is made inert (chat-text.ts) as docs/security.md's
+// table says for Google Chat: card text with &, < and > as entities; the message text, whose markup has no
+// documented escape, with < and > as look-alikes (‹ ›) and formatting characters, '@' or URLs in monospace.
 import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {

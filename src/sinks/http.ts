@@ -8,6 +8,7 @@
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
 import type { Credentials } from '../util/credentials.ts';
 import { formatDuration } from '../util/duration.ts';
+import type { Env } from '../util/environment.ts';
 import { scrubUrl } from '../util/url.ts';
 
 export type PostOutcome =
@@ -73,11 +74,7 @@ export interface HttpTls {
  * A connection pool for one receiver. When HTTPS_PROXY or HTTP_PROXY is set (clusters whose egress goes
  * through a proxy), requests go through it, except to hosts in NO_PROXY.
  */
-export function createAgent(
-  timeoutMs: number,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-  tls?: HttpTls,
-): Dispatcher {
+export function createAgent(timeoutMs: number, env: Env = process.env, tls?: HttpTls): Dispatcher {
   const options = {
     connect: {
       timeout: timeoutMs,

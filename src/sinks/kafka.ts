@@ -1,16 +1,9 @@
-// Produces every event to a Kafka topic, for pipelines: the record's value is
-// the event exactly as `-o json` prints it, its key the object's uid (so one
-// object's events land in one partition, in order), its headers type,
-// cluster, resource and namespace; a digest is one record with header type
-// DIGEST. The producer is idempotent with acks=all. Delivery is the batch
-// sinks' (batch-sink.ts): one batch at a time in flight, retried as a whole
-// before any later event is sent (the broker answers for the whole produce
-// request), so per object the order is kept, and a retry after a lost answer
-// can only repeat records (at least once; consumers deduplicate by the event
-// id); meanwhile events wait in the bounded backlog (full → digest,
-// dead-letter file, counted, logged once), so a broker that is down never
-// holds up the watch or the other sinks. The client library is loaded only
-// when a Kafka sink is created (it costs seconds and tens of MiB).
+// Produces every event to a Kafka topic (docs/sinks.md, "Kafka"): the value is the event as `-o json`
+// prints it, the key its object's uid (one object, one partition, in order), headers type, cluster,
+// resource and namespace; a digest is one record of type DIGEST. Idempotent producer, acks=all, delivered
+// by batch-sink.ts: one batch in flight, retried whole before anything later, so order per object holds
+// and a retry can only repeat (consumers deduplicate by id). A broker that is down never holds the watch
+// or the other sinks. The client library loads only when a Kafka sink is created.
 import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@platformatic/kafka';
 import { type KubediffEvent, qualifiedResource } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';

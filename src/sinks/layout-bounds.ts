@@ -1,21 +1,11 @@
 // What one evaluation of a webhook's layout may build, enforced inside the layout's thread (docs/sinks.md,
-// "Layouts"). A layout runs in a worker thread whose V8 heap cannot be relied on to bound it: Node's
-// `resourceLimits` are overridden by a process-wide --max-old-space-size (deploy/ sets 384 MB: nodejs/node
-// issue 43991), and even when they apply, one allocation larger than the 16 MB of leeway Node gives a
-// worker at its limit aborts the whole process instead of stopping the worker. JSONata's own bounds stop a
-// range at 10 million items and a sequence at LAYOUT_LIMITS.sequence, but a string, an array built by a
-// function, or the JSON text of a value can grow to V8's own maximum (about 512 million characters, a GB
-// of memory) in one native call. So:
-// - every step's value is checked as JSONata's evaluator hands it on (its `__evaluate_exit` hook): a text
-//   longer than `text` characters, or an array of more than `sequence` items, ends the evaluation;
-// - the functions that can build more than that before the step ends are replaced by bounded ones that
-//   check first, then call JSONata's own: $pad, $join, $string, $clone (and the transform operator, which
-//   clones through it), $replace, $split, $eval; $length and $substring count code points without the
-//   array of characters JSONata's own build (which costs 30-100 bytes per character of the input);
-// - a non-string value joined with `&` is turned into JSON text by JSONata itself: its size is checked
-//   first, as for $string;
-// - the result's JSON text is measured before it is made (`body`), and the input's by the caller.
-// Each bound throws a LayoutLimitError naming itself; the sink dead-letters the event with that reason.
+// "Layouts", says why the worker's heap limit cannot be relied on). Every step's value is checked as
+// JSONata's evaluator hands it on (`__evaluate_exit`): a text longer than `text` characters or an array
+// over `sequence` items ends the evaluation. The functions that can build more before a step ends ($pad,
+// $join, $string, $clone and the transform operator, $replace, $split, $eval; `&` of a non-string) are
+// replaced by ones that check first; $length and $substring count code points without building arrays.
+// The result's JSON is measured before it is made (`body`), the input's by the caller. Each bound throws a
+// LayoutLimitError naming itself; the sink dead-letters the event with that reason.
 import type jsonataModule from 'jsonata';
 import { groupedCount } from '../util/count-text.ts';
 

@@ -1,15 +1,9 @@
-// A webhook's `layout:` (docs/sinks.md, "Layouts"): the request body built from the event by a JSONata
-// expression, so that any JSON API is a sink (PagerDuty Events v2, Telegram's sendMessage, an incident
-// tool…). JSONata was chosen over a text template (Handlebars, Mustache: they build strings, so every value
-// would need JSON escaping by hand, and Handlebars compiles templates to JavaScript) and other JSON query
-// languages (JMESPath cannot build a new object from computed parts as freely): its result is a JSON value,
-// it has no access to the process, the file system, the network or JavaScript (object prototypes are
-// out of its reach), it is maintained (2.x in 2026), MIT, without dependencies, 0.9 MB installed, and
-// loaded only when a layout is configured. What a configured expression can still do is run for long (a
-// loop, a regular expression that backtracks without end) or build much (a text of a billion
-// characters): it is evaluated in a worker thread of its own (layout-thread.ts), stopped when it runs
-// over its time, and bounded in depth, sequence length and the size of what it builds (layout-bounds.ts);
-// one that fails or runs over fails that request (dead-lettered), never the sink.
+// A webhook's `layout:` (docs/sinks.md, "Layouts", which says why JSONata): the request body built from
+// the event by a JSONata expression, whose result is a JSON value and which cannot reach the process, the
+// file system or the network. Compiled and checked here (the config checks), evaluated in a worker thread
+// of its own (layout-thread.ts) that is stopped past its time, and bounded in depth, sequence length and
+// the size of what it builds (layout-bounds.ts). One that fails or runs over fails that request
+// (dead-lettered), never the sink. Loaded only when a layout is configured.
 import { createRequire } from 'node:module';
 import type jsonataModule from 'jsonata';
 import { groupedCount } from '../util/count-text.ts';

@@ -1,13 +1,7 @@
-// kubediff's events as OpenTelemetry log records (docs/sinks.md, "OpenTelemetry"): what goes in the
-// resource, the attributes, the body and the severity, as plain data the OTLP encoder takes. Kept apart
-// from the sink so that the mapping is the one place to read, and testable without a Collector.
-//
-// Compatible with what the Collector's k8sobjects receiver emits for a watched object, so that pipelines and
-// dashboards built for it work: the resource carries `k8s.namespace.name` (records are grouped per
-// namespace), each record `k8s.resource.name` (the resource's plural name), `event.domain: k8s` and
-// `event.name` (the object's name), and the body is a map with `type` and `object`. Beside those, the
-// OpenTelemetry semantic conventions for Kubernetes (`k8s.cluster.name` on the resource; `k8s.pod.name`,
-// `k8s.deployment.uid`… for the kinds they name) and kubediff's own `kubediff.*` attributes.
+// kubediff's events as OpenTelemetry log records (docs/sinks.md, "OpenTelemetry"), as plain data for the
+// encoder: the one place for the mapping. Compatible with the Collector's k8sobjects receiver
+// (`k8s.namespace.name` on the resource, `k8s.resource.name`, `event.domain`, `event.name`, a body of
+// `type` and `object`), plus the semantic conventions for Kubernetes and kubediff's `kubediff.*` attributes.
 import { type EventType, type KubediffEvent, qualifiedResource, type Verdict } from '../events/event.ts';
 import { groupOf } from '../kube/types.ts';
 import type { DigestPayload } from './digest.ts';

@@ -1,16 +1,9 @@
-// Sends every event as an OpenTelemetry log record over OTLP/HTTP (protobuf, or JSON) to a Collector or
-// any OTLP endpoint (docs/sinks.md, "OpenTelemetry"); the records are mapped in otlp-records.ts. Delivery
-// is the batch sinks' (batch-sink.ts: bounded queue, digests, retries with backoff, dead-letter file).
-// The OpenTelemetry JS packages encode the request (@opentelemetry/otlp-transformer, the serializer of
-// their OTLP exporters) and are loaded only when an OTLP sink is created. Their SDK's own pipeline
-// (LoggerProvider, BatchLogRecordProcessor, OTLP exporter) is not used: its queue drops records when full
-// and its exporter gives up after a fixed number of tries without a trace, where kubediff's delivery
-// digests, retries, dead-letters and counts.
-//
-// Answers, as the OTLP specification says: 200 with a partial success (the Collector rejected some
-// records, without saying which) is not retried, the batch is dead-lettered with the count; 408, 429,
-// 502, 503, 504 (and network errors, timeouts) are retried, honouring Retry-After; 413 splits the batch
-// (batch-sink.ts); every other status is final.
+// Every event as an OpenTelemetry log record (otlp-records.ts) over OTLP/HTTP, protobuf or JSON
+// (docs/sinks.md, "OpenTelemetry"), delivered by batch-sink.ts (bounded queue, digests, retries,
+// dead letters), not by the OpenTelemetry SDK's pipeline, which drops without a trace. The encoder
+// (@opentelemetry/otlp-transformer) loads only when an OTLP sink is created. Answers as the OTLP
+// specification says: a partial success is dead-lettered with its count, not retried; 408, 429, 502, 503,
+// 504 and network errors are retried (Retry-After honoured); 413 splits the batch; anything else is final.
 import type { KubediffEvent } from '../events/event.ts';
 import { errorMessage, KubediffError } from '../util/errors.ts';
 import {

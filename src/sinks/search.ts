@@ -1,14 +1,8 @@
-// Indexes every event in OpenSearch or Elasticsearch through the _bulk API (one implementation for both:
-// their _bulk, index templates and data streams are the same API), docs/sinks.md. The document is the
-// event as `-o json` prints it plus `@timestamp` (the change's time), its _id the event's id, so that a
-// retry never makes a second document:
-// - daily indices (`<index>-YYYY.MM.DD`, by the event's time, so a retry lands in the same index): the
-//   `index` action, which overwrites a document of the same _id;
-// - a data stream (`<index>`): the `create` action (the only one a data stream takes), whose 409 for an
-//   _id already there counts as delivered.
-// Before the first batch the sink installs its index template (search-template.ts), unless told not to.
-// Delivery is the batch sinks' (batch-sink.ts); each item of a bulk answer is judged on its own: 429 and
-// 5xx are retried (only those items), other refusals (a mapping conflict, a closed index) dead-lettered.
+// Indexes every event in OpenSearch or Elasticsearch through _bulk (docs/sinks.md): the event as `-o json`
+// prints it plus `@timestamp`, its _id the event's id, so a retry never makes a second document (daily
+// indices by the event's time: `index`; a data stream: `create`, whose 409 counts as delivered). Installs
+// its index template first (search-template.ts) unless told not to. Delivered by batch-sink.ts; each
+// item is judged alone: 429 and 5xx retried, other refusals dead-lettered.
 import type { KubediffEvent } from '../events/event.ts';
 import { errorMessage } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';

@@ -1,17 +1,9 @@
-// Slack's renderer: the chat message (chat-message.ts: one event in full, a
-// few events one by one, or a digest of a burst) in Block Kit and mrkdwn.
-// Every message stays within Slack's limits: at most 50 blocks, 150
-// characters per header, 3000 per section text, and well under the size at
-// which Slack rejects a message; long values are elided in the middle and
-// what does not fit is counted ("…and 12 more changes").
-//
-// Text from the cluster is made inert (chat-text.ts) the ways Slack documents
-// (https://docs.slack.dev/messaging/formatting-message-text#escaping): &, < and > become entities
-// everywhere, the top-level text included, so no `<!channel>`, `<@U…>` or `<url|label>` can form; every
-// mrkdwn text object is `verbatim` (https://docs.slack.dev/reference/block-kit/composition-objects/text-object:
-// no automatic linking of URLs or channel names, no automatic mention parsing). mrkdwn has no escape for
-// its formatting characters (* _ ~ `) nor for emoji codes (:name:): text holding one, an '@', or a URL is
-// shown as inline code. The header is plain_text, which Slack does not parse.
+// Slack's renderer: the chat message (chat-message.ts: one event in full, a few one by one, or a digest)
+// in Block Kit and mrkdwn, within Slack's limits (50 blocks, 150 characters per header, 3000 per section,
+// well under its message size); long values are elided in the middle, what does not fit is counted.
+// Text from the cluster is made inert (chat-text.ts) as docs/security.md's table says for Slack, with
+// Slack's references: &, < and > as entities everywhere, every mrkdwn text `verbatim`, text holding a
+// formatting character, an emoji code, an '@' or a URL as inline code; the header is plain_text.
 import type { EventType } from '../events/event.ts';
 import {
   type ChatMessage,

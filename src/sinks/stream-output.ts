@@ -1,16 +1,7 @@
-// Writes events to a stream (stdout), one rendering per event.
-//
-// Backpressure: when stdout is piped into a reader slower than the cluster
-// (`kubediff watch | slow-consumer`), Node would buffer every write in
-// memory without bound. Instead, once `pauseAtBytes` are waiting,
-// flowControl() hands the informers a promise to await before they read
-// further from the API server: they stop reading, TCP pushes back on the API
-// server, and the watch resumes when stdout has drained. (If the API server
-// gives up on the stalled watch, the reflector resumes or relists, and
-// nothing is lost.)
-//
-// When the reader goes away (EPIPE: `kubediff watch | head`), onClosed lets
-// the command stop cleanly instead of crashing.
+// Writes events to a stream (stdout), one rendering per event. Bounded: once pauseAtBytes wait unwritten
+// (a slow reader of a pipe), flowControl() makes the informers stop reading until stdout drains, so TCP
+// pushes back on the API server and nothing is lost (a watch the server gives up is resumed or relisted).
+// A reader that goes away (EPIPE) calls onClosed, so the command stops cleanly.
 import type { Writable } from 'node:stream';
 import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
 import { eventJson } from '../events/event-json.ts';

@@ -1,15 +1,8 @@
-// Microsoft Teams, through a Workflows webhook ("Post to a channel when a webhook request is received";
-// the Office 365 connectors are retired): a message with one Adaptive Card (schema 1.4, which every
-// Teams client renders). Teams takes messages of at most about 28 KB and about 4 requests a second per
-// webhook; a 429 comes with Retry-After. Adaptive Card markdown has bold and italics but no inline
-// code, so values are shown as they are, set apart by the arrow and the path's colon.
-//
-// Text from the cluster is made inert (chat-text.ts). A TextBlock reads a subset of markdown (bold,
-// italic, lists, `[label](url)` links) and HTML not at all
-// (https://learn.microsoft.com/microsoftteams/platform/task-modules-and-cards/cards/cards-format), and
-// replaces `{{DATE(…)}}` and `{{TIME(…)}}` (https://learn.microsoft.com/adaptive-cards/authoring-cards/text-features):
-// those characters are backslash-escaped. A mention needs an `<at>` tag and an entity in the card's
-// `msteams.entities` (same page), which kubediff never sends. The `summary` is plain text.
+// Microsoft Teams through a Workflows webhook: one Adaptive Card (schema 1.4) per message, at most about
+// 28 KB, about 4 requests a second (a 429 carries Retry-After). Card markdown has no inline code, so
+// values are shown as they are, set apart by the arrow and the path's colon. Text from the cluster is
+// made inert (chat-text.ts) as docs/security.md's table says for Teams: markdown and `{{DATE(…)}}`
+// characters backslash-escaped; no mention entity is ever sent; the summary is plain text.
 import type { EventType } from '../events/event.ts';
 import type { ChatPlatform } from './chat.ts';
 import {

@@ -22,6 +22,7 @@ import type { Digest } from './digest.ts';
 import type { EventQueue } from './event-queue.ts';
 import { failureKey, post, reasonWithRetryAfter } from './http.ts';
 import { LayoutError } from './layout.ts';
+import { RateLimit } from './rate-limit.ts';
 import { WEBHOOK_HEADERS } from './receiver-checks.ts';
 import { signatureFor } from './signature.ts';
 import type { SinkReport, SinkStats } from './sink.ts';
@@ -76,7 +77,7 @@ export class WebhookSink extends HttpSink {
   private readonly backlog: SinkBacklog;
   private readonly queue: EventQueue;
   private inFlight = 0;
-  private nextSendAt = 0;
+  private readonly pace: RateLimit;
   private readonly stories: StoryBuilder | undefined;
   /** Closed stories waiting for their request, serialized; at most the queue's capacity of events. */
   private readyStories: { story: Story; json: string }[] = [];
@@ -88,6 +89,7 @@ export class WebhookSink extends HttpSink {
     super(options, { name: `webhook ${redactUrl(url)}`, timeoutMs: WEBHOOK_DEFAULTS.timeoutMs });
     this.options = options;
     this.url = url;
+    this.pace = RateLimit.perSecond(options.maxRequestsPerSecond);
     this.backlog = new SinkBacklog(this.name, options.queue, {
       counters: this.counters,
       trouble: this.trouble,
@@ -205,8 +207,8 @@ export class WebhookSink extends HttpSink {
       if (this.clock.expired) return undefined;
       const ready = this.readyStories[0];
       if (ready) {
-        if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return undefined;
-        this.paceNext();
+        if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) return undefined;
+        this.pace.spaced();
         this.readyStories.shift();
         this.readyStoryEvents -= ready.story.count;
         return { kind: 'story', story: ready.story, json: ready.json };
@@ -217,7 +219,7 @@ export class WebhookSink extends HttpSink {
         await this.wakeup.wait();
         continue;
       }
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) return undefined;
+      if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) return undefined;
       const batch = this.options.batch;
       if (head.kind === 'event' && batch && batch.maxEvents > 1 && !this.clock.closing) {
         const due = head.queuedAt + (batch.maxWaitMs ?? WEBHOOK_DEFAULTS.batchMaxWaitMs);
@@ -226,7 +228,7 @@ export class WebhookSink extends HttpSink {
           continue;
         }
       }
-      this.paceNext();
+      this.pace.spaced();
       if (head.kind === 'digest') {
         this.queue.shift();
         return { kind: 'digest', digest: head.digest };
@@ -241,12 +243,6 @@ export class WebhookSink extends HttpSink {
       this.queue.shift();
       return { kind: 'event', event: head.event, json: head.json };
     }
-  }
-
-  /** A request goes out now: with maxRequestsPerSecond, the next one may not before its turn. */
-  private paceNext(): void {
-    const rate = this.options.maxRequestsPerSecond;
-    if (rate && rate > 0) this.nextSendAt = Date.now() + 1000 / rate;
   }
 
   private async send(work: Work): Promise<void> {
@@ -311,11 +307,11 @@ export class WebhookSink extends HttpSink {
   private async sendInHalves(work: Extract<Work, { kind: 'batch' }>, reason: string): Promise<void> {
     this.trouble.refused('too large: HTTP 413', splitNote(reason, work));
     for (const part of halvesOf(work)) {
-      if (!(await this.clock.waitUntil(this.nextSendAt, this.wakeup))) {
+      if (!(await this.clock.waitUntil(this.pace.nextAt, this.wakeup))) {
         this.failed(part, `${reason}; its part was due after the shutdown timeout`);
         continue;
       }
-      this.paceNext();
+      this.pace.spaced();
       await this.send(part);
     }
   }

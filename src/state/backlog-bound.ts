@@ -1,15 +1,8 @@
-// The recorder's bound on memory: the write queue holds each write serialized, and at most `maxBytes` of
-// them. A sink that is slow or down (a webhook retrying for minutes) would otherwise keep every change,
-// whole object included, in memory until it recovers; a store that cannot take writes (PostgreSQL down)
-// likewise.
-//
-// At the bound, the oldest writes go, down to half of it:
-// - committed before every sink has finished with them (`early`): memory stays bounded and the watch and
-//   the other sinks go on, at the price that a kill -9 meanwhile can lose, for that sink only, changes it
-//   still had queued (a clean stop hands them to the dead-letter file or reports them, as always);
-// - or, when the store cannot take them now, dropped (`drop`): their history is lost, and the next start's
-//   relist finds the objects again. A discovery's note is never dropped: catch-up needs it.
-// Each is counted (a metric) and logged once.
+// The recorder's memory bound: at most maxBytes of serialized writes wait. At the bound the oldest go,
+// down to half of it: committed before every sink has finished with them (`early`: a kill -9 meanwhile
+// can lose, for that sink only, changes it still had queued), or, when the store cannot take them,
+// dropped (`drop`: the next start's relist finds the objects again; a discovery's note is never dropped).
+// Each is counted and logged once.
 
 import type { Logger } from '../util/log.ts';
 import { MEMORY_SHARES } from '../util/memory-budget.ts';

@@ -1,18 +1,8 @@
-// Start-up with a previous run's state: how each informer starts so that it reports exactly what was
-// created, changed and deleted while kubediff was not running (offline).
-//
-// - A type watched and listed by the previous run starts with its store pre-loaded from the recorded
-//   objects and treats its first LIST as a relist: the informer reports the differences.
-// - A type watched but not listed (its first LIST never wholly committed: a kill between the baseline's
-//   transactions, or a baseline dropped while the store was down) is reconciled the same for the objects
-//   recorded, and takes a silent baseline of the others: nothing tells which of them are new.
-// - A type the server did not offer last time (a CRD installed while down) has its objects reported
-//   ADDED offline.
-// - A type served before but not watched (the selection grew) takes a silent baseline.
-// - A recorded type the server no longer offers has its objects reported DELETED offline
-//   (reportVanishedTypes).
-// The previous state compares only when it was recorded with the same selection (selectionSignature):
-// otherwise its objects are forgotten and a new silent baseline is taken (the history is kept).
+// Start-up from a previous run's state, so that each informer reports exactly what changed offline: a type
+// listed before starts pre-loaded and takes its first LIST as a relist; one watched but never wholly
+// listed reconciles its recorded objects and baselines the rest silently; a type newly served reports its
+// objects ADDED, one newly selected baselines silently, one no longer served reports its objects DELETED
+// (reportVanishedTypes). A state recorded with another selection is not compared (a new silent baseline).
 import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';

@@ -1,18 +1,9 @@
-// The state in PostgreSQL (`--state postgres://…`): one database shared by many kubediff processes, one
-// per cluster. Every row carries its cluster: each cluster's snapshot (resources, objects) is its own,
-// and the history of all of them is one table that `kubediff history --cluster` reads across the fleet
-// (postgres-history.ts).
-//
-// A writer holds ONE connection: its writes are serialized by the recorder anyway, and the connection
-// carries the cluster's claim, a session advisory lock, so that two processes recording the same
-// cluster are refused (the second one at its start). When the connection is lost (the database
-// restarts), the next write reconnects, migrates if needed and claims again; the recorder retries
-// transient failures.
-//
-// Under --leader-elect the claim follows the Lease instead (docs/state.md, "A leader-elected pair"): a
-// standby opens the store without claiming (it reads the snapshot, writes nothing), the recorder claims
-// when the replica starts leading (`claim()`, retried while the previous leader's session still holds
-// it; past a grace period that session is ended, `fence()`), and releases it when it stops leading.
+// The state in PostgreSQL (`--state postgres://…`, docs/state.md): one database for many processes, every
+// row with its cluster, one history table across the fleet. A writer holds one connection, which carries
+// its cluster's claim (a session advisory lock: a second writer of the cluster is refused); a lost
+// connection is reopened, migrated and claimed again by the next write. Under --leader-elect the claim
+// follows the Lease: claim() when leading (fence() ends a previous session past a grace period), released
+// when not; a standby reads and writes nothing.
 import type pg from 'pg';
 import type { StoredObject } from '../informer/store.ts';
 import type { ResourceType } from '../kube/types.ts';

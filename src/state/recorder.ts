@@ -1,26 +1,9 @@
-// Keeps the store (--state) in step with what kubediff reports, and uses it at startup to catch up on
-// what changed while kubediff was not running. A pipeline observer; the parts, one concept each:
-//
-// - catch-up.ts: how each informer starts from the previous run's state (pre-loaded, silent, ADDED
-//   offline), and the objects of types no longer served reported DELETED;
-// - write-queue.ts: every change and reported event queued in order with its delivery mark, committed
-//   once every sink has finished with it (at-least-once with stable ids: a kill -9 loses nothing that
-//   was reported as delivered); a baseline first (below);
-// - state-writer.ts: the commits, one transaction at a time, with the memory bound (backlog-bound.ts),
-//   a store that is down (store-outage.ts) and the listed marks (listed-types.ts);
-// - leader-claim.ts: leader-elected with a shared store, only the leader records, holding the claim.
-//
-// The baseline (a first LIST with nothing to compare it with) is what every later catch-up compares
-// against, so it is durable before anything after it is reported: its objects wait for no sink, and an
-// informer whose first LIST ended pauses reading (flowControl) until they are committed. Only then does a
-// first run say that it records state: a start killed at any moment is caught up by the next.
-//
-// Leader-elected (docs/state.md, "A leader-elected pair"): a standby reads the snapshot at its start
-// (its informers catch up from it like any start) and writes nothing. When it starts leading, it claims
-// the cluster and brings the snapshot up to date (leader-claim.ts), records the events the leader gate
-// hands it (those it delivers, and those the previous leader's checkpoint covered: the history's
-// (cluster, id, type) key keeps them once), and from then on records as usual. When it stops leading, it
-// commits what its sinks have finished with and releases the claim.
+// Keeps the store (--state) in step with what kubediff reports, and catches up at startup on what changed
+// while it was not running (docs/state.md). A pipeline observer, assembled from catch-up.ts, write-queue.ts,
+// state-writer.ts and leader-claim.ts. Promises: a change is committed once every sink is done with it
+// (a kill -9 loses nothing reported as delivered); a first run's baseline is durable before anything after
+// it is reported; leader-elected, only the leader records (a standby reads the snapshot at its start, and
+// records what the leader gate hands it when it takes over).
 import {
   type ChangeEvent,
   type KubediffEvent,

@@ -1,18 +1,8 @@
-// The state file behind `--state`: an embedded SQLite database (Node's own
-// node:sqlite, no native module) holding, per watched object, the last
-// reported state (normalized: ignored paths dropped, Secrets redacted), per
-// resource type whether it was served and watched and how far it was
-// followed, and the history of reported events for `kubediff history`.
-//
-// Recognised by its application_id; its schema version is PRAGMA user_version
-// and older versions are migrated in place, in one transaction
-// (sqlite-migrations.ts). WAL journal: a reader (`kubediff history`) never
-// blocks the writer, and a kill -9 loses at most the transaction being
-// written, never the file.
-//
-// The file holds every watched object (Secrets redacted, but ConfigMaps and
-// everything else as they are): it is created 0600 before SQLite opens it,
-// and SQLite gives its -wal and -shm files the database file's mode.
+// The state file behind `--state` (docs/state.md): node:sqlite, recognised by its application_id, schema
+// version in user_version, older versions migrated in place in one transaction (sqlite-migrations.ts).
+// WAL: readers never block the writer; a kill -9 loses at most the transaction being written. The file
+// holds every watched object (Secrets redacted): created 0600 before SQLite opens it (its -wal and -shm
+// files take that mode).
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';

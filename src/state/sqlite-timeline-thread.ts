@@ -7,10 +7,10 @@
 // Bounded: at most QUERY_QUEUE_LIMIT queries wait or run; beyond, a query is refused at once with
 // ReaderBusy (503, counted, logged once). A worker that dies fails its waiting queries and is started
 // again by the next one.
-import { Worker } from 'node:worker_threads';
 import { KubediffError, UsageError } from '../util/errors.ts';
+import { type WorkerFailure, WorkerThread } from '../util/worker-thread.ts';
 import { QUERY_QUEUE_LIMIT, QueryGate } from './query-gate.ts';
-import type { QueryMethod, WorkerError, WorkerReply, WorkerStart } from './sqlite-timeline-worker.ts';
+import type { QueryFailure, QueryJob, QueryMethod } from './sqlite-timeline-worker.ts';
 import type {
   EventPage,
   EventSummary,
@@ -32,85 +32,45 @@ const WORKER_URL = new URL(
   import.meta.url,
 );
 
-function errorOf(error: WorkerError): KubediffError {
-  return error.usage ? new UsageError(error.message) : new KubediffError(error.message);
-}
-
-interface Pending {
-  resolve: (value: unknown) => void;
-  reject: (error: Error) => void;
+function readerError(failure: WorkerFailure<QueryFailure>): KubediffError {
+  switch (failure.kind) {
+    case 'refused':
+    case 'failed':
+      return failure.error.usage
+        ? new UsageError(failure.error.message)
+        : new KubediffError(failure.error.message);
+    case 'crashed':
+      return new KubediffError(`the history reader failed: ${failure.message}`);
+    case 'stopped':
+    case 'timeout':
+      return new KubediffError('the history reader stopped.');
+    case 'closed':
+      return new KubediffError('the history reader is closed.');
+  }
 }
 
 export class SqliteTimelineThread implements TimelineReader {
-  private readonly start: WorkerStart;
-  private readonly gate = new QueryGate(QUERY_QUEUE_LIMIT);
-  private readonly pending = new Map<number, Pending>();
-  private worker: Promise<Worker> | undefined;
-  private nextId = 1;
-  private closed = false;
+  private readonly thread: WorkerThread<string, QueryJob, unknown, QueryFailure>;
 
-  private constructor(start: WorkerStart) {
-    this.start = start;
+  private constructor(path: string) {
+    this.thread = new WorkerThread({
+      url: WORKER_URL,
+      start: path,
+      error: readerError,
+      limit: new QueryGate(QUERY_QUEUE_LIMIT),
+      keepAlive: 'always',
+    });
   }
 
   /** Opens the file in the worker; a UsageError when it cannot (not a state file, a newer schema…). */
-  static async open(path: string, env: NodeJS.ProcessEnv = process.env): Promise<SqliteTimelineThread> {
-    const reader = new SqliteTimelineThread({ path, holdFile: env.KUBEDIFF_UI_TEST_HOLD || undefined });
-    await reader.started();
+  static async open(path: string): Promise<SqliteTimelineThread> {
+    const reader = new SqliteTimelineThread(path);
+    await reader.thread.ready();
     return reader;
   }
 
-  private started(): Promise<Worker> {
-    this.worker ??= new Promise<Worker>((resolve, reject) => {
-      const worker = new Worker(WORKER_URL, { workerData: this.start });
-      worker.once('message', (message: { ready: boolean; error?: WorkerError }) => {
-        if (!message.ready) {
-          reject(errorOf(message.error ?? { message: 'the history reader did not start.', usage: false }));
-          void worker.terminate();
-          return;
-        }
-        worker.on('message', (reply: WorkerReply) => this.answer(reply));
-        resolve(worker);
-      });
-      worker.on('error', (error) => {
-        reject(error);
-        this.failAll(new KubediffError(`the history reader failed: ${error.message}`));
-      });
-      worker.on('exit', () => {
-        this.worker = undefined;
-        this.failAll(new KubediffError('the history reader stopped.'));
-      });
-    });
-    // A failed start is not kept: the next query tries again.
-    this.worker.catch(() => {
-      this.worker = undefined;
-    });
-    return this.worker;
-  }
-
-  private answer(reply: WorkerReply): void {
-    const pending = this.pending.get(reply.id);
-    if (!pending) return;
-    this.pending.delete(reply.id);
-    if ('error' in reply) pending.reject(errorOf(reply.error));
-    else pending.resolve(reply.result);
-  }
-
-  private failAll(error: Error): void {
-    for (const pending of this.pending.values()) pending.reject(error);
-    this.pending.clear();
-  }
-
   private call<T>(method: QueryMethod, ...args: unknown[]): Promise<T> {
-    if (this.closed) return Promise.reject(new KubediffError('the history reader is closed.'));
-    return this.gate.run(async () => {
-      const worker = await this.started();
-      const id = this.nextId++;
-      return new Promise<T>((resolve, reject) => {
-        this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-        worker.postMessage({ id, method, args });
-      });
-    });
+    return this.thread.request({ method, args }) as Promise<T>;
   }
 
   facets(): Promise<Facets> {
@@ -137,11 +97,7 @@ export class SqliteTimelineThread implements TimelineReader {
     return this.call('latestSeq');
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const worker = await this.worker?.catch(() => undefined);
-    this.worker = undefined;
-    await worker?.terminate();
-    this.failAll(new KubediffError('the history reader is closed.'));
+  close(): Promise<void> {
+    return this.thread.close();
   }
 }

@@ -1,16 +1,9 @@
-// The recorder's queue of writes, gated by delivery marks: every change of an informer's store and every
-// reported event, serialized, in the order they happened, each with the mark the pipeline gave it (how
-// many events each sink had accepted right after it was handed over). What may be committed is the
-// longest prefix whose marks every sink has reached (delivered, or accounted for as dead-lettered or
-// lost), so the store never records as reported something a kill -9 could still keep from a sink.
-//
-// A baseline's object (a first LIST with nothing to compare it with) carries no event: it waits for no
-// sink, and may be committed past entries that do, as long as nothing before it must be applied first
-// (a discovery's note, or a write of the same object).
-//
-// The queue also knows, per resource type, how many entries of its first LIST are still waiting: the
-// type's objects in the store are a complete inventory once none is, and never when one of them left
-// the queue without being committed.
+// The recorder's queue of writes: every store change and reported event, serialized, in order, each with
+// the delivery mark the pipeline gave it. What may be committed is the longest prefix whose marks every
+// sink has reached, so the store never records as reported what a kill -9 could still keep from a sink;
+// a baseline's object waits for no sink and may pass entries that do, unless one before it must be
+// applied first. Per type it knows whether the first LIST's objects are all committed (a complete
+// inventory).
 import type { DeliveryMark } from '../events/pipeline.ts';
 import type { SerializedWrite } from './store.ts';
 

@@ -2,34 +2,22 @@
 // as the reader read it), the whole answer, ready to send: its events parsed, the versions asked for
 // rebuilt (versions.ts), all of it serialized. Parsing, undoing and serializing a large object's
 // history takes time in proportion to it; here it takes none from the thread that watches and serves.
-//
-// Messages in: ObjectViewJob. Out: { ready: true } once loaded, then per job { id, body } (UTF-8,
-// its buffer transferred) or { id, error }.
-
-import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
+// The answer is UTF-8 JSON, its buffer moved to the caller rather than copied.
 import type { ChangeEvent } from '../events/event.ts';
 import { isJsonObject, type JsonObject } from '../kube/types.ts';
 import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import { formatSize } from '../util/size.ts';
 import { yieldToMainThread } from '../util/thread-priority.ts';
-import { holdWhileFileExists } from '../util/worker-hold.ts';
+import { serveRequests } from '../util/worker-thread.ts';
 import { rebuildVersions } from './versions.ts';
 
 export interface ObjectViewJob {
-  id: number;
   records: ObjectRecords;
   /** The seqs whose versions are asked for (a, b). */
   wanted: number[];
   /** The bound the reader applied, for the notice. */
   maxBytes: number;
-}
-
-export type ObjectViewReply = { id: number; body: Uint8Array } | { id: number; error: string };
-
-export interface ObjectViewStart {
-  /** KUBEDIFF_UI_TEST_HOLD_REBUILD (docs/ui.md): while this file exists, a rebuild waits (tests). */
-  holdFile?: string | undefined;
 }
 
 /** What /api/v1/object answers. */
@@ -73,22 +61,17 @@ export function objectAnswer(job: ObjectViewJob): string {
   return `${head.slice(0, -1)},"versions":{${entries.join(',')}}}`;
 }
 
-function serve(port: MessagePort, start: ObjectViewStart): void {
+void serveRequests<undefined, ObjectViewJob, Uint8Array, string>(() => {
   yieldToMainThread();
-  port.postMessage({ ready: true });
-  port.on('message', (job: ObjectViewJob) => {
-    try {
-      if (start.holdFile) holdWhileFileExists(start.holdFile);
+  return {
+    handle: (job) => {
       const body = Buffer.from(objectAnswer(job));
-      // A view of its own buffer, so that the buffer can be transferred rather than copied.
-      const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-      const transfer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
-      port.postMessage({ id: job.id, body: bytes } satisfies ObjectViewReply, transfer ? [body.buffer] : []);
-    } catch (error) {
-      port.postMessage({ id: job.id, error: errorMessage(error) } satisfies ObjectViewReply);
-    }
-  });
-}
-
-// Only in a worker thread: imported elsewhere, it only defines.
-if (parentPort && !isMainThread) serve(parentPort, workerData as ObjectViewStart);
+      return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+    },
+    // Its own buffer is moved rather than copied (a small one shares Node's pool, which stays).
+    transfer: (bytes) =>
+      bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        ? [bytes.buffer as ArrayBuffer]
+        : [],
+  };
+}, errorMessage);

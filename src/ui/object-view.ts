@@ -6,12 +6,12 @@
 // src/state/timeline-reader.ts), how long one answer may take (timeMs: beyond it the worker is stopped,
 // and started again for the next), and how many wait (queue: beyond it a request is refused with
 // ReaderBusy, 503). One answer is built at a time.
-import { Worker } from 'node:worker_threads';
 import { QueryGate } from '../state/query-gate.ts';
 import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { formatDuration } from '../util/duration.ts';
 import { KubediffError } from '../util/errors.ts';
-import type { ObjectViewJob, ObjectViewReply, ObjectViewStart } from './object-view-worker.ts';
+import { type WorkerFailure, WorkerThread } from '../util/worker-thread.ts';
+import type { ObjectViewJob } from './object-view-worker.ts';
 
 export interface ObjectLimits {
   /** The JSON of one object's events read for one answer, and of its last state. */
@@ -38,26 +38,38 @@ const WORKER_URL = new URL(
   import.meta.url,
 );
 
-interface Pending {
-  resolve: (body: Uint8Array) => void;
-  reject: (error: Error) => void;
+function viewError(failure: WorkerFailure<string>): KubediffError {
+  switch (failure.kind) {
+    case 'refused':
+    case 'failed':
+      return new KubediffError(`cannot build the answer: ${failure.error}`);
+    case 'crashed':
+      return new KubediffError(`the UI's worker failed: ${failure.message}`);
+    case 'stopped':
+      return new KubediffError("the UI's worker stopped.");
+    case 'timeout':
+      return new ObjectViewTooSlow(
+        `building this object's answer took longer than ${formatDuration(failure.limitMs)}, the most one answer may take; ask for fewer of its events (limit).`,
+      );
+    case 'closed':
+      return new KubediffError('the UI is closing.');
+  }
 }
 
 export class ObjectViews {
-  private readonly start: ObjectViewStart;
   private readonly limits: ObjectLimits;
-  private readonly gate: QueryGate;
-  private worker: Promise<Worker> | undefined;
-  private pending: { id: number; settle: Pending } | undefined;
-  /** Jobs wait here, in order, while one is built. */
-  private turn: Promise<unknown> = Promise.resolve();
-  private nextId = 1;
-  private closed = false;
+  private readonly thread: WorkerThread<undefined, ObjectViewJob, Uint8Array, string>;
 
-  constructor(options: { holdFile?: string | undefined; limits?: Partial<ObjectLimits> | undefined } = {}) {
-    this.start = { holdFile: options.holdFile };
+  constructor(options: { limits?: Partial<ObjectLimits> | undefined } = {}) {
     this.limits = { ...OBJECT_LIMITS, ...options.limits };
-    this.gate = new QueryGate(this.limits.queue);
+    this.thread = new WorkerThread({
+      url: WORKER_URL,
+      start: undefined,
+      error: viewError,
+      timeLimitMs: this.limits.timeMs,
+      limit: new QueryGate(this.limits.queue),
+      keepAlive: 'never',
+    });
   }
 
   /** What the reader may read for one answer (ObjectRecordsQuery.maxBytes). */
@@ -67,99 +79,18 @@ export class ObjectViews {
 
   /**
    * The answer's bytes (JSON) from the records `read` returns; rejects with ReaderBusy when too many wait,
-   * ObjectViewTooSlow past the time bound. The read runs inside the gate: a refused request reads nothing
+   * ObjectViewTooSlow past the time bound. The read runs inside the bound: a refused request reads nothing
    * (each read may bring two times maxBytes onto this thread).
    */
   render(read: () => Promise<ObjectRecords>, wanted: readonly number[]): Promise<Uint8Array> {
-    return this.gate.run(async () => {
-      const records = await read();
-      const built = this.turn.then(() => this.build(records, wanted));
-      this.turn = built.catch(() => {});
-      return built;
-    });
+    return this.thread.request(async () => ({
+      records: await read(),
+      wanted: [...wanted],
+      maxBytes: this.limits.maxBytes,
+    }));
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const worker = await this.worker?.catch(() => undefined);
-    this.worker = undefined;
-    this.fail(new KubediffError('the UI is closing.'));
-    await worker?.terminate();
-  }
-
-  private async build(records: ObjectRecords, wanted: readonly number[]): Promise<Uint8Array> {
-    if (this.closed) throw new KubediffError('the UI is closing.');
-    // The time bound counts from a worker ready to build (not the start of a new one).
-    const worker = await this.started();
-    const id = this.nextId++;
-    return new Promise<Uint8Array>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // Stopped, not waited for: the next answer gets a new worker.
-        this.worker = undefined;
-        void worker.terminate();
-        this.fail(
-          new ObjectViewTooSlow(
-            `building this object's answer took longer than ${formatDuration(this.limits.timeMs)}, the most one answer may take; ask for fewer of its events (limit).`,
-          ),
-        );
-      }, this.limits.timeMs);
-      const settle = (done: () => void) => {
-        clearTimeout(timer);
-        this.pending = undefined;
-        done();
-      };
-      this.pending = {
-        id,
-        settle: {
-          resolve: (body) => settle(() => resolve(body)),
-          reject: (error) => settle(() => reject(error)),
-        },
-      };
-      worker.postMessage({
-        id,
-        records,
-        wanted: [...wanted],
-        maxBytes: this.limits.maxBytes,
-      } satisfies ObjectViewJob);
-    });
-  }
-
-  /** The worker, once it has loaded and says it is ready. */
-  private started(): Promise<Worker> {
-    if (this.worker) return this.worker;
-    const started = new Promise<Worker>((resolve, reject) => {
-      const worker = new Worker(WORKER_URL, { workerData: this.start });
-      worker.once('message', () => {
-        worker.on('message', (reply: ObjectViewReply) => this.answer(reply));
-        resolve(worker);
-      });
-      worker.on('error', (error) => {
-        const failure = new KubediffError(`the UI's worker failed: ${error.message}`);
-        reject(failure);
-        if (this.worker === started) this.worker = undefined;
-        this.fail(failure);
-      });
-      worker.on('exit', () => {
-        reject(new KubediffError("the UI's worker stopped."));
-        if (this.worker !== started) return;
-        this.worker = undefined;
-        this.fail(new KubediffError("the UI's worker stopped."));
-      });
-      // It must not keep a stopping process alive.
-      worker.unref();
-    });
-    this.worker = started;
-    return started;
-  }
-
-  private answer(reply: ObjectViewReply): void {
-    const pending = this.pending;
-    if (!pending || pending.id !== reply.id) return;
-    if ('error' in reply) pending.settle.reject(new KubediffError(`cannot build the answer: ${reply.error}`));
-    else pending.settle.resolve(reply.body);
-  }
-
-  private fail(error: Error): void {
-    this.pending?.settle.reject(error);
+  close(): Promise<void> {
+    return this.thread.close();
   }
 }

@@ -1,22 +1,11 @@
-// `kubediff ui` and `watch --ui`: the change history as a web page, served by kubediff itself.
-// Read-only (GET and HEAD only; the history is opened read-only), bound to loopback unless told
-// otherwise, with an optional bearer token on the API, and strict headers on every answer (a Content
-// Security Policy that allows only the page's own files, no framing, no referrer, no sniffing).
-//
-//   GET /                       the page           GET /assets/<file>   its modules and style
-//   GET /api/v1/facets          what the filters can offer (namespaces, kinds, clusters, time span)
-//   GET /api/v1/timeline        marks, or density per row and time bucket, in a window
-//   GET /api/v1/events          events newest first, paged (before=<seq>)
-//   GET /api/v1/object          one object's history, and two rebuilt versions (a=<seq>&b=<seq>)
-//   GET /api/v1/stream          server-sent events: what is recorded from now on (after=<seq>)
-//   GET /healthz
-//
-// Every answer is bounded (src/ui/query.ts LIMITS), and so are connections and live streams. No
-// visitor can stop or slow the watch this server may run beside: a connection's errors stay with it
-// (src/service/listener-guard.ts), a live stream that is not read is closed, and an object's versions
-// are rebuilt in a worker thread (object-view.ts), as the SQLite history is read in one.
+// `kubediff ui` and `watch --ui`: the change history as a web page (docs/ui.md, its routes there).
+// Read-only (GET and HEAD), loopback unless told otherwise, an optional bearer token on the API, strict
+// headers on every answer. Every answer, connection and live stream is bounded; no visitor can stop or
+// slow the watch beside it: a connection's errors stay with it (listener-guard.ts), a live stream not
+// read is closed, and object answers and SQLite queries run in worker threads.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { durationFromEnvironment } from '../config/tuning.ts';
 import { guardedServerOptions, ListenerGuard, type ListenerLimits } from '../service/listener-guard.ts';
 import type { UiObserver } from '../service/metrics/ui-metrics.ts';
 import { ReaderBusy } from '../state/reader-busy.ts';
@@ -82,7 +71,7 @@ export interface UiServerOptions extends Exposure {
   pollIntervalMs?: number;
   /** The bounds of an object's answer (default OBJECT_LIMITS; tests make them small). */
   objectLimits?: Partial<ObjectLimits>;
-  /** KUBEDIFF_UI_TEST_HEARTBEAT, KUBEDIFF_UI_TEST_HOLD_REBUILD (docs/ui.md): tests only. */
+  /** Where KUBEDIFF_UI_HEARTBEAT is read (docs/watching.md, "Tuning"); process.env by default. */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -133,11 +122,8 @@ export class UiServer {
     this.assets = loadAssets();
     this.tokenDigest = options.token ? digest(options.token) : undefined;
     this.loopbackOnly = loopbackOnly;
-    this.views = new ObjectViews({
-      holdFile: env.KUBEDIFF_UI_TEST_HOLD_REBUILD || undefined,
-      limits: options.objectLimits,
-    });
-    this.heartbeatMs = Number(env.KUBEDIFF_UI_TEST_HEARTBEAT) || HEARTBEAT_MS;
+    this.views = new ObjectViews({ limits: options.objectLimits });
+    this.heartbeatMs = durationFromEnvironment('KUBEDIFF_UI_HEARTBEAT', env) ?? HEARTBEAT_MS;
     this.listener = ListenerGuard.attach(server, 'ui', UI_LISTENER_LIMITS, options.log);
   }
 

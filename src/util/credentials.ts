@@ -1,17 +1,10 @@
-// The credentials kubediff is configured with, and the one way they are kept out of what it writes: a
-// receiver that answers 401 with the request's headers in its body, a client library whose error quotes
-// a password, must not get them into a log line, a dead letter, a metric or the UI (docs/security.md,
-// "Credentials"). A Credentials holds each value in every form kubediff sends it, or a receiver is
-// likely to echo it back in: as it is, JSON-escaped, URL-encoded, base64 (standard and URL-safe, with or
-// without padding); a header value also word by word (`Bearer <token>`: the token) and, for `Basic` and
-// `ApiKey`, decoded (user:password, the password); a basic-auth pair as base64 of user:password; a URL by
-// its password, path segments and query values that are not plain words (a Slack webhook's secret, a
-// Google Chat key and token). scrub() replaces every form in a text with CREDENTIAL_MARK.
-//
-// Where it applies (each given its Credentials, never a global): the process's logger (every line),
-// the dead-letter files (each record's reason and sink), the sinks' names (logs, metrics, /readyz), a
-// sink's HTTP answers before they are quoted or cut to an excerpt (a credential cut in two would escape
-// the whole-value search), and the fatal error of a watch.
+// The credentials kubediff is configured with, and the one way they are kept out of what it writes (logs,
+// dead letters, metrics, the UI; docs/security.md, "Credentials"): a Credentials holds each value in every
+// form kubediff sends it or a receiver may echo (as it is, JSON-escaped, URL-encoded, base64 variants; a
+// header word by word and Basic/ApiKey decoded; a URL's password, path segments and query values that are
+// not plain words), and scrub() replaces every form in a text with CREDENTIAL_MARK. Each user is given its
+// Credentials, never a global: the logger, dead-letter records, sinks' names, a sink's HTTP answers before
+// they are quoted or cut, a watch's fatal error.
 import type { LogFields, Logger } from './log.ts';
 
 /** What a credential is replaced by. */

@@ -1,14 +1,7 @@
-// Diagnostics go to stderr, never stdout: stdout carries only events.
-//
-// Two formats. On a terminal, one readable line per message ("kubediff: …",
-// "kubediff: warning: …"). Anywhere else (a pod, a pipe into a log shipper)
-// one JSON object per line, with a level a log stack can filter on:
-//   {"time":"2026-11-22T10:31:07.412Z","level":"warn","msg":"…","component":"leader-election"}
-// `msg` is the same one-sentence human message in both formats. The format is
-// chosen by --log-format / $KUBEDIFF_LOG_FORMAT (text, json; auto by default).
-// Text lines are for a terminal: what a message quotes (object names, a
-// receiver's error body) passes through printable(), line breaks included, so
-// one message is one line and nothing in it acts on the terminal.
+// Diagnostics go to stderr, never stdout (which carries only events): one readable line per message on a
+// terminal, one JSON object per line elsewhere ({"time","level","msg","component"}), chosen by
+// --log-format / $KUBEDIFF_LOG_FORMAT (auto by default). `msg` is the same sentence in both. Text lines
+// pass what they quote through printable(), so a message is one line and nothing acts on the terminal.
 import { printable } from './terminal-text.ts';
 import { isoTimestamp } from './timestamp.ts';
 

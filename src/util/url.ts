@@ -28,6 +28,11 @@ export function urlStart(text: string): string {
   return (text.split('/')[0] ?? '').slice(0, 40);
 }
 
+/** A URL as a message may show it, quoted: what comes before its first '/', then '/…' if more follows. */
+export function shownUrl(text: string): string {
+  return JSON.stringify(`${urlStart(text)}${text.includes('/') ? '/…' : ''}`);
+}
+
 /** 'https://hooks.slack.com/…': scheme and host (and port) only. */
 export function redactUrl(url: string | URL): string {
   try {

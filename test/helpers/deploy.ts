@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { ClusterInfo } from './cluster.ts';
 import { resolveBinaries } from './cluster.ts';
 import type { KubeAdmin, KubeObject } from './kube-admin.ts';
+import { podServiceAccountEnv } from './pod-service-account.ts';
 
 const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
 /** The Helm chart, and helm built from its Go module (test/helm). */
@@ -245,7 +246,7 @@ export async function mintToken(
 }
 
 export interface PodFiles {
-  /** Stands in for `/` (KUBEDIFF_IN_CLUSTER_ROOT). */
+  /** Holds var/run/secrets/kubernetes.io/serviceaccount, as a pod's `/` does. */
   root: string;
   tokenFile: string;
   /** The environment of a process in a pod: no kubeconfig, only KUBERNETES_SERVICE_HOST/PORT. */
@@ -278,7 +279,7 @@ export async function podFiles(cluster: ClusterInfo, namespace: string, token: s
     root,
     tokenFile,
     env: {
-      KUBEDIFF_IN_CLUSTER_ROOT: root,
+      ...podServiceAccountEnv(dir),
       KUBERNETES_SERVICE_HOST: url.hostname,
       KUBERNETES_SERVICE_PORT: url.port || '443',
       KUBECONFIG: undefined,

@@ -29,6 +29,7 @@ import {
   writeGeneratedPostgresHistory,
 } from '../helpers/generated-history.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
+import { holdWorkersHere } from '../helpers/worker-hold.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-ui-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -458,8 +459,8 @@ function apiTests(store: Store): void {
     assert.deepEqual(versions.body.versions[String(seqs[3])]?.data, big.data(3));
     assert.equal(versions.body.notice, undefined);
 
-    const bounded = async (objectLimits: Partial<ObjectLimits>, env: NodeJS.ProcessEnv = {}) => {
-      const bounded = await UiServer.start('127.0.0.1:0', { reader: await open(), log, objectLimits, env });
+    const bounded = async (objectLimits: Partial<ObjectLimits>) => {
+      const bounded = await UiServer.start('127.0.0.1:0', { reader: await open(), log, objectLimits });
       t.after(() => bounded.close());
       return async (query: string) => {
         const response = await fetch(`http://${bounded.address}${path}${query}`);
@@ -491,7 +492,9 @@ function apiTests(store: Store): void {
     // in a new worker, is answered.
     const hold = join(dir, 'hold-rebuild');
     writeFileSync(hold, '');
-    const slow = await bounded({ timeMs: 1_000 }, { KUBEDIFF_UI_TEST_HOLD_REBUILD: hold });
+    const slow = await bounded({ timeMs: 1_000 });
+    const release = holdWorkersHere('object-view-worker', hold);
+    t.after(release);
     const refused = await slow('');
     assert.equal(refused.status, 503);
     assert.match(

@@ -1,6 +1,6 @@
 // `watch --ui` keeps the UI's queries off the watch (docs/ui.md): the SQLite reader runs in a worker
-// thread, so a query that takes long (here held in the worker for as long as the test says, through
-// KUBEDIFF_UI_TEST_HOLD, as a scan of a large history would be) does not delay an event: the change made
+// thread, so a query that takes long (here held in the worker for as long as the test says, by
+// test/helpers/worker-hold.ts, as a scan of a large history would be) does not delay an event: the change made
 // meanwhile is printed while the query is still unanswered. Its queue is bounded: beyond 32 queries
 // waiting, a request is refused with 503, counted and logged once. And the UI's metrics on --listen:
 // requests by route and code, their duration, live streams, refusals. The page is asked for by the
@@ -16,6 +16,7 @@ import { killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
 import { writeGeneratedHistory } from '../helpers/generated-history.ts';
 import { adminClient } from '../helpers/kube-admin.ts';
 import { SERVING as METRICS_SERVING, scrapeMetrics } from '../helpers/metrics.ts';
+import { workerHoldEnv } from '../helpers/worker-hold.ts';
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-ui-thread-'));
@@ -41,7 +42,7 @@ test('a slow UI query does not delay an event; the query queue is bounded (503, 
   writeFileSync(config, 'ui:\n  listen: 127.0.0.1:0\n');
   const kd = runKubediff(
     watchArgs(ns, ['configmaps'], '-c', config, '--state', state, '--listen', '127.0.0.1:0'),
-    { checkEvents: true, timeoutMs: 30_000, env: { KUBEDIFF_UI_TEST_HOLD: hold } },
+    { checkEvents: true, timeoutMs: 30_000, env: workerHoldEnv('sqlite-timeline-worker', hold) },
   );
   const origin = (await kd.waitForStderr(SERVING))[1]!;
   const metrics = (await kd.waitForStderr(METRICS_SERVING))[1]!;
@@ -136,7 +137,7 @@ test('a live stream whose client stops reading is closed, counted and logged onc
     {
       checkEvents: true,
       timeoutMs: 60_000,
-      env: { KUBEDIFF_UI_TEST_HEARTBEAT: '20' },
+      env: { KUBEDIFF_UI_HEARTBEAT: '20ms' },
     },
   );
   const origin = (await kd.waitForStderr(SERVING))[1]!;
@@ -187,7 +188,7 @@ test("an object's versions are rebuilt off the watch's thread: /healthz and a ch
     {
       checkEvents: true,
       timeoutMs: 30_000,
-      env: { KUBEDIFF_UI_TEST_HOLD_REBUILD: hold },
+      env: workerHoldEnv('object-view-worker', hold),
     },
   );
   const origin = (await kd.waitForStderr(SERVING))[1]!;

@@ -165,9 +165,13 @@ describe('sink flags', () => {
       [
         { webhook: ['ftp://host/secret-path'] },
         {},
-        /invalid --webhook: ftp:\/\/host\/… is not http:\/\/ or https:\/\//,
+        /^invalid --webhook: expected an http:\/\/ or https:\/\/ URL, not ftp:\/\/\.$/,
       ],
-      [{ webhook: ['not a url/secret-path'] }, {}, /invalid --webhook: not a URL \(it starts "not a url"\)/],
+      [
+        { webhook: ['not a url/secret-path'] },
+        {},
+        /^invalid --webhook: expected an http:\/\/ or https:\/\/ URL, got "not a url\/…"\.$/,
+      ],
       [
         { webhook: ['https://hook:secret-path@hooks.example/x'] },
         {},
@@ -176,7 +180,7 @@ describe('sink flags', () => {
       [
         { slackWebhook: 'hooks.slack.com/services/T/B/SECRET' },
         {},
-        /invalid --slack-webhook: not a URL \(it starts "hooks.slack.com"\)/,
+        /^invalid --slack-webhook: expected an http:\/\/ or https:\/\/ URL, got "hooks\.slack\.com\/…"\.$/,
       ],
       [{ slackChannel: '#alerts' }, {}, /--slack-channel needs a bot token: set KUBEDIFF_SLACK_TOKEN/],
       [{}, { KUBEDIFF_SLACK_TOKEN: 'xoxb-1' }, /KUBEDIFF_SLACK_TOKEN is set but --slack-channel is not/],
@@ -213,12 +217,12 @@ describe('sink flags', () => {
       [
         { teamsWebhook: 'prod.workflows.example/secret-path' },
         {},
-        /invalid --teams-webhook: not a URL \(it starts "prod.workflows.example"\)/,
+        /^invalid --teams-webhook: expected an http:\/\/ or https:\/\/ URL, got "prod\.workflows\.example\/…"\.$/,
       ],
       [
         {},
         { KUBEDIFF_DISCORD_WEBHOOK: 'ftp://d/secret' },
-        /invalid KUBEDIFF_DISCORD_WEBHOOK: ftp:\/\/d\/… is not/,
+        /^invalid KUBEDIFF_DISCORD_WEBHOOK: expected an http:\/\/ or https:\/\/ URL, not ftp:\/\/\.$/,
       ],
       [
         { webhook: ['http://h/'], webhookHeader: ['NoColon'] },

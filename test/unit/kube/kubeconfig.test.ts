@@ -10,18 +10,14 @@ import path from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import { loadKubeconfig } from '../../../src/kube/kubeconfig.ts';
 import { UsageError } from '../../../src/util/errors.ts';
+import { mountServiceAccount } from '../../helpers/pod-service-account.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'kubediff-kubeconfig-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const saved = { ...process.env };
 afterEach(() => {
-  for (const name of [
-    'KUBECONFIG',
-    'KUBERNETES_SERVICE_HOST',
-    'KUBERNETES_SERVICE_PORT',
-    'KUBEDIFF_IN_CLUSTER_ROOT',
-  ]) {
+  for (const name of ['KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT']) {
     if (saved[name] === undefined) delete process.env[name];
     else process.env[name] = saved[name];
   }
@@ -153,21 +149,22 @@ describe('loadKubeconfig', () => {
   });
 
   it('in a pod without a kubeconfig: the ServiceAccount files and the service address', () => {
-    const root = path.join(dir, 'pod');
-    mkdirSync(path.join(root, 'var/run/secrets/kubernetes.io/serviceaccount'), { recursive: true });
-    writeFileSync(path.join(root, 'var/run/secrets/kubernetes.io/serviceaccount/token'), 'token\n');
+    const mounted = path.join(dir, 'pod', 'serviceaccount');
+    mkdirSync(mounted, { recursive: true });
+    writeFileSync(path.join(mounted, 'token'), 'token\n');
     process.env.KUBECONFIG = '';
     process.env.HOME = path.join(dir, 'no-home');
     process.env.KUBERNETES_SERVICE_HOST = 'fd00::1';
     process.env.KUBERNETES_SERVICE_PORT = '6443';
-    process.env.KUBEDIFF_IN_CLUSTER_ROOT = root;
+    const unmount = mountServiceAccount(mounted);
     try {
       const identity = loadKubeconfig({});
       assert.equal(identity.contextName, 'in-cluster');
       assert.equal(identity.server, 'https://[fd00::1]:6443');
-      assert.equal(identity.user.tokenFile, `${root}/var/run/secrets/kubernetes.io/serviceaccount/token`);
-      assert.equal(identity.cluster.caFile, `${root}/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`);
+      assert.equal(identity.user.tokenFile, '/var/run/secrets/kubernetes.io/serviceaccount/token');
+      assert.equal(identity.cluster.caFile, '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt');
     } finally {
+      unmount();
       process.env.HOME = saved.HOME;
     }
   });
