@@ -32,7 +32,8 @@ const SUMMARY_COLUMNS = `seq, id, event->>'time' AS time, type, resource, namesp
   event->'object'->>'kind' AS kind, event->'object'->>'uid' AS uid,
   json_array_length(coalesce(event->'changes', '[]'::json)) AS changes,
   (event->>'offline') = 'true' AS offline, event->'by'->'managers'->0->>'manager' AS manager,
-  event->'by'->'user'->>'username' AS "user"`;
+  event->'by'->'user'->>'username' AS "user", event->'changes'->0 AS change0, event->'changes'->1 AS change1,
+  event->'owner'->>'kind' AS "ownerKind", event->'owner'->>'name' AS "ownerName"`;
 
 /**
  * A cheap test that rules out most rows before the stored JSON is parsed: `json` keeps the text it was

@@ -2,6 +2,7 @@
 // The page: filters, the timeline, the events in view, the object open; the address holds the view.
 import type { EventPage, EventSummary, Facets, Timeline } from '../../state/timeline-reader.ts';
 import { followStream, getJson, takeTokenFromFragment } from './api.ts';
+import { byText, changesText } from './event-row.ts';
 import { mergeLiveEvents } from './live.ts';
 import { showObject } from './object-view.ts';
 import { drawTimeline, timelineSummary } from './timeline.ts';
@@ -84,23 +85,30 @@ function describeObject(event: EventSummary): string {
 
 function eventRow(event: EventSummary): HTMLTableRowElement {
   const row = document.createElement('tr');
-  const cells = [
-    event.time.replace('T', ' ').replace('Z', ''),
-    event.type,
-    '',
-    event.type === 'UPDATED' ? String(event.changes) : '',
-    [event.user, event.manager].filter(Boolean).join(' / '),
-  ].map((text) => {
-    const cell = document.createElement('td');
-    cell.textContent = visible(text);
-    return cell;
-  });
+  const cells = [event.time.replace('T', ' ').replace('Z', ''), event.type, '', '', byText(event)].map(
+    (text) => {
+      const cell = document.createElement('td');
+      cell.textContent = visible(text);
+      return cell;
+    },
+  );
   cells[1]!.className = `type-${event.type}`;
   const open = document.createElement('button');
   open.type = 'button';
   open.textContent = visible(describeObject(event));
   open.addEventListener('click', () => void openObject(event));
   cells[2]!.append(open);
+  const changes = changesText(event);
+  if (changes) {
+    // Cut to the cell's width by the stylesheet; hovering or focusing it shows it whole.
+    const text = document.createElement('span');
+    text.className = 'change-text';
+    text.tabIndex = 0;
+    text.textContent = visible(changes);
+    text.title = text.textContent;
+    cells[3]!.append(text);
+  }
+  if (event.user && event.manager) cells[4]!.title = visible(`${event.user} (${event.manager})`);
   row.append(...cells);
   return row;
 }
