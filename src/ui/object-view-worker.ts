@@ -7,7 +7,9 @@
 // its buffer transferred) or { id, error }.
 
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
-import type { ChangeEvent } from '../events/event.ts';
+import { objectYaml } from '../diff/object-yaml.ts';
+import { unifiedDiff } from '../diff/unified-diff.ts';
+import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
 import { isJsonObject, type JsonObject } from '../kube/types.ts';
 import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -42,6 +44,10 @@ export interface ObjectAnswer {
   rebuildable: number[];
   /** The versions asked for (a, b), by seq. */
   versions: Record<string, JsonObject>;
+  /** The versions asked for as YAML (objectYaml: what `kubediff show` prints), by seq. */
+  yaml?: Record<string, string>;
+  /** A then B as a unified diff of their YAML (unifiedDiff: what `kubediff diff` prints), uncoloured. */
+  diff?: string[];
   /** Why part of the history or its versions is left out: a sentence for the page. */
   notice?: string;
 }
@@ -68,9 +74,35 @@ export function objectAnswer(job: ObjectViewJob): string {
     truncated: records.truncated,
     rebuildable,
     ...(notices.length > 0 ? { notice: notices.join(' ') } : {}),
+    ...versionsAsYaml(events, versions, job.wanted),
   });
   const entries = [...versions].map(([seq, json]) => `${JSON.stringify(String(seq))}:${json}`);
   return `${head.slice(0, -1)},"versions":{${entries.join(',')}}}`;
+}
+
+/** The versions as YAML and, when both A and B were asked for, their unified diff (A → B). */
+function versionsAsYaml(
+  events: readonly (ChangeEvent & { seq: number })[],
+  versions: ReadonlyMap<number, string>,
+  wanted: readonly number[],
+): Pick<ObjectAnswer, 'yaml' | 'diff'> {
+  if (versions.size === 0) return {};
+  const yaml: Record<string, string> = {};
+  for (const [seq, json] of versions) yaml[seq] = objectYaml(JSON.parse(json) as JsonObject);
+  const [a, b] = wanted;
+  if (a === undefined || b === undefined || yaml[a] === undefined || yaml[b] === undefined) return { yaml };
+  const side = (seq: number) => {
+    const event = events.find((candidate) => candidate.seq === seq)!;
+    const { namespace, name } = event.object;
+    const label = `${qualifiedResource(event)}/${namespace ? `${namespace}/` : ''}${name}`;
+    return { label, header: `#${seq} ${event.time}` };
+  };
+  const diff = unifiedDiff(
+    { ...side(a), text: yaml[a] },
+    { ...side(b), text: yaml[b] },
+    { color: false, terminal: false },
+  );
+  return { yaml, diff };
 }
 
 function serve(port: MessagePort, start: ObjectViewStart): void {

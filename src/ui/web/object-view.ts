@@ -1,10 +1,11 @@
 /// <reference lib="dom" />
 // One object's history: every event with its changes as `path: from → to`, who made it and the story
-// (root controller) it belongs to, and two versions the history can rebuild side by side.
+// (root controller) it belongs to, and two versions the history can rebuild as a diff of their YAML.
 import type { Change } from '../../diff/types.ts';
 import type { ChangeEvent } from '../../events/event.ts';
 import type { ObjectAnswer } from '../object-view-worker.ts';
 import { getJson } from './api.ts';
+import { lineText, renderDiff } from './diff-view.ts';
 import { visible } from './visible-text.ts';
 
 /** An element holding `text`, every character of it visible (visible-text.ts). */
@@ -126,51 +127,21 @@ async function compare(section: HTMLElement, params: URLSearchParams, a?: number
   query.set('a', String(a));
   query.set('b', String(b));
   const answer = await getJson<ObjectAnswer>('/api/v1/object', query);
-  const left = JSON.stringify(answer.versions[a], null, 2).split('\n');
-  const right = JSON.stringify(answer.versions[b], null, 2).split('\n');
-  const [keepLeft, keepRight] = commonLines(left, right);
-  for (const [side, lines, keep] of [
-    ['A', left, keepLeft],
-    ['B', right, keepRight],
+  const diff = answer.diff ?? [];
+  target.append(
+    html('h3', `Version A (#${a}) → version B (#${b}), as YAML`),
+    diff.length > 0 ? renderDiff(diff, visible) : html('p', 'Versions A and B are the same.', 'meta'),
+  );
+  for (const [side, seq] of [
+    ['A', a],
+    ['B', b],
   ] as const) {
-    const figure = html('figure');
-    figure.append(html('figcaption', `version ${side} (#${side === 'A' ? a : b})`));
+    const text = answer.yaml?.[seq];
+    if (text === undefined) continue;
+    const whole = html('details', undefined, 'version');
     const pre = html('pre');
-    lines.forEach((text, line) => {
-      const shown = `${visible(text)}\n`;
-      if (keep.has(line)) pre.append(shown);
-      else {
-        const changed = html('span', undefined, 'changed');
-        changed.textContent = shown;
-        pre.append(changed);
-      }
-    });
-    figure.append(pre);
-    target.append(figure);
+    for (const line of text.replace(/\n$/, '').split('\n')) pre.append(...lineText(line, visible), '\n');
+    whole.append(html('summary', `Version ${side} (#${seq}) whole, as YAML`), pre);
+    target.append(whole);
   }
-}
-
-/**
- * The lines both sides share (a longest common subsequence), by index on each side, so that the others
- * can be marked; none beyond 4,000,000 line pairs (every line is then marked).
- */
-export function commonLines(left: readonly string[], right: readonly string[]): [Set<number>, Set<number>] {
-  if (left.length * right.length > 4_000_000) return [new Set(), new Set()];
-  const table = Array.from({ length: left.length + 1 }, () => new Uint32Array(right.length + 1));
-  for (let i = left.length - 1; i >= 0; i--)
-    for (let j = right.length - 1; j >= 0; j--)
-      table[i]![j] =
-        left[i] === right[j] ? table[i + 1]![j + 1]! + 1 : Math.max(table[i + 1]![j]!, table[i]![j + 1]!);
-  const keepLeft = new Set<number>();
-  const keepRight = new Set<number>();
-  let i = 0;
-  let j = 0;
-  while (i < left.length && j < right.length) {
-    if (left[i] === right[j]) {
-      keepLeft.add(i++);
-      keepRight.add(j++);
-    } else if (table[i + 1]![j]! >= table[i]![j + 1]!) i++;
-    else j++;
-  }
-  return [keepLeft, keepRight];
 }
