@@ -9,6 +9,7 @@ import {
   objectRecords,
   pathFragment,
   type SummaryRow,
+  searchTexts,
   summaryOf,
   timelineOf,
 } from './timeline-assembly.ts';
@@ -86,6 +87,10 @@ function filterClause(filter: HistoryFilter, first = 0): { sql: string; params: 
       `EXISTS (SELECT 1 FROM json_array_elements(coalesce(event->'changes', '[]'::json)) c
         WHERE strpos(c->>'path', ${param(pathFragment(filter.path))}) > 0)`,
     );
+  }
+  if (filter.search) {
+    const texts = searchTexts(filter.search).map((text) => `strpos(event::text, ${param(text)}) > 0`);
+    clauses.push(`(strpos(name, ${param(filter.search.trim())}) > 0 OR ${texts.join(' OR ')})`);
   }
   return { sql: clauses.length > 0 ? clauses.join(' AND ') : 'true', params };
 }

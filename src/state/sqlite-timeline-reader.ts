@@ -7,6 +7,7 @@ import {
   objectRecords,
   pathFragment,
   type SummaryRow,
+  searchTexts,
   summaryOf,
   timelineOf,
 } from './timeline-assembly.ts';
@@ -102,6 +103,11 @@ function filterClause(
       `EXISTS (SELECT 1 FROM json_each(event, '$.changes') WHERE instr(json_extract(value, '$.path'), ?) > 0)`,
     );
     params.push(pathFragment(filter.path));
+  }
+  if (filter.search) {
+    const texts = searchTexts(filter.search);
+    clauses.push(`(instr(name, ?) > 0 OR ${texts.map(() => 'instr(event, ?) > 0').join(' OR ')})`);
+    params.push(filter.search.trim(), ...texts);
   }
   return { sql: clauses.length > 0 ? clauses.join(' AND ') : '1', params };
 }

@@ -27,6 +27,17 @@ export function pathFragment(text: string): string {
   return trimmed.replace(/\[(\d+)\]/g, '.$1').replaceAll('.', '/');
 }
 
+/**
+ * The texts a search looks for in an event's stored JSON: as typed, as JSON writes it (a quote or a
+ * backslash escaped), and as a JSON Pointer when it reads as a path (`spec.replicas`).
+ */
+export function searchTexts(text: string): string[] {
+  const trimmed = text.trim();
+  const texts = new Set([trimmed, JSON.stringify(trimmed).slice(1, -1)]);
+  if (/^[\w.[\]/-]+$/.test(trimmed) && /[.[/]/.test(trimmed)) texts.add(pathFragment(trimmed));
+  return [...texts];
+}
+
 export interface SummaryRow {
   seq: number | string;
   id: string;

@@ -29,6 +29,11 @@ export interface HistoryFilter {
   user?: string | undefined;
   /** Part of a change's path: `/spec/replicas`, `spec.replicas` or `containers[0].image`. */
   path?: string | undefined;
+  /**
+   * What people type in the search box: a part of the name, or of anything the event holds (an image
+   * `shop:1.5`, a user, a manager, a value), or a path as the path filter takes it.
+   */
+  search?: string | undefined;
 }
 
 /** One mark on the timeline: what the page needs to draw it and name it. */

@@ -43,7 +43,56 @@ export interface ObjectRef {
   seq?: number;
 }
 
-export async function showObject(section: HTMLElement, ref: ObjectRef, base: URLSearchParams): Promise<void> {
+/** Where an object's history links to: another object (a workload of usedBy), by its resource. */
+export interface ObjectLinks {
+  open(ref: { resource: string; namespace?: string; name: string; cluster?: string }): void;
+  /** The qualified resource of a kind the history holds (`Deployment` → `deployments.apps`), if any. */
+  resourceOf(kind: string): string | undefined;
+}
+
+/** The workloads a ConfigMap or Secret change reaches, as an event carries them (issue 39, docs/used-by.md on that branch). */
+interface UsedByWorkloads {
+  usedBy?: { workloads?: { object: { kind: string; name: string; namespace?: string } }[] };
+}
+
+/** `used by: Deployment web, StatefulSet db`: each workload a link to its own history when the history has its kind. */
+function usedByLine(
+  event: ChangeEvent & UsedByWorkloads,
+  links: ObjectLinks | undefined,
+): HTMLElement | undefined {
+  const workloads = event.usedBy?.workloads ?? [];
+  if (workloads.length === 0) return undefined;
+  const line = html('span', 'used by:', 'meta used-by');
+  for (const { object } of workloads) {
+    const namespace = object.namespace ?? event.object.namespace;
+    const name = `${object.kind} ${namespace ? `${namespace}/` : ''}${object.name}`;
+    const resource = links?.resourceOf(object.kind);
+    line.append(' ');
+    if (!links || !resource) {
+      line.append(html('span', name));
+      continue;
+    }
+    const link = html('button', name, 'link');
+    link.type = 'button';
+    link.addEventListener('click', () =>
+      links.open({
+        resource,
+        name: object.name,
+        ...(namespace ? { namespace } : {}),
+        ...(event.cluster ? { cluster: event.cluster } : {}),
+      }),
+    );
+    line.append(link);
+  }
+  return line;
+}
+
+export async function showObject(
+  section: HTMLElement,
+  ref: ObjectRef,
+  base: URLSearchParams,
+  links?: ObjectLinks,
+): Promise<void> {
   const params = new URLSearchParams(base);
   params.set('kind', ref.kind);
   params.set('name', ref.name);
@@ -81,6 +130,8 @@ export async function showObject(section: HTMLElement, ref: ObjectRef, base: URL
     const who = whoText(event);
     if (who) line.append(' ', html('span', who, 'meta'));
     if (event.owner) line.append(' ', html('span', `story: ${event.owner.kind} ${event.owner.name}`, 'meta'));
+    const usedBy = usedByLine(event, links);
+    if (usedBy) line.append(' ', usedBy);
     if (event.offline) line.append(' ', html('span', '(while not watching)', 'meta'));
     if (event.cluster) line.append(' ', html('span', `[${event.cluster}]`, 'meta'));
     if (rebuildable.has(event.seq)) {
