@@ -106,6 +106,17 @@ function lineCells(line: DiffLine | undefined, side: 'a' | 'b' | 'both', visible
   ];
 }
 
+/** The columns' widths (a fixed table takes them from here, not from its first row, a hunk header). */
+function columns(kinds: readonly string[]): HTMLElement {
+  const group = document.createElement('colgroup');
+  for (const kind of kinds) {
+    const column = document.createElement('col');
+    column.className = kind;
+    group.append(column);
+  }
+  return group;
+}
+
 export function renderDiff(lines: readonly string[], visible: (text: string) => string): HTMLElement {
   const parsed = parseUnified(lines);
   const box = document.createElement('div');
@@ -114,11 +125,13 @@ export function renderDiff(lines: readonly string[], visible: (text: string) => 
   if (files.length > 0) {
     const header = document.createElement('pre');
     header.className = 'diff-files';
-    header.textContent = files.map((line) => visible(line.text)).join('\n');
+    // The tab between a label and its header, as `diff -u` writes it, shown as spaces.
+    header.textContent = files.map((line) => visible(line.text.replace('\t', '   '))).join('\n');
     box.append(header);
   }
   const unified = document.createElement('table');
   unified.className = 'diff-unified';
+  unified.append(columns(['num', 'num', 'sign', 'text']));
   unified.setAttribute('aria-label', 'Differences from version A to version B');
   for (const line of parsed) {
     if (line.kind === 'file') continue;
@@ -140,6 +153,7 @@ export function renderDiff(lines: readonly string[], visible: (text: string) => 
   }
   const split = document.createElement('table');
   split.className = 'diff-split';
+  split.append(columns(['num', 'sign', 'text', 'num', 'sign', 'text']));
   split.setAttribute('aria-label', 'Version A beside version B');
   for (const entry of splitRows(parsed)) {
     const row = split.insertRow();
