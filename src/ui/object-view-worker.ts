@@ -9,7 +9,7 @@
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { objectYaml } from '../diff/object-yaml.ts';
 import { unifiedDiff } from '../diff/unified-diff.ts';
-import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { type ChangeEvent, offlineNote, qualifiedResource } from '../events/event.ts';
 import { isJsonObject, type JsonObject } from '../kube/types.ts';
 import type { ObjectRecords } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -36,8 +36,11 @@ export interface ObjectViewStart {
 
 /** What /api/v1/object answers. */
 export interface ObjectAnswer {
-  /** Oldest first. */
-  events: (ChangeEvent & { seq: number })[];
+  /**
+   * Oldest first; `offlineNote`: offlineNote() of an offline event (`while not watching`, or the cause of
+   * a change without a write), the words the pretty and chat outputs use.
+   */
+  events: (ChangeEvent & { seq: number; offlineNote?: string })[];
   /** Older events exist beyond the `limit` asked for or beyond the size bound. */
   truncated: boolean;
   /** The seqs whose version can be rebuilt. */
@@ -52,10 +55,16 @@ export interface ObjectAnswer {
   notice?: string;
 }
 
+/** An event as the page shows it: with its seq, and the note on where an offline one came from. */
+function withNote(event: ChangeEvent, seq: number): ObjectAnswer['events'][number] {
+  const note = offlineNote(event);
+  return { ...event, seq, ...(note !== undefined ? { offlineNote: note } : {}) };
+}
+
 /** The answer's JSON, built from its parts: the versions are JSON already. */
 export function objectAnswer(job: ObjectViewJob): string {
   const { records } = job;
-  const events = records.events.map(({ seq, json }) => ({ ...(JSON.parse(json) as ChangeEvent), seq }));
+  const events = records.events.map(({ seq, json }) => withNote(JSON.parse(json) as ChangeEvent, seq));
   const parsed: unknown = records.current === undefined ? undefined : JSON.parse(records.current);
   const current = isJsonObject(parsed) ? parsed : undefined;
   const { rebuildable, versions } = rebuildVersions(events, current, new Set(job.wanted));

@@ -132,7 +132,8 @@ export async function showObject(
     if (event.owner) line.append(' ', html('span', `story: ${event.owner.kind} ${event.owner.name}`, 'meta'));
     const usedBy = usedByLine(event, links);
     if (usedBy) line.append(' ', usedBy);
-    if (event.offline) line.append(' ', html('span', '(while not watching)', 'meta'));
+    // The server's offlineNote() (src/events/event.ts): the words of the pretty and chat outputs.
+    if (event.offlineNote) line.append(' ', html('span', `(${event.offlineNote})`, 'meta'));
     if (event.cluster) line.append(' ', html('span', `[${event.cluster}]`, 'meta'));
     if (rebuildable.has(event.seq)) {
       for (const side of ['A', 'B'] as const) {
