@@ -4,6 +4,7 @@
 // its events on demand. An event's story is its `owner` (docs/stories.md), or the object itself when
 // it has none (the Deployment's own change belongs to the rollout it starts). Grouped per timeline row,
 // so that the rows still add up; a pause longer than STORY_GAP_MS between two events starts a new story.
+// One object changed several times is not a story: its marks stay single (a click opens its history).
 import type { EventSummary } from '../../state/timeline-reader.ts';
 
 export const STORY_GAP_MS = 5 * 60_000;
@@ -19,7 +20,7 @@ export interface Story {
   events: EventSummary[];
 }
 
-/** Stories of two events or more, and the events that stand alone. */
+/** Stories (two objects or more), and the events that stand alone. */
 export function groupStories(
   marks: readonly EventSummary[],
   rowOf: (event: EventSummary) => string,
@@ -42,8 +43,11 @@ export function groupStories(
     open.set(group, story);
     all.push(story);
   }
-  const stories = all.filter((story) => story.events.length > 1);
-  const single = all.filter((story) => story.events.length === 1).map((story) => story.events[0]!);
+  // One object changed several times stays marks of its own: a story is several objects (a rollout).
+  const several = (story: Story) =>
+    new Set(story.events.map((event) => `${event.resource}/${event.name}`)).size > 1;
+  const stories = all.filter(several);
+  const single = all.filter((story) => !several(story)).flatMap((story) => story.events);
   return { stories, single };
 }
 

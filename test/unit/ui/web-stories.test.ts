@@ -49,6 +49,20 @@ describe('stories', () => {
     assert.equal(storyText(stories[0]!), 'Deployment shop/web: 4 events (3 added, 1 updated)');
   });
 
+  it('one object changed several times stays single marks: a story is several objects', () => {
+    const marks = [
+      event(1, 0, 'ConfigMap', 'flags'),
+      event(2, 1000, 'ConfigMap', 'flags', { type: 'UPDATED', changes: 1 }),
+      event(3, 2000, 'ConfigMap', 'flags', { type: 'DELETED' }),
+    ];
+    const { stories, single } = groupStories(marks, byNamespace);
+    assert.deepEqual(stories, []);
+    assert.deepEqual(
+      single.map((item) => item.seq),
+      [1, 2, 3],
+    );
+  });
+
   it('a pause longer than the gap starts a new story; rows by kind keep each kind in its row', () => {
     const marks = [
       event(1, 0, 'Pod', 'a', { owner: web }),
