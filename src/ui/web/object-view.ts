@@ -50,7 +50,7 @@ export interface ObjectLinks {
   resourceOf(kind: string): string | undefined;
 }
 
-/** The workloads a ConfigMap or Secret change reaches, as an event carries them (issue 39, docs/used-by.md on that branch). */
+/** The workloads a ConfigMap or Secret change reaches, as an event carries them (issue 39: the usedBy of an event). */
 interface UsedByWorkloads {
   usedBy?: { workloads?: { object: { kind: string; name: string; namespace?: string } }[] };
 }
