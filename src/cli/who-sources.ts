@@ -10,6 +10,7 @@ import type { AdmissionSource } from '../events/admission-match.ts';
 import type { AuditSource } from '../events/audit-match.ts';
 import type { WhoJoin } from '../events/who-join.ts';
 import type { WhoSource } from '../events/who-source.ts';
+import type { KubeClient } from '../kube/client.ts';
 import type { ResourceType } from '../kube/types.ts';
 import type { PeerRecords } from '../service/peer-records.ts';
 import type { ServiceRuntime } from '../service/service.ts';
@@ -26,6 +27,8 @@ export interface WhoWiring {
 }
 
 interface WhoDeps {
+  /** The (first) cluster's client: a managed admission certificate lives there. */
+  client: KubeClient;
   normalizer: Normalizer;
   service: ServiceRuntime;
   log: Logger;
@@ -134,9 +137,22 @@ async function startAdmission(
   const { join, log } = wiring;
   const source = wiring.admissionSource as AdmissionSource;
   const { AdmissionServer } = await import('../service/admission-server.ts');
+  // --admission-cert-secret: kubediff makes and renews the certificate; imported only then.
+  const managed = admission.managedCertificate;
+  const certificate = managed
+    ? wiring.lifecycle.use(
+        await (await import('../service/managed-certificate.ts')).ManagedCertificate.start({
+          ...managed,
+          client: wiring.client,
+          log,
+        }),
+        (certificate) => certificate.close(),
+      )
+    : undefined;
   const server = wiring.lifecycle.use(
     await AdmissionServer.start({
       ...endpointOf(admission),
+      certificate,
       digest: (write) => digests.of(write),
       onRecords: (records) => {
         join.offer(source, records);
