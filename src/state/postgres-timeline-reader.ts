@@ -9,6 +9,7 @@ import {
   objectRecords,
   pathFragment,
   type SummaryRow,
+  searchTexts,
   summaryOf,
   timelineOf,
 } from './timeline-assembly.ts';
@@ -32,7 +33,8 @@ const SUMMARY_COLUMNS = `seq, id, event->>'time' AS time, type, resource, namesp
   event->'object'->>'kind' AS kind, event->'object'->>'uid' AS uid,
   json_array_length(coalesce(event->'changes', '[]'::json)) AS changes,
   (event->>'offline') = 'true' AS offline, event->'by'->'managers'->0->>'manager' AS manager,
-  event->'by'->'user'->>'username' AS "user"`;
+  event->'by'->'user'->>'username' AS "user", event->'changes'->0 AS change0, event->'changes'->1 AS change1,
+  event->'owner'->>'kind' AS "ownerKind", event->'owner'->>'name' AS "ownerName"`;
 
 /**
  * A cheap test that rules out most rows before the stored JSON is parsed: `json` keeps the text it was
@@ -90,7 +92,11 @@ function filterClause(filter: HistoryFilter, first = 0): { sql: string; params: 
         WHERE strpos(c->>'path', ${param(pathFragment(filter.path))}) > 0)`,
     );
   }
-  return { sql: clauses.join(' AND '), params };
+  if (filter.search) {
+    const texts = searchTexts(filter.search).map((text) => `strpos(event::text, ${param(text)}) > 0`);
+    clauses.push(`(strpos(name, ${param(filter.search.trim())}) > 0 OR ${texts.join(' OR ')})`);
+  }
+  return { sql: clauses.length > 0 ? clauses.join(' AND ') : 'true', params };
 }
 
 export class PostgresTimelineReader implements TimelineReader, FacetSource {

@@ -7,6 +7,7 @@ import {
   objectRecords,
   pathFragment,
   type SummaryRow,
+  searchTexts,
   summaryOf,
   timelineOf,
 } from './timeline-assembly.ts';
@@ -33,7 +34,9 @@ const SUMMARY_COLUMNS = `seq, id, time, type, resource, namespace, name,
   json_extract(event, '$.cluster') AS cluster, json_extract(event, '$.object.kind') AS kind,
   json_extract(event, '$.object.uid') AS uid, json_array_length(event, '$.changes') AS changes,
   json_extract(event, '$.offline') AS offline, json_extract(event, '$.by.managers[0].manager') AS manager,
-  json_extract(event, '$.by.user.username') AS user`;
+  json_extract(event, '$.by.user.username') AS user, json_extract(event, '$.changes[0]') AS change0,
+  json_extract(event, '$.changes[1]') AS change1, json_extract(event, '$.owner.kind') AS "ownerKind",
+  json_extract(event, '$.owner.name') AS "ownerName"`;
 
 function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
@@ -105,7 +108,12 @@ function filterClause(
     );
     params.push(pathFragment(filter.path));
   }
-  return { sql: clauses.join(' AND '), params };
+  if (filter.search) {
+    const texts = searchTexts(filter.search);
+    clauses.push(`(instr(name, ?) > 0 OR ${texts.map(() => 'instr(event, ?) > 0').join(' OR ')})`);
+    params.push(filter.search.trim(), ...texts);
+  }
+  return { sql: clauses.length > 0 ? clauses.join(' AND ') : '1', params };
 }
 
 export class SqliteTimelineReader implements TimelineReader, FacetSource {

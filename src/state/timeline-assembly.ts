@@ -1,6 +1,7 @@
 // What both stores' TimelineReaders build their answers with, from the rows their SQL returns: event
 // summaries, the timeline's rows, marks or density cells, pages, one object's history. The SQL differs
 // per store (sqlite-timeline-reader.ts, postgres-timeline-reader.ts); what the UI receives does not.
+import type { Change } from '../diff/types.ts';
 import type { EventType } from '../events/event.ts';
 import {
   CLUSTER_SCOPED,
@@ -12,6 +13,9 @@ import {
   type ObjectRecordsQuery,
   type ObjectRef,
   type RowKey,
+  SUMMARY_CHANGES,
+  SUMMARY_VALUE_CHARS,
+  type SummaryChange,
   type Timeline,
   type TimelineOptions,
 } from './timeline-reader.ts';
@@ -21,6 +25,17 @@ export function pathFragment(text: string): string {
   const trimmed = text.trim();
   if (trimmed.startsWith('/')) return trimmed;
   return trimmed.replace(/\[(\d+)\]/g, '.$1').replaceAll('.', '/');
+}
+
+/**
+ * The texts a search looks for in an event's stored JSON: as typed, as JSON writes it (a quote or a
+ * backslash escaped), and as a JSON Pointer when it reads as a path (`spec.replicas`).
+ */
+export function searchTexts(text: string): string[] {
+  const trimmed = text.trim();
+  const texts = new Set([trimmed, JSON.stringify(trimmed).slice(1, -1)]);
+  if (/^[\w.[\]/-]+$/.test(trimmed) && /[.[/]/.test(trimmed)) texts.add(pathFragment(trimmed));
+  return [...texts];
 }
 
 export interface SummaryRow {
@@ -38,6 +53,11 @@ export interface SummaryRow {
   offline: number | boolean | null;
   manager: string | null;
   user: string | null;
+  /** The first two changes: JSON text (SQLite) or parsed (PostgreSQL's json); null when absent. */
+  change0: string | Change | null;
+  change1: string | Change | null;
+  ownerKind: string | null;
+  ownerName: string | null;
 }
 
 /** A summary from a row of either store (PostgreSQL answers seq as text: a bigint). */
@@ -58,7 +78,24 @@ export function summaryOf(row: SummaryRow): EventSummary {
   if (row.offline) summary.offline = true;
   if (row.manager !== null) summary.manager = row.manager;
   if (row.user !== null) summary.user = row.user;
+  const first = [row.change0, row.change1].filter((change) => change !== null).map(summaryChange);
+  if (first.length > 0) summary.first = first.slice(0, SUMMARY_CHANGES);
+  if (row.ownerKind !== null && row.ownerName !== null)
+    summary.owner = { kind: row.ownerKind, name: row.ownerName };
   return summary;
+}
+
+/** A stored change as a row shows it: each value as JSON, cut to SUMMARY_VALUE_CHARS. */
+function summaryChange(stored: string | Change): SummaryChange {
+  const change: Change = typeof stored === 'string' ? (JSON.parse(stored) as Change) : stored;
+  const cut = (value: unknown) => {
+    const text = JSON.stringify(value);
+    return text.length > SUMMARY_VALUE_CHARS ? `${text.slice(0, SUMMARY_VALUE_CHARS - 1)}…` : text;
+  };
+  const shown: SummaryChange = { path: change.path };
+  if (change.from !== undefined) shown.from = cut(change.from);
+  if (change.to !== undefined) shown.to = cut(change.to);
+  return shown;
 }
 
 /** The timeline's rows from the counts per row, busiest first, labelled with their kind when by kind. */

@@ -29,6 +29,11 @@ export interface HistoryFilter {
   user?: string | undefined;
   /** Part of a change's path: `/spec/replicas`, `spec.replicas` or `containers[0].image`. */
   path?: string | undefined;
+  /**
+   * What people type in the search box: a part of the name, or of anything the event holds (an image
+   * `shop:1.5`, a user, a manager, a value), or a path as the path filter takes it.
+   */
+  search?: string | undefined;
 }
 
 /** One mark on the timeline: what the page needs to draw it and name it. */
@@ -47,7 +52,25 @@ export interface EventSummary {
   offline?: true;
   manager?: string;
   user?: string;
+  /**
+   * The first changes (at most SUMMARY_CHANGES), each value as JSON cut to SUMMARY_VALUE_CHARS: what an
+   * events table row says changed, without reading the whole event.
+   */
+  first?: SummaryChange[];
+  /** The story the event belongs to: its root controller (the event's `owner`). */
+  owner?: { kind: string; name: string };
 }
+
+/** A change as a row shows it: values as JSON text (absent: the field was not there). */
+export interface SummaryChange {
+  path: string;
+  from?: string;
+  to?: string;
+}
+
+/** How many changes a summary carries, and how long each of their values may be (longer ones end in …). */
+export const SUMMARY_CHANGES = 2;
+export const SUMMARY_VALUE_CHARS = 200;
 
 export interface EventPage {
   events: EventSummary[];

@@ -105,6 +105,7 @@ export function historyFilter(params: URLSearchParams): HistoryFilter {
     manager: text(params, 'manager'),
     user: text(params, 'user'),
     path: text(params, 'path'),
+    search: text(params, 'q'),
   };
 }
 

@@ -13,6 +13,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { artifactPath } from './artifacts.ts';
+import { repoRoot } from './cluster.ts';
 
 /** Chromium's switches for a test run (Playwright adds its own automation switches to these). */
 export const CHROMIUM_FLAGS = [
@@ -81,5 +82,15 @@ export function collectPageErrors(page: Page): string[] {
 export async function saveScreenshot(page: Page, name: string): Promise<string> {
   const file = await artifactPath(path.join('screenshots', `${name.replace(/[^\w.-]+/g, '_')}.png`));
   await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+/**
+ * Saves what the viewport shows as docs/<name>.png: the pictures of the docs, made by a test from a real
+ * history so that they stay true (README.md and docs/ui.md show them).
+ */
+export async function saveDocsScreenshot(page: Page, name: string): Promise<string> {
+  const file = path.join(repoRoot, 'docs', `${name.replace(/[^\w.-]+/g, '_')}.png`);
+  await page.screenshot({ path: file });
   return file;
 }

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { objectYaml } from '../../src/cli/object-history/object-yaml.ts';
+import { objectYaml } from '../../src/diff/object-yaml.ts';
 import {
   type AuditedApiserver,
   needsSharedEtcd,

@@ -1,7 +1,7 @@
 // `kubediff watch --ui` and `kubediff ui` in a real browser (Debian's Chromium through playwright-core),
 // against a history kubediff records while watching the test API server: the timeline shows a mark per
 // recorded event, a filter narrows them, clicking a mark opens the object with the right `from → to`
-// and its versions side by side, and a change made while the page is open appears without a reload.
+// and its versions as a diff of their YAML, and a change made while the page is open appears without a reload.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -109,11 +109,11 @@ test('the timeline of a watched namespace: marks, a filter, a click to the diff,
       (await selected.locator('.changes li').allTextContents()).map((text) => text.replace(/\s+/g, ' ')),
       [`/data/mode: "a" → "b" (${ADMIN_FIELD_MANAGER})`],
     );
-    // Versions A (before) and B (after) side by side, the differing line marked.
-    const versions = page.locator('#compare pre');
-    await versions.nth(1).waitFor();
-    assert.deepEqual(await versions.nth(0).locator('.changed').allTextContents(), ['    "mode": "a"\n']);
-    assert.deepEqual(await versions.nth(1).locator('.changed').allTextContents(), ['    "mode": "b"\n']);
+    // Versions A (before) and B (after) as a diff of their YAML, the changed line removed and added.
+    const diff = page.locator('#compare .diff-unified');
+    await diff.waitFor();
+    assert.deepEqual(await diff.locator('tr.removed td.text').allTextContents(), ['  mode: a']);
+    assert.deepEqual(await diff.locator('tr.added td.text').allTextContents(), ['  mode: b']);
     assert.match(page.url(), /object\.name=web-config/);
     await saveScreenshot(page, 'ui-object-history');
 

@@ -218,6 +218,28 @@ function apiTests(store: Store): void {
       assert.equal((await ids('user=nobody')).length, 0);
     });
 
+    test('search (q): a name, a user, a path as people type it, anything the event holds', async () => {
+      const ids = async (query: string) =>
+        (await get<{ events: EventSummary[] }>(`/api/v1/events?limit=500&${query}`)).body.events.map(
+          (e) => e.id,
+        );
+      const holding = (...texts: string[]) =>
+        ALL.filter((event) => texts.some((text) => JSON.stringify(event).includes(text)))
+          .map((event) => event.id)
+          .reverse()
+          .slice(0, 500);
+      for (const [typed, texts] of [
+        ['obj-42', ['obj-42']],
+        ['alice@example.com', ['alice@example.com']],
+        ['spec.replicas', ['spec.replicas', '/spec/replicas']],
+      ] as const) {
+        const found = await ids(`q=${encodeURIComponent(typed)}`);
+        assert.ok(found.length > 0, typed);
+        assert.deepEqual(found, holding(...texts), typed);
+      }
+      assert.equal((await ids('q=nothing-holds-this')).length, 0);
+    });
+
     test('bad parameters are a 400 with one sentence naming the parameter', async () => {
       for (const [query, words] of [
         ['limit=501', /limit "501" must be a whole number from 1 to 500/],

@@ -1,18 +1,18 @@
 // Which event last changed each line of a version, the way `git blame` walks commits: from the version
 // asked for back through the older ones, a line stays with the older version while that version has the
-// same line under the same key (src/cli/object-history/object-yaml.ts: list items by merge key), and is
+// same line under the same key (src/diff/object-yaml.ts: list items by merge key), and is
 // given to the event in between as soon as it does not. The lines of a multi-line string are followed
 // one by one through a line diff of the string, so an edit of one line of a ConfigMap's file blames that
 // line only. Who: the user the audit webhook named, else the field manager of the change that covers
 // the line, else the event's first field manager.
 import { diffArrays } from 'diff';
 import { listItemKey } from '../../diff/list-keys.ts';
+import { resolveLinePath, type YamlLine, yamlLines } from '../../diff/object-yaml.ts';
 import { parsePointer } from '../../diff/pointer.ts';
 import type { Change } from '../../diff/types.ts';
 import type { JsonObject, JsonValue } from '../../kube/types.ts';
 import { isJsonObject } from '../../kube/types.ts';
 import type { RecordedEvent, Version } from './object-timeline.ts';
-import { resolveLinePath, type YamlLine, yamlLines } from './object-yaml.ts';
 
 /** Who made a line what it is, and when. */
 export interface LineOrigin {

@@ -4,6 +4,7 @@
 // be asked and the line has not changed since T.
 import { Chalk } from 'chalk';
 import { FieldOwnership } from '../../diff/field-owners.ts';
+import { pathText, resolveLinePath, yamlLines } from '../../diff/object-yaml.ts';
 import { creatorOf } from '../../events/attribution.ts';
 import type { ManagedFieldsEntry } from '../../kube/managed-fields.ts';
 import type { JsonObject } from '../../kube/types.ts';
@@ -15,7 +16,6 @@ import { type BlamedLine, blameLines, type LineOrigin } from './blame-lines.ts';
 import { HistorySource, type HistorySourceFlags } from './history-source.ts';
 import { type ClusterChoice, liveManagedFields, ownersOf } from './live-owners.ts';
 import { describeRef, OBJECT_EVENTS_LIMIT, type ObjectTimeline, type Version } from './object-timeline.ts';
-import { pathText, resolveLinePath, yamlLines } from './object-yaml.ts';
 import { describePoint, parseTimePoint, type TimePoint } from './time-point.ts';
 import { absence, type CommandIo, versionNotes, versionText } from './version-notes.ts';
 

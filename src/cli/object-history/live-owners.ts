@@ -4,12 +4,12 @@
 // *now*, so they are used only for lines that have not changed since the version blamed (the caller
 // checks), and only when the live object is the recorded one (same uid).
 import type { FieldOwnership } from '../../diff/field-owners.ts';
+import { resolveLinePath } from '../../diff/object-yaml.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { kubeconfigContexts, loadKubeconfig } from '../../kube/kubeconfig.ts';
 import { type ManagedFieldsEntry, managedFieldsOf } from '../../kube/managed-fields.ts';
 import { type JsonObject, type KubeObject, objectApiPath } from '../../kube/types.ts';
 import { KubediffError } from '../../util/errors.ts';
-import { resolveLinePath } from './object-yaml.ts';
 
 export interface LiveObjectRef {
   apiVersion: string;

@@ -4,6 +4,8 @@
 // the command exits 1 then, 0 when nothing does, 2 on any error (docs/cli.md, "Exit codes").
 
 import { Chalk } from 'chalk';
+import { objectYaml } from '../../diff/object-yaml.ts';
+import { unifiedDiff } from '../../diff/unified-diff.ts';
 import { objectKey } from '../../kube/types.ts';
 import { prettyRenderer } from '../../sinks/pretty.ts';
 import type { EventSummary, HistoryFilter, ObjectRef } from '../../state/timeline-reader.ts';
@@ -20,9 +22,7 @@ import {
   type Version,
   VersionsNotKept,
 } from './object-timeline.ts';
-import { objectYaml } from './object-yaml.ts';
 import { parseTimePoint, type TimePoint } from './time-point.ts';
-import { unifiedDiff } from './unified-diff.ts';
 import { type CommandIo, IGNORED_PATHS_NOTE, redactionNote, versionText } from './version-notes.ts';
 
 export interface DiffFlags extends HistorySourceFlags {

@@ -1,9 +1,10 @@
 // `kubediff show <type>/<name> [--at <time|duration|event id>] [-o yaml|json]`: the object as it was then,
 // rebuilt from the history, printed like `kubectl get -o yaml` (docs/history.md).
+
+import { objectYaml } from '../../diff/object-yaml.ts';
 import { printable } from '../../util/terminal-text.ts';
 import { HistorySource, type HistorySourceFlags } from './history-source.ts';
 import { describeRef } from './object-timeline.ts';
-import { objectYaml } from './object-yaml.ts';
 import { describePoint, parseTimePoint, type TimePoint } from './time-point.ts';
 import { absence, type CommandIo, versionNotes, versionText } from './version-notes.ts';
 

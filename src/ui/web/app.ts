@@ -2,9 +2,11 @@
 // The page: filters, the timeline, the events in view, the object open; the address holds the view.
 import type { EventPage, EventSummary, Facets, Timeline } from '../../state/timeline-reader.ts';
 import { followStream, getJson, takeTokenFromFragment } from './api.ts';
+import { byText, changesText } from './event-row.ts';
 import { mergeLiveEvents } from './live.ts';
 import { showObject } from './object-view.ts';
-import { drawTimeline, timelineSummary } from './timeline.ts';
+import { groupStories, storyText } from './stories.ts';
+import { drawTimeline, rowKeyOf, timelineSummary } from './timeline.ts';
 import {
   eventsQuery,
   FILTER_NAMES,
@@ -63,7 +65,7 @@ function viewToForm(): void {
     facets.resources.map((entry) => ({ value: entry.resource, label: `${entry.kind} (${entry.resource})` })),
     view.filters.kind,
   );
-  for (const name of ['name', 'manager', 'user', 'path'] as const)
+  for (const name of ['q', 'name', 'manager', 'user', 'path'] as const)
     (form.elements.namedItem(name) as HTMLInputElement).value = view.filters[name];
   (form.elements.namedItem('rows') as HTMLSelectElement).value = view.rows;
   for (const box of form.querySelectorAll<HTMLInputElement>('input[name=type]'))
@@ -84,23 +86,30 @@ function describeObject(event: EventSummary): string {
 
 function eventRow(event: EventSummary): HTMLTableRowElement {
   const row = document.createElement('tr');
-  const cells = [
-    event.time.replace('T', ' ').replace('Z', ''),
-    event.type,
-    '',
-    event.type === 'UPDATED' ? String(event.changes) : '',
-    [event.user, event.manager].filter(Boolean).join(' / '),
-  ].map((text) => {
-    const cell = document.createElement('td');
-    cell.textContent = visible(text);
-    return cell;
-  });
+  const cells = [event.time.replace('T', ' ').replace('Z', ''), event.type, '', '', byText(event)].map(
+    (text) => {
+      const cell = document.createElement('td');
+      cell.textContent = visible(text);
+      return cell;
+    },
+  );
   cells[1]!.className = `type-${event.type}`;
   const open = document.createElement('button');
   open.type = 'button';
   open.textContent = visible(describeObject(event));
   open.addEventListener('click', () => void openObject(event));
   cells[2]!.append(open);
+  const changes = changesText(event);
+  if (changes) {
+    // Cut to the cell's width by the stylesheet; hovering or focusing it shows it whole.
+    const text = document.createElement('span');
+    text.className = 'change-text';
+    text.tabIndex = 0;
+    text.textContent = visible(changes);
+    text.title = text.textContent;
+    cells[3]!.append(text);
+  }
+  if (event.user && event.manager) cells[4]!.title = visible(`${event.user} (${event.manager})`);
   row.append(...cells);
   return row;
 }
@@ -115,12 +124,36 @@ async function loadEvents(older = false): Promise<void> {
 
 function redraw(): void {
   if (!timeline) return;
-  drawTimeline(timelineBox, timeline, view.rows, view.object?.seq, {
+  drawTimeline(timelineBox, timeline, view.rows, view.object?.seq, view.story, {
     open: (event) => void openObject(event),
     zoomTo: (from, to) => void setWindow(from, to, false),
+    toggleStory: (key) => {
+      if (key) view.story = key;
+      else delete view.story;
+      writeView(view);
+      redraw();
+      if (key) $('#story-heading').focus();
+      else timelineBox.querySelector<SVGElement>('.story[aria-expanded]')?.focus();
+    },
   });
   $('#window').textContent = windowLabel(view);
   status.textContent = timelineSummary(timeline);
+  showStory();
+}
+
+/** The story open on the timeline, as a table of its events (each opens its object). */
+function showStory(): void {
+  const section = $('#story');
+  const rowsBy = view.rows;
+  const story = view.story
+    ? groupStories(timeline?.marks ?? [], (event) => rowKeyOf(event, rowsBy)).stories.find(
+        (candidate) => candidate.key === view.story,
+      )
+    : undefined;
+  section.hidden = !story;
+  if (!story) return;
+  $('#story-heading').textContent = visible(`Story: ${storyText(story)}`);
+  $('#story-events tbody').replaceChildren(...story.events.map(eventRow));
 }
 
 async function loadTimeline(): Promise<void> {
@@ -153,8 +186,15 @@ async function openObject(
   if (event.seq) view.object.seq = event.seq;
   writeView(view);
   redraw();
-  await showObject(objectSection, view.object, new URLSearchParams());
+  await showObject(objectSection, view.object, new URLSearchParams(), objectLinks);
 }
+
+/** Links out of an object's history: a workload that uses a ConfigMap (usedBy) opens its own. */
+const objectLinks = {
+  open: (ref: { resource: string; namespace?: string; name: string; cluster?: string }) =>
+    void openObject(ref),
+  resourceOf: (kind: string) => facets.resources.find((entry) => entry.kind === kind)?.resource,
+};
 
 /** New events while the page is open: drawn at once, and the window follows them when live. */
 function onLiveEvents(events: EventSummary[]): void {
@@ -222,6 +262,11 @@ function wireControls(): void {
     void setWindow(end - HOUR, end, true);
   });
   olderButton.addEventListener('click', () => void loadEvents(true));
+  $('#close-story').addEventListener('click', () => {
+    delete view.story;
+    writeView(view);
+    redraw();
+  });
   $('#close-object').addEventListener('click', () => {
     objectSection.hidden = true;
     delete view.object;
@@ -278,7 +323,7 @@ async function start(): Promise<void> {
   viewToForm();
   wireControls();
   await refresh();
-  if (view.object) await showObject(objectSection, view.object, new URLSearchParams());
+  if (view.object) await showObject(objectSection, view.object, new URLSearchParams(), objectLinks);
 }
 
 void start();

@@ -1,10 +1,11 @@
 /// <reference lib="dom" />
 // One object's history: every event with its changes as `path: from → to`, who made it and the story
-// (root controller) it belongs to, and two versions the history can rebuild side by side.
+// (root controller) it belongs to, and two versions the history can rebuild as a diff of their YAML.
 import type { Change } from '../../diff/types.ts';
 import type { ChangeEvent } from '../../events/event.ts';
 import type { ObjectAnswer } from '../object-view-worker.ts';
 import { getJson } from './api.ts';
+import { lineText, renderDiff } from './diff-view.ts';
 import { visible } from './visible-text.ts';
 
 /** An element holding `text`, every character of it visible (visible-text.ts). */
@@ -42,7 +43,56 @@ export interface ObjectRef {
   seq?: number;
 }
 
-export async function showObject(section: HTMLElement, ref: ObjectRef, base: URLSearchParams): Promise<void> {
+/** Where an object's history links to: another object (a workload of usedBy), by its resource. */
+export interface ObjectLinks {
+  open(ref: { resource: string; namespace?: string; name: string; cluster?: string }): void;
+  /** The qualified resource of a kind the history holds (`Deployment` → `deployments.apps`), if any. */
+  resourceOf(kind: string): string | undefined;
+}
+
+/** The workloads a ConfigMap or Secret change reaches, as an event carries them (issue 39: the usedBy of an event). */
+interface UsedByWorkloads {
+  usedBy?: { workloads?: { object: { kind: string; name: string; namespace?: string } }[] };
+}
+
+/** `used by: Deployment web, StatefulSet db`: each workload a link to its own history when the history has its kind. */
+function usedByLine(
+  event: ChangeEvent & UsedByWorkloads,
+  links: ObjectLinks | undefined,
+): HTMLElement | undefined {
+  const workloads = event.usedBy?.workloads ?? [];
+  if (workloads.length === 0) return undefined;
+  const line = html('span', 'used by:', 'meta used-by');
+  for (const { object } of workloads) {
+    const namespace = object.namespace ?? event.object.namespace;
+    const name = `${object.kind} ${namespace ? `${namespace}/` : ''}${object.name}`;
+    const resource = links?.resourceOf(object.kind);
+    line.append(' ');
+    if (!links || !resource) {
+      line.append(html('span', name));
+      continue;
+    }
+    const link = html('button', name, 'link');
+    link.type = 'button';
+    link.addEventListener('click', () =>
+      links.open({
+        resource,
+        name: object.name,
+        ...(namespace ? { namespace } : {}),
+        ...(event.cluster ? { cluster: event.cluster } : {}),
+      }),
+    );
+    line.append(link);
+  }
+  return line;
+}
+
+export async function showObject(
+  section: HTMLElement,
+  ref: ObjectRef,
+  base: URLSearchParams,
+  links?: ObjectLinks,
+): Promise<void> {
   const params = new URLSearchParams(base);
   params.set('kind', ref.kind);
   params.set('name', ref.name);
@@ -80,7 +130,10 @@ export async function showObject(section: HTMLElement, ref: ObjectRef, base: URL
     const who = whoText(event);
     if (who) line.append(' ', html('span', who, 'meta'));
     if (event.owner) line.append(' ', html('span', `story: ${event.owner.kind} ${event.owner.name}`, 'meta'));
-    if (event.offline) line.append(' ', html('span', '(while not watching)', 'meta'));
+    const usedBy = usedByLine(event, links);
+    if (usedBy) line.append(' ', usedBy);
+    // The server's offlineNote() (src/events/event.ts): the words of the pretty and chat outputs.
+    if (event.offlineNote) line.append(' ', html('span', `(${event.offlineNote})`, 'meta'));
     if (event.cluster) line.append(' ', html('span', `[${event.cluster}]`, 'meta'));
     if (rebuildable.has(event.seq)) {
       for (const side of ['A', 'B'] as const) {
@@ -126,51 +179,21 @@ async function compare(section: HTMLElement, params: URLSearchParams, a?: number
   query.set('a', String(a));
   query.set('b', String(b));
   const answer = await getJson<ObjectAnswer>('/api/v1/object', query);
-  const left = JSON.stringify(answer.versions[a], null, 2).split('\n');
-  const right = JSON.stringify(answer.versions[b], null, 2).split('\n');
-  const [keepLeft, keepRight] = commonLines(left, right);
-  for (const [side, lines, keep] of [
-    ['A', left, keepLeft],
-    ['B', right, keepRight],
+  const diff = answer.diff ?? [];
+  target.append(
+    html('h3', `Version A (#${a}) → version B (#${b}), as YAML`),
+    diff.length > 0 ? renderDiff(diff, visible) : html('p', 'Versions A and B are the same.', 'meta'),
+  );
+  for (const [side, seq] of [
+    ['A', a],
+    ['B', b],
   ] as const) {
-    const figure = html('figure');
-    figure.append(html('figcaption', `version ${side} (#${side === 'A' ? a : b})`));
+    const text = answer.yaml?.[seq];
+    if (text === undefined) continue;
+    const whole = html('details', undefined, 'version');
     const pre = html('pre');
-    lines.forEach((text, line) => {
-      const shown = `${visible(text)}\n`;
-      if (keep.has(line)) pre.append(shown);
-      else {
-        const changed = html('span', undefined, 'changed');
-        changed.textContent = shown;
-        pre.append(changed);
-      }
-    });
-    figure.append(pre);
-    target.append(figure);
+    for (const line of text.replace(/\n$/, '').split('\n')) pre.append(...lineText(line, visible), '\n');
+    whole.append(html('summary', `Version ${side} (#${seq}) whole, as YAML`), pre);
+    target.append(whole);
   }
-}
-
-/**
- * The lines both sides share (a longest common subsequence), by index on each side, so that the others
- * can be marked; none beyond 4,000,000 line pairs (every line is then marked).
- */
-export function commonLines(left: readonly string[], right: readonly string[]): [Set<number>, Set<number>] {
-  if (left.length * right.length > 4_000_000) return [new Set(), new Set()];
-  const table = Array.from({ length: left.length + 1 }, () => new Uint32Array(right.length + 1));
-  for (let i = left.length - 1; i >= 0; i--)
-    for (let j = right.length - 1; j >= 0; j--)
-      table[i]![j] =
-        left[i] === right[j] ? table[i + 1]![j + 1]! + 1 : Math.max(table[i + 1]![j]!, table[i]![j + 1]!);
-  const keepLeft = new Set<number>();
-  const keepRight = new Set<number>();
-  let i = 0;
-  let j = 0;
-  while (i < left.length && j < right.length) {
-    if (left[i] === right[j]) {
-      keepLeft.add(i++);
-      keepRight.add(j++);
-    } else if (table[i + 1]![j]! >= table[i]![j + 1]!) i++;
-    else j++;
-  }
-  return [keepLeft, keepRight];
 }

@@ -2,6 +2,7 @@
 // The timeline: time across, one row per namespace or kind, one mark per event coloured (and shaped)
 // by its type; when the window holds too many events, cells shaded by how many fell in each bucket.
 import type { DensityCell, EventSummary, Timeline } from '../../state/timeline-reader.ts';
+import { groupStories, type Story, storyText } from './stories.ts';
 import { visible } from './visible-text.ts';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -21,6 +22,8 @@ function element<K extends keyof SVGElementTagNameMap>(name: K, attributes: Reco
 export interface TimelineHandlers {
   open(event: EventSummary): void;
   zoomTo(from: number, to: number): void;
+  /** A story's mark: open it into its events, or close it (undefined). */
+  toggleStory(key: string | undefined): void;
 }
 
 export function rowKeyOf(event: EventSummary, rows: 'namespace' | 'kind'): string {
@@ -43,6 +46,7 @@ export function drawTimeline(
   data: Timeline,
   rowsBy: 'namespace' | 'kind',
   selected: number | undefined,
+  openStory: string | undefined,
   handlers: TimelineHandlers,
 ): void {
   const rows = data.rows.length > 0 ? data.rows : [{ key: '', label: 'no events in this window', count: 0 }];
@@ -58,14 +62,14 @@ export function drawTimeline(
   drawAxis(svg, layout);
   drawRows(svg, rows, layout);
   if (data.density) drawDensity(svg, data.density, rowIndex, layout, handlers);
-  drawMarks(
-    svg,
-    data.marks ?? [],
-    (event) => rowIndex.get(rowKeyOf(event, rowsBy)),
-    selected,
-    layout,
-    handlers,
-  );
+  const rowOf = (event: EventSummary) => rowIndex.get(rowKeyOf(event, rowsBy));
+  const { stories, single } = groupStories(data.marks ?? [], (event) => rowKeyOf(event, rowsBy));
+  const shown = [...single];
+  for (const story of stories) {
+    drawStory(svg, story, story.key === openStory, rowIndex.get(story.row), layout, handlers);
+    if (story.key === openStory) shown.push(...story.events);
+  }
+  drawMarks(svg, shown, rowOf, selected, layout, handlers);
   container.replaceChildren(svg);
 }
 
@@ -186,6 +190,57 @@ export function densityOpacity(count: number, busiest: number): string {
 export function commonestType(cell: DensityCell): 'added' | 'updated' | 'deleted' {
   if (cell.deleted >= cell.updated && cell.deleted >= cell.added) return 'deleted';
   return cell.updated >= cell.added ? 'updated' : 'added';
+}
+
+/**
+ * A story: one mark across its time with its count, which opens into its events (drawn over it as
+ * single marks) on click or Enter/Space, and closes again.
+ */
+function drawStory(
+  svg: SVGSVGElement,
+  story: Story,
+  open: boolean,
+  index: number | undefined,
+  { x, rowTop, span }: Layout,
+  handlers: TimelineHandlers,
+): void {
+  if (index === undefined) return;
+  const first = x(Date.parse(story.events[0]!.time));
+  const last = x(Date.parse(story.events.at(-1)!.time));
+  const count = String(story.events.length);
+  const width = Math.max(last - first + 16, 14 + count.length * 7);
+  const start = first - 8;
+  const y = rowTop(index) + 2;
+  const from = formatTime(Date.parse(story.events[0]!.time), Math.min(span, 60_000));
+  const label = visible(
+    `Story of ${storyText(story)} from ${from}; ${open ? 'open: Enter closes it' : 'Enter shows its events'}`,
+  );
+  const group = element('g', {
+    class: `story${open ? ' open' : ''}`,
+    tabindex: 0,
+    role: 'button',
+    'aria-expanded': String(open),
+    'aria-label': label,
+    'data-story': story.key,
+  });
+  group.append(element('rect', { x: start, y, width, height: ROW_HEIGHT - 4, rx: 5 }));
+  if (!open) {
+    const text = element('text', { x: start + width / 2, y: y + 13, 'text-anchor': 'middle' });
+    text.textContent = count;
+    group.append(text);
+  }
+  const title = element('title', {});
+  title.textContent = label;
+  group.append(title);
+  const toggle = () => handlers.toggleStory(open ? undefined : story.key);
+  group.addEventListener('click', toggle);
+  group.addEventListener('keydown', (key) => {
+    if (key.key === 'Enter' || key.key === ' ') {
+      key.preventDefault();
+      toggle();
+    }
+  });
+  svg.append(group);
 }
 
 /** One mark per event in its row, opening the event on click or Enter/Space. */

@@ -10,9 +10,12 @@ export interface View {
   filters: Record<FilterName, string>;
   types: string[];
   object?: { cluster?: string; kind: string; namespace?: string; name: string; seq?: number };
+  /** The story opened into its events on the timeline (stories.ts): its key. */
+  story?: string;
 }
 
-export const FILTER_NAMES = ['cluster', 'namespace', 'kind', 'name', 'manager', 'user', 'path'] as const;
+/** `q`: the search box (an image, a user, a path, a name: anything an event holds). */
+export const FILTER_NAMES = ['q', 'cluster', 'namespace', 'kind', 'name', 'manager', 'user', 'path'] as const;
 export type FilterName = (typeof FILTER_NAMES)[number];
 export const TYPES = ['ADDED', 'UPDATED', 'DELETED'];
 export const HOUR = 3_600_000;
@@ -38,6 +41,8 @@ export function readView(search: string, newest: number, now = Date.now()): View
       ?.split(',')
       .filter((type) => TYPES.includes(type)) ?? [...TYPES],
   };
+  const story = params.get('story');
+  if (story && /^\d+$/.test(story)) view.story = story;
   const kind = params.get('object.kind');
   const name = params.get('object.name');
   if (kind && name) {
@@ -112,6 +117,7 @@ export function viewSearch(view: View): string {
     params.set('from', new Date(view.from).toISOString());
   }
   if (view.rows !== 'namespace') params.set('rows', view.rows);
+  if (view.story) params.set('story', view.story);
   if (view.object) {
     params.set('object.kind', view.object.kind);
     if (view.object.namespace) params.set('object.namespace', view.object.namespace);

@@ -18,12 +18,12 @@ import {
   ObjectTimeline,
   type RecordedEvent,
 } from '../../../src/cli/object-history/object-timeline.ts';
-import { objectYaml, yamlLines } from '../../../src/cli/object-history/object-yaml.ts';
 import { runShow } from '../../../src/cli/object-history/show.ts';
 import { parseTimePoint } from '../../../src/cli/object-history/time-point.ts';
-import { unifiedDiff } from '../../../src/cli/object-history/unified-diff.ts';
 import type { CommandIo } from '../../../src/cli/object-history/version-notes.ts';
 import { diffObjects } from '../../../src/diff/diff.ts';
+import { objectYaml, yamlLines } from '../../../src/diff/object-yaml.ts';
+import { unifiedDiff } from '../../../src/diff/unified-diff.ts';
 import type { ByInfo, ChangeEvent } from '../../../src/events/event.ts';
 import type { JsonObject } from '../../../src/kube/types.ts';
 import { SqliteDatabase } from '../../../src/state/sqlite-database.ts';

@@ -66,6 +66,10 @@ test('a summary from either store: PostgreSQL seqs as text, absent columns left 
     offline: 1,
     manager: 'kubectl',
     user: null,
+    change0: null,
+    change1: null,
+    ownerKind: null,
+    ownerName: null,
   };
   assert.deepEqual(summaryOf(row), {
     seq: 42,
@@ -80,6 +84,39 @@ test('a summary from either store: PostgreSQL seqs as text, absent columns left 
     offline: true,
     manager: 'kubectl',
   });
+});
+
+test('a summary carries its first changes, each value as JSON cut to 200 characters, and its story', () => {
+  const long = 'x'.repeat(50_000);
+  const stored = { op: 'replace', path: '/metadata/annotations/big', from: long, to: 'short' };
+  const row = {
+    seq: 7,
+    id: 'u:7',
+    time: options.from,
+    type: 'UPDATED' as const,
+    resource: 'deployments.apps',
+    namespace: 'shop',
+    name: 'web',
+    cluster: null,
+    kind: 'Deployment',
+    uid: 'u',
+    changes: 3,
+    offline: null,
+    manager: 'kubectl-edit',
+    user: 'alice',
+    // SQLite answers a change as JSON text, PostgreSQL parsed.
+    change0: JSON.stringify(stored),
+    change1: { op: 'add' as const, path: '/spec/paused', to: true },
+    ownerKind: 'Deployment',
+    ownerName: 'web',
+  };
+  const summary = summaryOf(row);
+  assert.deepEqual(summary.first, [
+    { path: '/metadata/annotations/big', from: `"${'x'.repeat(198)}…`, to: '"short"' },
+    { path: '/spec/paused', to: 'true' },
+  ]);
+  assert.equal(summary.first?.[0]?.from?.length, 200);
+  assert.deepEqual(summary.owner, { kind: 'Deployment', name: 'web' });
 });
 
 test('rows busiest first, at most maxRows, labelled with their kind; marks or only the shown rows’ cells', () => {

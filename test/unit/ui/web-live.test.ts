@@ -32,7 +32,7 @@ function view(overrides: Partial<View> = {}): View {
     to: T11,
     live: false,
     rows: 'namespace',
-    filters: { cluster: '', namespace: '', kind: '', name: '', manager: '', user: '', path: '' },
+    filters: { q: '', cluster: '', namespace: '', kind: '', name: '', manager: '', user: '', path: '' },
     types: ['ADDED', 'UPDATED', 'DELETED'],
     ...overrides,
   };

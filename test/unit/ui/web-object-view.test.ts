@@ -1,9 +1,13 @@
 // How the page writes one object's history (src/ui/web/object-view.ts): a change as `path: from → to`
-// with its manager, a value cut to fit, who made the change, and the lines two versions share.
+// with its manager, a value cut to fit, who made the change, and the diff of two versions laid out
+// unified and side by side (src/ui/web/diff-view.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { objectYaml } from '../../../src/diff/object-yaml.ts';
+import { unifiedDiff } from '../../../src/diff/unified-diff.ts';
 import type { ChangeEvent } from '../../../src/events/event.ts';
-import { changeText, commonLines, valueText, whoText } from '../../../src/ui/web/object-view.ts';
+import { parseUnified, splitRows } from '../../../src/ui/web/diff-view.ts';
+import { changeText, valueText, whoText } from '../../../src/ui/web/object-view.ts';
 
 function event(by?: ChangeEvent['by']): ChangeEvent {
   return {
@@ -62,30 +66,56 @@ describe('who made it', () => {
   });
 });
 
-describe('the lines two versions share', () => {
-  const shared = (left: string[], right: string[]) =>
-    commonLines(left, right).map((lines) => [...lines].sort((a, b) => a - b));
+describe('the diff of two versions, laid out', () => {
+  // The lines the server sends: objectYaml and unifiedDiff, as `kubediff diff` prints them.
+  const before = objectYaml({
+    kind: 'Deployment',
+    spec: { replicas: 2, paused: false, strategy: 'RollingUpdate' },
+  });
+  const after = objectYaml({ kind: 'Deployment', spec: { replicas: 5, strategy: 'RollingUpdate' } });
+  const lines = unifiedDiff(
+    { label: 'deployments.apps/shop/web', header: '#1', text: before },
+    { label: 'deployments.apps/shop/web', header: '#2', text: after },
+    { color: false, terminal: false },
+  );
 
-  it('a line changed, one added, one removed: the others kept on both sides, by index', () => {
-    assert.deepEqual(shared(['a', 'b', 'c'], ['a', 'x', 'c']), [
-      [0, 2],
-      [0, 2],
-    ]);
-    assert.deepEqual(shared(['a', 'c'], ['a', 'b', 'c']), [
-      [0, 1],
-      [0, 2],
-    ]);
-    assert.deepEqual(shared(['a', 'b', 'c'], ['b', 'c']), [
-      [1, 2],
-      [0, 1],
+  it('unified: each line with its kind and its numbers in A and B', () => {
+    assert.deepEqual(parseUnified(lines), [
+      { kind: 'file', text: '--- deployments.apps/shop/web\t#1' },
+      { kind: 'file', text: '+++ deployments.apps/shop/web\t#2' },
+      { kind: 'hunk', text: '@@ -1,5 +1,4 @@' },
+      { kind: 'context', text: 'kind: Deployment', a: 1, b: 1 },
+      { kind: 'context', text: 'spec:', a: 2, b: 2 },
+      { kind: 'removed', text: '  paused: false', a: 3 },
+      { kind: 'removed', text: '  replicas: 2', a: 4 },
+      { kind: 'added', text: '  replicas: 5', b: 3 },
+      { kind: 'context', text: '  strategy: RollingUpdate', a: 5, b: 4 },
     ]);
   });
 
-  it('nothing shared, an empty side, and beyond 4,000,000 line pairs: nothing kept', () => {
-    assert.deepEqual(shared(['a'], ['b']), [[], []]);
-    assert.deepEqual(shared([], ['a']), [[], []]);
-    const many = Array.from({ length: 2_001 }, (_, index) => `line ${index}`);
-    assert.deepEqual(shared(many, many), [[], []]);
-    assert.equal(commonLines(many.slice(0, 2_000), many.slice(0, 2_000))[0].size, 2_000);
+  it('side by side: a run of removed lines beside the added run after it, context on both sides', () => {
+    const rows = splitRows(parseUnified(lines)).map((row) =>
+      row.hunk ? row.hunk : [row.left?.text ?? '', row.right?.text ?? ''],
+    );
+    assert.deepEqual(rows, [
+      '@@ -1,5 +1,4 @@',
+      ['kind: Deployment', 'kind: Deployment'],
+      ['spec:', 'spec:'],
+      ['  paused: false', '  replicas: 5'],
+      ['  replicas: 2', ''],
+      ['  strategy: RollingUpdate', '  strategy: RollingUpdate'],
+    ]);
+  });
+
+  it('an added line after context starts a row of its own, with nothing on the left', () => {
+    const rows = splitRows(parseUnified(['@@ -1 +1,2 @@', ' a', '+b']));
+    assert.deepEqual(
+      rows.map((row) => [row.left?.kind, row.right?.kind]),
+      [
+        [undefined, undefined],
+        ['context', 'context'],
+        [undefined, 'added'],
+      ],
+    );
   });
 });

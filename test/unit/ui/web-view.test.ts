@@ -18,7 +18,7 @@ import {
 const NOW = Date.parse('2026-03-04T12:00:00.000Z');
 const T10 = Date.parse('2026-03-04T10:00:00.000Z');
 const T11 = Date.parse('2026-03-04T11:00:00.000Z');
-const NO_FILTERS = { cluster: '', namespace: '', kind: '', name: '', manager: '', user: '', path: '' };
+const NO_FILTERS = { q: '', cluster: '', namespace: '', kind: '', name: '', manager: '', user: '', path: '' };
 const ALL_TYPES = ['ADDED', 'UPDATED', 'DELETED'];
 
 function view(overrides: Partial<View> = {}): View {
@@ -124,6 +124,8 @@ describe('writing the address', () => {
         object: { kind: 'configmaps', name: 'cm', seq: 7 },
       }),
       view({ object: { kind: 'namespaces', name: 'shop', cluster: 'west' } }),
+      // The search box and a story opened on the timeline.
+      view({ filters: { ...NO_FILTERS, q: 'shop:1.5' }, story: '17' }),
     ];
     for (const written of views) assert.deepEqual(readView(`?${viewSearch(written)}`, 0, NOW), written);
   });

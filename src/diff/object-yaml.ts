@@ -1,6 +1,8 @@
 // An object as YAML the way kubectl prints it (`kubectl get -o yaml`): keys in alphabetical order, list
 // items at their key's indentation, no line folding (a long value stays one line, so diffs and blame
-// stay line by line), multi-line strings as literal blocks. Rendered by the `yaml` package.
+// stay line by line), multi-line strings as literal blocks, metadata.managedFields left out (as kubectl
+// does by default). Rendered by the `yaml` package. The one YAML of an object: `kubediff show`, `diff`,
+// `blame` and the page's versions (src/ui) all print this.
 //
 // Each line also gets a key: its place in the object, written so that the same line of two versions has
 // the same key (blame compares versions by these keys). List items are placed by their merge key
@@ -8,10 +10,10 @@
 // not move the others' lines; items without one by position. The lines of a multi-line string share
 // their string's key and are told apart by their position in it.
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar, stringify } from 'yaml';
-import { listItemKey } from '../../diff/list-keys.ts';
-import { formatPointer } from '../../diff/pointer.ts';
-import type { JsonObject, JsonValue } from '../../kube/types.ts';
-import { isJsonObject } from '../../kube/types.ts';
+import type { JsonObject, JsonValue } from '../kube/types.ts';
+import { isJsonObject } from '../kube/types.ts';
+import { listItemKey } from './list-keys.ts';
+import { formatPointer } from './pointer.ts';
 
 export interface YamlLine {
   text: string;
@@ -25,13 +27,21 @@ export interface YamlLine {
 
 /** The YAML text of `object`, kubectl-like. */
 export function objectYaml(object: JsonObject): string {
-  return stringify(object, {
+  return stringify(withoutManagedFields(object), {
     sortMapEntries: true,
     indentSeq: false,
     lineWidth: 0,
     // Normalized objects share unchanged subtrees between versions: never write them as anchors.
     aliasDuplicateObjects: false,
   });
+}
+
+/** `object` without metadata.managedFields (a shallow copy when it has them, else itself). */
+function withoutManagedFields(object: JsonObject): JsonObject {
+  const metadata = object.metadata;
+  if (!isJsonObject(metadata) || !Object.hasOwn(metadata, 'managedFields')) return object;
+  const { managedFields: _left, ...rest } = metadata;
+  return { ...object, metadata: rest };
 }
 
 /** The YAML of `object`, line by line, each with its key. */

@@ -1,10 +1,11 @@
 // A unified diff of two texts (`diff -u`, as `kubectl diff` prints it): `---`/`+++` headers, `@@` hunks with
-// three lines of context. The line matching is the `diff` package's (Myers' algorithm; docs/history.md
+// three lines of context. The one diff of two versions: `kubediff diff` prints these lines, the page
+// (src/ui) receives them uncoloured and lays them out. The line matching is the `diff` package's (Myers' algorithm; docs/history.md
 // says why that package rather than our own). Bounded: past MAX_EDIT_LENGTH differing lines the search
 // stops and the two texts are shown as one hunk, all removed then all added (still a correct patch).
 import { Chalk } from 'chalk';
 import { structuredPatch } from 'diff';
-import { printable } from '../../util/terminal-text.ts';
+import { printable } from '../util/terminal-text.ts';
 
 /** One side of the diff: a label (`deployments.apps/shop/web`) and its header (a time), and the text. */
 export interface DiffSide {
