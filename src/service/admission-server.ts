@@ -6,14 +6,23 @@
 // has no use for are counted and dropped: dry runs, CONNECT, subresource creates without the object's
 // uid, resources kubediff does not watch.
 //
+// Where that work runs depends on the body's size. A review of up to SMALL_REVIEW_BYTES (nearly every
+// one) is parsed and digested here, in microseconds. A larger one is answered from its head (its uid,
+// review-head.ts: the API server writes it first) and handed to the admission thread (`thread`,
+// admission-thread.ts), which parses and digests it while this thread goes on answering reviews and
+// feeding the watch; its record follows when the thread is done. A large body without such a head waits
+// for the thread before it is answered.
+//
 // Authentication, TLS reloading and the bounds are the audit webhook's (webhook-listener.ts): a body
 // larger than `maxRequestBytes` is refused (413) and at most MAX_CONCURRENT_REQUESTS are read at once
-// (503 beyond it); the API server's failurePolicy Ignore lets the write through either way, without user.
+// (503 beyond it, without Retry-After); the API server's failurePolicy Ignore lets the write through
+// either way, without user.
 
 import type { AdmissionRecord } from '../events/admission-match.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
+import { formatSize } from '../util/size.ts';
 import {
   AdmissionBodyError,
   allowedAnswer,
@@ -22,8 +31,11 @@ import {
   type ReviewedWrite,
   readAdmissionReview,
 } from './admission-review.ts';
+import { type ReviewThread, type ThreadAnswer, ThreadClosed } from './admission-thread.ts';
+import { type DigestedReview, digestReview, type NamedWrite } from './review-digest.ts';
+import { type ReviewHead, reviewHeadOf } from './review-head.ts';
 import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
-import { WebhookListener, type WebhookRoute } from './webhook-listener.ts';
+import { type WebhookAnswer, WebhookListener, type WebhookRoute } from './webhook-listener.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
 export interface AdmissionServerOptions extends WebhookEndpoint {
@@ -33,6 +45,8 @@ export interface AdmissionServerOptions extends WebhookEndpoint {
    * (a subresource, another version); undefined when kubediff does not watch the resource.
    */
   digest(write: ReviewedWrite): { digest?: string } | undefined;
+  /** Where reviews larger than SMALL_REVIEW_BYTES are parsed and digested (an AdmissionThread). */
+  thread: ReviewThread;
   /** Where the records go (the join, and the peers). */
   onRecords: (records: AdmissionRecord[]) => void;
   /** What the other replicas post (--peers), when they are configured. */
@@ -59,6 +73,13 @@ export const BODY_TIMEOUT_MS = 5_000;
  */
 export const SLOW_BODY_MS = 1_000;
 
+/**
+ * A review up to this size is parsed and digested on the thread that answers (well under a millisecond);
+ * a larger one in the admission thread, answered from its head found within these first bytes.
+ * Documented in docs/who.md ("Limits").
+ */
+export const SMALL_REVIEW_BYTES = 64 * 1024;
+
 /** What the metrics see of the answers (kubediff_admission_answer_seconds). */
 export interface AdmissionObserver {
   answered(outcome: WebhookOutcome, seconds: number): void;
@@ -66,17 +87,22 @@ export interface AdmissionObserver {
 
 export class AdmissionServer {
   readonly listener: WebhookListener;
+  private readonly options: AdmissionServerOptions;
+  private readonly now: () => number;
   private readonly ignored = new Map<IgnoreReason, number>();
+  /** Bounds of the admission thread already logged (once each). */
+  private readonly logged = new Set<IgnoreReason>();
   private readonly observers: AdmissionObserver[] = [];
 
-  private constructor(listener: WebhookListener) {
+  private constructor(listener: WebhookListener, options: AdmissionServerOptions) {
     this.listener = listener;
+    this.options = options;
+    this.now = options.now ?? Date.now;
   }
 
   /** Listens; rejects with a UsageError when the files cannot be read or the port cannot be had. */
   static async start(options: AdmissionServerOptions): Promise<AdmissionServer> {
     let instance: AdmissionServer | undefined;
-    const now = options.now ?? Date.now;
     const listener = await WebhookListener.start({
       name: 'admission webhook',
       settingsKey: 'admission',
@@ -90,19 +116,8 @@ export class AdmissionServer {
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
       route: {
         receive: (body) => {
-          let reading: ReturnType<typeof readAdmissionReview>;
-          try {
-            reading = readAdmissionReview(body.toString('utf8'));
-          } catch (error) {
-            const why = error instanceof AdmissionBodyError ? error.message : 'the body cannot be read';
-            return { status: 400, body: '', why };
-          }
-          return {
-            status: 200,
-            body: allowedAnswer(reading.requestUID, reading.apiVersion),
-            // After the answer is written: the API server's write does not wait for the digest.
-            after: () => instance?.keep(reading, options, now()),
-          };
+          const server = instance as AdmissionServer;
+          return body.length <= SMALL_REVIEW_BYTES ? server.small(body) : server.large(body);
         },
       },
       peerRoute: options.peerRoute,
@@ -112,7 +127,7 @@ export class AdmissionServer {
       },
       log: options.log,
     });
-    instance = new AdmissionServer(listener);
+    instance = new AdmissionServer(listener, options);
     options.log.info(
       `receiving admission reviews on https://${listener.address} (${
         listener.authentication
@@ -144,29 +159,124 @@ export class AdmissionServer {
     return this.listener.close();
   }
 
-  private keep(
-    reading: ReturnType<typeof readAdmissionReview>,
-    options: AdmissionServerOptions,
-    now: number,
-  ): void {
-    if ('ignored' in reading) {
-      this.ignore(reading.ignored);
-      return;
-    }
-    const { write } = reading;
-    let verdict: { digest?: string } | undefined;
+  /** A small review: read here, answered, then digested here. */
+  private small(body: Buffer): WebhookAnswer {
+    let reading: ReturnType<typeof readAdmissionReview>;
     try {
-      verdict = options.digest(write);
+      reading = readAdmissionReview(body.toString('utf8'));
     } catch (error) {
-      // An object the normalizer cannot take (nested too deep, say) is still a write: unverifiable.
-      options.log.debug(`admission webhook: cannot digest a reviewed object: ${errorMessage(error)}`);
-      verdict = {};
+      const why = error instanceof AdmissionBodyError ? error.message : 'the body cannot be read';
+      return { status: 400, body: '', why };
     }
-    if (verdict === undefined) {
-      this.ignore('not_watched');
+    return {
+      status: 200,
+      body: allowedAnswer(reading.requestUID, reading.apiVersion),
+      // After the answer is written: the API server's write does not wait for the digest.
+      after: () =>
+        this.keep(
+          digestReview(reading, (write) => this.options.digest(write)),
+          this.now(),
+        ),
+    };
+  }
+
+  /**
+   * A large review: answered from its head at once, then read and digested in the admission thread; without
+   * a head, answered once the thread has read it.
+   */
+  private large(body: Buffer): WebhookAnswer | Promise<WebhookAnswer> {
+    const time = this.now();
+    const head = reviewHeadOf(body, SMALL_REVIEW_BYTES);
+    if (head) {
+      return {
+        status: 200,
+        body: allowedAnswer(head.requestUID, head.apiVersion),
+        after: () => this.digestLater(body, head, time),
+      };
+    }
+    const digesting = this.options.thread.digest(body);
+    if (!digesting) return this.threadBusy();
+    return digesting.then(
+      (answer): WebhookAnswer => {
+        if ('error' in answer) return { status: 400, body: '', why: answer.error };
+        const { review } = answer;
+        return {
+          status: 200,
+          body: allowedAnswer(review.requestUID, review.apiVersion),
+          after: () => this.keep(review, time),
+        };
+      },
+      (error: unknown): WebhookAnswer => {
+        this.threadFailed(error);
+        return { status: 503, body: '', outcome: 'busy', why: errorMessage(error) };
+      },
+    );
+  }
+
+  /** A large review answered from its head: its record, once the admission thread has read it. */
+  private digestLater(body: Buffer, head: ReviewHead, time: number): void {
+    const digesting = this.options.thread.digest(body);
+    if (!digesting) {
+      this.threadBusy();
       return;
     }
-    options.onRecords([admissionRecordOf(reading.requestUID, write, verdict.digest, now)]);
+    const taken = (answer: ThreadAnswer) => {
+      // The answer named the head's uid: a body that says otherwise once parsed names nothing.
+      if ('error' in answer || answer.review.requestUID !== head.requestUID) this.ignore('unreadable');
+      else this.keep(answer.review, time);
+    };
+    digesting
+      .then(taken, (error: unknown) => this.threadFailed(error))
+      // What afterAnswer() does for a small review's records, here where nobody else would hear it.
+      .catch((error: unknown) => this.recordsFailed(error));
+  }
+
+  private threadBusy(): WebhookAnswer {
+    this.ignoreOnce(
+      'thread_busy',
+      `${formatSize(this.options.thread.maxBytes)} of large reviews are waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user`,
+    );
+    return { status: 503, body: '', outcome: 'busy', why: 'the thread that reads large reviews is full' };
+  }
+
+  private threadFailed(error: unknown): void {
+    if (error instanceof ThreadClosed) return;
+    this.ignoreOnce(
+      'thread_failed',
+      `${errorMessage(error)}; the reviews it held are dropped, its writes named by no user, and it is started again for the next one`,
+    );
+  }
+
+  private ignoreOnce(reason: IgnoreReason, line: string): void {
+    this.ignore(reason);
+    if (this.logged.has(reason)) return;
+    this.logged.add(reason);
+    this.options.log.warn(
+      `admission webhook: ${line}. Counted in kubediff_admission_reviews_ignored_total{reason="${reason}"}; logged once.`,
+    );
+  }
+
+  private recordsFailed(error: unknown): void {
+    const what = 'taking the records of a request';
+    const object = { resource: 'the admission webhook' };
+    if (this.options.failures) {
+      this.options.failures.report('handler', what, object, error, 'its records are dropped');
+    } else {
+      this.options.log.warn(
+        `admission webhook: ${what} failed: ${errorMessage(error)}; its records are dropped.`,
+      );
+    }
+  }
+
+  private keep(review: DigestedReview, now: number): void {
+    if ('ignored' in review) {
+      this.ignore(review.ignored);
+      return;
+    }
+    if (review.digestFailure !== undefined) {
+      this.options.log.debug(`admission webhook: cannot digest a reviewed object: ${review.digestFailure}`);
+    }
+    this.options.onRecords([admissionRecordOf(review.requestUID, review.write, review.digest, now)]);
   }
 
   private ignore(reason: IgnoreReason): void {
@@ -179,7 +289,7 @@ export { IGNORE_REASONS };
 /** What the join keeps of a review: names, uids, versions, the user, the digest; never the object. */
 export function admissionRecordOf(
   reviewUID: string,
-  write: ReviewedWrite,
+  write: NamedWrite,
   digest: string | undefined,
   time: number,
 ): AdmissionRecord {
