@@ -195,7 +195,8 @@ export class AdmissionServer {
       };
     }
     const digesting = this.options.thread.digest(body);
-    if (!digesting) return this.threadBusy();
+    const busy = (why: string): WebhookAnswer => ({ status: 503, body: '', outcome: 'busy', why });
+    if (!digesting) return busy('the thread that reads large reviews is full');
     return digesting.then(
       (answer): WebhookAnswer => {
         if ('error' in answer) return { status: 400, body: '', why: answer.error };
@@ -206,10 +207,7 @@ export class AdmissionServer {
           after: () => this.keep(review, time),
         };
       },
-      (error: unknown): WebhookAnswer => {
-        this.threadFailed(error);
-        return { status: 503, body: '', outcome: 'busy', why: errorMessage(error) };
-      },
+      (error: unknown) => busy(errorMessage(error)),
     );
   }
 
@@ -217,7 +215,10 @@ export class AdmissionServer {
   private digestLater(body: Buffer, head: ReviewHead, time: number): void {
     const digesting = this.options.thread.digest(body);
     if (!digesting) {
-      this.threadBusy();
+      this.ignoreOnce(
+        'thread_busy',
+        `${formatSize(this.options.thread.maxBytes)} of large reviews are waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user`,
+      );
       return;
     }
     const taken = (answer: ThreadAnswer) => {
@@ -225,18 +226,10 @@ export class AdmissionServer {
       if ('error' in answer || answer.review.requestUID !== head.requestUID) this.ignore('unreadable');
       else this.keep(answer.review, time);
     };
-    digesting
-      .then(taken, (error: unknown) => this.threadFailed(error))
-      // What afterAnswer() does for a small review's records, here where nobody else would hear it.
-      .catch((error: unknown) => this.recordsFailed(error));
-  }
-
-  private threadBusy(): WebhookAnswer {
-    this.ignoreOnce(
-      'thread_busy',
-      `${formatSize(this.options.thread.maxBytes)} of large reviews are waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user`,
+    digesting.then(
+      (answer) => this.listener.takeRecords(() => taken(answer)),
+      (error: unknown) => this.threadFailed(error),
     );
-    return { status: 503, body: '', outcome: 'busy', why: 'the thread that reads large reviews is full' };
   }
 
   private threadFailed(error: unknown): void {
@@ -254,18 +247,6 @@ export class AdmissionServer {
     this.options.log.warn(
       `admission webhook: ${line}. Counted in kubediff_admission_reviews_ignored_total{reason="${reason}"}; logged once.`,
     );
-  }
-
-  private recordsFailed(error: unknown): void {
-    const what = 'taking the records of a request';
-    const object = { resource: 'the admission webhook' };
-    if (this.options.failures) {
-      this.options.failures.report('handler', what, object, error, 'its records are dropped');
-    } else {
-      this.options.log.warn(
-        `admission webhook: ${what} failed: ${errorMessage(error)}; its records are dropped.`,
-      );
-    }
   }
 
   private keep(review: DigestedReview, now: number): void {

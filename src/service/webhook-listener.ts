@@ -437,7 +437,7 @@ export class WebhookListener {
         }
         this.count('accepted', peer);
         this.answer(response, started, peer, 'accepted', answer.status, answer.body);
-        this.afterAnswer(answer);
+        if (answer.after) this.takeRecords(answer.after);
       };
       // A route answers every body it can read; anything else is a bug, contained to this request.
       const failed = (error: unknown) => {
@@ -476,12 +476,12 @@ export class WebhookListener {
   }
 
   /**
-   * Runs an answer's `after` (its records, to the join and the peers): it runs in the request's 'end'
-   * handler, where an exception would be unheard and end the process; it costs those records only.
+   * Runs `take` (a request's records, to the join and the peers: an answer's `after`, or what a route
+   * takes later) where an exception would be unheard and end the process; it costs those records only.
    */
-  private afterAnswer(answer: WebhookAnswer): void {
+  takeRecords(take: () => void): void {
     try {
-      answer.after?.();
+      take();
     } catch (error) {
       const what = 'taking the records of a request';
       const object = { resource: `the ${this.options.name}` };
