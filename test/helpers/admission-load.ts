@@ -5,7 +5,7 @@
 //   younger than the 1 s slow-body cut, so that rule alone never frees a read for a real review. A
 //   connection the listener closes is opened again.
 // - largeReviews(): clients that each post a review of a ConfigMap of many small keys, and the next as
-//   soon as the last is answered.
+//   soon as the last is answered (or a pause after it).
 // - reviewBody() and postReview(): a valid small review, and what its answer says (status, uid, time).
 import { randomUUID } from 'node:crypto';
 import { connect as netConnect } from 'node:net';
@@ -195,8 +195,17 @@ export function largeReviewBody(keys: number): { body: Buffer; withUid(uid: stri
   };
 }
 
-/** `clients` clients that each post a review of `keys` keys, and the next once it is answered. */
-export function largeReviews(options: { url: string; ca: string; clients: number; keys: number }): Load {
+/**
+ * `clients` clients that each post a review of `keys` keys, and the next once it is answered (and
+ * `pauseMs` more, if given).
+ */
+export function largeReviews(options: {
+  url: string;
+  ca: string;
+  clients: number;
+  keys: number;
+  pauseMs?: number;
+}): Load {
   const statuses = new Map<number, number>();
   const large = largeReviewBody(options.keys);
   let stopped = false;
@@ -208,6 +217,7 @@ export function largeReviews(options: { url: string; ca: string; clients: number
       try {
         const answer = await postReview(agent, options.url, large.withUid(randomUUID()));
         statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+        if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
       } catch {
         if (!stopped) await new Promise((resolve) => setTimeout(resolve, 10));
       }
