@@ -1,5 +1,5 @@
 // npm run cluster:build — builds the test control plane (kube-apiserver, kube-controller-manager,
-// etcd, kubectl) from test/cluster/ into .cache/cluster/bin, only when its inputs changed
+// etcd, kubectl, kube-scheduler) from test/cluster/ into .cache/cluster/bin, only when its inputs changed
 // (scripts/go-build.ts says how).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { defaultBinDir, repoRoot } from '../test/helpers/cluster.ts';
 import { type BuildResult, ensureGoBuild, type GoBuild } from './go-build.ts';
 
 export const clusterModuleDir = path.join(repoRoot, 'test', 'cluster');
-export const BINARIES = ['kube-apiserver', 'kube-controller-manager', 'etcd', 'kubectl'];
+export const BINARIES = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd', 'kubectl'];
 
 /**
  * `go build` arguments. The -X flags stamp the Kubernetes version into the binaries (the upstream

@@ -22,7 +22,8 @@
 import type { ArrayDelta, Delta, ObjectDelta } from 'jsondiffpatch';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
-import { getProperty, jsonEqual } from './json.ts';
+import { jsonEqual } from '../util/json-equal.ts';
+import { getProperty } from './json.ts';
 import { formatPointer } from './pointer.ts';
 import { shareUnchanged } from './share.ts';
 import type { Change } from './types.ts';

@@ -3,9 +3,10 @@
 import type { DiffContext, Filter } from 'jsondiffpatch';
 import { create } from 'jsondiffpatch';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
+import { jsonEqual } from '../util/json-equal.ts';
 import type { ComputedDelta } from './delta-changes.ts';
 import { changesOfVersions, UNDIFFABLE_KEY } from './delta-changes.ts';
-import { getProperty, jsonEqual } from './json.ts';
+import { getProperty } from './json.ts';
 import { listItemKey } from './list-keys.ts';
 import type { Change } from './types.ts';
 

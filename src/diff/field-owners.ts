@@ -7,7 +7,8 @@
 import type { ManagedFieldsEntry } from '../kube/managed-fields.ts';
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
-import { getProperty, jsonEqual } from './json.ts';
+import { jsonEqual } from '../util/json-equal.ts';
+import { getProperty } from './json.ts';
 import { parsePointer } from './pointer.ts';
 
 /**

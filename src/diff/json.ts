@@ -25,23 +25,3 @@ export function copyObject(object: JsonObject): JsonObject {
 export function getProperty(object: JsonObject, key: string): JsonValue | undefined {
   return Object.hasOwn(object, key) ? object[key] : undefined;
 }
-
-/** Deep equality of JSON values: object key order does not matter, array order does. */
-export function jsonEqual(a: JsonValue, b: JsonValue): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    for (let index = 0; index < a.length; index++) {
-      if (!jsonEqual(a[index]!, b[index]!)) return false;
-    }
-    return true;
-  }
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  for (const key of keys) {
-    const other = getProperty(b, key);
-    if (other === undefined || !jsonEqual(a[key]!, other)) return false;
-  }
-  return true;
-}

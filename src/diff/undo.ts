@@ -5,7 +5,8 @@
 // than shown wrong.
 import type { JsonObject, JsonValue } from '../kube/types.ts';
 import { isJsonObject } from '../kube/types.ts';
-import { getProperty, jsonEqual, setProperty } from './json.ts';
+import { jsonEqual } from '../util/json-equal.ts';
+import { getProperty, setProperty } from './json.ts';
 import { parsePointer } from './pointer.ts';
 import type { Change } from './types.ts';
 

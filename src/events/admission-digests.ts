@@ -1,20 +1,47 @@
-// Which admission reviews can name a change kubediff reports, and the digest of the object each write
-// produces, normalized exactly as the watch stores objects of that type (so that it equals the digest of
-// the stored object when the review is of that change: admission-match.ts). The watch tells it the types
-// it watches (every cluster's); a review of another resource names nothing kubediff reports.
+// What an admission review says that can be checked against the change the watch then sees
+// (admission-match.ts), worked out from the objects it carries, which are then dropped:
+// - CREATE, UPDATE of the object in the version kubediff watches: the digest of the object the write
+//   produces, normalized exactly as the watch stores objects of that type (so that it equals the digest of
+//   the stored object when the review is of that change);
+// - DELETE: the digest of its old object, normalized the same way (the state the deletion found);
+// - UPDATE of the `scale` subresource of a type whose Scale's spec.replicas is its own spec.replicas (the
+//   workloads of `apps` and ReplicationControllers; a custom resource may map it elsewhere): the replicas.
+// The watch tells it the types it watches (every cluster's); a review of another resource names nothing
+// kubediff reports. Normalizing and digesting may throw (an object nested too deep): the caller drops
+// such a review.
 
 import type { Normalizer } from '../diff/normalize.ts';
-import type { JsonObject, ResourceType } from '../kube/types.ts';
+import { isJsonObject, type JsonObject, type ResourceType } from '../kube/types.ts';
 import { objectDigest } from './object-digest.ts';
 
-/** What a review says of its write, as far as the digest goes. */
+/** What a review says of its write, as far as the checks go. */
 export interface DigestedWrite {
+  operation: string;
   group: string;
   resource: string;
+  subresource?: string;
   /** request.kind: the kind of the object reviewed (a Scale for `scale`, the object's own for `status`). */
   kind: { group: string; version: string; kind: string };
+  /** CREATE, UPDATE: the object as it will be stored. */
   object?: JsonObject;
+  /** DELETE: the object as it is before the deletion. */
+  oldObject?: JsonObject;
 }
+
+/** What a record keeps to be checked by (AdmissionRecord's fields of the same names). */
+export interface WriteChecks {
+  digest?: string;
+  oldDigest?: string;
+  replicas?: number;
+}
+
+/** The types whose `scale` subresource sets spec.replicas. */
+const SCALED_BY_SPEC_REPLICAS = new Set([
+  'apps/deployments',
+  'apps/replicasets',
+  'apps/statefulsets',
+  '/replicationcontrollers',
+]);
 
 export class AdmissionDigests {
   readonly #normalizer: Normalizer;
@@ -30,16 +57,25 @@ export class AdmissionDigests {
   }
 
   /**
-   * undefined when kubediff watches no such resource; `{}` when the object is not the watched type's in
-   * the watched version (a Scale, another version: the review cannot be checked against the change).
+   * undefined when kubediff watches no such resource; `{}` when nothing the review carries can be checked
+   * (another version, a `status` write, a custom resource's scale). Throws when an object cannot be
+   * normalized or digested.
    */
-  of(write: DigestedWrite): { digest?: string } | undefined {
-    const type = this.#types.get(`${write.group}/${write.resource}`);
+  of(write: DigestedWrite): WriteChecks | undefined {
+    const key = `${write.group}/${write.resource}`;
+    const type = this.#types.get(key);
     if (!type) return undefined;
-    const { kind, object } = write;
-    if (!object || kind.group !== type.group || kind.version !== type.version || kind.kind !== type.kind) {
-      return {};
+    const { kind } = write;
+    if (write.subresource === 'scale') {
+      const replicas = isJsonObject(write.object?.spec) ? write.object.spec.replicas : undefined;
+      const scale = kind.group === 'autoscaling' && kind.kind === 'Scale';
+      return scale && SCALED_BY_SPEC_REPLICAS.has(key) && Number.isSafeInteger(replicas)
+        ? { replicas: replicas as number }
+        : {};
     }
-    return { digest: objectDigest(this.#normalizer.normalize(type, object)) };
+    if (kind.group !== type.group || kind.version !== type.version || kind.kind !== type.kind) return {};
+    const digest = (object: JsonObject) => objectDigest(this.#normalizer.normalize(type, object));
+    if (write.operation === 'DELETE') return write.oldObject ? { oldDigest: digest(write.oldObject) } : {};
+    return write.object ? { digest: digest(write.object) } : {};
   }
 }

@@ -2,25 +2,38 @@
 //
 // A validating webhook sees a write before it is stored: the object's uid (set before validation, on
 // CREATE too) and, for UPDATE and DELETE, the old object's resourceVersion, i.e. the version the write
-// replaces. So a review names the change whose uid is its uid and whose previous resourceVersion (what the
-// watch saw before it) is its old one; a CREATE names the uid's ADDED. Subresource writes (`scale`,
+// replaces. So a review can only be of the change whose uid is its uid and whose previous resourceVersion
+// (what the watch saw before it) is its old one; a CREATE of the uid's ADDED. Subresource writes (`scale`,
 // `status`) carry the same uid and old resourceVersion.
 //
-// Several reviews can name the same (uid, old version): a write that then failed (a conflict, a quota,
-// another webhook's refusal) or changed nothing, a dry run of the admission server's, and forged ones. A
-// review of the object itself in the version kubediff watches carries the digest of the object the write
-// produces (object-digest.ts): one whose digest differs from the stored object's is of another write, and
-// never names this one. Among those left, the best-fitting tier wins: a verified review (its digest is the
-// change's), else one that cannot be verified (a subresource, another API version, a DELETE whose UPDATED
-// sets deletionTimestamp). If that tier's reviews name one user, the match is exact; if they name
-// several, it is ambiguous: the change names nobody. A forged review can hide who made a write, never
-// name someone else as its author, unless it also carries the exact object the write produced.
+// Several reviews can claim the same (uid, old version): a write that then failed (a conflict, a quota,
+// another webhook's refusal) or changed nothing, and forged ones. Each is checked against the change where
+// it can be: an UPDATE or CREATE of the object in the version kubediff watches by the digest of the object
+// it produces (object-digest.ts) against the stored object; a `scale` by its spec.replicas against the new
+// object's; a DELETE by the digest of its old object against the state the write found (the previous
+// object of an UPDATED it made by setting deletionTimestamp, the last state of a DELETED). A review whose
+// check fails is of another write and names nothing; one that cannot be checked (another API version, a
+// `status` write, the update that removed the last finalizer) stays a candidate, as does one that passes.
+// The candidates left are equals: a check that passes never lets a review win against one that disagrees
+// with it, because the API server's own review of the write may be one that cannot be checked, and a
+// forger can predict an object. If they name one user the match is exact; several, ambiguous (nobody is
+// named). A forged review can hide who made a write, never name someone else, unless the write's own
+// review never reached kubediff.
 
+import { isJsonObject, type JsonObject } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import type { ByInfo, UserInfo } from './event.ts';
 import { objectDigest } from './object-digest.ts';
 import { type KeptRecord, RecordStore } from './record-store.ts';
-import { type Candidate, type JoinSubject, RANKS, type WaitingIndex, type WhoSource } from './who-source.ts';
+import {
+  type Candidate,
+  type JoinSubject,
+  RANKS,
+  sameUser,
+  type WaitingIndex,
+  type WhoFinding,
+  type WhoSource,
+} from './who-source.ts';
 
 export const ADMISSION_OPERATIONS = ['CREATE', 'UPDATE', 'DELETE'] as const;
 export type AdmissionOperation = (typeof ADMISSION_OPERATIONS)[number];
@@ -41,6 +54,10 @@ export interface AdmissionRecord {
   oldResourceVersion?: string;
   /** CREATE, UPDATE of the object itself in the watched version: objectDigest of what the write produces. */
   digest?: string;
+  /** DELETE of an object in the watched version: objectDigest of its old object, the state it deletes. */
+  oldDigest?: string;
+  /** UPDATE of the `scale` subresource of a type whose Scale is its spec.replicas: the replicas it sets. */
+  replicas?: number;
   user: UserInfo;
   /** When the review came, in ms since the epoch. */
   time: number;
@@ -63,45 +80,66 @@ export interface AdmissionSourceStats {
   recordsSuperseded: number;
 }
 
-/**
- * The two tiers of candidates: FITS, a review verified by its digest (or a DELETE for a DELETED); MAY_FIT,
- * one that cannot be verified (a subresource, another version, a DELETE that set deletionTimestamp, the
- * UPDATE that removed the last finalizer).
- */
-const FITS = 0;
-const MAY_FIT = 1;
+/** How a review stands against a change it could be of: checked against it, or not checkable. */
+type Standing = 'checked' | 'unchecked';
 
-/** Where a review stands for a change: its tier, or undefined when it is not this change's write. */
-function tierOf(record: AdmissionRecord, subject: JoinSubject): number | undefined {
-  const { event } = subject;
-  if (record.uid !== event.object.uid) return undefined;
-  const digest = () => {
-    if (subject.object === undefined) return undefined;
-    subject.digest ??= objectDigest(subject.object);
-    return subject.digest;
-  };
-  const verified = () => {
-    if (record.digest === undefined) return MAY_FIT;
-    return record.digest === digest() ? FITS : undefined;
-  };
-  switch (event.type) {
-    case 'ADDED':
-      return record.operation === 'CREATE' ? verified() : undefined;
-    case 'UPDATED':
-      if (record.oldResourceVersion !== subject.previousResourceVersion) return undefined;
-      if (record.operation === 'UPDATE') return verified();
-      // A graceful delete, or one that waits for finalizers, sets deletionTimestamp.
-      return record.operation === 'DELETE' ? MAY_FIT : undefined;
-    case 'DELETED':
-      if (record.oldResourceVersion !== subject.previousResourceVersion) return undefined;
-      // The DELETE itself; else the UPDATE that removed the last finalizer of an object being deleted.
-      if (record.operation === 'DELETE') return FITS;
-      return record.operation === 'UPDATE' ? MAY_FIT : undefined;
+/** objectDigest of the change's object, or of the one before it; undefined when not known or not digestible. */
+function storedDigest(subject: JoinSubject, which: 'object' | 'previousObject'): string | undefined {
+  const key = which === 'object' ? 'digest' : 'previousDigest';
+  if (subject[key] === undefined) {
+    const object = subject[which];
+    if (object === undefined) return undefined;
+    try {
+      subject[key] = objectDigest(object);
+    } catch {
+      // Nested too deep to digest: the reviews of this change cannot be checked against it.
+      subject[key] = null;
+    }
   }
+  return subject[key] ?? undefined;
 }
 
-function sameUser(a: UserInfo, b: UserInfo): boolean {
-  return a.username === b.username && a.uid === b.uid;
+/** A digest the review carries against the one of the stored object: undefined when they differ. */
+function against(carried: string | undefined, stored: () => string | undefined): Standing | undefined {
+  if (carried === undefined) return 'unchecked';
+  const known = stored();
+  if (known === undefined) return 'unchecked';
+  return carried === known ? 'checked' : undefined;
+}
+
+/** A scale's replicas against the new object's spec.replicas (not there: ignored, redacted, not known). */
+function replicasAgainst(replicas: number, object: JsonObject | undefined): Standing | undefined {
+  const spec = object?.spec;
+  const stored = isJsonObject(spec) ? spec.replicas : undefined;
+  if (typeof stored !== 'number') return 'unchecked';
+  return stored === replicas ? 'checked' : undefined;
+}
+
+/** Where a review stands for a change: undefined when it is not this change's write. */
+function standingOf(record: AdmissionRecord, subject: JoinSubject): Standing | undefined {
+  const { event } = subject;
+  if (record.uid !== event.object.uid) return undefined;
+  const object = () => storedDigest(subject, 'object');
+  const previous = () => storedDigest(subject, 'previousObject');
+  switch (event.type) {
+    case 'ADDED':
+      return record.operation === 'CREATE' ? against(record.digest, object) : undefined;
+    case 'UPDATED':
+      if (record.oldResourceVersion !== subject.previousResourceVersion) return undefined;
+      if (record.operation === 'UPDATE') {
+        return record.replicas !== undefined
+          ? replicasAgainst(record.replicas, subject.object)
+          : against(record.digest, object);
+      }
+      // A graceful delete, or one that waits for finalizers, sets deletionTimestamp: its old object is
+      // the state before.
+      return record.operation === 'DELETE' ? against(record.oldDigest, previous) : undefined;
+    case 'DELETED':
+      if (record.oldResourceVersion !== subject.previousResourceVersion) return undefined;
+      if (record.operation === 'DELETE') return against(record.oldDigest, previous);
+      // The update that removed the last finalizer of an object being deleted: nothing to check it by.
+      return record.operation === 'UPDATE' ? 'unchecked' : undefined;
+  }
 }
 
 export class AdmissionSource implements WhoSource<AdmissionRecord> {
@@ -165,31 +203,35 @@ export class AdmissionSource implements WhoSource<AdmissionRecord> {
   }
 
   find(subject: JoinSubject): Candidate | undefined {
-    let best: KeptRecord<AdmissionRecord>[] = [];
-    let bestTier = Number.POSITIVE_INFINITY;
+    const fitting: { kept: KeptRecord<AdmissionRecord>; standing: Standing }[] = [];
     for (const kept of this.store.byUid(subject.event.object.uid)) {
-      const tier = tierOf(kept.record, subject);
-      if (tier === undefined || tier > bestTier) continue;
-      if (tier < bestTier) {
-        best = [];
-        bestTier = tier;
-      }
-      best.push(kept);
+      const standing = standingOf(kept.record, subject);
+      if (standing !== undefined) fitting.push({ kept, standing });
     }
-    const first = best[0];
+    const first = fitting[0];
     if (!first) return undefined;
-    const ambiguous = best.some((kept) => !sameUser(kept.record.user, first.record.user));
+    const ambiguous = fitting.some(({ kept }) => !sameUser(kept.record.user, first.kept.record.user));
+    const checked = fitting.find(({ standing }) => standing === 'checked');
+    // The review the event names: one that was checked, when there is one.
+    const named = (checked ?? first).kept.record;
+    const useUp = () => {
+      for (const { kept } of fitting) this.store.use(kept);
+    };
+    const dispute = (): WhoFinding => {
+      useUp();
+      this.joinedAmbiguous++;
+      return { by: { match: 'ambiguous' } };
+    };
+    if (ambiguous) return { rank: RANKS.admissionAmbiguous, user: undefined, take: dispute, dispute };
     return {
-      rank: ambiguous ? RANKS.admissionAmbiguous : RANKS.admissionExact,
+      rank: checked ? RANKS.admissionExact : RANKS.admissionUnchecked,
+      user: named.user,
       take: () => {
-        for (const kept of best) this.store.use(kept);
-        if (ambiguous) {
-          this.joinedAmbiguous++;
-          return { by: { match: 'ambiguous' } };
-        }
+        useUp();
         this.joinedExact++;
-        return { by: byOf(first.record) };
+        return { by: byOf(named) };
       },
+      dispute,
     };
   }
 

@@ -193,9 +193,7 @@ export class AuditSource implements WhoSource<AuditRecord> {
 
   find(subject: JoinSubject): Candidate | undefined {
     for (const exact of this.store.byUid(subject.event.object.uid)) {
-      if (exactFor(exact.record, subject)) {
-        return { rank: RANKS.auditExact, take: () => this.named(this.store.use(exact), 'exact').take() };
-      }
+      if (exactFor(exact.record, subject)) return this.kept(exact, 'exact');
     }
     let best: KeptRecord<AuditRecord> | undefined;
     let bestDistance = Number.POSITIVE_INFINITY;
@@ -207,24 +205,41 @@ export class AuditSource implements WhoSource<AuditRecord> {
         bestDistance = distance;
       }
     }
-    if (!best) return undefined;
-    const chosen = best;
-    return { rank: RANKS.auditNearest, take: () => this.named(this.store.use(chosen), 'nearest').take() };
+    return best ? this.kept(best, 'nearest') : undefined;
   }
 
   expire(now: number): void {
     this.store.expire(now);
   }
 
-  /** The candidate of a record already out of the store (or never in it). */
+  /** The candidate of a record in the store: taking it uses it up. */
+  private kept(kept: KeptRecord<AuditRecord>, match: 'exact' | 'nearest'): Candidate {
+    const named = this.named(kept.record, match);
+    return {
+      ...named,
+      take: () => {
+        this.store.use(kept);
+        return named.take();
+      },
+    };
+  }
+
+  /**
+   * The candidate of a record already out of the store (or never in it). Disputed (an admission review
+   * names someone else: only a nearest record can be), it names nobody and stays where it is: it may be
+   * of another write.
+   */
   private named(record: AuditRecord, match: 'exact' | 'nearest'): Candidate {
     return {
       rank: match === 'exact' ? RANKS.auditExact : RANKS.auditNearest,
+      // An admission review shows the user the write acted as: the impersonated one.
+      user: record.impersonatedUser ?? record.user,
       take: () => {
         if (match === 'exact') this.joinedExact++;
         else this.joinedNearest++;
         return { by: byOf(record, match) };
       },
+      dispute: () => ({ by: { match: 'ambiguous' } }),
     };
   }
 }

@@ -1,6 +1,9 @@
 // Turns informer notifications into the events of the contract. An update
 // whose normalized objects do not differ (every change was in an ignored
 // path, or a resync found it unchanged) produces no event at all. An update
+// without a write (a LIST found the object served differently at the same
+// resourceVersion) is an offline UPDATED with its cause, at the LIST's
+// resourceVersion (so its id is new), naming no field manager. An update
 // the diff fails on (a bug, or an object nested too deep for its recursion)
 // is still reported, as changes of whole top-level fields, and the failure
 // is reported once (src/util/event-failures.ts). Who made a change (`by`, each change's `manager`)
@@ -10,7 +13,7 @@ import { diffObjects } from '../diff/diff.ts';
 import { getProperty } from '../diff/json.ts';
 import { formatPointer } from '../diff/pointer.ts';
 import type { Change } from '../diff/types.ts';
-import type { AddContext, DeleteContext, UpdateContext } from '../informer/informer.ts';
+import type { AddContext, DeleteContext, UpdateContext, WithoutWriteCause } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import {
   apiVersionOf,
@@ -58,6 +61,14 @@ export class EventBuilder {
   ): ChangeEvent | undefined {
     const changes = this.changes(type, previous, current);
     if (changes.length === 0) return undefined;
+    if (context.withoutWrite) {
+      // Nobody wrote it: no manager, no user, and not the id of the write it had last.
+      return this.build('UPDATED', type, current, context.withoutWrite.resourceVersion, {
+        changes,
+        offline: true,
+        cause: context.withoutWrite.cause,
+      });
+    }
     if (!context.managedFields) {
       return this.build('UPDATED', type, current, current.resourceVersion, {
         changes,
@@ -130,6 +141,7 @@ export class EventBuilder {
     if (parts.by) event.by = parts.by;
     if (parts.changes) event.changes = parts.changes;
     if (parts.offline) event.offline = true;
+    if (parts.cause) event.cause = parts.cause;
     if (parts.finalStateUnknown) event.finalStateUnknown = true;
     return event;
   }
@@ -140,6 +152,7 @@ interface EventParts {
   by?: ByInfo | undefined;
   changes?: Change[];
   offline: boolean;
+  cause?: WithoutWriteCause;
   finalStateUnknown?: boolean;
 }
 

@@ -1,6 +1,7 @@
 // The event of the contract (docs/event.md): one JSON line on stdout, the body of a webhook, a
 // row of the state file's history. What every stage after the event builder passes along.
 import type { Change } from '../diff/types.ts';
+import type { WithoutWriteCause } from '../informer/informer.ts';
 import { groupOf, qualifiedName } from '../kube/types.ts';
 import { identityOf, type ObjectIdentity } from '../util/event-failures.ts';
 
@@ -72,7 +73,28 @@ export interface ChangeEvent {
   by?: ByInfo;
   changes?: Change[];
   offline?: true;
+  /**
+   * On an UPDATED: the object changed without a write (its resourceVersion did not change), and why
+   * (docs/event.md): `schema`, its CRD changed how it is served; `relist`, a relist found it so.
+   */
+  cause?: WithoutWriteCause;
   finalStateUnknown?: true;
+}
+
+/**
+ * How output says where an offline event came from: a change without a write names its cause (a CRD
+ * change, a relist), any other one happened while kubediff was not watching. Undefined when not offline.
+ */
+export function offlineNote(event: Pick<ChangeEvent, 'offline' | 'cause'>): string | undefined {
+  if (!event.offline) return undefined;
+  switch (event.cause) {
+    case 'schema':
+      return 'no write: served differently since its CRD changed';
+    case 'relist':
+      return 'no write: found changed by a relist';
+    default:
+      return 'while not watching';
+  }
 }
 
 /** 'deployments.apps', 'configmaps': how kubectl names the event's resource type (labels, rules, logs). */
@@ -97,12 +119,13 @@ export function identityOfEvent(event: ChangeEvent): ObjectIdentity {
  * learns who made a change adds to what an earlier one found.
  */
 export function withBy(event: ChangeEvent, by: ByInfo): ChangeEvent {
-  const { changes, offline, finalStateUnknown, by: known, ...head } = event;
+  const { changes, offline, cause, finalStateUnknown, by: known, ...head } = event;
   return {
     ...head,
     by: { ...known, ...by },
     ...(changes !== undefined ? { changes } : {}),
     ...(offline !== undefined ? { offline } : {}),
+    ...(cause !== undefined ? { cause } : {}),
     ...(finalStateUnknown !== undefined ? { finalStateUnknown } : {}),
   };
 }

@@ -40,9 +40,12 @@ export interface StoreChange {
   object: StoredObject;
   /**
    * 'updated', 'deleted': the resourceVersion the store held before, i.e. the version the write replaced.
-   * The admission webhook names writes by it (src/events/admission-match.ts).
+   * The admission webhook names writes by it (src/events/admission-match.ts). Absent for an update
+   * without a write (UpdateContext.withoutWrite): it replaced no version.
    */
   previousResourceVersion?: string;
+  /** 'updated': what the store held before (the same object, not a copy); the admission webhook checks a DELETE's old object against it. */
+  previous?: StoredObject;
   /** An ADDED of the first LIST's inventory (--initial): not a change anyone just made. */
   initial?: true;
 }
@@ -187,7 +190,8 @@ export class Pipeline {
             kind: 'updated',
             type,
             object: current,
-            previousResourceVersion: previous.resourceVersion,
+            ...(context.withoutWrite ? {} : { previousResourceVersion: previous.resourceVersion }),
+            previous,
           },
           event: builder.updated(type, previous, current, context),
           sourceObservers,

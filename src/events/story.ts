@@ -14,9 +14,9 @@
 // A builder belongs to one consumer (a sink), after that sink's filter: each sink tells the story of
 // what it receives.
 
-import { jsonEqual } from '../diff/json.ts';
 import type { Change } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';
+import { jsonEqual } from '../util/json-equal.ts';
 import { type ChangeEvent, type EventType, type OwnerRef, qualifiedResource } from './event.ts';
 import { eventJsonLength } from './event-json.ts';
 

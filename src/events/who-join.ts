@@ -9,9 +9,11 @@
 // (--initial's inventory, what a relist found offline) never wait; they take a record that is already
 // there.
 //
-// Both sources. A change that comes takes the best candidate of any source (the ranks of who-source.ts:
-// an exact audit record, then an exact admission review, then a nearest audit record, then ambiguous
-// reviews); a change that waits takes the first record that comes for it (docs/who.md, "Both sources").
+// Both sources. A change that comes takes the best candidate of any source (choose() and the ranks of
+// who-source.ts: an exact audit record, then admission reviews checked against the object, then a nearest
+// audit record, then reviews that could not be checked; candidates that name different users name
+// nobody, unless one is an exact audit record); a change that waits takes the first record that comes
+// for it, weighed the same way against what the other source holds (docs/who.md, "Both sources").
 //
 // Bounds (docs/audit.md, docs/who.md): at most `maxPending` changes wait (beyond it the oldest goes on at
 // once, without user); each source keeps its unmatched records within its own bounds. Each limit is
@@ -25,6 +27,7 @@ import type { EventStage, Handover } from './pipeline.ts';
 import { addTo, removeFrom } from './record-store.ts';
 import {
   type Candidate,
+  choose,
   eventNameKey,
   type JoinSubject,
   type WaitingIndex,
@@ -70,12 +73,16 @@ type Indexed = Waiting & { subject: JoinSubject };
 /** The change a handover carries, as the sources look at it; undefined for one that names no write. */
 function subjectOf(handover: Handover): JoinSubject | undefined {
   const { event, change } = handover;
-  if (!event || change?.initial) return undefined;
+  // An update without a write (`cause`) has no writer to find.
+  if (!event || change?.initial || event.cause) return undefined;
+  const deleted = change?.kind === 'deleted';
   return {
     event,
     time: Date.parse(event.time),
     previousResourceVersion: change?.previousResourceVersion,
-    object: change?.kind === 'deleted' ? undefined : change?.object.object,
+    object: deleted ? undefined : change?.object.object,
+    // A DELETED carries the object's last state, the one the deletion found.
+    previousObject: deleted ? change.object.object : change?.previous?.object,
   };
 }
 
@@ -122,7 +129,14 @@ export class WhoJoin implements EventStage {
     for (const known of this.sources.values()) known.expire(now);
     for (const record of records) {
       const placed = source.place(record, this.waiting, now);
-      if (placed) this.join(placed.entry, placed.candidate);
+      if (!placed) continue;
+      // The other sources may have a candidate for the same change that contradicts this one.
+      const others = [...this.sources.values()].filter((other) => other !== source);
+      const candidate = choose([
+        placed.candidate,
+        ...others.map((other) => other.find(placed.entry.subject)),
+      ]);
+      if (candidate) this.join(placed.entry, candidate);
     }
     this.drain();
   }
@@ -157,14 +171,9 @@ export class WhoJoin implements EventStage {
     this.drain();
   }
 
-  /** The lowest-ranked candidate of every source for a change that just came. */
+  /** What the candidates of every source name for a change that just came (who-source.ts, choose()). */
   private bestCandidate(subject: JoinSubject): Candidate | undefined {
-    let best: Candidate | undefined;
-    for (const source of this.sources.values()) {
-      const candidate = source.find(subject);
-      if (candidate && (!best || candidate.rank < best.rank)) best = candidate;
-    }
-    return best;
+    return choose([...this.sources.values()].map((source) => source.find(subject)));
   }
 
   private passOn(entry: Waiting): void {

@@ -3,7 +3,9 @@
 // discovery. New CRDs and aggregated APIs are picked up within seconds
 // (their definitions are watched and trigger a re-discovery), and a periodic
 // re-discovery is the backstop. A type that disappears has its informer
-// stopped and its remaining objects reported as deleted.
+// stopped and its remaining objects reported as deleted. A CRD whose schema
+// changes (served-schemas.ts) has its type read again, so that what the API
+// server now serves differently is reported (Informer.servedSchemaChanged).
 
 import type { DiscoveredResource, Discovery } from '../kube/discovery.ts';
 import { KubeError, type KubeFailureKind } from '../kube/errors.ts';
@@ -26,6 +28,7 @@ import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { Informer, type InformerHandler, type InitialListMode } from './informer.ts';
 import { Reflector, type ReflectorState, type ReflectorTiming } from './reflector.ts';
+import { ServedSchemas } from './served-schemas.ts';
 import type { StoredObject } from './store.ts';
 
 /** A type answered 429 (throttled) is warned about only once it has been so for this long. */
@@ -72,18 +75,20 @@ const DEFAULT_REDISCOVERY_MS = 5 * 60_000;
 /** Discovery can lag a moment behind a CRD becoming Established: look again shortly after. */
 const FOLLOW_UP_REFRESH_MS = [400, 3_000];
 
+const CRD_TYPE: ResourceType = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  resource: 'customresourcedefinitions',
+  kind: 'CustomResourceDefinition',
+  namespaced: false,
+  verbs: ['list', 'watch'],
+  shortNames: [],
+  singularName: 'customresourcedefinition',
+  categories: [],
+};
+
 const TRIGGER_TYPES: ResourceType[] = [
-  {
-    group: 'apiextensions.k8s.io',
-    version: 'v1',
-    resource: 'customresourcedefinitions',
-    kind: 'CustomResourceDefinition',
-    namespaced: false,
-    verbs: ['list', 'watch'],
-    shortNames: [],
-    singularName: 'customresourcedefinition',
-    categories: [],
-  },
+  CRD_TYPE,
   {
     group: 'apiregistration.k8s.io',
     version: 'v1',
@@ -106,6 +111,8 @@ export class ClusterWatcher {
    */
   private byKind: Map<string, Informer[]> | undefined;
   private readonly triggers: Reflector[] = [];
+  /** What decides how each CRD's objects are served, to tell when it changes. */
+  private readonly servedSchemas = new ServedSchemas();
   private readonly abort = new AbortController();
   private readonly reported = new Map<Informer, string>();
   private readonly disconnected = new Set<Informer>();
@@ -372,6 +379,7 @@ export class ClusterWatcher {
 
   private startTriggers(): void {
     for (const type of TRIGGER_TYPES) {
+      const crds = type === CRD_TYPE;
       const trigger = new Reflector(
         listerWatcherFor(this.options.client, type),
         {
@@ -379,19 +387,43 @@ export class ClusterWatcher {
           timing: { ...this.options.timing, slowRetryMs: this.options.timing?.slowRetryMs ?? 300_000 },
         },
         {
-          listStarted: () => {},
-          listPage: () => {},
+          listStarted: () => {
+            if (crds) this.servedSchemas.listStarted();
+          },
+          listPage: (items) => {
+            if (crds) for (const crd of items) this.observeCrd(crd);
+          },
           // Every LIST may hide changes, the first one too: a CRD created between the initial
           // discovery and this LIST (while the informers synced) sends no watch event. A discovery
           // that finds nothing new costs two 304s.
-          listCompleted: () => this.scheduleRefresh(),
-          watchEvent: () => this.scheduleRefresh(),
+          listCompleted: () => {
+            if (crds) this.servedSchemas.listCompleted();
+            this.scheduleRefresh();
+          },
+          watchEvent: (eventType, object) => {
+            if (crds && eventType === 'DELETED') this.servedSchemas.forget(object);
+            else if (crds) this.observeCrd(object);
+            this.scheduleRefresh();
+          },
           stateChanged: () => {},
         },
       );
       this.triggers.push(trigger);
       trigger.start();
     }
+  }
+
+  /** A CRD as listed or watched: when how its objects are served changed, their informers read them again. */
+  private observeCrd(crd: KubeObject): void {
+    const changed = this.servedSchemas.observe(crd);
+    if (!changed) return;
+    const key = qualifiedName(changed);
+    const informers = this.informers.get(key);
+    if (!informers) return;
+    this.options.log.info(
+      `${key}: its CustomResourceDefinition changed how its objects are served; reading them again.`,
+    );
+    for (const informer of informers) informer.servedSchemaChanged();
   }
 
   private scheduleRefresh(): void {

@@ -1,7 +1,11 @@
 // One resource type's informer: a reflector feeding a store, and handlers
 // told about each add, update and delete. Like client-go's shared informer,
 // but it reconciles every LIST against the store itself, so that a relist
-// after 410 Gone (or a restart) reports exactly what changed in the gap.
+// after 410 Gone (or a restart) reports exactly what changed in the gap:
+// an object whose resourceVersion did not change but which the API server
+// now serves differently (a CRD gained a default, nobody wrote the object)
+// is an update too, reported as one without a write (UpdateContext.withoutWrite),
+// never folded silently into the store.
 
 import type { KubeError } from '../kube/errors.ts';
 import type { ListerWatcher } from '../kube/lister-watcher.ts';
@@ -14,6 +18,7 @@ import {
   type ResourceType,
 } from '../kube/types.ts';
 import { type FailureReporter, identityOf } from '../util/event-failures.ts';
+import { jsonEqual } from '../util/json-equal.ts';
 import {
   Reflector,
   type ReflectorOptions,
@@ -35,7 +40,26 @@ export interface UpdateContext {
   offline: boolean;
   /** The new version's managedFields as served, for this call only (the previous one's signature is stored). */
   managedFields?: readonly ManagedFieldsEntry[] | undefined;
+  /**
+   * Set when the object changed without a write: a LIST found it at the resourceVersion the store holds,
+   * served differently. `resourceVersion` is that LIST's: where in the collection's history it was seen.
+   */
+  withoutWrite?: { cause: WithoutWriteCause; resourceVersion: string } | undefined;
 }
+
+/**
+ * Why an object changed without a write: `schema`, its CRD changed how the API server serves it (a
+ * default, pruning, a version, conversion) and kubediff re-read the type; `relist`, a relist found it so
+ * and nothing tells why (a CRD or the API server changed while kubediff was not looking).
+ */
+export type WithoutWriteCause = 'schema' | 'relist';
+
+/**
+ * After a CRD changed, how long a relist of its type is said to be caused by it, and every watch that
+ * ends is followed by a relist: the API server retires the old storage (ending its watches) after its
+ * requests drain, at most twice its request timeout (2 × 60 s).
+ */
+export const SCHEMA_SETTLE_MS = 120_000;
 export interface DeleteContext {
   offline: boolean;
   /** The object vanished between two LISTs: its last state is the one we had. */
@@ -108,6 +132,11 @@ interface Arrival {
   managedFields: readonly ManagedFieldsEntry[] | undefined;
 }
 
+/** An object a LIST found changed at the same resourceVersion, reported when the LIST completes. */
+interface Unwritten extends Arrival {
+  previous: StoredObject;
+}
+
 export class Informer implements ReflectorSink {
   readonly type: ResourceType;
   readonly namespace: string | undefined;
@@ -128,6 +157,16 @@ export class Informer implements ReflectorSink {
   private restartedList = false;
   private lastFailure: KubeError | undefined;
   private settleWaiters: (() => void)[] = [];
+  /**
+   * The LIST in progress found these objects changed without a write. They are reported when it
+   * completes, at its resourceVersion (the store keeps their previous state until then, so a LIST that
+   * starts over finds them again). At most one per object of the type.
+   */
+  private unwritten: Unwritten[] = [];
+  /** Why the LIST in progress would find objects changed without a write. */
+  private listCause: WithoutWriteCause = 'relist';
+  /** Until then (Date.now()), a LIST that starts is one after a schema change (servedSchemaChanged). */
+  private schemaChangedUntil = 0;
 
   constructor(source: ListerWatcher, options: InformerOptions, handler: InformerHandler) {
     this.type = options.type;
@@ -151,6 +190,17 @@ export class Informer implements ReflectorSink {
   async stop(): Promise<void> {
     await this.reflector.stop();
     this.releaseSettleWaiters();
+  }
+
+  /**
+   * The type's CRD changed how the API server serves its objects (ServedSchemas): re-read it now, and
+   * report each object it now serves differently as an update without a write, cause `schema`.
+   */
+  servedSchemaChanged(): void {
+    this.schemaChangedUntil = Date.now() + SCHEMA_SETTLE_MS;
+    // A LIST in progress may already read from the new storage.
+    if (this.seenInList) this.listCause = 'schema';
+    this.reflector.relist(SCHEMA_SETTLE_MS);
   }
 
   /** Reports every object still known as deleted: used when the resource type itself is gone. */
@@ -206,6 +256,8 @@ export class Informer implements ReflectorSink {
     // and what this one does not find again is gone, as in a relist.
     if (this.seenInList) this.restartedList = true;
     this.seenInList = new Set();
+    this.unwritten = [];
+    this.listCause = Date.now() < this.schemaChangedUntil ? 'schema' : 'relist';
   }
 
   listPage(items: KubeObject[]): void {
@@ -236,6 +288,13 @@ export class Informer implements ReflectorSink {
     this.seenInList = undefined;
     const restarted = this.restartedList;
     this.restartedList = false;
+    const unwritten = this.unwritten;
+    this.unwritten = [];
+    const withoutWrite = { cause: this.listCause, resourceVersion };
+    for (const { previous, stored, managedFields } of unwritten) {
+      this.store.set(stored);
+      this.handler.onUpdate(this.type, previous, stored, { offline: true, managedFields, withoutWrite });
+    }
     if ((this.synced || this.reconcileFirstList || restarted) && seen) {
       for (const entry of [...this.store.values()]) {
         if (seen.has(entry.key)) continue;
@@ -294,6 +353,16 @@ export class Informer implements ReflectorSink {
   /** An object as seen now, live (watch) or by a LIST (offline): report how it differs from the store. */
   private apply({ stored: current, managedFields }: Arrival, offline: boolean): void {
     const previous = this.store.get(current.key);
+    if (
+      offline &&
+      previous?.uid === current.uid &&
+      previous.resourceVersion === current.resourceVersion &&
+      !sameContent(previous.object, current.object)
+    ) {
+      // Nobody wrote it, yet it is served differently: reported when the LIST completes (listCompleted).
+      this.unwritten.push({ previous, stored: current, managedFields });
+      return;
+    }
     this.store.set(current);
     if (!previous) {
       this.handler.onAdd(this.type, current, { offline, initial: false, managedFields });
@@ -347,6 +416,18 @@ export class Informer implements ReflectorSink {
     const waiters = this.settleWaiters;
     this.settleWaiters = [];
     for (const resolve of waiters) resolve();
+  }
+}
+
+/**
+ * Whether two normalized versions of an object are the same. One too deep to compare (a custom resource
+ * nested thousands of levels) counts as changed: the event builder's diff, contained, then decides.
+ */
+function sameContent(previous: JsonObject, current: JsonObject): boolean {
+  try {
+    return jsonEqual(previous, current);
+  } catch {
+    return false;
   }
 }
 

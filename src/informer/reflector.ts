@@ -18,9 +18,13 @@
 // - network and server trouble backs off with jitter, honouring Retry-After;
 // - a watch that goes silent for longer than idleTimeoutMs is taken as
 //   dead and replaced (the API server sends bookmarks about once a minute);
+// - relist() re-reads the collection on request (the type's CRD changed how the API server serves
+//   it): the current watch is ended and a LIST taken in its place, and for a while after, a watch
+//   that ends is followed by a LIST rather than resumed (see relist);
 // - 403 and 404 concern only this resource: reported once, retried slowly;
 // - reads are bounded (KubeClient.maxReadBytes): one watch event too large
 //   to read fails only this resource, with its name, retried slowly.
+import type { Readable } from 'node:stream';
 import { brokenStream, KubeError } from '../kube/errors.ts';
 import { ListPager, type ListProgress, type PageHandler } from '../kube/list-pager.ts';
 import type { ListerWatcher } from '../kube/lister-watcher.ts';
@@ -121,6 +125,12 @@ export class Reflector {
   private streamingRefused = false;
   /** During a streaming list's initial events: those not yet handed on. */
   private initialEvents: KubeObject[] | undefined;
+  /** relist() asked for a LIST, not yet begun. */
+  private relistRequested = false;
+  /** Until then (Date.now()), every watch that ends is followed by a LIST (see relist). */
+  private relistUntil = 0;
+  /** Ends the WATCH request in progress (relist), not the reflector. */
+  private currentWatch: AbortController | undefined;
 
   constructor(source: ListerWatcher, options: ReflectorOptions, sink: ReflectorSink) {
     this.source = source;
@@ -148,6 +158,20 @@ export class Reflector {
     this.running ??= this.run();
   }
 
+  /**
+   * Re-reads the collection now: the watch in progress, if any, is ended without handing on any more of
+   * its events, and a LIST is taken in its place (a LIST in progress is followed by another one). For
+   * `holdMs` after, a watch that ends for any reason is followed by a LIST instead of resuming: after a
+   * CRD changed, the API server serves its objects from new storage but ends the watches of the old
+   * one only later (a second or more), and a watch resumed there may skip the new form of objects
+   * nobody wrote.
+   */
+  relist(holdMs = 0): void {
+    this.relistRequested = true;
+    this.relistUntil = Math.max(this.relistUntil, Date.now() + holdMs);
+    this.currentWatch?.abort();
+  }
+
   /** Stops listing and watching; resolves once no request, timer or callback is left. */
   async stop(): Promise<void> {
     this.abort.abort();
@@ -163,6 +187,11 @@ export class Reflector {
     /** This (re)list only, a paged LIST: the server could not stream it yet. */
     let listOnce = false;
     while (!this.stopped) {
+      if (this.relistRequested || Date.now() < this.relistUntil) {
+        this.relistRequested = false;
+        needList = true;
+        listOnce = false;
+      }
       const streaming =
         needList && this.timing.initialSync === 'stream' && !this.streamingRefused && !listOnce;
       try {
@@ -181,6 +210,8 @@ export class Reflector {
           await this.list();
           needList = false;
           listOnce = false;
+          // Asked for while this LIST was read: it may predate what was asked for.
+          if (this.relistRequested) continue;
         }
         await this.watch();
       } catch (error) {
@@ -251,13 +282,24 @@ export class Reflector {
     const min = this.timing.minWatchTimeoutSeconds;
     const timeoutSeconds = Math.floor(min + this.random() * min);
     if (stream) this.sink.stateChanged({ phase: 'listing' });
-    const body = await this.source.watch({
-      resourceVersion: stream ? '' : this.lastResourceVersion,
-      ...(stream ? { sendInitialEvents: true } : {}),
-      timeoutSeconds,
-      idleTimeoutMs: this.timing.idleTimeoutMs,
-      signal: this.abort.signal,
-    });
+    const request = new AbortController();
+    this.currentWatch = request;
+    /** relist() ended this watch: it simply ends, and the run loop lists. */
+    const endedForRelist = () => request.signal.aborted && !this.stopped;
+    let body: Readable;
+    try {
+      body = await this.source.watch({
+        resourceVersion: stream ? '' : this.lastResourceVersion,
+        ...(stream ? { sendInitialEvents: true } : {}),
+        timeoutSeconds,
+        idleTimeoutMs: this.timing.idleTimeoutMs,
+        signal: AbortSignal.any([this.abort.signal, request.signal]),
+      });
+    } catch (error) {
+      this.currentWatch = undefined;
+      if (endedForRelist()) return;
+      throw error;
+    }
     if (stream) {
       this.sink.listStarted();
       this.initialEvents = [];
@@ -277,19 +319,23 @@ export class Reflector {
       const first = stream ? undefined : this.options.flowControl?.();
       if (first) await this.waitForConsumer(first);
       for await (const line of lines) {
+        if (request.signal.aborted) break;
         this.handleLine(line);
         // Asked for each line, but only awaited when the consumer wants a pause: most lines cost no promise.
         const pause = this.options.flowControl?.();
         if (pause) await this.waitForConsumer(pause);
-        if (this.stopped) break;
+        if (this.stopped || request.signal.aborted) break;
       }
     } catch (error) {
+      if (endedForRelist()) return;
       if (error instanceof KubeError || this.stopped) throw error;
       throw brokenStream(error, this.source.server, this.path);
     } finally {
+      this.currentWatch = undefined;
       body.destroy();
       this.initialEvents = undefined;
     }
+    if (endedForRelist()) return;
     // The server ended the watch as asked: things work, forget earlier failures.
     this.backoff.reset();
   }

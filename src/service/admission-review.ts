@@ -1,9 +1,9 @@
 // An admission webhook request's body (an `admission.k8s.io/v1` AdmissionReview) read for what the join
 // needs: the operation, the resource and subresource, namespace and name, the object's uid and its old
 // resourceVersion, the user (username, groups, uid: never `extra`, which carries token and credential
-// ids) and the request uid the answer must echo. The object itself is handed out only to be digested
-// (admission-server.ts) and is garbage once the request is answered: a Secret's values in a review are
-// never kept, logged or stored. Strings kept are bounded (record-fields.ts).
+// ids) and the request uid the answer must echo. The object (a DELETE's old object) is handed out only to
+// be digested (admission-server.ts) and is garbage once the request is answered: a Secret's values in a
+// review are never kept, logged or stored. Strings kept are bounded (record-fields.ts).
 
 import { ADMISSION_OPERATIONS, type AdmissionOperation } from '../events/admission-match.ts';
 import type { UserInfo } from '../events/event.ts';
@@ -13,16 +13,18 @@ import { boundedText as text, userInfoOf } from './record-fields.ts';
 export class AdmissionBodyError extends Error {}
 
 /**
- * Why a review names no change kubediff can report (kubediff_admission_reviews_ignored_total{reason}); the
- * last three are of large reviews, answered from their head (review-head.ts) before they were read whole
- * in the admission thread (admission-thread.ts): the body was not an AdmissionReview after all, the
- * thread's bound left no room for it, or the thread stopped before it was done.
+ * Why a review names no change kubediff can report (kubediff_admission_reviews_ignored_total{reason}):
+ * digest_failed is an object that cannot be digested (it could not be checked); the last three are of
+ * large reviews, answered from their head (review-head.ts) before they were read whole in the admission
+ * thread (admission-thread.ts): the body was not an AdmissionReview after all, the thread's bound left no
+ * room for it, or the thread stopped before it was done.
  */
 export const IGNORE_REASONS = [
   'dry_run',
   'operation',
   'no_object',
   'not_watched',
+  'digest_failed',
   'unreadable',
   'thread_busy',
   'thread_failed',
@@ -45,6 +47,8 @@ export interface ReviewedWrite {
   user: UserInfo;
   /** CREATE, UPDATE: the object as it will be stored. Never kept. */
   object?: JsonObject;
+  /** DELETE: the object as it is before the deletion. Never kept. */
+  oldObject?: JsonObject;
 }
 
 export type ReviewReading =
@@ -91,6 +95,7 @@ export function readAdmissionReview(body: string): ReviewReading {
   const user = userInfoOf(request.userInfo);
   const object =
     operation === 'DELETE' ? undefined : isJsonObject(request.object) ? request.object : undefined;
+  const oldObject = operation === 'DELETE' && isJsonObject(request.oldObject) ? request.oldObject : undefined;
   const old = metadataOf(request.oldObject);
   // A subresource create (a Binding, an Eviction) reviews an object of its own, without the uid.
   const uid = text(metadataOf(object)?.uid) ?? text(old?.uid);
@@ -117,6 +122,7 @@ export function readAdmissionReview(body: string): ReviewReading {
       ...(oldResourceVersion ? { oldResourceVersion } : {}),
       user,
       ...(object ? { object } : {}),
+      ...(oldObject ? { oldObject } : {}),
     },
   };
 }

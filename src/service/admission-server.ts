@@ -1,10 +1,12 @@
 // `--admission-listen`: the HTTPS endpoint of a validating admission webhook that never rejects
 // (docs/who.md). Every AdmissionReview is answered `allowed: true` as soon as its body is read, with no
 // patch and no warning; only then is the review turned into a record for the join: what names the write
-// (admission-review.ts) and the digest of the object it produces, normalized as the watch stores that
-// type (`digest`, src/events/admission-digests.ts). The object is dropped with the body. Reviews kubediff
-// has no use for are counted and dropped: dry runs, CONNECT, subresource creates without the object's
-// uid, resources kubediff does not watch.
+// (admission-review.ts) and what it can be checked by (the digest of the object it produces, normalized as
+// the watch stores that type; a DELETE's, of its old object; a scale's replicas: `digest`,
+// src/events/admission-digests.ts). The objects are dropped with the body. Reviews kubediff has no use for
+// are counted and dropped: dry runs, CONNECT, subresource creates without the object's uid, resources
+// kubediff does not watch, and objects that cannot be digested (nested too deep: such a review cannot be
+// checked, and one that cannot be checked is what a forger would post).
 //
 // Where that work runs depends on the body's size. A review of up to SMALL_REVIEW_BYTES (nearly every
 // one) is parsed and digested here, in microseconds. A larger one is answered from its head (its uid,
@@ -18,6 +20,7 @@
 // (503 beyond it, without Retry-After); the API server's failurePolicy Ignore lets the write through
 // either way, without user.
 
+import type { WriteChecks } from '../events/admission-digests.ts';
 import type { AdmissionRecord } from '../events/admission-match.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
@@ -41,10 +44,10 @@ import type { WebhookOutcome } from './webhook-outcomes.ts';
 export interface AdmissionServerOptions extends WebhookEndpoint {
   reloadIntervalMs?: number;
   /**
-   * The digest of the object a write produces, as the watch stores its type; `{}` when it cannot be told
-   * (a subresource, another version); undefined when kubediff does not watch the resource.
+   * What the review can be checked by (admission-digests.ts); `{}` when nothing (a `status` write, another
+   * version); undefined when kubediff does not watch the resource. May throw (an object nested too deep).
    */
-  digest(write: ReviewedWrite): { digest?: string } | undefined;
+  digest(write: ReviewedWrite): WriteChecks | undefined;
   /** Where reviews larger than SMALL_REVIEW_BYTES are parsed and digested (an AdmissionThread). */
   thread: ReviewThread;
   /** Where the records go (the join, and the peers). */
@@ -61,7 +64,7 @@ export interface AdmissionServerOptions extends WebhookEndpoint {
 const MAX_CONCURRENT_REQUESTS = 8;
 
 /**
- * A review's body arrives at once: the API server waits at most the webhook's timeoutSeconds (2 in
+ * A review's body arrives at once: the API server waits at most the webhook's timeoutSeconds (1 in
  * deploy/, 30 at most), so a body still coming after 5 s is a client holding one of the reads (408).
  * Documented in docs/who.md ("Limits").
  */
@@ -251,27 +254,34 @@ export class AdmissionServer {
 
   private keep(review: DigestedReview, now: number): void {
     if ('ignored' in review) {
-      this.ignore(review.ignored);
+      const count = this.ignore(review.ignored);
+      // Dropped, not kept unchecked: a review that cannot be checked is what a forger wants.
+      if (review.ignored === 'digest_failed' && count === 1) {
+        this.options.log.warn(
+          `admission webhook: dropped a review whose object cannot be digested (${review.digestFailure ?? 'not an object kubediff can read'}): it names nobody. ` +
+            'Counted in kubediff_admission_reviews_ignored_total{reason="digest_failed"}; logged once.',
+        );
+      }
       return;
     }
-    if (review.digestFailure !== undefined) {
-      this.options.log.debug(`admission webhook: cannot digest a reviewed object: ${review.digestFailure}`);
-    }
-    this.options.onRecords([admissionRecordOf(review.requestUID, review.write, review.digest, now)]);
+    this.options.onRecords([admissionRecordOf(review.requestUID, review.write, review.checks, now)]);
   }
 
-  private ignore(reason: IgnoreReason): void {
-    this.ignored.set(reason, (this.ignored.get(reason) ?? 0) + 1);
+  /** Counts a review ignored; returns how many were for that reason. */
+  private ignore(reason: IgnoreReason): number {
+    const count = (this.ignored.get(reason) ?? 0) + 1;
+    this.ignored.set(reason, count);
+    return count;
   }
 }
 
 export { IGNORE_REASONS };
 
-/** What the join keeps of a review: names, uids, versions, the user, the digest; never the object. */
+/** What the join keeps of a review: names, uids, versions, the user, what it is checked by; never an object. */
 export function admissionRecordOf(
   reviewUID: string,
   write: NamedWrite,
-  digest: string | undefined,
+  checks: WriteChecks,
   time: number,
 ): AdmissionRecord {
   return {
@@ -284,7 +294,9 @@ export function admissionRecordOf(
     ...(write.name ? { name: write.name } : {}),
     uid: write.uid,
     ...(write.oldResourceVersion ? { oldResourceVersion: write.oldResourceVersion } : {}),
-    ...(digest ? { digest } : {}),
+    ...(checks.digest ? { digest: checks.digest } : {}),
+    ...(checks.oldDigest ? { oldDigest: checks.oldDigest } : {}),
+    ...(checks.replicas !== undefined ? { replicas: checks.replicas } : {}),
     user: write.user,
     time,
   };

@@ -95,6 +95,8 @@ function admissionRecordOf(item: JsonObject): AdmissionRecord | undefined {
     uid,
     ...optional('oldResourceVersion', item.oldResourceVersion),
     ...optional('digest', item.digest),
+    ...optional('oldDigest', item.oldDigest),
+    ...(Number.isSafeInteger(item.replicas) ? { replicas: item.replicas as number } : {}),
     user,
     time,
   };

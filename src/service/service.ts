@@ -16,7 +16,7 @@ import type { DeliveryObserver } from '../sinks/delivery.ts';
 import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
 import { checkpointCheck } from './checkpoint-check.ts';
-import { HealthServer, Readiness, readinessReasonOf } from './health-server.ts';
+import { HealthServer } from './health-server.ts';
 import {
   CHECKPOINT_ANNOTATION,
   checkpointAnnotation,
@@ -24,6 +24,7 @@ import {
   type TakeoverObserver,
 } from './leader-gate.ts';
 import type { KubediffMetrics, MetricsSources, ObservedListener, ObservedUi } from './metrics.ts';
+import { Readiness, readinessReasonOf } from './readiness.ts';
 
 export interface ServiceOptions {
   /** --listen: serve /healthz, /readyz, /metrics here. */
@@ -155,7 +156,7 @@ export class ServiceRuntime implements PipelineObserver {
 
   /** PipelineObserver: informer health, for readiness and metrics. */
   stateChanged(informer: Informer, state: ReflectorState, cluster: string | undefined): void {
-    this.readiness.observeState(informer, state);
+    this.readiness.observeState(informer, state, cluster);
     this.metrics?.observeState(informer, state, cluster);
   }
 
@@ -169,10 +170,7 @@ export class ServiceRuntime implements PipelineObserver {
    * /readyz names it (its label: `context "a"`, `cluster "eu"`) until clusterSynced.
    */
   clusterDown(cluster: string, error: unknown): void {
-    this.readiness.markClusterDown(
-      cluster,
-      error === undefined ? 'initial sync in progress' : readinessReasonOf(error),
-    );
+    this.readiness.markClusterDown(cluster, error === undefined ? undefined : readinessReasonOf(error));
   }
 
   clusterSynced(cluster: string): void {

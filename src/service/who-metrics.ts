@@ -88,7 +88,7 @@ export function registerAdmissionMetrics(registry: Registry, admission: Observed
   totals(
     registry,
     'kubediff_admission_reviews_ignored_total',
-    'Admission reviews answered and not kept, by reason: dry_run, operation (CONNECT), no_object (no uid: a subresource create), not_watched (a resource kubediff does not watch); of large reviews answered from their head: unreadable (not an AdmissionReview once parsed), thread_busy (the thread that reads them held its bound), thread_failed (it stopped: its heap limit).',
+    'Admission reviews answered and not kept, by reason: dry_run, operation (CONNECT), no_object (no uid: a subresource create), not_watched (a resource kubediff does not watch), digest_failed (an object that cannot be digested, e.g. nested too deep: it could not be checked); of large reviews answered from their head: unreadable (not an AdmissionReview once parsed), thread_busy (the thread that reads them held its bound), thread_failed (it stopped: its heap limit).',
     ['reason'],
     () => {
       const { ignored } = admission.server.stats();

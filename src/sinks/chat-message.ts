@@ -7,7 +7,7 @@
 // (one event in full, a few events with their first changes, or a digest of
 // a burst) is made once, here.
 import type { Change } from '../diff/types.ts';
-import { type ChangeEvent, type EventType, qualifiedResource } from '../events/event.ts';
+import { type ChangeEvent, type EventType, offlineNote, qualifiedResource } from '../events/event.ts';
 import { objectKey } from '../kube/types.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -183,7 +183,7 @@ export function prefix(cluster: string | undefined): string {
 
 function notes(event: ChangeEvent): string[] {
   return [
-    event.offline ? 'happened while kubediff was not watching' : '',
+    (event.cause ? offlineNote(event) : event.offline && 'happened while kubediff was not watching') || '',
     event.finalStateUnknown ? 'final state unknown' : '',
   ].filter(Boolean);
 }

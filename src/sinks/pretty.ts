@@ -7,7 +7,7 @@
 // invisible character reaches the terminal as itself.
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Change } from '../diff/types.ts';
-import { type ChangeEvent, qualifiedResource } from '../events/event.ts';
+import { type ChangeEvent, offlineNote, qualifiedResource } from '../events/event.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { objectKey } from '../kube/types.ts';
 import { printable } from '../util/terminal-text.ts';
@@ -30,10 +30,9 @@ function renderPretty(event: ChangeEvent, chalk: ChalkInstance, maxValueLength: 
   const color = event.type === 'ADDED' ? chalk.green : event.type === 'DELETED' ? chalk.red : chalk.yellow;
   const { object } = event;
   const name = printable(objectKey(object));
-  const notes = [
-    event.offline ? 'while not watching' : '',
-    event.finalStateUnknown ? 'final state unknown' : '',
-  ].filter(Boolean);
+  const notes = [offlineNote(event) ?? '', event.finalStateUnknown ? 'final state unknown' : ''].filter(
+    Boolean,
+  );
   const by = byText(event.by);
   const header = [
     chalk.dim(printedTime(event.time)),

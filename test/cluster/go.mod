@@ -1,5 +1,5 @@
 // Builds the real Kubernetes control plane that kubediff's tests run against:
-// kube-apiserver, kube-controller-manager and etcd at the versions below.
+// kube-apiserver, kube-controller-manager, kube-scheduler and etcd at the versions below.
 // k8s.io/kubernetes points its staging modules at local folders, so each one
 // is replaced here by its published release of the same Kubernetes version.
 module github.com/kubediff/kubediff/test/cluster

@@ -2,7 +2,7 @@
 // name suffix, so that cluster-scoped objects do not collide with other tests), kubectl to apply them,
 // and a pod's view of a ServiceAccount (token file, CA file, namespace file, KUBERNETES_SERVICE_*).
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,11 +17,24 @@ export const HELM_CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', im
 const HELM =
   process.env.KUBEDIFF_TEST_HELM ?? fileURLToPath(new URL('../../.cache/helm/bin/helm', import.meta.url));
 
-/** helm, which `npm test` builds before the tests that need it (scripts/helm-build.ts). */
+/**
+ * The Kubernetes version of the test control plane (test/cluster/go.mod), which `helm template` is told as
+ * Argo CD tells it its cluster's (`--kube-version`): the chart declares a kubeVersion, and helm checks it
+ * against v1.20 when told nothing.
+ */
+export const KUBE_VERSION = /^\s*k8s\.io\/kubernetes (v\S+)$/m.exec(
+  readFileSync(fileURLToPath(new URL('../cluster/go.mod', import.meta.url)), 'utf8'),
+)?.[1] as string;
+
+/**
+ * helm, which `npm test` builds before the tests that need it (scripts/helm-build.ts); `helm template` with
+ * the test cluster's version unless the arguments give one.
+ */
 export function helm(args: string[]): Promise<CommandResult> {
   if (!existsSync(HELM))
     throw new Error(`helm is not built at ${HELM}: npm test builds it (or npm run helm:build)`);
-  return runCommand(HELM, args);
+  const template = args[0] === 'template' && !args.includes('--kube-version');
+  return runCommand(HELM, template ? [...args, '--kube-version', KUBE_VERSION] : args);
 }
 
 export interface CommandResult {
@@ -69,11 +82,21 @@ export interface Overlay {
 
 /** What an overlay adds to deploy/: components of deploy/components, JSON patches. */
 export interface OverlayOptions {
-  /** Names of deploy/components/* (e.g. `no-secrets`). */
+  /** Names of deploy/components/* (e.g. `no-secrets`), in this order. */
   components?: readonly string[];
   /** JSON 6902 patches of the objects named (before the suffix), as a user's overlay would add them. */
   patches?: readonly { kind: string; name: string; operations: readonly Record<string, unknown>[] }[];
+  /**
+   * The AdmissionSources the admission component needs (deploy/components/admission/kustomization.yaml):
+   * where the control plane calls the webhook from, as NetworkPolicy peers.
+   */
+  admissionFrom?: readonly Record<string, unknown>[];
+  /** Folders of deploy/components/* the overlay lists as transformers (e.g. `admission-cert-manager/names`). */
+  transformers?: readonly string[];
 }
+
+/** The file an overlay writes for `admissionFrom`: read by kustomize, never applied. */
+const ADMISSION_SOURCES_FILE = 'admission-from.yaml';
 
 /** A kustomize overlay of deploy/ into `namespace`, every name suffixed with `suffix`. */
 export async function deployOverlay(
@@ -89,9 +112,12 @@ export async function deployOverlay(
     kind: 'Kustomization',
     namespace,
     nameSuffix: suffix,
-    resources: [base],
+    resources: [base, ...(options.admissionFrom ? [ADMISSION_SOURCES_FILE] : [])],
     ...(options.components?.length
       ? { components: options.components.map((component) => path.join(base, 'components', component)) }
+      : {}),
+    ...(options.transformers?.length
+      ? { transformers: options.transformers.map((folder) => path.join(base, 'components', folder)) }
       : {}),
     ...(options.patches?.length
       ? {
@@ -103,6 +129,18 @@ export async function deployOverlay(
       : {}),
   };
   await writeFile(path.join(dir, 'kustomization.yaml'), `${JSON.stringify(kustomization, null, 2)}\n`);
+  if (options.admissionFrom) {
+    const sources = {
+      apiVersion: 'kubediff.io/v1',
+      kind: 'AdmissionSources',
+      metadata: {
+        name: 'kubediff-admission-from',
+        annotations: { 'config.kubernetes.io/local-config': 'true' },
+      },
+      from: options.admissionFrom,
+    };
+    await writeFile(path.join(dir, ADMISSION_SOURCES_FILE), `${JSON.stringify(sources, null, 2)}\n`);
+  }
   return { dir, namespace, suffix, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChangeEvent } from '../../src/events/event.ts';
+import { nonEmpty } from './non-empty.ts';
 
 /** One JSON line of `kubediff watch -o json` (and one webhook body). Mirrors the contract type. */
 export interface TestEvent extends ChangeEvent {}
@@ -86,7 +87,11 @@ export function describeEvent(event: TestEvent): string {
   if (!isRecord(event.object)) return JSON.stringify(event);
   const object = event.object;
   const where = object.namespace === undefined ? object.name : `${object.namespace}/${object.name}`;
-  const flags = [event.offline ? 'offline' : '', event.finalStateUnknown ? 'finalStateUnknown' : '']
+  const flags = [
+    event.offline ? 'offline' : '',
+    event.cause ? `cause ${event.cause}` : '',
+    event.finalStateUnknown ? 'finalStateUnknown' : '',
+  ]
     .filter(Boolean)
     .join(',');
   const changes =
@@ -104,6 +109,7 @@ const EVENT_KEYS = new Set([
   'by',
   'changes',
   'offline',
+  'cause',
   'finalStateUnknown',
 ]);
 const OBJECT_KEYS = new Set([
@@ -155,6 +161,12 @@ export function contractViolations(value: unknown): string[] {
   }
   if (value.finalStateUnknown === true && (type !== 'DELETED' || value.offline !== true)) {
     problems.push('finalStateUnknown belongs only on an offline DELETED event');
+  }
+  if ('cause' in value) {
+    if (value.cause !== 'schema' && value.cause !== 'relist') problems.push('cause must be schema or relist');
+    if (type !== 'UPDATED' || value.offline !== true)
+      problems.push('cause belongs only on an offline UPDATED');
+    if ('by' in value) problems.push('an update without a write (cause) names no one (by)');
   }
 
   if ('owner' in value) {
@@ -267,7 +279,8 @@ export function assertEvent(value: unknown): asserts value is TestEvent {
 /**
  * The stream invariants of "Correctness" 2, over every event of a run: ids are unique; per object
  * (uid) the types go ADDED? → UPDATED* → DELETED? and nothing follows a DELETED; and each UPDATED's
- * `from` side is what the object's previous event said (`to` of the last change at that path).
+ * `from` side is what the object's previous event said (`to` of the last change at that path). A run
+ * without events fails: it would check nothing.
  */
 export function assertStreamInvariants(events: readonly TestEvent[]): void {
   const listing = () => events.map((event, index) => `  #${index} ${describeEvent(event)}`).join('\n');
@@ -275,7 +288,7 @@ export function assertStreamInvariants(events: readonly TestEvent[]): void {
   const lastType = new Map<string, TestEvent['type']>();
   /** uid → path → the value last reported there (undefined: last reported as removed). */
   const known = new Map<string, Map<string, unknown>>();
-  events.forEach((event, index) => {
+  nonEmpty(events, 'events in the stream').forEach((event, index) => {
     const earlier = ids.get(event.id);
     assert.equal(earlier, undefined, `event #${index} repeats the id of #${earlier}:\n${listing()}`);
     ids.set(event.id, index);

@@ -1,8 +1,9 @@
 // Seeded hostile input for the standing harness (test/integration/hostile-inputs.test.ts): documents that
 // are almost right (a valid template with random parts replaced, removed, renamed, retyped or nested
 // too deep), text that is not quite a document (truncated, with a stray byte, a YAML alias bomb), URL
-// paths and query strings a browser would never send. Every generator takes the same seeded random, so
-// a failure names its seed and input index and is reproduced exactly.
+// paths and query strings a browser would never send, admission reviews a forger would post. Every
+// generator takes the same seeded random, so a failure names its seed and input index and is reproduced
+// exactly.
 import { stringify } from 'yaml';
 import type { JsonObject, JsonValue } from '../../src/kube/types.ts';
 import { hostileText } from './hostile-text.ts';
@@ -204,4 +205,105 @@ export function hostileUiTarget(random: Random, routes: readonly string[]): stri
     params.push(`${encodedLoosely(random, name)}=${encodedLoosely(random, value)}`);
   }
   return params.length > 0 ? `${path}?${params.join(pick(random, ['&', '&&', ';', '&=&']))}` : path;
+}
+
+/** What a forger who can read an object knows before the next write of it. */
+export interface ForgeryTarget {
+  resource: { group: string; version: string; resource: string };
+  kind: { group: string; version: string; kind: string };
+  /** The object as the API server serves it now. */
+  current: JsonObject;
+  /** The object as the next write will make it, as far as the forger can tell. */
+  predicted: JsonObject;
+}
+
+/** Where forgedReview() puts an object nested far deeper than anything can follow (JSON.stringify cannot). */
+const DEEP = '<nested too deep>';
+const DEPTH = 100_000;
+
+/**
+ * A forged AdmissionReview of the next write of `target`, naming `user`, as a forger who can read the
+ * object and reach the webhook posts it: any operation, subresource and kind; the object as predicted, as
+ * it is now, mutated, nested far too deep, bare (its uid and resourceVersion alone) or absent, and the
+ * old object likewise; a scale with any replicas. The body, as text.
+ */
+export function forgedReview(random: Random, target: ForgeryTarget, user: JsonObject): string {
+  const metadata = (target.current.metadata ?? {}) as JsonObject;
+  const bare: JsonObject = {
+    metadata: {
+      name: metadata.name ?? null,
+      namespace: metadata.namespace ?? null,
+      uid: metadata.uid ?? null,
+      resourceVersion: metadata.resourceVersion ?? null,
+    },
+  };
+  const subResource = pick(random, [
+    undefined,
+    undefined,
+    undefined,
+    'scale',
+    'status',
+    hostileText(random, 1),
+  ]);
+  const scale = subResource === 'scale' && random() < 0.8;
+  const kind = scale
+    ? { group: 'autoscaling', version: 'v1', kind: 'Scale' }
+    : pick(random, [
+        target.kind,
+        target.kind,
+        target.kind,
+        target.kind,
+        { ...target.kind, version: 'v2' },
+        { group: hostileText(random, 1), version: 'v1', kind: hostileText(random, 1) },
+      ]);
+  const object: JsonValue = scale
+    ? { apiVersion: 'autoscaling/v1', kind: 'Scale', ...bare, spec: { replicas: int(random, 10) } }
+    : pick(random, [
+        target.predicted,
+        target.predicted,
+        target.predicted,
+        target.current,
+        mutated(random, target.predicted),
+        mutated(random, target.predicted),
+        bare,
+        { ...bare, spec: DEEP },
+        null,
+        {},
+      ]);
+  const oldObject: JsonValue = pick(random, [
+    target.current,
+    target.current,
+    target.current,
+    bare,
+    bare,
+    mutated(random, target.current),
+    { ...bare, data: DEEP },
+    null,
+  ]);
+  const body = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: `forged-${int(random, 1e15)}`,
+      kind,
+      resource: target.resource,
+      ...(subResource === undefined ? {} : { subResource }),
+      namespace: metadata.namespace ?? null,
+      name: metadata.name ?? null,
+      operation: pick(random, [
+        'UPDATE',
+        'UPDATE',
+        'UPDATE',
+        'DELETE',
+        'DELETE',
+        'CREATE',
+        hostileText(random, 1),
+      ]),
+      userInfo: user,
+      object,
+      oldObject,
+      dryRun: false,
+    },
+  });
+  return body.replaceAll(JSON.stringify(DEEP), `${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}`);
 }

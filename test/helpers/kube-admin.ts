@@ -356,7 +356,14 @@ export class KubeAdmin {
     group: string,
     kind: string,
     plural: string,
-    options: { namespaced?: boolean; version?: string; shortNames?: string[]; timeoutMs?: number } = {},
+    options: {
+      namespaced?: boolean;
+      version?: string;
+      shortNames?: string[];
+      timeoutMs?: number;
+      /** The version's openAPIV3Schema; by default any object (x-kubernetes-preserve-unknown-fields). */
+      schema?: KubeBody;
+    } = {},
   ): Promise<KubeObject> {
     const name = `${plural}.${group}`;
     const version = options.version ?? 'v1';
@@ -379,7 +386,12 @@ export class KubeAdmin {
             name: version,
             served: true,
             storage: true,
-            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            schema: {
+              openAPIV3Schema: options.schema ?? {
+                type: 'object',
+                'x-kubernetes-preserve-unknown-fields': true,
+              },
+            },
           },
         ],
       },

@@ -18,4 +18,4 @@ export function parseMetrics(body: string): Map<string, number> {
 }
 
 /** What kubediff prints once its --listen server is up; the first group is the base URL. */
-export const SERVING = /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/;
+export const SERVING = /serving \/healthz, \/readyz, \/startupz and \/metrics on (http:\/\/[\d.:]+)/;

@@ -119,6 +119,78 @@ describe('who made it: the admission webhook, no audit configured', { skip: need
     throw new Error('the webhook was never called');
   };
 
+  /** A review as the API server would post it, naming `user` (mallory unless said otherwise). */
+  const forged = (
+    operation: string,
+    object: Record<string, unknown> | null,
+    options: {
+      subResource?: string;
+      resource?: string;
+      kind?: { group: string; version: string; kind: string };
+      oldObject?: Record<string, unknown> | null;
+      user?: Record<string, unknown>;
+    } = {},
+  ) => {
+    const { subResource } = options;
+    const resource = options.resource ?? (subResource ? 'deployments' : 'configmaps');
+    const group = resource === 'deployments' ? 'apps' : '';
+    const name = ((object ?? options.oldObject)?.metadata as { name?: string } | undefined)?.name;
+    return JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: randomBytes(16).toString('hex'),
+        kind:
+          options.kind ??
+          (subResource
+            ? { group: 'autoscaling', version: 'v1', kind: 'Scale' }
+            : { group, version: 'v1', kind: resource === 'deployments' ? 'Deployment' : 'ConfigMap' }),
+        resource: { group, version: 'v1', resource },
+        ...(subResource ? { subResource } : {}),
+        namespace: ns,
+        name,
+        operation,
+        userInfo: options.user ?? { username: 'mallory', groups: ['system:authenticated'] },
+        object,
+        oldObject: options.oldObject === undefined ? object : options.oldObject,
+        dryRun: false,
+      },
+    });
+  };
+  /** alice as the API server names her. */
+  const ALICE = { username: 'alice', uid: 'alice-uid', groups: ['devs', 'system:authenticated'] };
+  /** Posts to kubediff's endpoint directly, with the API server's credentials (or none). */
+  const post = async (body: string, credentials = true) => {
+    const agent = new Agent({
+      connect: { ca: pki.caPem, ...(credentials ? { cert: pki.clientCert, key: pki.clientKey } : {}) },
+    });
+    try {
+      const response = await request(`https://127.0.0.1:${port}/review`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: {
+          'content-type': 'application/json',
+          ...(credentials ? { authorization: `Bearer ${TOKEN}` } : {}),
+        },
+        body,
+      });
+      return { status: response.statusCode, body: await response.body.text() };
+    } finally {
+      await agent.close();
+    }
+  };
+  const deployment = (name: string, replicas: number) => ({
+    metadata: { name },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name: 'c', image: 'busybox:1' }] },
+      },
+    },
+  });
+
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'kubediff-admission-'));
     pki = makeTestPki();
@@ -260,52 +332,11 @@ describe('who made it: the admission webhook, no audit configured', { skip: need
     const target = await as.alice.create(cms(), { metadata: { name: 'target' }, data: { a: '1' } });
     await eventOf('ADDED', 'target');
     const web = await admin.get(`${deploys()}/web`);
-    const forged = (operation: string, object: Record<string, unknown>, subResource?: string) =>
-      JSON.stringify({
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: {
-          uid: randomBytes(16).toString('hex'),
-          kind: subResource
-            ? { group: 'autoscaling', version: 'v1', kind: 'Scale' }
-            : { group: '', version: 'v1', kind: 'ConfigMap' },
-          resource: subResource
-            ? { group: 'apps', version: 'v1', resource: 'deployments' }
-            : { group: '', version: 'v1', resource: 'configmaps' },
-          ...(subResource ? { subResource } : {}),
-          namespace: ns,
-          name: (object.metadata as { name: string }).name,
-          operation,
-          userInfo: { username: 'mallory', groups: ['system:authenticated'] },
-          object,
-          oldObject: object,
-          dryRun: false,
-        },
-      });
-    const post = async (body: string, credentials: boolean) => {
-      const agent = new Agent({
-        connect: { ca: pki.caPem, ...(credentials ? { cert: pki.clientCert, key: pki.clientKey } : {}) },
-      });
-      try {
-        const response = await request(`https://127.0.0.1:${port}/review`, {
-          method: 'POST',
-          dispatcher: agent,
-          headers: {
-            'content-type': 'application/json',
-            ...(credentials ? { authorization: `Bearer ${TOKEN}` } : {}),
-          },
-          body,
-        });
-        return { status: response.statusCode, body: await response.body.text() };
-      } finally {
-        await agent.close();
-      }
-    };
     // Posted before the writes, for the versions the objects have now: one with another object, one of
-    // the scale subresource (which cannot be checked against the object).
+    // the scale subresource with other replicas than the real write's.
     const refused = await post(forged('UPDATE', { ...target, data: { a: 'forged' } }), false);
     assert.equal(refused.status, 401, 'without credentials: refused');
-    const accepted = await post(forged('UPDATE', { ...target, data: { a: 'forged' } }), true);
+    const accepted = await post(forged('UPDATE', { ...target, data: { a: 'forged' } }));
     assert.equal(accepted.status, 200);
     assert.equal((JSON.parse(accepted.body) as { response: { allowed: boolean } }).response.allowed, true);
     const scale = {
@@ -317,7 +348,7 @@ describe('who made it: the admission webhook, no audit configured', { skip: need
       },
       spec: { replicas: 9 },
     };
-    assert.equal((await post(forged('UPDATE', scale, 'scale'), true)).status, 200);
+    assert.equal((await post(forged('UPDATE', scale, { subResource: 'scale' }))).status, 200);
 
     await as.bob.patch(`${cms()}/target`, { data: { a: '2' } });
     const patched = await eventOf('UPDATED', 'target');
@@ -325,19 +356,124 @@ describe('who made it: the admission webhook, no audit configured', { skip: need
     await as.bob.patch(`${deploys()}/web/scale`, { spec: { replicas: 4 } });
     const scaled = await eventOf('UPDATED', 'web', since);
     // Posted after the write: it names nothing.
-    assert.equal((await post(forged('UPDATE', { ...target, data: { a: 'late' } }), true)).status, 200);
+    assert.equal((await post(forged('UPDATE', { ...target, data: { a: 'late' } }))).status, 200);
 
     assert.deepEqual([patched.by?.user?.username, patched.by?.match], ['bob', 'exact']);
     assert.deepEqual(
-      [scaled.by?.user, scaled.by?.match],
-      [undefined, 'ambiguous'],
-      'a scale forged beside the real one',
+      [scaled.by?.user?.username, scaled.by?.match],
+      ['bob', 'exact'],
+      'a scale forged beside the real one with other replicas is of another write',
     );
     assert.deepEqual(
       kd.events.filter((event) => event.by?.user?.username === 'mallory'),
       [],
       'no write is renamed',
     );
+  });
+
+  it('a forged UPDATE that predicts the object beside a real scale (issue 36): ambiguous, never the forger', async () => {
+    await as.alice.create(deploys(), deployment('scaled', 1));
+    await eventOf('ADDED', 'scaled');
+    // What a forger who can read the Deployment posts: a copy (uid and resourceVersion included, no
+    // status) with each replica count a scale might set, naming alice.
+    const { status: _status, ...copy } = await admin.get(`${deploys()}/scaled`);
+    for (let replicas = 1; replicas <= 10; replicas++) {
+      const object = { ...copy, spec: { ...(copy.spec as object), replicas } };
+      const answer = await post(forged('UPDATE', object, { resource: 'deployments', user: ALICE }));
+      assert.equal(answer.status, 200);
+    }
+    const since = kd.events.length;
+    await as.bob.patch(`${deploys()}/scaled/scale`, { spec: { replicas: 7 } });
+    const scaled = await eventOf('UPDATED', 'scaled', since);
+    assert.deepEqual(
+      scaled.changes?.map(({ path, from, to }) => ({ path, from, to })),
+      [{ path: '/spec/replicas', from: 1, to: 7 }],
+    );
+    // The forged review whose object is the stored one and bob's scale (its replicas are the new
+    // object's) both pass their checks: they disagree, so nobody is named.
+    assert.deepEqual([scaled.by?.user, scaled.by?.match], [undefined, 'ambiguous']);
+    // Without the forgery, the next scale names bob.
+    const next = kd.events.length;
+    await as.bob.patch(`${deploys()}/scaled/scale`, { spec: { replicas: 2 } });
+    const again = await eventOf('UPDATED', 'scaled', next);
+    assert.deepEqual([again.by?.user?.username, again.by?.match], ['bob', 'exact']);
+  });
+
+  it('a forged DELETE beside the update that removed the last finalizer (issue 36): never the forger', async () => {
+    const held = (name: string) =>
+      as.mallory.create(cms(), {
+        metadata: { name, finalizers: ['test.kubediff.io/hold'] },
+        data: { a: '1' },
+      });
+    await held('held');
+    await eventOf('ADDED', 'held');
+    let since = kd.events.length;
+    // `kubectl delete --wait=false`: the object stays, with deletionTimestamp, until the finalizer goes.
+    await as.mallory.delete(`${cms()}/held`);
+    const deleting = await eventOf('UPDATED', 'held', since);
+    assert.deepEqual(
+      [deleting.by?.user?.username, deleting.by?.match],
+      ['mallory', 'exact'],
+      'the DELETE names the UPDATED that sets deletionTimestamp: its old object is the state before',
+    );
+    // A forged DELETE that carries only the uid and the resourceVersion, naming alice.
+    const current = await admin.get(`${cms()}/held`);
+    const { name, uid, resourceVersion } = current.metadata;
+    const bare = { metadata: { name, namespace: ns, uid, resourceVersion } };
+    assert.equal((await post(forged('DELETE', null, { oldObject: bare, user: ALICE }))).status, 200);
+    since = kd.events.length;
+    await as.mallory.patch(`${cms()}/held`, { metadata: { finalizers: null } });
+    const deleted = await eventOf('DELETED', 'held', since);
+    assert.deepEqual([deleted.by?.user?.username, deleted.by?.match], ['mallory', 'exact']);
+
+    // A forger who copies the whole object: its DELETE passes the check, and disagrees with mallory's
+    // update, which cannot be checked: nobody is named.
+    await held('held-2');
+    await eventOf('ADDED', 'held-2');
+    since = kd.events.length;
+    await as.mallory.delete(`${cms()}/held-2`);
+    await eventOf('UPDATED', 'held-2', since);
+    const whole = await admin.get(`${cms()}/held-2`);
+    assert.equal((await post(forged('DELETE', null, { oldObject: whole, user: ALICE }))).status, 200);
+    since = kd.events.length;
+    await as.mallory.patch(`${cms()}/held-2`, { metadata: { finalizers: null } });
+    const hidden = await eventOf('DELETED', 'held-2', since);
+    assert.deepEqual([hidden.by?.user, hidden.by?.match], [undefined, 'ambiguous']);
+    assert.deepEqual(
+      kd.events.filter(
+        (event) => event.by?.user?.username === 'alice' && event.object.name.startsWith('held'),
+      ),
+      [],
+      'no write is renamed',
+    );
+  });
+
+  it('a forged review nested 500,000 deep (issue 36) is dropped and counted: the real scale names bob', async () => {
+    await as.alice.create(deploys(), deployment('deep', 1));
+    await eventOf('ADDED', 'deep');
+    const { metadata } = await admin.get(`${deploys()}/deep`);
+    const depth = 500_000;
+    const head = forged(
+      'UPDATE',
+      { metadata: { name: 'deep', namespace: ns, uid: metadata.uid }, spec: {} },
+      {
+        resource: 'deployments',
+        user: ALICE,
+        oldObject: {
+          metadata: { name: 'deep', uid: metadata.uid, resourceVersion: metadata.resourceVersion },
+        },
+      },
+    );
+    // The object's spec.x, nested far deeper than the digest can follow.
+    const body = head.replace('"spec":{}', `"spec":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`);
+    assert.equal((await post(body)).status, 200);
+    const since = kd.events.length;
+    await as.bob.patch(`${deploys()}/deep/scale`, { spec: { replicas: 3 } });
+    const scaled = await eventOf('UPDATED', 'deep', since);
+    assert.deepEqual([scaled.by?.user?.username, scaled.by?.match], ['bob', 'exact']);
+    const metrics = await scrapeMetrics(metricsBase);
+    assert.equal(metrics.get('kubediff_admission_reviews_ignored_total{reason="digest_failed"}'), 1);
+    assert.match(kd.stderr, /dropped a review whose object cannot be digested \(nested too deep\)/);
   });
 
   it("a Secret's review carries its values: they reach no output, not the state file, not the UI's API", async () => {

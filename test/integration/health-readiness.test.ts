@@ -1,15 +1,18 @@
-// --listen against the real API server behind a fault proxy: /healthz answers from the start, /readyz
-// only once the initial sync is done; it turns unready when the API server has been unreachable for
-// longer than --ready-failure-threshold and ready again once every watch is back. /metrics counts
-// events, watch restarts, failures, and the webhook sink's requests and retries.
+// --listen against the real API server behind a fault proxy: /healthz answers from the start, /readyz and
+// /startupz only once the initial sync is done; /readyz turns unready when the API server has been
+// unreachable for longer than --ready-failure-threshold and ready again once every watch is back. /metrics
+// counts events, watch restarts, failures, and the webhook sink's requests and retries.
+// A part of the cluster failing (a custom resource whose conversion webhook does not answer, on an API
+// server of its own) is a condition in /readyz's body and in kubediff_watch_failing, not unreadiness.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import { type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { adminClient, waitFor } from '../helpers/kube-admin.ts';
+import { adminClient, KubeAdmin, uniqueName, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
+import { needsSharedEtcd, startSideApiserver } from '../helpers/side-apiserver.ts';
 
 const admin = adminClient();
 
@@ -70,11 +73,16 @@ describe('health, readiness and metrics', () => {
       const syncing = await get(`${base}/readyz`);
       assert.equal(syncing.status, 503);
       assert.match(syncing.body, /initial sync in progress/);
+      assert.deepEqual(await get(`${base}/startupz`), {
+        status: 503,
+        body: 'not started: initial sync in progress\n',
+      });
       proxy.blackhole(false);
       await kd.waitForStderr(/watching 2 resource types/);
       await waitFor(async () => (await get(`${base}/readyz`)).status === 200, {
         what: 'ready after the sync',
       });
+      assert.deepEqual(await get(`${base}/startupz`), { status: 200, body: 'ok\n' });
 
       // Cut off once the watches are open: a change seen live proves the ConfigMaps watch is. The
       // webhook refuses it once (503), then takes the retry.
@@ -107,6 +115,7 @@ describe('health, readiness and metrics', () => {
       // The log has the details.
       assert.match(kd.stderr, new RegExp(`127\\.0\\.0\\.1:${proxy.port}`));
       assert.equal((await get(`${base}/healthz`)).status, 200, 'alive all along');
+      assert.equal((await get(`${base}/startupz`)).status, 200, 'started once, started for good');
 
       proxy.refuse(false);
       await kd.waitForStderr(/reconnected: every watch has resumed/, 20_000);
@@ -197,5 +206,104 @@ describe('health, readiness and metrics', () => {
       result.stderr,
       /^kubediff: cannot listen on 127\.0\.0\.1:\d+ \(--listen\): the port is in use; choose another address\.\n$/,
     );
+  });
+});
+
+describe('a part of the cluster failing', { skip: needsSharedEtcd() }, () => {
+  test('a custom resource whose conversion webhook does not answer: still ready, the type named and counted', async (t) => {
+    // An API server of its own: the shared cluster's other test files watch every type, and this one fails.
+    const api = await startSideApiserver({
+      what: 'the API server of the readiness test',
+      processName: 'kube-apiserver-readiness',
+    });
+    t.after(() => api.stop());
+    const side = new KubeAdmin(api);
+    t.after(() => side.close());
+    const namespace = await side.createNamespace('partial');
+    const group = `${uniqueName('conv')}.example.com`;
+    // Stored as v1, served as v2 too (the preferred version, which kubediff reads) through a conversion
+    // webhook nobody serves: every LIST and WATCH of v2 fails with 500, as with a crashed webhook's pods.
+    await side.create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `widgets.${group}` },
+      spec: {
+        group,
+        scope: 'Namespaced',
+        names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
+        versions: ['v1', 'v2'].map((name) => ({
+          name,
+          served: true,
+          storage: name === 'v1',
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        })),
+        conversion: {
+          strategy: 'Webhook',
+          webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: 'https://127.0.0.1:1/convert' } },
+        },
+      },
+    });
+    await side.waitFor(
+      () =>
+        side
+          .create(`/apis/${group}/v1/namespaces/${namespace}/widgets`, {
+            apiVersion: `${group}/v1`,
+            kind: 'Widget',
+            metadata: { name: 'stored' },
+          })
+          .then(() => true),
+      { what: 'the custom resource served' },
+    );
+    const kd = runKubediff(
+      [
+        'watch',
+        '--kubeconfig',
+        api.kubeconfigPath,
+        '-o',
+        'json',
+        '-n',
+        namespace,
+        '-r',
+        `widgets.${group}`,
+        '-r',
+        'configmaps',
+        '--listen',
+        '127.0.0.1:0',
+        '--ready-failure-threshold',
+        '1s',
+      ],
+      { env: { KUBEDIFF_MAX_BACKOFF: '1s' }, timeoutMs: 60_000 },
+    );
+    try {
+      const [, base] = await kd.waitForStderr(SERVING);
+      await kd.waitForStderr(/watching 2 resource types .*; 1 of them failing/);
+      assert.deepEqual(await get(`${base}/startupz`), { status: 200, body: 'ok\n' });
+      // Past the threshold: named in the body of a 200, never an address.
+      const degraded = await waitFor(
+        async () => {
+          const answer = await get(`${base}/readyz`);
+          return answer.body.startsWith('ok;') || answer.status !== 200 ? answer : undefined;
+        },
+        { what: '/readyz naming the failing type' },
+      );
+      assert.deepEqual(degraded, {
+        status: 200,
+        body: `ok; 1 watch failing for more than 1s (widgets.${group}: the API server fails (5xx); details in the log)\n`,
+      });
+      const metrics = await scrapeMetrics(base ?? '');
+      const failing = [...metrics].filter(([key]) => key.startsWith('kubediff_watch_failing{'));
+      assert.deepEqual(
+        failing.map(([key, value]) => [key.replace(/cluster="[^"]*",/, ''), value]),
+        [[`kubediff_watch_failing{resource="widgets.${group}",reason="server"}`, 1]],
+      );
+      assert.equal(metrics.get('kubediff_ready'), 1);
+      // And it does its job: the rest of the cluster is reported.
+      await side.create(`/api/v1/namespaces/${namespace}/configmaps`, { metadata: { name: 'seen' } });
+      await kd.waitForEvent((event) => event.object.name === 'seen');
+      const result = await kd.stop('SIGTERM');
+      assert.equal(result.code, 0, result.stderr);
+    } finally {
+      if (!kd.exitResult) await kd.kill();
+    }
   });
 });

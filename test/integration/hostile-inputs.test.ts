@@ -25,6 +25,11 @@
 //   test cluster while `kubediff watch` delivers to every sink; each chat receiver refuses a payload
 //   that breaks its platform's rules or holds anything it would act on (test/helpers/chat-receivers.ts),
 //   and none does; a redacted canary shows nowhere.
+// - forged admission reviews: a real API server calls `kubediff watch`'s admission webhook, open to anyone
+//   as on a managed cluster; before each real write (a patch, a scale, a delete, a delete held by a
+//   finalizer and the update that releases it) a forger who can read the object posts reviews naming
+//   alice (test/helpers/hostile-input.ts, forgedReview()); every event names its real writer exactly,
+//   or nobody (ambiguous), never alice.
 // The number of inputs per surface is printed and written into docs/security.md.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -52,17 +57,32 @@ import { AuditServer } from '../../src/service/audit-server.ts';
 import { encodePeerRecords, readPeerRecords } from '../../src/service/peer-records.ts';
 import { PEER_PATH } from '../../src/service/webhook-listener.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import {
+  admissionWebhookConfiguration,
+  needsSharedEtcd,
+  registerWebhook,
+  startAdmissionApiserver,
+} from '../helpers/admission-apiserver.ts';
 import { largeReviewBody, postReview, reviewBody, slowBodies } from '../helpers/admission-load.ts';
 import { payloadProblems } from '../helpers/chat-receivers.ts';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
+import type { TestEvent } from '../helpers/events.ts';
 import { writeGeneratedHistory } from '../helpers/generated-history.ts';
-import { hostileDocument, hostileUiTarget, mangled, type Random } from '../helpers/hostile-input.ts';
+import {
+  type ForgeryTarget,
+  forgedReview,
+  hostileDocument,
+  hostileUiTarget,
+  mangled,
+  type Random,
+} from '../helpers/hostile-input.ts';
 import { hostileText } from '../helpers/hostile-text.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { adminClient, KubeAdmin } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, receiverSource } from '../helpers/leak-check.ts';
 import { makeTestPki } from '../helpers/pki.ts';
+import { freePorts } from '../helpers/processes.ts';
 import { seededRandom } from '../helpers/random-json.ts';
 import { configmaps } from '../helpers/resource-types.ts';
 import { blockKitProblems } from '../helpers/slack-payload.ts';
@@ -77,6 +97,8 @@ const INPUTS = {
   peer: 1_000,
   ui: 3_000,
   objects: 250,
+  /** Rounds of real writes (75 writes: a quarter of the rounds make two), each with 1 to 6 forged reviews before it. */
+  forgedRounds: 60,
 };
 const SEED = 27;
 
@@ -904,6 +926,242 @@ describe('the hostile-input harness', () => {
       await Promise.all(receivers.map((receiver) => receiver.close()));
       await admin.deleteNamespace(ns);
       await admin.close();
+    }
+  });
+
+  it(`forged admission reviews: 1 to 6 before each real write of ${INPUTS.forgedRounds} rounds through a real API server; none names its user`, {
+    skip: needsSharedEtcd(),
+  }, async () => {
+    const random = seededRandom(SEED + 7);
+    const pki = makeTestPki();
+    const files = { cert: path.join(dir, 'forged.crt'), key: path.join(dir, 'forged.key') };
+    await writeFile(files.cert, pki.serverCert);
+    await writeFile(files.key, pki.serverKey);
+    const [port] = (await freePorts(1)) as [number];
+    // As EKS, GKE and AKS: the API server presents no credentials, so the endpoint takes anyone.
+    const api = await startAdmissionApiserver();
+    const admin = new KubeAdmin(api);
+    const agent = new Agent({ connect: { ca: pki.caPem } });
+    let unregister: (() => Promise<void>) | undefined;
+    try {
+      const ns = await admin.createNamespace('forged');
+      const rbac = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}`;
+      await admin.create(`${rbac}/roles`, {
+        metadata: { name: 'editor' },
+        rules: [
+          { apiGroups: [''], resources: ['configmaps'], verbs: ['*'] },
+          { apiGroups: ['apps'], resources: ['deployments', 'deployments/scale'], verbs: ['*'] },
+        ],
+      });
+      const writers = { bob: admin.as(api.tokens.bob), mallory: admin.as(api.tokens.mallory) };
+      for (const user of Object.keys(writers)) {
+        await admin.create(`${rbac}/rolebindings`, {
+          metadata: { name: `${user}-edit` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'editor' },
+          subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: user }],
+        });
+      }
+      const watch = runKubediff(
+        [
+          'watch',
+          '--kubeconfig',
+          api.kubeconfigPath,
+          '-o',
+          'json',
+          '-n',
+          ns,
+          '-r',
+          'configmaps',
+          '-r',
+          'deployments',
+          '--admission-listen',
+          `127.0.0.1:${port}`,
+          '--admission-cert',
+          files.cert,
+          '--admission-key',
+          files.key,
+          '--admission-allow-unauthenticated',
+        ],
+        { timeoutMs: 120_000, checkEvents: true },
+      );
+      await watch.waitForStderr(/watching \d+ resource types?/, 90_000);
+      unregister = await registerWebhook(
+        admin,
+        await admissionWebhookConfiguration({
+          name: `kubediff-forged-${ns}`,
+          url: `https://127.0.0.1:${port}/review`,
+          caPem: pki.caPem,
+        }),
+      );
+      const configmaps = `/api/v1/namespaces/${ns}/configmaps`;
+      const deployments = `/apis/apps/v1/namespaces/${ns}/deployments`;
+      const eventOf = (type: TestEvent['type'], name: string, since: number) =>
+        watch.waitForEvent((event) => event.type === type && event.object.name === name, {
+          since,
+          description: `${type} ${name}`,
+        });
+      // The API server takes the webhook into use a moment after it is registered.
+      for (let attempt = 0; ; attempt++) {
+        assert.ok(attempt < 100, 'the webhook was never called');
+        const since = watch.events.length;
+        await writers.bob.create(configmaps, { metadata: { name: `probe-${attempt}` } });
+        if ((await eventOf('ADDED', `probe-${attempt}`, since)).by?.user) break;
+      }
+      // Who the forger names: alice, as the API server would.
+      const alice = { username: 'alice', uid: 'alice-uid', groups: ['devs', 'system:authenticated'] };
+      const forged = { reviews: 0, notAllowed: [] as string[] };
+      const outcomes = { exact: 0, ambiguous: 0 };
+      const configMap = {
+        resource: { group: '', version: 'v1', resource: 'configmaps' },
+        kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      };
+      /**
+       * Reads the object as a forger can, posts 1 to 6 forged reviews of its next write (`predict`: what
+       * the forger expects it to become), makes the write as `writer`, and says what is wrong with the
+       * event it made: it must name the writer exactly, or nobody (ambiguous).
+       */
+      const forgedBefore = async (
+        write: { writer: keyof typeof writers; path: string; make: () => Promise<unknown> },
+        target: Omit<ForgeryTarget, 'current' | 'predicted'> & {
+          predict: (current: JsonObject) => JsonObject;
+        },
+        expected: { type: TestEvent['type']; name: string },
+      ): Promise<string | undefined> => {
+        const { status: _status, ...current } = (await admin.get(write.path)) as unknown as JsonObject;
+        const predicted = target.predict(current);
+        for (let n = 1 + Math.floor(random() * 6); n > 0; n--) {
+          const body = forgedReview(random, { ...target, current, predicted }, alice);
+          const answer = await send(agent, `https://127.0.0.1:${port}/review`, body, {
+            'content-type': 'application/json',
+          });
+          forged.reviews++;
+          if (answer.status !== 200 || !answer.text.includes('"allowed":true'))
+            forged.notAllowed.push(`${answer.status} ${answer.text.slice(0, 100)}`);
+        }
+        const since = watch.events.length;
+        await write.make();
+        const { by } = await eventOf(expected.type, expected.name, since);
+        if (by?.match === 'ambiguous' && by.user === undefined) {
+          outcomes.ambiguous++;
+          return undefined;
+        }
+        if (by?.match === 'exact' && by.user?.username === write.writer) {
+          outcomes.exact++;
+          return undefined;
+        }
+        return `${expected.type} ${expected.name} by ${write.writer} named ${JSON.stringify(by)}`;
+      };
+      await writers.bob.create(deployments, {
+        metadata: { name: 'web' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: { containers: [{ name: 'c', image: 'busybox:1' }] },
+          },
+        },
+      });
+      let replicas = 1;
+      await each(INPUTS.forgedRounds, random, async (index) => {
+        const since = watch.events.length;
+        const name = `cm-${index}`;
+        const path = `${configmaps}/${name}`;
+        switch (index % 4) {
+          case 0: {
+            // bob patches a ConfigMap.
+            await writers.bob.create(configmaps, { metadata: { name }, data: { v: 'created' } });
+            await eventOf('ADDED', name, since);
+            const data = { v: `patched-${index}` };
+            return forgedBefore(
+              { writer: 'bob', path, make: () => writers.bob.patch(path, { data }) },
+              { ...configMap, predict: (current) => ({ ...current, data }) },
+              { type: 'UPDATED', name },
+            );
+          }
+          case 1: {
+            // bob scales the Deployment through its scale subresource.
+            replicas = (replicas + 1 + Math.floor(random() * 8)) % 10;
+            const spec = { replicas };
+            return forgedBefore(
+              {
+                writer: 'bob',
+                path: `${deployments}/web`,
+                make: () => writers.bob.patch(`${deployments}/web/scale`, { spec }),
+              },
+              {
+                resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+                kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+                predict: (current) => ({ ...current, spec: { ...(current.spec as JsonObject), ...spec } }),
+              },
+              { type: 'UPDATED', name: 'web' },
+            );
+          }
+          case 2: {
+            // bob deletes a ConfigMap.
+            await writers.bob.create(configmaps, { metadata: { name }, data: { v: 'doomed' } });
+            await eventOf('ADDED', name, since);
+            return forgedBefore(
+              { writer: 'bob', path, make: () => writers.bob.delete(path) },
+              { ...configMap, predict: (current) => current },
+              { type: 'DELETED', name },
+            );
+          }
+          default: {
+            // mallory deletes a ConfigMap a finalizer holds (an UPDATED), then removes the finalizer (DELETED).
+            await writers.mallory.create(configmaps, {
+              metadata: { name, finalizers: ['test.kubediff.io/hold'] },
+              data: { v: 'held' },
+            });
+            await eventOf('ADDED', name, since);
+            const withMetadata = (current: JsonObject, changed: JsonObject) => ({
+              ...current,
+              metadata: { ...(current.metadata as JsonObject), ...changed },
+            });
+            const deleting = await forgedBefore(
+              { writer: 'mallory', path, make: () => writers.mallory.delete(path) },
+              {
+                ...configMap,
+                predict: (current) => withMetadata(current, { deletionTimestamp: new Date().toISOString() }),
+              },
+              { type: 'UPDATED', name },
+            );
+            const releasing = await forgedBefore(
+              {
+                writer: 'mallory',
+                path,
+                make: () => writers.mallory.patch(path, { metadata: { finalizers: null } }),
+              },
+              { ...configMap, predict: (current) => withMetadata(current, { finalizers: null }) },
+              { type: 'DELETED', name },
+            );
+            return deleting ?? releasing;
+          }
+        }
+      });
+      assert.deepEqual(forged.notAllowed, [], 'every forged review answered allowed');
+      assert.deepEqual(
+        watch.events.filter((event) => event.by?.user?.username === 'alice').map((event) => event.id),
+        [],
+        "no event names the forger's user",
+      );
+      assert.ok(
+        outcomes.exact > 0,
+        'forgeries that fail their checks name nothing: the real writer is named',
+      );
+      const stopped = await watch.stop('SIGTERM', 60_000);
+      assert.equal(stopped.code, 0, stopped.stderr.slice(-2_000));
+      assert.doesNotMatch(stopped.stderr, /\n\s+at .+:\d+:\d+/, 'no stack trace');
+      figures.forged = forged.reviews;
+      console.log(
+        `forged reviews: ${forged.reviews} before ${INPUTS.forgedRounds} rounds of real writes; ` +
+          `${outcomes.exact} named their writer exactly, ${outcomes.ambiguous} nobody (ambiguous)`,
+      );
+    } finally {
+      await unregister?.().catch(() => {});
+      await agent.close();
+      await admin.close();
+      await api.stop();
     }
   });
 });

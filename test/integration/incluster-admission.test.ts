@@ -3,11 +3,14 @@
 // - off by default: nothing of it is rendered, from kustomize or Helm;
 // - the kustomize component (deploy/components/admission) and Helm's admission.enabled render the same
 //   webhook, as the API server stores it: failurePolicy Ignore, sideEffects None, a short timeout,
-//   matchPolicy Equivalent, every resource and */scale, kubediff's namespace, dry runs, leases, events,
-//   endpoints and review APIs excluded (its CEL compiled by the server); the Service it calls, the
-//   headless Service of the peers, the arguments, the Secret's mount and the NetworkPolicy rule;
+//   matchPolicy Equivalent, every resource and */scale, kubediff's namespace and kube-system, dry runs,
+//   leases, events, endpoints and review APIs excluded, Secrets only while watched (its CEL compiled by the
+//   server); the Service it calls, the headless Service of the peers, the arguments, the Secret's mount;
+// - who may reach the webhook port: the control plane's addresses the user names (kustomize's
+//   AdmissionSources, Helm's admission.from) and the other replicas; without them the build stops and
+//   says what to set, while reviews are unauthenticated;
 // - the certificate: cert-manager's (the admission-cert-manager component, Helm certificate=certManager)
-//   names the Secret the pods mount; Helm's own (certificate=generate) is signed by the caBundle's CA for
+//   names the Secret the pods mount, and its names follow the overlay's namespace and suffix; Helm's own (certificate=generate) is signed by the caBundle's CA for
 //   the Service's name, and kubediff serves the webhook with the chart's arguments and that Secret's files;
 // - installed on a real API server with nothing behind it (no kubediff, no Service), the chart's webhook
 //   lets every write through: failurePolicy Ignore, as the API server's own metrics show.
@@ -18,6 +21,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Agent, request } from 'undici';
+import { parseAllDocuments } from 'yaml';
 import { needsSharedEtcd, startAdmissionApiserver } from '../helpers/admission-apiserver.ts';
 import { runKubediff, WATCHING, watchArgs } from '../helpers/cli.ts';
 import {
@@ -28,10 +32,12 @@ import {
   helmDryRun,
   kubectl,
   type Overlay,
+  type OverlayOptions,
   serverDryRun,
 } from '../helpers/deploy.ts';
 import { adminClient, KubeAdmin, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 import { parseMetrics } from '../helpers/metrics.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const admin = adminClient();
 
@@ -49,8 +55,13 @@ const services = (objects: readonly Manifest[], port: string) =>
     (object) =>
       object.kind === 'Service' && object.spec.ports.some((entry: { name: string }) => entry.name === port),
   );
+/** The ingress rules of every NetworkPolicy rendered (they add up). */
 const policyRules = (objects: readonly Manifest[]) =>
-  objects.find((object) => object.kind === 'NetworkPolicy')?.spec.ingress as Manifest[];
+  objects
+    .filter((object) => object.kind === 'NetworkPolicy')
+    .flatMap((policy) => policy.spec.ingress as Manifest[]);
+/** Where the control plane calls from, in these tests. */
+const CONTROL_PLANE = [{ ipBlock: { cidr: '172.16.0.0/28' } }];
 const argsOf = (objects: readonly Manifest[], prefix: string) =>
   (container(objects).args as string[]).filter((arg) => arg.startsWith(prefix));
 
@@ -71,11 +82,13 @@ function assertAdmission(
     namespace: string;
     namespaceByName: boolean;
     service: string;
-    /** The headless Service, and the name --peers gives it (kustomize does not rename inside arguments). */
+    /** The headless Service, and the --peers argument that names it. */
     peers: { service: string; argument: string };
     secret: string;
+    /** Where the control plane may call the webhook port from (the kubediff pods are let in besides). */
+    from: readonly Record<string, unknown>[];
   },
-): { webhook: Manifest; rule: Manifest } {
+): { webhook: Manifest } {
   const [configuration, ...others] = webhooks(objects);
   assert.ok(configuration, `${source}: a ValidatingWebhookConfiguration`);
   assert.deepEqual(others, []);
@@ -96,7 +109,7 @@ function assertAdmission(
     {
       failurePolicy: 'Ignore',
       sideEffects: 'None',
-      timeoutSeconds: 2,
+      timeoutSeconds: 1,
       matchPolicy: 'Equivalent',
       admissionReviewVersions: ['v1'],
       rules: [
@@ -109,15 +122,23 @@ function assertAdmission(
         },
       ],
       service: { namespace: expected.namespace, name: expected.service, path: '/review', port: 443 },
+      // kubediff's own namespace (by name, or by its label in kustomize) and kube-system never wait on it.
       namespaceSelector: {
-        matchExpressions: [
-          ...(expected.namespaceByName
-            ? [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [expected.namespace] }]
-            : []),
-          { key: 'who.kubediff.io/skip', operator: 'DoesNotExist' },
-        ],
+        matchExpressions: expected.namespaceByName
+          ? [
+              {
+                key: 'kubernetes.io/metadata.name',
+                operator: 'NotIn',
+                values: [expected.namespace, 'kube-system'],
+              },
+              { key: 'who.kubediff.io/skip', operator: 'DoesNotExist' },
+            ]
+          : [
+              { key: 'who.kubediff.io/skip', operator: 'DoesNotExist' },
+              { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] },
+            ],
       },
-      matchConditions: ['not-dry-run', 'not-high-churn', 'not-a-review'],
+      matchConditions: ['not-dry-run', 'not-high-churn', 'not-a-review', 'secrets'],
     },
     `${source}: the webhook`,
   );
@@ -142,7 +163,11 @@ function assertAdmission(
   // Both select kubediff's pods: their selectors are subsets of the pods' labels.
   const podLabels = objects.find((object) => object.kind === 'Deployment')?.spec.template.metadata.labels;
   for (const selecting of [service, peers]) {
-    for (const [key, value] of Object.entries(selecting.spec.selector as Record<string, string>))
+    const selector = Object.entries((selecting.spec.selector ?? {}) as Record<string, string>);
+    for (const [key, value] of nonEmpty(
+      selector,
+      `${source}: labels of ${selecting.metadata.name}'s selector`,
+    ))
       assert.equal(podLabels[key], value, `${source}: ${selecting.metadata.name} selects the pods (${key})`);
   }
   assert.deepEqual(
@@ -152,11 +177,14 @@ function assertAdmission(
       '--admission-cert=/etc/kubediff-admission/tls.crt',
       '--admission-key=/etc/kubediff-admission/tls.key',
       '--admission-allow-unauthenticated',
-      `--peers=${expected.peers.argument}.$(POD_NAMESPACE).svc:9443`,
+      expected.peers.argument,
     ],
     `${source}: the arguments`,
   );
   const main = container(objects);
+  // kustomize names the headless Service through a variable, which a name suffix renames too.
+  const peersService = main.env.find((entry: { name: string }) => entry.name === 'PEERS_SERVICE');
+  if (peersService) assert.equal(peersService.value, expected.peers.service, `${source}: PEERS_SERVICE`);
   assert.ok(
     main.env.some((entry: { name: string }) => entry.name === 'POD_NAMESPACE'),
     'for $(POD_NAMESPACE)',
@@ -171,17 +199,27 @@ function assertAdmission(
   );
   const volume = podSpec(objects).volumes.find((entry: { name: string }) => entry.name === 'admission-tls');
   assert.equal(volume?.secret.secretName, expected.secret, `${source}: the Secret`);
-  const rule = policyRules(objects).find((entry) => entry.ports?.[0]?.port === 9443);
-  assert.ok(rule, `${source}: the policy opens the webhook port`);
-  return { webhook, rule };
+  // The webhook port: from where the control plane calls, and from the other replicas.
+  const podLabels_ = podSpecLabels(objects);
+  const rules = policyRules(objects).filter((entry) => entry.ports?.[0]?.port === 9443);
+  assert.deepEqual(
+    rules.flatMap((rule) => rule.from ?? [{ anywhere: true }]),
+    [...expected.from, { podSelector: { matchLabels: podLabels_ } }],
+    `${source}: who may reach the webhook port`,
+  );
+  return { webhook };
 }
 
 describe('the admission webhook in deploy/ and the chart', () => {
   let namespace: string;
   let kubeconfig: string;
   const overlays: Overlay[] = [];
-  const overlay = async (components: string[]) => {
-    const made = await deployOverlay(namespace, `-${uniqueName('o').slice(2)}`, { components });
+  const overlay = async (components: string[], options: OverlayOptions = {}) => {
+    const made = await deployOverlay(namespace, `-${uniqueName('o').slice(2)}`, {
+      components,
+      ...(components.includes('admission') ? { admissionFrom: CONTROL_PLANE } : {}),
+      ...options,
+    });
     overlays.push(made);
     return made;
   };
@@ -203,33 +241,52 @@ describe('the admission webhook in deploy/ and the chart', () => {
   test('the admission component, as the API server stores it; with cert-manager, the Secret the pods mount', async () => {
     const made = await overlay(['admission']);
     const objects = (await serverDryRun(kubeconfig, made)) as Manifest[];
-    const { rule } = assertAdmission(objects, 'deploy/components/admission', {
+    assertAdmission(objects, 'deploy/components/admission', {
       namespace,
       namespaceByName: false,
       service: `kubediff-admission${made.suffix}`,
-      peers: { service: `kubediff-peers${made.suffix}`, argument: 'kubediff-peers' },
+      peers: {
+        service: `kubediff-peers${made.suffix}`,
+        argument: '--peers=$(PEERS_SERVICE).$(POD_NAMESPACE).svc:9443',
+      },
       secret: 'kubediff-admission-tls',
+      from: CONTROL_PLANE,
     });
-    assert.equal(
-      rule.from,
-      undefined,
-      "the control plane's addresses are cluster-specific: any, until narrowed",
+    // Without the control plane's addresses (reviews are not authenticated): the build stops, naming them.
+    const unnamed = await overlay(['admission'], { admissionFrom: undefined });
+    const refused = await kubectl(['kustomize', unnamed.dir]);
+    assert.notEqual(refused.code, 0);
+    assert.match(
+      refused.stderr,
+      /nothing selected by AdmissionSources\.\[noVer\]\.kubediff\.io\/kubediff-admission-from/,
     );
     // cert-manager's kinds are not served by the test cluster: rendered, not dry-run.
-    const withCertManager = await overlay(['admission', 'admission-cert-manager']);
+    const withCertManager = await overlay(['admission', 'admission-cert-manager'], {
+      transformers: ['admission-cert-manager/names'],
+    });
     const rendered = await kubectl(['kustomize', withCertManager.dir]);
     assert.equal(rendered.code, 0, rendered.stderr);
-    const documents = rendered.stdout.split(/^---$/m);
+    const documents = parseAllDocuments(rendered.stdout).map((document) => document.toJS() as Manifest);
     const certificate = documents.find(
-      (text) => /kind: Certificate\n/.test(text) && !/isCA: true/.test(text),
+      (object) =>
+        object.kind === 'Certificate' &&
+        object.metadata.name === `kubediff-admission${withCertManager.suffix}`,
     );
-    assert.match(certificate ?? '', /secretName: kubediff-admission-tls\n/, 'the Secret the pods mount');
-    assert.match(certificate ?? '', /- kubediff-admission\.kubediff\.svc\n/);
-    // What cert-manager's cainjector reads: namespace/certificate as the component names them (an overlay
-    // into another namespace, or with a name prefix or suffix, patches it: kustomize does not).
-    const webhook = documents.find((text) => text.includes('kind: ValidatingWebhookConfiguration'));
-    assert.match(webhook ?? '', /cert-manager.io\/inject-ca-from: kubediff\/kubediff-admission\n/);
-    assert.match(certificate ?? '', new RegExp(`name: kubediff-admission${withCertManager.suffix}\n`));
+    assert.equal(certificate?.spec.secretName, 'kubediff-admission-tls', 'the Secret the pods mount');
+    // The names follow the overlay's namespace and suffix (names/ runs after kustomize renamed them): what
+    // the API server calls, what cert-manager's cainjector reads, the issuers the certificates name.
+    const service = `kubediff-admission${withCertManager.suffix}.${namespace}.svc`;
+    assert.deepEqual(certificate?.spec.dnsNames, [service, `${service}.cluster.local`]);
+    const webhook = documents.find((object) => object.kind === 'ValidatingWebhookConfiguration');
+    assert.equal(
+      webhook?.metadata.annotations?.['cert-manager.io/inject-ca-from'],
+      `${namespace}/kubediff-admission${withCertManager.suffix}`,
+    );
+    const issuers = new Set(
+      documents.filter((object) => object.kind === 'Issuer').map((object) => object.metadata.name),
+    );
+    for (const each of documents.filter((object) => object.kind === 'Certificate'))
+      assert.ok(issuers.has(each.spec.issuerRef.name), `${each.metadata.name} names an Issuer rendered`);
   });
 
   test("Helm admission.enabled: the same, and a certificate the caBundle's CA signed for the Service's name", async () => {
@@ -241,17 +298,37 @@ describe('the admission webhook in deploy/ and the chart', () => {
       'admission.from[0].ipBlock.cidr=172.16.0.0/28',
     ])) as Manifest[];
     const service = `${release}-kubediff-admission`;
-    const { webhook, rule } = assertAdmission(objects, 'Helm', {
+    const { webhook } = assertAdmission(objects, 'Helm', {
       namespace,
       namespaceByName: true,
       service,
-      peers: { service: `${release}-kubediff-peers`, argument: `${release}-kubediff-peers` },
+      peers: {
+        service: `${release}-kubediff-peers`,
+        argument: `--peers=${release}-kubediff-peers.$(POD_NAMESPACE).svc:9443`,
+      },
       secret: `${release}-kubediff-admission-tls`,
+      from: CONTROL_PLANE,
     });
-    assert.deepEqual(rule.from, [
-      { ipBlock: { cidr: '172.16.0.0/28' } },
-      { podSelector: { matchLabels: podSpecLabels(objects) } },
-    ]);
+    // Without admission.from while reviews are not authenticated: refused, saying what to set.
+    const open = await helm(['template', release, HELM_CHART, '--set', 'admission.enabled=true']);
+    assert.notEqual(open.code, 0);
+    assert.match(
+      open.stderr,
+      /admission\.from is empty: with admission\.allowUnauthenticated \(what EKS, GKE and AKS need\), any pod could post reviews to the webhook port\. Set admission\.from to where your control plane calls webhooks from \(docs\/who\.md, "The managed clouds"\)/,
+    );
+    // Every review authenticated (a control plane of your own): from anywhere.
+    const [authenticated] = (await helmDryRun(kubeconfig, release, namespace, [
+      '--set',
+      'admission.enabled=true',
+      '--set',
+      'admission.allowUnauthenticated=false',
+      '--show-only',
+      'templates/networkpolicy.yaml',
+    ])) as Manifest[];
+    assert.deepEqual(
+      authenticated?.spec.ingress.find((rule: Manifest) => rule.ports[0].port === 9443),
+      { ports: [{ protocol: 'TCP', port: 9443 }] },
+    );
     const secret = objects.find(
       (object) => object.kind === 'Secret' && object.metadata.name === `${release}-kubediff-admission-tls`,
     );
@@ -273,6 +350,8 @@ describe('the admission webhook in deploy/ and the chart', () => {
       'audit.enabled=true',
       '--set',
       'audit.port=9443',
+      '--set',
+      'admission.from[0].ipBlock.cidr=172.16.0.0/28',
     ]);
     assert.notEqual(clash.code, 0);
     assert.match(clash.stderr, /admission.port and audit.port must differ/);
@@ -283,6 +362,8 @@ describe('the admission webhook in deploy/ and the chart', () => {
     const objects = (await helmDryRun(kubeconfig, release, namespace, [
       '--set',
       'admission.enabled=true',
+      '--set',
+      'admission.from[0].ipBlock.cidr=172.16.0.0/28',
     ])) as Manifest[];
     const secret = objects.find(
       (object) => object.kind === 'Secret' && object.metadata.name.endsWith('-admission-tls'),
@@ -342,6 +423,8 @@ describe("the chart's webhook installed on a real API server, nothing behind it"
     const objects = (await helmDryRun(sideKubeconfig, release, namespace, [
       '--set',
       'admission.enabled=true',
+      '--set',
+      'admission.from[0].ipBlock.cidr=172.16.0.0/28',
     ])) as Manifest[];
     // The webhook alone: no kubediff, not even the Service to call (whose ClusterIP would lead off
     // this machine). Its namespaceSelector narrowed to the namespace this test writes in: the API

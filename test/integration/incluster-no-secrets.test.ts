@@ -7,7 +7,16 @@
 // lacks); and kubediff, run with the Deployment's own command line, reports no 403 for anything the
 // role grants, reports a ConfigMap and a custom resource of the added group, and never a Secret.
 import assert from 'node:assert/strict';
+import { createServer as createHttpsServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import {
+  type AdmissionApiserver,
+  needsSharedEtcd,
+  registerWebhook,
+  startAdmissionApiserver,
+} from '../helpers/admission-apiserver.ts';
 import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {
@@ -18,6 +27,7 @@ import {
   deployOverlay,
   describeAccess,
   helmDryRun,
+  kubectl,
   mintToken,
   type Overlay,
   type PodFiles,
@@ -27,7 +37,10 @@ import {
   servedResources,
   serverDryRun,
 } from '../helpers/deploy.ts';
-import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import { adminClient, KubeAdmin, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
+import { assertNoLeaks, type LeakSource, secretValue } from '../helpers/leak-check.ts';
+import { makeTestPki, type TestPki } from '../helpers/pki.ts';
+import { seededRandom } from '../helpers/random-json.ts';
 
 const admin = adminClient();
 
@@ -163,7 +176,8 @@ describe('without Secrets', () => {
   test("kubediff with the Deployment's command line reports no 403 and never a Secret", async () => {
     pod = await podFiles(testCluster(), namespace, await applyRbac());
     const args = await podCommand(objects, pod);
-    const env = { ...pod.env, POD_NAME: 'kubediff-7c9d-q8x2w', POD_NAMESPACE: namespace };
+    // A pod of the Deployment as the overlay named it: its Lease is named after it.
+    const env = { ...pod.env, POD_NAME: `${serviceAccount}-7c9d-q8x2w`, POD_NAMESPACE: namespace };
 
     // What it would watch: secrets skipped on purpose, nothing the role grants is forbidden.
     const flags = args.filter((arg) => arg.startsWith('--exclude-resource') || arg.startsWith('--config'));
@@ -225,6 +239,175 @@ describe('without Secrets', () => {
       assert.deepEqual(grantedForbidden, [], result.stderr);
     } finally {
       if (!kd.exitResult) await kd.kill();
+    }
+  });
+});
+
+describe('without Secrets, the admission webhook is never called for a Secret', {
+  skip: needsSharedEtcd(),
+}, () => {
+  // The webhook as rendered (its rules and matchConditions; only where it calls and which namespace it
+  // reviews are changed) on a real API server, calling a listener on loopback that keeps every body the API
+  // server posts: a Secret's review would carry its values, old and new.
+  let api: AdmissionApiserver;
+  let side: KubeAdmin;
+  let namespace: string;
+  let pki: TestPki;
+  let listener: Server;
+  let url: string;
+  const bodies: string[] = [];
+  const random = seededRandom(42);
+
+  before(async () => {
+    pki = makeTestPki();
+    listener = createHttpsServer({ cert: pki.serverCert, key: pki.serverKey }, (request, response) => {
+      let body = '';
+      request.setEncoding('utf8').on('data', (chunk: string) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        bodies.push(body);
+        const uid = (JSON.parse(body) as { request: { uid: string } }).request.uid;
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify({
+            apiVersion: 'admission.k8s.io/v1',
+            kind: 'AdmissionReview',
+            response: { uid, allowed: true },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    url = `https://127.0.0.1:${(listener.address() as AddressInfo).port}/review`;
+    api = await startAdmissionApiserver();
+    side = new KubeAdmin(api);
+    namespace = await side.createNamespace('secrets');
+  });
+  after(async () => {
+    await side?.close();
+    await api?.stop();
+    await new Promise((resolve) => listener?.close(resolve));
+  });
+
+  /** The rendered webhook configuration, calling the listener, for writes in the test's namespace only. */
+  const registered = async (rendered: readonly Rendered[]) => {
+    const [configuration] = rendered.filter(
+      (object) => object.kind === 'ValidatingWebhookConfiguration',
+    ) as (Rendered & {
+      webhooks: Record<string, unknown>[];
+    })[];
+    assert.ok(configuration, 'a ValidatingWebhookConfiguration is rendered');
+    return registerWebhook(side, {
+      ...configuration,
+      metadata: { name: uniqueName('kubediff-who') },
+      webhooks: configuration.webhooks.map((webhook) => ({
+        ...webhook,
+        clientConfig: { url, caBundle: Buffer.from(pki.caPem).toString('base64') },
+        namespaceSelector: {
+          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [namespace] }],
+        },
+      })),
+    } as unknown as KubeObject);
+  };
+  const reviewed = (resource: string, name: string) =>
+    bodies.some((body) => {
+      const { request } = JSON.parse(body) as { request: { resource: { resource: string }; name?: string } };
+      return request.resource.resource === resource && request.name === name;
+    });
+  /** Writes a Secret (created, then changed), then a ConfigMap; returns once the ConfigMap's review came. */
+  const writeSecretThenSentinel = async (): Promise<string> => {
+    const probe = uniqueName('probe');
+    // The API server takes a new webhook into use a moment after it is created: write until it calls.
+    for (let attempt = 0; !reviewed('configmaps', `${probe}-${attempt - 1}`); attempt++) {
+      assert.ok(attempt < 200, 'the API server never called the webhook');
+      await side.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+        metadata: { name: `${probe}-${attempt}` },
+      });
+    }
+    bodies.length = 0;
+    const secret = uniqueName('creds');
+    const secrets = `/api/v1/namespaces/${namespace}/secrets`;
+    await side.create(secrets, {
+      metadata: { name: secret },
+      stringData: { password: secretValue(random, 40) },
+    });
+    await side.patch(`${secrets}/${secret}`, { stringData: { password: secretValue(random, 40) } });
+    const sentinel = uniqueName('after');
+    await side.create(`/api/v1/namespaces/${namespace}/configmaps`, { metadata: { name: sentinel } });
+    await waitFor(() => reviewed('configmaps', sentinel), { what: `the review of ConfigMap ${sentinel}` });
+    return secret;
+  };
+  const listenerSource = (sentinel: RegExp): LeakSource => ({
+    name: 'what the webhook listener received',
+    read: () => bodies.join('\n'),
+    expect: sentinel,
+  });
+
+  const sources: { name: string; render: () => Promise<Rendered[]> }[] = [
+    {
+      name: 'Helm watchSecrets=false',
+      render: async () =>
+        (await helmDryRun(api.kubeconfigPath, uniqueName('kd'), namespace, [
+          '--set',
+          'watchSecrets=false',
+          '--set',
+          'admission.enabled=true',
+          '--set',
+          'admission.from[0].ipBlock.cidr=172.16.0.0/28',
+        ])) as Rendered[],
+    },
+    ...[
+      ['admission', 'no-secrets'],
+      ['no-secrets', 'admission'],
+    ].map((components) => ({
+      name: `kustomize components ${components.join(', ')}`,
+      render: async () => {
+        const overlay = await deployOverlay(namespace, `-${uniqueName('w').slice(2)}`, {
+          components,
+          admissionFrom: [{ ipBlock: { cidr: '172.16.0.0/28' } }],
+        });
+        try {
+          const built = await kubectl(['kustomize', overlay.dir]);
+          assert.equal(built.code, 0, built.stderr);
+          return parseAllDocuments(built.stdout).map((document) => document.toJS() as Rendered);
+        } finally {
+          await overlay.remove();
+        }
+      },
+    })),
+  ];
+  for (const source of sources) {
+    test(`${source.name}: no Secret's write reaches the listener`, async () => {
+      const unregister = await registered(await source.render());
+      try {
+        const secret = await writeSecretThenSentinel();
+        assert.equal(reviewed('secrets', secret), false, 'a review of the Secret was sent');
+        await assertNoLeaks([listenerSource(/"resource":"configmaps"/)]);
+      } finally {
+        await unregister();
+      }
+    });
+  }
+
+  test('the check can fail: while Secrets are watched (Helm by default), their reviews carry their values', async () => {
+    const unregister = await registered(
+      (await helmDryRun(api.kubeconfigPath, uniqueName('kd'), namespace, [
+        '--set',
+        'admission.enabled=true',
+        '--set',
+        'admission.from[0].ipBlock.cidr=172.16.0.0/28',
+      ])) as Rendered[],
+    );
+    try {
+      const secret = await writeSecretThenSentinel();
+      assert.equal(reviewed('secrets', secret), true);
+      await assert.rejects(
+        assertNoLeaks([listenerSource(/"resource":"configmaps"/)]),
+        /secret values leaked/,
+      );
+    } finally {
+      await unregister();
     }
   });
 });

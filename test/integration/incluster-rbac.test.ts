@@ -30,6 +30,7 @@ import {
 } from '../helpers/deploy.ts';
 import { adminClient, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING } from '../helpers/metrics.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const cluster = testCluster();
 const admin = adminClient();
@@ -257,24 +258,29 @@ describe('in the cluster, with deploy/ RBAC only', () => {
         metadata: { name: 'target' },
         spec: { ports: [{ port: 80 }] },
       });
-      for (const type of served) {
-        if (type.group !== '' || !type.subresource || !['pods', 'services'].includes(type.resource)) continue;
+      const subresources = served.filter(
+        (type) => type.group === '' && type.subresource && ['pods', 'services'].includes(type.resource),
+      );
+      for (const type of nonEmpty(subresources, 'subresources of pods and services')) {
         const watchPath = `/api/v1/watch/namespaces/${namespace}/${type.resource}/target/${type.subresource}`;
         const answer = await asPod.request('GET', watchPath);
         assert.equal(answer.status, 404, `GET ${watchPath}: ${answer.status} ${answer.text.slice(0, 200)}`);
       }
 
-      // Its Lease: the one named kubediff in its own namespace, read and renewed; no other, nowhere else.
+      // Its Lease: the one named after its Deployment (kubediff, suffixed as the overlay renamed it) in its
+      // own namespace, read and renewed; no other, nowhere else.
       const lease = { group: 'coordination.k8s.io', resource: 'leases' };
+      const name = `kubediff${overlay.suffix}`;
       for (const [question, allowed] of [
         [{ ...lease, verb: 'create', namespace }, true],
-        [{ ...lease, verb: 'get', namespace, name: 'kubediff' }, true],
-        [{ ...lease, verb: 'update', namespace, name: 'kubediff' }, true],
-        [{ ...lease, verb: 'delete', namespace, name: 'kubediff' }, false],
-        [{ ...lease, verb: 'patch', namespace, name: 'kubediff' }, false],
+        [{ ...lease, verb: 'get', namespace, name }, true],
+        [{ ...lease, verb: 'update', namespace, name }, true],
+        [{ ...lease, verb: 'delete', namespace, name }, false],
+        [{ ...lease, verb: 'patch', namespace, name }, false],
+        [{ ...lease, verb: 'update', namespace, name: 'kubediff' }, false],
         [{ ...lease, verb: 'update', namespace, name: 'someone-else' }, false],
         [{ ...lease, verb: 'create', namespace: elsewhere }, false],
-        [{ ...lease, verb: 'update', namespace: elsewhere, name: 'kubediff' }, false],
+        [{ ...lease, verb: 'update', namespace: elsewhere, name }, false],
       ] as const) {
         assert.equal(await canI(asPod, question), allowed, describeAccess(question));
       }
@@ -332,7 +338,8 @@ describe('in the cluster, with deploy/ RBAC only', () => {
       env: {
         ...pod.env,
         KUBEDIFF_LOG_FORMAT: 'json',
-        POD_NAME: 'kubediff-5d8f7-x2x9q',
+        // A pod of the Deployment as the overlay named it: its Lease is named after it.
+        POD_NAME: `kubediff${overlay.suffix}-5d8f7-x2x9q`,
         POD_NAMESPACE: namespace,
       },
       timeoutMs: 90_000,
@@ -400,9 +407,9 @@ describe('in the cluster, with deploy/ RBAC only', () => {
 
       // The Lease it holds, in its own namespace.
       const lease = (await admin.get(
-        `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/kubediff`,
+        `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/kubediff${overlay.suffix}`,
       )) as KubeObject & { spec: { holderIdentity: string } };
-      assert.match(lease.spec.holderIdentity, /^kubediff-5d8f7-x2x9q_\d+$/);
+      assert.match(lease.spec.holderIdentity, new RegExp(`^kubediff${overlay.suffix}-5d8f7-x2x9q_\\d+$`));
 
       const result = await kd.stop('SIGTERM');
       assert.equal(result.code, 0, result.stderr);
@@ -416,7 +423,7 @@ describe('in the cluster, with deploy/ RBAC only', () => {
       assert.ok(!result.stderr.includes('hunter2'));
       // On a clean stop the Lease is released, so that a standby takes over at once.
       const released = (await admin.get(
-        `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/kubediff`,
+        `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/kubediff${overlay.suffix}`,
       )) as KubeObject & { spec: { holderIdentity?: string } };
       assert.ok(!released.spec.holderIdentity, `released: ${JSON.stringify(released.spec)}`);
     } finally {

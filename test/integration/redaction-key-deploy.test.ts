@@ -10,14 +10,11 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
-import { kubectl, runCommand } from '../helpers/deploy.ts';
+import { HELM_CHART, helm, kubectl } from '../helpers/deploy.ts';
 import { matching } from '../helpers/events.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 
 const DEPLOY_DIR = fileURLToPath(new URL('../../deploy/', import.meta.url));
-const CHART = fileURLToPath(new URL('../../deploy/helm/kubediff', import.meta.url));
-const HELM =
-  process.env.KUBEDIFF_TEST_HELM ?? fileURLToPath(new URL('../../.cache/helm/bin/helm', import.meta.url));
 const KEY = 'e2f1c0d9b8a7f6e5d4c3b2a1f0e9d8c7';
 
 interface EnvVar {
@@ -74,7 +71,7 @@ async function rendered(source: 'deploy' | 'helm', namespace: string): Promise<s
   const result =
     source === 'deploy'
       ? await kubectl(['kustomize', DEPLOY_DIR])
-      : await runCommand(HELM, ['template', 'kd', CHART, '--namespace', namespace]);
+      : await helm(['template', 'kd', HELM_CHART, '--namespace', namespace]);
   assert.equal(result.code, 0, result.stderr);
   return result.stdout;
 }

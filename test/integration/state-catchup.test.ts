@@ -30,6 +30,8 @@ import {
   waitFor,
 } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
+import { setCRDSchema, shardedSchema } from '../helpers/sharded-crd.ts';
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-state-it-'));
@@ -244,6 +246,66 @@ test('a restart with the same --state reports exactly what changed while kubedif
   assert.match(unknown.stderr, /unknown resource type "nosuchthings"/);
 });
 
+test('a CRD that gained a default while kubediff was down: the catch-up reports each object it changed, UPDATED offline with cause relist, once', async (t) => {
+  const ns = await namespaceFor(t, 'state-default');
+  const state = join(dir, `${ns}.db`);
+  const group = `${uniqueName('state-default')}.kubediff.test`;
+  const crd = `widgets.${group}`;
+  t.after(() => admin.deleteCRD(crd));
+  await admin.createCRD(group, 'Widget', 'widgets', { schema: shardedSchema() });
+  const widgets = `/apis/${group}/v1/namespaces/${ns}/widgets`;
+  const widget = (name: string, spec: Record<string, number>) => ({
+    apiVersion: `${group}/v1`,
+    kind: 'Widget',
+    metadata: { name },
+    spec,
+  });
+  const plain = await admin.create(widgets, widget('plain', { replicas: 1 }));
+  const explicit = await admin.create(widgets, widget('explicit', { replicas: 1, shards: 3 }));
+
+  const first = startWatch(ns, state, ['-r', crd]);
+  await first.waitForStderr(WATCHING);
+  assert.equal((await first.stop()).code, 0);
+
+  // While down: the upgrade. `plain` is now served with shards 1, at the same resourceVersion.
+  await setCRDSchema(admin, crd, shardedSchema(1));
+  await admin.waitFor(
+    async () => ((await admin.get(`${widgets}/plain`)).spec as { shards?: number }).shards === 1,
+    { what: 'the API server to serve the new default' },
+  );
+
+  const second = startWatch(ns, state, ['-r', crd]);
+  await second.waitForStderr(WATCHING);
+  // A marker: every catch-up event of the type comes before it.
+  const marker = await admin.patch(`${widgets}/explicit`, { spec: { replicas: 2 } });
+  await second.waitForEvent((e) => e.id === id(marker), { description: 'the marker update' });
+  const events = second.events.filter(inNamespace(ns));
+  assert.deepEqual(
+    events.map((e) => `${e.type} ${e.object.name} ${e.cause ?? '-'} ${JSON.stringify(e.changes)}`),
+    [
+      `UPDATED plain relist ${JSON.stringify([{ op: 'add', path: '/spec/shards', to: 1 }])}`,
+      `UPDATED explicit - ${JSON.stringify([
+        { op: 'replace', path: '/spec/replicas', from: 1, to: 2, manager: ADMIN_FIELD_MANAGER },
+      ])}`,
+    ],
+    describeAll(events),
+  );
+  assert.equal(events[0]?.offline, true);
+  assert.notEqual(events[0]?.id, id(plain), 'not the id of its last write');
+  assert.equal(marker.metadata.uid, explicit.metadata.uid);
+  assert.equal((await second.stop()).code, 0);
+
+  // Recorded: a third start finds nothing to report again.
+  const third = startWatch(ns, state, ['-r', crd]);
+  await third.waitForStderr(WATCHING);
+  const marker2 = await admin.patch(`${widgets}/plain`, { spec: { replicas: 3 } });
+  await third.waitForEvent((e) => e.id === id(marker2), { description: 'the second marker' });
+  assert.deepEqual(
+    third.events.filter(inNamespace(ns)).map((e) => `${e.object.name} ${e.cause ?? '-'}`),
+    ['plain -'],
+  );
+});
+
 test('kill -9 during a burst: every change reported at least once, nothing recorded as reported again', async (t) => {
   const ns = await namespaceFor(t, 'state-kill');
   const state = join(dir, `${ns}.db`);
@@ -294,6 +356,10 @@ test('kill -9 during a burst: every change reported at least once, nothing recor
   await first.waitForEvent((e) => e.object.namespace === ns && e.object.name === 'burst-60', {
     description: 'the burst under way',
   });
+  // Killed once the file records an event as reported: the checks of what it recorded then hold something.
+  await waitFor(() => Number(readState(state, 'SELECT count(*) AS n FROM events')[0]?.n) > 0, {
+    what: 'an event recorded as reported in the state file',
+  });
   await first.kill();
   await creating;
   const firstIds = new Set(first.events.filter(inNamespace(ns)).map((e) => e.id));
@@ -301,7 +367,7 @@ test('kill -9 during a burst: every change reported at least once, nothing recor
 
   // What the file records as reported: every one of those was on stdout before the kill.
   const recordedIds = new Set(readState(state, 'SELECT id FROM events').map((row) => String(row.id)));
-  for (const recordedId of recordedIds) {
+  for (const recordedId of nonEmpty([...recordedIds], 'events recorded as reported before the kill')) {
     assert.ok(firstIds.has(recordedId), `${recordedId} was reported before it was recorded`);
   }
 

@@ -1,6 +1,7 @@
 // Custom resources that come and go while kubediff runs, against the real API server, with the real
 // CLI as a user runs it (PRODUCT.md, "Correctness" 5): a new CRD is watched within seconds, its
-// deletion reports its objects as DELETED and stops that informer, and re-creating it works again.
+// deletion reports its objects as DELETED and stops that informer, and re-creating it works again; a
+// CRD that gains a default has what it changes reported (docs/event.md, "Changes without a write").
 // Every test uses its own API group, so other tests' CRDs and objects are simply filtered out.
 import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext, test } from 'node:test';
@@ -8,6 +9,7 @@ import { type KubediffProcess, killAll, runKubediff, WATCHING } from '../helpers
 import { testCluster } from '../helpers/cluster-env.ts';
 import { assertStreamInvariants, describeEvent, type TestEvent } from '../helpers/events.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import { setCRDSchema, shardedSchema } from '../helpers/sharded-crd.ts';
 
 const admin = adminClient();
 
@@ -168,4 +170,58 @@ test('-r names a custom resource whose CRD does not exist yet: kubediff warns, s
     [id(created), id(changed)],
     `events:\n${kd.events.map(describeEvent).join('\n')}`,
   );
+});
+
+test('a CRD that gains `default: 1` for spec.shards: each object it now defaults is reported at once (UPDATED, offline, cause schema), and the next write reports only itself', async (t) => {
+  const { group, crdName } = widgetGroup(t, 'crd-default');
+  const ns = await namespaceFor(t, 'crd-default');
+  const shardeds = `/apis/${group}/v1/namespaces/${ns}/widgets`;
+  await admin.createCRD(group, 'Widget', 'widgets', { schema: shardedSchema() });
+  const plain = await admin.create(shardeds, widget(group, 'plain', { replicas: 1 }));
+  const explicit = await admin.create(shardeds, widget(group, 'explicit', { replicas: 1, shards: 3 }));
+  const ours = (event: TestEvent) => event.object.apiVersion === `${group}/v1`;
+
+  const kd = startWatch(['-r', crdName, '-n', ns]);
+  await kd.waitForStderr(WATCHING);
+
+  // The operator's upgrade: the API server now serves `plain` with shards 1, at the same resourceVersion.
+  await setCRDSchema(admin, crdName, shardedSchema(1));
+  const served = await admin.waitFor(
+    async () => {
+      const now = await admin.get(`${shardeds}/plain`);
+      return (now.spec as { shards?: number }).shards === 1 ? now : undefined;
+    },
+    { what: 'the API server to serve the new default' },
+  );
+  assert.equal(served.metadata.resourceVersion, plain.metadata.resourceVersion, 'no write');
+
+  const defaulted = await kd.waitForEvent((event) => event.object.uid === plain.metadata.uid, {
+    description: 'the change of plain without a write',
+  });
+  assert.equal(defaulted.type, 'UPDATED');
+  assert.deepEqual(defaulted.changes, [{ op: 'add', path: '/spec/shards', to: 1 }]);
+  assert.equal(defaulted.offline, true);
+  assert.equal(defaulted.cause, 'schema');
+  assert.equal(defaulted.by, undefined, 'nobody wrote it');
+  // At the resourceVersion of the list that found it: not the id of the write it had last.
+  assert.notEqual(defaulted.id, id(plain));
+  assert.ok(BigInt(defaulted.object.resourceVersion) > BigInt(plain.metadata.resourceVersion));
+
+  // The next write: its `from` side is the state just reported, so it reports only itself.
+  const written = await admin.patch(`${shardeds}/plain`, { spec: { replicas: 2 } });
+  const update = await kd.waitForEvent((event) => event.id === id(written), { description: 'the write' });
+  assert.deepEqual(update.changes, [
+    { op: 'replace', path: '/spec/replicas', from: 1, to: 2, manager: ADMIN_FIELD_MANAGER },
+  ]);
+  assert.equal(update.cause, undefined);
+  // A marker: `explicit` (shards set) is served as before, so nothing came for it.
+  const marker = await admin.patch(`${shardeds}/explicit`, { spec: { replicas: 2 } });
+  await kd.waitForEvent((event) => event.id === id(marker), { description: 'the marker update' });
+  assert.deepEqual(
+    kd.events.filter(ours).map((event) => `${event.type} ${event.object.name} ${event.cause ?? 'write'}`),
+    ['UPDATED plain schema', 'UPDATED plain write', 'UPDATED explicit write'],
+    kd.events.filter(ours).map(describeEvent).join('\n'),
+  );
+  assert.equal(explicit.metadata.uid, marker.metadata.uid);
+  assertStreamInvariants(kd.events.filter(ours));
 });

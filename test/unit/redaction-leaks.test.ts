@@ -208,7 +208,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     const reading = readAdmissionReview(body);
     const verdict = 'write' in reading ? digests.of(reading.write) : undefined;
     if (!('write' in reading) || !verdict) return;
-    const record = admissionRecordOf(reading.requestUID, reading.write, verdict.digest, 0);
+    const record = admissionRecordOf(reading.requestUID, reading.write, verdict, 0);
     out.admissionRecords!.push(JSON.stringify(record));
     out.peerBodies!.push(encodePeerRecords({ audit: [], admission: [record] }));
     join.offer(admission, [record]);

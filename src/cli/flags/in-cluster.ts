@@ -5,10 +5,10 @@ import type { FlagGroup } from './flag-spec.ts';
 export const IN_CLUSTER: FlagGroup = {
   title: 'Running in a cluster',
   flags: [
-    { flags: '--listen <addr>', description: 'serve /healthz, /readyz and /metrics here: :8080' },
+    { flags: '--listen <addr>', description: 'serve health checks and /metrics here: :8080' },
     {
       flags: '--ready-failure-threshold <duration>',
-      description: '/readyz fails once a watch has been failing this long (default: 60s)',
+      description: 'a watch failing this long counts for /readyz (default: 60s)',
       more: true,
     },
     { flags: '--leader-elect', description: 'one of several replicas: the Lease holder delivers' },

@@ -1,5 +1,6 @@
 // The informers' metrics, per cluster: events reported, time since the last one, watch restarts, relists
-// and failures (from the informers' state changes), informers by state, objects held, initial sync.
+// and failures (from the informers' state changes), informers by state, the types failing now, objects held,
+// initial sync.
 import { Counter, Gauge } from 'prom-client';
 import { type ChangeEvent, qualifiedResource } from '../../events/event.ts';
 import type { Informer } from '../../informer/informer.ts';
@@ -129,6 +130,25 @@ function registerInformerGauges(
         }
         for (const [state, value] of Object.entries(counts))
           this.set({ cluster: cluster.name, state }, value);
+      }
+    },
+  });
+  new Gauge({
+    name: 'kubediff_watch_failing',
+    help: 'Resource types whose LIST or WATCH fails now (1), by cluster, resource and kind of failure: a part of the cluster kubediff cannot read, retried with backoff (403 and 404 slowly).',
+    labelNames: ['cluster', 'resource', 'reason'],
+    registers,
+    collect() {
+      this.reset();
+      for (const cluster of clusters()) {
+        for (const informer of cluster.informers) {
+          const failure = informer.failure;
+          if (!failure) continue;
+          this.set(
+            { cluster: cluster.name, resource: qualifiedName(informer.type), reason: failure.kind },
+            1,
+          );
+        }
       }
     },
   });

@@ -3,11 +3,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { diffObjects } from '../../../src/diff/diff.ts';
-import { jsonEqual } from '../../../src/diff/json.ts';
 import { parsePointer } from '../../../src/diff/pointer.ts';
 import type { Change } from '../../../src/diff/types.ts';
 import { undoChanges } from '../../../src/diff/undo.ts';
 import type { JsonObject, JsonValue } from '../../../src/kube/types.ts';
+import { jsonEqual } from '../../../src/util/json-equal.ts';
+import { applyChanges } from '../../helpers/json-patch.ts';
 import { clone, seededRandom, setKey } from '../../helpers/random-json.ts';
 
 class Generator {
@@ -106,54 +107,6 @@ function edit(gen: Generator, target: JsonObject | JsonValue[], depth: number): 
   const key = gen.pick(KEYS);
   if (Object.hasOwn(target, key) && gen.chance(0.4)) delete target[key];
   else setKey(target, key, value(gen, depth + 1));
-}
-
-/** Applies changes as a JSON Patch, checking every `from`; see the reorder rule in delta-changes.ts. */
-function applyChanges(document: JsonObject, changes: readonly Change[]): JsonValue {
-  // A later replace of an array supersedes the changes reported below it.
-  const effective = changes.filter(
-    (change, index) =>
-      !changes
-        .slice(index + 1)
-        .some((later) => later.op === 'replace' && change.path.startsWith(`${later.path}/`)),
-  );
-  const root: JsonObject = { document: clone(document) };
-  for (const change of effective) applyChange(root, change);
-  return root.document!;
-}
-
-function applyChange(root: JsonObject, change: Change): void {
-  const segments = ['document', ...parsePointer(change.path)];
-  const last = segments.pop()!;
-  let parent: JsonValue = root;
-  for (const segment of segments) {
-    assert.ok(typeof parent === 'object' && parent !== null, `${change.path}: no container at ${segment}`);
-    parent = Array.isArray(parent) ? parent[Number(segment)]! : parent[segment]!;
-  }
-  assert.ok(typeof parent === 'object' && parent !== null, `${change.path}: parent is not a container`);
-  if (Array.isArray(parent)) {
-    assert.match(last, /^(0|[1-9]\d*)$/, `${change.path}: not an index`);
-    const index = Number(last);
-    if (change.op === 'add') {
-      assert.ok(index <= parent.length, `${change.path}: add beyond the end`);
-      parent.splice(index, 0, change.to!);
-      return;
-    }
-    assert.ok(index < parent.length, `${change.path}: no item`);
-    assert.deepEqual(parent[index], change.from, `${change.path}: from differs`);
-    if (change.op === 'remove') parent.splice(index, 1);
-    else parent[index] = change.to!;
-    return;
-  }
-  if (change.op === 'add') {
-    assert.equal(Object.hasOwn(parent, last), false, `${change.path}: add of an existing key`);
-    setKey(parent, last, change.to!);
-    return;
-  }
-  assert.ok(Object.hasOwn(parent, last), `${change.path}: no such key`);
-  assert.deepEqual(parent[last], change.from, `${change.path}: from differs`);
-  if (change.op === 'remove') delete parent[last];
-  else setKey(parent, last, change.to!);
 }
 
 function assertWellFormed(change: Change): void {

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { PathMatcher } from '../../../src/diff/ignore.ts';
 import { Normalizer } from '../../../src/diff/normalize.ts';
 import { Redactor } from '../../../src/diff/redact.ts';
-import type { ChangeEvent } from '../../../src/events/event.ts';
+import { type ChangeEvent, withBy } from '../../../src/events/event.ts';
 import { EventBuilder } from '../../../src/events/event-builder.ts';
 import {
   type DeliveryMark,
@@ -226,6 +226,57 @@ describe('the event builder', () => {
       undefined,
     );
     assert.equal(added.object.namespace, 'shop');
+  });
+
+  it('an update without a write: offline, its cause, at the resourceVersion it was seen at (a new id), naming no manager', () => {
+    const managedFields = [
+      {
+        manager: 'kubectl-edit',
+        operation: 'Update',
+        apiVersion: 'v1',
+        time: '2026-11-22T10:00:00Z',
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:data': { 'f:x': {} } },
+      },
+    ];
+    const event = builder.updated(
+      configmaps,
+      stored('a', '7', { x: '1' }),
+      stored('a', '7', { x: '1', y: '1' }),
+      {
+        offline: true,
+        managedFields,
+        withoutWrite: { cause: 'schema', resourceVersion: '40' },
+      },
+    );
+    assert.deepEqual(event, {
+      id: 'uid-a:40',
+      type: 'UPDATED',
+      time: NOW.toISOString(),
+      object: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        resource: 'configmaps',
+        namespace: 'shop',
+        name: 'a',
+        uid: 'uid-a',
+        resourceVersion: '40',
+      },
+      changes: [{ op: 'add', path: '/data/y', to: '1' }],
+      offline: true,
+      cause: 'schema',
+    });
+    // The field order of the contract, `by` merged in later or not.
+    assert.deepEqual(Object.keys(withBy(event as ChangeEvent, { auditID: 'x' })), [
+      'id',
+      'type',
+      'time',
+      'object',
+      'by',
+      'changes',
+      'offline',
+      'cause',
+    ]);
   });
 
   it('a diff that fails reports the update as changes of whole top-level fields', () => {

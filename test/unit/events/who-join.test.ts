@@ -164,6 +164,18 @@ test('a record without response object (level Metadata) joins by name, verb and 
   j.join.close();
 });
 
+test('an update without a write (a CRD gained a default) names nobody: not even a nearest record of the same object', () => {
+  const j = joinWith();
+  j.offer([record({ uid: undefined, resourceVersion: undefined, auditID: 'near', time: T0 - 100 })]);
+  j.send(sampleEvent({ id: 'u1:9', object: { resourceVersion: '9' }, offline: true, cause: 'schema' }));
+  assert.equal(j.out.length, 1);
+  assert.equal(j.out[0]?.by, undefined);
+  // The record is still there for the write it belongs to.
+  j.send(sampleEvent());
+  assert.equal(j.out[1]?.by?.auditID, 'near');
+  j.join.close();
+});
+
 test('a record received twice (the API server and a peer) counts once: its copy names no later write', (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const j = joinWith();

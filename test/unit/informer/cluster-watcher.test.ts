@@ -73,7 +73,14 @@ function recorder(): InformerHandler & { log: string[] } {
     log,
     onAdd: (type, object, context) =>
       log.push(`ADDED ${type.resource} ${object.name}${context.offline ? ' offline' : ''}`),
-    onUpdate: (type, _previous, current) => log.push(`UPDATED ${type.resource} ${current.name}`),
+    onUpdate: (type, _previous, current, context) =>
+      log.push(
+        `UPDATED ${type.resource} ${current.name}${
+          context.withoutWrite
+            ? ` without a write (${context.withoutWrite.cause}) @${context.withoutWrite.resourceVersion}`
+            : ''
+        }`,
+      ),
     onDelete: (type, last, context) =>
       log.push(
         `DELETED ${type.resource} ${last.name}${context.finalStateUnknown ? ' finalStateUnknown' : ''}`,
@@ -148,6 +155,54 @@ describe('ClusterWatcher', () => {
     assert.deepEqual(
       watcher?.allInformers().map((informer) => informer.type.resource),
       ['configmaps'],
+    );
+  });
+
+  it('a CRD whose schema changes has its type read again: what is served differently is an update without a write; a change of its status or names is not', async () => {
+    const cluster = fakeCluster();
+    cluster.discovery.types = [served(configmaps), widgets];
+    cluster.collection('/api/v1/configmaps').answerList(page('10', []));
+    cluster.collection(API_SERVICES).answerList(page('10', []));
+    const widget = (data: Record<string, string>) => ({ ...configMap('w1', '5', data), kind: 'Widget' });
+    cluster.collection(WIDGETS).answerList(page('10', [widget({})]), page('40', [widget({ shards: '1' })]));
+    const crd = (resourceVersion: string, shards: JsonObject, status: JsonObject = {}): KubeObject => ({
+      metadata: { name: 'widgets.example.com', uid: 'c', resourceVersion },
+      spec: {
+        group: 'example.com',
+        names: { plural: 'widgets', kind: 'Widget' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { properties: { data: { properties: { shards } } } } },
+          },
+        ],
+      },
+      status,
+    });
+    cluster.collection(CRDS).answerList(page('10', [crd('8', { type: 'string' })]));
+    const { handler, logLines, started } = start(cluster);
+    await started;
+    await settle();
+    assert.deepEqual(handler.log, ['BASELINE widgets w1']);
+
+    // Its status changes (the API server's conditions): the objects are served as before.
+    const crds = cluster.collection(CRDS).watches[0];
+    crds?.send('MODIFIED', crd('20', { type: 'string' }, { conditions: [{ type: 'Established' }] }));
+    await settle();
+    assert.equal(cluster.collection(WIDGETS).lists.length, 1, 'not read again');
+
+    // `default: "1"` added: the widgets are listed again, and w1 is reported as the API server now serves it.
+    crds?.send('MODIFIED', crd('30', { type: 'string', default: '1' }));
+    await settle();
+    assert.equal(cluster.collection(WIDGETS).lists.length, 2);
+    assert.deepEqual(handler.log.slice(1), ['UPDATED widgets w1 without a write (schema) @40']);
+    assert.ok(
+      logLines.includes(
+        'widgets.example.com: its CustomResourceDefinition changed how its objects are served; reading them again.',
+      ),
+      logLines.join('\n'),
     );
   });
 

@@ -3,8 +3,14 @@
 // name, the silent baseline and --initial, and settling. Milliseconds; the same against the real API
 // server (a real compaction) is in test/integration/watch-faults.test.ts.
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
-import { Informer, type InformerHandler, type InitialListMode } from '../../../src/informer/informer.ts';
+import { afterEach, describe, it, mock } from 'node:test';
+import {
+  Informer,
+  type InformerHandler,
+  type InitialListMode,
+  SCHEMA_SETTLE_MS,
+} from '../../../src/informer/informer.ts';
+import type { ReflectorTiming } from '../../../src/informer/reflector.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import type { JsonObject, KubeObject } from '../../../src/kube/types.ts';
 import { configMap, FakeCollection, page, settle, wholeList } from '../../helpers/fake-collection.ts';
@@ -23,7 +29,11 @@ function recorder(): InformerHandler & { log: string[] } {
       log.push(`ADDED ${object.name}@${object.resourceVersion}${flags(context)}`),
     onUpdate: (_type, previous, current, context) =>
       log.push(
-        `UPDATED ${current.name}@${previous.resourceVersion}→${current.resourceVersion}${flags(context)}`,
+        `UPDATED ${current.name}@${previous.resourceVersion}→${current.resourceVersion}${flags(context)}${
+          context.withoutWrite
+            ? ` without a write (${context.withoutWrite.cause}) seen @${context.withoutWrite.resourceVersion}`
+            : ''
+        }`,
       ),
     onDelete: (_type, last, context) =>
       log.push(`DELETED ${last.name}@${context.resourceVersion}${flags(context)}`),
@@ -37,12 +47,16 @@ describe('Informer', () => {
   let informer: Informer | undefined;
   afterEach(() => informer?.stop());
 
-  function start(collection: FakeCollection, initialList: InitialListMode = 'silent') {
+  function start(
+    collection: FakeCollection,
+    initialList: InitialListMode = 'silent',
+    timing: Partial<ReflectorTiming> = {},
+  ) {
     const handler = recorder();
     // The paged LIST: the reflector's tests cover the streaming list, which feeds the informer alike.
     informer = new Informer(
       collection,
-      { type: configmaps, normalize, initialList, timing: { initialSync: 'list' } },
+      { type: configmaps, normalize, initialList, timing: { initialSync: 'list', ...timing } },
       handler,
     );
     informer.start();
@@ -102,6 +116,66 @@ describe('Informer', () => {
     ]);
     assert.equal(informer?.objectCount, 4);
     assert.equal(collection.watches[1]?.options.resourceVersion, '50');
+  });
+
+  it('a relist that finds an object changed at the same resourceVersion (nobody wrote it) reports it when the LIST completes, at the LIST resourceVersion', async () => {
+    const collection = new FakeCollection().answerList(
+      page('10', [configMap('defaulted', '1'), configMap('same', '2')]),
+      page('50', [configMap('defaulted', '1', { shards: '1' }), configMap('same', '2')]),
+    );
+    const handler = start(collection);
+    await informer?.waitUntilSettled();
+    await settle();
+    collection.watches[0]?.sendError(410);
+    await settle();
+    assert.deepEqual(handler.log.slice(2), [
+      'UPDATED defaulted@1→1 offline without a write (relist) seen @50',
+    ]);
+    // The store holds the new form: the next write is reported from it.
+    assert.deepEqual(informer?.get('shop/defaulted')?.object.data, { shards: '1' });
+    collection.watches[1]?.send('MODIFIED', configMap('defaulted', '51', { shards: '2' }));
+    await settle();
+    assert.equal(handler.log.at(-1), 'UPDATED defaulted@1→51');
+  });
+
+  it('a LIST that starts over before it completes reports an object changed without a write once, from the state before', async () => {
+    const collection = new FakeCollection().answerList(
+      page('10', [configMap('a', '1')]),
+      page('50', [configMap('a', '1', { shards: '1' })], 'page-2'),
+      new KubeError('gone', '410 Expired', { status: 410, path: '/api/v1/configmaps' }),
+    );
+    const handler = start(collection);
+    await informer?.waitUntilSettled();
+    await settle();
+    collection.watches[0]?.sendError(410);
+    await settle();
+    assert.deepEqual(handler.log, ['BASELINE a'], 'nothing before the LIST completes');
+    assert.deepEqual(informer?.get('shop/a')?.object.data, {}, 'the store keeps the state reported last');
+    wholeList(collection.wholeLists[0]!, '60', [configMap('a', '1', { shards: '1' })]);
+    await settle();
+    assert.deepEqual(handler.log, ['BASELINE a', 'UPDATED a@1→1 offline without a write (relist) seen @60']);
+  });
+
+  it('servedSchemaChanged (its CRD changed): the watch ends, the type is listed again, and what changed without a write has cause schema; a relist long after has cause relist', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 1_000_000 });
+    t.after(() => mock.timers.reset());
+    const collection = new FakeCollection().answerList(
+      page('10', [configMap('a', '1'), configMap('b', '2')]),
+      page('20', [configMap('a', '1', { shards: '1' }), configMap('b', '2')]),
+      page('40', [configMap('a', '1', { shards: '1' }), configMap('b', '2', { shards: '1' })]),
+    );
+    // A watch that outlives the settling time without being taken as dead.
+    const handler = start(collection, 'silent', { idleTimeoutMs: 2 * SCHEMA_SETTLE_MS });
+    await informer?.waitUntilSettled();
+    await settle();
+    informer?.servedSchemaChanged();
+    await settle();
+    assert.equal(collection.watches[0]?.body.destroyed, true, 'the watch was ended');
+    assert.deepEqual(handler.log.slice(2), ['UPDATED a@1→1 offline without a write (schema) seen @20']);
+    mock.timers.tick(SCHEMA_SETTLE_MS);
+    collection.watches[1]?.sendError(410);
+    await settle();
+    assert.deepEqual(handler.log.slice(3), ['UPDATED b@2→2 offline without a write (relist) seen @40']);
   });
 
   it('--initial, a first LIST that starts over (its continue token expired: read whole): each object reported once, what changed or went meanwhile too', async () => {

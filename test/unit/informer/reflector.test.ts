@@ -335,6 +335,132 @@ describe('Reflector', () => {
     assert.equal(collection.watches.length, 0);
   });
 
+  describe('relist on request (a CRD changed how its objects are served)', () => {
+    it('ends the watch at once, hands on none of its later events, and lists; it then watches from the new LIST', async () => {
+      const collection = new FakeCollection().answerList(
+        page('10', [configMap('a', '5')]),
+        page('30', [configMap('a', '5')]),
+      );
+      const sink = start(collection);
+      await settle();
+      const first = collection.watches[0];
+      first?.send('MODIFIED', configMap('a', '11'));
+      await settle();
+      reflector?.relist();
+      // Written by the server after the request: not handed on (the LIST reads the state instead).
+      first?.send('MODIFIED', configMap('a', '12'));
+      await settle();
+      assert.deepEqual(sink.log, [
+        'listing',
+        'list',
+        'page a@5',
+        'listed @10',
+        'watching',
+        'MODIFIED a@11',
+        'listing',
+        'list',
+        'page a@5',
+        'listed @30',
+        'watching',
+      ]);
+      assert.equal(first?.body.destroyed, true);
+      assert.equal(collection.watches[1]?.options.resourceVersion, '30');
+      // Not a failure: no backoff, no warning.
+      assert.equal(
+        sink.states.some((state) => state.phase === 'failing'),
+        false,
+      );
+    });
+
+    it('asked for while a LIST is read: that LIST is followed by another before the watch', async () => {
+      let answerFirstPage: ((value: ReturnType<typeof page>) => void) | undefined;
+      const collection = new FakeCollection().answerList(page('30', [configMap('a', '6')]));
+      const held = new Promise<ReturnType<typeof page>>((resolve) => {
+        answerFirstPage = resolve;
+      });
+      const originalList = collection.list.bind(collection);
+      let calls = 0;
+      collection.list = async (options) => {
+        calls++;
+        if (calls === 1) {
+          collection.lists.push(options);
+          return held;
+        }
+        return originalList(options);
+      };
+      const sink = start(collection);
+      await settle();
+      reflector?.relist();
+      answerFirstPage?.(page('10', [configMap('a', '5')]));
+      await settle();
+      assert.deepEqual(sink.log, [
+        'listing',
+        'list',
+        'page a@5',
+        'listed @10',
+        'listing',
+        'list',
+        'page a@6',
+        'listed @30',
+        'watching',
+      ]);
+      assert.deepEqual(
+        collection.watches.map((watch) => watch.options.resourceVersion),
+        ['30'],
+      );
+    });
+
+    it('for holdMs after, a watch that ends is followed by a LIST, not resumed; after that it resumes again', async () => {
+      const collection = new FakeCollection().answerList(page('10', []), page('20', []), page('30', []));
+      start(collection);
+      await settle();
+      reflector?.relist(5_000);
+      await settle();
+      assert.equal(collection.lists.length, 2);
+      // The API server retires the old storage a second later: the watch ends.
+      mock.timers.tick(1_000);
+      collection.watches[1]?.end();
+      await settle();
+      assert.equal(collection.lists.length, 3, 'relisted rather than resumed');
+      assert.equal(collection.watches[2]?.options.resourceVersion, '30');
+      mock.timers.tick(5_000);
+      collection.watches[2]?.send('BOOKMARK', { metadata: { resourceVersion: '35' } } as KubeObject);
+      collection.watches[2]?.end();
+      await settle();
+      assert.equal(collection.lists.length, 3, 'resumed once the hold is over');
+      assert.equal(collection.watches[3]?.options.resourceVersion, '35');
+    });
+
+    it('a streaming list in progress starts over', async () => {
+      const collection = new FakeCollection();
+      const sink = start(collection, { initialSync: 'stream' });
+      await settle();
+      collection.watches[0]?.send('ADDED', configMap('a', '5'));
+      await settle();
+      reflector?.relist();
+      await settle();
+      collection.watches[1]?.send('ADDED', configMap('a', '5'));
+      collection.watches[1]?.endInitialEvents('20');
+      await settle();
+      assert.deepEqual(sink.log, [
+        'listing',
+        'list',
+        'listing',
+        'list',
+        'page a@5',
+        'listed @20',
+        'watching',
+      ]);
+      assert.deepEqual(
+        collection.watches.map((watch) => [watch.options.sendInitialEvents === true, watch.body.destroyed]),
+        [
+          [true, true],
+          [true, false],
+        ],
+      );
+    });
+  });
+
   describe('streaming list', () => {
     const streamed = (collection: FakeCollection) =>
       collection.watches.map((watch) => [

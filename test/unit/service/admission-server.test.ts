@@ -1,11 +1,11 @@
 // src/service/admission-server.ts and admission-review.ts on loopback: every AdmissionReview is answered
-// allowed, with its uid, and only then kept as a record (nothing of the object but its digest); dry runs,
-// CONNECT, uid-less subresource creates and unwatched resources are answered and dropped; the endpoint
-// may run unauthenticated (managed clusters); bodies are bounded. A large review is answered from its
-// head and read in the admission thread (admission-thread.ts, its real worker held by the test where the
-// test needs it to be still reading): small reviews are answered and kept meanwhile, and the thread's
-// bounds drop a review, counted, never an answer. The listener (webhook-listener.ts) ends connections
-// stuck in their TLS handshake on close.
+// allowed, with its uid, and only then kept as a record (nothing of the object but what it is checked by:
+// admission-digests.ts); dry runs, CONNECT, uid-less subresource creates, unwatched resources and objects
+// that cannot be digested are answered and dropped; the endpoint may run unauthenticated (managed
+// clusters); bodies are bounded. A large review is answered from its head and read in the admission
+// thread (admission-thread.ts, its real worker held by the test where the test needs it to be still
+// reading): small reviews are answered and kept meanwhile, and the thread's bounds drop a review, counted,
+// never an answer. The listener (webhook-listener.ts) ends connections stuck in their TLS handshake on close.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
@@ -18,6 +18,8 @@ import { Normalizer } from '../../../src/diff/normalize.ts';
 import { Redactor } from '../../../src/diff/redact.ts';
 import { AdmissionDigests } from '../../../src/events/admission-digests.ts';
 import type { AdmissionRecord } from '../../../src/events/admission-match.ts';
+import { objectDigest } from '../../../src/events/object-digest.ts';
+import type { JsonObject, ResourceType } from '../../../src/kube/types.ts';
 import { type ReviewedWrite, readAdmissionReview } from '../../../src/service/admission-review.ts';
 import {
   AdmissionServer,
@@ -33,7 +35,7 @@ import { HELD_ADMISSION_WORKER, type HeldStart } from '../../helpers/held-admiss
 import { assertNoLeaks, secretValue } from '../../helpers/leak-check.ts';
 import { makeTestPki, type TestPki } from '../../helpers/pki.ts';
 import { seededRandom } from '../../helpers/random-json.ts';
-import { configmaps } from '../../helpers/resource-types.ts';
+import { configmaps, deployments, secrets } from '../../helpers/resource-types.ts';
 
 const quiet: Logger = { info: () => {}, debug: () => {}, warn: () => {} };
 
@@ -96,6 +98,9 @@ describe('reading an AdmissionReview', () => {
       [deleting.write.uid, deleting.write.oldResourceVersion, deleting.write.object],
       ['u1', '4', undefined],
     );
+    assert.deepEqual(deleting.write.oldObject?.data, { a: '1' }, 'handed out to be digested');
+    const updating = readAdmissionReview(reviewBody());
+    assert.equal('write' in updating && updating.write.oldObject, undefined, "only a DELETE's old object");
     const ignored = (overrides: Record<string, unknown>) => {
       const reading = readAdmissionReview(reviewBody(overrides));
       return 'ignored' in reading ? reading.ignored : undefined;
@@ -120,6 +125,84 @@ describe('reading an AdmissionReview', () => {
       /not an admission.k8s.io\/v1 AdmissionReview/,
     );
     assert.throws(() => readAdmissionReview(reviewBody({ uid: '' })), /no request.uid/);
+  });
+});
+
+describe('what a review is checked by (admission-digests.ts)', () => {
+  const normalizer = new Normalizer({
+    ignore: new PathMatcher(DEFAULT_IGNORED_PATHS),
+    redactor: new Redactor(),
+  });
+  const digests = new AdmissionDigests(normalizer);
+  const widgets: ResourceType = { ...deployments, group: 'example.com', resource: 'widgets', kind: 'Widget' };
+  digests.update([configmaps, secrets, deployments, widgets]);
+  const writeOf = (overrides: Record<string, unknown>, object: Record<string, unknown> = {}) => {
+    const reading = readAdmissionReview(reviewBody(overrides, object));
+    assert.ok('write' in reading);
+    return reading.write;
+  };
+  const stored = (type: ResourceType, object: JsonObject) => objectDigest(normalizer.normalize(type, object));
+  const scaleOf = (resource: string, group = 'apps') =>
+    writeOf({
+      resource: { group, version: 'v1', resource },
+      subResource: 'scale',
+      kind: { group: 'autoscaling', version: 'v1', kind: 'Scale' },
+      object: {
+        apiVersion: 'autoscaling/v1',
+        kind: 'Scale',
+        metadata: { name: 'web', uid: 'u1' },
+        spec: { replicas: 7 },
+      },
+    });
+
+  it("an UPDATE by the digest of the object it produces, a DELETE by its old object's, as the watch stores them", () => {
+    const update = writeOf({});
+    assert.deepEqual(digests.of(update), { digest: stored(configmaps, update.object as JsonObject) });
+    const deleting = writeOf({ operation: 'DELETE', object: null });
+    assert.deepEqual(digests.of(deleting), {
+      oldDigest: stored(configmaps, deleting.oldObject as JsonObject),
+    });
+    // The old object's resourceVersion and managedFields are not what the stored object has: left out.
+    assert.equal(
+      digests.of(deleting)?.oldDigest,
+      stored(configmaps, {
+        metadata: { name: 'web', namespace: 'shop', uid: 'u1', resourceVersion: '9' },
+        data: { a: '1' },
+      }),
+    );
+  });
+
+  it("a scale by its replicas where the Scale's are spec.replicas; nothing to check by for the rest", () => {
+    assert.deepEqual(digests.of(scaleOf('deployments')), { replicas: 7 });
+    assert.deepEqual(
+      digests.of(scaleOf('widgets', 'example.com')),
+      {},
+      "a custom resource's replicas may be anywhere",
+    );
+    assert.deepEqual(
+      digests.of(writeOf({ kind: { group: '', version: 'v2', kind: 'ConfigMap' } })),
+      {},
+      'another version',
+    );
+    assert.deepEqual(
+      digests.of(
+        writeOf({ operation: 'DELETE', object: null, kind: { group: '', version: 'v2', kind: 'ConfigMap' } }),
+      ),
+      {},
+    );
+    assert.equal(
+      digests.of(writeOf({ resource: { group: '', version: 'v1', resource: 'pods' } })),
+      undefined,
+    );
+  });
+
+  it('an object nested too deep throws (the server drops the review)', () => {
+    let deep: JsonObject = {};
+    for (let n = 0; n < 200_000; n++) deep = { a: deep };
+    assert.throws(
+      () => digests.of({ ...writeOf({}), object: { metadata: { uid: 'u1' }, data: deep } }),
+      RangeError,
+    );
   });
 });
 
@@ -231,6 +314,36 @@ describe('the admission webhook endpoint', () => {
     }
     assert.deepEqual(records, []);
     assert.deepEqual(Object.fromEntries(server.stats().ignored), { dry_run: 1, not_watched: 1 });
+  });
+
+  it('issue 36: a review whose object cannot be digested is dropped, counted and logged once, never kept unchecked', async () => {
+    const digests = new AdmissionDigests(
+      new Normalizer({ ignore: new PathMatcher(DEFAULT_IGNORED_PATHS), redactor: new Redactor() }),
+    );
+    digests.update([configmaps]);
+    const warnings: string[] = [];
+    const log: Logger = { info: () => {}, debug: () => {}, warn: (message) => warnings.push(message) };
+    const { server, records } = await start({
+      log,
+      maxRequestBytes: 8 * 1024 * 1024,
+      digest: (write) => digests.of(write),
+    });
+    const depth = 500_000;
+    const deep = reviewBody({}, { data: { a: '2' }, spec: {} }).replace(
+      '"spec":{}',
+      `"spec":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+    );
+    for (let n = 0; n < 2; n++) assert.equal((await post(server.address, deep)).status, 200);
+    assert.equal((await post(server.address, reviewBody({ uid: 'review-2' }))).status, 200);
+    assert.deepEqual(
+      records.map((record) => record.reviewUID),
+      ['review-2'],
+      'only the review that could be digested',
+    );
+    assert.deepEqual(Object.fromEntries(server.stats().ignored), { digest_failed: 2 });
+    assert.deepEqual(warnings, [
+      'admission webhook: dropped a review whose object cannot be digested (nested too deep): it names nobody. Counted in kubediff_admission_reviews_ignored_total{reason="digest_failed"}; logged once.',
+    ]);
   });
 
   it('without authentication it takes any caller (managed clusters); with a client CA, only its certificates', async () => {

@@ -29,8 +29,18 @@ const admissionRecord: AdmissionRecord = {
   name: 'web',
   uid: 'u1',
   oldResourceVersion: '4',
+  replicas: 3,
   user: { username: 'bob', groups: ['devs'], uid: 'bob-uid' },
   time: 1_700_000_000_000,
+};
+/** A DELETE's review: checked by the digest of its old object (admission-match.ts). */
+const deleteRecord: AdmissionRecord = {
+  ...admissionRecord,
+  reviewUID: 'r2',
+  operation: 'DELETE',
+  subresource: undefined,
+  replicas: undefined,
+  oldDigest: 'Zm9vYmFyYmF6cXV4cXV1eA',
 };
 const auditRecord: AuditRecord = {
   auditID: 'a1',
@@ -125,11 +135,12 @@ describe('records posted to the other replicas', () => {
     const b = await replica('shared');
     const fromA = await forwarder(a.listener, `127.0.0.1:${b.listener.port}`);
     const arrived = b.next();
-    fromA.forward({ admission: [admissionRecord], audit: [auditRecord] });
+    fromA.forward({ admission: [admissionRecord, deleteRecord], audit: [auditRecord] });
     await arrived;
-    assert.deepEqual(b.received, [{ audit: [auditRecord], admission: [admissionRecord] }]);
+    const { subresource: _subresource, replicas: _replicas, ...deleted } = deleteRecord;
+    assert.deepEqual(b.received, [{ audit: [auditRecord], admission: [admissionRecord, deleted] }]);
     assert.equal(fromA.stats().peers, 1);
-    assert.equal((await settled(fromA, 2)).get('sent'), 2);
+    assert.equal((await settled(fromA, 3)).get('sent'), 3);
     assert.equal(b.listener.stats().peerRequests.get('accepted'), 1);
   });
 

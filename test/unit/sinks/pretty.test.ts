@@ -48,6 +48,34 @@ describe('pretty output', () => {
     );
   });
 
+  it('says a change without a write came from its CRD or a relist, not from a time kubediff was not watching', () => {
+    const render = prettyRenderer({ color: false });
+    const event = (cause: 'schema' | 'relist') =>
+      render(
+        sampleEvent({
+          cluster: undefined,
+          object: {
+            apiVersion: 'example.com/v1',
+            kind: 'Widget',
+            resource: 'widgets',
+            namespace: 'a',
+            name: 'b',
+          },
+          changes: [{ op: 'add', path: '/spec/shards', to: 1 }],
+          offline: true,
+          cause,
+        }),
+      ).split('\n')[0];
+    assert.equal(
+      event('schema'),
+      '10:31:07Z UPDATED widgets.example.com a/b (no write: served differently since its CRD changed)',
+    );
+    assert.equal(
+      event('relist'),
+      '10:31:07Z UPDATED widgets.example.com a/b (no write: found changed by a relist)',
+    );
+  });
+
   it('marks offline events and elides long values in the middle', () => {
     const text = prettyRenderer({ color: false })(
       sampleEvent({

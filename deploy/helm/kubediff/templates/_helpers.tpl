@@ -10,6 +10,15 @@
 {{- end -}}
 {{- end -}}
 
+{{/*
+Cluster-scoped objects (the ClusterRole, its binding, the webhook configuration) are one set for the whole
+cluster: their names carry the release's namespace as well, so that installs in two namespaces never share
+(and take over) each other's.
+*/}}
+{{- define "kubediff.clusterScopedName" -}}
+{{- printf "%s-%s" (include "kubediff.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
 {{- define "kubediff.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "kubediff.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
