@@ -328,12 +328,16 @@ describe('the admission webhook endpoint', () => {
       maxRequestBytes: 8 * 1024 * 1024,
       digest: (write) => digests.of(write),
     });
-    const depth = 500_000;
-    const deep = reviewBody({}, { data: { a: '2' }, spec: {} }).replace(
-      '"spec":{}',
-      `"spec":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
-    );
-    for (let n = 0; n < 2; n++) assert.equal((await post(server.address, deep)).status, 200);
+    const deep = (depth: number) =>
+      reviewBody({}, { data: { a: '2' }, spec: {} }).replace(
+        '"spec":{}',
+        `"spec":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+      );
+    // A small review is digested where it is answered; a large one in the admission thread: both dropped.
+    assert.ok(deep(10_000).length <= SMALL_REVIEW_BYTES && deep(500_000).length > SMALL_REVIEW_BYTES);
+    for (const depth of [10_000, 500_000])
+      assert.equal((await post(server.address, deep(depth))).status, 200);
+    await until(() => server.stats().ignored.get('digest_failed') === 2, 'the thread drops the large one');
     assert.equal((await post(server.address, reviewBody({ uid: 'review-2' }))).status, 200);
     assert.deepEqual(
       records.map((record) => record.reviewUID),
