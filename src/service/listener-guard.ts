@@ -6,12 +6,15 @@
 //   write to an answer that was already ended, an accept() that fails (too many open files). Each is
 //   counted, the first of each listener logged, and the connection closed. Node's default for some of
 //   them is to throw from an event nobody listens to, which ends the process.
-// - Connections are capped. At the cap a new connection takes the place of the oldest one that has not
-//   proven anything yet (a TLS handshake not done, no request sent), else of the one idle longest (kept
-//   alive, no request in flight): neither a flood of idle sockets nor clients that send one request each
-//   and then hold their connections can keep a real client out. When every connection is busy, the new
-//   one is closed at once. With `maxConnectionsPerAddress`, one remote address holds at most that many:
-//   its new connection takes the place of its own idle one, else it is closed.
+// - Connections are capped. At the cap a new connection takes the place of one of the remote address
+//   holding the most connections (so a flood from other addresses never closes a real client's): the
+//   oldest that has sent nothing at all, else the oldest that has sent bytes but no request yet (a TLS
+//   handshake under way), else the one idle longest (kept alive, no request in flight). Neither a flood of
+//   idle sockets nor clients that send one request each and then hold their connections can keep a real
+//   client out, and a connection that has started its handshake never gives way to one that has not, how
+//   ever slowly its handshake goes. When every connection is busy, the new one is closed at once. With
+//   `maxConnectionsPerAddress`, one remote address holds at most that many: its new connection takes the
+//   place of its own, in the same order, else it is closed.
 // - Idle sockets time out quickly: the TLS handshake (handshakeTimeoutMs), the first request's headers
 //   (headersTimeoutMs, checked every second), and a kept-alive connection between requests.
 //
@@ -59,6 +62,8 @@ export function guardedServerOptions(limits: ListenerLimits): {
 
 interface Tracked {
   socket: Socket;
+  /** Its remote address (the socket's is gone once it is destroyed). */
+  address: string;
   /** Sent a request (a TLS handshake alone costs a flood little, so it proves nothing). */
   proven: boolean;
   /** Requests being answered on it now. */
@@ -131,9 +136,9 @@ export class ListenerGuard {
   private accepted(socket: Socket): void {
     const key = keyOf(socket);
     const perAddress = this.limits.maxConnectionsPerAddress;
+    const address = socket.remoteAddress ?? '';
     if (perAddress !== undefined) {
-      const address = socket.remoteAddress ?? '';
-      const own = [...this.open.values()].filter((tracked) => tracked.socket.remoteAddress === address);
+      const own = [...this.open.values()].filter((tracked) => tracked.address === address);
       if (own.length >= perAddress && !this.evict(own, 'address_limit')) {
         this.count(
           'address_limit',
@@ -143,12 +148,12 @@ export class ListenerGuard {
         return;
       }
     }
-    if (this.open.size >= this.limits.maxConnections && !this.evict(this.open.values(), 'limit')) {
+    if (this.open.size >= this.limits.maxConnections && !this.evictFromTheMost()) {
       this.count('limit', `${this.limits.maxConnections} connections are open and busy, the most served`);
       socket.destroy();
       return;
     }
-    const tracked: Tracked = { socket, proven: false, busy: 0, active: performance.now() };
+    const tracked: Tracked = { socket, address, proven: false, busy: 0, active: performance.now() };
     this.open.set(key, tracked);
     // A socket's own errors (a reset) end it; 'close' follows, which forgets it.
     socket.on('error', () => {});
@@ -158,29 +163,50 @@ export class ListenerGuard {
   }
 
   /**
-   * Closes, of `candidates` (oldest first), the oldest that has proven nothing yet, else the one idle
-   * longest; false when every one has a request in flight.
+   * At the cap of all connections: closes one of the address holding the most (evict()), else of the
+   * next; false when every connection is busy.
+   */
+  private evictFromTheMost(): boolean {
+    const byAddress = new Map<string, Tracked[]>();
+    for (const tracked of this.open.values()) {
+      const own = byAddress.get(tracked.address);
+      if (own) own.push(tracked);
+      else byAddress.set(tracked.address, [tracked]);
+    }
+    const most = [...byAddress.values()].sort((a, b) => b.length - a.length);
+    return most.some((own) => this.evict(own, 'limit'));
+  }
+
+  /**
+   * Closes, of `candidates` (oldest first), the oldest that has sent nothing at all, else the oldest that
+   * has sent bytes but no request, else the one idle longest; false when every one has a request in flight.
    */
   private evict(candidates: Iterable<Tracked>, reason: 'limit' | 'address_limit'): boolean {
+    let silent: Tracked | undefined;
     let unproven: Tracked | undefined;
     let idlest: Tracked | undefined;
     for (const tracked of candidates) {
       if (tracked.busy > 0) continue;
       if (!tracked.proven) {
-        unproven = tracked;
-        break;
+        // Read from the raw socket: what a TLS handshake has read counts.
+        if (tracked.socket.bytesRead === 0) {
+          silent = tracked;
+          break;
+        }
+        unproven ??= tracked;
+      } else if (!idlest || tracked.active < idlest.active) {
+        idlest = tracked;
       }
-      if (!idlest || tracked.active < idlest.active) idlest = tracked;
     }
-    const victim = unproven ?? idlest;
+    const victim = silent ?? unproven ?? idlest;
     if (!victim) return false;
     const limit =
       reason === 'limit'
         ? `${this.limits.maxConnections} connections are open, the most served`
-        : `${this.limits.maxConnectionsPerAddress} connections from ${victim.socket.remoteAddress ?? ''} are open, the most served to one address`;
+        : `${this.limits.maxConnectionsPerAddress} connections from ${victim.address} are open, the most served to one address`;
     this.count(
       reason,
-      `${limit}; a new one replaces the oldest that has sent nothing yet, else the one idle longest`,
+      `${limit}; a new one replaces ${reason === 'limit' ? 'one of the address holding the most: ' : ''}the oldest that has sent nothing yet, else the one idle longest`,
     );
     this.open.delete(keyOf(victim.socket));
     victim.socket.destroy();
