@@ -16,6 +16,7 @@ import {
 } from '../test/helpers/admission-apiserver.ts';
 import type { ClusterInfo } from '../test/helpers/cluster.ts';
 import { KubeAdmin } from '../test/helpers/kube-admin.ts';
+import { SERVING } from '../test/helpers/metrics.ts';
 import { makeTestPki } from '../test/helpers/pki.ts';
 import { freePorts } from '../test/helpers/processes.ts';
 import { type LoadFigures, measureAdmissionLoads } from './admission-load.ts';
@@ -132,9 +133,7 @@ export async function measureAdmission(
     );
     try {
       await kubediff.waitForStderr(/watching \d+ resource type/, 60_000);
-      const metricsBase = /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/.exec(
-        kubediff.stderr(),
-      )?.[1];
+      const metricsBase = SERVING.exec(kubediff.stderr())?.[1];
       // The API server takes the webhook into use a moment after it is created: write until a write
       // (seq -2, -3, …) is named, then warm both paths up.
       for (let probe = 2; ![...arrived.values()].some((event) => event.named); probe++) {
