@@ -180,7 +180,7 @@ describe('the webhook listener', () => {
     assert.equal(listener.guard.stats().get('limit'), 1);
     assert.match(
       log.warnings.join('\n'),
-      /^admission webhook: 64 connections are open, the most served; a new one replaces the oldest that has sent nothing yet, else the one idle longest; the connection is closed/m,
+      /^admission webhook: 64 connections are open, the most served; a new one replaces one of the address holding the most: the oldest that has sent nothing yet, else the one idle longest; the connection is closed/m,
     );
   });
 
