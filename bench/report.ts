@@ -16,6 +16,7 @@ import { round, type Spread } from './lib/stats.ts';
 import type { LogSinkFigures } from './log-sinks.ts';
 import type { StreamFigures } from './pipeline.ts';
 import type { SideBySideFigures } from './side-by-side.ts';
+import type { SizingFigures } from './sizing.ts';
 import type { SoakFigures } from './soak.ts';
 import type { StartupComparison, StartupFigures } from './startup.ts';
 import { stateSection } from './state-report.ts';
@@ -45,6 +46,7 @@ export const FIGURES = {
   admission: { number: 13, key: 'admission' },
   'log-sinks': { number: 15, key: 'logSinks' },
   'ui-object': { number: 16, key: 'uiObject' },
+  sizing: { number: 17, key: 'sizing' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -703,6 +705,8 @@ ${markdownTable(
   if (logSinks) parts.push(logSinksSection(logSinks));
   const uiObject = result.uiObject as UiObjectFigures | undefined;
   if (uiObject) parts.push(uiObjectSection(uiObject));
+  const sizing = result.sizing as SizingFigures | undefined;
+  if (sizing) parts.push(sizingSection(sizing));
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }
@@ -741,6 +745,39 @@ ${markdownTable(
  * a worker thread at a lower priority; this thread only moves its bytes).
  */
 export const UI_OBJECT_BOUND_MS = 250;
+
+/** Figure 17 (bench/sizing.ts): docs/deploy.md's sizing table comes from it. */
+function sizingSection(figures: SizingFigures): string {
+  const mib = (bytes: number) => `${Math.round((bytes / 2 ** 20) * 10) / 10}`;
+  return `## 17. Memory by cluster size
+
+Measured on ${figures.date.slice(0, 10)}. The real CLI watches every resource type (\`kubediff watch -o json\`, as the chart
+runs it, with the chart's heap: \`NODE_OPTIONS=--max-old-space-size=384\`) of the bench's cluster: its own objects,
+then ConfigMaps of about 1.3 KiB of JSON each (as figure 2's), then more kinds (CRDs with 20 objects each). Each size
+is a new process, measured over the second half of a ${figures.windowSeconds} s settled window after its "watching" line (one
+write every 2 s): resident memory from /proc, V8's heap in use from its \`/metrics\`, medians of samples every 2 s.
+docs/deploy.md's sizing table and the chart's memory request come from these figures.
+
+${markdownTable(
+  [
+    'objects watched',
+    'resource types',
+    'RSS (MiB)',
+    'V8 heap in use (MiB)',
+    'RSS beside the heap (MiB)',
+    'to "watching" (s)',
+  ],
+  figures.sizes.map((size) => [
+    count(size.objects),
+    String(size.types),
+    mib(size.rssBytes),
+    mib(size.heapUsedBytes),
+    mib(size.outsideHeapBytes),
+    (size.startupMs / 1000).toFixed(1),
+  ]),
+)}
+`;
+}
 
 /** Figure 16 (bench/ui-object.ts). */
 function uiObjectSection(figures: UiObjectFigures): string {

@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object (a subset; nothing recorded unless
+//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository)
 import { execFileSync, spawn } from 'node:child_process';
@@ -28,6 +28,7 @@ import type { StreamFigures } from './pipeline.ts';
 import { recordStreams } from './record.ts';
 import { FIGURES, type FigureName, renderMarkdown, renderTable } from './report.ts';
 import { measureSideBySide } from './side-by-side.ts';
+import { measureSizing } from './sizing.ts';
 import { runSoak } from './soak.ts';
 import { measureStartup } from './startup.ts';
 import type { StoryFigures } from './stories.ts';
@@ -84,6 +85,9 @@ function parseArgs(argv: string[]) {
     logSinkEvents: quick ? 10_000 : 50_000,
     webhookEvents: quick ? 2_000 : 10_000,
     logSinkPairs: quick ? 1 : 3,
+    sizingConfigMaps: quick ? [0, 1_000] : [0, 1_000, 10_000, 30_000],
+    sizingCrds: quick ? 5 : 50,
+    sizingWindowSeconds: quick ? 10 : 60,
   };
 }
 
@@ -268,6 +272,18 @@ try {
       pairs: settings.connectionPairs,
       windowSeconds: settings.connectionWindowSeconds,
       writesPerSecond: 5,
+      log,
+    });
+  }
+  if (settings.figures.has('sizing')) {
+    step(
+      'sizing',
+      'memory by cluster size: objects and kinds against resident memory, with the chart’s heap',
+    );
+    result.sizing = await measureSizing(cluster.info, cluster.admin, {
+      configMaps: settings.sizingConfigMaps,
+      crds: settings.sizingCrds,
+      windowSeconds: settings.sizingWindowSeconds,
       log,
     });
   }

@@ -4,10 +4,12 @@
 // `ui:`); the flags win. Reads only, so it can run beside the `kubediff watch` processes that write it
 // and shows what they record as they record it.
 
+import { stateCredentials } from '../state/location.ts';
 import { openTimelineReader } from '../state/open.ts';
 import { checkExposure } from '../ui/exposure.ts';
 import { UiServer } from '../ui/server.ts';
 import { readTokenFile } from '../ui/token.ts';
+import { scrubbingLogger } from '../util/credentials.ts';
 import { parseListenAddress } from '../util/http-server.ts';
 import type { Logger } from '../util/log.ts';
 import { configFileOf, requireStateFile, stateLocation } from './state-location.ts';
@@ -46,11 +48,13 @@ export async function runUi(
     allowNoToken: flags.allowNoToken === true,
   };
   checkExposure(listen, exposure);
+  // A PostgreSQL server's error may quote the password (util/credentials.ts).
+  const log = scrubbingLogger(runtime.log, stateCredentials(location));
   const reader = await openTimelineReader(location);
   try {
-    const server = await UiServer.start(listen, { ...exposure, reader, log: runtime.log });
+    const server = await UiServer.start(listen, { ...exposure, reader, log });
     const signal = await runtime.stopRequested;
-    runtime.log.info(`stopping on ${signal}.`);
+    log.info(`stopping on ${signal}.`);
     await server.close();
   } finally {
     await reader.close();

@@ -15,7 +15,7 @@ import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
 import { watchRules } from '../events/watch-rules.ts';
 import type { ReflectorTiming } from '../informer/reflector.ts';
-import type { HttpSettings } from '../kube/client.ts';
+import type { HttpSettings, KubeClient } from '../kube/client.ts';
 import type { ResourceType } from '../kube/types.ts';
 import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
@@ -105,6 +105,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
     router: sinks.router,
     service,
     owners,
+    client: first.client,
   });
   const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl, who);
   // After the watch stopped: what waits for its record of who made it goes on to the sinks, which then drain.
@@ -255,6 +256,8 @@ async function assemblePipeline(
     router: SinkSet['router'];
     service: ServiceRuntime;
     owners: OwnerResolver;
+    /** The first cluster's (a managed admission certificate lives there). */
+    client: KubeClient;
   },
 ): Promise<{ pipeline: Pipeline; resolver: DiscoveryResolver; who: WhoWiring }> {
   const { settings, log, failures, lifecycle } = context;
@@ -268,7 +271,14 @@ async function assemblePipeline(
   });
   // --audit-listen, --admission-listen: who made each change, joined before the rules so that user
   // filters see it (src/cli/who-sources.ts).
-  const who = await startWhoSources(settings, { normalizer, service, log, lifecycle, failures });
+  const who = await startWhoSources(settings, {
+    client: parts.client,
+    normalizer,
+    service,
+    log,
+    lifecycle,
+    failures,
+  });
   const rules: EventStage[] = [
     // Owners first (every deletion passes it, reported or not), then who made it, then what the user asked for.
     ownerStage(parts.owners),

@@ -10,6 +10,7 @@ import type { AdmissionSource } from '../events/admission-match.ts';
 import type { AuditSource } from '../events/audit-match.ts';
 import type { WhoJoin } from '../events/who-join.ts';
 import type { WhoSource } from '../events/who-source.ts';
+import type { KubeClient } from '../kube/client.ts';
 import type { ResourceType } from '../kube/types.ts';
 import type { AdmissionThread } from '../service/admission-thread.ts';
 import type { PeerRecords } from '../service/peer-records.ts';
@@ -27,6 +28,8 @@ export interface WhoWiring {
 }
 
 interface WhoDeps {
+  /** The (first) cluster's client: a managed admission certificate lives there. */
+  client: KubeClient;
   normalizer: Normalizer;
   service: ServiceRuntime;
   log: Logger;
@@ -149,6 +152,18 @@ async function startAdmission(
     import('../service/admission-server.ts'),
     import('../service/admission-thread.ts'),
   ]);
+  // --admission-cert-secret: kubediff makes and renews the certificate; imported only then.
+  const managed = admission.managedCertificate;
+  const certificate = managed
+    ? wiring.lifecycle.use(
+        await (await import('../service/managed-certificate.ts')).ManagedCertificate.start({
+          ...managed,
+          client: wiring.client,
+          log,
+        }),
+        (certificate) => certificate.close(),
+      )
+    : undefined;
   // What the watch's normalizer is made of (src/cli/watch.ts), so that both digest alike.
   const thread = wiring.lifecycle.use(
     new AdmissionThread(
@@ -160,6 +175,7 @@ async function startAdmission(
   const server = wiring.lifecycle.use(
     await AdmissionServer.start({
       ...endpointOf(admission),
+      certificate,
       digest: (write) => digests.of(write),
       thread,
       onRecords: (records) => {

@@ -3,7 +3,11 @@
 // and the bounds; and --peers, the other replicas that get every record this one receives. Flags win over
 // the config file's `admission:` block, key by key; the bearer token comes from the file's
 // `admission.token` (with ${VAR}) or KUBEDIFF_ADMISSION_TOKEN, never from a flag (a flag shows in `ps`).
+// The certificate is given as files, or managed by kubediff in a Secret of its namespace
+// (--admission-cert-secret, with the Service it is for and the webhook configuration whose caBundle it
+// sets: docs/who.md, "The certificate").
 import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
+import { defaultLeaseNamespace } from '../kube/leader-election.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
 import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
@@ -18,18 +22,30 @@ export interface RawAdmissionFlags {
   admissionKey?: string;
   admissionClientCa?: string;
   admissionAllowUnauthenticated?: boolean;
+  admissionCertSecret?: string;
+  admissionService?: string;
+  admissionWebhookConfig?: string;
   peers?: string;
+}
+
+/** A certificate kubediff makes, renews and serves (src/service/managed-certificate.ts). */
+export interface ManagedCertificateSettings {
+  /** kubediff's namespace ($POD_NAMESPACE, else the ServiceAccount's): the Secret's and the Service's. */
+  namespace: string;
+  secret: string;
+  service: string;
+  webhookConfiguration: string;
+  /** KUBEDIFF_ADMISSION_CERT_CHECK_INTERVAL: how often the Secret is read. */
+  checkIntervalMs?: number;
 }
 
 export interface AdmissionSettings extends WebhookEndpoint {
   waitMs: number;
   maxRecords: number;
+  managedCertificate?: ManagedCertificateSettings;
 }
 
-export const ADMISSION_DEFAULTS = {
-  maxRecords: 50_000,
-  maxRequestBytes: 8 * 1024 * 1024,
-} as const;
+export const ADMISSION_DEFAULTS = { maxRecords: 50_000 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -38,7 +54,10 @@ export function admissionSettingsFrom(
   flags: RawAdmissionFlags,
   file: ConfigInput['admission'] | undefined,
   env: Env,
+  /** A body's bound unless admission.maxRequestSize is given: its share of the heap (util/memory-budget.ts). */
+  defaultRequestBytes: number,
 ): AdmissionSettings | undefined {
+  const managedCertificate = managedCertificateFrom(flags, file, env);
   const endpoint = webhookEndpointFrom('admission', {
     flags: {
       listen: flags.admissionListen,
@@ -51,7 +70,15 @@ export function admissionSettingsFrom(
       ['--admission-key', flags.admissionKey],
       ['--admission-client-ca', flags.admissionClientCa],
       ['--admission-allow-unauthenticated', flags.admissionAllowUnauthenticated],
+      ['--admission-cert-secret', flags.admissionCertSecret],
+      ['--admission-service', flags.admissionService],
+      ['--admission-webhook-config', flags.admissionWebhookConfig],
     ],
+    managedCertificate: managedCertificate
+      ? flags.admissionCertSecret
+        ? '--admission-cert-secret'
+        : 'admission.certSecret'
+      : undefined,
     file,
     envToken: env.KUBEDIFF_ADMISSION_TOKEN,
     httpsOnlyNote: ' (the API server calls no other)',
@@ -71,6 +98,7 @@ export function admissionSettingsFrom(
   }
   return {
     ...endpoint,
+    ...(managedCertificate ? { managedCertificate } : {}),
     ...(file?.clientNames && file.clientNames.length > 0 ? { clientNames: file.clientNames } : {}),
     waitMs:
       file?.wait !== undefined
@@ -80,7 +108,52 @@ export function admissionSettingsFrom(
     maxRequestBytes:
       file?.maxRequestSize !== undefined
         ? parseSize('admission.maxRequestSize', file.maxRequestSize)
-        : ADMISSION_DEFAULTS.maxRequestBytes,
+        : defaultRequestBytes,
+  };
+}
+
+/**
+ * --admission-cert-secret, --admission-service and --admission-webhook-config (or the file's certSecret,
+ * service, webhookConfiguration): all three or none. The names are checked as Kubernetes checks them.
+ */
+function managedCertificateFrom(
+  flags: RawAdmissionFlags,
+  file: ConfigInput['admission'] | undefined,
+  env: Env,
+): ManagedCertificateSettings | undefined {
+  const given = [
+    ['--admission-cert-secret', 'certSecret', flags.admissionCertSecret ?? file?.certSecret],
+    ['--admission-service', 'service', flags.admissionService ?? file?.service],
+    [
+      '--admission-webhook-config',
+      'webhookConfiguration',
+      flags.admissionWebhookConfig ?? file?.webhookConfiguration,
+    ],
+  ] as const;
+  const [secret, service, webhookConfiguration] = given.map(([flag, key, value]) => {
+    const name = value?.trim();
+    if (name !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name))
+      throw new UsageError(
+        `invalid ${flag} "${name}" (admission.${key}): a name is lowercase letters, digits, "-" and ".".`,
+      );
+    return name;
+  });
+  if (!secret && !service && !webhookConfiguration) return undefined;
+  const missing = given.find(([, , value]) => !value?.trim());
+  if (missing) {
+    throw new UsageError(
+      `a certificate kubediff manages needs --admission-cert-secret, --admission-service and --admission-webhook-config (or admission.certSecret, service and webhookConfiguration): ${missing[0]} is missing.`,
+    );
+  }
+  const interval = env.KUBEDIFF_ADMISSION_CERT_CHECK_INTERVAL;
+  return {
+    namespace: defaultLeaseNamespace(env),
+    secret: secret as string,
+    service: service as string,
+    webhookConfiguration: webhookConfiguration as string,
+    ...(interval
+      ? { checkIntervalMs: parseDurationSetting('KUBEDIFF_ADMISSION_CERT_CHECK_INTERVAL', interval) }
+      : {}),
   };
 }
 

@@ -4,7 +4,6 @@
 // ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
 import { AUDIT_SOURCE_DEFAULTS } from '../events/audit-match.ts';
 import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
-import { AUDIT_SERVER_DEFAULTS } from '../service/audit-server.ts';
 import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
@@ -36,6 +35,8 @@ export function auditSettingsFrom(
   flags: RawAuditFlags,
   file: ConfigInput['audit'] | undefined,
   env: Env,
+  /** A body's bound unless audit.maxRequestSize is given: its share of the heap (util/memory-budget.ts). */
+  defaultRequestBytes: number,
 ): AuditSettings | undefined {
   if (flags.auditWait !== undefined && !flags.auditListen?.trim() && !file?.listen) {
     // The admission webhook has a wait of its own; with both on, a change waits the longer (docs/who.md).
@@ -94,7 +95,7 @@ export function auditSettingsFrom(
     maxRequestBytes:
       file?.maxRequestSize !== undefined
         ? parseSize('audit.maxRequestSize', file.maxRequestSize)
-        : AUDIT_SERVER_DEFAULTS.maxRequestBytes,
+        : defaultRequestBytes,
   };
 }
 

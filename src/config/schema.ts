@@ -336,6 +336,10 @@ export const configSchema = {
       type: 'object',
       properties: {
         ...webhookEndpoint,
+        // Or a certificate kubediff manages in this Secret, for this Service and webhook configuration.
+        certSecret: { type: 'string', minLength: 1 },
+        service: { type: 'string', minLength: 1 },
+        webhookConfiguration: { type: 'string', minLength: 1 },
         allowUnauthenticated: { type: 'boolean' },
         wait: duration,
         maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },

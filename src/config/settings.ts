@@ -15,6 +15,7 @@ import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
+import { heapLimitBytes, type MemoryBounds, memoryBounds } from '../util/memory-budget.ts';
 import { admissionSettingsFrom, peersFrom } from './admission-settings.ts';
 import { auditSettingsFrom, ignoredUsersFrom } from './audit-settings.ts';
 import { clustersFrom, contextsFrom } from './cluster-settings.ts';
@@ -22,6 +23,7 @@ import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-
 import type { LoadedConfig, ParseOptions } from './file.ts';
 import { withFileSinks } from './file-sink-settings.ts';
 import { pathRuleOf } from './filter-settings.ts';
+import { withSinkMemory } from './memory-settings.ts';
 import { parseOutput } from './output-format.ts';
 import {
   checkIgnorePath,
@@ -41,6 +43,11 @@ import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+export interface LoadOptions extends ParseOptions {
+  /** The heap the memory bounds derive from (util/memory-budget.ts); default: this process's. */
+  heapBytes?: number;
+}
+
 /**
  * The settings of `watch` from the flags and, with -c, the config file. The file's reader (YAML, the
  * schema validator: megabytes of memory once loaded) is imported only when there is a file.
@@ -49,14 +56,20 @@ export async function loadWatchSettings(
   flags: RawWatchFlags,
   stdoutIsTTY: boolean,
   env?: Env,
-  options: ParseOptions = {},
+  options: LoadOptions = {},
 ): Promise<WatchSettings> {
   let file: LoadedConfig | undefined;
   if (flags.config !== undefined) {
     const { loadConfigFile } = await import('./file.ts');
     file = loadConfigFile(flags.config, env ?? {}, options);
   }
-  return resolveWatchSettings(flags, file, stdoutIsTTY, env);
+  return resolveWatchSettings(
+    flags,
+    file,
+    stdoutIsTTY,
+    env,
+    memoryBounds(options.heapBytes ?? heapLimitBytes()),
+  );
 }
 
 /**
@@ -64,7 +77,7 @@ export async function loadWatchSettings(
  * without it (`kubediff resources`), nothing is read from the environment.
  */
 export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolean, env?: Env): WatchSettings {
-  return resolveWatchSettings(flags, undefined, stdoutIsTTY, env);
+  return resolveWatchSettings(flags, undefined, stdoutIsTTY, env, memoryBounds(heapLimitBytes()));
 }
 
 /** A loaded config file under the flags (`validate` checks a file with no flag at all). */
@@ -74,7 +87,7 @@ export function settingsFromConfig(
   stdoutIsTTY: boolean,
   env?: Env,
 ): WatchSettings {
-  return resolveWatchSettings(flags, loaded, stdoutIsTTY, env);
+  return resolveWatchSettings(flags, loaded, stdoutIsTTY, env, memoryBounds(heapLimitBytes()));
 }
 
 /**
@@ -86,6 +99,7 @@ function resolveWatchSettings(
   file: LoadedConfig | undefined,
   stdoutIsTTY: boolean,
   env: Env | undefined,
+  memory: MemoryBounds,
 ): WatchSettings {
   const config: ConfigInput = file?.config ?? {};
   const labelSelector =
@@ -124,13 +138,19 @@ function resolveWatchSettings(
     ...(state ? { state } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
     stories: storySettingsFrom(flags, config.stories, output),
-    ...whoFrom(flags, config, env ?? {}),
+    memory,
+    ...whoFrom(flags, config, env ?? {}, memory),
     ...(config.ui ? { ui: config.ui } : {}),
     ...watchFilterFrom(flags, config, selection),
   };
   const resolved = file ? withFileSinks(settings, file, flags, stdoutIsTTY, env ?? {}) : settings;
   // Stories last: they apply to every sink, the file's and the flags' (docs/stories.md).
-  const sinks = resolved.delivery.sinks.map((spec) => withStories(spec, resolved.stories, flags));
+  const storied = resolved.delivery.sinks.map((spec) => withStories(spec, resolved.stories, flags));
+  // Then each sink's part of the heap (docs/deploy.md, "Memory").
+  const sinks = withSinkMemory(storied, memory, {
+    storyBytesGiven: resolved.stories.maxOpenBytesGiven,
+    terminalStories: resolved.stories.terminal,
+  });
   return { ...resolved, delivery: { ...resolved.delivery, sinks } };
 }
 
@@ -233,9 +253,10 @@ function whoFrom(
   flags: RawWatchFlags,
   config: ConfigInput,
   env: Env,
+  memory: MemoryBounds,
 ): Pick<WatchSettings, 'audit' | 'admission' | 'peers'> {
-  const audit = auditSettingsFrom(flags, config.audit, env);
-  const admission = admissionSettingsFrom(flags, config.admission, env);
+  const audit = auditSettingsFrom(flags, config.audit, env, memory.auditRequestBytes);
+  const admission = admissionSettingsFrom(flags, config.admission, env, memory.admissionRequestBytes);
   const peers = peersFrom(flags, config.peers, [admission?.listen, audit?.listen]);
   return { ...(audit ? { audit } : {}), ...(admission ? { admission } : {}), ...(peers ? { peers } : {}) };
 }

@@ -38,6 +38,8 @@ export interface StorySettings {
   options: StoryOptions;
   /** --stories: the pretty terminal output tells stories. */
   terminal: boolean;
+  /** stories.maxOpenSize, when given (else each sink's share of the heap bounds its open stories). */
+  maxOpenBytesGiven: number | undefined;
 }
 
 export function storySettingsFrom(
@@ -64,17 +66,17 @@ export function storySettingsFrom(
       '--stories applies to the pretty output (-o pretty): JSON stays one event per line (group it by owner.uid).',
     );
   }
+  const maxOpenBytesGiven =
+    config?.maxOpenSize !== undefined ? parseSize('stories.maxOpenSize', config.maxOpenSize) : undefined;
   return {
     options: {
       windowMs,
       maxLengthMs,
       maxOpenEvents: config?.maxOpenEvents ?? DEFAULT_STORY_OPTIONS.maxOpenEvents,
-      maxOpenBytes:
-        config?.maxOpenSize !== undefined
-          ? parseSize('stories.maxOpenSize', config.maxOpenSize)
-          : DEFAULT_STORY_OPTIONS.maxOpenBytes,
+      maxOpenBytes: maxOpenBytesGiven ?? DEFAULT_STORY_OPTIONS.maxOpenBytes,
     },
     terminal,
+    maxOpenBytesGiven,
   };
 }
 

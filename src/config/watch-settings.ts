@@ -4,6 +4,7 @@
 import type { EventType } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';
 import type { ResourceName } from '../kube/resource-names.ts';
+import type { MemoryBounds } from '../util/memory-budget.ts';
 import type { AdmissionSettings, RawAdmissionFlags } from './admission-settings.ts';
 import type { AuditSettings, RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
@@ -113,6 +114,8 @@ export interface WatchSettings {
   peers?: string;
   /** Stories: the window, the bounds, and whether the terminal tells them (docs/stories.md). */
   stories: StorySettings;
+  /** The memory bounds derived from the heap, for what the settings do not set (docs/deploy.md, "Memory"). */
+  memory: MemoryBounds;
   /** The file's `ui:` block (docs/ui.md); the --ui flags win over it. */
   ui?: { listen?: string | undefined; tokenFile?: string | undefined };
 }

@@ -30,6 +30,8 @@ export interface EndpointSources {
   envToken: string | undefined;
   /** Said when the certificate is missing: why HTTPS only (' (the API server calls no other)'), if more is known. */
   httpsOnlyNote?: string;
+  /** The flag or key of a certificate kubediff manages, when one is given: then no files (one or the other). */
+  managedCertificate?: string | undefined;
 }
 
 /** The endpoint of the `name` webhook ('audit', 'admission'), or undefined when it does not listen. */
@@ -48,17 +50,23 @@ export function webhookEndpointFrom(
   parseListenAddress(listen, `--${name}-listen`);
   const certFile = flags.cert ?? file?.certFile;
   const keyFile = flags.key ?? file?.keyFile;
-  if (!certFile || !keyFile) {
+  const managed = sources.managedCertificate;
+  if (managed && (certFile || keyFile)) {
     throw new UsageError(
-      `the ${name} webhook serves HTTPS only${sources.httpsOnlyNote ?? ''}: give its certificate and key with --${name}-cert and --${name}-key (or ${name}.certFile and ${name}.keyFile).`,
+      `${managed} makes the ${name} webhook's certificate, and --${name}-cert/--${name}-key (or ${name}.certFile/${name}.keyFile) give one: keep one or the other.`,
+    );
+  }
+  if (!managed && (!certFile || !keyFile)) {
+    throw new UsageError(
+      `the ${name} webhook serves HTTPS only${sources.httpsOnlyNote ?? ''}: give its certificate and key with --${name}-cert and --${name}-key (or ${name}.certFile and ${name}.keyFile)${name === 'admission' ? ', or let kubediff manage one with --admission-cert-secret' : ''}.`,
     );
   }
   const clientCAFile = flags.clientCa ?? file?.clientCAFile;
   const token = file?.token ?? sources.envToken;
   return {
     listen,
-    certFile,
-    keyFile,
+    ...(certFile ? { certFile } : {}),
+    ...(keyFile ? { keyFile } : {}),
     ...(clientCAFile ? { clientCAFile } : {}),
     ...(token ? { token } : {}),
   };

@@ -17,6 +17,7 @@
 import type { Change } from '../diff/types.ts';
 import type { JsonValue } from '../kube/types.ts';
 import { jsonEqual } from '../util/json-equal.ts';
+import { SINK_SPLIT } from '../util/memory-budget.ts';
 import { type ChangeEvent, type EventType, type OwnerRef, qualifiedResource } from './event.ts';
 import { eventJsonLength } from './event-json.ts';
 
@@ -35,7 +36,8 @@ export const DEFAULT_STORY_OPTIONS: StoryOptions = {
   windowMs: 5_000,
   maxLengthMs: 60_000,
   maxOpenEvents: 10_000,
-  maxOpenBytes: 16 * 1024 * 1024,
+  // Without a bound from the settings (each sink's share of the heap), the largest.
+  maxOpenBytes: SINK_SPLIT.stories.maxBytes,
 };
 
 export type StoryCloseReason = 'quiet' | 'max-length' | 'buffer' | 'shutdown';

@@ -14,6 +14,11 @@ import { type ConnectionStats, type HttpMethod, readBody, type Transport } from 
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
+/** One operation of a JSON Patch (RFC 6902), as patchJSON sends them. */
+export type JsonPatchOperation =
+  | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
+  | { op: 'remove'; path: string };
+
 export interface RequestOptions {
   query?: Query;
   headers?: Record<string, string>;
@@ -147,6 +152,17 @@ export class KubeClient {
     return this.sendJSON<T>('PUT', path, body, options);
   }
 
+  /**
+   * PATCH with a JSON Patch (RFC 6902); a `test` of `/metadata/resourceVersion` first makes it conditional
+   * (a stale one is a 422 KubeError).
+   */
+  patchJSON<T>(path: string, patch: readonly JsonPatchOperation[], options: RequestOptions = {}): Promise<T> {
+    return this.sendJSON<T>('PATCH', path, patch, {
+      ...options,
+      headers: { 'content-type': 'application/json-patch+json', ...options.headers },
+    });
+  }
+
   /** Asks the server whether this identity may do `verb` on a resource (SelfSubjectAccessReview). */
   async canI(check: {
     verb: string;
@@ -177,7 +193,7 @@ export class KubeClient {
   }
 
   private async sendJSON<T>(
-    method: 'POST' | 'PUT',
+    method: 'POST' | 'PUT' | 'PATCH',
     path: string,
     body: unknown,
     options: RequestOptions,

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { formatSize } from '../util/size.ts';
 import { KubeError } from './errors.ts';
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH';
 
 export interface TransportRequest {
   method: HttpMethod;

@@ -16,7 +16,7 @@
 // for the thread before it is answered.
 //
 // Authentication, TLS reloading and the bounds are the audit webhook's (webhook-listener.ts): a body
-// larger than `maxRequestBytes` is refused (413) and at most MAX_CONCURRENT_REQUESTS are read at once
+// larger than `maxRequestBytes` is refused (413) and at most ADMISSION_CONCURRENT_REQUESTS are read at once
 // (503 beyond it, without Retry-After); the API server's failurePolicy Ignore lets the write through
 // either way, without user.
 
@@ -25,6 +25,7 @@ import type { AdmissionRecord } from '../events/admission-match.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
+import { ADMISSION_CONCURRENT_REQUESTS } from '../util/memory-budget.ts';
 import { formatSize } from '../util/size.ts';
 import {
   AdmissionBodyError,
@@ -38,11 +39,18 @@ import { type ReviewThread, type ThreadAnswer, ThreadClosed } from './admission-
 import { type DigestedReview, digestReview, type NamedWrite } from './review-digest.ts';
 import { type ReviewHead, reviewHeadOf } from './review-head.ts';
 import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
-import { type WebhookAnswer, WebhookListener, type WebhookRoute } from './webhook-listener.ts';
+import {
+  type CertificateSource,
+  type WebhookAnswer,
+  WebhookListener,
+  type WebhookRoute,
+} from './webhook-listener.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
 export interface AdmissionServerOptions extends WebhookEndpoint {
   reloadIntervalMs?: number;
+  /** The serving certificate, when kubediff manages it (managed-certificate.ts), instead of files. */
+  certificate?: CertificateSource | undefined;
   /**
    * What the review can be checked by (admission-digests.ts); `{}` when nothing (a `status` write, another
    * version); undefined when kubediff does not watch the resource. May throw (an object nested too deep).
@@ -59,9 +67,6 @@ export interface AdmissionServerOptions extends WebhookEndpoint {
   log: Logger;
   now?: () => number;
 }
-
-/** Each write of the cluster is one request: more at once than the audit webhook's batches, smaller. */
-const MAX_CONCURRENT_REQUESTS = 8;
 
 /**
  * A review's body arrives at once: the API server waits at most the webhook's timeoutSeconds (1 in
@@ -113,7 +118,8 @@ export class AdmissionServer {
       flag: '--admission-listen',
       requestsMetric: 'kubediff_admission_reviews_total',
       ...endpointOf(options),
-      maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
+      certificate: options.certificate,
+      maxConcurrentRequests: ADMISSION_CONCURRENT_REQUESTS,
       bodyTimeoutMs: BODY_TIMEOUT_MS,
       slowBodyMs: SLOW_BODY_MS,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),

@@ -2,7 +2,7 @@
 //
 // Nobody may inject a fake "who": every request must authenticate (a client certificate and/or a bearer
 // token; webhook-listener.ts authenticates, bounds and reloads). The bounds: a body larger than
-// `maxRequestBytes` is refused (413), and at most MAX_CONCURRENT_REQUESTS bodies are read at once (503
+// `maxRequestBytes` is refused (413), and at most AUDIT_CONCURRENT_REQUESTS bodies are read at once (503
 // beyond it: the API server's batch mode retries), so what audit requests hold in memory is at most their
 // product. A body is parsed, its records taken (src/service/audit-records.ts) and dropped before the
 // answer goes out.
@@ -10,6 +10,7 @@
 import type { AuditRecord } from '../events/audit-match.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
+import { AUDIT_CONCURRENT_REQUESTS } from '../util/memory-budget.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
 import { endpointOf, type WebhookEndpoint } from './webhook-endpoint.ts';
 import { WebhookListener, type WebhookRoute } from './webhook-listener.ts';
@@ -25,9 +26,6 @@ export interface AuditServerOptions extends WebhookEndpoint {
   failures?: FailureReporter<'handler'> | undefined;
   log: Logger;
 }
-
-export const AUDIT_SERVER_DEFAULTS = { maxRequestBytes: 16 * 1024 * 1024 } as const;
-const MAX_CONCURRENT_REQUESTS = 4;
 
 export class AuditServer {
   readonly listener: WebhookListener;
@@ -45,7 +43,7 @@ export class AuditServer {
       flag: '--audit-listen',
       requestsMetric: 'kubediff_audit_requests_total',
       ...endpointOf(options),
-      maxConcurrentRequests: MAX_CONCURRENT_REQUESTS,
+      maxConcurrentRequests: AUDIT_CONCURRENT_REQUESTS,
       // The API server's batch backend sends a refused batch again.
       busyRetryAfterSeconds: 1,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),

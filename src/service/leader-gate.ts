@@ -47,13 +47,14 @@ import type { Lease } from '../kube/leader-election.ts';
 import { qualifiedName } from '../kube/types.ts';
 import { groupedCount } from '../util/count-text.ts';
 import type { Logger } from '../util/log.ts';
+import { MEMORY_SHARES } from '../util/memory-budget.ts';
 import { formatSize } from '../util/size.ts';
 
 export const CHECKPOINT_ANNOTATION = 'kubediff.io/checkpoint';
 /** A standby never holds more than this many events (a leader that writes no checkpoint, say)… */
 const DEFAULT_MAX_BUFFERED = 100_000;
-/** …nor more than this many bytes of them. */
-const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+/** …nor more than this many bytes of them (without a bound from the settings: the largest). */
+const DEFAULT_MAX_BUFFERED_BYTES = MEMORY_SHARES.standbyBuffer.maxBytes;
 /** Per event, besides its JSON (the event object, its entry): an estimate, on the high side. */
 const ENTRY_OVERHEAD_BYTES = 200;
 /**

@@ -6,8 +6,9 @@
 export interface WebhookEndpoint {
   /** host:port or :port. */
   listen: string;
-  certFile: string;
-  keyFile: string;
+  /** The serving certificate and key (PEM files), unless kubediff manages them (--admission-cert-secret). */
+  certFile?: string | undefined;
+  keyFile?: string | undefined;
   /** Client certificates must be signed by this CA… */
   clientCAFile?: string | undefined;
   /** …and have one of these subject common names (globs). */

@@ -11,7 +11,9 @@
 // (both mount the same Secret), so no other secret has to be shared.
 //
 // The certificate, key and CA files are read again when they change (a cert-manager renewal, a rotated
-// Secret), checked every `reloadIntervalMs`; a new set that does not load keeps the old one.
+// Secret), checked every `reloadIntervalMs`; a new set that does not load keeps the old one. With a
+// `certificate` source instead of files (a certificate kubediff manages, managed-certificate.ts), the
+// certificate and key are the source's, taken each time it says they changed.
 //
 // Bounded: a body larger than `maxRequestBytes` is refused (413) without being read further, and at most
 // `maxConcurrentRequests` bodies are read at once, so what requests hold in memory while they are read is at
@@ -72,7 +74,17 @@ export interface WebhookRoute {
   receive(body: Buffer): WebhookAnswer | Promise<WebhookAnswer>;
 }
 
+/** A serving certificate and key held in memory, instead of certFile and keyFile. */
+export interface CertificateSource {
+  readonly current: { cert: Buffer; key: Buffer };
+  /** The certificate every replica serves next (a rotation under way): a peer presenting it is one of ours. */
+  readonly next?: Buffer | undefined;
+  onChange(listener: (served: { cert: Buffer; key: Buffer }) => void): void;
+}
+
 export interface WebhookListenerOptions extends WebhookEndpoint {
+  /** The serving certificate and key, instead of certFile and keyFile. */
+  certificate?: CertificateSource | undefined;
   /** How log lines name it: 'audit webhook'. */
   name: string;
   /** The config block its settings come from, in messages: 'audit' (audit.certFile, …). */
@@ -156,6 +168,8 @@ export class WebhookListener {
   private fileStamp: string;
   /** SHA-256 fingerprints of this replica's serving certificate, the one before a reload included. */
   private ownCertificates: string[];
+  /** The source's next certificate and its fingerprint, as last seen (peerFingerprints). */
+  private next: { cert: Buffer; fingerprint: string | undefined } | undefined;
   private readonly certificateListeners: ((files: { cert: Buffer; key: Buffer }) => void)[] = [];
   private files: TlsFiles;
 
@@ -210,6 +224,7 @@ export class WebhookListener {
     const interval = options.reloadIntervalMs ?? WEBHOOK_RELOAD_INTERVAL_MS;
     instance.reloadTimer = setInterval(() => instance.reloadIfChanged(), interval);
     instance.reloadTimer.unref();
+    options.certificate?.onChange(() => instance.reload());
     return instance;
   }
 
@@ -247,9 +262,26 @@ export class WebhookListener {
     listener({ cert: this.files.cert, key: this.files.key });
   }
 
-  /** The SHA-256 fingerprints a peer's certificate must have (ours, and the one before a reload). */
+  /**
+   * The SHA-256 fingerprints a peer's certificate must have (ours, the one before a reload, and the
+   * source's next one: during a rotation the other replica may switch first).
+   */
   get peerFingerprints(): readonly string[] {
-    return this.ownCertificates;
+    const next = this.options.certificate?.next;
+    if (!next) return this.ownCertificates;
+    if (next !== this.next?.cert) {
+      let fingerprint: string | undefined;
+      try {
+        fingerprint = fingerprintOf(next);
+      } catch {
+        // Not a certificate: no peer presents it.
+      }
+      this.next = { cert: next, fingerprint };
+    }
+    const { fingerprint } = this.next;
+    return fingerprint && !this.ownCertificates.includes(fingerprint)
+      ? [...this.ownCertificates, fingerprint]
+      : this.ownCertificates;
   }
 
   async close(): Promise<void> {
@@ -264,6 +296,11 @@ export class WebhookListener {
     const stamp = stampOf(this.options);
     if (stamp === this.fileStamp) return;
     this.fileStamp = stamp;
+    this.reload();
+  }
+
+  /** Takes the certificate, key and CA as they are now; a set that does not load keeps the one in use. */
+  private reload(): void {
     try {
       const files = readTlsFiles(this.options);
       const fingerprint = fingerprintOf(files.cert);
@@ -511,7 +548,7 @@ export class WebhookListener {
     const fingerprint = certificate?.raw ? fingerprintOf(certificate.raw) : undefined;
     if (fingerprint === undefined)
       return { status: 401, outcome: 'unauthorized', why: 'no client certificate' };
-    if (!this.ownCertificates.includes(fingerprint)) {
+    if (!this.peerFingerprints.includes(fingerprint)) {
       return {
         status: 401,
         outcome: 'unauthorized',
@@ -572,9 +609,10 @@ function readTlsFiles(options: WebhookListenerOptions): TlsFiles {
       );
     }
   };
+  const served = options.certificate?.current;
   return {
-    cert: read(options.certFile, 'certFile'),
-    key: read(options.keyFile, 'keyFile'),
+    cert: served ? served.cert : read(options.certFile ?? '', 'certFile'),
+    key: served ? served.key : read(options.keyFile ?? '', 'keyFile'),
     ...(options.clientCAFile ? { ca: read(options.clientCAFile, 'clientCAFile') } : {}),
   };
 }

@@ -6,6 +6,7 @@
 // of events that will not be delivered (dead-letter file, else lost).
 import type { ChangeEvent } from '../events/event.ts';
 import { plural } from '../util/count-text.ts';
+import { SINK_SPLIT } from '../util/memory-budget.ts';
 import { formatSize } from '../util/size.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import { abandonDigest, type TroubleReport } from './delivery.ts';
@@ -16,13 +17,13 @@ import type { SinkStats } from './sink.ts';
 export interface BacklogOptions {
   /** Events waiting individually before new ones are folded into a digest. Default 10,000… */
   capacity?: number;
-  /** …or this many bytes of them (as JSON), whichever comes first. Default 64 MiB. */
+  /** …or this many bytes of them (as JSON), whichever comes first. Default 64 MiB (the settings give each sink its share of the heap). */
   maxBytes?: number;
   /** Events a digest carries in full (the most recent). Default 20. */
   digestRetain?: number;
 }
 
-const BACKLOG_DEFAULTS = { capacity: 10_000, maxBytes: 64 * 1024 * 1024, digestRetain: 20 };
+const BACKLOG_DEFAULTS = { capacity: 10_000, maxBytes: SINK_SPLIT.queue.maxBytes, digestRetain: 20 };
 
 export class SinkBacklog {
   readonly queue: EventQueue;

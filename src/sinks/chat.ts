@@ -16,6 +16,7 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
 import { plural } from '../util/count-text.ts';
 import { errorMessage } from '../util/errors.ts';
+import { SINK_SPLIT } from '../util/memory-budget.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT } from './chat-message.ts';
 import { lossNote } from './dead-letter.ts';
@@ -56,7 +57,7 @@ export interface ChatSinkOptions extends DeliveryOptions {
    * a digest and written to the dead-letter file. Default 1000…
    */
   capacity?: number;
-  /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB. */
+  /** …or this many bytes of them (as JSON), whichever comes first. Default 16 MiB (the settings give each sink its share of the heap). */
   capacityBytes?: number;
   /** One message per story instead of per event (docs/stories.md); absent: per event. */
   stories?: Partial<StoryOptions>;
@@ -67,7 +68,7 @@ const CHAT_DEFAULTS = {
   timeoutMs: 10_000,
   gatherMs: 300,
   capacity: 1_000,
-  capacityBytes: 16 * 1024 * 1024,
+  capacityBytes: SINK_SPLIT.queue.chatMaxBytes,
   /** More stories than this waiting for their turn (the platform's pace) go out together as one digest. */
   storyBacklog: 5,
 };
@@ -236,6 +237,7 @@ export class ChatSink extends HttpSink {
           },
           timeoutMs: this.timeoutMs,
           signal: this.clock.deadlineSignal,
+          credentials: this.credentials,
         },
       );
       const outcome = this.platform.classify ? this.platform.classify(answer) : answer;

@@ -15,7 +15,8 @@
 // the cap at work: logged once per file, counted (droppedRecords, the metric
 // kubediff_dead_letter_dropped_total). Only a record larger than
 // `maxFileBytes` on its own makes a file exceed it (it is written alone to a
-// fresh file). Every file is created 0600: dead letters are whole events.
+// fresh file). Every file is created 0600: dead letters are whole events. A record's reason and sink
+// are scrubbed of the configured credentials (util/credentials.ts): a reason may quote a receiver.
 import {
   closeSync,
   existsSync,
@@ -28,6 +29,7 @@ import {
   writeSync,
 } from 'node:fs';
 import type { ChangeEvent } from '../events/event.ts';
+import { Credentials } from '../util/credentials.ts';
 import { errorMessage, UsageError } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
@@ -71,25 +73,37 @@ export class DeadLetterFile {
   /** Bytes in the current file. */
   private size: number;
   private readonly log: Logger;
+  private readonly credentials: Credentials;
   private failed = false;
   private droppedRecords = 0;
 
-  private constructor(path: string, fd: number, log: Logger, limits: DeadLetterLimits) {
+  private constructor(
+    path: string,
+    fd: number,
+    log: Logger,
+    limits: DeadLetterLimits,
+    credentials: Credentials,
+  ) {
     this.path = path;
     this.fd = fd;
     this.size = fstatSync(fd).size;
     this.log = log;
     this.limits = limits;
+    this.credentials = credentials;
   }
 
-  /** Opens (creating it, mode 0600) for appending; a UsageError (exit 2) names the file and the problem. */
+  /**
+   * Opens (creating it, mode 0600) for appending; a UsageError (exit 2) names the file and the problem.
+   * `credentials`: scrubbed from each record's reason and sink (a reason may quote a receiver's answer).
+   */
   static open(
     path: string,
     log: Logger,
     limits: DeadLetterLimits = DEFAULT_DEAD_LETTER_LIMITS,
+    credentials: Credentials = Credentials.none,
   ): DeadLetterFile {
     try {
-      return new DeadLetterFile(path, openSync(path, 'a', 0o600), log, limits);
+      return new DeadLetterFile(path, openSync(path, 'a', 0o600), log, limits, credentials);
     } catch (error) {
       throw new UsageError(
         `cannot open the dead-letter file ${path}: ${describeOpenError(error)}; choose a writable file with --dead-letter.`,
@@ -145,7 +159,13 @@ export class DeadLetterFile {
     if (this.fd === undefined || this.failed) return false;
     try {
       for (const record of records) {
-        const line = Buffer.from(`${JSON.stringify(record)}\n`);
+        // The event is written as it is (redacted already); what kubediff says about it, scrubbed.
+        const said = {
+          ...record,
+          sink: this.credentials.scrub(record.sink),
+          reason: this.credentials.scrub(record.reason),
+        };
+        const line = Buffer.from(`${JSON.stringify(said)}\n`);
         if (this.size > 0 && this.size + line.length > this.limits.maxFileBytes) this.rotate();
         const fd = this.fd as number;
         for (let offset = 0; offset < line.length; ) offset += writeSync(fd, line, offset);

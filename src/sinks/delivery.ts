@@ -7,6 +7,7 @@ import type { Dispatcher } from 'undici';
 import type { ChangeEvent } from '../events/event.ts';
 import { Backoff } from '../util/backoff.ts';
 import { plural } from '../util/count-text.ts';
+import { Credentials, scrubbingLogger } from '../util/credentials.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
@@ -138,6 +139,11 @@ class ShutdownClock {
 export interface DeliveryOptions {
   /** For logs and reports; never holds a credential. */
   name?: string | undefined;
+  /**
+   * The sink's own credentials (sink-credentials.ts): scrubbed from its receivers' answers before they
+   * are quoted, and from every line it logs. None by default.
+   */
+  credentials?: Credentials | undefined;
   /** Time limit of one request. */
   timeoutMs?: number | undefined;
   retry?: Partial<RetryOptions> | undefined;
@@ -245,6 +251,8 @@ export abstract class DeliverySink implements Sink {
   protected readonly clock = new ShutdownClock();
   protected readonly trouble: TroubleReport;
   protected readonly counters: SinkStats = emptyStats();
+  /** What its receivers' answers are scrubbed of (post() takes it). */
+  protected readonly credentials: Credentials;
   private readonly deadLetterFile: DeadLetterFile | undefined;
   /** The delivery loop, started by the subclass once it is set up. */
   protected abstract readonly loop: Promise<void>;
@@ -256,7 +264,12 @@ export abstract class DeliverySink implements Sink {
     this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.delay = retryBackoff(this.retry);
-    this.trouble = new TroubleReport(this.name, options.log, options.deliveries);
+    this.credentials = options.credentials ?? Credentials.none;
+    this.trouble = new TroubleReport(
+      this.name,
+      scrubbingLogger(options.log, this.credentials),
+      options.deliveries,
+    );
     this.deadLetterFile = options.deadLetter;
   }
 

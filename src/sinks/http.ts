@@ -2,9 +2,11 @@
 // worth retrying (network trouble, timeouts, 408, 425, 429, 5xx, with the
 // server's Retry-After), or refused for good (other 4xx, redirects).
 // Receiver URLs are credentials (a Slack webhook URL is one): they appear in
-// logs and errors only as scheme and host, the path elided.
+// logs and errors only as scheme and host, the path elided. An answer is
+// scrubbed of the sink's credentials (util/credentials.ts) as it is read.
 
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import type { Credentials } from '../util/credentials.ts';
 import { formatDuration } from '../util/duration.ts';
 import { scrubUrl } from '../util/url.ts';
 
@@ -12,7 +14,7 @@ export type PostOutcome =
   | {
       ok: true;
       status: number;
-      body: string /** The same body as bytes (a protobuf answer). */;
+      body: string /** The same body as bytes (a protobuf answer), not scrubbed: parse, never quote. */;
       bytes: Buffer;
     }
   | {
@@ -34,6 +36,11 @@ export type PostOutcome =
 export interface PostOptions {
   /** content-type is application/json unless given here. */
   headers: Record<string, string>;
+  /**
+   * The sink's credentials: scrubbed from the answer (and a transport error's message) before anything
+   * quotes it, cuts it to an excerpt or parses it, so that a receiver echoing the request leaks none.
+   */
+  credentials: Credentials;
   timeoutMs: number;
   /** Aborts the request (shutdown). */
   signal?: AbortSignal;
@@ -105,7 +112,7 @@ export async function post(
       signal,
     });
     const bytes = await readLimited(response.body, options.maxResponseBytes ?? BODY_LIMIT);
-    const text = bytes.toString('utf8');
+    const text = options.credentials.scrub(bytes.toString('utf8'));
     const status = response.statusCode;
     if (status >= 200 && status < 300) return { ok: true, status, body: text, bytes };
     const retryAfterMs =
@@ -139,7 +146,7 @@ export async function post(
       const reason = `no response within ${formatDuration(options.timeoutMs)}`;
       return { ok: false, retryable: true, aborted: false, reason, code: 'timeout' };
     }
-    const reason = describeTransportError(error, url);
+    const reason = options.credentials.scrub(describeTransportError(error, url));
     return { ok: false, retryable: true, aborted: false, reason, code: transportCode(error) };
   }
 }

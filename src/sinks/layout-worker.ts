@@ -5,15 +5,20 @@
 //
 // Messages in: LayoutJob. Out: { ready: true } once compiled (or { ready: false, error }), then per job
 // { id, body } or { id, error }. Before it posts a job's answer, the worker marks the job done in the
-// shared `finished` cell, so that the sink can tell an answer still on its way from a runaway.
+// shared `finished` cell, so that the sink can tell an answer still on its way from a runaway; as it
+// begins one, it writes the job's id and its thread's CPU time in `begun` and `cpuAtBegin`, so that the
+// sink counts the time the evaluation has had a core, not the time it waited for one.
 import { isMainThread, type MessagePort, parentPort, workerData } from 'node:worker_threads';
-import { compileLayout, LayoutError, type LayoutExpression, renderLayout } from './layout.ts';
+import { LayoutError, type PreparedLayout, prepareLayout, renderLayout } from './layout.ts';
 
 export interface LayoutStart {
   /** The layout's JSONata text (the config checks have compiled it once). */
   text: string;
   /** One Int32: the id of the last job whose answer is posted. */
   finished: SharedArrayBuffer;
+  /** One Int32: the id of the last job begun; one Float64: this thread's CPU time then, in µs. */
+  begun: SharedArrayBuffer;
+  cpuAtBegin: SharedArrayBuffer;
 }
 
 export interface LayoutJob {
@@ -31,22 +36,36 @@ export type LayoutReply = { id: number; body: string } | { id: number; error: La
 
 export type LayoutReady = { ready: true } | { ready: false; error: LayoutFailure };
 
+/** Characters of a failure's message kept: it is logged and written with each dead letter ($error can say much). */
+const MAX_MESSAGE_CHARS = 500;
+
 function failureOf(error: unknown): LayoutFailure {
-  if (error instanceof LayoutError) return { message: error.message, code: error.code };
-  return { message: `the layout failed: ${String((error as Error)?.message ?? error)}`, code: 'error' };
+  const failure =
+    error instanceof LayoutError
+      ? { message: error.message, code: error.code }
+      : { message: `the layout failed: ${String((error as Error)?.message ?? error)}`, code: 'error' };
+  if (failure.message.length > MAX_MESSAGE_CHARS)
+    failure.message = `${failure.message.slice(0, MAX_MESSAGE_CHARS)}…`;
+  return failure;
 }
 
-function serve(port: MessagePort, start: LayoutStart): void {
+async function serve(port: MessagePort, start: LayoutStart): Promise<void> {
   const finished = new Int32Array(start.finished);
-  let layout: LayoutExpression;
+  const begun = new Int32Array(start.begun);
+  const cpuAtBegin = new Float64Array(start.cpuAtBegin);
+  let layout: PreparedLayout;
   try {
-    layout = compileLayout(start.text);
+    layout = await prepareLayout(start.text);
   } catch (error) {
     port.postMessage({ ready: false, error: failureOf(error) } satisfies LayoutReady);
     return;
   }
   port.postMessage({ ready: true } satisfies LayoutReady);
   port.on('message', async (job: LayoutJob) => {
+    // For the sink's time limit, which counts this thread's CPU time (layout-thread.ts).
+    const cpu = process.threadCpuUsage();
+    cpuAtBegin[0] = cpu.user + cpu.system;
+    Atomics.store(begun, 0, job.id);
     let reply: LayoutReply;
     try {
       reply = { id: job.id, body: await renderLayout(layout, JSON.parse(job.json)) };
@@ -59,4 +78,4 @@ function serve(port: MessagePort, start: LayoutStart): void {
 }
 
 // Only in a worker thread: imported elsewhere, it only defines.
-if (parentPort && !isMainThread) serve(parentPort, workerData as LayoutStart);
+if (parentPort && !isMainThread) void serve(parentPort, workerData as LayoutStart);

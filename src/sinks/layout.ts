@@ -6,23 +6,48 @@
 // it has no access to the process, the file system, the network or JavaScript (object prototypes are
 // out of its reach), it is maintained (2.x in 2026), MIT, without dependencies, 0.9 MB installed, and
 // loaded only when a layout is configured. What a configured expression can still do is run for long (a
-// loop, a regular expression that backtracks without end): it is evaluated in a worker thread of its
-// own (layout-thread.ts), stopped when it runs over its time, and bounded in depth and sequence length
-// here; one that fails or runs over fails that request (dead-lettered), never the sink.
+// loop, a regular expression that backtracks without end) or build much (a text of a billion
+// characters): it is evaluated in a worker thread of its own (layout-thread.ts), stopped when it runs
+// over its time, and bounded in depth, sequence length and the size of what it builds (layout-bounds.ts);
+// one that fails or runs over fails that request (dead-lettered), never the sink.
 import { createRequire } from 'node:module';
 import type jsonataModule from 'jsonata';
+import { groupedCount } from '../util/count-text.ts';
+import {
+  boundLayout,
+  checkJsonLength,
+  type LayoutBudget,
+  LayoutLimitError,
+  type OriginalFunctions,
+} from './layout-bounds.ts';
 
 type Jsonata = typeof jsonataModule;
 export type LayoutExpression = ReturnType<Jsonata>;
 
 /**
- * Per evaluation: milliseconds, nesting depth of calls, items of a sequence. The time is enforced by the
- * layout's thread (layout-thread.ts), which stops the worker thread at the limit whatever the expression
- * is doing: JSONata's own clock is read only between its steps, so a regular expression or a native
- * function that runs for long would escape it. A layout takes well under a millisecond (bench/); half a
- * second is a runaway.
+ * Per evaluation: milliseconds, nesting depth of calls, items of a sequence, characters of one text,
+ * characters of an expression given to $eval, the result's JSON (the request body) and the request's
+ * data given to the layout, in bytes. The time is enforced by the layout's thread (layout-thread.ts),
+ * which stops the worker thread at the limit whatever the expression is doing: JSONata's own clock is
+ * read only between its steps, so a regular expression or a native function that runs for long would
+ * escape it. A layout takes well under a millisecond (bench/); half a second is a runaway. The sizes are
+ * enforced in the worker thread (layout-bounds.ts) and, for the input, before it is sent there: a text of
+ * 4 Mi characters holds the largest object the API server stores (1.5 MiB in etcd, 3 MiB per request)
+ * written out whole, and costs at most 8 MiB; `made` bounds what all the calls of one evaluation return. `heapMb` is the worker thread's V8 heap (resourceLimits),
+ * which applies only when the process has no --max-old-space-size (that flag overrides it): a backstop
+ * behind the bounds above, which keep a thread well under it.
  */
-export const LAYOUT_LIMITS = { timeout: 500, stack: 200, sequence: 100_000 } as const;
+export const LAYOUT_LIMITS = {
+  timeout: 500,
+  stack: 200,
+  sequence: 100_000,
+  text: 4 * 1024 * 1024,
+  evalText: 256 * 1024,
+  made: 64 * 1024 * 1024,
+  body: 8 * 1024 * 1024,
+  input: 8 * 1024 * 1024,
+  heapMb: 256,
+} as const;
 
 let jsonata: Jsonata | undefined;
 
@@ -45,7 +70,10 @@ export function compileLayout(text: string): LayoutExpression {
 }
 
 export class LayoutError extends Error {
-  /** JSONata's error code (D3030…), or 'timeout' / 'worker': for saying each kind of failure once. */
+  /**
+   * JSONata's error code (D3030…), a bound's ('text', 'sequence', 'body', 'input', 'eval', 'memory'), or
+   * 'timeout' / 'worker': for saying each kind of failure once.
+   */
   readonly code: string;
   constructor(message: string, code = '') {
     super(message);
@@ -64,20 +92,79 @@ export function layoutProblem(text: string): string | undefined {
 }
 
 /**
- * The body `layout` makes of `input` (a parsed copy of an event, a batch of them, a digest or a story),
- * as JSON text. Throws a LayoutError saying why when the expression fails, runs over its depth or
- * sequence limits, or yields nothing. Runs to its end without turning the event loop: only the layout's
+ * A layout compiled for evaluation, with the bounds of what it may build installed (layout-bounds.ts);
+ * throws a LayoutError when it does not compile.
+ */
+export async function prepareLayout(text: string): Promise<PreparedLayout> {
+  const expression = compileLayout(text);
+  const budget = boundLayout(expression, LAYOUT_LIMITS, await originalFunctions());
+  return { expression, budget };
+}
+
+/** A layout ready to render: its expression, and the count of what one evaluation made. */
+export interface PreparedLayout {
+  expression: LayoutExpression;
+  budget: LayoutBudget;
+}
+
+let originals: Promise<OriginalFunctions> | undefined;
+
+/** JSONata's own functions of the names the bounds replace, read once (as a layout would: `$pad`). */
+function originalFunctions(): Promise<OriginalFunctions> {
+  originals ??= (async () => {
+    const names = ['pad', 'length', 'substring', 'join', 'string', 'clone', 'split', 'replace', 'eval'];
+    const found = (await load()(`[${names.map((name) => `$${name}`).join(', ')}]`).evaluate({})) as never[];
+    const byName = new Map(names.map((name, index) => [name, found[index]]));
+    return (name: string) => {
+      const own = byName.get(name);
+      if (!own) throw new Error(`no JSONata function $${name}`);
+      return own;
+    };
+  })();
+  return originals;
+}
+
+/**
+ * The body `layout` (from prepareLayout) makes of `input` (a parsed copy of an event, a batch of them, a
+ * digest or a story), as JSON text. Throws a LayoutError saying why when the expression fails, runs over
+ * one of its bounds, or yields nothing. Runs to its end without turning the event loop: only the layout's
  * worker thread calls it (layout-worker.ts).
  */
-export async function renderLayout(layout: LayoutExpression, input: unknown): Promise<string> {
+export async function renderLayout(layout: PreparedLayout, input: unknown): Promise<string> {
   let result: unknown;
   try {
-    result = await layout.evaluate(input);
+    layout.budget.start();
+    result = await layout.expression.evaluate(input);
   } catch (error) {
+    if (error instanceof LayoutLimitError) throw new LayoutError(error.message, error.code);
     throw new LayoutError(`the layout failed: ${describeJsonataError(error)}`, codeOf(error));
   }
   if (result === undefined) throw new LayoutError('the layout yields nothing for this event');
-  return JSON.stringify(result);
+  try {
+    // Measured before it is written: the text may not be made at all.
+    checkJsonLength(result, LAYOUT_LIMITS.body, false, 'body');
+  } catch (error) {
+    if (error instanceof LayoutLimitError) throw new LayoutError(error.message, error.code);
+    throw error;
+  }
+  // Functions in the result are written as $string writes them: "" (a lambda holds its whole scope).
+  const body = JSON.stringify(result, (_key, value: unknown) => (isFunction(value) ? '' : value));
+  if (Buffer.byteLength(body) > LAYOUT_LIMITS.body) {
+    throw new LayoutError(
+      `the layout's result is ${groupedCount(Buffer.byteLength(body))} bytes of JSON, over its limit of ${LAYOUT_LIMITS.body / 2 ** 20} MiB`,
+      'body',
+    );
+  }
+  return body;
+}
+
+function isFunction(value: unknown): boolean {
+  if (typeof value === 'function') return true;
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    ('_jsonata_function' in value || '_jsonata_lambda' in value)
+  );
 }
 
 function codeOf(error: unknown): string {

@@ -101,6 +101,7 @@ export class OtlpSink extends BatchSink {
       },
       timeoutMs: this.timeoutMs,
       signal: this.clock.deadlineSignal,
+      credentials: this.credentials,
     });
     if (!outcome.ok) {
       return failedTransmission(
@@ -110,7 +111,10 @@ export class OtlpSink extends BatchSink {
       );
     }
     const partial = encoder.partialSuccess(outcome.bytes, json);
-    return partial && partial.count > 0 ? { ok: true, rejected: partial } : { ok: true };
+    // The collector's own words, decoded from the bytes (which post() does not scrub).
+    return partial && partial.count > 0
+      ? { ok: true, rejected: { ...partial, reason: this.credentials.scrub(partial.reason) } }
+      : { ok: true };
   }
 }
 

@@ -104,6 +104,7 @@ export class SearchSink extends BatchSink {
       timeoutMs: this.timeoutMs,
       signal: this.clock.deadlineSignal,
       maxResponseBytes: MAX_BULK_ANSWER,
+      credentials: this.credentials,
     });
     if (!outcome.ok) return failedTransmission(outcome);
     let items: BulkItem[];
@@ -180,6 +181,7 @@ export class SearchSink extends BatchSink {
       headers: this.headers,
       timeoutMs: this.timeoutMs,
       signal: this.clock.deadlineSignal,
+      credentials: this.credentials,
     });
     if (outcome.ok) {
       this.templateInstalled = true;

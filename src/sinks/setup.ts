@@ -5,6 +5,7 @@
 import type { Writable } from 'node:stream';
 import { compileFilter, type FilterSpec } from '../events/filter.ts';
 import type { StoryOptions } from '../events/story.ts';
+import type { Credentials } from '../util/credentials.ts';
 import type { EventFailures } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import type { BacklogOptions } from './backlog.ts';
@@ -19,6 +20,7 @@ import { type Route, Router } from './router.ts';
 import type { SearchAuth, SearchFlavor } from './search.ts';
 import type { SearchIndexMode } from './search-template.ts';
 import type { Sink } from './sink.ts';
+import { allSinkCredentials, sinkCredentials } from './sink-credentials.ts';
 import { defaultSinkName } from './sink-name.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
@@ -106,6 +108,8 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   /** Slack's Web API base URL; default https://slack.com/api. */
   apiUrl?: string;
   minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
 }
 
 export interface KafkaSinkSpec extends HttpSinkSpec {
@@ -129,6 +133,8 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   type: ChatPlatformName;
   webhookUrl: string;
   minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
 }
 
 export type SinkSpec =
@@ -174,7 +180,10 @@ export interface SinkSet {
  */
 export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): Promise<SinkSet> {
   const deadLetters = new Map<string, DeadLetterFile>();
-  const unique = uniqueNames();
+  // Names (in logs, metrics, /readyz) and dead letters are scrubbed of every sink's credentials.
+  const credentials = allSinkCredentials(specs);
+  const numbered = uniqueNames();
+  const unique = (name: string) => numbered(credentials.scrub(name));
   let stdout: StreamOutput | undefined;
   const routes: Route[] = [];
   try {
@@ -182,8 +191,13 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
       const deadLetter =
         spec.type === 'stdout'
           ? undefined
-          : openDeadLetter(deadLetters, spec.deadLetterFile ?? runtime.deadLetterFile, runtime);
-      const sink = await factoryOf(spec)(spec, { runtime, unique, deadLetter });
+          : openDeadLetter(deadLetters, spec.deadLetterFile ?? runtime.deadLetterFile, runtime, credentials);
+      const sink = await factoryOf(spec)(spec, {
+        runtime,
+        unique,
+        deadLetter,
+        credentials: sinkCredentials(spec),
+      });
       // The watch honours the stdout sink's backpressure (flowControl below).
       if (sink instanceof StreamOutput) stdout = sink;
       routes.push({ sink, ...(spec.filter ? { filter: compileFilter(spec.filter) } : {}) });
@@ -211,6 +225,8 @@ interface SinkContext {
   unique: (name: string) => string;
   /** Its dead-letter file (its own, or the watch's --dead-letter); undefined for stdout. */
   deadLetter: DeadLetterFile | undefined;
+  /** Its own credentials (sink-credentials.ts), which its receivers' answers are scrubbed of. */
+  credentials: Credentials;
 }
 
 type SinkType = SinkSpec['type'];
@@ -246,11 +262,12 @@ function openDeadLetter(
   files: Map<string, DeadLetterFile>,
   path: string | undefined,
   runtime: SinkRuntime,
+  credentials: Credentials,
 ): DeadLetterFile | undefined {
   if (path === undefined) return undefined;
   let file = files.get(path);
   if (!file) {
-    file = DeadLetterFile.open(path, runtime.log, runtime.deadLetterLimits);
+    file = DeadLetterFile.open(path, runtime.log, runtime.deadLetterLimits, credentials);
     files.set(path, file);
   }
   return file;
@@ -317,6 +334,7 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
     name: context.unique(spec.name ?? defaultSinkName(spec)),
     log: context.runtime.log,
     ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });
@@ -332,6 +350,7 @@ async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink>
     name: context.unique(spec.name ?? defaultSinkName(spec)),
     minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
     log: context.runtime.log,
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });
@@ -408,6 +427,7 @@ function deliveryOptions(spec: HttpSinkSpec, context: SinkContext) {
     ...(spec.retry ? { retry: spec.retry } : {}),
     ...(context.deadLetter ? { deadLetter: context.deadLetter } : {}),
     ...(context.runtime.deliveries ? { deliveries: context.runtime.deliveries } : {}),
+    credentials: context.credentials,
   };
 }
 

@@ -255,6 +255,7 @@ export class WebhookSink extends HttpSink {
         headers: { ...payload.headers, ...this.headersFor(work, body, attempt) },
         timeoutMs: this.timeoutMs,
         signal: this.clock.deadlineSignal,
+        credentials: this.credentials,
       });
       this.trouble.requestDone(startedAt, outcome.ok);
       if (outcome.ok) {

@@ -12,10 +12,12 @@
 // Each is counted (a metric) and logged once.
 
 import type { Logger } from '../util/log.ts';
+import { MEMORY_SHARES } from '../util/memory-budget.ts';
 import { formatSize } from '../util/size.ts';
 import { type DeliveryProgress, lagging, type QueuedWrite, reached, type WriteQueue } from './write-queue.ts';
 
-export const DEFAULT_MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+/** Without a bound from the settings (their share of the heap), the largest. */
+export const DEFAULT_MAX_BACKLOG_BYTES = MEMORY_SHARES.stateBacklog.maxBytes;
 
 export class BacklogBound {
   readonly maxBytes: number;

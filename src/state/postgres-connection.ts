@@ -7,8 +7,9 @@
 // maintained PostgreSQL client for Node, with TLS, SCRAM, the PG* environment variables and ~/.pgpass.
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import type { Credentials } from '../util/credentials.ts';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
-import { postgresLabel } from './location.ts';
+import { postgresLabel, stateCredentials } from './location.ts';
 import { ClaimLost } from './store.ts';
 
 /** 'KDif': the advisory lock class of kubediff's claims and migrations. */
@@ -101,12 +102,15 @@ export abstract class PostgresConnection {
   readonly label: string;
   protected readonly config: pg.ClientConfig;
   private readonly passwordFile: string | undefined;
+  /** The password it sends: a server's error may quote it, and is scrubbed of it before it is said. */
+  private readonly credentials: Credentials;
   protected client: pg.Client | undefined;
 
   constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS) {
     this.config = connectionConfig(options, queryTimeoutMs);
     this.passwordFile = options.passwordFile;
     this.label = postgresLabel(options.url);
+    this.credentials = stateCredentials({ path: options.url, passwordFile: options.passwordFile });
   }
 
   /** The connection, (re-)opened when needed. */
@@ -176,7 +180,7 @@ export abstract class PostgresConnection {
   /** Explains a failure to connect in one sentence (never the URL's user or the password). */
   protected unreachable(error: unknown): KubediffError {
     if (error instanceof KubediffError) return error;
-    const message = errorMessage(error).replace(/\.$/, '');
+    const message = this.credentials.scrub(errorMessage(error)).replace(/\.$/, '');
     const code = (error as { code?: string }).code;
     if (code === '28P01' || code === '28000')
       return new UsageError(

@@ -396,6 +396,31 @@ export async function servedResources(admin: KubeAdmin): Promise<ServedResource[
 }
 
 /**
+ * The rendered Deployment's arguments as the kubelet passes them to kubediff: each `$(NAME)` replaced by the
+ * value of the container's environment variable NAME (kustomize's overlays name objects to kubediff through
+ * variables, which a namePrefix/nameSuffix renames); a variable without a value (a fieldRef) stays as written.
+ */
+export function expandedArgs(objects: readonly KubeObject[]): string[] {
+  const deployment = objects.find((object) => object.kind === 'Deployment') as
+    | (KubeObject & {
+        spec: {
+          template: { spec: { containers: { args?: string[]; env?: { name: string; value?: string }[] }[] } };
+        };
+      })
+    | undefined;
+  const container = deployment?.spec.template.spec.containers[0];
+  if (!container) throw new Error('no Deployment among the rendered objects');
+  const values = new Map(
+    (container.env ?? []).flatMap((entry) =>
+      entry.value === undefined ? [] : [[entry.name, entry.value] as const],
+    ),
+  );
+  return (container.args ?? []).map((arg) =>
+    arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (written, name: string) => values.get(name) ?? written),
+  );
+}
+
+/**
  * The rendered Deployment's command line, for running kubediff "in" `pod`: its config file (from the
  * rendered ConfigMap) written where the pod's root stands in for `/`, and --listen on a port the
  * system chooses.

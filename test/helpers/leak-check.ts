@@ -66,6 +66,42 @@ export function secretValue(random: () => number, length: number): string {
   return pieces.join('');
 }
 
+/**
+ * What configured credentials are made of between canaries: what a header value, a URL's path segment or
+ * query value, and a password may hold (visible ASCII; no '/' or '\\', which a URL takes for a separator).
+ */
+const CREDENTIAL_FILLERS: readonly string[] = [
+  '',
+  '-',
+  '_',
+  '.',
+  '~',
+  '+',
+  '=',
+  '==',
+  ':',
+  '@',
+  '!$*',
+  '"',
+  "'",
+  '%41',
+  'c2VjcmV0',
+];
+
+/**
+ * A credential (a token, a password, a key, a webhook URL's secret part) of at least `length` characters,
+ * made like secretValue's values, of characters a header or a URL can carry: its canary finds it, or its
+ * base64, wherever it leaks.
+ */
+export function credentialValue(random: () => number, length: number): string {
+  let id = '';
+  for (let i = 0; i < ID_LENGTH; i++) id += ID_CHARS[Math.floor(random() * ID_CHARS.length)];
+  let value = '';
+  do value += `${CANARY}${id}${CREDENTIAL_FILLERS[Math.floor(random() * CREDENTIAL_FILLERS.length)]!}`;
+  while (value.length < length);
+  return value;
+}
+
 /** The base64 characters that encode the canary alone, for each alignment of it in a 3-byte group. */
 function base64Forms(text: string): string[] {
   const bytes = Buffer.from(text, 'utf8');

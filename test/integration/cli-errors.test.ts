@@ -169,6 +169,18 @@ describe('usage errors exit 2 and name the culprit', () => {
     const result = await runKubediffToCompletion(['watch', '-n', 'Not_A_Namespace']);
     assertOneLineError(result, 2, /--namespace/, /"Not_A_Namespace"/);
   });
+
+  test('memory bounds set past the heap (docs/deploy.md, "Memory"), before anything connects', async () => {
+    const result = await runKubediffToCompletion(['watch', '--leader-elect'], {
+      env: { NODE_OPTIONS: '--max-old-space-size=256', KUBEDIFF_STANDBY_MAX_BUFFER: '512MB' },
+    });
+    assertOneLineError(
+      result,
+      2,
+      /^kubediff: the memory bounds add up to \d+ MiB, more than the 259 MiB heap Node may use \(KUBEDIFF_STANDBY_MAX_BUFFER 512 MiB\)/,
+      /NODE_OPTIONS=--max-old-space-size=<MiB>/,
+    );
+  });
 });
 
 describe('kubeconfig errors exit 2 and name the file', () => {

@@ -44,7 +44,6 @@ import { runInNewContext } from 'node:vm';
 import { Agent, request } from 'undici';
 import { exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { runValidate } from '../../src/cli/validate.ts';
-import { ADMISSION_DEFAULTS } from '../../src/config/admission-settings.ts';
 import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
 import type { AdmissionRecord } from '../../src/events/admission-match.ts';
 import type { AuditRecord } from '../../src/events/audit-match.ts';
@@ -57,6 +56,7 @@ import { AuditServer } from '../../src/service/audit-server.ts';
 import { encodePeerRecords, readPeerRecords } from '../../src/service/peer-records.ts';
 import { PEER_PATH } from '../../src/service/webhook-listener.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { ADMISSION_CONCURRENT_REQUESTS, MEMORY_SHARES } from '../../src/util/memory-budget.ts';
 import {
   admissionWebhookConfiguration,
   needsSharedEtcd,
@@ -512,7 +512,8 @@ describe('the hostile-input harness', () => {
     await writeFile(files.certFile, pki.serverCert);
     await writeFile(files.keyFile, pki.serverKey);
     const received = new Set<string>();
-    const { maxRequestBytes } = ADMISSION_DEFAULTS;
+    // admission.maxRequestSize's default on a heap of 768 MiB up (8 MiB).
+    const maxRequestBytes = MEMORY_SHARES.admissionBodies.maxBytes / ADMISSION_CONCURRENT_REQUESTS;
     const thread = admissionThread(maxRequestBytes);
     // As on a managed cluster: whoever reaches the port may post, slowly or hugely.
     const server = await AdmissionServer.start({

@@ -5,28 +5,26 @@
 //   webhook, as the API server stores it: failurePolicy Ignore, sideEffects None, a short timeout,
 //   matchPolicy Equivalent, every resource and */scale, kubediff's namespace and kube-system, dry runs,
 //   leases, events, endpoints and review APIs excluded, Secrets only while watched (its CEL compiled by the
-//   server); the Service it calls, the headless Service of the peers, the arguments, the Secret's mount;
+//   server); the Service it calls, the headless Service of the peers, the arguments;
 // - who may reach the webhook port: the control plane's addresses the user names (kustomize's
 //   AdmissionSources, Helm's admission.from) and the other replicas; without them the build stops and
 //   says what to set, while reviews are unauthenticated;
-// - the certificate: cert-manager's (the admission-cert-manager component, Helm certificate=certManager)
-//   names the Secret the pods mount, and its names follow the overlay's namespace and suffix; Helm's own (certificate=generate) is signed by the caBundle's CA for
-//   the Service's name, and kubediff serves the webhook with the chart's arguments and that Secret's files;
+// - the certificate: the one kubediff manages (the admission-managed-certificate component, Helm's default
+//   certificate=managed): an empty Secret, the arguments that name it, the Service and the webhook (as the
+//   kubelet expands them: kustomize's suffix renames them there too), and rights on those two objects
+//   alone, by name, nothing mounted; no caBundle rendered (kubediff sets it:
+//   admission-managed-certificate.test.ts); cert-manager's (the admission-cert-manager component) names
+//   the Secret the pods mount and serve, and its names follow the overlay's namespace and suffix;
 // - installed on a real API server with nothing behind it (no kubediff, no Service), the chart's webhook
 //   lets every write through: failurePolicy Ignore, as the API server's own metrics show.
 import assert from 'node:assert/strict';
-import { X509Certificate } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Agent, request } from 'undici';
 import { parseAllDocuments } from 'yaml';
 import { needsSharedEtcd, startAdmissionApiserver } from '../helpers/admission-apiserver.ts';
-import { runKubediff, WATCHING, watchArgs } from '../helpers/cli.ts';
 import {
   applyObjects,
   deployOverlay,
+  expandedArgs,
   HELM_CHART,
   helm,
   helmDryRun,
@@ -74,6 +72,70 @@ function assertNoAdmission(objects: readonly Manifest[], source: string): void {
   assert.ok(!podSpec(objects).volumes.some((volume: { name: string }) => volume.name === 'admission-tls'));
 }
 
+/**
+ * The certificate kubediff manages: its arguments (as the kubelet expands them) name this install's own
+ * Service, and its own Secret and webhook configuration, which are rendered (the Secret empty, the webhook
+ * without caBundle) and which its rules let it get/update and get/patch, those alone, by name.
+ */
+function assertManagedCertificate(
+  objects: readonly Manifest[],
+  source: string,
+  expected: { secret: string; service: string; webhook: string },
+): void {
+  const told = (flag: string) =>
+    expandedArgs(objects)
+      .find((arg) => arg.startsWith(`${flag}=`))
+      ?.slice(flag.length + 1);
+  assert.deepEqual(
+    {
+      secret: told('--admission-cert-secret'),
+      service: told('--admission-service'),
+      webhook: told('--admission-webhook-config'),
+    },
+    expected,
+    `${source}: what kubediff is told to manage`,
+  );
+  const secret = objects.find(
+    (object) => object.kind === 'Secret' && object.metadata.name === expected.secret,
+  );
+  assert.ok(secret, `${source}: the Secret ${expected.secret}`);
+  assert.equal(secret.data, undefined, `${source}: applied empty (kubediff fills it)`);
+  assert.ok(
+    objects.some((object) => object.kind === 'Service' && object.metadata.name === expected.service),
+    `${source}: the Service ${expected.service}`,
+  );
+  assert.deepEqual(
+    webhooks(objects).map((configuration) => configuration.metadata.name),
+    [expected.webhook],
+    `${source}: the webhook configuration ${expected.webhook}`,
+  );
+  const rules = (kind: string) =>
+    objects.filter((object) => object.kind === kind).flatMap((object) => object.rules as Manifest[]);
+  assert.ok(
+    rules('Role').some(
+      (rule) =>
+        rule.resources.includes('secrets') &&
+        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.secret]) &&
+        JSON.stringify(rule.verbs) === JSON.stringify(['get', 'update']),
+    ),
+    `${source}: get and update of that Secret alone`,
+  );
+  assert.ok(
+    rules('ClusterRole').some(
+      (rule) =>
+        rule.resources.includes('validatingwebhookconfigurations') &&
+        JSON.stringify(rule.resourceNames) === JSON.stringify([expected.webhook]) &&
+        JSON.stringify(rule.verbs) === JSON.stringify(['get', 'patch']),
+    ),
+    `${source}: get and patch of that webhook configuration alone`,
+  );
+  assert.equal(
+    webhooks(objects)[0]?.webhooks[0].clientConfig.caBundle,
+    undefined,
+    `${source}: no caBundle rendered`,
+  );
+}
+
 /** The webhook as the API server stores it, the Services, the arguments, the mount, the policy rule. */
 function assertAdmission(
   objects: readonly Manifest[],
@@ -84,7 +146,8 @@ function assertAdmission(
     service: string;
     /** The headless Service, and the --peers argument that names it. */
     peers: { service: string; argument: string };
-    secret: string;
+    /** The certificate's arguments. */
+    certificate: string[];
     /** Where the control plane may call the webhook port from (the kubediff pods are let in besides). */
     from: readonly Record<string, unknown>[];
   },
@@ -171,14 +234,13 @@ function assertAdmission(
       assert.equal(podLabels[key], value, `${source}: ${selecting.metadata.name} selects the pods (${key})`);
   }
   assert.deepEqual(
-    [...argsOf(objects, '--admission'), ...argsOf(objects, '--peers')],
     [
       '--admission-listen=:9443',
-      '--admission-cert=/etc/kubediff-admission/tls.crt',
-      '--admission-key=/etc/kubediff-admission/tls.key',
+      ...expected.certificate.filter((arg) => arg.startsWith('--admission')),
       '--admission-allow-unauthenticated',
       expected.peers.argument,
-    ],
+    ].sort(),
+    [...argsOf(objects, '--admission'), ...argsOf(objects, '--peers')].sort(),
     `${source}: the arguments`,
   );
   const main = container(objects);
@@ -193,18 +255,20 @@ function assertAdmission(
     main.ports.find((port: { name: string }) => port.name === 'admission'),
     { name: 'admission', containerPort: 9443, protocol: 'TCP' },
   );
-  assert.deepEqual(
+  assert.equal(
     main.volumeMounts.find((mount: { name: string }) => mount.name === 'admission-tls'),
-    { name: 'admission-tls', mountPath: '/etc/kubediff-admission', readOnly: true },
+    undefined,
+    `${source}: nothing mounted: kubediff reads its Secret through the API`,
   );
-  const volume = podSpec(objects).volumes.find((entry: { name: string }) => entry.name === 'admission-tls');
-  assert.equal(volume?.secret.secretName, expected.secret, `${source}: the Secret`);
+  assert.ok(
+    !podSpec(objects).volumes.some((volume: { name: string }) => volume.name === 'admission-tls'),
+    `${source}: no certificate volume`,
+  );
   // The webhook port: from where the control plane calls, and from the other replicas.
-  const podLabels_ = podSpecLabels(objects);
   const rules = policyRules(objects).filter((entry) => entry.ports?.[0]?.port === 9443);
   assert.deepEqual(
     rules.flatMap((rule) => rule.from ?? [{ anywhere: true }]),
-    [...expected.from, { podSelector: { matchLabels: podLabels_ } }],
+    [...expected.from, { podSelector: { matchLabels: podSpecLabels(objects) } }],
     `${source}: who may reach the webhook port`,
   );
   return { webhook };
@@ -238,8 +302,8 @@ describe('the admission webhook in deploy/ and the chart', () => {
     assertNoAdmission((await helmDryRun(kubeconfig, uniqueName('kd'), namespace)) as Manifest[], 'Helm');
   });
 
-  test('the admission component, as the API server stores it; with cert-manager, the Secret the pods mount', async () => {
-    const made = await overlay(['admission']);
+  test('the admission component with its managed certificate, as the API server stores it; with cert-manager, the Secret the pods mount', async () => {
+    const made = await overlay(['admission', 'admission-managed-certificate']);
     const objects = (await serverDryRun(kubeconfig, made)) as Manifest[];
     assertAdmission(objects, 'deploy/components/admission', {
       namespace,
@@ -249,8 +313,18 @@ describe('the admission webhook in deploy/ and the chart', () => {
         service: `kubediff-peers${made.suffix}`,
         argument: '--peers=$(PEERS_SERVICE).$(POD_NAMESPACE).svc:9443',
       },
-      secret: 'kubediff-admission-tls',
+      // The names come through variables, which the overlay's suffix renames with the objects.
+      certificate: [
+        '--admission-cert-secret=$(ADMISSION_CERT_SECRET)',
+        '--admission-service=$(ADMISSION_SERVICE)',
+        '--admission-webhook-config=$(ADMISSION_WEBHOOK_CONFIG)',
+      ],
       from: CONTROL_PLANE,
+    });
+    assertManagedCertificate(objects, 'deploy/components/admission-managed-certificate', {
+      secret: `kubediff-admission-certificate${made.suffix}`,
+      service: `kubediff-admission${made.suffix}`,
+      webhook: `kubediff-who${made.suffix}`,
     });
     // Without the control plane's addresses (reviews are not authenticated): the build stops, naming them.
     const unnamed = await overlay(['admission'], { admissionFrom: undefined });
@@ -287,9 +361,28 @@ describe('the admission webhook in deploy/ and the chart', () => {
     );
     for (const each of documents.filter((object) => object.kind === 'Certificate'))
       assert.ok(issuers.has(each.spec.issuerRef.name), `${each.metadata.name} names an Issuer rendered`);
+    // The pods mount that Secret and serve its files (no certificate of kubediff's own).
+    assert.deepEqual(
+      argsOf(documents, '--admission-'),
+      [
+        '--admission-listen=:9443',
+        '--admission-allow-unauthenticated',
+        '--admission-cert=/etc/kubediff-admission/tls.crt',
+        '--admission-key=/etc/kubediff-admission/tls.key',
+      ],
+      'cert-manager: the arguments',
+    );
+    assert.deepEqual(
+      container(documents).volumeMounts.find((mount: { name: string }) => mount.name === 'admission-tls'),
+      { name: 'admission-tls', mountPath: '/etc/kubediff-admission', readOnly: true },
+    );
+    const volume = podSpec(documents).volumes.find(
+      (entry: { name: string }) => entry.name === 'admission-tls',
+    );
+    assert.equal(volume?.secret.secretName, certificate?.spec.secretName, 'the Secret cert-manager writes');
   });
 
-  test("Helm admission.enabled: the same, and a certificate the caBundle's CA signed for the Service's name", async () => {
+  test('Helm admission.enabled: the same, with the certificate kubediff manages', async () => {
     const release = uniqueName('kd');
     const objects = (await helmDryRun(kubeconfig, release, namespace, [
       '--set',
@@ -306,9 +399,19 @@ describe('the admission webhook in deploy/ and the chart', () => {
         service: `${release}-kubediff-peers`,
         argument: `--peers=${release}-kubediff-peers.$(POD_NAMESPACE).svc:9443`,
       },
-      secret: `${release}-kubediff-admission-tls`,
+      certificate: [
+        `--admission-cert-secret=${release}-kubediff-admission-certificate`,
+        `--admission-service=${service}`,
+        `--admission-webhook-config=${release}-kubediff-${namespace}-who`,
+      ],
       from: CONTROL_PLANE,
     });
+    assertManagedCertificate(objects, 'Helm', {
+      secret: `${release}-kubediff-admission-certificate`,
+      service,
+      webhook: `${release}-kubediff-${namespace}-who`,
+    });
+    assert.equal(webhook.clientConfig.caBundle, undefined);
     // Without admission.from while reviews are not authenticated: refused, saying what to set.
     const open = await helm(['template', release, HELM_CHART, '--set', 'admission.enabled=true']);
     assert.notEqual(open.code, 0);
@@ -329,16 +432,6 @@ describe('the admission webhook in deploy/ and the chart', () => {
       authenticated?.spec.ingress.find((rule: Manifest) => rule.ports[0].port === 9443),
       { ports: [{ protocol: 'TCP', port: 9443 }] },
     );
-    const secret = objects.find(
-      (object) => object.kind === 'Secret' && object.metadata.name === `${release}-kubediff-admission-tls`,
-    );
-    assert.ok(secret, 'the generated Secret');
-    const pem = (key: string) => Buffer.from(secret.data[key], 'base64').toString('utf8');
-    const ca = new X509Certificate(pem('ca.crt'));
-    const cert = new X509Certificate(pem('tls.crt'));
-    assert.equal(Buffer.from(webhook.clientConfig.caBundle, 'base64').toString('utf8'), pem('ca.crt'));
-    assert.ok(cert.verify(ca.publicKey), 'signed by the CA of the caBundle');
-    assert.equal(cert.checkHost(`${service}.${namespace}.svc`), `${service}.${namespace}.svc`);
     // The two ports must differ.
     const clash = await helm([
       'template',
@@ -355,57 +448,6 @@ describe('the admission webhook in deploy/ and the chart', () => {
     ]);
     assert.notEqual(clash.code, 0);
     assert.match(clash.stderr, /admission.port and audit.port must differ/);
-  });
-
-  test("kubediff serves the webhook with the chart's arguments and the Secret it made", async (t) => {
-    const release = uniqueName('kd');
-    const objects = (await helmDryRun(kubeconfig, release, namespace, [
-      '--set',
-      'admission.enabled=true',
-      '--set',
-      'admission.from[0].ipBlock.cidr=172.16.0.0/28',
-    ])) as Manifest[];
-    const secret = objects.find(
-      (object) => object.kind === 'Secret' && object.metadata.name.endsWith('-admission-tls'),
-    );
-    const mounted = await mkdtemp(path.join(tmpdir(), 'kubediff-admission-tls-'));
-    t.after(() => rm(mounted, { recursive: true, force: true }));
-    for (const key of ['tls.crt', 'tls.key', 'ca.crt'])
-      await writeFile(path.join(mounted, key), Buffer.from(secret?.data[key], 'base64'));
-    // One replica here: no --peers (it names the headless Service).
-    const admissionArgs = argsOf(objects, '--admission').map((arg) =>
-      arg === '--admission-listen=:9443'
-        ? '--admission-listen=127.0.0.1:0'
-        : arg.replace('/etc/kubediff-admission/', `${mounted}/`),
-    );
-    const kd = runKubediff(watchArgs(namespace, ['configmaps'], ...admissionArgs), { timeoutMs: 30_000 });
-    t.after(() => kd.kill());
-    const [, address] = await kd.waitForStderr(
-      /receiving admission reviews on https:\/\/(\S+) \(unauthenticated/,
-    );
-    await kd.waitForStderr(WATCHING);
-    const agent = new Agent({
-      connect: {
-        ca: Buffer.from(secret?.data['ca.crt'], 'base64').toString(),
-        servername: `${release}-kubediff-admission.${namespace}.svc`,
-      },
-    });
-    t.after(() => agent.close());
-    const response = await request(`https://${address}/review`, {
-      method: 'POST',
-      dispatcher: agent,
-      body: JSON.stringify({
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: { uid: 'u-1', operation: 'CONNECT', dryRun: false },
-      }),
-    });
-    assert.deepEqual(await response.body.json(), {
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      response: { uid: 'u-1', allowed: true },
-    });
-    assert.equal((await kd.stop('SIGTERM')).code, 0);
   });
 });
 

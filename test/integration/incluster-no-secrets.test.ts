@@ -181,7 +181,11 @@ describe('without Secrets', () => {
 
     // What it would watch: secrets skipped on purpose, nothing the role grants is forbidden.
     const flags = args.filter((arg) => arg.startsWith('--exclude-resource') || arg.startsWith('--config'));
-    const listing = await runKubediffToCompletion(['resources', '-o', 'json', ...flags], { env });
+    // One access review per type and verb: a minute of guard, as the watch below has (15 s was not enough at load 20).
+    const listing = await runKubediffToCompletion(['resources', '-o', 'json', ...flags], {
+      env,
+      timeoutMs: 60_000,
+    });
     assert.equal(listing.code, 0, listing.stderr);
     const rows = listing.stdout
       .trim()

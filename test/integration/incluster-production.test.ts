@@ -2,20 +2,23 @@
 // (kustomize, with its components) and the Helm chart, as the API server stores them (server-side dry run):
 // - names per install: two installs in two namespaces (Helm releases of the same name; kustomize overlays
 //   with their own suffix) share no cluster-scoped object, and every reference stays within its install
-//   (the binding's role and subject, the webhook's Service, the Lease the Role names, the peers' Service);
+//   (the bindings' roles and subjects, the webhook's Service, the Lease the Role names, the peers' Service,
+//   and the managed certificate's Secret, Service and webhook configuration, as kubediff's arguments name
+//   them and as its rules do: each install manages its own, never the other's);
 // - drains and rollouts: the PodDisruptionBudget lets an unready replica go (AlwaysAllow), the startup probe
 //   waits for the initial sync (/startupz), the replicas spread over zones;
 // - the pod itself meets Pod Security "restricted" where it is enforced (a Pod of the template, dry-run
 //   into a namespace that enforces it: a Deployment's dry run does not check its pods), and the chart's notes
 //   say when the namespace it is installed in does not enforce it (the chart makes no namespace);
 // - GitOps: two `helm template` renders are the same (default values; the webhooks with cert-manager's
-//   certificate: the generated one is tested where it is made);
+//   certificate and a ServiceMonitor; the managed certificate, the default: test/repo/deploy-renders.test.ts);
 // - the chart declares the Kubernetes versions it needs, and renders a ServiceMonitor only when asked.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import {
   deployOverlay,
+  expandedArgs,
   HELM_CHART,
   helm,
   helmDryRun,
@@ -58,20 +61,22 @@ const selects = (selector: Record<string, string>, labels: Record<string, string
 function assertSelfContained(objects: readonly Manifest[], namespace: string, source: string): void {
   const named = (kind: string) =>
     new Set(objects.filter((object) => object.kind === kind).map((o) => o.metadata.name));
-  const binding = ofKind(objects, 'ClusterRoleBinding');
-  assert.ok(
-    named('ClusterRole').has(binding.roleRef.name),
-    `${source}: the binding names its own ClusterRole`,
-  );
-  assert.deepEqual(
-    binding.subjects.map((subject: Manifest) => [
-      subject.kind,
-      subject.namespace,
-      named('ServiceAccount').has(subject.name),
-    ]),
-    [['ServiceAccount', namespace, true]],
-    `${source}: the binding's subject is its own ServiceAccount`,
-  );
+  for (const binding of objects.filter((object) => object.kind?.endsWith('RoleBinding'))) {
+    const bound = binding.roleRef.kind as string;
+    assert.ok(
+      named(bound).has(binding.roleRef.name),
+      `${source}: ${binding.metadata.name} names its own ${bound}`,
+    );
+    assert.deepEqual(
+      binding.subjects.map((subject: Manifest) => [
+        subject.kind,
+        subject.namespace ?? namespace,
+        named('ServiceAccount').has(subject.name),
+      ]),
+      [['ServiceAccount', namespace, true]],
+      `${source}: ${binding.metadata.name}'s subject is its own ServiceAccount`,
+    );
+  }
   const webhook = ofKind(objects, 'ValidatingWebhookConfiguration').webhooks[0];
   assert.equal(
     webhook.clientConfig.service.namespace,
@@ -89,10 +94,42 @@ function assertSelfContained(objects: readonly Manifest[], namespace: string, so
   const lease =
     args.find((arg) => arg.startsWith('--leader-election-id='))?.slice('--leader-election-id='.length) ??
     deployment.metadata.name;
-  const role = ofKind(objects, 'Role');
+  const rules = (kind: string) =>
+    objects.filter((object) => object.kind === kind).flatMap((object) => object.rules as Manifest[]);
+  const mayUpdate = (kind: string, resource: string, name: string, verb: string) =>
+    rules(kind).some(
+      (rule) =>
+        rule.resources.includes(resource) && rule.resourceNames?.includes(name) && rule.verbs.includes(verb),
+    );
   assert.ok(
-    role.rules.some((rule: Manifest) => rule.resourceNames?.includes(lease) && rule.verbs.includes('update')),
+    mayUpdate('Role', 'leases', lease, 'update'),
     `${source}: the Role lets the replicas renew the Lease ${lease}`,
+  );
+  // The certificate kubediff manages: the Secret, Service and webhook configuration it is told (arguments as
+  // the kubelet expands them) are this install's, and those its rules let it update.
+  const told = (flag: string) =>
+    expandedArgs(objects)
+      .find((arg) => arg.startsWith(`${flag}=`))
+      ?.slice(flag.length + 1);
+  const secret = told('--admission-cert-secret');
+  const service = told('--admission-service');
+  const configuration = told('--admission-webhook-config');
+  assert.ok(
+    secret && named('Secret').has(secret),
+    `${source}: kubediff keeps its certificate in its own Secret`,
+  );
+  assert.ok(
+    service && service === webhook.clientConfig.service.name,
+    `${source}: kubediff makes the certificate for its own webhook's Service`,
+  );
+  assert.ok(
+    configuration && named('ValidatingWebhookConfiguration').has(configuration),
+    `${source}: kubediff sets the caBundle of its own webhook configuration`,
+  );
+  assert.ok(mayUpdate('Role', 'secrets', secret, 'update'), `${source}: its Role lets it update ${secret}`);
+  assert.ok(
+    mayUpdate('ClusterRole', 'validatingwebhookconfigurations', configuration, 'patch'),
+    `${source}: its ClusterRole lets it patch ${configuration}`,
   );
 }
 
@@ -131,7 +168,7 @@ describe('what a platform engineer checks before installing', () => {
         namespace,
         objects: (await serverDryRun(
           kubeconfig,
-          await overlay(namespace, ['admission', 'audit']),
+          await overlay(namespace, ['admission', 'admission-managed-certificate', 'audit']),
         )) as Manifest[],
       })),
     );
@@ -140,7 +177,8 @@ describe('what a platform engineer checks before installing', () => {
       ['kustomize', kustomizeInstalls],
     ] as const) {
       const [first, second] = installs.map(({ objects }) => clusterScopedNames(objects));
-      assert.equal(first?.length, 3, `${source}: ${first?.join(', ')}`);
+      // read-all and its binding, the webhook, and the managed certificate's ClusterRole and binding.
+      assert.equal(first?.length, 5, `${source}: ${first?.join(', ')}`);
       assert.deepEqual(
         first?.filter((name) => second?.includes(name)),
         [],

@@ -10,6 +10,8 @@
 // admission webhook's path as the API server sends it (an AdmissionReview carrying the whole object and the
 // old one): the records the join keeps, what a replica posts to its peers, and the events it names. No secret
 // value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
+// Then configured credentials: every HTTP sink type, through the real setup, against loopback receivers
+// that answer 401, 403, 400 and 500 with the whole request they got; none may reach the log or a dead letter.
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
 
 import assert from 'node:assert/strict';
@@ -42,16 +44,25 @@ import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-plat
 import { binaryHeaders, eventAttributes, structuredCloudEvent } from '../../src/sinks/cloudevents.ts';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { Digest } from '../../src/sinks/digest.ts';
-import { compileLayout, renderLayout } from '../../src/sinks/layout.ts';
+import { prepareLayout, renderLayout } from '../../src/sinks/layout.ts';
 import { eventRecord } from '../../src/sinks/otlp-records.ts';
 import { prettyRenderer } from '../../src/sinks/pretty.ts';
+import { createSinks, type SinkSpec } from '../../src/sinks/setup.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { renderJsonLine } from '../../src/sinks/stream-output.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { EventFailures } from '../../src/util/event-failures.ts';
-import { assertNoLeaks, CANARY, fileSource, type LeakSource } from '../helpers/leak-check.ts';
+import { sampleEvent } from '../helpers/events.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
+import {
+  assertNoLeaks,
+  CANARY,
+  credentialValue,
+  fileSource,
+  type LeakSource,
+} from '../helpers/leak-check.ts';
 import { seededRandom } from '../helpers/random-json.ts';
 import { configmaps, secrets } from '../helpers/resource-types.ts';
 import { CORPUS_REDACT_RULES, type CorpusKind, SecretCorpus, VAULT_TYPE } from '../helpers/secret-corpus.ts';
@@ -145,7 +156,9 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     retain: 2,
     onEvict: (event) => deadLetters.writeEvents('slack', 'evicted', [event]),
   });
-  const layout = compileLayout('{ "text": type & " " & object.name & " " & $string(changes), "by": by }');
+  const layout = await prepareLayout(
+    '{ "text": type & " " & object.name & " " & $string(changes), "by": by }',
+  );
   // Rendered one at a time after the run, as the sink does (evaluations at once would share the time limit).
   const layoutInputs: unknown[] = [];
   const emit = (event: ChangeEvent) => {
@@ -470,5 +483,237 @@ describe('no secret value reaches any output (in-process corpus)', () => {
       const text = typeof content === 'string' ? content : Buffer.from(content).toString('latin1');
       assert.equal(text.includes('<redacted sha256:'), false, `${source.name} holds a plain hash`);
     }
+  });
+});
+
+/** What the echoing receivers answer: each sink type meets each of them. */
+const ECHO_STATUSES = [401, 403, 400, 500] as const;
+
+describe('no configured credential reaches a log line or a dead letter, whatever a receiver echoes (in-process)', () => {
+  it('every HTTP sink type, its receiver echoing the whole request (method, path, headers, body) with 401, 403, 400 and 500', async () => {
+    const random = seededRandom(36);
+    const credential = (length = 24) => credentialValue(random, length);
+    const receivers: HttpReceiver[] = [];
+    after(() => Promise.all(receivers.map((receiver) => receiver.close())));
+    /** A receiver that refuses every request with `status`, its answer the request itself (JSON, or text). */
+    const echo = async (status: number) => {
+      const receiver = await HttpReceiver.start({
+        respond: (request) => ({
+          status,
+          headers: { 'content-type': 'application/json' },
+          body:
+            request.index % 2 === 0
+              ? JSON.stringify({
+                  method: request.method,
+                  path: request.path,
+                  headers: request.headers,
+                  body: request.body,
+                })
+              : `${request.method} ${request.path}\n${Object.entries(request.headers)
+                  .map(([name, value]) => `${name}: ${String(value)}`)
+                  .join('\n')}\n\n${request.body}`,
+        }),
+      });
+      receivers.push(receiver);
+      return receiver;
+    };
+    const quick = { retry: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 20 }, timeoutMs: 5_000 };
+    const chat = { ...quick, minIntervalMs: 0 };
+    const headers = () => ({
+      authorization: `Bearer ${credential()}`,
+      'x-api-key': credential(),
+      'x-token': credential(8),
+    });
+    /** One sink of each HTTP type, every credential it takes set, against receivers answering `status`. */
+    const specsFor = async (status: number): Promise<SinkSpec[]> => {
+      const at = async (path: string) => (await echo(status)).url(path);
+      return [
+        {
+          type: 'webhook',
+          url: await at(`/hook/${credential()}?token=${credential()}`),
+          headers: headers(),
+          secret: credential(),
+          ...quick,
+        },
+        {
+          type: 'webhook',
+          url: await at('/layout'),
+          headers: headers(),
+          layout: '{ "text": object.name }',
+          ...quick,
+        },
+        {
+          type: 'webhook',
+          url: await at('/ce'),
+          headers: headers(),
+          format: 'cloudevents',
+          cloudEventsMode: 'binary',
+          ...quick,
+        },
+        { type: 'slack', webhookUrl: await at(`/services/T0AB12CD3/B0EF45GH6/${credential()}`), ...chat },
+        {
+          type: 'slack',
+          token: `xoxb-${credential()}`,
+          channel: 'alerts',
+          apiUrl: await at('/api'),
+          ...chat,
+        },
+        {
+          type: 'teams',
+          webhookUrl: await at(
+            `/workflows/${credential()}/triggers/manual/paths/invoke?api-version=2016-06-01&sig=${credential()}`,
+          ),
+          ...chat,
+        },
+        {
+          type: 'discord',
+          webhookUrl: await at(`/api/webhooks/123456789012345678/${credential(60)}`),
+          ...chat,
+        },
+        { type: 'mattermost', webhookUrl: await at(`/hooks/${credential()}`), ...chat },
+        {
+          type: 'google-chat',
+          webhookUrl: await at(`/v1/spaces/AAAAx1y2z3/messages?key=${credential()}&token=${credential()}`),
+          ...chat,
+        },
+        { type: 'otlp', endpoint: await at('/'), headers: headers(), batchMaxEvents: 1, ...quick },
+        {
+          type: 'opensearch',
+          url: await at('/'),
+          auth: { username: 'kubediff', password: credential() },
+          batchMaxEvents: 1,
+          ...quick,
+        },
+        {
+          type: 'elasticsearch',
+          url: await at('/'),
+          auth: { apiKey: Buffer.from(`id:${credential()}`).toString('base64') },
+          headers: headers(),
+          batchMaxEvents: 1,
+          ...quick,
+        },
+      ];
+    };
+    const specs = (await Promise.all(ECHO_STATUSES.map(specsFor))).flat();
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-credential-leaks-'));
+    dirs.push(dir);
+    const deadLetterPath = path.join(dir, 'dead.jsonl');
+    const log = memoryLog();
+    const sinks = await createSinks(specs, {
+      log,
+      stdout: new Writable({ write: (_chunk, _encoding, done) => done() }),
+      deadLetterFile: deadLetterPath,
+      userAgent: 'kubediff/test',
+    });
+    for (let n = 0; n < 3; n++)
+      sinks.router.deliver(sampleEvent({ id: `u-${n}:${n}`, object: { name: `cm-${n}` } }));
+    await sinks.router.close(60_000);
+    for (const file of sinks.deadLetterFiles) file.close();
+
+    assert.deepEqual(
+      receivers.filter((receiver) => receiver.requests.length === 0).map((receiver) => receiver.url('/')),
+      [],
+      'every sink sent requests',
+    );
+    const sent = receivers.flatMap((receiver) =>
+      receiver.requests.map(
+        (request) => `${request.path} ${JSON.stringify(request.headers)} ${request.body}`,
+      ),
+    );
+    assert.ok(sent.join('\n').includes(CANARY), 'the credentials were sent, and echoed');
+    const logged = log.lines.join('\n');
+    for (const status of ECHO_STATUSES)
+      assert.match(logged, new RegExp(`HTTP ${status} `), `${status} logged`);
+    await assertNoLeaks([
+      { name: 'log lines', read: () => logged, expect: /HTTP 40[013] .*<credential>/ },
+      fileSource('dead-letter file', deadLetterPath, /"reason":"(?:[^"\\]|\\.)*<credential>/),
+    ]);
+  });
+});
+
+describe('no configured credential reaches a sink’s name or what a receiver rejects (in-process)', () => {
+  it('a sink named after its secret URL, beside a sink whose own credentials do not hold it; an OTLP partial success quoting the request', async () => {
+    const random = seededRandom(38);
+    const credential = (length = 24) => credentialValue(random, length);
+    const receivers: HttpReceiver[] = [];
+    after(() => Promise.all(receivers.map((receiver) => receiver.close())));
+    const headers = { authorization: `Bearer ${credential()}`, 'x-api-key': credential() };
+    // A collector that takes the request but rejects its records, saying why with the request's headers.
+    const collector = await HttpReceiver.start({
+      respond: (request) => ({
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          partialSuccess: {
+            rejectedLogRecords: '1',
+            errorMessage: `rejected for ${JSON.stringify(request.headers)}`,
+          },
+        }),
+      }),
+    });
+    receivers.push(collector);
+    // A receiver that refuses every request with 400 (not retried).
+    const refusing = await HttpReceiver.start({ defaultReply: { status: 400, body: 'no' } });
+    receivers.push(refusing);
+    const hookSecret = credential();
+    const quick = { retry: { maxAttempts: 1, initialDelayMs: 10, maxDelayMs: 20 }, timeoutMs: 5_000 };
+    const specs: SinkSpec[] = [
+      // Named with the secret part of the other sink's URL: the credentials of this sink do not hold it.
+      { type: 'webhook', name: `hook /named/${hookSecret}`, url: refusing.url('/plain'), ...quick },
+      { type: 'webhook', url: refusing.url(`/named/${hookSecret}`), ...quick },
+      {
+        type: 'otlp',
+        endpoint: collector.url('/'),
+        protocol: 'http/json',
+        headers,
+        batchMaxEvents: 1,
+        ...quick,
+      },
+    ];
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-credential-names-'));
+    dirs.push(dir);
+    const deadLetterPath = path.join(dir, 'dead.jsonl');
+    const log = memoryLog();
+    const sinks = await createSinks(specs, {
+      log,
+      stdout: new Writable({ write: (_chunk, _encoding, done) => done() }),
+      deadLetterFile: deadLetterPath,
+      userAgent: 'kubediff/test',
+    });
+    const names = sinks.router.sinks.map((sink) => sink.name);
+    sinks.router.deliver(sampleEvent({ id: 'u-1:1', object: { name: 'cm-1' } }));
+    const reports = await sinks.router.close(60_000);
+    for (const file of sinks.deadLetterFiles) file.close();
+
+    assert.equal(refusing.requests.length, 2, 'both webhooks sent the event');
+    assert.ok(
+      collector.requests.some((request) => JSON.stringify(request.headers).includes(CANARY)),
+      'the collector was sent the credentials (and quoted them)',
+    );
+    const logged = log.lines.join('\n');
+    await assertNoLeaks([
+      {
+        name: 'sink names (logs, /metrics, /readyz)',
+        read: () => names.join('\n'),
+        expect: 'hook <credential>',
+      },
+      { name: 'shutdown reports', read: () => JSON.stringify(reports), expect: '"name":"hook <credential>"' },
+      {
+        name: 'the named sink’s log line',
+        read: () => logged,
+        expect: /^warn: hook <credential>: HTTP 400 /m,
+      },
+      {
+        name: 'log lines',
+        read: () => logged,
+        expect: /rejected 1 event of these 1 event without saying which: rejected for .*<credential>/,
+      },
+      fileSource('dead-letter file: the named sink', deadLetterPath, '"sink":"hook <credential>"'),
+      fileSource(
+        'dead-letter file: the rejected batch',
+        deadLetterPath,
+        /"reason":"the receiver rejected [^\n]*<credential>/,
+      ),
+    ]);
   });
 });

@@ -2,8 +2,11 @@
 import type { Command } from 'commander';
 import type { RawServiceFlags } from '../../config/service-settings.ts';
 import type { RawWatchFlags } from '../../config/watch-settings.ts';
+import { allSinkCredentials } from '../../sinks/sink-credentials.ts';
+import { stateCredentials } from '../../state/location.ts';
 import { checkExposure } from '../../ui/exposure.ts';
 import { readTokenFile } from '../../ui/token.ts';
+import { Credentials, scrubbingLogger } from '../../util/credentials.ts';
 import { UsageError } from '../../util/errors.ts';
 import { parseListenAddress } from '../../util/http-server.ts';
 import { stderrLogger } from '../../util/log.ts';
@@ -61,6 +64,19 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
   const watchFlags = { ...given, ...storiesTurnedOff(noStories) };
   const service = serviceOptionsFromFlags(watchFlags);
   const settings = await loadWatchSettings(watchFlags, process.stdout.isTTY === true, process.env);
+  const { checkMemoryFits } = await import('../../config/memory-settings.ts');
+  // The environment's bounds, else their share of the heap (docs/deploy.md, "Memory").
+  const limits = {
+    stateMaxBacklogBytes:
+      sizeFromEnvironment('KUBEDIFF_STATE_MAX_BACKLOG') ?? settings.memory.stateBacklogBytes,
+    standbyMaxBufferBytes:
+      sizeFromEnvironment('KUBEDIFF_STANDBY_MAX_BUFFER') ?? settings.memory.standbyBufferBytes,
+  };
+  checkMemoryFits(settings, {
+    stateBacklogBytes: limits.stateMaxBacklogBytes,
+    standbyBufferBytes: limits.standbyMaxBufferBytes,
+    leaderElect: service.leaderElection !== undefined,
+  });
   // --ui and --ui-token-file win over the file's `ui:` block.
   const address = uiAddress ?? settings.ui?.listen;
   const tokenFile = uiTokenFile ?? settings.ui?.tokenFile;
@@ -71,7 +87,15 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
           listen: uiAddress !== undefined ? '--ui' : 'ui.listen',
           tokenFile: uiTokenFile !== undefined ? '--ui-token-file' : 'ui.tokenFile',
         });
-  const log = stderrLogger({ debug: settings.debug, format: service.logFormat });
+  // Every line, and the error that ends the watch, scrubbed of the credentials of its sinks and its
+  // state store: a receiver or a server may echo them (util/credentials.ts).
+  const credentials = allSinkCredentials(settings.delivery.sinks).union(
+    settings.state ? stateCredentials(settings.state) : Credentials.none,
+  );
+  const log = scrubbingLogger(
+    stderrLogger({ debug: settings.debug, format: service.logFormat }),
+    credentials,
+  );
   const { runWatch } = await import('../watch.ts');
   const runtime: WatchRuntime = {
     service,
@@ -79,16 +103,18 @@ async function runWatchCommand(flags: WatchFlags): Promise<void> {
     log,
     stopRequested: stopRequested(log),
     timing: timingFromEnvironment(),
-    limits: {
-      stateMaxBacklogBytes: sizeFromEnvironment('KUBEDIFF_STATE_MAX_BACKLOG'),
-      standbyMaxBufferBytes: sizeFromEnvironment('KUBEDIFF_STANDBY_MAX_BUFFER'),
-    },
+    limits,
     http: httpFromEnvironment(),
     rediscoveryIntervalMs: durationFromEnvironment('KUBEDIFF_REDISCOVERY_INTERVAL'),
     userAgent: `kubediff/${VERSION}`,
     ui,
   };
-  await runWatch(settings, runtime);
+  try {
+    await runWatch(settings, runtime);
+  } catch (error) {
+    if (error instanceof Error) error.message = credentials.scrub(error.message);
+    throw error;
+  }
   exitAtOnceIfStdoutStalled();
 }
 

@@ -59,6 +59,21 @@ export const WHO: FlagGroup = {
       more: true,
     },
     {
+      flags: '--admission-cert-secret <name>',
+      description: 'instead: make, renew and serve a certificate kept in this Secret',
+      more: true,
+    },
+    {
+      flags: '--admission-service <name>',
+      description: "…for this Service's names (kubediff's namespace)",
+      more: true,
+    },
+    {
+      flags: '--admission-webhook-config <name>',
+      description: "…and set this ValidatingWebhookConfiguration's caBundle",
+      more: true,
+    },
+    {
       flags: '--admission-client-ca <file>',
       description: 'accept reviews only with a client certificate this CA signed',
       more: true,

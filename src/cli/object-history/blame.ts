@@ -4,6 +4,7 @@
 // be asked and the line has not changed since T.
 import { Chalk } from 'chalk';
 import { FieldOwnership } from '../../diff/field-owners.ts';
+import { creatorOf } from '../../events/attribution.ts';
 import type { ManagedFieldsEntry } from '../../kube/managed-fields.ts';
 import type { JsonObject } from '../../kube/types.ts';
 import { plural } from '../../util/count-text.ts';
@@ -125,8 +126,8 @@ async function attributeOlderLines(
 interface LiveOwnership {
   /** The managers that own a line path now. */
   owners(path: readonly string[]): ManagedFieldsEntry[];
-  /** The manager whose entry is the oldest (the object's own subresources aside): who created it. */
-  creator: ManagedFieldsEntry | undefined;
+  /** Who created the object, when that is known (creatorOf); undefined when it is not. */
+  creator: { manager: string; time?: string | undefined } | undefined;
 }
 
 /** Who owns what now, from the live object's managedFields; undefined (with a note) when unknown. */
@@ -145,14 +146,12 @@ async function liveOwnership(
     cluster: timeline.cluster,
   };
   try {
-    const { entries, context } = await liveManagedFields(last.object, choice);
+    const { entries, metadata, context } = await liveManagedFields(last.object, choice);
     notes.push(
       `Their owners are the field managers that own them now (managedFields of the object in context "${context}"), with "≤ the time" of their last write; keys of maps and lists, and lines no manager owns, are the creator's.`,
     );
     const ownership = new FieldOwnership(entries, object as JsonObject);
-    const creator = entries
-      .filter((entry) => entry.subresource === undefined)
-      .sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''))[0];
+    const creator = creatorFrom(timeline, last.object.uid, entries, metadata, notes);
     return { owners: (path) => ownersOf(ownership, object, path), creator };
   } catch (error) {
     notes.push(
@@ -160,6 +159,40 @@ async function liveOwnership(
     );
     return undefined;
   }
+}
+
+/**
+ * Who created the object: the manager of its ADDED event when the history holds it (the watch saw it
+ * created, with the one entry it had then), else the one managedFields entry stamped at its
+ * creationTimestamp (events/attribution.ts, as an ADDED seen late is attributed), else the one oldest
+ * entry. Entries carry the second only, and the API server orders the entries of one second by name:
+ * when several share the second that decides, the creator is not known (a note says so), never the
+ * first by name.
+ */
+function creatorFrom(
+  timeline: ObjectTimeline,
+  uid: string,
+  entries: readonly ManagedFieldsEntry[],
+  metadata: JsonObject,
+  notes: string[],
+): LiveOwnership['creator'] {
+  const added = timeline.events.findLast((event) => event.type === 'ADDED' && event.object.uid === uid);
+  const recorded = added?.by?.managers?.[0];
+  if (recorded) return { manager: recorded.manager, time: recorded.time ?? added.time };
+  const creator = creatorOf(entries, { metadata });
+  if (creator) return { manager: creator.manager, time: creator.time };
+  const main = entries.filter((entry) => entry.subresource === undefined);
+  const first = main.map((entry) => entry.time ?? '').sort()[0];
+  const oldest = [
+    ...new Set(main.filter((entry) => (entry.time ?? '') === first).map((entry) => entry.manager)),
+  ];
+  if (oldest.length === 1) return { manager: oldest[0]!, time: first || undefined };
+  if (oldest.length > 1) {
+    notes.push(
+      `Who created it is unknown: ${oldest.join(' and ')} wrote in the same second${first ? ` (${first})` : ''}, the first the managedFields tell, and they tell the second only.`,
+    );
+  }
+  return undefined;
 }
 
 const WHO_WIDTH = 48;

@@ -26,11 +26,14 @@ export interface ClusterChoice {
   cluster?: string | undefined;
 }
 
-/** The live object's managedFields entries; a KubediffError saying why not (unreachable, another uid…). */
+/**
+ * The live object's managedFields entries and its metadata (creationTimestamp: who created it is the
+ * entry stamped then, when only one is); a KubediffError saying why not (unreachable, another uid…).
+ */
 export async function liveManagedFields(
   ref: LiveObjectRef,
   choice: ClusterChoice,
-): Promise<{ entries: readonly ManagedFieldsEntry[]; context: string }> {
+): Promise<{ entries: readonly ManagedFieldsEntry[]; metadata: JsonObject; context: string }> {
   let context = choice.context;
   if (context === undefined && choice.cluster !== undefined) {
     const contexts = kubeconfigContexts({ kubeconfig: choice.kubeconfig });
@@ -49,7 +52,11 @@ export async function liveManagedFields(
         `the object in context "${identity.contextName}" is not the one recorded (uid ${live.metadata?.uid ?? 'none'}, recorded ${ref.uid})`,
       );
     }
-    return { entries: managedFieldsOf(live) ?? [], context: identity.contextName };
+    return {
+      entries: managedFieldsOf(live) ?? [],
+      metadata: (live.metadata ?? {}) as JsonObject,
+      context: identity.contextName,
+    };
   } finally {
     await client.close();
   }

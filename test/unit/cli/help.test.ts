@@ -87,7 +87,7 @@ describe('`kubediff watch --help`', () => {
       '--listen <addr>',
       '--leader-elect',
       '--log-format <format>',
-      'Who changed it (10 more with --help-all):',
+      'Who changed it (13 more with --help-all):',
       '--ignore-manager <name>',
       '--ignore-user <glob>',
       '--audit-listen <addr>',
@@ -123,7 +123,7 @@ describe('`kubediff watch --help`', () => {
       '-h, --help',
     ]);
     // 74 flags, --help-all and --help.
-    assert.equal(listed.length, 76);
+    assert.equal(listed.length, 79);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);

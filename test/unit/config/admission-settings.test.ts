@@ -106,7 +106,7 @@ describe('admission webhook settings', () => {
         () => loadWatchSettings({ config }, false, {}),
         (error: unknown) =>
           exitCodeOf(error) === EXIT_USAGE &&
-          /^the admission webhook serves HTTPS only .*: give its certificate and key with --admission-cert and --admission-key \(or admission.certFile and admission.keyFile\)\.$/.test(
+          /^the admission webhook serves HTTPS only .*: give its certificate and key with --admission-cert and --admission-key \(or admission.certFile and admission.keyFile\), or let kubediff manage one with --admission-cert-secret\.$/.test(
             (error as Error).message,
           ),
       );

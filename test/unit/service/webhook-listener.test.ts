@@ -288,3 +288,68 @@ describe('the webhook listener', () => {
     assert.equal(listener.stats().requests.get('timeout'), 1);
   });
 });
+
+describe('the webhook listener with a certificate source (a certificate kubediff manages)', () => {
+  it('serves what the source holds, the next one when told, and takes a peer presenting the next one', async () => {
+    const { makeCertificateSet } = await import('../../../src/service/self-signed-ca.ts');
+    const { X509Certificate } = await import('node:crypto');
+    const made = () =>
+      makeCertificateSet({
+        dnsNames: ['kd-admission.kd.svc'],
+        caName: 'kd admission CA',
+        notBefore: new Date(Date.now() - 60_000),
+        notAfter: new Date(Date.now() + 3600_000),
+      });
+    const [first, second] = [await made(), await made()];
+    const changed: ((served: { cert: Buffer; key: Buffer }) => void)[] = [];
+    const source = {
+      current: { cert: Buffer.from(first.certPem), key: Buffer.from(first.keyPem) },
+      next: undefined as Buffer | undefined,
+      onChange: (listener: (served: { cert: Buffer; key: Buffer }) => void) => changed.push(listener),
+    };
+    const listener = await WebhookListener.start({
+      name: 'admission webhook',
+      settingsKey: 'admission',
+      listener: 'admission',
+      flag: '--admission-listen',
+      requestsMetric: 'kubediff_admission_reviews_total',
+      listen: '127.0.0.1:0',
+      certificate: source,
+      maxRequestBytes: 1024,
+      maxConcurrentRequests: 8,
+      route: OK,
+      log: logger(),
+    });
+    try {
+      const presented = () =>
+        new Promise<string>((resolve, reject) => {
+          const socket = connect(
+            {
+              host: '127.0.0.1',
+              port: listener.port,
+              servername: 'kd-admission.kd.svc',
+              ca: first.caPem + second.caPem,
+            },
+            () => {
+              resolve(socket.getPeerCertificate().fingerprint256);
+              socket.end();
+            },
+          );
+          socket.once('error', reject);
+        });
+      const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
+      assert.equal(await presented(), fingerprint(first.certPem));
+      // A rotation under way: the other replica may present the next certificate first.
+      source.next = Buffer.from(second.certPem);
+      assert.deepEqual(listener.peerFingerprints, [fingerprint(first.certPem), fingerprint(second.certPem)]);
+      // The source switches: served from the next handshake on; the previous one still taken from a peer.
+      source.current = { cert: Buffer.from(second.certPem), key: Buffer.from(second.keyPem) };
+      source.next = undefined;
+      for (const notify of changed) notify(source.current);
+      assert.equal(await presented(), fingerprint(second.certPem));
+      assert.deepEqual(listener.peerFingerprints, [fingerprint(second.certPem), fingerprint(first.certPem)]);
+    } finally {
+      await listener.close();
+    }
+  });
+});

@@ -1,8 +1,8 @@
 // A webhook's body formats in isolation (end to end: test/integration/sinks-webhook-formats.test.ts):
 // CloudEvents attributes for cluster-scoped objects and names that need encoding, a layout that fails or
-// runs over its limits (the event dead-lettered, said once, the sink going on), a layout that would run
-// for hours (a regular expression that backtracks) stopped in its thread while another sink delivers,
-// and layouts refused at config time with their position.
+// runs over its limits (the event dead-lettered, said once, the sink going on), its input and its failure
+// messages bounded, a layout that would run for hours (a regular expression that backtracks) stopped in its
+// thread while another sink delivers, and layouts refused at config time with their position.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -128,6 +128,26 @@ describe('webhook formats', () => {
       log.warnings.join('\n'),
       /the layout ran over its time limit \(500ms\) and was stopped; not sent/,
     );
+  });
+
+  it('a layout’s input over 8 MiB is not evaluated; a failure’s message is cut at 500 characters', async () => {
+    const layout = new LayoutThread('$error($pad("", 10000, "x"))');
+    try {
+      // An event (or a batch) whose JSON is over the bound: refused before the thread parses it.
+      const big = JSON.stringify({ data: 'x'.repeat(9 * 2 ** 20) });
+      await assert.rejects(layout.render(big), {
+        code: 'input',
+        message: 'the layout was not evaluated: its input is 9 MiB of JSON, over its limit of 8 MiB',
+      });
+      // $error says as much as the layout makes it say: the reason logged and dead-lettered is cut.
+      await assert.rejects(layout.render('{}'), (error: Error) => {
+        const head = 'the layout failed: D3137 ';
+        assert.equal(error.message, `${head}${'x'.repeat(500 - head.length)}…`);
+        return true;
+      });
+    } finally {
+      await layout.close();
+    }
   });
 
   it('a layout that does not compile is refused with its position', () => {

@@ -44,6 +44,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- default (printf "%s-admission-tls" (include "kubediff.fullname" .)) .Values.admission.tlsSecretName -}}
 {{- end -}}
 
+{{/* admission.certificate=managed: the Secret kubediff keeps its CA and serving certificate in (rendered empty). */}}
+{{- define "kubediff.admissionManagedSecretName" -}}
+{{- printf "%s-admission-certificate" (include "kubediff.fullname" .) -}}
+{{- end -}}
+
+{{/* The ValidatingWebhookConfiguration (cluster-scoped: named per install, kubediff.clusterScopedName). */}}
+{{- define "kubediff.admissionWebhookName" -}}
+{{- printf "%s-who" (include "kubediff.clusterScopedName" .) -}}
+{{- end -}}
+
 {{- define "kubediff.admissionServiceName" -}}
 {{- printf "%s-admission" (include "kubediff.fullname" .) -}}
 {{- end -}}

@@ -1,0 +1,77 @@
+// The credentials in one sink's settings, for util/credentials.ts to keep out of what kubediff writes:
+// the one place each sink type says which of its settings are credentials. setup.ts gives each sink
+// its own (for its HTTP answers) and the dead-letter files all of them; the watch's logger gets all of
+// them with the state store's.
+import { type Credential, Credentials } from '../util/credentials.ts';
+
+type Headers = Readonly<Record<string, string>> | undefined;
+type TlsKey = { key?: string | undefined } | undefined;
+
+/** What a sink's credentials are read from (the sink spec's fields, structurally: setup.ts's SinkSpec). */
+export type SinkCredentialSource =
+  | { type: 'stdout' }
+  | { type: 'webhook'; url: string; headers?: Headers; secret?: string | undefined }
+  | { type: 'slack'; webhookUrl?: string | undefined; token?: string | undefined }
+  | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
+  | { type: 'kafka'; sasl?: { password: string } | undefined; tls?: TlsKey }
+  | { type: 'otlp'; endpoint: string; headers?: Headers; tls?: TlsKey }
+  | {
+      type: 'opensearch' | 'elasticsearch';
+      url: string;
+      auth?: { username: string; password: string } | { apiKey: string } | undefined;
+      headers?: Headers;
+      tls?: TlsKey;
+    };
+
+/** Every credential a sink of this spec sends or holds, in the kinds util/credentials.ts knows. */
+export function sinkCredentials(spec: SinkCredentialSource): Credentials {
+  return Credentials.of(credentialsOf(spec));
+}
+
+/** The credentials of every sink, together. */
+export function allSinkCredentials(specs: readonly SinkCredentialSource[]): Credentials {
+  return Credentials.none.union(...specs.map(sinkCredentials));
+}
+
+function credentialsOf(spec: SinkCredentialSource): Credential[] {
+  switch (spec.type) {
+    case 'stdout':
+      return [];
+    case 'webhook':
+      // A generic receiver may take its token in the path or the query; the HMAC secret is never sent.
+      return [{ kind: 'url', value: spec.url }, ...headers(spec.headers), ...secrets(spec.secret)];
+    case 'slack':
+      return [
+        ...(spec.webhookUrl !== undefined ? [{ kind: 'url', value: spec.webhookUrl } as const] : []),
+        // Sent as `Authorization: Bearer <token>`.
+        ...secrets(spec.token),
+      ];
+    case 'teams':
+    case 'discord':
+    case 'mattermost':
+    case 'google-chat':
+      return [{ kind: 'url', value: spec.webhookUrl }];
+    case 'kafka':
+      return [...secrets(spec.sasl?.password, spec.tls?.key)];
+    case 'otlp':
+      return [{ kind: 'url', value: spec.endpoint }, ...headers(spec.headers), ...secrets(spec.tls?.key)];
+    case 'opensearch':
+    case 'elasticsearch': {
+      const auth: Credential[] = !spec.auth
+        ? []
+        : 'apiKey' in spec.auth
+          ? [{ kind: 'header', value: `ApiKey ${spec.auth.apiKey}` }]
+          : [{ kind: 'basic', user: spec.auth.username, password: spec.auth.password }];
+      return [{ kind: 'url', value: spec.url }, ...auth, ...headers(spec.headers), ...secrets(spec.tls?.key)];
+    }
+  }
+}
+
+/** Every header value a sink is configured with (from `headers:`, a headers file, the environment). */
+function headers(values: Headers): Credential[] {
+  return Object.values(values ?? {}).map((value) => ({ kind: 'header', value }));
+}
+
+function secrets(...values: (string | undefined)[]): Credential[] {
+  return values.flatMap((value) => (value ? [{ kind: 'secret', value } as const] : []));
+}

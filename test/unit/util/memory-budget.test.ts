@@ -1,0 +1,79 @@
+// The memory bounds derived from the heap (src/util/memory-budget.ts, docs/deploy.md "Memory"): on any
+// heap their shares add up to half of it, each at most its documented maximum, and the sinks' part is
+// divided among them.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  ADMISSION_CONCURRENT_REQUESTS,
+  AUDIT_CONCURRENT_REQUESTS,
+  BUFFER_SHARE,
+  MEMORY_SHARES,
+  memoryBounds,
+  sinkBounds,
+} from '../../../src/util/memory-budget.ts';
+
+const MiB = 1024 * 1024;
+
+/** Every bound of a watch with every buffer and `sinks` sinks, added up. */
+function sum(heapBytes: number, sinks: number): number {
+  const bounds = memoryBounds(heapBytes);
+  const each = sinkBounds(bounds, sinks);
+  return (
+    bounds.stateBacklogBytes +
+    bounds.standbyBufferBytes +
+    bounds.admissionRequestBytes * ADMISSION_CONCURRENT_REQUESTS +
+    bounds.auditRequestBytes * AUDIT_CONCURRENT_REQUESTS +
+    sinks * (Math.max(each.queueBytes, each.chatQueueBytes) + each.storyBytes)
+  );
+}
+
+describe('memory bounds from the heap', () => {
+  it('their shares add up to half the heap', () => {
+    assert.equal(BUFFER_SHARE, 0.5);
+  });
+
+  it('on every heap, with every buffer and any number of sinks, they add up to at most half of it', () => {
+    for (const heapMiB of [64, 131, 256, 387, 515, 1024, 4288]) {
+      for (const sinks of [1, 2, 3, 10]) {
+        const total = sum(heapMiB * MiB, sinks);
+        assert.ok(
+          total <= BUFFER_SHARE * heapMiB * MiB,
+          `${heapMiB} MiB heap, ${sinks} sinks: ${total / MiB} MiB`,
+        );
+      }
+    }
+  });
+
+  it('the chart’s 384 MB heap (387 MiB with the young generation): each bound, in MiB', () => {
+    const bounds = memoryBounds(387 * MiB);
+    const mib = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
+    assert.deepEqual(
+      {
+        stateBacklog: mib(bounds.stateBacklogBytes),
+        standby: mib(bounds.standbyBufferBytes),
+        admissionRequest: mib(bounds.admissionRequestBytes),
+        auditRequest: mib(bounds.auditRequestBytes),
+        sinks: mib(bounds.sinksBytes),
+      },
+      { stateBacklog: 32.3, standby: 32.3, admissionRequest: 4, auditRequest: 8.1, sinks: 64.5 },
+    );
+    assert.deepEqual(sinkBounds(bounds, 2), {
+      queueBytes: Math.floor(((64.5 * MiB) / 2) * 0.75),
+      chatQueueBytes: 16 * MiB,
+      storyBytes: Math.floor(((64.5 * MiB) / 2) * 0.25),
+    });
+  });
+
+  it('a large heap gets the documented maxima, no more', () => {
+    const bounds = memoryBounds(4288 * MiB);
+    assert.equal(bounds.stateBacklogBytes, MEMORY_SHARES.stateBacklog.maxBytes);
+    assert.equal(bounds.standbyBufferBytes, 64 * MiB);
+    assert.equal(bounds.admissionRequestBytes, 8 * MiB);
+    assert.equal(bounds.auditRequestBytes, 16 * MiB);
+    assert.deepEqual(sinkBounds(bounds, 1), {
+      queueBytes: 64 * MiB,
+      chatQueueBytes: 16 * MiB,
+      storyBytes: 16 * MiB,
+    });
+  });
+});
