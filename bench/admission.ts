@@ -16,8 +16,10 @@ import {
 } from '../test/helpers/admission-apiserver.ts';
 import type { ClusterInfo } from '../test/helpers/cluster.ts';
 import { KubeAdmin } from '../test/helpers/kube-admin.ts';
+import { SERVING } from '../test/helpers/metrics.ts';
 import { makeTestPki } from '../test/helpers/pki.ts';
 import { freePorts } from '../test/helpers/processes.ts';
+import { type LoadFigures, measureAdmissionLoads } from './admission-load.ts';
 import { sequenceOf } from './latency.ts';
 import { inParallel } from './lib/objects.ts';
 import { startChild } from './lib/processes.ts';
@@ -40,11 +42,13 @@ export interface AdmissionFigures {
    * and 99 % of its answers went out, and their mean.
    */
   answer: { p50AtMostMs: number; p99AtMostMs: number; meanMs: number };
+  /** Under the slow-body attack and large reviews, beside a quiet phase (admission-load.ts). */
+  load?: LoadFigures;
 }
 
 export async function measureAdmission(
   info: ClusterInfo,
-  options: { writes: number; log: (m: string) => void },
+  options: { writes: number; loadSeconds: number; log: (m: string) => void },
 ): Promise<AdmissionFigures> {
   if (!info.etcdEndpoint) throw new Error('the admission figure needs the bench cluster’s etcd');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'kubediff-bench-admission-'));
@@ -58,10 +62,11 @@ export async function measureAdmission(
   const api = await startAdmissionApiserver({ etcdEndpoint: info.etcdEndpoint });
   const admin = new KubeAdmin(api);
   const alice = admin.as(api.tokens.alice);
-  const arrived = new Map<number, { named: boolean; exact: boolean }>();
+  const arrived = new Map<number, { at: number; named: boolean; exact: boolean }>();
   const reviewedMs: number[] = [];
   const notReviewedMs: number[] = [];
   let answer: AdmissionFigures['answer'] | undefined;
+  let load: LoadFigures | undefined;
   try {
     const reviewed = await admin.createNamespace('bench-admission');
     const skipped = await admin.createNamespace('bench-admission-skip', { 'who.kubediff.io/skip': 'true' });
@@ -110,11 +115,11 @@ export async function measureAdmission(
         '127.0.0.1:0',
       ],
       {
-        onLine: (line) => {
+        onLine: (line, at) => {
           const seq = sequenceOf(line);
           if (seq === undefined || arrived.has(seq)) return;
           const by = (JSON.parse(line) as { by?: { user?: { username?: string }; match?: string } }).by;
-          arrived.set(seq, { named: by?.user?.username === 'alice', exact: by?.match === 'exact' });
+          arrived.set(seq, { at, named: by?.user?.username === 'alice', exact: by?.match === 'exact' });
         },
       },
     );
@@ -128,9 +133,7 @@ export async function measureAdmission(
     );
     try {
       await kubediff.waitForStderr(/watching \d+ resource type/, 60_000);
-      const metricsBase = /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/.exec(
-        kubediff.stderr(),
-      )?.[1];
+      const metricsBase = SERVING.exec(kubediff.stderr())?.[1];
       // The API server takes the webhook into use a moment after it is created: write until a write
       // (seq -2, -3, …) is named, then warm both paths up.
       for (let probe = 2; ![...arrived.values()].some((event) => event.named); probe++) {
@@ -165,6 +168,24 @@ export async function measureAdmission(
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       if (metricsBase) answer = answerTimes(await (await fetch(`${metricsBase}/metrics`)).text());
+      if (metricsBase && options.loadSeconds > 0) {
+        load = await measureAdmissionLoads(
+          {
+            port,
+            caPem: pki.caPem,
+            metricsBase,
+            admin,
+            alice,
+            reviewed,
+            skipped,
+            names,
+            arrived,
+            firstSeq: options.writes,
+            log: options.log,
+          },
+          { seconds: options.loadSeconds },
+        );
+      }
     } finally {
       await unregister().catch(() => {});
       await kubediff.stop();
@@ -175,7 +196,7 @@ export async function measureAdmission(
     await rm(dir, { recursive: true, force: true });
   }
   if (!answer) throw new Error('kubediff served no metrics');
-  const events = [...arrived.values()];
+  const events = [...arrived].filter(([seq]) => seq < options.writes).map(([, event]) => event);
   const at = (values: number[], q: number) => round(quantile(values, q));
   return {
     writes: options.writes,
@@ -189,6 +210,7 @@ export async function measureAdmission(
       exact: events.filter((event) => event.exact).length,
     },
     answer,
+    ...(load ? { load } : {}),
   };
 }
 

@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AdmissionFigures } from './admission.ts';
-import { admissionRow, admissionSection } from './admission-report.ts';
+import { admissionLoadRows, admissionRow, admissionSection } from './admission-report.ts';
 import type { AuditFigures } from './audit.ts';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
 import type { GoOriginalBuild } from './go-original.ts';
@@ -316,7 +316,10 @@ export function rows(result: Result): Row[] {
     });
   }
   const admission = result.admission as AdmissionFigures | undefined;
-  if (admission) out.push(admissionRow(admission));
+  if (admission) {
+    out.push(admissionRow(admission));
+    if (admission.load) out.push(...admissionLoadRows(admission.load));
+  }
   const kafka = result.kafka as KafkaFigures | undefined;
   if (kafka) {
     out.push({

@@ -67,6 +67,8 @@ function parseArgs(argv: string[]) {
     auditWrites: quick ? 300 : 1_200,
     // Issue 28: 500 writes each way.
     admissionWrites: quick ? 200 : 500,
+    // Issue 36: each phase of the loads (quiet, slow bodies, large reviews).
+    admissionLoadSeconds: quick ? 10 : 20,
     soakSeconds,
     soakRate: 40,
     connectionPairs: quick ? 1 : 2,
@@ -284,7 +286,11 @@ try {
       'admission',
       "admission webhook: a write's latency reviewed against not reviewed, and the join rate",
     );
-    result.admission = await measureAdmission(cluster.info, { writes: settings.admissionWrites, log });
+    result.admission = await measureAdmission(cluster.info, {
+      writes: settings.admissionWrites,
+      loadSeconds: settings.admissionLoadSeconds,
+      log,
+    });
   }
   if (settings.figures.has('connections')) {
     step('connections', 'connections: HTTP/2 against HTTP/1.1, 64 resource types');

@@ -11,13 +11,13 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterInfo } from '../test/helpers/cluster.ts';
 import type { KubeAdmin } from '../test/helpers/kube-admin.ts';
+import { SERVING } from '../test/helpers/metrics.ts';
 import { latencies, sequenceOf, writeAtRate } from './latency.ts';
 import { startChild } from './lib/processes.ts';
 import { quantile, round } from './lib/stats.ts';
 
 const KUBEDIFF = path.resolve(import.meta.dirname, '../bin/kubediff.js');
 const UI_SERVING = /serving the change history on (http:\/\/\S+?)\//;
-const HEALTH_SERVING = /serving \/healthz, \/readyz and \/metrics on (http:\/\/[\d.:]+)/;
 
 export interface UiObjectPhase {
   eventP50Ms: number;
@@ -123,7 +123,7 @@ export async function measureUiObject(
   try {
     await kubediff.waitForStderr(/watching \d+ resource type/, 60_000);
     const ui = UI_SERVING.exec(kubediff.stderr())![1]!;
-    const health = HEALTH_SERVING.exec(kubediff.stderr())![1]!;
+    const health = SERVING.exec(kubediff.stderr())![1]!;
     const data = (round: number) =>
       Object.fromEntries(
         Array.from({ length: options.keys }, (_, key) => [`key-${key}`, `value-${key}-${round}`]),

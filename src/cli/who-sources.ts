@@ -12,6 +12,7 @@ import type { WhoJoin } from '../events/who-join.ts';
 import type { WhoSource } from '../events/who-source.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { ResourceType } from '../kube/types.ts';
+import type { AdmissionThread } from '../service/admission-thread.ts';
 import type { PeerRecords } from '../service/peer-records.ts';
 import type { ServiceRuntime } from '../service/service.ts';
 import type { WebhookListener, WebhookRoute } from '../service/webhook-listener.ts';
@@ -95,9 +96,18 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
   };
   if (audit) await startAudit(audit, wiring);
   const digests = new AdmissionDigests(deps.normalizer);
-  if (admission) await startAdmission(admission, digests, wiring);
+  const thread = admission ? await startAdmission(admission, settings, digests, wiring) : undefined;
   if (settings.peers) await startPeers(settings.peers, wiring);
-  return { stage: join, watching: (types) => digests.update(types) };
+  return {
+    stage: join,
+    watching: (types) => {
+      digests.update(types);
+      // Large reviews are digested in the admission thread, with the same rules.
+      thread?.update(
+        types.map((type) => ({ type, redactPaths: deps.normalizer.rulesFor(type).redact.patterns })),
+      );
+    },
+  };
 }
 
 async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wiring): Promise<void> {
@@ -128,15 +138,20 @@ async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wi
   });
 }
 
+/** The admission webhook, and the thread where it reads large reviews (updated with the types watched). */
 async function startAdmission(
   admission: NonNullable<WatchSettings['admission']>,
+  settings: WatchSettings,
   digests: AdmissionDigests,
   wiring: Wiring,
-): Promise<void> {
+): Promise<AdmissionThread> {
   const { endpointOf } = await import('../service/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.admissionSource as AdmissionSource;
-  const { AdmissionServer } = await import('../service/admission-server.ts');
+  const [{ AdmissionServer }, { AdmissionThread }] = await Promise.all([
+    import('../service/admission-server.ts'),
+    import('../service/admission-thread.ts'),
+  ]);
   // --admission-cert-secret: kubediff makes and renews the certificate; imported only then.
   const managed = admission.managedCertificate;
   const certificate = managed
@@ -149,11 +164,20 @@ async function startAdmission(
         (certificate) => certificate.close(),
       )
     : undefined;
+  // What the watch's normalizer is made of (src/cli/watch.ts), so that both digest alike.
+  const thread = wiring.lifecycle.use(
+    new AdmissionThread(
+      { ignoredPaths: settings.ignoredPaths, redactionKey: settings.redaction.key },
+      { maxRequestBytes: admission.maxRequestBytes },
+    ),
+    (thread) => thread.close(),
+  );
   const server = wiring.lifecycle.use(
     await AdmissionServer.start({
       ...endpointOf(admission),
       certificate,
       digest: (write) => digests.of(write),
+      thread,
       onRecords: (records) => {
         join.offer(source, records);
         wiring.forward({ admission: records });
@@ -170,8 +194,14 @@ async function startAdmission(
   if (registry) {
     // With prom-client, only when the metrics are served.
     const { registerAdmissionMetrics } = await import('../service/who-metrics.ts');
-    registerAdmissionMetrics(registry, { server, join: () => join.stats(), records: () => source.stats() });
+    registerAdmissionMetrics(registry, {
+      server,
+      thread,
+      join: () => join.stats(),
+      records: () => source.stats(),
+    });
   }
+  return thread;
 }
 
 async function startPeers(address: string, wiring: Wiring): Promise<void> {

@@ -38,9 +38,12 @@ const NOTHING_BELOW: MatchCursor = [];
 export class PathMatcher {
   readonly #root: PatternNode = newNode();
   readonly #isEmpty: boolean;
+  /** The patterns it was made of: another thread makes the same matcher from them. */
+  readonly patterns: readonly string[];
 
   /** Throws a one-sentence Error for a pattern that is not a JSON Pointer or that would ignore everything. */
   constructor(patterns: readonly string[]) {
+    this.patterns = [...patterns];
     for (const pattern of patterns) {
       const segments = parsePointer(pattern);
       if (segments.length === 0) {

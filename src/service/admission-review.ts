@@ -12,8 +12,23 @@ import { boundedText as text, userInfoOf } from './record-fields.ts';
 
 export class AdmissionBodyError extends Error {}
 
-/** Why a review names no change kubediff can report (kubediff_admission_reviews_ignored_total{reason}). */
-export const IGNORE_REASONS = ['dry_run', 'operation', 'no_object', 'not_watched', 'digest_failed'] as const;
+/**
+ * Why a review names no change kubediff can report (kubediff_admission_reviews_ignored_total{reason}):
+ * digest_failed is an object that cannot be digested (it could not be checked); the last three are of
+ * large reviews, answered from their head (review-head.ts) before they were read whole in the admission
+ * thread (admission-thread.ts): the body was not an AdmissionReview after all, the thread's bound left no
+ * room for it, or the thread stopped before it was done.
+ */
+export const IGNORE_REASONS = [
+  'dry_run',
+  'operation',
+  'no_object',
+  'not_watched',
+  'digest_failed',
+  'unreadable',
+  'thread_busy',
+  'thread_failed',
+] as const;
 export type IgnoreReason = (typeof IGNORE_REASONS)[number];
 
 /** The write a review is about. `object` is the reviewed object, to be digested and dropped. */

@@ -44,6 +44,8 @@ export class AuditServer {
       requestsMetric: 'kubediff_audit_requests_total',
       ...endpointOf(options),
       maxConcurrentRequests: AUDIT_CONCURRENT_REQUESTS,
+      // The API server's batch backend sends a refused batch again.
+      busyRetryAfterSeconds: 1,
       ...(options.reloadIntervalMs !== undefined ? { reloadIntervalMs: options.reloadIntervalMs } : {}),
       route: {
         receive: (body) => {

@@ -1,9 +1,9 @@
 // What every listener kubediff opens (--listen, the UI, --audit-listen, --admission-listen) owes the watch
 // beside it: a connection's errors stay with it (counted, the first per listener logged, the connection
-// closed: never an exception that ends the process); connections are capped, in all and per address, a
-// new one replacing the oldest that has proven nothing, else the longest idle (closed at once when all are
-// busy); handshakes, first headers and kept-alive connections time out. Counted in
-// kubediff_listener_connections_closed_total{listener,reason}; a client that goes away is not counted.
+// closed: never an exception that ends the process); connections are capped, in all and per address. At a
+// cap a new one replaces one of the address holding the most: the oldest that has sent nothing, else one
+// mid-handshake, else the longest idle (closed at once when all are busy); handshakes, first headers and
+// kept-alive connections time out. Counted in kubediff_listener_connections_closed_total{listener,reason}.
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
@@ -46,6 +46,8 @@ export function guardedServerOptions(limits: ListenerLimits): {
 
 interface Tracked {
   socket: Socket;
+  /** Its remote address (the socket's is gone once it is destroyed). */
+  address: string;
   /** Sent a request (a TLS handshake alone costs a flood little, so it proves nothing). */
   proven: boolean;
   /** Requests being answered on it now. */
@@ -118,9 +120,9 @@ export class ListenerGuard {
   private accepted(socket: Socket): void {
     const key = keyOf(socket);
     const perAddress = this.limits.maxConnectionsPerAddress;
+    const address = socket.remoteAddress ?? '';
     if (perAddress !== undefined) {
-      const address = socket.remoteAddress ?? '';
-      const own = [...this.open.values()].filter((tracked) => tracked.socket.remoteAddress === address);
+      const own = [...this.open.values()].filter((tracked) => tracked.address === address);
       if (own.length >= perAddress && !this.evict(own, 'address_limit')) {
         this.count(
           'address_limit',
@@ -130,12 +132,12 @@ export class ListenerGuard {
         return;
       }
     }
-    if (this.open.size >= this.limits.maxConnections && !this.evict(this.open.values(), 'limit')) {
+    if (this.open.size >= this.limits.maxConnections && !this.evictFromTheMost()) {
       this.count('limit', `${this.limits.maxConnections} connections are open and busy, the most served`);
       socket.destroy();
       return;
     }
-    const tracked: Tracked = { socket, proven: false, busy: 0, active: performance.now() };
+    const tracked: Tracked = { socket, address, proven: false, busy: 0, active: performance.now() };
     this.open.set(key, tracked);
     // A socket's own errors (a reset) end it; 'close' follows, which forgets it.
     socket.on('error', () => {});
@@ -145,29 +147,50 @@ export class ListenerGuard {
   }
 
   /**
-   * Closes, of `candidates` (oldest first), the oldest that has proven nothing yet, else the one idle
-   * longest; false when every one has a request in flight.
+   * At the cap of all connections: closes one of the address holding the most (evict()), else of the
+   * next; false when every connection is busy.
+   */
+  private evictFromTheMost(): boolean {
+    const byAddress = new Map<string, Tracked[]>();
+    for (const tracked of this.open.values()) {
+      const own = byAddress.get(tracked.address);
+      if (own) own.push(tracked);
+      else byAddress.set(tracked.address, [tracked]);
+    }
+    const most = [...byAddress.values()].sort((a, b) => b.length - a.length);
+    return most.some((own) => this.evict(own, 'limit'));
+  }
+
+  /**
+   * Closes, of `candidates` (oldest first), the oldest that has sent nothing at all, else the oldest that
+   * has sent bytes but no request, else the one idle longest; false when every one has a request in flight.
    */
   private evict(candidates: Iterable<Tracked>, reason: 'limit' | 'address_limit'): boolean {
+    let silent: Tracked | undefined;
     let unproven: Tracked | undefined;
     let idlest: Tracked | undefined;
     for (const tracked of candidates) {
       if (tracked.busy > 0) continue;
       if (!tracked.proven) {
-        unproven = tracked;
-        break;
+        // Read from the raw socket: what a TLS handshake has read counts.
+        if (tracked.socket.bytesRead === 0) {
+          silent = tracked;
+          break;
+        }
+        unproven ??= tracked;
+      } else if (!idlest || tracked.active < idlest.active) {
+        idlest = tracked;
       }
-      if (!idlest || tracked.active < idlest.active) idlest = tracked;
     }
-    const victim = unproven ?? idlest;
+    const victim = silent ?? unproven ?? idlest;
     if (!victim) return false;
     const limit =
       reason === 'limit'
         ? `${this.limits.maxConnections} connections are open, the most served`
-        : `${this.limits.maxConnectionsPerAddress} connections from ${victim.socket.remoteAddress ?? ''} are open, the most served to one address`;
+        : `${this.limits.maxConnectionsPerAddress} connections from ${victim.address} are open, the most served to one address`;
     this.count(
       reason,
-      `${limit}; a new one replaces the oldest that has sent nothing yet, else the one idle longest`,
+      `${limit}; a new one replaces ${reason === 'limit' ? 'one of the address holding the most: ' : ''}the oldest that has sent nothing yet, else the one idle longest`,
     );
     this.open.delete(keyOf(victim.socket));
     victim.socket.destroy();

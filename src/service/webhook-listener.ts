@@ -4,8 +4,9 @@
 // request (client certificate from clientCAFile, optionally by name; bearer token): 401 or 403 otherwise,
 // counted and logged once per kind. Certificate files are reloaded when they change (a set that does not
 // load keeps the old one), or taken from a `certificate` source when it says so (managed-certificate.ts).
-// Bounded: maxRequestBytes per body (413), maxConcurrentRequests read at once (503), slow bodies cut (408),
-// connections held by listener-guard.ts; close() ends every connection.
+// Bounded: maxRequestBytes per body (413), maxConcurrentRequests read at once; when all are taken a new
+// request may take one by read-slots.ts's rules (standing, fair share per address, a slow body), else 503;
+// slow bodies cut (408); connections held by listener-guard.ts; close() ends every connection.
 
 import { timingSafeEqual, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
@@ -26,6 +27,7 @@ import {
   type ListenerLimits,
   type ListenerName,
 } from './listener-guard.ts';
+import { type CutReason, type ReadSlot, ReadSlots } from './read-slots.ts';
 import type { WebhookEndpoint } from './webhook-endpoint.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 
@@ -36,14 +38,18 @@ export const PEER_PATH = '/kubediff/peer-records';
 export interface WebhookAnswer {
   status: number;
   body: string;
-  /** For a 4xx: why, in the log line (logged once per outcome). */
+  /** For a 4xx or 5xx: why, in the log line (logged once per outcome), and its outcome (bad_request). */
   why?: string;
+  outcome?: WebhookOutcome;
   after?: () => void;
 }
 
 export interface WebhookRoute {
-  /** The whole body (within the bound); returns at once. The body is dropped when it returns. */
-  receive(body: Buffer): WebhookAnswer;
+  /**
+   * The whole body (within the bound): its answer, at once or (a body handed to another thread) later.
+   * The body is the route's from then on: the listener holds no reference to it.
+   */
+  receive(body: Buffer): WebhookAnswer | Promise<WebhookAnswer>;
 }
 
 /** A serving certificate and key held in memory, instead of certFile and keyFile. */
@@ -76,10 +82,15 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
   bodyTimeoutMs?: number;
   /**
    * With every read busy, a new request takes the place of the read that has waited longest for its
-   * body, if it has waited this long (408): a real body arrives in milliseconds, so clients that send
-   * theirs slowly cannot keep the reads from real requests between deadlines. None: 503 at once.
+   * body, if it has waited this long (408; read-slots.ts gives places by standing and fair share first).
    */
   slowBodyMs?: number;
+  /**
+   * The Retry-After of a 503 (every read taken): the audit webhook's batches are sent again after it. None
+   * for the admission webhook: the API server would wait it out, up to the webhook's timeout, before it
+   * lets the write through.
+   */
+  busyRetryAfterSeconds?: number;
   reloadIntervalMs?: number;
   /** Its connections' bounds; default WEBHOOK_LISTENER_LIMITS. */
   limits?: ListenerLimits;
@@ -128,9 +139,8 @@ export class WebhookListener {
   private readonly peerCounts = new Map<WebhookOutcome, number>();
   private readonly names: RegExp[] | undefined;
   private readonly token: Buffer | undefined;
-  private reading = 0;
-  /** The reads in progress, oldest first, with how to cut each (slowBodyMs). */
-  private readonly reads = new Map<symbol, { since: number; cut: () => void }>();
+  /** The bodies being read, and which gives its place when all are taken. */
+  private readonly slots: ReadSlots;
   private readonly sockets = new Set<Socket>();
   private reloadTimer: NodeJS.Timeout | undefined;
   private fileStamp: string;
@@ -155,6 +165,7 @@ export class WebhookListener {
     this.ownCertificates = [fingerprintOf(files.cert)];
     this.names = options.clientNames?.map(globToRegExp);
     this.token = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
+    this.slots = new ReadSlots({ limit: options.maxConcurrentRequests, slowBodyMs: options.slowBodyMs });
   }
 
   /** Listens; rejects with a UsageError when the files cannot be read or the port cannot be had. */
@@ -343,7 +354,6 @@ export class WebhookListener {
       this.refuse(response, started, peer, why, from, headers);
     };
     const tooLarge: Refusal = { status: 413, outcome: 'too_large', why: this.tooLarge() };
-    const limit = this.options.maxConcurrentRequests;
     if (refusal) {
       refuse(refusal);
     } else if (request.method !== 'POST') {
@@ -353,54 +363,54 @@ export class WebhookListener {
       );
     } else if (Number(request.headers['content-length']) > this.options.maxRequestBytes) {
       refuse(tooLarge);
-    } else if (this.reading >= limit && !this.cutSlowestRead()) {
+    } else if (!this.read(request, response, { started, peer, route, from, tooLarge })) {
+      const retryAfter = this.options.busyRetryAfterSeconds;
       refuse(
-        { status: 503, outcome: 'busy', why: `more than ${limit} requests at once` },
-        { 'retry-after': '1' },
+        { status: 503, outcome: 'busy', why: `more than ${this.slots.limit} requests at once` },
+        retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {},
       );
-    } else {
-      this.read(request, response, { started, peer, route, from, tooLarge });
     }
   }
 
-  /** Reads the body within the bound, then hands it to the route and writes its answer. */
+  /**
+   * Reads the body within the bound, then hands it to the route and writes its answer; false when no
+   * read can be had (read-slots.ts).
+   */
   private read(
     request: IncomingMessage,
     response: ServerResponse,
     context: { started: bigint; peer: boolean; route: WebhookRoute; from: string; tooLarge: Refusal },
-  ): void {
+  ): boolean {
     const { started, peer, route, from, tooLarge } = context;
-    this.reading++;
+    // A body whose length is declared (within the bound: checked before) is copied into a buffer of its
+    // own as it arrives, a chunk at a time: no copy of the whole body blocks this thread at its end, and
+    // the buffer can be handed to another thread as it is. Otherwise its chunks are joined at the end.
+    const declared = Number(request.headers['content-length']);
+    const whole = Number.isSafeInteger(declared) && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
     let deadline: NodeJS.Timeout | undefined;
-    const id = Symbol('read');
+    let slot: ReadSlot | undefined;
     const finish = () => {
-      if (!done) {
-        done = true;
-        this.reading--;
-        this.reads.delete(id);
-        clearTimeout(deadline);
-      }
+      if (done) return true;
+      done = true;
+      clearTimeout(deadline);
+      return slot?.end() ?? false;
     };
     // The rest of the body is not read: the connection closes once the refusal is sent, not before
     // (destroyed at once, the client could see a reset instead of the answer).
     const cut = (refusal: Refusal) => {
       finish();
       chunks.length = 0;
+      this.slots.judge(from, false);
       response.once('finish', () => request.destroy());
       this.refuse(response, started, peer, refusal, from);
     };
-    this.reads.set(id, {
-      since: performance.now(),
-      cut: () =>
-        cut({
-          status: 408,
-          outcome: 'timeout',
-          why: `the body was still arriving after ${formatDuration(this.options.slowBodyMs ?? 0)} while other requests waited`,
-        }),
-    });
+    slot = this.slots.take(from, (reason) =>
+      cut({ status: 408, outcome: 'timeout', why: this.cutWhy(reason, from) }),
+    );
+    if (!slot) return false;
     const timeoutMs = this.options.bodyTimeoutMs;
     if (timeoutMs !== undefined) {
       deadline = setTimeout(() => {
@@ -415,62 +425,84 @@ export class WebhookListener {
     request.on('data', (chunk: Buffer) => {
       if (done) return;
       size += chunk.length;
-      if (size > this.options.maxRequestBytes) {
+      if (size > this.options.maxRequestBytes || (whole && size > whole.length)) {
         cut(tooLarge);
         return;
       }
-      chunks.push(chunk);
+      if (whole) chunk.copy(whole, size - chunk.length);
+      else chunks.push(chunk);
     });
-    request.on('error', finish);
-    request.on('close', finish);
-    request.on('end', () => {
+    const gone = () => {
       if (done) return;
       finish();
-      const body = Buffer.concat(chunks, size);
+      this.slots.judge(from, false);
+    };
+    request.on('error', gone);
+    request.on('close', gone);
+    request.on('end', () => {
+      if (done) return;
+      const prompt = finish();
+      const body = whole ? whole.subarray(0, size) : Buffer.concat(chunks, size);
       chunks.length = 0;
-      let answer: WebhookAnswer;
-      let outcome: WebhookOutcome = 'bad_request';
+      const answered = (answer: WebhookAnswer, outcome: WebhookOutcome = 'bad_request') => {
+        this.slots.judge(from, prompt && answer.status < 400);
+        if (answer.status >= 400) {
+          this.refuse(
+            response,
+            started,
+            peer,
+            { status: answer.status, outcome, why: answer.why ?? 'the body cannot be read' },
+            from,
+          );
+          return;
+        }
+        this.count('accepted', peer);
+        this.answer(response, started, peer, 'accepted', answer.status, answer.body);
+        if (answer.after) this.takeRecords(answer.after);
+      };
+      // A route answers every body it can read; anything else is a bug, contained to this request.
+      const failed = (error: unknown) => {
+        this.options.log.warn(`${this.options.name}: a request failed: ${errorMessage(error)}`);
+        answered({ status: 500, body: '{}', why: 'internal error' }, 'internal_error');
+      };
+      let answer: WebhookAnswer | Promise<WebhookAnswer>;
       try {
         answer = route.receive(body);
       } catch (error) {
-        // A route answers every body it can read; anything else is a bug, contained to this request.
-        this.options.log.warn(`${this.options.name}: a request failed: ${errorMessage(error)}`);
-        answer = { status: 500, body: '{}', why: 'internal error' };
-        outcome = 'internal_error';
-      }
-      if (answer.status >= 400) {
-        this.refuse(
-          response,
-          started,
-          peer,
-          { status: answer.status, outcome, why: answer.why ?? 'the body cannot be read' },
-          from,
-        );
+        failed(error);
         return;
       }
-      this.count('accepted', peer);
-      this.answer(response, started, peer, 'accepted', answer.status, answer.body);
-      this.afterAnswer(answer);
+      if (answer instanceof Promise) {
+        answer
+          .then((later) => answered(later, later.outcome), failed)
+          // An answer that cannot be written any more (the client went away): its connection is closed.
+          .catch(() => response.destroy());
+      } else {
+        answered(answer, answer.outcome);
+      }
     });
-  }
-
-  /** Cuts the read that has waited longest for its body, if longer than slowBodyMs; false if none. */
-  private cutSlowestRead(): boolean {
-    const slowMs = this.options.slowBodyMs;
-    if (slowMs === undefined) return false;
-    const oldest = this.reads.values().next().value;
-    if (!oldest || performance.now() - oldest.since < slowMs) return false;
-    oldest.cut();
     return true;
   }
 
+  /** The 408 of a read that gave its place to another request (read-slots.ts). */
+  private cutWhy(reason: CutReason, from: string): string {
+    switch (reason) {
+      case 'slow':
+        return `the body was still arriving after ${formatDuration(this.options.slowBodyMs ?? 0)} while other requests waited`;
+      case 'share':
+        return `the body was still arriving while a request from another address waited, and ${from} held more of the ${this.slots.limit} reads than any other address`;
+      case 'standing':
+        return 'the body was still arriving while a request from an address whose bodies arrive promptly waited';
+    }
+  }
+
   /**
-   * Runs an answer's `after` (its records, to the join and the peers): it runs in the request's 'end'
-   * handler, where an exception would be unheard and end the process; it costs those records only.
+   * Runs `take` (a request's records, to the join and the peers: an answer's `after`, or what a route
+   * takes later) where an exception would be unheard and end the process; it costs those records only.
    */
-  private afterAnswer(answer: WebhookAnswer): void {
+  takeRecords(take: () => void): void {
     try {
-      answer.after?.();
+      take();
     } catch (error) {
       const what = 'taking the records of a request';
       const object = { resource: `the ${this.options.name}` };

@@ -19,6 +19,8 @@ export interface ObservedAdmission {
     };
     observe(observer: AdmissionObserver): void;
   };
+  /** Where large reviews are read (admission-thread.ts). */
+  thread: { readonly inFlight: number; readonly maxBytes: number };
   join: () => WhoJoinStats;
   records: () => AdmissionSourceStats;
 }
@@ -86,7 +88,7 @@ export function registerAdmissionMetrics(registry: Registry, admission: Observed
   totals(
     registry,
     'kubediff_admission_reviews_ignored_total',
-    'Admission reviews answered and not kept, by reason: dry_run, operation (CONNECT), no_object (no uid: a subresource create), not_watched (a resource kubediff does not watch), digest_failed (an object that cannot be digested, e.g. nested too deep: it could not be checked).',
+    'Admission reviews answered and not kept, by reason: dry_run, operation (CONNECT), no_object (no uid: a subresource create), not_watched (a resource kubediff does not watch), digest_failed (an object that cannot be digested, e.g. nested too deep: it could not be checked); of large reviews answered from their head: unreadable (not an AdmissionReview once parsed), thread_busy (the thread that reads them held its bound), thread_failed (it stopped: its heap limit).',
     ['reason'],
     () => {
       const { ignored } = admission.server.stats();
@@ -134,6 +136,14 @@ export function registerAdmissionMetrics(registry: Registry, admission: Observed
     registers: [registry],
     collect() {
       this.set(admission.records().records);
+    },
+  });
+  new Gauge({
+    name: 'kubediff_admission_thread_bytes',
+    help: `Bytes of large admission reviews waiting for or in the thread that reads them (bounded by ${admission.thread.maxBytes}; beyond, a review is dropped: kubediff_admission_reviews_ignored_total{reason="thread_busy"}).`,
+    registers: [registry],
+    collect() {
+      this.set(admission.thread.inFlight);
     },
   });
   const answers = new Histogram({

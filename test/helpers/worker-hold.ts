@@ -36,7 +36,7 @@ export function holdWorkersHere(worker: WorkerModule, file: string): () => void 
   };
 }
 
-function holdWhileFileExists(file: string): void {
+export function holdWhileFileExists(file: string): void {
   const cell = new Int32Array(new SharedArrayBuffer(4));
   while (existsSync(file)) Atomics.wait(cell, 0, 0, 10);
 }

@@ -471,9 +471,13 @@ describe('who made it: the admission webhook, no audit configured', { skip: need
     await as.bob.patch(`${deploys()}/deep/scale`, { spec: { replicas: 3 } });
     const scaled = await eventOf('UPDATED', 'deep', since);
     assert.deepEqual([scaled.by?.user?.username, scaled.by?.match], ['bob', 'exact']);
-    const metrics = await scrapeMetrics(metricsBase);
-    assert.equal(metrics.get('kubediff_admission_reviews_ignored_total{reason="digest_failed"}'), 1);
-    assert.match(kd.stderr, /dropped a review whose object cannot be digested \(nested too deep\)/);
+    // A body of 1 MB is read in the admission thread, after its answer: its drop is awaited, not raced.
+    const dropped = async () =>
+      (await scrapeMetrics(metricsBase)).get(
+        'kubediff_admission_reviews_ignored_total{reason="digest_failed"}',
+      );
+    assert.equal(await waitFor(dropped, { what: 'the deep review dropped as digest_failed' }), 1);
+    await kd.waitForStderr(/dropped a review whose object cannot be digested \(nested too deep\)/);
   });
 
   it("a Secret's review carries its values: they reach no output, not the state file, not the UI's API", async () => {

@@ -11,6 +11,11 @@
 // - admission reviews: the admission webhook endpoint (a client CA and a token) with hostile bodies,
 //   headers, methods and client certificates (none, another CA's, a wrong name); the same contract, and
 //   every review that is answered allowed carries its request's uid;
+// - admission reviews under load: an unauthenticated admission endpoint (as on a managed cluster) held by
+//   slow bodies from two addresses (each read finished just under the slow-body cut) while large hostile
+//   reviews (of 0.4 and 2 MB, without their head, mangled, nested far too deep) arrive from a
+//   third; every real review sent meanwhile is answered 200 with its uid and kept, the admission thread
+//   within its bound, the heap within its own;
 // - peer records: what the other replicas post (PEER_PATH), with hostile bodies and methods, from clients
 //   presenting this replica's certificate, another one, or none; the same contract;
 // - the UI: a real `kubediff ui` process with hostile paths, query parameters and methods, by a real HTTP
@@ -39,22 +44,26 @@ import { runInNewContext } from 'node:vm';
 import { Agent, request } from 'undici';
 import { exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { runValidate } from '../../src/cli/validate.ts';
+import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
 import type { AdmissionRecord } from '../../src/events/admission-match.ts';
 import type { AuditRecord } from '../../src/events/audit-match.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
 import type { JsonObject } from '../../src/kube/types.ts';
 import { AdmissionServer } from '../../src/service/admission-server.ts';
+import { AdmissionThread } from '../../src/service/admission-thread.ts';
 import { AuditServer } from '../../src/service/audit-server.ts';
 import { encodePeerRecords, readPeerRecords } from '../../src/service/peer-records.ts';
 import { PEER_PATH } from '../../src/service/webhook-listener.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { ADMISSION_CONCURRENT_REQUESTS, MEMORY_SHARES } from '../../src/util/memory-budget.ts';
 import {
   admissionWebhookConfiguration,
   needsSharedEtcd,
   registerWebhook,
   startAdmissionApiserver,
 } from '../helpers/admission-apiserver.ts';
+import { largeReviewBody, postReview, reviewBody, slowBodies } from '../helpers/admission-load.ts';
 import { payloadProblems } from '../helpers/chat-receivers.ts';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
@@ -75,6 +84,7 @@ import { assertNoLeaks, CANARY, receiverSource } from '../helpers/leak-check.ts'
 import { makeTestPki } from '../helpers/pki.ts';
 import { freePorts } from '../helpers/processes.ts';
 import { seededRandom } from '../helpers/random-json.ts';
+import { configmaps } from '../helpers/resource-types.ts';
 import { blockKitProblems } from '../helpers/slack-payload.ts';
 
 /** Inputs tried per surface (docs/security.md reports them). */
@@ -83,6 +93,7 @@ const INPUTS = {
   kubeconfig: 2_000,
   audit: 2_000,
   admission: 2_000,
+  admissionLoad: 12,
   peer: 1_000,
   ui: 3_000,
   objects: 250,
@@ -370,6 +381,15 @@ describe('the hostile-input harness', () => {
     warn: (line: string) => logged.push(line),
     debug: (line: string) => logged.push(line),
   });
+  const threads: AdmissionThread[] = [];
+  after(() => Promise.all(threads.map((thread) => thread.close())));
+  /** The thread where an admission webhook reads large reviews, watching configmaps. */
+  const admissionThread = (maxRequestBytes: number) => {
+    const thread = new AdmissionThread({ ignoredPaths: DEFAULT_IGNORED_PATHS }, { maxRequestBytes });
+    thread.update([{ type: configmaps, redactPaths: [] }]);
+    threads.push(thread);
+    return thread;
+  };
   /** POSTs (or another method) through `agent`; never throws for an answer, only for no answer. */
   const send = async (
     agent: Agent,
@@ -408,6 +428,7 @@ describe('the hostile-input harness', () => {
       token: SECRET,
       maxRequestBytes: 256 * 1024,
       digest: () => ({ digest: 'd' }),
+      thread: admissionThread(256 * 1024),
       onRecords: (records) => received.push(...records),
       log: logInto(logged),
     });
@@ -484,6 +505,122 @@ describe('the hostile-input harness', () => {
     figures.admission = INPUTS.admission;
   });
 
+  it(`admission reviews under load: ${INPUTS.admissionLoad} large hostile reviews and 16 slow-body connections at an unauthenticated endpoint`, async () => {
+    const random = seededRandom(SEED + 8);
+    const pki = makeTestPki();
+    const files = { certFile: path.join(dir, 'load.crt'), keyFile: path.join(dir, 'load.key') };
+    await writeFile(files.certFile, pki.serverCert);
+    await writeFile(files.keyFile, pki.serverKey);
+    const received = new Set<string>();
+    // admission.maxRequestSize's default on a heap of 768 MiB up (8 MiB).
+    const maxRequestBytes = MEMORY_SHARES.admissionBodies.maxBytes / ADMISSION_CONCURRENT_REQUESTS;
+    const thread = admissionThread(maxRequestBytes);
+    // As on a managed cluster: whoever reaches the port may post, slowly or hugely.
+    const server = await AdmissionServer.start({
+      listen: '127.0.0.1:0',
+      ...files,
+      maxRequestBytes,
+      digest: () => ({ digest: 'd' }),
+      thread,
+      onRecords: (records) => {
+        for (const record of records) received.add(record.reviewUID);
+      },
+      log: logInto([]),
+    });
+    const url = `https://${server.address}/review`;
+    const attack = slowBodies({
+      port: Number(server.address.split(':')[1]),
+      ca: pki.caPem,
+      addresses: ['127.0.0.2', '127.0.0.3'],
+      perAddress: 8,
+      cycleMs: 950,
+    });
+    // Built once, each sent with a uid of its own: 0.4 and 2 MB.
+    const bodies = [largeReviewBody(20_000), largeReviewBody(100_000)];
+    /** A large body: a review of 0.4 or 2 MB, without its head, mangled, or nested too deep. */
+    const large = (index: number): string => {
+      const uid = `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`;
+      const review = bodies[Math.floor(random() * bodies.length)] as (typeof bodies)[number];
+      const text = review.withUid(uid).toString();
+      switch (Math.floor(random() * 5)) {
+        case 0:
+          return `{"padding":"${'x'.repeat(128 * 1024)}",${text.slice(1)}`;
+        case 1:
+          return mangled(random, text);
+        case 2:
+          return `${text.slice(0, -2)},"deep":${'['.repeat(500_000)}${']'.repeat(500_000)}}}`;
+        default:
+          return text;
+      }
+    };
+    const documented = new Set([200, 400, 408, 413, 503]);
+    // From an address of their own: the API server's (the real reviews') is 127.0.0.1.
+    const agents = [0, 1, 2].map(
+      () => new Agent({ connect: { ca: pki.caPem, localAddress: '127.0.0.4' }, connections: 1 }),
+    );
+    const realAgent = new Agent({ connect: { ca: pki.caPem }, connections: 1 });
+    const real: string[] = [];
+    const before = heapMiB();
+    let sent = 0;
+    try {
+      // Every read taken by the attack before anything is sent.
+      while (!attack.statuses.has(503)) await new Promise((resolve) => setTimeout(resolve, 10));
+      const posting = (async () => {
+        const broken: string[] = [];
+        // Three at once, as long as the real reviews go on.
+        await Promise.all(
+          agents.map(async (agent, lane) => {
+            for (let index = lane; index < INPUTS.admissionLoad; index += agents.length) {
+              sent++;
+              let answer: { status: number; text: string };
+              try {
+                answer = await send(agent, url, large(index), {});
+              } catch (error) {
+                broken.push(`seed ${SEED + 8}, input ${index}: no answer: ${(error as Error).message}`);
+                continue;
+              }
+              const problem = answerProblem(answer, documented);
+              if (problem) broken.push(`seed ${SEED + 8}, input ${index}: ${problem}`);
+            }
+          }),
+        );
+        return broken;
+      })();
+      // Real reviews, one after another, until the large ones are all sent.
+      const answers: string[] = [];
+      let done = false;
+      void posting.finally(() => {
+        done = true;
+      });
+      while (!done || real.length < 20) {
+        const uid = `11111111-0000-4000-8000-${String(real.length).padStart(12, '0')}`;
+        real.push(uid);
+        const answer = await postReview(realAgent, url, reviewBody(uid));
+        answers.push(
+          answer.status === 200 && answer.uid === uid && answer.allowed ? 'ok' : JSON.stringify(answer),
+        );
+      }
+      assert.deepEqual(await posting, []);
+      assert.deepEqual(
+        answers.filter((answer) => answer !== 'ok'),
+        [],
+        `${real.length} real reviews among the slow bodies and ${sent} large ones: each answered 200 with its uid`,
+      );
+      assert.deepEqual(
+        real.filter((uid) => !received.has(uid)),
+        [],
+        'every real review is kept',
+      );
+      assert.ok(thread.inFlight <= thread.maxBytes, 'the thread holds at most its bound');
+      assert.ok(heapMiB() - before < HEAP_GROWTH_MIB, 'the heap stays within its bound');
+    } finally {
+      await attack.stop();
+      await Promise.all([...agents, realAgent].map((agent) => agent.close()));
+      await server.close();
+    }
+    figures.admissionLoad = INPUTS.admissionLoad;
+  });
+
   it(`peer records: ${INPUTS.peer} hostile bodies and methods from this replica's certificate, another and none`, async () => {
     const random = seededRandom(SEED + 6);
     const pki = makeTestPki();
@@ -498,6 +635,7 @@ describe('the hostile-input harness', () => {
       ...files,
       maxRequestBytes: 256 * 1024,
       digest: () => ({ digest: 'd' }),
+      thread: admissionThread(256 * 1024),
       onRecords: () => {},
       // As src/cli/who-sources.ts reads them.
       peerRoute: {

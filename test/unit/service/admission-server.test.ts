@@ -1,9 +1,11 @@
 // src/service/admission-server.ts and admission-review.ts on loopback: every AdmissionReview is answered
 // allowed, with its uid, and only then kept as a record (nothing of the object but what it is checked by:
 // admission-digests.ts); dry runs, CONNECT, uid-less subresource creates, unwatched resources and objects
-// that cannot be digested are answered and dropped; the endpoint
-// may run unauthenticated (managed clusters); bodies are bounded. The listener (webhook-listener.ts) ends
-// connections stuck in their TLS handshake on close.
+// that cannot be digested are answered and dropped; the endpoint may run unauthenticated (managed
+// clusters); bodies are bounded. A large review is answered from its head and read in the admission
+// thread (admission-thread.ts, its real worker held by the test where the test needs it to be still
+// reading): small reviews are answered and kept meanwhile, and the thread's bounds drop a review, counted,
+// never an answer. The listener (webhook-listener.ts) ends connections stuck in their TLS handshake on close.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
@@ -18,16 +20,29 @@ import { AdmissionDigests } from '../../../src/events/admission-digests.ts';
 import type { AdmissionRecord } from '../../../src/events/admission-match.ts';
 import { objectDigest } from '../../../src/events/object-digest.ts';
 import type { JsonObject, ResourceType } from '../../../src/kube/types.ts';
-import { readAdmissionReview } from '../../../src/service/admission-review.ts';
-import { AdmissionServer, type AdmissionServerOptions } from '../../../src/service/admission-server.ts';
+import { type ReviewedWrite, readAdmissionReview } from '../../../src/service/admission-review.ts';
+import {
+  AdmissionServer,
+  type AdmissionServerOptions,
+  SMALL_REVIEW_BYTES,
+} from '../../../src/service/admission-server.ts';
+import { AdmissionThread } from '../../../src/service/admission-thread.ts';
 import { WEBHOOK_LISTENER_LIMITS, WebhookListener } from '../../../src/service/webhook-listener.ts';
 import type { Logger } from '../../../src/util/log.ts';
+import { formatSize } from '../../../src/util/size.ts';
+import { largeReviewBody } from '../../helpers/admission-load.ts';
+import { HELD_ADMISSION_WORKER, type HeldStart } from '../../helpers/held-admission-worker.ts';
 import { assertNoLeaks, secretValue } from '../../helpers/leak-check.ts';
 import { makeTestPki, type TestPki } from '../../helpers/pki.ts';
 import { seededRandom } from '../../helpers/random-json.ts';
 import { configmaps, deployments, secrets } from '../../helpers/resource-types.ts';
 
 const quiet: Logger = { info: () => {}, debug: () => {}, warn: () => {} };
+
+/** Resolves once `check` holds: what the admission thread does comes back on its own time. */
+async function until(check: () => boolean, _what: string): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
 
 function reviewBody(overrides: Record<string, unknown> = {}, object: Record<string, unknown> = {}): string {
   const metadata = { name: 'web', namespace: 'shop', uid: 'u1', resourceVersion: '4' };
@@ -196,6 +211,7 @@ describe('the admission webhook endpoint', () => {
   let pki: TestPki;
   let files: { certFile: string; keyFile: string; clientCAFile: string };
   const servers: AdmissionServer[] = [];
+  const threads: AdmissionThread[] = [];
   const agents: Agent[] = [];
 
   before(async () => {
@@ -215,10 +231,21 @@ describe('the admission webhook endpoint', () => {
 
   after(async () => {
     await Promise.all(servers.map((server) => server.close()));
+    await Promise.all(threads.map((thread) => thread.close()));
     await Promise.all(agents.map((agent) => agent.close()));
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** The admission thread, watching configmaps, with the test's hold and stop files (HeldStart). */
+  const thread = (held: Omit<HeldStart, 'ignoredPaths'> = {}, maxBytes?: number) => {
+    const started = new AdmissionThread(
+      { ignoredPaths: DEFAULT_IGNORED_PATHS, ...held },
+      { maxRequestBytes: 0, ...(maxBytes ? { maxBytes } : {}), workerUrl: HELD_ADMISSION_WORKER },
+    );
+    started.update([{ type: configmaps, redactPaths: [] }]);
+    threads.push(started);
+    return started;
+  };
   const start = async (options: Partial<AdmissionServerOptions> = {}) => {
     const records: AdmissionRecord[] = [];
     const server = await AdmissionServer.start({
@@ -226,6 +253,7 @@ describe('the admission webhook endpoint', () => {
       certFile: files.certFile,
       keyFile: files.keyFile,
       maxRequestBytes: 64 * 1024,
+      thread: options.thread ?? thread(),
       digest: (write) =>
         write.resource === 'configmaps' ? { digest: `digest-of-${write.name}` } : undefined,
       onRecords: (taken) => records.push(...taken),
@@ -300,12 +328,16 @@ describe('the admission webhook endpoint', () => {
       maxRequestBytes: 8 * 1024 * 1024,
       digest: (write) => digests.of(write),
     });
-    const depth = 500_000;
-    const deep = reviewBody({}, { data: { a: '2' }, spec: {} }).replace(
-      '"spec":{}',
-      `"spec":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
-    );
-    for (let n = 0; n < 2; n++) assert.equal((await post(server.address, deep)).status, 200);
+    const deep = (depth: number) =>
+      reviewBody({}, { data: { a: '2' }, spec: {} }).replace(
+        '"spec":{}',
+        `"spec":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+      );
+    // A small review is digested where it is answered; a large one in the admission thread: both dropped.
+    assert.ok(deep(10_000).length <= SMALL_REVIEW_BYTES && deep(500_000).length > SMALL_REVIEW_BYTES);
+    for (const depth of [10_000, 500_000])
+      assert.equal((await post(server.address, deep(depth))).status, 200);
+    await until(() => server.stats().ignored.get('digest_failed') === 2, 'the thread drops the large one');
     assert.equal((await post(server.address, reviewBody({ uid: 'review-2' }))).status, 200);
     assert.deepEqual(
       records.map((record) => record.reviewUID),
@@ -360,6 +392,132 @@ describe('the admission webhook endpoint', () => {
     await assertNoLeaks([
       { name: 'records', read: () => JSON.stringify(records), expect: 'review-1' },
       { name: 'log', read: () => lines.join('\n'), expect: 'receiving admission reviews' },
+    ]);
+  });
+
+  /** A large review's answer: status and uid. */
+  const answerOf = (answer: { status: number; body: string }) => ({
+    status: answer.status,
+    uid: answer.status === 200 ? (JSON.parse(answer.body) as { response: { uid: string } }).response.uid : '',
+  });
+  /** The digest the watch's own normalizer gives the object of a review (main thread). */
+  const digestOf = (body: Buffer) => {
+    const reading = readAdmissionReview(body.toString('utf8'));
+    const digests = new AdmissionDigests(
+      new Normalizer({ ignore: new PathMatcher(DEFAULT_IGNORED_PATHS), redactor: new Redactor() }),
+    );
+    digests.update([configmaps]);
+    return digests.of((reading as { write: ReviewedWrite }).write)?.digest;
+  };
+
+  it('a large review is answered from its head at once; while the thread still reads it, small reviews are answered and kept', async () => {
+    const hold = path.join(dir, 'hold-large');
+    await writeFile(hold, '');
+    const { server, records } = await start({ thread: thread({ hold }), maxRequestBytes: 16 * 1024 * 1024 });
+    const large = largeReviewBody(20_000).withUid('8d1c6e0a-55f3-4c5e-9b1e-3f3a3f0c2d11');
+    assert.ok(large.length > SMALL_REVIEW_BYTES);
+    assert.deepEqual(answerOf(await post(server.address, large.toString())), {
+      status: 200,
+      uid: '8d1c6e0a-55f3-4c5e-9b1e-3f3a3f0c2d11',
+    });
+    // The large review is held in the thread: a small one is answered and kept meanwhile.
+    assert.deepEqual(answerOf(await post(server.address, reviewBody())), { status: 200, uid: 'review-1' });
+    assert.deepEqual(
+      records.map((record) => record.reviewUID),
+      ['review-1'],
+      'the small review is kept while the large one is still being read',
+    );
+    await rm(hold);
+    await until(() => records.length === 2, "the large review's record");
+    const { time: _time, ...kept } = records[1] as AdmissionRecord;
+    assert.deepEqual(kept, {
+      reviewUID: '8d1c6e0a-55f3-4c5e-9b1e-3f3a3f0c2d11',
+      operation: 'UPDATE',
+      group: '',
+      resource: 'configmaps',
+      namespace: 'load',
+      name: 'large',
+      uid: 'uid-of-large',
+      oldResourceVersion: '4',
+      // Digested in the thread exactly as the watch's normalizer would here.
+      digest: digestOf(large),
+      user: { username: 'bob', uid: 'bob-uid', groups: ['system:authenticated'] },
+    });
+  });
+
+  it("beyond the thread's bound a large review is still answered, and dropped: counted, logged once", async () => {
+    const hold = path.join(dir, 'hold-bound');
+    await writeFile(hold, '');
+    const lines: string[] = [];
+    const log: Logger = { info: () => {}, debug: () => {}, warn: (line) => lines.push(line) };
+    const large = largeReviewBody(20_000);
+    // The thread holds one such review at most.
+    const held = thread({ hold }, large.body.length);
+    const { server, records } = await start({ thread: held, maxRequestBytes: large.body.length, log });
+    const uids = ['0a5d3c6e-1f2b-4a7c-8e9d-0b1c2d3e4f50', '1b6e4d7f-2a3c-4b8d-9f0e-1c2d3e4f5061'];
+    for (const uid of uids) {
+      assert.deepEqual(answerOf(await post(server.address, large.withUid(uid).toString())), {
+        status: 200,
+        uid,
+      });
+    }
+    assert.deepEqual(Object.fromEntries(server.stats().ignored), { thread_busy: 1 });
+    await rm(hold);
+    await until(() => records.length === 1, 'the first review kept');
+    assert.equal(records[0]?.reviewUID, uids[0]);
+    assert.deepEqual(lines, [
+      `admission webhook: ${formatSize(large.body.length)} of large reviews are waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user. Counted in kubediff_admission_reviews_ignored_total{reason="thread_busy"}; logged once.`,
+    ]);
+  });
+
+  it('a large review whose uid is not in its head is answered once the thread has read it; a large body that is no review: 400', async () => {
+    const { server, records } = await start({ maxRequestBytes: 16 * 1024 * 1024 });
+    const padded = JSON.stringify({
+      padding: 'x'.repeat(2 * SMALL_REVIEW_BYTES),
+      ...(JSON.parse(reviewBody()) as Record<string, unknown>),
+    });
+    assert.deepEqual(answerOf(await post(server.address, padded)), { status: 200, uid: 'review-1' });
+    await until(() => records.length === 1, 'its record');
+    const garbage = await post(server.address, `[${'1,'.repeat(SMALL_REVIEW_BYTES)}1]`);
+    assert.equal(garbage.status, 400);
+    assert.match(garbage.body, /not an admission\.k8s\.io\/v1 AdmissionReview/);
+  });
+
+  it('a large review whose body is no review once read whole, or names another uid, is dropped as unreadable', async () => {
+    const { server, records } = await start({ maxRequestBytes: 16 * 1024 * 1024 });
+    const large = largeReviewBody(20_000).body.toString();
+    // Its head, then a body cut short; its head, then a second uid that JSON.parse takes.
+    const broken = large.slice(0, -10);
+    const twice = large.replace('"kind":{"group"', '"uid":"another","kind":{"group"');
+    for (const body of [broken, twice]) assert.equal((await post(server.address, body)).status, 200);
+    await until(() => server.stats().ignored.get('unreadable') === 2, 'both dropped');
+    assert.deepEqual(records, []);
+  });
+
+  it('the thread stopped while reading (its heap limit): the review is dropped, logged once; the next is read by a new thread', async () => {
+    const stopWhile = path.join(dir, 'stop');
+    await writeFile(stopWhile, '');
+    const lines: string[] = [];
+    const log: Logger = { info: () => {}, debug: () => {}, warn: (line) => lines.push(line) };
+    const { server, records } = await start({
+      thread: thread({ stopWhile }),
+      maxRequestBytes: 16 * 1024 * 1024,
+      log,
+    });
+    const large = largeReviewBody(20_000);
+    const first = '2c7f5e8a-3b4d-4c9e-8a1f-2d3e4f506172';
+    assert.deepEqual(answerOf(await post(server.address, large.withUid(first).toString())), {
+      status: 200,
+      uid: first,
+    });
+    await until(() => server.stats().ignored.get('thread_failed') === 1, 'the review dropped');
+    await rm(stopWhile);
+    const second = '3d8a6f9b-4c5e-4d0f-9b2a-3e4f50617283';
+    await post(server.address, large.withUid(second).toString());
+    await until(() => records.length === 1, 'the next review kept');
+    assert.equal(records[0]?.reviewUID, second);
+    assert.deepEqual(lines, [
+      'admission webhook: the thread that reads large reviews stopped; the reviews it held are dropped, its writes named by no user, and it is started again for the next one. Counted in kubediff_admission_reviews_ignored_total{reason="thread_failed"}; logged once.',
     ]);
   });
 

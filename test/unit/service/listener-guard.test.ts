@@ -1,7 +1,8 @@
 // src/service/listener-guard.ts on real servers on loopback: what a connection does wrong stays with that
 // connection (a request Node cannot parse, a write after an answer ended, which Node throws from an
 // unheard 'error' event and so ends the process), counted and logged once; the connection cap lets a
-// real request in past a flood of idle sockets (they give way, oldest first); a TLS handshake that never
+// real request in past a flood of idle sockets (they give way, oldest first; those of the address holding
+// the most; those that sent nothing before one whose TLS handshake has begun); a TLS handshake that never
 // starts is cut at its timeout.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -9,6 +10,7 @@ import type { Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { after, test } from 'node:test';
+import { connect as tlsConnect } from 'node:tls';
 import {
   guardedServerOptions,
   ListenerGuard,
@@ -47,12 +49,16 @@ async function listen(server: HttpServer): Promise<number> {
   return address.port;
 }
 
-/** A raw TCP connection that sends `text` (if any) and collects what comes back until it closes. */
+/**
+ * A raw TCP connection (from `from`, a loopback address: 127.0.0.1 unless told) that sends `text` (if any)
+ * and collects what comes back until it closes.
+ */
 async function rawConnection(
   port: number,
   text?: string,
+  from = '127.0.0.1',
 ): Promise<{ socket: Socket; closed: Promise<string> }> {
-  const socket = connect(port, '127.0.0.1');
+  const socket = connect({ port, host: '127.0.0.1', localAddress: from });
   await once(socket, 'connect');
   let received = '';
   socket.on('data', (chunk: Buffer) => {
@@ -118,6 +124,72 @@ test('at the cap, a new connection replaces the oldest idle one: a real request 
   assert.equal(await answer.text(), 'ok\n');
   assert.equal(guard.stats().get('limit'), 7, 'six of the flood, and one for the request');
   assert.equal(log.warnings.filter((line) => /reason="limit"/.test(line)).length, 1);
+});
+
+test("at the cap, a flood from another address never closes a real client's connection, however late it sends its request", async () => {
+  const log = logger();
+  const server = createServer(guardedServerOptions(LIMITS));
+  const guard = ListenerGuard.attach(server, 'health', LIMITS, log);
+  server.on('request', (_request, response) => response.end('ok\n'));
+  const port = await listen(server);
+  // The real client connects first and has sent nothing yet: the oldest connection that proved nothing.
+  const real = await rawConnection(port);
+  const flood = [];
+  for (let i = 0; i < 10; i++) flood.push(await rawConnection(port, undefined, '127.0.0.2'));
+  // Each connection beyond the 4th closed one: the server has taken all 10.
+  while ((guard.stats().get('limit') ?? 0) < 7) await new Promise((resolve) => setImmediate(resolve));
+  real.socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  assert.match(await real.closed, /200 OK[\s\S]*ok\n$/);
+  // The address holding the most gave way instead, oldest first: the first 7 of the flood are gone.
+  for (const idle of flood.slice(0, 7)) assert.equal(await idle.closed, '');
+  assert.equal(guard.stats().get('limit'), 7);
+  assert.match(
+    log.warnings.join('\n'),
+    /^health and metrics \(--listen\): 4 connections are open, the most served; a new one replaces one of the address holding the most: /m,
+  );
+});
+
+test('at the cap of one address, a connection that has started its TLS handshake outlasts those that sent nothing', async () => {
+  const log = logger();
+  const pki = makeTestPki();
+  const limits: ListenerLimits = {
+    ...LIMITS,
+    maxConnections: 64,
+    maxConnectionsPerAddress: 4,
+    handshakeTimeoutMs: 60_000,
+  };
+  const server = createHttpsServer({
+    ...guardedServerOptions(limits),
+    cert: pki.serverCert,
+    key: pki.serverKey,
+  });
+  const guard = ListenerGuard.attach(server, 'audit', limits, log);
+  server.on('request', (_request, response) => response.end('ok\n'));
+  const port = await listen(server);
+  // A real client, its handshake done (so its bytes were read), and no request sent yet: as the API server
+  // is when a flood from its own address arrives while it is still connecting.
+  const real = tlsConnect({ port, host: '127.0.0.1', ca: pki.caPem, servername: 'localhost' });
+  closers.push(async () => {
+    real.destroy();
+  });
+  await once(real, 'secureConnect');
+  let received = '';
+  real.on('data', (chunk: Buffer) => {
+    received += chunk.toString();
+  });
+  real.on('error', () => {});
+  const closed = once(real, 'close');
+  const flood = [];
+  for (let i = 0; i < 10; i++) flood.push(await rawConnection(port));
+  while ((guard.stats().get('address_limit') ?? 0) < 7) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  real.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  await closed;
+  assert.match(received, /200 OK[\s\S]*ok\n$/);
+  // Its own address's silent connections gave way instead, oldest first: the first 7 of the flood.
+  for (const idle of flood.slice(0, 7)) assert.equal(await idle.closed, '');
+  assert.equal(guard.stats().get('address_limit'), 7);
 });
 
 test('at the cap with every connection busy, a new connection is closed at once', async () => {

@@ -16,12 +16,16 @@ import {
 } from '../../../src/service/webhook-listener.ts';
 import { EventFailures } from '../../../src/util/event-failures.ts';
 import type { Logger } from '../../../src/util/log.ts';
+import { reviewBody, slowBodies } from '../../helpers/admission-load.ts';
 import { makeTestPki, type TestPki } from '../../helpers/pki.ts';
 
 function logger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
   return { warnings, info: () => {}, debug: () => {}, warn: (message) => warnings.push(message) };
 }
+
+/** The request uid of a review body. */
+const uidOf = (body: Buffer) => (JSON.parse(body.toString()) as { request: { uid: string } }).request.uid;
 
 const OK: WebhookRoute = { receive: () => ({ status: 200, body: '{"ok":true}' }) };
 
@@ -176,7 +180,7 @@ describe('the webhook listener', () => {
     assert.equal(listener.guard.stats().get('limit'), 1);
     assert.match(
       log.warnings.join('\n'),
-      /^admission webhook: 64 connections are open, the most served; a new one replaces the oldest that has sent nothing yet, else the one idle longest; the connection is closed/m,
+      /^admission webhook: 64 connections are open, the most served; a new one replaces one of the address holding the most: the oldest that has sent nothing yet, else the one idle longest; the connection is closed/m,
     );
   });
 
@@ -213,6 +217,55 @@ describe('the webhook listener', () => {
       assert.match(await connection.closed, /^HTTP\/1\.1 408 [\s\S]*the body did not arrive within 300ms\n/);
     }
     assert.equal(listener.stats().requests.get('timeout'), 8);
+  });
+
+  it('slow bodies from two addresses holding every read, each under the slow-body cut: every real review is answered', async () => {
+    // What admission-server.ts sets (8 reads, 5 s, 1 s), and issue 36's attack: 8 keep-alive connections
+    // from each of two addresses, each finishing a body and starting the next every 950 ms.
+    const { listener } = await start({
+      route: { receive: (body) => ({ status: 200, body: `{"uid":${JSON.stringify(uidOf(body))}}` }) },
+      maxRequestBytes: 64 * 1024,
+      bodyTimeoutMs: 5_000,
+      slowBodyMs: 1_000,
+    });
+    const attack = slowBodies({
+      port: listener.port,
+      ca: pki.caPem,
+      addresses: ['127.0.0.2', '127.0.0.3'],
+      perAddress: 8,
+      cycleMs: 950,
+    });
+    try {
+      // Every read taken: the attack's own surplus requests are refused.
+      while (!attack.statuses.has(503)) await new Promise((resolve) => setTimeout(resolve, 10));
+      const answers: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const uid = `real-${i}`;
+        const answer = await post(listener.port, reviewBody(uid));
+        answers.push(
+          answer.startsWith('HTTP/1.1 200 ') && answer.includes(`{"uid":"${uid}"}`) ? 'ok' : answer,
+        );
+      }
+      assert.deepEqual(answers, Array(20).fill('ok'));
+    } finally {
+      await attack.stop();
+    }
+  });
+
+  it('a 503 carries a Retry-After only when asked to (the audit webhook); the API server waits out an admission one', async () => {
+    const answers = [];
+    for (const busyRetryAfterSeconds of [undefined, 1]) {
+      const { listener } = await start({
+        maxConcurrentRequests: 1,
+        bodyTimeoutMs: 3_600_000,
+        ...(busyRetryAfterSeconds ? { busyRetryAfterSeconds } : {}),
+      });
+      await open(listener.port, 'POST /review HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{');
+      answers.push(await post(listener.port));
+    }
+    assert.match(answers[0] ?? '', /^HTTP\/1\.1 503 /);
+    assert.doesNotMatch(answers[0] ?? '', /retry-after/i);
+    assert.match(answers[1] ?? '', /^HTTP\/1\.1 503 [\s\S]*\r\nretry-after: 1\r\n/i);
   });
 
   it('with every read held by a slow body, a new review takes the place of the one waiting longest (408)', async () => {
