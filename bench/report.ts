@@ -21,6 +21,8 @@ import type { StartupComparison, StartupFigures } from './startup.ts';
 import { stateSection } from './state-report.ts';
 import type { StoryFigures } from './stories.ts';
 import type { HeapFigures, SyncTimeFigures } from './sync.ts';
+import type { LargeSyncFigures } from './sync-large.ts';
+import { largeSyncRows, largeSyncSection } from './sync-large-report.ts';
 import type { UiObjectFigures } from './ui-object.ts';
 import { uiSection } from './ui-report.ts';
 
@@ -45,6 +47,7 @@ export const FIGURES = {
   admission: { number: 13, key: 'admission' },
   'log-sinks': { number: 15, key: 'logSinks' },
   'ui-object': { number: 16, key: 'uiObject' },
+  'sync-large': { number: 17, key: 'syncLarge' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -310,6 +313,8 @@ export function rows(result: Result): Row[] {
   }
   const admission = result.admission as AdmissionFigures | undefined;
   if (admission) out.push(admissionRow(admission));
+  const syncLarge = result.syncLarge as LargeSyncFigures | undefined;
+  if (syncLarge) out.push(...largeSyncRows(syncLarge));
   const kafka = result.kafka as KafkaFigures | undefined;
   if (kafka) {
     out.push({
@@ -694,6 +699,8 @@ ${markdownTable(
   if (stories) parts.push(storiesSection(stories));
   const admissionFigures = result.admission as AdmissionFigures | undefined;
   if (admissionFigures) parts.push(admissionSection(admissionFigures));
+  const syncLargeFigures = result.syncLarge as LargeSyncFigures | undefined;
+  if (syncLargeFigures) parts.push(largeSyncSection(syncLargeFigures));
   const history = historySection();
   if (history) parts.push(history);
   const logSinks = result.logSinks as LogSinkFigures | undefined;
