@@ -59,6 +59,8 @@ export interface Handover {
   reported?: ChangeEvent | undefined;
   /** The observers of the source it came from alone (a cluster's state recorder): see source(). */
   sourceObservers?: readonly PipelineObserver[] | undefined;
+  /** The cluster of the source it came from (a fleet's fence holds or drops a cluster's handovers). */
+  cluster?: string | undefined;
 }
 
 /** Per sink, in the router's order: how many events it had accepted. */
@@ -183,6 +185,7 @@ export class Pipeline {
           change: { kind: 'added', type, object, ...(context.initial ? { initial: true as const } : {}) },
           event: builder.added(type, object, context),
           sourceObservers,
+          cluster,
         }),
       onUpdate: (type, previous, current, context) =>
         enter({
@@ -195,6 +198,7 @@ export class Pipeline {
           },
           event: builder.updated(type, previous, current, context),
           sourceObservers,
+          cluster,
         }),
       onDelete: (type, last, context) =>
         enter({
@@ -206,9 +210,10 @@ export class Pipeline {
           },
           event: builder.deleted(type, last, context),
           sourceObservers,
+          cluster,
         }),
       onBaseline: (type, object) =>
-        enter({ change: { kind: 'baseline', type, object }, event: undefined, sourceObservers }),
+        enter({ change: { kind: 'baseline', type, object }, event: undefined, sourceObservers, cluster }),
       onState: (informer, state) => {
         for (const observer of observers) observer.stateChanged?.(informer, state, cluster);
       },

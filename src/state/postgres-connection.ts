@@ -157,6 +157,21 @@ export abstract class PostgresConnection {
     }
   }
 
+  /** Runs `work` in one transaction on the connection: committed, or rolled back when it throws. */
+  protected async transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    return this.run(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const result = await work(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
   async close(): Promise<void> {
     const client = this.client;
     this.client = undefined;
