@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   diff: async () => (await import('./commands/diff.ts')).diffCommand(),
   blame: async () => (await import('./commands/blame.ts')).blameCommand(),
   migrate: async () => (await import('./commands/migrate.ts')).migrateCommand(),
+  fleet: async () => (await import('./commands/fleet.ts')).fleetCommand(),
   ui: async () => (await import('./commands/ui.ts')).uiCommand(),
   validate: async () => (await import('./commands/validate.ts')).validateCommand(),
 };

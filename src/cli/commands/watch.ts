@@ -10,6 +10,7 @@ import { stderrLogger } from '../../util/log.ts';
 import { newCommand } from '../command.ts';
 import { CLUSTER_SELECTION } from '../flags/cluster-selection.ts';
 import { addFlagGroup, addFlags } from '../flags/flag-spec.ts';
+import { FLEET } from '../flags/fleet.ts';
 import { CONFIG_FLAG, DEBUG_FLAG } from '../flags/general.ts';
 import { IN_CLUSTER } from '../flags/in-cluster.ts';
 import { WATCH_OUTPUT } from '../flags/output.ts';
@@ -32,6 +33,7 @@ const GROUPS = [
   SINKS,
   STORIES,
   STATE_AND_UI,
+  FLEET,
   IN_CLUSTER,
   WHO,
 ];

@@ -82,6 +82,8 @@ describe('`kubediff watch --help`', () => {
       'State and UI (5 more with --help-all):',
       '--state <file|url>',
       '--ui <addr>',
+      'Fleet of replicas (2 more with --help-all):',
+      '--fleet <name>',
       'Running in a cluster (7 more with --help-all):',
       '--listen <addr>',
       '--leader-elect',
@@ -121,8 +123,8 @@ describe('`kubediff watch --help`', () => {
       '--help-all',
       '-h, --help',
     ]);
-    // 74 flags, --help-all and --help.
-    assert.equal(listed.length, 76);
+    // 77 flags, --help-all and --help.
+    assert.equal(listed.length, 79);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);
@@ -175,6 +177,7 @@ describe('`kubediff --help` and a bare `kubediff`', () => {
       'diff',
       'blame',
       'migrate',
+      'fleet',
       'ui',
       'validate',
       'help',
@@ -212,6 +215,7 @@ describe('every command', () => {
       'diff',
       'blame',
       'migrate',
+      'fleet',
       'ui',
       'validate',
     ];
