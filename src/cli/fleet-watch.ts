@@ -157,6 +157,7 @@ export class FleetWatch implements FleetClusters {
       replica: this.settings.replica,
       incarnation: this.incarnation,
       epoch,
+      replicaTimeoutMs: this.settings.replicaTimeoutMs,
     };
     let said = false;
     while (!owned.abort.signal.aborted) {

@@ -24,6 +24,7 @@ import { assignClusters, type Unowned } from './fleet-assignment.ts';
 import type { FleetFence } from './fleet-fence.ts';
 import type { ClusterRow, FleetView, MoveRow } from './fleet-rows.ts';
 import {
+  beatIntervalMs,
   type FleetIdentity,
   type OwnedProgress,
   type ReplicaProfile,
@@ -108,7 +109,7 @@ export class FleetMember {
     this.store = options.store;
     this.profile = options.profile;
     this.timeoutMs = options.timeoutMs;
-    this.beatMs = Math.max(1, Math.floor(options.timeoutMs / 5));
+    this.beatMs = beatIntervalMs(options.timeoutMs);
     this.clusters = options.clusters;
     this.fence = options.fence;
     this.log = options.log;

@@ -15,7 +15,7 @@
 import type pg from 'pg';
 import { KubediffError } from '../util/errors.ts';
 import { aliveSql, type FleetView, type MoveReason, type MoveRow, readFleet } from './fleet-rows.ts';
-import { PostgresConnection, type PostgresStateOptions } from './postgres-connection.ts';
+import { fleetSessionLimits, PostgresConnection, type PostgresStateOptions } from './postgres-connection.ts';
 import { migrateOn } from './postgres-migrations.ts';
 
 /** Who this process is in the fleet. */
@@ -49,6 +49,11 @@ const FORGET_AFTER = '24 hours';
 /** The moves kept per fleet. */
 export const MOVES_KEPT = 1_000;
 
+/** How often a replica beats: a fifth of the replica timeout, so that a few lost beats do not cost its clusters. */
+export function beatIntervalMs(timeoutMs: number): number {
+  return Math.max(1, Math.floor(timeoutMs / 5));
+}
+
 /** The replica's process was replaced by another of the same name while this one was cut off. */
 export class ReplicaReplaced extends KubediffError {}
 
@@ -58,9 +63,21 @@ export class FleetStore extends PostgresConnection {
   private migrated = false;
 
   constructor(options: PostgresStateOptions, identity: FleetIdentity, timeoutMs: number) {
-    super(options);
+    super(options, undefined, fleetSessionLimits(timeoutMs));
     this.identity = identity;
     this.timeoutMs = timeoutMs;
+  }
+
+  /**
+   * Every transaction of the fleet waits at most a beat for a row lock: a lock held by a replica paused
+   * mid-write is released within half the timeout (fleetSessionLimits), and this one's beat goes on meanwhile
+   * (a claim that could not lock is tried again at the next beat).
+   */
+  protected override transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    return super.transaction(async (client) => {
+      await client.query(`SET LOCAL lock_timeout = ${beatIntervalMs(this.timeoutMs)}`);
+      return work(client);
+    });
   }
 
   protected override async connected(client: pg.Client): Promise<void> {

@@ -21,6 +21,23 @@ export interface PostgresStateOptions {
   passwordFile?: string | undefined;
 }
 
+/**
+ * Limits the server holds a session to (a fleet's sessions, docs/fleets.md): a transaction left open by a
+ * process that was paused or cut off mid-way is ended, and its row locks released, after
+ * `idleInTransactionMs`.
+ */
+export interface SessionLimits {
+  idleInTransactionMs: number;
+}
+
+/**
+ * A fleet's sessions end a transaction left open for half the replica timeout: a replica paused inside one
+ * has released the cluster rows it locked before its clusters may be claimed.
+ */
+export function fleetSessionLimits(replicaTimeoutMs: number): SessionLimits {
+  return { idleInTransactionMs: Math.max(1, Math.floor(replicaTimeoutMs / 2)) };
+}
+
 /** Time limits of one connection attempt and of one query: past them the store counts as down (transient). */
 const CONNECT_TIMEOUT_MS = 10_000;
 export const QUERY_TIMEOUT_MS = 30_000;
@@ -36,7 +53,11 @@ function readPasswordFile(file: string): string {
   }
 }
 
-function connectionConfig(options: PostgresStateOptions, queryTimeoutMs: number): pg.ClientConfig {
+function connectionConfig(
+  options: PostgresStateOptions,
+  queryTimeoutMs: number,
+  session: SessionLimits | undefined,
+): pg.ClientConfig {
   let parsed: URL;
   try {
     parsed = new URL(options.url);
@@ -56,6 +77,7 @@ function connectionConfig(options: PostgresStateOptions, queryTimeoutMs: number)
     query_timeout: queryTimeoutMs,
     keepAlive: true,
     application_name: 'kubediff',
+    ...(session ? { idle_in_transaction_session_timeout: session.idleInTransactionMs } : {}),
   };
 }
 
@@ -103,8 +125,8 @@ export abstract class PostgresConnection {
   private readonly passwordFile: string | undefined;
   protected client: pg.Client | undefined;
 
-  constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS) {
-    this.config = connectionConfig(options, queryTimeoutMs);
+  constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS, session?: SessionLimits) {
+    this.config = connectionConfig(options, queryTimeoutMs, session);
     this.passwordFile = options.passwordFile;
     this.label = postgresLabel(options.url);
   }

@@ -19,6 +19,7 @@ import type { ResourceType } from '../kube/types.ts';
 import { KubediffError } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 import {
+  fleetSessionLimits,
   isTransientPostgresError,
   LOCK_CLASS,
   PostgresConnection,
@@ -46,6 +47,8 @@ export interface FleetOwnership {
   replica: string;
   incarnation: string;
   epoch: number;
+  /** The fleet's replica timeout: a write transaction this replica left open (paused) ends within half of it. */
+  replicaTimeoutMs: number;
 }
 
 /** The recorder's store for one cluster. */
@@ -57,7 +60,9 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
   private readonly owner: FleetOwnership | undefined;
 
   private constructor(options: PostgresStateOptions, cluster: string, owner: FleetOwnership | undefined) {
-    super(options);
+    // A fleet's owner paused inside a write still holds the cluster's row FOR SHARE: the server ends that
+    // transaction before anyone may take the cluster over, so the claim does not wait on it.
+    super(options, undefined, owner && fleetSessionLimits(owner.replicaTimeoutMs));
     this.cluster = cluster;
     this.owner = owner;
   }
