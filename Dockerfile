@@ -6,8 +6,13 @@
 # last is a distroless Node.js 24 image (no shell, no package manager, a non-root user) holding only
 # those dependencies, the launcher, the compiled dist/ and the web page's files.
 
-ARG BUILD_IMAGE=node:24-slim
-ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
+# The bases, pinned by digest (a tag can be moved; a digest names one image): update both pins with each
+# release (Dependabot proposes them, .github/dependabot.yml). Any image with the same layout will do:
+# BUILD_IMAGE needs node and npm on PATH and a /bin/sh, RUNTIME_IMAGE node at /nodejs/bin/node and the
+# user 65532. The tests build this file with buildah FROM bases made of Debian's packages and the Node.js
+# binary of the npm registry (scripts/image-build.ts), passed as these two build arguments.
+ARG BUILD_IMAGE=node:24-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /app
@@ -16,8 +21,12 @@ COPY bin ./bin
 COPY scripts/build.ts ./scripts/build.ts
 COPY src ./src
 # Every dependency, as locked; --ignore-scripts skips the `node` package's download (this image has
-# Node 24) and the "prepare" build, run here on its own.
-RUN npm ci --ignore-scripts --no-audit --no-fund && npm run build
+# Node 24) and the "prepare" build, run here on its own. npm's settings for the machine that builds, if it
+# needs any (a registry mirror, the CA of a TLS-inspecting proxy), come as a build secret, which no layer
+# keeps: `docker build --secret id=npmrc,src=$HOME/.npmrc .` (without it, npm's defaults). npm's cache is
+# a cache mount: kept between builds, never in a layer.
+RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=cache,target=/root/.npm \
+    npm ci --ignore-scripts --no-audit --no-fund && npm run build
 
 FROM ${BUILD_IMAGE} AS deps
 WORKDIR /app
@@ -25,8 +34,8 @@ COPY package.json package-lock.json ./
 # Production dependencies only (--omit=dev), exactly as locked (npm ci): no second Node.js (the `node`
 # package, a dev dependency, gives a checkout its Node 24; the runtime image brings its own).
 # --ignore-scripts: no production dependency has an install script, and none may sneak in here.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-    && npm cache clean --force
+RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM ${RUNTIME_IMAGE}
 LABEL org.opencontainers.image.title="kubediff" \

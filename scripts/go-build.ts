@@ -115,12 +115,16 @@ export function computeStamp(build: GoBuild, goVersion = readGoVersion(build)): 
 }
 
 /**
- * sha256 over `header` and the files of `dir` matching `patterns` (sorted names and contents): what
- * a build's output depends on, so that a matching stamp means the output is current.
+ * sha256 over `header` and the files of `dir` matching `patterns` (sorted names and contents; a folder
+ * that matches counts through its files): what a build's output depends on, so that a matching stamp
+ * means the output is current.
  */
 export async function sourceStamp(dir: string, patterns: string[], header: string): Promise<string> {
   const files: string[] = [];
-  for await (const file of glob(patterns, { cwd: dir })) files.push(file.split(path.sep).join('/'));
+  for await (const entry of glob(patterns, { cwd: dir, withFileTypes: true })) {
+    if (!entry.isFile()) continue; // a folder that `src/**` matches: its files are matched too
+    files.push(path.relative(dir, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'));
+  }
   files.sort();
   const hash = createHash('sha256');
   hash.update(header);

@@ -13,12 +13,16 @@
 // it, and at the same time, the PostgreSQL server, the Kafka broker, the OpenSearch node and the
 // OpenTelemetry Collector start when a selected test file needs them (scripts/test-servers.ts). Everything is stopped afterwards whatever happens; when tests
 // fail, the servers' logs are copied to .cache/cluster/test-logs/. The test runner's own output is
-// left exactly as it prints it, and this script prints nothing after it: CI reads its closing summary.
+// left exactly as it prints it (its spec reporter, with scripts/test-reporter.ts adding, just before the
+// closing summary, every test or suite that was skipped or todo and why), and this script prints nothing
+// after it: CI reads its closing summary. With KUBEDIFF_TEST_REQUIRE_ALL=1 (CI), a run that skipped
+// anything exits 1 (the reporter says why, above the summary).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, globSync, readFileSync, statSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { errorMessage } from '../src/util/errors.ts';
 import { testArtifactsDir } from '../test/helpers/artifacts.ts';
 import {
   clusterCacheDir,
@@ -32,8 +36,11 @@ import { writeRunDescription } from '../test/helpers/run-description.ts';
 import { buildDist } from './build.ts';
 import { ensureClusterBinaries } from './cluster-build.ts';
 import { ensureHelm } from './helm-build.ts';
+import { ensureImage } from './image-build.ts';
 import { ensureKwok } from './kwok-build.ts';
+import { ensureReleaseTool } from './release-tools-build.ts';
 import { serverNeeds } from './test-needs.ts';
+import { NOT_RUN_FILE_ENV, REQUIRE_ALL_ENV, requireAll } from './test-reporter.ts';
 import { startTestServers, type TestServers } from './test-servers.ts';
 
 const DEFAULT_TEST_FILES = [
@@ -123,6 +130,13 @@ const bin = (name: string) => path.join(repoRoot, 'node_modules', '.bin', name);
 
 async function main(): Promise<number> {
   const args = parseArguments(process.argv.slice(2));
+  const ownReporter = !args.nodeOptions.some((option) => option.startsWith('--test-reporter'));
+  if (requireAll() && !ownReporter) {
+    console.error(
+      `npm test: ${REQUIRE_ALL_ENV}=1 checks that nothing was skipped through npm test's own reporter; leave out --test-reporter.`,
+    );
+    return 2;
+  }
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
@@ -159,10 +173,11 @@ async function main(): Promise<number> {
       (file) => !SERVERLESS_FOLDERS.some((folder) => normalized(file).startsWith(folder)),
     );
     const startingCluster = (async () => {
-      // helm, for the tests of the Helm chart, is built on demand and cached like the control plane.
-      if (!process.env.KUBEDIFF_TEST_HELM && files.some(needsHelm)) await ensureHelm(log);
-      // kwok, for the pod plane of the tests whose pods must run, likewise.
-      if (serverNeeds(files).kwok) await ensureKwok(log);
+      // The tools some test files use (helm, kwok, actionlint, cosign, the registry, the image) are built on
+      // demand and cached like the control plane.
+      for (const { pattern, build } of ON_DEMAND_BUILDS) {
+        if (files.some((file) => uses(file, pattern))) await build(log);
+      }
       if (!needsCluster) return undefined;
       if (
         !useExistingCluster() &&
@@ -183,10 +198,17 @@ async function main(): Promise<number> {
     const descriptionFile = path.join(runDir, 'cluster.json');
     if (cluster) await writeRunDescription(descriptionFile, cluster);
 
+    const notRunFile = path.join(runDir, 'not-run.json');
     const nodeArgs = [
       '--test',
       '--test-concurrency=2',
       `--test-timeout=${TEST_TIMEOUT_MS}`,
+      ...(ownReporter
+        ? [
+            `--test-reporter=${path.join(repoRoot, 'scripts', 'test-reporter.ts')}`,
+            '--test-reporter-destination=stdout',
+          ]
+        : []),
       ...args.nodeOptions,
       ...files,
     ];
@@ -196,7 +218,9 @@ async function main(): Promise<number> {
       ...process.env,
       ...servers?.env,
       ...(cluster ? { KUBEDIFF_TEST_CLUSTER: descriptionFile } : {}),
+      [NOT_RUN_FILE_ENV]: notRunFile,
     });
+    if (code === 0 && requireAll()) code = notRunCount(notRunFile) === 0 ? 0 : 1;
     return code;
   } finally {
     if (code !== 0) await keepLogs({ ...cluster?.logs, ...servers?.logs });
@@ -209,6 +233,16 @@ async function main(): Promise<number> {
       });
     }
     await rm(runDir, { recursive: true, force: true });
+  }
+}
+
+/** How many tests and suites the reporter listed as not run (skipped or todo); a missing list counts as one. */
+function notRunCount(file: string): number {
+  try {
+    return (JSON.parse(readFileSync(file, 'utf8')) as unknown[]).length;
+  } catch (error) {
+    console.error(`npm test: the reporter's list of skipped tests is unreadable (${errorMessage(error)})`);
+    return 1;
   }
 }
 
@@ -228,10 +262,29 @@ function normalized(file: string): string {
   return path.relative(repoRoot, path.resolve(repoRoot, file)).split(path.sep).join('/');
 }
 
-/** A test file that renders the Helm chart (test/helpers/deploy.ts, helm()). */
-function needsHelm(file: string): boolean {
+/**
+ * What a test file calls that needs a build first: helm (test/helpers/deploy.ts, helm()), actionlint
+ * (test/repo/workflows.test.ts), the image (test/helpers/containers.ts, builtImage(), which needs the
+ * registry too), the registry (test/helpers/registry.ts) and cosign.
+ */
+const ON_DEMAND_BUILDS: { pattern: RegExp; build: (log: (message: string) => void) => Promise<unknown> }[] = [
+  {
+    pattern: /\bhelm(DryRun)?\(/,
+    build: async (log) => {
+      if (!process.env.KUBEDIFF_TEST_HELM) await ensureHelm(log);
+    },
+  },
+  { pattern: /\bstartPodPlane\(/, build: (log) => ensureKwok(log) },
+  { pattern: /\bactionlint\(/, build: (log) => ensureReleaseTool('actionlint', log) },
+  { pattern: /\bstartRegistry\(/, build: (log) => ensureReleaseTool('registry', log) },
+  { pattern: /\bcosign\(/, build: (log) => ensureReleaseTool('cosign', log) },
+  { pattern: /\bbuiltImage\(/, build: (log) => ensureImage(log) },
+];
+
+/** Whether a test file's text matches `pattern`. */
+function uses(file: string, pattern: RegExp): boolean {
   try {
-    return /\bhelm(DryRun)?\(/.test(readFileSync(path.join(repoRoot, file), 'utf8'));
+    return pattern.test(readFileSync(path.join(repoRoot, file), 'utf8'));
   } catch {
     return false;
   }

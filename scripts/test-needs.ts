@@ -17,8 +17,6 @@ export interface ServerNeeds {
   otelcol: boolean;
   /** The Collector binary without the shared Collector: a test that starts Collectors of its own. */
   otelcolBinary: boolean;
-  /** kwok, for the tests whose pods must run (test/helpers/pod-plane.ts starts it with a control plane of their own). */
-  kwok: boolean;
 }
 
 const helper = (name: string) => path.join(repoRoot, 'test', 'helpers', name);
@@ -37,7 +35,6 @@ export function serverNeeds(patterns: string[]): ServerNeeds {
     opensearchHome: reached.has(helper('opensearch.ts')),
     otelcol: reached.has(helper('otelcol-env.ts')),
     otelcolBinary: reached.has(helper('otelcol.ts')),
-    kwok: reached.has(helper('pod-plane.ts')),
   };
 }
 

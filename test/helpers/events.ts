@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChangeEvent } from '../../src/events/event.ts';
+import { nonEmpty } from './non-empty.ts';
 
 /** One JSON line of `kubediff watch -o json` (and one webhook body). Mirrors the contract type. */
 export interface TestEvent extends ChangeEvent {}
@@ -278,7 +279,8 @@ export function assertEvent(value: unknown): asserts value is TestEvent {
 /**
  * The stream invariants of "Correctness" 2, over every event of a run: ids are unique; per object
  * (uid) the types go ADDED? → UPDATED* → DELETED? and nothing follows a DELETED; and each UPDATED's
- * `from` side is what the object's previous event said (`to` of the last change at that path).
+ * `from` side is what the object's previous event said (`to` of the last change at that path). A run
+ * without events fails: it would check nothing.
  */
 export function assertStreamInvariants(events: readonly TestEvent[]): void {
   const listing = () => events.map((event, index) => `  #${index} ${describeEvent(event)}`).join('\n');
@@ -286,7 +288,7 @@ export function assertStreamInvariants(events: readonly TestEvent[]): void {
   const lastType = new Map<string, TestEvent['type']>();
   /** uid → path → the value last reported there (undefined: last reported as removed). */
   const known = new Map<string, Map<string, unknown>>();
-  events.forEach((event, index) => {
+  nonEmpty(events, 'events in the stream').forEach((event, index) => {
     const earlier = ids.get(event.id);
     assert.equal(earlier, undefined, `event #${index} repeats the id of #${earlier}:\n${listing()}`);
     ids.set(event.id, index);

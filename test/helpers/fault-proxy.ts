@@ -37,6 +37,12 @@ export interface FaultProxy {
   readonly totalConnections: number;
   /** The most client connections open at once since the start (counted as `connections` is). */
   readonly peakConnections: number;
+  /**
+   * How many times, outside a black hole, a client sent something and the server sent nothing back for at least
+   * `minMs` (until its next byte, or until the connection closed): a silence the proxy saw on a healthy link, so
+   * that a test can tell a client's "went silent" that was real (a starved server) from one that was not.
+   */
+  unansweredStretches(minMs: number): number;
   /** Reset every open connection on both sides, immediately. */
   cutAll(): void;
   /** While on, nothing crosses the proxy in either direction; turning it off delivers what was held. */
@@ -80,6 +86,8 @@ interface Pair {
   torn: boolean;
   /** One side failed while the link was black-holed: reset the other when the link comes back. */
   resetWhenLinkReturns: boolean;
+  /** When the client sent its first byte since the server's last one, on a healthy link. */
+  awaitingSince: number | undefined;
 }
 
 interface Waiter {
@@ -117,6 +125,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   let blackholed = false;
   let refusing = false;
   let closed = false;
+  const stretches: number[] = [];
+
+  const answered = (pair: Pair): void => {
+    if (pair.awaitingSince === undefined) return;
+    stretches.push(performance.now() - pair.awaitingSince);
+    pair.awaitingSince = undefined;
+  };
 
   const track = (socket: net.Socket): void => {
     sockets.add(socket);
@@ -150,6 +165,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const tear = (pair: Pair): void => {
     if (pair.torn) return;
     pair.torn = true;
+    answered(pair);
     stopDirection(pair.toUpstream);
     stopDirection(pair.toClient);
     reset(pair.client);
@@ -219,8 +235,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       counted: true,
       torn: false,
       resetWhenLinkReturns: false,
+      awaitingSince: undefined,
     };
     pairs.add(pair);
+    client.on('data', () => {
+      if (!blackholed) pair.awaitingSince ??= performance.now();
+    });
+    upstream.on('data', () => answered(pair));
 
     client.once('end', () => uncount(pair));
     // A reset on either side is forwarded as a reset, except over a dead link, which hides it until the link
@@ -237,6 +258,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       else tear(pair);
     };
     client.once('close', (hadError) => {
+      answered(pair);
       uncount(pair);
       onClose(hadError);
     });
@@ -292,6 +314,9 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     get peakConnections() {
       return peak;
     },
+    unansweredStretches(minMs) {
+      return stretches.filter((ms) => ms >= minMs).length;
+    },
     cutAll() {
       for (const pair of [...pairs]) tear(pair);
     },
@@ -300,6 +325,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       blackholed = on;
       if (on) {
         for (const pair of pairs) {
+          pair.awaitingSince = undefined;
           clearTimeout(pair.toUpstream.timer);
           clearTimeout(pair.toClient.timer);
         }

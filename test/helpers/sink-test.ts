@@ -30,7 +30,7 @@ export function memoryLog(): MemoryLog {
       add(`warn: ${m}`);
     },
     debug: (m) => add(`debug: ${m}`),
-    waitForLine(pattern, timeoutMs = 5_000) {
+    waitForLine(pattern, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const line = lines.find((l) => pattern.test(l));

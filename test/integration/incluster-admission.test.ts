@@ -37,6 +37,7 @@ import {
 } from '../helpers/deploy.ts';
 import { adminClient, KubeAdmin, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
 import { parseMetrics } from '../helpers/metrics.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const admin = adminClient();
 
@@ -162,7 +163,11 @@ function assertAdmission(
   // Both select kubediff's pods: their selectors are subsets of the pods' labels.
   const podLabels = objects.find((object) => object.kind === 'Deployment')?.spec.template.metadata.labels;
   for (const selecting of [service, peers]) {
-    for (const [key, value] of Object.entries(selecting.spec.selector as Record<string, string>))
+    const selector = Object.entries((selecting.spec.selector ?? {}) as Record<string, string>);
+    for (const [key, value] of nonEmpty(
+      selector,
+      `${source}: labels of ${selecting.metadata.name}'s selector`,
+    ))
       assert.equal(podLabels[key], value, `${source}: ${selecting.metadata.name} selects the pods (${key})`);
   }
   assert.deepEqual(

@@ -22,6 +22,7 @@ import {
   serverDryRun,
 } from '../helpers/deploy.ts';
 import { adminClient, type KubeObject, uniqueName } from '../helpers/kube-admin.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 
 const admin = adminClient();
@@ -110,7 +111,8 @@ function assertAudit(objects: readonly Manifest[], source: string): { service: M
   );
   // The Service selects kubediff's pods: its selector is a subset of their labels.
   const podLabels = objects.find((object) => object.kind === 'Deployment')?.spec.template.metadata.labels;
-  for (const [key, value] of Object.entries(service.spec.selector as Record<string, string>))
+  const selector = Object.entries((service.spec.selector ?? {}) as Record<string, string>);
+  for (const [key, value] of nonEmpty(selector, `${source}: labels of the Service's selector`))
     assert.equal(podLabels[key], value, `${source}: the Service selects the pods (${key})`);
   const rules = policyRules(objects);
   assert.equal(rules.length, 2, `${source}: metrics and audit rules`);

@@ -30,6 +30,7 @@ import {
 } from '../helpers/deploy.ts';
 import { adminClient, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING } from '../helpers/metrics.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const cluster = testCluster();
 const admin = adminClient();
@@ -257,8 +258,10 @@ describe('in the cluster, with deploy/ RBAC only', () => {
         metadata: { name: 'target' },
         spec: { ports: [{ port: 80 }] },
       });
-      for (const type of served) {
-        if (type.group !== '' || !type.subresource || !['pods', 'services'].includes(type.resource)) continue;
+      const subresources = served.filter(
+        (type) => type.group === '' && type.subresource && ['pods', 'services'].includes(type.resource),
+      );
+      for (const type of nonEmpty(subresources, 'subresources of pods and services')) {
         const watchPath = `/api/v1/watch/namespaces/${namespace}/${type.resource}/target/${type.subresource}`;
         const answer = await asPod.request('GET', watchPath);
         assert.equal(answer.status, 404, `GET ${watchPath}: ${answer.status} ${answer.text.slice(0, 200)}`);

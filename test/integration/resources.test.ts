@@ -15,6 +15,7 @@ import {
   waitFor,
   writeKubeconfigFile,
 } from '../helpers/kube-admin.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 interface Row {
   name: string;
@@ -63,7 +64,7 @@ async function resourcesJson(args: string[]): Promise<Row[]> {
     .slice(0, -1)
     .split('\n')
     .map((line) => JSON.parse(line) as Row);
-  for (const row of rows) {
+  for (const row of nonEmpty(rows, 'rows of kubediff resources')) {
     for (const key of Object.keys(row))
       assert.ok(ROW_KEYS.includes(key), `unknown field ${key} in ${JSON.stringify(row)}`);
     assert.equal(typeof row.watched, 'boolean');

@@ -27,6 +27,7 @@ import {
 } from '../helpers/kafka.ts';
 import { needsKafkaListener, testKafka, testTopic } from '../helpers/kafka-env.ts';
 import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 import { memoryLog } from '../helpers/sink-test.ts';
 
 const READY = /watching \d+ resource types?/;
@@ -321,7 +322,7 @@ describe('kubediff watch with a Kafka sink', () => {
       const records = await consume(kafka, topic, { count: 1, client });
       assert.equal(records.length, 1);
       assert.equal(records[0]?.value, watch.stdoutLines[0]);
-      for (const user of Object.values(kafka.users ?? {})) {
+      for (const user of nonEmpty(Object.values(kafka.users ?? {}), 'Kafka users')) {
         assert.ok(!stopped.stderr.includes(user.password), 'no password on stderr, even with --debug');
         assert.ok(!stopped.stdout.includes(user.password), 'no password on stdout');
       }
@@ -409,7 +410,7 @@ describe('kubediff watch with a Kafka sink', () => {
       assert.equal(stopped.code, 0, stopped.stderr);
       const records = await consume(kafka, topic, { count: 1, client });
       assert.equal(records[0]?.value, watch.stdoutLines[0], `over ${listener}`);
-      for (const user of Object.values(kafka.users ?? {}))
+      for (const user of nonEmpty(Object.values(kafka.users ?? {}), 'Kafka users'))
         assert.ok(!stopped.stderr.includes(user.password), 'no password on stderr, even with --debug');
     }
   });

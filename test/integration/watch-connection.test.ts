@@ -116,7 +116,7 @@ test('watching every resource type of the API server holds exactly one TCP conne
   t.diagnostic(`${watching[1]} resource types watched over 1 connection`);
 });
 
-test('21 outages (reset, refused reconnect, black hole): every watch resumes once on one new connection, one log line each, nothing lost or repeated', async (t) => {
+test('12 outages (reset, refused reconnect, black hole): every watch resumes once on one new connection, one log line each, nothing lost or repeated', async (t) => {
   const ns = await admin.namespaceFor(t, 'conn-outages', { settled: true });
   const configMaps = `/api/v1/namespaces/${ns}/configmaps`;
   const created = await admin.create(configMaps, { metadata: { name: 'x' }, data: { k: 'start' } });
@@ -125,10 +125,10 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
     await killAll();
     await proxy.close();
   });
-  // Long enough that a healthy connection's PING is answered in time on a 2-core machine running the whole
-  // suite (with 3 s, a PING through the fault proxy went unanswered for 3 s twice in a day's full runs: a 22nd,
-  // spurious "went silent"), short enough that each of the 7 black holes is found by its PING within the waits.
-  const pingTimeoutMs = 6_000;
+  // The PING timeout is what finds a black hole, so each black hole costs that long. A server starved of CPU
+  // (the whole suite on 2 cores) left a PING unanswered for 3 s, and once for 6 s: 15 s is far beyond that, and the
+  // proxy's own view of such a silence is accounted for below. Four of each kind: a black hole costs 15 s.
+  const pingTimeoutMs = 15_000;
   const kd = runKubediff(
     [
       'watch',
@@ -148,7 +148,7 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
         KUBEDIFF_PING_TIMEOUT: `${pingTimeoutMs}ms`,
       },
       checkEvents: true,
-      timeoutMs: 20_000,
+      timeoutMs: 2 * pingTimeoutMs,
     },
   );
   const [, metricsBase = ''] = await kd.waitForStderr(SERVING);
@@ -159,12 +159,15 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
   assert.equal(establishedConnections(pid, proxy.port), 1, 'one connection before the first outage');
 
   const kinds = ['reset', 'refused', 'black hole'] as const;
-  const outages = 21;
+  const outages = 12;
   const expected: string[] = [];
   const recoveries: Record<(typeof kinds)[number], number[]> = { reset: [], refused: [], 'black hole': [] };
   for (let round = 0; round < outages; round++) {
     const kind = kinds[round % kinds.length] ?? 'reset';
     const broken = Date.now();
+    // Counted from here: a silence of the server that the proxy saw (below) is a line of its own.
+    const disconnected = linesMatching(kd, DISCONNECTED).length;
+    const reconnected = linesMatching(kd, RECONNECTED).length;
     if (kind === 'reset') proxy.cutAll();
     if (kind === 'refused') {
       proxy.refuse(true);
@@ -172,12 +175,12 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
     }
     if (kind === 'black hole') proxy.blackhole(true);
     // One line for the whole cluster, however many watches the connection carried.
-    await waitForLines(kd, DISCONNECTED, round + 1);
+    await waitForLines(kd, DISCONNECTED, disconnected + 1);
     const changed = await admin.patch(`${configMaps}/x`, { data: { k: String(round) } });
     expected.push(id(changed));
     if (kind === 'refused') proxy.refuse(false);
     if (kind === 'black hole') proxy.blackhole(false);
-    await waitForLines(kd, RECONNECTED, round + 1);
+    await waitForLines(kd, RECONNECTED, reconnected + 1);
     recoveries[kind].push(Date.now() - broken);
     await kd.waitForEvent((event) => event.id === id(changed), {
       description: `the change made during outage ${round + 1} (${kind})`,
@@ -203,16 +206,27 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
     listing,
   );
   assertStreamInvariants(kd.events);
-  assert.equal(linesMatching(kd, DISCONNECTED).length, outages, kd.stderr);
-  assert.equal(linesMatching(kd, RECONNECTED).length, outages, kd.stderr);
+  // A server starved of CPU on a loaded machine can leave a PING unanswered for the whole timeout: the proxy
+  // sees that silence on a healthy link, and kubediff is right to replace the connection. Only such silences,
+  // seen by the proxy, may add a line; one kubediff imagines (the proxy passed bytes back in time) fails here.
+  const starved = proxy.unansweredStretches(pingTimeoutMs / 2);
+  if (starved > 0)
+    t.diagnostic(`the server left ${starved} PING(s) unanswered for ${pingTimeoutMs / 2}ms or more`);
+  const lines = outages + starved;
+  assert.equal(linesMatching(kd, DISCONNECTED).length, lines, kd.stderr);
+  assert.equal(linesMatching(kd, RECONNECTED).length, lines, kd.stderr);
   const silent = linesMatching(kd, DISCONNECTED).filter((line) =>
     line.includes(`no answer to a PING within ${pingTimeoutMs / 1000}s`),
   );
-  assert.equal(silent.length, outages / kinds.length, `each black hole is found by a PING:\n${kd.stderr}`);
+  assert.equal(
+    silent.length,
+    outages / kinds.length + starved,
+    `each black hole is found by a PING:\n${kd.stderr}`,
+  );
   // Once: every outage cost exactly one new connection (refused attempts are not accepted).
   assert.equal(
     proxy.totalConnections,
-    1 + outages,
+    1 + lines,
     `${watches} watches, ${proxy.totalConnections} connections`,
   );
   // Counted by the proxy as they open (sampling the kernel's socket table instead, every few ms, starved the
@@ -221,10 +235,10 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
   // What /metrics says about it.
   const metrics = await scrapeMetrics(metricsBase);
   assert.equal(metrics.get('kubediff_api_connections{cluster="kubediff-test",protocol="h2"}'), 1);
-  assert.equal(metrics.get('kubediff_api_connections_opened_total{cluster="kubediff-test"}'), 1 + outages);
+  assert.equal(metrics.get('kubediff_api_connections_opened_total{cluster="kubediff-test"}'), 1 + lines);
   assert.equal(
     metrics.get('kubediff_api_connections_lost_total{cluster="kubediff-test",reason="ping_timeout"}'),
-    outages / kinds.length,
+    outages / kinds.length + starved,
   );
   const lost = ['reset', 'ping_timeout', 'closed', 'goaway'].map(
     (reason) =>
@@ -232,7 +246,7 @@ test('21 outages (reset, refused reconnect, black hole): every watch resumes onc
   );
   assert.equal(
     lost.reduce((sum, count) => sum + count, 0),
-    outages,
+    lines,
     `lost by reason: ${lost.join(', ')}`,
   );
   for (const kind of kinds)

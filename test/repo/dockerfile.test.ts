@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { DockerfileParser } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const text = readFileSync(`${root}Dockerfile`, 'utf8');
@@ -143,19 +144,57 @@ test('everything copied from the build context exists and is not left out by .do
   const allowed = ignore
     .filter((line) => line.startsWith('!'))
     .map((line) => line.slice(1).replace(/\/$/, ''));
-  for (const copy of dockerfile.getCOPYs()) {
-    if (copy.getFromFlag()) continue;
-    const words = copy.getArguments().map((argument) => argument.getValue());
-    for (const source of words.slice(0, -1)) {
-      assert.ok(existsSync(`${root}${source}`), `COPY ${source}: exists`);
-      const wanted = source.replace(/\/$/, '');
-      assert.ok(
-        allowed.some((entry) => wanted === entry || wanted.startsWith(`${entry}/`)),
-        `COPY ${source}: allowed by .dockerignore`,
-      );
-    }
+  // The sources of every COPY from the build context (not --from another stage).
+  const sources = dockerfile
+    .getCOPYs()
+    .filter((copy) => !copy.getFromFlag())
+    .flatMap((copy) =>
+      copy
+        .getArguments()
+        .map((argument) => argument.getValue())
+        .slice(0, -1),
+    );
+  for (const source of nonEmpty(sources, 'COPY sources from the build context')) {
+    assert.ok(existsSync(`${root}${source}`), `COPY ${source}: exists`);
+    const wanted = source.replace(/\/$/, '');
+    assert.ok(
+      allowed.some((entry) => wanted === entry || wanted.startsWith(`${entry}/`)),
+      `COPY ${source}: allowed by .dockerignore`,
+    );
   }
   // What the image is built from: the launcher, the sources, the package manifest (read for the version).
   for (const needed of ['bin', 'src', 'package.json']) assert.ok(allowed.includes(needed), needed);
   assert.ok(!allowed.includes('node_modules') && !allowed.includes('test'), 'no host node_modules, no tests');
+});
+
+test('the default bases are pinned by digest, and each can be replaced by a build argument', () => {
+  for (const name of ['BUILD_IMAGE', 'RUNTIME_IMAGE']) {
+    assert.match(
+      args.get(name) ?? '',
+      /^[^@\s]+:[^@\s]+@sha256:[0-9a-f]{64}$/,
+      `${name}: a tag and its digest`,
+    );
+  }
+  const froms = dockerfile.getFROMs().map((from) => from.getImageName());
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own ${…} references
+  assert.deepEqual([...new Set(froms)].sort(), ['${BUILD_IMAGE}', '${RUNTIME_IMAGE}']);
+});
+
+test("npm's settings for the build come as a secret and its cache as a cache mount, which no layer keeps", () => {
+  const installs = instructions
+    .filter((instruction) => instruction.getKeyword() === 'RUN')
+    .map((i) => i.getTextContent())
+    .filter((run) => /\bnpm\s+ci\b/.test(run));
+  assert.equal(installs.length, 2);
+  for (const run of installs)
+    assert.match(
+      run,
+      /^RUN --mount=type=secret,id=npmrc,target=\/root\/\.npmrc --mount=type=cache,target=\/root\/\.npm /,
+      "npm's cache a cache mount too: in no layer",
+    );
+  assert.doesNotMatch(
+    text,
+    /^(COPY|ADD)[^\n]*npmrc|^ARG[^\n]*(TOKEN|npmrc)/im,
+    'no npmrc copied or passed as an argument',
+  );
 });

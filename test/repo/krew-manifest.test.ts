@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { parse } from 'yaml';
 import { ARCHIVE_FILES, KREW_TEMPLATE, renderKrewManifest } from '../../scripts/build-sea.ts';
 import { repoRoot } from '../../scripts/npm-package.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 interface Platform {
   selector?: { matchLabels?: Record<string, string> };
@@ -56,9 +57,7 @@ test('a krew Plugin named after the command it adds', () => {
 });
 
 test('each platform: a selector, the archive with its digest, the files and the binary', () => {
-  const platforms = plugin.spec?.platforms ?? [];
-  assert.ok(platforms.length > 0);
-  for (const platform of platforms) {
+  for (const platform of nonEmpty(plugin.spec?.platforms ?? [], 'platforms')) {
     const labels = platform.selector?.matchLabels ?? {};
     assert.ok(['linux', 'darwin', 'windows'].includes(labels.os ?? ''), `os: ${labels.os}`);
     assert.ok(['amd64', 'arm64'].includes(labels.arch ?? ''), `arch: ${labels.arch}`);

@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { BIOME_CONFIG, LAYERS, MAX_DEPTH, withLayerRules } from '../../scripts/layers.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const repo = path.resolve(import.meta.dirname, '../..');
 const biomeConfig = () => JSON.parse(readFileSync(BIOME_CONFIG, 'utf8')) as Record<string, unknown>;
@@ -69,7 +70,7 @@ test('the folders of src/ are the layers, no deeper than the rules reach, and RE
     entry.isDirectory(),
   );
   assert.deepEqual(folders.map((entry) => entry.name).sort(), [...LAYERS].sort());
-  for (const file of globSync('src/**/*.ts', { cwd: repo })) {
+  for (const file of nonEmpty(globSync('src/**/*.ts', { cwd: repo }), 'TypeScript files in src/')) {
     const [, , ...below] = file.split(path.sep);
     assert.ok(
       below.length <= MAX_DEPTH,

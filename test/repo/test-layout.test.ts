@@ -9,6 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { LAYERS } from '../../scripts/layers.ts';
 import { serverNeeds } from '../../scripts/test-needs.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
 
 const repo = path.resolve(import.meta.dirname, '../..');
 const folders = (dir: string) =>
@@ -21,7 +22,7 @@ test('test/unit mirrors the folders of src/, one level deep', () => {
     [],
     'a folder of test/unit that is no layer of src/ (scripts/layers.ts) nor helpers',
   );
-  for (const layer of folders('test/unit')) {
+  for (const layer of nonEmpty(folders('test/unit'), 'folders of test/unit')) {
     assert.deepEqual(folders(`test/unit/${layer}`), [], `test/unit/${layer} has folders of its own`);
   }
   assert.deepEqual(

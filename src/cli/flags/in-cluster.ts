@@ -5,7 +5,7 @@ import type { FlagGroup } from './flag-spec.ts';
 export const IN_CLUSTER: FlagGroup = {
   title: 'Running in a cluster',
   flags: [
-    { flags: '--listen <addr>', description: 'serve /healthz, /readyz, /startupz and /metrics here: :8080' },
+    { flags: '--listen <addr>', description: 'serve health checks and /metrics here: :8080' },
     {
       flags: '--ready-failure-threshold <duration>',
       description: 'a watch failing this long counts for /readyz (default: 60s)',

@@ -2,9 +2,23 @@
 // The page: filters, the timeline, the events in view, the object open; the address holds the view.
 import type { EventPage, EventSummary, Facets, Timeline } from '../../state/timeline-reader.ts';
 import { followStream, getJson, takeTokenFromFragment } from './api.ts';
+import { mergeLiveEvents } from './live.ts';
 import { showObject } from './object-view.ts';
-import { drawTimeline, rowKeyOf } from './timeline.ts';
-import { FILTER_NAMES, filterParams, HOUR, readView, TYPES, type View, writeView } from './view.ts';
+import { drawTimeline, timelineSummary } from './timeline.ts';
+import {
+  eventsQuery,
+  FILTER_NAMES,
+  filterParams,
+  HOUR,
+  panned,
+  readView,
+  TYPES,
+  timelineQuery,
+  type View,
+  windowLabel,
+  writeView,
+  zoomed,
+} from './view.ts';
 import { visible } from './visible-text.ts';
 
 const $ = <T extends HTMLElement>(selector: string) => document.querySelector<T>(selector)!;
@@ -92,12 +106,7 @@ function eventRow(event: EventSummary): HTMLTableRowElement {
 }
 
 async function loadEvents(older = false): Promise<void> {
-  const params = filterParams(view);
-  params.set('from', new Date(view.from).toISOString());
-  params.set('to', new Date(view.to).toISOString());
-  params.set('limit', '100');
-  if (older && olderCursor) params.set('before', String(olderCursor));
-  const page = await getJson<EventPage>('/api/v1/events', params);
+  const page = await getJson<EventPage>('/api/v1/events', eventsQuery(view, older ? olderCursor : undefined));
   if (!older) tableBody.replaceChildren();
   tableBody.append(...page.events.map(eventRow));
   olderCursor = page.next;
@@ -110,18 +119,12 @@ function redraw(): void {
     open: (event) => void openObject(event),
     zoomTo: (from, to) => void setWindow(from, to, false),
   });
-  $('#window').textContent =
-    `${new Date(view.from).toISOString().replace('T', ' ').slice(0, 19)} → ${new Date(view.to).toISOString().replace('T', ' ').slice(0, 19)} UTC${view.live ? ' (live)' : ''}`;
-  status.textContent = `${timeline.total} event${timeline.total === 1 ? '' : 's'} in view${timeline.density ? `, shown as density per ${Math.max(1, Math.round(timeline.density.bucketMs / 1000))} s` : ''}.`;
+  $('#window').textContent = windowLabel(view);
+  status.textContent = timelineSummary(timeline);
 }
 
 async function loadTimeline(): Promise<void> {
-  const params = filterParams(view);
-  params.set('from', new Date(view.from).toISOString());
-  params.set('to', new Date(view.to).toISOString());
-  params.set('rows', view.rows);
-  params.set('buckets', String(Math.max(50, Math.min(1000, Math.floor(timelineBox.clientWidth / 4)))));
-  timeline = await getJson<Timeline>('/api/v1/timeline', params);
+  timeline = await getJson<Timeline>('/api/v1/timeline', timelineQuery(view, timelineBox.clientWidth));
   seen = Math.max(seen, timeline.latestSeq);
   redraw();
 }
@@ -156,31 +159,10 @@ async function openObject(
 /** New events while the page is open: drawn at once, and the window follows them when live. */
 function onLiveEvents(events: EventSummary[]): void {
   if (!timeline) return;
-  let outside = false;
-  for (const event of events) {
-    if (event.seq <= seen) continue;
-    seen = event.seq;
-    const at = Date.parse(event.time);
-    if (view.live && at >= view.to) {
-      view.to = at + 60_000;
-      outside = true;
-    }
-    if (at < view.from || at >= view.to) continue;
-    timeline.total += 1;
-    tableBody.prepend(eventRow(event));
-    const key = rowKeyOf(event, view.rows);
-    const row = timeline.rows.find((candidate) => candidate.key === key);
-    if (row) row.count += 1;
-    else
-      timeline.rows.push({
-        key,
-        label: view.rows === 'kind' ? `${event.kind} (${event.resource})` : key,
-        count: 1,
-      });
-    if (timeline.marks && timeline.marks.length < 2_000) timeline.marks.push(event);
-    else outside = true;
-  }
-  if (outside) {
+  const merged = mergeLiveEvents(timeline, view, seen, events);
+  seen = merged.seen;
+  for (const event of merged.shown) tableBody.prepend(eventRow(event));
+  if (merged.refetch) {
     // The window moved or grew past single marks: ask the server again, at most every 2 s.
     if (refetchTimer === undefined)
       refetchTimer = window.setTimeout(() => {
@@ -212,14 +194,13 @@ function restartStream(): void {
 }
 
 function zoom(factor: number): void {
-  const middle = (view.from + view.to) / 2;
-  const half = ((view.to - view.from) * factor) / 2;
-  void setWindow(middle - half, middle + half, false);
+  const { from, to } = zoomed(view, factor);
+  void setWindow(from, to, false);
 }
 
 function pan(fraction: number): void {
-  const shift = (view.to - view.from) * fraction;
-  void setWindow(view.from + shift, view.to + shift, false);
+  const { from, to } = panned(view, fraction);
+  void setWindow(from, to, false);
 }
 
 function wireControls(): void {
@@ -272,8 +253,8 @@ function wireControls(): void {
     const start = dragStart;
     dragStart = undefined;
     if (Math.abs(moved) < 5) return;
-    const shift = (-moved / Math.max(1, timelineBox.clientWidth - 240)) * (start.to - start.from);
-    void setWindow(start.from + shift, start.to + shift, false);
+    const { from, to } = panned(start, -moved / Math.max(1, timelineBox.clientWidth - 240));
+    void setWindow(from, to, false);
   });
   window.addEventListener('resize', redraw);
 }

@@ -1,6 +1,7 @@
 /// <reference lib="dom" />
 // One object's history: every event with its changes as `path: from → to`, who made it and the story
 // (root controller) it belongs to, and two versions the history can rebuild side by side.
+import type { Change } from '../../diff/types.ts';
 import type { ChangeEvent } from '../../events/event.ts';
 import type { ObjectAnswer } from '../object-view-worker.ts';
 import { getJson } from './api.ts';
@@ -18,6 +19,11 @@ export function valueText(value: unknown): string {
   if (value === undefined) return '∅';
   const text = JSON.stringify(value);
   return text.length > 160 ? `${text.slice(0, 159)}…` : text;
+}
+
+/** One change as the object's history lists it: `path: from → to`, and the field manager that made it. */
+export function changeText(change: Change): string {
+  return `${change.path}: ${valueText(change.from)} → ${valueText(change.to)}${change.manager ? `  (${change.manager})` : ''}`;
 }
 
 export function whoText(event: ChangeEvent): string | undefined {
@@ -96,15 +102,7 @@ export async function showObject(section: HTMLElement, ref: ObjectRef, base: URL
     item.append(line);
     if (event.changes?.length) {
       const changes = html('ul', undefined, 'changes');
-      for (const change of event.changes) {
-        const manager = (change as { manager?: string }).manager;
-        changes.append(
-          html(
-            'li',
-            `${change.path}: ${valueText(change.from)} → ${valueText(change.to)}${manager ? `  (${manager})` : ''}`,
-          ),
-        );
-      }
+      for (const change of event.changes) changes.append(html('li', changeText(change)));
       item.append(changes);
     }
     list.append(item);
@@ -152,8 +150,11 @@ async function compare(section: HTMLElement, params: URLSearchParams, a?: number
   }
 }
 
-/** The lines both sides share (a longest common subsequence), so the others can be marked. */
-function commonLines(left: readonly string[], right: readonly string[]): [Set<number>, Set<number>] {
+/**
+ * The lines both sides share (a longest common subsequence), by index on each side, so that the others
+ * can be marked; none beyond 4,000,000 line pairs (every line is then marked).
+ */
+export function commonLines(left: readonly string[], right: readonly string[]): [Set<number>, Set<number>] {
   if (left.length * right.length > 4_000_000) return [new Set(), new Set()];
   const table = Array.from({ length: left.length + 1 }, () => new Uint32Array(right.length + 1));
   for (let i = left.length - 1; i >= 0; i--)

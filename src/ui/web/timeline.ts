@@ -27,6 +27,12 @@ export function rowKeyOf(event: EventSummary, rows: 'namespace' | 'kind'): strin
   return rows === 'namespace' ? (event.namespace ?? '-') : event.resource;
 }
 
+/** The status line under the timeline: how many events, and the bucket when they are shown as density. */
+export function timelineSummary(data: Pick<Timeline, 'total' | 'density'>): string {
+  return `${data.total} event${data.total === 1 ? '' : 's'} in view${data.density ? `, shown as density per ${Math.max(1, Math.round(data.density.bucketMs / 1000))} s` : ''}.`;
+}
+
+/** A tick's label: the time of day (seconds too in a window under two minutes), the date too beyond two days. */
 export function formatTime(ms: number, span: number): string {
   const iso = new Date(ms).toISOString();
   return span > 2 * 86_400_000 ? iso.slice(5, 16).replace('T', ' ') : iso.slice(11, span < 120_000 ? 19 : 16);
@@ -64,7 +70,7 @@ export function drawTimeline(
 }
 
 /** Where things go: time across the plot (right of the row labels), rows down below the axis. */
-interface Layout {
+export interface Layout {
   width: number;
   height: number;
   from: number;
@@ -77,7 +83,7 @@ interface Layout {
   rowTop(index: number): number;
 }
 
-function layoutOf(width: number, data: Timeline, rowCount: number): Layout {
+export function layoutOf(width: number, data: Pick<Timeline, 'from' | 'to'>, rowCount: number): Layout {
   const from = Date.parse(data.from);
   const to = Date.parse(data.to);
   const span = to - from;
@@ -94,10 +100,18 @@ function layoutOf(width: number, data: Timeline, rowCount: number): Layout {
   };
 }
 
-/** About ten ticks across, each a round step (STEPS), with a grid line down through the rows. */
-function drawAxis(svg: SVGSVGElement, { from, to, span, height, x }: Layout): void {
+/** The axis's ticks: about ten across the window, each at a multiple of one round step (STEPS). */
+export function ticksOf({ from, to, span }: Pick<Layout, 'from' | 'to' | 'span'>): number[] {
   const step = STEPS.find((candidate) => span / candidate <= 10) ?? STEPS.at(-1)!;
-  for (let tick = Math.ceil(from / step) * step; tick < to; tick += step) {
+  const ticks: number[] = [];
+  for (let tick = Math.ceil(from / step) * step; tick < to; tick += step) ticks.push(tick);
+  return ticks;
+}
+
+/** Each tick labelled, with a grid line down through the rows. */
+function drawAxis(svg: SVGSVGElement, layout: Layout): void {
+  const { span, height, x } = layout;
+  for (const tick of ticksOf(layout)) {
     svg.append(element('line', { x1: x(tick), x2: x(tick), y1: AXIS_HEIGHT - 4, y2: height, class: 'grid' }));
     const label = element('text', { x: x(tick) + 2, y: 14, class: 'tick' });
     label.textContent = formatTime(tick, span);
@@ -146,7 +160,7 @@ function drawDensity(
       width: Math.max(2, (bucketMs / span) * plot),
       height: ROW_HEIGHT - 6,
       class: `mark ${commonestType(cell)}`,
-      'fill-opacity': (0.25 + (0.75 * Math.log1p(count)) / Math.log1p(busiest)).toFixed(2),
+      'fill-opacity': densityOpacity(count, busiest),
       tabindex: 0,
       role: 'button',
       'aria-label': `${cell.row}, ${formatTime(start, span)}: ${count} events (${cell.added} added, ${cell.updated} updated, ${cell.deleted} deleted); zoom in`,
@@ -163,8 +177,13 @@ function drawDensity(
   }
 }
 
+/** A cell's shade: from 0.25 (one event) to 1 (the busiest cell), on a log scale. */
+export function densityOpacity(count: number, busiest: number): string {
+  return (0.25 + (0.75 * Math.log1p(count)) / Math.log1p(busiest)).toFixed(2);
+}
+
 /** The type most of a cell's events have; ties go to the rarer kind of change (deleted, then updated). */
-function commonestType(cell: DensityCell): 'added' | 'updated' | 'deleted' {
+export function commonestType(cell: DensityCell): 'added' | 'updated' | 'deleted' {
   if (cell.deleted >= cell.updated && cell.deleted >= cell.added) return 'deleted';
   return cell.updated >= cell.added ? 'updated' : 'added';
 }
@@ -207,7 +226,7 @@ function drawMarks(
 }
 
 /** Shape as well as colour, for readers who cannot tell the colours apart: added ▲, updated ■, deleted ▼. */
-function markPoints(type: EventSummary['type'], cx: number, cy: number): string {
+export function markPoints(type: EventSummary['type'], cx: number, cy: number): string {
   if (type === 'ADDED') return `${cx},${cy - 7} ${cx + 6},${cy + 5} ${cx - 6},${cy + 5}`;
   if (type === 'DELETED') return `${cx - 6},${cy - 5} ${cx + 6},${cy - 5} ${cx},${cy + 7}`;
   return `${cx - 5},${cy - 5} ${cx + 5},${cy - 5} ${cx + 5},${cy + 5} ${cx - 5},${cy + 5}`;

@@ -17,12 +17,13 @@ export type FilterName = (typeof FILTER_NAMES)[number];
 export const TYPES = ['ADDED', 'UPDATED', 'DELETED'];
 export const HOUR = 3_600_000;
 
-export function readView(search: string, newest: number): View {
+/** The view an address holds; a live window ends a minute past `now` or the newest event, whichever is later. */
+export function readView(search: string, newest: number, now = Date.now()): View {
   const params = new URLSearchParams(search);
   const from = Date.parse(params.get('from') ?? '');
   const to = Date.parse(params.get('to') ?? '');
   const live = Number.isNaN(to);
-  const end = live ? Math.max(Date.now(), newest) + 60_000 : to;
+  const end = live ? Math.max(now, newest) + 60_000 : to;
   const view: View = {
     from: Number.isNaN(from) ? end - HOUR : from,
     to: end,
@@ -59,7 +60,50 @@ export function filterParams(view: View): URLSearchParams {
   return params;
 }
 
-export function writeView(view: View): void {
+/** The window and filters as the API takes them, for the events in view (older than `before`, if given). */
+export function eventsQuery(view: View, before?: number): URLSearchParams {
+  const params = windowParams(view);
+  params.set('limit', '100');
+  if (before) params.set('before', String(before));
+  return params;
+}
+
+/** The window, filters and rows as the API takes them, for a timeline `width` pixels wide. */
+export function timelineQuery(view: View, width: number): URLSearchParams {
+  const params = windowParams(view);
+  params.set('rows', view.rows);
+  params.set('buckets', String(Math.max(50, Math.min(1000, Math.floor(width / 4)))));
+  return params;
+}
+
+function windowParams(view: View): URLSearchParams {
+  const params = filterParams(view);
+  params.set('from', new Date(view.from).toISOString());
+  params.set('to', new Date(view.to).toISOString());
+  return params;
+}
+
+/** The window as the page names it: `2026-03-04 10:00:00 → 2026-03-04 11:00:00 UTC (live)`. */
+export function windowLabel(view: Pick<View, 'from' | 'to' | 'live'>): string {
+  const at = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+  return `${at(view.from)} → ${at(view.to)} UTC${view.live ? ' (live)' : ''}`;
+}
+
+/** The window `factor` times as long (0.5 zooms in), around the same middle; no longer live. */
+export function zoomed(view: Pick<View, 'from' | 'to'>, factor: number): { from: number; to: number } {
+  const middle = (view.from + view.to) / 2;
+  const half = ((view.to - view.from) * factor) / 2;
+  return { from: middle - half, to: middle + half };
+}
+
+/** The window moved by `fraction` of its length (negative: back in time); no longer live. */
+export function panned(view: Pick<View, 'from' | 'to'>, fraction: number): { from: number; to: number } {
+  const shift = (view.to - view.from) * fraction;
+  return { from: view.from + shift, to: view.to + shift };
+}
+
+/** The address's query string for `view` ('' for the default: the last hour, live, every event). */
+export function viewSearch(view: View): string {
   const params = filterParams(view);
   if (!view.live) {
     params.set('from', new Date(view.from).toISOString());
@@ -75,6 +119,10 @@ export function writeView(view: View): void {
     if (view.object.cluster) params.set('object.cluster', view.object.cluster);
     if (view.object.seq) params.set('object.seq', String(view.object.seq));
   }
-  const search = params.toString();
+  return params.toString();
+}
+
+export function writeView(view: View): void {
+  const search = viewSearch(view);
   history.replaceState(null, '', search ? `?${search}` : location.pathname);
 }

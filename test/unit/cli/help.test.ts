@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EXIT_OK, EXIT_USAGE } from '../../../src/cli/exit-codes.ts';
 import { allCommands, buildProgram, main } from '../../../src/cli/main.ts';
+import { nonEmpty } from '../../helpers/non-empty.ts';
 
 interface Run {
   code: number;
@@ -228,7 +229,7 @@ describe('every command', () => {
   });
 
   it('has a help of one line per flag, within 80 columns, ending with the pointer to docs/cli.md', async () => {
-    for (const command of await allCommands()) {
+    for (const command of nonEmpty(await allCommands(), 'commands')) {
       const help = await run([command.name(), '--help']);
       assert.equal(help.code, EXIT_OK, command.name());
       assert.deepEqual(continuationLines(help.stdout), [], command.name());

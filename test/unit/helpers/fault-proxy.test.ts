@@ -237,6 +237,20 @@ describe('fault proxy', () => {
     assert.equal(proxy.totalConnections, 1);
   });
 
+  test('unansweredStretches: how long the client waited for the server (black holes: watch-connection.test.ts)', async () => {
+    const client = await connect(proxy.port);
+    client.socket.write('a;');
+    await client.waitFor('a;');
+    assert.equal(proxy.unansweredStretches(0), 1, 'answered: one stretch');
+
+    // The server's answer leaves the proxy 100 ms after the question: a stretch of at least that.
+    proxy.setDelay(100);
+    client.socket.write('slow;');
+    await client.waitFor('slow;');
+    assert.equal(proxy.unansweredStretches(100), 1);
+    assert.equal(proxy.unansweredStretches(0), 2);
+  });
+
   test('setDelay delays every chunk in both directions and keeps the order', async () => {
     const client = await connect(proxy.port);
     client.socket.write('warm;');

@@ -14,7 +14,7 @@ import { freePorts } from '../../helpers/processes.ts';
 import { memoryLog } from '../../helpers/sink-test.ts';
 
 describe('Kafka sink without a broker', () => {
-  it('keeps a bounded backlog: the overflow becomes a digest, said once, every event accounted for', async () => {
+  it('keeps a bounded backlog: the overflow becomes a digest, said once, every event accounted for', async (t) => {
     const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-kafka-unit-'));
     const log = memoryLog();
     const file = DeadLetterFile.open(path.join(dir, 'dead.jsonl'), log);
@@ -28,6 +28,8 @@ describe('Kafka sink without a broker', () => {
       deadLetter: file,
       log,
     });
+    // Closed whatever happens: a client left retrying would keep this file's process from ever exiting.
+    t.after(() => sink.close(0));
     for (let i = 0; i < 60; i++) sink.deliver(sampleEvent({ id: `uid-${i}:${i}` }));
     await log.waitForLine(/kafka changes: .*retrying in/);
     const report = await sink.close(300);
