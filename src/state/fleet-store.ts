@@ -9,7 +9,7 @@
 // - A claim succeeds only from the epoch the claimer read, and only when the cluster has no owner, its
 //   owner is not alive (or is a previous process of the same replica), or it is this process's own; it
 //   bumps the epoch. The row is locked FOR UPDATE, so a claim waits for the previous owner's writes in
-//   flight (each holds it FOR SHARE, postgres-store.ts) and they fail after it.
+//   flight (each holds it FOR KEY SHARE, postgres-store.ts) and they fail after it.
 // - A release (a handoff, a clean stop) leaves the cluster free with who had it and why, for the next
 //   claim's move record.
 import type pg from 'pg';
@@ -160,9 +160,13 @@ export class FleetStore extends PostgresConnection {
           ],
         );
       }
+      // Only the rows missing: an insert that conflicts waits for whoever is updating that row (another
+      // replica's beat or claim), and every beat would queue behind the others'.
       await client.query(
         `INSERT INTO kubediff_fleet_clusters (fleet, cluster, since)
-         SELECT $1, name, now() FROM unnest($2::text[]) AS name ON CONFLICT DO NOTHING`,
+         SELECT $1, name, now() FROM unnest($2::text[]) AS name
+         WHERE NOT EXISTS (SELECT 1 FROM kubediff_fleet_clusters c WHERE c.fleet = $1 AND c.cluster = name)
+         ON CONFLICT DO NOTHING`,
         [fleet, [...profile.clusters]],
       );
       await client.query(

@@ -39,8 +39,9 @@ import {
 
 /**
  * A fleet's replica owning the cluster (docs/fleets.md): the epoch of its claim is the fencing token that
- * every write transaction checks, holding the cluster's row FOR SHARE, so that a claim by another
- * replica waits for a write in flight and every later write of this store fails.
+ * every write transaction checks, holding the cluster's row FOR KEY SHARE, so that a claim by another
+ * replica (FOR UPDATE) waits for a write in flight and every later write of this store fails, while the
+ * heartbeat's update of the row's progress columns does not wait for the writes.
  */
 export interface FleetOwnership {
   fleet: string;
@@ -60,7 +61,7 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
   private readonly owner: FleetOwnership | undefined;
 
   private constructor(options: PostgresStateOptions, cluster: string, owner: FleetOwnership | undefined) {
-    // A fleet's owner paused inside a write still holds the cluster's row FOR SHARE: the server ends that
+    // A fleet's owner paused inside a write still holds the cluster's row FOR KEY SHARE: the server ends that
     // transaction before anyone may take the cluster over, so the claim does not wait on it.
     super(options, undefined, owner && fleetSessionLimits(owner.replicaTimeoutMs));
     this.cluster = cluster;
@@ -396,7 +397,7 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
     return super.transaction(async (client) => {
       const row = await client.query(
         `SELECT 1 FROM kubediff_fleet_clusters
-         WHERE fleet = $1 AND cluster = $2 AND owner = $3 AND incarnation = $4 AND epoch = $5 FOR SHARE`,
+         WHERE fleet = $1 AND cluster = $2 AND owner = $3 AND incarnation = $4 AND epoch = $5 FOR KEY SHARE`,
         [owner.fleet, this.cluster, owner.replica, owner.incarnation, owner.epoch],
       );
       if (row.rowCount === 0) {
