@@ -272,6 +272,9 @@ export class FleetMember {
       }
       for (const [cluster, owner] of owners) {
         if (owner !== me || this.owned.has(cluster) || this.clusters.busy(cluster)) continue;
+        // Claims for one beat at most, the rest at the next: a replica that claims many clusters (its
+        // start, a takeover) renews its heartbeat on time, and is not taken for gone meanwhile.
+        if (this.now() - sentAt >= this.beatMs) break;
         const row = rows.get(cluster);
         if (!row || (current.has(cluster) && !this.isMine(row))) continue;
         const silent = view.replicas.find((replica) => replica.replica === row.owner)?.heartbeatAgeMs;
