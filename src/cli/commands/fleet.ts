@@ -9,7 +9,7 @@ import { groupedHelp } from '../help.ts';
 
 export function fleetCommand(): Command {
   const command = newCommand('fleet', "a fleet's replicas and who watches which cluster").addArgument(
-    new Argument('<action>', 'status: each cluster with its owner, and the replicas').choices(['status']),
+    new Argument('<action>', 'status: who watches which cluster').choices(['status']),
   );
   addFlags(command, [
     { flags: '--state <url>', description: 'the postgres:// URL the fleet records in' },

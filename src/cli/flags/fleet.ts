@@ -8,6 +8,8 @@ export const FLEET: FlagGroup = {
     {
       flags: '--fleet <name>',
       description: "share the clusters among this fleet's replicas",
+      // In --help-all only: --help is a screen, and a fleet is set up once, in its manifests.
+      more: true,
     },
     {
       flags: '--fleet-replica <name>',

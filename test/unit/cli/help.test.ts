@@ -83,8 +83,6 @@ describe('`kubediff watch --help`', () => {
       'State and UI (5 more with --help-all):',
       '--state <file|url>',
       '--ui <addr>',
-      'Fleet of replicas (2 more with --help-all):',
-      '--fleet <name>',
       'Running in a cluster (7 more with --help-all):',
       '--listen <addr>',
       '--leader-elect',
