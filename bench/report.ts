@@ -24,6 +24,8 @@ import type { StartupComparison, StartupFigures } from './startup.ts';
 import { stateSection } from './state-report.ts';
 import type { StoryFigures } from './stories.ts';
 import type { HeapFigures, SyncTimeFigures } from './sync.ts';
+import type { LargeSyncFigures } from './sync-large.ts';
+import { largeSyncRows, largeSyncSection } from './sync-large-report.ts';
 import type { UiObjectFigures } from './ui-object.ts';
 import { uiSection } from './ui-report.ts';
 import type { UsedByFigures } from './used-by.ts';
@@ -52,6 +54,7 @@ export const FIGURES = {
   sizing: { number: 17, key: 'sizing' },
   'used-by': { number: 18, key: 'usedBy' },
   outcomes: { number: 19, key: 'outcomes' },
+  'sync-large': { number: 20, key: 'syncLarge' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -320,6 +323,8 @@ export function rows(result: Result): Row[] {
     out.push(admissionRow(admission));
     if (admission.load) out.push(...admissionLoadRows(admission.load));
   }
+  const syncLarge = result.syncLarge as LargeSyncFigures | undefined;
+  if (syncLarge) out.push(...largeSyncRows(syncLarge));
   const kafka = result.kafka as KafkaFigures | undefined;
   if (kafka) {
     out.push({
@@ -729,6 +734,8 @@ ${markdownTable(
   if (stories) parts.push(storiesSection(stories));
   const admissionFigures = result.admission as AdmissionFigures | undefined;
   if (admissionFigures) parts.push(admissionSection(admissionFigures));
+  const syncLargeFigures = result.syncLarge as LargeSyncFigures | undefined;
+  if (syncLargeFigures) parts.push(largeSyncSection(syncLargeFigures));
   const history = historySection();
   if (history) parts.push(history);
   const logSinks = result.logSinks as LogSinkFigures | undefined;

@@ -6,7 +6,7 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by,outcomes (a subset; nothing recorded unless
+//            --only pipeline,sync,sync-large,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by,outcomes (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository),
 //            --outcome-pods N (figure 19's pods; default 10,000)
@@ -35,6 +35,7 @@ import { runSoak } from './soak.ts';
 import { measureStartup } from './startup.ts';
 import type { StoryFigures } from './stories.ts';
 import { measureSyncTime, populate } from './sync.ts';
+import { measureLargeSync } from './sync-large.ts';
 import { measureUiObject } from './ui-object.ts';
 import type { UsedByFigures } from './used-by.ts';
 
@@ -62,6 +63,9 @@ function parseArgs(argv: string[]) {
     recordScale: quick ? 0.5 : 1,
     syncObjects: quick ? 2_000 : 10_000,
     syncPairs: quick ? 3 : 9,
+    // Issue 40: one cluster of 100,000 objects.
+    largeSyncObjects: quick ? 20_000 : 100_000,
+    largeSyncPairs: quick ? 2 : 5,
     latencyWrites: quick ? 300 : 1_200,
     latencyRate: 20,
     auditWrites: quick ? 300 : 1_200,
@@ -230,6 +234,14 @@ try {
     result.sync = { time, heap };
     await cluster.admin.deleteNamespace(ns);
     await cluster.admin.deleteNamespace(emptyNs);
+  }
+  if (settings.figures.has('sync-large')) {
+    step('sync-large', `initial sync of one big cluster: creating ${settings.largeSyncObjects} ConfigMaps`);
+    result.syncLarge = await measureLargeSync(cluster.info, cluster.admin, {
+      objects: settings.largeSyncObjects,
+      pairs: settings.largeSyncPairs,
+      log,
+    });
   }
   if (settings.figures.has('latency')) {
     step('latency', 'latency');

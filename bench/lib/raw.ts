@@ -1,5 +1,6 @@
 // The baseline client: plain undici against the API server, no kubediff code. Used for the raw
-// paged LIST (figure 2), the raw watch stream (figures 3 and 1's recordings).
+// paged LIST (figure 2), the unpaged LIST (figure 17), the raw watch stream (figures 3 and 1's
+// recordings).
 import { Agent, request } from 'undici';
 import type { ClusterInfo } from '../../test/helpers/cluster.ts';
 
@@ -52,6 +53,20 @@ export async function rawPagedList(
     continueToken = page.metadata?.continue || undefined;
   } while (continueToken);
   return { items, bytes };
+}
+
+/** One unpaged LIST, its body read and parsed; returns the item count and the body's size. */
+export async function rawList(
+  info: ClusterInfo,
+  agent: Agent,
+  path: string,
+): Promise<{ items: number; bytes: number }> {
+  const response = await request(url(info, path, {}), { headers: headers(info), dispatcher: agent });
+  const text = await response.body.text();
+  if (response.statusCode !== 200)
+    throw new Error(`LIST ${path}: ${response.statusCode} ${text.slice(0, 200)}`);
+  const list = JSON.parse(text) as { items?: unknown[] };
+  return { items: list.items?.length ?? 0, bytes: text.length };
 }
 
 export interface RawWatch {

@@ -16,6 +16,8 @@ export interface ClusterPlan {
   selection: ClusterSelection;
   /** `optional: true` in `clusters:`: /readyz does not wait for it. */
   optional: boolean;
+  /** `replica:` in `clusters:`: in a fleet, the replica that alone watches it. */
+  pin?: string | undefined;
 }
 
 /**
@@ -44,6 +46,7 @@ export function clusterPlans(settings: WatchSettings): ClusterPlan[] {
             label: labelOf(name, identity),
             selection: { ...global, ...cluster.selection },
             optional: cluster.optional,
+            pin: cluster.replica,
           };
         })
       : loadContexts(settings).map((identity, _index, all) => ({

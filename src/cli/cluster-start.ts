@@ -60,7 +60,7 @@ export async function startOne(
  * /readyz names every context not synced yet.
  */
 export function startSeveral(clusters: readonly ClusterSupervisor[], deps: StartDeps): void {
-  const { service, log, progress } = deps;
+  const { service, progress } = deps;
   // /readyz waits for every cluster but those `optional: true` in clusters:.
   const awaited = clusters.filter((cluster) => !cluster.optional);
   for (const cluster of awaited) service.clusterDown(cluster.label, undefined);
@@ -75,34 +75,46 @@ export function startSeveral(clusters: readonly ClusterSupervisor[], deps: Start
     syncing.delete(cluster);
     if (syncing.size === 0) progress.stop();
   };
-  for (const cluster of clusters) {
-    const synced = () => {
-      service.clusterSynced(cluster.label);
-      deps.onSynced?.(cluster);
-      logWatching(log, cluster);
-    };
-    cluster.start(deps.wiringOf(cluster)).then(
-      (selection) => {
-        settled(cluster);
-        // undefined: stopped during the sync.
+  for (const cluster of clusters) startInBackground(cluster, deps, () => settled(cluster));
+}
+
+/**
+ * One cluster of several, on its own: it syncs and reports as soon as it can; when it cannot start, it
+ * says so in one sentence and is retried in the background. `settled` is told when its first attempt
+ * ended, either way.
+ */
+export function startInBackground(
+  cluster: ClusterSupervisor,
+  deps: Pick<StartDeps, 'service' | 'log' | 'wiringOf' | 'onSynced'>,
+  settled: () => void = () => {},
+): void {
+  const { service, log } = deps;
+  const synced = () => {
+    service.clusterSynced(cluster.label);
+    deps.onSynced?.(cluster);
+    logWatching(log, cluster);
+  };
+  cluster.start(deps.wiringOf(cluster)).then(
+    (selection) => {
+      settled();
+      // undefined: stopped during the sync.
+      if (selection) synced();
+    },
+    (error: unknown) => {
+      settled();
+      if (cluster.stopping) return;
+      const explained = errorMessage(explainConnectionFailure(error, cluster.identity)).replace(/\.$/, '');
+      // The sentence names the context; a cluster named otherwise in clusters: is named too.
+      const named = cluster.name === cluster.identity.contextName ? '' : `${cluster.label}: `;
+      log.warn(
+        `${named}${explained}; retried in the background${cluster.optional ? ' (optional: /readyz does not wait for it)' : ''}.`,
+      );
+      if (!cluster.optional) service.clusterDown(cluster.label, error);
+      cluster.retryInBackground(deps.wiringOf(cluster), (selection) => {
         if (selection) synced();
-      },
-      (error: unknown) => {
-        settled(cluster);
-        if (cluster.stopping) return;
-        const explained = errorMessage(explainConnectionFailure(error, cluster.identity)).replace(/\.$/, '');
-        // The sentence names the context; a cluster named otherwise in clusters: is named too.
-        const named = cluster.name === cluster.identity.contextName ? '' : `${cluster.label}: `;
-        log.warn(
-          `${named}${explained}; retried in the background${cluster.optional ? ' (optional: /readyz does not wait for it)' : ''}.`,
-        );
-        if (!cluster.optional) service.clusterDown(cluster.label, error);
-        cluster.retryInBackground(deps.wiringOf(cluster), (selection) => {
-          if (selection) synced();
-        });
-      },
-    );
-  }
+      });
+    },
+  );
 }
 
 /** "watching N resource types on … (context …)": said of each cluster once it synced. */

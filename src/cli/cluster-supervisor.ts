@@ -16,6 +16,7 @@ import { type HttpSettings, KubeClient } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import type { ClusterIdentity } from '../kube/kubeconfig.ts';
 import type { Selection } from '../kube/selection.ts';
+import type { FleetOwnership } from '../state/postgres-store.ts';
 import type { StateRecorder } from '../state/recorder.ts';
 import { Backoff, sleep } from '../util/backoff.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -34,6 +35,8 @@ export interface ClusterDeps {
   stateMaxBacklogBytes?: number | undefined;
   /** --leader-elect with PostgreSQL: the recorder claims the cluster when this replica leads. */
   leaderElected?: { leaseDurationMs: number } | undefined;
+  /** --fleet: this replica owns the cluster at this epoch; every write of its state checks it. */
+  fleetOwnership?: FleetOwnership | undefined;
 }
 
 /** What the pipeline side gives each cluster's watcher. */
@@ -266,7 +269,10 @@ async function openRecorder(
   const { settings } = deps;
   return lifecycle.use(
     await StateRecorder.open({
-      store: await openStateStore(state, plan.name, { leaderElected: deps.leaderElected !== undefined }),
+      store: await openStateStore(state, plan.name, {
+        leaderElected: deps.leaderElected !== undefined,
+        fleet: deps.fleetOwnership,
+      }),
       leaderElected: deps.leaderElected && { fenceAfterMs: deps.leaderElected.leaseDurationMs },
       log,
       signature: selectionSignature({

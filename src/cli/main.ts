@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   blame: async () => (await import('./commands/blame.ts')).blameCommand(),
   why: async () => (await import('./commands/why.ts')).whyCommand(),
   migrate: async () => (await import('./commands/migrate.ts')).migrateCommand(),
+  fleet: async () => (await import('./commands/fleet.ts')).fleetCommand(),
   ui: async () => (await import('./commands/ui.ts')).uiCommand(),
   validate: async () => (await import('./commands/validate.ts')).validateCommand(),
 };

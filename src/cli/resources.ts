@@ -12,7 +12,7 @@ import { type Selection, type SkipReason, selectResources } from '../kube/select
 import { qualifiedName } from '../kube/types.ts';
 import { errorMessage, KubediffError } from '../util/errors.ts';
 import { type Logger, stderrLogger } from '../util/log.ts';
-import { printable } from '../util/terminal-text.ts';
+import { textTable } from '../util/text-table.ts';
 import { type ClusterPlan, clusterPlans } from './cluster-plans.ts';
 import { checkResourceNames } from './resource-name-check.ts';
 
@@ -116,28 +116,16 @@ function row(type: DiscoveredResource, watched: boolean, reason: SkipReason | un
 export function resourcesTable(rows: readonly ResourceRow[]): string {
   const several = rows.some((entry) => entry.cluster !== undefined);
   const header = [...(several ? ['CLUSTER'] : []), 'NAME', 'APIVERSION', 'KIND', 'SCOPE', 'WATCHED'];
-  // Discovery documents come from the API server and aggregated APIs: printable() before padding.
-  const lines = rows.map((entry) =>
-    [
-      ...(several ? [entry.cluster ?? ''] : []),
-      entry.name,
-      entry.group ? `${entry.group}/${entry.version}` : entry.version,
-      entry.kind,
-      entry.scope,
-      entry.watched ? 'yes' : `no: ${entry.reason}`,
-    ].map((cell) => printable(cell)),
-  );
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)),
-  );
-  return [header, ...lines]
-    .map((line) =>
-      line
-        .map((cell, column) => (column === line.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
-        .join('  '),
-    )
-    .join('\n')
-    .concat('\n');
+  // Discovery documents come from the API server and aggregated APIs: textTable makes them printable.
+  const lines = rows.map((entry) => [
+    ...(several ? [entry.cluster ?? ''] : []),
+    entry.name,
+    entry.group ? `${entry.group}/${entry.version}` : entry.version,
+    entry.kind,
+    entry.scope,
+    entry.watched ? 'yes' : `no: ${entry.reason}`,
+  ]);
+  return textTable([header, ...lines]);
 }
 
 /** The watched types that this identity may not list or watch, asked of the server in one batch. */

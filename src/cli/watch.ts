@@ -11,6 +11,7 @@ import { PathMatcher } from '../diff/ignore.ts';
 import { Normalizer } from '../diff/normalize.ts';
 import { Redactor } from '../diff/redact.ts';
 import { DiscoveryResolver } from '../events/discovery-resolver.ts';
+import type { KubediffEvent } from '../events/event.ts';
 import type { OutcomeEngine } from '../events/outcomes/outcome-engine.ts';
 import { OwnerResolver, ownerStage } from '../events/owners.ts';
 import { type EventStage, filterStage, Pipeline } from '../events/pipeline.ts';
@@ -23,6 +24,7 @@ import { SyncProgress } from '../service/progress.ts';
 import { type ServiceOptions, ServiceRuntime } from '../service/service.ts';
 import { logShutdownReport } from '../sinks/router.ts';
 import { createSinks, type SinkSet, type SinkSpec } from '../sinks/setup.ts';
+import type { FleetFence } from '../state/fleet-fence.ts';
 import type { Exposure } from '../ui/exposure.ts';
 import type { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
@@ -32,7 +34,13 @@ import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
 import { type ClusterPlan, clusterPlans } from './cluster-plans.ts';
 import { startOne, startSeveral } from './cluster-start.ts';
-import { ClusterSupervisor, type ClusterWiring, clusterLogger } from './cluster-supervisor.ts';
+import {
+  type ClusterDeps,
+  ClusterSupervisor,
+  type ClusterWiring,
+  clusterLogger,
+} from './cluster-supervisor.ts';
+import type { FleetWatch } from './fleet-watch.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
 import { startWhoSources, type WhoWiring } from './who-sources.ts';
 
@@ -85,61 +93,85 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   // One exception while processing one change costs that change at that stage, never the watch.
   const failures = new EventFailures(log);
   const plans = clusterPlans(settings);
-  const context: WatchContext = { settings, runtime, lifecycle, log, failures, several: plans.length > 1 };
-  const clusters = await openClusters(context, plans);
-  const first = clusters[0] as ClusterSupervisor;
+  const context: WatchContext = {
+    settings,
+    runtime,
+    lifecycle,
+    log,
+    failures,
+    several: plans.length > 1 || settings.fleet !== undefined,
+  };
+  // --fleet: clusters are opened as this replica comes to own them (src/cli/fleet-watch.ts).
+  const fleet = await openFleet(context, plans);
+  const opened = fleet ? [] : await openClusters(context, plans);
+  const clusters = () => fleet?.clusters() ?? opened;
+  const first = opened[0];
   const ui = await startUi(context);
   // After the sinks drained: the leader's last checkpoint covers what they delivered. The Lease is the
   // first cluster's (--leader-elect watches one).
   const service = lifecycle.use(
     await ServiceRuntime.start(runtime.service, {
-      client: first.client,
+      client: first?.client,
       log,
       version: runtime.version ?? 'dev',
       standbyMaxBufferBytes: runtime.limits?.standbyMaxBufferBytes,
-      takeover: first.recorder?.followsLeadership ? first.recorder : undefined,
+      takeover: first?.recorder?.followsLeadership ? first.recorder : undefined,
     }),
     (service) => service.stop(),
   );
   if (ui) service.observeUi(ui);
-  const outcomes = await startOutcomes(context, clusters);
+  if (fleet) service.observeFleet(fleet.member, fleet.fence);
+  // A fleet's replica opens its clusters as it comes to own them: their Warning Events are followed once each has synced.
+  const outcomes = await startOutcomes(context, opened, plans);
   const { sinks, outputClosed, owners } = await startSinks(context, service, clusters, outcomes);
   const { pipeline, resolver, who } = await assemblePipeline(context, {
     router: sinks.router,
     service,
     owners,
     outcomes,
-    client: first.client,
+    client: first?.client,
+    fence: fleet?.fence,
   });
-  const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl, who);
+  const wiringOf = clusterWiring(context, pipeline, resolver, sinks.flowControl, who, fleet?.fence);
   // After the watch stopped and the join passed on what it held, before the sinks drain: the OUTCOMEs
   // reached by then are delivered (without --state, the rollouts still open are reported unknown).
   if (outcomes) lifecycle.defer(() => outcomes.stop(!settings.state));
   // After the watch stopped: what waits for its record of who made it goes on to the sinks, which then drain.
   const join = who.stage;
   if (join) lifecycle.defer(() => join.close());
-  for (const cluster of clusters) {
-    owners.attach(cluster.name || undefined, (group, kind, namespace, name) =>
-      cluster.findObject(group, kind, namespace, name),
+  for (const plan of plans) {
+    owners.attach(plan.name || undefined, (group, kind, namespace, name) =>
+      clusters()
+        .find((cluster) => cluster.name === plan.name)
+        ?.findObject(group, kind, namespace, name),
     );
   }
   lifecycle.defer(async () => {
-    await Promise.all(clusters.map((cluster) => cluster.stop()));
+    if (fleet) await fleet.stopWatching();
+    else await Promise.all(opened.map((cluster) => cluster.stop()));
   });
   // Stop requested: not ready any more (a kubelet stops routing; a standby may prepare).
   lifecycle.defer(() => service.stopping());
-  await attachRecorders(clusters, sinks.router);
+  await attachRecorders(opened, sinks.router);
   // A stop (SIGINT/SIGTERM, or stdout gone) is honoured at any moment, the initial sync included: a
   // sync paused by a stalled stdout reader, or a LIST the API server never answers, would otherwise
-  // hold it off until the kubelet's SIGKILL.
-  const stop = Promise.race([runtime.stopRequested, outputClosed]);
-  const allInformers = () => clusters.flatMap((cluster) => cluster.allInformers());
-  const onSynced = (cluster: ClusterSupervisor) => outcomes?.synced(cluster.name || undefined);
+  // hold it off until the kubelet's SIGKILL. A fleet's replica whose name another process took stops too.
+  const stop = Promise.race([runtime.stopRequested, outputClosed, ...(fleet ? [fleet.member.failed] : [])]);
+  const allInformers = () => clusters().flatMap((cluster) => cluster.allInformers());
+  const onSynced = (cluster: ClusterSupervisor) => {
+    outcomes?.followWarnings(cluster.name || undefined, cluster.client, cluster.scope);
+    outcomes?.synced(cluster.name || undefined);
+  };
   const deps = { service, log, wiringOf, allInformers, progress, onSynced };
-  if (context.several) {
-    startSeveral(clusters, deps);
+  if (fleet) {
+    if (!(await fleet.run({ service, log, wiringOf, router: sinks.router, onSynced }, stop))) {
+      logStop(log, await stop, settings.delivery.shutdownTimeoutMs, ' before joining the fleet');
+      return;
+    }
+  } else if (context.several) {
+    startSeveral(opened, deps);
   } else {
-    const stoppedBy = await startOne(first, { ...deps, stop });
+    const stoppedBy = await startOne(first as ClusterSupervisor, { ...deps, stop });
     if (stoppedBy !== undefined) {
       logStop(log, stoppedBy, settings.delivery.shutdownTimeoutMs, ' during the initial sync');
       return;
@@ -158,7 +190,7 @@ async function openClusters(
   context: WatchContext,
   plans: readonly ClusterPlan[],
 ): Promise<ClusterSupervisor[]> {
-  const { settings, runtime, log, several } = context;
+  const { runtime, log, several } = context;
   const leaderElection = runtime.service?.leaderElection;
   if (several && leaderElection) {
     throw new UsageError(
@@ -168,17 +200,7 @@ async function openClusters(
   const clusters: ClusterSupervisor[] = [];
   for (const plan of plans) {
     const clusterLog = several ? clusterLogger(log, plan.label) : log;
-    const deps = {
-      settings,
-      log,
-      failures: context.failures,
-      http: runtime.http,
-      timing: runtime.timing,
-      rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
-      stateMaxBacklogBytes: runtime.limits?.stateMaxBacklogBytes,
-      leaderElected: leaderElection && { leaseDurationMs: leaderElection.leaseDurationMs },
-    };
-    clusters.push(await ClusterSupervisor.open(plan, deps, context.lifecycle, clusterLog));
+    clusters.push(await ClusterSupervisor.open(plan, clusterDeps(context), context.lifecycle, clusterLog));
   }
   return clusters;
 }
@@ -191,6 +213,7 @@ async function openClusters(
 async function startOutcomes(
   { settings, runtime, log }: WatchContext,
   clusters: readonly ClusterSupervisor[],
+  plans: readonly ClusterPlan[],
 ): Promise<OutcomeEngine | undefined> {
   if (!settings.outcomes.enabled) return undefined;
   const { OutcomeEngine } = await import('../events/outcomes/outcome-engine.ts');
@@ -199,7 +222,7 @@ async function startOutcomes(
     const { pendingRollouts } = await import('./outcome-resume.ts');
     const pending = await pendingRollouts(
       settings.state,
-      clusters.map((cluster) => cluster.name),
+      plans.map((plan) => plan.name),
       { timeoutMs: settings.outcomes.timeoutMs, now: Date.now() },
     );
     for (const [cluster, rollouts] of pending) engine.resume(cluster || undefined, rollouts);
@@ -207,6 +230,42 @@ async function startOutcomes(
   for (const cluster of clusters)
     engine.followWarnings(cluster.name || undefined, cluster.client, cluster.scope);
   return engine;
+}
+
+/** What opening each cluster needs. */
+function clusterDeps({ settings, runtime, log, failures }: WatchContext): ClusterDeps {
+  const leaderElection = runtime.service?.leaderElection;
+  return {
+    settings,
+    log,
+    failures,
+    http: runtime.http,
+    timing: runtime.timing,
+    rediscoveryIntervalMs: runtime.rediscoveryIntervalMs,
+    stateMaxBacklogBytes: runtime.limits?.stateMaxBacklogBytes,
+    leaderElected: leaderElection && { leaseDurationMs: leaderElection.leaseDurationMs },
+  };
+}
+
+/**
+ * --fleet: this process as one replica of a fleet (docs/fleets.md); its clusters are opened as it comes to
+ * own them. After the sinks drained (deferred before them), their state is recorded and the fleet left.
+ */
+async function openFleet(
+  context: WatchContext,
+  plans: readonly ClusterPlan[],
+): Promise<FleetWatch | undefined> {
+  const { settings, runtime, log, lifecycle } = context;
+  const { fleet, state } = settings;
+  if (!fleet || !state) return undefined;
+  const { FleetWatch } = await import('./fleet-watch.ts');
+  FleetWatch.checkCompatible(runtime.service?.leaderElection !== undefined);
+  const watch = new FleetWatch({ ...settings, fleet, state }, plans, clusterDeps(context), {
+    log,
+    version: runtime.version ?? 'dev',
+  });
+  lifecycle.defer(() => watch.close());
+  return watch;
 }
 
 /** --ui: the history --state records, served as a live page (docs/ui.md). */
@@ -233,7 +292,7 @@ async function startUi({ settings, runtime, lifecycle, log }: WatchContext): Pro
 async function startSinks(
   { settings, runtime, lifecycle, log, failures }: WatchContext,
   service: ServiceRuntime,
-  clusters: readonly ClusterSupervisor[],
+  clusters: () => readonly ClusterSupervisor[],
   outcomes: OutcomeEngine | undefined,
 ): Promise<{ sinks: SinkSet; outputClosed: Promise<string>; owners: OwnerResolver }> {
   let stopOutput: (reason: string) => void = () => {};
@@ -267,7 +326,7 @@ async function startSinks(
   });
   // Per cluster, labelled with its events' `cluster` (docs/deploy.md, "Health and metrics").
   service.observeClusters(() =>
-    clusters.map((cluster) => ({
+    clusters().map((cluster) => ({
       name: cluster.name,
       informers: cluster.allInformers(),
       connections: cluster.client.connectionStats(),
@@ -294,7 +353,9 @@ async function assemblePipeline(
     owners: OwnerResolver;
     outcomes: OutcomeEngine | undefined;
     /** The first cluster's (a managed admission certificate lives there). */
-    client: KubeClient;
+    client: KubeClient | undefined;
+    /** --fleet: delivers a cluster's changes only while this replica owns it (src/state/fleet-fence.ts). */
+    fence: EventStage<KubediffEvent> | undefined;
   },
 ): Promise<{ pipeline: Pipeline; resolver: DiscoveryResolver; who: WhoWiring }> {
   const { settings, log, failures, lifecycle } = context;
@@ -337,7 +398,7 @@ async function assemblePipeline(
   const pipeline = new Pipeline({
     normalizer,
     rules,
-    handover: service.stages,
+    handover: [...service.stages, ...(parts.fence ? [parts.fence] : [])],
     delivery: router,
     observers: [...(usedBy ? [usedBy] : []), service, ...(outcomes ? [outcomes] : [])],
     failures,
@@ -353,18 +414,21 @@ function clusterWiring(
   resolver: DiscoveryResolver,
   flowControl: SinkSet['flowControl'],
   who: WhoWiring,
+  fence: FleetFence | undefined,
 ): (cluster: ClusterSupervisor) => ClusterWiring {
-  const offered = new Map<ClusterSupervisor, ResourceType[]>();
+  // By cluster name: a fleet's replica opens a cluster anew each time it comes to own it.
+  const offered = new Map<string, ResourceType[]>();
   // What every cluster watches now: reviews of other types name nothing (src/cli/who-sources.ts).
-  const watched = new Map<ClusterSupervisor, readonly ResourceType[]>();
+  const watched = new Map<string, readonly ResourceType[]>();
   let namesChecked = false;
   return (cluster) => ({
     pipeline,
-    flowControl,
+    // A fleet's cluster pauses while the fence holds its changes.
+    flowControl: fence ? () => fence.flowControl(cluster.name) ?? flowControl() : flowControl,
     onSelection: (selection) => {
-      offered.set(cluster, [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
+      offered.set(cluster.name, [...selection.watched, ...selection.skipped.map((skipped) => skipped.type)]);
       resolver.update([...offered.values()].flat());
-      watched.set(cluster, selection.watched);
+      watched.set(cluster.name, selection.watched);
       who.watching([...watched.values()].flat());
       // Checked on the first discovery, before any informer starts.
       if (namesChecked) return;

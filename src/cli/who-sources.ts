@@ -16,6 +16,7 @@ import type { AdmissionThread } from '../service/admission-thread.ts';
 import type { PeerRecords } from '../service/peer-records.ts';
 import type { ServiceRuntime } from '../service/service.ts';
 import type { WebhookListener, WebhookRoute } from '../service/webhook-listener.ts';
+import { UsageError } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import type { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
@@ -28,8 +29,8 @@ export interface WhoWiring {
 }
 
 interface WhoDeps {
-  /** The (first) cluster's client: a managed admission certificate lives there. */
-  client: KubeClient;
+  /** The (first) cluster's client: a managed admission certificate lives there (none in a fleet). */
+  client: KubeClient | undefined;
   normalizer: Normalizer;
   service: ServiceRuntime;
   log: Logger;
@@ -154,16 +155,22 @@ async function startAdmission(
   ]);
   // --admission-cert-secret: kubediff makes and renews the certificate; imported only then.
   const managed = admission.managedCertificate;
-  const certificate = managed
-    ? wiring.lifecycle.use(
-        await (await import('../service/managed-certificate.ts')).ManagedCertificate.start({
-          ...managed,
-          client: wiring.client,
-          log,
-        }),
-        (certificate) => certificate.close(),
-      )
-    : undefined;
+  if (managed && !wiring.client) {
+    throw new UsageError(
+      '--admission-cert-secret keeps the certificate in a Secret of the cluster kubediff runs in, which a fleet replica (--fleet) does not watch as such: give the fleet --admission-cert and --admission-key (cert-manager) instead.',
+    );
+  }
+  const certificate =
+    managed && wiring.client
+      ? wiring.lifecycle.use(
+          await (await import('../service/managed-certificate.ts')).ManagedCertificate.start({
+            ...managed,
+            client: wiring.client,
+            log,
+          }),
+          (certificate) => certificate.close(),
+        )
+      : undefined;
   // What the watch's normalizer is made of (src/cli/watch.ts), so that both digest alike.
   const thread = wiring.lifecycle.use(
     new AdmissionThread(

@@ -82,6 +82,7 @@ export function clustersFrom(
       context: entry.context,
       selection,
       optional: entry.optional ?? false,
+      replica: entry.replica,
     };
   });
 }

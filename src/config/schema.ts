@@ -272,6 +272,8 @@ export const configSchema = {
           excludeResources: stringList,
           selector: { type: 'string' },
           optional: { type: 'boolean' },
+          // A fleet's replica that alone watches it (docs/fleets.md).
+          replica: { type: 'string', minLength: 1 },
         },
         additionalProperties: false,
       },
@@ -378,6 +380,17 @@ export const configSchema = {
     // The other replicas of a leader-elected pair, which get the records this one receives (docs/who.md).
     peers: { type: 'string' },
     ignoreUsers: stringList,
+    // One replica of a fleet that shares the clusters among its replicas (docs/fleets.md).
+    fleet: {
+      type: 'object',
+      properties: {
+        name: { type: 'string', minLength: 1 },
+        replica: { type: 'string', minLength: 1 },
+        replicaTimeout: duration,
+      },
+      required: ['name'],
+      additionalProperties: false,
+    },
     // The change history as a page (docs/ui.md): `watch` serves it beside the watch when `listen` is set.
     ui: {
       type: 'object',

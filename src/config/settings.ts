@@ -24,6 +24,7 @@ import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-
 import type { LoadedConfig, ParseOptions } from './file.ts';
 import { withFileSinks } from './file-sink-settings.ts';
 import { pathRuleOf } from './filter-settings.ts';
+import { fleetSettingsFrom } from './fleet-settings.ts';
 import { withSinkMemory } from './memory-settings.ts';
 import { outcomeSettingsFrom } from './outcome-settings.ts';
 import { parseOutput } from './output-format.ts';
@@ -114,6 +115,13 @@ function resolveWatchSettings(
     stateMaxSize: flags.stateMaxSize ?? config.state?.maxSize,
     ...(config.state?.passwordFile !== undefined ? { statePasswordFile: config.state.passwordFile } : {}),
   });
+  const fleet = fleetSettingsFrom(flags, config.fleet, state, env ?? process.env);
+  const pinned = (config.clusters ?? []).findIndex((cluster) => cluster.replica !== undefined);
+  if (pinned >= 0 && !fleet) {
+    throw new UsageError(
+      `clusters[${pinned}].replica pins a cluster to one replica of a fleet, but no fleet is given; add fleet.name (or --fleet), or drop replica:.`,
+    );
+  }
   const redactionKey = env ? redactionKeyFrom(env) : undefined;
   const events = flags.events !== undefined ? parseEventTypes(flags.events) : eventTypesOf(config.events);
 
@@ -136,6 +144,7 @@ function resolveWatchSettings(
     preset: noise.preset,
     explain: flags.explain ?? false,
     ...(state ? { state } : {}),
+    ...(fleet ? { fleet } : {}),
     redaction: { rules: file ? redactRulesOf(file) : [], ...(redactionKey ? { key: redactionKey } : {}) },
     stories: storySettingsFrom(flags, config.stories, output),
     outcomes: outcomeSettingsFrom(flags, config.outcomes),

@@ -8,6 +8,7 @@ import type { MemoryBounds } from '../util/memory-budget.ts';
 import type { AdmissionSettings, RawAdmissionFlags } from './admission-settings.ts';
 import type { AuditSettings, RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
+import type { FleetSettings, RawFleetFlags } from './fleet-settings.ts';
 import type { OutcomeSettings, RawOutcomeFlags } from './outcome-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import type { PresetName } from './presets.ts';
@@ -24,7 +25,8 @@ export interface RawWatchFlags
     RawAuditFlags,
     RawAdmissionFlags,
     RawStoryFlags,
-    RawOutcomeFlags {
+    RawOutcomeFlags,
+    RawFleetFlags {
   kubeconfig?: string;
   /** --context: repeatable on `watch` (several clusters), once on `resources`. */
   context?: string | string[];
@@ -73,6 +75,8 @@ export interface ClusterSettings {
   selection: Partial<ClusterSelection>;
   /** It may be down: /readyz is ready without it while it cannot start. */
   optional: boolean;
+  /** `replica:`: in a fleet, the replica that alone watches it (docs/fleets.md). */
+  replica: string | undefined;
 }
 
 export interface WatchSettings {
@@ -108,6 +112,8 @@ export interface WatchSettings {
   filter?: FilterSpec;
   /** --state: the state file (catch-up after a restart, `kubediff history`); see docs/state.md. */
   state?: StateSettings;
+  /** --fleet: one replica of a fleet that shares the clusters (docs/fleets.md). */
+  fleet?: FleetSettings;
   /** What is redacted beyond Secrets (`redact:`), and KUBEDIFF_REDACTION_KEY. */
   redaction: RedactionSettings;
   /** --audit-listen: the audit webhook, to name who made each change (docs/audit.md). */

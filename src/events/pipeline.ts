@@ -50,6 +50,8 @@ export interface Handover<E extends KubediffEvent = ChangeEvent> {
   reported?: E | undefined;
   /** The observers of the source it came from alone (a cluster's state recorder): see source(). */
   sourceObservers?: readonly PipelineObserver[] | undefined;
+  /** The cluster of the source it came from (a fleet's fence holds or drops a cluster's handovers). */
+  cluster?: string | undefined;
 }
 
 /** Per sink, in the router's order: how many events it had accepted. */
@@ -246,6 +248,7 @@ export class Pipeline {
           },
           event: builder.added(type, object, context),
           sourceObservers,
+          cluster,
         }),
       onUpdate: (type, previous, current, context) =>
         enter({
@@ -259,6 +262,7 @@ export class Pipeline {
           },
           event: builder.updated(type, previous, current, context),
           sourceObservers,
+          cluster,
         }),
       onDelete: (type, last, context) =>
         enter({
@@ -271,9 +275,15 @@ export class Pipeline {
           },
           event: builder.deleted(type, last, context),
           sourceObservers,
+          cluster,
         }),
       onBaseline: (type, object) =>
-        enter({ change: { kind: 'baseline', type, object, ...where }, event: undefined, sourceObservers }),
+        enter({
+          change: { kind: 'baseline', type, object, ...where },
+          event: undefined,
+          sourceObservers,
+          cluster,
+        }),
       onState: (informer, state) => {
         for (const observer of observers) observer.stateChanged?.(informer, state, cluster);
       },

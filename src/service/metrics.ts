@@ -10,6 +10,7 @@ import type { ReflectorState } from '../informer/reflector.ts';
 import type { DeliveryObserver } from '../sinks/delivery.ts';
 import { type AuditSource, registerAuditMetrics } from './metrics/audit-metrics.ts';
 import { type ConnectionCluster, registerConnectionMetrics } from './metrics/connection-metrics.ts';
+import { type FleetSource, registerFleetMetrics } from './metrics/fleet-metrics.ts';
 import {
   type InformerCluster,
   type InformerObserver,
@@ -38,7 +39,7 @@ export interface MetricsSources extends SinkSources, PipelineSources, ServiceSou
   usedBy?: UsedBySource | undefined;
 }
 
-export type { ObservedListener, ObservedUi };
+export type { FleetSource, ObservedListener, ObservedUi };
 
 export class KubediffMetrics {
   readonly registry = new Registry();
@@ -69,6 +70,11 @@ export class KubediffMetrics {
   /** A listener's closed connections (src/service/listener-guard.ts), in kubediff_listener_connections_closed_total. */
   observeListener(listener: ObservedListener): void {
     this.addListener(listener);
+  }
+
+  /** --fleet: the fleet's metrics, registered when this process is a fleet's replica (docs/fleets.md). */
+  observeFleet(fleet: FleetSource): void {
+    registerFleetMetrics(this.registration, fleet);
   }
 
   /** The UI's metrics, registered when a UI is served beside the watch (docs/deploy.md, "Health and metrics"). */

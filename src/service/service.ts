@@ -23,7 +23,13 @@ import {
   LeaderGate,
   type TakeoverObserver,
 } from './leader-gate.ts';
-import type { KubediffMetrics, MetricsSources, ObservedListener, ObservedUi } from './metrics.ts';
+import type {
+  FleetSource,
+  KubediffMetrics,
+  MetricsSources,
+  ObservedListener,
+  ObservedUi,
+} from './metrics.ts';
 import { Readiness, readinessReasonOf } from './readiness.ts';
 
 export interface ServiceOptions {
@@ -38,7 +44,8 @@ export interface ServiceOptions {
 export class ServiceRuntime implements PipelineObserver {
   private readonly options: ServiceOptions | undefined;
   private readonly log: Logger;
-  private readonly client: KubeClient;
+  /** The cluster whose Lease --leader-elect uses (none in a fleet, which never elects a leader). */
+  private readonly client: KubeClient | undefined;
   private readonly metrics: KubediffMetrics | undefined;
   private readonly readiness: Readiness;
   private readonly gate: LeaderGate | undefined;
@@ -49,7 +56,7 @@ export class ServiceRuntime implements PipelineObserver {
 
   private constructor(
     options: ServiceOptions | undefined,
-    client: KubeClient,
+    client: KubeClient | undefined,
     log: Logger,
     standbyMaxBufferBytes: number | undefined,
     metrics: KubediffMetrics | undefined,
@@ -61,6 +68,7 @@ export class ServiceRuntime implements PipelineObserver {
     this.readiness = new Readiness({ thresholdMs: options?.readyFailureThresholdMs ?? 60_000 });
     this.metrics = metrics;
     if (options?.leaderElection) {
+      if (!client) throw new Error('--leader-elect needs the Lease cluster’s client');
       this.gate = new LeaderGate({
         log,
         takeover,
@@ -75,7 +83,7 @@ export class ServiceRuntime implements PipelineObserver {
   static async start(
     options: ServiceOptions | undefined,
     deps: {
-      client: KubeClient;
+      client: KubeClient | undefined;
       log: Logger;
       version: string;
       /** KUBEDIFF_STANDBY_MAX_BUFFER: bytes a standby may hold back (default in leader-gate.ts). */
@@ -154,6 +162,16 @@ export class ServiceRuntime implements PipelineObserver {
     this.metrics?.observeListener(listener);
   }
 
+  /** --fleet: what this replica owns and sees, in the metrics (when --listen serves them). */
+  observeFleet(member: Pick<FleetSource, 'stats'>, fence: FleetSource['fence']): void {
+    this.metrics?.observeFleet({
+      get stats() {
+        return member.stats;
+      },
+      fence,
+    });
+  }
+
   /** `watch --ui`: the UI's requests, refusals and live streams in the metrics (when --listen serves them). */
   observeUi(ui: ObservedUi): void {
     this.metrics?.observeUi(ui);
@@ -195,7 +213,7 @@ export class ServiceRuntime implements PipelineObserver {
     });
     const config = this.options?.leaderElection;
     const gate = this.gate;
-    if (!config || !gate) return;
+    if (!config || !gate || !this.client) return;
     this.elector = new LeaderElector(
       this.client,
       config,

@@ -1,6 +1,7 @@
 // Which store a --state value names: a postgres:// URL is a PostgreSQL database shared by many
 // processes, anything else an SQLite file.
 import { isPostgresUrl } from './location.ts';
+import type { FleetOwnership } from './postgres-store.ts';
 import { SqliteStateStore } from './sqlite-store.ts';
 import type { HistoryReader, StateStore } from './store.ts';
 import type { TimelineReader } from './timeline-reader.ts';
@@ -14,18 +15,21 @@ export interface StateLocation {
 
 /**
  * The recorder's store for `cluster` (PostgreSQL: migrated, and the cluster claimed, unless the process
- * is leader-elected: then the recorder claims it when this replica leads).
+ * is leader-elected: then the recorder claims it when this replica leads; or a fleet's replica: then
+ * every write checks that it still owns the cluster).
  */
 export async function openStateStore(
   location: StateLocation,
   cluster: string,
-  options: { leaderElected?: boolean } = {},
+  options: { leaderElected?: boolean; fleet?: FleetOwnership | undefined } = {},
 ): Promise<StateStore> {
   if (isPostgresUrl(location.path)) {
     // Loaded on use: a watch without PostgreSQL does not pay for its client at start.
     const { PostgresStateStore } = await import('./postgres-store.ts');
     return PostgresStateStore.open({ url: location.path, passwordFile: location.passwordFile }, cluster, {
-      claim: options.leaderElected !== true,
+      // A fleet's owner is fenced by its claim's epoch instead (docs/fleets.md).
+      claim: options.leaderElected !== true && options.fleet === undefined,
+      owner: options.fleet,
     });
   }
   return SqliteStateStore.open(location.path);

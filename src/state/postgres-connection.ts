@@ -22,6 +22,23 @@ export interface PostgresStateOptions {
   passwordFile?: string | undefined;
 }
 
+/**
+ * Limits the server holds a session to (a fleet's sessions, docs/fleets.md): a transaction left open by a
+ * process that was paused or cut off mid-way is ended, and its row locks released, after
+ * `idleInTransactionMs`.
+ */
+export interface SessionLimits {
+  idleInTransactionMs: number;
+}
+
+/**
+ * A fleet's sessions end a transaction left open for half the replica timeout: a replica paused inside one
+ * has released the cluster rows it locked before its clusters may be claimed.
+ */
+export function fleetSessionLimits(replicaTimeoutMs: number): SessionLimits {
+  return { idleInTransactionMs: Math.max(1, Math.floor(replicaTimeoutMs / 2)) };
+}
+
 /** Time limits of one connection attempt and of one query: past them the store counts as down (transient). */
 const CONNECT_TIMEOUT_MS = 10_000;
 export const QUERY_TIMEOUT_MS = 30_000;
@@ -37,7 +54,11 @@ function readPasswordFile(file: string): string {
   }
 }
 
-function connectionConfig(options: PostgresStateOptions, queryTimeoutMs: number): pg.ClientConfig {
+function connectionConfig(
+  options: PostgresStateOptions,
+  queryTimeoutMs: number,
+  session: SessionLimits | undefined,
+): pg.ClientConfig {
   let parsed: URL;
   try {
     parsed = new URL(options.url);
@@ -57,6 +78,7 @@ function connectionConfig(options: PostgresStateOptions, queryTimeoutMs: number)
     query_timeout: queryTimeoutMs,
     keepAlive: true,
     application_name: 'kubediff',
+    ...(session ? { idle_in_transaction_session_timeout: session.idleInTransactionMs } : {}),
   };
 }
 
@@ -106,8 +128,8 @@ export abstract class PostgresConnection {
   private readonly credentials: Credentials;
   protected client: pg.Client | undefined;
 
-  constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS) {
-    this.config = connectionConfig(options, queryTimeoutMs);
+  constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS, session?: SessionLimits) {
+    this.config = connectionConfig(options, queryTimeoutMs, session);
     this.passwordFile = options.passwordFile;
     this.label = postgresLabel(options.url);
     this.credentials = stateCredentials({ path: options.url, passwordFile: options.passwordFile });
@@ -159,6 +181,21 @@ export abstract class PostgresConnection {
       }
       throw error;
     }
+  }
+
+  /** Runs `work` in one transaction on the connection: committed, or rolled back when it throws. */
+  protected async transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    return this.run(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const result = await work(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   async close(): Promise<void> {

@@ -81,6 +81,14 @@ export class PostgresHistory extends PostgresConnection implements HistoryReader
     }
   }
 
+  /**
+   * Another read of the same database on this read-only, bounded connection (`kubediff fleet status`,
+   * src/state/fleet-rows.ts).
+   */
+  read<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    return this.run(work);
+  }
+
   async history(query: HistoryQuery): Promise<HistoryPage> {
     const where: string[] = [];
     const params: unknown[] = [];

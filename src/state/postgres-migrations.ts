@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { UsageError } from '../util/errors.ts';
 import { LOCK_CLASS, PostgresConnection, type PostgresStateOptions } from './postgres-connection.ts';
 
-export const POSTGRES_SCHEMA_VERSION = 2;
+export const POSTGRES_SCHEMA_VERSION = 3;
 
 /** MIGRATIONS[v] takes the schema from version v to v + 1. */
 export const POSTGRES_MIGRATIONS: readonly string[] = [
@@ -48,6 +48,42 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
    CREATE INDEX kubediff_events_time ON kubediff_events (time);`,
   // 1 → 2: one object's history (`history deploy/web`, `-n shop deploy`) without scanning the table.
   `CREATE INDEX kubediff_events_object ON kubediff_events (resource, namespace, name, seq);`,
+  // 2 → 3: fleets of replicas (docs/fleets.md): each replica's heartbeat and what its configuration lists;
+  // each cluster's owner and the epoch bumped at every claim (the fencing token every write of its
+  // state checks); the last moves, for `kubediff fleet status`.
+  `CREATE TABLE kubediff_fleet_replicas (
+     fleet text NOT NULL,
+     replica text NOT NULL,
+     incarnation text NOT NULL,
+     started timestamptz NOT NULL,
+     heartbeat timestamptz NOT NULL,
+     timeout_ms bigint NOT NULL,
+     clusters text[] NOT NULL,
+     pins json NOT NULL,
+     version text NOT NULL,
+     PRIMARY KEY (fleet, replica));
+   CREATE TABLE kubediff_fleet_clusters (
+     fleet text NOT NULL,
+     cluster text NOT NULL,
+     owner text,
+     incarnation text,
+     epoch bigint NOT NULL DEFAULT 0,
+     since timestamptz NOT NULL,
+     previous text,
+     released text,
+     synced boolean NOT NULL DEFAULT false,
+     lag_ms bigint,
+     PRIMARY KEY (fleet, cluster));
+   CREATE TABLE kubediff_fleet_moves (
+     seq bigserial PRIMARY KEY,
+     fleet text NOT NULL,
+     cluster text NOT NULL,
+     at timestamptz NOT NULL,
+     from_replica text,
+     to_replica text NOT NULL,
+     epoch bigint NOT NULL,
+     reason text NOT NULL);
+   CREATE INDEX kubediff_fleet_moves_fleet ON kubediff_fleet_moves (fleet, seq);`,
 ];
 
 /** Applies the migrations up to the current schema; returns the versions before and after. */

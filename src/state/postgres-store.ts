@@ -10,6 +10,7 @@ import type { ResourceType } from '../kube/types.ts';
 import { KubediffError } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';
 import {
+  fleetSessionLimits,
   isTransientPostgresError,
   LOCK_CLASS,
   PostgresConnection,
@@ -27,16 +28,35 @@ import {
   storedObjectOf,
 } from './store.ts';
 
+/**
+ * A fleet's replica owning the cluster (docs/fleets.md): the epoch of its claim is the fencing token that
+ * every write transaction checks, holding the cluster's row FOR KEY SHARE, so that a claim by another
+ * replica (FOR UPDATE) waits for a write in flight and every later write of this store fails, while the
+ * heartbeat's update of the row's progress columns does not wait for the writes.
+ */
+export interface FleetOwnership {
+  fleet: string;
+  replica: string;
+  incarnation: string;
+  epoch: number;
+  /** The fleet's replica timeout: a write transaction this replica left open (paused) ends within half of it. */
+  replicaTimeoutMs: number;
+}
+
 /** The recorder's store for one cluster. */
 export class PostgresStateStore extends PostgresConnection implements ClaimedStateStore {
   readonly cluster: string;
   /** Whether this store holds the cluster's claim (and must hold it again after a reconnection). */
   private claimed = false;
   private migrated = false;
+  private readonly owner: FleetOwnership | undefined;
 
-  private constructor(options: PostgresStateOptions, cluster: string) {
-    super(options);
+  private constructor(options: PostgresStateOptions, cluster: string, owner: FleetOwnership | undefined) {
+    // A fleet's owner paused inside a write still holds the cluster's row FOR KEY SHARE: the server ends that
+    // transaction before anyone may take the cluster over, so the claim does not wait on it.
+    super(options, undefined, owner && fleetSessionLimits(owner.replicaTimeoutMs));
     this.cluster = cluster;
+    this.owner = owner;
   }
 
   /**
@@ -47,9 +67,9 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
   static async open(
     options: PostgresStateOptions,
     cluster: string,
-    { claim = true }: { claim?: boolean } = {},
+    { claim = true, owner }: { claim?: boolean; owner?: FleetOwnership | undefined } = {},
   ): Promise<PostgresStateStore> {
-    const store = new PostgresStateStore(options, cluster);
+    const store = new PostgresStateStore(options, cluster, owner);
     try {
       const client = await store.connection();
       if (claim && !(await store.tryLock(client))) {
@@ -150,7 +170,7 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
   }
 
   async setMeta(key: string, value: string): Promise<void> {
-    await this.run((client) =>
+    await this.transaction((client) =>
       client.query(
         `INSERT INTO kubediff_meta (cluster, key, value) VALUES ($1, $2, $3)
          ON CONFLICT (cluster, key) DO UPDATE SET value = excluded.value`,
@@ -361,17 +381,22 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
     });
   }
 
-  private async transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-    return this.run(async (client) => {
-      await client.query('BEGIN');
-      try {
-        const result = await work(client);
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
+  /** A fleet's owner writes only while the cluster's row still names it at its epoch (FleetOwnership). */
+  protected override transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const owner = this.owner;
+    if (!owner) return super.transaction(work);
+    return super.transaction(async (client) => {
+      const row = await client.query(
+        `SELECT 1 FROM kubediff_fleet_clusters
+         WHERE fleet = $1 AND cluster = $2 AND owner = $3 AND incarnation = $4 AND epoch = $5 FOR KEY SHARE`,
+        [owner.fleet, this.cluster, owner.replica, owner.incarnation, owner.epoch],
+      );
+      if (row.rowCount === 0) {
+        throw new ClaimLost(
+          `cluster "${this.cluster}" is no longer this replica's in fleet "${owner.fleet}" (another replica took it over); this replica stops recording it`,
+        );
       }
+      return work(client);
     });
   }
 }

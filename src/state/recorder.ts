@@ -272,6 +272,57 @@ export class StateRecorder implements PipelineObserver {
     return this.writer.flush(all);
   }
 
+  /**
+   * A fleet's handoff (docs/fleets.md): this cluster's watch stopped, the sinks go on. Waits, at most
+   * `timeoutMs`, until the sinks have finished with everything queued and it is committed, then closes
+   * the store. What is left then (a sink still retrying) is not recorded: the next owner catches up on
+   * those changes and reports them again, with the same ids. Returns how many entries were left.
+   */
+  async handOff(timeoutMs: number): Promise<number> {
+    if (this.closed) return 0;
+    const deadline = Date.now() + timeoutMs;
+    while (this.writer.queue.length > 0 && !this.writer.failed && Date.now() < deadline) {
+      await this.flush();
+      if (this.writer.queue.length > 0)
+        await new Promise((resolve) => setTimeout(resolve, this.flushIntervalMs));
+    }
+    const left = this.writer.failed ? 0 : this.writer.queue.length;
+    if (left > 0) {
+      this.writer.bound.countDropped(left);
+      this.log.warn(
+        `state: handing the cluster over with ${left} change(s) the sinks had not finished with; they are not recorded, ` +
+          'and its next owner reports them again (with the same ids).',
+      );
+    }
+    await this.shut();
+    return left;
+  }
+
+  /** A fleet's cluster another replica took over: closes the store without writing (the state is the new owner's). */
+  async abandon(): Promise<void> {
+    if (this.closed) return;
+    await this.shut();
+  }
+
+  /** Closes without recording what is queued. */
+  private async shut(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.writer.busy;
+    this.writer.discard();
+    try {
+      await this.store.close();
+    } catch (error) {
+      this.log.debug(`state: closing ${this.store.label} failed: ${errorMessage(error)}.`);
+    }
+  }
+
+  /** How long the oldest change reported but not yet recorded has waited, in ms (a fleet's lag). */
+  get lagMs(): number {
+    const at = this.writer.queue.oldestAt;
+    return at === undefined ? 0 : Math.max(0, Date.now() - at);
+  }
+
   /** After the sinks closed: commit everything, close the store. */
   async close(): Promise<void> {
     if (this.closed) return;

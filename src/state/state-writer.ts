@@ -216,6 +216,13 @@ export class StateWriter {
       this.claim.begin();
       return;
     }
+    if (error instanceof ClaimLost) {
+      // A fleet's cluster taken over by another replica: its writes are the new owner's now.
+      this.stopped = true;
+      this.queue.clear();
+      this.log.warn(`state: ${errorMessage(error)}.`);
+      return;
+    }
     if (this.outage.failed(error)) return;
     this.stopped = true;
     this.queue.clear();

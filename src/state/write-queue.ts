@@ -41,6 +41,8 @@ export interface QueuedWrite {
   seq: number;
   /** An object of a baseline (no event): it waits for no sink, and may be committed past those that do. */
   baseline: boolean;
+  /** When it was queued (Date.now()): how long the oldest has waited is a fleet's lag. */
+  at: number;
 }
 
 /** At most this many entries per transaction, so that a huge baseline does not stall the event loop at once. */
@@ -78,6 +80,11 @@ export class WriteQueue {
     return this.totalBytes;
   }
 
+  /** When the oldest entry waiting was queued (Date.now()); undefined when none waits. */
+  get oldestAt(): number | undefined {
+    return this.queued[0]?.at;
+  }
+
   /** Baseline entries waiting. */
   get baselinesWaiting(): number {
     return this.baselines;
@@ -85,7 +92,7 @@ export class WriteQueue {
 
   push(write: SerializedWrite, mark: DeliveryMark, baseline = false): void {
     const bytes = ENTRY_OVERHEAD_BYTES + sizeOf(write);
-    this.queued.push({ write, mark, bytes, seq: this.nextSeq++, baseline });
+    this.queued.push({ write, mark, bytes, seq: this.nextSeq++, baseline, at: Date.now() });
     this.totalBytes += bytes;
     if (baseline) this.baselines++;
     const resource = resourceOf(write);

@@ -114,7 +114,44 @@ describe('the Helm chart', () => {
     // Several replicas without leader election would report everything twice: refused.
     const refused = await helm(['template', release, CHART, '--set', 'leaderElection.enabled=false']);
     assert.notEqual(refused.code, 0);
-    assert.match(refused.stderr, /replicaCount > 1 needs leaderElection\.enabled/);
+    assert.match(refused.stderr, /replicaCount > 1 needs leaderElection\.enabled or fleet\.enabled/);
+  });
+
+  test('fleet.enabled: N replicas of one fleet sharing the clusters, no Lease; refused beside leader election or without PostgreSQL', async () => {
+    const state = 'config.state.path=postgres://kubediff@db:5432/kubediff';
+    const fleet = ['--set', 'fleet.enabled=true', '--set', 'leaderElection.enabled=false', '--set', state];
+    const rendered = (await helmDryRun(kubeconfig, release, namespace, [
+      ...fleet,
+      '--set',
+      'replicaCount=3',
+    ])) as Manifest[];
+    const deployment = rendered.find((object) => object.kind === 'Deployment');
+    assert.equal(deployment?.spec.replicas, 3);
+    const container = deployment?.spec.template.spec.containers[0];
+    const fleetArgs = (container.args as string[]).filter((arg) => /^--(fleet|leader)/.test(arg));
+    assert.deepEqual(fleetArgs, [`--fleet=${release}-kubediff`, '--fleet-replica-timeout=10s']);
+    // Each replica is named after its pod (--fleet-replica's default).
+    assert.deepEqual(
+      container.env.find((variable: { name: string }) => variable.name === 'POD_NAME')?.valueFrom,
+      { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } },
+    );
+    assert.ok(
+      !rendered.some((object) => object.kind === 'Role' && object.metadata.name.endsWith('leader-election')),
+    );
+    const both = await helm(['template', release, CHART, '--set', 'fleet.enabled=true', '--set', state]);
+    assert.notEqual(both.code, 0);
+    assert.match(both.stderr, /fleet\.enabled and leaderElection\.enabled both coordinate the replicas/);
+    const noPostgres = await helm([
+      'template',
+      release,
+      CHART,
+      '--set',
+      'fleet.enabled=true',
+      '--set',
+      'leaderElection.enabled=false',
+    ]);
+    assert.notEqual(noPostgres.code, 0);
+    assert.match(noPostgres.stderr, /fleet\.enabled needs config\.state\.path set to a postgres:\/\/ URL/);
   });
 
   test("its RBAC is enough for kubediff with --leader-elect under the chart's Lease name, and no more", async () => {

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, type TestContext, test } from 'node:test';
-import { POSTGRES_MIGRATIONS } from '../../src/state/postgres-migrations.ts';
+import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../src/state/postgres-migrations.ts';
 import { PostgresStateStore } from '../../src/state/postgres-store.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
 import { gatedFirstRun } from '../helpers/gated-first-run.ts';
@@ -404,10 +404,10 @@ test('a database of the previous schema is migrated by `kubediff migrate`; histo
   assert.equal(migrated.code, 0, migrated.stderr);
   assert.equal(
     migrated.stdout,
-    `migrated postgres://127.0.0.1:${database.info.port}/${database.name} from schema 1 to 2.\n`,
+    `migrated postgres://127.0.0.1:${database.info.port}/${database.name} from schema 1 to ${POSTGRES_SCHEMA_VERSION}.\n`,
   );
   const again = await runKubediffToCompletion(['migrate', '-c', config], { timeoutMs: 20_000, env: noEnv });
-  assert.match(again.stdout, /is at schema 2 already\.\n$/);
+  assert.match(again.stdout, new RegExp(`is at schema ${POSTGRES_SCHEMA_VERSION} already\\.\n$`));
   const indexes = await psql(
     database.info,
     `SELECT indexname FROM pg_indexes WHERE tablename = 'kubediff_events' ORDER BY 1`,

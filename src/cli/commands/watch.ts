@@ -13,6 +13,7 @@ import { stderrLogger } from '../../util/log.ts';
 import { newCommand } from '../command.ts';
 import { CLUSTER_SELECTION } from '../flags/cluster-selection.ts';
 import { addFlagGroup, addFlags } from '../flags/flag-spec.ts';
+import { FLEET } from '../flags/fleet.ts';
 import { CONFIG_FLAG, DEBUG_FLAG } from '../flags/general.ts';
 import { IN_CLUSTER } from '../flags/in-cluster.ts';
 import { OUTCOMES } from '../flags/outcomes.ts';
@@ -37,6 +38,7 @@ const GROUPS = [
   STORIES,
   OUTCOMES,
   STATE_AND_UI,
+  FLEET,
   IN_CLUSTER,
   WHO,
 ];

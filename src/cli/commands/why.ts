@@ -18,7 +18,7 @@ export function whyCommand(): Command {
     OBJECT_NAMESPACE,
     {
       flags: '--at <when>',
-      description: 'look before this time, duration ago (2h) or event id; default: when it became unhealthy',
+      description: 'look before: a time, 2h ago or an event id',
     },
     { flags: '--window <duration>', description: 'how far back before then to look (default: 1h)' },
     {

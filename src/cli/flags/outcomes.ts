@@ -5,7 +5,7 @@ import type { FlagGroup } from './flag-spec.ts';
 export const OUTCOMES: FlagGroup = {
   title: 'Outcomes',
   flags: [
-    { flags: '--no-outcomes', description: 'do not follow rollouts to their OUTCOME' },
+    { flags: '--no-outcomes', description: 'do not follow rollouts to their OUTCOME', more: true },
     {
       flags: '--outcome-timeout <duration>',
       description: 'no verdict this long after the change: unknown (default: 15m)',

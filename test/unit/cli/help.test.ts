@@ -122,8 +122,8 @@ describe('`kubediff watch --help`', () => {
       '--help-all',
       '-h, --help',
     ]);
-    // 78 flags, --help-all and --help.
-    assert.equal(listed.length, 80);
+    // 83 flags, --help-all and --help.
+    assert.equal(listed.length, 85);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);
@@ -175,7 +175,9 @@ describe('`kubediff --help` and a bare `kubediff`', () => {
       'show',
       'diff',
       'blame',
+      'why',
       'migrate',
+      'fleet',
       'ui',
       'validate',
       'help',
@@ -212,7 +214,9 @@ describe('every command', () => {
       'show',
       'diff',
       'blame',
+      'why',
       'migrate',
+      'fleet',
       'ui',
       'validate',
     ];

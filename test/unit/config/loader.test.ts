@@ -323,7 +323,7 @@ describe('config loader: the broken-file corpus', () => {
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, contexts, allContexts, clusters, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, usedBy, outcomes, stories, sinks, audit, admission, peers, ignoreUsers, ui.',
+          'invalid config file c.yaml:1:1: colour: unknown key; expected one of kubeconfig, context, contexts, allContexts, clusters, clusterName, preset, namespaces, excludeNamespaces, resources, excludeResources, selector, events, initial, status, ignore, only, redact, ignoreManagers, output, shutdownTimeout, deadLetter, deadLetterMaxSize, deadLetterMaxFiles, state, usedBy, outcomes, stories, sinks, audit, admission, peers, ignoreUsers, fleet, ui.',
     );
   });
 });
