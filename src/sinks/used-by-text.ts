@@ -2,7 +2,8 @@
 // APP_MODE: 3 pods still run the old value), cronjob/report (volume config: live)`, `read by nobody:
 // DEBUG`, and for a rollout `rolls out configmap shop/app-config (changed 10:31:07Z)`. Plain text: the
 // caller makes it printable (every name comes from the cluster) and colors or styles it. A caller with
-// little room (a chat message) passes limits: what is left out is counted (`and 497 more`).
+// little room (a chat message) passes smaller limits than the terminal's: what is left out is counted
+// (`and 497 more`).
 
 import type { RolloutLink, UsedBy, UseVia, UsingWorkload } from '../events/event.ts';
 import { groupedCount, plural } from '../util/count-text.ts';
@@ -18,8 +19,8 @@ export interface ReachLimits {
   rollsOut: number;
 }
 
-/** Everything named: the terminal. */
-export const NAME_ALL: ReachLimits = { workloads: Infinity, keys: Infinity, rollsOut: Infinity };
+/** The terminal's: a line a person reads; `-o json` names every one. */
+export const TERMINAL_LIMITS: ReachLimits = { workloads: 25, keys: 50, rollsOut: 10 };
 
 /**
  * A piece of a line: `name` when it is the name of a workload or an object (a chat message shows it as
@@ -31,7 +32,7 @@ export interface Piece {
 }
 
 /** The lines about an event's usedBy, in pieces: who uses it, then the keys nobody reads; none without usedBy. */
-export function usedByPieces(usedBy: UsedBy | undefined, limits: ReachLimits = NAME_ALL): Piece[][] {
+export function usedByPieces(usedBy: UsedBy | undefined, limits: ReachLimits = TERMINAL_LIMITS): Piece[][] {
   if (!usedBy) return [];
   const shown = usedBy.workloads.slice(0, limits.workloads);
   const more = usedBy.workloads.length - shown.length;
@@ -61,14 +62,14 @@ export function usedByPieces(usedBy: UsedBy | undefined, limits: ReachLimits = N
 }
 
 /** The lines about an event's usedBy: who uses it, then the keys nobody reads; none without usedBy. */
-export function usedByLines(usedBy: UsedBy | undefined, limits: ReachLimits = NAME_ALL): string[] {
+export function usedByLines(usedBy: UsedBy | undefined, limits: ReachLimits = TERMINAL_LIMITS): string[] {
   return usedByPieces(usedBy, limits).map(joined);
 }
 
 /** The line about a rollout's rollsOut, in pieces; none without it. */
 export function rollsOutPieces(
   links: readonly RolloutLink[] | undefined,
-  limits: ReachLimits = NAME_ALL,
+  limits: ReachLimits = TERMINAL_LIMITS,
 ): Piece[][] {
   if (!links?.length) return [];
   const shown = links.slice(0, limits.rollsOut);
@@ -91,7 +92,7 @@ export function rollsOutPieces(
 /** The line about a rollout's rollsOut; none without it. */
 export function rollsOutLines(
   links: readonly RolloutLink[] | undefined,
-  limits: ReachLimits = NAME_ALL,
+  limits: ReachLimits = TERMINAL_LIMITS,
 ): string[] {
   return rollsOutPieces(links, limits).map(joined);
 }

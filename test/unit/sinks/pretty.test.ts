@@ -98,6 +98,29 @@ describe('pretty output', () => {
       ],
     });
     assert.match(render(rollout), /\n {2}↳ rolls out configmap shop\/app-config \(changed 10:30:00Z\)\n$/);
+    // Bounded on the terminal: 25 workloads and 50 unread keys named, the rest counted (-o json has them all).
+    const crowded = sampleEvent({
+      object,
+      usedBy: {
+        workloads: Array.from({ length: 500 }, (_, n) => ({
+          object: {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            name: `w${n}`,
+            uid: `d${n}`,
+            namespace: 'shop',
+          },
+          via: [{ type: 'volume' as const, volume: 'cfg', container: 'app' }],
+          keys: [],
+        })),
+        unreadKeys: Array.from({ length: 1000 }, (_, n) => `K${n}`),
+      },
+    });
+    const lines = render(crowded).split('\n');
+    const users = lines.find((line) => line.includes('↳ used by')) ?? '';
+    assert.equal(users.match(/deployment\/w\d+/g)?.length, 25);
+    assert.match(users, /deployment\/w24 \(volume cfg: reads none of the changed keys\) and 475 more$/);
+    assert.match(lines.find((line) => line.includes('read by nobody')) ?? '', /K49 and 950 more$/);
   });
 
   it('names who made the change: by user (tool), the tool from the User-Agent', () => {
