@@ -34,7 +34,10 @@ const SUMMARY_COLUMNS = `seq, id, event->>'time' AS time, type, resource, namesp
   json_array_length(coalesce(event->'changes', '[]'::json)) AS changes,
   (event->>'offline') = 'true' AS offline, event->'by'->'managers'->0->>'manager' AS manager,
   event->'by'->'user'->>'username' AS "user", event->'changes'->0 AS change0, event->'changes'->1 AS change1,
-  event->'owner'->>'kind' AS "ownerKind", event->'owner'->>'name' AS "ownerName"`;
+  event->'owner'->>'kind' AS "ownerKind", event->'owner'->>'name' AS "ownerName",
+  (SELECT json_build_object('verdict', o.event->>'verdict', 'summary', o.event->'evidence'->>'summary')
+     FROM kubediff_events AS o WHERE o.cluster = kubediff_events.cluster
+       AND o.id = 'outcome:' || kubediff_events.id AND o.type = 'OUTCOME') AS outcome`;
 
 /**
  * A cheap test that rules out most rows before the stored JSON is parsed: `json` keeps the text it was

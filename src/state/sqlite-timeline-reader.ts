@@ -36,7 +36,10 @@ const SUMMARY_COLUMNS = `seq, id, time, type, resource, namespace, name,
   json_extract(event, '$.offline') AS offline, json_extract(event, '$.by.managers[0].manager') AS manager,
   json_extract(event, '$.by.user.username') AS user, json_extract(event, '$.changes[0]') AS change0,
   json_extract(event, '$.changes[1]') AS change1, json_extract(event, '$.owner.kind') AS "ownerKind",
-  json_extract(event, '$.owner.name') AS "ownerName"`;
+  json_extract(event, '$.owner.name') AS "ownerName",
+  (SELECT json_object('verdict', json_extract(o.event, '$.verdict'), 'summary', json_extract(o.event, '$.evidence.summary'))
+     FROM events AS o WHERE o.resource = events.resource AND o.namespace IS events.namespace
+       AND o.name = events.name AND o.type = 'OUTCOME' AND o.id = 'outcome:' || events.id) AS outcome`;
 
 function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');

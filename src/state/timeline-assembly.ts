@@ -2,7 +2,7 @@
 // summaries, the timeline's rows, marks or density cells, pages, one object's history. The SQL differs
 // per store (sqlite-timeline-reader.ts, postgres-timeline-reader.ts); what the UI receives does not.
 import type { Change } from '../diff/types.ts';
-import type { EventType } from '../events/event.ts';
+import type { EventType, Verdict } from '../events/event.ts';
 import {
   CLUSTER_SCOPED,
   type DensityCell,
@@ -58,6 +58,8 @@ export interface SummaryRow {
   change1: string | Change | null;
   ownerKind: string | null;
   ownerName: string | null;
+  /** The OUTCOME that follows it, when recorded: JSON text (SQLite) or parsed (PostgreSQL's json). */
+  outcome?: string | { verdict: string | null; summary: string | null } | null;
 }
 
 /** A summary from a row of either store (PostgreSQL answers seq as text: a bigint). */
@@ -82,7 +84,16 @@ export function summaryOf(row: SummaryRow): EventSummary {
   if (first.length > 0) summary.first = first.slice(0, SUMMARY_CHANGES);
   if (row.ownerKind !== null && row.ownerName !== null)
     summary.owner = { kind: row.ownerKind, name: row.ownerName };
+  const outcome = typeof row.outcome === 'string' ? JSON.parse(row.outcome) : row.outcome;
+  if (outcome?.verdict) {
+    summary.outcome = { verdict: outcome.verdict as Verdict, summary: cutText(outcome.summary ?? '') };
+  }
   return summary;
+}
+
+/** An outcome's summary as a row shows it, cut to SUMMARY_VALUE_CHARS. */
+function cutText(text: string): string {
+  return text.length > SUMMARY_VALUE_CHARS ? `${text.slice(0, SUMMARY_VALUE_CHARS - 1)}…` : text;
 }
 
 /** A stored change as a row shows it: each value as JSON, cut to SUMMARY_VALUE_CHARS. */

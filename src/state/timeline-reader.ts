@@ -6,7 +6,7 @@
 // (both built by timeline-assembly.ts), so the UI above them does not know which store it reads. The
 // interface is asynchronous for both: PostgreSQL answers over the network, and the SQLite queries run
 // off the thread that serves pages (and watches).
-import type { EventType } from '../events/event.ts';
+import type { EventType, Verdict } from '../events/event.ts';
 
 /** A namespace filter value for cluster-scoped objects (no namespace name can be "-"). */
 export const CLUSTER_SCOPED = '-';
@@ -59,6 +59,8 @@ export interface EventSummary {
   first?: SummaryChange[];
   /** The story the event belongs to: its root controller (the event's `owner`). */
   owner?: { kind: string; name: string };
+  /** The OUTCOME of the rollout it started, once recorded (docs/outcomes.md): its verdict and summary. */
+  outcome?: { verdict: Verdict; summary: string };
 }
 
 /** A change as a row shows it: values as JSON text (absent: the field was not there). */

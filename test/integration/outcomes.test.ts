@@ -14,6 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { OutcomeEvent } from '../../src/events/event.ts';
+import { openTimelineReader } from '../../src/state/open.ts';
 import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { defaultBinDir } from '../helpers/cluster.ts';
 import { changeAt, outcomeFor, outcomeOf, type TestEvent } from '../helpers/events.ts';
@@ -352,6 +353,17 @@ describe('outcomes', { timeout: 300_000 }, () => {
       .split('\n')
       .map((line) => JSON.parse(line) as OutcomeEvent);
     assert.deepEqual(recorded, [degraded]);
+
+    // The UI's events table and timeline read the change with the verdict of the rollout it started.
+    const reader = await openTimelineReader({ path: state });
+    try {
+      const page = await reader.events({}, { limit: 100 });
+      const row = page.events.find((summary) => summary.id === change.id);
+      assert.equal(row?.outcome?.verdict, 'degraded', JSON.stringify(row));
+      assert.equal(row?.outcome?.summary, degraded.evidence.summary);
+    } finally {
+      await reader.close();
+    }
 
     const why = await runKubediffToCompletion([
       'why',

@@ -2,7 +2,7 @@
 // The page: filters, the timeline, the events in view, the object open; the address holds the view.
 import type { EventPage, EventSummary, Facets, Timeline } from '../../state/timeline-reader.ts';
 import { followStream, getJson, takeTokenFromFragment } from './api.ts';
-import { byText, changesText } from './event-row.ts';
+import { byText, changesText, outcomeText } from './event-row.ts';
 import { mergeLiveEvents } from './live.ts';
 import { showObject } from './object-view.ts';
 import { groupStories, storyText } from './stories.ts';
@@ -108,6 +108,16 @@ function eventRow(event: EventSummary): HTMLTableRowElement {
     text.textContent = visible(changes);
     text.title = text.textContent;
     cells[3]!.append(text);
+  }
+  const outcome = outcomeText(event);
+  if (outcome && event.outcome) {
+    // Worded, not colour alone: the verdict is the first word.
+    const verdict = document.createElement('span');
+    verdict.className = `outcome verdict-${event.outcome.verdict}`;
+    verdict.tabIndex = 0;
+    verdict.textContent = visible(`→ ${outcome}`);
+    verdict.title = verdict.textContent;
+    cells[3]!.append(verdict);
   }
   if (event.user && event.manager) cells[4]!.title = visible(`${event.user} (${event.manager})`);
   row.append(...cells);

@@ -19,6 +19,20 @@ export function changesText(event: Pick<EventSummary, 'type' | 'changes' | 'firs
   return more > 0 ? `${shown}; +${more} more` : shown;
 }
 
+/** What the rollout an event started came to, in words (`degraded: 3/3 pods CrashLoopBackOff`); '' when unknown yet. */
+export function outcomeText(event: Pick<EventSummary, 'outcome'>): string {
+  if (!event.outcome) return '';
+  const { verdict, summary } = event.outcome;
+  return summary ? `${verdict}: ${summary}` : verdict;
+}
+
+/** The worst verdict among events (a story's): failed, then degraded, unknown, superseded, healthy. */
+export function worstVerdict(events: readonly Pick<EventSummary, 'outcome'>[]): string | undefined {
+  const order = ['failed', 'degraded', 'unknown', 'superseded', 'healthy'];
+  const verdicts = events.flatMap((event) => (event.outcome ? [event.outcome.verdict] : []));
+  return order.find((verdict) => verdicts.includes(verdict as never));
+}
+
 /** The row's By cell: the user when the watch knew it, else the field manager. */
 export function byText(event: Pick<EventSummary, 'user' | 'manager'>): string {
   return event.user || event.manager || '';

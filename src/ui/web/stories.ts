@@ -6,6 +6,7 @@
 // so that the rows still add up; a pause longer than STORY_GAP_MS between two events starts a new story.
 // One object changed several times is not a story: its marks stay single (a click opens its history).
 import type { EventSummary } from '../../state/timeline-reader.ts';
+import { worstVerdict } from './event-row.ts';
 
 export const STORY_GAP_MS = 5 * 60_000;
 
@@ -59,5 +60,7 @@ export function storyText(story: Pick<Story, 'owner' | 'namespace' | 'events'>):
     .filter((type) => counts.has(type))
     .map((type) => `${counts.get(type)} ${type.toLowerCase()}`);
   const where = story.namespace ? `${story.namespace}/` : '';
-  return `${story.owner.kind} ${where}${story.owner.name}: ${story.events.length} events (${parts.join(', ')})`;
+  const verdict = worstVerdict(story.events);
+  const outcome = verdict ? ` → ${verdict}` : '';
+  return `${story.owner.kind} ${where}${story.owner.name}: ${story.events.length} events (${parts.join(', ')})${outcome}`;
 }

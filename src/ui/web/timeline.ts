@@ -2,6 +2,7 @@
 // The timeline: time across, one row per namespace or kind, one mark per event coloured (and shaped)
 // by its type; when the window holds too many events, cells shaded by how many fell in each bucket.
 import type { DensityCell, EventSummary, Timeline } from '../../state/timeline-reader.ts';
+import { worstVerdict } from './event-row.ts';
 import { groupStories, type Story, storyText } from './stories.ts';
 import { visible } from './visible-text.ts';
 
@@ -192,6 +193,12 @@ export function commonestType(cell: DensityCell): 'added' | 'updated' | 'deleted
   return cell.updated >= cell.added ? 'updated' : 'added';
 }
 
+/** ` verdict-degraded` for a story whose rollout came to that (its label says it in words too). */
+function verdictClass(story: Story): string {
+  const verdict = worstVerdict(story.events);
+  return verdict ? ` verdict-${verdict}` : '';
+}
+
 /**
  * A story: one mark across its time with its count, which opens into its events (drawn over it as
  * single marks) on click or Enter/Space, and closes again.
@@ -216,7 +223,7 @@ function drawStory(
     `Story of ${storyText(story)} from ${from}; ${open ? 'open: Enter closes it' : 'Enter shows its events'}`,
   );
   const group = element('g', {
-    class: `story${open ? ' open' : ''}`,
+    class: `story${open ? ' open' : ''}${verdictClass(story)}`,
     tabindex: 0,
     role: 'button',
     'aria-expanded': String(open),

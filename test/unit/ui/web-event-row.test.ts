@@ -2,7 +2,13 @@
 // and how many more, and who: the user when known, else the field manager.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { byText, changesText, summaryChangeText } from '../../../src/ui/web/event-row.ts';
+import {
+  byText,
+  changesText,
+  outcomeText,
+  summaryChangeText,
+  worstVerdict,
+} from '../../../src/ui/web/event-row.ts';
 
 describe('an events table row', () => {
   it('says what changed: the first changes, then how many more', () => {
@@ -28,5 +34,19 @@ describe('an events table row', () => {
     assert.equal(byText({ user: 'alice@example.com', manager: 'kubectl-edit' }), 'alice@example.com');
     assert.equal(byText({ manager: 'kubectl-edit' }), 'kubectl-edit');
     assert.equal(byText({}), '');
+  });
+
+  it('the outcome of the rollout it started, worded: verdict first, then its summary; the worst of a story', () => {
+    assert.equal(outcomeText({}), '');
+    assert.equal(
+      outcomeText({ outcome: { verdict: 'degraded', summary: '3/3 pods CrashLoopBackOff' } }),
+      'degraded: 3/3 pods CrashLoopBackOff',
+    );
+    assert.equal(outcomeText({ outcome: { verdict: 'healthy', summary: '' } }), 'healthy');
+    const healthy = { outcome: { verdict: 'healthy' as const, summary: '' } };
+    const failed = { outcome: { verdict: 'failed' as const, summary: '' } };
+    assert.equal(worstVerdict([{}, healthy]), 'healthy');
+    assert.equal(worstVerdict([healthy, failed, {}]), 'failed');
+    assert.equal(worstVerdict([{}]), undefined);
   });
 });

@@ -47,6 +47,17 @@ describe('stories', () => {
       [5],
     );
     assert.equal(storyText(stories[0]!), 'Deployment shop/web: 4 events (3 added, 1 updated)');
+    const degraded = {
+      ...stories[0]!,
+      events: [
+        ...stories[0]!.events,
+        event(9, 1, 'Deployment', 'web', {
+          type: 'UPDATED',
+          outcome: { verdict: 'degraded', summary: '1/1 pods ImagePullBackOff' },
+        }),
+      ],
+    };
+    assert.equal(storyText(degraded), 'Deployment shop/web: 5 events (3 added, 2 updated) → degraded');
   });
 
   it('one object changed several times stays single marks: a story is several objects', () => {
