@@ -28,7 +28,7 @@ import type { FleetFence } from '../state/fleet-fence.ts';
 import type { Exposure } from '../ui/exposure.ts';
 import type { UiServer } from '../ui/server.ts';
 import { formatDuration } from '../util/duration.ts';
-import { UsageError } from '../util/errors.ts';
+import { errorMessage, UsageError } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
@@ -122,7 +122,8 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   if (ui) service.observeUi(ui);
   if (fleet) service.observeFleet(fleet.member, fleet.fence);
   // A fleet's replica opens its clusters as it comes to own them: their Warning Events are followed once each has synced.
-  const outcomes = await startOutcomes(context, opened, plans);
+  // A fleet's replica resumes a cluster's open rollouts when it comes to own it (below), not at its start.
+  const outcomes = await startOutcomes(context, opened, fleet ? [] : plans);
   const { sinks, outputClosed, owners } = await startSinks(context, service, clusters, outcomes);
   const { pipeline, resolver, who } = await assemblePipeline(context, {
     router: sinks.router,
@@ -159,8 +160,15 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   const stop = Promise.race([runtime.stopRequested, outputClosed, ...(fleet ? [fleet.member.failed] : [])]);
   const allInformers = () => clusters().flatMap((cluster) => cluster.allInformers());
   const onSynced = (cluster: ClusterSupervisor) => {
-    outcomes?.followWarnings(cluster.name || undefined, cluster.client, cluster.scope);
-    outcomes?.synced(cluster.name || undefined);
+    if (!outcomes) return;
+    const name = cluster.name || undefined;
+    outcomes.followWarnings(name, cluster.client, cluster.scope);
+    if (!fleet || !settings.state) {
+      outcomes.synced(name);
+      return;
+    }
+    // Taken over (or handed over): the rollouts its previous owner followed are followed on here.
+    void resumeRollouts(context, outcomes, cluster.name).finally(() => outcomes.synced(name));
   };
   const deps = { service, log, wiringOf, allInformers, progress, onSynced };
   if (fleet) {
@@ -230,6 +238,27 @@ async function startOutcomes(
   for (const cluster of clusters)
     engine.followWarnings(cluster.name || undefined, cluster.client, cluster.scope);
   return engine;
+}
+
+/** A fleet's cluster newly owned: its rollouts the history shows without an OUTCOME, followed again. */
+async function resumeRollouts(
+  { settings, log }: WatchContext,
+  engine: OutcomeEngine,
+  cluster: string,
+): Promise<void> {
+  if (!settings.state) return;
+  try {
+    const { pendingRollouts } = await import('./outcome-resume.ts');
+    const pending = await pendingRollouts(settings.state, [cluster], {
+      timeoutMs: settings.outcomes.timeoutMs,
+      now: Date.now(),
+    });
+    for (const [name, rollouts] of pending) engine.resume(name || undefined, rollouts);
+  } catch (error) {
+    log.warn(
+      `cluster "${cluster}": cannot read the rollouts its previous owner followed (${errorMessage(error)}); its rollouts from now on are followed.`,
+    );
+  }
 }
 
 /** What opening each cluster needs. */
