@@ -113,14 +113,30 @@ export class FleetWatch implements FleetClusters {
   }
 
   /**
+   * Brings the fleet's database schema up to date, before anything of the watch reads the history (the
+   * rollouts left open, --ui): on an empty database, no replica has opened a cluster yet to create it.
+   */
+  async migrate(): Promise<void> {
+    await this.unlessUnreachable(() => this.store.migrate());
+  }
+
+  /**
    * Joins the fleet (waiting while another live process has this replica's name) and beats from then
    * on. False when `stop` came first.
    */
   async run(deps: FleetStartDeps, stop: Promise<unknown>): Promise<boolean> {
     this.deps = deps;
-    let joined: boolean;
+    const joined = await this.unlessUnreachable(() => this.member.join(stop));
+    if (!joined) return false;
+    deps.service.synced(() => this.clusters().flatMap((cluster) => cluster.allInformers()));
+    this.member.start();
+    return true;
+  }
+
+  /** `work` on the fleet's database; a failure that is not kubediff's own sentence is said as one. */
+  private async unlessUnreachable<T>(work: () => Promise<T>): Promise<T> {
     try {
-      joined = await this.member.join(stop);
+      return await work();
     } catch (error) {
       if (error instanceof KubediffError) throw error;
       throw new KubediffError(
@@ -128,10 +144,6 @@ export class FleetWatch implements FleetClusters {
         { cause: error },
       );
     }
-    if (!joined) return false;
-    deps.service.synced(() => this.clusters().flatMap((cluster) => cluster.allInformers()));
-    this.member.start();
-    return true;
   }
 
   /** FleetClusters: this replica owns `cluster` at `epoch`: open it (retried while that fails), then watch it. */

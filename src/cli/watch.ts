@@ -293,6 +293,7 @@ async function openFleet(
     log,
     version: runtime.version ?? 'dev',
   });
+  await watch.migrate();
   lifecycle.defer(() => watch.close());
   return watch;
 }

@@ -85,6 +85,11 @@ export class FleetStore extends PostgresConnection {
     this.migrated = true;
   }
 
+  /** Connects, bringing the schema up to date (the first replica of a fleet on an empty database creates it). */
+  async migrate(): Promise<void> {
+    await this.run(async () => undefined);
+  }
+
   /**
    * Registers this process as the fleet's replica of its name. False, with the age of its heartbeat,
    * while another live process holds that name (a previous process whose heartbeat is not yet stale, or

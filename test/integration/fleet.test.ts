@@ -13,7 +13,7 @@ import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } f
 import { testCluster } from '../helpers/cluster-env.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, KubeAdmin, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
-import type { PostgresInfo } from '../helpers/postgres.ts';
+import { type PostgresInfo, startPostgres } from '../helpers/postgres.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
 import {
   needsSharedEtcd,
@@ -511,6 +511,63 @@ describe('a fleet of replicas', { skip: needsSharedEtcd() }, () => {
     await sentinels(f, 'after-join');
     assertEachOnce(f);
     assert.deepEqual([...repeats(f, mark)], [], 'nothing delivered twice across the handoffs');
+  });
+
+  it('PostgreSQL restarted under the fleet: past their lease the replicas hold their changes; the database back, every replica heartbeats again, the same owners, every change once by id', async (t) => {
+    const own = await startPostgres({ label: 'fleet-restart' });
+    const f = await fleet(t, 'fleet-restart', { server: own });
+    // After the database is dropped (the hooks run in order).
+    t.after(() => own.stop());
+    const names = ['r1', 'r2', 'r3'];
+    for (const replica of names) f.replica(replica);
+    const first = await settled(
+      f,
+      'three replicas owning two clusters each',
+      (status) => loads(status).join() === '2,2,2',
+    );
+    for (const cluster of clusters) await create(f, cluster, 'base');
+    await recorded(f, await sentinels(f, 'before'), 'the sentinels "before" recorded');
+
+    let round = 0;
+    const churn = async () => {
+      round++;
+      for (const cluster of clusters) await create(f, cluster, `churn-${round}`);
+      for (const cluster of clusters) await patch(f, cluster, 'base', String(round));
+    };
+    await churn();
+    await own.stopServer();
+    await churn();
+    // Down past the lease: each replica says once that it holds its clusters' changes; they wait.
+    for (const replica of names)
+      await f.replicas
+        .get(replica)
+        ?.waitForStderr(/fleet: heartbeat not renewed for .*: holding the changes/);
+    await churn();
+    await churn();
+    await own.startServer();
+    for (const replica of names) await f.replicas.get(replica)?.waitForStderr(/fleet: heartbeat renewed in /);
+    await churn();
+    const back = await settled(
+      f,
+      'every cluster owned again, by the replica that had it',
+      (status) => loads(status).join() === '2,2,2' && status.replicas.every((replica) => replica.alive),
+    );
+    assert.deepEqual(ownersOf(back), ownersOf(first), 'the same owners');
+    await sentinels(f, 'after');
+    assertEachOnce(f);
+    assert.deepEqual([...repeats(f)], [], 'nothing delivered twice');
+    for (const replica of names) {
+      const stderr = f.replicas.get(replica)?.stderr ?? '';
+      assert.equal(
+        stderr.match(/fleet: heartbeat not renewed for /g)?.length,
+        1,
+        `${replica}: held, said once`,
+      );
+      assert.doesNotMatch(stderr, /is no longer this replica's/, `${replica} lost nothing`);
+    }
+    assert.match(await f.statusText(), /3 of 3 replica\(s\) alive, 6 cluster\(s\), 0 without an owner/);
+    for (const replica of names)
+      assert.equal(f.replicas.get(replica)?.exitResult, undefined, `${replica} still watching`);
   });
 });
 
