@@ -10,6 +10,9 @@
 // admission webhook's path as the API server sends it (an AdmissionReview carrying the whole object and the
 // old one): the records the join keeps, what a replica posts to its peers, and the events it names. No secret
 // value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
+// Then an OUTCOME, from the outcome engine fed a rollout whose pod reads a Secret and fails with messages
+// that quote its value (the kubelet's, a probe's): its JSON line, pretty lines, every chat platform's
+// follow-up, a Slack bot's reply in the change's thread and its chat.update of the change's message.
 // Then configured credentials: every HTTP sink type, through the real setup, against loopback receivers
 // that answer 401, 403, 400 and 500 with the whole request they got; none may reach the log or a dead letter.
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
