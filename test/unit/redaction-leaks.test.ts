@@ -975,15 +975,49 @@ describe('no secret value reaches an OUTCOME (in-process, issue 38)', () => {
       chatReceivers[type] = receiver;
       specs.push({ type, webhookUrl: receiver.url(`/${type}`), ...chat } as SinkSpec);
     }
+    // The other sinks that take OUTCOMEs: a webhook (JSON, CloudEvents, a layout), one refusing (its
+    // dead letters), OTLP.
+    const hooks: Record<string, HttpReceiver> = {};
+    for (const name of ['webhook', 'cloudevents', 'layout', 'otlp', 'refusing']) {
+      const receiver = await HttpReceiver.start(
+        name === 'refusing' ? { defaultReply: { status: 400, body: 'refused' } } : {},
+      );
+      receivers.push(receiver);
+      hooks[name] = receiver;
+    }
+    const quick = { retry: { maxAttempts: 1, initialDelayMs: 10, maxDelayMs: 20 }, timeoutMs: 5_000 };
+    specs.push(
+      { type: 'webhook', url: hooks.webhook!.url('/hook'), ...quick },
+      {
+        type: 'webhook',
+        url: hooks.cloudevents!.url('/ce'),
+        format: 'cloudevents',
+        cloudEventsMode: 'binary',
+        ...quick,
+      },
+      {
+        type: 'webhook',
+        url: hooks.layout!.url('/layout'),
+        layout: '{ "text": type & " " & object.name, "evidence": evidence }',
+        ...quick,
+      },
+      { type: 'otlp', endpoint: hooks.otlp!.url('/'), protocol: 'http/json', batchMaxEvents: 1, ...quick },
+      { type: 'webhook', name: 'refusing', url: hooks.refusing!.url('/hook'), ...quick },
+    );
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-outcome-leaks-'));
+    dirs.push(dir);
+    const deadLetterPath = path.join(dir, 'dead.jsonl');
     const sinks = await createSinks(specs, {
       log: memoryLog(),
       stdout: new Writable({ write: (_chunk, _encoding, done) => done() }),
+      deadLetterFile: deadLetterPath,
       userAgent: 'kubediff/test',
     });
     sinks.router.deliver(followed);
     await slackApi.receiver.waitForRequests(1);
     sinks.router.deliver(outcome);
     await sinks.router.close(30_000);
+    for (const file of sinks.deadLetterFiles) file.close();
     const [message] = slackApi.topLevel();
     assert.ok(message, 'the change was posted');
     const [reply] = slackApi.repliesTo(message);
@@ -1002,6 +1036,10 @@ describe('no secret value reaches an OUTCOME (in-process, issue 38)', () => {
         read: () => JSON.stringify(message.edits),
         expect: /degraded in 2s/,
       },
+      ...Object.entries(hooks).map(([name, receiver]) =>
+        receiverSource(`${name} OUTCOME`, receiver, name === 'otlp' ? /visible-warning/ : /OUTCOME/),
+      ),
+      fileSource('dead-letter file (OUTCOME)', deadLetterPath, /"type":"OUTCOME"/),
       ...Object.entries(chatReceivers).map(([type, receiver]) =>
         receiverSource(`${type} follow-up`, receiver, /visible\\*-warning/),
       ),
