@@ -10,7 +10,8 @@
 // stdout (JSON and pretty), stderr, webhook and every chat platform's bodies, Kafka records (keys, headers,
 // values), the Collector's output files, the OpenSearch documents, the CloudEvents and layout bodies and
 // headers, the dead-letter file and its rotated files, /readyz and /metrics, the state database and its
-// -wal, history's output, show, diff and blame, and every answer of the UI's API; the pretty run records in PostgreSQL, whose
+// -wal, history's output, show, diff, blame and why, and every answer of the UI's API (the events table's
+// first changes, every object's versions as YAML and their diff); the pretty run records in PostgreSQL, whose
 // tables and history are searched too.
 // Configured credentials (issue 36): a watch with every sink type, each against a receiver that answers
 // 401, 403, 400 and 500 with the whole request it got, Kafka's SASL against the real broker with a wrong
@@ -83,15 +84,23 @@ after(async () => {
  * timeline, the live stream from the start, every object's history with its oldest and newest rebuilt
  * versions), concatenated for the leak scan.
  */
-async function readEverythingFromUi(statePath: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+async function readEverythingFromUi(
+  statePath: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ all: string; events: string; objects: string }> {
   const ui = runKubediff(['ui', '--state', statePath, '--listen', '127.0.0.1:0'], { env });
   const origin = (await ui.waitForStderr(/serving the change history on (http:\/\/\S+?)\//))[1]!;
   const answers: string[] = [];
-  const get = async (pathAndQuery: string) => {
+  // The events table's pages (their first changes) and the object answers (versions as YAML, their diff),
+  // apart too: each is a source of its own.
+  const eventPages: string[] = [];
+  const objectAnswers: string[] = [];
+  const get = async (pathAndQuery: string, kept?: string[]) => {
     const response = await fetch(`${origin}${pathAndQuery}`);
     const text = await response.text();
     assert.equal(response.status, 200, `${pathAndQuery}: ${text}`);
     answers.push(text);
+    kept?.push(text);
     return JSON.parse(text) as Record<string, unknown>;
   };
   const facets = await get('/api/v1/facets');
@@ -101,7 +110,7 @@ async function readEverythingFromUi(statePath: string, env: NodeJS.ProcessEnv = 
   const objects = new Map<string, string>();
   let before = '';
   for (;;) {
-    const page = await get(`/api/v1/events?limit=500${before}`);
+    const page = await get(`/api/v1/events?limit=500${before}`, eventPages);
     for (const event of page.events as { resource: string; namespace?: string; name: string }[]) {
       const query = `kind=${event.resource}&namespace=${event.namespace ?? ''}&name=${event.name}`;
       objects.set(query, query);
@@ -110,10 +119,10 @@ async function readEverythingFromUi(statePath: string, env: NodeJS.ProcessEnv = 
     before = `&before=${String(page.next)}`;
   }
   for (const query of objects.values()) {
-    const history = await get(`/api/v1/object?${query}`);
+    const history = await get(`/api/v1/object?${query}`, objectAnswers);
     const rebuildable = history.rebuildable as number[];
     if (rebuildable.length > 0)
-      await get(`/api/v1/object?${query}&a=${rebuildable.at(-1)}&b=${rebuildable[0]}`);
+      await get(`/api/v1/object?${query}&a=${rebuildable.at(-1)}&b=${rebuildable[0]}`, objectAnswers);
   }
   const abort = new AbortController();
   const stream = await fetch(`${origin}/api/v1/stream?after=0`, { signal: abort.signal });
@@ -127,7 +136,7 @@ async function readEverythingFromUi(statePath: string, env: NodeJS.ProcessEnv = 
   const stopped = await ui.stop('SIGTERM');
   assert.equal(stopped.code, 0, stopped.stderr);
   answers.push(stopped.stderr);
-  return answers.join('\n');
+  return { all: answers.join('\n'), events: eventPages.join('\n'), objects: objectAnswers.join('\n') };
 }
 
 interface Tracked {
@@ -408,13 +417,14 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     // objects whole, on the file and on PostgreSQL.
     const objectCommands = async (state: string, env?: Record<string, string>) => {
       const outputs: string[] = [];
+      const whyOutputs: string[] = [];
       const run = async (...args: string[]) => {
         const result = await runKubediffToCompletion([...args, '--state', state], { env, timeoutMs: 60_000 });
         assert.ok(
           result.code === 0 || (args[0] === 'diff' && result.code === 1),
           `${args.join(' ')}: ${result.stderr}`,
         );
-        outputs.push(result.stdout, result.stderr);
+        (args[0] === 'why' ? whyOutputs : outputs).push(result.stdout, result.stderr);
       };
       await run('diff', '-n', namespace, '--since', '1h');
       for (const name of [
@@ -427,7 +437,13 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
         await run('blame', name, '-n', namespace, '--offline');
         await run('diff', name, '-n', namespace);
       }
-      return outputs.join('\n');
+      // why: a pod that reads a Secret (and one that reads a ConfigMap) lists the changes of what it
+      // reads, text and JSON.
+      for (const reader of ['reads-secret-secret-3', 'reads-secret-huge', 'reads-configmap-configmap-0']) {
+        await run('why', `pod/${reader}`, '-n', namespace);
+        await run('why', `pod/${reader}`, '-n', namespace, '-o', 'json');
+      }
+      return { shown: outputs.join('\n'), why: whyOutputs.join('\n') };
     };
     const objectOutputs = await objectCommands(statePath);
     // resources --used-by reads each Secret and ConfigMap from the API server (values and all) and the pods
@@ -521,15 +537,38 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       fileSource('state -shm', `${statePath}-shm`),
       { name: 'history -o json', read: () => historyJson.stdout, expect: hmacMarker },
       { name: 'history -o pretty', read: () => historyPretty.stdout, expect: hmacMarker },
-      { name: 'kubediff ui API answers', read: () => uiAnswers, expect: hmacMarker },
+      { name: 'kubediff ui API answers', read: () => uiAnswers.all, expect: hmacMarker },
+      // The answers the UI's new views read (issue 41): the events table's first changes, an object's
+      // versions as YAML and their diff.
+      {
+        name: 'kubediff ui events table (first changes)',
+        read: () => uiAnswers.events,
+        expect: /"first":\[[^\]]*redacted hmac:/,
+      },
+      {
+        name: 'kubediff ui object answers: versions as YAML, their diff',
+        read: () => uiAnswers.objects,
+        expect: /"yaml":\{"\d+":"(?:[^"\\]|\\.)*redacted hmac:/,
+      },
+      { name: 'kubediff ui object answers: a diff', read: () => uiAnswers.objects, expect: /"diff":\["/ },
       {
         name: 'kubediff ui API answers (PostgreSQL history)',
-        read: () => uiPostgresAnswers,
+        read: () => uiPostgresAnswers.all,
         expect: /<redacted sha256:/,
       },
       { name: 'PostgreSQL state tables', read: () => postgresTables, expect: /<redacted sha256:/ },
       { name: 'history from PostgreSQL', read: () => historyPostgres.stdout, expect: /<redacted sha256:/ },
-      { name: 'show, diff, blame', read: () => objectOutputs, expect: hmacMarker },
+      { name: 'show, diff, blame', read: () => objectOutputs.shown, expect: hmacMarker },
+      {
+        name: 'why (text and JSON)',
+        read: () => objectOutputs.why,
+        expect: /"relation":"uses"[^\n]*redacted hmac:/,
+      },
+      {
+        name: 'why from PostgreSQL (text and JSON)',
+        read: () => objectOutputsPostgres.why,
+        expect: /"relation":"uses"[^\n]*redacted sha256:/,
+      },
       {
         name: 'resources --used-by (table and JSON)',
         read: () => usedByOutputs.join('\n'),
@@ -537,7 +576,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       },
       {
         name: 'show, diff, blame from PostgreSQL',
-        read: () => objectOutputsPostgres,
+        read: () => objectOutputsPostgres.shown,
         expect: /<redacted sha256:/,
       },
     ];
@@ -839,7 +878,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     await assertNoLeaks([{ name: 'stderr', read: () => result.stderr, expect: /<credential>/ }]);
   });
 
-  it('nor by the other commands that open PostgreSQL: history, migrate, ui (issue 36)', async () => {
+  it('nor by the other commands that open PostgreSQL: history, migrate, ui, why, fleet status (issue 36)', async () => {
     const server = await startEchoingPostgres();
     after(() => server.close());
     const password = credentialValue(seededRandom(39), 24);
@@ -848,6 +887,10 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       ['history', '--state', state],
       ['migrate', '--state', state],
       ['ui', '--state', state, '--listen', '127.0.0.1:0'],
+      ['why', 'pod/web', '-n', 'shop', '--state', state],
+      ['why', 'pod/web', '-n', 'shop', '--state', state, '-o', 'json'],
+      ['fleet', 'status', '--state', state, '--fleet', 'prod'],
+      ['fleet', 'status', '--state', state, '--fleet', 'prod', '-o', 'json'],
     ];
     const results: string[] = [];
     for (const args of commands) {
@@ -857,15 +900,42 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     }
     assert.deepEqual(
       server.passwords,
-      [password, password, password],
+      commands.map(() => password),
       'each was sent the password (and echoed it)',
     );
     await assertNoLeaks(
       results.map((output, index) => ({
-        name: `kubediff ${commands[index]?.[0]}`,
+        name: `kubediff ${commands[index]?.slice(0, 2).join(' ')} #${index}`,
         read: () => output,
         expect:
           /refused the credentials \(password authentication failed: "<credential>" is not the password\)/,
+      })),
+    );
+  });
+
+  it('a password in a --state URL is refused without printing it: fleet status, why (issue 36)', async () => {
+    const server = await startEchoingPostgres();
+    after(() => server.close());
+    const password = credentialValue(seededRandom(40), 24);
+    const state = `postgres://kubediff:${encodeURIComponent(password)}@127.0.0.1:${server.port}/db`;
+    const commands = [
+      ['fleet', 'status', '--state', state, '--fleet', 'prod'],
+      ['fleet', 'status', '--state', state, '--fleet', 'prod', '-o', 'json'],
+      ['why', 'pod/web', '-n', 'shop', '--state', state],
+      ['why', 'pod/web', '-n', 'shop', '--state', state, '-o', 'json'],
+    ];
+    const results: string[] = [];
+    for (const args of commands) {
+      const result = await runKubediffToCompletion(args);
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      results.push(`${result.stdout}\n${result.stderr}`);
+    }
+    assert.deepEqual(server.passwords, [], 'refused before connecting');
+    await assertNoLeaks(
+      results.map((output, index) => ({
+        name: `kubediff ${commands[index]?.slice(0, 2).join(' ')} #${index}`,
+        read: () => output,
+        expect: `the --state URL for postgres://127.0.0.1:${server.port}/db carries a password`,
       })),
     );
   });

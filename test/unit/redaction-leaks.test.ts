@@ -10,6 +10,9 @@
 // admission webhook's path as the API server sends it (an AdmissionReview carrying the whole object and the
 // old one): the records the join keeps, what a replica posts to its peers, and the events it names. No secret
 // value, nor its base64, may appear in any of them (test/helpers/leak-check.ts).
+// Then an OUTCOME, from the outcome engine fed a rollout whose pod reads a Secret and fails with messages
+// that quote its value (the kubelet's, a probe's): its JSON line, pretty lines, every chat platform's
+// follow-up, a Slack bot's reply in the change's thread and its chat.update of the change's message.
 // Then configured credentials: every HTTP sink type, through the real setup, against loopback receivers
 // that answer 401, 403, 400 and 500 with the whole request they got; none may reach the log or a dead letter.
 // The end-to-end half, with the real CLI against the real API server, is test/integration/redaction-leaks.
@@ -28,9 +31,10 @@ import { Redactor } from '../../src/diff/redact.ts';
 import { AdmissionDigests } from '../../src/events/admission-digests.ts';
 import { AdmissionSource } from '../../src/events/admission-match.ts';
 import { DiscoveryResolver } from '../../src/events/discovery-resolver.ts';
-import { type ChangeEvent, isChange } from '../../src/events/event.ts';
+import { type ChangeEvent, isChange, type OutcomeEvent } from '../../src/events/event.ts';
 import { explainLine } from '../../src/events/explain.ts';
 import { compileFilter } from '../../src/events/filter.ts';
+import { OutcomeEngine } from '../../src/events/outcomes/outcome-engine.ts';
 import { OwnerResolver, ownerStage } from '../../src/events/owners.ts';
 import { Pipeline } from '../../src/events/pipeline.ts';
 import { UsedByTracker } from '../../src/events/used-by/used-by-tracker.ts';
@@ -57,6 +61,7 @@ import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import { SqliteStateStore } from '../../src/state/sqlite-store.ts';
 import { EventFailures } from '../../src/util/event-failures.ts';
 import { sampleEvent } from '../helpers/events.ts';
+import { FakeSlackApi } from '../helpers/fake-slack-api.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import {
   assertNoLeaks,
@@ -64,7 +69,10 @@ import {
   credentialValue,
   fileSource,
   type LeakSource,
+  receiverSource,
+  secretValue,
 } from '../helpers/leak-check.ts';
+import { degradedRollout, recorded } from '../helpers/outcome-fixtures.ts';
 import { seededRandom } from '../helpers/random-json.ts';
 import { configmaps, secrets } from '../helpers/resource-types.ts';
 import { CORPUS_REDACT_RULES, type CorpusKind, SecretCorpus, VAULT_TYPE } from '../helpers/secret-corpus.ts';
@@ -789,6 +797,251 @@ describe('no configured credential reaches a sink’s name or what a receiver re
         'dead-letter file: the rejected batch',
         deadLetterPath,
         /"reason":"the receiver rejected [^\n]*<credential>/,
+      ),
+    ]);
+  });
+});
+
+/** The types an OUTCOME's rollout is read from, as the pipeline hands them to the outcome engine. */
+const workloadType = (group: string, resource: string, kind: string): ResourceType => ({
+  ...configmaps,
+  group,
+  resource,
+  kind,
+  shortNames: [],
+  singularName: kind.toLowerCase(),
+});
+const DEPLOYMENTS = workloadType('apps', 'deployments', 'Deployment');
+const REPLICASETS = workloadType('apps', 'replicasets', 'ReplicaSet');
+
+describe('no secret value reaches an OUTCOME (in-process, issue 38)', () => {
+  it('a rollout whose pod fails quoting the Secret its command reads (waiting message, Failed and Unhealthy Warnings): JSON, pretty, every chat follow-up, the Slack thread reply and chat.update', async () => {
+    const random = seededRandom(40);
+    const value = secretValue(random, 40);
+    const clock = { now: Date.parse('2026-12-01T10:00:00.000Z') };
+    const engine = new OutcomeEngine({ log: memoryLog(), now: () => clock.now, timeoutMs: 600_000 });
+    const reported = new Promise<OutcomeEvent>((resolve) => engine.reportTo(resolve));
+    engine.synced(undefined);
+    const deployment = (generation: number, observed: number, revision: string) => {
+      const object = recorded('deployment-healthy');
+      object.metadata = {
+        ...object.metadata,
+        name: 'web',
+        namespace: 'shop',
+        uid: 'web-uid',
+        generation,
+        annotations: { 'deployment.kubernetes.io/revision': revision },
+      };
+      object.status = {
+        observedGeneration: observed,
+        replicas: 2,
+        updatedReplicas: observed === 1 ? 2 : 1,
+        readyReplicas: observed === 1 ? 2 : 0,
+        availableReplicas: observed === 1 ? 2 : 0,
+        conditions: [],
+      };
+      return object;
+    };
+    const replicaSet = (uid: string, revision: string) => {
+      const object = recorded('replicaset');
+      object.metadata = {
+        ...object.metadata,
+        name: `web-${uid}`,
+        uid,
+        annotations: { 'deployment.kubernetes.io/revision': revision },
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'web-uid', controller: true },
+        ],
+      };
+      return object;
+    };
+    /** A crash-looping pod of rs2 (`waiting` its container's state); with `readsSecret`, its command is $(PASSWORD) from the Secret `db`. */
+    const pod = (name: string, waiting: JsonObject, readsSecret: boolean) => {
+      const object = recorded('pod-oom-crashloop') as KubeObject & { spec: JsonObject; status: JsonObject };
+      object.metadata = {
+        ...object.metadata,
+        name,
+        uid: `${name}-uid`,
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-rs2', uid: 'rs2', controller: true },
+        ],
+      };
+      const [container] = object.spec.containers as JsonObject[];
+      if (readsSecret) {
+        container!.command = ['$(PASSWORD)'];
+        container!.env = [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'db', key: 'password' } } }];
+      }
+      const [status] = object.status.containerStatuses as JsonObject[];
+      status!.state = { waiting };
+      return object;
+    };
+    const warning = (uid: string, involved: KubeObject, reason: string, message: string) =>
+      ({
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: uid, namespace: 'shop', uid, resourceVersion: '1' },
+        type: 'Warning',
+        reason,
+        message,
+        count: 2,
+        firstTimestamp: new Date(clock.now).toISOString(),
+        lastTimestamp: new Date(clock.now).toISOString(),
+        involvedObject: { kind: 'Pod', name: involved.metadata.name, uid: involved.metadata.uid },
+      }) as unknown as KubeObject;
+
+    engine.objectServed(DEPLOYMENTS, deployment(1, 1, '1'), undefined);
+    engine.objectServed(REPLICASETS, replicaSet('rs1', '1'), undefined);
+    engine.objectServed(DEPLOYMENTS, deployment(2, 1, '1'), undefined);
+    const { change } = degradedRollout();
+    const followed: ChangeEvent = {
+      ...change,
+      id: 'web-uid:43',
+      object: { ...change.object, uid: 'web-uid', resourceVersion: '43' },
+      owner: { ...change.owner!, uid: 'web-uid' },
+      time: new Date(clock.now).toISOString(),
+    };
+    engine.changeProcessed(
+      {
+        kind: 'updated',
+        type: DEPLOYMENTS,
+        object: {
+          key: 'shop/web',
+          namespace: 'shop',
+          name: 'web',
+          uid: 'web-uid',
+          resourceVersion: '43',
+          object: {},
+        },
+      },
+      followed,
+      [],
+    );
+    clock.now += 2_000;
+    engine.objectServed(REPLICASETS, replicaSet('rs2', '2'), undefined);
+    engine.objectServed(DEPLOYMENTS, deployment(2, 2, '2'), undefined);
+    // The kubelet expanded $(PASSWORD) into the command it could not run, and the probe printed it.
+    const quoting = pod(
+      'web-rs2-secret',
+      {
+        reason: 'RunContainerError',
+        message: `failed to start container "app": exec: "${value}": executable file not found in $PATH`,
+      },
+      true,
+    );
+    const plain = pod(
+      'web-rs2-plain',
+      { reason: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=app visible-reason' },
+      false,
+    );
+    engine.warningSeen(
+      undefined,
+      warning('ev-failed', quoting, 'Failed', `Error: failed to start container "app": exec: "${value}"`),
+    );
+    engine.warningSeen(
+      undefined,
+      warning('ev-probe', quoting, 'Unhealthy', `Liveness probe failed: password=${value}`),
+    );
+    engine.warningSeen(
+      undefined,
+      warning('ev-plain', plain, 'BackOff', 'Back-off restarting failed container visible-warning'),
+    );
+    engine.objectServed(PODS, plain, undefined);
+    engine.objectServed(PODS, quoting, undefined);
+    const outcome = await reported;
+    await engine.stop(false);
+    assert.equal(outcome.verdict, 'degraded');
+    assert.deepEqual(
+      outcome.evidence.warnings.map((w) => `${w.object} ${w.reason}`).sort(),
+      ['Pod/web-rs2-plain BackOff', 'Pod/web-rs2-secret Failed', 'Pod/web-rs2-secret Unhealthy'],
+      'every Warning is evidence',
+    );
+
+    // Every path an OUTCOME takes: stdout (JSON, pretty), each chat platform's follow-up after the
+    // change's message, a Slack bot's reply in the change's thread and its chat.update of that message.
+    const receivers: HttpReceiver[] = [];
+    after(() => Promise.all(receivers.map((receiver) => receiver.close())));
+    const slackApi = await FakeSlackApi.start({ token: 'xoxb-leaks' });
+    after(() => slackApi.close());
+    const chat = { minIntervalMs: 0, stories: false };
+    const specs: SinkSpec[] = [
+      { type: 'slack', token: 'xoxb-leaks', channel: 'alerts', apiUrl: slackApi.apiUrl, ...chat },
+    ];
+    const chatReceivers: Record<string, HttpReceiver> = {};
+    for (const type of ['slack', 'teams', 'discord', 'mattermost', 'google-chat'] as const) {
+      const receiver = await HttpReceiver.start(
+        type === 'discord' ? { defaultReply: { status: 204, body: '' } } : {},
+      );
+      receivers.push(receiver);
+      chatReceivers[type] = receiver;
+      specs.push({ type, webhookUrl: receiver.url(`/${type}`), ...chat } as SinkSpec);
+    }
+    // The other sinks that take OUTCOMEs: a webhook (JSON, CloudEvents, a layout), one refusing (its
+    // dead letters), OTLP.
+    const hooks: Record<string, HttpReceiver> = {};
+    for (const name of ['webhook', 'cloudevents', 'layout', 'otlp', 'refusing']) {
+      const receiver = await HttpReceiver.start(
+        name === 'refusing' ? { defaultReply: { status: 400, body: 'refused' } } : {},
+      );
+      receivers.push(receiver);
+      hooks[name] = receiver;
+    }
+    const quick = { retry: { maxAttempts: 1, initialDelayMs: 10, maxDelayMs: 20 }, timeoutMs: 5_000 };
+    specs.push(
+      { type: 'webhook', url: hooks.webhook!.url('/hook'), ...quick },
+      {
+        type: 'webhook',
+        url: hooks.cloudevents!.url('/ce'),
+        format: 'cloudevents',
+        cloudEventsMode: 'binary',
+        ...quick,
+      },
+      {
+        type: 'webhook',
+        url: hooks.layout!.url('/layout'),
+        layout: '{ "text": type & " " & object.name, "evidence": evidence }',
+        ...quick,
+      },
+      { type: 'otlp', endpoint: hooks.otlp!.url('/'), protocol: 'http/json', batchMaxEvents: 1, ...quick },
+      { type: 'webhook', name: 'refusing', url: hooks.refusing!.url('/hook'), ...quick },
+    );
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-outcome-leaks-'));
+    dirs.push(dir);
+    const deadLetterPath = path.join(dir, 'dead.jsonl');
+    const sinks = await createSinks(specs, {
+      log: memoryLog(),
+      stdout: new Writable({ write: (_chunk, _encoding, done) => done() }),
+      deadLetterFile: deadLetterPath,
+      userAgent: 'kubediff/test',
+    });
+    sinks.router.deliver(followed);
+    await slackApi.receiver.waitForRequests(1);
+    sinks.router.deliver(outcome);
+    await sinks.router.close(30_000);
+    for (const file of sinks.deadLetterFiles) file.close();
+    const [message] = slackApi.topLevel();
+    assert.ok(message, 'the change was posted');
+    const [reply] = slackApi.repliesTo(message);
+    assert.ok(reply, 'the OUTCOME was posted in its thread');
+    assert.equal(message.edits.length, 1, 'the change’s first line was rewritten');
+    await assertNoLeaks([
+      { name: 'OUTCOME JSON line', read: () => renderJsonLine(outcome), expect: /visible-warning/ },
+      {
+        name: 'OUTCOME pretty (color and plain)',
+        read: () => prettyRenderer({ color: true })(outcome) + prettyRenderer({ color: false })(outcome),
+        expect: /Pod\/web-rs2-secret Failed ×2: not shown/,
+      },
+      { name: 'Slack thread reply', read: () => JSON.stringify(reply), expect: /visible-warning/ },
+      {
+        name: 'Slack chat.update body',
+        read: () => JSON.stringify(message.edits),
+        expect: /degraded in 2s/,
+      },
+      ...Object.entries(hooks).map(([name, receiver]) =>
+        receiverSource(`${name} OUTCOME`, receiver, name === 'otlp' ? /visible-warning/ : /OUTCOME/),
+      ),
+      fileSource('dead-letter file (OUTCOME)', deadLetterPath, /"type":"OUTCOME"/),
+      ...Object.entries(chatReceivers).map(([type, receiver]) =>
+        receiverSource(`${type} follow-up`, receiver, /visible\\*-warning/),
       ),
     ]);
   });

@@ -15,6 +15,7 @@
 // - a pod in phase Failed is failing, unless a Job owns it (the Job's own conditions say whether it
 //   retries or has failed);
 // - a pod Ready, or Succeeded, is healthy; any other is on its way.
+import { podSpecReferences } from '../../kube/pod-references.ts';
 import { isJsonObject, type JsonObject, type KubeObject } from '../../kube/types.ts';
 import {
   controllerOf,
@@ -70,6 +71,11 @@ export interface PodHealth {
   readonly unschedulable: { message: string; since: number } | undefined;
   /** Its restartPolicy is not Always: a finite life (a Job's pod). */
   readonly finite: boolean;
+  /**
+   * It reads a Secret (env, envFrom, a volume): the kubelet expands such values into commands and
+   * arguments, and a program or a probe may print them, so the messages about this pod may quote them.
+   */
+  readonly readsSecrets: boolean;
 }
 
 /** A waiting reason that fails the pod (see the top). */
@@ -145,6 +151,11 @@ export function podHealthOf(pod: KubeObject, previous: PodHealth | undefined, no
         }
       : undefined,
     finite: textAt(spec, 'restartPolicy') !== undefined && textAt(spec, 'restartPolicy') !== 'Always',
+    readsSecrets:
+      spec !== undefined &&
+      podSpecReferences(spec).some(
+        (reference) => reference.kind === 'Secret' && reference.type !== 'imagePullSecrets',
+      ),
   };
 }
 

@@ -27,6 +27,12 @@ import type { Rollout } from './rollout.ts';
 import type { WarningLog } from './warning-log.ts';
 import { judgeWorkload, type WorkloadHealth, type WorkloadProgress } from './workload-health.ts';
 
+/**
+ * What stands for a message about a pod that reads a Secret: the kubelet expands the Secret's values into
+ * the commands and arguments its messages quote, and a probe's output is a program's (docs/outcomes.md).
+ */
+export const WITHHELD = 'not shown: the pod reads a Secret, which this message may quote';
+
 const RESUMED_NOTE =
   'followed again after kubediff restarted: restarts and Warnings before that are not all known';
 
@@ -181,7 +187,12 @@ function evidenceOf(
       : {}),
     pods,
     podCount: revision.pods.length,
-    warnings: warningEvidence(involved, rollout, warnings),
+    warnings: warningEvidence(
+      involved,
+      new Set(revision.pods.filter((pod) => pod.readsSecrets).map((pod) => pod.uid)),
+      rollout,
+      warnings,
+    ),
     conditions: [...workload.conditions, ...(revision.failure ? [revision.failure] : [])],
     ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
   };
@@ -190,7 +201,12 @@ function evidenceOf(
 function podEvidence(pod: PodHealth, rollout: Rollout, now: number): PodEvidence {
   const reason = podReason(pod, now);
   const restarts = Math.max(0, pod.restarts - (rollout.restartsBefore.get(pod.uid) ?? 0));
-  const message = pod.problem?.message ?? (pod.unschedulable ? pod.unschedulable.message : undefined);
+  // The scheduler's message names nodes and resources; a container's may quote what its Secrets hold.
+  const message = pod.problem
+    ? pod.problem.message !== undefined && pod.readsSecrets
+      ? WITHHELD
+      : pod.problem.message
+    : pod.unschedulable?.message;
   const termination = restarts > 0 ? pod.lastTermination : undefined;
   return {
     name: pod.name,
@@ -219,7 +235,12 @@ function podEvidence(pod: PodHealth, rollout: Rollout, now: number): PodEvidence
  * the first read of Events ended) that began before the change counts once if it happened again since,
  * not at all if it did not (their times have one-second resolution: the change's second counts).
  */
-function warningEvidence(involved: readonly string[], rollout: Rollout, log: WarningLog): WarningEvidence[] {
+function warningEvidence(
+  involved: readonly string[],
+  readingSecrets: ReadonlySet<string>,
+  rollout: Rollout,
+  log: WarningLog,
+): WarningEvidence[] {
   const found: WarningEvidence[] = [];
   const sinceSecond = Math.floor(rollout.since / 1000) * 1000;
   for (const uid of involved) {
@@ -230,7 +251,12 @@ function warningEvidence(involved: readonly string[], rollout: Rollout, log: War
       else if (warning.first >= sinceSecond) count = warning.count;
       else count = warning.last >= sinceSecond ? 1 : 0;
       if (count > 0)
-        found.push({ object: warning.object, reason: warning.reason, message: warning.message, count });
+        found.push({
+          object: warning.object,
+          reason: warning.reason,
+          message: readingSecrets.has(uid) ? WITHHELD : warning.message,
+          count,
+        });
     }
   }
   return found
