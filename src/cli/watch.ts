@@ -123,7 +123,7 @@ async function watch(settings: WatchSettings, runtime: WatchRuntime, lifecycle: 
   if (fleet) service.observeFleet(fleet.member, fleet.fence);
   // A fleet's replica opens its clusters as it comes to own them: their Warning Events are followed once each has synced.
   // A fleet's replica resumes a cluster's open rollouts when it comes to own it (below), not at its start.
-  const outcomes = await startOutcomes(context, opened, fleet ? [] : plans);
+  const outcomes = await startOutcomes(context, fleet ? [] : plans);
   const { sinks, outputClosed, owners } = await startSinks(context, service, clusters, outcomes);
   const { pipeline, resolver, who } = await assemblePipeline(context, {
     router: sinks.router,
@@ -214,13 +214,11 @@ async function openClusters(
 }
 
 /**
- * Outcomes (docs/outcomes.md), unless --no-outcomes: the engine that follows every rollout, each cluster's
- * Warning Events followed for it, and (--state) the rollouts the previous run left open, read from the
- * history before anything is watched. Imported only here: --no-outcomes loads none of it.
+ * Outcomes (docs/outcomes.md), unless --no-outcomes: the engine that follows every rollout and (--state) the
+ * rollouts the previous run left open, read from the history before anything is watched. Imported only here: --no-outcomes loads none of it.
  */
 async function startOutcomes(
   { settings, runtime, log }: WatchContext,
-  clusters: readonly ClusterSupervisor[],
   plans: readonly ClusterPlan[],
 ): Promise<OutcomeEngine | undefined> {
   if (!settings.outcomes.enabled) return undefined;
@@ -235,8 +233,8 @@ async function startOutcomes(
     );
     for (const [cluster, rollouts] of pending) engine.resume(cluster || undefined, rollouts);
   }
-  for (const cluster of clusters)
-    engine.followWarnings(cluster.name || undefined, cluster.client, cluster.scope);
+  // Each cluster's Warning Events are followed once it synced (onSynced): a cluster that cannot be reached
+  // says so once, in its own sentence, not first through the follower.
   return engine;
 }
 
