@@ -17,6 +17,11 @@ export function outcomeOf(event: TestEvent | unknown): OutcomeEvent | undefined 
   return isRecord(event) && event.type === 'OUTCOME' ? (event as unknown as OutcomeEvent) : undefined;
 }
 
+/** The changes among what a watch printed, its OUTCOMEs left out (the timeline and the events table show changes). */
+export function changesOf(events: readonly TestEvent[]): TestEvent[] {
+  return events.filter((event) => !outcomeOf(event));
+}
+
 /** A predicate for `waitForEvent`: the OUTCOME of the change `followed` (an event id), or of `name`'s. */
 export function outcomeFor(followed: {
   id?: string;

@@ -10,6 +10,7 @@ import { after, afterEach, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { collectPageErrors, newPage, saveScreenshot, withBrowser } from '../helpers/browser.ts';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
+import { changesOf } from '../helpers/events.ts';
 import { writeGeneratedHistory } from '../helpers/generated-history.ts';
 import { ADMIN_FIELD_MANAGER, adminClient } from '../helpers/kube-admin.ts';
 
@@ -75,7 +76,7 @@ test('the timeline of a watched namespace: marks, a filter, a click to the diff,
   await admin.delete(cmPath(ns, 'old-flags'));
   await kd.waitForEvent((event) => event.type === 'DELETED' && event.object.name === 'old-flags');
   // What the watch reported is what the history records: the page must show exactly those.
-  const reported = kd.events.length;
+  const reported = changesOf(kd.events).length;
 
   await withBrowser(async (browser) => {
     const page = await newPage(browser);
@@ -133,7 +134,7 @@ test('the timeline of a watched namespace: marks, a filter, a click to the diff,
     const from = new Date(Math.min(...times) - 300).toISOString();
     const to = new Date(Math.max(...times) + 300).toISOString();
     await page.goto(`${origin}/?namespace=${ns}&rows=kind&from=${from}&to=${to}`);
-    await marksShown(page, kd.events.length);
+    await marksShown(page, changesOf(kd.events).length);
     assert.equal(await page.locator('#object').isHidden(), true);
     await saveScreenshot(page, 'ui-timeline-zoomed');
     assert.deepEqual(errors, []);

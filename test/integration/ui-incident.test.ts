@@ -27,6 +27,7 @@ import {
   WORKLOAD_CONTROLLERS,
 } from '../helpers/cluster.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
+import { changesOf } from '../helpers/events.ts';
 import { KubeAdmin, type KubeObject } from '../helpers/kube-admin.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-ui-incident-'));
@@ -191,7 +192,7 @@ test('an incident: a rollout, a scale, a set image and a 50 KB ConfigMap edit, r
     await page.goto(`${origin}/?namespace=${ns}&${window}`);
     await page
       .locator('#events tbody tr')
-      .nth(kd.events.length - 1)
+      .nth(changesOf(kd.events).length - 1)
       .waitFor();
 
     // The row of the `set image` says what changed: the old tag and the new one, whole on focus.

@@ -10,6 +10,7 @@ import { after, afterEach, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { collectPageErrors, newPage, saveScreenshot, withBrowser } from '../helpers/browser.ts';
 import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
+import { changesOf } from '../helpers/events.ts';
 import { ADMIN_FIELD_MANAGER, adminClient } from '../helpers/kube-admin.ts';
 import { createTestDatabase } from '../helpers/postgres-env.ts';
 
@@ -62,7 +63,7 @@ test('watch --ui and kubediff ui on a PostgreSQL history: marks, a filter, the d
   await admin.create(cmPath(ns), { metadata: { name: 'old-flags' }, data: { beta: 'on' } });
   await admin.delete(cmPath(ns, 'old-flags'));
   await kd.waitForEvent((event) => event.type === 'DELETED' && event.object.name === 'old-flags');
-  const reported = kd.events.length;
+  const reported = changesOf(kd.events).length;
   const answers: string[] = [];
 
   await withBrowser(async (browser) => {
@@ -91,10 +92,11 @@ test('watch --ui and kubediff ui on a PostgreSQL history: marks, a filter, the d
     );
     // The object of the mark's cluster; its last recorded state rebuilds both versions.
     assert.match(page.url(), new RegExp(`object\\.cluster=${cluster}`));
-    const versions = page.locator('#compare pre');
-    await versions.nth(1).waitFor();
-    assert.deepEqual(await versions.nth(0).locator('.changed').allTextContents(), ['    "mode": "a"\n']);
-    assert.deepEqual(await versions.nth(1).locator('.changed').allTextContents(), ['    "mode": "b"\n']);
+    // Versions A (before) and B (after) as a diff of their YAML, as on a SQLite history.
+    const diff = page.locator('#compare .diff-unified');
+    await diff.waitFor();
+    assert.deepEqual(await diff.locator('tr.removed td.text').allTextContents(), ['  mode: a']);
+    assert.deepEqual(await diff.locator('tr.added td.text').allTextContents(), ['  mode: b']);
 
     await admin.patch(cmPath(ns, 'web-config'), { data: { mode: 'c' } });
     await marksShown(page, 3);
@@ -115,7 +117,9 @@ test('watch --ui and kubediff ui on a PostgreSQL history: marks, a filter, the d
   const page = await get<{ events: Summary[] }>(`/api/v1/events?namespace=${ns}&limit=500`);
   assert.deepEqual(
     page.events.map((event) => event.id),
-    kd.events.map((event) => event.id).reverse(),
+    changesOf(kd.events)
+      .map((event) => event.id)
+      .reverse(),
   );
   assert.ok(page.events.every((event) => event.cluster === cluster));
   const facets = await get<{ clusters: string[]; namespaces: string[] }>('/api/v1/facets');

@@ -50,7 +50,9 @@ test('bidi and invisible characters from the cluster are shown as escapes on the
     await page.goto(`${origin}/`);
     const row = page.locator('#events tbody tr').first();
     await row.waitFor();
-    assert.match((await row.textContent()) ?? '', /al\\u200bice \/ deploy\\u202egnp\.exe/);
+    // The row's By cell names the user; the manager is in its title (hover, focus).
+    assert.match((await row.textContent()) ?? '', /al\\u200bice$/);
+    assert.equal(await row.locator('td').nth(4).getAttribute('title'), 'al\\u200bice (deploy\\u202egnp.exe)');
     await row.locator('button').click();
     const history = page.locator('#object-events');
     await history.filter({ hasText: 'data/k' }).waitFor();

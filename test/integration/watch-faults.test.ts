@@ -52,12 +52,12 @@ async function watchThrough(
 }
 
 /**
- * What these tests compare: the event without its time, cluster, owner (test/integration/stories.test.ts)
- * and who made it (the field managers, whose timestamps vary; who-changed-it has tests of its own in
- * who-changed.test.ts).
+ * What these tests compare: the event without its time, cluster, owner (test/integration/stories.test.ts),
+ * who made it (the field managers, whose timestamps vary; who-changed-it has tests of its own in
+ * who-changed.test.ts) and what it reaches (usedBy: test/integration/used-by.test.ts).
  */
 function essence(event: TestEvent): Record<string, unknown> {
-  const { time: _time, cluster: _cluster, owner: _owner, by: _by, ...rest } = event;
+  const { time: _time, cluster: _cluster, owner: _owner, by: _by, usedBy: _usedBy, ...rest } = event;
   if (!rest.changes) return rest;
   return { ...rest, changes: rest.changes.map(({ manager: _manager, ...change }) => change) };
 }
