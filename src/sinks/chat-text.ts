@@ -17,10 +17,12 @@ export function visible(text: string): string {
  * unescapable markup) becomes inline code, the same text in monospace. Icons stay icons.
  */
 export function inertLine(line: Line, actsOn: RegExp): Line {
-  return line.map((span): Span => {
+  return line.map((span, index): Span => {
     if (span.style === 'icon') return span;
     const text = visible(span.text);
-    return actsOn.test(text) ? { text, style: 'code' } : { ...span, text };
+    // `:6w` before a span that starts with `:` is the shortcode `:6w:` only together.
+    const shortcode = /:[\w+-]*[a-z][\w+-]*$/i.test(text) && (line[index + 1]?.text ?? '').startsWith(':');
+    return actsOn.test(text) || shortcode ? { text, style: 'code' } : { ...span, text };
   });
 }
 

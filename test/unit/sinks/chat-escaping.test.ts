@@ -357,3 +357,18 @@ describe('chat messages: text from the cluster is inert on every platform', () =
     assert.ok(stories.length >= 7, `${stories.length} stories`);
   });
 });
+
+describe('a shortcode split over two spans', () => {
+  it('a manager named `:6w` before `: …` is inert: `:6w:` would be an emoji only together', async () => {
+    const { inertLine } = await import('../../../src/sinks/chat-text.ts');
+    const emoji = /:[\w+-]*[a-z][\w+-]*:/i;
+    assert.deepEqual(inertLine([{ text: ':6w' }, { text: ': x' }], emoji), [
+      { text: ':6w', style: 'code' },
+      { text: ': x' },
+    ]);
+    assert.deepEqual(inertLine([{ text: 'alice' }, { text: ': x' }], emoji), [
+      { text: 'alice' },
+      { text: ': x' },
+    ]);
+  });
+});
