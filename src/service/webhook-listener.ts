@@ -8,8 +8,7 @@
 // request may take one by read-slots.ts's rules (standing, fair share per address, a slow body), else 503;
 // slow bodies cut (408); connections held by listener-guard.ts; close() ends every connection.
 
-import { timingSafeEqual, X509Certificate } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
@@ -30,6 +29,7 @@ import {
 import { type CutReason, type ReadSlot, ReadSlots } from './read-slots.ts';
 import type { WebhookEndpoint } from './webhook-endpoint.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
+import { fingerprintOf, readTlsFiles, secureOptions, stampOf, type TlsFiles } from './webhook-tls-files.ts';
 
 /** Where a replica posts the records it received to the others (src/service/peer-forwarder.ts). */
 export const PEER_PATH = '/kubediff/peer-records';
@@ -117,12 +117,6 @@ export const WEBHOOK_LISTENER_LIMITS: ListenerLimits = {
   requestTimeoutMs: 60_000,
   keepAliveTimeoutMs: 30_000,
 };
-
-interface TlsFiles {
-  cert: Buffer;
-  key: Buffer;
-  ca?: Buffer;
-}
 
 interface Refusal {
   status: number;
@@ -570,46 +564,4 @@ export class WebhookListener {
     }
     return undefined;
   }
-}
-
-/** The SHA-256 fingerprint of the first certificate of a PEM file, or of a DER certificate. */
-function fingerprintOf(certificate: Buffer): string {
-  return new X509Certificate(certificate).fingerprint256;
-}
-
-function readTlsFiles(options: WebhookListenerOptions): TlsFiles {
-  const read = (file: string, key: string): Buffer => {
-    try {
-      return readFileSync(file);
-    } catch (error) {
-      throw new UsageError(
-        `cannot read ${options.settingsKey}.${key} ${file}: ${errorMessage(error)}; check the path.`,
-      );
-    }
-  };
-  const served = options.certificate?.current;
-  return {
-    cert: served ? served.cert : read(options.certFile ?? '', 'certFile'),
-    key: served ? served.key : read(options.keyFile ?? '', 'keyFile'),
-    ...(options.clientCAFile ? { ca: read(options.clientCAFile, 'clientCAFile') } : {}),
-  };
-}
-
-function secureOptions(files: TlsFiles): { cert: Buffer; key: Buffer; ca?: Buffer } {
-  return { cert: files.cert, key: files.key, ...(files.ca ? { ca: files.ca } : {}) };
-}
-
-/** What says a file changed: size, mtime and inode of each (a Secret volume swaps a symlink). */
-function stampOf(options: WebhookListenerOptions): string {
-  return [options.certFile, options.keyFile, options.clientCAFile]
-    .map((file) => {
-      if (!file) return '';
-      try {
-        const stat = statSync(file);
-        return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
-      } catch {
-        return 'missing';
-      }
-    })
-    .join('|');
 }
