@@ -3,13 +3,11 @@
 // the store), exactly what `kubediff watch` awaits before it prints "watching N resource types",
 // against ONE unpaged raw LIST of the same objects (undici, read and parsed), pair by pair; and the
 // same by kubediff's paged LIST (KUBEDIFF_INITIAL_SYNC=list), against the unpaged LIST of its own pairs.
-import { KubeClient } from '../src/kube/client.ts';
-import { loadKubeconfig } from '../src/kube/kubeconfig.ts';
 import type { ClusterInfo } from '../test/helpers/cluster.ts';
 import type { KubeAdmin } from '../test/helpers/kube-admin.ts';
 import { rawAgent, rawList } from './lib/raw.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';
-import { configMapWatcher, populate } from './sync.ts';
+import { kubediffSync, populate } from './sync.ts';
 
 export interface LargeSyncFigures {
   objects: number;
@@ -23,25 +21,6 @@ export interface LargeSyncFigures {
   paged: { kubediffMs: Spread; rawListMs: Spread; ratio: Spread };
   /** Bytes of the unpaged LIST's body. */
   listBytes: number;
-}
-
-/** Milliseconds from nothing (a new client) to a synced watcher of `ns`'s ConfigMaps. */
-async function kubediffSync(
-  info: ClusterInfo,
-  ns: string,
-  expected: number,
-  initialSync: 'stream' | 'list',
-): Promise<number> {
-  const started = performance.now();
-  const client = await KubeClient.create(loadKubeconfig({ kubeconfig: info.kubeconfigPath }));
-  const watcher = configMapWatcher(client, ns, { initialSync });
-  await watcher.start();
-  const elapsed = performance.now() - started;
-  const count = watcher.allInformers().reduce((sum, informer) => sum + informer.objectCount, 0);
-  await watcher.stop();
-  await client.close();
-  if (count !== expected) throw new Error(`kubediff synced ${count} objects, expected ${expected}`);
-  return elapsed;
 }
 
 /** Milliseconds from nothing (a new connection pool) to the one LIST's body read and parsed. */

@@ -71,8 +71,8 @@ export function configMapWatcher(
   });
 }
 
-/** Milliseconds from nothing (a new client) to a synced watcher. */
-async function kubediffSync(
+/** Milliseconds from nothing (a new client) to a synced watcher of `ns`'s ConfigMaps. */
+export async function kubediffSync(
   info: ClusterInfo,
   ns: string,
   expected: number,
