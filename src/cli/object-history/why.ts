@@ -13,8 +13,9 @@
 // - newest first, each with who made it. Exit 0 when there is at least one, 1 when none, 2 for usage.
 import { Chalk } from 'chalk';
 import type { KubediffEvent, OutcomeEvent } from '../../events/event.ts';
+import { controllerOf } from '../../events/owners.ts';
 import { podSpecOf, podSpecReferences, referencedObjects } from '../../kube/pod-references.ts';
-import { groupOf, isJsonObject, type JsonObject, type ResourceType } from '../../kube/types.ts';
+import { groupOf, type JsonObject, type ResourceType } from '../../kube/types.ts';
 import { renderChange } from '../../sinks/pretty.ts';
 import { byText } from '../../sinks/who.ts';
 import type { ObjectRef } from '../../state/timeline-reader.ts';
@@ -195,26 +196,6 @@ function safeLatest(timeline: ObjectTimeline): JsonObject | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The ownerReference marked `controller: true`. */
-function controllerOf(
-  object: JsonObject,
-): { apiVersion: string; kind: string; name: string; uid: string } | undefined {
-  const metadata = object.metadata;
-  const references = isJsonObject(metadata) ? metadata.ownerReferences : undefined;
-  for (const reference of Array.isArray(references) ? references : []) {
-    if (!isJsonObject(reference) || reference.controller !== true) continue;
-    const { apiVersion, kind, name, uid } = reference;
-    if (
-      typeof apiVersion === 'string' &&
-      typeof kind === 'string' &&
-      typeof name === 'string' &&
-      typeof uid === 'string'
-    )
-      return { apiVersion, kind, name, uid };
-  }
-  return undefined;
 }
 
 /** The recorded type of `kind` in `apiVersion`'s group: its qualified name and scope. */
