@@ -1,46 +1,25 @@
 // Config-file filters against the real API server: `kubediff watch -c file` with a sink filter posting to a
 // loopback webhook, namespace globs, short resource names, per-resource ignores, and --explain.
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { describe, it } from 'node:test';
+import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
+import { clusterSuite } from '../helpers/cluster-suite.ts';
 import { changeAt, matching, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { ADMIN_FIELD_MANAGER, adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { ADMIN_FIELD_MANAGER } from '../helpers/kube-admin.ts';
 
 const READY = /watching \d+ resource types?/;
 const IMAGE = '/spec/template/spec/containers/0/image';
-let admin: KubeAdmin;
-let kubeconfig: string;
-let dir: string;
+const suite = clusterSuite('config');
+const { namespace } = suite;
 const receivers: HttpReceiver[] = [];
-const namespaces: string[] = [];
-
-before(async () => {
-  admin = adminClient();
-  kubeconfig = testCluster().kubeconfigPath;
-  dir = await mkdtemp(path.join(tmpdir(), 'kubediff-config-'));
-});
-
-after(async () => {
-  await killAll();
-  await Promise.all(receivers.map((receiver) => receiver.close()));
-  await Promise.all(namespaces.map((ns) => admin.deleteNamespace(ns)));
-  await admin.close();
-});
-
-async function namespace(prefix: string): Promise<string> {
-  const name = await admin.createNamespace(prefix);
-  namespaces.push(name);
-  return name;
-}
+suite.closeAfter(() => Promise.all(receivers.map((receiver) => receiver.close())));
 
 let files = 0;
 async function configFile(text: string): Promise<string> {
-  const file = path.join(dir, `config-${++files}.yaml`);
+  const file = path.join(suite.dir, `config-${++files}.yaml`);
   await writeFile(file, text);
   return file;
 }
@@ -77,7 +56,7 @@ describe('config file filters against the API server', () => {
     const hook = await HttpReceiver.start();
     receivers.push(hook);
     const file = await configFile(`
-kubeconfig: ${kubeconfig}
+kubeconfig: ${suite.kubeconfig}
 namespaces: [${ns}]
 resources: [deploy, cm]
 output: json
@@ -93,15 +72,15 @@ sinks:
     const watch = await startWatch(['-c', file], { IMAGES_HOOK: hook.url('/images') });
     assert.match(watch.stderr, /delivering to images/);
 
-    await admin.create(deployments(ns), deployment('web', 'shop:1.0'));
-    await admin.create(configmaps(ns), { metadata: { name: 'settings' }, data: { color: 'blue' } });
+    await suite.admin.create(deployments(ns), deployment('web', 'shop:1.0'));
+    await suite.admin.create(configmaps(ns), { metadata: { name: 'settings' }, data: { color: 'blue' } });
     await watch.waitForEvent(matching({ type: 'ADDED', name: 'web' }));
-    await admin.patch(`${deployments(ns)}/web`, { spec: { replicas: 2 } });
+    await suite.admin.patch(`${deployments(ns)}/web`, { spec: { replicas: 2 } });
     await watch.waitForEvent((e) => e.object.name === 'web' && changeAt(e, '/spec/replicas') !== undefined);
-    await admin.patch(`${deployments(ns)}/web`, setImage('shop:1.1'));
-    await admin.patch(`${configmaps(ns)}/settings`, { data: { color: 'red' } });
-    await admin.patch(`${deployments(ns)}/web`, { metadata: { labels: { tier: 'front' } } });
-    await admin.patch(`${deployments(ns)}/web`, setImage('shop:1.2'));
+    await suite.admin.patch(`${deployments(ns)}/web`, setImage('shop:1.1'));
+    await suite.admin.patch(`${configmaps(ns)}/settings`, { data: { color: 'red' } });
+    await suite.admin.patch(`${deployments(ns)}/web`, { metadata: { labels: { tier: 'front' } } });
+    await suite.admin.patch(`${deployments(ns)}/web`, setImage('shop:1.2'));
     const last = await watch.waitForEvent(
       (e) => e.object.name === 'web' && (changeAt(e, IMAGE)?.to as string | undefined) === 'shop:1.2',
     );
@@ -126,7 +105,7 @@ sinks:
     // Nothing else trickles in afterwards (the controller keeps writing the Deployment's status and
     // annotations): one more image change is a fence, since the sink delivers in order; once the hook has
     // it, it must hold the image changes and nothing else.
-    await admin.patch(`${deployments(ns)}/web`, setImage('shop:1.3'));
+    await suite.admin.patch(`${deployments(ns)}/web`, setImage('shop:1.3'));
     const fence = await watch.waitForEvent(
       (e) => e.object.name === 'web' && (changeAt(e, IMAGE)?.to as string | undefined) === 'shop:1.3',
     );
@@ -150,7 +129,7 @@ sinks:
     const hook = await HttpReceiver.start();
     receivers.push(hook);
     const file = await configFile(`
-kubeconfig: ${kubeconfig}
+kubeconfig: ${suite.kubeconfig}
 namespaces: ["${prefix}-*"]
 resources: [cm, deploy]
 selector: cfg-test
@@ -170,14 +149,14 @@ sinks:
     const watch = await startWatch(['-c', file, '--explain']);
     const labels = { 'cfg-test': 'yes' };
     for (const ns of [a, b, other]) {
-      await admin.create(configmaps(ns), { metadata: { name: 'c', labels }, data: { color: 'blue' } });
+      await suite.admin.create(configmaps(ns), { metadata: { name: 'c', labels }, data: { color: 'blue' } });
     }
     await watch.waitForEvent(matching({ type: 'ADDED', namespace: a, name: 'c' }));
     await watch.waitForEvent(matching({ type: 'ADDED', namespace: b, name: 'c' }));
     // Only /data/noise changes: ignored for ConfigMaps, so no event at all.
-    await admin.patch(`${configmaps(a)}/c`, { data: { noise: '1' } });
+    await suite.admin.patch(`${configmaps(a)}/c`, { data: { noise: '1' } });
     // A real change plus noise: the event carries only the real change.
-    await admin.patch(`${configmaps(a)}/c`, { data: { noise: '2', color: 'red' } });
+    await suite.admin.patch(`${configmaps(a)}/c`, { data: { noise: '2', color: 'red' } });
     const updated = await watch.waitForEvent(matching({ type: 'UPDATED', namespace: a, name: 'c' }));
     assert.deepEqual(updated.changes, [
       { op: 'replace', path: '/data/color', from: 'blue', to: 'red', manager: ADMIN_FIELD_MANAGER },

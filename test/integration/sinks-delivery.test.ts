@@ -4,13 +4,13 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { verifySignature } from '../../src/sinks/signature.ts';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
+import { clusterSuite } from '../helpers/cluster-suite.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
+import { waitFor } from '../helpers/kube-admin.ts';
 import { SERVING } from '../helpers/metrics.ts';
 import { nonEmpty } from '../helpers/non-empty.ts';
 import {
@@ -21,33 +21,15 @@ import {
 } from '../helpers/slack-payload.ts';
 
 const READY = /watching \d+ resource types?/;
-let admin: KubeAdmin;
-let kubeconfig: string;
+const suite = clusterSuite('delivery');
+const { namespace } = suite;
 const receivers: HttpReceiver[] = [];
-const namespaces: string[] = [];
-
-before(() => {
-  admin = adminClient();
-  kubeconfig = testCluster().kubeconfigPath;
-});
-
-after(async () => {
-  await killAll();
-  await Promise.all(receivers.map((receiver) => receiver.close()));
-  await Promise.all(namespaces.map((ns) => admin.deleteNamespace(ns)));
-  await admin.close();
-});
+suite.closeAfter(() => Promise.all(receivers.map((receiver) => receiver.close())));
 
 async function receiver(...args: Parameters<typeof HttpReceiver.start>): Promise<HttpReceiver> {
   const started = await HttpReceiver.start(...args);
   receivers.push(started);
   return started;
-}
-
-async function namespace(prefix: string): Promise<string> {
-  const name = await admin.createNamespace(prefix);
-  namespaces.push(name);
-  return name;
 }
 
 /**
@@ -57,7 +39,7 @@ async function namespace(prefix: string): Promise<string> {
 async function startWatch(args: string[], env: Record<string, string> = {}): Promise<KubediffProcess> {
   const selector = args.includes('-l') ? [] : ['-l', 'sinks-test'];
   const process = runKubediff(
-    ['watch', '--kubeconfig', kubeconfig, '-r', 'configmaps', ...selector, ...args],
+    ['watch', '--kubeconfig', suite.kubeconfig, '-r', 'configmaps', ...selector, ...args],
     {
       checkEvents: true,
       env,
@@ -94,12 +76,12 @@ describe('kubediff watch with Slack and webhooks', () => {
       /delivering to webhook http:\/\/127\.0\.0\.1:\d+\/…, slack http:\/\/127\.0\.0\.1:\d+\/…/,
     );
 
-    await admin.create(configmaps(ns), {
+    await suite.admin.create(configmaps(ns), {
       metadata: { name: 'settings', labels: LABELS },
       data: { color: 'blue' },
     });
     await watch.waitForEvent(matching({ type: 'ADDED', name: 'settings' }));
-    await admin.patch(`${configmaps(ns)}/settings`, { data: { color: 'red' } });
+    await suite.admin.patch(`${configmaps(ns)}/settings`, { data: { color: 'red' } });
     const updated = await watch.waitForEvent(matching({ type: 'UPDATED', name: 'settings' }));
 
     const bodies = await hook.waitUntil(() => {
@@ -136,7 +118,7 @@ describe('kubediff watch with Slack and webhooks', () => {
     const watch = await startWatch(['-o', 'json', '-n', ns, '--webhook', hook.url('/hook')], {
       KUBEDIFF_WEBHOOK_SECRET: secret,
     });
-    const created = await admin.create(configmaps(ns), {
+    const created = await suite.admin.create(configmaps(ns), {
       metadata: { name: 'retried', labels: LABELS },
       data: { a: '1' },
     });
@@ -164,7 +146,7 @@ describe('kubediff watch with Slack and webhooks', () => {
       watch.events.find((e) => e.id === id),
     );
     // A later change: the queue is in order, so a repeat of the first would come before it.
-    const later = await admin.create(configmaps(ns), {
+    const later = await suite.admin.create(configmaps(ns), {
       metadata: { name: 'later', labels: LABELS },
       data: {},
     });
@@ -201,7 +183,7 @@ describe('kubediff watch with Slack and webhooks', () => {
       for (let i = 0; i < batch.length; i += 5) {
         await Promise.all(
           batch.slice(i, i + 5).map((n) =>
-            admin.create(configmaps(ns), {
+            suite.admin.create(configmaps(ns), {
               metadata: { name: `cm-${n}`, labels: { burst: 'yes' } },
               data: { n: `${n}` },
             }),
@@ -264,8 +246,8 @@ describe('kubediff watch with Slack and webhooks', () => {
       '--shutdown-timeout',
       '1s',
     ]);
-    await admin.create(configmaps(ns), { metadata: { name: 'one', labels: LABELS }, data: { a: '1' } });
-    await admin.create(configmaps(ns), { metadata: { name: 'two', labels: LABELS }, data: { a: '1' } });
+    await suite.admin.create(configmaps(ns), { metadata: { name: 'one', labels: LABELS }, data: { a: '1' } });
+    await suite.admin.create(configmaps(ns), { metadata: { name: 'two', labels: LABELS }, data: { a: '1' } });
     await watch.waitForEvent(matching({ type: 'ADDED', name: 'two' }));
     await hook.waitForRequests(1);
     await slack.waitUntil(() =>
@@ -322,7 +304,7 @@ describe('kubediff watch with Slack and webhooks', () => {
     const [, base] = await watch.waitForStderr(SERVING);
     const names = Array.from({ length: 24 }, (_, index) => `cm-${String(index).padStart(2, '0')}`);
     for (const name of names) {
-      await admin.create(configmaps(ns), { metadata: { name, labels: LABELS }, data: { a: '1' } });
+      await suite.admin.create(configmaps(ns), { metadata: { name, labels: LABELS }, data: { a: '1' } });
     }
     const sink = `webhook http://127.0.0.1:${hook.port}/…`;
     const scrape = async () => {

@@ -7,14 +7,13 @@
 // allowed (--kafka-allow-plaintext-credentials, allowPlaintextCredentials). And the sink alone: a batch
 // the broker refuses as too large (MESSAGE_TOO_LARGE) is sent again in halves.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DeadLetterFile } from '../../src/sinks/dead-letter.ts';
 import { KafkaSink } from '../../src/sinks/kafka.ts';
-import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { type KubediffProcess, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
+import { clusterSuite } from '../helpers/cluster-suite.ts';
 import { matching, sampleEvent, type TestEvent } from '../helpers/events.ts';
 import {
   consume,
@@ -26,35 +25,14 @@ import {
   startKafka,
 } from '../helpers/kafka.ts';
 import { needsKafkaListener, testKafka, testTopic } from '../helpers/kafka-env.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 import { nonEmpty } from '../helpers/non-empty.ts';
 import { memoryLog } from '../helpers/sink-test.ts';
 
 const READY = /watching \d+ resource types?/;
-let admin: KubeAdmin;
-let kubeconfig: string;
-let dir: string;
-const namespaces: string[] = [];
+const suite = clusterSuite('kafka-sink');
+const { namespace } = suite;
 const ownBrokers: RunningKafka[] = [];
-
-before(async () => {
-  admin = adminClient();
-  kubeconfig = testCluster().kubeconfigPath;
-  dir = await mkdtemp(path.join(tmpdir(), 'kubediff-kafka-sink-'));
-});
-
-after(async () => {
-  await killAll();
-  await Promise.all(ownBrokers.map((broker) => broker.stop()));
-  await Promise.all(namespaces.map((ns) => admin.deleteNamespace(ns)));
-  await admin.close();
-});
-
-async function namespace(prefix: string): Promise<string> {
-  const name = await admin.createNamespace(prefix);
-  namespaces.push(name);
-  return name;
-}
+suite.closeAfter(() => Promise.all(ownBrokers.map((broker) => broker.stop())));
 
 const configmaps = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 const LABELS = { 'kafka-test': 'yes' };
@@ -68,7 +46,7 @@ async function startWatch(
     [
       'watch',
       '--kubeconfig',
-      kubeconfig,
+      suite.kubeconfig,
       '-o',
       'json',
       '-n',
@@ -91,7 +69,7 @@ async function startWatch(
 async function churn(ns: string, prefix: string, objects: number, updates: number): Promise<number> {
   let writes = 0;
   for (let i = 0; i < objects; i++) {
-    await admin.create(configmaps(ns), {
+    await suite.admin.create(configmaps(ns), {
       metadata: { name: `${prefix}-${i}`, labels: LABELS },
       data: { n: '0' },
     });
@@ -99,12 +77,12 @@ async function churn(ns: string, prefix: string, objects: number, updates: numbe
   }
   for (let round = 1; round <= updates; round++) {
     for (let i = 0; i < objects; i++) {
-      await admin.patch(`${configmaps(ns)}/${prefix}-${i}`, { data: { n: String(round) } });
+      await suite.admin.patch(`${configmaps(ns)}/${prefix}-${i}`, { data: { n: String(round) } });
       writes++;
     }
   }
   for (let i = 0; i < objects; i += 2) {
-    await admin.delete(`${configmaps(ns)}/${prefix}-${i}`);
+    await suite.admin.delete(`${configmaps(ns)}/${prefix}-${i}`);
     writes++;
   }
   return writes;
@@ -194,7 +172,7 @@ describe('kubediff watch with a Kafka sink', () => {
     // A topic whose record batches may take 3,000 bytes: the sink's first batch (900 KiB allowed) is refused.
     await createTopic(kafka, topic, { config: { 'max.message.bytes': '3000' } });
     const log = memoryLog();
-    const file = DeadLetterFile.open(path.join(dir, 'too-large-dead.jsonl'), log);
+    const file = DeadLetterFile.open(path.join(suite.dir, 'too-large-dead.jsonl'), log);
     const sink = new KafkaSink({
       name: `kafka ${topic}`,
       brokers: [kafka.brokers],
@@ -219,7 +197,7 @@ describe('kubediff watch with a Kafka sink', () => {
       events.filter((event) => event.id !== 'huge:1').map((event) => event.id),
     );
     assert.deepEqual([stats.delivered, stats.deadLettered, stats.lost], [11, 1, 0], JSON.stringify(stats));
-    const letters = (await readFile(path.join(dir, 'too-large-dead.jsonl'), 'utf8'))
+    const letters = (await readFile(path.join(suite.dir, 'too-large-dead.jsonl'), 'utf8'))
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as { reason: string; event: { id: string } });
@@ -282,7 +260,7 @@ describe('kubediff watch with a Kafka sink', () => {
       name: 'SASL PLAIN (the password from a file)',
       client: { listener: 'SASL_PLAINTEXT', mechanism: 'PLAIN' },
       sink: async (info) => {
-        const file = path.join(dir, 'plain-password');
+        const file = path.join(suite.dir, 'plain-password');
         await writeFile(file, `${info.users?.PLAIN.password}\n`, { mode: 0o600 });
         return (
           `    sasl: { mechanism: PLAIN, username: ${info.users?.PLAIN.username}, passwordFile: ${JSON.stringify(file)} }\n` +
@@ -308,14 +286,17 @@ describe('kubediff watch with a Kafka sink', () => {
       const ns = await namespace('kafka-secure');
       const topic = testTopic(`sink ${name}`);
       await createTopic(kafka, topic, { partitions: 1, client });
-      const config = path.join(dir, `${topic}.yaml`);
+      const config = path.join(suite.dir, `${topic}.yaml`);
       await writeFile(
         config,
         `sinks:\n  - type: stdout\n  - type: kafka\n    brokers: [${JSON.stringify(listener)}]\n    topic: ${topic}\n    clientId: kubediff-secure\n    compression: gzip\n${await sink(kafka)}`,
       );
       const password = kafka.users?.['SCRAM-SHA-512'].password ?? '';
       const watch = await startWatch(ns, ['-c', config, '--debug'], { KAFKA_PASSWORD: password });
-      await admin.create(configmaps(ns), { metadata: { name: 'secure', labels: LABELS }, data: { a: '1' } });
+      await suite.admin.create(configmaps(ns), {
+        metadata: { name: 'secure', labels: LABELS },
+        data: { a: '1' },
+      });
       await watch.waitForEvent(matching({ type: 'ADDED', name: 'secure' }));
       const stopped = await watch.stop('SIGTERM');
       assert.equal(stopped.code, 0);
@@ -335,7 +316,7 @@ describe('kubediff watch with a Kafka sink', () => {
     const kafka = testKafka();
     const ns = await namespace('kafka-refused');
     const topic = testTopic('sink refused');
-    const deadLetter = path.join(dir, 'refused.jsonl');
+    const deadLetter = path.join(suite.dir, 'refused.jsonl');
     const watch = await startWatch(
       ns,
       [
@@ -353,8 +334,8 @@ describe('kubediff watch with a Kafka sink', () => {
         KUBEDIFF_KAFKA_SASL_MECHANISM: 'SCRAM-SHA-256',
       },
     );
-    await admin.create(configmaps(ns), { metadata: { name: 'one', labels: LABELS } });
-    await admin.create(configmaps(ns), { metadata: { name: 'two', labels: LABELS } });
+    await suite.admin.create(configmaps(ns), { metadata: { name: 'one', labels: LABELS } });
+    await suite.admin.create(configmaps(ns), { metadata: { name: 'two', labels: LABELS } });
     await watch.waitForEvent(matching({ type: 'ADDED', name: 'two' }));
     await watch.waitForStderr(/kafka .*not retried/);
     const stopped = await watch.stop('SIGTERM');
@@ -404,7 +385,10 @@ describe('kubediff watch with a Kafka sink', () => {
         ],
         env,
       );
-      await admin.create(configmaps(ns), { metadata: { name: 'tls', labels: LABELS }, data: { a: '1' } });
+      await suite.admin.create(configmaps(ns), {
+        metadata: { name: 'tls', labels: LABELS },
+        data: { a: '1' },
+      });
       await watch.waitForEvent(matching({ type: 'ADDED', name: 'tls' }));
       const stopped = await watch.stop('SIGTERM');
       assert.equal(stopped.code, 0, stopped.stderr);
@@ -429,7 +413,7 @@ describe('kubediff watch with a Kafka sink', () => {
       [
         'watch',
         '--kubeconfig',
-        kubeconfig,
+        suite.kubeconfig,
         '--kafka-brokers',
         kafka.listeners.SASL_PLAINTEXT as string,
         '--kafka-topic',
@@ -442,14 +426,17 @@ describe('kubediff watch with a Kafka sink', () => {
       flagResult.stderr.trim(),
       "kubediff: the Kafka credentials of KUBEDIFF_KAFKA_USERNAME and KUBEDIFF_KAFKA_PASSWORD would cross the network unencrypted (SASL PLAIN over plaintext): add --kafka-tls or --kafka-ca-file <file> for the brokers' TLS listener, or --kafka-allow-plaintext-credentials if the network is encrypted otherwise.",
     );
-    const config = path.join(dir, 'plaintext-sasl.yaml');
+    const config = path.join(suite.dir, 'plaintext-sasl.yaml');
     await writeFile(
       config,
       `sinks:\n  - type: kafka\n    brokers: [${JSON.stringify(kafka.listeners.SASL_PLAINTEXT)}]\n    topic: never\n    sasl: { mechanism: PLAIN, username: ${user?.username}, password: "\${KAFKA_PASSWORD}" }\n`,
     );
-    const fileResult = await runKubediffToCompletion(['watch', '--kubeconfig', kubeconfig, '-c', config], {
-      env: { KAFKA_PASSWORD: user?.password ?? '' },
-    });
+    const fileResult = await runKubediffToCompletion(
+      ['watch', '--kubeconfig', suite.kubeconfig, '-c', config],
+      {
+        env: { KAFKA_PASSWORD: user?.password ?? '' },
+      },
+    );
     assert.equal(fileResult.code, 2);
     assert.match(
       fileResult.stderr,

@@ -6,54 +6,32 @@
 // own) are dead-lettered and said once; a node stopped in the middle of churn and started again loses
 // nothing and duplicates nothing (a data stream).
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { describe, it } from 'node:test';
+import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
+import { clusterSuite } from '../helpers/cluster-suite.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
 import { type RunningOpenSearch, startOpenSearch } from '../helpers/opensearch.ts';
 import { testIndex, testOpenSearch } from '../helpers/opensearch-env.ts';
 
 const READY = /watching \d+ resource types?/;
-let admin: KubeAdmin;
-let kubeconfig: string;
-let dir: string;
-const namespaces: string[] = [];
+const suite = clusterSuite('opensearch-sink');
+const { namespace } = suite;
 const nodes: RunningOpenSearch[] = [];
-
-before(async () => {
-  admin = adminClient();
-  kubeconfig = testCluster().kubeconfigPath;
-  dir = await mkdtemp(path.join(tmpdir(), 'kubediff-opensearch-sink-'));
-});
-
-after(async () => {
-  await killAll();
-  await Promise.all(nodes.map((node) => node.stop()));
-  await Promise.all(namespaces.map((ns) => admin.deleteNamespace(ns)));
-  await admin.close();
-});
-
-async function namespace(prefix: string): Promise<string> {
-  const name = await admin.createNamespace(prefix);
-  namespaces.push(name);
-  return name;
-}
+suite.closeAfter(() => Promise.all(nodes.map((node) => node.stop())));
 
 const configmaps = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 const deployments = (ns: string) => `/apis/apps/v1/namespaces/${ns}/deployments`;
 
 async function startWatch(ns: string, sink: string, args: string[] = []): Promise<KubediffProcess> {
-  const config = path.join(dir, `${ns}.yaml`);
+  const config = path.join(suite.dir, `${ns}.yaml`);
   await writeFile(config, `clusterName: search-e2e\nsinks:\n  - type: stdout\n${sink}`);
   const watch = runKubediff(
     [
       'watch',
       '--kubeconfig',
-      kubeconfig,
+      suite.kubeconfig,
       '-o',
       'json',
       '-n',
@@ -95,17 +73,20 @@ function deployment(name: string, replicas: number): Record<string, unknown> {
 async function mixedChurn(ns: string, prefix: string, objects: number): Promise<number> {
   let writes = 0;
   for (let i = 0; i < objects; i++) {
-    await admin.create(configmaps(ns), { metadata: { name: `${prefix}-cm-${i}` }, data: { value: 'a' } });
-    await admin.create(deployments(ns), deployment(`${prefix}-web-${i}`, 1));
+    await suite.admin.create(configmaps(ns), {
+      metadata: { name: `${prefix}-cm-${i}` },
+      data: { value: 'a' },
+    });
+    await suite.admin.create(deployments(ns), deployment(`${prefix}-web-${i}`, 1));
     writes += 2;
   }
   for (let i = 0; i < objects; i++) {
-    await admin.patch(`${configmaps(ns)}/${prefix}-cm-${i}`, { data: { value: String(i) } });
-    await admin.patch(`${configmaps(ns)}/${prefix}-cm-${i}`, {
+    await suite.admin.patch(`${configmaps(ns)}/${prefix}-cm-${i}`, { data: { value: String(i) } });
+    await suite.admin.patch(`${configmaps(ns)}/${prefix}-cm-${i}`, {
       metadata: { labels: { tier: 'cache', n: String(i) } },
     });
-    await admin.patch(`${deployments(ns)}/${prefix}-web-${i}`, { spec: { replicas: i + 2 } });
-    await admin.patch(`${deployments(ns)}/${prefix}-web-${i}`, {
+    await suite.admin.patch(`${deployments(ns)}/${prefix}-web-${i}`, { spec: { replicas: i + 2 } });
+    await suite.admin.patch(`${deployments(ns)}/${prefix}-web-${i}`, {
       spec: {
         template: {
           spec: {
@@ -124,7 +105,7 @@ async function mixedChurn(ns: string, prefix: string, objects: number): Promise<
     writes += 4;
   }
   for (let i = 0; i < objects; i += 2) {
-    await admin.delete(`${configmaps(ns)}/${prefix}-cm-${i}`);
+    await suite.admin.delete(`${configmaps(ns)}/${prefix}-cm-${i}`);
     writes++;
   }
   return writes;
@@ -233,14 +214,14 @@ describe('kubediff watch with an OpenSearch sink', () => {
       body: JSON.stringify({ mappings: { properties: { changes: { type: 'keyword' } } } }),
     });
     assert.equal(created.status, 200, await created.text());
-    const deadLetter = path.join(dir, 'refused.jsonl');
+    const deadLetter = path.join(suite.dir, 'refused.jsonl');
     const watch = await startWatch(
       ns,
       `  - type: opensearch\n    url: ${url}\n    index: ${index}\n    template: false\n    deadLetter: ${JSON.stringify(deadLetter)}\n`,
     );
     for (const name of ['a', 'b', 'c']) {
-      await admin.create(configmaps(ns), { metadata: { name }, data: { k: '1' } });
-      await admin.patch(`${configmaps(ns)}/${name}`, { data: { k: '2' } });
+      await suite.admin.create(configmaps(ns), { metadata: { name }, data: { k: '1' } });
+      await suite.admin.patch(`${configmaps(ns)}/${name}`, { data: { k: '2' } });
     }
     await watch.waitForEvent(matching({ type: 'UPDATED', name: 'c' }));
     await watch.waitForStderr(/opensearch .*HTTP 400 .*not retried/);

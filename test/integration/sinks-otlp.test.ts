@@ -6,14 +6,13 @@
 // Loki path of docs/sinks.md (a Collector forwarding with otlphttp to Loki's /otlp endpoint) delivers,
 // with a second Collector listening where Loki would.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type KubediffProcess, killAll, runKubediff } from '../helpers/cli.ts';
-import { testCluster } from '../helpers/cluster-env.ts';
+import { describe, it } from 'node:test';
+import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
+import { clusterSuite } from '../helpers/cluster-suite.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';
-import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
+import { waitFor } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, fileSource } from '../helpers/leak-check.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import {
@@ -27,30 +26,10 @@ import { testClusterName, testCollector } from '../helpers/otelcol-env.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 
 const READY = /watching \d+ resource types?/;
-let admin: KubeAdmin;
-let kubeconfig: string;
-let dir: string;
-const namespaces: string[] = [];
+const suite = clusterSuite('otlp-sink');
+const { namespace } = suite;
 const collectors: RunningCollector[] = [];
-
-before(async () => {
-  admin = adminClient();
-  kubeconfig = testCluster().kubeconfigPath;
-  dir = await mkdtemp(path.join(tmpdir(), 'kubediff-otlp-sink-'));
-});
-
-after(async () => {
-  await killAll();
-  await Promise.all(collectors.map((collector) => collector.stop()));
-  await Promise.all(namespaces.map((ns) => admin.deleteNamespace(ns)));
-  await admin.close();
-});
-
-async function namespace(prefix: string): Promise<string> {
-  const name = await admin.createNamespace(prefix);
-  namespaces.push(name);
-  return name;
-}
+suite.closeAfter(() => Promise.all(collectors.map((collector) => collector.stop())));
 
 const configmaps = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 const secrets = (ns: string) => `/api/v1/namespaces/${ns}/secrets`;
@@ -65,7 +44,7 @@ async function startWatch(
     [
       'watch',
       '--kubeconfig',
-      kubeconfig,
+      suite.kubeconfig,
       '-o',
       'json',
       '-n',
@@ -85,17 +64,17 @@ async function startWatch(
 async function churn(ns: string, prefix: string, objects: number, updates: number): Promise<number> {
   let writes = 0;
   for (let i = 0; i < objects; i++) {
-    await admin.create(configmaps(ns), { metadata: { name: `${prefix}-${i}` }, data: { n: '0' } });
+    await suite.admin.create(configmaps(ns), { metadata: { name: `${prefix}-${i}` }, data: { n: '0' } });
     writes++;
   }
   for (let round = 1; round <= updates; round++) {
     for (let i = 0; i < objects; i++) {
-      await admin.patch(`${configmaps(ns)}/${prefix}-${i}`, { data: { n: String(round) } });
+      await suite.admin.patch(`${configmaps(ns)}/${prefix}-${i}`, { data: { n: String(round) } });
       writes++;
     }
   }
   for (let i = 0; i < objects; i += 2) {
-    await admin.delete(`${configmaps(ns)}/${prefix}-${i}`);
+    await suite.admin.delete(`${configmaps(ns)}/${prefix}-${i}`);
     writes++;
   }
   return writes;
@@ -134,8 +113,11 @@ describe('kubediff watch with an OTLP sink', () => {
     assert.match(watch.stderr, /delivering to otlp http:\/\/127\.0\.0\.1:\d+\//);
 
     const secretValue = `${CANARY}-otlp-${Date.now()}`;
-    await admin.create(secrets(ns), { metadata: { name: 'token' }, stringData: { token: secretValue } });
-    await admin.patch(`${secrets(ns)}/token`, { stringData: { token: `${secretValue}-2` } });
+    await suite.admin.create(secrets(ns), {
+      metadata: { name: 'token' },
+      stringData: { token: secretValue },
+    });
+    await suite.admin.patch(`${secrets(ns)}/token`, { stringData: { token: `${secretValue}-2` } });
     const writes = 2 + (await churn(ns, 'otlp', 4, 2));
     await watch.waitForEvent(matching({ type: 'DELETED', name: 'otlp-2' }));
     assert.equal(watch.events.length, writes);
@@ -190,9 +172,9 @@ describe('kubediff watch with an OTLP sink', () => {
     const collector = testCollector();
     const ns = await namespace('otlp-json');
     const cluster = testClusterName('otlp-json');
-    const headers = path.join(dir, 'otlp-headers');
+    const headers = path.join(suite.dir, 'otlp-headers');
     await writeFile(headers, 'X-Scope-OrgID: tenant-1\nAuthorization: Bearer abc\n', { mode: 0o600 });
-    const config = path.join(dir, 'otlp-json.yaml');
+    const config = path.join(suite.dir, 'otlp-json.yaml');
     await writeFile(
       config,
       `sinks:\n  - type: stdout\n  - type: otlp\n    endpoint: ${collector.httpEndpoint}/v1/logs\n    protocol: http/json\n    headersFile: ${JSON.stringify(headers)}\n    batch: 2\n`,
@@ -223,7 +205,7 @@ describe('kubediff watch with an OTLP sink', () => {
   it('sends over TLS with a client certificate (CA, certificate and key from files); without one, refused and dead-lettered', async () => {
     const pki = makeTestPki();
     const file = async (name: string, text: string) => {
-      const at = path.join(dir, name);
+      const at = path.join(suite.dir, name);
       await writeFile(at, text, { mode: 0o600 });
       return at;
     };
@@ -242,8 +224,8 @@ describe('kubediff watch with an OTLP sink', () => {
     assert.match(collector.httpEndpoint, /^https:/);
     const ns = await namespace('otlp-tls');
     const cluster = testClusterName('otlp-tls');
-    const deadLetter = path.join(dir, 'tls-dead.jsonl');
-    const config = path.join(dir, 'otlp-tls.yaml');
+    const deadLetter = path.join(suite.dir, 'tls-dead.jsonl');
+    const config = path.join(suite.dir, 'otlp-tls.yaml');
     await writeFile(
       config,
       `deadLetter: ${JSON.stringify(deadLetter)}\nsinks:\n  - type: stdout\n` +
