@@ -5,21 +5,21 @@
 
 import type { WatchSettings } from '../config/watch-settings.ts';
 import type { Normalizer } from '../diff/normalize.ts';
-import type { AdmissionDigests } from '../events/admission-digests.ts';
-import type { AdmissionSource } from '../events/admission-match.ts';
-import type { AuditSource } from '../events/audit-match.ts';
-import type { WhoJoin } from '../events/who-join.ts';
-import type { WhoSource } from '../events/who-source.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { ResourceType } from '../kube/types.ts';
-import type { AdmissionThread } from '../service/admission-thread.ts';
-import type { PeerRecords } from '../service/peer-records.ts';
 import type { ServiceRuntime } from '../service/service.ts';
-import type { WebhookListener, WebhookRoute } from '../service/webhook-listener.ts';
 import { UsageError } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
 import type { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
+import type { AdmissionDigests } from '../who/admission/admission-digests.ts';
+import type { AdmissionSource } from '../who/admission/admission-match.ts';
+import type { AdmissionThread } from '../who/admission/admission-thread.ts';
+import type { AuditSource } from '../who/audit/audit-match.ts';
+import type { WebhookListener, WebhookRoute } from '../who/listener/webhook-listener.ts';
+import type { PeerRecords } from '../who/peers/peer-records.ts';
+import type { WhoJoin } from '../who/who-join.ts';
+import type { WhoSource } from '../who/who-source.ts';
 
 export interface WhoWiring {
   /** The join stage, when a source of "who" is configured. */
@@ -57,10 +57,10 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
   // Imported only here: a watch without a source of "who" loads none of the join's modules.
   const [{ AdmissionDigests }, { AdmissionSource }, { AuditSource }, { WHO_JOIN_DEFAULTS, WhoJoin }] =
     await Promise.all([
-      import('../events/admission-digests.ts'),
-      import('../events/admission-match.ts'),
-      import('../events/audit-match.ts'),
-      import('../events/who-join.ts'),
+      import('../who/admission/admission-digests.ts'),
+      import('../who/admission/admission-match.ts'),
+      import('../who/audit/audit-match.ts'),
+      import('../who/who-join.ts'),
     ]);
   // Records are kept at least as long as a nearest match may reach back.
   const retainMs = Math.max(WHO_JOIN_DEFAULTS.retainMs, audit?.windowMs ?? 0);
@@ -82,7 +82,7 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
   const registry = deps.service.metricsRegistry;
   if (registry) {
     // With prom-client, only when the metrics are served.
-    const { registerWhoJoinMetrics } = await import('../service/who-metrics.ts');
+    const { registerWhoJoinMetrics } = await import('../who/who-metrics.ts');
     registerWhoJoinMetrics(registry, () => join.stats());
   }
   const wiring: Wiring = {
@@ -112,11 +112,11 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
 }
 
 async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wiring): Promise<void> {
-  const { endpointOf } = await import('../service/webhook-endpoint.ts');
+  const { endpointOf } = await import('../who/listener/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.auditSource as AuditSource;
   // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
-  const { AuditServer } = await import('../service/audit-server.ts');
+  const { AuditServer } = await import('../who/audit/audit-server.ts');
   const server = wiring.lifecycle.use(
     await AuditServer.start({
       ...endpointOf(audit),
@@ -146,12 +146,12 @@ async function startAdmission(
   digests: AdmissionDigests,
   wiring: Wiring,
 ): Promise<AdmissionThread> {
-  const { endpointOf } = await import('../service/webhook-endpoint.ts');
+  const { endpointOf } = await import('../who/listener/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.admissionSource as AdmissionSource;
   const [{ AdmissionServer }, { AdmissionThread }] = await Promise.all([
-    import('../service/admission-server.ts'),
-    import('../service/admission-thread.ts'),
+    import('../who/admission/admission-server.ts'),
+    import('../who/admission/admission-thread.ts'),
   ]);
   // --admission-cert-secret: kubediff makes and renews the certificate; imported only then.
   const managed = admission.managedCertificate;
@@ -163,7 +163,7 @@ async function startAdmission(
   const certificate =
     managed && wiring.client
       ? wiring.lifecycle.use(
-          await (await import('../service/managed-certificate.ts')).ManagedCertificate.start({
+          await (await import('../who/certificate/managed-certificate.ts')).ManagedCertificate.start({
             ...managed,
             client: wiring.client,
             log,
@@ -200,7 +200,7 @@ async function startAdmission(
   const registry = wiring.service.metricsRegistry;
   if (registry) {
     // With prom-client, only when the metrics are served.
-    const { registerAdmissionMetrics } = await import('../service/who-metrics.ts');
+    const { registerAdmissionMetrics } = await import('../who/who-metrics.ts');
     registerAdmissionMetrics(registry, {
       server,
       thread,
@@ -212,8 +212,8 @@ async function startAdmission(
 }
 
 async function startPeers(address: string, wiring: Wiring): Promise<void> {
-  const { PeerForwarder } = await import('../service/peer-forwarder.ts');
-  const { parsePeerAddress } = await import('../service/peer-address.ts');
+  const { PeerForwarder } = await import('../who/peers/peer-forwarder.ts');
+  const { parsePeerAddress } = await import('../who/peers/peer-address.ts');
   const { port } = parsePeerAddress(address);
   const { listeners } = wiring;
   // The listener the peers' port names (the replicas of a Deployment share their ports), else the
@@ -228,7 +228,7 @@ async function startPeers(address: string, wiring: Wiring): Promise<void> {
   wiring.forward = (records) => forwarder.forward(records);
   const registry = wiring.service.metricsRegistry;
   if (registry) {
-    const { registerPeerMetrics } = await import('../service/who-metrics.ts');
+    const { registerPeerMetrics } = await import('../who/who-metrics.ts');
     registerPeerMetrics(registry, { forwarder, listeners });
   }
   wiring.log.info(`sending the records of who made each change to the other replicas at ${address}`);
@@ -239,7 +239,7 @@ async function peerRouteFor(
   auditSource: AuditSource | undefined,
   admissionSource: AdmissionSource | undefined,
 ): Promise<WebhookRoute> {
-  const { PeerBodyError, readPeerRecords } = await import('../service/peer-records.ts');
+  const { PeerBodyError, readPeerRecords } = await import('../who/peers/peer-records.ts');
   return {
     receive: (body) => {
       let records: ReturnType<typeof readPeerRecords>;

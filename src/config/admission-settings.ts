@@ -6,14 +6,15 @@
 // The certificate is given as files, or managed by kubediff in a Secret of its namespace
 // (--admission-cert-secret, with the Service it is for and the webhook configuration whose caBundle it
 // sets: docs/who.md, "The certificate").
-import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
+
 import { defaultLeaseNamespace } from '../kube/leader-election.ts';
-import { parsePeerAddress } from '../service/peer-address.ts';
-import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
+import type { WebhookEndpoint } from '../who/listener/webhook-endpoint.ts';
+import { parsePeerAddress } from '../who/peers/peer-address.ts';
+import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
 import type { ConfigInput } from './schema.ts';
 import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
 

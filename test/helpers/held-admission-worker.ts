@@ -4,7 +4,7 @@
 // workerUrl (HELD_ADMISSION_WORKER), with the files in its start.
 import { existsSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { type AdmissionWorkerStart, serveAdmission } from '../../src/service/admission-worker.ts';
+import { type AdmissionWorkerStart, serveAdmission } from '../../src/who/admission/admission-worker.ts';
 import { holdWhileFileExists } from './worker-hold.ts';
 
 export const HELD_ADMISSION_WORKER = new URL(import.meta.url);

@@ -10,8 +10,8 @@ import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
 import { runValidate } from '../../../src/cli/validate.ts';
 import { loadWatchSettings, watchSettingsFromFlags } from '../../../src/config/settings.ts';
-import { objectDigest } from '../../../src/events/object-digest.ts';
 import { UsageError } from '../../../src/util/errors.ts';
+import { objectDigest } from '../../../src/who/admission/object-digest.ts';
 
 const FILES = { admissionListen: ':9443', admissionCert: 'c', admissionKey: 'k' };
 
