@@ -1,46 +1,69 @@
-// The sources of "who" of `kubediff watch`, wired in one place: the audit webhook (--audit-listen,
-// docs/audit.md) and the admission webhook (--admission-listen, docs/who.md) feed one join stage
-// (src/events/who-join.ts); with --peers, what either receives is also posted to the other replicas, and
-// what they post is joined here. Without a source there is no join stage and no wait at all.
+// The one entry point of "who" (startWho): the audit webhook (--audit-listen, docs/audit.md) and the
+// admission webhook (--admission-listen, docs/who.md) feed one join stage (who-join.ts); with --peers, what
+// either receives is also posted to the other replicas, and what they post is joined here. Without a
+// source there is no join stage, no wait and none of these modules loaded. What it opened, stop() closes.
 
-import type { WatchSettings } from '../config/watch-settings.ts';
+import type { Registry } from 'prom-client';
 import type { Normalizer } from '../diff/normalize.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { ResourceType } from '../kube/types.ts';
-import type { ServiceRuntime } from '../service/service.ts';
 import { UsageError } from '../util/errors.ts';
 import type { FailureReporter } from '../util/event-failures.ts';
-import type { Lifecycle } from '../util/lifecycle.ts';
+import { Lifecycle } from '../util/lifecycle.ts';
+import type { ListenerGuard } from '../util/listener-guard.ts';
 import type { Logger } from '../util/log.ts';
 import type { AdmissionDigests } from '../who/admission/admission-digests.ts';
 import type { AdmissionSource } from '../who/admission/admission-match.ts';
 import type { AdmissionThread } from '../who/admission/admission-thread.ts';
 import type { AuditSource } from '../who/audit/audit-match.ts';
+import type { AuditSource as ObservedAudit } from '../who/audit/audit-metrics.ts';
 import type { WebhookListener, WebhookRoute } from '../who/listener/webhook-listener.ts';
 import type { PeerRecords } from '../who/peers/peer-records.ts';
+import type { AdmissionSettings, AuditSettings, WhoSettings } from '../who/settings.ts';
 import type { WhoJoin } from '../who/who-join.ts';
 import type { WhoSource } from '../who/who-source.ts';
 
-export interface WhoWiring {
-  /** The join stage, when a source of "who" is configured. */
-  readonly stage: WhoJoin | undefined;
-  /** The types the watch watches now, on every cluster: reviews of other resources name nothing. */
-  watching(types: readonly ResourceType[]): void;
-}
-
-interface WhoDeps {
+/** What "who" is given by the watch it runs in. */
+export interface WhoHost {
   /** The (first) cluster's client: a managed admission certificate lives there (none in a fleet). */
   client: KubeClient | undefined;
+  /** The watch's: a review's object is digested as the watch stores that type. */
   normalizer: Normalizer;
-  service: ServiceRuntime;
   log: Logger;
-  lifecycle: Lifecycle;
   /** Where records that fail to join, and changes the join fails to pass on, are reported. */
   failures: FailureReporter<'handler'>;
 }
 
+/** "Who" running: what the watch and its service take from it. */
+export interface WhoRuntime {
+  /** The join stage, when a source of "who" is configured. */
+  readonly stage: WhoJoin | undefined;
+  /** The types the watch watches now, on every cluster: reviews of other resources name nothing. */
+  watching(types: readonly ResourceType[]): void;
+  /** Where its webhooks listen (host:port), in the order they started. */
+  readonly addresses: readonly string[];
+  readonly metrics: WhoMetrics;
+  /** Closes what startWho opened (listeners, the admission thread, the forwarder, the certificate), in reverse. */
+  stop(): Promise<void>;
+}
+
+/** What the service's metrics read of "who" (ServiceRuntime.observeWho). */
+export interface WhoMetrics {
+  /** The webhooks' listener guards: their closed connections (kubediff_listener_connections_closed_total). */
+  readonly listeners: readonly ListenerGuard[];
+  /** The audit webhook's counts, which the audit series read (zero without --audit-listen). */
+  readonly audit: ObservedAudit | undefined;
+  /** Registers the join's, the admission webhook's and the peers' series (prom-client loaded only then). */
+  register(registry: Registry): Promise<void>;
+}
+
 /** What the parts below share: the join and its sources, where records also go, the listeners started. */
-interface Wiring extends WhoDeps {
+interface Wiring extends WhoHost {
+  lifecycle: Lifecycle;
+  /** Where each part's series are registered, in the order they started. */
+  registrations: ((registry: Registry) => Promise<void>)[];
+  guards: ListenerGuard[];
+  audit: ObservedAudit | undefined;
   join: WhoJoin;
   auditSource: AuditSource | undefined;
   admissionSource: AdmissionSource | undefined;
@@ -50,9 +73,29 @@ interface Wiring extends WhoDeps {
   listeners: WebhookListener[];
 }
 
-export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): Promise<WhoWiring> {
+/** Nothing to start: no join stage, no metrics of its own. */
+const NO_WHO: WhoRuntime = {
+  stage: undefined,
+  watching: () => {},
+  addresses: [],
+  metrics: { listeners: [], audit: undefined, register: async () => {} },
+  stop: async () => {},
+};
+
+/** Starts the configured sources of "who" and their join; on a failure, closes what it had opened. */
+export async function startWho(settings: WhoSettings, host: WhoHost): Promise<WhoRuntime> {
+  if (!settings.audit && !settings.admission) return NO_WHO;
+  const lifecycle = new Lifecycle();
+  try {
+    return await startSources(settings, host, lifecycle);
+  } catch (error) {
+    await lifecycle.close();
+    throw error;
+  }
+}
+
+async function startSources(settings: WhoSettings, deps: WhoHost, lifecycle: Lifecycle): Promise<WhoRuntime> {
   const { audit, admission } = settings;
-  if (!audit && !admission) return { stage: undefined, watching: () => {} };
   const { log } = deps;
   // Imported only here: a watch without a source of "who" loads none of the join's modules.
   const [{ AdmissionDigests }, { AdmissionSource }, { AuditSource }, { WHO_JOIN_DEFAULTS, WhoJoin }] =
@@ -79,14 +122,18 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
     },
     [auditSource, admissionSource].filter(Boolean) as WhoSource<unknown>[],
   );
-  const registry = deps.service.metricsRegistry;
-  if (registry) {
-    // With prom-client, only when the metrics are served.
-    const { registerWhoJoinMetrics } = await import('../who/who-metrics.ts');
-    registerWhoJoinMetrics(registry, () => join.stats());
-  }
   const wiring: Wiring = {
     ...deps,
+    lifecycle,
+    // With prom-client, only when the metrics are served.
+    registrations: [
+      async (registry) => {
+        const { registerWhoJoinMetrics } = await import('../who/who-metrics.ts');
+        registerWhoJoinMetrics(registry, () => join.stats());
+      },
+    ],
+    guards: [],
+    audit: undefined,
     join,
     auditSource,
     admissionSource,
@@ -99,8 +146,18 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
   const digests = new AdmissionDigests(deps.normalizer);
   const thread = admission ? await startAdmission(admission, settings, digests, wiring) : undefined;
   if (settings.peers) await startPeers(settings.peers, wiring);
+  const { registrations, guards, listeners } = wiring;
   return {
     stage: join,
+    addresses: listeners.map((listener) => listener.address),
+    metrics: {
+      listeners: guards,
+      audit: wiring.audit,
+      register: async (registry) => {
+        for (const register of registrations) await register(registry);
+      },
+    },
+    stop: () => lifecycle.close(),
     watching: (types) => {
       digests.update(types);
       // Large reviews are digested in the admission thread, with the same rules.
@@ -111,7 +168,7 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
   };
 }
 
-async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wiring): Promise<void> {
+async function startAudit(audit: AuditSettings, wiring: Wiring): Promise<void> {
   const { endpointOf } = await import('../who/listener/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.auditSource as AuditSource;
@@ -131,18 +188,18 @@ async function startAudit(audit: NonNullable<WatchSettings['audit']>, wiring: Wi
     (server) => server.close(),
   );
   wiring.listeners.push(server.listener);
-  wiring.service.observeListener(server.listener.guard);
-  wiring.service.observeAudit({
+  wiring.guards.push(server.listener.guard);
+  wiring.audit = {
     requests: () => server.stats().requests,
     join: () => join.stats(),
     records: () => source.stats(),
-  });
+  };
 }
 
 /** The admission webhook, and the thread where it reads large reviews (updated with the types watched). */
 async function startAdmission(
-  admission: NonNullable<WatchSettings['admission']>,
-  settings: WatchSettings,
+  admission: AdmissionSettings,
+  settings: WhoSettings,
   digests: AdmissionDigests,
   wiring: Wiring,
 ): Promise<AdmissionThread> {
@@ -196,10 +253,8 @@ async function startAdmission(
     (server) => server.close(),
   );
   wiring.listeners.push(server.listener);
-  wiring.service.observeListener(server.listener.guard);
-  const registry = wiring.service.metricsRegistry;
-  if (registry) {
-    // With prom-client, only when the metrics are served.
+  wiring.guards.push(server.listener.guard);
+  wiring.registrations.push(async (registry) => {
     const { registerAdmissionMetrics } = await import('../who/who-metrics.ts');
     registerAdmissionMetrics(registry, {
       server,
@@ -207,7 +262,7 @@ async function startAdmission(
       join: () => join.stats(),
       records: () => source.stats(),
     });
-  }
+  });
   return thread;
 }
 
@@ -226,11 +281,10 @@ async function startPeers(address: string, wiring: Wiring): Promise<void> {
   );
   await forwarder.start();
   wiring.forward = (records) => forwarder.forward(records);
-  const registry = wiring.service.metricsRegistry;
-  if (registry) {
+  wiring.registrations.push(async (registry) => {
     const { registerPeerMetrics } = await import('../who/who-metrics.ts');
     registerPeerMetrics(registry, { forwarder, listeners });
-  }
+  });
   wiring.log.info(`sending the records of who made each change to the other replicas at ${address}`);
 }
 

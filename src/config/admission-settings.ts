@@ -12,8 +12,8 @@ import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
-import type { WebhookEndpoint } from '../who/listener/webhook-endpoint.ts';
 import { parsePeerAddress } from '../who/peers/peer-address.ts';
+import type { AdmissionSettings, ManagedCertificateSettings } from '../who/settings.ts';
 import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
 import type { ConfigInput } from './schema.ts';
 import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
@@ -28,23 +28,6 @@ export interface RawAdmissionFlags {
   admissionService?: string;
   admissionWebhookConfig?: string;
   peers?: string;
-}
-
-/** A certificate kubediff makes, renews and serves (src/service/managed-certificate.ts). */
-export interface ManagedCertificateSettings {
-  /** kubediff's namespace ($POD_NAMESPACE, else the ServiceAccount's): the Secret's and the Service's. */
-  namespace: string;
-  secret: string;
-  service: string;
-  webhookConfiguration: string;
-  /** KUBEDIFF_ADMISSION_CERT_CHECK_INTERVAL: how often the Secret is read. */
-  checkIntervalMs?: number;
-}
-
-export interface AdmissionSettings extends WebhookEndpoint {
-  waitMs: number;
-  maxRecords: number;
-  managedCertificate?: ManagedCertificateSettings;
 }
 
 export const ADMISSION_DEFAULTS = { maxRecords: 50_000 } as const;

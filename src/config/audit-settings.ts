@@ -8,7 +8,7 @@ import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import { AUDIT_SOURCE_DEFAULTS } from '../who/audit/audit-match.ts';
-import type { WebhookEndpoint } from '../who/listener/webhook-endpoint.ts';
+import type { AuditSettings } from '../who/settings.ts';
 import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
 import type { ConfigInput } from './schema.ts';
 import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
@@ -21,13 +21,6 @@ export interface RawAuditFlags {
   auditClientName?: string[];
   auditWait?: string;
   ignoreUser?: string[];
-}
-
-export interface AuditSettings extends WebhookEndpoint {
-  waitMs: number;
-  windowMs: number;
-  maxPending: number;
-  maxRecords: number;
 }
 
 /** The audit webhook's settings, or undefined when it is not configured (no wait, no join). */
