@@ -32,6 +32,7 @@ import { errorMessage, UsageError } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
+import { startWho, type WhoRuntime } from '../who/start.ts';
 import { type ClusterPlan, clusterPlans } from './cluster-plans.ts';
 import { startOne, startSeveral } from './cluster-start.ts';
 import {
@@ -42,7 +43,6 @@ import {
 } from './cluster-supervisor.ts';
 import type { FleetWatch } from './fleet-watch.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
-import { startWho, type WhoRuntime } from './who-sources.ts';
 
 export interface WatchRuntime {
   log: Logger;

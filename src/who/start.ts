@@ -12,16 +12,16 @@ import type { FailureReporter } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { ListenerGuard } from '../util/listener-guard.ts';
 import type { Logger } from '../util/log.ts';
-import type { AdmissionDigests } from '../who/admission/admission-digests.ts';
-import type { AdmissionSource } from '../who/admission/admission-match.ts';
-import type { AdmissionThread } from '../who/admission/admission-thread.ts';
-import type { AuditSource } from '../who/audit/audit-match.ts';
-import type { AuditSource as ObservedAudit } from '../who/audit/audit-metrics.ts';
-import type { WebhookListener, WebhookRoute } from '../who/listener/webhook-listener.ts';
-import type { PeerRecords } from '../who/peers/peer-records.ts';
-import type { AdmissionSettings, AuditSettings, WhoSettings } from '../who/settings.ts';
-import type { WhoJoin } from '../who/who-join.ts';
-import type { WhoSource } from '../who/who-source.ts';
+import type { AdmissionDigests } from './admission/admission-digests.ts';
+import type { AdmissionSource } from './admission/admission-match.ts';
+import type { AdmissionThread } from './admission/admission-thread.ts';
+import type { AuditSource } from './audit/audit-match.ts';
+import type { AuditSource as ObservedAudit } from './audit/audit-metrics.ts';
+import type { WebhookListener, WebhookRoute } from './listener/webhook-listener.ts';
+import type { PeerRecords } from './peers/peer-records.ts';
+import type { AdmissionSettings, AuditSettings, WhoSettings } from './settings.ts';
+import type { WhoJoin } from './who-join.ts';
+import type { WhoSource } from './who-source.ts';
 
 /** What "who" is given by the watch it runs in. */
 export interface WhoHost {
@@ -100,10 +100,10 @@ async function startSources(settings: WhoSettings, deps: WhoHost, lifecycle: Lif
   // Imported only here: a watch without a source of "who" loads none of the join's modules.
   const [{ AdmissionDigests }, { AdmissionSource }, { AuditSource }, { WHO_JOIN_DEFAULTS, WhoJoin }] =
     await Promise.all([
-      import('../who/admission/admission-digests.ts'),
-      import('../who/admission/admission-match.ts'),
-      import('../who/audit/audit-match.ts'),
-      import('../who/who-join.ts'),
+      import('./admission/admission-digests.ts'),
+      import('./admission/admission-match.ts'),
+      import('./audit/audit-match.ts'),
+      import('./who-join.ts'),
     ]);
   // Records are kept at least as long as a nearest match may reach back.
   const retainMs = Math.max(WHO_JOIN_DEFAULTS.retainMs, audit?.windowMs ?? 0);
@@ -128,7 +128,7 @@ async function startSources(settings: WhoSettings, deps: WhoHost, lifecycle: Lif
     // With prom-client, only when the metrics are served.
     registrations: [
       async (registry) => {
-        const { registerWhoJoinMetrics } = await import('../who/who-metrics.ts');
+        const { registerWhoJoinMetrics } = await import('./who-metrics.ts');
         registerWhoJoinMetrics(registry, () => join.stats());
       },
     ],
@@ -169,11 +169,11 @@ async function startSources(settings: WhoSettings, deps: WhoHost, lifecycle: Lif
 }
 
 async function startAudit(audit: AuditSettings, wiring: Wiring): Promise<void> {
-  const { endpointOf } = await import('../who/listener/webhook-endpoint.ts');
+  const { endpointOf } = await import('./listener/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.auditSource as AuditSource;
   // Imported only here: its HTTPS server stays out of a watch without --audit-listen.
-  const { AuditServer } = await import('../who/audit/audit-server.ts');
+  const { AuditServer } = await import('./audit/audit-server.ts');
   const server = wiring.lifecycle.use(
     await AuditServer.start({
       ...endpointOf(audit),
@@ -203,12 +203,12 @@ async function startAdmission(
   digests: AdmissionDigests,
   wiring: Wiring,
 ): Promise<AdmissionThread> {
-  const { endpointOf } = await import('../who/listener/webhook-endpoint.ts');
+  const { endpointOf } = await import('./listener/webhook-endpoint.ts');
   const { join, log } = wiring;
   const source = wiring.admissionSource as AdmissionSource;
   const [{ AdmissionServer }, { AdmissionThread }] = await Promise.all([
-    import('../who/admission/admission-server.ts'),
-    import('../who/admission/admission-thread.ts'),
+    import('./admission/admission-server.ts'),
+    import('./admission/admission-thread.ts'),
   ]);
   // --admission-cert-secret: kubediff makes and renews the certificate; imported only then.
   const managed = admission.managedCertificate;
@@ -220,7 +220,7 @@ async function startAdmission(
   const certificate =
     managed && wiring.client
       ? wiring.lifecycle.use(
-          await (await import('../who/certificate/managed-certificate.ts')).ManagedCertificate.start({
+          await (await import('./certificate/managed-certificate.ts')).ManagedCertificate.start({
             ...managed,
             client: wiring.client,
             log,
@@ -255,7 +255,7 @@ async function startAdmission(
   wiring.listeners.push(server.listener);
   wiring.guards.push(server.listener.guard);
   wiring.registrations.push(async (registry) => {
-    const { registerAdmissionMetrics } = await import('../who/who-metrics.ts');
+    const { registerAdmissionMetrics } = await import('./who-metrics.ts');
     registerAdmissionMetrics(registry, {
       server,
       thread,
@@ -267,8 +267,8 @@ async function startAdmission(
 }
 
 async function startPeers(address: string, wiring: Wiring): Promise<void> {
-  const { PeerForwarder } = await import('../who/peers/peer-forwarder.ts');
-  const { parsePeerAddress } = await import('../who/peers/peer-address.ts');
+  const { PeerForwarder } = await import('./peers/peer-forwarder.ts');
+  const { parsePeerAddress } = await import('./peers/peer-address.ts');
   const { port } = parsePeerAddress(address);
   const { listeners } = wiring;
   // The listener the peers' port names (the replicas of a Deployment share their ports), else the
@@ -282,7 +282,7 @@ async function startPeers(address: string, wiring: Wiring): Promise<void> {
   await forwarder.start();
   wiring.forward = (records) => forwarder.forward(records);
   wiring.registrations.push(async (registry) => {
-    const { registerPeerMetrics } = await import('../who/who-metrics.ts');
+    const { registerPeerMetrics } = await import('./who-metrics.ts');
     registerPeerMetrics(registry, { forwarder, listeners });
   });
   wiring.log.info(`sending the records of who made each change to the other replicas at ${address}`);
@@ -293,7 +293,7 @@ async function peerRouteFor(
   auditSource: AuditSource | undefined,
   admissionSource: AdmissionSource | undefined,
 ): Promise<WebhookRoute> {
-  const { PeerBodyError, readPeerRecords } = await import('../who/peers/peer-records.ts');
+  const { PeerBodyError, readPeerRecords } = await import('./peers/peer-records.ts');
   return {
     receive: (body) => {
       let records: ReturnType<typeof readPeerRecords>;
