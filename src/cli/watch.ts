@@ -401,9 +401,7 @@ async function assemblePipeline(
     await startWho(settings, { client: parts.client, normalizer, log, failures }),
     (who) => who.stop(),
   );
-  for (const guard of who.metrics.listeners) service.observeListener(guard);
-  if (who.metrics.audit) service.observeAudit(who.metrics.audit);
-  if (service.metricsRegistry) await who.metrics.register(service.metricsRegistry);
+  await service.observeWho(who.metrics);
   // What each ConfigMap and Secret change reaches (docs/used-by.md): an observer of the objects as
   // served, and a stage after the owners (it names workloads by their root owner).
   const usedBy = settings.usedBy.enabled
