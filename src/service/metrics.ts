@@ -67,7 +67,7 @@ export class KubediffMetrics {
     this.addListener = registerListenerMetrics(this.registration);
   }
 
-  /** A listener's closed connections (src/service/listener-guard.ts), in kubediff_listener_connections_closed_total. */
+  /** A listener's closed connections (src/util/listener-guard.ts), in kubediff_listener_connections_closed_total. */
   observeListener(listener: ObservedListener): void {
     this.addListener(listener);
   }

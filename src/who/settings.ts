@@ -1,4 +1,4 @@
-// What "who" is started with (startWho, who-sources.ts): each webhook's settings once flags, the config
+// What "who" is started with (startWho, start.ts): each webhook's settings once flags, the config
 // file and the environment are merged and checked (src/config/audit-settings.ts, admission-settings.ts),
 // --peers, and what the watch's normalizer is made of, so that a large review is digested alike.
 import type { WebhookEndpoint } from './listener/webhook-endpoint.ts';

@@ -1,4 +1,4 @@
-// What the join (src/events/who-join.ts) asks of a source of "who": the audit webhook's records
+// What the join (src/who/who-join.ts) asks of a source of "who": the audit webhook's records
 // (audit-match.ts) and the admission webhook's (admission-match.ts). A source keeps its records
 // (record-store.ts) and decides which change each one is of; the join holds the changes back while they
 // wait, keeps their order, and picks among the sources' candidates (choose(): by rank, and never a user

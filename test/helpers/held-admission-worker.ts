@@ -1,4 +1,4 @@
-// The admission thread's worker (src/service/admission-worker.ts) as a test runs it: before each review,
+// The admission thread's worker (src/who/admission/admission-worker.ts) as a test runs it: before each review,
 // it waits while the file `hold` exists (the review is being read, for as long as the test says), and
 // stops, as a worker out of memory would, while the file `stopWhile` exists. Given as the thread's
 // workerUrl (HELD_ADMISSION_WORKER), with the files in its start.

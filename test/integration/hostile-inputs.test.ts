@@ -637,7 +637,7 @@ describe('the hostile-input harness', () => {
       digest: () => ({ digest: 'd' }),
       thread: admissionThread(256 * 1024),
       onRecords: () => {},
-      // As src/cli/who-sources.ts reads them.
+      // As src/who/start.ts reads them.
       peerRoute: {
         receive: (body) => {
           try {

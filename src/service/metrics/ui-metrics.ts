@@ -19,7 +19,7 @@ export interface UiObserver {
 /** The UI as the metrics see it. */
 export interface ObservedUi {
   readonly liveStreams: number;
-  /** Its connections' guard (src/service/listener-guard.ts). */
+  /** Its connections' guard (src/util/listener-guard.ts). */
   readonly listener: ObservedListener;
   observe(observer: UiObserver): void;
 }

@@ -1,6 +1,6 @@
 // A digest of an object as the store keeps it (normalized: ignored paths gone, Secret values and
 // `redact:` paths already hashed), to tell whether an admission review's object is the one the watch then
-// saw (src/events/admission-match.ts). The resourceVersion is left out: a review's object has its old one
+// saw (src/who/admission/admission-match.ts). The resourceVersion is left out: a review's object has its old one
 // (or none), the stored object its new one; so are apiVersion and kind (a LIST's items lack them). Keys are
 // sorted, so the order in which a server wrote them does not matter. The digest holds nothing the
 // events do not show already: what it covers is normalized, so no Secret value is in it. The canonical

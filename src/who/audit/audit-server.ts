@@ -4,7 +4,7 @@
 // token; webhook-listener.ts authenticates, bounds and reloads). The bounds: a body larger than
 // `maxRequestBytes` is refused (413), and at most AUDIT_CONCURRENT_REQUESTS bodies are read at once (503
 // beyond it: the API server's batch mode retries), so what audit requests hold in memory is at most their
-// product. A body is parsed, its records taken (src/service/audit-records.ts) and dropped before the
+// product. A body is parsed, its records taken (src/who/audit/audit-records.ts) and dropped before the
 // answer goes out.
 
 import type { FailureReporter } from '../../util/event-failures.ts';

@@ -31,7 +31,7 @@ import type { WebhookEndpoint } from './webhook-endpoint.ts';
 import type { WebhookOutcome } from './webhook-outcomes.ts';
 import { fingerprintOf, readTlsFiles, secureOptions, stampOf, type TlsFiles } from './webhook-tls-files.ts';
 
-/** Where a replica posts the records it received to the others (src/service/peer-forwarder.ts). */
+/** Where a replica posts the records it received to the others (src/who/peers/peer-forwarder.ts). */
 export const PEER_PATH = '/kubediff/peer-records';
 
 /** A route's answer to a body: its status and JSON body; `after` runs once it is sent. */

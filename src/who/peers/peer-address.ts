@@ -1,5 +1,5 @@
 // `--peers <host:port>` (docs/who.md, "Two replicas"): where the other replicas of a leader-elected pair
-// receive the records this one forwards (src/service/peer-forwarder.ts).
+// receive the records this one forwards (src/who/peers/peer-forwarder.ts).
 import { UsageError } from '../../util/errors.ts';
 
 /** `kubediff-peers.kubediff.svc:9443`, `10.0.0.7:9443`, `[fd00::7]:9443`: a host and a port, both needed. */

@@ -1,4 +1,4 @@
-// src/service/listener-guard.ts on real servers on loopback: what a connection does wrong stays with that
+// src/util/listener-guard.ts on real servers on loopback: what a connection does wrong stays with that
 // connection (a request Node cannot parse, a write after an answer ended, which Node throws from an
 // unheard 'error' event and so ends the process), counted and logged once; the connection cap lets a
 // real request in past a flood of idle sockets (they give way, oldest first; those of the address holding

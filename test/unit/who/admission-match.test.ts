@@ -1,4 +1,4 @@
-// src/events/admission-match.ts in the join (src/events/who-join.ts): a review names the change of its
+// src/who/admission/admission-match.ts in the join (src/who/who-join.ts): a review names the change of its
 // uid whose previous resourceVersion is its old one (a CREATE its ADDED) when its check passes (the digest
 // of its object, a scale's replicas, a DELETE's old object) or it cannot be checked; reviews of writes
 // that failed never name one; a forged review cannot rename a write, only make it ambiguous, whether it

@@ -1,4 +1,4 @@
-// src/service/admission-server.ts and admission-review.ts on loopback: every AdmissionReview is answered
+// src/who/admission/admission-server.ts and admission-review.ts on loopback: every AdmissionReview is answered
 // allowed, with its uid, and only then kept as a record (nothing of the object but what it is checked by:
 // admission-digests.ts); dry runs, CONNECT, uid-less subresource creates, unwatched resources and objects
 // that cannot be digested are answered and dropped; the endpoint may run unauthenticated (managed

@@ -1,4 +1,4 @@
-// src/service/audit-records.ts: an audit EventList becomes the few fields the join needs; request and
+// src/who/audit/audit-records.ts: an audit EventList becomes the few fields the join needs; request and
 // response bodies are read for the response's uid and resourceVersion only, so a Secret in them is not
 // kept; reads, failures and early stages are not records.
 import assert from 'node:assert/strict';

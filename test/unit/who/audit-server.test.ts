@@ -1,4 +1,4 @@
-// src/service/audit-server.ts on loopback: only an authenticated sender gets its records to the join
+// src/who/audit/audit-server.ts on loopback: only an authenticated sender gets its records to the join
 // (client certificate from the CA, allowed name, bearer token: each one configured must pass); what is
 // refused is counted; bodies are bounded; changed certificate files are loaded without a restart.
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
-// The plan of a managed admission certificate (src/service/certificate-plan.ts), on real certificates
-// made by src/service/self-signed-ca.ts: an empty or broken Secret is issued at once; a certificate near
+// The plan of a managed admission certificate (src/who/certificate/certificate-plan.ts), on real certificates
+// made by src/who/certificate/self-signed-ca.ts: an empty or broken Secret is issued at once; a certificate near
 // its end is renewed in three steps, the new CA trusted before its certificate is served and the old CA
 // kept until every replica serves the new one.
 import assert from 'node:assert/strict';

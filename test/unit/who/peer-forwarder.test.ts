@@ -1,4 +1,4 @@
-// src/service/peer-forwarder.ts and the peer route of webhook-listener.ts on loopback: the records one
+// src/who/peers/peer-forwarder.ts and the peer route of webhook-listener.ts on loopback: the records one
 // replica receives reach the other, both sides authenticated by the serving certificate the replicas share
 // (another certificate is refused either way); a replica does not send to itself; the queue is bounded.
 import assert from 'node:assert/strict';

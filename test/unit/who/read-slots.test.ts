@@ -1,4 +1,4 @@
-// src/service/read-slots.ts: which read gives its place when a request finds every read taken, on a clock
+// src/who/listener/read-slots.ts: which read gives its place when a request finds every read taken, on a clock
 // of the test's own.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -1,4 +1,4 @@
-// src/service/review-head.ts: the kind, apiVersion and request uid of a review, from its first bytes.
+// src/who/admission/review-head.ts: the kind, apiVersion and request uid of a review, from its first bytes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { JsonObject } from '../../../src/kube/types.ts';

@@ -1,4 +1,4 @@
-// src/service/webhook-listener.ts on real TLS connections on loopback: what the API server (or whoever
+// src/who/listener/webhook-listener.ts on real TLS connections on loopback: what the API server (or whoever
 // reaches the port) sees when a body is too large midway, when a route has a bug, when taking a request's
 // records fails; and that the port stays usable for real reviews while clients hold connections or
 // send their bodies slowly.

@@ -1,4 +1,4 @@
-// src/events/who-join.ts with the audit source (src/events/audit-match.ts): each change gets its audit
+// src/who/who-join.ts with the audit source (src/who/audit/audit-match.ts): each change gets its audit
 // record (exact by uid and resourceVersion, else nearest by name and time), waits for it at most waitMs,
 // keeps its order, and the bounds hold.
 import assert from 'node:assert/strict';
