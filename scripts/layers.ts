@@ -9,9 +9,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * util ← kube ← informer ← diff ← events ← sinks, state, service ← config ← ui ← cli. sinks, state and
- * service are one level of the architecture (what consumes events), and within it today's rule holds:
- * state may import sinks, service both, and neither sinks nor state imports service.
+ * util ← kube ← informer ← diff ← events ← sinks ← state ← who ← service ← config ← ui ← cli. sinks, state,
+ * who and service consume events: state may import sinks; who (the sources of who made a change, their
+ * join, a pipeline stage) may import both; service (health, readiness, metrics) may import all three.
  */
 export const LAYERS = [
   'util',
@@ -21,6 +21,7 @@ export const LAYERS = [
   'events',
   'sinks',
   'state',
+  'who',
   'service',
   'config',
   'ui',

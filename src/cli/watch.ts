@@ -32,6 +32,7 @@ import { errorMessage, UsageError } from '../util/errors.ts';
 import { EventFailures } from '../util/event-failures.ts';
 import { Lifecycle } from '../util/lifecycle.ts';
 import type { Logger } from '../util/log.ts';
+import { startWho, type WhoRuntime } from '../who/start.ts';
 import { type ClusterPlan, clusterPlans } from './cluster-plans.ts';
 import { startOne, startSeveral } from './cluster-start.ts';
 import {
@@ -42,7 +43,6 @@ import {
 } from './cluster-supervisor.ts';
 import type { FleetWatch } from './fleet-watch.ts';
 import { checkRedactRuleNames, checkResourceNames } from './resource-name-check.ts';
-import { startWhoSources, type WhoWiring } from './who-sources.ts';
 
 export interface WatchRuntime {
   log: Logger;
@@ -385,7 +385,7 @@ async function assemblePipeline(
     /** --fleet: delivers a cluster's changes only while this replica owns it (src/state/fleet-fence.ts). */
     fence: EventStage<KubediffEvent> | undefined;
   },
-): Promise<{ pipeline: Pipeline; resolver: DiscoveryResolver; who: WhoWiring }> {
+): Promise<{ pipeline: Pipeline; resolver: DiscoveryResolver; who: WhoRuntime }> {
   const { settings, log, failures, lifecycle } = context;
   const { router, service } = parts;
   const resolver = new DiscoveryResolver();
@@ -396,15 +396,12 @@ async function assemblePipeline(
     redactPaths: redactPathsFor(settings.redaction.rules, resolver.resolve),
   });
   // --audit-listen, --admission-listen: who made each change, joined before the rules so that user
-  // filters see it (src/cli/who-sources.ts).
-  const who = await startWhoSources(settings, {
-    client: parts.client,
-    normalizer,
-    service,
-    log,
-    lifecycle,
-    failures,
-  });
+  // filters see it (src/who/).
+  const who = lifecycle.use(
+    await startWho(settings, { client: parts.client, normalizer, log, failures }),
+    (who) => who.stop(),
+  );
+  await service.observeWho(who.metrics);
   // What each ConfigMap and Secret change reaches (docs/used-by.md): an observer of the objects as
   // served, and a stage after the owners (it names workloads by their root owner).
   const usedBy = settings.usedBy.enabled
@@ -441,12 +438,12 @@ function clusterWiring(
   pipeline: Pipeline,
   resolver: DiscoveryResolver,
   flowControl: SinkSet['flowControl'],
-  who: WhoWiring,
+  who: WhoRuntime,
   fence: FleetFence | undefined,
 ): (cluster: ClusterSupervisor) => ClusterWiring {
   // By cluster name: a fleet's replica opens a cluster anew each time it comes to own it.
   const offered = new Map<string, ResourceType[]>();
-  // What every cluster watches now: reviews of other types name nothing (src/cli/who-sources.ts).
+  // What every cluster watches now: reviews of other types name nothing (src/who/).
   const watched = new Map<string, readonly ResourceType[]>();
   let namesChecked = false;
   return (cluster) => ({

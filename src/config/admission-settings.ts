@@ -6,14 +6,15 @@
 // The certificate is given as files, or managed by kubediff in a Secret of its namespace
 // (--admission-cert-secret, with the Service it is for and the webhook configuration whose caBundle it
 // sets: docs/who.md, "The certificate").
-import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
+
 import { defaultLeaseNamespace } from '../kube/leader-election.ts';
-import { parsePeerAddress } from '../service/peer-address.ts';
-import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
+import { parsePeerAddress } from '../who/peers/peer-address.ts';
+import type { AdmissionSettings, ManagedCertificateSettings } from '../who/settings.ts';
+import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
 import type { ConfigInput } from './schema.ts';
 import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
 
@@ -27,23 +28,6 @@ export interface RawAdmissionFlags {
   admissionService?: string;
   admissionWebhookConfig?: string;
   peers?: string;
-}
-
-/** A certificate kubediff makes, renews and serves (src/service/managed-certificate.ts). */
-export interface ManagedCertificateSettings {
-  /** kubediff's namespace ($POD_NAMESPACE, else the ServiceAccount's): the Secret's and the Service's. */
-  namespace: string;
-  secret: string;
-  service: string;
-  webhookConfiguration: string;
-  /** KUBEDIFF_ADMISSION_CERT_CHECK_INTERVAL: how often the Secret is read. */
-  checkIntervalMs?: number;
-}
-
-export interface AdmissionSettings extends WebhookEndpoint {
-  waitMs: number;
-  maxRecords: number;
-  managedCertificate?: ManagedCertificateSettings;
 }
 
 export const ADMISSION_DEFAULTS = { maxRecords: 50_000 } as const;

@@ -2,13 +2,14 @@
 // sender authenticates, how long a change waits for its record, and the bounds. Flags win over the
 // config file's `audit:` block, key by key; the bearer token comes from the file's `audit.token` (with
 // ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
-import { AUDIT_SOURCE_DEFAULTS } from '../events/audit-match.ts';
-import { WHO_JOIN_DEFAULTS } from '../events/who-join.ts';
-import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
+
 import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
+import { AUDIT_SOURCE_DEFAULTS } from '../who/audit/audit-match.ts';
+import type { AuditSettings } from '../who/settings.ts';
+import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
 import type { ConfigInput } from './schema.ts';
 import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
 
@@ -20,13 +21,6 @@ export interface RawAuditFlags {
   auditClientName?: string[];
   auditWait?: string;
   ignoreUser?: string[];
-}
-
-export interface AuditSettings extends WebhookEndpoint {
-  waitMs: number;
-  windowMs: number;
-  maxPending: number;
-  maxRecords: number;
 }
 
 /** The audit webhook's settings, or undefined when it is not configured (no wait, no join). */

@@ -2,9 +2,10 @@
 // listens and with which certificate, from its flags over its config block, key by key; its client CA;
 // and its bearer token, from the block's `token` (with ${VAR}) or $KUBEDIFF_<NAME>_TOKEN, never from a
 // flag (a flag shows in `ps`). What each checks beyond that (who may post, its bounds) is its own.
-import type { WebhookEndpoint } from '../service/webhook-endpoint.ts';
+
 import { UsageError } from '../util/errors.ts';
 import { parseListenAddress } from '../util/http-server.ts';
+import type { WebhookEndpoint } from '../who/listener/webhook-endpoint.ts';
 
 /** The keys of a webhook's config block that the endpoint reads. */
 interface EndpointBlock {

@@ -23,7 +23,7 @@ export interface StoreChange {
   object: StoredObject;
   /**
    * 'updated', 'deleted': the resourceVersion the store held before, i.e. the version the write replaced.
-   * The admission webhook names writes by it (src/events/admission-match.ts). Absent for an update
+   * The admission webhook names writes by it (src/who/admission/admission-match.ts). Absent for an update
    * without a write (UpdateContext.withoutWrite): it replaced no version.
    */
   previousResourceVersion?: string;

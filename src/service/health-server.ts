@@ -7,8 +7,8 @@
 
 import type { Server } from 'node:http';
 import { boundAddress, closeServer, createServer, listenOn } from '../util/http-server.ts';
+import { guardedServerOptions, ListenerGuard, type ListenerLimits } from '../util/listener-guard.ts';
 import type { Logger } from '../util/log.ts';
-import { guardedServerOptions, ListenerGuard, type ListenerLimits } from './listener-guard.ts';
 import type { KubediffMetrics } from './metrics.ts';
 import type { Readiness } from './readiness.ts';
 

@@ -8,7 +8,8 @@ import type { ChangeEvent } from '../events/event.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
 import type { DeliveryObserver } from '../sinks/delivery.ts';
-import { type AuditSource, registerAuditMetrics } from './metrics/audit-metrics.ts';
+import { type MetricsRegistration, metricsRegistration } from '../util/metrics-registration.ts';
+import { type AuditSource, registerAuditMetrics } from '../who/audit/audit-metrics.ts';
 import { type ConnectionCluster, registerConnectionMetrics } from './metrics/connection-metrics.ts';
 import { type FleetSource, registerFleetMetrics } from './metrics/fleet-metrics.ts';
 import {
@@ -19,7 +20,6 @@ import {
 import { type ObservedListener, registerListenerMetrics } from './metrics/listener-metrics.ts';
 import { type OutcomeSources, registerOutcomeMetrics } from './metrics/outcome-metrics.ts';
 import { type PipelineSources, registerPipelineMetrics } from './metrics/pipeline-metrics.ts';
-import { type MetricsRegistration, metricsRegistration } from './metrics/registration.ts';
 import { registerServiceMetrics, type ServiceSources } from './metrics/service-metrics.ts';
 import { registerSinkMetrics, type SinkSources } from './metrics/sink-metrics.ts';
 import { registerStateMetrics, type StateCluster } from './metrics/state-metrics.ts';
@@ -67,7 +67,7 @@ export class KubediffMetrics {
     this.addListener = registerListenerMetrics(this.registration);
   }
 
-  /** A listener's closed connections (src/service/listener-guard.ts), in kubediff_listener_connections_closed_total. */
+  /** A listener's closed connections (src/util/listener-guard.ts), in kubediff_listener_connections_closed_total. */
   observeListener(listener: ObservedListener): void {
     this.addListener(listener);
   }

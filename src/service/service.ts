@@ -5,7 +5,6 @@
 // process during the sync), synced (ready; campaign for the Lease), stopping, stop (after the sinks
 // drained: the final checkpoint covers what they delivered).
 
-import type { Registry } from 'prom-client';
 import type { ChangeEvent, KubediffEvent } from '../events/event.ts';
 import type { EventStage, PipelineObserver } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
@@ -15,6 +14,7 @@ import { type LeaderElectionConfig, LeaderElector } from '../kube/leader-electio
 import type { DeliveryObserver } from '../sinks/delivery.ts';
 import type { Sink } from '../sinks/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
+import type { WhoMetrics } from '../who/start.ts';
 import { checkpointCheck } from './checkpoint-check.ts';
 import { HealthServer } from './health-server.ts';
 import {
@@ -23,13 +23,7 @@ import {
   LeaderGate,
   type TakeoverObserver,
 } from './leader-gate.ts';
-import type {
-  FleetSource,
-  KubediffMetrics,
-  MetricsSources,
-  ObservedListener,
-  ObservedUi,
-} from './metrics.ts';
+import type { FleetSource, KubediffMetrics, MetricsSources, ObservedUi } from './metrics.ts';
 import { Readiness, readinessReasonOf } from './readiness.ts';
 
 export interface ServiceOptions {
@@ -147,19 +141,11 @@ export class ServiceRuntime implements PipelineObserver {
     this.metrics?.setSources({ usedBy });
   }
 
-  /** What the metrics read of the audit webhook and the join (--audit-listen). */
-  observeAudit(audit: NonNullable<MetricsSources['audit']>): void {
-    this.metrics?.setSources({ audit });
-  }
-
-  /** Where a part that registers its own metrics (src/service/who-metrics.ts) registers them; undefined without --listen. */
-  get metricsRegistry(): Registry | undefined {
-    return this.metrics?.registry;
-  }
-
-  /** A listener's closed connections in the metrics (the audit webhook's; the UI's come with observeUi). */
-  observeListener(listener: ObservedListener): void {
-    this.metrics?.observeListener(listener);
+  /** What the metrics read of "who" (src/who/start.ts): its listeners, the audit webhook, its own series. */
+  async observeWho(who: WhoMetrics): Promise<void> {
+    for (const guard of who.listeners) this.metrics?.observeListener(guard);
+    if (who.audit) this.metrics?.setSources({ audit: who.audit });
+    if (this.metrics) await who.register(this.metrics.registry);
   }
 
   /** --fleet: what this replica owns and sees, in the metrics (when --listen serves them). */

@@ -6,12 +6,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { durationFromEnvironment } from '../config/tuning.ts';
-import { guardedServerOptions, ListenerGuard, type ListenerLimits } from '../service/listener-guard.ts';
 import type { UiObserver } from '../service/metrics/ui-metrics.ts';
 import { ReaderBusy } from '../state/reader-busy.ts';
 import type { HistoryFilter, TimelineReader } from '../state/timeline-reader.ts';
 import { errorMessage } from '../util/errors.ts';
 import { boundAddress, closeServer, createServer, listenOn } from '../util/http-server.ts';
+import { guardedServerOptions, ListenerGuard, type ListenerLimits } from '../util/listener-guard.ts';
 import type { Logger } from '../util/log.ts';
 import { formatSize } from '../util/size.ts';
 import { monotonicMs } from '../util/timestamp.ts';

@@ -46,7 +46,7 @@ export function parseListenAddress(text: string, flag = '--listen'): ListenAddre
 /**
  * The kernel's queue of connections not yet accepted (Linux caps it at net.core.somaxconn): long, so
  * that a burst of connections is accepted and then closed by the listener's guard
- * (src/service/listener-guard.ts) rather than left half-open where neither side sees it (Node's default
+ * (src/util/listener-guard.ts) rather than left half-open where neither side sees it (Node's default
  * is 511).
  */
 const LISTEN_BACKLOG = 4096;

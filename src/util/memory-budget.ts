@@ -16,11 +16,11 @@ interface Share {
 }
 
 /**
- * Bodies read at once by the admission webhook (src/service/admission-server.ts): each write of the
+ * Bodies read at once by the admission webhook (src/who/admission/admission-server.ts): each write of the
  * cluster is one request, so more at once than the audit webhook's batches, and smaller.
  */
 export const ADMISSION_CONCURRENT_REQUESTS = 8;
-/** Bodies read at once by the audit webhook (src/service/audit-server.ts). */
+/** Bodies read at once by the audit webhook (src/who/audit/audit-server.ts). */
 export const AUDIT_CONCURRENT_REQUESTS = 4;
 
 /** The buffers' shares of the heap limit; their sum is BUFFER_SHARE. */

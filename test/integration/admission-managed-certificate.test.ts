@@ -15,8 +15,8 @@ import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { BACKDATE_MS, certificatesOf } from '../../src/service/certificate-plan.ts';
-import { makeCertificateSet } from '../../src/service/self-signed-ca.ts';
+import { BACKDATE_MS, certificatesOf } from '../../src/who/certificate/certificate-plan.ts';
+import { makeCertificateSet } from '../../src/who/certificate/self-signed-ca.ts';
 import {
   type AdmissionApiserver,
   needsSharedEtcd,

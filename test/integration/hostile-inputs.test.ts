@@ -45,18 +45,18 @@ import { Agent, request } from 'undici';
 import { exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { runValidate } from '../../src/cli/validate.ts';
 import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
-import type { AdmissionRecord } from '../../src/events/admission-match.ts';
-import type { AuditRecord } from '../../src/events/audit-match.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
 import type { JsonObject } from '../../src/kube/types.ts';
-import { AdmissionServer } from '../../src/service/admission-server.ts';
-import { AdmissionThread } from '../../src/service/admission-thread.ts';
-import { AuditServer } from '../../src/service/audit-server.ts';
-import { encodePeerRecords, readPeerRecords } from '../../src/service/peer-records.ts';
-import { PEER_PATH } from '../../src/service/webhook-listener.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { ADMISSION_CONCURRENT_REQUESTS, MEMORY_SHARES } from '../../src/util/memory-budget.ts';
+import type { AdmissionRecord } from '../../src/who/admission/admission-match.ts';
+import { AdmissionServer } from '../../src/who/admission/admission-server.ts';
+import { AdmissionThread } from '../../src/who/admission/admission-thread.ts';
+import type { AuditRecord } from '../../src/who/audit/audit-match.ts';
+import { AuditServer } from '../../src/who/audit/audit-server.ts';
+import { PEER_PATH } from '../../src/who/listener/webhook-listener.ts';
+import { encodePeerRecords, readPeerRecords } from '../../src/who/peers/peer-records.ts';
 import {
   admissionWebhookConfiguration,
   needsSharedEtcd,
@@ -637,7 +637,7 @@ describe('the hostile-input harness', () => {
       digest: () => ({ digest: 'd' }),
       thread: admissionThread(256 * 1024),
       onRecords: () => {},
-      // As src/cli/who-sources.ts reads them.
+      // As src/who/start.ts reads them.
       peerRoute: {
         receive: (body) => {
           try {

@@ -2,7 +2,7 @@
 // waiting for one. Read at each scrape.
 import { Counter, Gauge } from 'prom-client';
 import type { ConnectionStats } from '../../kube/transport.ts';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 /** One watched cluster as its connections' metrics read it. */
 export interface ConnectionCluster {

@@ -2,7 +2,7 @@
 // sees alive, whether it may deliver, and what moved to it or from it. Read at each scrape from the fleet
 // member and its fence. Registered only when a fleet is served.
 import { Counter, Gauge } from 'prom-client';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 /** The fleet member's counts (src/state/fleet-member.ts) and its fence's (src/state/fleet-fence.ts). */
 export interface FleetSource {

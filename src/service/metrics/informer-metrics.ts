@@ -6,7 +6,7 @@ import { type ChangeEvent, qualifiedResource } from '../../events/event.ts';
 import type { Informer } from '../../informer/informer.ts';
 import type { ReflectorState } from '../../informer/reflector.ts';
 import { qualifiedName } from '../../kube/types.ts';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 /** One watched cluster as its informers' metrics read it on each scrape. */
 export interface InformerCluster {

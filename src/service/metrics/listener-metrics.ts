@@ -1,9 +1,9 @@
 // What kubediff's listeners (--listen's health and metrics, the UI, the audit and admission webhooks) closed
-// to protect the watch beside them (src/service/listener-guard.ts): connections that failed, met the
+// to protect the watch beside them (src/util/listener-guard.ts): connections that failed, met the
 // connection cap, or did not finish their TLS handshake. Read at each scrape.
 import { Counter } from 'prom-client';
-import { LISTENER_CLOSE_REASONS, type ListenerCloseReason } from '../listener-guard.ts';
-import type { MetricsRegistration } from './registration.ts';
+import { LISTENER_CLOSE_REASONS, type ListenerCloseReason } from '../../util/listener-guard.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 /** A listener's guard: connections it closed, by reason. */
 export interface ObservedListener {

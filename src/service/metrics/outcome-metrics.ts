@@ -4,7 +4,7 @@
 import { Counter, Gauge } from 'prom-client';
 import { VERDICTS } from '../../events/event.ts';
 import type { OutcomeStats } from '../../events/outcomes/outcome-engine.ts';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 export interface OutcomeSources {
   /** The engine that follows rollouts; absent with --no-outcomes. */

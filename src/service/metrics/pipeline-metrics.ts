@@ -3,7 +3,7 @@
 import { Counter } from 'prom-client';
 import { FAILURE_STAGES } from '../../events/pipeline.ts';
 import type { EventFailures } from '../../util/event-failures.ts';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 export interface PipelineSources {
   /** Changes that failed at one stage of processing. */

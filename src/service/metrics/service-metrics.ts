@@ -1,7 +1,7 @@
 // This process as a service: which kubediff and Node.js run, whether it is ready, whether it leads, and
 // what a standby (--leader-elect) holds back. Read at each scrape.
 import { Counter, Gauge } from 'prom-client';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 export interface ServiceSources {
   /** --leader-elect: the events a standby holds back. */

@@ -6,7 +6,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type { DeadLetterFile } from '../../sinks/dead-letter.ts';
 import type { DeliveryObserver } from '../../sinks/delivery.ts';
 import type { Sink, SinkStats } from '../../sinks/sink.ts';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 export interface SinkSources {
   /** The sinks (read on each scrape). */

@@ -1,7 +1,7 @@
 // --state, per cluster (src/state/recorder.ts): whether this process records it, the writes held back for
 // the sinks, those committed early at the bound, those dropped. Read at each scrape.
 import { Counter, Gauge } from 'prom-client';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 /** --state of one cluster: the writes held back for the sinks. */
 export interface StateMetricsSource {

@@ -2,8 +2,8 @@
 // route and status, their time, refusals at a limit, live streams. Registered only when a UI is served
 // beside the watch; the UI works the same without.
 import { Counter, Gauge, Histogram } from 'prom-client';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 import type { ObservedListener } from './listener-metrics.ts';
-import type { MetricsRegistration } from './registration.ts';
 
 /** What the metrics learn of the UI, as it happens. */
 export interface UiObserver {
@@ -19,7 +19,7 @@ export interface UiObserver {
 /** The UI as the metrics see it. */
 export interface ObservedUi {
   readonly liveStreams: number;
-  /** Its connections' guard (src/service/listener-guard.ts). */
+  /** Its connections' guard (src/util/listener-guard.ts). */
   readonly listener: ObservedListener;
   observe(observer: UiObserver): void;
 }

@@ -3,7 +3,7 @@
 // scrape.
 import { Counter, Gauge } from 'prom-client';
 import type { UsedByStats } from '../../events/used-by/used-by-tracker.ts';
-import type { MetricsRegistration } from './registration.ts';
+import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 export interface UsedBySource {
   stats(): UsedByStats;

@@ -1,6 +1,6 @@
 // src/config/admission-settings.ts: --admission-listen and its settings from flags and the config file,
 // --peers; bad input is one sentence and exit code 2; the object digest the join compares
-// (src/events/object-digest.ts) does not depend on key order or on the resourceVersion.
+// (src/who/admission/object-digest.ts) does not depend on key order or on the resourceVersion.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,8 +10,8 @@ import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
 import { runValidate } from '../../../src/cli/validate.ts';
 import { loadWatchSettings, watchSettingsFromFlags } from '../../../src/config/settings.ts';
-import { objectDigest } from '../../../src/events/object-digest.ts';
 import { UsageError } from '../../../src/util/errors.ts';
+import { objectDigest } from '../../../src/who/admission/object-digest.ts';
 
 const FILES = { admissionListen: ':9443', admissionCert: 'c', admissionKey: 'k' };
 

@@ -3,18 +3,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import { AdmissionSource } from '../../../src/events/admission-match.ts';
 import type { ChangeEvent } from '../../../src/events/event.ts';
 import type { Handover } from '../../../src/events/pipeline.ts';
-import { WhoJoin } from '../../../src/events/who-join.ts';
 import type { Informer } from '../../../src/informer/informer.ts';
 import { KubeError } from '../../../src/kube/errors.ts';
 import { KubediffMetrics } from '../../../src/service/metrics.ts';
-import { registerWhoJoinMetrics } from '../../../src/service/who-metrics.ts';
 import { TroubleReport } from '../../../src/sinks/delivery.ts';
 import type { Sink, SinkStats } from '../../../src/sinks/sink.ts';
 import { emptyStats } from '../../../src/sinks/sink.ts';
 import { monotonicMs } from '../../../src/util/timestamp.ts';
+import { AdmissionSource } from '../../../src/who/admission/admission-match.ts';
+import { WhoJoin } from '../../../src/who/who-join.ts';
+import { registerWhoJoinMetrics } from '../../../src/who/who-metrics.ts';
 import { sampleEvent } from '../../helpers/events.ts';
 import { parseMetrics } from '../../helpers/metrics.ts';
 

@@ -1,0 +1,188 @@
+// Large admission reviews, parsed and digested in a worker thread (admission-worker.ts) so that a review of
+// a huge object never holds the thread that answers the API server's reviews, serves /healthz and feeds
+// the watch: that thread only hands the body's bytes over (transferred, not copied) and takes back what the
+// join keeps. The worker starts with the first review, runs at a lower priority than the watch, takes one
+// review at a time, and is started again by the next review when it stops (a failure, its heap limit).
+//
+// Bounded (docs/who.md, "Limits"): the bytes of the reviews handed over and not finished yet
+// (ADMISSION_THREAD_LIMITS.maxBytes, at least the largest body allowed); beyond, a review is not handed
+// over (digest() answers undefined: the caller drops it, counted); and the worker's heap (heapMiB): a review
+// that needs more stops the worker, and its review and those waiting are dropped.
+import { Worker } from 'node:worker_threads';
+import { KubediffError } from '../../util/errors.ts';
+import type {
+  AdmissionWorkerMessage,
+  AdmissionWorkerReply,
+  AdmissionWorkerStart,
+  WatchedType,
+} from './admission-worker.ts';
+import type { DigestedReview } from './review-digest.ts';
+
+/** Documented in docs/who.md ("Limits"). */
+export const ADMISSION_THREAD_LIMITS = {
+  /** Bytes of reviews handed to the worker and not finished. */
+  maxBytes: 32 * 1024 * 1024,
+  /**
+   * The worker's heap (V8's old generation): the densest review of 8 MB (843,000 keys of one character)
+   * needs 96 MiB to be parsed and digested.
+   */
+  heapMiB: 128,
+} as const;
+
+// The worker is this module's sibling with its extension: .js in dist/ (what kubediff runs), .ts where
+// the tests import the sources.
+const WORKER_URL = new URL(
+  `./admission-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
+  import.meta.url,
+);
+
+/** A review not read because kubediff is stopping: nothing to count or log. */
+export class ThreadClosed extends KubediffError {}
+
+/** What the thread makes of a body: what the join keeps of the review, or why it is not a review. */
+export type ThreadAnswer = { review: DigestedReview } | { error: string };
+
+/** Where a large review is parsed and digested (AdmissionServer's `thread`). */
+export interface ReviewThread {
+  /** The bytes it holds at most. */
+  readonly maxBytes: number;
+  /**
+   * The body's review, read and digested; undefined at once when the bytes already handed over leave no
+   * room for it. Rejects when the thread stopped before it was done. The body is the thread's from now.
+   */
+  digest(body: Buffer): Promise<ThreadAnswer> | undefined;
+}
+
+interface Pending {
+  resolve: (answer: ThreadAnswer) => void;
+  reject: (error: Error) => void;
+}
+
+export class AdmissionThread implements ReviewThread {
+  readonly maxBytes: number;
+  private readonly start: AdmissionWorkerStart;
+  private readonly heapMiB: number;
+  private readonly workerUrl: URL;
+  private readonly pending = new Map<number, Pending>();
+  private worker: Promise<Worker> | undefined;
+  private types: WatchedType[] = [];
+  private bytes = 0;
+  private nextId = 1;
+  private closed = false;
+
+  /**
+   * `maxRequestBytes`: the largest body the listener reads (the bound holds at least one); `workerUrl`:
+   * another worker module speaking admission-worker.ts's messages (a test's, which holds reviews).
+   */
+  constructor(
+    start: AdmissionWorkerStart,
+    options: {
+      maxRequestBytes: number;
+      maxBytes?: number;
+      heapMiB?: number;
+      workerUrl?: URL;
+    },
+  ) {
+    this.start = start;
+    this.maxBytes = Math.max(options.maxBytes ?? ADMISSION_THREAD_LIMITS.maxBytes, options.maxRequestBytes);
+    this.heapMiB = options.heapMiB ?? ADMISSION_THREAD_LIMITS.heapMiB;
+    this.workerUrl = options.workerUrl ?? WORKER_URL;
+  }
+
+  /** The types watched now, with their `redact:` paths: reviews of other types name nothing. */
+  update(types: WatchedType[]): void {
+    this.types = types;
+    void this.worker?.then((worker) => worker.postMessage({ types } satisfies AdmissionWorkerMessage));
+  }
+
+  /** Bytes handed over and not finished. */
+  get inFlight(): number {
+    return this.bytes;
+  }
+
+  digest(body: Buffer): Promise<ThreadAnswer> | undefined {
+    if (this.closed) return Promise.reject(new ThreadClosed('kubediff is stopping'));
+    if (this.bytes + body.length > this.maxBytes) return undefined;
+    this.bytes += body.length;
+    const answer = this.run(body);
+    void answer.then(
+      () => {
+        this.bytes -= body.length;
+      },
+      () => {
+        this.bytes -= body.length;
+      },
+    );
+    return answer;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const worker = await this.worker?.catch(() => undefined);
+    this.worker = undefined;
+    await worker?.terminate();
+    this.failAll(new ThreadClosed('kubediff is stopping'));
+  }
+
+  private async run(body: Buffer): Promise<ThreadAnswer> {
+    const worker = await this.started();
+    const id = this.nextId++;
+    // Transferred when the buffer is the body's own (a large body is), else copied.
+    const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
+    const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+    return new Promise<ThreadAnswer>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage(
+        { id, body: bytes } satisfies AdmissionWorkerMessage,
+        whole ? [bytes.buffer as ArrayBuffer] : [],
+      );
+    });
+  }
+
+  /** The worker, once it has loaded and been told the types watched. */
+  private started(): Promise<Worker> {
+    if (this.worker) return this.worker;
+    const started = new Promise<Worker>((resolve, reject) => {
+      const worker = new Worker(this.workerUrl, {
+        workerData: this.start,
+        resourceLimits: { maxOldGenerationSizeMb: this.heapMiB },
+      });
+      worker.once('message', () => {
+        worker.on('message', (reply: AdmissionWorkerReply) => this.answer(reply));
+        worker.postMessage({ types: this.types } satisfies AdmissionWorkerMessage);
+        resolve(worker);
+      });
+      const stopped = (why: string) => {
+        const failure = new KubediffError(why);
+        reject(failure);
+        if (this.worker !== started) return;
+        this.worker = undefined;
+        this.failAll(failure);
+      };
+      worker.on('error', (error) =>
+        stopped(
+          (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY'
+            ? `the thread that reads large reviews ran out of its ${this.heapMiB} MiB heap`
+            : `the thread that reads large reviews failed: ${error.message}`,
+        ),
+      );
+      worker.on('exit', () => stopped('the thread that reads large reviews stopped'));
+      // It must not keep a stopping process alive.
+      worker.unref();
+    });
+    this.worker = started;
+    return started;
+  }
+
+  private answer(reply: AdmissionWorkerReply): void {
+    const pending = this.pending.get(reply.id);
+    if (!pending) return;
+    this.pending.delete(reply.id);
+    pending.resolve('error' in reply ? { error: reply.error } : { review: reply.review });
+  }
+
+  private failAll(error: Error): void {
+    for (const pending of this.pending.values()) pending.reject(error);
+    this.pending.clear();
+  }
+}
