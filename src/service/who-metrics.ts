@@ -140,7 +140,7 @@ export function registerAdmissionMetrics(registry: Registry, admission: Observed
   });
   new Gauge({
     name: 'kubediff_admission_thread_bytes',
-    help: `Bytes of large admission reviews waiting for or in the thread that reads them (bounded by ${admission.thread.maxBytes}; beyond, a review is dropped: kubediff_admission_reviews_ignored_total{reason="thread_busy"}).`,
+    help: `Bytes of large admission reviews being read for, waiting for or in the thread that reads them (bounded by ${admission.thread.maxBytes}; beyond, a review is dropped: kubediff_admission_reviews_ignored_total{reason="thread_busy"}).`,
     registers: [registry],
     collect() {
       this.set(admission.thread.inFlight);
