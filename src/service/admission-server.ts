@@ -160,21 +160,26 @@ export class AdmissionServer {
   }
 
   /**
-   * What is kept of a body, from its declared length: a small one whole; a large one whole when the
-   * admission thread has room for it (taken now), else only its first SMALL_REVIEW_BYTES, where its head
-   * is: answered from it and dropped, its rest never held.
+   * What is kept of a body, from its length (declared, or the most it may be): a small one whole; a large
+   * one whole when the admission thread has room for it (taken now), else only its first
+   * SMALL_REVIEW_BYTES, where its head is: answered from it and dropped, its rest never held.
    */
-  private plan(declaredBytes: number): BodyPlan {
-    if (declaredBytes <= SMALL_REVIEW_BYTES) {
-      return { keepBytes: declaredBytes, receive: (body) => this.small(body) };
+  private plan(bytes: number): BodyPlan {
+    if (bytes <= SMALL_REVIEW_BYTES) return { keepBytes: bytes, receive: (body) => this.small(body) };
+    const room = this.options.thread.reserve(bytes);
+    if (!room) {
+      return {
+        keepBytes: SMALL_REVIEW_BYTES,
+        receive: (first, size) => (size <= SMALL_REVIEW_BYTES ? this.small(first) : this.headOnly(first)),
+      };
     }
-    const room = this.options.thread.reserve(declaredBytes);
-    if (!room) return { keepBytes: SMALL_REVIEW_BYTES, receive: (first) => this.headOnly(first) };
     return {
-      keepBytes: declaredBytes,
+      keepBytes: bytes,
       receive: (body) => {
         try {
-          return this.large(body, room);
+          if (body.length > SMALL_REVIEW_BYTES) return this.large(body, room);
+          room.release();
+          return this.small(body);
         } catch (error) {
           room.release();
           throw error;

@@ -4,13 +4,15 @@
 // join keeps. The worker starts with the first review, runs at a lower priority than the watch, takes one
 // review at a time, and is started again by the next review when it stops (a failure, its heap limit).
 //
-// Bounded (docs/who.md, "Limits"): the bytes of the reviews being read for it (room reserved before a
-// body is read), handed over and not finished yet (maxBytes, at least the largest body allowed); beyond, a
-// review is not handed over (reserve() and digest() answer undefined: the caller drops it, counted, and
-// reads no more of its body than it needs to answer); and the worker's heap (heapMiB): a review that
-// needs more stops the worker, and its review and those waiting are dropped.
+// Bounded (docs/who.md, "Limits"; both derived from the largest review, admissionThreadBounds): the bytes
+// of the reviews being read for it (room reserved before a body is read), handed over and not finished
+// yet (maxBytes, ADMISSION_THREAD_REQUESTS of the largest); beyond, a review is not handed over
+// (reserve() and digest() answer undefined: the caller drops it, counted, and reads no more of its body
+// than it needs to answer); and the worker's heap (heapMiB): a review that needs more stops the worker,
+// and its review and those waiting are dropped.
 import { Worker } from 'node:worker_threads';
 import { KubediffError } from '../util/errors.ts';
+import { admissionThreadBounds } from '../util/memory-budget.ts';
 import type {
   AdmissionWorkerMessage,
   AdmissionWorkerReply,
@@ -18,17 +20,6 @@ import type {
   WatchedType,
 } from './admission-worker.ts';
 import type { DigestedReview } from './review-digest.ts';
-
-/** Documented in docs/who.md ("Limits"). */
-export const ADMISSION_THREAD_LIMITS = {
-  /** Bytes of reviews handed to the worker and not finished. */
-  maxBytes: 32 * 1024 * 1024,
-  /**
-   * The worker's heap (V8's old generation): the densest review of 8 MB (843,000 keys of one character)
-   * needs 96 MiB to be parsed and digested.
-   */
-  heapMiB: 128,
-} as const;
 
 // The worker is this module's sibling with its extension: .js in dist/ (what kubediff runs), .ts where
 // the tests import the sources.
@@ -88,8 +79,9 @@ export class AdmissionThread implements ReviewThread {
   private closed = false;
 
   /**
-   * `maxRequestBytes`: the largest body the listener reads (the bound holds at least one); `workerUrl`:
-   * another worker module speaking admission-worker.ts's messages (a test's, which holds reviews).
+   * `maxRequestBytes`: the largest body the listener reads, which both bounds derive from unless given
+   * (admissionThreadBounds, docs/who.md "Limits"); `workerUrl`: another worker module speaking
+   * admission-worker.ts's messages (a test's, which holds reviews).
    */
   constructor(
     start: AdmissionWorkerStart,
@@ -101,8 +93,9 @@ export class AdmissionThread implements ReviewThread {
     },
   ) {
     this.start = start;
-    this.maxBytes = Math.max(options.maxBytes ?? ADMISSION_THREAD_LIMITS.maxBytes, options.maxRequestBytes);
-    this.heapMiB = options.heapMiB ?? ADMISSION_THREAD_LIMITS.heapMiB;
+    const derived = admissionThreadBounds(options.maxRequestBytes);
+    this.maxBytes = options.maxBytes ?? derived.maxBytes;
+    this.heapMiB = options.heapMiB ?? derived.heapMiB;
     this.workerUrl = options.workerUrl ?? WORKER_URL;
   }
 

@@ -51,19 +51,19 @@ export interface WebhookRoute {
    */
   receive(body: Buffer): WebhookAnswer | Promise<WebhookAnswer>;
   /**
-   * Before a body whose length is declared (Content-Length) is read: what of it the route keeps. Without
-   * it, the whole body goes to receive().
+   * Before a body is read: what of it the route keeps, from its length (Content-Length; without one, the
+   * most it may be: maxRequestBytes). Without it, the whole body goes to receive().
    */
-  plan?(declaredBytes: number): BodyPlan;
+  plan?(bytes: number): BodyPlan;
 }
 
 /**
  * What a route keeps of a body, decided before it is read: its first `keepBytes` (the rest is read and
- * dropped as it arrives, never held), given to `receive` once the whole body has arrived.
+ * dropped as it arrives, never held), given to `receive` with the body's whole size once it has arrived.
  */
 export interface BodyPlan {
   keepBytes: number;
-  receive(kept: Buffer): WebhookAnswer | Promise<WebhookAnswer>;
+  receive(kept: Buffer, size: number): WebhookAnswer | Promise<WebhookAnswer>;
   /** The body will never reach receive() (cut, refused, its client gone): what the plan holds is let go. */
   abandon?(): void;
 }
@@ -400,13 +400,14 @@ export class WebhookListener {
     // are joined at the end.
     const declared = Number(request.headers['content-length']);
     const hasLength = Number.isSafeInteger(declared) && declared > 0;
-    const plan: BodyPlan = (hasLength ? route.plan?.(declared) : undefined) ?? {
-      keepBytes: hasLength ? declared : Number.POSITIVE_INFINITY,
+    const plan: BodyPlan = route.plan?.(hasLength ? declared : this.options.maxRequestBytes) ?? {
+      keepBytes: Number.POSITIVE_INFINITY,
       receive: (body) => route.receive(body),
     };
     const whole = hasLength ? Buffer.allocUnsafe(Math.min(declared, plan.keepBytes)) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
+    let kept = 0;
     let done = false;
     let deadline: NodeJS.Timeout | undefined;
     let slot: ReadSlot | undefined;
@@ -452,8 +453,13 @@ export class WebhookListener {
         return;
       }
       const at = size - chunk.length;
-      if (!whole) chunks.push(chunk);
-      else if (at < whole.length) chunk.copy(whole, at, 0, Math.min(chunk.length, whole.length - at));
+      if (whole) {
+        if (at < whole.length) chunk.copy(whole, at, 0, Math.min(chunk.length, whole.length - at));
+      } else if (kept < plan.keepBytes) {
+        const part = chunk.subarray(0, plan.keepBytes - kept);
+        chunks.push(part);
+        kept += part.length;
+      }
     });
     const gone = () => {
       if (done) return;
@@ -466,7 +472,7 @@ export class WebhookListener {
     request.on('end', () => {
       if (done) return;
       const prompt = finish();
-      const body = whole ? whole.subarray(0, Math.min(size, whole.length)) : Buffer.concat(chunks, size);
+      const body = whole ? whole.subarray(0, Math.min(size, whole.length)) : Buffer.concat(chunks, kept);
       chunks.length = 0;
       const answered = (answer: WebhookAnswer, outcome: WebhookOutcome = 'bad_request') => {
         this.slots.judge(from, prompt && answer.status < 400);
@@ -491,7 +497,7 @@ export class WebhookListener {
       };
       let answer: WebhookAnswer | Promise<WebhookAnswer>;
       try {
-        answer = plan.receive(body);
+        answer = plan.receive(body, size);
       } catch (error) {
         failed(error);
         return;

@@ -20,6 +20,18 @@ interface Share {
  * cluster is one request, so more at once than the audit webhook's batches, and smaller.
  */
 export const ADMISSION_CONCURRENT_REQUESTS = 8;
+/**
+ * Of the admission webhook's part: the large reviews the admission thread holds (src/service/admission-thread.ts),
+ * in bodies of admission.maxRequestSize. A large review is held whole only in room it took there before its
+ * body was read (the others keep their first 64 KiB), so these and the 8 reads fit the 8 bodies' part.
+ */
+export const ADMISSION_THREAD_REQUESTS = 4;
+/**
+ * The admission thread's heap per byte of the largest review: the densest (843,000 one-character keys in
+ * 8 MB) takes 12 to be parsed and digested; at least ADMISSION_THREAD_MIN_HEAP_MIB.
+ */
+export const ADMISSION_THREAD_HEAP_PER_BYTE = 16;
+export const ADMISSION_THREAD_MIN_HEAP_MIB = 32;
 /** Bodies read at once by the audit webhook (src/service/audit-server.ts). */
 export const AUDIT_CONCURRENT_REQUESTS = 4;
 
@@ -58,6 +70,21 @@ export interface MemoryBounds {
   auditRequestBytes: number;
   /** All the sinks' queues and open stories. */
   sinksBytes: number;
+}
+
+/**
+ * The admission thread's bounds, from the largest review it may be given (admission.maxRequestSize, by
+ * default a share of the heap): the bytes of reviews it holds, and its own heap (V8's old generation, a heap
+ * of its own beside this one).
+ */
+export function admissionThreadBounds(maxRequestBytes: number): { maxBytes: number; heapMiB: number } {
+  return {
+    maxBytes: ADMISSION_THREAD_REQUESTS * maxRequestBytes,
+    heapMiB: Math.max(
+      ADMISSION_THREAD_MIN_HEAP_MIB,
+      Math.ceil((ADMISSION_THREAD_HEAP_PER_BYTE * maxRequestBytes) / MiB),
+    ),
+  };
 }
 
 /** One sink's part of `sinksBytes`, shared among `sinks` sinks. */

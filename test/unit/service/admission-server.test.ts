@@ -241,7 +241,11 @@ describe('the admission webhook endpoint', () => {
   const thread = (held: Omit<HeldStart, 'ignoredPaths'> = {}, maxBytes?: number) => {
     const started = new AdmissionThread(
       { ignoredPaths: DEFAULT_IGNORED_PATHS, ...held },
-      { maxRequestBytes: 0, ...(maxBytes ? { maxBytes } : {}), workerUrl: HELD_ADMISSION_WORKER },
+      {
+        maxRequestBytes: 8 * 1024 * 1024,
+        ...(maxBytes ? { maxBytes } : {}),
+        workerUrl: HELD_ADMISSION_WORKER,
+      },
     );
     started.update([{ type: configmaps, redactPaths: [] }]);
     threads.push(started);

@@ -131,9 +131,17 @@ describe('the webhook listener', () => {
       'POST /review HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n0123456789',
     );
     assert.match(await closed, /^HTTP\/1\.1 408 /);
+    // Without a Content-Length: planned for the most it may be, its first bytes kept as they come.
+    const chunked = await open(
+      listener.port,
+      'POST /review HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4\r\n0123\r\n',
+    );
+    chunked.socket.write(`c8\r\n456789${'y'.repeat(194)}\r\n0\r\n\r\n`);
+    assert.match(await chunked.closed, /^HTTP\/1\.1 200 /);
     assert.deepEqual(plans, [
       { declared: 900, kept: '0123456789', abandoned: false },
       { declared: 500, abandoned: true },
+      { declared: 1024, kept: '0123456789', abandoned: false },
     ]);
   });
 

@@ -3,9 +3,13 @@
 // divided among them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { SMALL_REVIEW_BYTES } from '../../../src/service/admission-server.ts';
+import { AdmissionThread } from '../../../src/service/admission-thread.ts';
 import {
   ADMISSION_CONCURRENT_REQUESTS,
+  ADMISSION_THREAD_REQUESTS,
   AUDIT_CONCURRENT_REQUESTS,
+  admissionThreadBounds,
   BUFFER_SHARE,
   MEMORY_SHARES,
   memoryBounds,
@@ -75,5 +79,36 @@ describe('memory bounds from the heap', () => {
       chatQueueBytes: 16 * MiB,
       storyBytes: 16 * MiB,
     });
+  });
+
+  it("the admission thread's bounds derive from the largest review: with the chart's heap, 16 MiB of reviews and a 65 MiB heap", () => {
+    const { admissionRequestBytes } = memoryBounds(387 * MiB);
+    const mib = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
+    const chart = admissionThreadBounds(admissionRequestBytes);
+    assert.deepEqual(
+      { maxBytes: mib(chart.maxBytes), heapMiB: chart.heapMiB },
+      { maxBytes: 16.1, heapMiB: 65 },
+    );
+    // From a heap of 768 MiB up (8 MiB reviews): 32 MiB and 128 MiB.
+    const largest = admissionThreadBounds(memoryBounds(4096 * MiB).admissionRequestBytes);
+    assert.deepEqual(largest, { maxBytes: 32 * MiB, heapMiB: 128 });
+    // What the thread is made with.
+    const thread = new AdmissionThread({ ignoredPaths: [] }, { maxRequestBytes: admissionRequestBytes });
+    assert.equal(thread.maxBytes, chart.maxBytes);
+  });
+
+  it("the admission thread's reviews and the reads beside them fit the admission webhook's part", () => {
+    for (const heapMiB of [64, 131, 387, 1024, 4288]) {
+      const { admissionRequestBytes } = memoryBounds(heapMiB * MiB);
+      // Held whole only in the thread's room; every other read keeps its first 64 KiB.
+      const held =
+        admissionThreadBounds(admissionRequestBytes).maxBytes +
+        ADMISSION_CONCURRENT_REQUESTS * SMALL_REVIEW_BYTES;
+      assert.ok(ADMISSION_THREAD_REQUESTS < ADMISSION_CONCURRENT_REQUESTS);
+      assert.ok(
+        held <= ADMISSION_CONCURRENT_REQUESTS * admissionRequestBytes,
+        `${heapMiB} MiB heap: ${held / MiB} MiB`,
+      );
+    }
   });
 });
