@@ -74,6 +74,7 @@ export async function startWhoSources(settings: WatchSettings, deps: WhoDeps): P
     {
       waitMs: Math.max(audit?.waitMs ?? 0, admission?.waitMs ?? 0),
       maxPending: audit?.maxPending ?? WHO_JOIN_DEFAULTS.maxPending,
+      maxPendingBytes: settings.memory.whoPendingBytes,
       failures: deps.failures,
       log,
     },

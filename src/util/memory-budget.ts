@@ -45,6 +45,11 @@ export const MEMORY_SHARES = {
   admissionBodies: { share: 1 / 12, maxBytes: ADMISSION_CONCURRENT_REQUESTS * 8 * MiB },
   /** --audit-listen: the bodies read at once (audit.maxRequestSize each). */
   auditBodies: { share: 1 / 12, maxBytes: AUDIT_CONCURRENT_REQUESTS * 16 * MiB },
+  /**
+   * --audit-listen, --admission-listen: the changes waiting for their record in the who join
+   * (src/events/who-join.ts), besides their count (audit.maxPending).
+   */
+  whoPending: { share: 1 / 48, maxBytes: 16 * MiB },
   /** Every sink's queue and open stories together, divided evenly among the sinks. */
   sinks: { share: 1 / 6, maxBytes: Number.POSITIVE_INFINITY },
 } as const satisfies Record<string, Share>;
@@ -56,7 +61,10 @@ export const SINK_SPLIT = {
   stories: { share: 1 / 4, maxBytes: 16 * MiB },
 } as const;
 
-/** What the bounds take of the heap at most: half, the other half for the cluster's objects. */
+/**
+ * What the bounds take of the heap at most: a little over half (25/48), the rest for the cluster's
+ * objects.
+ */
 export const BUFFER_SHARE = Object.values(MEMORY_SHARES).reduce((sum, { share }) => sum + share, 0);
 
 export interface MemoryBounds {
@@ -68,6 +76,8 @@ export interface MemoryBounds {
   admissionRequestBytes: number;
   /** One audit request's body; AUDIT_CONCURRENT_REQUESTS are read at once. */
   auditRequestBytes: number;
+  /** The changes waiting in the who join for their audit record or admission review. */
+  whoPendingBytes: number;
   /** All the sinks' queues and open stories. */
   sinksBytes: number;
 }
@@ -115,6 +125,7 @@ export function memoryBounds(heapBytes: number): MemoryBounds {
       sized(MEMORY_SHARES.admissionBodies, heapBytes) / ADMISSION_CONCURRENT_REQUESTS,
     ),
     auditRequestBytes: Math.floor(sized(MEMORY_SHARES.auditBodies, heapBytes) / AUDIT_CONCURRENT_REQUESTS),
+    whoPendingBytes: sized(MEMORY_SHARES.whoPending, heapBytes),
     sinksBytes: sized(MEMORY_SHARES.sinks, heapBytes),
   };
 }
