@@ -1,6 +1,6 @@
 // The memory bounds of a watch in force (docs/deploy.md, "Memory"): each sink's part of the heap's
 // budget (util/memory-budget.ts), and the check that what is in force, explicit settings included, fits
-// the heap. Bounds left to their share fit by construction (half the heap at most); an explicit setting
+// the heap. Bounds left to their share fit by construction (25/48 of the heap at most); an explicit setting
 // may take more, and a set of them that adds up to more than the heap itself is refused at the start with
 // one sentence (exit code 2), before anything connects: such a watch would run until a slow sink or a
 // standby filled its buffers, and then die of a full heap, long after whoever set them has gone.
@@ -84,6 +84,9 @@ export function memoryInForce(settings: WatchSettings, runtime: RuntimeMemory): 
       bytes: bytes * ADMISSION_CONCURRENT_REQUESTS,
     });
   }
+  if (settings.audit || settings.admission) {
+    parts.push({ setting: "the who join's waiting changes", bytes: settings.memory.whoPendingBytes });
+  }
   if (settings.audit) {
     const bytes = settings.audit.maxRequestBytes;
     parts.push({
@@ -107,7 +110,7 @@ export function memoryInForce(settings: WatchSettings, runtime: RuntimeMemory): 
 
 /**
  * Refuses bounds that add up to more than the heap (a UsageError, exit code 2). Only explicit settings
- * can get there: the shares of the heap add up to half of it.
+ * can get there: the shares of the heap add up to a little over half of it (BUFFER_SHARE).
  */
 export function checkMemoryFits(settings: WatchSettings, runtime: RuntimeMemory): void {
   const parts = memoryInForce(settings, runtime);

@@ -20,6 +20,18 @@ interface Share {
  * cluster is one request, so more at once than the audit webhook's batches, and smaller.
  */
 export const ADMISSION_CONCURRENT_REQUESTS = 8;
+/**
+ * Of the admission webhook's part: the large reviews the admission thread holds (src/who/admission/admission-thread.ts),
+ * in bodies of admission.maxRequestSize. A large review is held whole only in room it took there before its
+ * body was read (the others keep their first 64 KiB), so these and the 8 reads fit the 8 bodies' part.
+ */
+export const ADMISSION_THREAD_REQUESTS = 4;
+/**
+ * The admission thread's heap per byte of the largest review: the densest (843,000 one-character keys in
+ * 8 MB) takes 12 to be parsed and digested; at least ADMISSION_THREAD_MIN_HEAP_MIB.
+ */
+export const ADMISSION_THREAD_HEAP_PER_BYTE = 16;
+export const ADMISSION_THREAD_MIN_HEAP_MIB = 32;
 /** Bodies read at once by the audit webhook (src/who/audit/audit-server.ts). */
 export const AUDIT_CONCURRENT_REQUESTS = 4;
 
@@ -33,6 +45,11 @@ export const MEMORY_SHARES = {
   admissionBodies: { share: 1 / 12, maxBytes: ADMISSION_CONCURRENT_REQUESTS * 8 * MiB },
   /** --audit-listen: the bodies read at once (audit.maxRequestSize each). */
   auditBodies: { share: 1 / 12, maxBytes: AUDIT_CONCURRENT_REQUESTS * 16 * MiB },
+  /**
+   * --audit-listen, --admission-listen: the changes waiting for their record in the who join
+   * (src/who/who-join.ts), besides their count (audit.maxPending).
+   */
+  whoPending: { share: 1 / 48, maxBytes: 16 * MiB },
   /** Every sink's queue and open stories together, divided evenly among the sinks. */
   sinks: { share: 1 / 6, maxBytes: Number.POSITIVE_INFINITY },
 } as const satisfies Record<string, Share>;
@@ -44,7 +61,10 @@ export const SINK_SPLIT = {
   stories: { share: 1 / 4, maxBytes: 16 * MiB },
 } as const;
 
-/** What the bounds take of the heap at most: half, the other half for the cluster's objects. */
+/**
+ * What the bounds take of the heap at most: a little over half (25/48), the rest for the cluster's
+ * objects.
+ */
 export const BUFFER_SHARE = Object.values(MEMORY_SHARES).reduce((sum, { share }) => sum + share, 0);
 
 export interface MemoryBounds {
@@ -56,8 +76,25 @@ export interface MemoryBounds {
   admissionRequestBytes: number;
   /** One audit request's body; AUDIT_CONCURRENT_REQUESTS are read at once. */
   auditRequestBytes: number;
+  /** The changes waiting in the who join for their audit record or admission review. */
+  whoPendingBytes: number;
   /** All the sinks' queues and open stories. */
   sinksBytes: number;
+}
+
+/**
+ * The admission thread's bounds, from the largest review it may be given (admission.maxRequestSize, by
+ * default a share of the heap): the bytes of reviews it holds, and its own heap (V8's old generation, a heap
+ * of its own beside this one).
+ */
+export function admissionThreadBounds(maxRequestBytes: number): { maxBytes: number; heapMiB: number } {
+  return {
+    maxBytes: ADMISSION_THREAD_REQUESTS * maxRequestBytes,
+    heapMiB: Math.max(
+      ADMISSION_THREAD_MIN_HEAP_MIB,
+      Math.ceil((ADMISSION_THREAD_HEAP_PER_BYTE * maxRequestBytes) / MiB),
+    ),
+  };
 }
 
 /** One sink's part of `sinksBytes`, shared among `sinks` sinks. */
@@ -88,6 +125,7 @@ export function memoryBounds(heapBytes: number): MemoryBounds {
       sized(MEMORY_SHARES.admissionBodies, heapBytes) / ADMISSION_CONCURRENT_REQUESTS,
     ),
     auditRequestBytes: Math.floor(sized(MEMORY_SHARES.auditBodies, heapBytes) / AUDIT_CONCURRENT_REQUESTS),
+    whoPendingBytes: sized(MEMORY_SHARES.whoPending, heapBytes),
     sinksBytes: sized(MEMORY_SHARES.sinks, heapBytes),
   };
 }

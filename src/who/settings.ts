@@ -37,4 +37,6 @@ export interface WhoSettings {
   /** The watch's ignored paths and redaction key: what its normalizer is made of. */
   ignoredPaths: readonly string[];
   redaction: { key?: string | undefined };
+  /** The bytes of changes the join may hold while they wait for their user (src/util/memory-budget.ts). */
+  memory: { whoPendingBytes: number };
 }

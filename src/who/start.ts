@@ -117,6 +117,7 @@ async function startSources(settings: WhoSettings, deps: WhoHost, lifecycle: Lif
     {
       waitMs: Math.max(audit?.waitMs ?? 0, admission?.waitMs ?? 0),
       maxPending: audit?.maxPending ?? WHO_JOIN_DEFAULTS.maxPending,
+      maxPendingBytes: settings.memory.whoPendingBytes,
       failures: deps.failures,
       log,
     },

@@ -2,14 +2,19 @@
 // to the events in a stage before the watch's rules, so that filters see `by.user` (docs/who.md). An
 // event seen live waits at most waitMs for its record, behind earlier ones (order kept); other events
 // (--initial, offline changes) never wait. Candidates of both sources are weighed by who-source.ts's
-// ranks; ones that disagree name nobody. Bounded: maxPending changes wait (beyond, the oldest goes on
-// without a user); each source bounds its unmatched records; each limit is counted and logged once.
+// ranks; ones that disagree name nobody. Bounded: maxPending changes wait, and maxPendingBytes of them
+// (each counted as its JSON text, eventJsonLength, and ENTRY_OVERHEAD_BYTES); beyond either, the oldest
+// goes on without a user (at least one always waits: a change larger than the bytes alone waits its time);
+// each source bounds its unmatched records; each limit is counted and logged once.
 
 import { qualifiedResource, withBy } from '../events/event.ts';
+import { eventJsonLength } from '../events/event-json.ts';
 import type { EventStage, Handover } from '../events/pipeline.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { type FailureReporter, identityOf } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
+import { MEMORY_SHARES } from '../util/memory-budget.ts';
+import { formatSize } from '../util/size.ts';
 import { addTo, removeFrom } from './record-store.ts';
 import {
   type Candidate,
@@ -25,6 +30,8 @@ export interface WhoJoinOptions {
   waitMs: number;
   /** Changes waiting at most. */
   maxPending: number;
+  /** Bytes of changes waiting at most (memory-budget.ts, whoPendingBytes); by default the largest. */
+  maxPendingBytes?: number;
   /**
    * Where a change that fails in the stages after the join is reported: the join passes changes on
    * from its timer and from a webhook's request, where an exception would be unheard and end the process.
@@ -36,12 +43,17 @@ export interface WhoJoinOptions {
 
 export const WHO_JOIN_DEFAULTS = { waitMs: 500, maxPending: 10_000, retainMs: 60_000 } as const;
 
+/** Per change waiting, besides its JSON: its entry, the handover and the indexes (an estimate, on the high side). */
+const ENTRY_OVERHEAD_BYTES = 300;
+
 /** The counts a /metrics scrape reads (each source counts its own joins). */
 export interface WhoJoinStats {
   pending: number;
+  /** Bytes of the changes waiting, as counted against maxPendingBytes. */
+  pendingBytes: number;
   /** Changes that waited and went on without a record. */
   unmatched: number;
-  /** Changes sent on before their time because `maxPending` were waiting. */
+  /** Changes sent on before their time because `maxPending` changes, or `maxPendingBytes`, were waiting. */
   releasedAtLimit: number;
 }
 
@@ -51,6 +63,8 @@ interface Waiting {
   /** Set while the event waits for its record. */
   deadline: number | undefined;
   matched: boolean;
+  /** What it counts against maxPendingBytes while queued. */
+  bytes: number;
 }
 
 /** A change that waits: it names a write. */
@@ -75,6 +89,7 @@ function subjectOf(handover: Handover): JoinSubject | undefined {
 export class WhoJoin implements EventStage {
   readonly name = 'who join';
   private readonly options: WhoJoinOptions;
+  private readonly maxPendingBytes: number;
   private readonly now: () => number;
   private readonly sources = new Map<string, WhoSource<unknown>>();
   private next: (handover: Handover) => void = () => {};
@@ -92,15 +107,20 @@ export class WhoJoin implements EventStage {
   private timerAt = 0;
   private closed = false;
   private readonly counts = { unmatched: 0, releasedAtLimit: 0 };
+  /** Bytes of the changes queued (from `head` on). */
+  private bytes = 0;
+  /** The bounds already logged (once each). */
+  private readonly logged = new Set<'count' | 'bytes'>();
 
   constructor(options: WhoJoinOptions, sources: readonly WhoSource<unknown>[]) {
     this.options = options;
+    this.maxPendingBytes = options.maxPendingBytes ?? MEMORY_SHARES.whoPending.maxBytes;
     this.now = options.now ?? Date.now;
     for (const source of sources) this.sources.set(source.name, source);
   }
 
   stats(): WhoJoinStats {
-    return { ...this.counts, pending: this.queue.length - this.head };
+    return { ...this.counts, pending: this.queue.length - this.head, pendingBytes: this.bytes };
   }
 
   connect(next: (handover: Handover) => void): (handover: Handover) => void {
@@ -137,7 +157,7 @@ export class WhoJoin implements EventStage {
 
   private accept(handover: Handover): void {
     const subject = subjectOf(handover);
-    let entry: Waiting = { handover, subject, deadline: undefined, matched: false };
+    let entry: Waiting = { handover, subject, deadline: undefined, matched: false, bytes: 0 };
     if (subject) {
       const candidate = this.bestCandidate(subject);
       if (candidate) {
@@ -152,9 +172,23 @@ export class WhoJoin implements EventStage {
       this.passOn(entry);
       return;
     }
+    entry.bytes = ENTRY_OVERHEAD_BYTES + (handover.event ? eventJsonLength(handover.event) : 0);
     this.queue.push(entry);
-    if (this.queue.length - this.head > this.options.maxPending) this.releaseAtLimit();
+    this.bytes += entry.bytes;
+    // The head waits (drain() sent on whatever did not): the oldest go on until both bounds hold.
+    for (let bound = this.overBound(); bound; bound = this.overBound()) {
+      this.releaseAtLimit(bound);
+      this.drain();
+    }
     this.drain();
+  }
+
+  /** Which bound the changes queued are over, if any; the last one left is never over the bytes. */
+  private overBound(): 'count' | 'bytes' | undefined {
+    const pending = this.queue.length - this.head;
+    if (pending > this.options.maxPending) return 'count';
+    if (pending > 1 && this.bytes > this.maxPendingBytes) return 'bytes';
+    return undefined;
   }
 
   /** What the candidates of every source name for a change that just came (who-source.ts, choose()). */
@@ -181,17 +215,21 @@ export class WhoJoin implements EventStage {
     }
   }
 
-  private releaseAtLimit(): void {
+  private releaseAtLimit(bound: 'count' | 'bytes'): void {
     const oldest = this.queue[this.head] as Waiting;
-    if (oldest.deadline !== undefined && !oldest.matched) {
-      oldest.deadline = this.now();
-      if (this.counts.releasedAtLimit++ === 0) {
-        this.options.log.warn(
-          `who join: more than ${groupedCount(this.options.maxPending)} changes wait for their audit record or admission review; ` +
-            'the oldest go on at once without user. Counted in kubediff_who_pending_released_total; logged once.',
-        );
-      }
-    }
+    if (oldest.deadline === undefined || oldest.matched) return;
+    oldest.deadline = this.now();
+    this.counts.releasedAtLimit++;
+    if (this.logged.has(bound)) return;
+    this.logged.add(bound);
+    const what =
+      bound === 'count'
+        ? `more than ${groupedCount(this.options.maxPending)} changes wait`
+        : `more than ${formatSize(this.maxPendingBytes)} of changes wait`;
+    this.options.log.warn(
+      `who join: ${what} for their audit record or admission review; ` +
+        'the oldest go on at once without user. Counted in kubediff_who_pending_released_total; logged once.',
+    );
   }
 
   /** Sends on, in order, what no longer waits; sets the timer for the head that does. */
@@ -202,6 +240,7 @@ export class WhoJoin implements EventStage {
       if (!all && !entry.matched && entry.deadline !== undefined && entry.deadline > now) break;
       this.queue[this.head] = undefined as unknown as Waiting;
       this.head++;
+      this.bytes -= entry.bytes;
       if (entry.deadline !== undefined && !entry.matched) {
         this.unindex(entry as Indexed);
         this.counts.unmatched++;

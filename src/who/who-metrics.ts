@@ -65,10 +65,18 @@ export function registerWhoJoinMetrics(registry: Registry, join: () => WhoJoinSt
       this.set(join().pending);
     },
   });
+  new Gauge({
+    name: 'kubediff_who_pending_bytes',
+    help: 'Bytes of the changes waiting now for their audit record or admission review (bounded by a share of the heap, docs/deploy.md "Memory").',
+    registers: [registry],
+    collect() {
+      this.set(join().pendingBytes);
+    },
+  });
   totals(
     registry,
     'kubediff_who_pending_released_total',
-    'Changes sent on at once, without user, because audit.maxPending (10,000 by default) changes were waiting for a record.',
+    'Changes sent on at once, without user, because audit.maxPending (10,000 by default) changes, or their bytes bound, were waiting for a record.',
     [],
     () => [[{}, join().releasedAtLimit]],
   );
@@ -140,7 +148,7 @@ export function registerAdmissionMetrics(registry: Registry, admission: Observed
   });
   new Gauge({
     name: 'kubediff_admission_thread_bytes',
-    help: `Bytes of large admission reviews waiting for or in the thread that reads them (bounded by ${admission.thread.maxBytes}; beyond, a review is dropped: kubediff_admission_reviews_ignored_total{reason="thread_busy"}).`,
+    help: `Bytes of large admission reviews being read for, waiting for or in the thread that reads them (bounded by ${admission.thread.maxBytes}; beyond, a review is dropped: kubediff_admission_reviews_ignored_total{reason="thread_busy"}).`,
     registers: [registry],
     collect() {
       this.set(admission.thread.inFlight);

@@ -3,7 +3,10 @@
 // the write, admission-review.ts; what checks it, admission-digests.ts) and its objects dropped. Reviews
 // of no use are counted and dropped: dry runs, CONNECT, subresource creates without a uid, resources not
 // watched, objects that cannot be digested. A review over SMALL_REVIEW_BYTES is answered from its head
-// (review-head.ts) and parsed and digested in the admission thread (admission-thread.ts). Authentication,
+// (review-head.ts) and parsed and digested in the admission thread (admission-thread.ts), in room taken
+// there before its body is read: one that finds no room is answered from its head and dropped, and only
+// its first SMALL_REVIEW_BYTES are ever held (a large body on this thread's heap costs it garbage
+// collections of the whole heap, which stall every answer, /healthz and the watch). Authentication,
 // TLS reloading and bounds are webhook-listener.ts's (413; 503 without Retry-After when no read is free).
 
 import { errorMessage } from '../../util/errors.ts';
@@ -13,6 +16,7 @@ import { ADMISSION_CONCURRENT_REQUESTS } from '../../util/memory-budget.ts';
 import { formatSize } from '../../util/size.ts';
 import { endpointOf, type WebhookEndpoint } from '../listener/webhook-endpoint.ts';
 import {
+  type BodyPlan,
   type CertificateSource,
   type WebhookAnswer,
   WebhookListener,
@@ -29,7 +33,7 @@ import {
   type ReviewedWrite,
   readAdmissionReview,
 } from './admission-review.ts';
-import { type ReviewThread, type ThreadAnswer, ThreadClosed } from './admission-thread.ts';
+import { type Reservation, type ReviewThread, type ThreadAnswer, ThreadClosed } from './admission-thread.ts';
 import { type DigestedReview, digestReview, type NamedWrite } from './review-digest.ts';
 import { type ReviewHead, reviewHeadOf } from './review-head.ts';
 
@@ -114,6 +118,7 @@ export class AdmissionServer {
           const server = instance as AdmissionServer;
           return body.length <= SMALL_REVIEW_BYTES ? server.small(body) : server.large(body);
         },
+        plan: (declaredBytes) => (instance as AdmissionServer).plan(declaredBytes),
       },
       peerRoute: options.peerRoute,
       failures: options.failures,
@@ -154,6 +159,36 @@ export class AdmissionServer {
     return this.listener.close();
   }
 
+  /**
+   * What is kept of a body, from its length (declared, or the most it may be): a small one whole; a large
+   * one whole when the admission thread has room for it (taken now), else only its first
+   * SMALL_REVIEW_BYTES, where its head is: answered from it and dropped, its rest never held.
+   */
+  private plan(bytes: number): BodyPlan {
+    if (bytes <= SMALL_REVIEW_BYTES) return { keepBytes: bytes, receive: (body) => this.small(body) };
+    const room = this.options.thread.reserve(bytes);
+    if (!room) {
+      return {
+        keepBytes: SMALL_REVIEW_BYTES,
+        receive: (first, size) => (size <= SMALL_REVIEW_BYTES ? this.small(first) : this.headOnly(first)),
+      };
+    }
+    return {
+      keepBytes: bytes,
+      receive: (body) => {
+        try {
+          if (body.length > SMALL_REVIEW_BYTES) return this.large(body, room);
+          room.release();
+          return this.small(body);
+        } catch (error) {
+          room.release();
+          throw error;
+        }
+      },
+      abandon: () => room.release(),
+    };
+  }
+
   /** A small review: read here, answered, then digested here. */
   private small(body: Buffer): WebhookAnswer {
     let reading: ReturnType<typeof readAdmissionReview>;
@@ -176,22 +211,21 @@ export class AdmissionServer {
   }
 
   /**
-   * A large review: answered from its head at once, then read and digested in the admission thread; without
-   * a head, answered once the thread has read it.
+   * A large review: answered from its head at once, then read and digested in the admission thread (in
+   * `room`, reserved before it was read, when it was); without a head, answered once the thread has read it.
    */
-  private large(body: Buffer): WebhookAnswer | Promise<WebhookAnswer> {
+  private large(body: Buffer, room?: Reservation): WebhookAnswer | Promise<WebhookAnswer> {
     const time = this.now();
     const head = reviewHeadOf(body, SMALL_REVIEW_BYTES);
     if (head) {
       return {
         status: 200,
         body: allowedAnswer(head.requestUID, head.apiVersion),
-        after: () => this.digestLater(body, head, time),
+        after: () => this.digestLater(body, head, time, room),
       };
     }
-    const digesting = this.options.thread.digest(body);
-    const busy = (why: string): WebhookAnswer => ({ status: 503, body: '', outcome: 'busy', why });
-    if (!digesting) return busy('the thread that reads large reviews is full');
+    const digesting = room ? room.digest(body) : this.options.thread.digest(body);
+    if (!digesting) return this.threadFull();
     return digesting.then(
       (answer): WebhookAnswer => {
         if ('error' in answer) return { status: 400, body: '', why: answer.error };
@@ -206,14 +240,36 @@ export class AdmissionServer {
     );
   }
 
+  /**
+   * The first bytes of a large review the admission thread had no room for: answered from its head and
+   * dropped; without a head, 503 (the write goes through without user, as it does for the dropped one).
+   */
+  private headOnly(first: Buffer): WebhookAnswer {
+    const head = reviewHeadOf(first, SMALL_REVIEW_BYTES);
+    if (!head) return this.threadFull();
+    return {
+      status: 200,
+      body: allowedAnswer(head.requestUID, head.apiVersion),
+      after: () => this.threadBusy(),
+    };
+  }
+
+  private threadFull(): WebhookAnswer {
+    return busy('the thread that reads large reviews is full');
+  }
+
+  private threadBusy(): void {
+    this.ignoreOnce(
+      'thread_busy',
+      `${formatSize(this.options.thread.maxBytes)} of large reviews are being read for or waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user`,
+    );
+  }
+
   /** A large review answered from its head: its record, once the admission thread has read it. */
-  private digestLater(body: Buffer, head: ReviewHead, time: number): void {
-    const digesting = this.options.thread.digest(body);
+  private digestLater(body: Buffer, head: ReviewHead, time: number, room?: Reservation): void {
+    const digesting = room ? room.digest(body) : this.options.thread.digest(body);
     if (!digesting) {
-      this.ignoreOnce(
-        'thread_busy',
-        `${formatSize(this.options.thread.maxBytes)} of large reviews are waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user`,
-      );
+      this.threadBusy();
       return;
     }
     const taken = (answer: ThreadAnswer) => {
@@ -268,6 +324,8 @@ export class AdmissionServer {
 }
 
 export { IGNORE_REASONS };
+
+const busy = (why: string): WebhookAnswer => ({ status: 503, body: '', outcome: 'busy', why });
 
 /** What the join keeps of a review: names, uids, versions, the user, what it is checked by; never an object. */
 export function admissionRecordOf(

@@ -4,12 +4,15 @@
 // join keeps. The worker starts with the first review, runs at a lower priority than the watch, takes one
 // review at a time, and is started again by the next review when it stops (a failure, its heap limit).
 //
-// Bounded (docs/who.md, "Limits"): the bytes of the reviews handed over and not finished yet
-// (ADMISSION_THREAD_LIMITS.maxBytes, at least the largest body allowed); beyond, a review is not handed
-// over (digest() answers undefined: the caller drops it, counted); and the worker's heap (heapMiB): a review
-// that needs more stops the worker, and its review and those waiting are dropped.
+// Bounded (docs/who.md, "Limits"; both derived from the largest review, admissionThreadBounds): the bytes
+// of the reviews being read for it (room reserved before a body is read), handed over and not finished
+// yet (maxBytes, ADMISSION_THREAD_REQUESTS of the largest); beyond, a review is not handed over
+// (reserve() and digest() answer undefined: the caller drops it, counted, and reads no more of its body
+// than it needs to answer); and the worker's heap (heapMiB): a review that needs more stops the worker,
+// and its review and those waiting are dropped.
 import { Worker } from 'node:worker_threads';
 import { KubediffError } from '../../util/errors.ts';
+import { admissionThreadBounds } from '../../util/memory-budget.ts';
 import type {
   AdmissionWorkerMessage,
   AdmissionWorkerReply,
@@ -17,17 +20,6 @@ import type {
   WatchedType,
 } from './admission-worker.ts';
 import type { DigestedReview } from './review-digest.ts';
-
-/** Documented in docs/who.md ("Limits"). */
-export const ADMISSION_THREAD_LIMITS = {
-  /** Bytes of reviews handed to the worker and not finished. */
-  maxBytes: 32 * 1024 * 1024,
-  /**
-   * The worker's heap (V8's old generation): the densest review of 8 MB (843,000 keys of one character)
-   * needs 96 MiB to be parsed and digested.
-   */
-  heapMiB: 128,
-} as const;
 
 // The worker is this module's sibling with its extension: .js in dist/ (what kubediff runs), .ts where
 // the tests import the sources.
@@ -42,6 +34,17 @@ export class ThreadClosed extends KubediffError {}
 /** What the thread makes of a body: what the join keeps of the review, or why it is not a review. */
 export type ThreadAnswer = { review: DigestedReview } | { error: string };
 
+/** Room taken in the thread for one body, before it is read (ReviewThread.reserve). */
+export interface Reservation {
+  /**
+   * The body, read: digested as ReviewThread.digest() does, in the room taken for it (at most the bytes
+   * reserved). The body is the thread's from now.
+   */
+  digest(body: Buffer): Promise<ThreadAnswer>;
+  /** The body will not be digested (cut, gone): its room is let go. Nothing once digest() took it. */
+  release(): void;
+}
+
 /** Where a large review is parsed and digested (AdmissionServer's `thread`). */
 export interface ReviewThread {
   /** The bytes it holds at most. */
@@ -51,6 +54,11 @@ export interface ReviewThread {
    * room for it. Rejects when the thread stopped before it was done. The body is the thread's from now.
    */
   digest(body: Buffer): Promise<ThreadAnswer> | undefined;
+  /**
+   * Room for a body of `bytes` that is still to be read, taken now (it counts in the bound from now on), so
+   * that a body that would find no room is never read whole; undefined when there is none.
+   */
+  reserve(bytes: number): Reservation | undefined;
 }
 
 interface Pending {
@@ -71,8 +79,9 @@ export class AdmissionThread implements ReviewThread {
   private closed = false;
 
   /**
-   * `maxRequestBytes`: the largest body the listener reads (the bound holds at least one); `workerUrl`:
-   * another worker module speaking admission-worker.ts's messages (a test's, which holds reviews).
+   * `maxRequestBytes`: the largest body the listener reads, which both bounds derive from unless given
+   * (admissionThreadBounds, docs/who.md "Limits"); `workerUrl`: another worker module speaking
+   * admission-worker.ts's messages (a test's, which holds reviews).
    */
   constructor(
     start: AdmissionWorkerStart,
@@ -84,8 +93,9 @@ export class AdmissionThread implements ReviewThread {
     },
   ) {
     this.start = start;
-    this.maxBytes = Math.max(options.maxBytes ?? ADMISSION_THREAD_LIMITS.maxBytes, options.maxRequestBytes);
-    this.heapMiB = options.heapMiB ?? ADMISSION_THREAD_LIMITS.heapMiB;
+    const derived = admissionThreadBounds(options.maxRequestBytes);
+    this.maxBytes = options.maxBytes ?? derived.maxBytes;
+    this.heapMiB = options.heapMiB ?? derived.heapMiB;
     this.workerUrl = options.workerUrl ?? WORKER_URL;
   }
 
@@ -101,19 +111,32 @@ export class AdmissionThread implements ReviewThread {
   }
 
   digest(body: Buffer): Promise<ThreadAnswer> | undefined {
-    if (this.closed) return Promise.reject(new ThreadClosed('kubediff is stopping'));
-    if (this.bytes + body.length > this.maxBytes) return undefined;
-    this.bytes += body.length;
-    const answer = this.run(body);
-    void answer.then(
-      () => {
-        this.bytes -= body.length;
+    return this.reserve(body.length)?.digest(body);
+  }
+
+  reserve(bytes: number): Reservation | undefined {
+    if (!this.closed && this.bytes + bytes > this.maxBytes) return undefined;
+    this.bytes += bytes;
+    let state: 'held' | 'digesting' | 'released' = 'held';
+    const release = () => {
+      if (state === 'released') return;
+      state = 'released';
+      this.bytes -= bytes;
+    };
+    return {
+      digest: (body) => {
+        if (state !== 'held') throw new KubediffError('a room in the admission thread is used once');
+        state = 'digesting';
+        const answer = this.closed
+          ? Promise.reject(new ThreadClosed('kubediff is stopping'))
+          : this.run(body);
+        void answer.then(release, release);
+        return answer;
       },
-      () => {
-        this.bytes -= body.length;
+      release: () => {
+        if (state === 'held') release();
       },
-    );
-    return answer;
+    };
   }
 
   async close(): Promise<void> {

@@ -50,6 +50,22 @@ export interface WebhookRoute {
    * The body is the route's from then on: the listener holds no reference to it.
    */
   receive(body: Buffer): WebhookAnswer | Promise<WebhookAnswer>;
+  /**
+   * Before a body is read: what of it the route keeps, from its length (Content-Length; without one, the
+   * most it may be: maxRequestBytes). Without it, the whole body goes to receive().
+   */
+  plan?(bytes: number): BodyPlan;
+}
+
+/**
+ * What a route keeps of a body, decided before it is read: its first `keepBytes` (the rest is read and
+ * dropped as it arrives, never held), given to `receive` with the body's whole size once it has arrived.
+ */
+export interface BodyPlan {
+  keepBytes: number;
+  receive(kept: Buffer, size: number): WebhookAnswer | Promise<WebhookAnswer>;
+  /** The body will never reach receive() (cut, refused, its client gone): what the plan holds is let go. */
+  abandon?(): void;
 }
 
 /** A serving certificate and key held in memory, instead of certFile and keyFile. */
@@ -378,11 +394,20 @@ export class WebhookListener {
     const { started, peer, route, from, tooLarge } = context;
     // A body whose length is declared (within the bound: checked before) is copied into a buffer of its
     // own as it arrives, a chunk at a time: no copy of the whole body blocks this thread at its end, and
-    // the buffer can be handed to another thread as it is. Otherwise its chunks are joined at the end.
+    // the buffer can be handed to another thread as it is. Of it, only what the route's plan keeps: the rest
+    // is read and dropped, so that a large body the route cannot use never takes the memory of its size
+    // (and, held on this thread's heap, the garbage collections that memory brings). Otherwise its chunks
+    // are joined at the end.
     const declared = Number(request.headers['content-length']);
-    const whole = Number.isSafeInteger(declared) && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
+    const hasLength = Number.isSafeInteger(declared) && declared > 0;
+    const plan: BodyPlan = route.plan?.(hasLength ? declared : this.options.maxRequestBytes) ?? {
+      keepBytes: Number.POSITIVE_INFINITY,
+      receive: (body) => route.receive(body),
+    };
+    const whole = hasLength ? Buffer.allocUnsafe(Math.min(declared, plan.keepBytes)) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
+    let kept = 0;
     let done = false;
     let deadline: NodeJS.Timeout | undefined;
     let slot: ReadSlot | undefined;
@@ -396,6 +421,7 @@ export class WebhookListener {
     // (destroyed at once, the client could see a reset instead of the answer).
     const cut = (refusal: Refusal) => {
       finish();
+      plan.abandon?.();
       chunks.length = 0;
       this.slots.judge(from, false);
       response.once('finish', () => request.destroy());
@@ -404,7 +430,10 @@ export class WebhookListener {
     slot = this.slots.take(from, (reason) =>
       cut({ status: 408, outcome: 'timeout', why: this.cutWhy(reason, from) }),
     );
-    if (!slot) return false;
+    if (!slot) {
+      plan.abandon?.();
+      return false;
+    }
     const timeoutMs = this.options.bodyTimeoutMs;
     if (timeoutMs !== undefined) {
       deadline = setTimeout(() => {
@@ -419,16 +448,23 @@ export class WebhookListener {
     request.on('data', (chunk: Buffer) => {
       if (done) return;
       size += chunk.length;
-      if (size > this.options.maxRequestBytes || (whole && size > whole.length)) {
+      if (size > this.options.maxRequestBytes || (hasLength && size > declared)) {
         cut(tooLarge);
         return;
       }
-      if (whole) chunk.copy(whole, size - chunk.length);
-      else chunks.push(chunk);
+      const at = size - chunk.length;
+      if (whole) {
+        if (at < whole.length) chunk.copy(whole, at, 0, Math.min(chunk.length, whole.length - at));
+      } else if (kept < plan.keepBytes) {
+        const part = chunk.subarray(0, plan.keepBytes - kept);
+        chunks.push(part);
+        kept += part.length;
+      }
     });
     const gone = () => {
       if (done) return;
       finish();
+      plan.abandon?.();
       this.slots.judge(from, false);
     };
     request.on('error', gone);
@@ -436,7 +472,7 @@ export class WebhookListener {
     request.on('end', () => {
       if (done) return;
       const prompt = finish();
-      const body = whole ? whole.subarray(0, size) : Buffer.concat(chunks, size);
+      const body = whole ? whole.subarray(0, Math.min(size, whole.length)) : Buffer.concat(chunks, kept);
       chunks.length = 0;
       const answered = (answer: WebhookAnswer, outcome: WebhookOutcome = 'bad_request') => {
         this.slots.judge(from, prompt && answer.status < 400);
@@ -461,7 +497,7 @@ export class WebhookListener {
       };
       let answer: WebhookAnswer | Promise<WebhookAnswer>;
       try {
-        answer = route.receive(body);
+        answer = plan.receive(body, size);
       } catch (error) {
         failed(error);
         return;

@@ -182,6 +182,7 @@ test('the audit webhook and the join: requests by outcome, joins by match, waits
       joinedNearest: 1,
       unmatched: 4,
       releasedAtLimit: 0,
+      pendingBytes: 4096,
       recordsDropped: 2,
       recordsDuplicate: 1,
       held: 3,

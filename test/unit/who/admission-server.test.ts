@@ -12,6 +12,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { connect as tlsConnect } from 'node:tls';
 import { Agent, request } from 'undici';
 import { DEFAULT_IGNORED_PATHS, PathMatcher } from '../../../src/diff/ignore.ts';
 import { Normalizer } from '../../../src/diff/normalize.ts';
@@ -240,7 +241,11 @@ describe('the admission webhook endpoint', () => {
   const thread = (held: Omit<HeldStart, 'ignoredPaths'> = {}, maxBytes?: number) => {
     const started = new AdmissionThread(
       { ignoredPaths: DEFAULT_IGNORED_PATHS, ...held },
-      { maxRequestBytes: 0, ...(maxBytes ? { maxBytes } : {}), workerUrl: HELD_ADMISSION_WORKER },
+      {
+        maxRequestBytes: 8 * 1024 * 1024,
+        ...(maxBytes ? { maxBytes } : {}),
+        workerUrl: HELD_ADMISSION_WORKER,
+      },
     );
     started.update([{ type: configmaps, redactPaths: [] }]);
     threads.push(started);
@@ -466,8 +471,43 @@ describe('the admission webhook endpoint', () => {
     await until(() => records.length === 1, 'the first review kept');
     assert.equal(records[0]?.reviewUID, uids[0]);
     assert.deepEqual(lines, [
-      `admission webhook: ${formatSize(large.body.length)} of large reviews are waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user. Counted in kubediff_admission_reviews_ignored_total{reason="thread_busy"}; logged once.`,
+      `admission webhook: ${formatSize(large.body.length)} of large reviews are being read for or waiting for the thread that reads them, the most it holds; a large review is answered and dropped, its write named by no user. Counted in kubediff_admission_reviews_ignored_total{reason="thread_busy"}; logged once.`,
     ]);
+  });
+
+  it('a large review takes its room in the thread before its body is read: one that finds none is answered from its head and dropped', async () => {
+    const large = largeReviewBody(20_000);
+    // Room for one such review.
+    const held = thread({}, large.body.length);
+    const { server, records } = await start({ thread: held, maxRequestBytes: large.body.length });
+    const first = '4e9b7a0c-5d6f-4e1a-8c3b-4f5061728394';
+    const second = '5fac8b1d-6e7a-4f2b-9d4c-506172839405';
+    // The first arrives in part: its room is taken while it is read.
+    const body = large.withUid(first);
+    const socket = tlsConnect({ port: server.listener.port, host: '127.0.0.1', ca: pki.caPem });
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString();
+    });
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    await new Promise((resolve) => socket.once('secureConnect', resolve));
+    socket.write(
+      `POST /review HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+    );
+    socket.write(body.subarray(0, SMALL_REVIEW_BYTES));
+    await until(() => held.inFlight === body.length, 'the room taken for the first');
+    // The second finds no room: answered from its head, dropped, counted.
+    assert.deepEqual(answerOf(await post(server.address, large.withUid(second).toString())), {
+      status: 200,
+      uid: second,
+    });
+    assert.deepEqual(Object.fromEntries(server.stats().ignored), { thread_busy: 1 });
+    socket.end(body.subarray(SMALL_REVIEW_BYTES));
+    await closed;
+    assert.match(received, /^HTTP\/1\.1 200 /);
+    await until(() => records.length === 1, 'the first kept');
+    assert.equal(records[0]?.reviewUID, first);
+    await until(() => held.inFlight === 0, 'its room given back');
   });
 
   it('a large review whose uid is not in its head is answered once the thread has read it; a large body that is no review: 400', async () => {

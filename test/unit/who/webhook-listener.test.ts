@@ -103,6 +103,48 @@ describe('the webhook listener', () => {
     return closed;
   };
 
+  it("a route's plan keeps the first bytes of a body, decided from its length; a body cut lets its plan go", async () => {
+    const plans: { declared: number; kept?: string; abandoned: boolean }[] = [];
+    const route: WebhookRoute = {
+      receive: () => ({ status: 500, body: '', why: 'the whole body, not the plan' }),
+      plan: (declared) => {
+        const plan: (typeof plans)[number] = { declared, abandoned: false };
+        plans.push(plan);
+        return {
+          keepBytes: 10,
+          receive: (kept) => {
+            plan.kept = kept.toString();
+            return { status: 200, body: '{}' };
+          },
+          abandon: () => {
+            plan.abandoned = true;
+          },
+        };
+      },
+    };
+    const { listener } = await start({ route, bodyTimeoutMs: 300 });
+    const body = `0123456789${'x'.repeat(890)}`;
+    assert.match(await post(listener.port, body), /^HTTP\/1\.1 200 /);
+    // A body that never arrives whole: cut at its deadline, its plan let go.
+    const { closed } = await open(
+      listener.port,
+      'POST /review HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n0123456789',
+    );
+    assert.match(await closed, /^HTTP\/1\.1 408 /);
+    // Without a Content-Length: planned for the most it may be, its first bytes kept as they come.
+    const chunked = await open(
+      listener.port,
+      'POST /review HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4\r\n0123\r\n',
+    );
+    chunked.socket.write(`c8\r\n456789${'y'.repeat(194)}\r\n0\r\n\r\n`);
+    assert.match(await chunked.closed, /^HTTP\/1\.1 200 /);
+    assert.deepEqual(plans, [
+      { declared: 900, kept: '0123456789', abandoned: false },
+      { declared: 500, abandoned: true },
+      { declared: 1024, kept: '0123456789', abandoned: false },
+    ]);
+  });
+
   it('a body found too large midway gets its 413 before the connection closes', async () => {
     const { listener } = await start();
     const { socket, closed } = await open(

@@ -35,6 +35,7 @@ interface JoinOptions {
   waitMs: number;
   windowMs: number;
   maxPending: number;
+  maxPendingBytes: number;
   maxRecords: number;
   retainMs: number;
 }
@@ -255,6 +256,57 @@ test('at maxPending the oldest change goes on at once; at maxRecords the oldest 
     ['u1:1', 'u1:2', 'u1:3', 'u1:4'],
     'close sends on what waits',
   );
+});
+
+test('few large changes: at maxPendingBytes the oldest go on at once, counted and logged once; the last one always waits', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const warnings: string[] = [];
+  // A change of about 100 KiB each (a large ConfigMap's diff); 250 KiB may wait, far below the count.
+  const j = joinWith({ maxPending: 10_000, maxPendingBytes: 250 * 1024 }, warnings);
+  const large = (rv: number) =>
+    sampleEvent({
+      id: `u1:${rv}`,
+      object: { resourceVersion: String(rv) },
+      changes: [{ op: 'replace', path: '/data/blob', from: 'x', to: 'y'.repeat(100 * 1024) }],
+    });
+  for (let rv = 1; rv <= 5; rv++) j.send(large(rv));
+  // Two wait (about 200 KiB); each third one pushed the oldest on.
+  assert.deepEqual(
+    j.out.map((event) => [event.id, event.by]),
+    [
+      ['u1:1', undefined],
+      ['u1:2', undefined],
+      ['u1:3', undefined],
+    ],
+  );
+  assert.equal(j.stats().pending, 2);
+  assert.ok(j.stats().pendingBytes <= 250 * 1024, `${j.stats().pendingBytes} bytes wait`);
+  assert.ok(j.stats().pendingBytes > 200 * 1024, 'each counts its size');
+  assert.equal(j.stats().releasedAtLimit, 3);
+  assert.deepEqual(warnings, [
+    'who join: more than 250 KiB of changes wait for their audit record or admission review; the oldest go on at once without user. Counted in kubediff_who_pending_released_total; logged once.',
+  ]);
+  // Their records still join those that wait.
+  j.offer([record({ resourceVersion: '4', auditID: 'a4' }), record({ resourceVersion: '5', auditID: 'a5' })]);
+  assert.deepEqual(
+    j.out.slice(3).map((event) => [event.id, event.by?.auditID]),
+    [
+      ['u1:4', 'a4'],
+      ['u1:5', 'a5'],
+    ],
+  );
+  assert.equal(j.stats().pendingBytes, 0);
+  // One change larger than the bound alone waits its time: the bound never sends on the last one.
+  j.send(
+    sampleEvent({
+      id: 'u1:6',
+      object: { resourceVersion: '6' },
+      changes: [{ op: 'replace', path: '/data/blob', from: 'x', to: 'z'.repeat(300 * 1024) }],
+    }),
+  );
+  assert.equal(j.stats().pending, 1);
+  assert.equal(j.stats().releasedAtLimit, 3);
+  j.join.close();
 });
 
 test('records expire after retainMs', () => {
