@@ -3,8 +3,6 @@
 // divided among them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SMALL_REVIEW_BYTES } from '../../../src/who/admission/admission-server.ts';
-import { AdmissionThread } from '../../../src/who/admission/admission-thread.ts';
 import {
   ADMISSION_CONCURRENT_REQUESTS,
   ADMISSION_THREAD_REQUESTS,
@@ -15,6 +13,8 @@ import {
   memoryBounds,
   sinkBounds,
 } from '../../../src/util/memory-budget.ts';
+import { SMALL_REVIEW_BYTES } from '../../../src/who/admission/admission-server.ts';
+import { AdmissionThread } from '../../../src/who/admission/admission-thread.ts';
 
 const MiB = 1024 * 1024;
 
