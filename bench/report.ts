@@ -28,6 +28,7 @@ import type { LargeSyncFigures } from './sync-large.ts';
 import { largeSyncRows, largeSyncSection } from './sync-large-report.ts';
 import type { UiObjectFigures } from './ui-object.ts';
 import { uiSection } from './ui-report.ts';
+import { searchSection } from './ui-search-report.ts';
 import type { UsedByFigures } from './used-by.ts';
 
 type Result = Record<string, unknown>;
@@ -748,6 +749,7 @@ ${markdownTable(
   if (usedByFigures) parts.push(usedBySection(usedByFigures));
   const outcomeFigures = result.outcomes as OutcomeFigures | undefined;
   if (outcomeFigures) parts.push(outcomeSection(outcomeFigures));
+  parts.push(searchSection());
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }
