@@ -885,7 +885,7 @@ function usedBySection(figures: UsedByFigures): string {
   const heap = figures.heap;
   const stream = (name: UsedByFigures['streams'][number]['stream']) =>
     name === 'configmaps' ? 'every ConfigMap updated once' : "every pod's status updated once";
-  return `## 17. What a change reaches
+  return `## 18. What a change reaches
 
 ${count(figures.workloads)} Deployments, each with a ReplicaSet of 3 running pods (${count(figures.pods)} pods), reading 2 of
 ${count(figures.configMaps)} ConfigMaps (one through env, one as a volume), fed to kubediff's own path in one process: the
