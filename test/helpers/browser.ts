@@ -89,7 +89,7 @@ export async function saveScreenshot(page: Page, name: string): Promise<string> 
 /**
  * A docs picture is rewritten when its size changed, or more than this share of its pixels: a new layout
  * or colour scheme moves more; what differs from run to run in the same page (the generated namespace and
- * pod names, the times, where the marks fall) moved 0.7-3.1 % of ui-incident's pictures between two runs.
+ * pod names, the times, where the marks fall) moved 0.7-3.6 % of ui-incident's pictures over three runs.
  * A smaller real change (a word, a column) is rewritten with KUBEDIFF_DOCS_SCREENSHOTS=write.
  */
 export const DOCS_PICTURE_CHANGED = 0.1;
