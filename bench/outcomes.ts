@@ -1,14 +1,20 @@
 // Figure 19: outcomes (docs/outcomes.md) at 10,000 pods. On the pod plane (test/helpers/pod-plane.ts:
-// kube-scheduler and kwok, so the pods are really scheduled, Running and Ready, with their statuses as a
-// kubelet writes them), `--pods` pods of Deployments (bench/lib/objects.ts: two containers, probes) and a few
-// small Deployments to roll out. Two `kubediff watch -o json` run side by side on it, outcomes on and
-// `--no-outcomes`, started once every pod is Ready: the same sync, the same rollouts, the same machine load.
+// kwok plays the kubelets, so the pods are Running and Ready with their statuses as a kubelet writes
+// them), `--pods` pods of Deployments (bench/lib/objects.ts: two containers, probes) and a few small
+// Deployments to roll out. Each Deployment's pod template names its node (`nodeName`, one node of 100
+// pods per Deployment): the ReplicaSet controller creates the pods already bound, with the owner chain,
+// pod-template-hash and statuses of any cluster's, and the scheduler, which placed about one pod a second
+// on the loaded machine, has nothing to do. The controller manager's client rate limit is lifted as
+// kwokctl does for scale (apiQps), so that creating 10,000 pods takes minutes, not hours.
+// Two `kubediff watch -o json` run side by side on it, outcomes on and `--no-outcomes`, started once
+// every pod is Ready: the same sync, the same rollouts, the same machine load.
 // Each small Deployment is then rolled out in turn to a new image; the benchmark watches its pods itself
 // and takes the moment the last pod of the new revision became Ready (as its own watch saw it) to the
 // moment the OUTCOME line reached it: the verdict delay. CPU seconds (user + system, /proc) and resident
 // memory of both processes are read after the sync and at the end.
 //
 //   node bench/outcomes.ts [--pods 10000] [--rollouts 5]   (prints JSON)
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeAdmin } from '../test/helpers/kube-admin.ts';
@@ -18,10 +24,12 @@ import { type Child, cpuSeconds, memory, startChild } from './lib/processes.ts';
 import { round, type Spread, spread } from './lib/stats.ts';
 
 const KUBEDIFF = path.join(import.meta.dirname, '..', 'bin', 'kubediff.js');
-/** Pods per kwok node: the nodes' capacity is 110 pods (test/kwok/stages.yaml). */
-const PODS_PER_NODE = 100;
-const BIG_REPLICAS = 200;
+/** Pods of each big Deployment, all on one node of its own: a node's capacity is 110 pods (test/kwok/stages.yaml). */
+const BIG_REPLICAS = 100;
+/** Pods of each Deployment rolled out (13 with the surge), on a node of its own. */
 const ROLL_REPLICAS = 10;
+/** The controller manager's --kube-api-qps: kwokctl's figure for "no QPS limits". */
+const API_QPS = 5000;
 
 export interface OutcomeSideFigures {
   cpuSecondsAtSync: number;
@@ -45,8 +53,10 @@ export interface OutcomeFigures {
   /** on / off. */
   cpuRatio: number;
   rssRatio: number;
-  /** Seconds the 10,000 pods took to be Ready (scheduler and kwok), for the record. */
+  /** Seconds the pods took to be Ready (controllers and kwok), for the record. */
   setupSeconds: number;
+  /** The machine's 1-minute load average when kubediff started and at the end. */
+  loadAverage: { atStart: number; atEnd: number };
 }
 
 const { values } = parseArgs({
@@ -56,15 +66,15 @@ const pods = Number(values.pods);
 const rollouts = Number(values.rollouts);
 const log = (message: string) => process.stderr.write(`outcomes: ${message}\n`);
 
-const nodes = Math.ceil((pods + rollouts * ROLL_REPLICAS * 2) / PODS_PER_NODE) + 1;
+const bigCount = Math.ceil(pods / BIG_REPLICAS);
+const nodes = bigCount + rollouts;
 const setupStarted = performance.now();
-const plane = await startPodPlane({ nodes, log });
+const plane = await startPodPlane({ nodes, log, apiQps: API_QPS });
 const admin = new KubeAdmin(plane.cluster);
 const children: Child[] = [];
 try {
   const big = await admin.createNamespace('bench-pods');
   const roll = await admin.createNamespace('bench-roll');
-  const bigCount = Math.ceil(pods / BIG_REPLICAS);
   log(
     `${nodes} kwok nodes; ${bigCount} Deployments of ${BIG_REPLICAS} pods, ${rollouts} of ${ROLL_REPLICAS}`,
   );
@@ -74,13 +84,13 @@ try {
     (i) =>
       admin.create(
         `/apis/apps/v1/namespaces/${big}/deployments`,
-        deployment(`app-${i}`, BIG_REPLICAS, '1.0'),
+        onNode(deployment(`app-${i}`, BIG_REPLICAS, '1.0'), plane.nodes[i]!),
       ),
   );
   for (let i = 0; i < rollouts; i++)
     await admin.create(
       `/apis/apps/v1/namespaces/${roll}/deployments`,
-      deployment(`roll-${i}`, ROLL_REPLICAS, '1.0'),
+      onNode(deployment(`roll-${i}`, ROLL_REPLICAS, '1.0'), plane.nodes[bigCount + i]!),
     );
   const expected = bigCount * BIG_REPLICAS + rollouts * ROLL_REPLICAS;
   let lastSaid = 0;
@@ -105,6 +115,7 @@ try {
   const setupSeconds = (performance.now() - setupStarted) / 1000;
   log(`every pod available after ${Math.round(setupSeconds)} s; starting kubediff with outcomes on and off`);
 
+  const loadAtStart = os.loadavg()[0]!;
   const outcomeSeen = new Map<string, { at: number; verdict: string; after: number }>();
   const watch = (extra: string[], onLine?: (line: string, at: number) => void) =>
     startChild(
@@ -210,12 +221,22 @@ try {
     cpuRatio: round(onFigures.cpuSeconds / offFigures.cpuSeconds),
     rssRatio: round(onFigures.rssMiB / offFigures.rssMiB),
     setupSeconds: Math.round(setupSeconds),
+    loadAverage: { atStart: round(loadAtStart), atEnd: round(os.loadavg()[0]!) },
   };
   process.stdout.write(`${JSON.stringify(figures)}\n`);
 } finally {
   await Promise.all(children.map((child) => child.stop()));
   await admin.close();
   await plane.stop();
+}
+
+/** The Deployment with its pods bound to `node` from their creation (no scheduling). */
+function onNode(object: Record<string, unknown>, node: string): Record<string, unknown> {
+  const spec = object.spec as { template: { spec: Record<string, unknown> } };
+  return {
+    ...object,
+    spec: { ...spec, template: { ...spec.template, spec: { ...spec.template.spec, nodeName: node } } },
+  };
 }
 
 function mapSpread(value: Spread, map: (n: number) => number): Spread {

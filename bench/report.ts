@@ -28,6 +28,7 @@ import type { LargeSyncFigures } from './sync-large.ts';
 import { largeSyncRows, largeSyncSection } from './sync-large-report.ts';
 import type { UiObjectFigures } from './ui-object.ts';
 import { uiSection } from './ui-report.ts';
+import { searchSection } from './ui-search-report.ts';
 import type { UsedByFigures } from './used-by.ts';
 
 type Result = Record<string, unknown>;
@@ -748,6 +749,7 @@ ${markdownTable(
   if (usedByFigures) parts.push(usedBySection(usedByFigures));
   const outcomeFigures = result.outcomes as OutcomeFigures | undefined;
   if (outcomeFigures) parts.push(outcomeSection(outcomeFigures));
+  parts.push(searchSection());
   parts.push(NOTES);
   return `${parts.join('\n')}`;
 }
@@ -883,7 +885,7 @@ function usedBySection(figures: UsedByFigures): string {
   const heap = figures.heap;
   const stream = (name: UsedByFigures['streams'][number]['stream']) =>
     name === 'configmaps' ? 'every ConfigMap updated once' : "every pod's status updated once";
-  return `## 17. What a change reaches
+  return `## 18. What a change reaches
 
 ${count(figures.workloads)} Deployments, each with a ReplicaSet of 3 running pods (${count(figures.pods)} pods), reading 2 of
 ${count(figures.configMaps)} ConfigMaps (one through env, one as a volume), fed to kubediff's own path in one process: the

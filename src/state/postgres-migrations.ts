@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { UsageError } from '../util/errors.ts';
 import { LOCK_CLASS, PostgresConnection, type PostgresStateOptions } from './postgres-connection.ts';
 
-export const POSTGRES_SCHEMA_VERSION = 3;
+export const POSTGRES_SCHEMA_VERSION = 4;
 
 /** MIGRATIONS[v] takes the schema from version v to v + 1. */
 export const POSTGRES_MIGRATIONS: readonly string[] = [
@@ -84,6 +84,9 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
      epoch bigint NOT NULL,
      reason text NOT NULL);
    CREATE INDEX kubediff_fleet_moves_fleet ON kubediff_fleet_moves (fleet, seq);`,
+  // 3 → 4: what the history's search looks in (search-text.ts), so that it reads no event's JSON. Older
+  // events have none (NULL) and are searched in their JSON.
+  `ALTER TABLE kubediff_events ADD COLUMN search text;`,
 ];
 
 /** Applies the migrations up to the current schema; returns the versions before and after. */

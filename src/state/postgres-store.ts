@@ -284,10 +284,10 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
       // In the queue's order (seq), and once: a batch retried after its COMMIT's answer was lost inserts
       // nothing twice.
       await client.query(
-        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event)
-         SELECT $1, e.id, e.time::timestamptz, e.type, e.resource, e.namespace, e.name, e.event::json
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-           WITH ORDINALITY AS e(id, time, type, resource, namespace, name, event, n)
+        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event, search)
+         SELECT $1, e.id, e.time::timestamptz, e.type, e.resource, e.namespace, e.name, e.event::json, e.search
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+           WITH ORDINALITY AS e(id, time, type, resource, namespace, name, event, search, n)
          ORDER BY e.n
          ON CONFLICT (cluster, id, type) DO NOTHING`,
         [
@@ -299,6 +299,7 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
           events.map((write) => write.namespace ?? null),
           events.map((write) => write.name),
           events.map((write) => write.json),
+          events.map((write) => write.search),
         ],
       );
     }

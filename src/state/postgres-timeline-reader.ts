@@ -96,8 +96,10 @@ function filterClause(filter: HistoryFilter, first = 0): { sql: string; params: 
     );
   }
   if (filter.search) {
-    const texts = searchTexts(filter.search).map((text) => `strpos(event::text, ${param(text)}) > 0`);
-    clauses.push(`(strpos(name, ${param(filter.search.trim())}) > 0 OR ${texts.join(' OR ')})`);
+    const texts = searchTexts(filter.search).map(
+      (text) => `strpos(coalesce(search, event::text), ${param(text)}) > 0`,
+    );
+    clauses.push(`(${texts.join(' OR ')})`);
   }
   return { sql: clauses.length > 0 ? clauses.join(' AND ') : 'true', params };
 }

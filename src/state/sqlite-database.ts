@@ -252,7 +252,7 @@ export class SqliteDatabase {
     );
     const remove = this.statement('DELETE FROM objects WHERE resource = ? AND key = ?');
     const insertEvent = this.statement(
-      'INSERT INTO events (id, time, type, resource, namespace, name, event) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO events (id, time, type, resource, namespace, name, event, search) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.transaction(() => {
       for (const write of batch) {
@@ -281,6 +281,7 @@ export class SqliteDatabase {
             write.namespace ?? null,
             write.name,
             write.json,
+            write.search,
           );
         }
       }

@@ -4,7 +4,7 @@
 
 /** 'KDif' as a 32-bit big-endian integer: how a kubediff state file is recognised. */
 export const APPLICATION_ID = 0x4b446966;
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Migrations: MIGRATIONS[v] takes a database from user_version v to v + 1. */
 export const MIGRATIONS: readonly string[] = [
@@ -48,4 +48,7 @@ export const MIGRATIONS: readonly string[] = [
      namespace = json_extract(event, '$.object.namespace'),
      name = json_extract(event, '$.object.name');
    CREATE INDEX events_object ON events (resource, namespace, name);`,
+  // 2 → 3: what the history's search looks in (search-text.ts), so that it reads no event's JSON. Older
+  // events have none (NULL) and are searched in their JSON.
+  `ALTER TABLE events ADD COLUMN search TEXT;`,
 ];

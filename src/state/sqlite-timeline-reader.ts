@@ -113,8 +113,8 @@ function filterClause(
   }
   if (filter.search) {
     const texts = searchTexts(filter.search);
-    clauses.push(`(instr(name, ?) > 0 OR ${texts.map(() => 'instr(event, ?) > 0').join(' OR ')})`);
-    params.push(filter.search.trim(), ...texts);
+    clauses.push(`(${texts.map(() => 'instr(coalesce(search, event), ?) > 0').join(' OR ')})`);
+    params.push(...texts);
   }
   return { sql: clauses.length > 0 ? clauses.join(' AND ') : '1', params };
 }

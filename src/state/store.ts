@@ -10,6 +10,7 @@ import { eventJson } from '../events/event-json.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { JsonObject, ResourceType } from '../kube/types.ts';
 import { KubediffError } from '../util/errors.ts';
+import { searchTextOf } from './search-text.ts';
 
 export interface StoredResource {
   resource: string;
@@ -59,6 +60,8 @@ export type SerializedWrite =
       namespace: string | undefined;
       name: string;
       json: string;
+      /** What the history's search looks in (search-text.ts). */
+      search: string;
     }
   | { kind: 'resources'; entries: readonly { resource: string; json: string; watched: boolean }[] }
   | { kind: 'forget'; resource: string };
@@ -89,6 +92,7 @@ export function serializeWrite(write: StateWrite): SerializedWrite {
     namespace: event.object.namespace,
     name: event.object.name,
     json: eventJson(event),
+    search: searchTextOf(event),
   };
 }
 

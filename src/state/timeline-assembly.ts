@@ -28,8 +28,9 @@ export function pathFragment(text: string): string {
 }
 
 /**
- * The texts a search looks for in an event's stored JSON: as typed, as JSON writes it (a quote or a
- * backslash escaped), and as a JSON Pointer when it reads as a path (`spec.replicas`).
+ * The texts a search looks for in an event's search text (search-text.ts), or in the stored JSON of an
+ * event recorded before it had one: as typed, as JSON writes it (a quote or a backslash escaped), and as
+ * a JSON Pointer when it reads as a path (`spec.replicas`).
  */
 export function searchTexts(text: string): string[] {
   const trimmed = text.trim();

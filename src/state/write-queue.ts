@@ -224,6 +224,8 @@ function sizeOf(write: SerializedWrite): number {
       return write.resource.length;
     case 'resources':
       return write.entries.reduce((sum, entry) => sum + entry.json.length + entry.resource.length, 0);
+    case 'event':
+      return write.json.length + write.search.length;
     default:
       return write.json.length;
   }

@@ -100,6 +100,8 @@ export interface StartClusterOptions {
   controllers?: string[];
   /** Extra flags for kube-apiserver (appended, so they win). */
   apiserverArgs?: string[];
+  /** Extra flags for kube-controller-manager (appended, so they win). */
+  controllerManagerArgs?: string[];
   /** How long to wait for the whole control plane; default 180 s (a 2-core CI machine is slow). */
   startTimeoutMs?: number;
   /**
@@ -311,6 +313,7 @@ async function startOwnCluster(options: StartClusterOptions): Promise<RunningClu
       `--secure-port=${controllerManagerPort}`,
       `--cert-dir=${path.join(dir, 'controller-manager-certs')}`,
       '--profiling=false',
+      ...(options.controllerManagerArgs ?? []),
     ]);
     // The serviceaccount controller creates `default` in every namespace once its informers have
     // synced: proof that the controller manager is connected and working.

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { type ChangeEvent, qualifiedResource } from '../../src/events/event.ts';
 import type { StoredObject } from '../../src/informer/store.ts';
 import { migratePostgres } from '../../src/state/postgres-migrations.ts';
+import { searchTextOf } from '../../src/state/search-text.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
 import type { StateWrite } from '../../src/state/store.ts';
 
@@ -114,10 +115,10 @@ export async function insertPostgresEvents(
         events.push(event);
       }
       await client.query(
-        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event)
-         SELECT e.cluster, e.id, e.time::timestamptz, e.type, e.resource, e.namespace, e.name, e.event::json
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-           WITH ORDINALITY AS e(cluster, id, time, type, resource, namespace, name, event, n)
+        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event, search)
+         SELECT e.cluster, e.id, e.time::timestamptz, e.type, e.resource, e.namespace, e.name, e.event::json, e.search
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+           WITH ORDINALITY AS e(cluster, id, time, type, resource, namespace, name, event, search, n)
          ORDER BY e.n`,
         [
           events.map((event) => event.cluster ?? ''),
@@ -128,6 +129,7 @@ export async function insertPostgresEvents(
           events.map((event) => event.object.namespace ?? null),
           events.map((event) => event.object.name),
           events.map((event) => JSON.stringify(event)),
+          events.map((event) => searchTextOf(event)),
         ],
       );
     }
@@ -204,8 +206,8 @@ export async function insertPostgresObject(
   try {
     for (const event of events) {
       await client.query(
-        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event)
-         VALUES ($1, $2, $3::timestamptz, $4, $5, $6, $7, $8::json)`,
+        `INSERT INTO kubediff_events (cluster, id, time, type, resource, namespace, name, event, search)
+         VALUES ($1, $2, $3::timestamptz, $4, $5, $6, $7, $8::json, $9)`,
         [
           event.cluster ?? '',
           event.id,
@@ -215,6 +217,7 @@ export async function insertPostgresObject(
           event.object.namespace ?? null,
           event.object.name,
           JSON.stringify(event),
+          searchTextOf(event),
         ],
       );
     }

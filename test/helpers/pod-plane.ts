@@ -52,6 +52,12 @@ export interface PodPlaneOptions {
   nodes?: number;
   /** Extra controllers for kube-controller-manager. */
   controllers?: string[];
+  /**
+   * The client rate limit of kube-controller-manager and kube-scheduler (--kube-api-qps; burst twice
+   * that). Default: theirs (20 and 50 per second), as a cluster runs them. A benchmark that brings up
+   * thousands of pods lifts it, as kwokctl does for scale (its DisableQPSLimits: 5,000).
+   */
+  apiQps?: number;
   log?: (message: string) => void;
 }
 
@@ -66,10 +72,15 @@ export interface PodPlane {
 
 export async function startPodPlane(options: PodPlaneOptions = {}): Promise<PodPlane> {
   const log = options.log ?? (() => {});
+  const qpsArgs =
+    options.apiQps === undefined
+      ? []
+      : [`--kube-api-qps=${options.apiQps}`, `--kube-api-burst=${options.apiQps * 2}`];
   // A control plane of its own even with USE_EXISTING_CLUSTER: the fake nodes and kwok are its kubelets.
   const cluster = await startCluster({
     useExistingCluster: false,
     controllers: [...POD_PLANE_CONTROLLERS, ...(options.controllers ?? [])],
+    controllerManagerArgs: qpsArgs,
     ...(options.log ? { log: options.log } : {}),
   });
   const { dir } = cluster;
@@ -97,6 +108,7 @@ export async function startPodPlane(options: PodPlaneOptions = {}): Promise<PodP
           `--secure-port=${schedulerPort}`,
           `--cert-dir=${path.join(dir, 'scheduler-certs')}`,
           '--profiling=false',
+          ...qpsArgs,
         ],
       }),
     );

@@ -5,7 +5,14 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
-import { collectPageErrors, newPage, saveScreenshot, withBrowser } from '../helpers/browser.ts';
+import {
+  collectPageErrors,
+  DOCS_PICTURE_CHANGED,
+  newPage,
+  pixelsDiffering,
+  saveScreenshot,
+  withBrowser,
+} from '../helpers/browser.ts';
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -63,5 +70,29 @@ test('a page on loopback: a click fetches data and changes the DOM; a screenshot
     const file = await saveScreenshot(page, 'harness-browser');
     const png = await readFile(file);
     assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  });
+});
+
+test('docs pictures: the same page is 0 % different, a changed word little, a new colour scheme much', async () => {
+  await withBrowser(async (browser) => {
+    const page = await newPage(browser);
+    const table = (word: string, columns: number, background = 'white') =>
+      `<!doctype html><html lang="en"><body style="font: 14px sans-serif; background: ${background}"><h1>Changes</h1><table>${Array.from(
+        { length: 20 },
+        (_, row) =>
+          `<tr>${Array.from({ length: columns }, (_, column) => `<td>web-${row}-${column} ${word}</td>`).join('')}</tr>`,
+      ).join('')}</table></body></html>`;
+    const shot = async (html: string) => {
+      await page.setContent(html);
+      return page.screenshot();
+    };
+    const first = await shot(table('shop:1.4', 4));
+    assert.equal(await pixelsDiffering(page, first, await shot(table('shop:1.4', 4))), 0);
+    const word = await pixelsDiffering(page, first, await shot(table('shop:1.5', 4)));
+    assert.ok(word > 0 && word <= DOCS_PICTURE_CHANGED, `a changed tag: ${word}`);
+    const scheme = await pixelsDiffering(page, first, await shot(table('shop:1.4', 4, '#1e1e1e')));
+    assert.ok(scheme > DOCS_PICTURE_CHANGED, `a dark background: ${scheme}`);
+    await page.setViewportSize({ width: 1000, height: 800 });
+    assert.equal(await pixelsDiffering(page, first, await page.screenshot()), 1, 'another size');
   });
 });

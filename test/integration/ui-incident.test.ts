@@ -11,11 +11,17 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
+import { basename, join } from 'node:path';
+import { after, afterEach, before, type TestContext, test } from 'node:test';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
-import { collectPageErrors, newPage, saveDocsScreenshot, withBrowser } from '../helpers/browser.ts';
+import {
+  collectPageErrors,
+  type DocsScreenshot,
+  newPage,
+  saveDocsScreenshot,
+  withBrowser,
+} from '../helpers/browser.ts';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import {
   type ClusterInfo,
@@ -123,7 +129,7 @@ async function seriousViolations(page: Page): Promise<string[]> {
   });
 }
 
-test('an incident: a rollout, a scale, a set image and a 50 KB ConfigMap edit, read at a glance', async () => {
+test('an incident: a rollout, a scale, a set image and a 50 KB ConfigMap edit, read at a glance', async (t) => {
   const ns = await admin.createNamespace('ui-incident');
   await admin.waitFor(() => admin.tryGet(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
     what: `the default ServiceAccount of ${ns}`,
@@ -213,14 +219,14 @@ test('an incident: a rollout, a scale, a set image and a 50 KB ConfigMap edit, r
     const storyCount = Number(/: (\d+) events/.exec(storyLabel)![1]);
     assert.ok(storyCount >= 3, storyLabel);
     assert.equal(await story.locator('text').textContent(), String(storyCount));
-    await saveDocsScreenshot(page, 'ui-timeline');
+    pictured(t, await saveDocsScreenshot(page, 'ui-timeline'));
     await story.focus();
     await page.keyboard.press('Enter');
     await page.locator('#story').waitFor();
     assert.equal(await page.locator('#story-events tbody tr').count(), storyCount);
     assert.match((await page.locator('#story-heading').textContent()) ?? '', /^Story: Deployment .*\/web: /);
     assert.match(page.url(), /story=\d+/);
-    await saveDocsScreenshot(page, 'ui-story');
+    pictured(t, await saveDocsScreenshot(page, 'ui-story'));
 
     // The diff of the scale: replicas 2 → 5 as YAML lines (a click on the row's object, at that event).
     const scale = page
@@ -254,7 +260,7 @@ test('an incident: a rollout, a scale, a set image and a 50 KB ConfigMap edit, r
       assert.equal(split, viewport.width >= 1600, 'side by side on wide screens only');
       if (viewport.width === 1280) {
         await page.locator('#compare h3').evaluate((heading) => heading.scrollIntoView({ block: 'center' }));
-        await saveDocsScreenshot(page, 'ui-diff');
+        pictured(t, await saveDocsScreenshot(page, 'ui-diff'));
       }
       // Unfolded, the 50 KB line wraps.
       await page.locator('#compare table:visible .fold summary').first().click();
@@ -276,3 +282,9 @@ test('an incident: a rollout, a scale, a set image and a 50 KB ConfigMap edit, r
     assert.deepEqual(errors, []);
   });
 });
+
+/** Says in the test's output how far each docs picture moved, and whether it was rewritten. */
+function pictured(t: TestContext, shot: DocsScreenshot): void {
+  const share = `${(shot.differing * 100).toFixed(2)} % of pixels differ`;
+  t.diagnostic(`${basename(shot.file)}: ${share}, ${shot.written ? 'rewritten' : 'kept'}`);
+}

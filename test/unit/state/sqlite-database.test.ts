@@ -10,6 +10,7 @@ import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
 import type { ChangeEvent } from '../../../src/events/event.ts';
 import { SqliteDatabase } from '../../../src/state/sqlite-database.ts';
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../../src/state/sqlite-migrations.ts';
+import { SqliteTimelineReader } from '../../../src/state/sqlite-timeline-reader.ts';
 import { UsageError } from '../../../src/util/errors.ts';
 import { changeEvent, storedObject } from '../../helpers/state-fixtures.ts';
 
@@ -83,7 +84,7 @@ test('a file from a newer kubediff is refused', () => {
   expectUsageError(() => SqliteDatabase.open(path), /newer kubediff.*upgrade kubediff/);
 });
 
-test('a schema 1 file (events without resource columns) is migrated, its history kept and queryable', () => {
+test('a schema 1 file (events without resource columns) is migrated, its history kept, queryable and searchable', async () => {
   const path = file();
   const old = new DatabaseSync(path);
   old.exec(`PRAGMA application_id = ${APPLICATION_ID};
@@ -116,6 +117,13 @@ test('a schema 1 file (events without resource columns) is migrated, its history
   const db = SqliteDatabase.open(path);
   assert.deepEqual(db.history({ resource: 'deployments.apps' }), [e2]);
   assert.deepEqual(db.history({ resource: 'configmaps', namespace: 'ns', name: 'a' }), [e1]);
+  // Events recorded before the search column have none: the search looks in their JSON.
+  const reader = new SqliteTimelineReader(db);
+  const found = await reader.events({ search: 'shop' }, { limit: 10 });
+  assert.deepEqual(
+    found.events.map((summary) => summary.id),
+    [e2.id],
+  );
   db.close();
   const migrated = new DatabaseSync(path, { readOnly: true });
   assert.equal(migrated.prepare('PRAGMA user_version').get()?.user_version, SCHEMA_VERSION);

@@ -1,0 +1,112 @@
+// What the history's search looks in (src/state/search-text.ts): the texts people type, never the ones
+// that only identify a record. The readers' use of it, on both stores, is in test/integration/ui-server.test.ts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { ChangeEvent, OutcomeEvent } from '../../../src/events/event.ts';
+import { searchTextOf } from '../../../src/state/search-text.ts';
+import { searchTexts } from '../../../src/state/timeline-assembly.ts';
+
+const UID = '5f0c3b1e-9a7d-4c2b-8e11-0d2a6b7c9e41';
+const OWNER_UID = 'a3e9c0d4-1b2f-4e6a-9c8d-7f5e4d3c2b1a';
+
+const setImage: ChangeEvent = {
+  id: `${UID}:4711`,
+  type: 'UPDATED',
+  time: '2026-12-02T14:05:00.000Z',
+  cluster: 'prod-eu',
+  object: {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    resource: 'deployments',
+    namespace: 'shop',
+    name: 'web',
+    uid: UID,
+    resourceVersion: '4711',
+  },
+  owner: { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', name: 'web-rollout', uid: OWNER_UID },
+  by: {
+    managers: [{ manager: 'kubectl-set', operation: 'Update', time: '2026-12-02T14:05:00Z' }],
+    user: { username: 'alice@example.com', uid: 'c0ffee00-0000-4000-8000-000000000001' },
+    auditID: 'feed1234-5678-4abc-9def-0123456789ab',
+  },
+  changes: [
+    {
+      op: 'replace',
+      path: '/spec/template/spec/containers/0/image',
+      from: 'registry.example.com/shop:1.4',
+      to: 'registry.example.com/shop:1.5',
+      manager: 'kubectl-set',
+    },
+    { op: 'add', path: '/data', to: { LOG_LEVEL: 'debug', ownerReferences: [{ uid: OWNER_UID }] } },
+    { op: 'replace', path: '/spec/replicas', from: 2, to: 5 },
+  ],
+};
+
+test('what people type is in it: image, user, manager, path, name, namespace, kind, values and their keys', () => {
+  const text = searchTextOf(setImage);
+  for (const typed of [
+    'shop:1.5',
+    'shop:1.4',
+    'alice@example.com',
+    'kubectl-set',
+    'web',
+    'shop',
+    'Deployment',
+    'prod-eu',
+    'LOG_LEVEL',
+    'debug',
+    'web-rollout',
+    '5',
+  ])
+    assert.ok(text.includes(typed), typed);
+  // A path as people write it becomes a JSON Pointer (searchTexts), found among the changes' paths.
+  assert.ok(searchTexts('containers[0].image').some((form) => text.includes(form)));
+  assert.ok(searchTexts('spec.replicas').some((form) => text.includes(form)));
+});
+
+test('what only identifies a record is not: uids, the event id, resourceVersion, audit id, times', () => {
+  const text = searchTextOf(setImage);
+  for (const identity of [
+    UID,
+    OWNER_UID,
+    UID.slice(9, 13), // a fragment of hex, as someone typing "9a7d" would search
+    '4711',
+    'c0ffee00',
+    'feed1234',
+    '14:05',
+  ])
+    assert.ok(!text.includes(identity), identity);
+});
+
+test("an OUTCOME's verdict and evidence are in it, the ids it follows are not", () => {
+  const outcome: OutcomeEvent = {
+    id: `outcome:${UID}:4711`,
+    type: 'OUTCOME',
+    time: '2026-12-02T14:05:40.000Z',
+    object: setImage.object,
+    follows: [`${UID}:4711`],
+    verdict: 'degraded',
+    after: 40,
+    evidence: {
+      summary: '3/3 pods CrashLoopBackOff, last OOMKilled (exit 137)',
+      pods: [
+        {
+          name: 'web-59ddc5c7bf-dx627',
+          phase: 'Running',
+          ready: false,
+          readySince: '2026-12-02T14:05:10Z',
+          reason: 'CrashLoopBackOff',
+          restarts: 3,
+        },
+      ],
+      podCount: 3,
+      warnings: [{ object: 'Pod/web-59ddc5c7bf-dx627', reason: 'BackOff', message: 'Back-off', count: 3 }],
+      conditions: [],
+    },
+  };
+  const text = searchTextOf(outcome);
+  for (const typed of ['degraded', 'OOMKilled', 'CrashLoopBackOff', 'web-59ddc5c7bf-dx627', 'BackOff'])
+    assert.ok(text.includes(typed), typed);
+  assert.ok(!text.includes(UID.slice(0, 8)));
+  assert.ok(!text.includes('14:05'));
+});
