@@ -11,7 +11,9 @@
 // - Not owned (never, or no longer): dropped, neither delivered nor recorded.
 // At most `maxHeld` handovers are held per cluster; past that the cluster is given up (onOverflow: the
 // member stops it and claims it afresh once the database answers), which loses nothing: what was held
-// was neither delivered nor recorded, and the next owner reports it.
+// was neither delivered nor recorded, and the next owner reports it. Each give-up is counted
+// (`overflows`, kubediff_fleet_held_overflows_total); the log says so once per outage (until the lease
+// is renewed), naming the first cluster given up and how to see the others.
 import type { KubediffEvent } from '../events/event.ts';
 import type { EventStage, Handover } from '../events/pipeline.ts';
 import { groupedCount } from '../util/count-text.ts';
@@ -36,6 +38,9 @@ export class FleetFence implements EventStage<KubediffEvent> {
   private readonly onOverflow: (cluster: string) => void;
   private readonly log: Logger;
   private droppedCount = 0;
+  private overflowCount = 0;
+  /** An overflow was said since the lease was last renewed: the next ones of this outage are counted only. */
+  private overflowSaid = false;
 
   constructor(options: {
     leaseValid: () => boolean;
@@ -52,6 +57,11 @@ export class FleetFence implements EventStage<KubediffEvent> {
   /** Handovers of clusters this replica did not own (or no longer) when they came: not delivered (a metric). */
   get dropped(): number {
     return this.droppedCount;
+  }
+
+  /** Clusters given up because more than `maxHeld` of their handovers were held (a metric). */
+  get overflows(): number {
+    return this.overflowCount;
   }
 
   /** Handovers held now, every cluster's (a metric). */
@@ -85,10 +95,15 @@ export class FleetFence implements EventStage<KubediffEvent> {
     if (!queue) this.held.set(cluster, [handover]);
     else queue.push(handover);
     if ((queue?.length ?? 1) > this.maxHeld) {
-      this.log.warn(
-        `fleet: more than ${groupedCount(this.maxHeld)} changes of cluster "${cluster}" held while this replica's heartbeat is not renewed; ` +
-          'giving the cluster up (it is claimed afresh, and caught up, once the database answers).',
-      );
+      this.overflowCount++;
+      if (!this.overflowSaid) {
+        this.overflowSaid = true;
+        this.log.warn(
+          `fleet: more than ${groupedCount(this.maxHeld)} changes of cluster "${cluster}" held while this replica's heartbeat is not renewed; ` +
+            'giving the cluster up (it is claimed afresh, and caught up, once the database answers; nothing is lost). ' +
+            'Other clusters given up in this outage are counted in kubediff_fleet_held_overflows_total, not logged.',
+        );
+      }
       this.disown(cluster);
       this.onOverflow(cluster);
     }
@@ -109,6 +124,7 @@ export class FleetFence implements EventStage<KubediffEvent> {
 
   /** The lease was renewed: what was held goes on, in order, and the informers read on. */
   resume(): void {
+    if (this.leaseValid()) this.overflowSaid = false;
     for (const [cluster, queue] of [...this.held]) {
       if (!this.leaseValid()) return;
       this.held.delete(cluster);

@@ -25,6 +25,7 @@ import type { FleetFence } from './fleet-fence.ts';
 import type { ClusterRow, FleetView, MoveRow } from './fleet-rows.ts';
 import {
   beatIntervalMs,
+  FleetDatabaseSilent,
   type FleetIdentity,
   type OwnedProgress,
   type ReplicaProfile,
@@ -135,8 +136,23 @@ export class FleetMember {
       stopped = true;
     });
     let said = false;
+    let saidSlow = false;
     while (!stopped) {
-      const joined = await this.store.join(this.profile);
+      let joined: Awaited<ReturnType<FleetCoordination['join']>>;
+      try {
+        joined = await this.store.join(this.profile);
+      } catch (error) {
+        // Slower than a beat (a loaded database): tried again; anything else is said by the caller.
+        if (!(error instanceof FleetDatabaseSilent)) throw error;
+        if (!saidSlow) {
+          saidSlow = true;
+          this.log.warn(
+            `fleet: joining fleet "${this.store.identity.fleet}" in ${this.store.label}: ${errorMessage(error)}; tried again every ${formatDuration(this.beatMs)}.`,
+          );
+        }
+        await Promise.race([new Promise((resolve) => setTimeout(resolve, this.beatMs)), stop]);
+        continue;
+      }
       if (joined.joined) {
         this.log.info(
           `fleet: joined fleet "${this.store.identity.fleet}" in ${this.store.label} as replica "${this.store.identity.replica}".`,

@@ -13,10 +13,16 @@
 // - A release (a handoff, a clean stop) leaves the cluster free with who had it and why, for the next
 //   claim's move record.
 import type pg from 'pg';
+import { formatDuration } from '../util/duration.ts';
 import { KubediffError } from '../util/errors.ts';
 import { aliveSql, type FleetView, type MoveReason, type MoveRow, readFleet } from './fleet-rows.ts';
-import { fleetSessionLimits, PostgresConnection, type PostgresStateOptions } from './postgres-connection.ts';
-import { migrateOn } from './postgres-migrations.ts';
+import {
+  fleetSessionLimits,
+  PostgresConnection,
+  type PostgresStateOptions,
+  type SessionLimits,
+} from './postgres-connection.ts';
+import { migrateOn, migratePostgres } from './postgres-migrations.ts';
 
 /** Who this process is in the fleet. */
 export interface FleetIdentity {
@@ -54,16 +60,47 @@ export function beatIntervalMs(timeoutMs: number): number {
   return Math.max(1, Math.floor(timeoutMs / 5));
 }
 
+/**
+ * How long one call of the fleet's coordination (a beat, a claim, a release, connecting included) may take
+ * before it is given up: three beats, less than the lease (four), so that a replica whose database link
+ * goes silent says so, and tries again on a new connection, while its lease still runs. Longer would be no
+ * use: a beat answered after the lease ran out renews nothing.
+ */
+export function fleetCallDeadlineMs(timeoutMs: number): number {
+  return 3 * beatIntervalMs(timeoutMs);
+}
+
+/**
+ * The limits under that deadline: a row lock is waited for a beat (the transaction's lock_timeout), a
+ * statement runs two beats at most (the server cancels it; the session stays sound), a connection is made
+ * within two beats, an answer is awaited three (then the link is taken for silent), and TCP keepalive
+ * probes a link idle for a beat (a peer gone without a reset).
+ */
+export function fleetCoordinationLimits(timeoutMs: number): SessionLimits {
+  const beat = beatIntervalMs(timeoutMs);
+  return {
+    ...fleetSessionLimits(timeoutMs),
+    statementTimeoutMs: 2 * beat,
+    connectTimeoutMs: 2 * beat,
+    keepAliveDelayMs: beat,
+  };
+}
+
+/** A fleet call that had no answer within its deadline: its connection was dropped. */
+export class FleetDatabaseSilent extends Error {}
+
 /** The replica's process was replaced by another of the same name while this one was cut off. */
 export class ReplicaReplaced extends KubediffError {}
 
 export class FleetStore extends PostgresConnection {
   readonly identity: FleetIdentity;
   private readonly timeoutMs: number;
+  private readonly options: PostgresStateOptions;
   private migrated = false;
 
   constructor(options: PostgresStateOptions, identity: FleetIdentity, timeoutMs: number) {
-    super(options, undefined, fleetSessionLimits(timeoutMs));
+    super(options, fleetCallDeadlineMs(timeoutMs), fleetCoordinationLimits(timeoutMs));
+    this.options = options;
     this.identity = identity;
     this.timeoutMs = timeoutMs;
   }
@@ -71,13 +108,25 @@ export class FleetStore extends PostgresConnection {
   /**
    * Every transaction of the fleet waits at most a beat for a row lock: a lock held by a replica paused
    * mid-write is released within half the timeout (fleetSessionLimits), and this one's beat goes on meanwhile
-   * (a claim that could not lock is tried again at the next beat).
+   * (a claim that could not lock is tried again at the next beat). The whole of it, connecting included,
+   * has a deadline (fleetCallDeadlineMs): past it the connection is dropped (its socket destroyed, which
+   * ends the transaction on the server) and the call fails, whatever the link does.
    */
   protected override transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-    return super.transaction(async (client) => {
+    const deadlineMs = fleetCallDeadlineMs(this.timeoutMs);
+    const done = super.transaction(async (client) => {
       await client.query(`SET LOCAL lock_timeout = ${beatIntervalMs(this.timeoutMs)}`);
       return work(client);
     });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        this.dropConnection();
+        reject(new FleetDatabaseSilent(`no answer within ${formatDuration(deadlineMs)}`));
+      }, deadlineMs);
+    });
+    done.catch(() => undefined);
+    return Promise.race([done, late]).finally(() => clearTimeout(timer));
   }
 
   protected override async connected(client: pg.Client): Promise<void> {
@@ -85,9 +134,14 @@ export class FleetStore extends PostgresConnection {
     this.migrated = true;
   }
 
-  /** Connects, bringing the schema up to date (the first replica of a fleet on an empty database creates it). */
+  /**
+   * Brings the schema up to date (the first replica of a fleet on an empty database creates it), on a
+   * connection of its own without the beat's limits: a migration, or waiting for another replica's, may
+   * take longer than a beat.
+   */
   async migrate(): Promise<void> {
-    await this.run(async () => undefined);
+    await migratePostgres(this.options);
+    this.migrated = true;
   }
 
   /**

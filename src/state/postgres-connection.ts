@@ -23,12 +23,17 @@ export interface PostgresStateOptions {
 }
 
 /**
- * Limits the server holds a session to (a fleet's sessions, docs/fleets.md): a transaction left open by a
- * process that was paused or cut off mid-way is ended, and its row locks released, after
- * `idleInTransactionMs`.
+ * Limits of a fleet's sessions (docs/fleets.md): a transaction left open by a process that was paused or
+ * cut off mid-way is ended by the server, and its row locks released, after `idleInTransactionMs`. The
+ * fleet's coordination (fleet-store.ts) bounds the rest too: a statement the server runs longer than
+ * `statementTimeoutMs` is cancelled, a connection not made within `connectTimeoutMs` is given up, and
+ * TCP keepalive probes a silent link after `keepAliveDelayMs`.
  */
 export interface SessionLimits {
   idleInTransactionMs: number;
+  statementTimeoutMs?: number;
+  connectTimeoutMs?: number;
+  keepAliveDelayMs?: number;
 }
 
 /**
@@ -74,11 +79,15 @@ function connectionConfig(
   }
   return {
     connectionString: options.url,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: session?.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     query_timeout: queryTimeoutMs,
     keepAlive: true,
+    ...(session?.keepAliveDelayMs === undefined
+      ? {}
+      : { keepAliveInitialDelayMillis: session.keepAliveDelayMs }),
     application_name: 'kubediff',
     ...(session ? { idle_in_transaction_session_timeout: session.idleInTransactionMs } : {}),
+    ...(session?.statementTimeoutMs === undefined ? {} : { statement_timeout: session.statementTimeoutMs }),
   };
 }
 
@@ -117,6 +126,11 @@ export function isTransientPostgresError(error: unknown): boolean {
   return /connection terminated|timeout|terminating connection|connection error|not queryable|Connection refused/i.test(
     errorMessage(error),
   );
+}
+
+/** A failure that leaves the connection in doubt (broken, or no answer in time): not to be used again. */
+function inDoubt(error: unknown): boolean {
+  return isTransientPostgresError(error) && !isCancelled(error);
 }
 
 /** A connection to the database, with what the store and the history share. */
@@ -175,15 +189,26 @@ export abstract class PostgresConnection {
     try {
       return await work(client);
     } catch (error) {
-      if (isTransientPostgresError(error) && !isCancelled(error) && this.client === client) {
-        this.client = undefined;
-        client.end().catch(() => undefined);
-      }
+      if (inDoubt(error) && this.client === client) this.dropConnection();
       throw error;
     }
   }
 
-  /** Runs `work` in one transaction on the connection: committed, or rolled back when it throws. */
+  /**
+   * Forgets the connection: the next query opens another. Ending it destroys its socket at once when a
+   * query is still waiting for an answer (a silent link), which ends its transaction on the server.
+   */
+  protected dropConnection(): void {
+    const client = this.client;
+    this.client = undefined;
+    client?.end().catch(() => undefined);
+  }
+
+  /**
+   * Runs `work` in one transaction on the connection: committed, or rolled back when it throws. A
+   * connection in doubt (no answer in time, broken) is not asked to roll back, which would wait as long
+   * again: run() drops it, and that ends the transaction on the server.
+   */
   protected async transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
     return this.run(async (client) => {
       await client.query('BEGIN');
@@ -192,7 +217,7 @@ export abstract class PostgresConnection {
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        if (!inDoubt(error)) await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       }
     });

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, afterEach, before, describe, it, type TestContext } from 'node:test';
 import { type KubediffProcess, killAll, runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, KubeAdmin, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
 import { type PostgresInfo, startPostgres } from '../helpers/postgres.ts';
@@ -148,7 +149,8 @@ describe('a fleet of replicas', { skip: needsSharedEtcd() }, () => {
       suffix: name.split('-').at(-1) ?? name,
       made,
       replicas,
-      replica(replica: string): KubediffProcess {
+      /** A replica; `state` is its own way to the database (a proxy), else the config file's. */
+      replica(replica: string, state?: string): KubediffProcess {
         const kd = runKubediff(
           [
             'watch',
@@ -160,6 +162,7 @@ describe('a fleet of replicas', { skip: needsSharedEtcd() }, () => {
             'json',
             '--webhook',
             receiver.url(`/${name}/${replica}`),
+            ...(state === undefined ? [] : ['--state', state]),
           ],
           { env, timeoutMs: 90_000, checkEvents: true },
         );
@@ -467,6 +470,79 @@ describe('a fleet of replicas', { skip: needsSharedEtcd() }, () => {
       );
     }
     assert.equal(r1.exitResult, undefined);
+  });
+
+  it('a replica whose PostgreSQL link goes silent (a black-holing proxy) says so within its lease and holds; its clusters are taken over, and it delivers nothing of them; the link back, it finds them gone and nothing comes twice', async (t) => {
+    const f = await fleet(t, 'fleet-silent');
+    const proxy = await startFaultProxy({
+      target: { host: f.database.info.host, port: f.database.info.port },
+    });
+    t.after(() => proxy.close());
+    const proxied = new URL(stateUrl(f.database.info));
+    proxied.port = String(proxy.port);
+    const r1 = f.replica('r1');
+    const r2 = f.replica('r2', proxied.href);
+    await settled(f, 'two replicas owning three clusters each', (status) => loads(status).join() === '3,3');
+    for (const cluster of clusters) await create(f, cluster, 'base');
+    await recorded(f, await sentinels(f, 'before'), 'the sentinels "before" recorded');
+    // Read again now: a handoff of the first balancing may have been under way at the first read.
+    const first = await settled(f, 'still three each', (status) => loads(status).join() === '3,3');
+    const cut = clusters.filter((cluster) => ownersOf(first).get(cluster.name) === 'r2');
+
+    /** Until r2 says `pattern` after the cut (a loaded machine may have made it say some before). */
+    const cutAt = r2.stderr.length;
+    const saysAfterCut = (pattern: RegExp, what: string) =>
+      waitFor(() => (pattern.test(r2.stderr.slice(cutAt)) ? true : undefined), {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+        what,
+      });
+    proxy.blackhole(true);
+    for (const cluster of cut) await patch(f, cluster, 'base', 'while-cut');
+    // Its calls to the database are bounded: a beat gives up on the silent link within its deadline, and
+    // says so as such (without the bound, a beat waited on the silent link for its query timeout, twice).
+    await saysAfterCut(
+      /fleet: cannot renew this replica's heartbeat in \S+: (no answer within 2\.4s|timeout expired);/,
+      'r2 saying its beat had no answer',
+    );
+    await saysAfterCut(/fleet: heartbeat not renewed for .*: holding the changes of 3 cluster/, 'r2 holding');
+    const held = receiver.requests.length;
+    for (const cluster of cut) await patch(f, cluster, 'base', 'while-held');
+    const taken = await settled(f, 'the silent replica’s clusters taken over by r1', (status) =>
+      status.clusters.every((row) => row.owner === 'r1'),
+    );
+    assert.deepEqual(
+      taken.moves
+        .slice(first.moves.length)
+        .map((move) => `${move.cluster} ${move.from} → ${move.to} ${move.reason}`)
+        .sort(),
+      cut.map((cluster) => `${cluster.name} r2 → r1 takeover`).sort(),
+    );
+    // Its calls to the database are bounded: the silence is said at a failed beat, before the lease ran
+    // out (a beat waiting on the silent link for its query timeout would say it only long after).
+    await sentinels(f, 'taken');
+
+    proxy.blackhole(false);
+    for (const cluster of cut)
+      await r2.waitForStderr(new RegExp(`cluster "${cluster.name}" is no longer this replica's`), 60_000);
+    await r2.waitForStderr(/fleet: heartbeat renewed in /);
+    const back = receiver.requests.length;
+    assert.deepEqual(
+      f
+        .deliveries(held)
+        .filter((delivery) => delivery.index < back && delivery.replica === 'r2')
+        .map(keyOf),
+      [],
+      'r2 delivered nothing from when it held until it found its clusters gone',
+    );
+    await settled(f, 'balanced again', (status) => loads(status).join() === '3,3');
+    await sentinels(f, 'after');
+    assertEachOnce(f);
+    // A change is delivered twice only when r2 had delivered it, while its lease lasted, without recording it.
+    for (const [key, replicas] of repeats(f))
+      assert.ok(replicas.includes('r2'), `${key} delivered by ${replicas}`);
+    assert.equal(r1.exitResult, undefined);
+    assert.equal(r2.exitResult, undefined);
   });
 
   it('a fourth replica joins: at most ⌈6/4⌉ clusters move, by handoff, and fleet status shows the moves', async (t) => {

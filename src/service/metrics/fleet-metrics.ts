@@ -2,6 +2,8 @@
 // sees alive, whether it may deliver, and what moved to it or from it. Read at each scrape from the fleet
 // member and its fence. Registered only when a fleet is served.
 import { Counter, Gauge } from 'prom-client';
+import { DEFAULT_MAX_HELD } from '../../state/fleet-fence.ts';
+import { groupedCount } from '../../util/count-text.ts';
 import type { MetricsRegistration } from '../../util/metrics-registration.ts';
 
 /** The fleet member's counts (src/state/fleet-member.ts) and its fence's (src/state/fleet-fence.ts). */
@@ -16,7 +18,7 @@ export interface FleetSource {
     lost: number;
     leaseValid: boolean;
   };
-  readonly fence: { readonly holding: number };
+  readonly fence: { readonly holding: number; readonly overflows: number };
 }
 
 export function registerFleetMetrics(registration: MetricsRegistration, fleet: FleetSource): void {
@@ -55,6 +57,14 @@ export function registerFleetMetrics(registration: MetricsRegistration, fleet: F
     "--fleet: changes held back while this replica's heartbeat is not renewed.",
     () => fleet.fence.holding,
   );
+  new Counter({
+    name: 'kubediff_fleet_held_overflows_total',
+    help: `--fleet: clusters given up because more than ${groupedCount(DEFAULT_MAX_HELD)} of their changes were held while this replica's heartbeat was not renewed (claimed afresh and caught up once the database answers; nothing lost).`,
+    registers,
+    collect() {
+      registration.incrementTo(this, {}, fleet.fence.overflows, 'fleet-held-overflows');
+    },
+  });
   new Counter({
     name: 'kubediff_fleet_takeovers_total',
     help: '--fleet: clusters this replica took over from a replica gone silent past its timeout.',

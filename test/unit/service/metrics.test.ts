@@ -257,3 +257,39 @@ test('HTTP requests and retries reach the metrics through the observer each sink
     second.close();
   }
 });
+
+test('a fleet replica: what it owns and sees, its moves, its lease, what its fence holds and the clusters it gave up', async () => {
+  const metrics = new KubediffMetrics({ version: '1.2.3', defaultMetrics: false });
+  try {
+    const stats = {
+      owned: 2,
+      unowned: 1,
+      replicas: 3,
+      takeovers: 4,
+      handoffsIn: 1,
+      handoffsOut: 2,
+      lost: 1,
+      leaseValid: false,
+    };
+    const fence = { holding: 12, overflows: 1 };
+    metrics.observeFleet({ stats, fence });
+    let scraped = await values(metrics);
+    assert.equal(scraped.get('kubediff_fleet_clusters_owned'), 2);
+    assert.equal(scraped.get('kubediff_fleet_clusters_unowned'), 1);
+    assert.equal(scraped.get('kubediff_fleet_replicas'), 3);
+    assert.equal(scraped.get('kubediff_fleet_lease_valid'), 0);
+    assert.equal(scraped.get('kubediff_fleet_held_changes'), 12);
+    assert.equal(scraped.get('kubediff_fleet_held_overflows_total'), 1);
+    assert.equal(scraped.get('kubediff_fleet_takeovers_total'), 4);
+    assert.equal(scraped.get('kubediff_fleet_handoffs_total{direction="in"}'), 1);
+    assert.equal(scraped.get('kubediff_fleet_handoffs_total{direction="out"}'), 2);
+    assert.equal(scraped.get('kubediff_fleet_clusters_lost_total'), 1);
+    fence.overflows = 3;
+    stats.leaseValid = true;
+    scraped = await values(metrics);
+    assert.equal(scraped.get('kubediff_fleet_held_overflows_total'), 3);
+    assert.equal(scraped.get('kubediff_fleet_lease_valid'), 1);
+  } finally {
+    metrics.close();
+  }
+});
