@@ -97,6 +97,12 @@ export class FleetStore extends PostgresConnection {
   private readonly timeoutMs: number;
   private readonly options: PostgresStateOptions;
   private migrated = false;
+  /**
+   * The fleet's transactions share one connection, so they take turns: a handoff's release started while a
+   * beat is open would otherwise interleave its statements with the beat's (one COMMIT ending the other's
+   * work). Each one's deadline starts when its turn comes.
+   */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(options: PostgresStateOptions, identity: FleetIdentity, timeoutMs: number) {
     super(options, fleetCallDeadlineMs(timeoutMs), fleetCoordinationLimits(timeoutMs));
@@ -113,6 +119,12 @@ export class FleetStore extends PostgresConnection {
    * ends the transaction on the server) and the call fails, whatever the link does.
    */
   protected override transaction<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const mine = this.turn.then(() => this.transactionWithDeadline(work));
+    this.turn = mine.catch(() => undefined);
+    return mine;
+  }
+
+  private transactionWithDeadline<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
     const deadlineMs = fleetCallDeadlineMs(this.timeoutMs);
     const done = super.transaction(async (client) => {
       await client.query(`SET LOCAL lock_timeout = ${beatIntervalMs(this.timeoutMs)}`);
