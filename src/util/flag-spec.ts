@@ -29,5 +29,5 @@ export interface FlagGroup {
   flags: readonly FlagSpec[];
 }
 
-/** The flags' values as commander hands them over, by camel-cased name (`--kafka-topic`: kafkaTopic). */
+/** The flags' values as commander hands them over, by camel-cased name (`--dead-letter`: deadLetter). */
 export type FlagValues = Readonly<Record<string, unknown>>;
