@@ -1,8 +1,8 @@
 // Who made each change: field managers from managedFields, users from the API server's audit webhook
 // (docs/audit.md) or from an admission webhook that never rejects (docs/who.md). Read by
 // src/config/settings.ts, src/config/audit-settings.ts (RawAuditFlags) and admission-settings.ts.
+import type { FlagGroup } from '../../util/flag-spec.ts';
 import { WHO_JOIN_DEFAULTS } from '../../who/who-join.ts';
-import type { FlagGroup } from './flag-spec.ts';
 
 export const WHO: FlagGroup = {
   title: 'Who changed it',

@@ -16,7 +16,7 @@ import type { KubediffEvent, OutcomeEvent } from '../../events/event.ts';
 import { controllerOf } from '../../events/owners.ts';
 import { podSpecOf, podSpecReferences, referencedObjects } from '../../kube/pod-references.ts';
 import { groupOf, type JsonObject, type ResourceType } from '../../kube/types.ts';
-import { renderChange } from '../../sinks/pretty.ts';
+import { renderChange } from '../../sinks/core/pretty.ts';
 import { byText } from '../../sinks/who.ts';
 import type { ObjectRef } from '../../state/timeline-reader.ts';
 import { plural } from '../../util/count-text.ts';

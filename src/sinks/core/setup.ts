@@ -1,0 +1,265 @@
+// From sink settings (flags today, the config file's `sinks:` list later)
+// to running sinks behind a router. The specs are plain data with every
+// option a sink has, so a config file maps its keys onto them one to one.
+
+import { compileFilter } from '../../events/filter.ts';
+import type { Credentials } from '../../util/credentials.ts';
+import type { ChatPlatformName } from '../chat-platforms.ts';
+import type { CloudEventsMode } from '../cloudevents.ts';
+import type { CommonSinkSpec, HttpSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
+import { type RegisteredSpec, sinkComponent } from '../registry.ts';
+import type { WebhookBatchOptions, WebhookQueueOptions } from '../webhook.ts';
+import { DeadLetterFile } from './dead-letter.ts';
+import { type Route, Router } from './router.ts';
+import type { Sink } from './sink.ts';
+import { allSinkCredentials, sinkCredentials } from './sink-credentials.ts';
+import { defaultSinkName } from './sink-name.ts';
+import { httpOptions, storiesOf, storiesOption } from './sink-options.ts';
+import { renderJsonLine, StreamOutput } from './stream-output.ts';
+
+interface StdoutSinkSpec extends CommonSinkSpec {
+  type: 'stdout';
+  format: 'json' | 'pretty';
+  /** Pretty output in color. */
+  color?: boolean;
+}
+
+export interface WebhookSinkSpec extends HttpSinkSpec {
+  type: 'webhook';
+  url: string;
+  headers?: Record<string, string>;
+  /** HMAC-SHA256 secret (from the environment, never a flag). */
+  secret?: string;
+  batch?: WebhookBatchOptions;
+  queue?: WebhookQueueOptions;
+  maxRequestsPerSecond?: number;
+  /** The body: the event's JSON (default), or a CloudEvent (structured unless binary)… */
+  format?: 'json' | 'cloudevents';
+  cloudEventsMode?: CloudEventsMode;
+  /** …or what this JSONata expression makes of the event (layout.ts). */
+  layout?: string;
+}
+
+export interface SlackSinkSpec extends HttpSinkSpec {
+  type: 'slack';
+  /** An incoming webhook URL… */
+  webhookUrl?: string;
+  /** …or a bot token (from the environment) and a channel. */
+  token?: string;
+  channel?: string;
+  /** Slack's Web API base URL; default https://slack.com/api. */
+  apiUrl?: string;
+  minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
+}
+
+/** Teams, Discord, Mattermost or Google Chat: a webhook URL (a credential), on the chat delivery core. */
+export interface ChatSinkSpec extends HttpSinkSpec {
+  type: ChatPlatformName;
+  webhookUrl: string;
+  minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
+}
+
+export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | RegisteredSpec | ChatSinkSpec;
+
+export interface SinkSet {
+  router: Router;
+  /** The stdout sink, whose backpressure the watch honours. */
+  stdout: StreamOutput | undefined;
+  /** Open dead-letter files; close them after the router. */
+  deadLetterFiles: DeadLetterFile[];
+  /** Pauses the watch while a stdout reader lags (see StreamOutput.flowControl). */
+  flowControl: () => Promise<void> | undefined;
+}
+
+/**
+ * Creates the sinks and the router. Throws a UsageError when a dead-letter file cannot be opened. Each
+ * sink's module is imported by its factory, so that undici, the Kafka client and the OpenTelemetry
+ * packages are loaded only when there is such a sink.
+ */
+export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRuntime): Promise<SinkSet> {
+  const deadLetters = new Map<string, DeadLetterFile>();
+  // Names (in logs, metrics, /readyz) and dead letters are scrubbed of every sink's credentials.
+  const credentials = allSinkCredentials(specs);
+  const numbered = uniqueNames();
+  const unique = (name: string) => numbered(credentials.scrub(name));
+  let stdout: StreamOutput | undefined;
+  const routes: Route[] = [];
+  try {
+    for (const spec of specs) {
+      const deadLetter =
+        spec.type === 'stdout'
+          ? undefined
+          : openDeadLetter(deadLetters, spec.deadLetterFile ?? runtime.deadLetterFile, runtime, credentials);
+      const sink = await factoryOf(spec)(spec, {
+        runtime,
+        unique,
+        deadLetter,
+        credentials: sinkCredentials(spec),
+      });
+      // The watch honours the stdout sink's backpressure (flowControl below).
+      if (sink instanceof StreamOutput) stdout = sink;
+      routes.push({ sink, ...(spec.filter ? { filter: compileFilter(spec.filter) } : {}) });
+    }
+  } catch (error) {
+    // A later dead-letter file failed to open: release what was created.
+    for (const route of routes) void route.sink.close(0);
+    for (const file of deadLetters.values()) file.close();
+    throw error;
+  }
+
+  const output = stdout;
+  return {
+    router: new Router(routes, runtime.log, runtime.failures ? { failures: runtime.failures } : {}),
+    stdout: output,
+    deadLetterFiles: [...deadLetters.values()],
+    flowControl: () => output?.flowControl(),
+  };
+}
+
+type SinkType = Exclude<SinkSpec, RegisteredSpec>['type'];
+/**
+ * The members of union S whose `type` can be T: the spec of one sink type, or its config entry (the chat
+ * platforms share one spec and one schema, hence not Extract<>).
+ */
+export type OfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
+type SinkFactory<T extends SinkType> = (spec: OfType<SinkSpec, T>, context: SinkContext) => Promise<Sink>;
+
+/** One factory per sink type: a new sink type is one entry here, beside its spec above. */
+const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
+  stdout: stdoutSink,
+  webhook: webhookSink,
+  slack: slackSink,
+  teams: chatSink,
+  discord: chatSink,
+  mattermost: chatSink,
+  'google-chat': chatSink,
+};
+
+function factoryOf(spec: SinkSpec): (spec: SinkSpec, context: SinkContext) => Promise<Sink> {
+  const component = sinkComponent(spec.type);
+  if (component) return (spec, context) => component.create(spec, context);
+  // TypeScript cannot tie SINK_FACTORIES[spec.type] to spec's own type; the table's type does.
+  return SINK_FACTORIES[spec.type as SinkType] as (spec: SinkSpec, context: SinkContext) => Promise<Sink>;
+}
+
+/** One DeadLetterFile per path, however many sinks write to it. */
+function openDeadLetter(
+  files: Map<string, DeadLetterFile>,
+  path: string | undefined,
+  runtime: SinkRuntime,
+  credentials: Credentials,
+): DeadLetterFile | undefined {
+  if (path === undefined) return undefined;
+  let file = files.get(path);
+  if (!file) {
+    file = DeadLetterFile.open(path, runtime.log, runtime.deadLetterLimits, credentials);
+    files.set(path, file);
+  }
+  return file;
+}
+
+/** Two sinks with one name would share a line in logs and metrics: the second is "name #2". */
+function uniqueNames(): (name: string) => string {
+  const names = new Map<string, number>();
+  return (name) => {
+    const seen = (names.get(name) ?? 0) + 1;
+    names.set(name, seen);
+    return seen === 1 ? name : `${name} #${seen}`;
+  };
+}
+
+/** JSON lines, or pretty text (and stories), whose renderers are imported only then. */
+async function stdoutSink(spec: StdoutSinkSpec, { runtime, unique }: SinkContext): Promise<Sink> {
+  const stories = storiesOf(spec);
+  const pretty = spec.format === 'json' && !stories ? undefined : await prettyRenderers();
+  const color = spec.color ?? false;
+  return new StreamOutput({
+    name: unique(spec.name ?? defaultSinkName(spec)),
+    stream: runtime.stdout,
+    render: spec.format === 'json' || !pretty ? renderJsonLine : pretty.prettyRenderer({ color }),
+    log: runtime.log,
+    ...(stories && pretty
+      ? { stories: { options: stories, render: pretty.prettyStoryRenderer({ color }), log: runtime.log } }
+      : {}),
+    ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
+  });
+}
+
+async function webhookSink(spec: WebhookSinkSpec, context: SinkContext): Promise<Sink> {
+  const { WebhookSink } = await import('../webhook.ts');
+  return new WebhookSink({
+    url: spec.url,
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
+    log: context.runtime.log,
+    format: await webhookFormat(spec),
+    ...(spec.headers ? { headers: spec.headers } : {}),
+    ...(spec.secret ? { secret: spec.secret } : {}),
+    ...(spec.batch ? { batch: spec.batch } : {}),
+    ...(spec.queue ? { queue: spec.queue } : {}),
+    ...(spec.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: spec.maxRequestsPerSecond } : {}),
+    ...storiesOption(spec),
+    ...httpOptions(spec, context),
+  });
+}
+
+/** An incoming webhook, or a bot token and a channel. */
+async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sink> {
+  const target =
+    spec.webhookUrl !== undefined
+      ? { kind: 'webhook' as const, url: spec.webhookUrl }
+      : {
+          kind: 'bot' as const,
+          token: spec.token ?? '',
+          channel: spec.channel ?? '',
+          ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
+        };
+  const { SlackSink } = await import('../slack.ts');
+  return new SlackSink({
+    target,
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
+    log: context.runtime.log,
+    ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
+    ...storiesOption(spec),
+    ...httpOptions(spec, context),
+  });
+}
+
+/** Teams, Discord, Mattermost, Google Chat: the platform's renderer and pace on the chat core. */
+async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink> {
+  const { ChatSink } = await import('../chat.ts');
+  const { CHAT_PLATFORMS } = await import('../chat-platforms.ts');
+  const platform = CHAT_PLATFORMS[spec.type];
+  return new ChatSink({
+    platform: platform.create(spec.webhookUrl),
+    name: context.unique(spec.name ?? defaultSinkName(spec)),
+    minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
+    log: context.runtime.log,
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
+    ...storiesOption(spec),
+    ...httpOptions(spec, context),
+  });
+}
+
+/**
+ * A webhook's body format. A layout gets a thread of its own, started by the sink's first request (the
+ * config checks have compiled the layout already).
+ */
+async function webhookFormat(spec: WebhookSinkSpec): Promise<import('../webhook-body.ts').WebhookFormat> {
+  if (spec.layout !== undefined) {
+    const { LayoutThread } = await import('../layout-thread.ts');
+    return { kind: 'layout', layout: new LayoutThread(spec.layout) };
+  }
+  if (spec.format === 'cloudevents')
+    return { kind: 'cloudevents', mode: spec.cloudEventsMode ?? 'structured' };
+  return { kind: 'json' };
+}
+
+/** Imported only for pretty output or stories: a JSON-only watch keeps chalk out of its memory. */
+async function prettyRenderers() {
+  return { ...(await import('./pretty.ts')), ...(await import('./story-format.ts')) };
+}
