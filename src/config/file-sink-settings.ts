@@ -6,6 +6,7 @@
 
 import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
+import { fileSpecOf } from '../sinks/file/config.ts';
 import type { OfType, SinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
 import { checkDuration } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
@@ -127,7 +128,7 @@ function entrySpecOf(
   deadLetter: string | undefined,
   context: EntryContext,
 ): EntrySpec {
-  const timeoutMs = checkedMs(input.timeout);
+  const timeoutMs = checkedMs('timeout' in input ? input.timeout : undefined);
   const deadLetterFile = input.deadLetter ?? deadLetter;
   const common = {
     ...(input.name ? { name: input.name } : {}),
@@ -153,6 +154,7 @@ const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
   otlp: (input, common, { readFile }) => otlpSpecOf(input, common, readFile),
   opensearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
   elasticsearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
+  file: (input, common, { problem }) => ({ ...fileSpecOf(input, problem), ...common }),
 };
 
 function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {

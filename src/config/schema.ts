@@ -4,6 +4,7 @@
 // names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
 import { CLOUDEVENTS_MODES } from '../sinks/cloudevents.ts';
+import { fileSinkSchema } from '../sinks/file/config.ts';
 import { OTLP_PROTOCOLS } from '../sinks/otlp-settings.ts';
 
 const stringList = { type: 'array', items: { type: 'string' } } as const;
@@ -222,6 +223,10 @@ export const sinkSchemas = {
   },
   opensearch: searchSchema('opensearch'),
   elasticsearch: searchSchema('elasticsearch'),
+  file: {
+    ...fileSinkSchema,
+    properties: { ...fileSinkSchema.properties, name: common.name, filter: filterSchema },
+  },
 } as const;
 
 /** Teams, Discord, Mattermost and Google Chat: a webhook URL (a credential: from ${VAR}) and their pacing. */
@@ -414,7 +419,8 @@ export type SinkInput =
   | FromSchema<typeof sinkSchemas.kafka>
   | FromSchema<(typeof sinkSchemas)[ChatSinkType]>
   | FromSchema<typeof sinkSchemas.otlp>
-  | FromSchema<(typeof sinkSchemas)[SearchSinkType]>;
+  | FromSchema<(typeof sinkSchemas)[SearchSinkType]>
+  | FromSchema<typeof sinkSchemas.file>;
 export type SearchSinkType = 'opensearch' | 'elasticsearch';
 export type ChatSinkType = 'teams' | 'discord' | 'mattermost' | 'google-chat';
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */

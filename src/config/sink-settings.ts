@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
+import { fileSpecFromFlag } from '../sinks/file/config.ts';
 import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
 import { isSlackChannel } from '../sinks/receiver-checks.ts';
 import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
@@ -43,6 +44,8 @@ export interface RawSinkFlags {
   /** --kafka-allow-plaintext-credentials: SASL without TLS, for a network encrypted otherwise. */
   kafkaAllowPlaintextCredentials?: boolean;
   otlpEndpoint?: string;
+  /** --output-file: a file sink with its defaults. */
+  outputFile?: string;
   shutdownTimeout?: string;
 }
 
@@ -102,6 +105,7 @@ const FLAG_SINKS: readonly ((flags: RawSinkFlags, env: Env) => SinkSpec[])[] = [
   chatSpecsFromFlags,
   (flags, env) => listOf(kafkaSpecFromFlags(flags, env)),
   (flags, env) => listOf(otlpSpecFromFlag(flags.otlpEndpoint, env)),
+  (flags) => fileSpecFromFlag(flags.outputFile),
 ];
 
 /** --webhook (repeatable), all of them with the same headers, secret, batch and timeout. */

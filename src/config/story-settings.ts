@@ -116,6 +116,7 @@ function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawSto
     case 'webhook':
       return flags.webhookStories === true;
     case 'kafka':
+    case 'file':
     case 'otlp':
     case 'opensearch':
     case 'elasticsearch':

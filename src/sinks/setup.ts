@@ -13,6 +13,8 @@ import type { ChatPlatformName } from './chat-platforms.ts';
 import type { CloudEventsMode } from './cloudevents.ts';
 import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
 import type { DeliveryObserver, RetryOptions } from './delivery.ts';
+import type { FileSinkSpec } from './file/config.ts';
+import { createFileSink } from './file/factory.ts';
 import type { HttpTls } from './http.ts';
 import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
@@ -144,7 +146,8 @@ export type SinkSpec =
   | KafkaSinkSpec
   | ChatSinkSpec
   | OtlpSinkSpec
-  | SearchSinkSpec;
+  | SearchSinkSpec
+  | (FileSinkSpec & CommonSinkSpec);
 
 export interface SinkRuntime {
   log: Logger;
@@ -250,6 +253,11 @@ const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
   discord: chatSink,
   mattermost: chatSink,
   'google-chat': chatSink,
+  file: (spec, context) =>
+    createFileSink(spec, {
+      unique: context.unique,
+      delivery: { ...deliveryOptions(spec, context), log: context.runtime.log },
+    }),
 };
 
 function factoryOf(spec: SinkSpec): (spec: SinkSpec, context: SinkContext) => Promise<Sink> {

@@ -9,7 +9,7 @@ type TlsKey = { key?: string | undefined } | undefined;
 
 /** What a sink's credentials are read from (the sink spec's fields, structurally: setup.ts's SinkSpec). */
 export type SinkCredentialSource =
-  | { type: 'stdout' }
+  | { type: 'stdout' | 'file' }
   | { type: 'webhook'; url: string; headers?: Headers; secret?: string | undefined }
   | { type: 'slack'; webhookUrl?: string | undefined; token?: string | undefined }
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
@@ -36,6 +36,7 @@ export function allSinkCredentials(specs: readonly SinkCredentialSource[]): Cred
 function credentialsOf(spec: SinkCredentialSource): Credential[] {
   switch (spec.type) {
     case 'stdout':
+    case 'file':
       return [];
     case 'webhook':
       // A generic receiver may take its token in the path or the query; the HMAC secret is never sent.

@@ -3,6 +3,7 @@
 // 'otlp http://collector:4318/', 'kafka <topic>' (URL paths elided: they may hold credentials). The one
 // place they are made: setup.ts names each sink by it, and the start-up line (describeSinkSpec) says the same.
 import { redactUrl } from '../util/url.ts';
+import { fileSinkName } from './file/config.ts';
 
 /** What a sink's default name is made of (the sink spec's fields, structurally). */
 export type SinkNameSource =
@@ -12,7 +13,8 @@ export type SinkNameSource =
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
   | { type: 'otlp'; endpoint: string }
   | { type: 'opensearch' | 'elasticsearch'; url: string }
-  | { type: 'kafka'; topic: string };
+  | { type: 'kafka'; topic: string }
+  | { type: 'file'; path: string };
 
 export function defaultSinkName(spec: SinkNameSource): string {
   switch (spec.type) {
@@ -20,6 +22,8 @@ export function defaultSinkName(spec: SinkNameSource): string {
       return 'stdout';
     case 'kafka':
       return `kafka ${spec.topic}`;
+    case 'file':
+      return fileSinkName(spec);
     case 'otlp':
       return `otlp ${redactUrl(spec.endpoint)}`;
     case 'webhook':

@@ -77,6 +77,11 @@ export const SINKS: FlagGroup = {
       description: 'send every event as an OTLP log record (OpenTelemetry)',
       more: true,
     },
+    {
+      flags: '--output-file <path>',
+      description: 'append every event as a JSON line to this file, rotated at 100MB, 5 kept gzipped',
+      more: true,
+    },
     { flags: '--dead-letter <file>', description: 'keep what a sink could not take in this file' },
     {
       flags: '--dead-letter-max-size <size>',

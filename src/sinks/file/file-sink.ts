@@ -7,11 +7,9 @@
 // (live-file.ts); every event accepted is delivered, dead-lettered or counted lost by close().
 import type { BatchSinkOptions, BatchWork, Transmission } from '../batch-sink.ts';
 import { BatchSink } from '../batch-sink.ts';
+import { FILE_SINK_DEFAULTS, type FsyncPolicy } from './config.ts';
 import { describeFileError, LiveFile, PartialWrite } from './live-file.ts';
 import { RotatedFiles, type RotatedFilesStats } from './rotated-files.ts';
-
-/** When written lines are flushed to the disk (fdatasync); a rotation and close() always flush. */
-export type FsyncPolicy = 'every-event' | 'interval' | 'never';
 
 export interface FileSinkOptions extends BatchSinkOptions {
   path: string;
@@ -26,15 +24,6 @@ export interface FileSinkOptions extends BatchSinkOptions {
   /** The files' permission bits. */
   mode?: number | undefined;
 }
-
-export const FILE_SINK_DEFAULTS = {
-  maxSize: 100 * 1024 * 1024,
-  maxFiles: 5,
-  compress: true,
-  fsync: 'interval' as FsyncPolicy,
-  fsyncIntervalMs: 1000,
-  mode: 0o600,
-};
 
 /** What the sink's files hold and what became of them, for /metrics. */
 export interface FileSinkStats extends RotatedFilesStats {

@@ -12,8 +12,8 @@ import { FileSink } from '../../../../src/sinks/file/file-sink.ts';
 import { renderJsonLine } from '../../../../src/sinks/stream-output.ts';
 import { UsageError } from '../../../../src/util/errors.ts';
 import { sampleEvent } from '../../../helpers/events.ts';
+import { readFileSinkLines } from '../../../helpers/file-sink-files.ts';
 import { memoryLog } from '../../../helpers/sink-test.ts';
-import { readFileSinkLines } from './file-sink-files.ts';
 
 const root = process.getuid?.() === 0;
 const mounted: string[] = [];
