@@ -123,12 +123,12 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   });
   recorder.attach({ finished: () => [] }, () => []);
   const deadLetters = DeadLetterFile.open(deadLetterPath, log);
-  // The file sink, rotating at 64 KiB: its live file and the gzipped rotated ones are outputs too.
+  // The file sink, rotating at 1 MiB: its live file and the gzipped rotated ones are outputs too.
   const fileSinkPath = path.join(dir, 'file-sink', 'events.jsonl');
   const fileSink = await FileSink.create({
     name: 'file',
     path: fileSinkPath,
-    maxSize: 64 * 1024,
+    maxSize: 1024 * 1024,
     maxFiles: 1000,
     log,
   });
