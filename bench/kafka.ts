@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { ProduceAcks, Producer, stringSerializers } from '@platformatic/kafka';
 import type { ChangeEvent } from '../src/events/event.ts';
-import { KafkaSink } from '../src/sinks/kafka.ts';
+import { KafkaSink } from '../src/sinks/stream/kafka/kafka.ts';
 import type { Logger } from '../src/util/log.ts';
 import { createTopic, startKafka } from '../test/helpers/kafka.ts';
 import { pairedSamples, pairedSpread, type Spread } from './lib/stats.ts';

@@ -19,7 +19,7 @@ import { Informer } from '../src/informer/informer.ts';
 import type { KubeClient } from '../src/kube/client.ts';
 import { listerWatcherFor } from '../src/kube/lister-watcher.ts';
 import type { ResourceType } from '../src/kube/types.ts';
-import { renderJsonLine } from '../src/sinks/stream-output.ts';
+import { renderJsonLine } from '../src/sinks/core/stream-output.ts';
 import { EventFailures } from '../src/util/event-failures.ts';
 import { silentLogger } from '../src/util/log.ts';
 import { paired, type Spread, spread } from './lib/stats.ts';

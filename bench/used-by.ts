@@ -17,7 +17,7 @@ import { UsedByTracker } from '../src/events/used-by/used-by-tracker.ts';
 import { Informer } from '../src/informer/informer.ts';
 import type { ListerWatcher } from '../src/kube/lister-watcher.ts';
 import { type KubeObject, objectKey, type ResourceType } from '../src/kube/types.ts';
-import { renderJsonLine } from '../src/sinks/stream-output.ts';
+import { renderJsonLine } from '../src/sinks/core/stream-output.ts';
 import { EventFailures } from '../src/util/event-failures.ts';
 import { silentLogger } from '../src/util/log.ts';
 import { paired, round, type Spread, spread } from './lib/stats.ts';

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { FleetSettings } from '../config/fleet-settings.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
 import type { ServiceRuntime } from '../service/service.ts';
-import type { SinkSet } from '../sinks/setup.ts';
+import type { SinkSet } from '../sinks/core/setup.ts';
 import { FleetFence } from '../state/fleet-fence.ts';
 import { type FleetClusters, FleetMember } from '../state/fleet-member.ts';
 import { FleetStore } from '../state/fleet-store.ts';

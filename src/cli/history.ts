@@ -7,7 +7,7 @@ import type { Writable } from 'node:stream';
 import { parseCount } from '../config/count.ts';
 import type { Verdict } from '../events/event.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
-import { prettyRenderer } from '../sinks/pretty.ts';
+import { prettyRenderer } from '../sinks/core/pretty.ts';
 import { openHistory } from '../state/open.ts';
 import type { HistoryQuery } from '../state/store.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';

@@ -33,7 +33,7 @@ import {
   qualifiedName,
   type ResourceType,
 } from '../kube/types.ts';
-import { wayText } from '../sinks/used-by-text.ts';
+import { wayText } from '../sinks/core/used-by-text.ts';
 import { errorMessage, KubediffError, UsageError } from '../util/errors.ts';
 import type { Logger, StderrLogger } from '../util/log.ts';
 import { printable } from '../util/terminal-text.ts';

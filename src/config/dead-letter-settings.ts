@@ -2,7 +2,7 @@
 // --dead-letter-max-files, or the config file's deadLetterMaxSize and deadLetterMaxFiles. Sizes are
 // written as for the state file (64MB, 500k).
 
-import { DEFAULT_DEAD_LETTER_LIMITS, type DeadLetterLimits } from '../sinks/dead-letter.ts';
+import { DEFAULT_DEAD_LETTER_LIMITS, type DeadLetterLimits } from '../sinks/core/dead-letter.ts';
 import { parseSize } from '../util/size.ts';
 import { parseCount } from './count.ts';
 

@@ -6,37 +6,30 @@
 
 import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
-import { fileSpecOf } from '../sinks/file/config.ts';
-import type { OfType, SinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
-import { checkDuration } from '../util/duration.ts';
+import type { CommonEntrySpec, EntryContext, SinkFileReader, SinkProblem } from '../sinks/component.ts';
+import { checkedMs, sinkEnvValue } from '../sinks/core/entry-settings.ts';
+import type { OfType, SinkSpec } from '../sinks/core/setup.ts';
+import { type RegisteredEntry, sinkComponent } from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
-import { batchSettings, otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
+import { otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
-import { type SinkFileReader, type SinkProblem, tlsFromFiles } from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
-import { DEAD_LETTER_FLAG_WITHOUT_SINK, SINK_ENV, sinkEnvValue } from './sink-settings.ts';
+import { DEAD_LETTER_FLAG_WITHOUT_SINK, SINK_ENV } from './sink-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type StdoutInput = Extract<SinkInput, { type: 'stdout' }>;
 type EntryInput = Exclude<SinkInput, { type: 'stdout' }>;
-type EntryType = EntryInput['type'];
+/** The entries of the types not in the registry yet, each converted by its function below. */
+type EntryType = Exclude<EntryInput, RegisteredEntry>['type'];
 type InputOf<T> = OfType<EntryInput, T>;
 type EntrySpec = Exclude<SinkSpec, { type: 'stdout' }>;
-/** What every entry's spec takes from the keys all entries share. */
-type CommonSpec = Pick<WebhookSinkSpec, 'name' | 'filter' | 'stories' | 'timeoutMs' | 'deadLetterFile'>;
-/** Where an entry's secrets come from besides its keys: the environment, and the files it names. */
-interface EntryContext {
-  env: Env;
-  readFile: SinkFileReader;
-  /** A problem found in what those files hold, at the entry's key. */
-  problem: SinkProblem;
-}
+type CommonSpec = CommonEntrySpec;
 type EntryConverter<T extends EntryType> = (
   input: InputOf<T>,
   common: CommonSpec,
@@ -128,7 +121,7 @@ function entrySpecOf(
   deadLetter: string | undefined,
   context: EntryContext,
 ): EntrySpec {
-  const timeoutMs = checkedMs('timeout' in input ? input.timeout : undefined);
+  const timeoutMs = checkedMs(input.timeout);
   const deadLetterFile = input.deadLetter ?? deadLetter;
   const common = {
     ...(input.name ? { name: input.name } : {}),
@@ -137,8 +130,10 @@ function entrySpecOf(
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(deadLetterFile ? { deadLetterFile } : {}),
   };
+  const component = sinkComponent(input.type);
+  if (component) return component.spec(input, common, context);
   // TypeScript cannot tie ENTRY_CONVERTERS[input.type] to input's own type; the table's type does.
-  const convert = ENTRY_CONVERTERS[input.type] as EntryConverter<EntryType>;
+  const convert = ENTRY_CONVERTERS[input.type as EntryType] as EntryConverter<EntryType>;
   return convert(input as InputOf<EntryType>, common, context);
 }
 
@@ -146,7 +141,6 @@ function entrySpecOf(
 const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
   webhook: webhookSpecOf,
   slack: slackSpecOf,
-  kafka: kafkaSpecOf,
   teams: chatSpecOf,
   discord: chatSpecOf,
   mattermost: chatSpecOf,
@@ -154,7 +148,6 @@ const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
   otlp: (input, common, { readFile }) => otlpSpecOf(input, common, readFile),
   opensearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
   elasticsearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
-  file: (input, common, { problem }) => ({ ...fileSpecOf(input, problem), ...common }),
 };
 
 function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {
@@ -211,32 +204,6 @@ function chatSpecOf(
   };
 }
 
-/** TLS files and a SASL password file are read here (in that order); `tls: true` is the system's CAs. */
-function kafkaSpecOf(input: InputOf<'kafka'>, common: CommonSpec, { readFile }: EntryContext): EntrySpec {
-  const { tls, sasl } = input;
-  return {
-    type: 'kafka',
-    brokers: input.brokers,
-    topic: input.topic,
-    ...common,
-    ...(input.clientId ? { clientId: input.clientId } : {}),
-    ...(input.compression ? { compression: input.compression } : {}),
-    ...batchSettings(input),
-    ...(tls === true ? { tls: {} } : typeof tls === 'object' ? { tls: tlsFromFiles(tls, readFile) } : {}),
-    ...(sasl
-      ? {
-          sasl: {
-            mechanism: sasl.mechanism,
-            username: sasl.username,
-            password:
-              sasl.password ??
-              readFile(['sasl', 'passwordFile'], sasl.passwordFile ?? '').replace(/\r?\n$/, ''),
-          },
-        }
-      : {}),
-  };
-}
-
 /**
  * Events must go somewhere, and a dead-letter file needs a sink that can fail to deliver. A problem
  * names the flag when a flag set it, else the file's key.
@@ -285,11 +252,6 @@ function deadLetterLimitsOf(
     throw problemAt(file, [key], 'applies to dead-letter files, and none is set (deadLetter)');
   }
   return deadLetterLimitsFromFlags(limitFlags);
-}
-
-/** A duration the file's checks have already accepted (semantic-checks.ts). */
-function checkedMs(text: string | undefined): number | undefined {
-  return text === undefined ? undefined : checkDuration(text, { allowZero: true }).ms;
 }
 
 function problemAt(file: LoadedConfig, path: KeyPath, message: string): ConfigError {

@@ -3,17 +3,13 @@
 // files the entries name (headersFile, passwordFile, apiKeyFile: a Secret mounted in the pod), or, for
 // the flag, from the environment variables OpenTelemetry's exporters read (OTEL_EXPORTER_OTLP_HEADERS);
 // never from a flag. A file that cannot be read is a problem at its key.
-import type { OtlpSinkSpec, SearchSinkSpec } from '../sinks/setup.ts';
+
+import type { SinkFileReader, SinkProblem } from '../sinks/component.ts';
+import { batchSettings } from '../sinks/core/entry-settings.ts';
+import { checkHttpUrl, parseHeaders, tlsFromFiles } from '../sinks/core/receiver-settings.ts';
+import type { OtlpSinkSpec, SearchSinkSpec } from '../sinks/core/setup.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
-import { parseSize } from '../util/size.ts';
-import {
-  checkHttpUrl,
-  parseHeaders,
-  type SinkFileReader,
-  type SinkProblem,
-  tlsFromFiles,
-} from './receiver-settings.ts';
 import type { SinkInput } from './schema.ts';
 
 type OtlpInput = Extract<SinkInput, { type: 'otlp' }>;
@@ -116,22 +112,6 @@ function batchSinkSettings(
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(tls ? { tls } : {}),
     ...batchSettings(input),
-  };
-}
-
-/**
- * batch, batchBytes and queueCapacity, as the batch sinks (OTLP, search, Kafka) take them; batchBytes is a
- * size the file's checks have accepted (semantic-checks.ts).
- */
-export function batchSettings(input: {
-  batch?: number | undefined;
-  batchBytes?: string | undefined;
-  queueCapacity?: number | undefined;
-}): Pick<OtlpSinkSpec, 'batchMaxEvents' | 'batchMaxBytes' | 'queue'> {
-  return {
-    ...(input.batch !== undefined ? { batchMaxEvents: input.batch } : {}),
-    ...(input.batchBytes !== undefined ? { batchMaxBytes: parseSize('batchBytes', input.batchBytes) } : {}),
-    ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
   };
 }
 

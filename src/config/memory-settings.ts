@@ -4,7 +4,7 @@
 // may take more, and a set of them that adds up to more than the heap itself is refused at the start with
 // one sentence (exit code 2), before anything connects: such a watch would run until a slow sink or a
 // standby filled its buffers, and then die of a full heap, long after whoever set them has gone.
-import type { ChatSinkSpec, SinkSpec, SlackSinkSpec } from '../sinks/setup.ts';
+import type { ChatSinkSpec, SinkSpec, SlackSinkSpec } from '../sinks/core/setup.ts';
 import { UsageError } from '../util/errors.ts';
 import {
   ADMISSION_CONCURRENT_REQUESTS,

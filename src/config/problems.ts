@@ -1,8 +1,10 @@
 // The config file's problems as users read them: each with the file, line and column, the key path
 // (`sinks[0].filter.namespaces`) and what was expected; all of them reported together (exit 2).
 import { UsageError } from '../util/errors.ts';
+import type { KeyPath } from '../util/key-checks.ts';
 
-export type KeyPath = readonly (string | number)[];
+export type { KeyPath } from '../util/key-checks.ts';
+export { valueAt } from '../util/key-checks.ts';
 
 export interface ConfigProblem {
   path: KeyPath;
@@ -60,13 +62,4 @@ export function describeKind(value: unknown): string {
   if (typeof value === 'string') return 'a string';
   if (typeof value === 'number') return 'a number';
   return describeValue(value);
-}
-
-export function valueAt(root: unknown, path: KeyPath): unknown {
-  let value = root;
-  for (const segment of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string | number, unknown>)[segment];
-  }
-  return value;
 }

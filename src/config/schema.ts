@@ -4,66 +4,26 @@
 // names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
 import { CLOUDEVENTS_MODES } from '../sinks/cloudevents.ts';
-import { fileSinkSchema } from '../sinks/file/config.ts';
+import {
+  batchSinkKeys,
+  commonKeys,
+  deliveryKeys,
+  duration,
+  type filterSchema,
+  headerMap,
+  pathRule,
+  stringList,
+} from '../sinks/core/entry-schema.ts';
 import { OTLP_PROTOCOLS } from '../sinks/otlp-settings.ts';
-
-const stringList = { type: 'array', items: { type: 'string' } } as const;
-const duration = { type: 'string', $comment: 'duration' } as const;
-
-const pathRule = {
-  type: ['string', 'object'],
-  properties: {
-    path: { type: 'string' },
-    resources: stringList,
-    managers: stringList,
-  },
-  required: ['path'],
-  additionalProperties: false,
-} as const;
+import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
 
 const eventTypes = {
   type: 'array',
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
 
-/** A sink's filter may ask for OUTCOMEs too (docs/outcomes.md). */
-const filterEventTypes = {
-  type: 'array',
-  items: {
-    type: 'string',
-    enum: ['added', 'updated', 'deleted', 'outcome', 'ADDED', 'UPDATED', 'DELETED', 'OUTCOME'],
-  },
-} as const;
-
-const filterSchema = {
-  type: 'object',
-  properties: {
-    namespaces: stringList,
-    excludeNamespaces: stringList,
-    resources: stringList,
-    excludeResources: stringList,
-    events: filterEventTypes,
-    ignore: { type: 'array', items: pathRule },
-    only: { type: 'array', items: pathRule },
-    managers: stringList,
-    excludeManagers: stringList,
-    // Who made the change (the audit webhook, docs/audit.md): usernames, globs.
-    users: stringList,
-    excludeUsers: stringList,
-  },
-  additionalProperties: false,
-} as const;
-
-const common = {
-  name: { type: 'string' },
-  filter: filterSchema,
-  stories: { type: 'boolean' },
-} as const;
-
-const http = {
-  timeout: duration,
-  deadLetter: { type: 'string' },
-} as const;
+const common = commonKeys;
+const http = deliveryKeys;
 
 /** Where the audit and the admission webhook listen, and who may post to them. */
 const webhookEndpoint = {
@@ -75,34 +35,7 @@ const webhookEndpoint = {
   token: { type: 'string' },
 } as const;
 
-const headerMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
-
-/** A receiver's TLS beyond an https:// URL's defaults: a private CA, a client certificate, a server name. */
-const tlsFiles = {
-  type: 'object',
-  properties: {
-    caFile: { type: 'string' },
-    certFile: { type: 'string' },
-    keyFile: { type: 'string' },
-    serverName: { type: 'string' },
-  },
-  additionalProperties: false,
-} as const;
-
-/** What the batch sinks (OTLP, OpenSearch, Elasticsearch) share: common keys without stories. */
-const batchSink = {
-  name: { type: 'string' },
-  filter: filterSchema,
-  ...http,
-  headers: headerMap,
-  // A file of `Name: value` lines (a token mounted from a Secret).
-  headersFile: { type: 'string' },
-  tls: tlsFiles,
-  batch: { type: 'integer', minimum: 1, maximum: 10000 },
-  // Bytes of the events per request, a size (5MB).
-  batchBytes: { type: 'string' },
-  queueCapacity: { type: 'integer', minimum: 1 },
-} as const;
+const batchSink = batchSinkKeys;
 
 /** OpenSearch and Elasticsearch: one _bulk sink (docs/sinks.md). */
 function searchSchema<T extends string>(type: T) {
@@ -177,38 +110,8 @@ export const sinkSchemas = {
     required: ['type'],
     additionalProperties: false,
   },
-  kafka: {
-    type: 'object',
-    properties: {
-      type: { const: 'kafka' },
-      ...common,
-      ...http,
-      brokers: { type: 'array', items: { type: 'string' }, minItems: 1 },
-      topic: { type: 'string', minLength: 1 },
-      clientId: { type: 'string', minLength: 1 },
-      compression: { type: 'string', enum: ['none', 'gzip', 'snappy', 'lz4', 'zstd'] },
-      batch: { type: 'integer', minimum: 1, maximum: 10000 },
-      batchBytes: { type: 'string' },
-      queueCapacity: { type: 'integer', minimum: 1 },
-      // true: TLS with the system's CAs.
-      tls: { ...tlsFiles, type: ['boolean', 'object'] },
-      sasl: {
-        type: 'object',
-        properties: {
-          mechanism: { type: 'string', enum: ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] },
-          username: { type: 'string' },
-          password: { type: 'string' },
-          passwordFile: { type: 'string' },
-        },
-        required: ['mechanism', 'username'],
-        additionalProperties: false,
-      },
-      allowPlaintextCredentials: { type: 'boolean' },
-    },
-    required: ['type', 'brokers', 'topic'],
-    additionalProperties: false,
-  },
   ...chatSchemas(),
+  ...registeredSchemas(),
   // OpenTelemetry logs over OTLP/HTTP (docs/sinks.md).
   otlp: {
     type: 'object',
@@ -223,10 +126,6 @@ export const sinkSchemas = {
   },
   opensearch: searchSchema('opensearch'),
   elasticsearch: searchSchema('elasticsearch'),
-  file: {
-    ...fileSinkSchema,
-    properties: { ...fileSinkSchema.properties, name: common.name, filter: filterSchema },
-  },
 } as const;
 
 /** Teams, Discord, Mattermost and Google Chat: a webhook URL (a credential: from ${VAR}) and their pacing. */
@@ -416,11 +315,10 @@ export type SinkInput =
   | FromSchema<typeof sinkSchemas.stdout>
   | FromSchema<typeof sinkSchemas.webhook>
   | FromSchema<typeof sinkSchemas.slack>
-  | FromSchema<typeof sinkSchemas.kafka>
+  | RegisteredEntry
   | FromSchema<(typeof sinkSchemas)[ChatSinkType]>
   | FromSchema<typeof sinkSchemas.otlp>
-  | FromSchema<(typeof sinkSchemas)[SearchSinkType]>
-  | FromSchema<typeof sinkSchemas.file>;
+  | FromSchema<(typeof sinkSchemas)[SearchSinkType]>;
 export type SearchSinkType = 'opensearch' | 'elasticsearch';
 export type ChatSinkType = 'teams' | 'discord' | 'mattermost' | 'google-chat';
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */

@@ -8,33 +8,27 @@ import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
+import { clientCertificate, headerNames, httpUrl, url } from '../sinks/core/entry-checks.ts';
+import { isSlackChannel } from '../sinks/core/receiver-checks.ts';
 import { layoutProblem } from '../sinks/layout.ts';
-import { isHeaderName, isReservedHeader, isSlackChannel } from '../sinks/receiver-checks.ts';
-import { AGE_RULES, checkDuration, type DurationRules } from '../util/duration.ts';
+import { sinkComponent } from '../sinks/registry.ts';
+import { AGE_RULES } from '../util/duration.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { parseListenAddress } from '../util/http-server.ts';
-import { parseSize } from '../util/size.ts';
-import { kafkaBrokerProblem, parseHttpUrl } from '../util/url.ts';
+import {
+  type At,
+  type Check,
+  type Checks,
+  duration,
+  durationOrZero,
+  type KeyPath,
+  runChecks,
+  type Shown,
+  size,
+} from '../util/key-checks.ts';
+import { parseHttpUrl } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
-import { type KeyPath, valueAt } from './problems.ts';
-import { httpUrlProblem } from './receiver-settings.ts';
 import type { ConfigInput } from './schema.ts';
-
-/** Reports a problem at a key path. */
-export type At = (path: KeyPath, message: string) => void;
-/** How a value may be quoted in a message (one from the environment or a secret is not). */
-export type Shown = (path: KeyPath, value: unknown) => string;
-
-interface Report {
-  at: At;
-  shown: Shown;
-}
-
-/** Checks the value at `path`, which may be of any type, and reports what is wrong with it. */
-type Check = (value: unknown, path: KeyPath, report: Report) => void;
-
-/** Which key (relative to the mapping being checked; [] is the mapping itself), by which check, in order. */
-type Checks = readonly (readonly [KeyPath, Check])[];
 
 /**
  * Checks what the schema cannot. `config` has passed the schema only where no shape problem was
@@ -42,10 +36,6 @@ type Checks = readonly (readonly [KeyPath, Check])[];
  */
 export function checkSemantics(config: ConfigInput, at: At, shown: Shown): void {
   runChecks(FILE_CHECKS, config, [], { at, shown });
-}
-
-function runChecks(checks: Checks, mapping: unknown, path: KeyPath, report: Report): void {
-  for (const [key, check] of checks) check(valueAt(mapping, key), [...path, ...key], report);
 }
 
 // The checks of single values.
@@ -107,37 +97,6 @@ const pathRules: Check = (rules, path, report) => {
   });
 };
 
-function duration(rules?: DurationRules): Check {
-  return (value, path, { at, shown }) => {
-    if (typeof value !== 'string') return;
-    const { problem } = checkDuration(value, rules);
-    if (problem !== undefined) at(path, `${problem}, got ${shown(path, value)}`);
-  };
-}
-
-/** A timeout, wait or interval of 0 is meaningful: exit at once, join only what has arrived, send at once. */
-const durationOrZero = duration({ allowZero: true });
-
-const size: Check = (value, path, { at, shown }) => {
-  if (typeof value !== 'string') return;
-  try {
-    parseSize(path.join('.'), value);
-  } catch {
-    at(path, `expected a size such as 64MB or 1GB, got ${shown(path, value)}`);
-  }
-};
-
-/** A receiver's http(s) URL (httpUrlProblem); `credentials`: where they go instead. */
-function httpUrl(credentials?: string): Check {
-  return (value, path, { at, shown }) => {
-    if (typeof value !== 'string') return;
-    const problem = httpUrlProblem(value, shown(path, value), credentials);
-    if (problem) at(path, problem);
-  };
-}
-
-const url = httpUrl();
-
 const listenAddress: Check = (value, path, { at, shown }) => {
   if (typeof value !== 'string') return;
   try {
@@ -156,24 +115,9 @@ const peerAddress: Check = (value, path, { at, shown }) => {
   }
 };
 
-const headerNames: Check = (headers, path, { at }) => {
-  for (const name of isJsonObject(headers) ? Object.keys(headers) : []) {
-    if (!isHeaderName(name)) at([...path, name], `${JSON.stringify(name)} is not an HTTP header name`);
-    else if (isReservedHeader(name)) at([...path, name], `kubediff sets ${name} itself`);
-  }
-};
-
 const slackChannel: Check = (value, path, { at }) => {
   if (typeof value === 'string' && !isSlackChannel(value))
     at(path, 'expected a channel ID such as C0123456789, or #name');
-};
-
-const kafkaBrokers: Check = (values, path, { at, shown }) => {
-  if (!Array.isArray(values)) return;
-  values.forEach((broker: unknown, index) => {
-    if (typeof broker === 'string' && kafkaBrokerProblem(broker))
-      at([...path, index], `expected host:port, got ${shown([...path, index], broker)}`);
-  });
 };
 
 // The rules that tie keys of one mapping together.
@@ -198,32 +142,6 @@ const slackTarget: Check = (sink, path, { at }) => {
         : `a Slack bot sink needs both token and channel (${sink.token === undefined ? 'token' : 'channel'} is missing)`,
     );
   }
-};
-
-const kafkaPassword: Check = (sasl, path, { at }) => {
-  if (!isJsonObject(sasl)) return;
-  if (sasl.password !== undefined && sasl.passwordFile !== undefined)
-    at(
-      path,
-      'give the password either as password (from an environment variable) or as passwordFile, not both',
-    );
-  else if (sasl.password === undefined && sasl.passwordFile === undefined)
-    at(path, 'needs password (from an environment variable) or passwordFile');
-};
-
-/** Credentials never cross the network unencrypted unless the file says the network is encrypted otherwise. */
-const kafkaCredentialsEncrypted: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink) || !isJsonObject(sink.sasl)) return;
-  if ((sink.tls === undefined || sink.tls === false) && sink.allowPlaintextCredentials !== true)
-    at(
-      [...path, 'sasl'],
-      "the credentials would cross the network unencrypted (SASL without TLS): add tls (the brokers' TLS listener), or allowPlaintextCredentials: true if the network is encrypted otherwise",
-    );
-};
-
-const clientCertificate: Check = (tls, path, { at }) => {
-  if (isJsonObject(tls) && (tls.certFile === undefined) !== (tls.keyFile === undefined))
-    at(path, 'a client certificate needs both certFile and keyFile');
 };
 
 /** format, cloudEventsMode and layout: one body at a time, and a layout that compiles. */
@@ -383,23 +301,12 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
   ['discord', CHAT_CHECKS],
   ['mattermost', CHAT_CHECKS],
   ['google-chat', CHAT_CHECKS],
-  [
-    'kafka',
-    [
-      [['timeout'], duration()],
-      [['batchBytes'], size],
-      [['brokers'], kafkaBrokers],
-      [['sasl'], kafkaPassword],
-      [['tls'], clientCertificate],
-      [[], kafkaCredentialsEncrypted],
-    ],
-  ],
 ]);
 
 const sink: Check = (sink, path, report) => {
   if (!isJsonObject(sink)) return;
   if (isJsonObject(sink.filter)) runChecks(FILTER_CHECKS, sink.filter, [...path, 'filter'], report);
-  const checks = SINK_CHECKS.get(sink.type);
+  const checks = SINK_CHECKS.get(sink.type) ?? sinkComponent(sink.type)?.checks;
   if (checks) runChecks(checks, sink, path, report);
 };
 

@@ -5,22 +5,20 @@
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
 
-import { readFileSync } from 'node:fs';
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
-import type { DeadLetterLimits } from '../sinks/dead-letter.ts';
-import { fileSpecFromFlag } from '../sinks/file/config.ts';
-import { KAFKA_SASL_MECHANISMS, type KafkaSaslMechanism } from '../sinks/kafka-settings.ts';
-import { isSlackChannel } from '../sinks/receiver-checks.ts';
-import type { KafkaSinkSpec, SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/setup.ts';
-import { defaultSinkName } from '../sinks/sink-name.ts';
+import type { DeadLetterLimits } from '../sinks/core/dead-letter.ts';
+import { sinkEnvValue } from '../sinks/core/entry-settings.ts';
+import { isSlackChannel } from '../sinks/core/receiver-checks.ts';
+import { checkHttpUrl, parseHeaders } from '../sinks/core/receiver-settings.ts';
+import type { SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/core/setup.ts';
+import { defaultSinkName } from '../sinks/core/sink-name.ts';
+import { SINK_COMPONENTS } from '../sinks/registry.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
-import { fileReadProblem, UsageError } from '../util/errors.ts';
-import { kafkaBrokerProblem } from '../util/url.ts';
+import { UsageError } from '../util/errors.ts';
 import { parseCount } from './count.ts';
 import { otlpSpecFromFlag } from './log-sink-settings.ts';
-import { checkHttpUrl, parseHeaders } from './receiver-settings.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
@@ -35,18 +33,10 @@ export interface RawSinkFlags {
   discordWebhook?: string;
   mattermostWebhook?: string;
   googleChatWebhook?: string;
-  kafkaBrokers?: string;
-  kafkaTopic?: string;
-  /** --kafka-tls: the brokers' TLS listener, checked against the system's CAs… */
-  kafkaTls?: boolean;
-  /** …or --kafka-ca-file's (implies --kafka-tls). */
-  kafkaCaFile?: string;
-  /** --kafka-allow-plaintext-credentials: SASL without TLS, for a network encrypted otherwise. */
-  kafkaAllowPlaintextCredentials?: boolean;
   otlpEndpoint?: string;
-  /** --output-file: a file sink with its defaults. */
-  outputFile?: string;
   shutdownTimeout?: string;
+  /** The flags of the sink types of the registry (src/sinks/registry.ts), by camel-cased name. */
+  [flag: string]: unknown;
 }
 
 export interface SinkSettings {
@@ -69,9 +59,6 @@ export const SINK_ENV = {
   discordWebhook: 'KUBEDIFF_DISCORD_WEBHOOK',
   mattermostWebhook: 'KUBEDIFF_MATTERMOST_WEBHOOK',
   googleChatWebhook: 'KUBEDIFF_GOOGLE_CHAT_WEBHOOK',
-  kafkaUsername: 'KUBEDIFF_KAFKA_USERNAME',
-  kafkaPassword: 'KUBEDIFF_KAFKA_PASSWORD',
-  kafkaMechanism: 'KUBEDIFF_KAFKA_SASL_MECHANISM',
 } as const;
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -103,9 +90,8 @@ const FLAG_SINKS: readonly ((flags: RawSinkFlags, env: Env) => SinkSpec[])[] = [
   webhookSpecsFromFlags,
   slackSpecsFromFlags,
   chatSpecsFromFlags,
-  (flags, env) => listOf(kafkaSpecFromFlags(flags, env)),
+  ...SINK_COMPONENTS.flatMap((component) => (component.fromFlags ? [component.fromFlags] : [])),
   (flags, env) => listOf(otlpSpecFromFlag(flags.otlpEndpoint, env)),
-  (flags) => fileSpecFromFlag(flags.outputFile),
 ];
 
 /** --webhook (repeatable), all of them with the same headers, secret, batch and timeout. */
@@ -200,70 +186,6 @@ function chatSpecsFromFlags(flags: RawSinkFlags, env: Env): SinkSpec[] {
 
 function listOf<T>(item: T | undefined): T[] {
   return item === undefined ? [] : [item];
-}
-
-/** --kafka-brokers and --kafka-topic (both or neither), SASL credentials from the environment. */
-function kafkaSpecFromFlags(flags: RawSinkFlags, env: Env): KafkaSinkSpec | undefined {
-  const brokersText = flags.kafkaBrokers?.trim();
-  const topic = flags.kafkaTopic?.trim();
-  if (!brokersText && !topic) return undefined;
-  if (!brokersText)
-    throw new UsageError('--kafka-topic needs --kafka-brokers (host:port,…), the brokers to produce to.');
-  if (!topic) throw new UsageError('--kafka-brokers needs --kafka-topic, the topic to produce events to.');
-  const brokers = brokersText
-    .split(',')
-    .map((broker) => broker.trim())
-    .filter(Boolean);
-  for (const broker of brokers) {
-    if (kafkaBrokerProblem(broker))
-      throw new UsageError(
-        `invalid --kafka-brokers "${broker.slice(0, 80)}": expected host:port, several separated by commas.`,
-      );
-  }
-  const spec: KafkaSinkSpec = { type: 'kafka', brokers, topic };
-  const caFile = flags.kafkaCaFile?.trim();
-  if (caFile) spec.tls = { ca: readFlagFile('--kafka-ca-file', caFile) };
-  else if (flags.kafkaTls) spec.tls = {};
-  const username = sinkEnvValue(env, SINK_ENV.kafkaUsername);
-  const password = env[SINK_ENV.kafkaPassword];
-  if (username !== undefined || password) {
-    if (username === undefined || !password)
-      throw new UsageError(
-        `SASL needs both ${SINK_ENV.kafkaUsername} and ${SINK_ENV.kafkaPassword}; ${username === undefined ? SINK_ENV.kafkaUsername : SINK_ENV.kafkaPassword} is not set.`,
-      );
-    const mechanism = sinkEnvValue(env, SINK_ENV.kafkaMechanism) ?? 'SCRAM-SHA-512';
-    if (!(KAFKA_SASL_MECHANISMS as readonly string[]).includes(mechanism))
-      throw new UsageError(
-        `invalid ${SINK_ENV.kafkaMechanism} "${mechanism.slice(0, 40)}": use ${KAFKA_SASL_MECHANISMS.join(', ')}.`,
-      );
-    spec.sasl = { mechanism: mechanism as KafkaSaslMechanism, username, password };
-    if (!spec.tls && !flags.kafkaAllowPlaintextCredentials)
-      throw new UsageError(
-        `the Kafka credentials of ${SINK_ENV.kafkaUsername} and ${SINK_ENV.kafkaPassword} would cross the network unencrypted (SASL ${mechanism} over plaintext): add --kafka-tls or --kafka-ca-file <file> for the brokers' TLS listener, or --kafka-allow-plaintext-credentials if the network is encrypted otherwise.`,
-      );
-  }
-  if (flags.kafkaAllowPlaintextCredentials && !spec.sasl)
-    throw new UsageError(
-      `--kafka-allow-plaintext-credentials applies to SASL credentials, and none are given (${SINK_ENV.kafkaUsername}, ${SINK_ENV.kafkaPassword}).`,
-    );
-  return spec;
-}
-
-/** A file a flag names (a CA), read at startup; a UsageError (exit 2) naming the flag when it cannot be. */
-function readFlagFile(flag: string, file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new UsageError(
-      `cannot read ${flag} ${file}: ${fileReadProblem(error)}; fix the path or the file's permissions.`,
-    );
-  }
-}
-
-/** A variable's value, trimmed; empty counts as unset. */
-export function sinkEnvValue(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value ? value : undefined;
 }
 
 function batchSize(text: string): number {

@@ -2,9 +2,10 @@
 // --story-max-length, --no-slack-stories (and --no-teams-, --no-discord-, --no-mattermost-,
 // --no-google-chat-stories), --webhook-stories, and the config file's `stories:` block and each sink's
 // `stories:` switch. Slack and the other chat platforms tell stories by default; webhooks and the
-// terminal when asked; Kafka never (one event per message).
+// terminal when asked; a type whose component says why they cannot apply, never.
 import { DEFAULT_STORY_OPTIONS, type StoryOptions } from '../events/story.ts';
-import type { SinkSpec } from '../sinks/setup.ts';
+import type { SinkSpec } from '../sinks/core/setup.ts';
+import { sinkComponent } from '../sinks/registry.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
@@ -83,7 +84,8 @@ export function storySettingsFrom(
 /**
  * Each sink's stories: its own `stories:` key when the config file sets one; else a chat platform's
  * (Slack, Teams, Discord, Mattermost, Google Chat) are on unless its --no-…-stories flag, a webhook's are
- * on with --webhook-stories, stdout's with --stories (pretty only); Kafka's never.
+ * on with --webhook-stories, stdout's with --stories (pretty only); the others' never (a type whose
+ * component refuses them: a UsageError).
  */
 export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): SinkSpec {
   const wanted =
@@ -92,10 +94,8 @@ export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawS
     const { stories: _off, ...rest } = spec;
     return rest as SinkSpec;
   }
-  if (spec.type === 'kafka')
-    throw new UsageError(
-      'stories do not apply to a Kafka sink: it produces one event per message (remove its stories key).',
-    );
+  const refused = sinkComponent(spec.type)?.storiesRefused;
+  if (refused !== undefined) throw new UsageError(refused);
   if (spec.type === 'stdout' && spec.format === 'json')
     throw new UsageError('stories apply to the pretty output: a JSON stdout sink stays one event per line.');
   return { ...spec, stories: settings.options };
@@ -115,14 +115,10 @@ function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawSto
       return flags.googleChatStories !== false;
     case 'webhook':
       return flags.webhookStories === true;
-    case 'kafka':
-    case 'file':
-    case 'otlp':
-    case 'opensearch':
-    case 'elasticsearch':
-      return false;
     case 'stdout':
       return spec.format === 'pretty' && settings.terminal;
+    default:
+      return false;
   }
 }
 

@@ -7,7 +7,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { ChangeEvent } from '../events/event.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
-import type { DeliveryObserver } from '../sinks/delivery.ts';
+import type { DeliveryObserver } from '../sinks/core/delivery.ts';
 import { type AuditSource, registerAuditMetrics } from './metrics/audit-metrics.ts';
 import { type ConnectionCluster, registerConnectionMetrics } from './metrics/connection-metrics.ts';
 import { type FleetSource, registerFleetMetrics } from './metrics/fleet-metrics.ts';
@@ -46,7 +46,7 @@ export class KubediffMetrics {
   private readonly registration: MetricsRegistration;
   private sources: MetricsSources = {};
   private readonly informers: InformerObserver;
-  /** What the HTTP sinks report their requests and retries to (src/sinks/delivery.ts). */
+  /** What the HTTP sinks report their requests and retries to (src/sinks/core/delivery.ts). */
   readonly deliveries: DeliveryObserver;
   private readonly addListener: (listener: ObservedListener) => void;
 

@@ -11,9 +11,9 @@ import { type ChangeEvent, type EventType, offlineNote, qualifiedResource } from
 import { objectKey } from '../kube/types.ts';
 import { groupedCount } from '../util/count-text.ts';
 import { printable } from '../util/terminal-text.ts';
-import type { Digest } from './digest.ts';
-import { readablePath, renderValue } from './pretty.ts';
-import { type Piece, type ReachLimits, rollsOutPieces, usedByPieces } from './used-by-text.ts';
+import type { Digest } from './core/digest.ts';
+import { readablePath, renderValue } from './core/pretty.ts';
+import { type Piece, type ReachLimits, rollsOutPieces, usedByPieces } from './core/used-by-text.ts';
 import { byText, changesFromSeveralManagers } from './who.ts';
 
 export interface ChatFormatOptions {

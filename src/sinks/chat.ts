@@ -17,16 +17,16 @@ import { errorMessage } from '../util/errors.ts';
 import { SINK_SPLIT } from '../util/memory-budget.ts';
 import { monotonicMs } from '../util/timestamp.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, type Line } from './chat-message.ts';
-import { lossNote } from './dead-letter.ts';
-import { abandonDigest, type DeliveryOptions, HttpSink } from './delivery.ts';
-import { Digest } from './digest.ts';
-import { type PostOptions, type PostOutcome, post, reasonWithRetryAfter } from './http.ts';
-import { outcomeHeadline, outcomeMessage, rolledOutImage } from './outcome-message.ts';
-import { RateLimit } from './rate-limit.ts';
-import type { SinkReport, SinkStats } from './sink.ts';
-import { sinkStoryBuilder } from './story-builder.ts';
-import { storyMessage } from './story-format.ts';
-import { StoryQueue } from './story-queue.ts';
+import { lossNote } from './core/dead-letter.ts';
+import { abandonDigest, type DeliveryOptions, HttpSink } from './core/delivery.ts';
+import { Digest } from './core/digest.ts';
+import { type PostOptions, type PostOutcome, post, reasonWithRetryAfter } from './core/http.ts';
+import { outcomeHeadline, outcomeMessage, rolledOutImage } from './core/outcome-message.ts';
+import { RateLimit } from './core/rate-limit.ts';
+import type { SinkReport, SinkStats } from './core/sink.ts';
+import { sinkStoryBuilder } from './core/story-builder.ts';
+import { storyMessage } from './core/story-format.ts';
+import { StoryQueue } from './core/story-queue.ts';
 
 /** One chat platform: where to post, how a chat message reads there, and what its answers mean. */
 export interface ChatPlatform {

@@ -5,7 +5,7 @@
 import type { KubediffEvent } from '../events/event.ts';
 import type { Story } from '../events/story.ts';
 import { objectApiPath } from '../kube/types.ts';
-import type { DigestPayload } from './digest.ts';
+import type { DigestPayload } from './core/digest.ts';
 
 export const CLOUDEVENTS_MODES = ['structured', 'binary'] as const;
 export type CloudEventsMode = (typeof CLOUDEVENTS_MODES)[number];

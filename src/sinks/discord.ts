@@ -8,7 +8,7 @@
 import type { ChatPlatform } from './chat.ts';
 import { markdownLine, markdownText } from './chat-markdown.ts';
 import { type ChatMessage, contextText, fitLine, titleText, truncateText } from './chat-message.ts';
-import type { PostOutcome } from './http.ts';
+import type { PostOutcome } from './core/http.ts';
 
 export const DISCORD_LIMITS = {
   content: 2000,

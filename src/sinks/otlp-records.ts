@@ -4,7 +4,7 @@
 // `type` and `object`), plus the semantic conventions for Kubernetes and kubediff's `kubediff.*` attributes.
 import { type EventType, type KubediffEvent, qualifiedResource, type Verdict } from '../events/event.ts';
 import { groupOf } from '../kube/types.ts';
-import type { DigestPayload } from './digest.ts';
+import type { DigestPayload } from './core/digest.ts';
 
 /** A log attribute value: OTLP has strings, numbers, booleans and arrays of them. */
 export type AttributeValue = string | number | boolean | string[];

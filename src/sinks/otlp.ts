@@ -12,8 +12,8 @@ import {
   type BatchWork,
   failedTransmission,
   type Transmission,
-} from './batch-sink.ts';
-import { createAgent, type HttpTls, post } from './http.ts';
+} from './core/batch-sink.ts';
+import { createAgent, type HttpTls, post } from './core/http.ts';
 import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
 import type { OtlpProtocol } from './otlp-settings.ts';
 

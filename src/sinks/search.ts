@@ -13,8 +13,8 @@ import {
   failedTransmission,
   type ItemFailure,
   type Transmission,
-} from './batch-sink.ts';
-import { bodyExcerpt, createAgent, type HttpTls, post } from './http.ts';
+} from './core/batch-sink.ts';
+import { bodyExcerpt, createAgent, type HttpTls, post } from './core/http.ts';
 import { indexTemplate, type SearchIndexMode, templateName } from './search-template.ts';
 
 export type SearchFlavor = 'opensearch' | 'elasticsearch';

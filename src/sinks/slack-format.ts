@@ -14,7 +14,7 @@ import {
   plainText,
 } from './chat-message.ts';
 import { codeText, inertLine, visible, wrapped } from './chat-text.ts';
-import type { Digest } from './digest.ts';
+import type { Digest } from './core/digest.ts';
 
 type MrkdwnText = { type: 'mrkdwn'; text: string; verbatim: true };
 

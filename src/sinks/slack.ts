@@ -6,8 +6,8 @@
 // (`thread_ts`) to its change's message, whose first line chat.update rewrites.
 
 import { type ChatPlatform, ChatSink, type ChatSinkOptions, type ChatThreads } from './chat.ts';
-import { bodyExcerpt, type PostOutcome } from './http.ts';
-import { defaultSinkName } from './sink-name.ts';
+import { bodyExcerpt, type PostOutcome } from './core/http.ts';
+import { defaultSinkName } from './core/sink-name.ts';
 import { renderSlackChatMessage, SLACK_PACE, type SlackMessage, withFirstLine } from './slack-format.ts';
 
 export type SlackTarget =

@@ -15,7 +15,7 @@ import {
   storyAttributes,
   structuredCloudEvent,
 } from './cloudevents.ts';
-import type { Digest } from './digest.ts';
+import type { Digest } from './core/digest.ts';
 import type { LayoutRenderer } from './layout-thread.ts';
 
 export type WebhookWork =

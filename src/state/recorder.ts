@@ -157,7 +157,7 @@ export class StateRecorder implements PipelineObserver {
     return this.catchUp.hasPreviousState;
   }
 
-  /** The sinks' counters (src/sinks/router.ts) and the informers, once they exist. */
+  /** The sinks' counters (src/sinks/core/router.ts) and the informers, once they exist. */
   attach(progress: DeliveryProgress, informers: () => Informer[]): void {
     this.progress = progress;
     this.informers = informers;

@@ -16,7 +16,7 @@ export interface DeliveryProgress {
   names?(): string[];
 }
 
-/** Sinks' progress from their counters (src/sinks/sink.ts), in the router's order. */
+/** Sinks' progress from their counters (src/sinks/core/sink.ts), in the router's order. */
 export function sinkProgress(
   sinks: () => readonly { name: string; stats(): { accepted: number; pending: number } }[],
 ): DeliveryProgress {

@@ -4,7 +4,7 @@
 // Needs helm, built from its Go module: cd test/helm && go build -o ../../.cache/helm/bin/helm helm.sh/helm/v3/cmd/helm
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_DEAD_LETTER_LIMITS } from '../../src/sinks/dead-letter.ts';
+import { DEFAULT_DEAD_LETTER_LIMITS } from '../../src/sinks/core/dead-letter.ts';
 import { runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {

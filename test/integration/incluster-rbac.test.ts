@@ -7,7 +7,7 @@
 // KUBERNETES_SERVICE_HOST/PORT; no kubeconfig).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_DEAD_LETTER_LIMITS } from '../../src/sinks/dead-letter.ts';
+import { DEFAULT_DEAD_LETTER_LIMITS } from '../../src/sinks/core/dead-letter.ts';
 import { runKubediff, runKubediffToCompletion } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';
 import {

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { RawServiceFlags } from '../../config/service-settings.ts';
 import type { RawWatchFlags } from '../../config/watch-settings.ts';
-import { allSinkCredentials } from '../../sinks/sink-credentials.ts';
+import { allSinkCredentials } from '../../sinks/core/sink-credentials.ts';
 import { stateCredentials } from '../../state/location.ts';
 import { checkExposure } from '../../ui/exposure.ts';
 import { readTokenFile } from '../../ui/token.ts';

@@ -1,7 +1,7 @@
 // Which clusters and which of their objects: `watch` and `resources` take the same flags, so that
 // `kubediff resources` with a watch's flags lists what that watch watches. kubectl's names and short
 // forms. Read by src/config/settings.ts and cluster-settings.ts (RawWatchFlags).
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const CLUSTER_SELECTION: FlagGroup = {
   title: 'Cluster selection',

@@ -1,34 +1,8 @@
-// A flag as a command declares it, and a group of flags as a value that commands add, the way kubectl's
-// genericclioptions are: `watch` and `resources` add the same cluster selection, and a new sink's flags are
-// rows of one table (src/cli/flags/sinks.ts). What a flag's value means is decided further down, by the
-// settings it feeds (src/config); here it is only declared, described and grouped for the help.
+// Flags (src/util/flag-spec.ts) as commander options, and groups of them as values that commands add, the
+// way kubectl's genericclioptions are: `watch` and `resources` add the same cluster selection. What a
+// flag's value means is decided further down, by the settings it feeds (src/config).
 import { type Command, Option } from 'commander';
-
-/** One flag. */
-export interface FlagSpec {
-  /** As commander spells it: `-n, --namespace <ns>`. Its errors quote it, so it never changes. */
-  flags: string;
-  /** One line of help: what it does and its default. docs/cli.md says the rest. */
-  description: string;
-  /** May be given several times: every value is kept, in order. */
-  repeatable?: boolean;
-  /** The only values accepted; commander refuses others before anything runs. */
-  choices?: readonly string[];
-  defaultValue?: string;
-  /** The command cannot run without it. */
-  mandatory?: boolean;
-  /** Listed by `--help-all` and docs/cli.md, not by `--help`: `--help` keeps to each group's main flags. */
-  more?: boolean;
-  /** Accepted, never listed: an old spelling docs/cli.md still describes as such. */
-  hidden?: boolean;
-}
-
-/** Flags that belong together: one heading in `--help`, one section in docs/cli.md. */
-export interface FlagGroup {
-  /** The heading: `Cluster selection`. */
-  title: string;
-  flags: readonly FlagSpec[];
-}
+import type { FlagGroup, FlagSpec } from '../../util/flag-spec.ts';
 
 /** The heading of the flags that belong to no group (-c, --debug, --help). */
 export const GENERAL_HEADING = 'Options:';

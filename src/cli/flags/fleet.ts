@@ -1,6 +1,6 @@
 // `watch --fleet`: one replica of a fleet that shares the clusters among its replicas, through the
 // PostgreSQL state (docs/fleets.md). Read by src/config/fleet-settings.ts (RawFleetFlags).
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const FLEET: FlagGroup = {
   title: 'Fleet of replicas',

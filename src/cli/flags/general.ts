@@ -1,5 +1,5 @@
 // The flags of no group that several commands take: the config file, the noise preset, --debug.
-import type { FlagSpec } from './flag-spec.ts';
+import type { FlagSpec } from '../../util/flag-spec.ts';
 
 export const CONFIG_FLAG: FlagSpec = {
   flags: '-c, --config <file>',

@@ -1,6 +1,6 @@
 // Where `show`, `diff` and `blame` read the history, and which object's: the state, the cluster and the
 // namespace (kubectl's -n). Read by src/cli/object-history/history-source.ts.
-import type { FlagSpec } from './flag-spec.ts';
+import type { FlagSpec } from '../../util/flag-spec.ts';
 
 export const HISTORY_SOURCE: readonly FlagSpec[] = [
   { flags: '--state <file|url>', description: 'the state file or postgres:// URL that watch writes' },

@@ -1,6 +1,6 @@
 // Running as a Deployment: health and metrics, leader election among replicas, the log format
 // (docs/deploy.md). Read by src/config/service-settings.ts (RawServiceFlags).
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const IN_CLUSTER: FlagGroup = {
   title: 'Running in a cluster',

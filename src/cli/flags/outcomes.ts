@@ -1,6 +1,6 @@
 // Outcomes: every rollout followed to its verdict (docs/outcomes.md). Read by
 // src/config/outcome-settings.ts (RawOutcomeFlags).
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const OUTCOMES: FlagGroup = {
   title: 'Outcomes',

@@ -1,5 +1,5 @@
 // What `watch` writes on stdout, and says on stderr. Read by src/config/settings.ts (RawWatchFlags).
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const WATCH_OUTPUT: FlagGroup = {
   title: 'Output',

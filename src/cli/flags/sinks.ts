@@ -1,8 +1,9 @@
-// Where `watch` delivers besides stdout: webhooks, Slack, the other chat platforms, Kafka, and the
-// dead-letter file for what they could not take (docs/sinks.md). A new sink's flags are rows of this
-// table; src/config/sink-settings.ts (RawSinkFlags) reads them. Secrets never come from a flag (a flag
+// Where `watch` delivers besides stdout: webhooks, Slack, the other chat platforms, the sink types of the
+// registry (each declares its own rows in its folder, src/sinks/registry.ts), and the dead-letter file for
+// what they could not take (docs/sinks.md); src/config/sink-settings.ts reads them. Secrets never come from a flag (a flag
 // shows in `ps`): each description names the environment variable that carries them.
-import type { FlagGroup } from './flag-spec.ts';
+import { SINK_COMPONENTS } from '../../sinks/registry.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const SINKS: FlagGroup = {
   title: 'Sinks',
@@ -51,35 +52,10 @@ export const SINKS: FlagGroup = {
       description: 'post to a Google Chat space through its webhook (or $KUBEDIFF_GOOGLE_CHAT_WEBHOOK)',
       more: true,
     },
-    {
-      flags: '--kafka-brokers <host:port,...>',
-      description: 'produce every event to Kafka (SASL: $KUBEDIFF_KAFKA_USERNAME, $KUBEDIFF_KAFKA_PASSWORD)',
-      more: true,
-    },
-    { flags: '--kafka-topic <topic>', description: 'the Kafka topic of --kafka-brokers', more: true },
-    {
-      flags: '--kafka-tls',
-      description: "connect to the brokers' TLS listener (certificates checked against the system's CAs)",
-      more: true,
-    },
-    {
-      flags: '--kafka-ca-file <file>',
-      description: '…checked against this CA (PEM) instead; implies --kafka-tls',
-      more: true,
-    },
-    {
-      flags: '--kafka-allow-plaintext-credentials',
-      description: 'let SASL credentials cross a network without TLS (only where it is encrypted otherwise)',
-      more: true,
-    },
+    ...SINK_COMPONENTS.flatMap((component) => component.flags ?? []),
     {
       flags: '--otlp-endpoint <url>',
       description: 'send every event as an OTLP log record (OpenTelemetry)',
-      more: true,
-    },
-    {
-      flags: '--output-file <path>',
-      description: 'append every event as a JSON line to this file, rotated at 100MB, 5 kept gzipped',
       more: true,
     },
     { flags: '--dead-letter <file>', description: 'keep what a sink could not take in this file' },

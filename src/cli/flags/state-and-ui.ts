@@ -1,7 +1,7 @@
 // `watch --state`: what was reported, kept in SQLite or PostgreSQL, so that a restart reports what changed
 // meanwhile (docs/state.md); `--ui` serves that history as a page (docs/ui.md). Read by
 // src/config/state-settings.ts (RawStateFlags) and src/cli/commands/watch.ts (--ui).
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const STATE_AND_UI: FlagGroup = {
   title: 'State and UI',

@@ -4,7 +4,7 @@
 // Read by src/config/story-settings.ts (RawStoryFlags), which knows nothing of the spelling.
 import type { RawStoryFlags } from '../../config/story-settings.ts';
 import { invalidSetting } from '../../util/errors.ts';
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 /** Each chat platform, by the name `--no-stories` takes, and its switch in the story settings. */
 const STORY_SWITCHES = {

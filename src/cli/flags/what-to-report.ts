@@ -1,6 +1,6 @@
 // Which changes `watch` reports and how much of each: event types, the start, ignored paths, presets.
 // Read by src/config/settings.ts (RawWatchFlags).
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 import { PRESET_FLAG } from './general.ts';
 
 export const WHAT_TO_REPORT: FlagGroup = {

@@ -2,7 +2,7 @@
 // (docs/audit.md) or from an admission webhook that never rejects (docs/who.md). Read by
 // src/config/settings.ts, src/config/audit-settings.ts (RawAuditFlags) and admission-settings.ts.
 import { WHO_JOIN_DEFAULTS } from '../../events/who-join.ts';
-import type { FlagGroup } from './flag-spec.ts';
+import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const WHO: FlagGroup = {
   title: 'Who changed it',

@@ -7,7 +7,7 @@ import { Chalk } from 'chalk';
 import { objectYaml } from '../../diff/object-yaml.ts';
 import { unifiedDiff } from '../../diff/unified-diff.ts';
 import { objectKey } from '../../kube/types.ts';
-import { prettyRenderer } from '../../sinks/pretty.ts';
+import { prettyRenderer } from '../../sinks/core/pretty.ts';
 import type { EventSummary, HistoryFilter, ObjectRef } from '../../state/timeline-reader.ts';
 import { LIMITS } from '../../ui/query.ts';
 import { plural } from '../../util/count-text.ts';

@@ -15,7 +15,7 @@ import { Chalk } from 'chalk';
 import type { KubediffEvent, OutcomeEvent } from '../../events/event.ts';
 import { podSpecOf, podSpecReferences, referencedObjects } from '../../kube/pod-references.ts';
 import { groupOf, isJsonObject, type JsonObject, type ResourceType } from '../../kube/types.ts';
-import { renderChange } from '../../sinks/pretty.ts';
+import { renderChange } from '../../sinks/core/pretty.ts';
 import { byText } from '../../sinks/who.ts';
 import type { ObjectRef } from '../../state/timeline-reader.ts';
 import { plural } from '../../util/count-text.ts';

@@ -1,11 +1,11 @@
 // The sinks' metrics: what became of the events each was handed (from Sink.stats() at each scrape), its
 // queue, the dead-letter files, the HTTP requests and retries (told as they happen through the
-// DeliveryObserver the sinks are given, src/sinks/delivery.ts), and the stories of the sinks that tell
+// DeliveryObserver the sinks are given, src/sinks/core/delivery.ts), and the stories of the sinks that tell
 // them.
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { DeadLetterFile } from '../../sinks/dead-letter.ts';
-import type { DeliveryObserver } from '../../sinks/delivery.ts';
-import type { Sink, SinkStats } from '../../sinks/sink.ts';
+import type { DeadLetterFile } from '../../sinks/core/dead-letter.ts';
+import type { DeliveryObserver } from '../../sinks/core/delivery.ts';
+import type { Sink, SinkStats } from '../../sinks/core/sink.ts';
 import type { MetricsRegistration } from './registration.ts';
 
 export interface SinkSources {

@@ -1,11 +1,14 @@
 // The file sink's settings (docs/sinks.md#file): its entry in the config file's `sinks:` (the schema
 // fragment the file's schema is assembled from, its defaults and the checks a schema cannot state), the
-// `--output-file` flag as such an entry, and the spec the factory creates the sink from.
+// `--output-file` flag, and the spec the factory creates the sink from.
+import type { FromSchema } from 'json-schema-to-ts';
 import { checkDuration } from '../../util/duration.ts';
+import type { FlagSpec } from '../../util/flag-spec.ts';
+import { type Check, type Checks, duration, size } from '../../util/key-checks.ts';
 import { parseSize } from '../../util/size.ts';
-import type { BacklogOptions } from '../backlog.ts';
-
-export const FILE_SINK_TYPE = 'file';
+import type { CommonEntrySpec, HttpSinkSpec } from '../component.ts';
+import type { BacklogOptions } from '../core/backlog.ts';
+import { commonKeys, deliveryKeys } from '../core/entry-schema.ts';
 
 export const FSYNC_POLICIES = ['every-event', 'interval', 'never'] as const;
 /** When written lines are flushed to the disk (fdatasync); a rotation always flushes, close() unless `never`. */
@@ -24,11 +27,13 @@ export const FILE_SINK_DEFAULTS = {
 export const MIN_MAX_SIZE = 1024;
 export const MAX_MAX_FILES = 1000;
 
-/** One `sinks:` entry of type file; the keys every entry has (name, filter) are the file schema's. */
+/** One `sinks:` entry of type file. */
 export const fileSinkSchema = {
   type: 'object',
   properties: {
-    type: { const: FILE_SINK_TYPE },
+    type: { const: 'file' },
+    ...commonKeys,
+    ...deliveryKeys,
     path: { type: 'string', minLength: 1 },
     // A size (100MB): the live file is rotated before a line would take it past this.
     maxSize: { type: 'string' },
@@ -39,30 +44,16 @@ export const fileSinkSchema = {
     // Octal permission bits, as a string ("0640"): YAML would read 0640 as a decimal number.
     mode: { type: 'string', pattern: '^0?[0-7]{3}$' },
     queueCapacity: { type: 'integer', minimum: 1 },
-    deadLetter: { type: 'string' },
   },
   required: ['type', 'path'],
   additionalProperties: false,
 } as const;
 
-/** The entry as validated by the schema (without the keys every entry shares). */
-export interface FileSinkEntry {
-  type: typeof FILE_SINK_TYPE;
-  path: string;
-  maxSize?: string;
-  maxFiles?: number;
-  compress?: boolean;
-  fsync?: FsyncPolicy;
-  fsyncInterval?: string;
-  mode?: string;
-  queueCapacity?: number;
-  deadLetter?: string;
-}
+export type FileSinkEntry = FromSchema<typeof fileSinkSchema>;
 
 /** What the factory creates a file sink from: every option, defaults applied by the sink. */
-export interface FileSinkSpec {
-  type: typeof FILE_SINK_TYPE;
-  name?: string;
+export interface FileSinkSpec extends HttpSinkSpec {
+  type: 'file';
   path: string;
   maxSize?: number;
   maxFiles?: number;
@@ -71,58 +62,61 @@ export interface FileSinkSpec {
   fsyncIntervalMs?: number;
   mode?: number;
   queue?: BacklogOptions;
-  /** JSONL file for events that cannot be written (default: the watch's --dead-letter). */
-  deadLetterFile?: string;
 }
 
-/** A problem with the value at `key` of the entry (reported at its line and column). */
-export type EntryProblem = (key: readonly string[], message: string) => Error;
+const atLeast1KB: Check = (value, path, { at, shown }) => {
+  if (typeof value !== 'string') return;
+  try {
+    if (parseSize('maxSize', value) < MIN_MAX_SIZE)
+      at(path, `must be at least 1KB, got ${shown(path, value)}`);
+  } catch {
+    // size() says it.
+  }
+};
 
-/** The entry's own keys as a spec; a value the schema could not judge (a size, a duration) is a problem at its key. */
-export function fileSpecOf(entry: FileSinkEntry, problem: EntryProblem): FileSinkSpec {
-  const maxSize = entry.maxSize === undefined ? undefined : sizeOf(entry.maxSize, problem);
-  const fsyncIntervalMs =
-    entry.fsyncInterval === undefined ? undefined : intervalOf(entry.fsyncInterval, problem);
-  if (fsyncIntervalMs !== undefined && (entry.fsync ?? FILE_SINK_DEFAULTS.fsync) !== 'interval')
-    throw problem(['fsyncInterval'], `applies to fsync: interval, and fsync is ${entry.fsync}`);
+const intervalNeedsInterval: Check = (entry, path, { at }) => {
+  const { fsync, fsyncInterval } = (entry ?? {}) as { fsync?: unknown; fsyncInterval?: unknown };
+  if (fsyncInterval !== undefined && fsync !== undefined && fsync !== 'interval')
+    at([...path, 'fsyncInterval'], `applies to fsync: interval, and fsync is ${String(fsync)}`);
+};
+
+/** What the schema cannot say: a size, a duration, the least maxSize, fsyncInterval only with fsync: interval. */
+export const fileSinkChecks: Checks = [
+  [['timeout'], duration()],
+  [['maxSize'], size],
+  [['maxSize'], atLeast1KB],
+  [['fsyncInterval'], duration()],
+  [[], intervalNeedsInterval],
+];
+
+export const fileSinkFlags: readonly FlagSpec[] = [
+  {
+    flags: '--output-file <path>',
+    description: 'append every event as a JSON line to this file, rotated at 100MB, 5 kept gzipped',
+    more: true,
+  },
+];
+
+/** `--output-file PATH`: a file sink with every default. */
+export function fileSpecsFromFlags(values: object): FileSinkSpec[] {
+  const path = (values as { outputFile?: string }).outputFile?.trim();
+  return path ? [{ type: 'file', path }] : [];
+}
+
+/** A checked entry as its spec. */
+export function fileSpecOf(entry: FileSinkEntry, common: CommonEntrySpec): FileSinkSpec {
   return {
-    type: FILE_SINK_TYPE,
+    type: 'file',
     path: entry.path,
-    ...(maxSize !== undefined ? { maxSize } : {}),
+    ...common,
+    ...(entry.maxSize !== undefined ? { maxSize: parseSize('maxSize', entry.maxSize) } : {}),
     ...(entry.maxFiles !== undefined ? { maxFiles: entry.maxFiles } : {}),
     ...(entry.compress !== undefined ? { compress: entry.compress } : {}),
     ...(entry.fsync !== undefined ? { fsync: entry.fsync } : {}),
-    ...(fsyncIntervalMs !== undefined ? { fsyncIntervalMs } : {}),
+    ...(entry.fsyncInterval !== undefined
+      ? { fsyncIntervalMs: checkDuration(entry.fsyncInterval).ms ?? 1000 }
+      : {}),
     ...(entry.mode !== undefined ? { mode: Number.parseInt(entry.mode, 8) } : {}),
     ...(entry.queueCapacity !== undefined ? { queue: { capacity: entry.queueCapacity } } : {}),
-    ...(entry.deadLetter !== undefined ? { deadLetterFile: entry.deadLetter } : {}),
   };
-}
-
-/** `--output-file PATH`: a file sink with every default. */
-export function fileSpecFromFlag(path: string | undefined): FileSinkSpec[] {
-  const trimmed = path?.trim();
-  return trimmed ? [{ type: FILE_SINK_TYPE, path: trimmed }] : [];
-}
-
-/** 'file /var/log/kubediff/events.jsonl' (a path holds no credential). */
-export function fileSinkName(spec: { path: string }): string {
-  return `file ${spec.path}`;
-}
-
-function sizeOf(text: string, problem: EntryProblem): number {
-  let bytes: number;
-  try {
-    bytes = parseSize('maxSize', text);
-  } catch {
-    throw problem(['maxSize'], `expected a size such as 100MB or 1GB, got "${text}"`);
-  }
-  if (bytes < MIN_MAX_SIZE) throw problem(['maxSize'], `must be at least 1KB, got "${text}"`);
-  return bytes;
-}
-
-function intervalOf(text: string, problem: EntryProblem): number {
-  const { ms, problem: said } = checkDuration(text);
-  if (said !== undefined) throw problem(['fsyncInterval'], `${said}, got "${text}"`);
-  return ms;
 }

@@ -1,28 +1,44 @@
-// Creates a file sink from its spec (config.ts) and what every delivering sink is given: its unique
-// name, its dead-letter file, the metrics' observer, its log.
-import type { DeliveryOptions } from '../delivery.ts';
-import type { Sink } from '../sink.ts';
-import { type FileSinkSpec, fileSinkName } from './config.ts';
+// The file sink type as src/sinks/registry.ts lists it (src/sinks/component.ts): its settings from
+// config.ts, and a factory that imports the implementation (file-sink.ts) only when a file sink is created.
+import type { SinkComponent } from '../component.ts';
+import { deliveryOptions } from '../core/sink-options.ts';
+import {
+  type FileSinkEntry,
+  type FileSinkSpec,
+  fileSinkChecks,
+  fileSinkFlags,
+  fileSinkSchema,
+  fileSpecOf,
+  fileSpecsFromFlags,
+} from './config.ts';
 
-/** What the sink set hands a delivering sink besides its spec. */
-export interface FileSinkContext {
-  unique: (name: string) => string;
-  delivery: Omit<DeliveryOptions, 'name' | 'timeoutMs' | 'credentials'>;
-}
-
-/** Opens the file (a UsageError, exit 2, names what is wrong with its path) and starts the sink. */
-export async function createFileSink(spec: FileSinkSpec, context: FileSinkContext): Promise<Sink> {
-  const { FileSink } = await import('./file-sink.ts');
-  return FileSink.create({
-    ...context.delivery,
-    name: context.unique(spec.name ?? fileSinkName(spec)),
-    path: spec.path,
-    maxSize: spec.maxSize,
-    maxFiles: spec.maxFiles,
-    compress: spec.compress,
-    fsync: spec.fsync,
-    fsyncIntervalMs: spec.fsyncIntervalMs,
-    mode: spec.mode,
-    queue: spec.queue,
-  });
-}
+export const fileComponent: SinkComponent<FileSinkEntry, FileSinkSpec> = {
+  types: ['file'],
+  schemas: { file: fileSinkSchema },
+  checks: fileSinkChecks,
+  flags: fileSinkFlags,
+  fromFlags: fileSpecsFromFlags,
+  spec: fileSpecOf,
+  // A path holds no credential.
+  name: (spec) => `file ${spec.path}`,
+  credentials: () => [],
+  storiesRefused:
+    'stories do not apply to a file sink: it writes one event per line, as -o json does (remove its stories key).',
+  async create(spec, context) {
+    const { FileSink } = await import('./file-sink.ts');
+    return FileSink.create({
+      ...deliveryOptions(spec, context),
+      name: context.unique(spec.name ?? this.name(spec)),
+      log: context.runtime.log,
+      path: spec.path,
+      maxSize: spec.maxSize,
+      maxFiles: spec.maxFiles,
+      compress: spec.compress,
+      fsync: spec.fsync,
+      fsyncIntervalMs: spec.fsyncIntervalMs,
+      mode: spec.mode,
+      queue: spec.queue,
+    });
+  },
+  docs: 'docs/sinks.md#file',
+};

@@ -5,8 +5,8 @@
 // trouble said once; the lines a failed write did reach the file are counted delivered and never written
 // twice. Guarantees: no file exceeds maxSize unless one line alone does; only whole lines stay in the file
 // (live-file.ts); every event accepted is delivered, dead-lettered or counted lost by close().
-import type { BatchSinkOptions, BatchWork, Transmission } from '../batch-sink.ts';
-import { BatchSink } from '../batch-sink.ts';
+import type { BatchSinkOptions, BatchWork, Transmission } from '../core/batch-sink.ts';
+import { BatchSink } from '../core/batch-sink.ts';
 import { FILE_SINK_DEFAULTS, type FsyncPolicy } from './config.ts';
 import { describeFileError, LiveFile, PartialWrite } from './live-file.ts';
 import { RotatedFiles, type RotatedFilesStats } from './rotated-files.ts';

@@ -7,8 +7,8 @@ import { describe, it } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
 import { watchSettingsFromFlags } from '../../../src/config/settings.ts';
 import { describeSinkSpec, sinkSettingsFromFlags } from '../../../src/config/sink-settings.ts';
-import type { SinkSpec } from '../../../src/sinks/setup.ts';
-import { defaultSinkName } from '../../../src/sinks/sink-name.ts';
+import type { SinkSpec } from '../../../src/sinks/core/setup.ts';
+import { defaultSinkName } from '../../../src/sinks/core/sink-name.ts';
 import { UsageError } from '../../../src/util/errors.ts';
 import { redactUrl, scrubUrl } from '../../../src/util/url.ts';
 

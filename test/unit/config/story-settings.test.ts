@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type RawStoryFlags, storySettingsFrom, withStories } from '../../../src/config/story-settings.ts';
-import type { SinkSpec } from '../../../src/sinks/setup.ts';
+import type { SinkSpec } from '../../../src/sinks/core/setup.ts';
 import { UsageError } from '../../../src/util/errors.ts';
 
 const settings = storySettingsFrom({}, undefined, 'pretty');

@@ -18,7 +18,7 @@ import { UsedByTracker } from '../../../src/events/used-by/used-by-tracker.ts';
 import { Informer } from '../../../src/informer/informer.ts';
 import type { ListerWatcher } from '../../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, objectKey, type ResourceType } from '../../../src/kube/types.ts';
-import { rollsOutLines, usedByLines } from '../../../src/sinks/used-by-text.ts';
+import { rollsOutLines, usedByLines } from '../../../src/sinks/core/used-by-text.ts';
 import { EventFailures } from '../../../src/util/event-failures.ts';
 import type { Logger } from '../../../src/util/log.ts';
 

@@ -7,8 +7,8 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { BatchSink, type BatchWork, type Transmission } from '../../../src/sinks/batch-sink.ts';
-import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { BatchSink, type BatchWork, type Transmission } from '../../../src/sinks/core/batch-sink.ts';
+import { DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
 import { sampleEvent } from '../../helpers/events.ts';
 import { memoryLog } from '../../helpers/sink-test.ts';
 

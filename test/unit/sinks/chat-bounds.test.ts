@@ -14,7 +14,7 @@ import type { ChangeEvent } from '../../../src/events/event.ts';
 import { StoryBuilder } from '../../../src/events/story.ts';
 import { ChatSink } from '../../../src/sinks/chat.ts';
 import { CHAT_PLATFORMS } from '../../../src/sinks/chat-platforms.ts';
-import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
 import { HttpReceiver } from '../../helpers/http-receiver.ts';
 import { memoryLog } from '../../helpers/sink-test.ts';
 

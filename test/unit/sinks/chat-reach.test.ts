@@ -10,9 +10,9 @@ import { type Story, StoryBuilder } from '../../../src/events/story.ts';
 import { renderBatch } from '../../../src/sinks/chat.ts';
 import { chatMessage, plainText } from '../../../src/sinks/chat-message.ts';
 import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../src/sinks/chat-platforms.ts';
-import { Digest } from '../../../src/sinks/digest.ts';
+import { Digest } from '../../../src/sinks/core/digest.ts';
+import { storyMessage } from '../../../src/sinks/core/story-format.ts';
 import { renderSlackMessage } from '../../../src/sinks/slack-format.ts';
-import { storyMessage } from '../../../src/sinks/story-format.ts';
 import { payloadProblems } from '../../helpers/chat-receivers.ts';
 import { blockKitProblems } from '../../helpers/slack-payload.ts';
 

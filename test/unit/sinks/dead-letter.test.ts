@@ -1,4 +1,4 @@
-// src/sinks/dead-letter.ts: the dead-letter file is capped. It rotates at maxFileBytes (file → file.1 →
+// src/sinks/core/dead-letter.ts: the dead-letter file is capped. It rotates at maxFileBytes (file → file.1 →
 // file.2…), deletes the oldest beyond maxFiles files in all (counted, warned about once), and creates
 // every file 0600. Real files in a temp folder.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { ChangeEvent } from '../../../src/events/event.ts';
-import { DEFAULT_DEAD_LETTER_LIMITS, DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { DEFAULT_DEAD_LETTER_LIMITS, DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
 import { sampleEvent } from '../../helpers/events.ts';
 import { memoryLog } from '../../helpers/sink-test.ts';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChangeEvent, EventType } from '../../../src/events/event.ts';
-import { Digest } from '../../../src/sinks/digest.ts';
-import { EventQueue } from '../../../src/sinks/event-queue.ts';
+import { Digest } from '../../../src/sinks/core/digest.ts';
+import { EventQueue } from '../../../src/sinks/core/event-queue.ts';
 
 let sequence = 0;
 function event(

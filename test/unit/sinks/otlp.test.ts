@@ -7,7 +7,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
 import { OtlpSink, otlpLogsUrl } from '../../../src/sinks/otlp.ts';
 import { eventRecord } from '../../../src/sinks/otlp-records.ts';
 import { sampleEvent } from '../../helpers/events.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { prettyRenderer, readablePath, renderValue } from '../../../src/sinks/pretty.ts';
+import { prettyRenderer, readablePath, renderValue } from '../../../src/sinks/core/pretty.ts';
 import { sampleEvent } from '../../helpers/events.ts';
 import { degradedRollout } from '../../helpers/outcome-fixtures.ts';
 

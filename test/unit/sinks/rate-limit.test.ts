@@ -1,8 +1,8 @@
-// The sinks' rate limit (src/sinks/rate-limit.ts) on node:test's mock clock: an interval from the last
+// The sinks' rate limit (src/sinks/core/rate-limit.ts) on node:test's mock clock: an interval from the last
 // request, no limit at 0 or without a rate, and a receiver's wait that replaces the interval.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
-import { RateLimit } from '../../../src/sinks/rate-limit.ts';
+import { RateLimit } from '../../../src/sinks/core/rate-limit.ts';
 
 describe('RateLimit', () => {
   beforeEach(() => mock.timers.enable({ apis: ['Date'], now: 1_000_000 }));

@@ -8,7 +8,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
 import { dayOf, SearchSink } from '../../../src/sinks/search.ts';
 import { indexTemplate } from '../../../src/sinks/search-template.ts';
 import { sampleEvent } from '../../helpers/events.ts';

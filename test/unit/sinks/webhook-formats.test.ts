@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { binaryHeaders, eventAttributes } from '../../../src/sinks/cloudevents.ts';
-import { DeadLetterFile } from '../../../src/sinks/dead-letter.ts';
+import { DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
 import { layoutProblem } from '../../../src/sinks/layout.ts';
 import { LayoutThread } from '../../../src/sinks/layout-thread.ts';
 import { WebhookSink } from '../../../src/sinks/webhook.ts';

@@ -1,7 +1,7 @@
 // The one retry schedule (src/util/backoff.ts), with the reflector's numbers and the sinks'.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { retryBackoff } from '../../../src/sinks/delivery.ts';
+import { retryBackoff } from '../../../src/sinks/core/delivery.ts';
 import { Backoff } from '../../../src/util/backoff.ts';
 
 describe('backoff', () => {

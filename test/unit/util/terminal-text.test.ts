@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resourcesTable } from '../../../src/cli/resources.ts';
-import { prettyRenderer } from '../../../src/sinks/pretty.ts';
+import { prettyRenderer } from '../../../src/sinks/core/pretty.ts';
 import { stderrLogger } from '../../../src/util/log.ts';
 import { printable } from '../../../src/util/terminal-text.ts';
 import { sampleEvent } from '../../helpers/events.ts';

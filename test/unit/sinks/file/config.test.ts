@@ -59,13 +59,13 @@ describe('file sink settings', () => {
   it('says what is wrong with a key, where, and what it takes', async () => {
     const cases: [string, RegExp][] = [
       ['    maxSize: "100"\n', /kubediff\.yaml:4:\d+: sinks\[0\]\.maxSize: must be at least 1KB, got "100"/],
-      ['    maxSize: lots\n', /sinks\[0\]\.maxSize: expected a size such as 100MB or 1GB, got "lots"/],
+      ['    maxSize: lots\n', /sinks\[0\]\.maxSize: expected a size such as 64MB or 1GB, got "lots"/],
       ['    maxFiles: 1001\n', /sinks\[0\]\.maxFiles: expected a number from 0 to 1,000/],
       ['    fsync: always\n', /sinks\[0\]\.fsync: expected one of every-event, interval, never/],
       ['    fsync: never\n    fsyncInterval: 1s\n', /sinks\[0\]\.fsyncInterval: applies to fsync: interval/],
       ['    fsyncInterval: soon\n', /sinks\[0\]\.fsyncInterval: expected a duration/],
       ['    mode: "999"\n', /sinks\[0\]\.mode: /],
-      ['    timeout: 1s\n', /sinks\[0\]\.timeout: unknown key/],
+      ['    stories: true\n', /stories do not apply to a file sink/],
     ];
     for (const [keys, message] of cases) {
       await assert.rejects(

@@ -8,8 +8,8 @@ import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { renderJsonLine } from '../../../../src/sinks/core/stream-output.ts';
 import { FileSink } from '../../../../src/sinks/file/file-sink.ts';
-import { renderJsonLine } from '../../../../src/sinks/stream-output.ts';
 import { UsageError } from '../../../../src/util/errors.ts';
 import { sampleEvent } from '../../../helpers/events.ts';
 import { readFileSinkLines } from '../../../helpers/file-sink-files.ts';
@@ -111,7 +111,7 @@ describe('file sink on a full disk', { skip: root ? false : 'mounting a tmpfs ne
     const volume = await smallVolume('64k');
     const file = path.join(volume, 'events.jsonl');
     const log = memoryLog();
-    const { DeadLetterFile } = await import('../../../../src/sinks/dead-letter.ts');
+    const { DeadLetterFile } = await import('../../../../src/sinks/core/dead-letter.ts');
     const deadDir = await mkdtemp(path.join(tmpdir(), 'kubediff-file-sink-dead-'));
     const deadLetter = DeadLetterFile.open(path.join(deadDir, 'dead.jsonl'), log);
     const sink = await FileSink.create({

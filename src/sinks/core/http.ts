@@ -6,10 +6,10 @@
 // scrubbed of the sink's credentials (util/credentials.ts) as it is read.
 
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
-import type { Credentials } from '../util/credentials.ts';
-import { formatDuration } from '../util/duration.ts';
-import type { Env } from '../util/environment.ts';
-import { scrubUrl } from '../util/url.ts';
+import type { Credentials } from '../../util/credentials.ts';
+import { formatDuration } from '../../util/duration.ts';
+import type { Env } from '../../util/environment.ts';
+import { scrubUrl } from '../../util/url.ts';
 
 export type PostOutcome =
   | {

@@ -12,10 +12,10 @@ import {
   type FilterEventType,
   type KubediffEvent,
   qualifiedResource,
-} from '../events/event.ts';
-import { eventJsonLength } from '../events/event-json.ts';
-import { groupedCount } from '../util/count-text.ts';
-import { isoTimestamp } from '../util/timestamp.ts';
+} from '../../events/event.ts';
+import { eventJsonLength } from '../../events/event-json.ts';
+import { groupedCount } from '../../util/count-text.ts';
+import { isoTimestamp } from '../../util/timestamp.ts';
 
 export interface DigestGroup {
   /** A change's type, or OUTCOME (a webhook's or a batch sink's queue folds OUTCOMEs too). */

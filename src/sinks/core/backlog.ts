@@ -4,10 +4,10 @@
 // written to the dead-letter file as they are folded, one warning per
 // overflow episode and one line when it has caught up), and the accounting
 // of events that will not be delivered (dead-letter file, else lost).
-import type { KubediffEvent } from '../events/event.ts';
-import { plural } from '../util/count-text.ts';
-import { SINK_SPLIT } from '../util/memory-budget.ts';
-import { formatSize } from '../util/size.ts';
+import type { KubediffEvent } from '../../events/event.ts';
+import { plural } from '../../util/count-text.ts';
+import { SINK_SPLIT } from '../../util/memory-budget.ts';
+import { formatSize } from '../../util/size.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import { abandonDigest, type TroubleReport } from './delivery.ts';
 import type { Digest } from './digest.ts';

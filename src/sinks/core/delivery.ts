@@ -4,14 +4,14 @@
 // and its recovery are logged, each distinct refusal once, never one line
 // per event.
 import type { Dispatcher } from 'undici';
-import type { ChangeEvent, KubediffEvent } from '../events/event.ts';
-import { Backoff } from '../util/backoff.ts';
-import { plural } from '../util/count-text.ts';
-import { Credentials, scrubbingLogger } from '../util/credentials.ts';
-import { formatDuration } from '../util/duration.ts';
-import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
-import { monotonicMs } from '../util/timestamp.ts';
+import type { ChangeEvent, KubediffEvent } from '../../events/event.ts';
+import { Backoff } from '../../util/backoff.ts';
+import { plural } from '../../util/count-text.ts';
+import { Credentials, scrubbingLogger } from '../../util/credentials.ts';
+import { formatDuration } from '../../util/duration.ts';
+import { errorMessage } from '../../util/errors.ts';
+import type { Logger } from '../../util/log.ts';
+import { monotonicMs } from '../../util/timestamp.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import type { Digest } from './digest.ts';
 import { createAgent } from './http.ts';

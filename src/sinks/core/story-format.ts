@@ -3,12 +3,12 @@
 // renders that structure: storyMessage() makes it a chat message that every chat platform's renderer
 // posts (Slack, Teams, Discord, Mattermost, Google Chat), prettyStoryRenderer() the terminal's lines.
 import { Chalk } from 'chalk';
-import type { Change } from '../diff/types.ts';
-import type { EventType, UsedBy } from '../events/event.ts';
-import type { Story, StoryObject } from '../events/story.ts';
-import { groupedCount } from '../util/count-text.ts';
-import { printable } from '../util/terminal-text.ts';
-import { printedTime } from '../util/timestamp.ts';
+import type { Change } from '../../diff/types.ts';
+import type { EventType, UsedBy } from '../../events/event.ts';
+import type { Story, StoryObject } from '../../events/story.ts';
+import { groupedCount } from '../../util/count-text.ts';
+import { printable } from '../../util/terminal-text.ts';
+import { printedTime } from '../../util/timestamp.ts';
 import {
   type ChatFormatOptions,
   type ChatMessage,
@@ -21,10 +21,10 @@ import {
   prefix,
   reachLines,
   timeRange,
-} from './chat-message.ts';
+} from '../chat-message.ts';
+import { byText } from '../who.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
 import { rollsOutLines, usedByLines } from './used-by-text.ts';
-import { byText } from './who.ts';
 
 export interface StoryView {
   /** 'Deployment shop/web'. */

@@ -2,18 +2,19 @@
 // the one place each sink type says which of its settings are credentials. setup.ts gives each sink
 // its own (for its HTTP answers) and the dead-letter files all of them; the watch's logger gets all of
 // them with the state store's.
-import { type Credential, Credentials } from '../util/credentials.ts';
+import { type Credential, Credentials } from '../../util/credentials.ts';
+import { type RegisteredType, sinkComponent } from '../registry.ts';
 
 type Headers = Readonly<Record<string, string>> | undefined;
 type TlsKey = { key?: string | undefined } | undefined;
 
 /** What a sink's credentials are read from (the sink spec's fields, structurally: setup.ts's SinkSpec). */
 export type SinkCredentialSource =
-  | { type: 'stdout' | 'file' }
+  | { type: 'stdout' }
   | { type: 'webhook'; url: string; headers?: Headers; secret?: string | undefined }
   | { type: 'slack'; webhookUrl?: string | undefined; token?: string | undefined }
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
-  | { type: 'kafka'; sasl?: { password: string } | undefined; tls?: TlsKey }
+  | { type: RegisteredType }
   | { type: 'otlp'; endpoint: string; headers?: Headers; tls?: TlsKey }
   | {
       type: 'opensearch' | 'elasticsearch';
@@ -34,9 +35,10 @@ export function allSinkCredentials(specs: readonly SinkCredentialSource[]): Cred
 }
 
 function credentialsOf(spec: SinkCredentialSource): Credential[] {
+  const component = sinkComponent(spec.type);
+  if (component) return component.credentials(spec);
   switch (spec.type) {
     case 'stdout':
-    case 'file':
       return [];
     case 'webhook':
       // A generic receiver may take its token in the path or the query; the HMAC secret is never sent.
@@ -52,8 +54,6 @@ function credentialsOf(spec: SinkCredentialSource): Credential[] {
     case 'mattermost':
     case 'google-chat':
       return [{ kind: 'url', value: spec.webhookUrl }];
-    case 'kafka':
-      return [...secrets(spec.sasl?.password, spec.tls?.key)];
     case 'otlp':
       return [{ kind: 'url', value: spec.endpoint }, ...headers(spec.headers), ...secrets(spec.tls?.key)];
     case 'opensearch':
@@ -66,6 +66,8 @@ function credentialsOf(spec: SinkCredentialSource): Credential[] {
       return [{ kind: 'url', value: spec.url }, ...auth, ...headers(spec.headers), ...secrets(spec.tls?.key)];
     }
   }
+  // A registered type answered above.
+  return [];
 }
 
 /** Every header value a sink is configured with (from `headers:`, a headers file, the environment). */

@@ -9,7 +9,7 @@
 // before it is colored, so no control character, bidi override or
 // invisible character reaches the terminal as itself.
 import { Chalk, type ChalkInstance } from 'chalk';
-import type { Change } from '../diff/types.ts';
+import type { Change } from '../../diff/types.ts';
 import {
   type ChangeEvent,
   type KubediffEvent,
@@ -17,13 +17,13 @@ import {
   offlineNote,
   qualifiedResource,
   type Verdict,
-} from '../events/event.ts';
-import type { JsonValue } from '../kube/types.ts';
-import { objectKey } from '../kube/types.ts';
-import { printable } from '../util/terminal-text.ts';
-import { printedTime } from '../util/timestamp.ts';
+} from '../../events/event.ts';
+import type { JsonValue } from '../../kube/types.ts';
+import { objectKey } from '../../kube/types.ts';
+import { printable } from '../../util/terminal-text.ts';
+import { printedTime } from '../../util/timestamp.ts';
+import { byText, changesFromSeveralManagers } from '../who.ts';
 import { rollsOutLines, usedByLines } from './used-by-text.ts';
-import { byText, changesFromSeveralManagers } from './who.ts';
 
 export interface PrettyOptions {
   color: boolean;

@@ -6,8 +6,8 @@
 // between single events and tiny digests). Order is kept: a digest stands
 // where its events would have been. Each event is serialized once, here: the
 // sink sends that text.
-import type { KubediffEvent } from '../events/event.ts';
-import { eventJson, eventJsonBytes } from '../events/event-json.ts';
+import type { KubediffEvent } from '../../events/event.ts';
+import { eventJson, eventJsonBytes } from '../../events/event-json.ts';
 import { Digest } from './digest.ts';
 
 export type QueueEntry =

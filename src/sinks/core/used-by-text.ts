@@ -5,9 +5,9 @@
 // little room (a chat message) passes smaller limits than the terminal's: what is left out is counted
 // (`and 497 more`).
 
-import type { RolloutLink, UsedBy, UseVia, UsingWorkload } from '../events/event.ts';
-import { groupedCount, plural } from '../util/count-text.ts';
-import { printedTime } from '../util/timestamp.ts';
+import type { RolloutLink, UsedBy, UseVia, UsingWorkload } from '../../events/event.ts';
+import { groupedCount, plural } from '../../util/count-text.ts';
+import { printedTime } from '../../util/timestamp.ts';
 
 /** Ways listed per workload before the rest is counted. */
 const LISTED_WAYS = 3;

@@ -3,8 +3,8 @@
 // the watch: it queues, delivers on its own schedule and accounts for every
 // event it accepted (delivered, summarized in a digest, dead-lettered or
 // reported as not delivered).
-import type { ChangeEvent, OutcomeEvent } from '../events/event.ts';
-import type { StoryStats } from '../events/story.ts';
+import type { ChangeEvent, OutcomeEvent } from '../../events/event.ts';
+import type { StoryStats } from '../../events/story.ts';
 
 export interface Sink {
   /** For logs and the shutdown report; never contains a secret (URLs are elided). */

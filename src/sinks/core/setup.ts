@@ -2,49 +2,25 @@
 // to running sinks behind a router. The specs are plain data with every
 // option a sink has, so a config file maps its keys onto them one to one.
 
-import type { Writable } from 'node:stream';
-import { compileFilter, type FilterSpec } from '../events/filter.ts';
-import type { StoryOptions } from '../events/story.ts';
-import type { Credentials } from '../util/credentials.ts';
-import type { EventFailures } from '../util/event-failures.ts';
-import type { Logger } from '../util/log.ts';
+import { compileFilter } from '../../events/filter.ts';
+import type { Credentials } from '../../util/credentials.ts';
+import type { ChatPlatformName } from '../chat-platforms.ts';
+import type { CloudEventsMode } from '../cloudevents.ts';
+import type { CommonSinkSpec, HttpSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
+import type { OtlpProtocol } from '../otlp-settings.ts';
+import { type RegisteredSpec, sinkComponent } from '../registry.ts';
+import type { SearchAuth, SearchFlavor } from '../search.ts';
+import type { SearchIndexMode } from '../search-template.ts';
+import type { WebhookBatchOptions, WebhookQueueOptions } from '../webhook.ts';
 import type { BacklogOptions } from './backlog.ts';
-import type { ChatPlatformName } from './chat-platforms.ts';
-import type { CloudEventsMode } from './cloudevents.ts';
-import { DeadLetterFile, type DeadLetterLimits } from './dead-letter.ts';
-import type { DeliveryObserver, RetryOptions } from './delivery.ts';
-import type { FileSinkSpec } from './file/config.ts';
-import { createFileSink } from './file/factory.ts';
+import { DeadLetterFile } from './dead-letter.ts';
 import type { HttpTls } from './http.ts';
-import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
-import type { OtlpProtocol } from './otlp-settings.ts';
 import { type Route, Router } from './router.ts';
-import type { SearchAuth, SearchFlavor } from './search.ts';
-import type { SearchIndexMode } from './search-template.ts';
 import type { Sink } from './sink.ts';
 import { allSinkCredentials, sinkCredentials } from './sink-credentials.ts';
 import { defaultSinkName } from './sink-name.ts';
+import { batchOptions, httpOptions, storiesOf, storiesOption } from './sink-options.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
-import type { WebhookBatchOptions, WebhookQueueOptions } from './webhook.ts';
-
-interface CommonSinkSpec {
-  /** For logs and reports; a default is derived (URLs elided). */
-  name?: string;
-  filter?: FilterSpec;
-  /**
-   * Stories instead of events (docs/stories.md); a config file's `stories: true/false` until the
-   * settings resolve it to the story options (on) or remove it (off).
-   */
-  stories?: Partial<StoryOptions> | boolean;
-}
-
-interface HttpSinkSpec extends CommonSinkSpec {
-  /** Per request. */
-  timeoutMs?: number;
-  retry?: Partial<RetryOptions>;
-  /** JSONL file for events that cannot be delivered (default: the watch's --dead-letter). */
-  deadLetterFile?: string;
-}
 
 interface StdoutSinkSpec extends CommonSinkSpec {
   type: 'stdout';
@@ -114,22 +90,6 @@ export interface SlackSinkSpec extends HttpSinkSpec {
   queueMaxBytes?: number;
 }
 
-export interface KafkaSinkSpec extends HttpSinkSpec {
-  type: 'kafka';
-  /** Bootstrap brokers, host:port each. */
-  brokers: string[];
-  topic: string;
-  clientId?: string;
-  compression?: KafkaCompression;
-  tls?: KafkaTls;
-  /** The password comes from the environment or a file, never a flag. */
-  sasl?: KafkaSasl;
-  batchMaxEvents?: number;
-  /** Bytes of the events' JSON per request. */
-  batchMaxBytes?: number;
-  queue?: BacklogOptions;
-}
-
 /** Teams, Discord, Mattermost or Google Chat: a webhook URL (a credential), on the chat delivery core. */
 export interface ChatSinkSpec extends HttpSinkSpec {
   type: ChatPlatformName;
@@ -143,28 +103,10 @@ export type SinkSpec =
   | StdoutSinkSpec
   | WebhookSinkSpec
   | SlackSinkSpec
-  | KafkaSinkSpec
+  | RegisteredSpec
   | ChatSinkSpec
   | OtlpSinkSpec
-  | SearchSinkSpec
-  | (FileSinkSpec & CommonSinkSpec);
-
-export interface SinkRuntime {
-  log: Logger;
-  /** Where stdout sinks write. */
-  stdout: Writable;
-  /** The stdout stream failed or its reader left. */
-  onStdoutClosed?: (error: NodeJS.ErrnoException) => void;
-  /** The default dead-letter file of HTTP sinks. */
-  deadLetterFile?: string | undefined;
-  /** The cap of every dead-letter file. */
-  deadLetterLimits?: DeadLetterLimits | undefined;
-  userAgent?: string;
-  /** Where a sink or a sink filter that throws is reported (src/util/event-failures.ts). */
-  failures?: EventFailures;
-  /** Told of each HTTP sink's requests and retries (the metrics, with --listen). */
-  deliveries?: DeliveryObserver | undefined;
-}
+  | SearchSinkSpec;
 
 export interface SinkSet {
   router: Router;
@@ -221,18 +163,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
   };
 }
 
-/** What a sink's factory gets besides its spec. */
-interface SinkContext {
-  runtime: SinkRuntime;
-  /** The name for logs and metrics, numbered from the second sink that has it ("webhook … #2"). */
-  unique: (name: string) => string;
-  /** Its dead-letter file (its own, or the watch's --dead-letter); undefined for stdout. */
-  deadLetter: DeadLetterFile | undefined;
-  /** Its own credentials (sink-credentials.ts), which its receivers' answers are scrubbed of. */
-  credentials: Credentials;
-}
-
-type SinkType = SinkSpec['type'];
+type SinkType = Exclude<SinkSpec, RegisteredSpec>['type'];
 /**
  * The members of union S whose `type` can be T: the spec of one sink type, or its config entry (the chat
  * platforms share one spec and one schema, hence not Extract<>).
@@ -245,7 +176,6 @@ const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
   stdout: stdoutSink,
   webhook: webhookSink,
   slack: slackSink,
-  kafka: kafkaSink,
   otlp: otlpSink,
   opensearch: searchSink,
   elasticsearch: searchSink,
@@ -253,16 +183,13 @@ const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
   discord: chatSink,
   mattermost: chatSink,
   'google-chat': chatSink,
-  file: (spec, context) =>
-    createFileSink(spec, {
-      unique: context.unique,
-      delivery: { ...deliveryOptions(spec, context), log: context.runtime.log },
-    }),
 };
 
 function factoryOf(spec: SinkSpec): (spec: SinkSpec, context: SinkContext) => Promise<Sink> {
+  const component = sinkComponent(spec.type);
+  if (component) return (spec, context) => component.create(spec, context);
   // TypeScript cannot tie SINK_FACTORIES[spec.type] to spec's own type; the table's type does.
-  return SINK_FACTORIES[spec.type] as (spec: SinkSpec, context: SinkContext) => Promise<Sink>;
+  return SINK_FACTORIES[spec.type as SinkType] as (spec: SinkSpec, context: SinkContext) => Promise<Sink>;
 }
 
 /** One DeadLetterFile per path, however many sinks write to it. */
@@ -309,7 +236,7 @@ async function stdoutSink(spec: StdoutSinkSpec, { runtime, unique }: SinkContext
 }
 
 async function webhookSink(spec: WebhookSinkSpec, context: SinkContext): Promise<Sink> {
-  const { WebhookSink } = await import('./webhook.ts');
+  const { WebhookSink } = await import('../webhook.ts');
   return new WebhookSink({
     url: spec.url,
     name: context.unique(spec.name ?? defaultSinkName(spec)),
@@ -336,7 +263,7 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
           channel: spec.channel ?? '',
           ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
         };
-  const { SlackSink } = await import('./slack.ts');
+  const { SlackSink } = await import('../slack.ts');
   return new SlackSink({
     target,
     name: context.unique(spec.name ?? defaultSinkName(spec)),
@@ -350,8 +277,8 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
 
 /** Teams, Discord, Mattermost, Google Chat: the platform's renderer and pace on the chat core. */
 async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink> {
-  const { ChatSink } = await import('./chat.ts');
-  const { CHAT_PLATFORMS } = await import('./chat-platforms.ts');
+  const { ChatSink } = await import('../chat.ts');
+  const { CHAT_PLATFORMS } = await import('../chat-platforms.ts');
   const platform = CHAT_PLATFORMS[spec.type];
   return new ChatSink({
     platform: platform.create(spec.webhookUrl),
@@ -364,25 +291,9 @@ async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink>
   });
 }
 
-async function kafkaSink(spec: KafkaSinkSpec, context: SinkContext): Promise<Sink> {
-  const { KafkaSink } = await import('./kafka.ts');
-  return new KafkaSink({
-    brokers: spec.brokers,
-    topic: spec.topic,
-    name: context.unique(spec.name ?? defaultSinkName(spec)),
-    log: context.runtime.log,
-    ...(spec.clientId ? { clientId: spec.clientId } : {}),
-    ...(spec.compression ? { compression: spec.compression } : {}),
-    ...(spec.tls ? { tls: spec.tls } : {}),
-    ...(spec.sasl ? { sasl: spec.sasl } : {}),
-    ...batchOptions(spec),
-    ...deliveryOptions(spec, context),
-  });
-}
-
 /** OpenTelemetry logs; the OpenTelemetry packages are imported only here. */
 async function otlpSink(spec: OtlpSinkSpec, context: SinkContext): Promise<Sink> {
-  const { OtlpSink } = await import('./otlp.ts');
+  const { OtlpSink } = await import('../otlp.ts');
   return OtlpSink.create({
     ...logSinkOptions(spec, context),
     endpoint: spec.endpoint,
@@ -391,7 +302,7 @@ async function otlpSink(spec: OtlpSinkSpec, context: SinkContext): Promise<Sink>
 }
 
 async function searchSink(spec: SearchSinkSpec, context: SinkContext): Promise<Sink> {
-  const { SearchSink } = await import('./search.ts');
+  const { SearchSink } = await import('../search.ts');
   return new SearchSink({
     ...logSinkOptions(spec, context),
     flavor: spec.type,
@@ -415,48 +326,13 @@ function logSinkOptions(spec: OtlpSinkSpec | SearchSinkSpec, context: SinkContex
   };
 }
 
-/** The batch sinks' (OTLP, search, Kafka) batches and queue. */
-function batchOptions(spec: OtlpSinkSpec | SearchSinkSpec | KafkaSinkSpec) {
-  return {
-    ...(spec.batchMaxEvents !== undefined ? { batchMaxEvents: spec.batchMaxEvents } : {}),
-    ...(spec.batchMaxBytes !== undefined ? { batchMaxBytes: spec.batchMaxBytes } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
-  };
-}
-
-/**
- * What every delivering sink takes from its spec and the runtime: its timeout and retries, its
- * dead-letter file, the metrics' observer. Keys are left out rather than set to undefined, so that
- * each sink's own defaults apply.
- */
-function deliveryOptions(spec: HttpSinkSpec, context: SinkContext) {
-  return {
-    ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-    ...(spec.retry ? { retry: spec.retry } : {}),
-    ...(context.deadLetter ? { deadLetter: context.deadLetter } : {}),
-    ...(context.runtime.deliveries ? { deliveries: context.runtime.deliveries } : {}),
-    credentials: context.credentials,
-  };
-}
-
-/** deliveryOptions, and the User-Agent of the sinks that speak HTTP. */
-function httpOptions(spec: HttpSinkSpec, context: SinkContext) {
-  const { userAgent } = context.runtime;
-  return { ...deliveryOptions(spec, context), ...(userAgent ? { userAgent } : {}) };
-}
-
-function storiesOption(spec: SinkSpec): { stories?: Partial<StoryOptions> } {
-  const stories = storiesOf(spec);
-  return stories ? { stories } : {};
-}
-
 /**
  * A webhook's body format. A layout gets a thread of its own, started by the sink's first request (the
  * config checks have compiled the layout already).
  */
-async function webhookFormat(spec: WebhookSinkSpec): Promise<import('./webhook-body.ts').WebhookFormat> {
+async function webhookFormat(spec: WebhookSinkSpec): Promise<import('../webhook-body.ts').WebhookFormat> {
   if (spec.layout !== undefined) {
-    const { LayoutThread } = await import('./layout-thread.ts');
+    const { LayoutThread } = await import('../layout-thread.ts');
     return { kind: 'layout', layout: new LayoutThread(spec.layout) };
   }
   if (spec.format === 'cloudevents')
@@ -467,9 +343,4 @@ async function webhookFormat(spec: WebhookSinkSpec): Promise<import('./webhook-b
 /** Imported only for pretty output or stories: a JSON-only watch keeps chalk out of its memory. */
 async function prettyRenderers() {
   return { ...(await import('./pretty.ts')), ...(await import('./story-format.ts')) };
-}
-
-/** The story options of a sink with stories on; undefined when off (docs/stories.md). */
-function storiesOf(spec: SinkSpec): Partial<StoryOptions> | undefined {
-  return typeof spec.stories === 'object' ? spec.stories : undefined;
 }

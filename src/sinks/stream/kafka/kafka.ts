@@ -5,10 +5,15 @@
 // and a retry can only repeat (consumers deduplicate by id). A broker that is down never holds the watch
 // or the other sinks. The client library loads only when a Kafka sink is created.
 import type { CompressionAlgorithmValue, Producer, SASLMechanismValue } from '@platformatic/kafka';
-import { type KubediffEvent, qualifiedResource } from '../events/event.ts';
-import { errorMessage } from '../util/errors.ts';
-import { BatchSink, type BatchSinkOptions, type BatchWork, type Transmission } from './batch-sink.ts';
-import type { KafkaCompression, KafkaSasl, KafkaTls } from './kafka-settings.ts';
+import { type KubediffEvent, qualifiedResource } from '../../../events/event.ts';
+import { errorMessage } from '../../../util/errors.ts';
+import {
+  BatchSink,
+  type BatchSinkOptions,
+  type BatchWork,
+  type Transmission,
+} from '../../core/batch-sink.ts';
+import type { KafkaCompression, KafkaSasl, KafkaTls } from './settings.ts';
 
 /** Beside the brokers': BatchSinkOptions (timeout 10 s and batches of 900 KiB by default). */
 export interface KafkaSinkOptions extends BatchSinkOptions {

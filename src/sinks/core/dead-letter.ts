@@ -15,12 +15,12 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import type { KubediffEvent } from '../events/event.ts';
-import { Credentials } from '../util/credentials.ts';
-import { errorMessage, UsageError } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
-import { formatSize } from '../util/size.ts';
-import { isoTimestamp } from '../util/timestamp.ts';
+import type { KubediffEvent } from '../../events/event.ts';
+import { Credentials } from '../../util/credentials.ts';
+import { errorMessage, UsageError } from '../../util/errors.ts';
+import type { Logger } from '../../util/log.ts';
+import { formatSize } from '../../util/size.ts';
+import { isoTimestamp } from '../../util/timestamp.ts';
 import type { DigestPayload } from './digest.ts';
 
 export interface DeadLetterRecord {

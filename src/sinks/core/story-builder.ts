@@ -1,9 +1,9 @@
 // A sink's story builder (docs/stories.md): the one place where a sink with stories on gets its
 // builder, so that each says the same thing, once, when its open stories reach their bound.
-import { type Story, StoryBuilder, type StoryOptions } from '../events/story.ts';
-import { groupedCount } from '../util/count-text.ts';
-import type { Logger } from '../util/log.ts';
-import { formatSize } from '../util/size.ts';
+import { type Story, StoryBuilder, type StoryOptions } from '../../events/story.ts';
+import { groupedCount } from '../../util/count-text.ts';
+import type { Logger } from '../../util/log.ts';
+import { formatSize } from '../../util/size.ts';
 
 export function sinkStoryBuilder(
   sink: string,

@@ -4,9 +4,9 @@
 // holds. Too large (413, MESSAGE_TOO_LARGE): sent again in halves, only an event too large alone is
 // dead-lettered. Otherwise failed: retried whole; taken in part: the retryable items go again, the others
 // are dead-lettered, each refusal said once; a receiver that only counts rejects has the batch dead-lettered.
-import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
-import { plural } from '../util/count-text.ts';
-import { monotonicMs } from '../util/timestamp.ts';
+import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../../events/event.ts';
+import { plural } from '../../util/count-text.ts';
+import { monotonicMs } from '../../util/timestamp.ts';
 import { type BacklogOptions, SinkBacklog } from './backlog.ts';
 import { halvesOf, splitNote } from './batch-halves.ts';
 import { type DeadLetterFile, lossNote } from './dead-letter.ts';

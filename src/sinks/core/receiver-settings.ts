@@ -1,20 +1,12 @@
 // What the settings of every HTTP receiver share: a URL from a flag or the environment checked (its
 // secret path never echoed), `Name: value` header lines parsed (values never echoed), and the reader of
 // the files a sink entry names (a CA, a key, a password).
-import type { HttpTls } from '../sinks/http.ts';
-import { isHeaderName, isReservedHeader } from '../sinks/receiver-checks.ts';
-import { UsageError } from '../util/errors.ts';
-import { parseHttpUrl, shownUrl } from '../util/url.ts';
-import type { KeyPath } from './problems.ts';
 
-/**
- * Reads a file a sink names (a CA, a client key, a password) at startup, given its key within the sink;
- * throws the problem, at that key, when it cannot.
- */
-export type SinkFileReader = (key: KeyPath, file: string) => string;
-
-/** The problem with a sink entry's setting, at its key within the sink (thrown by the caller). */
-export type SinkProblem = (key: KeyPath, message: string) => Error;
+import { UsageError } from '../../util/errors.ts';
+import { parseHttpUrl, shownUrl } from '../../util/url.ts';
+import type { SinkFileReader } from '../component.ts';
+import type { HttpTls } from './http.ts';
+import { isHeaderName, isReservedHeader } from './receiver-checks.ts';
 
 /** 'Name: value' lines; the value is never echoed in an error (it may be a credential). */
 export function parseHeaders(lines: readonly string[], source: string): Record<string, string> {

@@ -7,9 +7,9 @@
 // folded, as the webhook and Kafka backlogs do (backlog.ts). Each overflow is said once (and counted:
 // kubediff_sink_overflows_total); the digest is told as one message when its turn comes, so every event
 // is delivered, summarized, dead-lettered or counted lost, never dropped in silence.
-import type { Story } from '../events/story.ts';
-import { plural } from '../util/count-text.ts';
-import { formatSize } from '../util/size.ts';
+import type { Story } from '../../events/story.ts';
+import { plural } from '../../util/count-text.ts';
+import { formatSize } from '../../util/size.ts';
 import type { DeadLetterFile } from './dead-letter.ts';
 import { abandonDigest, type TroubleReport } from './delivery.ts';
 import { Digest } from './digest.ts';

@@ -3,11 +3,11 @@
 // pushes back on the API server and nothing is lost (a watch the server gives up is resumed or relisted).
 // A reader that goes away (EPIPE) calls onClosed, so the command stops cleanly.
 import type { Writable } from 'node:stream';
-import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
-import { eventJson } from '../events/event-json.ts';
-import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
-import { errorMessage } from '../util/errors.ts';
-import type { Logger } from '../util/log.ts';
+import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../../events/event.ts';
+import { eventJson } from '../../events/event-json.ts';
+import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../../events/story.ts';
+import { errorMessage } from '../../util/errors.ts';
+import type { Logger } from '../../util/log.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from './sink.ts';
 import { sinkStoryBuilder } from './story-builder.ts';
 

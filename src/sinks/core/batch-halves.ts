@@ -1,8 +1,8 @@
 // A batch the receiver refused as too large (HTTP 413, Kafka's MESSAGE_TOO_LARGE) goes again as two
 // batches, its first half then its second, each split again if it is refused too: what the batch sinks
 // (batch-sink.ts) and the webhook's batches (webhook.ts) share. How each half is sent is theirs.
-import type { KubediffEvent } from '../events/event.ts';
-import { plural } from '../util/count-text.ts';
+import type { KubediffEvent } from '../../events/event.ts';
+import { plural } from '../../util/count-text.ts';
 
 /** Events with their JSON, index for index. */
 interface EventBatch {

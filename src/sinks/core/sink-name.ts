@@ -1,9 +1,9 @@
 // A sink's name when the config gives none, for logs, metrics, the start-up line and the shutdown report:
 // 'stdout', 'webhook https://hooks.example.com/…', 'slack #alerts', 'teams https://…/…',
-// 'otlp http://collector:4318/', 'kafka <topic>' (URL paths elided: they may hold credentials). The one
+// 'otlp http://collector:4318/' (URL paths elided: they may hold credentials). The one
 // place they are made: setup.ts names each sink by it, and the start-up line (describeSinkSpec) says the same.
-import { redactUrl } from '../util/url.ts';
-import { fileSinkName } from './file/config.ts';
+import { redactUrl } from '../../util/url.ts';
+import { type RegisteredType, sinkComponent } from '../registry.ts';
 
 /** What a sink's default name is made of (the sink spec's fields, structurally). */
 export type SinkNameSource =
@@ -13,17 +13,14 @@ export type SinkNameSource =
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
   | { type: 'otlp'; endpoint: string }
   | { type: 'opensearch' | 'elasticsearch'; url: string }
-  | { type: 'kafka'; topic: string }
-  | { type: 'file'; path: string };
+  | { type: RegisteredType };
 
 export function defaultSinkName(spec: SinkNameSource): string {
+  const component = sinkComponent(spec.type);
+  if (component) return component.name(spec);
   switch (spec.type) {
     case 'stdout':
       return 'stdout';
-    case 'kafka':
-      return `kafka ${spec.topic}`;
-    case 'file':
-      return fileSinkName(spec);
     case 'otlp':
       return `otlp ${redactUrl(spec.endpoint)}`;
     case 'webhook':
@@ -35,7 +32,7 @@ export function defaultSinkName(spec: SinkNameSource): string {
         ? `slack ${redactUrl(spec.webhookUrl)}`
         : `slack ${slackChannelLabel(spec.channel ?? '')}`;
     default:
-      return `${spec.type} ${redactUrl(spec.webhookUrl)}`;
+      return `${spec.type} ${redactUrl((spec as { webhookUrl: string }).webhookUrl)}`;
   }
 }
 

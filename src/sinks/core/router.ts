@@ -4,20 +4,20 @@
 // sink delays neither the watch nor the other sinks. close() lets all sinks
 // finish in parallel within one shutdown timeout and reports what became of
 // their events.
-import { type ChangeEvent, identityOfEvent, type KubediffEvent } from '../events/event.ts';
+import { type ChangeEvent, identityOfEvent, type KubediffEvent } from '../../events/event.ts';
 import {
   compileFilter,
   type EventFilter,
   evaluateContained,
   evaluateSafely,
   type FilterVerdict,
-} from '../events/filter.ts';
-import type { DeliveryMark, EventDelivery } from '../events/pipeline.ts';
-import { groupedCount, plural } from '../util/count-text.ts';
-import { MAX_TIMER_MS } from '../util/duration.ts';
-import { errorMessage } from '../util/errors.ts';
-import { EventFailures, type FailureReporter } from '../util/event-failures.ts';
-import type { Logger } from '../util/log.ts';
+} from '../../events/filter.ts';
+import type { DeliveryMark, EventDelivery } from '../../events/pipeline.ts';
+import { groupedCount, plural } from '../../util/count-text.ts';
+import { MAX_TIMER_MS } from '../../util/duration.ts';
+import { errorMessage } from '../../util/errors.ts';
+import { EventFailures, type FailureReporter } from '../../util/event-failures.ts';
+import type { Logger } from '../../util/log.ts';
 import { type Sink, type SinkReport, undelivered } from './sink.ts';
 
 export interface Route {

@@ -1,0 +1,39 @@
+// The sink types, in order: the one list of them (src/sinks/component.ts is what each one declares, in
+// its own folder). The order is that of the `Sinks` help rows, of the flags' sinks, and of the types in the
+// config file's schema. A new sink type is its folder and one line here.
+import type { AnySinkComponent, EntryOf, SpecOf } from './component.ts';
+import { fileComponent } from './file/factory.ts';
+import { kafkaComponent } from './stream/kafka/factory.ts';
+
+export const SINK_COMPONENTS = [kafkaComponent, fileComponent] as const;
+
+type Registered = (typeof SINK_COMPONENTS)[number];
+/** The config entry of every registered type. */
+export type RegisteredEntry = EntryOf<Registered>;
+/** The spec of every registered type. */
+export type RegisteredSpec = SpecOf<Registered>;
+/** A registered type's name. */
+export type RegisteredType = RegisteredSpec['type'];
+
+const byType = new Map<string, AnySinkComponent>(
+  SINK_COMPONENTS.flatMap((component) =>
+    component.types.map((type) => [type, component as AnySinkComponent]),
+  ),
+);
+
+/** The component of a sink type; undefined for a type the registry does not know. */
+export function sinkComponent(type: unknown): AnySinkComponent | undefined {
+  return typeof type === 'string' ? byType.get(type) : undefined;
+}
+
+/** The entry schemas of every registered type, by type, in the registry's order. */
+export function registeredSchemas(): Record<RegisteredType, AnySinkComponent['schemas'][string]> {
+  return Object.fromEntries(
+    SINK_COMPONENTS.flatMap((component) =>
+      (component.types as readonly string[]).map((type) => [
+        type,
+        (component.schemas as Record<string, unknown>)[type],
+      ]),
+    ),
+  ) as Record<RegisteredType, AnySinkComponent['schemas'][string]>;
+}
