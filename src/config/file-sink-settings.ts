@@ -16,7 +16,6 @@ import { parseSize } from '../util/size.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
-import { otlpSpecOf, searchSpecOf } from './log-sink-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
 import type { SinkInput } from './schema.ts';
@@ -145,9 +144,6 @@ const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
   discord: chatSpecOf,
   mattermost: chatSpecOf,
   'google-chat': chatSpecOf,
-  otlp: (input, common, { readFile }) => otlpSpecOf(input, common, readFile),
-  opensearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
-  elasticsearch: (input, common, { readFile, problem }) => searchSpecOf(input, common, readFile, problem),
 };
 
 function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {

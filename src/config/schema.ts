@@ -5,7 +5,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { CLOUDEVENTS_MODES } from '../sinks/cloudevents.ts';
 import {
-  batchSinkKeys,
   commonKeys,
   deliveryKeys,
   duration,
@@ -14,7 +13,6 @@ import {
   pathRule,
   stringList,
 } from '../sinks/core/entry-schema.ts';
-import { OTLP_PROTOCOLS } from '../sinks/otlp-settings.ts';
 import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
 
 const eventTypes = {
@@ -34,32 +32,6 @@ const webhookEndpoint = {
   clientNames: stringList,
   token: { type: 'string' },
 } as const;
-
-const batchSink = batchSinkKeys;
-
-/** OpenSearch and Elasticsearch: one _bulk sink (docs/sinks.md). */
-function searchSchema<T extends string>(type: T) {
-  return {
-    type: 'object',
-    properties: {
-      type: { const: type },
-      ...batchSink,
-      url: { type: 'string' },
-      index: { type: 'string', minLength: 1 },
-      mode: { type: 'string', enum: ['daily', 'data-stream'] },
-      template: { type: 'boolean' },
-      username: { type: 'string' },
-      password: { type: 'string' },
-      passwordFile: { type: 'string' },
-      apiKey: { type: 'string' },
-      apiKeyFile: { type: 'string' },
-      // Credentials over an http:// URL: only where the network is encrypted otherwise.
-      allowPlaintextCredentials: { type: 'boolean' },
-    },
-    required: ['type', 'url'],
-    additionalProperties: false,
-  } as const;
-}
 
 export const sinkSchemas = {
   stdout: {
@@ -112,20 +84,6 @@ export const sinkSchemas = {
   },
   ...chatSchemas(),
   ...registeredSchemas(),
-  // OpenTelemetry logs over OTLP/HTTP (docs/sinks.md).
-  otlp: {
-    type: 'object',
-    properties: {
-      type: { const: 'otlp' },
-      ...batchSink,
-      endpoint: { type: 'string' },
-      protocol: { type: 'string', enum: OTLP_PROTOCOLS },
-    },
-    required: ['type', 'endpoint'],
-    additionalProperties: false,
-  },
-  opensearch: searchSchema('opensearch'),
-  elasticsearch: searchSchema('elasticsearch'),
 } as const;
 
 /** Teams, Discord, Mattermost and Google Chat: a webhook URL (a credential: from ${VAR}) and their pacing. */
@@ -315,11 +273,8 @@ export type SinkInput =
   | FromSchema<typeof sinkSchemas.stdout>
   | FromSchema<typeof sinkSchemas.webhook>
   | FromSchema<typeof sinkSchemas.slack>
-  | RegisteredEntry
   | FromSchema<(typeof sinkSchemas)[ChatSinkType]>
-  | FromSchema<typeof sinkSchemas.otlp>
-  | FromSchema<(typeof sinkSchemas)[SearchSinkType]>;
-export type SearchSinkType = 'opensearch' | 'elasticsearch';
+  | RegisteredEntry;
 export type ChatSinkType = 'teams' | 'discord' | 'mattermost' | 'google-chat';
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
 export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };

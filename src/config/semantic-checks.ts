@@ -8,7 +8,7 @@ import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
 import { parsePeerAddress } from '../service/peer-address.ts';
-import { clientCertificate, headerNames, httpUrl, url } from '../sinks/core/entry-checks.ts';
+import { headerNames, httpUrl, url } from '../sinks/core/entry-checks.ts';
 import { isSlackChannel } from '../sinks/core/receiver-checks.ts';
 import { layoutProblem } from '../sinks/layout.ts';
 import { sinkComponent } from '../sinks/registry.ts';
@@ -26,7 +26,6 @@ import {
   type Shown,
   size,
 } from '../util/key-checks.ts';
-import { parseHttpUrl } from '../util/url.ts';
 import { checkIgnorePath } from './presets.ts';
 import type { ConfigInput } from './schema.ts';
 
@@ -162,66 +161,6 @@ const webhookFormat: Check = (sink, path, { at }) => {
   }
 };
 
-/** What OpenSearch and Elasticsearch take as an index or data stream name. */
-const SEARCH_INDEX = /^[a-z0-9][a-z0-9._-]{0,200}$/;
-
-const searchIndex: Check = (value, path, { at, shown }) => {
-  if (typeof value === 'string' && !SEARCH_INDEX.test(value))
-    at(
-      path,
-      `expected an index name (lowercase letters, digits, '-', '_', '.'; not starting with '-', '_' or '.'), got ${shown(path, value)}`,
-    );
-};
-
-/** OpenSearch and Elasticsearch: a username and password, or an API key, each given once. */
-const searchCredentials: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink)) return;
-  if (sink.password !== undefined && sink.passwordFile !== undefined)
-    at(
-      [...path, 'password'],
-      'give the password either as password (from an environment variable) or as passwordFile, not both',
-    );
-  if (sink.apiKey !== undefined && sink.apiKeyFile !== undefined)
-    at(
-      [...path, 'apiKey'],
-      'give the API key either as apiKey (from an environment variable) or as apiKeyFile, not both',
-    );
-  const hasKey = sink.apiKey !== undefined || sink.apiKeyFile !== undefined;
-  const hasPassword = sink.password !== undefined || sink.passwordFile !== undefined;
-  if (hasKey && (sink.username !== undefined || hasPassword))
-    at(path, 'authenticate either with username and password or with an API key, not both');
-  else if (hasPassword && sink.username === undefined) at(path, 'a password needs username too');
-  else if (sink.username !== undefined && !hasPassword)
-    at(path, 'username needs password (from an environment variable) or passwordFile');
-};
-
-/** The keys that give an OpenSearch or Elasticsearch sink credentials, in the order they are named. */
-const SEARCH_CREDENTIAL_KEYS = ['username', 'password', 'passwordFile', 'apiKey', 'apiKeyFile'] as const;
-
-/**
- * Credentials never cross the network unencrypted unless the file says the network is encrypted
- * otherwise (as Kafka's SASL without TLS), and one Authorization header: theirs or the headers'.
- */
-const searchCredentialsSent: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink)) return;
-  const key = SEARCH_CREDENTIAL_KEYS.find((name) => sink[name] !== undefined);
-  if (key === undefined) return;
-  const scheme = typeof sink.url === 'string' ? parseHttpUrl(sink.url).url?.protocol : undefined;
-  if (scheme === 'http:' && sink.allowPlaintextCredentials !== true)
-    at(
-      [...path, key],
-      'the credentials would cross the network unencrypted (an http:// URL): use https://, or allowPlaintextCredentials: true if the network is encrypted otherwise',
-    );
-  const header = isJsonObject(sink.headers)
-    ? Object.keys(sink.headers).find((name) => name.toLowerCase() === 'authorization')
-    : undefined;
-  if (header !== undefined)
-    at(
-      [...path, 'headers', header],
-      `${key.startsWith('apiKey') ? 'apiKey sets' : 'username and password set'} the Authorization header: give the credentials one way, not both`,
-    );
-};
-
 // The tables.
 
 /** What the file's top level and each sink's `filter:` select by. */
@@ -248,18 +187,6 @@ const CHAT_CHECKS: Checks = [
   [['minInterval'], durationOrZero],
 ];
 
-/** OpenSearch and Elasticsearch. */
-const SEARCH_CHECKS: Checks = [
-  [['url'], httpUrl('give them as username and password (or passwordFile)')],
-  [['timeout'], duration()],
-  [['batchBytes'], size],
-  [['headers'], headerNames],
-  [['tls'], clientCertificate],
-  [['index'], searchIndex],
-  [[], searchCredentials],
-  [[], searchCredentialsSent],
-];
-
 /** What each type of sink checks beyond its filter. */
 const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
   [
@@ -274,18 +201,6 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
       [[], webhookFormat],
     ],
   ],
-  [
-    'otlp',
-    [
-      [['endpoint'], httpUrl('give an Authorization header in headers or headersFile')],
-      [['timeout'], duration()],
-      [['batchBytes'], size],
-      [['headers'], headerNames],
-      [['tls'], clientCertificate],
-    ],
-  ],
-  ['opensearch', SEARCH_CHECKS],
-  ['elasticsearch', SEARCH_CHECKS],
   [
     'slack',
     [

@@ -18,7 +18,6 @@ import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseCount } from './count.ts';
-import { otlpSpecFromFlag } from './log-sink-settings.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
@@ -33,7 +32,6 @@ export interface RawSinkFlags {
   discordWebhook?: string;
   mattermostWebhook?: string;
   googleChatWebhook?: string;
-  otlpEndpoint?: string;
   shutdownTimeout?: string;
   /** The flags of the sink types of the registry (src/sinks/registry.ts), by camel-cased name. */
   [flag: string]: unknown;
@@ -91,7 +89,6 @@ const FLAG_SINKS: readonly ((flags: RawSinkFlags, env: Env) => SinkSpec[])[] = [
   slackSpecsFromFlags,
   chatSpecsFromFlags,
   ...SINK_COMPONENTS.flatMap((component) => (component.fromFlags ? [component.fromFlags] : [])),
-  (flags, env) => listOf(otlpSpecFromFlag(flags.otlpEndpoint, env)),
 ];
 
 /** --webhook (repeatable), all of them with the same headers, secret, batch and timeout. */
@@ -182,10 +179,6 @@ function chatSpecsFromFlags(flags: RawSinkFlags, env: Env): SinkSpec[] {
     specs.push({ type, webhookUrl: url });
   }
   return specs;
-}
-
-function listOf<T>(item: T | undefined): T[] {
-  return item === undefined ? [] : [item];
 }
 
 function batchSize(text: string): number {

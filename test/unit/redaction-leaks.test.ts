@@ -55,7 +55,7 @@ import { createSinks, type SinkSpec } from '../../src/sinks/core/setup.ts';
 import { renderJsonLine } from '../../src/sinks/core/stream-output.ts';
 import { FileSink } from '../../src/sinks/file/file-sink.ts';
 import { prepareLayout, renderLayout } from '../../src/sinks/layout.ts';
-import { eventRecord } from '../../src/sinks/otlp-records.ts';
+import { eventRecord } from '../../src/sinks/logs/otlp/records.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';

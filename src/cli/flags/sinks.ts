@@ -53,11 +53,6 @@ export const SINKS: FlagGroup = {
       more: true,
     },
     ...SINK_COMPONENTS.flatMap((component) => component.flags ?? []),
-    {
-      flags: '--otlp-endpoint <url>',
-      description: 'send every event as an OTLP log record (OpenTelemetry)',
-      more: true,
-    },
     { flags: '--dead-letter <file>', description: 'keep what a sink could not take in this file' },
     {
       flags: '--dead-letter-max-size <size>',

@@ -5,7 +5,10 @@ import { checkDuration } from '../../util/duration.ts';
 import type { Env } from '../../util/environment.ts';
 import { fileReadProblem, UsageError } from '../../util/errors.ts';
 import { parseSize } from '../../util/size.ts';
+import type { SinkFileReader } from '../component.ts';
 import type { BacklogOptions } from './backlog.ts';
+import type { HttpTls } from './http.ts';
+import { parseHeaders, tlsFromFiles } from './receiver-settings.ts';
 
 /** A variable's value, trimmed; empty counts as unset. */
 export function sinkEnvValue(env: Env, name: string): string | undefined {
@@ -43,4 +46,46 @@ export function batchSettings(input: {
     ...(input.batchBytes !== undefined ? { batchMaxBytes: parseSize('batchBytes', input.batchBytes) } : {}),
     ...(input.queueCapacity !== undefined ? { queue: { capacity: input.queueCapacity } } : {}),
   };
+}
+
+/** What the log sinks' (OTLP, search) entries share: headers (and headersFile's), tls, batch and queue. */
+export interface BatchSinkEntry {
+  headers?: Record<string, string> | undefined;
+  headersFile?: string | undefined;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string; serverName?: string } | undefined;
+  batch?: number | undefined;
+  batchBytes?: string | undefined;
+  queueCapacity?: number | undefined;
+}
+
+/** headers (and headersFile's, read now), tls (its files read now), batch and queue. */
+export function batchSinkSettings(
+  input: BatchSinkEntry,
+  readFile: SinkFileReader,
+): {
+  headers?: Record<string, string>;
+  tls?: HttpTls;
+  batchMaxEvents?: number;
+  batchMaxBytes?: number;
+  queue?: BacklogOptions;
+} {
+  const fromFile = input.headersFile
+    ? parseHeaders(
+        readFile(['headersFile'], input.headersFile).split(/\r?\n/),
+        `headersFile ${input.headersFile}`,
+      )
+    : {};
+  const headers = { ...fromFile, ...lowerCased(input.headers) };
+  const tls = input.tls ? tlsFromFiles(input.tls, readFile) : undefined;
+  return {
+    ...(Object.keys(headers).length > 0 ? { headers } : {}),
+    ...(tls ? { tls } : {}),
+    ...batchSettings(input),
+  };
+}
+
+function lowerCased(headers: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+  );
 }

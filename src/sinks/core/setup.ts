@@ -7,19 +7,14 @@ import type { Credentials } from '../../util/credentials.ts';
 import type { ChatPlatformName } from '../chat-platforms.ts';
 import type { CloudEventsMode } from '../cloudevents.ts';
 import type { CommonSinkSpec, HttpSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
-import type { OtlpProtocol } from '../otlp-settings.ts';
 import { type RegisteredSpec, sinkComponent } from '../registry.ts';
-import type { SearchAuth, SearchFlavor } from '../search.ts';
-import type { SearchIndexMode } from '../search-template.ts';
 import type { WebhookBatchOptions, WebhookQueueOptions } from '../webhook.ts';
-import type { BacklogOptions } from './backlog.ts';
 import { DeadLetterFile } from './dead-letter.ts';
-import type { HttpTls } from './http.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
 import { allSinkCredentials, sinkCredentials } from './sink-credentials.ts';
 import { defaultSinkName } from './sink-name.ts';
-import { batchOptions, httpOptions, storiesOf, storiesOption } from './sink-options.ts';
+import { httpOptions, storiesOf, storiesOption } from './sink-options.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 
 interface StdoutSinkSpec extends CommonSinkSpec {
@@ -45,37 +40,6 @@ export interface WebhookSinkSpec extends HttpSinkSpec {
   layout?: string;
 }
 
-/** OpenTelemetry logs over OTLP/HTTP (otlp.ts). */
-export interface OtlpSinkSpec extends HttpSinkSpec {
-  type: 'otlp';
-  endpoint: string;
-  protocol?: OtlpProtocol;
-  headers?: Record<string, string>;
-  tls?: HttpTls;
-  batchMaxEvents?: number;
-  /** Bytes of the events' JSON per request. */
-  batchMaxBytes?: number;
-  queue?: BacklogOptions;
-}
-
-/** OpenSearch or Elasticsearch through _bulk (search.ts). */
-export type SearchSinkSpec = SearchSinkSpecOf<'opensearch'> | SearchSinkSpecOf<'elasticsearch'>;
-
-interface SearchSinkSpecOf<T extends SearchFlavor> extends HttpSinkSpec {
-  type: T;
-  url: string;
-  index?: string;
-  mode?: SearchIndexMode;
-  installTemplate?: boolean;
-  auth?: SearchAuth;
-  headers?: Record<string, string>;
-  tls?: HttpTls;
-  batchMaxEvents?: number;
-  /** Bytes of the events' JSON per request. */
-  batchMaxBytes?: number;
-  queue?: BacklogOptions;
-}
-
 export interface SlackSinkSpec extends HttpSinkSpec {
   type: 'slack';
   /** An incoming webhook URL… */
@@ -99,14 +63,7 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   queueMaxBytes?: number;
 }
 
-export type SinkSpec =
-  | StdoutSinkSpec
-  | WebhookSinkSpec
-  | SlackSinkSpec
-  | RegisteredSpec
-  | ChatSinkSpec
-  | OtlpSinkSpec
-  | SearchSinkSpec;
+export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | RegisteredSpec | ChatSinkSpec;
 
 export interface SinkSet {
   router: Router;
@@ -176,9 +133,6 @@ const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
   stdout: stdoutSink,
   webhook: webhookSink,
   slack: slackSink,
-  otlp: otlpSink,
-  opensearch: searchSink,
-  elasticsearch: searchSink,
   teams: chatSink,
   discord: chatSink,
   mattermost: chatSink,
@@ -289,41 +243,6 @@ async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink>
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });
-}
-
-/** OpenTelemetry logs; the OpenTelemetry packages are imported only here. */
-async function otlpSink(spec: OtlpSinkSpec, context: SinkContext): Promise<Sink> {
-  const { OtlpSink } = await import('../otlp.ts');
-  return OtlpSink.create({
-    ...logSinkOptions(spec, context),
-    endpoint: spec.endpoint,
-    ...(spec.protocol ? { protocol: spec.protocol } : {}),
-  });
-}
-
-async function searchSink(spec: SearchSinkSpec, context: SinkContext): Promise<Sink> {
-  const { SearchSink } = await import('../search.ts');
-  return new SearchSink({
-    ...logSinkOptions(spec, context),
-    flavor: spec.type,
-    url: spec.url,
-    ...(spec.index ? { index: spec.index } : {}),
-    ...(spec.mode ? { mode: spec.mode } : {}),
-    ...(spec.installTemplate !== undefined ? { installTemplate: spec.installTemplate } : {}),
-    ...(spec.auth ? { auth: spec.auth } : {}),
-  });
-}
-
-/** What the log sinks (OTLP, search) share: headers, TLS, batches and their queue. */
-function logSinkOptions(spec: OtlpSinkSpec | SearchSinkSpec, context: SinkContext) {
-  return {
-    name: context.unique(spec.name ?? defaultSinkName(spec)),
-    log: context.runtime.log,
-    ...(spec.headers ? { headers: spec.headers } : {}),
-    ...(spec.tls ? { tls: spec.tls } : {}),
-    ...batchOptions(spec),
-    ...httpOptions(spec, context),
-  };
 }
 
 /**

@@ -6,7 +6,6 @@ import { type Credential, Credentials } from '../../util/credentials.ts';
 import { type RegisteredType, sinkComponent } from '../registry.ts';
 
 type Headers = Readonly<Record<string, string>> | undefined;
-type TlsKey = { key?: string | undefined } | undefined;
 
 /** What a sink's credentials are read from (the sink spec's fields, structurally: setup.ts's SinkSpec). */
 export type SinkCredentialSource =
@@ -14,15 +13,7 @@ export type SinkCredentialSource =
   | { type: 'webhook'; url: string; headers?: Headers; secret?: string | undefined }
   | { type: 'slack'; webhookUrl?: string | undefined; token?: string | undefined }
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
-  | { type: RegisteredType }
-  | { type: 'otlp'; endpoint: string; headers?: Headers; tls?: TlsKey }
-  | {
-      type: 'opensearch' | 'elasticsearch';
-      url: string;
-      auth?: { username: string; password: string } | { apiKey: string } | undefined;
-      headers?: Headers;
-      tls?: TlsKey;
-    };
+  | { type: RegisteredType };
 
 /** Every credential a sink of this spec sends or holds, in the kinds util/credentials.ts knows. */
 export function sinkCredentials(spec: SinkCredentialSource): Credentials {
@@ -54,17 +45,6 @@ function credentialsOf(spec: SinkCredentialSource): Credential[] {
     case 'mattermost':
     case 'google-chat':
       return [{ kind: 'url', value: spec.webhookUrl }];
-    case 'otlp':
-      return [{ kind: 'url', value: spec.endpoint }, ...headers(spec.headers), ...secrets(spec.tls?.key)];
-    case 'opensearch':
-    case 'elasticsearch': {
-      const auth: Credential[] = !spec.auth
-        ? []
-        : 'apiKey' in spec.auth
-          ? [{ kind: 'header', value: `ApiKey ${spec.auth.apiKey}` }]
-          : [{ kind: 'basic', user: spec.auth.username, password: spec.auth.password }];
-      return [{ kind: 'url', value: spec.url }, ...auth, ...headers(spec.headers), ...secrets(spec.tls?.key)];
-    }
   }
   // A registered type answered above.
   return [];

@@ -11,8 +11,6 @@ export type SinkNameSource =
   | { type: 'webhook'; url: string }
   | { type: 'slack'; webhookUrl?: string | undefined; channel?: string | undefined }
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
-  | { type: 'otlp'; endpoint: string }
-  | { type: 'opensearch' | 'elasticsearch'; url: string }
   | { type: RegisteredType };
 
 export function defaultSinkName(spec: SinkNameSource): string {
@@ -21,11 +19,7 @@ export function defaultSinkName(spec: SinkNameSource): string {
   switch (spec.type) {
     case 'stdout':
       return 'stdout';
-    case 'otlp':
-      return `otlp ${redactUrl(spec.endpoint)}`;
     case 'webhook':
-    case 'opensearch':
-    case 'elasticsearch':
       return `${spec.type} ${redactUrl(spec.url)}`;
     case 'slack':
       return spec.webhookUrl !== undefined

@@ -5,6 +5,7 @@
 import type { StoryOptions } from '../../events/story.ts';
 import type { CommonSinkSpec, HttpSinkSpec, SinkContext } from '../component.ts';
 import type { BacklogOptions } from './backlog.ts';
+import type { HttpTls } from './http.ts';
 
 /** What every delivering sink takes from its spec and the runtime. */
 export function deliveryOptions(spec: HttpSinkSpec, context: SinkContext) {
@@ -44,4 +45,22 @@ export function storiesOption(spec: CommonSinkSpec): { stories?: Partial<StoryOp
 /** The story options of a sink with stories on; undefined when off (docs/stories.md). */
 export function storiesOf(spec: CommonSinkSpec): Partial<StoryOptions> | undefined {
   return typeof spec.stories === 'object' ? spec.stories : undefined;
+}
+
+/** What the log sinks (OTLP, search) share: their name, headers, TLS, batches and their queue. */
+export function logSinkOptions(
+  spec: HttpSinkSpec & { headers?: Record<string, string>; tls?: HttpTls } & Parameters<
+      typeof batchOptions
+    >[0],
+  name: string,
+  context: SinkContext,
+) {
+  return {
+    name: context.unique(spec.name ?? name),
+    log: context.runtime.log,
+    ...(spec.headers ? { headers: spec.headers } : {}),
+    ...(spec.tls ? { tls: spec.tls } : {}),
+    ...batchOptions(spec),
+    ...httpOptions(spec, context),
+  };
 }

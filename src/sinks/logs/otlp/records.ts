@@ -2,9 +2,14 @@
 // encoder: the one place for the mapping. Compatible with the Collector's k8sobjects receiver
 // (`k8s.namespace.name` on the resource, `k8s.resource.name`, `event.domain`, `event.name`, a body of
 // `type` and `object`), plus the semantic conventions for Kubernetes and kubediff's `kubediff.*` attributes.
-import { type EventType, type KubediffEvent, qualifiedResource, type Verdict } from '../events/event.ts';
-import { groupOf } from '../kube/types.ts';
-import type { DigestPayload } from './core/digest.ts';
+import {
+  type EventType,
+  type KubediffEvent,
+  qualifiedResource,
+  type Verdict,
+} from '../../../events/event.ts';
+import { groupOf } from '../../../kube/types.ts';
+import type { DigestPayload } from '../../core/digest.ts';
 
 /** A log attribute value: OTLP has strings, numbers, booleans and arrays of them. */
 export type AttributeValue = string | number | boolean | string[];

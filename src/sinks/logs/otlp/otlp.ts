@@ -4,18 +4,18 @@
 // (@opentelemetry/otlp-transformer) loads only when an OTLP sink is created. Answers as the OTLP
 // specification says: a partial success is dead-lettered with its count, not retried; 408, 429, 502, 503,
 // 504 and network errors are retried (Retry-After honoured); 413 splits the batch; anything else is final.
-import type { KubediffEvent } from '../events/event.ts';
-import { errorMessage, KubediffError } from '../util/errors.ts';
+import type { KubediffEvent } from '../../../events/event.ts';
+import { errorMessage, KubediffError } from '../../../util/errors.ts';
 import {
   BatchSink,
   type BatchSinkOptions,
   type BatchWork,
   failedTransmission,
   type Transmission,
-} from './core/batch-sink.ts';
-import { createAgent, type HttpTls, post } from './core/http.ts';
-import { digestRecord, eventRecord, type LogRecordData } from './otlp-records.ts';
-import type { OtlpProtocol } from './otlp-settings.ts';
+} from '../../core/batch-sink.ts';
+import { createAgent, type HttpTls, post } from '../../core/http.ts';
+import { digestRecord, eventRecord, type LogRecordData } from './records.ts';
+import type { OtlpProtocol } from './settings.ts';
 
 /** Beside the endpoint's: BatchSinkOptions (timeout 10 s and batches of 5 MiB by default). */
 export interface OtlpSinkOptions extends BatchSinkOptions {

@@ -3,9 +3,9 @@
 // indices by the event's time: `index`; a data stream: `create`, whose 409 counts as delivered). Installs
 // its index template first (search-template.ts) unless told not to. Delivered by batch-sink.ts; each
 // item is judged alone: 429 and 5xx retried, other refusals dead-lettered.
-import type { KubediffEvent } from '../events/event.ts';
-import { errorMessage } from '../util/errors.ts';
-import { isoTimestamp } from '../util/timestamp.ts';
+import type { KubediffEvent } from '../../../events/event.ts';
+import { errorMessage } from '../../../util/errors.ts';
+import { isoTimestamp } from '../../../util/timestamp.ts';
 import {
   BatchSink,
   type BatchSinkOptions,
@@ -13,9 +13,9 @@ import {
   failedTransmission,
   type ItemFailure,
   type Transmission,
-} from './core/batch-sink.ts';
-import { bodyExcerpt, createAgent, type HttpTls, post } from './core/http.ts';
-import { indexTemplate, type SearchIndexMode, templateName } from './search-template.ts';
+} from '../../core/batch-sink.ts';
+import { bodyExcerpt, createAgent, type HttpTls, post } from '../../core/http.ts';
+import { indexTemplate, type SearchIndexMode, templateName } from './template.ts';
 
 export type SearchFlavor = 'opensearch' | 'elasticsearch';
 
