@@ -2,11 +2,12 @@
 // its own folder). The order is that of the `Sinks` help rows, of the flags' sinks, and of the types in the
 // config file's schema. A new sink type is its folder and one line here.
 import type { AnySinkComponent, EntryOf, SpecOf } from './component.ts';
+import { fileComponent } from './file/factory.ts';
 import { otlpComponent } from './logs/otlp/factory.ts';
 import { searchComponent } from './logs/search/factory.ts';
 import { kafkaComponent } from './stream/kafka/factory.ts';
 
-export const SINK_COMPONENTS = [kafkaComponent, otlpComponent, searchComponent] as const;
+export const SINK_COMPONENTS = [kafkaComponent, otlpComponent, searchComponent, fileComponent] as const;
 
 type Registered = (typeof SINK_COMPONENTS)[number];
 /** The config entry of every registered type. */

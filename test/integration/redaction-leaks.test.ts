@@ -29,6 +29,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { kubectl } from '../helpers/deploy.ts';
 import { startEchoingPostgres } from '../helpers/echoing-postgres.ts';
 import { matching } from '../helpers/events.ts';
+import { readFileSinkLines } from '../helpers/file-sink-files.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { consume, createTopic } from '../helpers/kafka.ts';
 import { testKafka, testTopic } from '../helpers/kafka-env.ts';
@@ -256,6 +257,7 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
     await createTopic(kafka, topic, { partitions: 2 });
     const statePath = path.join(dir, 'state.db');
     const deadLetterPath = path.join(dir, 'dead.jsonl');
+    const fileSinkPath = path.join(dir, 'file-sink', 'events.jsonl');
     const selection = {
       namespaces: [namespace],
       // Pods that read the Secrets and ConfigMaps: their changes carry usedBy, with names and keys.
@@ -289,6 +291,8 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
           { type: 'webhook', name: 'stories', url: storyHook.url('/stories'), stories: true },
           { type: 'otlp', endpoint: collector.httpEndpoint },
           { type: 'opensearch', url: search.url, index: searchIndex },
+          // Rotating at 4 KB: the gzipped rotated files are outputs too (read decompressed).
+          { type: 'file', path: fileSinkPath, maxSize: '4KB', maxFiles: 1000 },
           {
             type: 'webhook',
             name: 'cloudevents',
@@ -522,6 +526,11 @@ describe('no secret value reaches any output (real CLI, real API server)', () =>
       { name: 'OpenSearch documents', read: () => searchText, expect: hmacMarker },
       receiverSource('CloudEvents (binary) bodies and ce-* headers', cloudEvents, hmacMarker),
       receiverSource('webhook layout bodies', layout, hmacMarker),
+      {
+        name: 'file sink (live file and gunzipped rotated files)',
+        read: async () => (await readFileSinkLines(fileSinkPath)).join('\n'),
+        expect: hmacMarker,
+      },
       // Which events each file holds depends on the order the refused deliveries end in: a file may hold
       // none with a redacted value (a DELETED, an edit of a visible field). Each holds dead letters; the
       // redacted values are checked in them all together below.

@@ -1,10 +1,10 @@
 // The tests are laid out like the code (CONTRIBUTING.md, "Tests"): test/unit/<layer>/ holds the unit
-// tests of src/<layer>/ (test/unit/helpers/ those of the test helpers, and a test across every layer sits
+// tests of src/<layer>/ (and test/unit/<layer>/<folder>/ those of src/<layer>/<folder>/) (test/unit/helpers/ those of the test helpers, and a test across every layer sits
 // in test/unit/ itself), test/repo/ the checks of the repository (lint rules, docs, packaging), and
 // test/integration/ what runs against real servers. A unit test needs no server: `npm test -- test/unit`
 // starts none, so none of them may reach the modules through which a test gets one.
 import assert from 'node:assert/strict';
-import { globSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, globSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { LAYERS } from '../../scripts/layers.ts';
@@ -15,15 +15,26 @@ const repo = path.resolve(import.meta.dirname, '../..');
 const folders = (dir: string) =>
   readdirSync(path.join(repo, dir)).filter((name) => statSync(path.join(repo, dir, name)).isDirectory());
 
-test('test/unit mirrors the folders of src/, one level deep', () => {
+test('test/unit mirrors the folders of src/', () => {
   const allowed = new Set<string>([...LAYERS, 'helpers']);
   assert.deepEqual(
     folders('test/unit').filter((name) => !allowed.has(name)),
     [],
     'a folder of test/unit that is no layer of src/ (scripts/layers.ts) nor helpers',
   );
+  // Below a layer, a folder of tests is a folder of that layer's code (test/unit/sinks/file/ for src/sinks/file/).
+  const unmirrored = (dir: string): string[] =>
+    folders(dir).flatMap((name) => {
+      const sub = `${dir}/${name}`;
+      const code = path.join(repo, 'src', path.relative('test/unit', sub));
+      return existsSync(code) && statSync(code).isDirectory() ? unmirrored(sub) : [sub];
+    });
   for (const layer of nonEmpty(folders('test/unit'), 'folders of test/unit')) {
-    assert.deepEqual(folders(`test/unit/${layer}`), [], `test/unit/${layer} has folders of its own`);
+    assert.deepEqual(
+      unmirrored(`test/unit/${layer}`),
+      [],
+      `test/unit/${layer} has folders src/${layer} has not`,
+    );
   }
   assert.deepEqual(
     globSync('test/**/*.test.ts', { cwd: repo }).filter(

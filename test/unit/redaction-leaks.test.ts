@@ -47,6 +47,7 @@ import { Digest } from '../../src/sinks/core/digest.ts';
 import { prettyRenderer } from '../../src/sinks/core/pretty.ts';
 import { createSinks, type SinkSpec } from '../../src/sinks/core/setup.ts';
 import { renderJsonLine } from '../../src/sinks/core/stream-output.ts';
+import { FileSink } from '../../src/sinks/file/file-sink.ts';
 import { prepareLayout, renderLayout } from '../../src/sinks/layout.ts';
 import { eventRecord } from '../../src/sinks/logs/otlp/records.ts';
 import { renderSlackMessage } from '../../src/sinks/slack-format.ts';
@@ -62,6 +63,7 @@ import { encodePeerRecords } from '../../src/who/peers/peer-records.ts';
 import { WhoJoin } from '../../src/who/who-join.ts';
 import { sampleEvent } from '../helpers/events.ts';
 import { FakeSlackApi } from '../helpers/fake-slack-api.ts';
+import { readFileSinkLines } from '../helpers/file-sink-files.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import {
   assertNoLeaks,
@@ -121,6 +123,15 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   });
   recorder.attach({ finished: () => [] }, () => []);
   const deadLetters = DeadLetterFile.open(deadLetterPath, log);
+  // The file sink, rotating at 1 MiB: its live file and the gzipped rotated ones are outputs too.
+  const fileSinkPath = path.join(dir, 'file-sink', 'events.jsonl');
+  const fileSink = await FileSink.create({
+    name: 'file',
+    path: fileSinkPath,
+    maxSize: 1024 * 1024,
+    maxFiles: 1000,
+    log,
+  });
 
   const resolver = new DiscoveryResolver();
   resolver.update(Object.values(TYPES));
@@ -174,6 +185,7 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   const emit = (event: ChangeEvent) => {
     events.push(event);
     out.json!.push(renderJsonLine(event));
+    fileSink.deliver(event);
     out.otlpRecord!.push(JSON.stringify(eventRecord(event)));
     out.cloudEvent!.push(structuredCloudEvent(eventAttributes(event), renderJsonLine(event)));
     out.cloudEventHeaders!.push(JSON.stringify(binaryHeaders(eventAttributes(event))));
@@ -383,6 +395,9 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
   await recorder.close();
   deadLetters.close();
   join.close();
+  const fileSinkReport = await fileSink.close(60_000);
+  assert.equal(fileSinkReport.stats.delivered, events.length, 'the file sink wrote every event');
+  assert.ok(fileSink.fileStats().rotations > 0, 'the file sink rotated');
 
   const history = async (format: 'json' | 'pretty') => {
     const chunks: string[] = [];
@@ -414,6 +429,11 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
               : marker,
     })),
     fileSource('dead-letter file', deadLetterPath, marker),
+    {
+      name: 'file sink (live file and gunzipped rotated files)',
+      read: async () => (await readFileSinkLines(fileSinkPath)).join('\n'),
+      expect: marker,
+    },
     fileSource('state database', statePath, marker),
     { name: 'state -wal while running', read: () => walBytes, expect: /<redacted/ },
     fileSource('state -wal', `${statePath}-wal`),
@@ -963,8 +983,12 @@ describe('no secret value reaches an OUTCOME (in-process, issue 38)', () => {
     const slackApi = await FakeSlackApi.start({ token: 'xoxb-leaks' });
     after(() => slackApi.close());
     const chat = { minIntervalMs: 0, stories: false };
+    const outcomeDir = await mkdtemp(path.join(tmpdir(), 'kubediff-outcome-file-'));
+    dirs.push(outcomeDir);
+    const fileSinkPath = path.join(outcomeDir, 'events.jsonl');
     const specs: SinkSpec[] = [
       { type: 'slack', token: 'xoxb-leaks', channel: 'alerts', apiUrl: slackApi.apiUrl, ...chat },
+      { type: 'file', path: fileSinkPath },
     ];
     const chatReceivers: Record<string, HttpReceiver> = {};
     for (const type of ['slack', 'teams', 'discord', 'mattermost', 'google-chat'] as const) {
@@ -1040,6 +1064,7 @@ describe('no secret value reaches an OUTCOME (in-process, issue 38)', () => {
         receiverSource(`${name} OUTCOME`, receiver, name === 'otlp' ? /visible-warning/ : /OUTCOME/),
       ),
       fileSource('dead-letter file (OUTCOME)', deadLetterPath, /"type":"OUTCOME"/),
+      fileSource('file sink (OUTCOME)', fileSinkPath, /"type":"OUTCOME"/),
       ...Object.entries(chatReceivers).map(([type, receiver]) =>
         receiverSource(`${type} follow-up`, receiver, /visible\\*-warning/),
       ),

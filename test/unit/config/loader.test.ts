@@ -185,7 +185,7 @@ const CORPUS: [string, string[]][] = [
     'sinks-shape.yaml',
     [
       'invalid config file sinks-shape.yaml: 6 problems:',
-      '  sinks-shape.yaml:2:11: sinks[0].type: expected one of stdout, webhook, slack, teams, discord, mattermost, google-chat, kafka, otlp, opensearch, elasticsearch, got "smtp"',
+      '  sinks-shape.yaml:2:11: sinks[0].type: expected one of stdout, webhook, slack, teams, discord, mattermost, google-chat, kafka, otlp, opensearch, elasticsearch, file, got "smtp"',
       '  sinks-shape.yaml:3:5: sinks[1]: missing key url',
       '  sinks-shape.yaml:5:5: sinks[2]: missing key type',
       '  sinks-shape.yaml:8:12: sinks[3].batch: expected a number from 1 to 10,000, got the number 0',

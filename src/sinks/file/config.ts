@@ -1,0 +1,122 @@
+// The file sink's settings (docs/sinks.md#file): its entry in the config file's `sinks:` (the schema
+// fragment the file's schema is assembled from, its defaults and the checks a schema cannot state), the
+// `--output-file` flag, and the spec the factory creates the sink from.
+import type { FromSchema } from 'json-schema-to-ts';
+import { checkDuration } from '../../util/duration.ts';
+import type { FlagSpec } from '../../util/flag-spec.ts';
+import { type Check, type Checks, duration, size } from '../../util/key-checks.ts';
+import { parseSize } from '../../util/size.ts';
+import type { CommonEntrySpec, HttpSinkSpec } from '../component.ts';
+import type { BacklogOptions } from '../core/backlog.ts';
+import { commonKeys, deliveryKeys } from '../core/entry-schema.ts';
+
+export const FSYNC_POLICIES = ['every-event', 'interval', 'never'] as const;
+/** When written lines are flushed to the disk (fdatasync); a rotation always flushes, close() unless `never`. */
+export type FsyncPolicy = (typeof FSYNC_POLICIES)[number];
+
+export const FILE_SINK_DEFAULTS = {
+  maxSize: 100 * 1024 * 1024,
+  maxFiles: 5,
+  compress: true,
+  fsync: 'interval' as FsyncPolicy,
+  fsyncIntervalMs: 1000,
+  mode: 0o600,
+};
+
+/** The least maxSize: a file holds a few events before it is rotated. */
+export const MIN_MAX_SIZE = 1024;
+export const MAX_MAX_FILES = 1000;
+
+/** One `sinks:` entry of type file. */
+export const fileSinkSchema = {
+  type: 'object',
+  properties: {
+    type: { const: 'file' },
+    ...commonKeys,
+    ...deliveryKeys,
+    path: { type: 'string', minLength: 1 },
+    // A size (100MB): the live file is rotated before a line would take it past this.
+    maxSize: { type: 'string' },
+    maxFiles: { type: 'integer', minimum: 0, maximum: MAX_MAX_FILES },
+    compress: { type: 'boolean' },
+    fsync: { type: 'string', enum: FSYNC_POLICIES },
+    fsyncInterval: { type: 'string', $comment: 'duration' },
+    // Octal permission bits, as a string ("0640"): YAML would read 0640 as a decimal number.
+    mode: { type: 'string', pattern: '^0?[0-7]{3}$' },
+    queueCapacity: { type: 'integer', minimum: 1 },
+  },
+  required: ['type', 'path'],
+  additionalProperties: false,
+} as const;
+
+export type FileSinkEntry = FromSchema<typeof fileSinkSchema>;
+
+/** What the factory creates a file sink from: every option, defaults applied by the sink. */
+export interface FileSinkSpec extends HttpSinkSpec {
+  type: 'file';
+  path: string;
+  maxSize?: number;
+  maxFiles?: number;
+  compress?: boolean;
+  fsync?: FsyncPolicy;
+  fsyncIntervalMs?: number;
+  mode?: number;
+  queue?: BacklogOptions;
+}
+
+const atLeast1KB: Check = (value, path, { at, shown }) => {
+  if (typeof value !== 'string') return;
+  try {
+    if (parseSize('maxSize', value) < MIN_MAX_SIZE)
+      at(path, `must be at least 1KB, got ${shown(path, value)}`);
+  } catch {
+    // size() says it.
+  }
+};
+
+const intervalNeedsInterval: Check = (entry, path, { at }) => {
+  const { fsync, fsyncInterval } = (entry ?? {}) as { fsync?: unknown; fsyncInterval?: unknown };
+  if (fsyncInterval !== undefined && fsync !== undefined && fsync !== 'interval')
+    at([...path, 'fsyncInterval'], `applies to fsync: interval, and fsync is ${String(fsync)}`);
+};
+
+/** What the schema cannot say: a size, a duration, the least maxSize, fsyncInterval only with fsync: interval. */
+export const fileSinkChecks: Checks = [
+  [['timeout'], duration()],
+  [['maxSize'], size],
+  [['maxSize'], atLeast1KB],
+  [['fsyncInterval'], duration()],
+  [[], intervalNeedsInterval],
+];
+
+export const fileSinkFlags: readonly FlagSpec[] = [
+  {
+    flags: '--output-file <path>',
+    description: 'append every event as a JSON line to this file, rotated at 100MB, 5 kept gzipped',
+    more: true,
+  },
+];
+
+/** `--output-file PATH`: a file sink with every default. */
+export function fileSpecsFromFlags(values: object): FileSinkSpec[] {
+  const path = (values as { outputFile?: string }).outputFile?.trim();
+  return path ? [{ type: 'file', path }] : [];
+}
+
+/** A checked entry as its spec. */
+export function fileSpecOf(entry: FileSinkEntry, common: CommonEntrySpec): FileSinkSpec {
+  return {
+    type: 'file',
+    path: entry.path,
+    ...common,
+    ...(entry.maxSize !== undefined ? { maxSize: parseSize('maxSize', entry.maxSize) } : {}),
+    ...(entry.maxFiles !== undefined ? { maxFiles: entry.maxFiles } : {}),
+    ...(entry.compress !== undefined ? { compress: entry.compress } : {}),
+    ...(entry.fsync !== undefined ? { fsync: entry.fsync } : {}),
+    ...(entry.fsyncInterval !== undefined
+      ? { fsyncIntervalMs: checkDuration(entry.fsyncInterval).ms ?? 1000 }
+      : {}),
+    ...(entry.mode !== undefined ? { mode: Number.parseInt(entry.mode, 8) } : {}),
+    ...(entry.queueCapacity !== undefined ? { queue: { capacity: entry.queueCapacity } } : {}),
+  };
+}

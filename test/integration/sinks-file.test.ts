@@ -1,0 +1,109 @@
+// The file sink as users run it: `kubediff watch` against the real API server with a `type: file` entry
+// of a small maxSize, so that it rotates many times during a burst of changes. After SIGTERM, the rotated
+// files (gzipped) and the live file hold exactly the lines stdout printed (`-o json`): every change once,
+// in order, the same text; the files are 0600. A path kubediff must not write (a symbolic link, a file
+// where its directory should be) is refused at start, exit code 2, in one sentence.
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
+import { readFileSinkLines } from '../helpers/file-sink-files.ts';
+import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { nonEmpty } from '../helpers/non-empty.ts';
+
+let admin: KubeAdmin;
+const namespaces: string[] = [];
+
+before(() => {
+  admin = adminClient();
+});
+
+after(async () => {
+  await Promise.all(namespaces.map((ns) => admin.deleteNamespace(ns)));
+  await admin.close();
+});
+
+describe('file sink', () => {
+  it('rotates under a burst of changes: the gzipped and live files hold every stdout line once, in order', async () => {
+    const ns = await admin.createNamespace('sinks-file');
+    namespaces.push(ns);
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-sinks-file-'));
+    const file = path.join(dir, 'out', 'events.jsonl');
+    const config = path.join(dir, 'kubediff.yaml');
+    await writeFile(
+      config,
+      [
+        'sinks:',
+        '  - type: stdout',
+        '    format: json',
+        '  - type: file',
+        `    path: ${file}`,
+        '    maxSize: 4KB',
+        '    maxFiles: 1000',
+        '    fsync: every-event',
+        '',
+      ].join('\n'),
+    );
+    const kd = runKubediff([...watchArgs(ns, ['configmaps']), '-c', config], { timeoutMs: 60_000 });
+    await kd.waitForStderr(WATCHING);
+    const configmaps = `/api/v1/namespaces/${ns}/configmaps`;
+    await admin.create(configmaps, { metadata: { name: 'burst' }, data: { n: '0', pad: 'x'.repeat(600) } });
+    const updates = 40;
+    for (let n = 1; n <= updates; n++) await admin.patch(`${configmaps}/burst`, { data: { n: String(n) } });
+    await kd.waitForEvent(
+      (event) => event.changes?.some((change) => change.to === String(updates)) ?? false,
+      {
+        description: `the update to n=${updates}`,
+      },
+    );
+    const result = await kd.stop('SIGTERM');
+    assert.equal(result.code, 0, result.stderr);
+
+    const printed = kd.stdoutLines.filter((line) => line.startsWith('{'));
+    nonEmpty(printed, 'events printed on stdout');
+    const written = await readFileSinkLines(file);
+    assert.deepEqual(written, printed, 'the file sink holds exactly what stdout printed, in the same order');
+    const changes = written.map((line) => JSON.parse(line) as { type: string; changes?: { to?: unknown }[] });
+    assert.deepEqual(
+      changes.filter((e) => e.type === 'UPDATED').map((e) => e.changes?.[0]?.to),
+      Array.from({ length: updates }, (_, n) => String(n + 1)),
+      'every update once, in order',
+    );
+
+    const names = await readdir(path.dirname(file));
+    const rotated = names.filter((name) => name !== 'events.jsonl');
+    assert.ok(rotated.length >= 5, `rotated several times: ${names.join(', ')}`);
+    assert.ok(
+      rotated.every((name) => name.endsWith('.gz')),
+      `every rotated file compressed by the time kubediff exited: ${names.join(', ')}`,
+    );
+    for (const name of names) {
+      assert.equal((await stat(path.join(path.dirname(file), name))).mode & 0o777, 0o600, name);
+    }
+  });
+
+  it('refuses a path it must not write, exit code 2, in one sentence', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-sinks-file-bad-'));
+    const target = path.join(dir, 'target');
+    await writeFile(target, '');
+    await symlink(target, path.join(dir, 'link.jsonl'));
+    const cases = [
+      [path.join(dir, 'link.jsonl'), /is a symbolic link; kubediff does not follow links there/],
+      [path.join(target, 'events.jsonl'), /cannot create the directory .* of the file sink's path/],
+    ] as const;
+    for (const [filePath, message] of cases) {
+      const result = await runKubediffToCompletion(
+        [...watchArgs('default', ['configmaps']), '--output-file', filePath],
+        {
+          timeoutMs: 60_000,
+        },
+      );
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, message);
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+      assert.doesNotMatch(result.stderr, /\n\s+at /);
+    }
+  });
+});
