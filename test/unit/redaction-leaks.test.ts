@@ -130,6 +130,8 @@ async function runCorpus(seed: number, perKind: number, rounds: number, key?: st
     path: fileSinkPath,
     maxSize: 1024 * 1024,
     maxFiles: 1000,
+    // The corpus is emitted in one synchronous burst: room for all of it, so that every event is a line.
+    queue: { capacity: 1_000_000, maxBytes: 1024 ** 3 },
     log,
   });
 
