@@ -10,7 +10,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
 import { readFileSinkLines } from '../helpers/file-sink-files.ts';
-import { adminClient, type KubeAdmin } from '../helpers/kube-admin.ts';
+import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
+import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { nonEmpty } from '../helpers/non-empty.ts';
 
 let admin: KubeAdmin;
@@ -46,7 +47,10 @@ describe('file sink', () => {
         '',
       ].join('\n'),
     );
-    const kd = runKubediff([...watchArgs(ns, ['configmaps']), '-c', config], { timeoutMs: 60_000 });
+    const kd = runKubediff([...watchArgs(ns, ['configmaps']), '-c', config, '--listen', '127.0.0.1:0'], {
+      timeoutMs: 60_000,
+    });
+    const [, base] = await kd.waitForStderr(SERVING);
     await kd.waitForStderr(WATCHING);
     const configmaps = `/api/v1/namespaces/${ns}/configmaps`;
     await admin.create(configmaps, { metadata: { name: 'burst' }, data: { n: '0', pad: 'x'.repeat(600) } });
@@ -57,6 +61,29 @@ describe('file sink', () => {
       {
         description: `the update to n=${updates}`,
       },
+    );
+    // Once the file sink has written all it accepted, its metrics count each rotation the folder shows.
+    const sink = `file ${file}`;
+    const metrics = await waitFor(
+      async () => {
+        const scraped = await scrapeMetrics(base as string);
+        const accepted = scraped.get(`kubediff_sink_events_total{sink="${sink}",outcome="accepted"}`) ?? 0;
+        const delivered = scraped.get(`kubediff_sink_events_total{sink="${sink}",outcome="delivered"}`) ?? -1;
+        return accepted > updates && delivered === accepted ? scraped : undefined;
+      },
+      { what: 'the file sink to deliver every event it accepted' },
+    );
+    // A rotated file being compressed shows as itself and its .gz.tmp, then .gz, for a moment: count names once.
+    const rotatedSoFar = new Set(
+      (await readdir(path.dirname(file)))
+        .filter((name) => name !== 'events.jsonl')
+        .map((name) => name.replace(/\.gz(\.tmp)?$/, '')),
+    );
+    assert.equal(metrics.get(`kubediff_file_sink_rotations_total{sink="${sink}"}`), rotatedSoFar.size);
+    assert.equal(metrics.get(`kubediff_file_sink_deleted_files_total{sink="${sink}"}`), 0);
+    assert.ok(
+      (metrics.get(`kubediff_file_sink_bytes{sink="${sink}"}`) ?? 0) >= (await stat(file)).size,
+      'the bytes on disk count at least the live file',
     );
     const result = await kd.stop('SIGTERM');
     assert.equal(result.code, 0, result.stderr);

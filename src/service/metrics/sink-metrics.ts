@@ -74,6 +74,7 @@ export function registerSinkMetrics(
     },
   });
   registerDeadLetterMetrics(registration, () => sources().deadLetterFiles?.() ?? []);
+  registerFileMetrics(registration, sinks);
   registerStoryMetrics(registration, sinks);
   return registerDeliveryMetrics(registration);
 }
@@ -109,6 +110,51 @@ function registerDeadLetterMetrics(
       }
     },
   });
+}
+
+/** The sinks that write rotated files (docs/sinks.md#file): disk taken, rotations, deletions at maxFiles. */
+function registerFileMetrics(registration: MetricsRegistration, sinks: () => readonly Sink[]): void {
+  const { registers } = registration;
+  const files = () =>
+    sinks().flatMap((sink) => (sink.fileStats ? [{ sink: sink.name, stats: sink.fileStats() }] : []));
+  new Gauge({
+    name: 'kubediff_file_sink_bytes',
+    help: "Bytes a file sink's live file and its rotated files take (at most about maxSize × (1 + maxFiles)).",
+    labelNames: ['sink'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { sink, stats } of files()) this.set({ sink }, stats.bytes);
+    },
+  });
+  const counters = [
+    [
+      'rotations',
+      'kubediff_file_sink_rotations_total',
+      'Times a file sink rotated its live file at maxSize.',
+    ],
+    [
+      'deleted',
+      'kubediff_file_sink_deleted_files_total',
+      'Rotated files a file sink deleted to keep maxFiles (the oldest first; said once).',
+    ],
+    [
+      'compressionFailures',
+      'kubediff_file_sink_compression_failures_total',
+      'Rotated files a file sink left uncompressed because gzip failed (each said once).',
+    ],
+  ] as const;
+  for (const [field, name, help] of counters)
+    new Counter({
+      name,
+      help,
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        for (const { sink, stats } of files())
+          registration.incrementTo(this, { sink }, stats[field], `${name}\u0000${sink}`);
+      },
+    });
 }
 
 /** The HTTP sinks' requests and retries, as they happen. */

@@ -25,6 +25,21 @@ export interface Sink {
   stats(): SinkStats;
   /** With stories on (docs/stories.md): what its story builder has done. */
   storyStats?(): StoryStats | undefined;
+  /** A sink that writes rotated files (docs/sinks.md#file): what they take on disk and what rotation did. */
+  fileStats?(): SinkFileStats;
+}
+
+/** What a sink's rotated files take, for the metrics; counters since start. */
+export interface SinkFileStats {
+  /** The live file. */
+  path: string;
+  /** Bytes of the live file and its rotated (maybe compressed) files. */
+  bytes: number;
+  rotations: number;
+  /** Rotated files deleted to keep maxFiles. */
+  deleted: number;
+  /** Rotated files left uncompressed because gzip failed (said once each). */
+  compressionFailures: number;
 }
 
 /** Every event a sink accepted ends in exactly one of these counters (or is still pending). */

@@ -7,9 +7,10 @@
 // (live-file.ts); every event accepted is delivered, dead-lettered or counted lost by close().
 import type { BatchSinkOptions, BatchWork, Transmission } from '../core/batch-sink.ts';
 import { BatchSink } from '../core/batch-sink.ts';
+import type { SinkFileStats } from '../core/sink.ts';
 import { FILE_SINK_DEFAULTS, type FsyncPolicy } from './config.ts';
 import { describeFileError, LiveFile, PartialWrite } from './live-file.ts';
-import { RotatedFiles, type RotatedFilesStats } from './rotated-files.ts';
+import { RotatedFiles } from './rotated-files.ts';
 
 export interface FileSinkOptions extends BatchSinkOptions {
   path: string;
@@ -26,13 +27,6 @@ export interface FileSinkOptions extends BatchSinkOptions {
 }
 
 /** What the sink's files hold and what became of them, for /metrics. */
-export interface FileSinkStats extends RotatedFilesStats {
-  path: string;
-  /** Bytes in the live file. */
-  liveBytes: number;
-  rotations: number;
-}
-
 export class FileSink extends BatchSink {
   private readonly file: LiveFile;
   private readonly rotated: RotatedFiles;
@@ -83,12 +77,14 @@ export class FileSink extends BatchSink {
     }
   }
 
-  fileStats(): FileSinkStats {
+  fileStats(): SinkFileStats {
+    const rotated = this.rotated.stats();
     return {
       path: this.file.path,
-      liveBytes: this.file.size,
+      bytes: this.file.size + rotated.bytes,
       rotations: this.rotations,
-      ...this.rotated.stats(),
+      deleted: rotated.deleted,
+      compressionFailures: rotated.compressionFailures,
     };
   }
 
