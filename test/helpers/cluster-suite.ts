@@ -1,8 +1,9 @@
 // What most integration test files set up against the test cluster: its admin, its kubeconfig, a scratch
-// folder, namespaces made on demand, and, after the file, every kubediff killed, what the file started closed
-// and its namespaces deleted. `clusterSuite()` registers those before/after hooks on the file it is called in.
+// folder, namespaces made on demand, and, after the file, every kubediff killed, what the file started closed,
+// its namespaces deleted (even when a closer failed) and its scratch folder removed. `clusterSuite()` registers
+// those before/after hooks on the file it is called in.
 
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before } from 'node:test';
@@ -38,12 +39,17 @@ export function clusterSuite(scratchPrefix: string): ClusterSuite {
     dir = await mkdtemp(path.join(tmpdir(), `kubediff-${scratchPrefix}-`));
   });
   after(async () => {
-    await killAll();
-    await Promise.all(closers.map(async (close) => close()));
-    if (!admin) return;
-    const client = admin;
-    await Promise.all(namespaces.map((ns) => client.deleteNamespace(ns)));
-    await client.close();
+    try {
+      await killAll();
+      await Promise.all(closers.map(async (close) => close()));
+    } finally {
+      const client = admin;
+      if (client) {
+        await Promise.all(namespaces.map((ns) => client.deleteNamespace(ns)));
+        await client.close();
+      }
+      if (dir) await rm(dir, { recursive: true, force: true });
+    }
   });
 
   return {
