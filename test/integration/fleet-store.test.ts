@@ -1,6 +1,6 @@
 // The fleet's coordination (src/state/fleet-store.ts) on its one connection, against the real PostgreSQL,
 // with another session holding the row a call needs: a statement refused under contention (a lock
-// timeout) rolls its transaction back and keeps the connection. The
+// timeout) rolls its transaction back and keeps the connection; calls that overlap take turns. The
 // members over it: fleet-member.test.ts; the fleet of processes: fleet.test.ts.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -97,5 +97,21 @@ describe('fleet store: one connection, under contention', () => {
     const second = store.claim('c1', 1);
     assert.equal(await waitingSession(), session, 'the same session: no reconnect');
     await assert.rejects(second, lockTimeout);
+  });
+
+  it('leaving while a beat waits for a row lock: the leave takes its turn after the beat, and the replica is gone', async (t) => {
+    const fleet = uniqueName('store-leave');
+    const { store, profile } = await owner(t, fleet, 'c1');
+    await lockRow(t, fleet, 'c1');
+
+    const beat = store.beat(profile, [{ cluster: 'c1', epoch: 1, synced: true, lagMs: undefined }]);
+    await waitingSession();
+    const leaving = store.leave();
+    await assert.rejects(beat, lockTimeout);
+    await leaving;
+    const replicas = await observer.query('SELECT replica FROM kubediff_fleet_replicas WHERE fleet = $1', [
+      fleet,
+    ]);
+    assert.deepEqual(replicas.rows, [], "this replica's row is gone");
   });
 });
