@@ -157,6 +157,8 @@ export abstract class PostgresConnection {
   /** The password it sends: a server's error may quote it, and is scrubbed of it before it is said. */
   private readonly credentials: Credentials;
   protected client: pg.Client | undefined;
+  /** Connections being opened (connecting, then connected()): dropping the connection ends them too. */
+  private readonly opening = new Set<pg.Client>();
 
   constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS, session?: SessionLimits) {
     this.config = connectionConfig(options, queryTimeoutMs, session);
@@ -175,12 +177,17 @@ export abstract class PostgresConnection {
     client.on('error', () => {
       if (this.client === client) this.client = undefined;
     });
+    this.opening.add(client);
     try {
       await client.connect();
       await this.connected(client);
+      // Dropped while it opened (a fleet call's deadline passed): never to be used.
+      if (!this.opening.has(client)) throw new Error('Connection terminated while it was being opened');
     } catch (error) {
       client.end().catch(() => undefined);
       throw error;
+    } finally {
+      this.opening.delete(client);
     }
     this.client = client;
     return client;
@@ -211,13 +218,20 @@ export abstract class PostgresConnection {
   }
 
   /**
-   * Forgets the connection: the next query opens another. Ending it destroys its socket at once when a
-   * query is still waiting for an answer (a silent link), which ends its transaction on the server.
+   * Forgets the connection, and ends one still being opened: the next query opens another. Ending it
+   * destroys its socket at once when a query is still waiting for an answer (a silent link), which ends
+   * its transaction on the server.
    */
   protected dropConnection(): void {
-    const client = this.client;
+    for (const client of this.releaseClients()) client.end().catch(() => undefined);
+  }
+
+  /** The connection and those being opened, no longer this one's. */
+  private releaseClients(): pg.Client[] {
+    const clients = [...(this.client ? [this.client] : []), ...this.opening];
     this.client = undefined;
-    client?.end().catch(() => undefined);
+    this.opening.clear();
+    return clients;
   }
 
   /**
@@ -240,9 +254,7 @@ export abstract class PostgresConnection {
   }
 
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
+    await Promise.all(this.releaseClients().map((client) => client.end().catch(() => undefined)));
   }
 
   /** The schema version, 0 when kubediff's tables are not there. */

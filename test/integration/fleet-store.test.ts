@@ -1,12 +1,14 @@
 // The fleet's coordination (src/state/fleet-store.ts) on its one connection, against the real PostgreSQL,
 // with another session holding the row a call needs: a statement refused under contention (a lock
-// timeout) rolls its transaction back and keeps the connection; calls that overlap take turns. The
+// timeout) rolls its transaction back and keeps the connection; calls that overlap take turns; a call's
+// deadline ends a connection still being opened over a silent link. The
 // members over it: fleet-member.test.ts; the fleet of processes: fleet.test.ts.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import pg from 'pg';
-import { FleetStore, type ReplicaProfile } from '../../src/state/fleet-store.ts';
+import { FleetDatabaseSilent, FleetStore, type ReplicaProfile } from '../../src/state/fleet-store.ts';
+import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { uniqueName, waitFor } from '../helpers/kube-admin.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
 
@@ -113,5 +115,42 @@ describe('fleet store: one connection, under contention', () => {
       fleet,
     ]);
     assert.deepEqual(replicas.rows, [], "this replica's row is gone");
+  });
+
+  it("a call's deadline ends the connection it is still opening when the link goes silent, instead of leaving it to time out", async (t) => {
+    const target = new URL(db.url);
+    const proxy = await startFaultProxy({ target: { host: target.hostname, port: Number(target.port) } });
+    t.after(() => proxy.close());
+    const proxied = new URL(url);
+    proxied.port = String(proxy.port);
+    const seen: { failure?: (error: unknown) => void } = {};
+    const opening = new Promise<unknown>((resolve) => {
+      seen.failure = resolve;
+    });
+    // Connected, the link goes silent before the new connection's first statement (the schema check).
+    class SilencedWhileOpening extends FleetStore {
+      protected override async connected(client: pg.Client): Promise<void> {
+        proxy.blackhole(true);
+        try {
+          await super.connected(client);
+        } catch (error) {
+          seen.failure?.(error);
+          throw error;
+        }
+      }
+    }
+    const profile: ReplicaProfile = { clusters: ['c1'], pins: new Map(), version: 'test' };
+    const fleet = uniqueName('store-opening');
+    const store = new SilencedWhileOpening(
+      { url: proxied.href },
+      { fleet, replica: 'a', incarnation: randomUUID() },
+      TIMEOUT_MS,
+    );
+    t.after(() => store.close());
+    await assert.rejects(store.join(profile), FleetDatabaseSilent);
+    // Ended at the deadline (its statement fails as the connection ends), not by its own query timeout later.
+    const failure = await opening;
+    assert.match(String(failure), /Connection terminated/);
+    await proxy.waitForIdle();
   });
 });
