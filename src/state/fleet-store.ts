@@ -100,7 +100,8 @@ export class FleetStore extends PostgresConnection {
   /**
    * The fleet's transactions share one connection, so they take turns: a handoff's release started while a
    * beat is open would otherwise interleave its statements with the beat's (one COMMIT ending the other's
-   * work). Each one's deadline starts when its turn comes.
+   * work). Each one's deadline starts when its turn comes. Every call of the fleet is one of them (none
+   * uses run() alone).
    */
   private turn: Promise<unknown> = Promise.resolve();
 
@@ -335,15 +336,13 @@ export class FleetStore extends PostgresConnection {
     ];
   }
 
-  /** The fleet's rows now. */
-  read(): Promise<FleetView> {
-    return this.run((client) => readFleet(client, this.identity.fleet));
-  }
-
-  /** Leaves the fleet: this replica's row goes (its clusters released first). */
+  /**
+   * Leaves the fleet: this replica's row goes (its clusters released first). A transaction like the others,
+   * so it takes its turn after a beat still open and has the same deadline.
+   */
   async leave(): Promise<void> {
     const { fleet, replica, incarnation } = this.identity;
-    await this.run((client) =>
+    await this.transaction((client) =>
       client.query(
         'DELETE FROM kubediff_fleet_replicas WHERE fleet = $1 AND replica = $2 AND incarnation = $3',
         [fleet, replica, incarnation],

@@ -91,7 +91,8 @@ function connectionConfig(
   };
 }
 
-const TRANSIENT_CODES = new Set([
+/** Errors of the socket under a connection (Node's codes). */
+const SOCKET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
@@ -121,16 +122,31 @@ export function isTransientPostgresError(error: unknown): boolean {
       code === '40P01'
     )
       return true;
-    if (TRANSIENT_CODES.has(code)) return true;
+    if (SOCKET_CODES.has(code)) return true;
   }
   return /connection terminated|timeout|terminating connection|connection error|not queryable|Connection refused/i.test(
     errorMessage(error),
   );
 }
 
-/** A failure that leaves the connection in doubt (broken, or no answer in time): not to be used again. */
-function inDoubt(error: unknown): boolean {
-  return isTransientPostgresError(error) && !isCancelled(error);
+/** node-postgres's own errors of a connection that broke, was closed, or had no answer in time. */
+const CONNECTION_FAILED =
+  /^(Connection terminated|Query read timeout|timeout expired|Client has encountered a connection error|Client was closed)/;
+
+/**
+ * A failure that leaves the connection in doubt, not to be used again (not even for a ROLLBACK, which would
+ * wait as long again): the connection broke (SQLSTATE class 08; the server ending the session: 57P01-03,
+ * 25P03), its socket failed, or no answer came in time (node-postgres's query read timeout). A statement
+ * the server refused or cancelled leaves the session sound (a lock timeout under contention, a
+ * serialization failure, a deadlock, a statement timeout): its transaction is rolled back, the connection kept.
+ */
+export function isConnectionInDoubt(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') {
+    if (code.startsWith('08') || /^57P0[123]$/.test(code) || code === '25P03') return true;
+    if (SOCKET_CODES.has(code)) return true;
+  }
+  return CONNECTION_FAILED.test(errorMessage(error));
 }
 
 /** A connection to the database, with what the store and the history share. */
@@ -141,6 +157,8 @@ export abstract class PostgresConnection {
   /** The password it sends: a server's error may quote it, and is scrubbed of it before it is said. */
   private readonly credentials: Credentials;
   protected client: pg.Client | undefined;
+  /** Connections being opened (connecting, then connected()): dropping the connection ends them too. */
+  private readonly opening = new Set<pg.Client>();
 
   constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS, session?: SessionLimits) {
     this.config = connectionConfig(options, queryTimeoutMs, session);
@@ -159,12 +177,17 @@ export abstract class PostgresConnection {
     client.on('error', () => {
       if (this.client === client) this.client = undefined;
     });
+    this.opening.add(client);
     try {
       await client.connect();
       await this.connected(client);
+      // Dropped while it opened (a fleet call's deadline passed): never to be used.
+      if (!this.opening.has(client)) throw new Error('Connection terminated while it was being opened');
     } catch (error) {
       client.end().catch(() => undefined);
       throw error;
+    } finally {
+      this.opening.delete(client);
     }
     this.client = client;
     return client;
@@ -189,19 +212,26 @@ export abstract class PostgresConnection {
     try {
       return await work(client);
     } catch (error) {
-      if (inDoubt(error) && this.client === client) this.dropConnection();
+      if (isConnectionInDoubt(error) && this.client === client) this.dropConnection();
       throw error;
     }
   }
 
   /**
-   * Forgets the connection: the next query opens another. Ending it destroys its socket at once when a
-   * query is still waiting for an answer (a silent link), which ends its transaction on the server.
+   * Forgets the connection, and ends one still being opened: the next query opens another. Ending it
+   * destroys its socket at once when a query is still waiting for an answer (a silent link), which ends
+   * its transaction on the server.
    */
   protected dropConnection(): void {
-    const client = this.client;
+    for (const client of this.releaseClients()) client.end().catch(() => undefined);
+  }
+
+  /** The connection and those being opened, no longer this one's. */
+  private releaseClients(): pg.Client[] {
+    const clients = [...(this.client ? [this.client] : []), ...this.opening];
     this.client = undefined;
-    client?.end().catch(() => undefined);
+    this.opening.clear();
+    return clients;
   }
 
   /**
@@ -217,16 +247,14 @@ export abstract class PostgresConnection {
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        if (!inDoubt(error)) await client.query('ROLLBACK').catch(() => undefined);
+        if (!isConnectionInDoubt(error)) await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       }
     });
   }
 
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
+    await Promise.all(this.releaseClients().map((client) => client.end().catch(() => undefined)));
   }
 
   /** The schema version, 0 when kubediff's tables are not there. */

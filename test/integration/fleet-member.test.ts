@@ -7,9 +7,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it, type TestContext } from 'node:test';
+import pg from 'pg';
 import type { KubediffEvent } from '../../src/events/event.ts';
 import { FleetFence } from '../../src/state/fleet-fence.ts';
 import { type FleetClusters, type FleetCoordination, FleetMember } from '../../src/state/fleet-member.ts';
+import { type FleetView, readFleet } from '../../src/state/fleet-rows.ts';
 import { FleetStore } from '../../src/state/fleet-store.ts';
 import { silentLogger } from '../../src/util/log.ts';
 import { uniqueName, waitFor } from '../helpers/kube-admin.ts';
@@ -120,6 +122,17 @@ describe('fleet members over the real coordination', () => {
     await db?.drop();
   });
 
+  /** The fleet's rows now, read on a connection of the test's own (as `kubediff fleet status` reads them). */
+  async function rowsOf(fleet: string): Promise<FleetView> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return await readFleet(client, fleet);
+    } finally {
+      await client.end();
+    }
+  }
+
   /** A replica that leaves the fleet when the test ends, whatever became of it. */
   function start(t: TestContext, fleet: string, name: string, clusters: readonly string[]): Replica {
     const r = replica(url, fleet, name, clusters);
@@ -148,7 +161,7 @@ describe('fleet members over the real coordination', () => {
     await a.run();
     await b.run();
     await settled([a, b], clusters, () => a.watching.size === 2 && b.watching.size === 2);
-    const rows = new Map((await a.store.read()).clusters.map((row) => [row.cluster, row]));
+    const rows = new Map((await rowsOf(fleet)).clusters.map((row) => [row.cluster, row]));
     for (const r of [a, b]) {
       for (const [cluster, epoch] of r.watching) {
         assert.equal(rows.get(cluster)?.owner, r.name, cluster);
@@ -228,7 +241,7 @@ describe('fleet members over the real coordination', () => {
     );
     assert.equal(a.fence.dropped, 3);
     // b holds every cluster at an epoch above a's.
-    const rows = (await b.store.read()).clusters;
+    const rows = (await rowsOf(fleet)).clusters;
     for (const row of rows) assert.equal(row.owner, 'b');
   });
 

@@ -531,4 +531,43 @@ function apiTests(store: Store): void {
     assert.equal((await slow('')).status, 200);
     assert.equal(warnings.filter((line) => /took longer than 1s/.test(line)).length, 1);
   });
+
+  // After the object test, whose seqs it would move: records an event of its own.
+  test("search (q): a change's value under a key named like an identity field (a ConfigMap key `id`) is found", async () => {
+    const object = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      resource: 'configmaps',
+      namespace: 'ns-orders',
+      name: 'orders',
+      uid: 'uid-orders',
+      resourceVersion: '2',
+    };
+    const event: ChangeEvent = {
+      id: 'uid-orders:2',
+      type: 'UPDATED',
+      time: '2026-11-21T01:00:00.000Z',
+      cluster: 'prod-eu',
+      object,
+      changes: [{ op: 'add', path: '/data', to: { id: 'shop-42' } }],
+    };
+    await store.appendObject([event], {
+      key: 'ns-orders/orders',
+      namespace: 'ns-orders',
+      name: 'orders',
+      uid: object.uid,
+      resourceVersion: object.resourceVersion,
+      object: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'orders', namespace: 'ns-orders' },
+        data: { id: 'shop-42' },
+      },
+    });
+    const { body } = await get<{ events: EventSummary[] }>('/api/v1/events?q=shop-42');
+    assert.deepEqual(
+      body.events.map((found) => found.id),
+      [event.id],
+    );
+  });
 }

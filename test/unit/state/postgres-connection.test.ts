@@ -5,7 +5,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EXIT_USAGE, exitCodeOf } from '../../../src/cli/exit-codes.ts';
-import { isCancelled, isTransientPostgresError } from '../../../src/state/postgres-connection.ts';
+import {
+  isCancelled,
+  isConnectionInDoubt,
+  isTransientPostgresError,
+} from '../../../src/state/postgres-connection.ts';
 import { PostgresHistory } from '../../../src/state/postgres-history.ts';
 import { ClaimLost } from '../../../src/state/store.ts';
 import { UsageError } from '../../../src/util/errors.ts';
@@ -21,6 +25,28 @@ test('transient: the database unreachable, restarting, overloaded, or a transact
     assert.equal(isTransientPostgresError(failure(code)), false, code);
   assert.equal(isTransientPostgresError(new ClaimLost('another kubediff took over')), false);
   assert.equal(isTransientPostgresError(new UsageError('bad password file')), false);
+});
+
+test('in doubt, not to be used again: a connection broken, ended by the server, or silent; not a statement refused under contention', () => {
+  for (const code of ['08006', '08003', '57P01', '57P02', '25P03', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'])
+    assert.equal(isConnectionInDoubt(failure(code)), true, code);
+  for (const message of [
+    'Query read timeout',
+    'Connection terminated unexpectedly',
+    'Connection terminated due to connection timeout',
+    'Client has encountered a connection error and is not queryable',
+  ])
+    assert.equal(isConnectionInDoubt(new Error(message)), true, message);
+  // Retried, but on the same connection after a ROLLBACK: the server refused a statement, the session is sound.
+  for (const [code, message] of [
+    ['55P03', 'canceling statement due to lock timeout'],
+    ['57014', 'canceling statement due to statement timeout'],
+    ['40001', 'could not serialize access due to concurrent update'],
+    ['40P01', 'deadlock detected'],
+    ['23505', 'duplicate key value violates unique constraint'],
+  ] as const)
+    assert.equal(isConnectionInDoubt(failure(code, message)), false, code);
+  assert.equal(isConnectionInDoubt(new ClaimLost('another kubediff took over')), false);
 });
 
 test('a statement the server cancelled is told apart (the session is still sound)', () => {

@@ -37,7 +37,7 @@ const setImage: ChangeEvent = {
       to: 'registry.example.com/shop:1.5',
       manager: 'kubectl-set',
     },
-    { op: 'add', path: '/data', to: { LOG_LEVEL: 'debug', ownerReferences: [{ uid: OWNER_UID }] } },
+    { op: 'add', path: '/data', to: { LOG_LEVEL: 'debug' } },
     { op: 'replace', path: '/spec/replicas', from: 2, to: 5 },
   ],
 };
@@ -102,6 +102,7 @@ test("an OUTCOME's verdict and evidence are in it, the ids it follows are not", 
       podCount: 3,
       warnings: [{ object: 'Pod/web-59ddc5c7bf-dx627', reason: 'BackOff', message: 'Back-off', count: 3 }],
       conditions: [],
+      supersededBy: `${UID}:4700`,
     },
   };
   const text = searchTextOf(outcome);
@@ -109,4 +110,64 @@ test("an OUTCOME's verdict and evidence are in it, the ids it follows are not", 
     assert.ok(text.includes(typed), typed);
   assert.ok(!text.includes(UID.slice(0, 8)));
   assert.ok(!text.includes('14:05'));
+});
+
+test("a change's values are searched whole, keys named like the event's identity fields included", () => {
+  const text = searchTextOf({
+    ...setImage,
+    changes: [
+      // A ConfigMap key `id`, a custom resource's `spec.uid`, a value's own `time` and `resourceVersion`.
+      { op: 'add', path: '/data', to: { id: 'shop-42', time: 'nightly-0300' } },
+      { op: 'replace', path: '/spec', from: { uid: 'customer-7' }, to: { uid: 'customer-8' } },
+      { op: 'add', path: '/status', to: { sync: [{ resourceVersion: 'rv-alpha', auditID: 'audit-beta' }] } },
+    ],
+  });
+  for (const typed of [
+    'id',
+    'shop-42',
+    'nightly-0300',
+    'uid',
+    'customer-7',
+    'customer-8',
+    'resourceVersion',
+    'rv-alpha',
+    'audit-beta',
+  ])
+    assert.ok(text.split('\n').includes(typed), typed);
+  // The event's own identity fields beside them still are not.
+  for (const identity of [UID, '4711', 'feed1234', '14:05']) assert.ok(!text.includes(identity), identity);
+});
+
+test('the links of a change: what they name is in it, the ids and times they carry are not', () => {
+  const CONFIG_UID = '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9';
+  const text = searchTextOf({
+    ...setImage,
+    by: { ...setImage.by, impersonatedUser: { username: 'deployer', uid: OWNER_UID }, reviewUID: CONFIG_UID },
+    usedBy: {
+      workloads: [
+        {
+          object: {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            name: 'checkout',
+            uid: OWNER_UID,
+            namespace: 'shop',
+          },
+          via: [{ type: 'env' }],
+          keys: ['LOG_LEVEL'],
+        },
+      ],
+    },
+    rollsOut: [
+      {
+        object: { kind: 'ConfigMap', namespace: 'shop', name: 'shop-config' },
+        id: `${CONFIG_UID}:900`,
+        time: '2026-12-02T13:59:00.000Z',
+      },
+    ],
+  });
+  for (const typed of ['deployer', 'checkout', 'env', 'shop-config', 'ConfigMap'])
+    assert.ok(text.includes(typed), typed);
+  for (const identity of [OWNER_UID, CONFIG_UID.slice(0, 8), '13:59', '900'])
+    assert.ok(!text.includes(identity), identity);
 });
