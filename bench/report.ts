@@ -1187,9 +1187,9 @@ plane, writes this file); \`npm run bench -- --quick\` (about 3 minutes, records
 bench/results/latest.json and this file, the others are kept); \`node bench/report.ts\` writes this file again from
 latest.json. Figure 5 needs Go and the Go original's source (by default in \`shared/anchors/kubediff-go\` beside the
 repository's folder; \`--go-original-src <folder>\` elsewhere); figure 6 needs GNU time (\`/usr/bin/time\`, Debian
-package \`time\`) for the peak RSS of a command that exits. Figure 21 (\`--only fleet\`, about 10 minutes on 2
-loaded cores; \`--fleet-kills N\` and \`--fleet-writes N\` for fewer takeovers and writes) needs PostgreSQL's server binaries, as the
-tests do (CONTRIBUTING.md).
+package \`time\`) for the peak RSS of a command that exits. Figure 21 (\`--only fleet\`, about 10 minutes on 2 loaded
+cores; \`--fleet-kills N\` and \`--fleet-writes N\` for fewer takeovers and writes) needs PostgreSQL's server binaries,
+as the tests do (CONTRIBUTING.md).
 The pieces run alone too: \`node bench/pipeline.ts --fixtures <folder>\` replays recordings made by
 \`node bench/record.ts --cluster <ClusterInfo.json> --out <folder>\` (with \`node --cpu-prof\` for a profile).
 `;
