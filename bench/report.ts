@@ -7,6 +7,8 @@ import type { AdmissionFigures } from './admission.ts';
 import { admissionLoadRows, admissionRow, admissionSection } from './admission-report.ts';
 import type { AuditFigures } from './audit.ts';
 import type { ConnectionFigures, ProtocolFigures } from './connections.ts';
+import type { FleetFigures } from './fleet.ts';
+import { fleetRows, fleetSection } from './fleet-report.ts';
 import type { GoOriginalBuild } from './go-original.ts';
 import { historySection } from './history-report.ts';
 import type { KafkaFigures } from './kafka.ts';
@@ -56,6 +58,7 @@ export const FIGURES = {
   'used-by': { number: 18, key: 'usedBy' },
   outcomes: { number: 19, key: 'outcomes' },
   'sync-large': { number: 20, key: 'syncLarge' },
+  fleet: { number: 21, key: 'fleet' },
 } as const;
 export type FigureName = keyof typeof FIGURES;
 
@@ -326,6 +329,8 @@ export function rows(result: Result): Row[] {
   }
   const syncLarge = result.syncLarge as LargeSyncFigures | undefined;
   if (syncLarge) out.push(...largeSyncRows(syncLarge));
+  const fleet = result.fleet as FleetFigures | undefined;
+  if (fleet) out.push(...fleetRows(fleet));
   const kafka = result.kafka as KafkaFigures | undefined;
   if (kafka) {
     out.push({
@@ -737,6 +742,8 @@ ${markdownTable(
   if (admissionFigures) parts.push(admissionSection(admissionFigures));
   const syncLargeFigures = result.syncLarge as LargeSyncFigures | undefined;
   if (syncLargeFigures) parts.push(largeSyncSection(syncLargeFigures));
+  const fleetFigures = result.fleet as FleetFigures | undefined;
+  if (fleetFigures) parts.push(fleetSection(fleetFigures));
   const history = historySection();
   if (history) parts.push(history);
   const logSinks = result.logSinks as LogSinkFigures | undefined;
@@ -1180,7 +1187,9 @@ plane, writes this file); \`npm run bench -- --quick\` (about 3 minutes, records
 bench/results/latest.json and this file, the others are kept); \`node bench/report.ts\` writes this file again from
 latest.json. Figure 5 needs Go and the Go original's source (by default in \`shared/anchors/kubediff-go\` beside the
 repository's folder; \`--go-original-src <folder>\` elsewhere); figure 6 needs GNU time (\`/usr/bin/time\`, Debian
-package \`time\`) for the peak RSS of a command that exits.
+package \`time\`) for the peak RSS of a command that exits. Figure 21 (\`--only fleet\`, about 10 minutes on 2 loaded
+cores; \`--fleet-kills N\` and \`--fleet-writes N\` for fewer takeovers and writes) needs PostgreSQL's server binaries,
+as the tests do (CONTRIBUTING.md).
 The pieces run alone too: \`node bench/pipeline.ts --fixtures <folder>\` replays recordings made by
 \`node bench/record.ts --cluster <ClusterInfo.json> --out <folder>\` (with \`node --cpu-prof\` for a profile).
 `;

@@ -6,10 +6,12 @@
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
-//            --only pipeline,sync,sync-large,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by,outcomes (a subset; nothing recorded unless
+//            --only pipeline,sync,sync-large,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by,outcomes,fleet (a subset; nothing recorded unless
 //            --record: then its figures replace theirs in latest.json, the others are kept),
 //            --go-original-src <folder> (the Go original's source; default: beside the repository),
-//            --outcome-pods N (figure 19's pods; default 10,000)
+//            --outcome-pods N (figure 19's pods; default 10,000),
+//            --fleet-kills N, --fleet-writes N (figure 21's takeovers and load; default 10 and 1,800,
+//            3 and 600 with --quick)
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -97,6 +99,9 @@ function parseArgs(argv: string[]) {
     sizingConfigMaps: quick ? [0, 1_000] : [0, 1_000, 10_000, 30_000],
     sizingCrds: quick ? 5 : 50,
     sizingWindowSeconds: quick ? 10 : 60,
+    // Figure 21: the same load with 1, 2 and 3 replicas, then kill -9s of a cluster's owner.
+    fleetWrites: Number(option('--fleet-writes') ?? (quick ? 600 : 1_800)),
+    fleetKills: Number(option('--fleet-kills') ?? (quick ? 3 : 10)),
   };
 }
 
@@ -209,6 +214,22 @@ try {
       String(settings.quick ? 1000 : settings.outcomePods),
     ]);
     result.outcomes = JSON.parse(output);
+  }
+  if (settings.figures.has('fleet')) {
+    step(
+      'fleet',
+      'a fleet of replicas: 6 clusters on 2 API servers, throughput with 1, 2, 3 replicas, takeovers',
+    );
+    const output = await runChild([
+      path.join(import.meta.dirname, 'fleet.ts'),
+      '--cluster',
+      clusterFile,
+      '--kills',
+      String(settings.fleetKills),
+      '--writes',
+      String(settings.fleetWrites),
+    ]);
+    result.fleet = JSON.parse(output);
   }
   if (settings.figures.has('sync')) {
     step('sync', `initial sync: creating ${settings.syncObjects} ConfigMaps`);
