@@ -5,11 +5,13 @@
 // trouble said once; the lines a failed write did reach the file are counted delivered and never written
 // twice. Guarantees: no file exceeds maxSize unless one line alone does; only whole lines stay in the file
 // (live-file.ts); every event accepted is delivered, dead-lettered or counted lost by close().
+
+import { describeFileError } from '../../util/errors.ts';
 import type { BatchSinkOptions, BatchWork, Transmission } from '../core/batch-sink.ts';
 import { BatchSink } from '../core/batch-sink.ts';
 import type { SinkFileStats } from '../core/sink.ts';
 import { FILE_SINK_DEFAULTS, type FsyncPolicy } from './config.ts';
-import { describeFileError, LiveFile, PartialWrite } from './live-file.ts';
+import { LiveFile, PartialWrite } from './live-file.ts';
 import { RotatedFiles } from './rotated-files.ts';
 
 export interface FileSinkOptions extends BatchSinkOptions {
@@ -168,7 +170,7 @@ export class FileSink extends BatchSink {
     const rotatedPath = await this.rotated.nextPath();
     await this.file.rotate(rotatedPath);
     this.rotations++;
-    await this.rotated.added(rotatedPath);
+    this.rotated.added(rotatedPath);
   }
 
   /** fdatasync: what failed is said once; the lines stay written (writing them again would repeat them). */

@@ -6,7 +6,7 @@
 import { constants, type Stats } from 'node:fs';
 import { chmod, type FileHandle, lstat, mkdir, open, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { UsageError } from '../../util/errors.ts';
+import { describeFileError, UsageError } from '../../util/errors.ts';
 
 const APPEND = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
 
@@ -200,23 +200,4 @@ function usageError(filePath: string, error: unknown): UsageError {
     `cannot open the file sink's path ${filePath}: ${describeFileError(error)}; choose a writable file (sinks[].path or --output-file).`,
     { cause: error },
   );
-}
-
-/** A file system error in a few words, with its code: 'no space left on the device (ENOSPC)'. */
-export function describeFileError(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const words: Record<string, string> = {
-    ENOSPC: 'no space left on the device',
-    EDQUOT: 'the disk quota is used up',
-    EROFS: 'the file system is read-only',
-    EACCES: 'permission denied',
-    EPERM: 'permission denied',
-    ELOOP: 'it is a symbolic link',
-    EISDIR: 'it is a directory',
-    ENOENT: 'no such file or directory',
-    EIO: 'an input/output error',
-  };
-  const said = code ? words[code] : undefined;
-  if (said) return `${said} (${code})`;
-  return error instanceof Error ? error.message : String(error);
 }

@@ -85,6 +85,25 @@ describe('file sink', () => {
     );
     assert.equal(log.lines.filter((line) => /keeping 3 rotated files/.test(line)).length, 1);
     assert.equal(sink.fileStats().deleted, 20 - 1 - 3);
+    // Deletions wait for the compression running: none is a compression failure.
+    assert.equal(sink.fileStats().compressionFailures, 0);
+    assert.ok(!log.lines.some((line) => /cannot compress/.test(line)), log.lines.join('\n'));
+  });
+
+  it('leaves alone a symbolic link named like a rotated file: not compressed, not deleted, not followed', async () => {
+    const dir = await scratch();
+    const file = path.join(dir, 'events.jsonl');
+    const target = path.join(dir, 'elsewhere');
+    await writeFile(target, 'keep me\n');
+    const link = `${file}.2026-12-01T10-00-00.000Z`;
+    await symlink(target, link);
+    const log = memoryLog();
+    const sink = await FileSink.create({ name: 'file', path: file, maxFiles: 0, log });
+    sink.deliver(eventNumber(1));
+    await sink.close(5000);
+    assert.deepEqual((await readdir(dir)).sort(), ['elsewhere', 'events.jsonl', path.basename(link)]);
+    assert.equal(await readFile(link, 'utf8'), 'keep me\n');
+    assert.equal(sink.fileStats().compressionFailures, 0);
   });
 
   it('refuses a symbolic link at its path, and a directory, in a sentence that says what to do', async () => {
