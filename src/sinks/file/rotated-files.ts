@@ -16,6 +16,7 @@ import { plural } from '../../util/count-text.ts';
 import { describeFileError } from '../../util/errors.ts';
 import { escapeRegExp } from '../../util/glob.ts';
 import { isoTimestamp } from '../../util/timestamp.ts';
+import { syncDirectory } from './live-file.ts';
 
 /** A deletion of the oldest beyond maxFiles, queued among the compressions. */
 const PRUNE = Symbol('prune');
@@ -258,17 +259,4 @@ async function exists(file: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-/** Makes a rename durable (where the file system lets a directory be synced). */
-async function syncDirectory(directory: string): Promise<void> {
-  const handle = await open(directory, 'r').catch(() => undefined);
-  if (!handle) return;
-  try {
-    await handle.sync();
-  } catch {
-    // Some file systems refuse it; the rename happened all the same.
-  } finally {
-    await handle.close();
-  }
 }
