@@ -213,7 +213,7 @@ function checkDestinations(
 ): void {
   if (output === 'none' && sinks.length === 0) {
     throw new UsageError(
-      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add --webhook or --slack-webhook.`,
+      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add a sink flag (--webhook, --slack-webhook, --kafka-brokers, --output-file, …).`,
     );
   }
   if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
@@ -221,7 +221,7 @@ function checkDestinations(
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to webhook, chat, Kafka, OTLP, OpenSearch and Elasticsearch sinks, and none is listed (stdout has no dead letters)',
+      'applies to webhook, chat, Kafka, OTLP, OpenSearch, Elasticsearch and file sinks, and none is listed (stdout has no dead letters)',
     );
   }
 }

@@ -213,7 +213,7 @@ function destinationsFrom(
     delivery.deadLetterLimits = deadLetterLimitsFromFlags(flags);
     if (output === 'none' && delivery.sinks.length === 0) {
       throw new UsageError(
-        '--output none leaves events nowhere to go: add --webhook, --slack-webhook, --slack-channel, --kafka-brokers or another chat webhook.',
+        '--output none leaves events nowhere to go: add --webhook, --slack-webhook, --slack-channel, another chat webhook, --kafka-brokers, --otlp-endpoint or --output-file.',
       );
     }
   }

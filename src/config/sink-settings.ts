@@ -64,7 +64,7 @@ const MAX_BATCH = 10_000;
 
 /** --dead-letter given, and no sink flag that delivers over the network (from the flags or beside a file). */
 export const DEAD_LETTER_FLAG_WITHOUT_SINK =
-  '--dead-letter applies to the deliveries of --webhook, Slack and the other chat platforms, Kafka and OTLP, and none is given (stdout has no dead letters).';
+  '--dead-letter applies to the deliveries of --webhook, Slack and the other chat platforms, Kafka, OTLP and --output-file, and none is given (stdout has no dead letters).';
 
 export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.env): SinkSettings {
   const shutdownTimeoutMs =

@@ -123,6 +123,8 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
   name(spec: Spec): string;
   /** What it sends or holds that the logs, dead letters and reports must never show. */
   credentials(spec: Spec): Credential[];
+  /** The files it writes (none: it writes no file); no other sink or dead-letter file may write one of them. */
+  files?(spec: Spec): string[];
   /** Why stories cannot apply to it (a UsageError when asked for); absent: they can. */
   readonly storiesRefused?: string;
   /** Creates the sink, importing its implementation now. */

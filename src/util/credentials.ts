@@ -5,6 +5,7 @@
 // not plain words), and scrub() replaces every form in a text with CREDENTIAL_MARK. Each user is given its
 // Credentials, never a global: the logger, dead-letter records, sinks' names, a sink's HTTP answers before
 // they are quoted or cut, a watch's fatal error.
+import { escapeRegExp } from './glob.ts';
 import type { LogFields, Logger } from './log.ts';
 
 /** What a credential is replaced by. */
@@ -181,8 +182,4 @@ function safeDecode(segment: string): string {
   } catch {
     return segment;
   }
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

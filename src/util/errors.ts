@@ -36,3 +36,22 @@ export function fileReadProblem(error: unknown): string {
   if (code === 'EISDIR') return 'it is a directory';
   return error instanceof Error ? error.message : String(error);
 }
+
+/** A file system error in a few words, with its code: 'no space left on the device (ENOSPC)'. */
+export function describeFileError(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const words: Record<string, string> = {
+    ENOSPC: 'no space left on the device',
+    EDQUOT: 'the disk quota is used up',
+    EROFS: 'the file system is read-only',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    ELOOP: 'it is a symbolic link',
+    EISDIR: 'it is a directory',
+    ENOENT: 'no such file or directory',
+    EIO: 'an input/output error',
+  };
+  const said = code ? words[code] : undefined;
+  if (said) return `${said} (${code})`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,4 +1,5 @@
-// Namespace names, and shell-style globs over them: `*` is any run of characters, `?` one character.
+// Namespace names, and shell-style globs over them: `*` is any run of characters, `?` one character; and
+// text matched literally inside a RegExp.
 
 export function hasGlob(text: string): boolean {
   return text.includes('*') || text.includes('?');
@@ -9,9 +10,14 @@ export function globToRegExp(glob: string): RegExp {
   for (const char of glob) {
     if (char === '*') source += '.*';
     else if (char === '?') source += '.';
-    else source += char.replace(/[.+^${}()|[\]\\-]/g, '\\$&');
+    else source += escapeRegExp(char);
   }
   return new RegExp(`^${source}$`);
+}
+
+/** `text` as a RegExp source that matches it literally. */
+export function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** A name or a glob over names, compiled once: an exact comparison when it has no `*` or `?`. */

@@ -2,9 +2,10 @@
 // of a small maxSize, so that it rotates many times during a burst of changes. After SIGTERM, the rotated
 // files (gzipped) and the live file hold exactly the lines stdout printed (`-o json`): every change once,
 // in order, the same text; the files are 0600. A path kubediff must not write (a symbolic link, a file
-// where its directory should be) is refused at start, exit code 2, in one sentence.
+// where its directory should be, a file another file sink or a dead-letter file writes) is refused at start,
+// exit code 2, in one sentence.
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, realpath, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -116,17 +117,41 @@ describe('file sink', () => {
     const target = path.join(dir, 'target');
     await writeFile(target, '');
     await symlink(target, path.join(dir, 'link.jsonl'));
-    const cases = [
-      [path.join(dir, 'link.jsonl'), /is a symbolic link; kubediff does not follow links there/],
-      [path.join(target, 'events.jsonl'), /cannot create the directory .* of the file sink's path/],
-    ] as const;
-    for (const [filePath, message] of cases) {
-      const result = await runKubediffToCompletion(
-        [...watchArgs('default', ['configmaps']), '--output-file', filePath],
-        {
-          timeoutMs: 60_000,
-        },
+    const shared = path.join(dir, 'shared.jsonl');
+    const realShared = path.join(await realpath(dir), 'shared.jsonl');
+    // The same file reached through a symbolic link to its directory.
+    await symlink(dir, path.join(dir, 'alias'));
+    const config = path.join(dir, 'two-files.yaml');
+    await writeFile(
+      config,
+      `sinks:\n  - type: file\n    name: first\n    path: ${shared}\n  - type: file\n    path: ${path.join(dir, 'alias', 'shared.jsonl')}\n`,
+    );
+    const sameFile = (a: string, b: string) =>
+      new RegExp(
+        `^kubediff: ${a} and ${b} would both write ${realShared.replaceAll('.', '\\.')}: give each its own file\\.`,
       );
+    const cases = [
+      [
+        ['--output-file', path.join(dir, 'link.jsonl')],
+        /is a symbolic link; kubediff does not follow links there/,
+      ],
+      [
+        ['--output-file', path.join(target, 'events.jsonl')],
+        /cannot create the directory .* of the file sink's path/,
+      ],
+      [['-c', config], sameFile('the sink first', `the sink file ${dir}/alias/shared\\.jsonl`)],
+      [
+        ['--output-file', `${dir}/./shared.jsonl`, '--dead-letter', shared],
+        sameFile(
+          `the sink file ${dir}/\\./shared\\.jsonl`,
+          `the dead-letter file ${shared.replaceAll('.', '\\.')}`,
+        ),
+      ],
+    ] as const;
+    for (const [args, message] of cases) {
+      const result = await runKubediffToCompletion([...watchArgs('default', ['configmaps']), ...args], {
+        timeoutMs: 60_000,
+      });
       assert.equal(result.code, 2, result.stderr);
       assert.match(result.stderr, message);
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);

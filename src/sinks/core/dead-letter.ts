@@ -17,7 +17,7 @@ import {
 } from 'node:fs';
 import type { KubediffEvent } from '../../events/event.ts';
 import { Credentials } from '../../util/credentials.ts';
-import { errorMessage, UsageError } from '../../util/errors.ts';
+import { describeFileError, errorMessage, UsageError } from '../../util/errors.ts';
 import type { Logger } from '../../util/log.ts';
 import { formatSize } from '../../util/size.ts';
 import { isoTimestamp } from '../../util/timestamp.ts';
@@ -93,7 +93,7 @@ export class DeadLetterFile {
       return new DeadLetterFile(path, openSync(path, 'a', 0o600), log, limits, credentials);
     } catch (error) {
       throw new UsageError(
-        `cannot open the dead-letter file ${path}: ${describeOpenError(error)}; choose a writable file with --dead-letter.`,
+        `cannot open the dead-letter file ${path}: ${describeFileError(error)}; choose a writable file with --dead-letter.`,
         { cause: error },
       );
     }
@@ -222,20 +222,4 @@ function countLines(file: string): number {
 /** How a log line ends for `what` that was not delivered: where it went, if anywhere. */
 export function lossNote(what: string, file: DeadLetterFile | undefined): string {
   return file ? `${what} written to the dead-letter file ${file.path}.` : `${what} not delivered.`;
-}
-
-function describeOpenError(error: unknown): string {
-  switch ((error as { code?: unknown } | undefined)?.code) {
-    case 'ENOENT':
-      return 'its directory does not exist';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory';
-    case 'EROFS':
-      return 'the file system is read-only';
-    default:
-      return errorMessage(error);
-  }
 }

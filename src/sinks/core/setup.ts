@@ -16,6 +16,7 @@ import { allSinkCredentials, sinkCredentials } from './sink-credentials.ts';
 import { defaultSinkName } from './sink-name.ts';
 import { httpOptions, storiesOf, storiesOption } from './sink-options.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
+import { checkFilesNotShared, type WrittenFile } from './written-files.ts';
 
 interface StdoutSinkSpec extends CommonSinkSpec {
   type: 'stdout';
@@ -88,6 +89,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
   const unique = (name: string) => numbered(credentials.scrub(name));
   let stdout: StreamOutput | undefined;
   const routes: Route[] = [];
+  checkFilesNotShared(writtenFiles(specs, runtime.deadLetterFile));
   try {
     for (const spec of specs) {
       const deadLetter =
@@ -118,6 +120,21 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
     deadLetterFiles: [...deadLetters.values()],
     flowControl: () => output?.flowControl(),
   };
+}
+
+/** The files the sinks write, and the dead-letter files (one per path: sinks share those by design). */
+function writtenFiles(specs: readonly SinkSpec[], defaultDeadLetter: string | undefined): WrittenFile[] {
+  const files: WrittenFile[] = [];
+  const deadLetters = new Set<string>();
+  for (const spec of specs) {
+    const component = sinkComponent(spec.type);
+    const name = spec.name ?? defaultSinkName(spec);
+    for (const file of component?.files?.(spec) ?? []) files.push({ path: file, writer: `the sink ${name}` });
+    const deadLetter = spec.type === 'stdout' ? undefined : (spec.deadLetterFile ?? defaultDeadLetter);
+    if (deadLetter !== undefined) deadLetters.add(deadLetter);
+  }
+  for (const file of deadLetters) files.push({ path: file, writer: `the dead-letter file ${file}` });
+  return files;
 }
 
 type SinkType = Exclude<SinkSpec, RegisteredSpec>['type'];

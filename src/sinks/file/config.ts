@@ -3,6 +3,7 @@
 // `--output-file` flag, and the spec the factory creates the sink from.
 import type { FromSchema } from 'json-schema-to-ts';
 import { checkDuration } from '../../util/duration.ts';
+import { UsageError } from '../../util/errors.ts';
 import type { FlagSpec } from '../../util/flag-spec.ts';
 import { type Check, type Checks, duration, size } from '../../util/key-checks.ts';
 import { parseSize } from '../../util/size.ts';
@@ -34,7 +35,7 @@ export const fileSinkSchema = {
     type: { const: 'file' },
     ...commonKeys,
     ...deliveryKeys,
-    path: { type: 'string', minLength: 1 },
+    path: { type: 'string' },
     // A size (100MB): the live file is rotated before a line would take it past this.
     maxSize: { type: 'string' },
     maxFiles: { type: 'integer', minimum: 0, maximum: MAX_MAX_FILES },
@@ -80,9 +81,32 @@ const intervalNeedsInterval: Check = (entry, path, { at }) => {
     at([...path, 'fsyncInterval'], `applies to fsync: interval, and fsync is ${String(fsync)}`);
 };
 
-/** What the schema cannot say: a size, a duration, the least maxSize, fsyncInterval only with fsync: interval. */
+const pathGiven: Check = (value, path, { at }) => {
+  if (typeof value === 'string' && value.trim() === '')
+    at(path, 'is empty: give the file to append the events to (e.g. /var/log/kubediff/events.jsonl)');
+};
+
+/** A write to a local file has no time limit to give: the key is refused rather than ignored. */
+const noTimeout: Check = (value, path, { at }) => {
+  if (value !== undefined)
+    at(path, 'does not apply to a file sink (a local write has no time limit to set): remove it');
+};
+
+/** The sink itself must be able to read and write its files (it reads the live file's end at each start). */
+const ownerReadWrite: Check = (value, path, { at, shown }) => {
+  if (typeof value !== 'string' || !/^0?[0-7]{3}$/.test(value)) return;
+  if ((Number.parseInt(value, 8) & 0o600) !== 0o600)
+    at(path, `must give the owner read and write (0600 and up, e.g. "0640"), got ${shown(path, value)}`);
+};
+
+/**
+ * What the schema cannot say: a path that is not blank, a size, a duration, the least maxSize,
+ * fsyncInterval only with fsync: interval, owner read+write in mode, no timeout.
+ */
 export const fileSinkChecks: Checks = [
-  [['timeout'], duration()],
+  [['path'], pathGiven],
+  [['timeout'], noTimeout],
+  [['mode'], ownerReadWrite],
   [['maxSize'], size],
   [['maxSize'], atLeast1KB],
   [['fsyncInterval'], duration()],
@@ -97,10 +121,16 @@ export const fileSinkFlags: readonly FlagSpec[] = [
   },
 ];
 
-/** `--output-file PATH`: a file sink with every default. */
+/** `--output-file PATH`: a file sink with every default; a blank path is refused. */
 export function fileSpecsFromFlags(values: object): FileSinkSpec[] {
-  const path = (values as { outputFile?: string }).outputFile?.trim();
-  return path ? [{ type: 'file', path }] : [];
+  const given = (values as { outputFile?: string }).outputFile;
+  if (given === undefined) return [];
+  const path = given.trim();
+  if (path === '')
+    throw new UsageError(
+      '--output-file is empty: give the file to append the events to (e.g. --output-file /var/log/kubediff/events.jsonl).',
+    );
+  return [{ type: 'file', path }];
 }
 
 /** A checked entry as its spec. */

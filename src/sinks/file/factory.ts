@@ -22,6 +22,7 @@ export const fileComponent: SinkComponent<FileSinkEntry, FileSinkSpec> = {
   // A path holds no credential.
   name: (spec) => `file ${spec.path}`,
   credentials: () => [],
+  files: (spec) => [spec.path],
   storiesRefused:
     'stories do not apply to a file sink: it writes one event per line, as -o json does (remove its stories key).',
   async create(spec, context) {

@@ -3,13 +3,17 @@
 // batch sink (batch-sink.ts): a write the file system refuses (disk full, read-only) fails its batch like
 // a refused request, retried with backoff while events wait in the bounded queue, then dead-lettered, each
 // trouble said once; the lines a failed write did reach the file are counted delivered and never written
-// twice. Guarantees: no file exceeds maxSize unless one line alone does; only whole lines stay in the file
-// (live-file.ts); every event accepted is delivered, dead-lettered or counted lost by close().
+// twice. Guarantees: no file exceeds maxSize unless one line alone does; the file only grows, and a line a
+// failed write cut short is finished (from its text kept here) before any other is written, even when its
+// batch was given up (its event is then in the dead-letter file too) (live-file.ts); every event accepted
+// is delivered, dead-lettered or counted lost by close().
+
+import { describeFileError } from '../../util/errors.ts';
 import type { BatchSinkOptions, BatchWork, Transmission } from '../core/batch-sink.ts';
 import { BatchSink } from '../core/batch-sink.ts';
 import type { SinkFileStats } from '../core/sink.ts';
 import { FILE_SINK_DEFAULTS, type FsyncPolicy } from './config.ts';
-import { describeFileError, LiveFile, PartialWrite } from './live-file.ts';
+import { LiveFile, PartialWrite } from './live-file.ts';
 import { RotatedFiles } from './rotated-files.ts';
 
 export interface FileSinkOptions extends BatchSinkOptions {
@@ -43,11 +47,11 @@ export class FileSink extends BatchSink {
    */
   static async create(options: FileSinkOptions): Promise<FileSink> {
     const mode = options.mode ?? FILE_SINK_DEFAULTS.mode;
-    const { file, cut } = await LiveFile.open(options.path, mode);
+    const { file, ended } = await LiveFile.open(options.path, mode);
     const sink = new FileSink(options, file);
-    if (cut > 0)
+    if (ended > 0)
       sink.trouble.warn(
-        `the file ended with an unfinished line (${cut} bytes, from a run that stopped while writing it): removed, so that the next line starts on a line of its own.`,
+        `the file ended with an unfinished line (${ended} bytes, from a run that stopped while writing it): ended with a newline, so that the next line starts on a line of its own; that one line is not valid JSON.`,
       );
     await sink.rotated.recover().catch((error: unknown) => {
       sink.trouble.warn(`cannot read the rotated files beside ${options.path}: ${describeFileError(error)}.`);
@@ -100,7 +104,7 @@ export class FileSink extends BatchSink {
       let resume = 0;
       if (this.file.unfinishedBytes > 0) {
         if (lines[0] === this.unfinishedLine) resume = this.file.unfinishedBytes;
-        else await this.file.dropUnfinished();
+        else await this.finishUnfinished();
       }
       const sizes = lines.map((line) => Buffer.byteLength(line) + 1);
       while (next < lines.length) {
@@ -117,10 +121,26 @@ export class FileSink extends BatchSink {
         next = end;
       }
     } catch (error) {
-      return this.failure(lines, next, error);
+      return this.durable(() => this.failure(lines, next, error));
     }
-    if (this.fsync === 'every-event') await this.sync();
-    return { ok: true };
+    return this.durable(() => ({ ok: true }));
+  }
+
+  /**
+   * With fsync: every-event a line counts delivered only once it is on the disk: the lines written are
+   * flushed first, and a failed flush fails the whole batch (retried: what reached the disk of the first
+   * copy may be there twice). With interval or never, `written` stands.
+   */
+  private async durable(written: () => Transmission): Promise<Transmission> {
+    if (this.fsync !== 'every-event') return written();
+    try {
+      await this.file.sync();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'error';
+      const reason = `cannot flush ${this.file.path} to the disk: ${describeFileError(error)}`;
+      return { ok: false, retryable: true, aborted: false, reason, key: `fsync: ${code}` };
+    }
+    return written();
   }
 
   /** Lines [from, to) in one write, the first from its byte `resume`; `next` advances as lines land. */
@@ -164,14 +184,29 @@ export class FileSink extends BatchSink {
     };
   }
 
+  /**
+   * Writes the rest of the line a failed write cut short, whose batch was given up: the file is never
+   * truncated (a shipper may have read the part). Throws when the file system still refuses.
+   */
+  private async finishUnfinished(): Promise<void> {
+    const from = this.file.unfinishedBytes;
+    if (from === 0) return;
+    const data = Buffer.from(`${this.unfinishedLine ?? ''}\n`);
+    await this.file.append(data, Math.min(from, data.length - 1), () => 0);
+    this.unfinishedLine = undefined;
+  }
+
   private async rotate(): Promise<void> {
     const rotatedPath = await this.rotated.nextPath();
     await this.file.rotate(rotatedPath);
     this.rotations++;
-    await this.rotated.added(rotatedPath);
+    this.rotated.added(rotatedPath);
   }
 
-  /** fdatasync: what failed is said once; the lines stay written (writing them again would repeat them). */
+  /**
+   * fdatasync for fsync: interval and at close: what failed is said once; the lines stay counted delivered
+   * (writing them again would repeat them). fsync: every-event flushes in transmit() instead.
+   */
   private async sync(): Promise<void> {
     try {
       await this.file.sync();
@@ -186,8 +221,8 @@ export class FileSink extends BatchSink {
   /** After the last batch: the compressions finish (or are left for the next start at the deadline), then the file is flushed and closed. */
   protected async release(): Promise<void> {
     clearInterval(this.timer);
-    // A line left unfinished by a batch given up on is removed: the file ends with a whole line.
-    await this.file.dropUnfinished().catch(() => {});
+    // A line left unfinished by a batch given up on is finished (else ended with a newline at the next start).
+    await this.finishUnfinished().catch(() => {});
     await this.rotated.close(this.clock.deadlineSignal);
     if (this.fsync !== 'never') await this.sync();
     await this.file.close();

@@ -1,12 +1,14 @@
 // The file a file sink appends to. Guarantees: it is a regular file reached without following a symbolic
-// link, with the configured mode (0600 by default); bytes are only ever appended, and only whole lines stay
-// in it: a line cut short by a failed write is finished by the next write of the same line, or removed
-// (truncated away, never followed by another line) before any other line is written. At open, an
-// unfinished last line left by a crash is removed the same way. Needs: a directory it may create.
+// link, with the configured mode (0600 by default); bytes are only ever appended, never truncated (a log
+// shipper that saw a file shrink would read it again from the start, or glue the next line to a part it
+// read), and no line is ever written after an unfinished one: a line cut short by a failed write is
+// finished before anything else is written (file-sink.ts keeps its text). At open, an unfinished last line
+// left by a crash is ended with a newline: one malformed line, the lines after it whole. Needs: a
+// directory it may create.
 import { constants, type Stats } from 'node:fs';
 import { chmod, type FileHandle, lstat, mkdir, open, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { UsageError } from '../../util/errors.ts';
+import { describeFileError, UsageError } from '../../util/errors.ts';
 
 const APPEND = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
 
@@ -40,16 +42,22 @@ export class LiveFile {
   }
 
   /**
-   * Opens `filePath` for appending (its directory created if missing), removing an unfinished last line
-   * (returned as `cut`, its byte count). A UsageError says what is wrong, where, and how to fix it.
+   * Opens `filePath` for appending (its directory created if missing), ending an unfinished last line
+   * with a newline (returned as `ended`, the bytes of that line). A UsageError says what is wrong, where,
+   * and how to fix it.
    */
-  static async open(filePath: string, mode: number): Promise<{ file: LiveFile; cut: number }> {
+  static async open(filePath: string, mode: number): Promise<{ file: LiveFile; ended: number }> {
     const handle = await openAppending(filePath, mode);
     try {
       const size = (await handle.stat()).size;
       const whole = await lastLineEnd(handle, size);
-      if (whole < size) await handle.truncate(whole);
-      return { file: new LiveFile(filePath, mode, handle, whole), cut: size - whole };
+      let bytes = size;
+      if (whole < size) {
+        await handle.write('\n');
+        await handle.datasync();
+        bytes++;
+      }
+      return { file: new LiveFile(filePath, mode, handle, bytes), ended: size - whole };
     } catch (error) {
       await handle.close();
       throw usageError(filePath, error);
@@ -87,16 +95,6 @@ export class LiveFile {
     }
   }
 
-  /** Removes an unfinished last line; throws when the file system refuses (the line stays unfinished). */
-  async dropUnfinished(): Promise<number> {
-    if (this.unfinishedAt === undefined) return 0;
-    const cut = this.bytes - this.unfinishedAt;
-    await this.handle.truncate(this.unfinishedAt);
-    this.bytes = this.unfinishedAt;
-    this.unfinishedAt = undefined;
-    return cut;
-  }
-
   /** Flushes what was written to the disk (fdatasync), if anything was since the last time. */
   async sync(): Promise<void> {
     if (!this.dirty) return;
@@ -126,6 +124,8 @@ export class LiveFile {
     });
     await this.handle.close().catch(() => {});
     this.handle = next;
+    // The new file's name (and the old one's new name) survive a crash of the node.
+    await syncDirectory(path.dirname(this.path));
     this.bytes = 0;
     this.unfinishedAt = undefined;
     this.dirty = false;
@@ -202,21 +202,15 @@ function usageError(filePath: string, error: unknown): UsageError {
   );
 }
 
-/** A file system error in a few words, with its code: 'no space left on the device (ENOSPC)'. */
-export function describeFileError(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const words: Record<string, string> = {
-    ENOSPC: 'no space left on the device',
-    EDQUOT: 'the disk quota is used up',
-    EROFS: 'the file system is read-only',
-    EACCES: 'permission denied',
-    EPERM: 'permission denied',
-    ELOOP: 'it is a symbolic link',
-    EISDIR: 'it is a directory',
-    ENOENT: 'no such file or directory',
-    EIO: 'an input/output error',
-  };
-  const said = code ? words[code] : undefined;
-  if (said) return `${said} (${code})`;
-  return error instanceof Error ? error.message : String(error);
+/** Makes a rename durable (where the file system lets a directory be synced). */
+export async function syncDirectory(directory: string): Promise<void> {
+  const handle = await open(directory, 'r').catch(() => undefined);
+  if (!handle) return;
+  try {
+    await handle.sync();
+  } catch {
+    // Some file systems refuse it; the rename happened all the same.
+  } finally {
+    await handle.close();
+  }
 }

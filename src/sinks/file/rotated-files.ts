@@ -4,14 +4,22 @@
 // the plain file is removed only after that, so at any moment each rotated file's lines are in exactly one
 // of the two; after a crash, open() finishes the job (a leftover `.tmp` deleted, a plain file beside its
 // `.gz` deleted, a plain file alone compressed). At most `maxFiles` are kept, the oldest deleted first.
-import { createReadStream, createWriteStream } from 'node:fs';
+// Compressions and deletions run one at a time in one queue, so a file is never deleted while it is being
+// compressed; until the queue reaches a deletion, one more file than maxFiles may be on disk. Only regular
+// files are touched: a symbolic link (or anything else) named like a rotated file is left alone.
+import { constants, createWriteStream } from 'node:fs';
 import { lstat, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { plural } from '../../util/count-text.ts';
+import { describeFileError } from '../../util/errors.ts';
+import { escapeRegExp } from '../../util/glob.ts';
 import { isoTimestamp } from '../../util/timestamp.ts';
-import { describeFileError } from './live-file.ts';
+import { syncDirectory } from './live-file.ts';
+
+/** A deletion of the oldest beyond maxFiles, queued among the compressions. */
+const PRUNE = Symbol('prune');
 
 const STAMP = String.raw`\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}Z`;
 
@@ -43,7 +51,8 @@ export class RotatedFiles {
   private readonly directory: string;
   private readonly pattern: RegExp;
   private readonly options: RotatedFilesOptions;
-  private readonly waiting: string[] = [];
+  /** Compressions (a path) and deletions beyond maxFiles ('prune'), in order. */
+  private readonly waiting: (string | typeof PRUNE)[] = [];
   private running: Promise<void> | undefined;
   private lastStamp = 0;
   private deleted = 0;
@@ -73,7 +82,7 @@ export class RotatedFiles {
       if (compressed.has(entry.stamp)) await unlink(entry.path).catch(() => {});
       else if (this.options.compress) this.waiting.push(entry.path);
     }
-    await this.prune();
+    this.waiting.push(PRUNE);
     this.kick();
   }
 
@@ -90,10 +99,10 @@ export class RotatedFiles {
     }
   }
 
-  /** `rotatedPath` was just rotated out: the oldest beyond maxFiles go, it is queued for compression. */
-  async added(rotatedPath: string): Promise<void> {
+  /** `rotatedPath` was just rotated out: queued for compression, then the oldest beyond maxFiles go. */
+  added(rotatedPath: string): void {
     if (this.options.compress && this.options.maxFiles > 0) this.waiting.push(rotatedPath);
-    await this.prune();
+    this.waiting.push(PRUNE);
     this.kick();
   }
 
@@ -125,7 +134,8 @@ export class RotatedFiles {
     if (this.running || this.waiting.length === 0) return;
     this.running = (async () => {
       for (let next = this.waiting.shift(); next !== undefined; next = this.waiting.shift()) {
-        await this.compress(next);
+        if (next === PRUNE) await this.prune();
+        else await this.compress(next);
       }
       await this.measure();
     })().finally(() => {
@@ -140,8 +150,10 @@ export class RotatedFiles {
     const target = `${plain}.gz`;
     const tmp = `${target}.tmp`;
     try {
+      // Not through a symbolic link put in its place since it was listed.
+      const source = await open(plain, constants.O_RDONLY | constants.O_NOFOLLOW);
       await pipeline(
-        createReadStream(plain),
+        source.createReadStream(),
         createGzip(),
         createWriteStream(tmp, { flags: 'wx', mode: this.options.mode }),
         { signal: this.abort.signal },
@@ -163,6 +175,8 @@ export class RotatedFiles {
     } catch (error) {
       await unlink(tmp).catch(() => {});
       if (this.abort.signal.aborted) return;
+      // Deleted meanwhile (by hand: the queue's own deletions wait for this compression); nothing to keep.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       this.compressionFailures++;
       this.options.trouble(
         `compress: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
@@ -223,7 +237,11 @@ export class RotatedFiles {
         gz: match[2] !== undefined,
         tmp: match[3] !== undefined,
       };
-      entries.push(entry);
+      const isFile = await lstat(entry.path).then(
+        (s) => s.isFile(),
+        () => false,
+      );
+      if (isFile) entries.push(entry);
     }
     return entries;
   }
@@ -241,21 +259,4 @@ async function exists(file: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-/** Makes a rename durable (where the file system lets a directory be synced). */
-async function syncDirectory(directory: string): Promise<void> {
-  const handle = await open(directory, 'r').catch(() => undefined);
-  if (!handle) return;
-  try {
-    await handle.sync();
-  } catch {
-    // Some file systems refuse it; the rename happened all the same.
-  } finally {
-    await handle.close();
-  }
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -73,7 +73,7 @@ describe('`kubediff watch --help`', () => {
       'Output (1 more with --help-all):',
       '-o, --output <format>',
       '--cluster-name <name>',
-      'Sinks (17 more with --help-all):',
+      'Sinks (18 more with --help-all):',
       '--webhook <url>',
       '--slack-webhook <url>',
       '--dead-letter <file>',
@@ -122,8 +122,8 @@ describe('`kubediff watch --help`', () => {
       '--help-all',
       '-h, --help',
     ]);
-    // 83 flags, --help-all and --help.
-    assert.equal(listed.length, 85);
+    // 84 flags, --help-all and --help.
+    assert.equal(listed.length, 86);
     assert.ok(!outline(all.stdout).some((entry) => entry.includes('more with')));
     assert.doesNotMatch(all.stdout, /--no-(slack|teams|discord|mattermost|google-chat)-stories/);
     assert.match(all.stdout, /\ndocs\/cli\.md describes each flag in full\.\n$/);

@@ -66,6 +66,9 @@ describe('file sink settings', () => {
       ['    fsyncInterval: soon\n', /sinks\[0\]\.fsyncInterval: expected a duration/],
       ['    mode: "999"\n', /sinks\[0\]\.mode: /],
       ['    stories: true\n', /stories do not apply to a file sink/],
+      ['    mode: "0200"\n', /sinks\[0\]\.mode: must give the owner read and write .*got "0200"/],
+      ['    mode: "0444"\n', /sinks\[0\]\.mode: must give the owner read and write/],
+      ['    timeout: 5s\n', /sinks\[0\]\.timeout: does not apply to a file sink/],
     ];
     for (const [keys, message] of cases) {
       await assert.rejects(
@@ -80,6 +83,21 @@ describe('file sink settings', () => {
     assert.deepEqual(sinkSettingsFromFlags({ outputFile: ' /data/events.jsonl ' }, {}).sinks, [
       { type: 'file', path: '/data/events.jsonl' },
     ]);
-    assert.deepEqual(sinkSettingsFromFlags({ outputFile: '' }, {}).sinks, []);
+    assert.deepEqual(sinkSettingsFromFlags({}, {}).sinks, []);
+  });
+
+  it('refuses a blank path, as a flag or a key', async () => {
+    for (const outputFile of ['', '  ']) {
+      assert.throws(
+        () => sinkSettingsFromFlags({ outputFile }, {}),
+        (error: unknown) =>
+          error instanceof UsageError && /^--output-file is empty: give the file/.test(error.message),
+      );
+    }
+    await assert.rejects(
+      settingsOf('sinks:\n  - type: file\n    path: "  "\n'),
+      (error: unknown) =>
+        error instanceof UsageError && /kubediff\.yaml:3:\d+: sinks\[0\]\.path: is empty/.test(error.message),
+    );
   });
 });

@@ -107,7 +107,7 @@ describe('file sink on a full disk', { skip: root ? false : 'mounting a tmpfs ne
     assert.equal(log.warnings.filter((w) => /ENOSPC/.test(w)).length, 1, log.warnings.join('\n'));
   });
 
-  it('gives up on a batch after its retries: dead-lettered, the cut line removed, later batches whole', async () => {
+  it('gives up on a batch after its retries: dead-lettered, the cut line finished (never truncated), later batches whole', async () => {
     const volume = await smallVolume('64k');
     const file = path.join(volume, 'events.jsonl');
     const log = memoryLog();
@@ -127,6 +127,8 @@ describe('file sink on a full disk', { skip: root ? false : 'mounting a tmpfs ne
     for (let n = 1; n <= 40; n++) sink.deliver(eventNumber(n));
     await log.waitForLine(/gave up after 3 attempts/);
     while (sink.stats().pending > 0) await new Promise((resolve) => setImmediate(resolve));
+    const atGiveUp = await readFile(file, 'utf8');
+    assert.ok(!atGiveUp.endsWith('\n'), 'a write was cut inside a line (what this test is about)');
     await rm(path.join(volume, 'filler'));
     sink.deliver(eventNumber(41));
     const report = await sink.close(5000);
@@ -136,11 +138,16 @@ describe('file sink on a full disk', { skip: root ? false : 'mounting a tmpfs ne
       .trim()
       .split('\n')
       .map((line) => (JSON.parse(line) as { event: { id: string } }).event.id);
+    // The file only grew: a shipper that read the part of the cut line reads its rest next.
+    assert.ok((await readFile(file, 'utf8')).startsWith(atGiveUp), 'the file was never truncated');
     assert.equal(written.at(-1), 'u41:41');
+    // The cut line was finished although its batch was given up: that one event is in both files.
+    const finished = written.at(-2);
+    assert.equal(finished, dead[0]);
     assert.deepEqual(
-      [...written.slice(0, -1), ...dead],
+      [...written.slice(0, -2), ...dead],
       Array.from({ length: 41 }, (_, n) => `u${n}:${n}`),
-      'each event once: in the file or in the dead-letter file',
+      'every event in the file or in the dead-letter file, in order',
     );
     assert.equal(report.stats.delivered + report.stats.deadLettered, 42);
   });

@@ -1,7 +1,7 @@
 // The file sink on a real file system: the lines are stdout's JSON lines, rotation keeps every file within
 // maxSize and every event exactly once in order across the gzipped rotated files and the live one, maxFiles
 // bounds what is kept, the files are 0600, a symbolic link at the path is refused, and what a crash leaves
-// (an unfinished line, a half-written .gz) is put right at the next start. ENOSPC and a read-only volume:
+// (an unfinished line: ended, never cut; a half-written .gz) is put right at the next start. ENOSPC and a read-only volume:
 // file-sink-full.test.ts.
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
@@ -85,6 +85,25 @@ describe('file sink', () => {
     );
     assert.equal(log.lines.filter((line) => /keeping 3 rotated files/.test(line)).length, 1);
     assert.equal(sink.fileStats().deleted, 20 - 1 - 3);
+    // Deletions wait for the compression running: none is a compression failure.
+    assert.equal(sink.fileStats().compressionFailures, 0);
+    assert.ok(!log.lines.some((line) => /cannot compress/.test(line)), log.lines.join('\n'));
+  });
+
+  it('leaves alone a symbolic link named like a rotated file: not compressed, not deleted, not followed', async () => {
+    const dir = await scratch();
+    const file = path.join(dir, 'events.jsonl');
+    const target = path.join(dir, 'elsewhere');
+    await writeFile(target, 'keep me\n');
+    const link = `${file}.2026-12-01T10-00-00.000Z`;
+    await symlink(target, link);
+    const log = memoryLog();
+    const sink = await FileSink.create({ name: 'file', path: file, maxFiles: 0, log });
+    sink.deliver(eventNumber(1));
+    await sink.close(5000);
+    assert.deepEqual((await readdir(dir)).sort(), ['elsewhere', 'events.jsonl', path.basename(link)]);
+    assert.equal(await readFile(link, 'utf8'), 'keep me\n');
+    assert.equal(sink.fileStats().compressionFailures, 0);
   });
 
   it('refuses a symbolic link at its path, and a directory, in a sentence that says what to do', async () => {
@@ -107,19 +126,19 @@ describe('file sink', () => {
     );
   });
 
-  it('removes an unfinished last line left by a crash, then appends whole lines after the whole ones', async () => {
+  it('ends an unfinished last line left by a crash with a newline (never shrinks the file), then appends whole lines', async () => {
     const dir = await scratch();
     const file = path.join(dir, 'events.jsonl');
-    const before = renderJsonLine(eventNumber(1));
-    await writeFile(file, `${before}{"id":"u2:2","ty`, { mode: 0o644 });
+    const before = `${renderJsonLine(eventNumber(1))}{"id":"u2:2","ty`;
+    await writeFile(file, before, { mode: 0o644 });
     const log = memoryLog();
     const sink = await FileSink.create({ name: 'file', path: file, log });
     sink.deliver(eventNumber(3));
     await sink.close(5000);
-    assert.equal(await readFile(file, 'utf8'), before + renderJsonLine(eventNumber(3)));
+    assert.equal(await readFile(file, 'utf8'), `${before}\n${renderJsonLine(eventNumber(3))}`);
     assert.equal((await stat(file)).mode & 0o777, 0o600, 'an existing file gets the configured mode');
     assert.ok(
-      log.warnings.some((w) => /unfinished line \(16 bytes/.test(w)),
+      log.warnings.some((w) => /unfinished line \(16 bytes.*ended with a newline/.test(w)),
       log.lines.join('\n'),
     );
   });
