@@ -62,3 +62,14 @@ export async function createTestDatabase(
     },
   };
 }
+
+/** The database's URL as kubediff takes it: without its password (which goes in PGPASSWORD), TLS verified. */
+export function stateUrl(info: PostgresInfo): string {
+  const url = new URL(info.url);
+  url.password = '';
+  if (info.caFile) {
+    url.searchParams.set('sslmode', 'verify-full');
+    url.searchParams.set('sslrootcert', info.caFile);
+  }
+  return url.href;
+}

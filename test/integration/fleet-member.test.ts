@@ -15,7 +15,7 @@ import { type FleetView, readFleet } from '../../src/state/fleet-rows.ts';
 import { FleetStore } from '../../src/state/fleet-store.ts';
 import { silentLogger } from '../../src/util/log.ts';
 import { uniqueName, waitFor } from '../helpers/kube-admin.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
+import { createTestDatabase, stateUrl, type TestDatabase } from '../helpers/postgres-env.ts';
 
 /** Short, so that takeovers come soon; every wait below is for what happens, never for this long. */
 const TIMEOUT_MS = 3_000;
@@ -109,13 +109,7 @@ describe('fleet members over the real coordination', () => {
   let url: string;
   before(async () => {
     db = await createTestDatabase('fleet-member');
-    const parsed = new URL(db.url);
-    parsed.password = '';
-    if (db.info.caFile) {
-      parsed.searchParams.set('sslmode', 'verify-full');
-      parsed.searchParams.set('sslrootcert', db.info.caFile);
-    }
-    url = parsed.href;
+    url = stateUrl(db.info);
     process.env.PGPASSWORD = db.info.password;
   });
   after(async () => {

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { FleetDatabaseSilent, FleetStore, type ReplicaProfile } from '../../src/state/fleet-store.ts';
 import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { uniqueName, waitFor } from '../helpers/kube-admin.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
+import { createTestDatabase, stateUrl, type TestDatabase } from '../helpers/postgres-env.ts';
 
 /** A beat of a second: the fleet's transactions wait that long for a row lock (lock_timeout). */
 const TIMEOUT_MS = 5_000;
@@ -24,13 +24,7 @@ describe('fleet store: one connection, under contention', () => {
   let observer: pg.Client;
   before(async () => {
     db = await createTestDatabase('fleet-store');
-    const parsed = new URL(db.url);
-    parsed.password = '';
-    if (db.info.caFile) {
-      parsed.searchParams.set('sslmode', 'verify-full');
-      parsed.searchParams.set('sslrootcert', db.info.caFile);
-    }
-    url = parsed.href;
+    url = stateUrl(db.info);
     process.env.PGPASSWORD = db.info.password;
     locker = new pg.Client({ connectionString: url, application_name: 'kubediff-test' });
     observer = new pg.Client({ connectionString: url, application_name: 'kubediff-test' });

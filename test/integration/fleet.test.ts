@@ -15,7 +15,7 @@ import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, KubeAdmin, type KubeObject, uniqueName, waitFor } from '../helpers/kube-admin.ts';
 import { type PostgresInfo, startPostgres } from '../helpers/postgres.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
+import { createTestDatabase, stateUrl, type TestDatabase } from '../helpers/postgres-env.ts';
 import {
   needsSharedEtcd,
   type SideApiserver,
@@ -56,16 +56,6 @@ interface FleetStatus {
   clusters: { cluster: string; owner?: string; synced: boolean; epoch: number }[];
   replicas: { replica: string; alive: boolean; clusters: number }[];
   moves: { at: string; cluster: string; from?: string; to: string; reason: string }[];
-}
-
-function stateUrl(info: PostgresInfo): string {
-  const url = new URL(info.url);
-  url.password = '';
-  if (info.caFile) {
-    url.searchParams.set('sslmode', 'verify-full');
-    url.searchParams.set('sslrootcert', info.caFile);
-  }
-  return url.href;
 }
 
 describe('a fleet of replicas', { skip: needsSharedEtcd() }, () => {

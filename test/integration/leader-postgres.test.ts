@@ -19,8 +19,8 @@ import { startFaultProxy } from '../helpers/fault-proxy.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
 import { adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
-import { type PostgresInfo, psql } from '../helpers/postgres.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres-env.ts';
+import { psql } from '../helpers/postgres.ts';
+import { createTestDatabase, stateUrl, type TestDatabase } from '../helpers/postgres-env.ts';
 
 const admin = adminClient();
 const LEASE_MS = 4_000;
@@ -31,17 +31,6 @@ afterEach(async () => {
 after(async () => {
   await admin.close();
 });
-
-/** The database's URL without its password (which goes in PGPASSWORD). */
-function stateUrl(info: PostgresInfo): string {
-  const url = new URL(info.url);
-  url.password = '';
-  if (info.caFile) {
-    url.searchParams.set('sslmode', 'verify-full');
-    url.searchParams.set('sslrootcert', info.caFile);
-  }
-  return url.href;
-}
 
 const cmPath = (ns: string, name = '') => `/api/v1/namespaces/${ns}/configmaps${name ? `/${name}` : ''}`;
 

@@ -17,8 +17,8 @@ import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } fr
 import { gatedFirstRun } from '../helpers/gated-first-run.ts';
 import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
-import { type PostgresInfo, psql, startPostgres } from '../helpers/postgres.ts';
-import { createTestDatabase } from '../helpers/postgres-env.ts';
+import { psql, startPostgres } from '../helpers/postgres.ts';
+import { createTestDatabase, stateUrl } from '../helpers/postgres-env.ts';
 
 const admin = adminClient();
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-pg-it-'));
@@ -30,17 +30,6 @@ after(async () => {
   await admin.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** The database's URL without its password (which goes in PGPASSWORD), TLS verified. */
-function stateUrl(info: PostgresInfo): string {
-  const url = new URL(info.url);
-  url.password = '';
-  if (info.caFile) {
-    url.searchParams.set('sslmode', 'verify-full');
-    url.searchParams.set('sslrootcert', info.caFile);
-  }
-  return url.href;
-}
 
 const id = (object: KubeObject) => `${object.metadata.uid}:${object.metadata.resourceVersion}`;
 const cmPath = (ns: string, name = '') => `/api/v1/namespaces/${ns}/configmaps${name ? `/${name}` : ''}`;
