@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, afterEach, type TestContext, test } from 'node:test';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';
+import { SCHEMA_VERSION } from '../../src/state/sqlite-migrations.ts';
 import {
   type KubediffProcess,
   killAll,
@@ -549,7 +550,7 @@ test('a state file of schema 1 (an older kubediff) is migrated and still catches
   );
 
   const check = new DatabaseSync(state, { readOnly: true });
-  assert.equal(Object.values(check.prepare('PRAGMA user_version').get() ?? {})[0], 2);
+  assert.equal(Object.values(check.prepare('PRAGMA user_version').get() ?? {})[0], SCHEMA_VERSION);
   check.close();
   const migrated = await history(['--state', state, '-n', ns, 'configmaps', '-o', 'json']);
   assert.equal(migrated.code, 0, migrated.stderr);
