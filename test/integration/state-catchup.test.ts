@@ -524,11 +524,12 @@ test('a state file of schema 1 (an older kubediff) is migrated and still catches
   await first.waitForEvent((e) => e.id === id(b), { description: 'b ADDED' });
   assert.equal((await first.stop()).code, 0);
 
-  // Back to schema 1: the history without its resource, namespace and name columns.
+  // Back to schema 1: the history without its resource, namespace and name columns (schema 2) and its
+  // search column (schema 3).
   const raw = new DatabaseSync(state);
   raw.exec(`DROP INDEX events_object;
     ALTER TABLE events DROP COLUMN resource; ALTER TABLE events DROP COLUMN namespace;
-    ALTER TABLE events DROP COLUMN name; PRAGMA user_version = 1;`);
+    ALTER TABLE events DROP COLUMN name; ALTER TABLE events DROP COLUMN search; PRAGMA user_version = 1;`);
   raw.close();
   const tooOld = await history(['--state', state]);
   assert.equal(tooOld.code, 2);
