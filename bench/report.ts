@@ -57,7 +57,7 @@ export const FIGURES = {
   sizing: { number: 17, key: 'sizing' },
   'used-by': { number: 18, key: 'usedBy' },
   outcomes: { number: 19, key: 'outcomes' },
-  'sync-large': { number: 20, key: 'syncLarge' },
+  'sync-large': { number: 22, key: 'syncLarge' },
   fleet: { number: 21, key: 'fleet' },
 } as const;
 export type FigureName = keyof typeof FIGURES;

@@ -1,4 +1,4 @@
-// Figure 17: the initial sync of one cluster of 100,000 objects (issue 40), what a fleet's replica pays
+// Figure 22: the initial sync of one cluster of 100,000 objects (issue 40), what a fleet's replica pays
 // to take a big cluster over. kubediff's ClusterWatcher (discovery, the streaming list, normalization,
 // the store), exactly what `kubediff watch` awaits before it prints "watching N resource types",
 // against ONE unpaged raw LIST of the same objects (undici, read and parsed), pair by pair; and the
