@@ -120,7 +120,7 @@ function entrySpecOf(
   deadLetter: string | undefined,
   context: EntryContext,
 ): EntrySpec {
-  const timeoutMs = checkedMs(input.timeout);
+  const timeoutMs = checkedMs('timeout' in input ? input.timeout : undefined);
   const deadLetterFile = input.deadLetter ?? deadLetter;
   const common = {
     ...(input.name ? { name: input.name } : {}),

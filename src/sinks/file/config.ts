@@ -34,7 +34,8 @@ export const fileSinkSchema = {
   properties: {
     type: { const: 'file' },
     ...commonKeys,
-    ...deliveryKeys,
+    // deliveryKeys' deadLetter, not its timeout: a local write has no time limit to set.
+    deadLetter: deliveryKeys.deadLetter,
     path: { type: 'string' },
     // A size (100MB): the live file is rotated before a line would take it past this.
     maxSize: { type: 'string' },
@@ -86,12 +87,6 @@ const pathGiven: Check = (value, path, { at }) => {
     at(path, 'is empty: give the file to append the events to (e.g. /var/log/kubediff/events.jsonl)');
 };
 
-/** A write to a local file has no time limit to give: the key is refused rather than ignored. */
-const noTimeout: Check = (value, path, { at }) => {
-  if (value !== undefined)
-    at(path, 'does not apply to a file sink (a local write has no time limit to set): remove it');
-};
-
 /** The sink itself must be able to read and write its files (it reads the live file's end at each start). */
 const ownerReadWrite: Check = (value, path, { at, shown }) => {
   if (typeof value !== 'string' || !/^0?[0-7]{3}$/.test(value)) return;
@@ -101,11 +96,11 @@ const ownerReadWrite: Check = (value, path, { at, shown }) => {
 
 /**
  * What the schema cannot say: a path that is not blank, a size, a duration, the least maxSize,
- * fsyncInterval only with fsync: interval, owner read+write in mode, no timeout.
+ * fsyncInterval only with fsync: interval, owner read+write in mode. (`timeout` is not in its schema: a
+ * local write has no time limit to set.)
  */
 export const fileSinkChecks: Checks = [
   [['path'], pathGiven],
-  [['timeout'], noTimeout],
   [['mode'], ownerReadWrite],
   [['maxSize'], size],
   [['maxSize'], atLeast1KB],

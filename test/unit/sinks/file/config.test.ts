@@ -68,7 +68,7 @@ describe('file sink settings', () => {
       ['    stories: true\n', /stories do not apply to a file sink/],
       ['    mode: "0200"\n', /sinks\[0\]\.mode: must give the owner read and write .*got "0200"/],
       ['    mode: "0444"\n', /sinks\[0\]\.mode: must give the owner read and write/],
-      ['    timeout: 5s\n', /sinks\[0\]\.timeout: does not apply to a file sink/],
+      ['    timeout: 5s\n', /sinks\[0\]\.timeout: unknown key; expected one of .*deadLetter, path/],
     ];
     for (const [keys, message] of cases) {
       await assert.rejects(
