@@ -17,7 +17,8 @@ import type { AdmissionSource } from './admission/admission-match.ts';
 import type { AdmissionThread } from './admission/admission-thread.ts';
 import type { AuditSource } from './audit/audit-match.ts';
 import type { AuditSource as ObservedAudit } from './audit/audit-metrics.ts';
-import type { WebhookListener, WebhookRoute } from './listener/webhook-listener.ts';
+import type { WebhookListener } from './listener/webhook-listener.ts';
+import type { WebhookRoute } from './listener/webhook-route.ts';
 import type { PeerRecords } from './peers/peer-records.ts';
 import type { AdmissionSettings, AuditSettings, WhoSettings } from './settings.ts';
 import type { WhoJoin } from './who-join.ts';
@@ -62,7 +63,6 @@ interface Wiring extends WhoHost {
   lifecycle: Lifecycle;
   /** Where each part's series are registered, in the order they started. */
   registrations: ((registry: Registry) => Promise<void>)[];
-  guards: ListenerGuard[];
   audit: ObservedAudit | undefined;
   join: WhoJoin;
   auditSource: AuditSource | undefined;
@@ -71,6 +71,18 @@ interface Wiring extends WhoHost {
   /** Records received from the API server, for the peers (set once they are known). */
   forward: (records: Partial<PeerRecords>) => void;
   listeners: WebhookListener[];
+}
+
+/** What a source's webhook does with the records it received: joins them here and forwards them to the peers. */
+function receivedBy<K extends keyof PeerRecords>(
+  wiring: Wiring,
+  source: WhoSource<PeerRecords[K][number]>,
+  key: K,
+): (records: PeerRecords[K]) => void {
+  return (records) => {
+    wiring.join.offer(source, records);
+    wiring.forward({ [key]: records } as Partial<PeerRecords>);
+  };
 }
 
 /** Nothing to start: no join stage, no metrics of its own. */
@@ -133,7 +145,6 @@ async function startSources(settings: WhoSettings, deps: WhoHost, lifecycle: Lif
         registerWhoJoinMetrics(registry, () => join.stats());
       },
     ],
-    guards: [],
     audit: undefined,
     join,
     auditSource,
@@ -147,12 +158,12 @@ async function startSources(settings: WhoSettings, deps: WhoHost, lifecycle: Lif
   const digests = new AdmissionDigests(deps.normalizer);
   const thread = admission ? await startAdmission(admission, settings, digests, wiring) : undefined;
   if (settings.peers) await startPeers(settings.peers, wiring);
-  const { registrations, guards, listeners } = wiring;
+  const { registrations, listeners } = wiring;
   return {
     stage: join,
     addresses: listeners.map((listener) => listener.address),
     metrics: {
-      listeners: guards,
+      listeners: listeners.map((listener) => listener.guard),
       audit: wiring.audit,
       register: async (registry) => {
         for (const register of registrations) await register(registry);
@@ -178,10 +189,7 @@ async function startAudit(audit: AuditSettings, wiring: Wiring): Promise<void> {
   const server = wiring.lifecycle.use(
     await AuditServer.start({
       ...endpointOf(audit),
-      onRecords: (records) => {
-        join.offer(source, records);
-        wiring.forward({ audit: records });
-      },
+      onRecords: receivedBy(wiring, source, 'audit'),
       peerRoute: wiring.peerRoute,
       failures: wiring.failures,
       log,
@@ -189,7 +197,6 @@ async function startAudit(audit: AuditSettings, wiring: Wiring): Promise<void> {
     (server) => server.close(),
   );
   wiring.listeners.push(server.listener);
-  wiring.guards.push(server.listener.guard);
   wiring.audit = {
     requests: () => server.stats().requests,
     join: () => join.stats(),
@@ -243,10 +250,7 @@ async function startAdmission(
       certificate,
       digest: (write) => digests.of(write),
       thread,
-      onRecords: (records) => {
-        join.offer(source, records);
-        wiring.forward({ admission: records });
-      },
+      onRecords: receivedBy(wiring, source, 'admission'),
       peerRoute: wiring.peerRoute,
       failures: wiring.failures,
       log,
@@ -254,7 +258,6 @@ async function startAdmission(
     (server) => server.close(),
   );
   wiring.listeners.push(server.listener);
-  wiring.guards.push(server.listener.guard);
   wiring.registrations.push(async (registry) => {
     const { registerAdmissionMetrics } = await import('./who-metrics.ts');
     registerAdmissionMetrics(registry, {

@@ -15,14 +15,9 @@ import type { Logger } from '../../util/log.ts';
 import { ADMISSION_CONCURRENT_REQUESTS } from '../../util/memory-budget.ts';
 import { formatSize } from '../../util/size.ts';
 import { endpointOf, type WebhookEndpoint } from '../listener/webhook-endpoint.ts';
-import {
-  type BodyPlan,
-  type CertificateSource,
-  type WebhookAnswer,
-  WebhookListener,
-  type WebhookRoute,
-} from '../listener/webhook-listener.ts';
+import { type CertificateSource, WebhookListener } from '../listener/webhook-listener.ts';
 import type { WebhookOutcome } from '../listener/webhook-outcomes.ts';
+import type { BodyPlan, WebhookAnswer, WebhookRoute } from '../listener/webhook-route.ts';
 import type { WriteChecks } from './admission-digests.ts';
 import type { AdmissionRecord } from './admission-match.ts';
 import {

@@ -11,8 +11,9 @@ import type { FailureReporter } from '../../util/event-failures.ts';
 import type { Logger } from '../../util/log.ts';
 import { AUDIT_CONCURRENT_REQUESTS } from '../../util/memory-budget.ts';
 import { endpointOf, type WebhookEndpoint } from '../listener/webhook-endpoint.ts';
-import { WebhookListener, type WebhookRoute } from '../listener/webhook-listener.ts';
+import { WebhookListener } from '../listener/webhook-listener.ts';
 import type { WebhookOutcome } from '../listener/webhook-outcomes.ts';
+import type { WebhookRoute } from '../listener/webhook-route.ts';
 import type { AuditRecord } from './audit-match.ts';
 import { AuditBodyError, auditRecordsOf } from './audit-records.ts';
 

@@ -11,11 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
 import { EventFailures } from '../../../src/util/event-failures.ts';
 import type { Logger } from '../../../src/util/log.ts';
-import {
-  WebhookListener,
-  type WebhookListenerOptions,
-  type WebhookRoute,
-} from '../../../src/who/listener/webhook-listener.ts';
+import { WebhookListener, type WebhookListenerOptions } from '../../../src/who/listener/webhook-listener.ts';
+import type { WebhookRoute } from '../../../src/who/listener/webhook-route.ts';
 import { reviewBody, slowBodies } from '../../helpers/admission-load.ts';
 import { makeTestPki, type TestPki } from '../../helpers/pki.ts';
 
