@@ -6,6 +6,13 @@
 // drained: the final checkpoint covers what they delivered).
 
 import type { ChangeEvent, KubediffEvent } from '../events/event.ts';
+import { checkpointCheck } from '../events/handover/checkpoint-check.ts';
+import {
+  CHECKPOINT_ANNOTATION,
+  checkpointAnnotation,
+  LeaderGate,
+  type TakeoverObserver,
+} from '../events/handover/leader-gate.ts';
 import type { EventStage, PipelineObserver } from '../events/pipeline.ts';
 import type { Informer } from '../informer/informer.ts';
 import type { ReflectorState } from '../informer/reflector.ts';
@@ -15,14 +22,7 @@ import type { DeliveryObserver } from '../sinks/core/delivery.ts';
 import type { Sink } from '../sinks/core/sink.ts';
 import type { LogFormat, Logger } from '../util/log.ts';
 import type { WhoMetrics } from '../who/start.ts';
-import { checkpointCheck } from './checkpoint-check.ts';
 import { HealthServer } from './health-server.ts';
-import {
-  CHECKPOINT_ANNOTATION,
-  checkpointAnnotation,
-  LeaderGate,
-  type TakeoverObserver,
-} from './leader-gate.ts';
 import type { FleetSource, KubediffMetrics, MetricsSources, ObservedUi } from './metrics.ts';
 import { Readiness, readinessReasonOf } from './readiness.ts';
 

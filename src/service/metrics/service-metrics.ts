@@ -10,7 +10,7 @@ export interface ServiceSources {
         readonly buffered: number;
         readonly bufferedBytes: number;
         readonly droppedEvents: number;
-        /** Floors of a previous leader's checkpoint refused at a takeover (src/service/leader-gate.ts). */
+        /** Floors of a previous leader's checkpoint refused at a takeover (src/events/handover/leader-gate.ts). */
         readonly refusedFloors: number;
         /** Events not delivered because the previous leader's checkpoint covered them. */
         readonly skippedEvents: number;

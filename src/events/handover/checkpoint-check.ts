@@ -1,8 +1,8 @@
-// The CheckpointCheck of a running watch (src/service/leader-gate.ts): what this replica's own informers
+// The CheckpointCheck of a running watch (src/events/handover/leader-gate.ts): what this replica's own informers
 // of a resource have seen, and what the API server says that resource's list is at now.
-import type { Informer } from '../informer/informer.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { collectionPath, qualifiedName } from '../kube/types.ts';
+import type { Informer } from '../../informer/informer.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { collectionPath, qualifiedName } from '../../kube/types.ts';
 import type { CheckpointCheck } from './leader-gate.ts';
 
 /** How long the one LIST of a check may take: a takeover waits for it. */

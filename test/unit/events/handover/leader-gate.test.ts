@@ -1,17 +1,17 @@
-// src/service/leader-gate.ts: the handover checkpoint. A standby holds events back and drops what the
+// src/events/handover/leader-gate.ts: the handover checkpoint. A standby holds events back and drops what the
 // leader's checkpoint covers; on takeover it delivers the rest, and never what the old leader had.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ChangeEvent } from '../../../src/events/event.ts';
-import type { Informer } from '../../../src/informer/informer.ts';
-import type { Lease } from '../../../src/kube/leader-election.ts';
+import type { ChangeEvent } from '../../../../src/events/event.ts';
 import {
   CHECKPOINT_ANNOTATION,
   checkpointAnnotation,
   checkpointOf,
   LeaderGate,
-} from '../../../src/service/leader-gate.ts';
-import { type Logger, silentLogger } from '../../../src/util/log.ts';
+} from '../../../../src/events/handover/leader-gate.ts';
+import type { Informer } from '../../../../src/informer/informer.ts';
+import type { Lease } from '../../../../src/kube/leader-election.ts';
+import { type Logger, silentLogger } from '../../../../src/util/log.ts';
 
 const event = (resource: string, apiVersion: string, rv: string, name = 'x'): ChangeEvent => ({
   id: `uid-${name}:${rv}`,

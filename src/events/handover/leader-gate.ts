@@ -8,15 +8,15 @@
 // server has handed out is refused (duplicates, never loss). Bounded: maxBuffered events, maxBufferedBytes;
 // drops and refused or applied floors are logged once and counted. Tells a takeover observer what it hands on.
 
-import { type KubediffEvent, qualifiedResource } from '../events/event.ts';
-import type { EventStage, Handover } from '../events/pipeline.ts';
-import type { Informer } from '../informer/informer.ts';
-import type { Lease } from '../kube/leader-election.ts';
-import { qualifiedName } from '../kube/types.ts';
-import { groupedCount } from '../util/count-text.ts';
-import type { Logger } from '../util/log.ts';
-import { MEMORY_SHARES } from '../util/memory-budget.ts';
-import { formatSize } from '../util/size.ts';
+import type { Informer } from '../../informer/informer.ts';
+import type { Lease } from '../../kube/leader-election.ts';
+import { qualifiedName } from '../../kube/types.ts';
+import { groupedCount } from '../../util/count-text.ts';
+import type { Logger } from '../../util/log.ts';
+import { MEMORY_SHARES } from '../../util/memory-budget.ts';
+import { formatSize } from '../../util/size.ts';
+import { type KubediffEvent, qualifiedResource } from '../event.ts';
+import type { EventStage, Handover } from '../pipeline.ts';
 
 export const CHECKPOINT_ANNOTATION = 'kubediff.io/checkpoint';
 /** A standby never holds more than this many events (a leader that writes no checkpoint, say)… */
