@@ -159,6 +159,8 @@ export abstract class PostgresConnection {
   protected client: pg.Client | undefined;
   /** Connections being opened (connecting, then connected()): dropping the connection ends them too. */
   private readonly opening = new Set<pg.Client>();
+  /** The opening of the connection, which callers that come meanwhile share (one connection, never two). */
+  private pending: Promise<pg.Client> | undefined;
 
   constructor(options: PostgresStateOptions, queryTimeoutMs = QUERY_TIMEOUT_MS, session?: SessionLimits) {
     this.config = connectionConfig(options, queryTimeoutMs, session);
@@ -167,9 +169,21 @@ export abstract class PostgresConnection {
     this.credentials = stateCredentials({ path: options.url, passwordFile: options.passwordFile });
   }
 
-  /** The connection, (re-)opened when needed. */
-  protected async connection(): Promise<pg.Client> {
-    if (this.client) return this.client;
+  /** The connection, (re-)opened when needed; callers that ask while it opens get the same one. */
+  protected connection(): Promise<pg.Client> {
+    if (this.client) return Promise.resolve(this.client);
+    if (!this.pending) {
+      const opening = this.open();
+      this.pending = opening;
+      const settled = () => {
+        if (this.pending === opening) this.pending = undefined;
+      };
+      opening.then(settled, settled);
+    }
+    return this.pending;
+  }
+
+  private async open(): Promise<pg.Client> {
     const client = new pg.Client(
       this.passwordFile ? this.withPassword(readPasswordFile(this.passwordFile)) : this.config,
     );
@@ -231,6 +245,7 @@ export abstract class PostgresConnection {
     const clients = [...(this.client ? [this.client] : []), ...this.opening];
     this.client = undefined;
     this.opening.clear();
+    this.pending = undefined;
     return clients;
   }
 

@@ -95,3 +95,34 @@ test('the reader cannot write: its transactions are read-only', async (t) => {
   );
   assert.equal(timeout, '30s');
 });
+
+test('callers that come while the connection is re-opened share one connection, never open one each', async (t) => {
+  const history = await PostgresHistory.open(options);
+  t.after(() => history.close());
+  const sessions = async () =>
+    Number(
+      (
+        await psql(
+          database.info,
+          `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'kubediff'`,
+        )
+      ).trim(),
+    );
+  assert.equal(await sessions(), 1);
+  // The server ends the session; the reader hears of it (its own listener came first) and forgets it.
+  const [pid, broken] = await history.read(async (client) => {
+    const ended = new Promise<void>((resolve) => client.once('error', () => resolve()));
+    const row = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    return [row.rows[0]?.pid, ended] as const;
+  });
+  await psql(database.info, `SELECT pg_terminate_backend(${pid})`);
+  await broken;
+  const answers = await Promise.all(
+    Array.from({ length: 4 }, (_, i) => history.select<{ n: number }>(`SELECT ${i} AS n`)),
+  );
+  assert.deepEqual(
+    answers.map((rows) => rows[0]?.n),
+    [0, 1, 2, 3],
+  );
+  assert.equal(await sessions(), 1, 'one session for the four callers');
+});
