@@ -152,7 +152,7 @@ describe('blame: the creator of an object annotated in the second it was created
       assert.match(
         before.stderr,
         // The test's own patch (below) may land in that second too, and is then named with them.
-        /Who created it is unknown: kubectl-annotate and kubectl-create(?: and \S+)? wrote in the same second \(\S+\), the first the managedFields tell, and they tell the second only\./,
+        /Who created it is unknown: (?:kubectl-annotate and kubectl-create|kubectl-annotate, kubectl-create and \S+) wrote in the same second \(\S+\), the first the managedFields tell, and they tell the second only\./,
       );
       // The annotation itself is kubectl-annotate's, as managedFields say (a Secret's annotations are redacted).
       if (kind.type === 'configmap') assert.equal(before.line('team: shop').manager, 'kubectl-annotate');

@@ -8,7 +8,7 @@ import { pathText, resolveLinePath, yamlLines } from '../../diff/object-yaml.ts'
 import { creatorOf } from '../../events/attribution.ts';
 import type { ManagedFieldsEntry } from '../../kube/managed-fields.ts';
 import type { JsonObject } from '../../kube/types.ts';
-import { plural } from '../../util/count-text.ts';
+import { andList, plural } from '../../util/count-text.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { printable } from '../../util/terminal-text.ts';
 import { printedTime } from '../../util/timestamp.ts';
@@ -189,7 +189,7 @@ function creatorFrom(
   if (oldest.length === 1) return { manager: oldest[0]!, time: first || undefined };
   if (oldest.length > 1) {
     notes.push(
-      `Who created it is unknown: ${oldest.join(' and ')} wrote in the same second${first ? ` (${first})` : ''}, the first the managedFields tell, and they tell the second only.`,
+      `Who created it is unknown: ${andList(oldest)} wrote in the same second${first ? ` (${first})` : ''}, the first the managedFields tell, and they tell the second only.`,
     );
   }
   return undefined;

@@ -1,7 +1,7 @@
 // src/util/count-text.ts: grouped digits, as toLocaleString('en-US') writes whole numbers, and counted words.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { groupedCount, plural } from '../../../src/util/count-text.ts';
+import { andList, groupedCount, plural } from '../../../src/util/count-text.ts';
 
 test('groups digits by three, as en-US does', () => {
   const counts = [
@@ -32,4 +32,14 @@ test('a counted word is plural unless the count is one, with the count grouped',
   assert.equal(plural(1, 'event'), '1 event');
   assert.equal(plural(2, 'attempt'), '2 attempts');
   assert.equal(plural(12_345, 'change'), '12,345 changes');
+});
+
+test('andList: items in words, commas between all but the last two', () => {
+  assert.equal(andList([]), '');
+  assert.equal(andList(['a']), 'a');
+  assert.equal(andList(['a', 'b']), 'a and b');
+  assert.equal(
+    andList(['kubectl-annotate', 'kubectl-create', 'unknown']),
+    'kubectl-annotate, kubectl-create and unknown',
+  );
 });
