@@ -1,7 +1,7 @@
 // Figure 22 in BENCHMARKS.md and in the bench's table (bench/sync-large.ts).
 import type { Spread } from './lib/stats.ts';
 import { round } from './lib/stats.ts';
-import type { LargeSyncFigures } from './sync-large.ts';
+import type { CpuFigures, LargeSyncFigures } from './sync-large.ts';
 
 const seconds = (value: number) => `${round(value / 1000)} s`;
 const spreadRatio = (s: Spread) =>
@@ -44,5 +44,16 @@ fleet pays to take over a big cluster ([docs/fleets.md](docs/fleets.md)), ${figu
   parsed: ${range(figures.rawListMs)}. Ratio ${spreadRatio(figures.ratio)}; the goal is ≤ ${GOAL}×.
 - By kubediff's paged LIST (\`KUBEDIFF_INITIAL_SYNC=list\`, 500 a page) against the unpaged LIST of its own pairs:
   ${range(figures.paged.kubediffMs)} vs ${range(figures.paged.rawListMs)}, ratio ${spreadRatio(figures.paged.ratio)}.
+${figures.cpu ? cpuLines(figures.cpu) : ''}`;
+}
+
+/** Where the time goes: CPU seconds per run of the client (the bench's process) and of the API server with etcd. */
+function cpuLines(cpu: NonNullable<LargeSyncFigures['cpu']>): string {
+  const cpuSeconds = (s: Spread) =>
+    Number.isNaN(s.median) ? 'not measured' : `${round(s.median).toFixed(2)} s`;
+  const side = (name: string, figures: CpuFigures) =>
+    `${name}: client ${cpuSeconds(figures.clientS)}, API server and etcd ${cpuSeconds(figures.serverS)}`;
+  return `- CPU per run (medians; the machine's load blurs them less than wall time): ${side('streaming list', cpu.stream)};
+  ${side('paged LIST', cpu.paged)}; ${side('the unpaged raw LIST', cpu.rawList)}.
 `;
 }
