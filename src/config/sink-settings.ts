@@ -5,7 +5,7 @@
 // environment. Every problem is a UsageError (exit code 2) that names the
 // flag or variable, never the secret itself.
 
-import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
+import type { ChatPlatformName } from '../sinks/chat/core/chat-platforms.ts';
 import type { DeadLetterLimits } from '../sinks/core/dead-letter.ts';
 import { sinkEnvValue } from '../sinks/core/entry-settings.ts';
 import { isSlackChannel } from '../sinks/core/receiver-checks.ts';

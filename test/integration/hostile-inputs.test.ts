@@ -48,7 +48,7 @@ import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
 import type { JsonObject } from '../../src/kube/types.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat/core/chat-platforms.ts';
 import { ADMISSION_CONCURRENT_REQUESTS, MEMORY_SHARES } from '../../src/util/memory-budget.ts';
 import type { AdmissionRecord } from '../../src/who/admission/admission-match.ts';
 import { AdmissionServer } from '../../src/who/admission/admission-server.ts';

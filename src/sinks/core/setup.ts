@@ -4,7 +4,7 @@
 
 import { compileFilter } from '../../events/filter.ts';
 import type { Credentials } from '../../util/credentials.ts';
-import type { ChatPlatformName } from '../chat-platforms.ts';
+import type { ChatPlatformName } from '../chat/core/chat-platforms.ts';
 import type { CloudEventsMode } from '../cloudevents.ts';
 import type { CommonSinkSpec, HttpSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
 import { type RegisteredSpec, sinkComponent } from '../registry.ts';
@@ -234,7 +234,7 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
           channel: spec.channel ?? '',
           ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
         };
-  const { SlackSink } = await import('../slack.ts');
+  const { SlackSink } = await import('../chat/slack/slack.ts');
   return new SlackSink({
     target,
     name: context.unique(spec.name ?? defaultSinkName(spec)),
@@ -248,8 +248,8 @@ async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sin
 
 /** Teams, Discord, Mattermost, Google Chat: the platform's renderer and pace on the chat core. */
 async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink> {
-  const { ChatSink } = await import('../chat.ts');
-  const { CHAT_PLATFORMS } = await import('../chat-platforms.ts');
+  const { ChatSink } = await import('../chat/core/chat.ts');
+  const { CHAT_PLATFORMS } = await import('../chat/core/chat-platforms.ts');
   const platform = CHAT_PLATFORMS[spec.type];
   return new ChatSink({
     platform: platform.create(spec.webhookUrl),

@@ -21,7 +21,7 @@ import {
   prefix,
   reachLines,
   timeRange,
-} from '../chat-message.ts';
+} from '../chat/core/chat-message.ts';
 import { byText } from '../who.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
 import { rollsOutLines, usedByLines } from './used-by-text.ts';

@@ -5,9 +5,9 @@
 // what Slack's answers mean. A bot has threads: an OUTCOME is a reply
 // (`thread_ts`) to its change's message, whose first line chat.update rewrites.
 
-import { type ChatPlatform, ChatSink, type ChatSinkOptions, type ChatThreads } from './chat.ts';
-import { bodyExcerpt, type PostOutcome } from './core/http.ts';
-import { defaultSinkName } from './core/sink-name.ts';
+import { bodyExcerpt, type PostOutcome } from '../../core/http.ts';
+import { defaultSinkName } from '../../core/sink-name.ts';
+import { type ChatPlatform, ChatSink, type ChatSinkOptions, type ChatThreads } from '../core/chat.ts';
 import { renderSlackChatMessage, SLACK_PACE, type SlackMessage, withFirstLine } from './slack-format.ts';
 
 export type SlackTarget =

@@ -1,10 +1,11 @@
 // The chat platforms besides Slack, by the name the config file and the flags use: each one's renderer
 // and its default pacing (its documented rate limit).
+
+import { DISCORD_MIN_INTERVAL_MS, discordPlatform } from '../discord/discord.ts';
+import { GOOGLE_CHAT_MIN_INTERVAL_MS, googleChatPlatform } from '../google-chat/google-chat.ts';
+import { MATTERMOST_MIN_INTERVAL_MS, mattermostPlatform } from '../mattermost/mattermost.ts';
+import { TEAMS_MIN_INTERVAL_MS, teamsPlatform } from '../teams/teams.ts';
 import type { ChatPlatform } from './chat.ts';
-import { DISCORD_MIN_INTERVAL_MS, discordPlatform } from './discord.ts';
-import { GOOGLE_CHAT_MIN_INTERVAL_MS, googleChatPlatform } from './google-chat.ts';
-import { MATTERMOST_MIN_INTERVAL_MS, mattermostPlatform } from './mattermost.ts';
-import { TEAMS_MIN_INTERVAL_MS, teamsPlatform } from './teams.ts';
 
 export type ChatPlatformName = 'teams' | 'discord' | 'mattermost' | 'google-chat';
 
