@@ -40,7 +40,6 @@ import { Informer } from '../../src/informer/informer.ts';
 import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
 import { renderBatch } from '../../src/sinks/chat/core/chat.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat/core/chat-platforms.ts';
 import { renderSlackMessage } from '../../src/sinks/chat/slack/slack-format.ts';
 import { binaryHeaders, eventAttributes, structuredCloudEvent } from '../../src/sinks/cloudevents.ts';
 import { DeadLetterFile } from '../../src/sinks/core/dead-letter.ts';
@@ -61,6 +60,7 @@ import { readAdmissionReview } from '../../src/who/admission/admission-review.ts
 import { admissionRecordOf } from '../../src/who/admission/admission-server.ts';
 import { encodePeerRecords } from '../../src/who/peers/peer-records.ts';
 import { WhoJoin } from '../../src/who/who-join.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../helpers/chat-platforms.ts';
 import { sampleEvent } from '../helpers/events.ts';
 import { FakeSlackApi } from '../helpers/fake-slack-api.ts';
 import { readFileSinkLines } from '../helpers/file-sink-files.ts';

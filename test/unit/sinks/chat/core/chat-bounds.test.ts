@@ -13,8 +13,8 @@ import { after, describe, it } from 'node:test';
 import type { ChangeEvent } from '../../../../../src/events/event.ts';
 import { StoryBuilder } from '../../../../../src/events/story.ts';
 import { ChatSink } from '../../../../../src/sinks/chat/core/chat.ts';
-import { CHAT_PLATFORMS } from '../../../../../src/sinks/chat/core/chat-platforms.ts';
 import { DeadLetterFile } from '../../../../../src/sinks/core/dead-letter.ts';
+import { CHAT_PLATFORMS } from '../../../../helpers/chat-platforms.ts';
 import { HttpReceiver } from '../../../../helpers/http-receiver.ts';
 import { memoryLog } from '../../../../helpers/sink-test.ts';
 

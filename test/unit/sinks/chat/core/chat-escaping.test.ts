@@ -10,13 +10,13 @@ import { describe, it } from 'node:test';
 import type { ChangeEvent, EventType } from '../../../../../src/events/event.ts';
 import { type Story, StoryBuilder } from '../../../../../src/events/story.ts';
 import { type ChatPlatform, renderBatch } from '../../../../../src/sinks/chat/core/chat.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../../src/sinks/chat/core/chat-platforms.ts';
 import {
   renderSlackChatMessage,
   renderSlackMessage,
 } from '../../../../../src/sinks/chat/slack/slack-format.ts';
 import { Digest } from '../../../../../src/sinks/core/digest.ts';
 import { storyMessage } from '../../../../../src/sinks/core/story-format.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../helpers/chat-platforms.ts';
 import { payloadProblems } from '../../../../helpers/chat-receivers.ts';
 import { hostileText } from '../../../../helpers/hostile-text.ts';
 import { seededRandom } from '../../../../helpers/random-json.ts';

@@ -9,10 +9,10 @@ import type { ChangeEvent, UsingWorkload } from '../../../../../src/events/event
 import { type Story, StoryBuilder } from '../../../../../src/events/story.ts';
 import { renderBatch } from '../../../../../src/sinks/chat/core/chat.ts';
 import { chatMessage, plainText } from '../../../../../src/sinks/chat/core/chat-message.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../../src/sinks/chat/core/chat-platforms.ts';
 import { renderSlackMessage } from '../../../../../src/sinks/chat/slack/slack-format.ts';
 import { Digest } from '../../../../../src/sinks/core/digest.ts';
 import { storyMessage } from '../../../../../src/sinks/core/story-format.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../helpers/chat-platforms.ts';
 import { payloadProblems } from '../../../../helpers/chat-receivers.ts';
 import { blockKitProblems } from '../../../../helpers/slack-payload.ts';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { ChangeEvent, EventType } from '../../../../../src/events/event.ts';
 import { ChatSink, type ChatSinkOptions } from '../../../../../src/sinks/chat/core/chat.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../../src/sinks/chat/core/chat-platforms.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../helpers/chat-platforms.ts';
 import {
   eventsInChatMessage,
   payloadProblems,
