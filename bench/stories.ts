@@ -14,9 +14,9 @@ import type { EventStage } from '../src/events/pipeline.ts';
 import { StoryBuilder } from '../src/events/story.ts';
 import type { Informer } from '../src/informer/informer.ts';
 import { objectKey } from '../src/kube/types.ts';
+import { renderSlackChatMessage } from '../src/sinks/chat/slack/slack-format.ts';
 import { storyMessage } from '../src/sinks/core/story-format.ts';
 import { renderJsonLine } from '../src/sinks/core/stream-output.ts';
-import { renderSlackChatMessage } from '../src/sinks/slack-format.ts';
 import { paired, round, type Spread, spread } from './lib/stats.ts';
 import { benchPipeline, type Fixture, loadFixture, rate, replayInto, STREAMS } from './pipeline.ts';
 

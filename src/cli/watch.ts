@@ -53,7 +53,7 @@ export interface WatchRuntime {
   /** How to talk to the API server: protocol, PINGs, connection and read limits. */
   http?: Partial<HttpSettings>;
   rediscoveryIntervalMs: number | undefined;
-  /** Sent to Slack and webhooks. */
+  /** Sent to the chat platforms and webhooks. */
   userAgent?: string;
   /** Memory bounds from the environment (docs/watching.md, "Tuning"); defaults where absent. */
   limits?: { stateMaxBacklogBytes?: number | undefined; standbyMaxBufferBytes?: number | undefined };
@@ -484,7 +484,7 @@ async function attachRecorders(
   }
 }
 
-/** stdout (unless `-o none`), then the Slack and webhook sinks. */
+/** stdout (unless `-o none`), then the other sinks. */
 function sinkSpecs(settings: WatchSettings): SinkSpec[] {
   return [
     ...(settings.output === 'none'

@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
 import type { CommonEntrySpec, EntryContext, SinkFileReader, SinkProblem } from '../sinks/component.ts';
-import { checkedMs, sinkEnvValue } from '../sinks/core/entry-settings.ts';
+import { checkedMs } from '../sinks/core/entry-settings.ts';
 import type { OfType, SinkSpec } from '../sinks/core/setup.ts';
-import { type RegisteredEntry, sinkComponent } from '../sinks/registry.ts';
+import { type RegisteredEntry, sinkComponent, sinkFlagNames } from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
@@ -19,7 +19,7 @@ import { filterOf } from './filter-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
 import type { SinkInput } from './schema.ts';
-import { DEAD_LETTER_FLAG_WITHOUT_SINK, SINK_ENV } from './sink-settings.ts';
+import { DEAD_LETTER_FLAG_WITHOUT_SINK } from './sink-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type StdoutInput = Extract<SinkInput, { type: 'stdout' }>;
@@ -139,11 +139,6 @@ function entrySpecOf(
 /** One converter per entry type: a new sink type is one entry here. */
 const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
   webhook: webhookSpecOf,
-  slack: slackSpecOf,
-  teams: chatSpecOf,
-  discord: chatSpecOf,
-  mattermost: chatSpecOf,
-  'google-chat': chatSpecOf,
 };
 
 function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {
@@ -172,34 +167,6 @@ function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec
   };
 }
 
-/** An incoming webhook, or a bot token and channel; the API URL may come from the environment. */
-function slackSpecOf(input: InputOf<'slack'>, common: CommonSpec, { env }: EntryContext): EntrySpec {
-  const apiUrl = input.apiUrl ?? sinkEnvValue(env, SINK_ENV.slackApiUrl);
-  const minIntervalMs = checkedMs(input.minInterval);
-  return {
-    type: 'slack',
-    ...common,
-    ...(input.webhookUrl !== undefined ? { webhookUrl: input.webhookUrl } : {}),
-    ...(input.token !== undefined ? { token: input.token } : {}),
-    ...(input.channel !== undefined ? { channel: input.channel } : {}),
-    ...(apiUrl ? { apiUrl } : {}),
-    ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
-  };
-}
-
-function chatSpecOf(
-  input: InputOf<'teams' | 'discord' | 'mattermost' | 'google-chat'>,
-  common: CommonSpec,
-): EntrySpec {
-  const minIntervalMs = checkedMs(input.minInterval);
-  return {
-    type: input.type,
-    webhookUrl: input.webhookUrl,
-    ...common,
-    ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
-  };
-}
-
 /**
  * Events must go somewhere, and a dead-letter file needs a sink that can fail to deliver. A problem
  * names the flag when a flag set it, else the file's key.
@@ -213,7 +180,7 @@ function checkDestinations(
 ): void {
   if (output === 'none' && sinks.length === 0) {
     throw new UsageError(
-      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add a sink flag (--webhook, --slack-webhook, --kafka-brokers, --output-file, …).`,
+      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add a sink flag (--webhook, ${sinkFlagNames().join(', ')}).`,
     );
   }
   if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {

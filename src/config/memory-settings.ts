@@ -4,7 +4,8 @@
 // may take more, and a set of them that adds up to more than the heap itself is refused at the start with
 // one sentence (exit code 2), before anything connects: such a watch would run until a slow sink or a
 // standby filled its buffers, and then die of a full heap, long after whoever set them has gone.
-import type { ChatSinkSpec, SinkSpec, SlackSinkSpec } from '../sinks/core/setup.ts';
+import type { SinkSpec } from '../sinks/core/setup.ts';
+import { sinkComponent } from '../sinks/registry.ts';
 import { UsageError } from '../util/errors.ts';
 import {
   ADMISSION_CONCURRENT_REQUESTS,
@@ -16,17 +17,9 @@ import {
 import { formatSize } from '../util/size.ts';
 import type { WatchSettings } from './watch-settings.ts';
 
-/** The chat platforms: their queue is the chat core's (16 MiB at most), the others' a backlog (64 MiB). */
-const CHAT_SINKS: ReadonlySet<SinkSpec['type']> = new Set([
-  'slack',
-  'teams',
-  'discord',
-  'mattermost',
-  'google-chat',
-]);
-
-function isChat(spec: SinkSpec): spec is SlackSinkSpec | ChatSinkSpec {
-  return CHAT_SINKS.has(spec.type);
+/** A sink on the chat core: its queue is the chat core's (16 MiB at most), the others' a backlog (64 MiB). */
+function isChat(spec: SinkSpec): spec is SinkSpec & { queueMaxBytes?: number } {
+  return sinkComponent(spec.type)?.chatQueue === true;
 }
 
 /**

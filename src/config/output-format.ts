@@ -1,7 +1,7 @@
 // -o/--output (and the config file's `output:`): how `kubediff watch` writes events on stdout.
 import { UsageError } from '../util/errors.ts';
 
-/** `none`: no events on stdout (only the sinks: Slack, webhooks). */
+/** `none`: no events on stdout (only the other sinks). */
 export type OutputFormat = 'json' | 'pretty' | 'none';
 
 /** -o: json, pretty or none; without it, pretty on a terminal. `flagOnly`: a bad value names the flag. */

@@ -67,47 +67,8 @@ export const sinkSchemas = {
     required: ['type', 'url'],
     additionalProperties: false,
   },
-  slack: {
-    type: 'object',
-    properties: {
-      type: { const: 'slack' },
-      ...common,
-      ...http,
-      webhookUrl: { type: 'string' },
-      token: { type: 'string' },
-      channel: { type: 'string' },
-      apiUrl: { type: 'string' },
-      minInterval: duration,
-    },
-    required: ['type'],
-    additionalProperties: false,
-  },
-  ...chatSchemas(),
   ...registeredSchemas(),
 } as const;
-
-/** Teams, Discord, Mattermost and Google Chat: a webhook URL (a credential: from ${VAR}) and their pacing. */
-function chatSchemas() {
-  const chat = <T extends string>(type: T) =>
-    ({
-      type: 'object',
-      properties: {
-        type: { const: type },
-        ...common,
-        ...http,
-        webhookUrl: { type: 'string' },
-        minInterval: duration,
-      },
-      required: ['type', 'webhookUrl'],
-      additionalProperties: false,
-    }) as const;
-  return {
-    teams: chat('teams'),
-    discord: chat('discord'),
-    mattermost: chat('mattermost'),
-    'google-chat': chat('google-chat'),
-  } as const;
-}
 
 export const SINK_TYPES = Object.keys(sinkSchemas) as (keyof typeof sinkSchemas)[];
 
@@ -272,9 +233,6 @@ export type FilterInput = FromSchema<typeof filterSchema>;
 export type SinkInput =
   | FromSchema<typeof sinkSchemas.stdout>
   | FromSchema<typeof sinkSchemas.webhook>
-  | FromSchema<typeof sinkSchemas.slack>
-  | FromSchema<(typeof sinkSchemas)[ChatSinkType]>
   | RegisteredEntry;
-export type ChatSinkType = 'teams' | 'discord' | 'mattermost' | 'google-chat';
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
 export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };

@@ -1,5 +1,5 @@
 // What the schema cannot say: JSON Pointers, label selectors, URLs, durations, sizes, names, and the
-// rules that tie keys together (a Slack sink's target, one stdout sink). The checks are tables: which
+// rules that tie keys together (a webhook's body, one stdout sink). The checks are tables: which
 // key, by which check. Each check looks only at a value of the expected type: a value of the wrong type
 // is the schema's problem, reported there (schema-errors.ts).
 
@@ -7,8 +7,7 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
-import { headerNames, httpUrl, url } from '../sinks/core/entry-checks.ts';
-import { isSlackChannel } from '../sinks/core/receiver-checks.ts';
+import { headerNames, httpUrl } from '../sinks/core/entry-checks.ts';
 import { layoutProblem } from '../sinks/layout.ts';
 import { sinkComponent } from '../sinks/registry.ts';
 import { AGE_RULES } from '../util/duration.ts';
@@ -114,11 +113,6 @@ const peerAddress: Check = (value, path, { at, shown }) => {
   }
 };
 
-const slackChannel: Check = (value, path, { at }) => {
-  if (typeof value === 'string' && !isSlackChannel(value))
-    at(path, 'expected a channel ID such as C0123456789, or #name');
-};
-
 // The rules that tie keys of one mapping together.
 
 const batchKeysNeedBatch: Check = (sink, path, { at }) => {
@@ -126,21 +120,6 @@ const batchKeysNeedBatch: Check = (sink, path, { at }) => {
   for (const key of ['batchWait', 'batchBytes'])
     if (sink[key] !== undefined)
       at([...path, key], 'applies to batches: set batch: too (events per request)');
-};
-
-/** A Slack sink posts through an incoming webhook, or as a bot with a token and a channel. */
-const slackTarget: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink)) return;
-  if (sink.webhookUrl !== undefined && (sink.token !== undefined || sink.channel !== undefined)) {
-    at(path, 'a Slack sink posts either through webhookUrl or as a bot with token and channel, not both');
-  } else if (sink.webhookUrl === undefined && (sink.token === undefined || sink.channel === undefined)) {
-    at(
-      path,
-      sink.token === undefined && sink.channel === undefined
-        ? 'a Slack sink needs webhookUrl (an incoming webhook), or token and channel (a bot)'
-        : `a Slack bot sink needs both token and channel (${sink.token === undefined ? 'token' : 'channel'} is missing)`,
-    );
-  }
 };
 
 /** format, cloudEventsMode and layout: one body at a time, and a layout that compiles. */
@@ -181,12 +160,6 @@ const FILTER_CHECKS: Checks = [
   [['events'], eventTypes],
 ];
 
-const CHAT_CHECKS: Checks = [
-  [['webhookUrl'], url],
-  [['timeout'], duration()],
-  [['minInterval'], durationOrZero],
-];
-
 /** What each type of sink checks beyond its filter. */
 const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
   [
@@ -201,21 +174,6 @@ const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
       [[], webhookFormat],
     ],
   ],
-  [
-    'slack',
-    [
-      [['webhookUrl'], url],
-      [['apiUrl'], url],
-      [['timeout'], duration()],
-      [['minInterval'], durationOrZero],
-      [[], slackTarget],
-      [['channel'], slackChannel],
-    ],
-  ],
-  ['teams', CHAT_CHECKS],
-  ['discord', CHAT_CHECKS],
-  ['mattermost', CHAT_CHECKS],
-  ['google-chat', CHAT_CHECKS],
 ]);
 
 const sink: Check = (sink, path, report) => {

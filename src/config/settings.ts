@@ -1,7 +1,7 @@
 // The settings of `kubediff watch` from its two sources, the flags and (with -c) the config file, in one
 // pass: each setting is read once, from the flag when it is given and from the file otherwise (lists
 // too: `-n a` replaces the file's namespaces), except that --ignore adds to the file's ignore list and
-// --webhook and --slack-* add sinks to the file's. Each value is checked once, by its concept's one
+// the sink flags add sinks to the file's. Each value is checked once, by its concept's one
 // checker: a flag here or in its area's module (sink-settings.ts, cluster-settings.ts, …), as it is read
 // (a UsageError naming the flag); a file value by semantic-checks.ts, with its line and column, before
 // it gets here. What ties settings together (output none without a sink, a dead-letter file without an
@@ -13,6 +13,7 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
+import { sinkFlagNames } from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
 import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -74,7 +75,7 @@ export async function loadWatchSettings(
 }
 
 /**
- * The flags alone. `env` holds the sinks' secrets (KUBEDIFF_WEBHOOK_SECRET, KUBEDIFF_SLACK_TOKEN, …);
+ * The flags alone. `env` holds the sinks' secrets (KUBEDIFF_WEBHOOK_SECRET, each sink type's own, …);
  * without it (`kubediff resources`), nothing is read from the environment.
  */
 export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolean, env?: Env): WatchSettings {
@@ -213,7 +214,7 @@ function destinationsFrom(
     delivery.deadLetterLimits = deadLetterLimitsFromFlags(flags);
     if (output === 'none' && delivery.sinks.length === 0) {
       throw new UsageError(
-        '--output none leaves events nowhere to go: add --webhook, --slack-webhook, --slack-channel, another chat webhook, --kafka-brokers, --otlp-endpoint or --output-file.',
+        `--output none leaves events nowhere to go: add a sink flag (--webhook, ${sinkFlagNames().join(', ')}).`,
       );
     }
   }

@@ -1,13 +1,14 @@
 // The story settings of `kubediff watch` (docs/stories.md): --stories, --story-window,
-// --story-max-length, --no-slack-stories (and --no-teams-, --no-discord-, --no-mattermost-,
-// --no-google-chat-stories), --webhook-stories, and the config file's `stories:` block and each sink's
-// `stories:` switch. Slack and the other chat platforms tell stories by default; webhooks and the
-// terminal when asked; a type whose component says why they cannot apply, never.
+// --story-max-length, --no-stories <type> (and its old spelling --no-<type>-stories), --webhook-stories,
+// and the config file's `stories:` block and each sink's `stories:` switch. The types whose component
+// says so (the chat platforms) tell stories by default; webhooks and the terminal when asked; a type whose
+// component says why they cannot apply, never.
 import { DEFAULT_STORY_OPTIONS, type StoryOptions } from '../events/story.ts';
 import type { SinkSpec } from '../sinks/core/setup.ts';
 import { sinkComponent } from '../sinks/registry.ts';
 import { checkDuration, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { flagProperty } from '../util/flag-spec.ts';
 import { parseSize } from '../util/size.ts';
 import type { OutputFormat } from './output-format.ts';
 
@@ -16,14 +17,12 @@ export interface RawStoryFlags {
   stories?: boolean;
   storyWindow?: string;
   storyMaxLength?: string;
-  /** commander's --no-slack-stories: false when given. */
-  slackStories?: boolean;
-  /** --no-teams-stories, --no-discord-stories, --no-mattermost-stories, --no-google-chat-stories. */
-  teamsStories?: boolean;
-  discordStories?: boolean;
-  mattermostStories?: boolean;
-  googleChatStories?: boolean;
   webhookStories?: boolean;
+  /**
+   * A type that tells stories by default, turned off: false, from `--no-stories <type>` or commander's
+   * `--no-<type>-stories` (storySwitch).
+   */
+  [typeStories: `${string}Stories`]: boolean | undefined;
 }
 
 /** The config file's `stories:` block (durations checked by semantic-checks.ts). */
@@ -82,8 +81,8 @@ export function storySettingsFrom(
 }
 
 /**
- * Each sink's stories: its own `stories:` key when the config file sets one; else a chat platform's
- * (Slack, Teams, Discord, Mattermost, Google Chat) are on unless its --no-…-stories flag, a webhook's are
+ * Each sink's stories: its own `stories:` key when the config file sets one; else those of a type that
+ * tells them by default (its component's storiesByDefault) are on unless `--no-stories <type>`, a webhook's are
  * on with --webhook-stories, stdout's with --stories (pretty only); the others' never (a type whose
  * component refuses them: a UsageError).
  */
@@ -101,18 +100,14 @@ export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawS
   return { ...spec, stories: settings.options };
 }
 
+/** The switch of RawStoryFlags that turns a type's stories off: `<type>Stories`, camel-cased. */
+export function storySwitch(type: string): `${string}Stories` {
+  return flagProperty(`${type}-stories`) as `${string}Stories`;
+}
+
 function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): boolean {
+  if (sinkComponent(spec.type)?.storiesByDefault) return flags[storySwitch(spec.type)] !== false;
   switch (spec.type) {
-    case 'slack':
-      return flags.slackStories !== false;
-    case 'teams':
-      return flags.teamsStories !== false;
-    case 'discord':
-      return flags.discordStories !== false;
-    case 'mattermost':
-      return flags.mattermostStories !== false;
-    case 'google-chat':
-      return flags.googleChatStories !== false;
     case 'webhook':
       return flags.webhookStories === true;
     case 'stdout':

@@ -100,7 +100,7 @@ export interface WatchSettings {
   output: OutputFormat;
   clusterName: string | undefined;
   debug: boolean;
-  /** Slack, webhooks, dead letters, shutdown timeout (src/config/sink-settings.ts). */
+  /** The sinks, dead letters, shutdown timeout (src/config/sink-settings.ts). */
   delivery: SinkSettings;
   /** The noise preset the ignored paths come from. */
   preset?: PresetName;

@@ -127,6 +127,16 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
   files?(spec: Spec): string[];
   /** Why stories cannot apply to it (a UsageError when asked for); absent: they can. */
   readonly storiesRefused?: string;
+  /**
+   * Its sinks tell stories unless their entry says `stories: false` or `--no-stories <type>` is given (the
+   * chat platforms); absent: only when asked.
+   */
+  readonly storiesByDefault?: boolean;
+  /**
+   * Its queue is the chat core's, bounded by its spec's `queueMaxBytes` (util/memory-budget.ts, the chat
+   * share); absent: a backlog bounded by its spec's `queue.maxBytes`.
+   */
+  readonly chatQueue?: boolean;
   /** Creates the sink, importing its implementation now. */
   create(spec: Spec, context: SinkContext): Promise<Sink>;
   /** Where docs/ describes it. */

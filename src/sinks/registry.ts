@@ -1,13 +1,28 @@
 // The sink types, in order: the one list of them (src/sinks/component.ts is what each one declares, in
 // its own folder). The order is that of the `Sinks` help rows, of the flags' sinks, and of the types in the
 // config file's schema. A new sink type is its folder and one line here.
+import { discordComponent } from './chat/discord/factory.ts';
+import { googleChatComponent } from './chat/google-chat/factory.ts';
+import { mattermostComponent } from './chat/mattermost/factory.ts';
+import { slackComponent } from './chat/slack/factory.ts';
+import { teamsComponent } from './chat/teams/factory.ts';
 import type { AnySinkComponent, EntryOf, SpecOf } from './component.ts';
 import { fileComponent } from './file/factory.ts';
 import { otlpComponent } from './logs/otlp/factory.ts';
 import { searchComponent } from './logs/search/factory.ts';
 import { kafkaComponent } from './stream/kafka/factory.ts';
 
-export const SINK_COMPONENTS = [kafkaComponent, otlpComponent, searchComponent, fileComponent] as const;
+export const SINK_COMPONENTS = [
+  slackComponent,
+  teamsComponent,
+  discordComponent,
+  mattermostComponent,
+  googleChatComponent,
+  kafkaComponent,
+  otlpComponent,
+  searchComponent,
+  fileComponent,
+] as const;
 
 type Registered = (typeof SINK_COMPONENTS)[number];
 /** The config entry of every registered type. */
@@ -22,6 +37,14 @@ const byType = new Map<string, AnySinkComponent>(
     component.types.map((type) => [type, component as AnySinkComponent]),
   ),
 );
+
+/** The flag that adds a sink of each registered type that has flags (its first), for the messages that list them. */
+export function sinkFlagNames(): string[] {
+  return SINK_COMPONENTS.flatMap((component) => {
+    const first = component.flags?.[0];
+    return first ? [first.flags.split(' ')[0] as string] : [];
+  });
+}
 
 /** The component of a sink type; undefined for a type the registry does not know. */
 export function sinkComponent(type: unknown): AnySinkComponent | undefined {

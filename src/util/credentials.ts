@@ -18,7 +18,7 @@ export const CREDENTIAL_MARK = '<credential>';
 export const MIN_CREDENTIAL_LENGTH = 6;
 
 export type Credential =
-  /** A token, password, key or secret, sent as it is (a Kafka SASL password, a Slack bot token). */
+  /** A token, password, key or secret, sent as it is (a SASL password, a bot token). */
   | { kind: 'secret'; value: string }
   /** A header value kubediff sends: `Bearer <token>`, `Basic <base64>`, `ApiKey <key>`, or a bare key. */
   | { kind: 'header'; value: string }

@@ -31,3 +31,8 @@ export interface FlagGroup {
 
 /** The flags' values as commander hands them over, by camel-cased name (`--dead-letter`: deadLetter). */
 export type FlagValues = Readonly<Record<string, unknown>>;
+
+/** The property commander gives a flag's value: `--dead-letter-max-size` (or without `--`) → deadLetterMaxSize. */
+export function flagProperty(name: string): string {
+  return name.replace(/^--/, '').replace(/-(\w)/g, (_dash, letter: string) => letter.toUpperCase());
+}

@@ -1,5 +1,5 @@
-// Receiver URLs (webhooks, Slack): one check of what is acceptable, and how they are shown. A receiver's
-// URL is a credential (a Slack webhook URL is one): logs, errors and names show its scheme and host
+// Receiver URLs (webhooks, chat platforms): one check of what is acceptable, and how they are shown. A receiver's
+// URL is a credential (a chat platform's webhook URL is one): logs, errors and names show its scheme and host
 // only, the path elided.
 
 export type HttpUrl = { url: URL; problem?: undefined } | { url?: undefined; problem: UrlProblem };
@@ -33,7 +33,7 @@ export function shownUrl(text: string): string {
   return JSON.stringify(`${urlStart(text)}${text.includes('/') ? '/…' : ''}`);
 }
 
-/** 'https://hooks.slack.com/…': scheme and host (and port) only. */
+/** 'https://hooks.example.com/…': scheme and host (and port) only. */
 export function redactUrl(url: string | URL): string {
   try {
     const parsed = typeof url === 'string' ? new URL(url) : url;

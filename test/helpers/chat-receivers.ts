@@ -6,7 +6,7 @@
 // breaks the rules, and 429 to a message that comes sooner than `minIntervalMs` after the previous one;
 // otherwise its script, else 200.
 
-import type { ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import type { ChatPlatformName } from './chat-platforms.ts';
 import { type HttpReceiver, HttpReceiver as Receiver, type Reply } from './http-receiver.ts';
 import { invisibleProblems } from './slack-payload.ts';
 

@@ -48,7 +48,6 @@ import { DEFAULT_IGNORED_PATHS } from '../../src/diff/ignore.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.ts';
 import type { JsonObject } from '../../src/kube/types.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
 import { ADMISSION_CONCURRENT_REQUESTS, MEMORY_SHARES } from '../../src/util/memory-budget.ts';
 import type { AdmissionRecord } from '../../src/who/admission/admission-match.ts';
 import { AdmissionServer } from '../../src/who/admission/admission-server.ts';
@@ -64,6 +63,7 @@ import {
   startAdmissionApiserver,
 } from '../helpers/admission-apiserver.ts';
 import { largeReviewBody, postReview, reviewBody, slowBodies } from '../helpers/admission-load.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../helpers/chat-platforms.ts';
 import { payloadProblems } from '../helpers/chat-receivers.ts';
 import { killAll, runKubediff } from '../helpers/cli.ts';
 import { testCluster } from '../helpers/cluster-env.ts';

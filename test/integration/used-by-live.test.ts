@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { UsedBy, UsingWorkload } from '../../src/events/event.ts';
-import type { ChatPlatformName } from '../../src/sinks/chat-platforms.ts';
+import type { ChatPlatformName } from '../helpers/chat-platforms.ts';
 import { startChatReceiver } from '../helpers/chat-receivers.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING } from '../helpers/cli.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';

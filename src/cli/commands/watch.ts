@@ -48,7 +48,7 @@ type WatchFlags = RawWatchFlags &
     ui?: string;
     uiTokenFile?: string;
     uiAllowNoToken?: boolean;
-    /** --no-stories slack,teams (src/cli/flags/stories.ts). */
+    /** --no-stories <type>,<type> (src/cli/flags/stories.ts). */
     noStories?: string[];
   };
 

@@ -20,7 +20,7 @@ function collect(value: string, previous: string[] = []): string[] {
 
 export function optionOf(spec: FlagSpec): Option {
   const option = new Option(spec.flags, spec.description);
-  // A `--no-…` flag that takes a value (`--no-stories slack`) is a flag of its own, not commander's
+  // A `--no-…` flag that takes a value (`--no-stories <types>`) is a flag of its own, not commander's
   // negation of the flag without `no-`: its value goes to its own name (noStories).
   if (option.negate && option.required) option.negate = false;
   // commander checks choices in the same parser that would collect repeated values: one or the other.

@@ -1,7 +1,7 @@
-// Where `watch` delivers besides stdout: webhooks, Slack, the other chat platforms, the sink types of the
-// registry (each declares its own rows in its folder, src/sinks/registry.ts), and the dead-letter file for
-// what they could not take (docs/sinks.md); src/config/sink-settings.ts reads them. Secrets never come from a flag (a flag
-// shows in `ps`): each description names the environment variable that carries them.
+// Where `watch` delivers besides stdout: webhooks, the sink types of the registry (each declares its own
+// rows in its folder, src/sinks/registry.ts), and the dead-letter file for what they could not take
+// (docs/sinks.md); src/config/sink-settings.ts reads them. Secrets never come from a flag (a flag shows in
+// `ps`): each description names the environment variable that carries them.
 import { SINK_COMPONENTS } from '../../sinks/registry.ts';
 import type { FlagGroup } from '../../util/flag-spec.ts';
 
@@ -24,32 +24,6 @@ export const SINKS: FlagGroup = {
     {
       flags: '--webhook-timeout <duration>',
       description: 'time limit of one webhook request (default: 10s)',
-      more: true,
-    },
-    { flags: '--slack-webhook <url>', description: 'post to Slack (or $KUBEDIFF_SLACK_WEBHOOK)' },
-    {
-      flags: '--slack-channel <channel>',
-      description: 'post to this Slack channel as a bot (token: $KUBEDIFF_SLACK_TOKEN)',
-      more: true,
-    },
-    {
-      flags: '--teams-webhook <url>',
-      description: 'post to Microsoft Teams through a Workflows webhook (or $KUBEDIFF_TEAMS_WEBHOOK)',
-      more: true,
-    },
-    {
-      flags: '--discord-webhook <url>',
-      description: 'post to Discord through a channel webhook (or $KUBEDIFF_DISCORD_WEBHOOK)',
-      more: true,
-    },
-    {
-      flags: '--mattermost-webhook <url>',
-      description: 'post to Mattermost through an incoming webhook (or $KUBEDIFF_MATTERMOST_WEBHOOK)',
-      more: true,
-    },
-    {
-      flags: '--google-chat-webhook <url>',
-      description: 'post to a Google Chat space through its webhook (or $KUBEDIFF_GOOGLE_CHAT_WEBHOOK)',
       more: true,
     },
     ...SINK_COMPONENTS.flatMap((component) => component.flags ?? []),

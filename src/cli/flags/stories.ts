@@ -1,23 +1,17 @@
-// Stories: one message per rollout instead of one per event (docs/stories.md). Chat platforms tell
-// stories by default and `--no-stories slack,teams` turns them off per platform; the five flags it
-// replaces (`--no-slack-stories`, …) are still accepted, hidden from the help (docs/cli.md, "Stories").
-// Read by src/config/story-settings.ts (RawStoryFlags), which knows nothing of the spelling.
-import type { RawStoryFlags } from '../../config/story-settings.ts';
+// Stories: one message per rollout instead of one per event (docs/stories.md). The sink types whose
+// component tells stories by default (the chat platforms) are listed by the registry, and `--no-stories
+// <type>,<type>` turns them off per type; the flags it replaces (`--no-<type>-stories`) are still
+// accepted, hidden from the help (docs/cli.md, "Stories"). Read by src/config/story-settings.ts
+// (RawStoryFlags), which knows nothing of the spelling.
+import { type RawStoryFlags, storySwitch } from '../../config/story-settings.ts';
+import { SINK_COMPONENTS } from '../../sinks/registry.ts';
 import { invalidSetting } from '../../util/errors.ts';
 import type { FlagGroup } from '../../util/flag-spec.ts';
 
-/** Each chat platform, by the name `--no-stories` takes, and its switch in the story settings. */
-const STORY_SWITCHES = {
-  slack: 'slackStories',
-  teams: 'teamsStories',
-  discord: 'discordStories',
-  mattermost: 'mattermostStories',
-  'google-chat': 'googleChatStories',
-} as const satisfies Record<string, keyof RawStoryFlags>;
-
-type ChatPlatform = keyof typeof STORY_SWITCHES;
-
-const PLATFORMS = Object.keys(STORY_SWITCHES) as ChatPlatform[];
+/** The types `--no-stories` takes, in the registry's order. */
+const PLATFORMS: readonly string[] = SINK_COMPONENTS.flatMap((component) =>
+  component.storiesByDefault ? [...component.types] : [],
+);
 
 export const STORIES: FlagGroup = {
   title: 'Stories',
@@ -25,7 +19,7 @@ export const STORIES: FlagGroup = {
     { flags: '--stories', description: 'pretty output: one story per rollout, not per event' },
     {
       flags: '--no-stories <platforms>',
-      description: 'post per event, not per story, to: slack,teams,…',
+      description: `post per event, not per story, to: ${PLATFORMS.slice(0, 2).join(',')},…`,
       repeatable: true,
     },
     {
@@ -59,18 +53,14 @@ export function storiesTurnedOff(values: readonly string[] | undefined): Partial
   const off: Partial<RawStoryFlags> = {};
   for (const text of (values ?? []).flatMap((value) => value.split(','))) {
     const name = text.trim();
-    if (!isChatPlatform(name)) {
+    if (!PLATFORMS.includes(name)) {
       throw invalidSetting(
         '--no-stories',
         text,
         `name chat platforms, comma-separated: ${PLATFORMS.join(', ')}`,
       );
     }
-    off[STORY_SWITCHES[name]] = false;
+    off[storySwitch(name)] = false;
   }
   return off;
-}
-
-function isChatPlatform(name: string): name is ChatPlatform {
-  return Object.hasOwn(STORY_SWITCHES, name);
 }

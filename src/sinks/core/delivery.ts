@@ -237,7 +237,7 @@ export class TroubleReport {
 }
 
 /**
- * What the queued sinks (Slack and the other chat platforms, webhooks, the batch sinks of batch-sink.ts)
+ * What the queued sinks (the chat platforms, webhooks, the batch sinks of batch-sink.ts)
  * share: their retry schedule, the wake-up of their delivery loop, the shutdown clock, the trouble report
  * and the counters, and close(): begin the shutdown clock, let the delivery loop finish, hand what is left
  * to `abandonRest`, then release the connections (`release`) and report.

@@ -1,7 +1,7 @@
 // A digest stands for many events in little space: counts by type, resource
 // and namespace, the time span, and the most recent events in full. Sinks
 // fold events into one when they arrive faster than they can be delivered
-// (a full queue, Slack's one message per second), so that a burst costs a
+// (a full queue, a chat platform's one message per second), so that a burst costs a
 // bounded amount of memory and reaches the receiver as one summary instead
 // of hours of backlog. Events that no longer fit in full are handed to
 // `onEvict` (the dead-letter file) and stay counted.

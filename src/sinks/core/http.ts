@@ -1,7 +1,7 @@
 // One HTTP POST to a receiver, and what to make of the answer: delivered,
 // worth retrying (network trouble, timeouts, 408, 425, 429, 5xx, with the
 // server's Retry-After), or refused for good (other 4xx, redirects).
-// Receiver URLs are credentials (a Slack webhook URL is one): they appear in
+// Receiver URLs are credentials (a chat platform's webhook URL is one): they appear in
 // logs and errors only as scheme and host, the path elided. An answer is
 // scrubbed of the sink's credentials (util/credentials.ts) as it is read.
 
@@ -206,8 +206,8 @@ function retryAfterOf(value: string | string[] | undefined): number | undefined 
 }
 
 /**
- * Mattermost's rate limiter says when to come back in X-Ratelimit-Reset, seconds until the reset, when it
- * sends no Retry-After; a value that large is an epoch time (Discord's header of that name) and is read so.
+ * A rate limiter may say when to come back in X-Ratelimit-Reset, seconds until the reset, when it sends no
+ * Retry-After; a value that large is an epoch time (another platform's header of that name) and is read so.
  */
 function rateLimitResetOf(value: string | string[] | undefined): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;

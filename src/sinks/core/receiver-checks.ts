@@ -1,6 +1,6 @@
 // What a receiver's settings must be, whether they come from flags, the environment or the config file:
-// HTTP header names (and the headers kubediff sets itself, which no setting may replace), and Slack
-// channels. Each source words its own message around these answers.
+// HTTP header names (and the headers kubediff sets itself, which no setting may replace). Each source
+// words its own message around these answers.
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -36,9 +36,4 @@ export function isHeaderName(name: string): boolean {
 /** A header kubediff sets on every request (or HTTP itself owns): no setting may replace it. */
 export function isReservedHeader(name: string): boolean {
   return RESERVED_HEADERS.has(name.toLowerCase());
-}
-
-/** A Slack channel as chat.postMessage takes it: an ID (C0123456789) or #name; never blank or with spaces. */
-export function isSlackChannel(text: string): boolean {
-  return text.trim() !== '' && !/\s/.test(text);
 }

@@ -4,7 +4,6 @@
 
 import { compileFilter } from '../../events/filter.ts';
 import type { Credentials } from '../../util/credentials.ts';
-import type { ChatPlatformName } from '../chat-platforms.ts';
 import type { CloudEventsMode } from '../cloudevents.ts';
 import type { CommonSinkSpec, HttpSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
 import { type RegisteredSpec, sinkComponent } from '../registry.ts';
@@ -41,30 +40,7 @@ export interface WebhookSinkSpec extends HttpSinkSpec {
   layout?: string;
 }
 
-export interface SlackSinkSpec extends HttpSinkSpec {
-  type: 'slack';
-  /** An incoming webhook URL… */
-  webhookUrl?: string;
-  /** …or a bot token (from the environment) and a channel. */
-  token?: string;
-  channel?: string;
-  /** Slack's Web API base URL; default https://slack.com/api. */
-  apiUrl?: string;
-  minIntervalMs?: number;
-  /** Its queue, in bytes of the events' JSON. */
-  queueMaxBytes?: number;
-}
-
-/** Teams, Discord, Mattermost or Google Chat: a webhook URL (a credential), on the chat delivery core. */
-export interface ChatSinkSpec extends HttpSinkSpec {
-  type: ChatPlatformName;
-  webhookUrl: string;
-  minIntervalMs?: number;
-  /** Its queue, in bytes of the events' JSON. */
-  queueMaxBytes?: number;
-}
-
-export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | RegisteredSpec | ChatSinkSpec;
+export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | RegisteredSpec;
 
 export interface SinkSet {
   router: Router;
@@ -139,8 +115,8 @@ function writtenFiles(specs: readonly SinkSpec[], defaultDeadLetter: string | un
 
 type SinkType = Exclude<SinkSpec, RegisteredSpec>['type'];
 /**
- * The members of union S whose `type` can be T: the spec of one sink type, or its config entry (the chat
- * platforms share one spec and one schema, hence not Extract<>).
+ * The members of union S whose `type` can be T: the spec of one sink type, or its config entry (types may
+ * share one spec and one schema, hence not Extract<>).
  */
 export type OfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
 type SinkFactory<T extends SinkType> = (spec: OfType<SinkSpec, T>, context: SinkContext) => Promise<Sink>;
@@ -149,11 +125,6 @@ type SinkFactory<T extends SinkType> = (spec: OfType<SinkSpec, T>, context: Sink
 const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
   stdout: stdoutSink,
   webhook: webhookSink,
-  slack: slackSink,
-  teams: chatSink,
-  discord: chatSink,
-  mattermost: chatSink,
-  'google-chat': chatSink,
 };
 
 function factoryOf(spec: SinkSpec): (spec: SinkSpec, context: SinkContext) => Promise<Sink> {
@@ -218,45 +189,6 @@ async function webhookSink(spec: WebhookSinkSpec, context: SinkContext): Promise
     ...(spec.batch ? { batch: spec.batch } : {}),
     ...(spec.queue ? { queue: spec.queue } : {}),
     ...(spec.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: spec.maxRequestsPerSecond } : {}),
-    ...storiesOption(spec),
-    ...httpOptions(spec, context),
-  });
-}
-
-/** An incoming webhook, or a bot token and a channel. */
-async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sink> {
-  const target =
-    spec.webhookUrl !== undefined
-      ? { kind: 'webhook' as const, url: spec.webhookUrl }
-      : {
-          kind: 'bot' as const,
-          token: spec.token ?? '',
-          channel: spec.channel ?? '',
-          ...(spec.apiUrl ? { apiUrl: spec.apiUrl } : {}),
-        };
-  const { SlackSink } = await import('../slack.ts');
-  return new SlackSink({
-    target,
-    name: context.unique(spec.name ?? defaultSinkName(spec)),
-    log: context.runtime.log,
-    ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
-    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
-    ...storiesOption(spec),
-    ...httpOptions(spec, context),
-  });
-}
-
-/** Teams, Discord, Mattermost, Google Chat: the platform's renderer and pace on the chat core. */
-async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink> {
-  const { ChatSink } = await import('../chat.ts');
-  const { CHAT_PLATFORMS } = await import('../chat-platforms.ts');
-  const platform = CHAT_PLATFORMS[spec.type];
-  return new ChatSink({
-    platform: platform.create(spec.webhookUrl),
-    name: context.unique(spec.name ?? defaultSinkName(spec)),
-    minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
-    log: context.runtime.log,
-    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });

@@ -11,8 +11,6 @@ type Headers = Readonly<Record<string, string>> | undefined;
 export type SinkCredentialSource =
   | { type: 'stdout' }
   | { type: 'webhook'; url: string; headers?: Headers; secret?: string | undefined }
-  | { type: 'slack'; webhookUrl?: string | undefined; token?: string | undefined }
-  | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
   | { type: RegisteredType };
 
 /** Every credential a sink of this spec sends or holds, in the kinds util/credentials.ts knows. */
@@ -34,17 +32,6 @@ function credentialsOf(spec: SinkCredentialSource): Credential[] {
     case 'webhook':
       // A generic receiver may take its token in the path or the query; the HMAC secret is never sent.
       return [{ kind: 'url', value: spec.url }, ...headers(spec.headers), ...secrets(spec.secret)];
-    case 'slack':
-      return [
-        ...(spec.webhookUrl !== undefined ? [{ kind: 'url', value: spec.webhookUrl } as const] : []),
-        // Sent as `Authorization: Bearer <token>`.
-        ...secrets(spec.token),
-      ];
-    case 'teams':
-    case 'discord':
-    case 'mattermost':
-    case 'google-chat':
-      return [{ kind: 'url', value: spec.webhookUrl }];
   }
   // A registered type answered above.
   return [];

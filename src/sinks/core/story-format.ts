@@ -1,7 +1,7 @@
 // How a story reads (docs/stories.md). storyView() is the platform-neutral structure: who, what the
 // owner's own net change was, one line of what was derived, the counts, and the notes; each platform
 // renders that structure: storyMessage() makes it a chat message that every chat platform's renderer
-// posts (Slack, Teams, Discord, Mattermost, Google Chat), prettyStoryRenderer() the terminal's lines.
+// posts (every chat platform), prettyStoryRenderer() the terminal's lines.
 import { Chalk } from 'chalk';
 import type { Change } from '../../diff/types.ts';
 import type { EventType, UsedBy } from '../../events/event.ts';
@@ -21,7 +21,7 @@ import {
   prefix,
   reachLines,
   timeRange,
-} from '../chat-message.ts';
+} from '../chat/core/chat-message.ts';
 import { byText } from '../who.ts';
 import { type PrettyOptions, renderChange } from './pretty.ts';
 import { rollsOutLines, usedByLines } from './used-by-text.ts';

@@ -195,7 +195,7 @@ describe('sink flags', () => {
       [
         { deadLetter: '/tmp/x' },
         {},
-        /^--dead-letter applies to the deliveries of --webhook, Slack and the other chat platforms, Kafka, OTLP and --output-file, and none is given \(stdout has no dead letters\)\.$/,
+        /^--dead-letter applies to the deliveries of the sink flags \(--webhook, --slack-webhook, --teams-webhook, --discord-webhook, --mattermost-webhook, --google-chat-webhook, --kafka-brokers, --otlp-endpoint, --output-file\), and none is given \(stdout has no dead letters\)\.$/,
       ],
       [{ kafkaTopic: 't' }, {}, /--kafka-topic needs --kafka-brokers/],
       [{ kafkaBrokers: 'k:9092' }, {}, /--kafka-brokers needs --kafka-topic/],

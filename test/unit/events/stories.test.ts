@@ -10,8 +10,8 @@ import { OwnerResolver } from '../../../src/events/owners.ts';
 import { type Story, StoryBuilder, type StoryOptions } from '../../../src/events/story.ts';
 import type { StoredObject } from '../../../src/informer/store.ts';
 import type { JsonObject, ResourceType } from '../../../src/kube/types.ts';
+import { renderSlackChatMessage } from '../../../src/sinks/chat/slack/slack-format.ts';
 import { prettyStoryRenderer, storyMessage } from '../../../src/sinks/core/story-format.ts';
-import { renderSlackChatMessage } from '../../../src/sinks/slack-format.ts';
 import { sampleEvent, type TestEvent } from '../../helpers/events.ts';
 import { blockKitProblems, visibleText } from '../../helpers/slack-payload.ts';
 

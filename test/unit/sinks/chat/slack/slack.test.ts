@@ -4,24 +4,24 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { Change } from '../../../src/diff/types.ts';
-import type { ChangeEvent, EventType } from '../../../src/events/event.ts';
-import { DEFAULT_CHAT_FORMAT } from '../../../src/sinks/chat-message.ts';
-import { DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
-import { Digest } from '../../../src/sinks/core/digest.ts';
-import { SlackSink, type SlackSinkOptions } from '../../../src/sinks/slack.ts';
-import { renderSlackMessage } from '../../../src/sinks/slack-format.ts';
-import { FakeSlackApi } from '../../helpers/fake-slack-api.ts';
-import type { HttpReceiver } from '../../helpers/http-receiver.ts';
-import { nonEmpty } from '../../helpers/non-empty.ts';
-import { degradedRollout } from '../../helpers/outcome-fixtures.ts';
-import { memoryLog, sinkTestKit } from '../../helpers/sink-test.ts';
+import type { Change } from '../../../../../src/diff/types.ts';
+import type { ChangeEvent, EventType } from '../../../../../src/events/event.ts';
+import { DEFAULT_CHAT_FORMAT } from '../../../../../src/sinks/chat/core/chat-message.ts';
+import { SlackSink, type SlackSinkOptions } from '../../../../../src/sinks/chat/slack/slack.ts';
+import { renderSlackMessage } from '../../../../../src/sinks/chat/slack/slack-format.ts';
+import { DeadLetterFile } from '../../../../../src/sinks/core/dead-letter.ts';
+import { Digest } from '../../../../../src/sinks/core/digest.ts';
+import { FakeSlackApi } from '../../../../helpers/fake-slack-api.ts';
+import type { HttpReceiver } from '../../../../helpers/http-receiver.ts';
+import { nonEmpty } from '../../../../helpers/non-empty.ts';
+import { degradedRollout } from '../../../../helpers/outcome-fixtures.ts';
+import { memoryLog, sinkTestKit } from '../../../../helpers/sink-test.ts';
 import {
   blockKitProblems,
   eventsInMessage,
   type SlackPayload,
   visibleText,
-} from '../../helpers/slack-payload.ts';
+} from '../../../../helpers/slack-payload.ts';
 
 const kit = sinkTestKit<SlackSink>();
 const slack = kit.receiver;

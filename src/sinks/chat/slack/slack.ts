@@ -5,9 +5,9 @@
 // what Slack's answers mean. A bot has threads: an OUTCOME is a reply
 // (`thread_ts`) to its change's message, whose first line chat.update rewrites.
 
-import { type ChatPlatform, ChatSink, type ChatSinkOptions, type ChatThreads } from './chat.ts';
-import { bodyExcerpt, type PostOutcome } from './core/http.ts';
-import { defaultSinkName } from './core/sink-name.ts';
+import { bodyExcerpt, type PostOutcome } from '../../core/http.ts';
+import { type ChatPlatform, ChatSink, type ChatSinkOptions, type ChatThreads } from '../core/chat.ts';
+import { slackSinkName as nameOf } from './config.ts';
 import { renderSlackChatMessage, SLACK_PACE, type SlackMessage, withFirstLine } from './slack-format.ts';
 
 export type SlackTarget =
@@ -125,13 +125,8 @@ function botThreads(target: Extract<SlackTarget, { kind: 'bot' }>): ChatThreads 
 }
 
 /** The name a Slack sink goes by in logs and reports when its config gives none: the host, or the channel. */
-/** The sink's name when none is given (sink-name.ts). */
 function slackSinkName(target: SlackTarget): string {
-  return defaultSinkName(
-    target.kind === 'webhook'
-      ? { type: 'slack', webhookUrl: target.url }
-      : { type: 'slack', channel: target.channel },
-  );
+  return nameOf(target.kind === 'webhook' ? { webhookUrl: target.url } : { channel: target.channel });
 }
 
 /** A chat.postMessage answer is 200 even for errors: `{"ok": false, "error": "channel_not_found"}`. */

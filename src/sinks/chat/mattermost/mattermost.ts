@@ -2,8 +2,8 @@
 // text and the rest as one Slack-style attachment, in Mattermost's markdown. A post holds at most 16,383
 // characters (the server's default); rate limits, when the server has them on, answer 429 with
 // X-Ratelimit-Reset (seconds until it resets), which the delivery core honours.
-import type { ChatPlatform } from './chat.ts';
-import { markdownLine, markdownText } from './chat-markdown.ts';
+import type { ChatPlatform } from '../core/chat.ts';
+import { markdownLine, markdownText } from '../core/chat-markdown.ts';
 import {
   type ChatMessage,
   contextText,
@@ -11,7 +11,7 @@ import {
   plainText,
   titleText,
   truncateText,
-} from './chat-message.ts';
+} from '../core/chat-message.ts';
 
 export const MATTERMOST_LIMITS = { postChars: 16_383, title: 256 };
 export const MATTERMOST_MIN_INTERVAL_MS = 1000;

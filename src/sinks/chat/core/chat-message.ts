@@ -6,15 +6,15 @@
 // its own payload and fits it into its own limits; the choice of what to say
 // (one event in full, a few events with their first changes, or a digest of
 // a burst) is made once, here.
-import type { Change } from '../diff/types.ts';
-import { type ChangeEvent, type EventType, offlineNote, qualifiedResource } from '../events/event.ts';
-import { objectKey } from '../kube/types.ts';
-import { groupedCount } from '../util/count-text.ts';
-import { printable } from '../util/terminal-text.ts';
-import type { Digest } from './core/digest.ts';
-import { readablePath, renderValue } from './core/pretty.ts';
-import { type Piece, type ReachLimits, rollsOutPieces, usedByPieces } from './core/used-by-text.ts';
-import { byText, changesFromSeveralManagers } from './who.ts';
+import type { Change } from '../../../diff/types.ts';
+import { type ChangeEvent, type EventType, offlineNote, qualifiedResource } from '../../../events/event.ts';
+import { objectKey } from '../../../kube/types.ts';
+import { groupedCount } from '../../../util/count-text.ts';
+import { printable } from '../../../util/terminal-text.ts';
+import type { Digest } from '../../core/digest.ts';
+import { readablePath, renderValue } from '../../core/pretty.ts';
+import { type Piece, type ReachLimits, rollsOutPieces, usedByPieces } from '../../core/used-by-text.ts';
+import { byText, changesFromSeveralManagers } from '../../who.ts';
 
 export interface ChatFormatOptions {
   /** A batch of up to this many events is shown event by event; more become a digest. Default 5. */

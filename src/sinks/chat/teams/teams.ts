@@ -3,8 +3,8 @@
 // values are shown as they are, set apart by the arrow and the path's colon. Text from the cluster is
 // made inert (chat-text.ts) as docs/security.md's table says for Teams: markdown and `{{DATE(…)}}`
 // characters backslash-escaped; no mention entity is ever sent; the summary is plain text.
-import type { EventType } from '../events/event.ts';
-import type { ChatPlatform } from './chat.ts';
+import type { EventType } from '../../../events/event.ts';
+import type { ChatPlatform } from '../core/chat.ts';
 import {
   type ChatMessage,
   contextText,
@@ -14,8 +14,8 @@ import {
   plainText,
   titleText,
   truncateText,
-} from './chat-message.ts';
-import { visible, wrapped } from './chat-text.ts';
+} from '../core/chat-message.ts';
+import { visible, wrapped } from '../core/chat-text.ts';
 
 export const TEAMS_LIMITS = { payloadBytes: 28 * 1024, bodyElements: 100 };
 export const TEAMS_MIN_INTERVAL_MS = 1000;

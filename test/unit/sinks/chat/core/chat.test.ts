@@ -3,19 +3,19 @@
 // its own retry hint (test/helpers/chat-receivers.ts).
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import type { ChangeEvent, EventType } from '../../../src/events/event.ts';
-import { ChatSink, type ChatSinkOptions } from '../../../src/sinks/chat.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../src/sinks/chat-platforms.ts';
+import type { ChangeEvent, EventType } from '../../../../../src/events/event.ts';
+import { ChatSink, type ChatSinkOptions } from '../../../../../src/sinks/chat/core/chat.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../helpers/chat-platforms.ts';
 import {
   eventsInChatMessage,
   payloadProblems,
   rateLimited,
   startChatReceiver,
   titleOf,
-} from '../../helpers/chat-receivers.ts';
-import type { HttpReceiver } from '../../helpers/http-receiver.ts';
-import { degradedRollout } from '../../helpers/outcome-fixtures.ts';
-import { memoryLog } from '../../helpers/sink-test.ts';
+} from '../../../../helpers/chat-receivers.ts';
+import type { HttpReceiver } from '../../../../helpers/http-receiver.ts';
+import { degradedRollout } from '../../../../helpers/outcome-fixtures.ts';
+import { memoryLog } from '../../../../helpers/sink-test.ts';
 
 const receivers: HttpReceiver[] = [];
 after(async () => {

@@ -8,25 +8,25 @@
 // An OUTCOME is a follow-up in the same channel once its change's message is out (at most OUTCOME_WAIT_MS);
 // with Slack threads, a reply in that thread and that message's first line rewritten (docs/outcomes.md).
 
-import type { ChangeEvent, OutcomeEvent } from '../events/event.ts';
-import { WORKLOAD_KINDS } from '../events/outcomes/workload-health.ts';
-import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
-import { groupOf } from '../kube/types.ts';
-import { plural } from '../util/count-text.ts';
-import { errorMessage } from '../util/errors.ts';
-import { SINK_SPLIT } from '../util/memory-budget.ts';
-import { monotonicMs } from '../util/timestamp.ts';
+import type { ChangeEvent, OutcomeEvent } from '../../../events/event.ts';
+import { WORKLOAD_KINDS } from '../../../events/outcomes/workload-health.ts';
+import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../../../events/story.ts';
+import { groupOf } from '../../../kube/types.ts';
+import { plural } from '../../../util/count-text.ts';
+import { errorMessage } from '../../../util/errors.ts';
+import { SINK_SPLIT } from '../../../util/memory-budget.ts';
+import { monotonicMs } from '../../../util/timestamp.ts';
+import { lossNote } from '../../core/dead-letter.ts';
+import { abandonDigest, type DeliveryOptions, HttpSink } from '../../core/delivery.ts';
+import { Digest } from '../../core/digest.ts';
+import { type PostOptions, type PostOutcome, post, reasonWithRetryAfter } from '../../core/http.ts';
+import { RateLimit } from '../../core/rate-limit.ts';
+import type { SinkReport, SinkStats } from '../../core/sink.ts';
+import { sinkStoryBuilder } from '../../core/story-builder.ts';
+import { storyMessage } from '../../core/story-format.ts';
+import { StoryQueue } from '../../core/story-queue.ts';
 import { type ChatMessage, chatMessage, DEFAULT_CHAT_FORMAT, type Line } from './chat-message.ts';
-import { lossNote } from './core/dead-letter.ts';
-import { abandonDigest, type DeliveryOptions, HttpSink } from './core/delivery.ts';
-import { Digest } from './core/digest.ts';
-import { type PostOptions, type PostOutcome, post, reasonWithRetryAfter } from './core/http.ts';
-import { outcomeHeadline, outcomeMessage, rolledOutImage } from './core/outcome-message.ts';
-import { RateLimit } from './core/rate-limit.ts';
-import type { SinkReport, SinkStats } from './core/sink.ts';
-import { sinkStoryBuilder } from './core/story-builder.ts';
-import { storyMessage } from './core/story-format.ts';
-import { StoryQueue } from './core/story-queue.ts';
+import { outcomeHeadline, outcomeMessage, rolledOutImage } from './outcome-message.ts';
 
 /** One chat platform: where to post, how a chat message reads there, and what its answers mean. */
 export interface ChatPlatform {

@@ -3,7 +3,7 @@
 // would read as formatting, a link or an entity; text holding an '@' or a URL as inline code, since both
 // link bare URLs and Mattermost mentions anyone an '@' names outside code, escaped or not. Discord's
 // payload also switches mentions off (allowed_mentions, discord.ts).
-import type { EventType } from '../events/event.ts';
+import type { EventType } from '../../../events/event.ts';
 import { type ChatMessage, EVENT_EMOJI, fitLines, type Line } from './chat-message.ts';
 import { codeText, inertLine, wrapped } from './chat-text.ts';
 

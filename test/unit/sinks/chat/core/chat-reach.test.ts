@@ -5,16 +5,16 @@
 // within its rules (test/helpers/chat-receivers.ts, test/helpers/slack-payload.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChangeEvent, UsingWorkload } from '../../../src/events/event.ts';
-import { type Story, StoryBuilder } from '../../../src/events/story.ts';
-import { renderBatch } from '../../../src/sinks/chat.ts';
-import { chatMessage, plainText } from '../../../src/sinks/chat-message.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../src/sinks/chat-platforms.ts';
-import { Digest } from '../../../src/sinks/core/digest.ts';
-import { storyMessage } from '../../../src/sinks/core/story-format.ts';
-import { renderSlackMessage } from '../../../src/sinks/slack-format.ts';
-import { payloadProblems } from '../../helpers/chat-receivers.ts';
-import { blockKitProblems } from '../../helpers/slack-payload.ts';
+import type { ChangeEvent, UsingWorkload } from '../../../../../src/events/event.ts';
+import { type Story, StoryBuilder } from '../../../../../src/events/story.ts';
+import { renderBatch } from '../../../../../src/sinks/chat/core/chat.ts';
+import { chatMessage, plainText } from '../../../../../src/sinks/chat/core/chat-message.ts';
+import { renderSlackMessage } from '../../../../../src/sinks/chat/slack/slack-format.ts';
+import { Digest } from '../../../../../src/sinks/core/digest.ts';
+import { storyMessage } from '../../../../../src/sinks/core/story-format.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../helpers/chat-platforms.ts';
+import { payloadProblems } from '../../../../helpers/chat-receivers.ts';
+import { blockKitProblems } from '../../../../helpers/slack-payload.ts';
 
 const web: UsingWorkload = {
   object: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd1', namespace: 'shop' },

@@ -5,10 +5,11 @@
 // change can never ping anyone (`allowed_mentions` with an empty `parse`:
 // https://discord.com/developers/docs/resources/message#allowed-mentions-object); the content and the
 // description are markdown made inert (chat-markdown.ts); the title and the footer are plain text.
-import type { ChatPlatform } from './chat.ts';
-import { markdownLine, markdownText } from './chat-markdown.ts';
-import { type ChatMessage, contextText, fitLine, titleText, truncateText } from './chat-message.ts';
-import type { PostOutcome } from './core/http.ts';
+
+import type { PostOutcome } from '../../core/http.ts';
+import type { ChatPlatform } from '../core/chat.ts';
+import { markdownLine, markdownText } from '../core/chat-markdown.ts';
+import { type ChatMessage, contextText, fitLine, titleText, truncateText } from '../core/chat-message.ts';
 
 export const DISCORD_LIMITS = {
   content: 2000,

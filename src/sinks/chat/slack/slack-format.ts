@@ -4,7 +4,8 @@
 // Text from the cluster is made inert (chat-text.ts) as docs/security.md's table says for Slack, with
 // Slack's references: &, < and > as entities everywhere, every mrkdwn text `verbatim`, text holding a
 // formatting character, an emoji code, an '@' or a URL as inline code; the header is plain_text.
-import type { EventType } from '../events/event.ts';
+import type { EventType } from '../../../events/event.ts';
+import type { Digest } from '../../core/digest.ts';
 import {
   type ChatMessage,
   chatMessage,
@@ -12,9 +13,8 @@ import {
   fitLine,
   type Line,
   plainText,
-} from './chat-message.ts';
-import { codeText, inertLine, visible, wrapped } from './chat-text.ts';
-import type { Digest } from './core/digest.ts';
+} from '../core/chat-message.ts';
+import { codeText, inertLine, visible, wrapped } from '../core/chat-text.ts';
 
 type MrkdwnText = { type: 'mrkdwn'; text: string; verbatim: true };
 

@@ -1,12 +1,12 @@
 // What a chat message says of an OUTCOME (docs/outcomes.md), before any platform's markup: the follow-up
 // of the change's (or story's) message, and the headline that a Slack bot writes over that message's first
 // line: 'web shop:1.5 by alice → degraded in 40s: 3/3 pods CrashLoopBackOff, last OOMKilled (exit 137)'.
-import type { ChangeEvent, OutcomeEvent, Verdict } from '../../events/event.ts';
-import { objectKey } from '../../kube/types.ts';
-import { plural } from '../../util/count-text.ts';
-import { formatDuration } from '../../util/duration.ts';
-import { type ChatMessage, clusterLine, elideBy, type Line, prefix, truncateText } from '../chat-message.ts';
-import { byText } from '../who.ts';
+import type { ChangeEvent, OutcomeEvent, Verdict } from '../../../events/event.ts';
+import { objectKey } from '../../../kube/types.ts';
+import { plural } from '../../../util/count-text.ts';
+import { formatDuration } from '../../../util/duration.ts';
+import { byText } from '../../who.ts';
+import { type ChatMessage, clusterLine, elideBy, type Line, prefix, truncateText } from './chat-message.ts';
 
 /** Pods and Warning Events listed in a follow-up; the summary line counts them all. */
 const LISTED = 10;

@@ -3,8 +3,8 @@
 // hint: the backoff paces retries). Text from the cluster is made inert (chat-text.ts) as docs/security.md's
 // table says for Google Chat: card text with &, < and > as entities; the message text, whose markup has no
 // documented escape, with < and > as look-alikes (‹ ›) and formatting characters, '@' or URLs in monospace.
-import type { EventType } from '../events/event.ts';
-import type { ChatPlatform } from './chat.ts';
+import type { EventType } from '../../../events/event.ts';
+import type { ChatPlatform } from '../core/chat.ts';
 import {
   type ChatMessage,
   contextText,
@@ -14,8 +14,8 @@ import {
   type Line,
   titleText,
   truncateText,
-} from './chat-message.ts';
-import { codeText, inertLine, visible } from './chat-text.ts';
+} from '../core/chat-message.ts';
+import { codeText, inertLine, visible } from '../core/chat-text.ts';
 
 /** What Chat's text markup acts on that has no escape: formatting characters, a mention, a URL. */
 const CHAT_TEXT_ACTS_ON = /[*_~`@]|:\/\/|\bwww\./i;

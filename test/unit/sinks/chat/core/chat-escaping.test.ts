@@ -7,17 +7,20 @@
 // (test/helpers/chat-receivers.ts inertProblems, test/helpers/slack-payload.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ChangeEvent, EventType } from '../../../src/events/event.ts';
-import { type Story, StoryBuilder } from '../../../src/events/story.ts';
-import { type ChatPlatform, renderBatch } from '../../../src/sinks/chat.ts';
-import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../src/sinks/chat-platforms.ts';
-import { Digest } from '../../../src/sinks/core/digest.ts';
-import { storyMessage } from '../../../src/sinks/core/story-format.ts';
-import { renderSlackChatMessage, renderSlackMessage } from '../../../src/sinks/slack-format.ts';
-import { payloadProblems } from '../../helpers/chat-receivers.ts';
-import { hostileText } from '../../helpers/hostile-text.ts';
-import { seededRandom } from '../../helpers/random-json.ts';
-import { blockKitProblems } from '../../helpers/slack-payload.ts';
+import type { ChangeEvent, EventType } from '../../../../../src/events/event.ts';
+import { type Story, StoryBuilder } from '../../../../../src/events/story.ts';
+import { type ChatPlatform, renderBatch } from '../../../../../src/sinks/chat/core/chat.ts';
+import {
+  renderSlackChatMessage,
+  renderSlackMessage,
+} from '../../../../../src/sinks/chat/slack/slack-format.ts';
+import { Digest } from '../../../../../src/sinks/core/digest.ts';
+import { storyMessage } from '../../../../../src/sinks/core/story-format.ts';
+import { CHAT_PLATFORMS, type ChatPlatformName } from '../../../../helpers/chat-platforms.ts';
+import { payloadProblems } from '../../../../helpers/chat-receivers.ts';
+import { hostileText } from '../../../../helpers/hostile-text.ts';
+import { seededRandom } from '../../../../helpers/random-json.ts';
+import { blockKitProblems } from '../../../../helpers/slack-payload.ts';
 
 /** The issue's field manager, a user, a key and values that try every platform's markup. */
 function hostileEvent(): ChangeEvent {
@@ -360,7 +363,7 @@ describe('chat messages: text from the cluster is inert on every platform', () =
 
 describe('a shortcode split over two spans', () => {
   it('a manager named `:6w` before `: …` is inert: `:6w:` would be an emoji only together', async () => {
-    const { inertLine } = await import('../../../src/sinks/chat-text.ts');
+    const { inertLine } = await import('../../../../../src/sinks/chat/core/chat-text.ts');
     const emoji = /:[\w+-]*[a-z][\w+-]*:/i;
     assert.deepEqual(inertLine([{ text: ':6w' }, { text: ': x' }], emoji), [
       { text: ':6w', style: 'code' },

@@ -4,7 +4,7 @@
 // documentation): visible() shows control, bidi and invisible characters as escapes (as the terminal
 // does, util/terminal-text.ts); then the platform's own escape, or inline code (`asCode`) for what a
 // platform acts on even escaped, or has no escape for.
-import { printable } from '../util/terminal-text.ts';
+import { printable } from '../../../util/terminal-text.ts';
 import type { Line, Span } from './chat-message.ts';
 
 /** `text` with every control, bidi and invisible character written as a visible escape. */

@@ -1,0 +1,123 @@
+// What the chat platforms that post through one webhook URL share as components (src/sinks/component.ts):
+// an entry of a webhook URL (a credential) and a pace, the same flag shape (--<type>-webhook, or its
+// environment variable), the same spec and credentials, and a factory that puts the platform's renderer
+// on the chat core (chat.ts), imported only when such a sink is created. Each platform's folder gives its
+// type, flag, variable, docs anchor and renderer.
+import type { Credential } from '../../../util/credentials.ts';
+import type { Env } from '../../../util/environment.ts';
+import { type FlagSpec, flagProperty } from '../../../util/flag-spec.ts';
+import { type Checks, duration, durationOrZero } from '../../../util/key-checks.ts';
+import { redactUrl } from '../../../util/url.ts';
+import type { CommonEntrySpec, HttpSinkSpec, SinkComponent } from '../../component.ts';
+import { url } from '../../core/entry-checks.ts';
+import { commonKeys, deliveryKeys, duration as durationKey } from '../../core/entry-schema.ts';
+import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
+import { checkHttpUrl } from '../../core/receiver-settings.ts';
+import { httpOptions, storiesOption } from '../../core/sink-options.ts';
+import type { ChatPlatform } from './chat.ts';
+
+/** A sink of a chat platform that takes a webhook URL: the URL (a credential) and the chat core's pace. */
+export interface ChatWebhookSpec<T extends string> extends HttpSinkSpec {
+  type: T;
+  webhookUrl: string;
+  minIntervalMs?: number;
+  /** Its queue, in bytes of the events' JSON. */
+  queueMaxBytes?: number;
+}
+
+/** The entry of such a platform: a webhook URL (from ${VAR} in the file) and its pace. */
+export function chatWebhookSchema<T extends string>(type: T) {
+  return {
+    type: 'object',
+    properties: {
+      type: { const: type },
+      ...commonKeys,
+      ...deliveryKeys,
+      webhookUrl: { type: 'string' },
+      minInterval: durationKey,
+    },
+    required: ['type', 'webhookUrl'],
+    additionalProperties: false,
+  } as const;
+}
+
+/** The entry's keys as every chat sink takes them (the URL checked, the pace a duration or 0). */
+export const chatChecks: Checks = [
+  [['webhookUrl'], url],
+  [['timeout'], duration()],
+  [['minInterval'], durationOrZero],
+];
+
+/** The platform's renderer and its default pace (its documented rate limit). */
+export interface ChatPlatformModule {
+  create: (url: string) => ChatPlatform;
+  minIntervalMs: number;
+}
+
+/** What a platform's folder says of itself. */
+export interface ChatWebhookType<T extends string> {
+  type: T;
+  schema: ReturnType<typeof chatWebhookSchema<T>>;
+  /** Its flag (the URL) and its description, which names `variable`. */
+  flag: FlagSpec;
+  /** The environment variable that may give the URL instead of the flag. */
+  variable: string;
+  /** Its renderer, imported when a sink of it is created. */
+  platform: () => Promise<ChatPlatformModule>;
+  docs: string;
+}
+
+/** What the component reads of its entry (the platform's `Entry`, derived from its schema, has all of it). */
+interface ChatWebhookEntry {
+  type: string;
+  webhookUrl: string;
+  minInterval?: string | undefined;
+}
+
+/** The component of a chat platform that posts through a webhook URL; `Entry`: its schema's entry type. */
+export function chatWebhookComponent<Entry extends ChatWebhookEntry, T extends Entry['type'] = Entry['type']>(
+  own: ChatWebhookType<T>,
+): SinkComponent<Entry, ChatWebhookSpec<T>> {
+  const flagName = own.flag.flags.split(' ')[0] as string;
+  const flagKey = flagProperty(flagName);
+  return {
+    types: [own.type],
+    schemas: { [own.type]: own.schema } as { [K in T]: ReturnType<typeof chatWebhookSchema<T>> },
+    checks: chatChecks,
+    flags: [own.flag],
+    fromFlags(flags: object, env: Env): ChatWebhookSpec<T>[] {
+      const flag = (flags as Record<string, unknown>)[flagKey];
+      const given = typeof flag === 'string' ? flag.trim() : '';
+      const webhookUrl = given || sinkEnvValue(env, own.variable);
+      if (!webhookUrl) return [];
+      checkHttpUrl(webhookUrl, `invalid ${given ? flagName : own.variable}`);
+      return [{ type: own.type, webhookUrl }];
+    },
+    spec(entry: Entry, common: CommonEntrySpec): ChatWebhookSpec<T> {
+      const minIntervalMs = checkedMs(entry.minInterval);
+      return {
+        type: entry.type as T,
+        webhookUrl: entry.webhookUrl,
+        ...common,
+        ...(minIntervalMs !== undefined ? { minIntervalMs } : {}),
+      };
+    },
+    name: (spec) => `${spec.type} ${redactUrl(spec.webhookUrl)}`,
+    credentials: (spec): Credential[] => [{ kind: 'url', value: spec.webhookUrl }],
+    storiesByDefault: true,
+    chatQueue: true,
+    async create(spec, context) {
+      const [{ ChatSink }, platform] = await Promise.all([import('./chat.ts'), own.platform()]);
+      return new ChatSink({
+        platform: platform.create(spec.webhookUrl),
+        name: context.unique(spec.name ?? this.name(spec)),
+        minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
+        log: context.runtime.log,
+        ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
+        ...storiesOption(spec),
+        ...httpOptions(spec, context),
+      });
+    },
+    docs: own.docs,
+  };
+}
