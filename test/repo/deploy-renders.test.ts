@@ -3,8 +3,9 @@
 //   at render time, a certificate say, would be a new value at every sync), with the default values and
 //   with the admission webhook on, and kustomize's admission components likewise;
 // - the resources fit the heap: the chart's and deploy/'s memory limit holds the heap Node is given
-//   (NODE_OPTIONS, with kubediff's own Node options) and what Node holds beside it, the request is at most
-//   the limit, and the memory bounds derived from that heap fit in half of it (docs/deploy.md, "Memory").
+//   (NODE_OPTIONS, with kubediff's own Node options), the admission thread's heap beside it (the admission
+//   webhook on) and what Node holds beside both, the request is at most the limit, and the memory bounds
+//   derived from that heap fit in half of it (docs/deploy.md, "Memory").
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -15,6 +16,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import {
   ADMISSION_CONCURRENT_REQUESTS,
   AUDIT_CONCURRENT_REQUESTS,
+  admissionThreadBounds,
   BUFFER_SHARE,
   memoryBounds,
   sinkBounds,
@@ -112,6 +114,19 @@ function heapLimit(nodeOptions: string): number {
   return Number(output.toString());
 }
 
+/**
+ * The heap limit of the admission thread (src/who/admission/admission-thread.ts) beside a main heap of
+ * `heapBytes`, its reviews as large as that heap lets them be by default, as the thread sees it.
+ */
+function admissionThreadHeap(heapBytes: number): number {
+  const { heapMiB } = admissionThreadBounds(memoryBounds(heapBytes).admissionRequestBytes);
+  const thread = `const { Worker } = require("node:worker_threads");
+    new Worker('require("node:worker_threads").parentPort.postMessage(require("v8").getHeapStatistics().heap_size_limit)',
+      { eval: true, resourceLimits: { maxOldGenerationSizeMb: ${heapMiB} } })
+      .once("message", (limit) => process.stdout.write(String(limit)));`;
+  return Number(execFileSync(process.execPath, [...WATCH_NODE_OPTIONS, '-e', thread]).toString());
+}
+
 /** Every bound a watch may have on that heap (state, standby, both webhooks, three sinks) added up. */
 function boundsOn(heapBytes: number): number {
   const bounds = memoryBounds(heapBytes);
@@ -126,7 +141,7 @@ function boundsOn(heapBytes: number): number {
 }
 
 describe('the resources fit the heap', () => {
-  test("the chart's defaults: limit ≥ heap + what Node holds beside it, request ≤ limit, bounds in half the heap", async () => {
+  test("the chart's defaults: limit ≥ heap + the admission thread's + what Node holds beside them, request ≤ limit, bounds in half the heap", async () => {
     const values = parse(await readFile(path.join(HELM_CHART, 'values.yaml'), 'utf8')) as Manifest;
     const [rendered] = await helmTwice([]);
     const deployment = documents(rendered).find((object) => object.kind === 'Deployment');
@@ -146,11 +161,12 @@ describe('the resources fit the heap', () => {
 
 function check(source: string, resources: Manifest, nodeOptions: string): void {
   const heap = heapLimit(nodeOptions);
+  const thread = admissionThreadHeap(heap);
   const limit = quantityBytes(resources.limits.memory);
   const request = quantityBytes(resources.requests.memory);
   assert.ok(
-    heap + OUTSIDE_HEAP <= limit,
-    `${source}: a heap of ${heap / MiB} MiB and ${OUTSIDE_HEAP / MiB} MiB beside it pass the limit of ${resources.limits.memory}`,
+    heap + thread + OUTSIDE_HEAP <= limit,
+    `${source}: a heap of ${heap / MiB} MiB, the admission thread's ${thread / MiB} MiB and ${OUTSIDE_HEAP / MiB} MiB beside them pass the limit of ${resources.limits.memory}`,
   );
   assert.ok(request <= limit, `${source}: request ${resources.requests.memory} above the limit`);
   assert.ok(boundsOn(heap) <= BUFFER_SHARE * heap, `${source}: the bounds pass half the heap`);
