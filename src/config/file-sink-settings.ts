@@ -12,7 +12,6 @@ import type { OfType, SinkSpec } from '../sinks/core/setup.ts';
 import { type RegisteredEntry, sinkComponent } from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
-import { parseSize } from '../util/size.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
@@ -138,39 +137,12 @@ function entrySpecOf(
 
 /** One converter per entry type: a new sink type is one entry here. */
 const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
-  webhook: webhookSpecOf,
   slack: slackSpecOf,
   teams: chatSpecOf,
   discord: chatSpecOf,
   mattermost: chatSpecOf,
   'google-chat': chatSpecOf,
 };
-
-function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {
-  const maxWaitMs = checkedMs(input.batchWait);
-  return {
-    type: 'webhook',
-    url: input.url,
-    ...common,
-    ...(input.headers ? { headers: input.headers } : {}),
-    ...(input.secret ? { secret: input.secret } : {}),
-    ...(input.batch !== undefined
-      ? {
-          batch: {
-            maxEvents: input.batch,
-            ...(maxWaitMs !== undefined ? { maxWaitMs } : {}),
-            ...(input.batchBytes !== undefined
-              ? { maxBytes: parseSize('batchBytes', input.batchBytes) }
-              : {}),
-          },
-        }
-      : {}),
-    ...(input.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: input.maxRequestsPerSecond } : {}),
-    ...(input.format ? { format: input.format } : {}),
-    ...(input.cloudEventsMode ? { cloudEventsMode: input.cloudEventsMode } : {}),
-    ...(input.layout !== undefined ? { layout: input.layout } : {}),
-  };
-}
 
 /** An incoming webhook, or a bot token and channel; the API URL may come from the environment. */
 function slackSpecOf(input: InputOf<'slack'>, common: CommonSpec, { env }: EntryContext): EntrySpec {

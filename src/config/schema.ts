@@ -3,17 +3,20 @@
 // drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
 // names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
-import { CLOUDEVENTS_MODES } from '../sinks/cloudevents.ts';
 import {
   commonKeys,
   deliveryKeys,
   duration,
   type filterSchema,
-  headerMap,
   pathRule,
   stringList,
 } from '../sinks/core/entry-schema.ts';
-import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
+import {
+  COMPONENTS_AFTER_CHAT,
+  COMPONENTS_BEFORE_CHAT,
+  type RegisteredEntry,
+  registeredSchemas,
+} from '../sinks/registry.ts';
 
 const eventTypes = {
   type: 'array',
@@ -45,28 +48,7 @@ export const sinkSchemas = {
     required: ['type'],
     additionalProperties: false,
   },
-  webhook: {
-    type: 'object',
-    properties: {
-      type: { const: 'webhook' },
-      ...common,
-      ...http,
-      url: { type: 'string' },
-      headers: headerMap,
-      secret: { type: 'string' },
-      batch: { type: 'integer', minimum: 1, maximum: 10000 },
-      // Bytes of the events' JSON per request, a size (900KB).
-      batchBytes: { type: 'string' },
-      batchWait: duration,
-      maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
-      // The body: the event's JSON (json), a CloudEvent, or what a JSONata `layout` makes of the event.
-      format: { type: 'string', enum: ['json', 'cloudevents'] },
-      cloudEventsMode: { type: 'string', enum: CLOUDEVENTS_MODES },
-      layout: { type: 'string', minLength: 1 },
-    },
-    required: ['type', 'url'],
-    additionalProperties: false,
-  },
+  ...registeredSchemas(COMPONENTS_BEFORE_CHAT),
   slack: {
     type: 'object',
     properties: {
@@ -83,7 +65,7 @@ export const sinkSchemas = {
     additionalProperties: false,
   },
   ...chatSchemas(),
-  ...registeredSchemas(),
+  ...registeredSchemas(COMPONENTS_AFTER_CHAT),
 } as const;
 
 /** Teams, Discord, Mattermost and Google Chat: a webhook URL (a credential: from ${VAR}) and their pacing. */
@@ -271,7 +253,6 @@ export type PathRuleInput = FromSchema<typeof pathRule>;
 export type FilterInput = FromSchema<typeof filterSchema>;
 export type SinkInput =
   | FromSchema<typeof sinkSchemas.stdout>
-  | FromSchema<typeof sinkSchemas.webhook>
   | FromSchema<typeof sinkSchemas.slack>
   | FromSchema<(typeof sinkSchemas)[ChatSinkType]>
   | RegisteredEntry;

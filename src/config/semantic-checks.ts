@@ -7,9 +7,8 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
-import { headerNames, httpUrl, url } from '../sinks/core/entry-checks.ts';
+import { url } from '../sinks/core/entry-checks.ts';
 import { isSlackChannel } from '../sinks/core/receiver-checks.ts';
-import { layoutProblem } from '../sinks/layout.ts';
 import { sinkComponent } from '../sinks/registry.ts';
 import { AGE_RULES } from '../util/duration.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -121,13 +120,6 @@ const slackChannel: Check = (value, path, { at }) => {
 
 // The rules that tie keys of one mapping together.
 
-const batchKeysNeedBatch: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink) || sink.batch !== undefined) return;
-  for (const key of ['batchWait', 'batchBytes'])
-    if (sink[key] !== undefined)
-      at([...path, key], 'applies to batches: set batch: too (events per request)');
-};
-
 /** A Slack sink posts through an incoming webhook, or as a bot with a token and a channel. */
 const slackTarget: Check = (sink, path, { at }) => {
   if (!isJsonObject(sink)) return;
@@ -140,24 +132,6 @@ const slackTarget: Check = (sink, path, { at }) => {
         ? 'a Slack sink needs webhookUrl (an incoming webhook), or token and channel (a bot)'
         : `a Slack bot sink needs both token and channel (${sink.token === undefined ? 'token' : 'channel'} is missing)`,
     );
-  }
-};
-
-/** format, cloudEventsMode and layout: one body at a time, and a layout that compiles. */
-const webhookFormat: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink)) return;
-  if (sink.layout !== undefined && sink.format === 'cloudevents')
-    at([...path, 'layout'], 'a webhook sends either CloudEvents (format: cloudevents) or a layout, not both');
-  if (sink.cloudEventsMode !== undefined && sink.format !== 'cloudevents')
-    at([...path, 'cloudEventsMode'], 'applies to CloudEvents: set format: cloudevents too');
-  if (sink.cloudEventsMode === 'binary' && sink.batch !== undefined)
-    at(
-      [...path, 'cloudEventsMode'],
-      'a batch has no binary mode: use structured (the default), or drop batch',
-    );
-  if (typeof sink.layout === 'string') {
-    const problem = layoutProblem(sink.layout);
-    if (problem) at([...path, 'layout'], `not a JSONata expression: ${problem}`);
   }
 };
 
@@ -189,18 +163,6 @@ const CHAT_CHECKS: Checks = [
 
 /** What each type of sink checks beyond its filter. */
 const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
-  [
-    'webhook',
-    [
-      [['url'], httpUrl('give an Authorization header in headers')],
-      [['timeout'], duration()],
-      [['batchWait'], durationOrZero],
-      [['batchBytes'], size],
-      [[], batchKeysNeedBatch],
-      [['headers'], headerNames],
-      [[], webhookFormat],
-    ],
-  ],
   [
     'slack',
     [

@@ -1,30 +1,24 @@
-// The sink flags of `kubediff watch` and their environment variables,
-// checked and turned into sink specs. Secrets never come from flags (they
-// would show in `ps` and in manifests): the HMAC secret, the Slack bot token,
-// secret webhook headers and, optionally, the Slack webhook URL come from the
-// environment. Every problem is a UsageError (exit code 2) that names the
-// flag or variable, never the secret itself.
+// The sink flags of `kubediff watch` and their environment variables, checked and turned into sink specs
+// (those of the registry's types by their components, src/sinks/registry.ts). Secrets never come from
+// flags (they would show in `ps` and in manifests): the Slack bot token and, optionally, the Slack webhook
+// URL come from the environment. Every problem is a UsageError (exit code 2) that names the flag or
+// variable, never the secret itself.
 
 import type { ChatPlatformName } from '../sinks/chat-platforms.ts';
+import type { AnySinkComponent } from '../sinks/component.ts';
 import type { DeadLetterLimits } from '../sinks/core/dead-letter.ts';
 import { sinkEnvValue } from '../sinks/core/entry-settings.ts';
 import { isSlackChannel } from '../sinks/core/receiver-checks.ts';
-import { checkHttpUrl, parseHeaders } from '../sinks/core/receiver-settings.ts';
-import type { SinkSpec, SlackSinkSpec, WebhookSinkSpec } from '../sinks/core/setup.ts';
+import { checkHttpUrl } from '../sinks/core/receiver-settings.ts';
+import type { SinkSpec, SlackSinkSpec } from '../sinks/core/setup.ts';
 import { defaultSinkName } from '../sinks/core/sink-name.ts';
-import { SINK_COMPONENTS } from '../sinks/registry.ts';
-import { groupedCount } from '../util/count-text.ts';
+import { COMPONENTS_AFTER_CHAT, COMPONENTS_BEFORE_CHAT } from '../sinks/registry.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
-import { parseCount } from './count.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
-  webhook?: string[];
-  webhookHeader?: string[];
-  webhookBatch?: string;
-  webhookTimeout?: string;
   deadLetter?: string;
   slackWebhook?: string;
   slackChannel?: string;
@@ -48,8 +42,6 @@ export interface SinkSettings {
 
 /** The environment variables read here (documented in docs/sinks.md). */
 export const SINK_ENV = {
-  webhookSecret: 'KUBEDIFF_WEBHOOK_SECRET',
-  webhookHeaders: 'KUBEDIFF_WEBHOOK_HEADERS',
   slackWebhook: 'KUBEDIFF_SLACK_WEBHOOK',
   slackToken: 'KUBEDIFF_SLACK_TOKEN',
   slackApiUrl: 'KUBEDIFF_SLACK_API_URL',
@@ -60,7 +52,6 @@ export const SINK_ENV = {
 } as const;
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
-const MAX_BATCH = 10_000;
 
 /** --dead-letter given, and no sink flag that delivers over the network (from the flags or beside a file). */
 export const DEAD_LETTER_FLAG_WITHOUT_SINK =
@@ -85,47 +76,14 @@ export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.en
  * of the problems reported.
  */
 const FLAG_SINKS: readonly ((flags: RawSinkFlags, env: Env) => SinkSpec[])[] = [
-  webhookSpecsFromFlags,
+  ...fromFlagsOf(COMPONENTS_BEFORE_CHAT),
   slackSpecsFromFlags,
   chatSpecsFromFlags,
-  ...SINK_COMPONENTS.flatMap((component) => (component.fromFlags ? [component.fromFlags] : [])),
+  ...fromFlagsOf(COMPONENTS_AFTER_CHAT),
 ];
 
-/** --webhook (repeatable), all of them with the same headers, secret, batch and timeout. */
-function webhookSpecsFromFlags(flags: RawSinkFlags, env: Env): WebhookSinkSpec[] {
-  const webhooks = (flags.webhook ?? []).map((value) => value.trim()).filter(Boolean);
-  if (webhooks.length === 0) {
-    for (const [flag, value] of [
-      ['--webhook-header', flags.webhookHeader?.length ? 'set' : undefined],
-      ['--webhook-batch', flags.webhookBatch],
-      ['--webhook-timeout', flags.webhookTimeout],
-    ] as const) {
-      if (value !== undefined)
-        throw new UsageError(`${flag} applies to --webhook, and no --webhook is given.`);
-    }
-  }
-  const headers = {
-    ...parseHeaders(
-      sinkEnvValue(env, SINK_ENV.webhookHeaders)?.split(/\r?\n/) ?? [],
-      SINK_ENV.webhookHeaders,
-    ),
-    ...parseHeaders(flags.webhookHeader ?? [], '--webhook-header'),
-  };
-  const secret = sinkEnvValue(env, SINK_ENV.webhookSecret);
-  const batch = flags.webhookBatch === undefined ? undefined : batchSize(flags.webhookBatch);
-  const timeoutMs =
-    flags.webhookTimeout === undefined
-      ? undefined
-      : parseDurationSetting('--webhook-timeout', flags.webhookTimeout);
-  return webhooks.map((url) => {
-    checkHttpUrl(url, 'invalid --webhook', `give an Authorization header in ${SINK_ENV.webhookHeaders}`);
-    const spec: WebhookSinkSpec = { type: 'webhook', url };
-    if (Object.keys(headers).length > 0) spec.headers = headers;
-    if (secret) spec.secret = secret;
-    if (batch !== undefined) spec.batch = { maxEvents: batch };
-    if (timeoutMs !== undefined) spec.timeoutMs = timeoutMs;
-    return spec;
-  });
+function fromFlagsOf(components: readonly AnySinkComponent[]) {
+  return components.flatMap((component) => (component.fromFlags ? [component.fromFlags] : []));
 }
 
 /**
@@ -179,15 +137,6 @@ function chatSpecsFromFlags(flags: RawSinkFlags, env: Env): SinkSpec[] {
     specs.push({ type, webhookUrl: url });
   }
   return specs;
-}
-
-function batchSize(text: string): number {
-  return parseCount(
-    '--webhook-batch',
-    text,
-    `use a number of events per request from 1 to ${groupedCount(MAX_BATCH)}`,
-    MAX_BATCH,
-  );
 }
 
 /** For the startup line: where events go, URLs elided. */

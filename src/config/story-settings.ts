@@ -113,12 +113,10 @@ function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawSto
       return flags.mattermostStories !== false;
     case 'google-chat':
       return flags.googleChatStories !== false;
-    case 'webhook':
-      return flags.webhookStories === true;
     case 'stdout':
       return spec.format === 'pretty' && settings.terminal;
     default:
-      return false;
+      return sinkComponent(spec.type)?.storiesByDefault?.(spec, flags) ?? false;
   }
 }
 

@@ -127,6 +127,11 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
   files?(spec: Spec): string[];
   /** Why stories cannot apply to it (a UsageError when asked for); absent: they can. */
   readonly storiesRefused?: string;
+  /**
+   * Whether it tells stories when its config entry does not say (`stories:`), from the story flags
+   * (commander's values, by camel-cased name); absent: it does not.
+   */
+  storiesByDefault?(spec: Spec, flags: object): boolean;
   /** Creates the sink, importing its implementation now. */
   create(spec: Spec, context: SinkContext): Promise<Sink>;
   /** Where docs/ describes it. */

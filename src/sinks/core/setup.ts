@@ -5,10 +5,8 @@
 import { compileFilter } from '../../events/filter.ts';
 import type { Credentials } from '../../util/credentials.ts';
 import type { ChatPlatformName } from '../chat-platforms.ts';
-import type { CloudEventsMode } from '../cloudevents.ts';
 import type { CommonSinkSpec, HttpSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
 import { type RegisteredSpec, sinkComponent } from '../registry.ts';
-import type { WebhookBatchOptions, WebhookQueueOptions } from '../webhook.ts';
 import { DeadLetterFile } from './dead-letter.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
@@ -23,22 +21,6 @@ interface StdoutSinkSpec extends CommonSinkSpec {
   format: 'json' | 'pretty';
   /** Pretty output in color. */
   color?: boolean;
-}
-
-export interface WebhookSinkSpec extends HttpSinkSpec {
-  type: 'webhook';
-  url: string;
-  headers?: Record<string, string>;
-  /** HMAC-SHA256 secret (from the environment, never a flag). */
-  secret?: string;
-  batch?: WebhookBatchOptions;
-  queue?: WebhookQueueOptions;
-  maxRequestsPerSecond?: number;
-  /** The body: the event's JSON (default), or a CloudEvent (structured unless binary)… */
-  format?: 'json' | 'cloudevents';
-  cloudEventsMode?: CloudEventsMode;
-  /** …or what this JSONata expression makes of the event (layout.ts). */
-  layout?: string;
 }
 
 export interface SlackSinkSpec extends HttpSinkSpec {
@@ -64,7 +46,7 @@ export interface ChatSinkSpec extends HttpSinkSpec {
   queueMaxBytes?: number;
 }
 
-export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | SlackSinkSpec | RegisteredSpec | ChatSinkSpec;
+export type SinkSpec = StdoutSinkSpec | SlackSinkSpec | RegisteredSpec | ChatSinkSpec;
 
 export interface SinkSet {
   router: Router;
@@ -148,7 +130,6 @@ type SinkFactory<T extends SinkType> = (spec: OfType<SinkSpec, T>, context: Sink
 /** One factory per sink type: a new sink type is one entry here, beside its spec above. */
 const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
   stdout: stdoutSink,
-  webhook: webhookSink,
   slack: slackSink,
   teams: chatSink,
   discord: chatSink,
@@ -206,23 +187,6 @@ async function stdoutSink(spec: StdoutSinkSpec, { runtime, unique }: SinkContext
   });
 }
 
-async function webhookSink(spec: WebhookSinkSpec, context: SinkContext): Promise<Sink> {
-  const { WebhookSink } = await import('../webhook.ts');
-  return new WebhookSink({
-    url: spec.url,
-    name: context.unique(spec.name ?? defaultSinkName(spec)),
-    log: context.runtime.log,
-    format: await webhookFormat(spec),
-    ...(spec.headers ? { headers: spec.headers } : {}),
-    ...(spec.secret ? { secret: spec.secret } : {}),
-    ...(spec.batch ? { batch: spec.batch } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
-    ...(spec.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: spec.maxRequestsPerSecond } : {}),
-    ...storiesOption(spec),
-    ...httpOptions(spec, context),
-  });
-}
-
 /** An incoming webhook, or a bot token and a channel. */
 async function slackSink(spec: SlackSinkSpec, context: SinkContext): Promise<Sink> {
   const target =
@@ -260,20 +224,6 @@ async function chatSink(spec: ChatSinkSpec, context: SinkContext): Promise<Sink>
     ...storiesOption(spec),
     ...httpOptions(spec, context),
   });
-}
-
-/**
- * A webhook's body format. A layout gets a thread of its own, started by the sink's first request (the
- * config checks have compiled the layout already).
- */
-async function webhookFormat(spec: WebhookSinkSpec): Promise<import('../webhook-body.ts').WebhookFormat> {
-  if (spec.layout !== undefined) {
-    const { LayoutThread } = await import('../layout-thread.ts');
-    return { kind: 'layout', layout: new LayoutThread(spec.layout) };
-  }
-  if (spec.format === 'cloudevents')
-    return { kind: 'cloudevents', mode: spec.cloudEventsMode ?? 'structured' };
-  return { kind: 'json' };
 }
 
 /** Imported only for pretty output or stories: a JSON-only watch keeps chalk out of its memory. */

@@ -5,12 +5,9 @@
 import { type Credential, Credentials } from '../../util/credentials.ts';
 import { type RegisteredType, sinkComponent } from '../registry.ts';
 
-type Headers = Readonly<Record<string, string>> | undefined;
-
 /** What a sink's credentials are read from (the sink spec's fields, structurally: setup.ts's SinkSpec). */
 export type SinkCredentialSource =
   | { type: 'stdout' }
-  | { type: 'webhook'; url: string; headers?: Headers; secret?: string | undefined }
   | { type: 'slack'; webhookUrl?: string | undefined; token?: string | undefined }
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
   | { type: RegisteredType };
@@ -31,9 +28,6 @@ function credentialsOf(spec: SinkCredentialSource): Credential[] {
   switch (spec.type) {
     case 'stdout':
       return [];
-    case 'webhook':
-      // A generic receiver may take its token in the path or the query; the HMAC secret is never sent.
-      return [{ kind: 'url', value: spec.url }, ...headers(spec.headers), ...secrets(spec.secret)];
     case 'slack':
       return [
         ...(spec.webhookUrl !== undefined ? [{ kind: 'url', value: spec.webhookUrl } as const] : []),
@@ -48,11 +42,6 @@ function credentialsOf(spec: SinkCredentialSource): Credential[] {
   }
   // A registered type answered above.
   return [];
-}
-
-/** Every header value a sink is configured with (from `headers:`, a headers file, the environment). */
-function headers(values: Headers): Credential[] {
-  return Object.values(values ?? {}).map((value) => ({ kind: 'header', value }));
 }
 
 function secrets(...values: (string | undefined)[]): Credential[] {

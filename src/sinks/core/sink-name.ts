@@ -1,5 +1,5 @@
 // A sink's name when the config gives none, for logs, metrics, the start-up line and the shutdown report:
-// 'stdout', 'webhook https://hooks.example.com/…', 'slack #alerts', 'teams https://…/…',
+// 'stdout', 'slack #alerts', 'teams https://…/…',
 // 'otlp http://collector:4318/' (URL paths elided: they may hold credentials). The one
 // place they are made: setup.ts names each sink by it, and the start-up line (describeSinkSpec) says the same.
 import { redactUrl } from '../../util/url.ts';
@@ -8,7 +8,6 @@ import { type RegisteredType, sinkComponent } from '../registry.ts';
 /** What a sink's default name is made of (the sink spec's fields, structurally). */
 export type SinkNameSource =
   | { type: 'stdout' }
-  | { type: 'webhook'; url: string }
   | { type: 'slack'; webhookUrl?: string | undefined; channel?: string | undefined }
   | { type: 'teams' | 'discord' | 'mattermost' | 'google-chat'; webhookUrl: string }
   | { type: RegisteredType };
@@ -19,8 +18,6 @@ export function defaultSinkName(spec: SinkNameSource): string {
   switch (spec.type) {
     case 'stdout':
       return 'stdout';
-    case 'webhook':
-      return `${spec.type} ${redactUrl(spec.url)}`;
     case 'slack':
       return spec.webhookUrl !== undefined
         ? `slack ${redactUrl(spec.webhookUrl)}`
