@@ -50,11 +50,9 @@ export type SinkSpec = StdoutSinkSpec | SlackSinkSpec | RegisteredSpec | ChatSin
 
 export interface SinkSet {
   router: Router;
-  /** The stdout sink, whose backpressure the watch honours. */
-  stdout: StreamOutput | undefined;
   /** Open dead-letter files; close them after the router. */
   deadLetterFiles: DeadLetterFile[];
-  /** Pauses the watch while a stdout reader lags (see StreamOutput.flowControl). */
+  /** Pauses the watch while a sink that neither queues nor drops lags (Sink.flowControl: stdout's reader). */
   flowControl: () => Promise<void> | undefined;
 }
 
@@ -69,7 +67,6 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
   const credentials = allSinkCredentials(specs);
   const numbered = uniqueNames();
   const unique = (name: string) => numbered(credentials.scrub(name));
-  let stdout: StreamOutput | undefined;
   const routes: Route[] = [];
   checkFilesNotShared(writtenFiles(specs, runtime.deadLetterFile));
   try {
@@ -84,8 +81,6 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
         deadLetter,
         credentials: sinkCredentials(spec),
       });
-      // The watch honours the stdout sink's backpressure (flowControl below).
-      if (sink instanceof StreamOutput) stdout = sink;
       routes.push({ sink, ...(spec.filter ? { filter: compileFilter(spec.filter) } : {}) });
     }
   } catch (error) {
@@ -95,12 +90,18 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
     throw error;
   }
 
-  const output = stdout;
+  // The watch honours the backpressure of the sinks that have it (Sink.flowControl): the first that lags.
+  const paced = routes.flatMap(({ sink }) => (sink.flowControl ? [sink] : []));
   return {
     router: new Router(routes, runtime.log, runtime.failures ? { failures: runtime.failures } : {}),
-    stdout: output,
     deadLetterFiles: [...deadLetters.values()],
-    flowControl: () => output?.flowControl(),
+    flowControl: () => {
+      for (const sink of paced) {
+        const pause = sink.flowControl?.();
+        if (pause) return pause;
+      }
+      return undefined;
+    },
   };
 }
 
