@@ -3,10 +3,10 @@
 // read-only transactions on a connection of its own (src/state/postgres-history.ts), from the rows the
 // replicas keep (src/state/fleet-rows.ts): what the database says, whatever any replica believes.
 import type { Writable } from 'node:stream';
-import { parseCount } from '../config/count.ts';
 import { type ClusterRow, type FleetView, type MoveRow, readFleet, readMoves } from '../state/fleet-rows.ts';
 import { MOVES_KEPT } from '../state/fleet-store.ts';
 import { isPostgresUrl } from '../state/location.ts';
+import { parseCount } from '../util/count.ts';
 import { formatDuration } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { textTable } from '../util/text-table.ts';

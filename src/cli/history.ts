@@ -4,12 +4,12 @@
 // by page. Reads without writing, so it can run while `kubediff watch` writes (SQLite's WAL: readers never
 // block the writer; PostgreSQL: MVCC).
 import type { Writable } from 'node:stream';
-import { parseCount } from '../config/count.ts';
 import type { Verdict } from '../events/event.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { prettyRenderer } from '../sinks/core/pretty.ts';
 import { openHistory } from '../state/open.ts';
 import type { HistoryQuery } from '../state/store.ts';
+import { parseCount } from '../util/count.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { isoTimestamp } from '../util/timestamp.ts';

@@ -3,8 +3,8 @@
 // written as for the state file (64MB, 500k).
 
 import { DEFAULT_DEAD_LETTER_LIMITS, type DeadLetterLimits } from '../sinks/core/dead-letter.ts';
+import { parseCount } from '../util/count.ts';
 import { parseSize } from '../util/size.ts';
-import { parseCount } from './count.ts';
 
 /** The flags (or the config file's keys, same spelling as the flags' values). */
 export interface RawDeadLetterFlags {

@@ -6,13 +6,12 @@
 
 import { readFileSync } from 'node:fs';
 import type { FilterSpec } from '../events/filter.ts';
-import type { CommonEntrySpec, EntryContext, SinkFileReader, SinkProblem } from '../sinks/component.ts';
+import type { EntryContext, SinkFileReader, SinkProblem } from '../sinks/component.ts';
 import { checkedMs } from '../sinks/core/entry-settings.ts';
-import type { OfType, SinkSpec } from '../sinks/core/setup.ts';
-import { type RegisteredEntry, sinkComponent, sinkFlagNames } from '../sinks/registry.ts';
+import type { SinkSpec } from '../sinks/core/setup.ts';
+import { sinkComponent, sinkFlagNames } from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
-import { parseSize } from '../util/size.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
@@ -24,16 +23,7 @@ import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
 type StdoutInput = Extract<SinkInput, { type: 'stdout' }>;
 type EntryInput = Exclude<SinkInput, { type: 'stdout' }>;
-/** The entries of the types not in the registry yet, each converted by its function below. */
-type EntryType = Exclude<EntryInput, RegisteredEntry>['type'];
-type InputOf<T> = OfType<EntryInput, T>;
 type EntrySpec = Exclude<SinkSpec, { type: 'stdout' }>;
-type CommonSpec = CommonEntrySpec;
-type EntryConverter<T extends EntryType> = (
-  input: InputOf<T>,
-  common: CommonSpec,
-  context: EntryContext,
-) => EntrySpec;
 
 /**
  * The file's sinks (its stdout sink, then the others in their order) before the flags' own, its
@@ -130,41 +120,9 @@ function entrySpecOf(
     ...(deadLetterFile ? { deadLetterFile } : {}),
   };
   const component = sinkComponent(input.type);
-  if (component) return component.spec(input, common, context);
-  // TypeScript cannot tie ENTRY_CONVERTERS[input.type] to input's own type; the table's type does.
-  const convert = ENTRY_CONVERTERS[input.type as EntryType] as EntryConverter<EntryType>;
-  return convert(input as InputOf<EntryType>, common, context);
-}
-
-/** One converter per entry type: a new sink type is one entry here. */
-const ENTRY_CONVERTERS: { [T in EntryType]: EntryConverter<T> } = {
-  webhook: webhookSpecOf,
-};
-
-function webhookSpecOf(input: InputOf<'webhook'>, common: CommonSpec): EntrySpec {
-  const maxWaitMs = checkedMs(input.batchWait);
-  return {
-    type: 'webhook',
-    url: input.url,
-    ...common,
-    ...(input.headers ? { headers: input.headers } : {}),
-    ...(input.secret ? { secret: input.secret } : {}),
-    ...(input.batch !== undefined
-      ? {
-          batch: {
-            maxEvents: input.batch,
-            ...(maxWaitMs !== undefined ? { maxWaitMs } : {}),
-            ...(input.batchBytes !== undefined
-              ? { maxBytes: parseSize('batchBytes', input.batchBytes) }
-              : {}),
-          },
-        }
-      : {}),
-    ...(input.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: input.maxRequestsPerSecond } : {}),
-    ...(input.format ? { format: input.format } : {}),
-    ...(input.cloudEventsMode ? { cloudEventsMode: input.cloudEventsMode } : {}),
-    ...(input.layout !== undefined ? { layout: input.layout } : {}),
-  };
+  // The schema admits only the registry's types besides stdout.
+  if (!component) throw new Error(`no sink component for type ${String(input.type)}`);
+  return component.spec(input, common, context);
 }
 
 /**
@@ -180,7 +138,7 @@ function checkDestinations(
 ): void {
   if (output === 'none' && sinks.length === 0) {
     throw new UsageError(
-      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add a sink flag (--webhook, ${sinkFlagNames().join(', ')}).`,
+      `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add a sink flag (${sinkFlagNames().join(', ')}).`,
     );
   }
   if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {

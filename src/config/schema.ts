@@ -3,16 +3,7 @@
 // drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
 // names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
-import { CLOUDEVENTS_MODES } from '../sinks/cloudevents.ts';
-import {
-  commonKeys,
-  deliveryKeys,
-  duration,
-  type filterSchema,
-  headerMap,
-  pathRule,
-  stringList,
-} from '../sinks/core/entry-schema.ts';
+import { commonKeys, duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
 import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
 
 const eventTypes = {
@@ -21,7 +12,6 @@ const eventTypes = {
 } as const;
 
 const common = commonKeys;
-const http = deliveryKeys;
 
 /** Where the audit and the admission webhook listen, and who may post to them. */
 const webhookEndpoint = {
@@ -43,28 +33,6 @@ export const sinkSchemas = {
       color: { type: 'boolean' },
     },
     required: ['type'],
-    additionalProperties: false,
-  },
-  webhook: {
-    type: 'object',
-    properties: {
-      type: { const: 'webhook' },
-      ...common,
-      ...http,
-      url: { type: 'string' },
-      headers: headerMap,
-      secret: { type: 'string' },
-      batch: { type: 'integer', minimum: 1, maximum: 10000 },
-      // Bytes of the events' JSON per request, a size (900KB).
-      batchBytes: { type: 'string' },
-      batchWait: duration,
-      maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
-      // The body: the event's JSON (json), a CloudEvent, or what a JSONata `layout` makes of the event.
-      format: { type: 'string', enum: ['json', 'cloudevents'] },
-      cloudEventsMode: { type: 'string', enum: CLOUDEVENTS_MODES },
-      layout: { type: 'string', minLength: 1 },
-    },
-    required: ['type', 'url'],
     additionalProperties: false,
   },
   ...registeredSchemas(),
@@ -230,9 +198,6 @@ export const configSchema = {
 // The config file as typed after validation: derived from the schemas above.
 export type PathRuleInput = FromSchema<typeof pathRule>;
 export type FilterInput = FromSchema<typeof filterSchema>;
-export type SinkInput =
-  | FromSchema<typeof sinkSchemas.stdout>
-  | FromSchema<typeof sinkSchemas.webhook>
-  | RegisteredEntry;
+export type SinkInput = FromSchema<typeof sinkSchemas.stdout> | RegisteredEntry;
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
 export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };

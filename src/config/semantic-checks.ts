@@ -7,8 +7,6 @@ import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
 import { isJsonObject } from '../kube/types.ts';
-import { headerNames, httpUrl } from '../sinks/core/entry-checks.ts';
-import { layoutProblem } from '../sinks/layout.ts';
 import { sinkComponent } from '../sinks/registry.ts';
 import { AGE_RULES } from '../util/duration.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -113,33 +111,6 @@ const peerAddress: Check = (value, path, { at, shown }) => {
   }
 };
 
-// The rules that tie keys of one mapping together.
-
-const batchKeysNeedBatch: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink) || sink.batch !== undefined) return;
-  for (const key of ['batchWait', 'batchBytes'])
-    if (sink[key] !== undefined)
-      at([...path, key], 'applies to batches: set batch: too (events per request)');
-};
-
-/** format, cloudEventsMode and layout: one body at a time, and a layout that compiles. */
-const webhookFormat: Check = (sink, path, { at }) => {
-  if (!isJsonObject(sink)) return;
-  if (sink.layout !== undefined && sink.format === 'cloudevents')
-    at([...path, 'layout'], 'a webhook sends either CloudEvents (format: cloudevents) or a layout, not both');
-  if (sink.cloudEventsMode !== undefined && sink.format !== 'cloudevents')
-    at([...path, 'cloudEventsMode'], 'applies to CloudEvents: set format: cloudevents too');
-  if (sink.cloudEventsMode === 'binary' && sink.batch !== undefined)
-    at(
-      [...path, 'cloudEventsMode'],
-      'a batch has no binary mode: use structured (the default), or drop batch',
-    );
-  if (typeof sink.layout === 'string') {
-    const problem = layoutProblem(sink.layout);
-    if (problem) at([...path, 'layout'], `not a JSONata expression: ${problem}`);
-  }
-};
-
 // The tables.
 
 /** What the file's top level and each sink's `filter:` select by. */
@@ -160,26 +131,10 @@ const FILTER_CHECKS: Checks = [
   [['events'], eventTypes],
 ];
 
-/** What each type of sink checks beyond its filter. */
-const SINK_CHECKS: ReadonlyMap<unknown, Checks> = new Map<string, Checks>([
-  [
-    'webhook',
-    [
-      [['url'], httpUrl('give an Authorization header in headers')],
-      [['timeout'], duration()],
-      [['batchWait'], durationOrZero],
-      [['batchBytes'], size],
-      [[], batchKeysNeedBatch],
-      [['headers'], headerNames],
-      [[], webhookFormat],
-    ],
-  ],
-]);
-
 const sink: Check = (sink, path, report) => {
   if (!isJsonObject(sink)) return;
   if (isJsonObject(sink.filter)) runChecks(FILTER_CHECKS, sink.filter, [...path, 'filter'], report);
-  const checks = SINK_CHECKS.get(sink.type) ?? sinkComponent(sink.type)?.checks;
+  const checks = sinkComponent(sink.type)?.checks;
   if (checks) runChecks(checks, sink, path, report);
 };
 

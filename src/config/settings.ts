@@ -75,7 +75,7 @@ export async function loadWatchSettings(
 }
 
 /**
- * The flags alone. `env` holds the sinks' secrets (KUBEDIFF_WEBHOOK_SECRET, each sink type's own, …);
+ * The flags alone. `env` holds the sinks' secrets (docs/sinks.md, "Flags and environment variables");
  * without it (`kubediff resources`), nothing is read from the environment.
  */
 export function watchSettingsFromFlags(flags: RawWatchFlags, stdoutIsTTY: boolean, env?: Env): WatchSettings {

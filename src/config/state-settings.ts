@@ -1,10 +1,10 @@
 // --state and its retention: where the state file is and how much history it keeps (docs/state.md).
 
 import { DEFAULT_RETENTION, type Retention } from '../state/store.ts';
+import { parseCount } from '../util/count.ts';
 import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
-import { parseCount } from './count.ts';
 
 export interface StateSettings {
   /** An SQLite file, or postgres://[user@]host[:port]/database. */

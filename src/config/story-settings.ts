@@ -106,15 +106,10 @@ export function storySwitch(type: string): `${string}Stories` {
 }
 
 function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): boolean {
-  if (sinkComponent(spec.type)?.storiesByDefault) return flags[storySwitch(spec.type)] !== false;
-  switch (spec.type) {
-    case 'webhook':
-      return flags.webhookStories === true;
-    case 'stdout':
-      return spec.format === 'pretty' && settings.terminal;
-    default:
-      return false;
-  }
+  if (spec.type === 'stdout') return spec.format === 'pretty' && settings.terminal;
+  const byDefault = sinkComponent(spec.type)?.storiesByDefault;
+  if (byDefault === true) return flags[storySwitch(spec.type)] !== false;
+  return byDefault?.(spec, flags) ?? false;
 }
 
 function fileDuration(text: string | undefined, fallback: number): number {

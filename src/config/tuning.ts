@@ -3,11 +3,11 @@
 // state backlog and the standby buffer. Parsed with the same duration and size rules as every flag.
 import type { ReflectorTiming } from '../informer/reflector.ts';
 import type { HttpSettings } from '../kube/client.ts';
+import { parseCount } from '../util/count.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { invalidSetting } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
-import { parseCount } from './count.ts';
 
 export function durationFromEnvironment(name: string, env: Env = process.env): number | undefined {
   const text = env[name];

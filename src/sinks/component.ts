@@ -128,10 +128,11 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
   /** Why stories cannot apply to it (a UsageError when asked for); absent: they can. */
   readonly storiesRefused?: string;
   /**
-   * Its sinks tell stories unless their entry says `stories: false` or `--no-stories <type>` is given (the
-   * chat platforms); absent: only when asked.
+   * When its sinks tell stories without their entry saying so (`stories:`): `true`, unless
+   * `--no-stories <type>` is given (the chat platforms); or a function of the story flags (commander's
+   * values, by camel-cased name: the webhook's --webhook-stories); absent: only when asked.
    */
-  readonly storiesByDefault?: boolean;
+  readonly storiesByDefault?: true | ((spec: Spec, flags: object) => boolean);
   /**
    * Its queue is the chat core's, bounded by its spec's `queueMaxBytes` (util/memory-budget.ts, the chat
    * share); absent: a backlog bounded by its spec's `queue.maxBytes`.

@@ -8,11 +8,13 @@ import { slackComponent } from './chat/slack/factory.ts';
 import { teamsComponent } from './chat/teams/factory.ts';
 import type { AnySinkComponent, EntryOf, SpecOf } from './component.ts';
 import { fileComponent } from './file/factory.ts';
+import { webhookComponent } from './http/webhook/factory.ts';
 import { otlpComponent } from './logs/otlp/factory.ts';
 import { searchComponent } from './logs/search/factory.ts';
 import { kafkaComponent } from './stream/kafka/factory.ts';
 
 export const SINK_COMPONENTS = [
+  webhookComponent,
   slackComponent,
   teamsComponent,
   discordComponent,

@@ -5,7 +5,7 @@ import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { verifySignature } from '../../src/sinks/signature.ts';
+import { verifySignature } from '../../src/sinks/http/webhook/signature.ts';
 import { type KubediffProcess, runKubediff } from '../helpers/cli.ts';
 import { clusterSuite } from '../helpers/cluster-suite.ts';
 import { matching, type TestEvent } from '../helpers/events.ts';

@@ -44,10 +44,17 @@ function namesOf(component: AnySinkComponent, folder: string): string[] {
   return [...types, ...classes, ...variables];
 }
 
-/** Where a type's word means something else: `file`, a dead-letter metric's label and a diff line's kind. */
+/**
+ * Where a type's word means something else: `file`, a dead-letter metric's label and a diff line's kind;
+ * `webhook`, the admission webhook configuration the managed certificate patches, and a Slack sink's
+ * incoming-webhook target (beside its bot target).
+ */
 const OTHER_MEANING = new Set([
   "src/service/metrics/sink-metrics.ts 'file'",
   "src/ui/web/diff-view.ts 'file'",
+  "src/who/certificate/managed-certificate.ts 'webhook'",
+  "src/sinks/chat/slack/slack.ts 'webhook'",
+  "src/sinks/chat/slack/factory.ts 'webhook'",
 ]);
 
 /** A quoted type string anywhere; a class or variable as a whole word (FileSink is not withFileSinks). */

@@ -41,14 +41,18 @@ import type { ListerWatcher } from '../../src/kube/lister-watcher.ts';
 import { type JsonObject, type KubeObject, qualifiedName, type ResourceType } from '../../src/kube/types.ts';
 import { renderBatch } from '../../src/sinks/chat/core/chat.ts';
 import { renderSlackMessage } from '../../src/sinks/chat/slack/slack-format.ts';
-import { binaryHeaders, eventAttributes, structuredCloudEvent } from '../../src/sinks/cloudevents.ts';
 import { DeadLetterFile } from '../../src/sinks/core/dead-letter.ts';
 import { Digest } from '../../src/sinks/core/digest.ts';
 import { prettyRenderer } from '../../src/sinks/core/pretty.ts';
 import { createSinks, type SinkSpec } from '../../src/sinks/core/setup.ts';
 import { renderJsonLine } from '../../src/sinks/core/stream-output.ts';
 import { FileSink } from '../../src/sinks/file/file-sink.ts';
-import { prepareLayout, renderLayout } from '../../src/sinks/layout.ts';
+import {
+  binaryHeaders,
+  eventAttributes,
+  structuredCloudEvent,
+} from '../../src/sinks/http/webhook/cloudevents.ts';
+import { prepareLayout, renderLayout } from '../../src/sinks/http/webhook/layout.ts';
 import { eventRecord } from '../../src/sinks/logs/otlp/records.ts';
 import { StateRecorder } from '../../src/state/recorder.ts';
 import { SqliteDatabase } from '../../src/state/sqlite-database.ts';

@@ -1,31 +1,13 @@
-// Where `watch` delivers besides stdout: webhooks, the sink types of the registry (each declares its own
-// rows in its folder, src/sinks/registry.ts), and the dead-letter file for what they could not take
-// (docs/sinks.md); src/config/sink-settings.ts reads them. Secrets never come from a flag (a flag shows in
-// `ps`): each description names the environment variable that carries them.
+// Where `watch` delivers besides stdout: the sink types of the registry (each declares its own rows in its
+// folder, src/sinks/registry.ts) and the dead-letter file for what they could not take (docs/sinks.md);
+// src/config/sink-settings.ts reads them. Secrets never come from a flag (a flag shows in `ps`): each
+// description names the environment variable that carries them.
 import { SINK_COMPONENTS } from '../../sinks/registry.ts';
 import type { FlagGroup } from '../../util/flag-spec.ts';
 
 export const SINKS: FlagGroup = {
   title: 'Sinks',
   flags: [
-    { flags: '--webhook <url>', description: 'POST every event to this URL (repeatable)', repeatable: true },
-    {
-      flags: '--webhook-header <header>',
-      description:
-        'a "Name: value" header on webhook requests (repeatable; secret ones: $KUBEDIFF_WEBHOOK_HEADERS)',
-      repeatable: true,
-      more: true,
-    },
-    {
-      flags: '--webhook-batch <n>',
-      description: 'send webhooks JSON arrays of up to n events (default: one event per request)',
-      more: true,
-    },
-    {
-      flags: '--webhook-timeout <duration>',
-      description: 'time limit of one webhook request (default: 10s)',
-      more: true,
-    },
     ...SINK_COMPONENTS.flatMap((component) => component.flags ?? []),
     { flags: '--dead-letter <file>', description: 'keep what a sink could not take in this file' },
     {

@@ -4,16 +4,14 @@
 
 import { compileFilter } from '../../events/filter.ts';
 import type { Credentials } from '../../util/credentials.ts';
-import type { CloudEventsMode } from '../cloudevents.ts';
-import type { CommonSinkSpec, HttpSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
+import type { CommonSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
 import { type RegisteredSpec, sinkComponent } from '../registry.ts';
-import type { WebhookBatchOptions, WebhookQueueOptions } from '../webhook.ts';
 import { DeadLetterFile } from './dead-letter.ts';
 import { type Route, Router } from './router.ts';
 import type { Sink } from './sink.ts';
 import { allSinkCredentials, sinkCredentials } from './sink-credentials.ts';
 import { defaultSinkName } from './sink-name.ts';
-import { httpOptions, storiesOf, storiesOption } from './sink-options.ts';
+import { storiesOf } from './sink-options.ts';
 import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import { checkFilesNotShared, type WrittenFile } from './written-files.ts';
 
@@ -24,31 +22,13 @@ interface StdoutSinkSpec extends CommonSinkSpec {
   color?: boolean;
 }
 
-export interface WebhookSinkSpec extends HttpSinkSpec {
-  type: 'webhook';
-  url: string;
-  headers?: Record<string, string>;
-  /** HMAC-SHA256 secret (from the environment, never a flag). */
-  secret?: string;
-  batch?: WebhookBatchOptions;
-  queue?: WebhookQueueOptions;
-  maxRequestsPerSecond?: number;
-  /** The body: the event's JSON (default), or a CloudEvent (structured unless binary)… */
-  format?: 'json' | 'cloudevents';
-  cloudEventsMode?: CloudEventsMode;
-  /** …or what this JSONata expression makes of the event (layout.ts). */
-  layout?: string;
-}
-
-export type SinkSpec = StdoutSinkSpec | WebhookSinkSpec | RegisteredSpec;
+export type SinkSpec = StdoutSinkSpec | RegisteredSpec;
 
 export interface SinkSet {
   router: Router;
-  /** The stdout sink, whose backpressure the watch honours. */
-  stdout: StreamOutput | undefined;
   /** Open dead-letter files; close them after the router. */
   deadLetterFiles: DeadLetterFile[];
-  /** Pauses the watch while a stdout reader lags (see StreamOutput.flowControl). */
+  /** Pauses the watch while a sink that neither queues nor drops lags (Sink.flowControl: stdout's reader). */
   flowControl: () => Promise<void> | undefined;
 }
 
@@ -63,7 +43,6 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
   const credentials = allSinkCredentials(specs);
   const numbered = uniqueNames();
   const unique = (name: string) => numbered(credentials.scrub(name));
-  let stdout: StreamOutput | undefined;
   const routes: Route[] = [];
   checkFilesNotShared(writtenFiles(specs, runtime.deadLetterFile));
   try {
@@ -78,8 +57,6 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
         deadLetter,
         credentials: sinkCredentials(spec),
       });
-      // The watch honours the stdout sink's backpressure (flowControl below).
-      if (sink instanceof StreamOutput) stdout = sink;
       routes.push({ sink, ...(spec.filter ? { filter: compileFilter(spec.filter) } : {}) });
     }
   } catch (error) {
@@ -89,12 +66,18 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
     throw error;
   }
 
-  const output = stdout;
+  // The watch honours the backpressure of the sinks that have it (Sink.flowControl): the first that lags.
+  const paced = routes.flatMap(({ sink }) => (sink.flowControl ? [sink] : []));
   return {
     router: new Router(routes, runtime.log, runtime.failures ? { failures: runtime.failures } : {}),
-    stdout: output,
     deadLetterFiles: [...deadLetters.values()],
-    flowControl: () => output?.flowControl(),
+    flowControl: () => {
+      for (const sink of paced) {
+        const pause = sink.flowControl?.();
+        if (pause) return pause;
+      }
+      return undefined;
+    },
   };
 }
 
@@ -124,7 +107,6 @@ type SinkFactory<T extends SinkType> = (spec: OfType<SinkSpec, T>, context: Sink
 /** One factory per sink type: a new sink type is one entry here, beside its spec above. */
 const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
   stdout: stdoutSink,
-  webhook: webhookSink,
 };
 
 function factoryOf(spec: SinkSpec): (spec: SinkSpec, context: SinkContext) => Promise<Sink> {
@@ -175,37 +157,6 @@ async function stdoutSink(spec: StdoutSinkSpec, { runtime, unique }: SinkContext
       : {}),
     ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
   });
-}
-
-async function webhookSink(spec: WebhookSinkSpec, context: SinkContext): Promise<Sink> {
-  const { WebhookSink } = await import('../webhook.ts');
-  return new WebhookSink({
-    url: spec.url,
-    name: context.unique(spec.name ?? defaultSinkName(spec)),
-    log: context.runtime.log,
-    format: await webhookFormat(spec),
-    ...(spec.headers ? { headers: spec.headers } : {}),
-    ...(spec.secret ? { secret: spec.secret } : {}),
-    ...(spec.batch ? { batch: spec.batch } : {}),
-    ...(spec.queue ? { queue: spec.queue } : {}),
-    ...(spec.maxRequestsPerSecond !== undefined ? { maxRequestsPerSecond: spec.maxRequestsPerSecond } : {}),
-    ...storiesOption(spec),
-    ...httpOptions(spec, context),
-  });
-}
-
-/**
- * A webhook's body format. A layout gets a thread of its own, started by the sink's first request (the
- * config checks have compiled the layout already).
- */
-async function webhookFormat(spec: WebhookSinkSpec): Promise<import('../webhook-body.ts').WebhookFormat> {
-  if (spec.layout !== undefined) {
-    const { LayoutThread } = await import('../layout-thread.ts');
-    return { kind: 'layout', layout: new LayoutThread(spec.layout) };
-  }
-  if (spec.format === 'cloudevents')
-    return { kind: 'cloudevents', mode: spec.cloudEventsMode ?? 'structured' };
-  return { kind: 'json' };
 }
 
 /** Imported only for pretty output or stories: a JSON-only watch keeps chalk out of its memory. */

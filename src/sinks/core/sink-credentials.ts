@@ -5,13 +5,8 @@
 import { type Credential, Credentials } from '../../util/credentials.ts';
 import { type RegisteredType, sinkComponent } from '../registry.ts';
 
-type Headers = Readonly<Record<string, string>> | undefined;
-
 /** What a sink's credentials are read from (the sink spec's fields, structurally: setup.ts's SinkSpec). */
-export type SinkCredentialSource =
-  | { type: 'stdout' }
-  | { type: 'webhook'; url: string; headers?: Headers; secret?: string | undefined }
-  | { type: RegisteredType };
+export type SinkCredentialSource = { type: 'stdout' } | { type: RegisteredType };
 
 /** Every credential a sink of this spec sends or holds, in the kinds util/credentials.ts knows. */
 export function sinkCredentials(spec: SinkCredentialSource): Credentials {
@@ -24,24 +19,6 @@ export function allSinkCredentials(specs: readonly SinkCredentialSource[]): Cred
 }
 
 function credentialsOf(spec: SinkCredentialSource): Credential[] {
-  const component = sinkComponent(spec.type);
-  if (component) return component.credentials(spec);
-  switch (spec.type) {
-    case 'stdout':
-      return [];
-    case 'webhook':
-      // A generic receiver may take its token in the path or the query; the HMAC secret is never sent.
-      return [{ kind: 'url', value: spec.url }, ...headers(spec.headers), ...secrets(spec.secret)];
-  }
-  // A registered type answered above.
-  return [];
-}
-
-/** Every header value a sink is configured with (from `headers:`, a headers file, the environment). */
-function headers(values: Headers): Credential[] {
-  return Object.values(values ?? {}).map((value) => ({ kind: 'header', value }));
-}
-
-function secrets(...values: (string | undefined)[]): Credential[] {
-  return values.flatMap((value) => (value ? [{ kind: 'secret', value } as const] : []));
+  // stdout sends nothing anywhere.
+  return sinkComponent(spec.type)?.credentials(spec) ?? [];
 }

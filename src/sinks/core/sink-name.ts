@@ -1,22 +1,12 @@
 // A sink's name when the config gives none, for logs, metrics, the start-up line and the shutdown report:
-// 'stdout', 'webhook https://hooks.example.com/…', and each registered type's own (its component's name(),
-// URL paths elided: they may hold credentials). The one place they are made: setup.ts names each sink by
-// it, and the start-up line (describeSinkSpec) says the same.
-import { redactUrl } from '../../util/url.ts';
+// 'stdout', and each registered type's own (its component's name(), URL paths elided: they may hold
+// credentials). The one place they are made: setup.ts names each sink by it, and the start-up line
+// (describeSinkSpec) says the same.
 import { type RegisteredType, sinkComponent } from '../registry.ts';
 
 /** What a sink's default name is made of (the sink spec's fields, structurally). */
-export type SinkNameSource = { type: 'stdout' } | { type: 'webhook'; url: string } | { type: RegisteredType };
+export type SinkNameSource = { type: 'stdout' } | { type: RegisteredType };
 
 export function defaultSinkName(spec: SinkNameSource): string {
-  const component = sinkComponent(spec.type);
-  if (component) return component.name(spec);
-  switch (spec.type) {
-    case 'stdout':
-      return 'stdout';
-    case 'webhook':
-      return `${spec.type} ${redactUrl(spec.url)}`;
-  }
-  // A registered type answered above.
-  return spec.type;
+  return sinkComponent(spec.type)?.name(spec) ?? spec.type;
 }

@@ -27,6 +27,11 @@ export interface Sink {
   storyStats?(): StoryStats | undefined;
   /** A sink that writes rotated files (docs/sinks.md#file): what they take on disk and what rotation did. */
   fileStats?(): SinkFileStats;
+  /**
+   * A sink that neither queues nor drops (the watch's own stdout): undefined while its reader keeps up,
+   * else a promise, resolved once it has drained, that the informers await before reading on.
+   */
+  flowControl?(): Promise<void> | undefined;
 }
 
 /** What a sink's rotated files take, for the metrics; counters since start. */

@@ -7,7 +7,7 @@ import { compileFilter } from '../../../src/events/filter.ts';
 import { logShutdownReport, Router } from '../../../src/sinks/core/router.ts';
 import { emptyStats, type Sink, type SinkReport, type SinkStats } from '../../../src/sinks/core/sink.ts';
 import { renderJsonLine, StreamOutput } from '../../../src/sinks/core/stream-output.ts';
-import { WebhookSink } from '../../../src/sinks/webhook.ts';
+import { WebhookSink } from '../../../src/sinks/http/webhook/webhook.ts';
 import { HttpReceiver } from '../../helpers/http-receiver.ts';
 import { memoryLog } from '../../helpers/sink-test.ts';
 

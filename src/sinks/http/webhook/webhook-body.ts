@@ -2,8 +2,9 @@
 // default; a JSON array for a batch), a CloudEvent (cloudevents.ts, structured or binary), or the body a
 // `layout:` builds (layout.ts, in a thread of its own: layout-thread.ts). Computed once per request,
 // before its retries.
-import type { KubediffEvent } from '../events/event.ts';
-import type { Story } from '../events/story.ts';
+import type { KubediffEvent } from '../../../events/event.ts';
+import type { Story } from '../../../events/story.ts';
+import type { Digest } from '../../core/digest.ts';
 import {
   binaryHeaders,
   CLOUDEVENTS_BATCH_CONTENT_TYPE,
@@ -15,7 +16,6 @@ import {
   storyAttributes,
   structuredCloudEvent,
 } from './cloudevents.ts';
-import type { Digest } from './core/digest.ts';
 import type { LayoutRenderer } from './layout-thread.ts';
 
 export type WebhookWork =

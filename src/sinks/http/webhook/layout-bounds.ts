@@ -7,7 +7,7 @@
 // The result's JSON is measured before it is made (`body`), the input's by the caller. Each bound throws a
 // LayoutLimitError naming itself; the sink dead-letters the event with that reason.
 import type jsonataModule from 'jsonata';
-import { groupedCount } from '../util/count-text.ts';
+import { groupedCount } from '../../../util/count-text.ts';
 
 type Expression = ReturnType<typeof jsonataModule>;
 type JsonataFunction = {

@@ -1,4 +1,4 @@
-// What a layout may build (src/sinks/layout-bounds.ts), evaluated in-process: the bounded functions give
+// What a layout may build (src/sinks/http/webhook/layout-bounds.ts), evaluated in-process: the bounded functions give
 // what JSONata's own give, and each bound stops an evaluation with a reason naming it. The process's
 // memory under such layouts, end to end: test/integration/layout-bounds.test.ts.
 import assert from 'node:assert/strict';
@@ -6,12 +6,16 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { LayoutError, prepareLayout, renderLayout } from '../../../src/sinks/layout.ts';
-import { codePointLength, codePointSlice, jsonLengthUpTo } from '../../../src/sinks/layout-bounds.ts';
-import { sampleEvent } from '../../helpers/events.ts';
+import { LayoutError, prepareLayout, renderLayout } from '../../../../../src/sinks/http/webhook/layout.ts';
+import {
+  codePointLength,
+  codePointSlice,
+  jsonLengthUpTo,
+} from '../../../../../src/sinks/http/webhook/layout-bounds.ts';
+import { sampleEvent } from '../../../../helpers/events.ts';
 
 const jsonata = createRequire(import.meta.url)('jsonata') as typeof import('jsonata');
-const LAYOUTS = path.join(import.meta.dirname, '..', '..', 'fixtures', 'layouts');
+const LAYOUTS = path.join(import.meta.dirname, '../../../../fixtures/layouts');
 
 /** What the bounded layout renders, or its error's code and message. */
 async function rendered(

@@ -8,23 +8,23 @@
 // backoff and jitter (Retry-After honoured); other answers are final. What
 // cannot be delivered goes to the dead-letter file and is counted.
 
-import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../events/event.ts';
-import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../events/story.ts';
-import { plural } from '../util/count-text.ts';
-import { errorMessage } from '../util/errors.ts';
-import { monotonicMs } from '../util/timestamp.ts';
-import { redactUrl } from '../util/url.ts';
-import { type BacklogOptions, SinkBacklog } from './core/backlog.ts';
-import { halvesOf, splitNote } from './core/batch-halves.ts';
-import { type DeadLetterFile, lossNote } from './core/dead-letter.ts';
-import { type DeliveryOptions, HttpSink } from './core/delivery.ts';
-import type { Digest } from './core/digest.ts';
-import type { EventQueue } from './core/event-queue.ts';
-import { failureKey, post, reasonWithRetryAfter } from './core/http.ts';
-import { RateLimit } from './core/rate-limit.ts';
-import { WEBHOOK_HEADERS } from './core/receiver-checks.ts';
-import type { SinkReport, SinkStats } from './core/sink.ts';
-import { sinkStoryBuilder } from './core/story-builder.ts';
+import type { ChangeEvent, KubediffEvent, OutcomeEvent } from '../../../events/event.ts';
+import type { Story, StoryBuilder, StoryOptions, StoryStats } from '../../../events/story.ts';
+import { plural } from '../../../util/count-text.ts';
+import { errorMessage } from '../../../util/errors.ts';
+import { monotonicMs } from '../../../util/timestamp.ts';
+import { redactUrl } from '../../../util/url.ts';
+import { type BacklogOptions, SinkBacklog } from '../../core/backlog.ts';
+import { halvesOf, splitNote } from '../../core/batch-halves.ts';
+import { type DeadLetterFile, lossNote } from '../../core/dead-letter.ts';
+import { type DeliveryOptions, HttpSink } from '../../core/delivery.ts';
+import type { Digest } from '../../core/digest.ts';
+import type { EventQueue } from '../../core/event-queue.ts';
+import { failureKey, post, reasonWithRetryAfter } from '../../core/http.ts';
+import { RateLimit } from '../../core/rate-limit.ts';
+import { WEBHOOK_HEADERS } from '../../core/receiver-checks.ts';
+import type { SinkReport, SinkStats } from '../../core/sink.ts';
+import { sinkStoryBuilder } from '../../core/story-builder.ts';
 import { LayoutError } from './layout.ts';
 import { signatureFor } from './signature.ts';
 import { type WebhookFormat, type WebhookWork, webhookPayload } from './webhook-body.ts';

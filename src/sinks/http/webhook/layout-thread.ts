@@ -5,9 +5,9 @@
 // 24.6) or its heap (LAYOUT_LIMITS.heapMb); the next evaluation gets a new one. An input over
 // LAYOUT_LIMITS.input is not evaluated. One thread per sink with a layout, started on its first request,
 // keeping the process alive only while it evaluates; this module is imported only when a layout is set.
-import { formatDuration } from '../util/duration.ts';
-import { formatSize } from '../util/size.ts';
-import { type WorkerFailure, WorkerThread } from '../util/worker-thread.ts';
+import { formatDuration } from '../../../util/duration.ts';
+import { formatSize } from '../../../util/size.ts';
+import { type WorkerFailure, WorkerThread } from '../../../util/worker-thread.ts';
 import { LAYOUT_LIMITS, LayoutError } from './layout.ts';
 import type { LayoutFailure, LayoutJob } from './layout-worker.ts';
 

@@ -1,6 +1,6 @@
 // Counts given as settings (events, files, connections, a page size): one parser, with the same
 // one-sentence error as durations and sizes.
-import { invalidSetting } from '../util/errors.ts';
+import { invalidSetting } from './errors.ts';
 
 /**
  * `text` as a whole number from 1 to `max`; otherwise a UsageError `invalid <name> "<text>": <hint>.`

@@ -2,10 +2,10 @@
 // cloudevents-batch+json) or binary mode (`ce-*` headers). `id` is the event's id (receivers deduplicate
 // by id and source), `type` dev.kubediff.object.added/.updated/.deleted (or .digest, .story), `source`
 // kubediff/<cluster>, `subject` the object's API path, `time` the change's time, data JSON.
-import type { KubediffEvent } from '../events/event.ts';
-import type { Story } from '../events/story.ts';
-import { objectApiPath } from '../kube/types.ts';
-import type { DigestPayload } from './core/digest.ts';
+import type { KubediffEvent } from '../../../events/event.ts';
+import type { Story } from '../../../events/story.ts';
+import { objectApiPath } from '../../../kube/types.ts';
+import type { DigestPayload } from '../../core/digest.ts';
 
 export const CLOUDEVENTS_MODES = ['structured', 'binary'] as const;
 export type CloudEventsMode = (typeof CLOUDEVENTS_MODES)[number];

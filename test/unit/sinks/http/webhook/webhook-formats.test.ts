@@ -8,13 +8,13 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { binaryHeaders, eventAttributes } from '../../../src/sinks/cloudevents.ts';
-import { DeadLetterFile } from '../../../src/sinks/core/dead-letter.ts';
-import { layoutProblem } from '../../../src/sinks/layout.ts';
-import { LayoutThread } from '../../../src/sinks/layout-thread.ts';
-import { WebhookSink } from '../../../src/sinks/webhook.ts';
-import { sampleEvent } from '../../helpers/events.ts';
-import { memoryLog, sinkTestKit } from '../../helpers/sink-test.ts';
+import { DeadLetterFile } from '../../../../../src/sinks/core/dead-letter.ts';
+import { binaryHeaders, eventAttributes } from '../../../../../src/sinks/http/webhook/cloudevents.ts';
+import { layoutProblem } from '../../../../../src/sinks/http/webhook/layout.ts';
+import { LayoutThread } from '../../../../../src/sinks/http/webhook/layout-thread.ts';
+import { WebhookSink } from '../../../../../src/sinks/http/webhook/webhook.ts';
+import { sampleEvent } from '../../../../helpers/events.ts';
+import { memoryLog, sinkTestKit } from '../../../../helpers/sink-test.ts';
 
 const kit = sinkTestKit<WebhookSink>();
 

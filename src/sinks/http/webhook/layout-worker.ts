@@ -2,7 +2,7 @@
 // does not compile is a refusal), then makes the body of each request from its JSON. An evaluation
 // runs to its end without yielding; here it holds only this thread, which the sink stops at the limit.
 // A failure's message is cut at MAX_MESSAGE_CHARS: it is logged and written with each dead letter.
-import { serveRequests } from '../util/worker-thread.ts';
+import { serveRequests } from '../../../util/worker-thread.ts';
 import { LayoutError, prepareLayout, renderLayout } from './layout.ts';
 
 /** The request's data as JSON: the event, a batch's array, a digest or a story. */

@@ -6,7 +6,7 @@
 // (dead-lettered), never the sink. Loaded only when a layout is configured.
 import { createRequire } from 'node:module';
 import type jsonataModule from 'jsonata';
-import { groupedCount } from '../util/count-text.ts';
+import { groupedCount } from '../../../util/count-text.ts';
 import {
   boundLayout,
   checkJsonLength,
