@@ -146,7 +146,7 @@ function checkDestinations(
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to webhook, chat, Kafka, OTLP, OpenSearch, Elasticsearch and file sinks, and none is listed (stdout has no dead letters)',
+      'applies to the sinks that deliver (every type but stdout), and none is listed (stdout has no dead letters)',
     );
   }
 }

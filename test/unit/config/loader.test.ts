@@ -629,7 +629,7 @@ sinks:
       (error: unknown) =>
         error instanceof ConfigError &&
         error.message ===
-          'invalid config file c.yaml:1:13: deadLetter: applies to webhook, chat, Kafka, OTLP, OpenSearch, Elasticsearch and file sinks, and none is listed (stdout has no dead letters).',
+          'invalid config file c.yaml:1:13: deadLetter: applies to the sinks that deliver (every type but stdout), and none is listed (stdout has no dead letters).',
     );
     const ok = settingsFromConfig(
       parseConfig(
