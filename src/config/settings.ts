@@ -214,7 +214,7 @@ function destinationsFrom(
     delivery.deadLetterLimits = deadLetterLimitsFromFlags(flags);
     if (output === 'none' && delivery.sinks.length === 0) {
       throw new UsageError(
-        `--output none leaves events nowhere to go: add a sink flag (--webhook, ${sinkFlagNames().join(', ')}).`,
+        `--output none leaves events nowhere to go: add a sink flag (${sinkFlagNames().join(', ')}).`,
       );
     }
   }
