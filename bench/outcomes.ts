@@ -5,7 +5,8 @@
 // pods per Deployment): the ReplicaSet controller creates the pods already bound, with the owner chain,
 // pod-template-hash and statuses of any cluster's, and the scheduler, which placed about one pod a second
 // on the loaded machine, has nothing to do. The controller manager's client rate limit is lifted as
-// kwokctl does for scale (apiQps), so that creating 10,000 pods takes minutes, not hours.
+// kwokctl does for scale (apiQps), so that creating 10,000 pods takes minutes, not hours; the API server
+// compacts etcd every 5 minutes, its own default, not every 10 s as in the tests (pod-plane.ts says why).
 // Two `kubediff watch -o json` run side by side on it, outcomes on and `--no-outcomes`, started once
 // every pod is Ready: the same sync, the same rollouts, the same machine load.
 // Each small Deployment is then rolled out in turn to a new image; the benchmark watches its pods itself
@@ -30,6 +31,8 @@ const BIG_REPLICAS = 100;
 const ROLL_REPLICAS = 10;
 /** The controller manager's --kube-api-qps: kwokctl's figure for "no QPS limits". */
 const API_QPS = 5000;
+/** The API server's own default --etcd-compaction-interval, not the tests' 10 s (test/helpers/pod-plane.ts). */
+const COMPACTION_INTERVAL = '5m';
 
 export interface OutcomeSideFigures {
   cpuSecondsAtSync: number;
@@ -69,7 +72,12 @@ const log = (message: string) => process.stderr.write(`outcomes: ${message}\n`);
 const bigCount = Math.ceil(pods / BIG_REPLICAS);
 const nodes = bigCount + rollouts;
 const setupStarted = performance.now();
-const plane = await startPodPlane({ nodes, log, apiQps: API_QPS });
+const plane = await startPodPlane({
+  nodes,
+  log,
+  apiQps: API_QPS,
+  compactionInterval: COMPACTION_INTERVAL,
+});
 const admin = new KubeAdmin(plane.cluster);
 const children: Child[] = [];
 try {

@@ -58,6 +58,13 @@ export interface PodPlaneOptions {
    * thousands of pods lifts it, as kwokctl does for scale (its DisableQPSLimits: 5,000).
    */
   apiQps?: number;
+  /**
+   * The API server's --etcd-compaction-interval; default the test clusters' 10 s (cluster.ts), so that
+   * resourceVersions expire within a test. A benchmark that writes thousands of pods sets the API server's
+   * own default (5m): on the loaded machine the watch cache of pods falls seconds behind etcd, and with 10 s
+   * its revision gets compacted under it, so it drops every watcher of pods and lists them all again.
+   */
+  compactionInterval?: string;
   log?: (message: string) => void;
 }
 
@@ -81,6 +88,7 @@ export async function startPodPlane(options: PodPlaneOptions = {}): Promise<PodP
     useExistingCluster: false,
     controllers: [...POD_PLANE_CONTROLLERS, ...(options.controllers ?? [])],
     controllerManagerArgs: qpsArgs,
+    ...(options.compactionInterval ? { compactionInterval: options.compactionInterval } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
   const { dir } = cluster;
