@@ -90,15 +90,6 @@ export interface WebhookListenerOptions extends WebhookEndpoint {
 
 export const WEBHOOK_RELOAD_INTERVAL_MS = 10_000;
 
-/**
- * Of one body, at most this much is taken in one turn of the event loop (twice this for its last part),
- * then the loop turns: left alone,
- * Node takes what a socket holds, up to 32 reads of 64 KiB, in one go, and decrypting and parsing that
- * much of each large body being read holds this thread (small reviews' answers, /healthz, the watch) for
- * milliseconds. docs/who.md ("Limits").
- */
-export const BODY_BYTES_PER_TURN = 256 * 1024;
-
 /** Documented in docs/audit.md and docs/who.md ("Limits"), each bound. */
 export const WEBHOOK_LISTENER_LIMITS: ListenerLimits = {
   maxConnections: 64,
@@ -421,22 +412,9 @@ export class WebhookListener {
         });
       }, timeoutMs);
     }
-    let turnBytes = 0;
     request.on('data', (chunk: Buffer) => {
       if (done) return;
       size += chunk.length;
-      turnBytes += chunk.length;
-      // The last slice is taken with the one before: a client that sent its whole body and closed its
-      // side would otherwise find its request aborted, unanswered, by its end read during the pause.
-      if (turnBytes >= BODY_BYTES_PER_TURN && hasLength && declared - size > BODY_BYTES_PER_TURN) {
-        turnBytes = 0;
-        request.pause();
-        request.socket.pause();
-        setImmediate(() => {
-          request.resume();
-          request.socket.resume();
-        });
-      }
       if (size > this.options.maxRequestBytes || (hasLength && size > declared)) {
         cut(tooLarge);
         return;

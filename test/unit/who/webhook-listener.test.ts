@@ -1,11 +1,9 @@
 // src/who/listener/webhook-listener.ts on real TLS connections on loopback: what the API server (or whoever
 // reaches the port) sees when a body is too large midway, when a route has a bug, when taking a request's
-// records fails; that the port stays usable for real reviews while clients hold connections or
-// send their bodies slowly; and that a large body is taken a slice per turn of the event loop.
+// records fails; and that the port stays usable for real reviews while clients hold connections or
+// send their bodies slowly.
 import assert from 'node:assert/strict';
-import diagnosticsChannel from 'node:diagnostics_channel';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { IncomingMessage } from 'node:http';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,11 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
 import { EventFailures } from '../../../src/util/event-failures.ts';
 import type { Logger } from '../../../src/util/log.ts';
-import {
-  BODY_BYTES_PER_TURN,
-  WebhookListener,
-  type WebhookListenerOptions,
-} from '../../../src/who/listener/webhook-listener.ts';
+import { WebhookListener, type WebhookListenerOptions } from '../../../src/who/listener/webhook-listener.ts';
 import type { WebhookRoute } from '../../../src/who/listener/webhook-route.ts';
 import { reviewBody, slowBodies } from '../../helpers/admission-load.ts';
 import { makeTestPki, type TestPki } from '../../helpers/pki.ts';
@@ -161,41 +155,6 @@ describe('the webhook listener', () => {
     assert.match(answer, /^HTTP\/1\.1 413 /);
     assert.match(answer, /the body is larger than 1 KiB \(admission\.maxRequestSize\)/);
     assert.equal(listener.stats().requests.get('too_large'), 1);
-  });
-
-  it('a large body is read a slice per turn of the event loop: it never holds the thread that answers', async () => {
-    const bytes = 4 * 1024 * 1024;
-    const { listener } = await start({ maxRequestBytes: bytes });
-    // The turns of the event loop, numbered (one immediate each), and what is read of the body in each.
-    let turn = 0;
-    let turning = true;
-    const next = () => {
-      turn++;
-      if (turning) setImmediate(next);
-    };
-    setImmediate(next);
-    const read = new Map<number, number>();
-    const onRequest = (message: unknown) => {
-      const { request } = message as { request: IncomingMessage };
-      request.on('data', (chunk: Buffer) => read.set(turn, (read.get(turn) ?? 0) + chunk.length));
-    };
-    diagnosticsChannel.subscribe('http.server.request.start', onRequest);
-    try {
-      assert.match(await post(listener.port, 'x'.repeat(bytes)), /^HTTP\/1\.1 200 /);
-    } finally {
-      turning = false;
-      diagnosticsChannel.unsubscribe('http.server.request.start', onRequest);
-    }
-    const slices = [...read.values()];
-    assert.equal(
-      slices.reduce((sum, slice) => sum + slice, 0),
-      bytes,
-    );
-    // A slice ends with the chunk that reaches the bound, the last one with the rest (without the
-    // bound, 1.25 MiB in one turn here).
-    const most = Math.max(...slices);
-    assert.ok(most <= 2 * BODY_BYTES_PER_TURN + 64 * 1024, `${most} bytes read in one turn`);
-    assert.ok(slices.length >= bytes / (2 * BODY_BYTES_PER_TURN), `${slices.length} turns`);
   });
 
   it('a route with a bug: 500, counted as internal_error, not bad_request', async () => {
