@@ -15,6 +15,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { objectYaml } from '../../src/diff/object-yaml.ts';
+import type { KubeObject } from '../../src/kube/types.ts';
 import {
   type AuditedApiserver,
   needsSharedEtcd,
@@ -109,12 +110,16 @@ describe('show, diff and blame on a state file (users from the audit webhook)', 
     robot = admin.as(review.status.token);
 
     // Before the watch: its lines are older than the history.
-    seeded = recordedForm(
-      await admin.send('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, {
-        query: { fieldManager: 'seed-tool' },
-        body: webDeployment('web'),
-      }),
-    );
+    const created = await admin.send<KubeObject>('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, {
+      query: { fieldManager: 'seed-tool' },
+      body: webDeployment('web'),
+    });
+    seeded = recordedForm(created);
+    // managedFields tell times to the second: the edits below must come in a later second than the creation, or
+    // blame rightly cannot say who created it (on a fast machine the watch starts within that second).
+    const createdAt = Date.parse(String(created.metadata.creationTimestamp));
+    while (Date.now() < createdAt + 1000)
+      await new Promise((resolve) => setTimeout(resolve, createdAt + 1000 - Date.now()));
     state = path.join(dir, 'state.db');
     kd = runKubediff(
       [
