@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, test } from 'node:test';
 import { QUERY_QUEUE_LIMIT } from '../../src/state/query-gate.ts';
-import { killAll, runKubediff, watchArgs } from '../helpers/cli.ts';
+import { killAll, runKubediff, runKubediffToCompletion, watchArgs } from '../helpers/cli.ts';
 import { writeGeneratedHistory } from '../helpers/generated-history.ts';
-import { adminClient } from '../helpers/kube-admin.ts';
+import { adminClient, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING as METRICS_SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { workerHoldEnv } from '../helpers/worker-hold.ts';
 
@@ -62,6 +62,14 @@ test('a slow UI query does not delay an event; the query queue is bounded (503, 
   await admin.create(cmPath(ns), { metadata: { name: 'during-the-query' }, data: { a: '1' } });
   await kd.waitForEvent((event) => event.object.name === 'during-the-query');
   assert.deepEqual(answered, [], 'the held query is still unanswered');
+  // Recorded in the state (the recorder flushes on its interval): only then can the held query find it.
+  await waitFor(
+    async () =>
+      (await runKubediffToCompletion(['history', '--state', state, '-o', 'json'])).stdout.includes(
+        '"name":"during-the-query"',
+      ) || undefined,
+    { timeoutMs: 60_000, intervalMs: 200, what: 'the change recorded in the state' },
+  );
 
   // The queue: QUERY_QUEUE_LIMIT queries wait or run; two more are refused at once.
   const queued = Array.from({ length: QUERY_QUEUE_LIMIT - 1 + 2 }, () => request('/api/v1/facets'));
