@@ -1,7 +1,7 @@
 // What a --state value names, without loading any store: a postgres:// URL is a PostgreSQL database,
 // anything else an SQLite file. The PostgreSQL client is loaded only when one is used.
 import { readFileSync } from 'node:fs';
-import { Credentials } from '../util/credentials.ts';
+import { Credentials, secretCredentials } from '../util/credentials.ts';
 
 /** True for a --state value that names a PostgreSQL database rather than a file. */
 export function isPostgresUrl(text: string): boolean {
@@ -45,5 +45,5 @@ export function stateCredentials(
   } catch {
     // Not a URL: said when the store opens.
   }
-  return Credentials.of(passwords.map((value) => ({ kind: 'secret', value })));
+  return Credentials.of(secretCredentials(...passwords));
 }

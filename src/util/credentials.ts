@@ -27,6 +27,16 @@ export type Credential =
   /** A URL whose path or query holds a secret (a chat platform's webhook URL). */
   | { kind: 'url'; value: string };
 
+/** The secrets among `values` that are set (a token, a password, a client key). */
+export function secretCredentials(...values: (string | undefined)[]): Credential[] {
+  return values.flatMap((value) => (value ? [{ kind: 'secret', value } as const] : []));
+}
+
+/** Every header value a sink sends (from `headers:`, a headers file, the environment). */
+export function headerCredentials(headers: Readonly<Record<string, string>> | undefined): Credential[] {
+  return Object.values(headers ?? {}).map((value) => ({ kind: 'header', value }) as const);
+}
+
 export class Credentials {
   /** No credential: scrub() returns its text as it is. */
   static readonly none = new Credentials([]);

@@ -4,7 +4,7 @@
 // flag), the Web API's URL from $KUBEDIFF_SLACK_API_URL. Loads no HTTP client: the factory imports slack.ts.
 import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
-import type { Credential } from '../../../util/credentials.ts';
+import { type Credential, secretCredentials } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
@@ -178,6 +178,6 @@ function slackChannelLabel(channel: string): string {
 export function slackCredentials(spec: SlackSinkSpec): Credential[] {
   return [
     ...(spec.webhookUrl !== undefined ? [{ kind: 'url', value: spec.webhookUrl } as const] : []),
-    ...(spec.token ? [{ kind: 'secret', value: spec.token } as const] : []),
+    ...secretCredentials(spec.token),
   ];
 }

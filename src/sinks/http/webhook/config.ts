@@ -7,7 +7,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
 import { parseCount } from '../../../util/count.ts';
 import { groupedCount } from '../../../util/count-text.ts';
-import type { Credential } from '../../../util/credentials.ts';
+import { type Credential, headerCredentials, secretCredentials } from '../../../util/credentials.ts';
 import { parseDurationSetting } from '../../../util/duration.ts';
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
@@ -209,7 +209,7 @@ export function webhookSpecOf(input: WebhookEntry, common: CommonEntrySpec): Web
 export function webhookCredentials(spec: WebhookSinkSpec): Credential[] {
   return [
     { kind: 'url', value: spec.url },
-    ...Object.values(spec.headers ?? {}).map((value) => ({ kind: 'header', value }) as const),
-    ...(spec.secret ? [{ kind: 'secret', value: spec.secret } as const] : []),
+    ...headerCredentials(spec.headers),
+    ...secretCredentials(spec.secret),
   ];
 }

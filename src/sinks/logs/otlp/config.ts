@@ -3,7 +3,7 @@
 // headers come from the environment variables OpenTelemetry's exporters read (OTEL_EXPORTER_OTLP_HEADERS),
 // never from a flag. Loads no OpenTelemetry package: the factory imports otlp.ts when a sink is made.
 import type { FromSchema } from 'json-schema-to-ts';
-import type { Credential } from '../../../util/credentials.ts';
+import { type Credential, headerCredentials, secretCredentials } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
@@ -111,7 +111,7 @@ export function otlpSpecOf(
 export function otlpCredentials(spec: OtlpSinkSpec): Credential[] {
   return [
     { kind: 'url', value: spec.endpoint },
-    ...Object.values(spec.headers ?? {}).map((value) => ({ kind: 'header', value }) as const),
-    ...(spec.tls?.key ? [{ kind: 'secret', value: spec.tls.key } as const] : []),
+    ...headerCredentials(spec.headers),
+    ...secretCredentials(spec.tls?.key),
   ];
 }

@@ -3,7 +3,7 @@
 // passwordFile, apiKeyFile, headersFile and the TLS files read). No flags: a config file's entry only.
 import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
-import type { Credential } from '../../../util/credentials.ts';
+import { type Credential, headerCredentials, secretCredentials } from '../../../util/credentials.ts';
 import { type Check, type Checks, duration, size } from '../../../util/key-checks.ts';
 import { parseHttpUrl } from '../../../util/url.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
@@ -181,7 +181,7 @@ export function credentialsOfSearch(spec: SearchSinkSpec): Credential[] {
   return [
     { kind: 'url', value: spec.url },
     ...auth,
-    ...Object.values(spec.headers ?? {}).map((value) => ({ kind: 'header', value }) as const),
-    ...(spec.tls?.key ? [{ kind: 'secret', value: spec.tls.key } as const] : []),
+    ...headerCredentials(spec.headers),
+    ...secretCredentials(spec.tls?.key),
   ];
 }

@@ -4,7 +4,7 @@
 // default name and its credentials. Loads no Kafka client: the factory imports kafka.ts when a sink is made.
 import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
-import type { Credential } from '../../../util/credentials.ts';
+import { type Credential, secretCredentials } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
@@ -236,7 +236,5 @@ export function kafkaSpecOf(
 
 /** The SASL password and a client key, sent or held. */
 export function kafkaCredentials(spec: KafkaSinkSpec): Credential[] {
-  return [spec.sasl?.password, spec.tls?.key].flatMap((value) =>
-    value ? [{ kind: 'secret', value } as const] : [],
-  );
+  return secretCredentials(spec.sasl?.password, spec.tls?.key);
 }
