@@ -17,10 +17,9 @@ export interface RawStoryFlags {
   stories?: boolean;
   storyWindow?: string;
   storyMaxLength?: string;
-  webhookStories?: boolean;
   /**
-   * A type that tells stories by default, turned off: false, from `--no-stories <type>` or commander's
-   * `--no-<type>-stories` (storySwitch).
+   * A type's stories switched by a flag (storySwitch): on with `--webhook-stories`, off with
+   * `--no-stories <type>` or commander's `--no-<type>-stories`.
    */
   [typeStories: `${string}Stories`]: boolean | undefined;
 }
@@ -81,10 +80,10 @@ export function storySettingsFrom(
 }
 
 /**
- * Each sink's stories: its own `stories:` key when the config file sets one; else those of a type that
- * tells them by default (its component's storiesByDefault) are on unless `--no-stories <type>`, a webhook's are
- * on with --webhook-stories, stdout's with --stories (pretty only); the others' never (a type whose
- * component refuses them: a UsageError).
+ * Each sink's stories: its own `stories:` key when the config file sets one; else its type's switch when a
+ * flag set it (`--no-stories <type>` off, `--webhook-stories` on), else its component's storiesByDefault
+ * (the chat platforms); stdout's with --stories (pretty only). A type whose component refuses them: a
+ * UsageError when they are wanted.
  */
 export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): SinkSpec {
   const wanted =
@@ -100,16 +99,15 @@ export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawS
   return { ...spec, stories: settings.options };
 }
 
-/** The switch of RawStoryFlags that turns a type's stories off: `<type>Stories`, camel-cased. */
+/** The switch of RawStoryFlags that turns a type's stories on or off: `<type>Stories`, camel-cased. */
 export function storySwitch(type: string): `${string}Stories` {
   return flagProperty(`${type}-stories`) as `${string}Stories`;
 }
 
+/** A type's story switch when a flag set it (`--webhook-stories`, `--no-stories slack`), else its default. */
 function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): boolean {
   if (spec.type === 'stdout') return spec.format === 'pretty' && settings.terminal;
-  const byDefault = sinkComponent(spec.type)?.storiesByDefault;
-  if (byDefault === true) return flags[storySwitch(spec.type)] !== false;
-  return byDefault?.(spec, flags) ?? false;
+  return flags[storySwitch(spec.type)] ?? sinkComponent(spec.type)?.storiesByDefault === true;
 }
 
 function fileDuration(text: string | undefined, fallback: number): number {

@@ -128,11 +128,10 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
   /** Why stories cannot apply to it (a UsageError when asked for); absent: they can. */
   readonly storiesRefused?: string;
   /**
-   * When its sinks tell stories without their entry saying so (`stories:`): `true`, unless
-   * `--no-stories <type>` is given (the chat platforms); or a function of the story flags (commander's
-   * values, by camel-cased name: the webhook's --webhook-stories); absent: only when asked.
+   * Its sinks tell stories when neither their entry (`stories:`) nor a flag (`--no-stories <type>`,
+   * `--<type>-stories`) says otherwise (the chat platforms); absent: only when asked.
    */
-  readonly storiesByDefault?: true | ((spec: Spec, flags: object) => boolean);
+  readonly storiesByDefault?: boolean;
   /**
    * Its queue is the chat core's, bounded by its spec's `queueMaxBytes` (util/memory-budget.ts, the chat
    * share); absent: a backlog bounded by its spec's `queue.maxBytes`.

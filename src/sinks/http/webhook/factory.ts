@@ -26,8 +26,6 @@ export const webhookComponent: SinkComponent<WebhookEntry, WebhookSinkSpec> = {
   spec: webhookSpecOf,
   name: (spec) => `webhook ${redactUrl(spec.url)}`,
   credentials: webhookCredentials,
-  // --webhook-stories (docs/stories.md).
-  storiesByDefault: (_spec, flags) => (flags as { webhookStories?: boolean }).webhookStories === true,
   async create(spec, context) {
     const { WebhookSink } = await import('./webhook.ts');
     return new WebhookSink({
