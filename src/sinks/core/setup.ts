@@ -1,6 +1,6 @@
-// From sink settings (flags today, the config file's `sinks:` list later)
-// to running sinks behind a router. The specs are plain data with every
-// option a sink has, so a config file maps its keys onto them one to one.
+// From sink specs (the flags' and the config file's `sinks:`, src/config/) to running sinks behind a router:
+// each created by its type's component (src/sinks/registry.ts), stdout here; their dead-letter files opened
+// once per path, and the backpressure of the sinks that have it handed to the watch.
 
 import { compileFilter } from '../../events/filter.ts';
 import type { Credentials } from '../../util/credentials.ts';
@@ -51,7 +51,7 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
         spec.type === 'stdout'
           ? undefined
           : openDeadLetter(deadLetters, spec.deadLetterFile ?? runtime.deadLetterFile, runtime, credentials);
-      const sink = await factoryOf(spec)(spec, {
+      const sink = await createSink(spec, {
         runtime,
         unique,
         deadLetter,
@@ -96,24 +96,9 @@ function writtenFiles(specs: readonly SinkSpec[], defaultDeadLetter: string | un
   return files;
 }
 
-type SinkType = Exclude<SinkSpec, RegisteredSpec>['type'];
-/**
- * The members of union S whose `type` can be T: the spec of one sink type, or its config entry (types may
- * share one spec and one schema, hence not Extract<>).
- */
-export type OfType<S, T> = S extends { type: infer U } ? (T extends U ? S : never) : never;
-type SinkFactory<T extends SinkType> = (spec: OfType<SinkSpec, T>, context: SinkContext) => Promise<Sink>;
-
-/** One factory per sink type: a new sink type is one entry here, beside its spec above. */
-const SINK_FACTORIES: { [T in SinkType]: SinkFactory<T> } = {
-  stdout: stdoutSink,
-};
-
-function factoryOf(spec: SinkSpec): (spec: SinkSpec, context: SinkContext) => Promise<Sink> {
-  const component = sinkComponent(spec.type);
-  if (component) return (spec, context) => component.create(spec, context);
-  // TypeScript cannot tie SINK_FACTORIES[spec.type] to spec's own type; the table's type does.
-  return SINK_FACTORIES[spec.type as SinkType] as (spec: SinkSpec, context: SinkContext) => Promise<Sink>;
+/** stdout's own factory below; every other type is its component's. */
+function createSink(spec: SinkSpec, context: SinkContext): Promise<Sink> {
+  return spec.type === 'stdout' ? stdoutSink(spec, context) : sinkComponent(spec.type)!.create(spec, context);
 }
 
 /** One DeadLetterFile per path, however many sinks write to it. */
