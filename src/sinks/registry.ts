@@ -1,6 +1,8 @@
 // The sink types, in order: the one list of them (src/sinks/component.ts is what each one declares, in
 // its own folder). The order is that of the `Sinks` help rows, of the flags' sinks, and of the types in the
 // config file's schema. A new sink type is its folder and one line here.
+
+import { flagName } from '../util/flag-spec.ts';
 import { discordComponent } from './chat/discord/factory.ts';
 import { googleChatComponent } from './chat/google-chat/factory.ts';
 import { mattermostComponent } from './chat/mattermost/factory.ts';
@@ -44,7 +46,7 @@ const byType = new Map<string, AnySinkComponent>(
 export function sinkFlagNames(): string[] {
   return SINK_COMPONENTS.flatMap((component) => {
     const first = component.flags?.[0];
-    return first ? [first.flags.split(' ')[0] as string] : [];
+    return first ? [flagName(first)] : [];
   });
 }
 

@@ -36,3 +36,8 @@ export type FlagValues = Readonly<Record<string, unknown>>;
 export function flagProperty(name: string): string {
   return name.replace(/^--/, '').replace(/-(\w)/g, (_dash, letter: string) => letter.toUpperCase());
 }
+
+/** A flag's long name as its messages quote it: `-n, --namespace <ns>` → `--namespace`. */
+export function flagName(spec: FlagSpec): string {
+  return spec.flags.split(/[\s,]+/).find((part) => part.startsWith('--')) ?? spec.flags;
+}

@@ -2,13 +2,15 @@
 // an entry of a webhook URL (a credential) and a pace, the same flag shape (--<type>-webhook, or its
 // environment variable), the same spec and credentials, and a factory that puts the platform's renderer
 // on the chat core (chat.ts), imported only when such a sink is created. Each platform's folder gives its
-// type, flag, variable, docs anchor and renderer.
+// type, flag, variable, docs anchor and renderer. Slack, which posts through a webhook or as a bot, takes
+// the pieces it shares with them from here: the entry's checks, a webhook URL from its flag or variable, and
+// the chat core's options.
 import type { Credential } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
-import { type FlagSpec, flagProperty } from '../../../util/flag-spec.ts';
+import { type FlagSpec, flagName, flagProperty } from '../../../util/flag-spec.ts';
 import { type Checks, duration, durationOrZero } from '../../../util/key-checks.ts';
 import { redactUrl } from '../../../util/url.ts';
-import type { CommonEntrySpec, HttpSinkSpec, SinkComponent } from '../../component.ts';
+import type { CommonEntrySpec, HttpSinkSpec, SinkComponent, SinkContext } from '../../component.ts';
 import { url } from '../../core/entry-checks.ts';
 import { commonKeys, deliveryKeys, duration as durationKey } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
@@ -74,24 +76,50 @@ interface ChatWebhookEntry {
   minInterval?: string | undefined;
 }
 
+/**
+ * A webhook URL from its flag, or else its environment variable; checked, the problem naming whichever gave
+ * it. Undefined when neither is set.
+ */
+export function webhookUrlFrom(
+  flags: object,
+  flag: FlagSpec,
+  variable: string,
+  env: Env,
+): string | undefined {
+  const value = (flags as Record<string, unknown>)[flagProperty(flagName(flag))];
+  const given = typeof value === 'string' ? value.trim() : '';
+  const webhookUrl = given || sinkEnvValue(env, variable);
+  if (webhookUrl) checkHttpUrl(webhookUrl, `invalid ${given ? flagName(flag) : variable}`);
+  return webhookUrl || undefined;
+}
+
+/** What every sink on the chat core is given besides its platform and pace: name, log, queue, stories, HTTP. */
+export function chatCoreOptions(
+  spec: HttpSinkSpec & { queueMaxBytes?: number },
+  context: SinkContext,
+  defaultName: string,
+) {
+  return {
+    name: context.unique(spec.name ?? defaultName),
+    log: context.runtime.log,
+    ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
+    ...storiesOption(spec),
+    ...httpOptions(spec, context),
+  };
+}
+
 /** The component of a chat platform that posts through a webhook URL; `Entry`: its schema's entry type. */
 export function chatWebhookComponent<Entry extends ChatWebhookEntry, T extends Entry['type'] = Entry['type']>(
   own: ChatWebhookType<T>,
 ): SinkComponent<Entry, ChatWebhookSpec<T>> {
-  const flagName = own.flag.flags.split(' ')[0] as string;
-  const flagKey = flagProperty(flagName);
   return {
     types: [own.type],
     schemas: { [own.type]: own.schema } as { [K in T]: ReturnType<typeof chatWebhookSchema<T>> },
     checks: chatChecks,
     flags: [own.flag],
     fromFlags(flags: object, env: Env): ChatWebhookSpec<T>[] {
-      const flag = (flags as Record<string, unknown>)[flagKey];
-      const given = typeof flag === 'string' ? flag.trim() : '';
-      const webhookUrl = given || sinkEnvValue(env, own.variable);
-      if (!webhookUrl) return [];
-      checkHttpUrl(webhookUrl, `invalid ${given ? flagName : own.variable}`);
-      return [{ type: own.type, webhookUrl }];
+      const webhookUrl = webhookUrlFrom(flags, own.flag, own.variable, env);
+      return webhookUrl ? [{ type: own.type, webhookUrl }] : [];
     },
     spec(entry: Entry, common: CommonEntrySpec): ChatWebhookSpec<T> {
       const minIntervalMs = checkedMs(entry.minInterval);
@@ -109,13 +137,9 @@ export function chatWebhookComponent<Entry extends ChatWebhookEntry, T extends E
     async create(spec, context) {
       const [{ ChatSink }, platform] = await Promise.all([import('./chat.ts'), own.platform()]);
       return new ChatSink({
+        ...chatCoreOptions(spec, context, this.name(spec)),
         platform: platform.create(spec.webhookUrl),
-        name: context.unique(spec.name ?? this.name(spec)),
         minIntervalMs: spec.minIntervalMs ?? platform.minIntervalMs,
-        log: context.runtime.log,
-        ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
-        ...storiesOption(spec),
-        ...httpOptions(spec, context),
       });
     },
     docs: own.docs,

@@ -8,13 +8,14 @@ import { type Credential, secretCredentials } from '../../../util/credentials.ts
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
-import { type Check, type Checks, duration, durationOrZero } from '../../../util/key-checks.ts';
+import type { Check, Checks } from '../../../util/key-checks.ts';
 import { redactUrl } from '../../../util/url.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
 import { url } from '../../core/entry-checks.ts';
 import { commonKeys, deliveryKeys, duration as durationKey } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
 import { checkHttpUrl } from '../../core/receiver-settings.ts';
+import { chatChecks, webhookUrlFrom } from '../core/chat-component.ts';
 
 export interface SlackSinkSpec extends HttpSinkSpec {
   type: 'slack';
@@ -55,8 +56,13 @@ export const SLACK_ENV = {
   apiUrl: 'KUBEDIFF_SLACK_API_URL',
 } as const;
 
+const slackWebhookFlag: FlagSpec = {
+  flags: '--slack-webhook <url>',
+  description: `post to Slack (or $${SLACK_ENV.webhook})`,
+};
+
 export const slackFlags: readonly FlagSpec[] = [
-  { flags: '--slack-webhook <url>', description: `post to Slack (or $${SLACK_ENV.webhook})` },
+  slackWebhookFlag,
   {
     flags: '--slack-channel <channel>',
     description: `post to this Slack channel as a bot (token: $${SLACK_ENV.token})`,
@@ -82,12 +88,8 @@ export function isSlackChannel(text: string): boolean {
 export function slackSpecsFromFlags(values: object, env: Env): SlackSinkSpec[] {
   const flags = values as SlackFlagValues;
   const specs: SlackSinkSpec[] = [];
-  const webhookUrl = flags.slackWebhook?.trim() || sinkEnvValue(env, SLACK_ENV.webhook);
-  if (webhookUrl) {
-    const from = flags.slackWebhook?.trim() ? '--slack-webhook' : SLACK_ENV.webhook;
-    checkHttpUrl(webhookUrl, `invalid ${from}`);
-    specs.push({ type: 'slack', webhookUrl });
-  }
+  const webhookUrl = webhookUrlFrom(flags, slackWebhookFlag, SLACK_ENV.webhook, env);
+  if (webhookUrl) specs.push({ type: 'slack', webhookUrl });
   const token = sinkEnvValue(env, SLACK_ENV.token);
   const channel = flags.slackChannel?.trim();
   const apiUrl = sinkEnvValue(env, SLACK_ENV.apiUrl);
@@ -132,10 +134,8 @@ const slackTarget: Check = (sink, path, { at }) => {
 };
 
 export const slackChecks: Checks = [
-  [['webhookUrl'], url],
+  ...chatChecks,
   [['apiUrl'], url],
-  [['timeout'], duration()],
-  [['minInterval'], durationOrZero],
   [[], slackTarget],
   [['channel'], slackChannel],
 ];

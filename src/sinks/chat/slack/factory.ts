@@ -1,7 +1,7 @@
 // The Slack sink type as src/sinks/registry.ts lists it (src/sinks/component.ts): its settings from
 // config.ts, and a factory that imports the sink (slack.ts) only when a Slack sink is created.
 import type { SinkComponent } from '../../component.ts';
-import { httpOptions, storiesOption } from '../../core/sink-options.ts';
+import { chatCoreOptions } from '../core/chat-component.ts';
 import {
   type SlackEntry,
   type SlackSinkSpec,
@@ -38,13 +38,9 @@ export const slackComponent: SinkComponent<SlackEntry, SlackSinkSpec> = {
           };
     const { SlackSink } = await import('./slack.ts');
     return new SlackSink({
+      ...chatCoreOptions(spec, context, slackSinkName(spec)),
       target,
-      name: context.unique(spec.name ?? slackSinkName(spec)),
-      log: context.runtime.log,
       ...(spec.minIntervalMs !== undefined ? { minIntervalMs: spec.minIntervalMs } : {}),
-      ...(spec.queueMaxBytes !== undefined ? { capacityBytes: spec.queueMaxBytes } : {}),
-      ...storiesOption(spec),
-      ...httpOptions(spec, context),
     });
   },
   docs: 'docs/sinks.md#slack',
