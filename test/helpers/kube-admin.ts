@@ -492,6 +492,16 @@ function scratchDir(): Promise<string> {
   return scratch;
 }
 
+/**
+ * Until the wall clock is past the second of `time` (an API server timestamp; now without one), at most
+ * 1 s: managedFields and timestamps tell the second only, so a write after this is told apart from one
+ * before it.
+ */
+export async function nextSecond(time: string | undefined): Promise<void> {
+  const end = (time ? Date.parse(time) : Date.now()) + 1000;
+  while (Date.now() < end) await new Promise((resolve) => setTimeout(resolve, end - Date.now()));
+}
+
 /** Polls `check` until it returns a truthy value; throws a clear error after `timeoutMs`. */
 export async function waitFor<T>(
   check: () => Promise<T> | T,

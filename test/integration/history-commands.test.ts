@@ -29,7 +29,7 @@ import {
   recordedForm,
   webDeployment,
 } from '../helpers/edited-deployment.ts';
-import { KubeAdmin } from '../helpers/kube-admin.ts';
+import { KubeAdmin, nextSecond } from '../helpers/kube-admin.ts';
 import { assertNoLeaks, CANARY, type LeakSource, secretValue } from '../helpers/leak-check.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import { freePorts } from '../helpers/processes.ts';
@@ -117,9 +117,7 @@ describe('show, diff and blame on a state file (users from the audit webhook)', 
     seeded = recordedForm(created);
     // managedFields tell times to the second: the edits below must come in a later second than the creation, or
     // blame rightly cannot say who created it (on a fast machine the watch starts within that second).
-    const createdAt = Date.parse(String(created.metadata.creationTimestamp));
-    while (Date.now() < createdAt + 1000)
-      await new Promise((resolve) => setTimeout(resolve, createdAt + 1000 - Date.now()));
+    await nextSecond(String(created.metadata.creationTimestamp));
     state = path.join(dir, 'state.db');
     kd = runKubediff(
       [

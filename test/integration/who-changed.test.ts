@@ -18,7 +18,7 @@ import { testCluster } from '../helpers/cluster-env.ts';
 import { kubectl } from '../helpers/deploy.ts';
 import { changeAt, matching, type TestEvent } from '../helpers/events.ts';
 import { HttpReceiver } from '../helpers/http-receiver.ts';
-import { adminClient, type KubeAdmin, type KubeObject } from '../helpers/kube-admin.ts';
+import { adminClient, type KubeAdmin, type KubeObject, nextSecond } from '../helpers/kube-admin.ts';
 
 const READY = /watching \d+ resource types?/;
 let admin: KubeAdmin;
@@ -52,12 +52,6 @@ function updatedAt(watch: KubediffProcess, name: string, path: string, to?: stri
     const change = changeAt(event, path);
     return change !== undefined && (to === undefined || change.to === to);
   });
-}
-
-/** Waits until the wall clock is past the second of `time` (an entry's timestamp), at most 1 s. */
-async function nextSecond(time: string | undefined): Promise<void> {
-  const end = (time ? Date.parse(time) : Date.now()) + 1000;
-  while (Date.now() < end) await new Promise((resolve) => setTimeout(resolve, end - Date.now()));
 }
 
 const managersOf = (event: TestEvent) => event.by?.managers?.map((entry) => entry.manager);
