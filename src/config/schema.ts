@@ -5,6 +5,7 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { commonKeys, duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
 import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
+import { whoSchemas } from '../who/config.ts';
 
 const eventTypes = {
   type: 'array',
@@ -12,16 +13,6 @@ const eventTypes = {
 } as const;
 
 const common = commonKeys;
-
-/** Where the audit and the admission webhook listen, and who may post to them. */
-const webhookEndpoint = {
-  listen: { type: 'string' },
-  certFile: { type: 'string' },
-  keyFile: { type: 'string' },
-  clientCAFile: { type: 'string' },
-  clientNames: stringList,
-  token: { type: 'string' },
-} as const;
 
 export const sinkSchemas = {
   stdout: {
@@ -135,42 +126,8 @@ export const configSchema = {
         required: ['type'],
       },
     },
-    // The audit webhook (docs/audit.md): who made each change.
-    audit: {
-      type: 'object',
-      properties: {
-        ...webhookEndpoint,
-        wait: duration,
-        window: duration,
-        maxPending: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-        maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-        maxRequestSize: { type: 'string' },
-      },
-      // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
-      // code says which is missing once flags and file are merged (webhook-endpoint-settings.ts).
-      additionalProperties: false,
-    },
-    // The admission webhook (docs/who.md): who made each change, on any cluster.
-    admission: {
-      type: 'object',
-      properties: {
-        ...webhookEndpoint,
-        // Or a certificate kubediff manages in this Secret, for this Service and webhook configuration.
-        certSecret: { type: 'string', minLength: 1 },
-        service: { type: 'string', minLength: 1 },
-        webhookConfiguration: { type: 'string', minLength: 1 },
-        allowUnauthenticated: { type: 'boolean' },
-        wait: duration,
-        maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-        maxRequestSize: { type: 'string' },
-      },
-      // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
-      // code says which is missing once flags and file are merged (webhook-endpoint-settings.ts).
-      additionalProperties: false,
-    },
-    // The other replicas of a leader-elected pair, which get the records this one receives (docs/who.md).
-    peers: { type: 'string' },
-    ignoreUsers: stringList,
+    // Who made each change: the audit and admission webhooks, their peers, the users not reported.
+    ...whoSchemas,
     // One replica of a fleet that shares the clusters among its replicas (docs/fleets.md).
     fleet: {
       type: 'object',

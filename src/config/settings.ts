@@ -18,8 +18,7 @@ import type { Env } from '../util/environment.ts';
 import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { heapLimitBytes, type MemoryBounds, memoryBounds } from '../util/memory-budget.ts';
-import { admissionSettingsFrom, peersFrom } from './admission-settings.ts';
-import { auditSettingsFrom, ignoredUsersFrom } from './audit-settings.ts';
+import { ignoredUsersFrom, whoSettingsFrom } from '../who/config.ts';
 import { clustersFrom, contextsFrom } from './cluster-settings.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig, ParseOptions } from './file.ts';
@@ -155,7 +154,7 @@ function resolveWatchSettings(
       enabled: flags.usedBy !== false && (config.usedBy?.enabled ?? true),
       maxObjects: config.usedBy?.maxObjects,
     },
-    ...whoFrom(flags, config, env ?? {}, memory),
+    ...whoSettingsFrom(flags, config, env ?? {}, memory),
     ...(config.ui ? { ui: config.ui } : {}),
     ...watchFilterFrom(flags, config, selection),
   };
@@ -262,19 +261,6 @@ function selectionFrom(flags: RawWatchFlags, config: ConfigInput, preset: Preset
     excludedWith: (own, ownExcludes) =>
       [...(ownExcludes ?? excludeResources), ...presetExcludesFor(own ?? resources)].map(parseResourceName),
   };
-}
-
-/** Who made each change: the audit webhook, the admission webhook, and the peers they share records with. */
-function whoFrom(
-  flags: RawWatchFlags,
-  config: ConfigInput,
-  env: Env,
-  memory: MemoryBounds,
-): Pick<WatchSettings, 'audit' | 'admission' | 'peers'> {
-  const audit = auditSettingsFrom(flags, config.audit, env, memory.auditRequestBytes);
-  const admission = admissionSettingsFrom(flags, config.admission, env, memory.admissionRequestBytes);
-  const peers = peersFrom(flags, config.peers, [admission?.listen, audit?.listen]);
-  return { ...(audit ? { audit } : {}), ...(admission ? { admission } : {}), ...(peers ? { peers } : {}) };
 }
 
 /**

@@ -5,9 +5,8 @@ import type { EventType } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';
 import type { ResourceName } from '../kube/resource-names.ts';
 import type { MemoryBounds } from '../util/memory-budget.ts';
+import type { RawWhoFlags } from '../who/config.ts';
 import type { AdmissionSettings, AuditSettings } from '../who/settings.ts';
-import type { RawAdmissionFlags } from './admission-settings.ts';
-import type { RawAuditFlags } from './audit-settings.ts';
 import type { RawDeadLetterFlags } from './dead-letter-settings.ts';
 import type { FleetSettings, RawFleetFlags } from './fleet-settings.ts';
 import type { OutcomeSettings, RawOutcomeFlags } from './outcome-settings.ts';
@@ -23,8 +22,7 @@ export interface RawWatchFlags
   extends RawSinkFlags,
     RawStateFlags,
     RawDeadLetterFlags,
-    RawAuditFlags,
-    RawAdmissionFlags,
+    RawWhoFlags,
     RawStoryFlags,
     RawOutcomeFlags,
     RawFleetFlags {

@@ -1,5 +1,5 @@
 // What "who" is started with (startWho, start.ts): each webhook's settings once flags, the config
-// file and the environment are merged and checked (src/config/audit-settings.ts, admission-settings.ts),
+// file and the environment are merged and checked (audit/config.ts, admission/config.ts, config.ts),
 // --peers, and what the watch's normalizer is made of, so that a large review is digested alike.
 import type { WebhookEndpoint } from './listener/webhook-endpoint.ts';
 

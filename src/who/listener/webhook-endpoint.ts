@@ -1,5 +1,5 @@
 // Where a webhook listener (the audit webhook, the admission webhook) listens and who may post to it:
-// what its settings give (config/webhook-endpoint-settings.ts) and its server takes (webhook-listener.ts).
+// what its configuration gives (endpoint-config.ts) and its server takes (webhook-listener.ts).
 // A module of its own, with no server in it: the command wires the settings to a server it imports only
 // when that webhook is configured.
 

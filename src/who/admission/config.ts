@@ -1,23 +1,88 @@
-// The admission webhook (docs/who.md): where kubediff receives the API server's AdmissionReviews, how
-// the sender authenticates (or that it cannot: managed clusters), how long a change waits for its review,
-// and the bounds; and --peers, the other replicas that get every record this one receives. Flags win over
-// the config file's `admission:` block, key by key; the bearer token comes from the file's
-// `admission.token` (with ${VAR}) or KUBEDIFF_ADMISSION_TOKEN, never from a flag (a flag shows in `ps`).
-// The certificate is given as files, or managed by kubediff in a Secret of its namespace
-// (--admission-cert-secret, with the Service it is for and the webhook configuration whose caBundle it
-// sets: docs/who.md, "The certificate").
+// What the admission webhook is configured by (docs/who.md): its config block `admission:` (the schema
+// fragment the file's schema is assembled from), its flags (as data), and its settings from both: where
+// kubediff receives the API server's AdmissionReviews, how the sender authenticates (or that it cannot:
+// managed clusters), how long a change waits for its review, and the bounds. Flags win over the block,
+// key by key; the bearer token comes from the block's `token` (with ${VAR}) or KUBEDIFF_ADMISSION_TOKEN,
+// never from a flag (a flag shows in `ps`). The certificate is given as files, or managed by kubediff in a
+// Secret of its namespace (--admission-cert-secret, with the Service it is for and the webhook
+// configuration whose caBundle it sets: docs/who.md, "The certificate").
 
-import { defaultLeaseNamespace } from '../kube/leader-election.ts';
-import { parseDurationSetting } from '../util/duration.ts';
-import type { Env } from '../util/environment.ts';
-import { UsageError } from '../util/errors.ts';
-import { parseSize } from '../util/size.ts';
-import { parsePeerAddress } from '../who/peers/peer-address.ts';
-import type { AdmissionSettings, ManagedCertificateSettings } from '../who/settings.ts';
-import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
-import type { ConfigInput } from './schema.ts';
-import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
+import type { FromSchema } from 'json-schema-to-ts';
+import { defaultLeaseNamespace } from '../../kube/leader-election.ts';
+import { duration } from '../../sinks/core/entry-schema.ts';
+import { parseDurationSetting } from '../../util/duration.ts';
+import type { Env } from '../../util/environment.ts';
+import { UsageError } from '../../util/errors.ts';
+import type { FlagSpec } from '../../util/flag-spec.ts';
+import { parseSize } from '../../util/size.ts';
+import { webhookEndpointFrom, webhookEndpointKeys } from '../listener/endpoint-config.ts';
+import type { AdmissionSettings, ManagedCertificateSettings } from '../settings.ts';
+import { WHO_JOIN_DEFAULTS } from '../who-join.ts';
 
+/** The config file's `admission:` block. */
+export const admissionSchema = {
+  type: 'object',
+  properties: {
+    ...webhookEndpointKeys,
+    // Or a certificate kubediff manages in this Secret, for this Service and webhook configuration.
+    certSecret: { type: 'string', minLength: 1 },
+    service: { type: 'string', minLength: 1 },
+    webhookConfiguration: { type: 'string', minLength: 1 },
+    allowUnauthenticated: { type: 'boolean' },
+    wait: duration,
+    maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    maxRequestSize: { type: 'string' },
+  },
+  // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
+  // say which is missing once flags and block are merged (listener/endpoint-config.ts).
+  additionalProperties: false,
+} as const;
+
+export type AdmissionInput = FromSchema<typeof admissionSchema>;
+
+export const ADMISSION_FLAGS: readonly FlagSpec[] = [
+  {
+    flags: '--admission-listen <addr>',
+    description: 'serve a never-rejecting admission webhook: :9443',
+  },
+  {
+    flags: '--admission-cert <file>',
+    description: "the admission webhook's serving certificate (PEM; reloaded)",
+    more: true,
+  },
+  {
+    flags: '--admission-key <file>',
+    description: "the admission webhook's private key (PEM; reloaded)",
+    more: true,
+  },
+  {
+    flags: '--admission-cert-secret <name>',
+    description: 'instead: make, renew and serve a certificate kept in this Secret',
+    more: true,
+  },
+  {
+    flags: '--admission-service <name>',
+    description: "…for this Service's names (kubediff's namespace)",
+    more: true,
+  },
+  {
+    flags: '--admission-webhook-config <name>',
+    description: "…and set this ValidatingWebhookConfiguration's caBundle",
+    more: true,
+  },
+  {
+    flags: '--admission-client-ca <file>',
+    description: 'accept reviews only with a client certificate this CA signed',
+    more: true,
+  },
+  {
+    flags: '--admission-allow-unauthenticated',
+    description: 'accept reviews from any caller (API servers that cannot authenticate)',
+    more: true,
+  },
+];
+
+/** The values of ADMISSION_FLAGS as commander hands them over. */
 export interface RawAdmissionFlags {
   admissionListen?: string;
   admissionCert?: string;
@@ -27,7 +92,6 @@ export interface RawAdmissionFlags {
   admissionCertSecret?: string;
   admissionService?: string;
   admissionWebhookConfig?: string;
-  peers?: string;
 }
 
 export const ADMISSION_DEFAULTS = { maxRecords: 50_000 } as const;
@@ -35,7 +99,7 @@ export const ADMISSION_DEFAULTS = { maxRecords: 50_000 } as const;
 /** The admission webhook's settings, or undefined when it is not configured. */
 export function admissionSettingsFrom(
   flags: RawAdmissionFlags,
-  file: ConfigInput['admission'] | undefined,
+  file: AdmissionInput | undefined,
   env: Env,
   /** A body's bound unless admission.maxRequestSize is given: its share of the heap (util/memory-budget.ts). */
   defaultRequestBytes: number,
@@ -101,7 +165,7 @@ export function admissionSettingsFrom(
  */
 function managedCertificateFrom(
   flags: RawAdmissionFlags,
-  file: ConfigInput['admission'] | undefined,
+  file: AdmissionInput | undefined,
   env: Env,
 ): ManagedCertificateSettings | undefined {
   const given = [
@@ -138,21 +202,4 @@ function managedCertificateFrom(
       ? { checkIntervalMs: parseDurationSetting('KUBEDIFF_ADMISSION_CERT_CHECK_INTERVAL', interval) }
       : {}),
   };
-}
-
-/** --peers, or the file's `peers:`; it needs a listener (whose certificate the replicas share). */
-export function peersFrom(
-  flags: RawAdmissionFlags,
-  file: string | undefined,
-  listeners: readonly (string | undefined)[],
-): string | undefined {
-  const address = flags.peers?.trim() || file;
-  if (!address) return undefined;
-  parsePeerAddress(address, flags.peers ? '--peers' : 'peers');
-  if (!listeners.some(Boolean)) {
-    throw new UsageError(
-      `--peers ${address}: the replicas post each other the records of --admission-listen or --audit-listen, with its certificate; add one of them.`,
-    );
-  }
-  return address;
 }

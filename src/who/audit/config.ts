@@ -1,18 +1,70 @@
-// The audit webhook (docs/audit.md): where kubediff receives the API server's audit events, how the
-// sender authenticates, how long a change waits for its record, and the bounds. Flags win over the
-// config file's `audit:` block, key by key; the bearer token comes from the file's `audit.token` (with
-// ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
+// What the audit webhook is configured by (docs/audit.md): its config block `audit:` (the schema fragment
+// the file's schema is assembled from), its flags (as data), and its settings from both: where kubediff
+// receives the API server's audit events, how the sender authenticates, how long a change waits for its
+// record, and the bounds. Flags win over the block, key by key; the bearer token comes from the block's
+// `token` (with ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
 
-import { parseDurationSetting } from '../util/duration.ts';
-import type { Env } from '../util/environment.ts';
-import { UsageError } from '../util/errors.ts';
-import { parseSize } from '../util/size.ts';
-import { AUDIT_SOURCE_DEFAULTS } from '../who/audit/audit-match.ts';
-import type { AuditSettings } from '../who/settings.ts';
-import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
-import type { ConfigInput } from './schema.ts';
-import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
+import type { FromSchema } from 'json-schema-to-ts';
+import { duration } from '../../sinks/core/entry-schema.ts';
+import { parseDurationSetting } from '../../util/duration.ts';
+import type { Env } from '../../util/environment.ts';
+import { UsageError } from '../../util/errors.ts';
+import type { FlagSpec } from '../../util/flag-spec.ts';
+import { parseSize } from '../../util/size.ts';
+import { webhookEndpointFrom, webhookEndpointKeys } from '../listener/endpoint-config.ts';
+import type { AuditSettings } from '../settings.ts';
+import { WHO_JOIN_DEFAULTS } from '../who-join.ts';
+import { AUDIT_SOURCE_DEFAULTS } from './audit-match.ts';
 
+/** The config file's `audit:` block. */
+export const auditSchema = {
+  type: 'object',
+  properties: {
+    ...webhookEndpointKeys,
+    wait: duration,
+    window: duration,
+    maxPending: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    maxRequestSize: { type: 'string' },
+  },
+  // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
+  // say which is missing once flags and block are merged (listener/endpoint-config.ts).
+  additionalProperties: false,
+} as const;
+
+export type AuditInput = FromSchema<typeof auditSchema>;
+
+export const AUDIT_FLAGS: readonly FlagSpec[] = [
+  { flags: '--audit-listen <addr>', description: 'receive the audit webhook here (HTTPS): :8443' },
+  {
+    flags: '--audit-cert <file>',
+    description: "the audit webhook's serving certificate (PEM; reloaded when it changes)",
+    more: true,
+  },
+  {
+    flags: '--audit-key <file>',
+    description: "the audit webhook's private key (PEM; reloaded when it changes)",
+    more: true,
+  },
+  {
+    flags: '--audit-client-ca <file>',
+    description: 'accept audit requests only with a client certificate this CA signed',
+    more: true,
+  },
+  {
+    flags: '--audit-client-name <glob>',
+    description: "…whose certificate's CN matches this: kube-apiserver-audit",
+    repeatable: true,
+    more: true,
+  },
+  {
+    flags: '--audit-wait <duration>',
+    description: `how long a change waits for its audit record (default: ${WHO_JOIN_DEFAULTS.waitMs}ms)`,
+    more: true,
+  },
+];
+
+/** The values of AUDIT_FLAGS as commander hands them over. */
 export interface RawAuditFlags {
   auditListen?: string;
   auditCert?: string;
@@ -20,13 +72,12 @@ export interface RawAuditFlags {
   auditClientCa?: string;
   auditClientName?: string[];
   auditWait?: string;
-  ignoreUser?: string[];
 }
 
 /** The audit webhook's settings, or undefined when it is not configured (no wait, no join). */
 export function auditSettingsFrom(
   flags: RawAuditFlags,
-  file: ConfigInput['audit'] | undefined,
+  file: AuditInput | undefined,
   env: Env,
   /** A body's bound unless audit.maxRequestSize is given: its share of the heap (util/memory-budget.ts). */
   defaultRequestBytes: number,
@@ -90,10 +141,4 @@ export function auditSettingsFrom(
         ? parseSize('audit.maxRequestSize', file.maxRequestSize)
         : defaultRequestBytes,
   };
-}
-
-/** --ignore-user, or the file's `ignoreUsers:` (the flag replaces the list, like -n). */
-export function ignoredUsersFrom(flags: RawAuditFlags, config: ConfigInput): string[] {
-  const users = (flags.ignoreUser ?? config.ignoreUsers ?? []).map((user) => user.trim()).filter(Boolean);
-  return users;
 }

@@ -1,11 +1,23 @@
-// What the audit and the admission webhook's settings share (docs/audit.md, docs/who.md): where each
-// listens and with which certificate, from its flags over its config block, key by key; its client CA;
-// and its bearer token, from the block's `token` (with ${VAR}) or $KUBEDIFF_<NAME>_TOKEN, never from a
-// flag (a flag shows in `ps`). What each checks beyond that (who may post, its bounds) is its own.
+// What the audit and the admission webhook's configuration share (docs/audit.md, docs/who.md): the keys
+// of their config blocks that say where each listens, with which certificate, and who may post; and the
+// endpoint from its flags over its block, key by key: its client CA, and its bearer token from the block's
+// `token` (with ${VAR}) or $KUBEDIFF_<NAME>_TOKEN, never from a flag (a flag shows in `ps`). What each
+// checks beyond that (who may post, its bounds) is its own (audit/config.ts, admission/config.ts).
 
-import { UsageError } from '../util/errors.ts';
-import { parseListenAddress } from '../util/http-server.ts';
-import type { WebhookEndpoint } from '../who/listener/webhook-endpoint.ts';
+import { stringList } from '../../sinks/core/entry-schema.ts';
+import { UsageError } from '../../util/errors.ts';
+import { parseListenAddress } from '../../util/http-server.ts';
+import type { WebhookEndpoint } from './webhook-endpoint.ts';
+
+/** The keys of a webhook's config block that say where it listens and who may post to it. */
+export const webhookEndpointKeys = {
+  listen: { type: 'string' },
+  certFile: { type: 'string' },
+  keyFile: { type: 'string' },
+  clientCAFile: { type: 'string' },
+  clientNames: stringList,
+  token: { type: 'string' },
+} as const;
 
 /** The keys of a webhook's config block that the endpoint reads. */
 interface EndpointBlock {

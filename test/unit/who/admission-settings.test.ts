@@ -1,4 +1,4 @@
-// src/config/admission-settings.ts: --admission-listen and its settings from flags and the config file,
+// src/who/admission/config.ts: --admission-listen and its settings from flags and the config file,
 // --peers; bad input is one sentence and exit code 2; the object digest the join compares
 // (src/who/admission/object-digest.ts) does not depend on key order or on the resourceVersion.
 import assert from 'node:assert/strict';
