@@ -3,15 +3,13 @@
 // drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
 // names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
-import { commonKeys, duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
+import { duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
 import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
 
 const eventTypes = {
   type: 'array',
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
-
-const common = commonKeys;
 
 /** Where the audit and the admission webhook listen, and who may post to them. */
 const webhookEndpoint = {
@@ -23,20 +21,7 @@ const webhookEndpoint = {
   token: { type: 'string' },
 } as const;
 
-export const sinkSchemas = {
-  stdout: {
-    type: 'object',
-    properties: {
-      type: { const: 'stdout' },
-      ...common,
-      format: { type: 'string', enum: ['json', 'pretty'] },
-      color: { type: 'boolean' },
-    },
-    required: ['type'],
-    additionalProperties: false,
-  },
-  ...registeredSchemas(),
-} as const;
+export const sinkSchemas = registeredSchemas();
 
 export const SINK_TYPES = Object.keys(sinkSchemas) as (keyof typeof sinkSchemas)[];
 
@@ -198,6 +183,6 @@ export const configSchema = {
 // The config file as typed after validation: derived from the schemas above.
 export type PathRuleInput = FromSchema<typeof pathRule>;
 export type FilterInput = FromSchema<typeof filterSchema>;
-export type SinkInput = FromSchema<typeof sinkSchemas.stdout> | RegisteredEntry;
+export type SinkInput = RegisteredEntry;
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
 export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };
