@@ -8,7 +8,13 @@ import { readFileSync } from 'node:fs';
 import type { CommonEntrySpec, SinkFileReader, SinkProblem } from '../sinks/component.ts';
 import { checkedMs } from '../sinks/core/entry-settings.ts';
 import type { SinkSpec } from '../sinks/core/setup.ts';
-import { OUTPUT_COMPONENT, sinkComponent, sinkDelivers, sinkFlagNames } from '../sinks/registry.ts';
+import {
+  OUTPUT_COMPONENT,
+  sinkComponent,
+  sinkDelivers,
+  sinkFlagNames,
+  typesThatDoNotDeliver,
+} from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
@@ -129,7 +135,7 @@ function checkDestinations(
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to the sinks that deliver (every type but stdout), and none is listed (stdout has no dead letters)',
+      `applies to the sinks that deliver (every type but ${typesThatDoNotDeliver().join(', ')}), and none is listed (${typesThatDoNotDeliver().join(' and ')} has no dead letters)`,
     );
   }
 }

@@ -62,6 +62,11 @@ export function sinkDelivers(type: string): boolean {
   return sinkComponent(type)?.delivers !== false;
 }
 
+/** The types whose sinks do not deliver (`delivers: false`), for the messages that name them. */
+export function typesThatDoNotDeliver(): string[] {
+  return SINK_COMPONENTS.flatMap((component) => (component.delivers === false ? [...component.types] : []));
+}
+
 /** The type whose sink -o/--output and the file's `output:` choose: the component that has fromOutput. */
 export const OUTPUT_COMPONENT: AnySinkComponent | undefined = (
   SINK_COMPONENTS as readonly AnySinkComponent[]
