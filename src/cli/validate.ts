@@ -4,6 +4,7 @@
 // error with a "did you mean"; a dotted name (a custom resource whose CRD may come later) is a warning.
 import type { Writable } from 'node:stream';
 import { loadConfigFile } from '../config/file.ts';
+import { outputSinkSpecs } from '../config/output-sink.ts';
 import { ConfigError, type ConfigProblem, formatProblem, type KeyPath } from '../config/problems.ts';
 import { settingsFromConfig } from '../config/settings.ts';
 import { describeSinkSpec } from '../config/sink-settings.ts';
@@ -67,10 +68,12 @@ export async function runValidate(flags: ValidateFlags, runtime: ValidateRuntime
     checked = `; resource names checked against ${identity.server}`;
   }
   const sinks = settings.delivery.sinks.map(
-    (spec) =>
-      spec.name ?? (spec.type === 'stdout' || !loaded.warnings.length ? describeSinkSpec(spec) : spec.type),
+    (spec) => spec.name ?? (!loaded.warnings.length ? describeSinkSpec(spec) : spec.type),
   );
-  if (settings.output !== 'none' && !sinks.includes('stdout')) sinks.unshift('stdout');
+  for (const spec of outputSinkSpecs(settings, { isTTY: false, env: runtime.env })) {
+    const name = describeSinkSpec(spec);
+    if (!sinks.includes(name)) sinks.unshift(name);
+  }
   runtime.stdout.write(
     `${printable(
       `${loaded.file}: valid (preset ${settings.preset ?? 'default'}; ${sinks.length} sink${sinks.length === 1 ? '' : 's'}: ${sinks.join(', ')})${checked}.`,

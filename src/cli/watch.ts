@@ -4,6 +4,7 @@
 // on stop, watching ends first, then the sinks deliver what is queued within --shutdown-timeout and
 // report what they could not, then the Lease is released, the connections closed and the state file
 // committed.
+import { outputSinkSpecs } from '../config/output-sink.ts';
 import { redactPathsFor } from '../config/redaction.ts';
 import { describeSinkSpec } from '../config/sink-settings.ts';
 import type { WatchSettings } from '../config/watch-settings.ts';
@@ -484,22 +485,10 @@ async function attachRecorders(
   }
 }
 
-/** stdout (unless `-o none`), then the other sinks. */
+/** The standard output's sink (unless `-o none`, or the file lists it), then the other sinks. */
 function sinkSpecs(settings: WatchSettings): SinkSpec[] {
   return [
-    ...(settings.output === 'none'
-      ? []
-      : [
-          {
-            type: 'stdout' as const,
-            format: settings.output,
-            color: process.stdout.isTTY === true && !process.env.NO_COLOR,
-            // --stories: the terminal tells stories (docs/stories.md); JSON stays one event per line.
-            ...(settings.stories.terminal && settings.output === 'pretty'
-              ? { stories: settings.stories.options }
-              : {}),
-          },
-        ]),
+    ...outputSinkSpecs(settings, { isTTY: process.stdout.isTTY === true, env: process.env }),
     ...settings.delivery.sinks,
   ];
 }

@@ -5,11 +5,16 @@
 // to) is checked once all are known, worded for where the setting came from: a flag or a key.
 
 import { readFileSync } from 'node:fs';
-import type { FilterSpec } from '../events/filter.ts';
-import type { EntryContext, SinkFileReader, SinkProblem } from '../sinks/component.ts';
+import type { CommonEntrySpec, SinkFileReader, SinkProblem } from '../sinks/component.ts';
 import { checkedMs } from '../sinks/core/entry-settings.ts';
 import type { SinkSpec } from '../sinks/core/setup.ts';
-import { sinkComponent, sinkFlagNames } from '../sinks/registry.ts';
+import {
+  OUTPUT_COMPONENT,
+  sinkComponent,
+  sinkDelivers,
+  sinkFlagNames,
+  typesThatDoNotDeliver,
+} from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
 import { fileReadProblem, UsageError } from '../util/errors.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
@@ -17,17 +22,21 @@ import type { LoadedConfig } from './file.ts';
 import { filterOf } from './filter-settings.ts';
 import type { OutputFormat } from './output-format.ts';
 import { ConfigError, type KeyPath } from './problems.ts';
-import type { SinkInput } from './schema.ts';
+import type { ConfigInput, SinkInput } from './schema.ts';
 import { DEAD_LETTER_FLAG_WITHOUT_SINK } from './sink-settings.ts';
 import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
 
-type StdoutInput = Extract<SinkInput, { type: 'stdout' }>;
-type EntryInput = Exclude<SinkInput, { type: 'stdout' }>;
-type EntrySpec = Exclude<SinkSpec, { type: 'stdout' }>;
+/**
+ * The file's entry of the standard output's sink (the type -o and `output:` choose: the registry's
+ * OUTPUT_COMPONENT), if it lists one: it replaces the sink they would add.
+ */
+export function outputEntryOf(config: ConfigInput): SinkInput | undefined {
+  return (config.sinks ?? []).find((sink) => sinkComponent(sink.type)?.fromOutput !== undefined);
+}
 
 /**
- * The file's sinks (its stdout sink, then the others in their order) before the flags' own, its
- * dead-letter file and cap, and what ties them together.
+ * The file's sinks (its standard output's entry, then the others in their order) before the flags' own,
+ * its dead-letter file and cap, and what ties them together.
  */
 export function withFileSinks(
   settings: WatchSettings,
@@ -37,18 +46,22 @@ export function withFileSinks(
   env: Env,
 ): WatchSettings {
   const config = file.config;
-  const stdoutInput = (config.sinks ?? []).find((sink) => sink.type === 'stdout');
-  const outputText = flags.output ?? stdoutInput?.format ?? config.output;
+  const listed = outputEntryOf(config);
   const deadLetterFile = flags.deadLetter?.trim() || config.deadLetter;
+  const outputSpec =
+    listed &&
+    OUTPUT_COMPONENT?.fromOutput?.(
+      { flag: flags.output, file: config.output, isTTY: stdoutIsTTY, env },
+      { entry: listed, common: commonOf(listed, deadLetterFile) },
+    );
   const sinks: SinkSpec[] = [
-    ...(stdoutInput && outputText !== 'none'
-      ? [stdoutSpecOf(stdoutInput, outputText, stdoutIsTTY, env)]
-      : []),
+    ...(outputSpec ? [outputSpec] : []),
     ...entrySpecs(file, deadLetterFile, env),
     // Flag sinks take the dead-letter file from delivery.deadLetterFile (createSinks' default).
     ...settings.delivery.sinks,
   ];
-  const output: OutputFormat = stdoutInput || outputText === 'none' ? 'none' : settings.output;
+  const outputText = flags.output ?? config.output;
+  const output: OutputFormat = listed || outputText === 'none' ? 'none' : settings.output;
   checkDestinations(file, flags, output, sinks, deadLetterFile);
   return {
     ...settings,
@@ -62,30 +75,15 @@ export function withFileSinks(
   };
 }
 
-/** The file's stdout sink: its format from -o, else its own, else pretty on a terminal. */
-function stdoutSpecOf(
-  input: StdoutInput,
-  outputText: string | undefined,
-  stdoutIsTTY: boolean,
-  env: Env,
-): SinkSpec {
-  const format =
-    outputText === 'json' || outputText === 'pretty' ? outputText : stdoutIsTTY ? 'pretty' : 'json';
-  return {
-    type: 'stdout',
-    format,
-    color: input.color ?? (stdoutIsTTY && !env.NO_COLOR),
-    ...(input.name ? { name: input.name } : {}),
-    ...(input.stories !== undefined ? { stories: input.stories } : {}),
-    ...filterOf(input.filter),
-  };
-}
-
-/** Every entry but stdout, in the file's order, each with the reader of the files it names. */
-function entrySpecs(file: LoadedConfig, deadLetterFile: string | undefined, env: Env): EntrySpec[] {
-  const specs: EntrySpec[] = [];
+/** Every entry but the standard output's, in the file's order, each with a reader of the files it names. */
+function entrySpecs(file: LoadedConfig, deadLetterFile: string | undefined, env: Env): SinkSpec[] {
+  const specs: SinkSpec[] = [];
   (file.config.sinks ?? []).forEach((input, index) => {
-    if (input.type === 'stdout') return;
+    const component = sinkComponent(input.type);
+    // The schema admits only the registry's types.
+    if (!component) throw new Error(`no sink component for type ${String(input.type)}`);
+    // The standard output's entry is made by fromOutput (withFileSinks).
+    if (!component.spec) return;
     const readFile: SinkFileReader = (key, name) => {
       try {
         return readFileSync(name, 'utf8');
@@ -98,31 +96,22 @@ function entrySpecs(file: LoadedConfig, deadLetterFile: string | undefined, env:
       }
     };
     const problem: SinkProblem = (key, message) => problemAt(file, ['sinks', index, ...key], message);
-    specs.push(entrySpecOf(input, filterOf(input.filter), deadLetterFile, { env, readFile, problem }));
+    specs.push(component.spec(input, commonOf(input, deadLetterFile), { env, readFile, problem }));
   });
   return specs;
 }
 
-/** An entry as a sink spec: the keys every entry shares, then its type's own (ENTRY_CONVERTERS). */
-function entrySpecOf(
-  input: EntryInput,
-  filter: { filter?: FilterSpec },
-  deadLetter: string | undefined,
-  context: EntryContext,
-): EntrySpec {
+/** The keys every entry shares, read; its type's component reads the rest. */
+function commonOf(input: SinkInput, deadLetter: string | undefined): CommonEntrySpec {
   const timeoutMs = checkedMs('timeout' in input ? input.timeout : undefined);
-  const deadLetterFile = input.deadLetter ?? deadLetter;
-  const common = {
+  const deadLetterFile = ('deadLetter' in input ? input.deadLetter : undefined) ?? deadLetter;
+  return {
     ...(input.name ? { name: input.name } : {}),
-    ...filter,
+    ...filterOf(input.filter),
     ...('stories' in input && input.stories !== undefined ? { stories: input.stories } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(deadLetterFile ? { deadLetterFile } : {}),
   };
-  const component = sinkComponent(input.type);
-  // The schema admits only the registry's types besides stdout.
-  if (!component) throw new Error(`no sink component for type ${String(input.type)}`);
-  return component.spec(input, common, context);
 }
 
 /**
@@ -141,12 +130,12 @@ function checkDestinations(
       `${file.file}: output none leaves events nowhere to go: list a sink under sinks:, or add a sink flag (${sinkFlagNames().join(', ')}).`,
     );
   }
-  if (deadLetterFile !== undefined && !sinks.some((sink) => sink.type !== 'stdout')) {
+  if (deadLetterFile !== undefined && !sinks.some((sink) => sinkDelivers(sink.type))) {
     if (flags.deadLetter !== undefined) throw new UsageError(DEAD_LETTER_FLAG_WITHOUT_SINK);
     throw problemAt(
       file,
       ['deadLetter'],
-      'applies to the sinks that deliver (every type but stdout), and none is listed (stdout has no dead letters)',
+      `applies to the sinks that deliver (every type but ${typesThatDoNotDeliver().join(', ')}), and none is listed (${typesThatDoNotDeliver().join(' and ')} has no dead letters)`,
     );
   }
 }
@@ -163,7 +152,9 @@ function deadLetterLimitsOf(
     deadLetterMaxSize: flags.deadLetterMaxSize ?? config.deadLetterMaxSize,
     deadLetterMaxFiles: flags.deadLetterMaxFiles ?? config.deadLetterMaxFiles,
   };
-  const anyDeadLetterFile = sinks.some((sink) => sink.type !== 'stdout' && sink.deadLetterFile !== undefined);
+  const anyDeadLetterFile = sinks.some(
+    (sink) => sinkDelivers(sink.type) && 'deadLetterFile' in sink && sink.deadLetterFile !== undefined,
+  );
   if (deadLetterLimitsGiven(limitFlags) && deadLetterFile === undefined && !anyDeadLetterFile) {
     if (deadLetterLimitsGiven(flags))
       throw new UsageError(

@@ -5,7 +5,7 @@
 // one sentence (exit code 2), before anything connects: such a watch would run until a slow sink or a
 // standby filled its buffers, and then die of a full heap, long after whoever set them has gone.
 import type { SinkSpec } from '../sinks/core/setup.ts';
-import { sinkComponent } from '../sinks/registry.ts';
+import { sinkComponent, sinkDelivers } from '../sinks/registry.ts';
 import { UsageError } from '../util/errors.ts';
 import {
   ADMISSION_CONCURRENT_REQUESTS,
@@ -23,8 +23,9 @@ function isChat(spec: SinkSpec): spec is SinkSpec & { queueMaxBytes?: number } {
 }
 
 /**
- * The sinks with their queue's and open stories' bounds: each sink's part of the sinks' share, or for
- * stories the explicit `stories.maxOpenSize` (`storyBytesGiven`). `terminalStories`: the pretty stdout
+ * The sinks with their queue's and open stories' bounds: each sink's part of the sinks' share (a sink that
+ * does not deliver has no queue: a part only for its stories), or for stories the explicit
+ * `stories.maxOpenSize` (`storyBytesGiven`). `terminalStories`: the pretty standard output that -o adds
  * tells stories too, and shares with them.
  */
 export function withSinkMemory(
@@ -32,15 +33,15 @@ export function withSinkMemory(
   bounds: MemoryBounds,
   options: { storyBytesGiven: number | undefined; terminalStories: boolean },
 ): SinkSpec[] {
-  const queued = sinks.filter((spec) => spec.type !== 'stdout').length;
-  const storied = sinks.filter((spec) => spec.type === 'stdout' && typeof spec.stories === 'object').length;
+  const queued = sinks.filter((spec) => sinkDelivers(spec.type)).length;
+  const storied = sinks.filter((spec) => !sinkDelivers(spec.type) && typeof spec.stories === 'object').length;
   const each = sinkBounds(bounds, queued + storied + (options.terminalStories ? 1 : 0));
   const storyBytes = options.storyBytesGiven ?? each.storyBytes;
   return sinks.map((spec): SinkSpec => {
     const stories =
       typeof spec.stories === 'object' ? { stories: { ...spec.stories, maxOpenBytes: storyBytes } } : {};
     // A queue's bound is set only below the sink's own default (its maximum): on a large heap, as before.
-    if (spec.type === 'stdout') return { ...spec, ...stories };
+    if (!sinkDelivers(spec.type)) return { ...spec, ...stories };
     if (isChat(spec)) {
       const below = each.chatQueueBytes < SINK_SPLIT.queue.chatMaxBytes;
       return { ...spec, ...stories, ...(below ? { queueMaxBytes: each.chatQueueBytes } : {}) };
@@ -91,7 +92,7 @@ export function memoryInForce(settings: WatchSettings, runtime: RuntimeMemory): 
   let queues = 0;
   for (const spec of settings.delivery.sinks) {
     if (typeof spec.stories === 'object') stories += spec.stories.maxOpenBytes ?? SINK_SPLIT.stories.maxBytes;
-    if (spec.type === 'stdout') continue;
+    if (!sinkDelivers(spec.type)) continue;
     if (isChat(spec)) queues += spec.queueMaxBytes ?? SINK_SPLIT.queue.chatMaxBytes;
     else queues += ('queue' in spec ? spec.queue?.maxBytes : undefined) ?? SINK_SPLIT.queue.maxBytes;
   }

@@ -3,7 +3,7 @@
 // drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
 // names) is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
-import { commonKeys, duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
+import { duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
 import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
 import { whoSchemas } from '../who/config.ts';
 
@@ -12,22 +12,7 @@ const eventTypes = {
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
 
-const common = commonKeys;
-
-export const sinkSchemas = {
-  stdout: {
-    type: 'object',
-    properties: {
-      type: { const: 'stdout' },
-      ...common,
-      format: { type: 'string', enum: ['json', 'pretty'] },
-      color: { type: 'boolean' },
-    },
-    required: ['type'],
-    additionalProperties: false,
-  },
-  ...registeredSchemas(),
-} as const;
+export const sinkSchemas = registeredSchemas();
 
 export const SINK_TYPES = Object.keys(sinkSchemas) as (keyof typeof sinkSchemas)[];
 
@@ -155,6 +140,6 @@ export const configSchema = {
 // The config file as typed after validation: derived from the schemas above.
 export type PathRuleInput = FromSchema<typeof pathRule>;
 export type FilterInput = FromSchema<typeof filterSchema>;
-export type SinkInput = FromSchema<typeof sinkSchemas.stdout> | RegisteredEntry;
+export type SinkInput = RegisteredEntry;
 /** Each sink is validated by its own schema (by `type`), so the file's schema only says it has one. */
 export type ConfigInput = Omit<FromSchema<typeof configSchema>, 'sinks'> & { sinks?: SinkInput[] };

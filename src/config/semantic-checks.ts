@@ -143,12 +143,16 @@ const sinks: Check = (list, path, report) => {
   list.forEach((entry: unknown, index) => {
     sink(entry, [...path, index], report);
   });
-  const isStdout = (entry: unknown) => isJsonObject(entry) && entry.type === 'stdout';
-  if (list.filter(isStdout).length > 1) {
-    report.at(
-      [...path, list.findLastIndex(isStdout), 'type'],
-      'only one stdout sink can be listed (stdout is one stream)',
-    );
+  // A type of which one entry at most can be listed: the last is the problem.
+  for (const type of new Set(list.map((entry: unknown) => (isJsonObject(entry) ? entry.type : undefined)))) {
+    const single = sinkComponent(type)?.single;
+    const ofType = (entry: unknown) => isJsonObject(entry) && entry.type === type;
+    if (single !== undefined && list.filter(ofType).length > 1) {
+      report.at(
+        [...path, list.findLastIndex(ofType), 'type'],
+        `only one ${String(type)} sink can be listed (${single})`,
+      );
+    }
   }
 };
 

@@ -22,7 +22,7 @@ import { ignoredUsersFrom, whoSettingsFrom } from '../who/config.ts';
 import { clustersFrom, contextsFrom } from './cluster-settings.ts';
 import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-settings.ts';
 import type { LoadedConfig, ParseOptions } from './file.ts';
-import { withFileSinks } from './file-sink-settings.ts';
+import { outputEntryOf, withFileSinks } from './file-sink-settings.ts';
 import { pathRuleOf } from './filter-settings.ts';
 import { fleetSettingsFrom } from './fleet-settings.ts';
 import { withSinkMemory } from './memory-settings.ts';
@@ -179,8 +179,9 @@ function noiseFrom(flags: RawWatchFlags, config: ConfigInput): { ignores: string
 }
 
 /**
- * stdout (-o, or the file's stdout sink or `output:`) and the flags' sinks. Without a file, what ties
- * them together is checked here; with one, by withFileSinks once the file's sinks are known.
+ * The output (-o or `output:`; none when the file lists the standard output's sink, which withFileSinks
+ * makes) and the flags' sinks. Without a file, what ties them together is checked here; with one, by
+ * withFileSinks once the file's sinks are known.
  */
 function destinationsFrom(
   flags: RawWatchFlags,
@@ -189,10 +190,8 @@ function destinationsFrom(
   env: Env | undefined,
 ): Pick<WatchSettings, 'output' | 'delivery'> {
   const config: ConfigInput = file?.config ?? {};
-  const stdoutInput = (config.sinks ?? []).find((sink) => sink.type === 'stdout');
-  // stdout: the file's stdout sink (its format from -o or its own), or the implicit one from -o/output.
-  const outputText = flags.output ?? stdoutInput?.format ?? config.output;
-  const wantsNone = outputText === 'none' || stdoutInput !== undefined;
+  const outputText = flags.output ?? config.output;
+  const wantsNone = outputText === 'none' || outputEntryOf(config) !== undefined;
   const output = parseOutput(wantsNone && file ? undefined : outputText, stdoutIsTTY, !file);
 
   // The file's dead-letter file is set later; the flags' own checks must not see the file's sinks as missing.

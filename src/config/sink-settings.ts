@@ -6,7 +6,7 @@
 import type { DeadLetterLimits } from '../sinks/core/dead-letter.ts';
 import type { SinkSpec } from '../sinks/core/setup.ts';
 import { defaultSinkName } from '../sinks/core/sink-name.ts';
-import { SINK_COMPONENTS, sinkFlagNames } from '../sinks/registry.ts';
+import { SINK_COMPONENTS, sinkFlagNames, typesThatDoNotDeliver } from '../sinks/registry.ts';
 import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
@@ -31,7 +31,7 @@ export interface SinkSettings {
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
 /** --dead-letter given, and no sink flag that delivers over the network (from the flags or beside a file). */
-export const DEAD_LETTER_FLAG_WITHOUT_SINK = `--dead-letter applies to the deliveries of the sink flags (${sinkFlagNames().join(', ')}), and none is given (stdout has no dead letters).`;
+export const DEAD_LETTER_FLAG_WITHOUT_SINK = `--dead-letter applies to the deliveries of the sink flags (${sinkFlagNames().join(', ')}), and none is given (${typesThatDoNotDeliver().join(' and ')} has no dead letters).`;
 
 export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.env): SinkSettings {
   const shutdownTimeoutMs =

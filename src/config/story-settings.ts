@@ -82,8 +82,8 @@ export function storySettingsFrom(
 /**
  * Each sink's stories: its own `stories:` key when the config file sets one; else its type's switch when a
  * flag set it (`--no-stories <type>` off, `--webhook-stories` on), else its component's storiesByDefault
- * (the chat platforms); stdout's with --stories (pretty only). A type whose component refuses them: a
- * UsageError when they are wanted.
+ * (the chat platforms; the pretty standard output's with --stories). A type whose component refuses them
+ * for the spec (a JSON standard output): a UsageError when they are wanted.
  */
 export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): SinkSpec {
   const wanted =
@@ -92,10 +92,8 @@ export function withStories(spec: SinkSpec, settings: StorySettings, flags: RawS
     const { stories: _off, ...rest } = spec;
     return rest as SinkSpec;
   }
-  const refused = sinkComponent(spec.type)?.storiesRefused;
+  const refused = sinkComponent(spec.type)?.storiesRefused?.(spec);
   if (refused !== undefined) throw new UsageError(refused);
-  if (spec.type === 'stdout' && spec.format === 'json')
-    throw new UsageError('stories apply to the pretty output: a JSON stdout sink stays one event per line.');
   return { ...spec, stories: settings.options };
 }
 
@@ -104,10 +102,15 @@ export function storySwitch(type: string): `${string}Stories` {
   return flagProperty(`${type}-stories`) as `${string}Stories`;
 }
 
-/** A type's story switch when a flag set it (`--webhook-stories`, `--no-stories slack`), else its default. */
+/**
+ * A type's story switch when a flag set it (`--webhook-stories`, `--no-stories slack`), else its
+ * component's default, which may depend on the spec and --stories.
+ */
 function storiesByDefault(spec: SinkSpec, settings: StorySettings, flags: RawStoryFlags): boolean {
-  if (spec.type === 'stdout') return spec.format === 'pretty' && settings.terminal;
-  return flags[storySwitch(spec.type)] ?? sinkComponent(spec.type)?.storiesByDefault === true;
+  const switched = flags[storySwitch(spec.type)];
+  if (switched !== undefined) return switched;
+  const byDefault = sinkComponent(spec.type)?.storiesByDefault;
+  return typeof byDefault === 'function' ? byDefault(spec, settings.terminal) : byDefault === true;
 }
 
 function fileDuration(text: string | undefined, fallback: number): number {

@@ -30,7 +30,7 @@ export interface CommonSinkSpec {
   stories?: Partial<StoryOptions> | boolean;
 }
 
-/** What every sink that delivers (all but stdout) has. */
+/** What every sink that delivers (every type whose component does not say `delivers: false`) has. */
 export interface HttpSinkSpec extends CommonSinkSpec {
   /** Per request. */
   timeoutMs?: number;
@@ -54,6 +54,21 @@ export type SinkFileReader = (key: KeyPath, file: string) => string;
 /** The problem with a sink entry's setting, at its key within the sink (thrown by the caller). */
 export type SinkProblem = (key: KeyPath, message: string) => Error;
 
+/**
+ * What -o/--output, the file's `output:` and the terminal say of the standard output's sink (the type
+ * whose component has fromOutput).
+ */
+export interface OutputChoice {
+  /** -o/--output (json, pretty or none), or the output the watch resolved from it and `output:`. */
+  flag: string | undefined;
+  /** The config file's `output:`. */
+  file: string | undefined;
+  /** The standard output is a terminal. */
+  isTTY: boolean;
+  /** Where NO_COLOR is read. */
+  env: Env;
+}
+
 /** Where an entry's secrets come from besides its keys: the environment, and the files it names. */
 export interface EntryContext {
   env: Env;
@@ -65,9 +80,9 @@ export interface EntryContext {
 /** What createSinks is given for every sink. */
 export interface SinkRuntime {
   log: Logger;
-  /** Where stdout sinks write. */
+  /** The process's standard output, where the standard output's sink writes. */
   stdout: Writable;
-  /** The stdout stream failed or its reader left. */
+  /** The standard output failed or its reader left. */
   onStdoutClosed?: (error: NodeJS.ErrnoException) => void;
   /** The default dead-letter file of HTTP sinks. */
   deadLetterFile?: string | undefined;
@@ -85,7 +100,7 @@ export interface SinkContext {
   runtime: SinkRuntime;
   /** The name for logs and metrics, numbered from the second sink that has it ("webhook … #2"). */
   unique: (name: string) => string;
-  /** Its dead-letter file (its own, or the watch's --dead-letter); undefined for stdout. */
+  /** Its dead-letter file (its own, or the watch's --dead-letter); undefined if its type does not deliver. */
   deadLetter: DeadLetterFile | undefined;
   /** Its own credentials (credentials() below), which its receivers' answers are scrubbed of. */
   credentials: Credentials;
@@ -117,26 +132,45 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
    * UsageError (exit 2) naming the flag or variable. Called for every run, with or without its flags.
    */
   fromFlags?(flags: object, env: Env): Spec[];
-  /** A checked entry as its spec: defaults, secrets from the files it names (`common` read already). */
-  spec(entry: Entry, common: CommonEntrySpec, context: EntryContext): Spec;
+  /**
+   * A checked entry as its spec: defaults, secrets from the files it names (`common` read already).
+   * Absent for the type that has fromOutput, which makes its entry's spec.
+   */
+  spec?(entry: Entry, common: CommonEntrySpec, context: EntryContext): Spec;
+  /**
+   * Its sink is the standard output's, which -o/--output and the file's `output:` choose (one type at
+   * most has this): its spec from them and the terminal, and from its entry when the file lists one (which
+   * then replaces the sink they would add, and goes first); undefined when they choose none.
+   */
+  fromOutput?(output: OutputChoice, listed?: { entry: Entry; common: CommonEntrySpec }): Spec | undefined;
   /** Its name when the config gives none, for logs, metrics and reports (URL paths elided). */
   name(spec: Spec): string;
   /** What it sends or holds that the logs, dead letters and reports must never show. */
   credentials(spec: Spec): Credential[];
   /** The files it writes (none: it writes no file); no other sink or dead-letter file may write one of them. */
   files?(spec: Spec): string[];
-  /** Why stories cannot apply to it (a UsageError when asked for); absent: they can. */
-  readonly storiesRefused?: string;
+  /** Why stories cannot apply to a sink of this spec (a UsageError when asked for); undefined: they can. */
+  storiesRefused?(spec: Spec): string | undefined;
   /**
    * Its sinks tell stories when neither their entry (`stories:`) nor a flag (`--no-stories <type>`,
-   * `--<type>-stories`) says otherwise (the chat platforms); absent: only when asked.
+   * `--<type>-stories`) says otherwise: `true`, always (the chat platforms, which `--no-stories` lists); a
+   * function, as the spec and --stories (`terminalStories`: the terminal tells stories) say; absent: only
+   * when asked.
    */
-  readonly storiesByDefault?: boolean;
+  readonly storiesByDefault?: boolean | ((spec: Spec, terminalStories: boolean) => boolean);
   /**
    * Its queue is the chat core's, bounded by its spec's `queueMaxBytes` (util/memory-budget.ts, the chat
    * share); absent: a backlog bounded by its spec's `queue.maxBytes`.
    */
   readonly chatQueue?: boolean;
+  /**
+   * `false`: its sinks write to a stream that paces the watch (Sink.flowControl) instead of delivering:
+   * no queue, no retries, no dead letter, no part of the sinks' memory share (a part for its stories
+   * only). Absent: they deliver.
+   */
+  readonly delivers?: false;
+  /** Why a config file may list at most one entry of it (the message says so); absent: any number. */
+  readonly single?: string;
   /** Creates the sink, importing its implementation now. */
   create(spec: Spec, context: SinkContext): Promise<Sink>;
   /** Where docs/ describes it. */

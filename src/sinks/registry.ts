@@ -13,9 +13,11 @@ import { fileComponent } from './file/factory.ts';
 import { webhookComponent } from './http/webhook/factory.ts';
 import { otlpComponent } from './logs/otlp/factory.ts';
 import { searchComponent } from './logs/search/factory.ts';
+import { stdoutComponent } from './stdout/factory.ts';
 import { kafkaComponent } from './stream/kafka/factory.ts';
 
 export const SINK_COMPONENTS = [
+  stdoutComponent,
   webhookComponent,
   slackComponent,
   teamsComponent,
@@ -54,6 +56,21 @@ export function sinkFlagNames(): string[] {
 export function sinkComponent(type: unknown): AnySinkComponent | undefined {
   return typeof type === 'string' ? byType.get(type) : undefined;
 }
+
+/** Whether a type's sinks deliver (a queue, retries, dead letters): unless it says `delivers: false`. */
+export function sinkDelivers(type: string): boolean {
+  return sinkComponent(type)?.delivers !== false;
+}
+
+/** The types whose sinks do not deliver (`delivers: false`), for the messages that name them. */
+export function typesThatDoNotDeliver(): string[] {
+  return SINK_COMPONENTS.flatMap((component) => (component.delivers === false ? [...component.types] : []));
+}
+
+/** The type whose sink -o/--output and the file's `output:` choose: the component that has fromOutput. */
+export const OUTPUT_COMPONENT: AnySinkComponent | undefined = (
+  SINK_COMPONENTS as readonly AnySinkComponent[]
+).find((component) => component.fromOutput !== undefined);
 
 /** The entry schemas of every registered type, by type, in the registry's order. */
 export function registeredSchemas(): Record<RegisteredType, AnySinkComponent['schemas'][string]> {

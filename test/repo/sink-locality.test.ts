@@ -1,12 +1,14 @@
 // A sink type is one folder (CONTRIBUTING.md, "Adding a sink"): for every type of src/sinks/registry.ts,
 // no file of src/ outside its folder and the registry names it: its type string (quoted), the classes its
 // folder exports, the environment variables its folder reads. Its folder is the one whose factory.ts
-// exports its component.
+// exports its component. And every type the config file takes is one of the registry's, stdout included:
+// none is made beside it.
 import assert from 'node:assert/strict';
 import { globSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { SINK_TYPES } from '../../src/config/schema.ts';
 import type { AnySinkComponent } from '../../src/sinks/component.ts';
 import { SINK_COMPONENTS } from '../../src/sinks/registry.ts';
 import { nonEmpty } from '../helpers/non-empty.ts';
@@ -92,4 +94,10 @@ test('the check can fail: what it looks for is in each folder, so it would be fo
     for (const name of nonEmpty(namesOf(component, folder), `names of ${folder}`))
       if (!name.startsWith('"')) assert.ok(own.includes(name), `${folder} does not name ${name}`);
   }
+});
+
+test("every type of the config file's sinks: is a registered component's, in the registry's order", () => {
+  const registered = SINK_COMPONENTS.flatMap((component) => [...component.types] as string[]);
+  assert.deepEqual(nonEmpty([...SINK_TYPES], 'types of sinks:'), registered);
+  assert.ok(registered.includes('stdout'), 'stdout (-o, output:) is a component too');
 });

@@ -10,7 +10,7 @@ import type { FlagGroup } from '../../util/flag-spec.ts';
 
 /** The types `--no-stories` takes, in the registry's order. */
 const PLATFORMS: readonly string[] = SINK_COMPONENTS.flatMap((component) =>
-  component.storiesByDefault ? [...component.types] : [],
+  component.storiesByDefault === true ? [...component.types] : [],
 );
 
 export const STORIES: FlagGroup = {

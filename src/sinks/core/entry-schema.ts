@@ -53,7 +53,7 @@ export const commonKeys = {
   stories: { type: 'boolean' },
 } as const;
 
-/** The keys of every entry that delivers (all but stdout). */
+/** The keys of every entry that delivers (all but a type whose component says `delivers: false`). */
 export const deliveryKeys = {
   timeout: duration,
   deadLetter: { type: 'string' },

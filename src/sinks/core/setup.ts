@@ -1,28 +1,18 @@
 // From sink specs (the flags' and the config file's `sinks:`, src/config/) to running sinks behind a router:
-// each created by its type's component (src/sinks/registry.ts), stdout here; their dead-letter files opened
-// once per path, and the backpressure of the sinks that have it handed to the watch.
+// each created by its type's component (src/sinks/registry.ts); the dead-letter files of those that deliver
+// opened once per path, and the backpressure of the sinks that have it handed to the watch.
 
 import { compileFilter } from '../../events/filter.ts';
 import type { Credentials } from '../../util/credentials.ts';
-import type { CommonSinkSpec, SinkContext, SinkRuntime } from '../component.ts';
-import { type RegisteredSpec, sinkComponent } from '../registry.ts';
+import type { SinkRuntime } from '../component.ts';
+import { type RegisteredSpec, sinkComponent, sinkDelivers } from '../registry.ts';
 import { DeadLetterFile } from './dead-letter.ts';
 import { type Route, Router } from './router.ts';
-import type { Sink } from './sink.ts';
 import { allSinkCredentials, sinkCredentials } from './sink-credentials.ts';
 import { defaultSinkName } from './sink-name.ts';
-import { storiesOf } from './sink-options.ts';
-import { renderJsonLine, StreamOutput } from './stream-output.ts';
 import { checkFilesNotShared, type WrittenFile } from './written-files.ts';
 
-interface StdoutSinkSpec extends CommonSinkSpec {
-  type: 'stdout';
-  format: 'json' | 'pretty';
-  /** Pretty output in color. */
-  color?: boolean;
-}
-
-export type SinkSpec = StdoutSinkSpec | RegisteredSpec;
+export type SinkSpec = RegisteredSpec;
 
 export interface SinkSet {
   router: Router;
@@ -47,11 +37,13 @@ export async function createSinks(specs: readonly SinkSpec[], runtime: SinkRunti
   checkFilesNotShared(writtenFiles(specs, runtime.deadLetterFile));
   try {
     for (const spec of specs) {
-      const deadLetter =
-        spec.type === 'stdout'
-          ? undefined
-          : openDeadLetter(deadLetters, spec.deadLetterFile ?? runtime.deadLetterFile, runtime, credentials);
-      const sink = await createSink(spec, {
+      const deadLetter = openDeadLetter(
+        deadLetters,
+        deadLetterPath(spec, runtime.deadLetterFile),
+        runtime,
+        credentials,
+      );
+      const sink = await sinkComponent(spec.type)!.create(spec, {
         runtime,
         unique,
         deadLetter,
@@ -89,16 +81,17 @@ function writtenFiles(specs: readonly SinkSpec[], defaultDeadLetter: string | un
     const component = sinkComponent(spec.type);
     const name = spec.name ?? defaultSinkName(spec);
     for (const file of component?.files?.(spec) ?? []) files.push({ path: file, writer: `the sink ${name}` });
-    const deadLetter = spec.type === 'stdout' ? undefined : (spec.deadLetterFile ?? defaultDeadLetter);
+    const deadLetter = deadLetterPath(spec, defaultDeadLetter);
     if (deadLetter !== undefined) deadLetters.add(deadLetter);
   }
   for (const file of deadLetters) files.push({ path: file, writer: `the dead-letter file ${file}` });
   return files;
 }
 
-/** stdout's own factory below; every other type is its component's. */
-function createSink(spec: SinkSpec, context: SinkContext): Promise<Sink> {
-  return spec.type === 'stdout' ? stdoutSink(spec, context) : sinkComponent(spec.type)!.create(spec, context);
+/** A sink's dead-letter file: its own, else the watch's; none for a type that does not deliver. */
+function deadLetterPath(spec: SinkSpec, watchFile: string | undefined): string | undefined {
+  if (!sinkDelivers(spec.type)) return undefined;
+  return ('deadLetterFile' in spec ? spec.deadLetterFile : undefined) ?? watchFile;
 }
 
 /** One DeadLetterFile per path, however many sinks write to it. */
@@ -125,26 +118,4 @@ function uniqueNames(): (name: string) => string {
     names.set(name, seen);
     return seen === 1 ? name : `${name} #${seen}`;
   };
-}
-
-/** JSON lines, or pretty text (and stories), whose renderers are imported only then. */
-async function stdoutSink(spec: StdoutSinkSpec, { runtime, unique }: SinkContext): Promise<Sink> {
-  const stories = storiesOf(spec);
-  const pretty = spec.format === 'json' && !stories ? undefined : await prettyRenderers();
-  const color = spec.color ?? false;
-  return new StreamOutput({
-    name: unique(spec.name ?? defaultSinkName(spec)),
-    stream: runtime.stdout,
-    render: spec.format === 'json' || !pretty ? renderJsonLine : pretty.prettyRenderer({ color }),
-    log: runtime.log,
-    ...(stories && pretty
-      ? { stories: { options: stories, render: pretty.prettyStoryRenderer({ color }), log: runtime.log } }
-      : {}),
-    ...(runtime.onStdoutClosed ? { onClosed: runtime.onStdoutClosed } : {}),
-  });
-}
-
-/** Imported only for pretty output or stories: a JSON-only watch keeps chalk out of its memory. */
-async function prettyRenderers() {
-  return { ...(await import('./pretty.ts')), ...(await import('./story-format.ts')) };
 }

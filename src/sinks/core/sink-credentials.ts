@@ -6,7 +6,7 @@ import { type Credential, Credentials } from '../../util/credentials.ts';
 import { type RegisteredType, sinkComponent } from '../registry.ts';
 
 /** What a sink's credentials are read from (the sink spec's fields, structurally: setup.ts's SinkSpec). */
-export type SinkCredentialSource = { type: 'stdout' } | { type: RegisteredType };
+export type SinkCredentialSource = { type: RegisteredType };
 
 /** Every credential a sink of this spec sends or holds, in the kinds util/credentials.ts knows. */
 export function sinkCredentials(spec: SinkCredentialSource): Credentials {
@@ -19,6 +19,5 @@ export function allSinkCredentials(specs: readonly SinkCredentialSource[]): Cred
 }
 
 function credentialsOf(spec: SinkCredentialSource): Credential[] {
-  // stdout sends nothing anywhere.
   return sinkComponent(spec.type)?.credentials(spec) ?? [];
 }

@@ -23,7 +23,7 @@ export const fileComponent: SinkComponent<FileSinkEntry, FileSinkSpec> = {
   name: (spec) => `file ${spec.path}`,
   credentials: () => [],
   files: (spec) => [spec.path],
-  storiesRefused:
+  storiesRefused: () =>
     'stories do not apply to a file sink: it writes one event per line, as -o json does (remove its stories key).',
   async create(spec, context) {
     const { FileSink } = await import('./file-sink.ts');

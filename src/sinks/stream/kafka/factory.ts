@@ -22,7 +22,7 @@ export const kafkaComponent: SinkComponent<KafkaEntry, KafkaSinkSpec> = {
   spec: kafkaSpecOf,
   name: (spec) => `kafka ${spec.topic}`,
   credentials: kafkaCredentials,
-  storiesRefused:
+  storiesRefused: () =>
     'stories do not apply to a Kafka sink: it produces one event per message (remove its stories key).',
   async create(spec, context) {
     const { KafkaSink } = await import('./kafka.ts');
