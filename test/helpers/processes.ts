@@ -1,10 +1,11 @@
 // The server processes the test harness runs (the control plane, PostgreSQL, Kafka): each started in
 // a process group of its own with its output in a log file, waited for, and stopped by signalling
-// its group. Shared by test/helpers/cluster.ts, postgres.ts and kafka.ts.
+// its group; killed with the Node process that started it, however that ends (guardGroup). Shared by
+// test/helpers/cluster.ts, postgres.ts and kafka.ts.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { connect, createServer, type Server } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -129,6 +130,8 @@ export function launchProcess(options: LaunchOptions): ManagedProcess {
   if (options.persistent) {
     child.unref();
   } else if (managed.pid > 0) {
+    const guard = guardGroup(managed.pid);
+    child.once('exit', () => guard.kill('SIGKILL'));
     liveProcessGroups.add(managed.pid);
     if (!exitHookInstalled) {
       exitHookInstalled = true;
@@ -138,6 +141,29 @@ export function launchProcess(options: LaunchOptions): ManagedProcess {
     }
   }
   return managed;
+}
+
+/**
+ * Kills the process group `pgid` should this Node process end without stopping it: killed by a signal it
+ * leaves to its default (Ctrl-C or a SIGTERM to a benchmark's process group), by SIGKILL, or crashed, when
+ * its 'exit' hook does not run. A shell in a session of its own (so that a signal to this process's group
+ * spares it) waits for the end of a pipe only this process holds; the kernel closes it whenever this
+ * process ends. Killed itself once the process it guards has exited.
+ */
+function guardGroup(pgid: number): ChildProcess {
+  const guard = spawn(
+    '/bin/sh',
+    ['-c', 'read -r _; kill -KILL -"$1" 2>/dev/null', 'kubediff-test-guard', `${pgid}`],
+    {
+      detached: true,
+      stdio: ['pipe', 'ignore', 'ignore'],
+    },
+  );
+  guard.once('error', () => {}); // no shell: unguarded, as before
+  // Neither the guard nor its pipe keeps this process alive.
+  guard.unref();
+  (guard.stdin as Socket | null)?.unref();
+  return guard;
 }
 
 /**

@@ -8,7 +8,9 @@
 // naming the bound it hit, counts them (kubediff_sink_events_total{outcome="dead_lettered"}), says so in
 // one warning (the second goes to --debug), and delivers the next event; the webhook without a layout
 // delivers all four; the process keeps running, and its peak resident memory (VmHWM, read from /proc: a
-// figure the kernel keeps, not a clock) stays under the 512 Mi that deploy/ and the chart give the pod.
+// figure the kernel keeps, not a clock) stays under 512 Mi: below the 576Mi limit that deploy/ and the chart
+// give the pod, which also makes room for the admission thread's heap (68 MiB, docs/deploy.md "Memory")
+// that this run, without --admission-listen, does not have.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -23,8 +25,11 @@ import { adminClient, type KubeAdmin, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 
 const READY = /watching \d+ resource types?/;
-/** deploy/deployment.yaml and the chart's values.yaml: resources.limits.memory. */
-const POD_LIMIT_BYTES = 512 * 1024 * 1024;
+/**
+ * The bound on the run's peak resident memory: under the pod's limit (resources.limits.memory, 576Mi in
+ * deploy/deployment.yaml and the chart's values.yaml), which also holds the admission thread's heap.
+ */
+const MEMORY_BOUND_BYTES = 512 * 1024 * 1024;
 
 /** Each shape, applied to the ConfigMaps whose name holds `bomb`; any other event gets `{ "name": … }`. */
 const SHAPES: { name: string; layout: string; reason: RegExp }[] = [
@@ -209,8 +214,8 @@ describe('a layout that builds too much (NODE_OPTIONS=--max-old-space-size=384)'
     );
     assert.ok(peakBytes > 0, status);
     assert.ok(
-      peakBytes < POD_LIMIT_BYTES,
-      `peak resident memory ${(peakBytes / 2 ** 20).toFixed(1)} MiB, over the pod's 512 Mi`,
+      peakBytes < MEMORY_BOUND_BYTES,
+      `peak resident memory ${(peakBytes / 2 ** 20).toFixed(1)} MiB, over 512 Mi`,
     );
     await admin.deleteNamespace(ns);
   });

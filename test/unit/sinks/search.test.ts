@@ -1,6 +1,7 @@
 // The OpenSearch / Elasticsearch sink's handling of bulk answers, against a loopback receiver that answers
 // as a search cluster does (the sink against a real OpenSearch node is test/integration/sinks-opensearch.test.ts):
-// the template is installed first, items the cluster asks to have again (429) are sent again alone, items it
+// the template is installed first (a refusal of it retried before any document is sent, then gone without
+// on the batch's last attempt), items the cluster asks to have again (429) are sent again alone, items it
 // refuses for good are dead-lettered and said once, an unreadable answer sends the whole batch again, and
 // credentials go in the Authorization header.
 import assert from 'node:assert/strict';
@@ -267,6 +268,120 @@ describe('search sink', () => {
       limitedLog.warnings.join('\n'),
       /could not install the index template kubediff-kubediff \(HTTP 403 Forbidden: .*\); indexing without it: install it yourself \(docs\/sinks\.md\) or give kubediff the manage_index_templates privilege\./,
     );
+  });
+
+  it('holds the documents back while the template is refused (a node just started), and sends them once it is in', async () => {
+    const log = memoryLog();
+    let retries = 0;
+    let refusals = 3;
+    const receiver = await kit.receiver({
+      respond: (request) => {
+        if (request.method !== 'PUT') return bulkAnswer(bulkIds(request as ReceivedRequest).map(() => 201));
+        if (refusals-- > 0) return { status: 400, body: '{"error":"template after composition is invalid"}' };
+        return { status: 200, body: '{"acknowledged":true}' };
+      },
+    });
+    const sink = kit.track(
+      new SearchSink({
+        name: 'opensearch node',
+        flavor: 'opensearch',
+        url: receiver.url(''),
+        retry: FAST,
+        deliveries: { request: () => {}, retry: () => retries++ },
+        log,
+      }),
+    );
+    sink.deliver(sampleEvent({ id: 'a:1' }));
+    sink.deliver(sampleEvent({ id: 'b:1' }));
+    const { stats } = await sink.close(60_000);
+    assert.deepEqual(
+      receiver.requests.map((request) => `${request.method} ${request.path.replace(/\?.*/, '')}`),
+      [...Array(4).fill('PUT /_index_template/kubediff-kubediff'), 'POST /_bulk'],
+      'the template refused three times, installed at the fourth, before the first _bulk',
+    );
+    assert.deepEqual(bulkIds(receiver.requests[4] as ReceivedRequest), ['a:1', 'b:1']);
+    assert.deepEqual([stats.delivered, stats.deadLettered, stats.lost], [2, 0, 0]);
+    assert.equal(retries, 3, 'each refusal a retry (kubediff_sink_retries_total)');
+    assert.match(
+      log.warnings.join('\n'),
+      /^opensearch node: HTTP 400 Bad Request: .*template after composition is invalid.* \(installing the index template kubediff-kubediff\); retrying in .* \(attempt 2\); events wait in the queue meanwhile\.$/m,
+    );
+    assert.doesNotMatch(log.warnings.join('\n'), /indexing without it/);
+  });
+
+  it('a template refused on every attempt: the batch goes without it on its last attempt, said once, and later ones without asking', async () => {
+    const log = memoryLog();
+    const receiver = await kit.receiver({
+      respond: (request) =>
+        request.method === 'PUT'
+          ? {
+              status: 400,
+              body: '{"error":"index template [kubediff-kubediff] has index patterns matching patterns from existing templates with the same priority"}',
+            }
+          : bulkAnswer(bulkIds(request as ReceivedRequest).map(() => 201)),
+    });
+    const sink = kit.track(
+      new SearchSink({
+        name: 'opensearch node',
+        flavor: 'opensearch',
+        url: receiver.url(''),
+        retry: FAST,
+        log,
+      }),
+    );
+    const bulks = () => receiver.requests.filter((request) => request.method === 'POST');
+    sink.deliver(sampleEvent({ id: 'a:1' }));
+    await receiver.waitUntil(() => (bulks().length === 1 ? true : undefined));
+    sink.deliver(sampleEvent({ id: 'b:1' }));
+    await receiver.waitUntil(() => (bulks().length === 2 ? true : undefined));
+    const { stats } = await sink.close(60_000);
+    assert.deepEqual(
+      receiver.requests.map((request) => request.method),
+      ['PUT', 'PUT', 'PUT', 'PUT', 'PUT', 'POST', 'POST'],
+      'as many attempts as the batch has (5), then no more',
+    );
+    assert.deepEqual(bulks().map(bulkIds), [['a:1'], ['b:1']]);
+    assert.deepEqual([stats.delivered, stats.deadLettered, stats.lost], [2, 0, 0]);
+    const warnings = log.warnings.filter((w) => /indexing without it/.test(w));
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(
+      warnings[0] ?? '',
+      /^opensearch node: could not install the index template kubediff-kubediff \(HTTP 400 Bad Request: .*same priority.*, after 5 attempts\); indexing without it: install it yourself \(docs\/sinks\.md\)\.$/,
+    );
+  });
+
+  it('an outage (503 to everything) is not a refusal: the template is tried again before the documents once the cluster answers', async () => {
+    const log = memoryLog();
+    const DOWN_FOR = 6; // the five attempts of the first batch: five PUTs, the last one followed by its _bulk
+    const receiver = await kit.receiver({
+      respond: (request) => {
+        if (request.index < DOWN_FOR) return { status: 503, body: '{"error":"cluster_block_exception"}' };
+        if (request.method === 'PUT') return { status: 200, body: '{"acknowledged":true}' };
+        return bulkAnswer(bulkIds(request as ReceivedRequest).map(() => 201));
+      },
+    });
+    const sink = kit.track(
+      new SearchSink({
+        name: 'opensearch node',
+        flavor: 'opensearch',
+        url: receiver.url(''),
+        retry: FAST,
+        log,
+      }),
+    );
+    sink.deliver(sampleEvent({ id: 'a:1' }));
+    await log.waitForLine(/gave up after 5 attempts/);
+    sink.deliver(sampleEvent({ id: 'b:1' }));
+    await receiver.waitForRequests(DOWN_FOR + 2);
+    const { stats } = await sink.close(60_000);
+    assert.deepEqual(
+      receiver.requests.map((request) => request.method),
+      ['PUT', 'PUT', 'PUT', 'PUT', 'PUT', 'POST', 'PUT', 'POST'],
+      'the first batch given up as in any outage; the next one installs the template first',
+    );
+    assert.deepEqual(bulkIds(receiver.requests[7] as ReceivedRequest), ['b:1']);
+    assert.deepEqual([stats.delivered, stats.lost], [1, 1]);
+    assert.doesNotMatch(log.warnings.join('\n'), /indexing without it/);
   });
 
   it('names daily indices by the event’s UTC day', () => {

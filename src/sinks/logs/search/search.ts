@@ -1,8 +1,8 @@
 // Indexes every event in OpenSearch or Elasticsearch through _bulk (docs/sinks.md): the event as `-o json`
 // prints it plus `@timestamp`, its _id the event's id, so a retry never makes a second document (daily
 // indices by the event's time: `index`; a data stream: `create`, whose 409 counts as delivered). Installs
-// its index template first (search-template.ts) unless told not to. Delivered by batch-sink.ts; each
-// item is judged alone: 429 and 5xx retried, other refusals dead-lettered.
+// its index template (template.ts) before the first documents unless told not to (template-install.ts).
+// Delivered by batch-sink.ts; each item is judged alone: 429 and 5xx retried, other refusals dead-lettered.
 import type { KubediffEvent } from '../../../events/event.ts';
 import { errorMessage } from '../../../util/errors.ts';
 import { isoTimestamp } from '../../../util/timestamp.ts';
@@ -14,8 +14,9 @@ import {
   type ItemFailure,
   type Transmission,
 } from '../../core/batch-sink.ts';
-import { bodyExcerpt, createAgent, type HttpTls, post } from '../../core/http.ts';
+import { bodyExcerpt, createAgent, type HttpTls, type PostOutcome, post } from '../../core/http.ts';
 import { indexTemplate, type SearchIndexMode, templateName } from './template.ts';
+import { TemplateInstall } from './template-install.ts';
 
 export type SearchFlavor = 'opensearch' | 'elasticsearch';
 
@@ -61,7 +62,7 @@ export class SearchSink extends BatchSink {
   private readonly mode: SearchIndexMode;
   private readonly agent;
   private readonly headers: Record<string, string>;
-  private templateInstalled: boolean;
+  private readonly template: TemplateInstall;
 
   constructor(options: SearchSinkOptions) {
     const base = new URL(options.url);
@@ -72,7 +73,13 @@ export class SearchSink extends BatchSink {
     this.base = base;
     this.index = options.index ?? SEARCH_DEFAULTS.index;
     this.mode = options.mode ?? 'daily';
-    this.templateInstalled = options.installTemplate === false;
+    this.template = new TemplateInstall({
+      name: templateName(this.index),
+      put: () => this.putTemplate(),
+      trouble: this.trouble,
+      maxAttempts: this.retry.maxAttempts,
+      wanted: options.installTemplate !== false,
+    });
     this.agent = createAgent(this.timeoutMs, process.env, options.tls);
     this.headers = {
       'user-agent': options.userAgent ?? SEARCH_DEFAULTS.userAgent,
@@ -86,8 +93,8 @@ export class SearchSink extends BatchSink {
   }
 
   protected async transmit(work: BatchWork): Promise<Transmission> {
-    if (!this.templateInstalled) {
-      const failure = await this.installTemplate();
+    if (this.template.pending) {
+      const failure = await this.template.install();
       if (failure) return failure;
     }
     const url = new URL(this.base);
@@ -100,6 +107,7 @@ export class SearchSink extends BatchSink {
       maxResponseBytes: MAX_BULK_ANSWER,
       credentials: this.credentials,
     });
+    this.template.bulkAnswered(outcome);
     if (!outcome.ok) return failedTransmission(outcome);
     let items: BulkItem[];
     try {
@@ -166,43 +174,17 @@ export class SearchSink extends BatchSink {
     return `${lines.join('\n')}\n`;
   }
 
-  /** PUT _index_template/<name>; a Transmission failure when it did not work (and may on a retry). */
-  private async installTemplate(): Promise<Transmission | undefined> {
+  /** PUT _index_template/<name>. */
+  private putTemplate(): Promise<PostOutcome> {
     const url = new URL(this.base);
     url.pathname = `${url.pathname.replace(/\/+$/, '')}/_index_template/${templateName(this.index)}`;
-    const outcome = await post(this.agent, url, JSON.stringify(indexTemplate(this.index, this.mode)), {
+    return post(this.agent, url, JSON.stringify(indexTemplate(this.index, this.mode)), {
       method: 'PUT',
       headers: this.headers,
       timeoutMs: this.timeoutMs,
       signal: this.clock.deadlineSignal,
       credentials: this.credentials,
     });
-    if (outcome.ok) {
-      this.templateInstalled = true;
-      this.trouble.debug(`index template ${templateName(this.index)} installed`);
-      return undefined;
-    }
-    const failure = failedTransmission(outcome);
-    if (failure.ok || failure.retryable || failure.aborted) return failure;
-    if (outcome.status === 401) {
-      // The credentials are refused: no document would be taken either. The batch fails with this
-      // reason (said once), and the next one tries the template again.
-      return {
-        ...failure,
-        reason: `${outcome.reason}: the cluster does not accept kubediff's credentials (installing the index template); check username and password, or the API key`,
-      };
-    }
-    // Refused otherwise (no permission to manage templates, say): documents may still index under a
-    // template installed by someone else; said once.
-    this.templateInstalled = true;
-    const remedy =
-      outcome.status === 403
-        ? 'install it yourself (docs/sinks.md) or give kubediff the manage_index_templates privilege'
-        : 'install it yourself (docs/sinks.md)';
-    this.trouble.warn(
-      `could not install the index template ${templateName(this.index)} (${outcome.reason}); indexing without it: ${remedy}.`,
-    );
-    return undefined;
   }
 }
 
