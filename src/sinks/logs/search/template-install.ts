@@ -1,6 +1,6 @@
-// The index template goes in before the documents (docs/sinks.md, "The index template"): a daily index
-// created under dynamic mapping keeps those mappings for its day, so a refused template holds the batch back
-// instead of letting it through without. A refusal (400, 409, 5xx: a node just started answers 400 while its
+// The index template goes in before the documents (docs/sinks.md, "OpenSearch and Elasticsearch"): a
+// daily index created under dynamic mapping keeps those mappings for its day, so a refused template holds
+// the batch back instead of letting it through without. A refusal (400, 409, 5xx: a node just started answers 400 while its
 // own templates are not ready) fails the batch as retryable, and the batch loop retries it on the sink's
 // schedule; refused on the batch's last attempt, the batch goes without the template. 403 (no privilege to
 // manage templates) goes without it at once; 401 fails the batch (the credentials). No answer, 408, 425 and
