@@ -69,8 +69,15 @@ export function isPresetName(text: string): text is PresetName {
   return (PRESET_NAMES as readonly string[]).includes(text);
 }
 
-/** Checks a user's ignore path (--ignore, `ignore:`, `only:`): a JSON Pointer below the whole object. */
-export function checkIgnorePath(path: string): void {
-  if (parsePointer(path).length === 0)
-    throw new Error('"" is the whole object; name a field such as /spec/replicas');
+/**
+ * Why a user's ignore path (--ignore, `ignore:`, `only:`, `redact:`) is not a JSON Pointer below the whole
+ * object, a sentence; undefined when it is one.
+ */
+export function ignorePathProblem(path: string): string | undefined {
+  try {
+    if (parsePointer(path).length === 0) return '"" is the whole object; name a field such as /spec/replicas';
+  } catch (error) {
+    return (error as Error).message;
+  }
+  return undefined;
 }

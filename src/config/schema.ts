@@ -1,13 +1,23 @@
 // The JSON Schema of the config file (validated with ajv, schema-errors.ts), and the one source of its
 // TypeScript types: they are derived from the schema (json-schema-to-ts, types only), so the two cannot
-// drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
-// names) is checked in semantic-checks.ts with the same line-and-column messages.
+// drift apart. A value's `format:` (durations, sizes, names, selectors, addresses, URLs) is one of
+// formats.ts; what spans keys is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
-import { commonKeys, duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
+import {
+  commonKeys,
+  duration,
+  durationOrZero,
+  type filterSchema,
+  listOf,
+  pathRule,
+  size,
+  stringList,
+} from '../sinks/core/entry-schema.ts';
 import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
 
 const eventTypes = {
   type: 'array',
+  minItems: 1,
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
 
@@ -15,7 +25,7 @@ const common = commonKeys;
 
 /** Where the audit and the admission webhook listen, and who may post to them. */
 const webhookEndpoint = {
-  listen: { type: 'string' },
+  listen: { type: 'string', format: 'listen-address' },
   certFile: { type: 'string' },
   keyFile: { type: 'string' },
   clientCAFile: { type: 'string' },
@@ -57,11 +67,11 @@ export const configSchema = {
           name: { type: 'string', minLength: 1 },
           context: { type: 'string', minLength: 1 },
           kubeconfig: { type: 'string', minLength: 1 },
-          namespaces: stringList,
-          excludeNamespaces: stringList,
-          resources: stringList,
-          excludeResources: stringList,
-          selector: { type: 'string' },
+          namespaces: listOf('cluster-namespace'),
+          excludeNamespaces: listOf('cluster-namespace'),
+          resources: listOf('resource-name'),
+          excludeResources: listOf('resource-name'),
+          selector: { type: 'string', format: 'label-selector' },
           optional: { type: 'boolean' },
           // A fleet's replica that alone watches it (docs/fleets.md).
           replica: { type: 'string', minLength: 1 },
@@ -71,30 +81,30 @@ export const configSchema = {
     },
     clusterName: { type: 'string' },
     preset: { type: 'string', enum: ['default', 'quiet', 'everything'] },
-    namespaces: stringList,
-    excludeNamespaces: stringList,
-    resources: stringList,
-    excludeResources: stringList,
-    selector: { type: 'string' },
+    namespaces: listOf('namespace'),
+    excludeNamespaces: listOf('namespace'),
+    resources: listOf('resource-name'),
+    excludeResources: listOf('resource-name'),
+    selector: { type: 'string', format: 'label-selector' },
     events: eventTypes,
     initial: { type: 'boolean' },
     status: { type: 'boolean' },
     ignore: { type: 'array', items: pathRule },
     only: { type: 'array', items: pathRule },
     redact: { type: 'array', items: pathRule },
-    ignoreManagers: stringList,
+    ignoreManagers: listOf('manager-name'),
     output: { type: 'string', enum: ['json', 'pretty', 'none'] },
-    shutdownTimeout: duration,
+    shutdownTimeout: durationOrZero,
     deadLetter: { type: 'string' },
-    deadLetterMaxSize: { type: 'string' },
+    deadLetterMaxSize: size,
     deadLetterMaxFiles: { type: 'integer', minimum: 1, maximum: 1000 },
     state: {
       type: 'object',
       properties: {
         path: { type: 'string' },
-        maxAge: { type: 'string' },
+        maxAge: { type: 'string', format: 'age' },
         maxEvents: { type: 'integer', minimum: 1 },
-        maxSize: { type: 'string' },
+        maxSize: size,
         passwordFile: { type: 'string' },
       },
       required: ['path'],
@@ -123,7 +133,7 @@ export const configSchema = {
         window: duration,
         maxLength: duration,
         maxOpenEvents: { type: 'integer', minimum: 1, maximum: 1000000 },
-        maxOpenSize: { type: 'string' },
+        maxOpenSize: size,
       },
       additionalProperties: false,
     },
@@ -140,11 +150,11 @@ export const configSchema = {
       type: 'object',
       properties: {
         ...webhookEndpoint,
-        wait: duration,
+        wait: durationOrZero,
         window: duration,
         maxPending: { type: 'integer', minimum: 1, maximum: 1_000_000 },
         maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-        maxRequestSize: { type: 'string' },
+        maxRequestSize: size,
       },
       // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
       // code says which is missing once flags and file are merged (webhook-endpoint-settings.ts).
@@ -160,16 +170,16 @@ export const configSchema = {
         service: { type: 'string', minLength: 1 },
         webhookConfiguration: { type: 'string', minLength: 1 },
         allowUnauthenticated: { type: 'boolean' },
-        wait: duration,
+        wait: durationOrZero,
         maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-        maxRequestSize: { type: 'string' },
+        maxRequestSize: size,
       },
       // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
       // code says which is missing once flags and file are merged (webhook-endpoint-settings.ts).
       additionalProperties: false,
     },
     // The other replicas of a leader-elected pair, which get the records this one receives (docs/who.md).
-    peers: { type: 'string' },
+    peers: { type: 'string', format: 'peer-address' },
     ignoreUsers: stringList,
     // One replica of a fleet that shares the clusters among its replicas (docs/fleets.md).
     fleet: {

@@ -15,7 +15,7 @@ import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import { sinkFlagNames } from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
-import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
+import { invalidSetting, UsageError } from '../util/errors.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
 import { heapLimitBytes, type MemoryBounds, memoryBounds } from '../util/memory-budget.ts';
 import { admissionSettingsFrom, peersFrom } from './admission-settings.ts';
@@ -30,7 +30,7 @@ import { withSinkMemory } from './memory-settings.ts';
 import { outcomeSettingsFrom } from './outcome-settings.ts';
 import { parseOutput } from './output-format.ts';
 import {
-  checkIgnorePath,
+  ignorePathProblem,
   isPresetName,
   PRESET_NAMES,
   PRESETS,
@@ -320,11 +320,8 @@ function checkedSelector(selector: string): string {
 
 function checkedIgnores(paths: string[]): string[] {
   for (const path of paths) {
-    try {
-      checkIgnorePath(path);
-    } catch (error) {
-      throw new UsageError(`invalid --ignore path: ${errorMessage(error)}.`);
-    }
+    const problem = ignorePathProblem(path);
+    if (problem) throw new UsageError(`invalid --ignore path: ${problem}.`);
   }
   return paths;
 }

@@ -14,6 +14,7 @@ import type { EventFailures } from '../util/event-failures.ts';
 import type { FlagSpec } from '../util/flag-spec.ts';
 import type { Checks, KeyPath } from '../util/key-checks.ts';
 import type { Logger } from '../util/log.ts';
+import type { ValueFormat } from '../util/value-format.ts';
 import type { DeadLetterFile, DeadLetterLimits } from './core/dead-letter.ts';
 import type { DeliveryObserver, RetryOptions } from './core/delivery.ts';
 import type { Sink } from './core/sink.ts';
@@ -108,8 +109,10 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
   readonly types: readonly Spec['type'][];
   /** The schema of its entry, per type. */
   readonly schemas: { readonly [T in Spec['type']]: EntrySchema };
-  /** What its entry's schema cannot say (values and the rules that span keys), in the order reported. */
-  readonly checks: Checks;
+  /** The formats its entry's schema names that no other type's does (util/value-format.ts). */
+  readonly formats?: readonly ValueFormat[];
+  /** What its entry's schema cannot say: the rules that span keys, in the order reported (none: absent). */
+  readonly checks?: Checks;
   /** Its rows of the `Sinks` help group, in order (none: it has no flags). */
   readonly flags?: readonly FlagSpec[];
   /**

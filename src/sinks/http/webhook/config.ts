@@ -12,11 +12,12 @@ import { parseDurationSetting } from '../../../util/duration.ts';
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
-import { type Check, type Checks, duration, durationOrZero, size } from '../../../util/key-checks.ts';
+import type { Check, Checks } from '../../../util/key-checks.ts';
 import { parseSize } from '../../../util/size.ts';
 import type { CommonEntrySpec, HttpSinkSpec } from '../../component.ts';
-import { headerNames, httpUrl } from '../../core/entry-checks.ts';
-import { commonKeys, deliveryKeys, duration as durationKey, headerMap } from '../../core/entry-schema.ts';
+import { headerNames } from '../../core/entry-checks.ts';
+import { httpUrlFormat } from '../../core/entry-formats.ts';
+import { commonKeys, deliveryKeys, durationOrZero, headerMap, size } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
 import { checkHttpUrl, parseHeaders } from '../../core/receiver-settings.ts';
 import { CLOUDEVENTS_MODES, type CloudEventsMode } from './cloudevents.ts';
@@ -45,13 +46,14 @@ export const webhookSchema = {
     type: { const: 'webhook' },
     ...commonKeys,
     ...deliveryKeys,
-    url: { type: 'string' },
+    url: { type: 'string', format: 'webhook-url' },
     headers: headerMap,
     secret: { type: 'string' },
     batch: { type: 'integer', minimum: 1, maximum: 10000 },
     // Bytes of the events' JSON per request, a size (900KB).
-    batchBytes: { type: 'string' },
-    batchWait: durationKey,
+    batchBytes: size,
+    // 0: send what has arrived at once.
+    batchWait: durationOrZero,
     maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
     // The body: the event's JSON (json), a CloudEvent, or what a JSONata `layout` makes of the event.
     format: { type: 'string', enum: ['json', 'cloudevents'] },
@@ -168,11 +170,10 @@ const oneBodyFormat: Check = (sink, path, { at }) => {
   }
 };
 
+/** Its URL, whose credentials go in a header instead. */
+export const webhookUrlFormat = httpUrlFormat('webhook-url', 'give an Authorization header in headers');
+
 export const webhookChecks: Checks = [
-  [['url'], httpUrl('give an Authorization header in headers')],
-  [['timeout'], duration()],
-  [['batchWait'], durationOrZero],
-  [['batchBytes'], size],
   [[], batchKeysNeedBatch],
   [['headers'], headerNames],
   [[], oneBodyFormat],

@@ -9,6 +9,7 @@ import {
   type OtlpSinkSpec,
   otlpChecks,
   otlpCredentials,
+  otlpEndpointFormat,
   otlpFlags,
   otlpSchema,
   otlpSpecOf,
@@ -18,6 +19,7 @@ import {
 export const otlpComponent: SinkComponent<OtlpEntry, OtlpSinkSpec> = {
   types: ['otlp'],
   schemas: { otlp: otlpSchema },
+  formats: [otlpEndpointFormat],
   checks: otlpChecks,
   flags: otlpFlags,
   fromFlags: otlpSpecsFromFlags,
