@@ -5,7 +5,7 @@
 import { labelSelectorProblem } from '../kube/label-selector.ts';
 import { managerNameProblem } from '../kube/managed-fields.ts';
 import { resourceNameProblem } from '../kube/resource-names.ts';
-import { HTTP_URL_FORMAT } from '../sinks/core/entry-formats.ts';
+import { HEADER_NAME_FORMAT, HTTP_URL_FORMAT } from '../sinks/core/entry-formats.ts';
 import { registeredFormats } from '../sinks/registry.ts';
 import { AGE_RULES, EXPECTED_DURATION } from '../util/duration.ts';
 import { hasGlob, namespaceProblem } from '../util/glob.ts';
@@ -57,6 +57,7 @@ const SHARED_FORMATS: readonly ValueFormat[] = [
   { name: 'resource-name', problem: resourceNameProblem, inFile: (problem) => problem },
   { name: 'ignore-path', problem: ignorePathProblem, inFile: (problem) => problem },
   HTTP_URL_FORMAT,
+  HEADER_NAME_FORMAT,
 ];
 
 /** Every format, the shared ones first. */

@@ -97,15 +97,24 @@ function translate(
     const path = [...prefix, ...relative];
     switch (error.keyword) {
       case 'format': {
+        // A key's format (`propertyNames`) is reported at that key's value.
+        const key = error.propertyName;
         const format = formatNamed(String(error.params.format));
-        const value = valueAt(instance, relative);
+        const value = key ?? valueAt(instance, relative);
         const message =
           format && typeof value === 'string'
             ? formatProblemInFile(format, { value, shown: '<value>' })
             : undefined;
-        result.push({ path, message: message ?? 'invalid, got <value>', ofValue: true });
+        result.push({
+          path: key === undefined ? path : [...path, key],
+          message: message ?? 'invalid, got <value>',
+          ofValue: true,
+        });
         break;
       }
+      case 'propertyNames':
+        // Its key's own error (above) says what is wrong.
+        break;
       case 'dependentRequired': {
         const keys = [String(error.params.property), String(error.params.missingProperty)].sort();
         const pair = PAIRS[keys.join(' ')];

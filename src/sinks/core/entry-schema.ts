@@ -71,7 +71,12 @@ export const deliveryKeys = {
   deadLetter: { type: 'string' },
 } as const;
 
-export const headerMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+/** Headers by name: each name a token, none of those kubediff sets itself. */
+export const headerMap = {
+  type: 'object',
+  propertyNames: { format: 'header-name' },
+  additionalProperties: { type: 'string' },
+} as const;
 
 /** A receiver's TLS beyond an https:// URL's defaults: a private CA, a client certificate, a server name. */
 export const tlsFiles = {

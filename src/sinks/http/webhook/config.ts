@@ -15,7 +15,6 @@ import type { FlagSpec } from '../../../util/flag-spec.ts';
 import type { Check, Checks } from '../../../util/key-checks.ts';
 import { parseSize } from '../../../util/size.ts';
 import type { CommonEntrySpec, HttpSinkSpec } from '../../component.ts';
-import { headerNames } from '../../core/entry-checks.ts';
 import { httpUrlFormat } from '../../core/entry-formats.ts';
 import { commonKeys, deliveryKeys, durationOrZero, headerMap, size } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
@@ -175,7 +174,6 @@ export const webhookUrlFormat = httpUrlFormat('webhook-url', 'give an Authorizat
 
 export const webhookChecks: Checks = [
   [[], batchKeysNeedBatch],
-  [['headers'], headerNames],
   [[], oneBodyFormat],
 ];
 

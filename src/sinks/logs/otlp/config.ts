@@ -7,10 +7,8 @@ import { type Credential, headerCredentials, secretCredentials } from '../../../
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
-import type { Checks } from '../../../util/key-checks.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
 import type { BacklogOptions } from '../../core/backlog.ts';
-import { headerNames } from '../../core/entry-checks.ts';
 import { httpUrlFormat } from '../../core/entry-formats.ts';
 import { batchSinkKeys } from '../../core/entry-schema.ts';
 import { batchSinkSettings } from '../../core/entry-settings.ts';
@@ -50,8 +48,6 @@ export const otlpEndpointFormat = httpUrlFormat(
   'otlp-endpoint',
   'give an Authorization header in headers or headersFile',
 );
-
-export const otlpChecks: Checks = [[['headers'], headerNames]];
 
 /** The standard variables of OpenTelemetry's OTLP exporters: `key=value` pairs, comma-separated. */
 export const OTLP_HEADER_VARIABLES = [

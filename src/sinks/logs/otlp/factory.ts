@@ -7,7 +7,6 @@ import { logSinkOptions } from '../../core/sink-options.ts';
 import {
   type OtlpEntry,
   type OtlpSinkSpec,
-  otlpChecks,
   otlpCredentials,
   otlpEndpointFormat,
   otlpFlags,
@@ -20,7 +19,6 @@ export const otlpComponent: SinkComponent<OtlpEntry, OtlpSinkSpec> = {
   types: ['otlp'],
   schemas: { otlp: otlpSchema },
   formats: [otlpEndpointFormat],
-  checks: otlpChecks,
   flags: otlpFlags,
   fromFlags: otlpSpecsFromFlags,
   spec: otlpSpecOf,

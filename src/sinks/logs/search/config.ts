@@ -9,7 +9,6 @@ import { parseHttpUrl } from '../../../util/url.ts';
 import type { ValueFormat } from '../../../util/value-format.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
 import type { BacklogOptions } from '../../core/backlog.ts';
-import { headerNames } from '../../core/entry-checks.ts';
 import { httpUrlFormat } from '../../core/entry-formats.ts';
 import { batchSinkKeys } from '../../core/entry-schema.ts';
 import { batchSinkSettings } from '../../core/entry-settings.ts';
@@ -133,7 +132,6 @@ const searchCredentialsSent: Check = (sink, path, { at }) => {
 };
 
 export const searchChecks: Checks = [
-  [['headers'], headerNames],
   [[], searchCredentials],
   [[], searchCredentialsSent],
 ];
