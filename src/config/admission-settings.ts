@@ -12,9 +12,9 @@ import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
 import { parseSize } from '../util/size.ts';
-import { parsePeerAddress } from '../who/peers/peer-address.ts';
 import type { AdmissionSettings, ManagedCertificateSettings } from '../who/settings.ts';
 import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
+import { checkedFlagValue } from './flag-values.ts';
 import type { ConfigInput } from './schema.ts';
 import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
 
@@ -148,7 +148,7 @@ export function peersFrom(
 ): string | undefined {
   const address = flags.peers?.trim() || file;
   if (!address) return undefined;
-  parsePeerAddress(address, flags.peers ? '--peers' : 'peers');
+  checkedFlagValue(flags.peers ? '--peers' : 'peers', ['peers'], address);
   if (!listeners.some(Boolean)) {
     throw new UsageError(
       `--peers ${address}: the replicas post each other the records of --admission-listen or --audit-listen, with its certificate; add one of them.`,

@@ -10,6 +10,7 @@ import { parseSize } from '../util/size.ts';
 import { AUDIT_SOURCE_DEFAULTS } from '../who/audit/audit-match.ts';
 import type { AuditSettings } from '../who/settings.ts';
 import { WHO_JOIN_DEFAULTS } from '../who/who-join.ts';
+import { flagDurationMs } from './flag-values.ts';
 import type { ConfigInput } from './schema.ts';
 import { webhookEndpointFrom } from './webhook-endpoint-settings.ts';
 
@@ -71,7 +72,7 @@ export function auditSettingsFrom(
   }
   const waitMs =
     flags.auditWait !== undefined
-      ? parseDurationSetting('--audit-wait', flags.auditWait, { allowZero: true })
+      ? flagDurationMs('--audit-wait', ['audit', 'wait'], flags.auditWait)
       : file?.wait !== undefined
         ? parseDurationSetting('audit.wait', file.wait, { allowZero: true })
         : WHO_JOIN_DEFAULTS.waitMs;

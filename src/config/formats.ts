@@ -55,7 +55,7 @@ const SHARED_FORMATS: readonly ValueFormat[] = [
   nameFormat('manager-name', managerNameProblem),
   // The problem quotes the name itself.
   { name: 'resource-name', problem: resourceNameProblem, inFile: (problem) => problem },
-  { name: 'ignore-path', problem: ignorePathProblem, inFile: (problem) => problem },
+  nameFormat('ignore-path', ignorePathProblem),
   HTTP_URL_FORMAT,
   HEADER_NAME_FORMAT,
 ];

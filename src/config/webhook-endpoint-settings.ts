@@ -4,8 +4,8 @@
 // flag (a flag shows in `ps`). What each checks beyond that (who may post, its bounds) is its own.
 
 import { UsageError } from '../util/errors.ts';
-import { parseListenAddress } from '../util/http-server.ts';
 import type { WebhookEndpoint } from '../who/listener/webhook-endpoint.ts';
+import { checkedFlagValue } from './flag-values.ts';
 
 /** The keys of a webhook's config block that the endpoint reads. */
 interface EndpointBlock {
@@ -48,7 +48,7 @@ export function webhookEndpointFrom(
       throw new UsageError(`${given[0]} applies to the ${name} webhook: add --${name}-listen <addr>.`);
     return undefined;
   }
-  parseListenAddress(listen, `--${name}-listen`);
+  checkedFlagValue(`--${name}-listen`, [name, 'listen'], listen);
   const certFile = flags.cert ?? file?.certFile;
   const keyFile = flags.key ?? file?.keyFile;
   const managed = sources.managedCertificate;
