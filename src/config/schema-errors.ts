@@ -130,7 +130,12 @@ function translate(
       case 'minItems': {
         const items = (schemaAt(rootSchema, error.schemaPath) as { items?: { enum?: unknown[] } }).items;
         if (items?.enum && error.params.limit === 1) {
-          result.push({ path, message: `expected at least one of ${lowerCased(items.enum).join(', ')}` });
+          // A list of allowed values left empty (events: []): a rule of the value, as a format is.
+          result.push({
+            path,
+            message: `expected at least one of ${lowerCased(items.enum).join(', ')}`,
+            ofValue: true,
+          });
           break;
         }
         result.push({ path, message: `${error.message ?? 'invalid'}, got <value>` });
