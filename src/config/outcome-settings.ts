@@ -11,7 +11,7 @@ export interface RawOutcomeFlags {
   outcomeTimeout?: string;
 }
 
-/** The config file's `outcomes:` block (its duration checked by semantic-checks.ts). */
+/** The config file's `outcomes:` block (its duration checked by its format, formats.ts). */
 export interface OutcomeConfigInput {
   enabled?: boolean | undefined;
   timeout?: string | undefined;

@@ -25,12 +25,12 @@ export interface RawStoryFlags {
   [typeStories: `${string}Stories`]: boolean | undefined;
 }
 
-/** The config file's `stories:` block (durations checked by semantic-checks.ts). */
+/** The config file's `stories:` block (durations checked by their format, formats.ts). */
 export interface StoryConfigInput {
   window?: string | undefined;
   maxLength?: string | undefined;
   maxOpenEvents?: number | undefined;
-  /** A size ('16MiB'; checked by semantic-checks.ts). */
+  /** A size ('16MiB'; checked by its format, formats.ts). */
   maxOpenSize?: string | undefined;
 }
 

@@ -1,10 +1,11 @@
 // The contract of a sink type: everything kubediff knows about one type is in its folder
 // (src/sinks/<group>/<type>/), as one SinkComponent that src/sinks/registry.ts lists. Plain data and
-// functions: its config entry's schema fragment, the checks the schema cannot state, its flags (as data),
-// how flags and a config entry become its spec, its default name, its credentials, and its factory, which
-// imports the implementation only when such a sink is created (so undici, the Kafka client or the
-// OpenTelemetry packages load only when used). The config layer assembles the file's schema, the checks,
-// the flags and the specs from the registry; createSinks (core/setup.ts) creates each sink through it.
+// functions: its config entry's schema fragment (with the formats of its values), the checks of what spans
+// its keys, its flags (as data), how flags and a config entry become its spec, its default name, its
+// credentials, and its factory, which imports the implementation only when such a sink is created (so
+// undici, the Kafka client or the OpenTelemetry packages load only when used). The config layer assembles
+// the file's schema, its formats, the checks, the flags and the specs from the registry; createSinks
+// (core/setup.ts) creates each sink through it.
 import type { Writable } from 'node:stream';
 import type { FilterSpec } from '../events/filter.ts';
 import type { StoryOptions } from '../events/story.ts';

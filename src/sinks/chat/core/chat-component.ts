@@ -3,8 +3,8 @@
 // environment variable), the same spec and credentials, and a factory that puts the platform's renderer
 // on the chat core (chat.ts), imported only when such a sink is created. Each platform's folder gives its
 // type, flag, variable, docs anchor and renderer. Slack, which posts through a webhook or as a bot, takes
-// the pieces it shares with them from here: the entry's checks, a webhook URL from its flag or variable, and
-// the chat core's options.
+// the pieces it shares with them from here: a webhook URL from its flag or variable, and the chat core's
+// options.
 import type { Credential } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
 import { type FlagSpec, flagName, flagProperty } from '../../../util/flag-spec.ts';

@@ -1,6 +1,6 @@
-// What a webhook sink is configured by (docs/sinks.md, "Webhooks"): its `sinks:` entry (schema, the
-// checks the schema cannot state: its URL, header names, batch keys only with batch, one body format at a
-// time and a layout that compiles), its flags (--webhook, repeatable, with --webhook-header, -batch and
+// What a webhook sink is configured by (docs/sinks.md, "Webhooks"): its `sinks:` entry (schema, its
+// URL's format, the checks of what spans keys: batch keys only with batch, one body format at a time and a
+// layout that compiles), its flags (--webhook, repeatable, with --webhook-header, -batch and
 // -timeout) with the HMAC secret and secret headers from the environment (never a flag), its spec, and its
 // credentials. Loads neither undici nor a layout thread: the factory imports webhook.ts when a sink is made.
 import type { FromSchema } from 'json-schema-to-ts';
