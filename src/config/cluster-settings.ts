@@ -52,7 +52,7 @@ export function contextsFrom(
 }
 
 /**
- * The file's `clusters:` (checked in semantic-checks.ts). --context and --all-contexts choose the clusters instead,
+ * The file's `clusters:` (checked by the schema and semantic-checks.ts). --context and --all-contexts choose the clusters instead,
  * as flags win over the file; a selection flag (-n, -r, …) wins over every cluster's own key.
  */
 export function clustersFrom(

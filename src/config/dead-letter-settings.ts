@@ -4,7 +4,7 @@
 
 import { DEFAULT_DEAD_LETTER_LIMITS, type DeadLetterLimits } from '../sinks/core/dead-letter.ts';
 import { parseCount } from '../util/count.ts';
-import { parseSize } from '../util/size.ts';
+import { flagSizeBytes } from './flag-values.ts';
 
 /** The flags (or the config file's keys, same spelling as the flags' values). */
 export interface RawDeadLetterFlags {
@@ -19,7 +19,7 @@ export function deadLetterLimitsFromFlags(flags: RawDeadLetterFlags): DeadLetter
     maxFileBytes:
       flags.deadLetterMaxSize === undefined
         ? DEFAULT_DEAD_LETTER_LIMITS.maxFileBytes
-        : parseSize('--dead-letter-max-size', flags.deadLetterMaxSize),
+        : flagSizeBytes('--dead-letter-max-size', ['deadLetterMaxSize'], flags.deadLetterMaxSize),
     maxFiles:
       flags.deadLetterMaxFiles === undefined
         ? DEFAULT_DEAD_LETTER_LIMITS.maxFiles

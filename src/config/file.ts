@@ -1,8 +1,8 @@
 // Reads a config file: YAML (with line and column for every node), `${VAR}` and `${VAR:-default}`
-// substituted from the environment in values (substitution.ts), then checked: shapes and types by the
-// JSON Schema (schema-errors.ts), then what the schema cannot say (semantic-checks.ts). Every problem
-// names the file, the line and column, the key path and what was expected; all problems are reported
-// together (problems.ts, exit 2).
+// substituted from the environment in values (substitution.ts), then checked by the JSON Schema
+// (schema-errors.ts: shapes and types, then the values' formats), then what spans keys
+// (semantic-checks.ts). Every problem names the file, the line and column, the key path and what was
+// expected; all problems are reported together (problems.ts, exit 2).
 // A value that came from the environment is never echoed: it may be a secret.
 import { readFileSync } from 'node:fs';
 import {
@@ -91,7 +91,8 @@ export function parseConfig(
   const config = configObject(parsed, add, at);
   if (config === undefined) throw new ConfigError(file, problems);
 
-  for (const error of schemaErrors(config)) {
+  const errors = schemaErrors(config);
+  for (const error of errors.filter((each) => !each.ofValue)) {
     if (error.unknownKey !== undefined) {
       const keyPath = [...error.path, error.unknownKey];
       add(keyPath, parsed.keyNodeAt(keyPath)?.range?.[0], error.message);
@@ -99,8 +100,10 @@ export function parseConfig(
       at(error.path, error.message.replace('<value>', shown(error.path, valueAt(config, error.path))));
     }
   }
-  // The semantic checks count where the shape is right: one problem per place.
+  // Values' rules and the semantic checks count where the shape is right: one problem per place.
   const shapeProblems = problems.length;
+  for (const error of errors.filter((each) => each.ofValue))
+    at(error.path, error.message.replace('<value>', shown(error.path, valueAt(config, error.path))));
   checkSemantics(config as ConfigInput, at, shown);
   dropBelowWrongShapes(problems, shapeProblems);
   const reported = problems.filter(

@@ -2,8 +2,8 @@
 // themselves through the PostgreSQL state (docs/fleets.md). The flags, or the config file's `fleet:`.
 import { hostname } from 'node:os';
 import { isPostgresUrl } from '../state/location.ts';
-import { parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
+import { flagDurationMs } from './flag-values.ts';
 import type { StateSettings } from './state-settings.ts';
 
 export interface FleetSettings {
@@ -72,7 +72,9 @@ export function fleetSettingsFrom(
   const timeoutText = flags.fleetReplicaTimeout ?? config?.replicaTimeout;
   const flag = flags.fleetReplicaTimeout !== undefined ? '--fleet-replica-timeout' : 'fleet.replicaTimeout';
   const replicaTimeoutMs =
-    timeoutText === undefined ? DEFAULT_REPLICA_TIMEOUT_MS : parseDurationSetting(flag, timeoutText);
+    timeoutText === undefined
+      ? DEFAULT_REPLICA_TIMEOUT_MS
+      : flagDurationMs(flag, ['fleet', 'replicaTimeout'], timeoutText);
   if (replicaTimeoutMs < MIN_REPLICA_TIMEOUT_MS || replicaTimeoutMs > MAX_REPLICA_TIMEOUT_MS) {
     throw new UsageError(`${flag} must be between 1s and 10m (default: 10s).`);
   }

@@ -1,7 +1,8 @@
 // The outcome settings of `kubediff watch` (docs/outcomes.md): --no-outcomes, --outcome-timeout, and the
 // config file's `outcomes:` block. Outcomes are on by default; the flag can only turn them off.
 import { DEFAULT_OUTCOME_TIMEOUT_MS } from '../events/outcomes/outcome-engine.ts';
-import { checkDuration, parseDurationSetting } from '../util/duration.ts';
+import { checkDuration } from '../util/duration.ts';
+import { flagDurationMs } from './flag-values.ts';
 
 /** The flags as commander hands them over. */
 export interface RawOutcomeFlags {
@@ -10,7 +11,7 @@ export interface RawOutcomeFlags {
   outcomeTimeout?: string;
 }
 
-/** The config file's `outcomes:` block (its duration checked by semantic-checks.ts). */
+/** The config file's `outcomes:` block (its duration checked by its format, formats.ts). */
 export interface OutcomeConfigInput {
   enabled?: boolean | undefined;
   timeout?: string | undefined;
@@ -31,7 +32,7 @@ export function outcomeSettingsFrom(
     enabled: flags.outcomes !== false && config?.enabled !== false,
     timeoutMs:
       flags.outcomeTimeout !== undefined
-        ? parseDurationSetting('--outcome-timeout', flags.outcomeTimeout)
+        ? flagDurationMs('--outcome-timeout', ['outcomes', 'timeout'], flags.outcomeTimeout)
         : config?.timeout !== undefined
           ? (checkDuration(config.timeout).ms ?? DEFAULT_OUTCOME_TIMEOUT_MS)
           : DEFAULT_OUTCOME_TIMEOUT_MS,

@@ -1,7 +1,7 @@
 // Noise presets: what a watch ignores before any rule of the user's own. Chosen with `preset:` in the
 // config file or `--preset`; documented, path by path, in docs/config.md.
 import { DEFAULT_IGNORED_PATHS } from '../diff/ignore.ts';
-import { parsePointer } from '../diff/pointer.ts';
+import { pointerProblem } from '../diff/pointer.ts';
 
 export type PresetName = 'default' | 'quiet' | 'everything';
 
@@ -69,8 +69,10 @@ export function isPresetName(text: string): text is PresetName {
   return (PRESET_NAMES as readonly string[]).includes(text);
 }
 
-/** Checks a user's ignore path (--ignore, `ignore:`, `only:`): a JSON Pointer below the whole object. */
-export function checkIgnorePath(path: string): void {
-  if (parsePointer(path).length === 0)
-    throw new Error('"" is the whole object; name a field such as /spec/replicas');
+/**
+ * Why a user's ignore path (--ignore, `ignore:`, `only:`, `redact:`) is not a JSON Pointer below the whole
+ * object, a phrase (`"spec" is <phrase>`); undefined when it is one.
+ */
+export function ignorePathProblem(path: string): string | undefined {
+  return path === '' ? 'the whole object; name a field such as /spec/replicas' : pointerProblem(path);
 }

@@ -1,11 +1,15 @@
-// The shapes and types of the config file, checked by its JSON Schema (src/config/schema.ts) with ajv,
-// every error translated into one sentence: the key path, what was expected, what was found. What the
-// schema cannot say is checked after it (semantic-checks.ts).
+// The config file checked by its JSON Schema (src/config/schema.ts) with ajv: shapes and types, and the
+// values' formats (formats.ts), every error translated into one sentence: the key path, what was
+// expected, what was found. What spans keys is checked after it (semantic-checks.ts).
 import { Ajv, type ErrorObject } from 'ajv';
+// Draft 2019-09's `dependentRequired` (the pairs of keys that go together) added alone to the draft-07
+// validator: the whole 2019-09 one (Ajv2019) is slower to set up for the same schema.
+import dependentRequired from 'ajv/dist/vocabularies/validation/dependentRequired.js';
 import { editDistance } from '../kube/resource-names.ts';
 import { groupedCount } from '../util/count-text.ts';
-import { EXPECTED_DURATION } from '../util/duration.ts';
-import { formatKeyPath, type KeyPath } from './problems.ts';
+import { formatProblemInFile } from '../util/value-format.ts';
+import { allFormats, formatNamed } from './formats.ts';
+import { formatKeyPath, type KeyPath, valueAt } from './problems.ts';
 import { configSchema, SINK_TYPES, sinkSchemas } from './schema.ts';
 
 type Validator = ReturnType<Ajv['compile']>;
@@ -15,6 +19,9 @@ let validators: { config: Validator; sinks: Record<(typeof SINK_TYPES)[number], 
 function compiledValidators(): NonNullable<typeof validators> {
   if (validators) return validators;
   const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  ajv.addKeyword(dependentRequired.default);
+  for (const format of allFormats())
+    ajv.addFormat(format.name, { type: 'string', validate: (value) => format.problem(value) === undefined });
   validators = {
     config: ajv.compile(configSchema),
     sinks: Object.fromEntries(SINK_TYPES.map((type) => [type, ajv.compile(sinkSchemas[type])])) as Record<
@@ -32,13 +39,19 @@ export interface SchemaError {
   unknownKey?: string;
   /** `<value>` stands for the value found (filled in by the caller, who knows what came from env). */
   message: string;
+  /**
+   * A value of the right type that breaks a rule of the schema (its format, a pair of keys): checked, as
+   * what spans keys is, only where no shape problem was found at or above it.
+   */
+  ofValue?: true;
 }
 
 /** The config file's schema errors, one per place. */
 export function schemaErrors(config: Record<string, unknown>): SchemaError[] {
   const errors: SchemaError[] = [];
   const { config: validateConfig, sinks: validateSink } = compiledValidators();
-  if (!validateConfig(config)) errors.push(...translate(validateConfig.errors ?? [], [], configSchema));
+  if (!validateConfig(config))
+    errors.push(...translate(validateConfig.errors ?? [], [], configSchema, config));
   const sinks = config.sinks;
   if (Array.isArray(sinks)) {
     sinks.forEach((sink: unknown, index) => {
@@ -52,6 +65,7 @@ export function schemaErrors(config: Record<string, unknown>): SchemaError[] {
             validate.errors ?? [],
             ['sinks', index],
             sinkSchemas[type as (typeof SINK_TYPES)[number]],
+            sink,
           ),
         );
       }
@@ -67,18 +81,69 @@ export function schemaErrors(config: Record<string, unknown>): SchemaError[] {
   });
 }
 
-function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: object): SchemaError[] {
+/** The names of the pairs of keys that go together (`dependentRequired`), for their message. */
+const PAIRS: Readonly<Record<string, string>> = { 'certFile keyFile': 'a client certificate' };
+
+function translate(
+  errors: readonly ErrorObject[],
+  prefix: KeyPath,
+  rootSchema: object,
+  instance: unknown,
+): SchemaError[] {
   const result: SchemaError[] = [];
   for (const error of errors) {
-    const path = [
-      ...prefix,
-      ...error.instancePath
-        .split('/')
-        .slice(1)
-        .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'))
-        .map((token) => (/^\d+$/.test(token) ? Number(token) : token)),
-    ];
+    const relative = error.instancePath
+      .split('/')
+      .slice(1)
+      .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'))
+      .map((token) => (/^\d+$/.test(token) ? Number(token) : token));
+    const path = [...prefix, ...relative];
     switch (error.keyword) {
+      case 'format': {
+        // A key's format (`propertyNames`) is reported at that key's value.
+        const key = error.propertyName;
+        const format = formatNamed(String(error.params.format));
+        const value = key ?? valueAt(instance, relative);
+        const message =
+          format && typeof value === 'string'
+            ? formatProblemInFile(format, { value, shown: '<value>' })
+            : undefined;
+        result.push({
+          path: key === undefined ? path : [...path, key],
+          message: message ?? 'invalid, got <value>',
+          ofValue: true,
+        });
+        break;
+      }
+      case 'propertyNames':
+        // Its key's own error (above) says what is wrong.
+        break;
+      case 'dependentRequired': {
+        const keys = [String(error.params.property), String(error.params.missingProperty)].sort();
+        const pair = PAIRS[keys.join(' ')];
+        result.push({
+          path,
+          message: pair
+            ? `${pair} needs both ${keys.join(' and ')}`
+            : `${String(error.params.property)} needs ${String(error.params.missingProperty)} too`,
+          ofValue: true,
+        });
+        break;
+      }
+      case 'minItems': {
+        const items = (schemaAt(rootSchema, error.schemaPath) as { items?: { enum?: unknown[] } }).items;
+        if (items?.enum && error.params.limit === 1) {
+          // A list of allowed values left empty (events: []): a rule of the value, as a format is.
+          result.push({
+            path,
+            message: `expected at least one of ${lowerCased(items.enum).join(', ')}`,
+            ofValue: true,
+          });
+          break;
+        }
+        result.push({ path, message: `${error.message ?? 'invalid'}, got <value>` });
+        break;
+      }
       case 'additionalProperties': {
         const key = String(error.params.additionalProperty);
         const known = Object.keys(
@@ -95,8 +160,10 @@ function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: 
         break;
       }
       case 'type': {
-        if ((schemaAt(rootSchema, error.schemaPath) as { $comment?: string }).$comment === 'duration') {
-          result.push({ path, message: `${EXPECTED_DURATION}, got <value>` });
+        const format = (schemaAt(rootSchema, error.schemaPath) as { format?: string }).format;
+        const expectedOfFormat = format === undefined ? undefined : formatNamed(format)?.expected;
+        if (expectedOfFormat) {
+          result.push({ path, message: `${expectedOfFormat}, got <value>` });
           break;
         }
         const expected = ([] as string[]).concat(error.params.type as string | string[]);
@@ -104,9 +171,7 @@ function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: 
         break;
       }
       case 'enum': {
-        const allowed = [
-          ...new Set((error.params.allowedValues as string[]).map((v) => String(v).toLowerCase())),
-        ];
+        const allowed = lowerCased(error.params.allowedValues as unknown[]);
         result.push({ path, message: `expected one of ${allowed.join(', ')}, got <value>` });
         break;
       }
@@ -132,6 +197,11 @@ function translate(errors: readonly ErrorObject[], prefix: KeyPath, rootSchema: 
     }
   }
   return result;
+}
+
+/** Enum values as a message lists them: lower-cased, each once. */
+function lowerCased(values: readonly unknown[]): string[] {
+  return [...new Set(values.map((value) => String(value).toLowerCase()))];
 }
 
 function schemaAt(root: object, schemaPath: string): object {

@@ -1,14 +1,23 @@
 // The JSON Schema of the config file (validated with ajv, schema-errors.ts), and the one source of its
 // TypeScript types: they are derived from the schema (json-schema-to-ts, types only), so the two cannot
-// drift apart. What a schema cannot say well (JSON Pointers, label selectors, URLs, durations, resource
-// names) is checked in semantic-checks.ts with the same line-and-column messages.
+// drift apart. A value's `format:` (durations, sizes, names, selectors, addresses, URLs) is one of
+// formats.ts; what spans keys is checked in semantic-checks.ts with the same line-and-column messages.
 import type { FromSchema } from 'json-schema-to-ts';
-import { duration, type filterSchema, pathRule, stringList } from '../sinks/core/entry-schema.ts';
+import {
+  duration,
+  durationOrZero,
+  type filterSchema,
+  listOf,
+  pathRule,
+  size,
+  stringList,
+} from '../sinks/core/entry-schema.ts';
 import { type RegisteredEntry, registeredSchemas } from '../sinks/registry.ts';
 import { whoSchemas } from '../who/config.ts';
 
 const eventTypes = {
   type: 'array',
+  minItems: 1,
   items: { type: 'string', enum: ['added', 'updated', 'deleted', 'ADDED', 'UPDATED', 'DELETED'] },
 } as const;
 
@@ -33,11 +42,11 @@ export const configSchema = {
           name: { type: 'string', minLength: 1 },
           context: { type: 'string', minLength: 1 },
           kubeconfig: { type: 'string', minLength: 1 },
-          namespaces: stringList,
-          excludeNamespaces: stringList,
-          resources: stringList,
-          excludeResources: stringList,
-          selector: { type: 'string' },
+          namespaces: listOf('cluster-namespace'),
+          excludeNamespaces: listOf('cluster-namespace'),
+          resources: listOf('resource-name'),
+          excludeResources: listOf('resource-name'),
+          selector: { type: 'string', format: 'label-selector' },
           optional: { type: 'boolean' },
           // A fleet's replica that alone watches it (docs/fleets.md).
           replica: { type: 'string', minLength: 1 },
@@ -47,30 +56,30 @@ export const configSchema = {
     },
     clusterName: { type: 'string' },
     preset: { type: 'string', enum: ['default', 'quiet', 'everything'] },
-    namespaces: stringList,
-    excludeNamespaces: stringList,
-    resources: stringList,
-    excludeResources: stringList,
-    selector: { type: 'string' },
+    namespaces: listOf('namespace'),
+    excludeNamespaces: listOf('namespace'),
+    resources: listOf('resource-name'),
+    excludeResources: listOf('resource-name'),
+    selector: { type: 'string', format: 'label-selector' },
     events: eventTypes,
     initial: { type: 'boolean' },
     status: { type: 'boolean' },
     ignore: { type: 'array', items: pathRule },
     only: { type: 'array', items: pathRule },
     redact: { type: 'array', items: pathRule },
-    ignoreManagers: stringList,
+    ignoreManagers: listOf('manager-name'),
     output: { type: 'string', enum: ['json', 'pretty', 'none'] },
-    shutdownTimeout: duration,
+    shutdownTimeout: durationOrZero,
     deadLetter: { type: 'string' },
-    deadLetterMaxSize: { type: 'string' },
+    deadLetterMaxSize: size,
     deadLetterMaxFiles: { type: 'integer', minimum: 1, maximum: 1000 },
     state: {
       type: 'object',
       properties: {
         path: { type: 'string' },
-        maxAge: { type: 'string' },
+        maxAge: { type: 'string', format: 'age' },
         maxEvents: { type: 'integer', minimum: 1 },
-        maxSize: { type: 'string' },
+        maxSize: size,
         passwordFile: { type: 'string' },
       },
       required: ['path'],
@@ -99,7 +108,7 @@ export const configSchema = {
         window: duration,
         maxLength: duration,
         maxOpenEvents: { type: 'integer', minimum: 1, maximum: 1000000 },
-        maxOpenSize: { type: 'string' },
+        maxOpenSize: size,
       },
       additionalProperties: false,
     },

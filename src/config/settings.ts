@@ -1,22 +1,19 @@
 // The settings of `kubediff watch` from its two sources, the flags and (with -c) the config file, in one
 // pass: each setting is read once, from the flag when it is given and from the file otherwise (lists
 // too: `-n a` replaces the file's namespaces), except that --ignore adds to the file's ignore list and
-// the sink flags add sinks to the file's. Each value is checked once, by its concept's one
-// checker: a flag here or in its area's module (sink-settings.ts, cluster-settings.ts, …), as it is read
-// (a UsageError naming the flag); a file value by semantic-checks.ts, with its line and column, before
-// it gets here. What ties settings together (output none without a sink, a dead-letter file without an
+// the sink flags add sinks to the file's. Each value is checked by its key's format in the file's schema
+// (formats.ts): a file value by the schema, with its line and column, before it gets here; a flag that
+// sets a key by the same format, as it is read (flag-values.ts: a UsageError naming the flag). What ties settings together (output none without a sink, a dead-letter file without an
 // HTTP sink) is checked last, worded for where the settings came from (file-sink-settings.ts).
 import type { EventType } from '../events/event.ts';
 import { EVENT_TYPES } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';
-import { labelSelectorProblem } from '../kube/label-selector.ts';
-import { managerNameProblem } from '../kube/managed-fields.ts';
 import { parseResourceName } from '../kube/resource-names.ts';
 import { builtinResourceFor } from '../kube/short-names.ts';
 import { sinkFlagNames } from '../sinks/registry.ts';
 import type { Env } from '../util/environment.ts';
-import { errorMessage, invalidSetting, UsageError } from '../util/errors.ts';
-import { hasGlob, namespaceProblem } from '../util/glob.ts';
+import { UsageError } from '../util/errors.ts';
+import { hasGlob } from '../util/glob.ts';
 import { heapLimitBytes, type MemoryBounds, memoryBounds } from '../util/memory-budget.ts';
 import { ignoredUsersFrom, whoSettingsFrom } from '../who/config.ts';
 import { clustersFrom, contextsFrom } from './cluster-settings.ts';
@@ -24,18 +21,12 @@ import { deadLetterLimitsFromFlags, deadLetterLimitsGiven } from './dead-letter-
 import type { LoadedConfig, ParseOptions } from './file.ts';
 import { outputEntryOf, withFileSinks } from './file-sink-settings.ts';
 import { pathRuleOf } from './filter-settings.ts';
+import { checkedFlagValue, type SchemaKey } from './flag-values.ts';
 import { fleetSettingsFrom } from './fleet-settings.ts';
 import { withSinkMemory } from './memory-settings.ts';
 import { outcomeSettingsFrom } from './outcome-settings.ts';
 import { parseOutput } from './output-format.ts';
-import {
-  checkIgnorePath,
-  isPresetName,
-  PRESET_NAMES,
-  PRESETS,
-  type PresetName,
-  presetIgnoredPaths,
-} from './presets.ts';
+import { isPresetName, PRESET_NAMES, PRESETS, type PresetName, presetIgnoredPaths } from './presets.ts';
 import { formatKeyPath } from './problems.ts';
 import { type RedactRule, redactionKeyFrom } from './redaction.ts';
 import type { ConfigInput } from './schema.ts';
@@ -104,7 +95,9 @@ function resolveWatchSettings(
 ): WatchSettings {
   const config: ConfigInput = file?.config ?? {};
   const labelSelector =
-    flags.selector !== undefined ? checkedSelector(flags.selector.trim()) : config.selector;
+    flags.selector !== undefined
+      ? checkedFlagValue('--selector', ['selector'], flags.selector.trim())
+      : config.selector;
   const noise = noiseFrom(flags, config);
   const { output, delivery } = destinationsFrom(flags, file, stdoutIsTTY, env);
   const selection = selectionFrom(flags, config, noise.preset);
@@ -172,7 +165,9 @@ function resolveWatchSettings(
 /** The ignored paths (the file's, then --ignore's) and the noise preset they start from. */
 function noiseFrom(flags: RawWatchFlags, config: ConfigInput): { ignores: string[]; preset: PresetName } {
   const fileIgnores = (config.ignore ?? []).filter((rule): rule is string => typeof rule === 'string');
-  const extraIgnores = checkedIgnores(splitList(flags.ignore));
+  const extraIgnores = splitList(flags.ignore).map((path) =>
+    checkedFlagValue('--ignore', ['ignore', '[]'], path),
+  );
   const preset =
     flags.preset !== undefined ? checkedPreset(flags.preset.trim()) : (config.preset ?? 'default');
   return { ignores: [...fileIgnores, ...extraIgnores], preset };
@@ -240,11 +235,11 @@ interface Selection {
 function selectionFrom(flags: RawWatchFlags, config: ConfigInput, preset: PresetName): Selection {
   const namespaces =
     flags.namespace !== undefined
-      ? checkedNamespaces('--namespace', flags.namespace)
+      ? checkedList('--namespace', ['namespaces', '[]'], flags.namespace)
       : (config.namespaces ?? []);
   const excludeNamespaces =
     flags.excludeNamespace !== undefined
-      ? checkedNamespaces('--exclude-namespace', flags.excludeNamespace)
+      ? checkedList('--exclude-namespace', ['excludeNamespaces', '[]'], flags.excludeNamespace)
       : (config.excludeNamespaces ?? []);
   const resources = flags.resource !== undefined ? splitList(flags.resource) : (config.resources ?? []);
   const excludeResources =
@@ -275,7 +270,7 @@ function watchFilterFrom(
   const perResourceIgnores = (config.ignore ?? []).filter((rule) => typeof rule !== 'string').map(pathRuleOf);
   const ignoreManagers =
     flags.ignoreManager !== undefined
-      ? checkedManagers(splitList(flags.ignoreManager))
+      ? checkedList('--ignore-manager', ['ignoreManagers', '[]'], flags.ignoreManager)
       : (config.ignoreManagers ?? []);
   const excludeGlobs = selection.excludeNamespaces.filter(hasGlob);
   const filter: FilterSpec = {
@@ -297,36 +292,15 @@ function splitList(values: readonly string[] | undefined): string[] {
     .filter(Boolean);
 }
 
-function checkedSelector(selector: string): string {
-  const problem = labelSelectorProblem(selector);
-  if (problem) throw new UsageError(`invalid --selector "${selector}": ${problem}.`);
-  return selector;
-}
-
-function checkedIgnores(paths: string[]): string[] {
-  for (const path of paths) {
-    try {
-      checkIgnorePath(path);
-    } catch (error) {
-      throw new UsageError(`invalid --ignore path: ${errorMessage(error)}.`);
-    }
-  }
-  return paths;
-}
-
 function checkedPreset(name: string): PresetName {
   if (!isPresetName(name))
     throw new UsageError(`invalid --preset "${name}": use ${PRESET_NAMES.join(', ')}.`);
   return name;
 }
 
-function checkedNamespaces(flag: string, values: readonly string[]): string[] {
-  const names = splitList(values);
-  for (const name of names) {
-    const problem = namespaceProblem(name);
-    if (problem) throw invalidSetting(flag, name, problem);
-  }
-  return names;
+/** A list flag's items (repeated or comma-separated), each checked by the format of the list's items. */
+function checkedList(flag: string, key: SchemaKey, values: readonly string[]): string[] {
+  return splitList(values).map((value) => checkedFlagValue(flag, key, value));
 }
 
 /** 'pods' and 'po' and 'pods.core' name the same type as a preset's 'pods'; 'rs' names 'replicasets.apps'. */
@@ -371,13 +345,4 @@ function redactRulesOf(loaded: LoadedConfig): RedactRule[] {
       origin: `${loaded.file}:${line}:${column}: ${formatKeyPath(['redact', index])}`,
     };
   });
-}
-
-/** --ignore-manager values: field manager names or globs. */
-function checkedManagers(values: readonly string[]): string[] {
-  for (const value of values) {
-    const problem = managerNameProblem(value);
-    if (problem) throw new UsageError(`invalid --ignore-manager ${JSON.stringify(value)}: ${problem}.`);
-  }
-  return values.map((value) => value.trim());
 }

@@ -7,9 +7,9 @@ import type { DeadLetterLimits } from '../sinks/core/dead-letter.ts';
 import type { SinkSpec } from '../sinks/core/setup.ts';
 import { defaultSinkName } from '../sinks/core/sink-name.ts';
 import { SINK_COMPONENTS, sinkFlagNames, typesThatDoNotDeliver } from '../sinks/registry.ts';
-import { parseDurationSetting } from '../util/duration.ts';
 import type { Env } from '../util/environment.ts';
 import { UsageError } from '../util/errors.ts';
+import { flagDurationMs } from './flag-values.ts';
 
 /** The sink flags as commander hands them over. */
 export interface RawSinkFlags {
@@ -38,7 +38,7 @@ export function sinkSettingsFromFlags(flags: RawSinkFlags, env: Env = process.en
     flags.shutdownTimeout === undefined
       ? DEFAULT_SHUTDOWN_TIMEOUT_MS
       : // 0 is meaningful: exit at once, reporting what is still queued.
-        parseDurationSetting('--shutdown-timeout', flags.shutdownTimeout, { allowZero: true });
+        flagDurationMs('--shutdown-timeout', ['shutdownTimeout'], flags.shutdownTimeout);
   const sinks = FLAG_SINKS.flatMap((read) => read(flags, env));
   const deadLetterFile = flags.deadLetter?.trim() || undefined;
   if (deadLetterFile !== undefined && sinks.length === 0) {

@@ -2,9 +2,8 @@
 
 import { DEFAULT_RETENTION, type Retention } from '../state/store.ts';
 import { parseCount } from '../util/count.ts';
-import { AGE_RULES, parseDurationSetting } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
-import { parseSize } from '../util/size.ts';
+import { flagDurationMs, flagSizeBytes } from './flag-values.ts';
 
 export interface StateSettings {
   /** An SQLite file, or postgres://[user@]host[:port]/database. */
@@ -39,7 +38,7 @@ export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | un
       maxAgeMs:
         flags.stateMaxAge === undefined
           ? DEFAULT_RETENTION.maxAgeMs
-          : parseDurationSetting('--state-max-age', flags.stateMaxAge, AGE_RULES),
+          : flagDurationMs('--state-max-age', ['state', 'maxAge'], flags.stateMaxAge),
       maxEvents:
         flags.stateMaxEvents === undefined
           ? DEFAULT_RETENTION.maxEvents
@@ -51,7 +50,7 @@ export function stateSettingsFromFlags(flags: RawStateFlags): StateSettings | un
       maxSizeBytes:
         flags.stateMaxSize === undefined
           ? DEFAULT_RETENTION.maxSizeBytes
-          : parseSize('--state-max-size', flags.stateMaxSize),
+          : flagSizeBytes('--state-max-size', ['state', 'maxSize'], flags.stateMaxSize),
     },
   };
 }

@@ -6,10 +6,11 @@
 import { DEFAULT_STORY_OPTIONS, type StoryOptions } from '../events/story.ts';
 import type { SinkSpec } from '../sinks/core/setup.ts';
 import { sinkComponent } from '../sinks/registry.ts';
-import { checkDuration, parseDurationSetting } from '../util/duration.ts';
+import { checkDuration } from '../util/duration.ts';
 import { UsageError } from '../util/errors.ts';
 import { flagProperty } from '../util/flag-spec.ts';
 import { parseSize } from '../util/size.ts';
+import { flagDurationMs } from './flag-values.ts';
 import type { OutputFormat } from './output-format.ts';
 
 /** The flags as commander hands them over. */
@@ -24,12 +25,12 @@ export interface RawStoryFlags {
   [typeStories: `${string}Stories`]: boolean | undefined;
 }
 
-/** The config file's `stories:` block (durations checked by semantic-checks.ts). */
+/** The config file's `stories:` block (durations checked by their format, formats.ts). */
 export interface StoryConfigInput {
   window?: string | undefined;
   maxLength?: string | undefined;
   maxOpenEvents?: number | undefined;
-  /** A size ('16MiB'; checked by semantic-checks.ts). */
+  /** A size ('16MiB'; checked by its format, formats.ts). */
   maxOpenSize?: string | undefined;
 }
 
@@ -48,11 +49,11 @@ export function storySettingsFrom(
 ): StorySettings {
   const windowMs =
     flags.storyWindow !== undefined
-      ? parseDurationSetting('--story-window', flags.storyWindow)
+      ? flagDurationMs('--story-window', ['stories', 'window'], flags.storyWindow)
       : fileDuration(config?.window, DEFAULT_STORY_OPTIONS.windowMs);
   const maxLengthMs =
     flags.storyMaxLength !== undefined
-      ? parseDurationSetting('--story-max-length', flags.storyMaxLength)
+      ? flagDurationMs('--story-max-length', ['stories', 'maxLength'], flags.storyMaxLength)
       : fileDuration(config?.maxLength, DEFAULT_STORY_OPTIONS.maxLengthMs);
   if (maxLengthMs < windowMs) {
     throw new UsageError(

@@ -15,31 +15,31 @@ export function formatPointer(segments: readonly (string | number)[]): string {
   return pointer;
 }
 
+/** Why `text` is not a JSON Pointer, a phrase ("not a JSON Pointer: …"); undefined when it is one ('' too). */
+export function pointerProblem(text: string): string | undefined {
+  if (text === '') return undefined;
+  if (!text.startsWith('/')) return `not a JSON Pointer: it must start with "/" (for example /${text})`;
+  // Every '~' must start '~0' or '~1'.
+  if (text.includes('~') && /~(?![01])/.test(text))
+    return 'not a JSON Pointer: "~" must be followed by 0 or 1 (write ~0 for "~" and ~1 for "/")';
+  return undefined;
+}
+
 /**
  * '/metadata/labels/app.kubernetes.io~1name' → ['metadata', 'labels', 'app.kubernetes.io/name'];
  * '' (the whole document) → []. Throws one readable sentence for anything that is not a pointer.
  */
 export function parsePointer(text: string): string[] {
+  const problem = pointerProblem(text);
+  if (problem !== undefined) throw new Error(`${JSON.stringify(text)} is ${problem}`);
   if (text === '') return [];
-  if (!text.startsWith('/')) {
-    throw new Error(
-      `${JSON.stringify(text)} is not a JSON Pointer: it must start with "/" (for example /${text})`,
-    );
-  }
   const tokens = text.slice(1).split('/');
   // Most paths escape nothing: no second pass over their tokens.
-  return text.includes('~') ? tokens.map((token) => unescapeSegment(token, text)) : tokens;
+  return text.includes('~') ? tokens.map(unescapeSegment) : tokens;
 }
 
-function unescapeSegment(token: string, pointer: string): string {
+function unescapeSegment(token: string): string {
   if (!token.includes('~')) return token;
-  // Every '~' must start '~0' or '~1'; checked before unescaping so '~01' is read as '~' + '1'.
-  if (/~(?![01])/.test(token)) {
-    throw new Error(
-      `${JSON.stringify(pointer)} is not a JSON Pointer: "~" must be followed by 0 or 1 ` +
-        '(write ~0 for "~" and ~1 for "/")',
-    );
-  }
   // RFC 6901 §4: '~1' before '~0', so '~01' becomes '~1' and not '/'.
   return token.replaceAll('~1', '/').replaceAll('~0', '~');
 }

@@ -1,10 +1,11 @@
 // The contract of a sink type: everything kubediff knows about one type is in its folder
 // (src/sinks/<group>/<type>/), as one SinkComponent that src/sinks/registry.ts lists. Plain data and
-// functions: its config entry's schema fragment, the checks the schema cannot state, its flags (as data),
-// how flags and a config entry become its spec, its default name, its credentials, and its factory, which
-// imports the implementation only when such a sink is created (so undici, the Kafka client or the
-// OpenTelemetry packages load only when used). The config layer assembles the file's schema, the checks,
-// the flags and the specs from the registry; createSinks (core/setup.ts) creates each sink through it.
+// functions: its config entry's schema fragment (with the formats of its values), the checks of what spans
+// its keys, its flags (as data), how flags and a config entry become its spec, its default name, its
+// credentials, and its factory, which imports the implementation only when such a sink is created (so
+// undici, the Kafka client or the OpenTelemetry packages load only when used). The config layer assembles
+// the file's schema, its formats, the checks, the flags and the specs from the registry; createSinks
+// (core/setup.ts) creates each sink through it.
 import type { Writable } from 'node:stream';
 import type { FilterSpec } from '../events/filter.ts';
 import type { StoryOptions } from '../events/story.ts';
@@ -14,6 +15,7 @@ import type { EventFailures } from '../util/event-failures.ts';
 import type { FlagSpec } from '../util/flag-spec.ts';
 import type { Checks, KeyPath } from '../util/key-checks.ts';
 import type { Logger } from '../util/log.ts';
+import type { ValueFormat } from '../util/value-format.ts';
 import type { DeadLetterFile, DeadLetterLimits } from './core/dead-letter.ts';
 import type { DeliveryObserver, RetryOptions } from './core/delivery.ts';
 import type { Sink } from './core/sink.ts';
@@ -123,8 +125,10 @@ export interface SinkComponent<Entry extends { type: string }, Spec extends { ty
   readonly types: readonly Spec['type'][];
   /** The schema of its entry, per type. */
   readonly schemas: { readonly [T in Spec['type']]: EntrySchema };
-  /** What its entry's schema cannot say (values and the rules that span keys), in the order reported. */
-  readonly checks: Checks;
+  /** The formats its entry's schema names that no other type's does (util/value-format.ts). */
+  readonly formats?: readonly ValueFormat[];
+  /** What its entry's schema cannot say: the rules that span keys, in the order reported (none: absent). */
+  readonly checks?: Checks;
   /** Its rows of the `Sinks` help group, in order (none: it has no flags). */
   readonly flags?: readonly FlagSpec[];
   /**

@@ -3,6 +3,7 @@
 // config file's schema. A new sink type is its folder and one line here.
 
 import { flagName } from '../util/flag-spec.ts';
+import type { ValueFormat } from '../util/value-format.ts';
 import { discordComponent } from './chat/discord/factory.ts';
 import { googleChatComponent } from './chat/google-chat/factory.ts';
 import { mattermostComponent } from './chat/mattermost/factory.ts';
@@ -82,4 +83,9 @@ export function registeredSchemas(): Record<RegisteredType, AnySinkComponent['sc
       ]),
     ),
   ) as Record<RegisteredType, AnySinkComponent['schemas'][string]>;
+}
+
+/** The formats the registered types' schemas name of their own (src/config/formats.ts adds the shared ones). */
+export function registeredFormats(): ValueFormat[] {
+  return SINK_COMPONENTS.flatMap((component): readonly ValueFormat[] => component.formats ?? []);
 }

@@ -17,8 +17,11 @@ export interface ListenAddress {
   port: number;
 }
 
-/** `:8080`, `8080`, `0.0.0.0:8080`, `127.0.0.1:0`, `[::1]:8080`, `localhost:8080`. */
-export function parseListenAddress(text: string, flag = '--listen'): ListenAddress {
+/** What --listen and every listen address say of an address that is not one (after `invalid --flag "…": `). */
+const LISTEN_ADDRESS_PROBLEM = 'use [host]:port, e.g. :8080 (every interface) or 127.0.0.1:8080';
+
+/** `:8080`, `8080`, `0.0.0.0:8080`, `127.0.0.1:0`, `[::1]:8080`, `localhost:8080`; undefined otherwise. */
+function listenAddressOf(text: string): ListenAddress | undefined {
   const value = text.trim();
   let host: string | undefined;
   let portText: string;
@@ -35,12 +38,19 @@ export function parseListenAddress(text: string, flag = '--listen'): ListenAddre
     if (host?.includes(':')) portText = '';
   }
   const port = /^\d{1,5}$/.test(portText) ? Number(portText) : Number.NaN;
-  if (!(port >= 0 && port <= 65_535)) {
-    throw new UsageError(
-      `invalid ${flag} "${text}": use [host]:port, e.g. :8080 (every interface) or 127.0.0.1:8080.`,
-    );
-  }
-  return { host, port };
+  return port >= 0 && port <= 65_535 ? { host, port } : undefined;
+}
+
+/** Why `text` is not a listen address, a phrase; undefined when it is one. */
+export function listenAddressProblem(text: string): string | undefined {
+  return listenAddressOf(text) ? undefined : LISTEN_ADDRESS_PROBLEM;
+}
+
+/** A listen address given by `flag`; a UsageError naming it otherwise. */
+export function parseListenAddress(text: string, flag = '--listen'): ListenAddress {
+  const address = listenAddressOf(text);
+  if (!address) throw new UsageError(`invalid ${flag} "${text}": ${LISTEN_ADDRESS_PROBLEM}.`);
+  return address;
 }
 
 /**

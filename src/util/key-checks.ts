@@ -1,9 +1,7 @@
-// Checks of a parsed config's values by key path, for what its JSON Schema cannot say (durations, sizes;
-// receivers' URLs and headers in src/sinks/core/receiver-checks.ts): a check looks at the value at its
-// path, which may be of any type (a value of the wrong type is the schema's problem), and reports what is
-// wrong at a path. A component (a sink type) declares its checks beside its schema fragment.
-import { checkDuration, type DurationRules } from './duration.ts';
-import { parseSize } from './size.ts';
+// Checks of a parsed config by key path, for what its JSON Schema cannot say: the rules that span keys (a
+// single value's rule is its key's format, util/value-format.ts). A check looks at the value at its path,
+// which may be of any type (a value of the wrong type is the schema's problem), and reports what is wrong
+// at a path. A component (a sink type) declares its checks beside its schema fragment.
 
 /** Where a value sits in a config: `['sinks', 1, 'topic']`. */
 export type KeyPath = readonly (string | number)[];
@@ -36,23 +34,3 @@ export function valueAt(root: unknown, path: KeyPath): unknown {
 export function runChecks(checks: Checks, mapping: unknown, path: KeyPath, report: Report): void {
   for (const [key, check] of checks) check(valueAt(mapping, key), [...path, ...key], report);
 }
-
-export function duration(rules?: DurationRules): Check {
-  return (value, path, { at, shown }) => {
-    if (typeof value !== 'string') return;
-    const { problem } = checkDuration(value, rules);
-    if (problem !== undefined) at(path, `${problem}, got ${shown(path, value)}`);
-  };
-}
-
-/** A timeout, wait or interval of 0 is meaningful: exit at once, join only what has arrived, send at once. */
-export const durationOrZero = duration({ allowZero: true });
-
-export const size: Check = (value, path, { at, shown }) => {
-  if (typeof value !== 'string') return;
-  try {
-    parseSize(path.join('.'), value);
-  } catch {
-    at(path, `expected a size such as 64MB or 1GB, got ${shown(path, value)}`);
-  }
-};

@@ -13,13 +13,26 @@ const UNITS: Readonly<Record<string, number>> = {
   gb: 1024 ** 3,
 };
 
-/** Bytes; a UsageError naming the flag or environment variable `name` otherwise. */
-export function parseSize(name: string, text: string): number {
+const SIZE_PROBLEM = 'use a size such as 64MB or 1GB';
+
+/** Bytes, or undefined when `text` is not a size. */
+function bytesOf(text: string): number | undefined {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
   const unit = UNITS[(match?.[2] ?? 'x').toLowerCase()];
-  if (!match || unit === undefined || Number(match[1]) <= 0)
-    throw invalidSetting(name, text, 'use a size such as 64MB or 1GB');
+  if (!match || unit === undefined || Number(match[1]) <= 0) return undefined;
   return Math.round(Number(match[1]) * unit);
+}
+
+/** Why `text` is not a size, a phrase; undefined when it is one. */
+export function sizeProblem(text: string): string | undefined {
+  return bytesOf(text) === undefined ? SIZE_PROBLEM : undefined;
+}
+
+/** Bytes; a UsageError naming the flag or environment variable `name` otherwise. */
+export function parseSize(name: string, text: string): number {
+  const bytes = bytesOf(text);
+  if (bytes === undefined) throw invalidSetting(name, text, SIZE_PROBLEM);
+  return bytes;
 }
 
 /** `bytes` for log lines: 512 B, 20 KiB, 1.5 MiB, 64 MiB. */

@@ -1,15 +1,17 @@
 // The file sink's settings (docs/sinks.md#file): its entry in the config file's `sinks:` (the schema
-// fragment the file's schema is assembled from, its defaults and the checks a schema cannot state), the
+// fragment the file's schema is assembled from, its defaults, its values' formats and the rule that spans
+// keys), the
 // `--output-file` flag, and the spec the factory creates the sink from.
 import type { FromSchema } from 'json-schema-to-ts';
 import { checkDuration } from '../../util/duration.ts';
 import { UsageError } from '../../util/errors.ts';
 import type { FlagSpec } from '../../util/flag-spec.ts';
-import { type Check, type Checks, duration, size } from '../../util/key-checks.ts';
-import { parseSize } from '../../util/size.ts';
+import type { Check, Checks } from '../../util/key-checks.ts';
+import { parseSize, sizeProblem } from '../../util/size.ts';
+import type { ValueFormat } from '../../util/value-format.ts';
 import type { CommonEntrySpec, HttpSinkSpec } from '../component.ts';
 import type { BacklogOptions } from '../core/backlog.ts';
-import { commonKeys, deliveryKeys } from '../core/entry-schema.ts';
+import { commonKeys, deliveryKeys, duration } from '../core/entry-schema.ts';
 
 export const FSYNC_POLICIES = ['every-event', 'interval', 'never'] as const;
 /** When written lines are flushed to the disk (fdatasync); a rotation always flushes, close() unless `never`. */
@@ -36,15 +38,15 @@ export const fileSinkSchema = {
     ...commonKeys,
     // deliveryKeys' deadLetter, not its timeout: a local write has no time limit to set.
     deadLetter: deliveryKeys.deadLetter,
-    path: { type: 'string' },
+    path: { type: 'string', format: 'file-path' },
     // A size (100MB): the live file is rotated before a line would take it past this.
-    maxSize: { type: 'string' },
+    maxSize: { type: 'string', format: 'file-max-size' },
     maxFiles: { type: 'integer', minimum: 0, maximum: MAX_MAX_FILES },
     compress: { type: 'boolean' },
     fsync: { type: 'string', enum: FSYNC_POLICIES },
-    fsyncInterval: { type: 'string', $comment: 'duration' },
+    fsyncInterval: duration,
     // Octal permission bits, as a string ("0640"): YAML would read 0640 as a decimal number.
-    mode: { type: 'string', pattern: '^0?[0-7]{3}$' },
+    mode: { type: 'string', pattern: '^0?[0-7]{3}$', format: 'file-mode' },
     queueCapacity: { type: 'integer', minimum: 1 },
   },
   required: ['type', 'path'],
@@ -66,15 +68,35 @@ export interface FileSinkSpec extends HttpSinkSpec {
   queue?: BacklogOptions;
 }
 
-const atLeast1KB: Check = (value, path, { at, shown }) => {
-  if (typeof value !== 'string') return;
-  try {
-    if (parseSize('maxSize', value) < MIN_MAX_SIZE)
-      at(path, `must be at least 1KB, got ${shown(path, value)}`);
-  } catch {
-    // size() says it.
-  }
-};
+/** Its path, its rotation size (at least 1KB) and its files' mode (the owner reads and writes). */
+export const fileSinkFormats: readonly ValueFormat[] = [
+  {
+    name: 'file-path',
+    problem: (value) =>
+      value.trim() === ''
+        ? 'is empty: give the file to append the events to (e.g. /var/log/kubediff/events.jsonl)'
+        : undefined,
+    inFile: (problem) => problem,
+  },
+  {
+    name: 'file-max-size',
+    problem: (value) =>
+      sizeProblem(value) !== undefined
+        ? 'expected a size such as 64MB or 1GB'
+        : parseSize('maxSize', value) < MIN_MAX_SIZE
+          ? 'must be at least 1KB'
+          : undefined,
+  },
+  {
+    // The sink itself must be able to read and write its files (it reads the live file's end at each
+    // start); what is not octal at all is the schema's pattern's to say.
+    name: 'file-mode',
+    problem: (value) =>
+      /^0?[0-7]{3}$/.test(value) && (Number.parseInt(value, 8) & 0o600) !== 0o600
+        ? 'must give the owner read and write (0600 and up, e.g. "0640")'
+        : undefined,
+  },
+];
 
 const intervalNeedsInterval: Check = (entry, path, { at }) => {
   const { fsync, fsyncInterval } = (entry ?? {}) as { fsync?: unknown; fsyncInterval?: unknown };
@@ -82,31 +104,8 @@ const intervalNeedsInterval: Check = (entry, path, { at }) => {
     at([...path, 'fsyncInterval'], `applies to fsync: interval, and fsync is ${String(fsync)}`);
 };
 
-const pathGiven: Check = (value, path, { at }) => {
-  if (typeof value === 'string' && value.trim() === '')
-    at(path, 'is empty: give the file to append the events to (e.g. /var/log/kubediff/events.jsonl)');
-};
-
-/** The sink itself must be able to read and write its files (it reads the live file's end at each start). */
-const ownerReadWrite: Check = (value, path, { at, shown }) => {
-  if (typeof value !== 'string' || !/^0?[0-7]{3}$/.test(value)) return;
-  if ((Number.parseInt(value, 8) & 0o600) !== 0o600)
-    at(path, `must give the owner read and write (0600 and up, e.g. "0640"), got ${shown(path, value)}`);
-};
-
-/**
- * What the schema cannot say: a path that is not blank, a size, a duration, the least maxSize,
- * fsyncInterval only with fsync: interval, owner read+write in mode. (`timeout` is not in its schema: a
- * local write has no time limit to set.)
- */
-export const fileSinkChecks: Checks = [
-  [['path'], pathGiven],
-  [['mode'], ownerReadWrite],
-  [['maxSize'], size],
-  [['maxSize'], atLeast1KB],
-  [['fsyncInterval'], duration()],
-  [[], intervalNeedsInterval],
-];
+/** What spans keys: fsyncInterval only with fsync: interval. */
+export const fileSinkChecks: Checks = [[[], intervalNeedsInterval]];
 
 export const fileSinkFlags: readonly FlagSpec[] = [
   {

@@ -7,6 +7,7 @@ import {
   type FileSinkSpec,
   fileSinkChecks,
   fileSinkFlags,
+  fileSinkFormats,
   fileSinkSchema,
   fileSpecOf,
   fileSpecsFromFlags,
@@ -15,6 +16,7 @@ import {
 export const fileComponent: SinkComponent<FileSinkEntry, FileSinkSpec> = {
   types: ['file'],
   schemas: { file: fileSinkSchema },
+  formats: fileSinkFormats,
   checks: fileSinkChecks,
   flags: fileSinkFlags,
   fromFlags: fileSpecsFromFlags,

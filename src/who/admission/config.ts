@@ -9,7 +9,7 @@
 
 import type { FromSchema } from 'json-schema-to-ts';
 import { defaultLeaseNamespace } from '../../kube/leader-election.ts';
-import { duration } from '../../sinks/core/entry-schema.ts';
+import { durationOrZero, size } from '../../sinks/core/entry-schema.ts';
 import { parseDurationSetting } from '../../util/duration.ts';
 import type { Env } from '../../util/environment.ts';
 import { UsageError } from '../../util/errors.ts';
@@ -29,9 +29,9 @@ export const admissionSchema = {
     service: { type: 'string', minLength: 1 },
     webhookConfiguration: { type: 'string', minLength: 1 },
     allowUnauthenticated: { type: 'boolean' },
-    wait: duration,
+    wait: durationOrZero,
     maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-    maxRequestSize: { type: 'string' },
+    maxRequestSize: size,
   },
   // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
   // say which is missing once flags and block are merged (listener/endpoint-config.ts).

@@ -5,12 +5,13 @@
 // `token` (with ${VAR}) or KUBEDIFF_AUDIT_TOKEN, never from a flag (a flag shows in `ps`).
 
 import type { FromSchema } from 'json-schema-to-ts';
-import { duration } from '../../sinks/core/entry-schema.ts';
+import { duration, durationOrZero, size } from '../../sinks/core/entry-schema.ts';
 import { parseDurationSetting } from '../../util/duration.ts';
 import type { Env } from '../../util/environment.ts';
 import { UsageError } from '../../util/errors.ts';
 import type { FlagSpec } from '../../util/flag-spec.ts';
 import { parseSize } from '../../util/size.ts';
+import { checkedDurationMs, DURATION_OR_ZERO_FORMAT } from '../../util/value-format.ts';
 import { webhookEndpointFrom, webhookEndpointKeys } from '../listener/endpoint-config.ts';
 import type { AuditSettings } from '../settings.ts';
 import { WHO_JOIN_DEFAULTS } from '../who-join.ts';
@@ -21,11 +22,11 @@ export const auditSchema = {
   type: 'object',
   properties: {
     ...webhookEndpointKeys,
-    wait: duration,
+    wait: durationOrZero,
     window: duration,
     maxPending: { type: 'integer', minimum: 1, maximum: 1_000_000 },
     maxRecords: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-    maxRequestSize: { type: 'string' },
+    maxRequestSize: size,
   },
   // listen, certFile and keyFile may come from flags (the Helm chart sets them so): the settings
   // say which is missing once flags and block are merged (listener/endpoint-config.ts).
@@ -122,7 +123,7 @@ export function auditSettingsFrom(
   }
   const waitMs =
     flags.auditWait !== undefined
-      ? parseDurationSetting('--audit-wait', flags.auditWait, { allowZero: true })
+      ? checkedDurationMs('--audit-wait', DURATION_OR_ZERO_FORMAT, flags.auditWait)
       : file?.wait !== undefined
         ? parseDurationSetting('audit.wait', file.wait, { allowZero: true })
         : WHO_JOIN_DEFAULTS.waitMs;

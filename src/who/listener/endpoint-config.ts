@@ -6,12 +6,12 @@
 
 import { stringList } from '../../sinks/core/entry-schema.ts';
 import { UsageError } from '../../util/errors.ts';
-import { parseListenAddress } from '../../util/http-server.ts';
+import { checkedValue, LISTEN_ADDRESS_FORMAT } from '../../util/value-format.ts';
 import type { WebhookEndpoint } from './webhook-endpoint.ts';
 
 /** The keys of a webhook's config block that say where it listens and who may post to it. */
 export const webhookEndpointKeys = {
-  listen: { type: 'string' },
+  listen: { type: 'string', format: 'listen-address' },
   certFile: { type: 'string' },
   keyFile: { type: 'string' },
   clientCAFile: { type: 'string' },
@@ -60,7 +60,7 @@ export function webhookEndpointFrom(
       throw new UsageError(`${given[0]} applies to the ${name} webhook: add --${name}-listen <addr>.`);
     return undefined;
   }
-  parseListenAddress(listen, `--${name}-listen`);
+  checkedValue(`--${name}-listen`, LISTEN_ADDRESS_FORMAT, listen);
   const certFile = flags.cert ?? file?.certFile;
   const keyFile = flags.key ?? file?.keyFile;
   const managed = sources.managedCertificate;

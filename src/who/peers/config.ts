@@ -4,10 +4,19 @@
 
 import { UsageError } from '../../util/errors.ts';
 import type { FlagSpec } from '../../util/flag-spec.ts';
-import { parsePeerAddress } from './peer-address.ts';
+import { checkedValue, type ValueFormat } from '../../util/value-format.ts';
+import { peerAddressProblem } from './peer-address.ts';
+
+/** A peer's host:port. */
+export const PEER_ADDRESS_FORMAT: ValueFormat = {
+  name: 'peer-address',
+  problem: peerAddressProblem,
+  inFile: (_problem, { shown }) =>
+    `expected host:port such as kubediff-peers.kubediff.svc:9443, got ${shown}`,
+};
 
 /** The config file's `peers:`. */
-export const peersSchema = { type: 'string' } as const;
+export const peersSchema = { type: 'string', format: 'peer-address' } as const;
 
 export const PEER_FLAGS: readonly FlagSpec[] = [
   {
@@ -30,7 +39,7 @@ export function peersFrom(
 ): string | undefined {
   const address = flags.peers?.trim() || file;
   if (!address) return undefined;
-  parsePeerAddress(address, flags.peers ? '--peers' : 'peers');
+  checkedValue(flags.peers ? '--peers' : 'peers', PEER_ADDRESS_FORMAT, address);
   if (!listeners.some(Boolean)) {
     throw new UsageError(
       `--peers ${address}: the replicas post each other the records of --admission-listen or --audit-listen, with its certificate; add one of them.`,

@@ -3,16 +3,14 @@
 // environment variable), the same spec and credentials, and a factory that puts the platform's renderer
 // on the chat core (chat.ts), imported only when such a sink is created. Each platform's folder gives its
 // type, flag, variable, docs anchor and renderer. Slack, which posts through a webhook or as a bot, takes
-// the pieces it shares with them from here: the entry's checks, a webhook URL from its flag or variable, and
-// the chat core's options.
+// the pieces it shares with them from here: a webhook URL from its flag or variable, and the chat core's
+// options.
 import type { Credential } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
 import { type FlagSpec, flagName, flagProperty } from '../../../util/flag-spec.ts';
-import { type Checks, duration, durationOrZero } from '../../../util/key-checks.ts';
 import { redactUrl } from '../../../util/url.ts';
 import type { CommonEntrySpec, HttpSinkSpec, SinkComponent, SinkContext } from '../../component.ts';
-import { url } from '../../core/entry-checks.ts';
-import { commonKeys, deliveryKeys, duration as durationKey } from '../../core/entry-schema.ts';
+import { commonKeys, deliveryKeys, durationOrZero } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
 import { checkHttpUrl } from '../../core/receiver-settings.ts';
 import { httpOptions, storiesOption } from '../../core/sink-options.ts';
@@ -35,20 +33,14 @@ export function chatWebhookSchema<T extends string>(type: T) {
       type: { const: type },
       ...commonKeys,
       ...deliveryKeys,
-      webhookUrl: { type: 'string' },
-      minInterval: durationKey,
+      webhookUrl: { type: 'string', format: 'http-url' },
+      // 0: no pace of its own.
+      minInterval: durationOrZero,
     },
     required: ['type', 'webhookUrl'],
     additionalProperties: false,
   } as const;
 }
-
-/** The entry's keys as every chat sink takes them (the URL checked, the pace a duration or 0). */
-export const chatChecks: Checks = [
-  [['webhookUrl'], url],
-  [['timeout'], duration()],
-  [['minInterval'], durationOrZero],
-];
 
 /** The platform's renderer and its default pace (its documented rate limit). */
 export interface ChatPlatformModule {
@@ -115,7 +107,6 @@ export function chatWebhookComponent<Entry extends ChatWebhookEntry, T extends E
   return {
     types: [own.type],
     schemas: { [own.type]: own.schema } as { [K in T]: ReturnType<typeof chatWebhookSchema<T>> },
-    checks: chatChecks,
     flags: [own.flag],
     fromFlags(flags: object, env: Env): ChatWebhookSpec<T>[] {
       const webhookUrl = webhookUrlFrom(flags, own.flag, own.variable, env);

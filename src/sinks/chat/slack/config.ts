@@ -6,16 +6,16 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
 import { type Credential, secretCredentials } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
-import { UsageError } from '../../../util/errors.ts';
+import { invalidSetting, UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
 import type { Check, Checks } from '../../../util/key-checks.ts';
 import { redactUrl } from '../../../util/url.ts';
+import type { ValueFormat } from '../../../util/value-format.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
-import { url } from '../../core/entry-checks.ts';
-import { commonKeys, deliveryKeys, duration as durationKey } from '../../core/entry-schema.ts';
+import { commonKeys, deliveryKeys, durationOrZero } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
 import { checkHttpUrl } from '../../core/receiver-settings.ts';
-import { chatChecks, webhookUrlFrom } from '../core/chat-component.ts';
+import { webhookUrlFrom } from '../core/chat-component.ts';
 
 export interface SlackSinkSpec extends HttpSinkSpec {
   type: 'slack';
@@ -37,11 +37,11 @@ export const slackSchema = {
     type: { const: 'slack' },
     ...commonKeys,
     ...deliveryKeys,
-    webhookUrl: { type: 'string' },
+    webhookUrl: { type: 'string', format: 'http-url' },
     token: { type: 'string' },
-    channel: { type: 'string' },
-    apiUrl: { type: 'string' },
-    minInterval: durationKey,
+    channel: { type: 'string', format: 'slack-channel' },
+    apiUrl: { type: 'string', format: 'http-url' },
+    minInterval: durationOrZero,
   },
   required: ['type'],
   additionalProperties: false,
@@ -95,10 +95,8 @@ export function slackSpecsFromFlags(values: object, env: Env): SlackSinkSpec[] {
   const apiUrl = sinkEnvValue(env, SLACK_ENV.apiUrl);
   if (apiUrl) checkHttpUrl(apiUrl, `invalid ${SLACK_ENV.apiUrl}`);
   if (channel !== undefined) {
-    if (!isSlackChannel(channel))
-      throw new UsageError(
-        `invalid --slack-channel "${channel}": use a channel ID such as C0123456789, or #name.`,
-      );
+    const channelProblem = slackChannelFormat.problem(channel);
+    if (channelProblem) throw invalidSetting('--slack-channel', channel, channelProblem);
     if (!token) {
       throw new UsageError(
         `--slack-channel needs a bot token: set ${SLACK_ENV.token} (an xoxb-… token with the chat:write scope).`,
@@ -113,9 +111,11 @@ export function slackSpecsFromFlags(values: object, env: Env): SlackSinkSpec[] {
   return specs;
 }
 
-const slackChannel: Check = (value, path, { at }) => {
-  if (typeof value === 'string' && !isSlackChannel(value))
-    at(path, 'expected a channel ID such as C0123456789, or #name');
+/** A channel ID or #name; the flag's message and the file's say the same. */
+export const slackChannelFormat: ValueFormat = {
+  name: 'slack-channel',
+  problem: (value) => (isSlackChannel(value) ? undefined : 'use a channel ID such as C0123456789, or #name'),
+  inFile: () => 'expected a channel ID such as C0123456789, or #name',
 };
 
 /** A Slack sink posts through an incoming webhook, or as a bot with a token and a channel. */
@@ -133,12 +133,7 @@ const slackTarget: Check = (sink, path, { at }) => {
   }
 };
 
-export const slackChecks: Checks = [
-  ...chatChecks,
-  [['apiUrl'], url],
-  [[], slackTarget],
-  [['channel'], slackChannel],
-];
+export const slackChecks: Checks = [[[], slackTarget]];
 
 /** An incoming webhook, or a bot token and channel; the API URL may come from the environment. */
 export function slackSpecOf(

@@ -5,6 +5,7 @@ import { chatCoreOptions } from '../core/chat-component.ts';
 import {
   type SlackEntry,
   type SlackSinkSpec,
+  slackChannelFormat,
   slackChecks,
   slackCredentials,
   slackFlags,
@@ -17,6 +18,7 @@ import {
 export const slackComponent: SinkComponent<SlackEntry, SlackSinkSpec> = {
   types: ['slack'],
   schemas: { slack: slackSchema },
+  formats: [slackChannelFormat],
   checks: slackChecks,
   flags: slackFlags,
   fromFlags: slackSpecsFromFlags,

@@ -1,6 +1,6 @@
-// What a webhook sink is configured by (docs/sinks.md, "Webhooks"): its `sinks:` entry (schema, the
-// checks the schema cannot state: its URL, header names, batch keys only with batch, one body format at a
-// time and a layout that compiles), its flags (--webhook, repeatable, with --webhook-header, -batch and
+// What a webhook sink is configured by (docs/sinks.md, "Webhooks"): its `sinks:` entry (schema, its
+// URL's format, the checks of what spans keys: batch keys only with batch, one body format at a time and a
+// layout that compiles), its flags (--webhook, repeatable, with --webhook-header, -batch and
 // -timeout) with the HMAC secret and secret headers from the environment (never a flag), its spec, and its
 // credentials. Loads neither undici nor a layout thread: the factory imports webhook.ts when a sink is made.
 import type { FromSchema } from 'json-schema-to-ts';
@@ -12,11 +12,11 @@ import { parseDurationSetting } from '../../../util/duration.ts';
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
-import { type Check, type Checks, duration, durationOrZero, size } from '../../../util/key-checks.ts';
+import type { Check, Checks } from '../../../util/key-checks.ts';
 import { parseSize } from '../../../util/size.ts';
 import type { CommonEntrySpec, HttpSinkSpec } from '../../component.ts';
-import { headerNames, httpUrl } from '../../core/entry-checks.ts';
-import { commonKeys, deliveryKeys, duration as durationKey, headerMap } from '../../core/entry-schema.ts';
+import { httpUrlFormat } from '../../core/entry-formats.ts';
+import { commonKeys, deliveryKeys, durationOrZero, headerMap, size } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
 import { checkHttpUrl, parseHeaders } from '../../core/receiver-settings.ts';
 import { CLOUDEVENTS_MODES, type CloudEventsMode } from './cloudevents.ts';
@@ -45,13 +45,14 @@ export const webhookSchema = {
     type: { const: 'webhook' },
     ...commonKeys,
     ...deliveryKeys,
-    url: { type: 'string' },
+    url: { type: 'string', format: 'webhook-url' },
     headers: headerMap,
     secret: { type: 'string' },
     batch: { type: 'integer', minimum: 1, maximum: 10000 },
     // Bytes of the events' JSON per request, a size (900KB).
-    batchBytes: { type: 'string' },
-    batchWait: durationKey,
+    batchBytes: size,
+    // 0: send what has arrived at once.
+    batchWait: durationOrZero,
     maxRequestsPerSecond: { type: 'number', exclusiveMinimum: 0 },
     // The body: the event's JSON (json), a CloudEvent, or what a JSONata `layout` makes of the event.
     format: { type: 'string', enum: ['json', 'cloudevents'] },
@@ -168,13 +169,11 @@ const oneBodyFormat: Check = (sink, path, { at }) => {
   }
 };
 
+/** Its URL, whose credentials go in a header instead. */
+export const webhookUrlFormat = httpUrlFormat('webhook-url', 'give an Authorization header in headers');
+
 export const webhookChecks: Checks = [
-  [['url'], httpUrl('give an Authorization header in headers')],
-  [['timeout'], duration()],
-  [['batchWait'], durationOrZero],
-  [['batchBytes'], size],
   [[], batchKeysNeedBatch],
-  [['headers'], headerNames],
   [[], oneBodyFormat],
 ];
 

@@ -14,12 +14,14 @@ import {
   webhookSchema,
   webhookSpecOf,
   webhookSpecsFromFlags,
+  webhookUrlFormat,
 } from './config.ts';
 import type { WebhookFormat } from './webhook-body.ts';
 
 export const webhookComponent: SinkComponent<WebhookEntry, WebhookSinkSpec> = {
   types: ['webhook'],
   schemas: { webhook: webhookSchema },
+  formats: [webhookUrlFormat],
   checks: webhookChecks,
   flags: webhookFlags,
   fromFlags: webhookSpecsFromFlags,

@@ -7,10 +7,9 @@ import { type Credential, headerCredentials, secretCredentials } from '../../../
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
-import { type Checks, duration, size } from '../../../util/key-checks.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
 import type { BacklogOptions } from '../../core/backlog.ts';
-import { clientCertificate, headerNames, httpUrl } from '../../core/entry-checks.ts';
+import { httpUrlFormat } from '../../core/entry-formats.ts';
 import { batchSinkKeys } from '../../core/entry-schema.ts';
 import { batchSinkSettings } from '../../core/entry-settings.ts';
 import type { HttpTls } from '../../core/http.ts';
@@ -35,7 +34,7 @@ export const otlpSchema = {
   properties: {
     type: { const: 'otlp' },
     ...batchSinkKeys,
-    endpoint: { type: 'string' },
+    endpoint: { type: 'string', format: 'otlp-endpoint' },
     protocol: { type: 'string', enum: OTLP_PROTOCOLS },
   },
   required: ['type', 'endpoint'],
@@ -44,13 +43,11 @@ export const otlpSchema = {
 
 export type OtlpEntry = FromSchema<typeof otlpSchema>;
 
-export const otlpChecks: Checks = [
-  [['endpoint'], httpUrl('give an Authorization header in headers or headersFile')],
-  [['timeout'], duration()],
-  [['batchBytes'], size],
-  [['headers'], headerNames],
-  [['tls'], clientCertificate],
-];
+/** Its endpoint, whose credentials go in a header instead. */
+export const otlpEndpointFormat = httpUrlFormat(
+  'otlp-endpoint',
+  'give an Authorization header in headers or headersFile',
+);
 
 /** The standard variables of OpenTelemetry's OTLP exporters: `key=value` pairs, comma-separated. */
 export const OTLP_HEADER_VARIABLES = [

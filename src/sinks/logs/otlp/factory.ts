@@ -7,8 +7,8 @@ import { logSinkOptions } from '../../core/sink-options.ts';
 import {
   type OtlpEntry,
   type OtlpSinkSpec,
-  otlpChecks,
   otlpCredentials,
+  otlpEndpointFormat,
   otlpFlags,
   otlpSchema,
   otlpSpecOf,
@@ -18,7 +18,7 @@ import {
 export const otlpComponent: SinkComponent<OtlpEntry, OtlpSinkSpec> = {
   types: ['otlp'],
   schemas: { otlp: otlpSchema },
-  checks: otlpChecks,
+  formats: [otlpEndpointFormat],
   flags: otlpFlags,
   fromFlags: otlpSpecsFromFlags,
   spec: otlpSpecOf,

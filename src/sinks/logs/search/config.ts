@@ -1,14 +1,15 @@
 // What an OpenSearch or Elasticsearch sink is configured by (docs/sinks.md, "OpenSearch and
-// Elasticsearch"): its `sinks:` entry (schema, the checks of its index and its credentials, its spec with
+// Elasticsearch"): its `sinks:` entry (schema, the formats of its URL and index, the checks of its credentials, its spec with
 // passwordFile, apiKeyFile, headersFile and the TLS files read). No flags: a config file's entry only.
 import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
 import { type Credential, headerCredentials, secretCredentials } from '../../../util/credentials.ts';
-import { type Check, type Checks, duration, size } from '../../../util/key-checks.ts';
+import type { Check, Checks } from '../../../util/key-checks.ts';
 import { parseHttpUrl } from '../../../util/url.ts';
+import type { ValueFormat } from '../../../util/value-format.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
 import type { BacklogOptions } from '../../core/backlog.ts';
-import { clientCertificate, headerNames, httpUrl } from '../../core/entry-checks.ts';
+import { httpUrlFormat } from '../../core/entry-formats.ts';
 import { batchSinkKeys } from '../../core/entry-schema.ts';
 import { batchSinkSettings } from '../../core/entry-settings.ts';
 import type { HttpTls } from '../../core/http.ts';
@@ -40,8 +41,8 @@ function searchSchema<T extends SearchFlavor>(type: T) {
     properties: {
       type: { const: type },
       ...batchSinkKeys,
-      url: { type: 'string' },
-      index: { type: 'string', minLength: 1 },
+      url: { type: 'string', format: 'search-url' },
+      index: { type: 'string', minLength: 1, format: 'search-index' },
       mode: { type: 'string', enum: ['daily', 'data-stream'] },
       template: { type: 'boolean' },
       username: { type: 'string' },
@@ -69,13 +70,17 @@ export type SearchEntry =
 /** What OpenSearch and Elasticsearch take as an index or data stream name. */
 const SEARCH_INDEX = /^[a-z0-9][a-z0-9._-]{0,200}$/;
 
-const searchIndex: Check = (value, path, { at, shown }) => {
-  if (typeof value === 'string' && !SEARCH_INDEX.test(value))
-    at(
-      path,
-      `expected an index name (lowercase letters, digits, '-', '_', '.'; not starting with '-', '_' or '.'), got ${shown(path, value)}`,
-    );
-};
+/** The formats of its URL (credentials go in their own keys) and of its index. */
+export const searchFormats: readonly ValueFormat[] = [
+  httpUrlFormat('search-url', 'give them as username and password (or passwordFile)'),
+  {
+    name: 'search-index',
+    problem: (value) =>
+      SEARCH_INDEX.test(value)
+        ? undefined
+        : "expected an index name (lowercase letters, digits, '-', '_', '.'; not starting with '-', '_' or '.')",
+  },
+];
 
 /** A username and password, or an API key, each given once. */
 const searchCredentials: Check = (sink, path, { at }) => {
@@ -127,12 +132,6 @@ const searchCredentialsSent: Check = (sink, path, { at }) => {
 };
 
 export const searchChecks: Checks = [
-  [['url'], httpUrl('give them as username and password (or passwordFile)')],
-  [['timeout'], duration()],
-  [['batchBytes'], size],
-  [['headers'], headerNames],
-  [['tls'], clientCertificate],
-  [['index'], searchIndex],
   [[], searchCredentials],
   [[], searchCredentialsSent],
 ];

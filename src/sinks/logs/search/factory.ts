@@ -8,6 +8,7 @@ import {
   type SearchEntry,
   type SearchSinkSpec,
   searchChecks,
+  searchFormats,
   searchSchemas,
   searchSpecOf,
 } from './config.ts';
@@ -15,6 +16,7 @@ import {
 export const searchComponent: SinkComponent<SearchEntry, SearchSinkSpec> = {
   types: ['opensearch', 'elasticsearch'],
   schemas: searchSchemas,
+  formats: searchFormats,
   checks: searchChecks,
   spec: searchSpecOf,
   name: (spec) => `${spec.type} ${redactUrl(spec.url)}`,

@@ -8,12 +8,12 @@ import { type Credential, secretCredentials } from '../../../util/credentials.ts
 import type { Env } from '../../../util/environment.ts';
 import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
-import { type Check, type Checks, duration, size } from '../../../util/key-checks.ts';
+import type { Check, Checks } from '../../../util/key-checks.ts';
 import { kafkaBrokerProblem } from '../../../util/url.ts';
+import type { ValueFormat } from '../../../util/value-format.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
 import type { BacklogOptions } from '../../core/backlog.ts';
-import { clientCertificate } from '../../core/entry-checks.ts';
-import { commonKeys, deliveryKeys, tlsFiles } from '../../core/entry-schema.ts';
+import { commonKeys, deliveryKeys, size, tlsFiles } from '../../core/entry-schema.ts';
 import { batchSettings, readFlagFile, sinkEnvValue } from '../../core/entry-settings.ts';
 import { tlsFromFiles } from '../../core/receiver-settings.ts';
 import {
@@ -47,12 +47,12 @@ export const kafkaSchema = {
     type: { const: 'kafka' },
     ...commonKeys,
     ...deliveryKeys,
-    brokers: { type: 'array', items: { type: 'string' }, minItems: 1 },
+    brokers: { type: 'array', items: { type: 'string', format: 'kafka-broker' }, minItems: 1 },
     topic: { type: 'string', minLength: 1 },
     clientId: { type: 'string', minLength: 1 },
     compression: { type: 'string', enum: KAFKA_COMPRESSIONS },
     batch: { type: 'integer', minimum: 1, maximum: 10000 },
-    batchBytes: { type: 'string' },
+    batchBytes: size,
     queueCapacity: { type: 'integer', minimum: 1 },
     // true: TLS with the system's CAs.
     tls: { ...tlsFiles, type: ['boolean', 'object'] },
@@ -166,13 +166,8 @@ export function kafkaSpecsFromFlags(values: object, env: Env): KafkaSinkSpec[] {
   return [spec];
 }
 
-const kafkaBrokers: Check = (values, path, { at, shown }) => {
-  if (!Array.isArray(values)) return;
-  values.forEach((broker: unknown, index) => {
-    if (typeof broker === 'string' && kafkaBrokerProblem(broker))
-      at([...path, index], `expected host:port, got ${shown([...path, index], broker)}`);
-  });
-};
+/** A bootstrap broker's address (host:port). */
+export const kafkaBrokerFormat: ValueFormat = { name: 'kafka-broker', problem: kafkaBrokerProblem };
 
 const kafkaPassword: Check = (sasl, path, { at }) => {
   if (!isJsonObject(sasl)) return;
@@ -196,11 +191,7 @@ const kafkaCredentialsEncrypted: Check = (sink, path, { at }) => {
 };
 
 export const kafkaChecks: Checks = [
-  [['timeout'], duration()],
-  [['batchBytes'], size],
-  [['brokers'], kafkaBrokers],
   [['sasl'], kafkaPassword],
-  [['tls'], clientCertificate],
   [[], kafkaCredentialsEncrypted],
 ];
 

@@ -5,6 +5,7 @@ import { batchOptions, deliveryOptions } from '../../core/sink-options.ts';
 import {
   type KafkaEntry,
   type KafkaSinkSpec,
+  kafkaBrokerFormat,
   kafkaChecks,
   kafkaCredentials,
   kafkaFlags,
@@ -16,6 +17,7 @@ import {
 export const kafkaComponent: SinkComponent<KafkaEntry, KafkaSinkSpec> = {
   types: ['kafka'],
   schemas: { kafka: kafkaSchema },
+  formats: [kafkaBrokerFormat],
   checks: kafkaChecks,
   flags: kafkaFlags,
   fromFlags: kafkaSpecsFromFlags,
