@@ -1,7 +1,8 @@
 // What the schema cannot say: the rules that tie keys together (clusters' names, the keys that choose
-// the clusters beside `clusters:`, a type of sink listed at most once, each sink type's own rules). A single value's rule is
-// its key's `format:` in the schema (formats.ts). Each check looks only at a value of the expected type:
-// a value of the wrong type is the schema's problem, reported there (schema-errors.ts).
+// the clusters beside `clusters:`, a type of sink listed at most once, each sink type's own rules). A
+// single value's rule is its key's `format:` in the schema (formats.ts). Each check looks only at a value
+// of the expected type: a value of the wrong type is the schema's problem, reported there
+// (schema-errors.ts).
 
 import { isJsonObject } from '../kube/types.ts';
 import { sinkComponent } from '../sinks/registry.ts';
