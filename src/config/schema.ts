@@ -137,7 +137,7 @@ export const configSchema = {
     ui: {
       type: 'object',
       properties: {
-        listen: { type: 'string' },
+        listen: { type: 'string', format: 'listen-address' },
         tokenFile: { type: 'string' },
       },
       additionalProperties: false,

@@ -740,4 +740,18 @@ describe('the ui: block (docs/ui.md)', () => {
           'invalid config file c.yaml:3:3: ui.token: unknown key; expected one of listen, tokenFile.',
     );
   });
+
+  it('checks ui.listen when the file is read, not when the page starts (kubediff validate finds it)', () => {
+    assert.throws(
+      () => parseConfig('ui:\n  listen: "not an address"\n', 'c.yaml', {}),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          'invalid config file c.yaml:2:11: ui.listen: expected [host]:port such as :8443, got "not an address".',
+    );
+    assert.equal(
+      parseConfig('ui:\n  listen: 127.0.0.1:8080\n', 'c.yaml', {}).config.ui?.listen,
+      '127.0.0.1:8080',
+    );
+  });
 });
