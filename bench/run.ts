@@ -4,6 +4,7 @@
 //
 //   npm run bench                      the recorded run (about 21 minutes, 10-minute soak)
 //   npm run bench -- --quick           a development run (about 3 minutes); results in a temp folder
+//   npm run bench -- --help            this text; an option not listed here is refused (exit 2)
 //   options: --soak-seconds N, --cluster <ClusterInfo.json> (reuse a running cluster; without the
 //            deployment and ReplicaSet controllers it records no Pods, and figure 1 skips them),
 //            --only pipeline,sync,sync-large,latency,soak,go-original,startup,connections,kafka,audit,admission,log-sinks,ui-object,sizing,used-by,outcomes,fleet (a subset; nothing recorded unless
@@ -17,6 +18,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs as parseCommandLine } from 'node:util';
 import { buildDist } from '../scripts/build.ts';
 import { ensureKwok } from '../scripts/kwok-build.ts';
 import { writeRunDescription } from '../test/helpers/run-description.ts';
@@ -43,23 +45,52 @@ import type { UsedByFigures } from './used-by.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
+/** The options this command takes: anything else is refused before a control plane starts. */
+const OPTIONS = {
+  help: { type: 'boolean' },
+  quick: { type: 'boolean' },
+  record: { type: 'boolean' },
+  only: { type: 'string' },
+  cluster: { type: 'string' },
+  'soak-seconds': { type: 'string' },
+  'go-original-src': { type: 'string' },
+  'outcome-pods': { type: 'string' },
+  'fleet-kills': { type: 'string' },
+  'fleet-writes': { type: 'string' },
+} as const;
+
+/** Says `message` (what is wrong and how to fix it) and exits 2, as kubediff does with a bad flag. */
+function usageError(message: string): never {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+}
+
 function parseArgs(argv: string[]) {
-  const option = (name: string) => {
-    const index = argv.indexOf(name);
-    return index >= 0 ? argv[index + 1] : undefined;
-  };
-  const quick = argv.includes('--quick');
-  const only = option('--only')?.split(',');
+  let values: ReturnType<typeof parseCommandLine<{ options: typeof OPTIONS }>>['values'];
+  try {
+    ({ values } = parseCommandLine({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (error) {
+    usageError(`${(error as Error).message.replace(/\.$/, '')}; see npm run bench -- --help.`);
+  }
+  if (values.help) {
+    // The usage is this file's header.
+    const usage = readFileSync(import.meta.filename, 'utf8').split('\nimport ')[0] ?? '';
+    process.stdout.write(`${usage.replace(/^\/\/ ?/gm, '')}\n`);
+    process.exit(0);
+  }
+  const option = (name: Exclude<keyof typeof OPTIONS, 'help' | 'quick' | 'record'>) => values[name];
+  const quick = values.quick === true;
+  const only = option('only')?.split(',');
   for (const name of only ?? []) {
     if (!Object.hasOwn(FIGURES, name))
-      throw new Error(`--only: unknown figure ${name} (figures: ${Object.keys(FIGURES).join(', ')})`);
+      usageError(`--only: unknown figure ${name} (figures: ${Object.keys(FIGURES).join(', ')}).`);
   }
-  const soakSeconds = Number(option('--soak-seconds') ?? (quick ? 45 : 600));
+  const soakSeconds = Number(option('soak-seconds') ?? (quick ? 45 : 600));
   return {
     quick,
     figures: new Set<string>(only ?? Object.keys(FIGURES)),
-    cluster: option('--cluster'),
-    record: !quick && (!only || argv.includes('--record')),
+    cluster: option('cluster'),
+    record: !quick && (!only || values.record === true),
     partial: only !== undefined,
     pipelinePairs: quick ? 3 : 9,
     recordScale: quick ? 0.5 : 1,
@@ -80,7 +111,7 @@ function parseArgs(argv: string[]) {
     connectionPairs: quick ? 1 : 2,
     // Long enough for HTTP/1.1's idle LIST connections to close (30 s keep-alive): "settled" is then what stays.
     connectionWindowSeconds: quick ? 5 : 35,
-    goOriginalSource: path.resolve(option('--go-original-src') ?? DEFAULT_GO_ORIGINAL_SRC),
+    goOriginalSource: path.resolve(option('go-original-src') ?? DEFAULT_GO_ORIGINAL_SRC),
     sideBySideObjects: quick ? [300, 2_000] : [300, 10_000],
     sideBySideWrites: quick ? 1_000 : 3_000,
     sideBySideRate: 50,
@@ -90,7 +121,7 @@ function parseArgs(argv: string[]) {
     kafkaEvents: quick ? 20_000 : 100_000,
     uiObjectWrites: quick ? 200 : 600,
     // Figure 17: pods on the pod plane (10,000; fewer where the machine cannot schedule that many in time).
-    outcomePods: Number(option('--outcome-pods') ?? 10_000),
+    outcomePods: Number(option('outcome-pods') ?? 10_000),
     uiObjectReplaces: quick ? 10 : 30,
     kafkaPairs: quick ? 2 : 5,
     logSinkEvents: quick ? 10_000 : 50_000,
@@ -100,8 +131,8 @@ function parseArgs(argv: string[]) {
     sizingCrds: quick ? 5 : 50,
     sizingWindowSeconds: quick ? 10 : 60,
     // Figure 21: the same load with 1, 2 and 3 replicas, then kill -9s of a cluster's owner.
-    fleetWrites: Number(option('--fleet-writes') ?? (quick ? 600 : 1_800)),
-    fleetKills: Number(option('--fleet-kills') ?? (quick ? 3 : 10)),
+    fleetWrites: Number(option('fleet-writes') ?? (quick ? 600 : 1_800)),
+    fleetKills: Number(option('fleet-kills') ?? (quick ? 3 : 10)),
   };
 }
 
