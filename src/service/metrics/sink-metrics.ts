@@ -162,14 +162,14 @@ function registerDeliveryMetrics(registration: MetricsRegistration): DeliveryObs
   const { registers } = registration;
   const requests = new Histogram({
     name: 'kubediff_sink_request_duration_seconds',
-    help: 'HTTP requests of the webhook and chat sinks, by outcome (ok, error).',
+    help: 'Deliveries of every sink but stdout (an HTTP request, a Kafka produce, a file write), by outcome (ok, error).',
     labelNames: ['sink', 'outcome'],
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers,
   });
   const retries = new Counter({
     name: 'kubediff_sink_retries_total',
-    help: 'Requests of the webhook and chat sinks retried after a failure.',
+    help: 'Deliveries of every sink but stdout retried after a failure.',
     labelNames: ['sink'],
     registers,
   });
