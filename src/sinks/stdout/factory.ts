@@ -12,7 +12,6 @@ export const stdoutComponent: SinkComponent<StdoutEntry, StdoutSpec> = {
   types: ['stdout'],
   schemas: { stdout: stdoutSchema },
   // Its schema says all: the format and color.
-  checks: [],
   fromOutput: stdoutSpecOf,
   name: () => 'stdout',
   // It sends nothing anywhere.
