@@ -70,10 +70,8 @@ export async function runValidate(flags: ValidateFlags, runtime: ValidateRuntime
   const sinks = settings.delivery.sinks.map(
     (spec) => spec.name ?? (!loaded.warnings.length ? describeSinkSpec(spec) : spec.type),
   );
-  for (const spec of outputSinkSpecs(settings, { isTTY: false, env: runtime.env })) {
-    const name = describeSinkSpec(spec);
-    if (!sinks.includes(name)) sinks.unshift(name);
-  }
+  // The standard output's sink as the watch adds it (none when the file lists one: it is among the sinks).
+  sinks.unshift(...outputSinkSpecs(settings, { isTTY: false, env: runtime.env }).map(describeSinkSpec));
   runtime.stdout.write(
     `${printable(
       `${loaded.file}: valid (preset ${settings.preset ?? 'default'}; ${sinks.length} sink${sinks.length === 1 ? '' : 's'}: ${sinks.join(', ')})${checked}.`,

@@ -2,7 +2,12 @@
 // make it (src/sinks/stdout/ through the registry's fromOutput): which format and color it gets, when it
 // is there at all, and when it tells stories.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
+import { runValidate } from '../../../src/cli/validate.ts';
 import { parseConfig } from '../../../src/config/file.ts';
 import { outputSinkSpecs } from '../../../src/config/output-sink.ts';
 import { settingsFromConfig, watchSettingsFromFlags } from '../../../src/config/settings.ts';
@@ -93,5 +98,29 @@ describe('the standard output sink from a config file', () => {
     const [storied] = fileSinks('sinks:\n  - type: stdout\n    stories: true\n', {}, true);
     assert.equal(storied?.type === 'stdout' && storied.format, 'pretty');
     assert.equal(typeof storied?.stories, 'object');
+  });
+
+  it('validate lists the standard output once, as the watch makes it, whatever the other sinks are named', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'kubediff-output-sink-'));
+    const run = async (text: string) => {
+      const config = path.join(dir, 'c.yaml');
+      await writeFile(config, text);
+      const stdout = new PassThrough();
+      await runValidate({ config }, { env: {}, stdout, stderr: new PassThrough() });
+      return String(stdout.read()).replace(`${config}: `, '');
+    };
+    try {
+      assert.equal(await run('sinks:\n  - type: stdout\n'), 'valid (preset default; 1 sink: stdout).\n');
+      assert.equal(
+        await run(`sinks:\n  - type: webhook\n    name: stdout\n    url: https://h/\n`),
+        'valid (preset default; 2 sinks: stdout, stdout).\n',
+      );
+      assert.equal(
+        await run(`output: none\nsinks:\n${WEBHOOK}`),
+        'valid (preset default; 1 sink: webhook https://h/).\n',
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
