@@ -240,7 +240,11 @@ test('mistakes are one sentence on stderr and exit code 2', async () => {
       /^kubediff: the UI on :0 \(--ui\) would be reachable .*: pass --ui-token-file <file>, .* or pass --ui-allow-no-token if/,
     ],
     [['ui', '-c', exposed], /^kubediff: the UI on 0\.0\.0\.0:0 \(ui\.listen\) would be reachable/],
-    [['ui', '-c', badListen], /^kubediff: invalid ui\.listen "nowhere": use \[host\]:port/],
+    // Found when the file is read, with its line: kubediff validate says the same.
+    [
+      ['ui', '-c', badListen],
+      /^kubediff: invalid config file .*bad-listen\.yaml:4:11: ui\.listen: expected \[host\]:port such as :8443, got "nowhere"\.\n$/,
+    ],
   ] as const) {
     const result = await runKubediffToCompletion([...args]);
     assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
