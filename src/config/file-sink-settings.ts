@@ -1,8 +1,8 @@
-// The config file's `sinks:` as sink specs, joined with the flags' sinks. Each entry (checked by
-// the schema and semantic-checks.ts before it gets here) is converted by its type's own function, and the files it names
-// (a CA, a key, a password) are read now: one that cannot be is a problem at the entry's key. What ties
-// the sinks together (events with nowhere to go, dead-letter settings with no dead-letter file to apply
-// to) is checked once all are known, worded for where the setting came from: a flag or a key.
+// The config file's `sinks:` as sink specs, joined with the flags' sinks. Each entry (checked by the schema
+// and semantic-checks.ts before it gets here) is converted by its type's own function, and the files it
+// names (a CA, a key, a password) are read now: one that cannot be is a problem at the entry's key. What
+// ties the sinks together (events with nowhere to go, dead-letter settings with no dead-letter file to
+// apply to) is checked once all are known, worded for where the setting came from: a flag or a key.
 
 import { readFileSync } from 'node:fs';
 import type { CommonEntrySpec, SinkFileReader, SinkProblem } from '../sinks/component.ts';

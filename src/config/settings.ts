@@ -3,8 +3,9 @@
 // too: `-n a` replaces the file's namespaces), except that --ignore adds to the file's ignore list and
 // the sink flags add sinks to the file's. Each value is checked by its key's format in the file's schema
 // (formats.ts): a file value by the schema, with its line and column, before it gets here; a flag that
-// sets a key by the same format, as it is read (flag-values.ts: a UsageError naming the flag). What ties settings together (output none without a sink, a dead-letter file without an
-// HTTP sink) is checked last, worded for where the settings came from (file-sink-settings.ts).
+// sets a key by the same format, as it is read (flag-values.ts: a UsageError naming the flag). What ties
+// settings together (output none without a sink, a dead-letter file without an HTTP sink) is checked
+// last, worded for where the settings came from (file-sink-settings.ts).
 import type { EventType } from '../events/event.ts';
 import { EVENT_TYPES } from '../events/event.ts';
 import type { FilterSpec } from '../events/filter.ts';

@@ -1,6 +1,7 @@
 // What an OpenSearch or Elasticsearch sink is configured by (docs/sinks.md, "OpenSearch and
-// Elasticsearch"): its `sinks:` entry (schema, the formats of its URL and index, the checks of its credentials, its spec with
-// passwordFile, apiKeyFile, headersFile and the TLS files read). No flags: a config file's entry only.
+// Elasticsearch"): its `sinks:` entry (schema, the formats of its URL and index, the checks of its
+// credentials, its spec with passwordFile, apiKeyFile, headersFile and the TLS files read). No flags: a
+// config file's entry only.
 import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
 import { type Credential, headerCredentials, secretCredentials } from '../../../util/credentials.ts';

@@ -1,12 +1,12 @@
-// The index template goes in before the documents (docs/sinks.md, "OpenSearch and Elasticsearch"): a
-// daily index created under dynamic mapping keeps those mappings for its day, so a refused template holds
-// the batch back instead of letting it through without. A refusal (400, 409, 5xx: a node just started answers 400 while its
-// own templates are not ready) fails the batch as retryable, and the batch loop retries it on the sink's
-// schedule; refused on the batch's last attempt, the batch goes without the template. 403 (no privilege to
-// manage templates) goes without it at once; 401 fails the batch (the credentials). No answer, 408, 425 and
-// 429 say nothing of the template: retried as any request. While the cluster takes no documents either (a
-// _bulk failure worth retrying: down, overloaded), the template is tried again first; going without it is
-// said once, when the cluster has answered a _bulk request without it.
+// The index template goes in before the documents (docs/sinks.md, "OpenSearch and Elasticsearch"): a daily
+// index created under dynamic mapping keeps those mappings for its day, so a refused template holds the
+// batch back instead of letting it through without. A refusal (400, 409, 5xx: a node just started answers
+// 400 while its own templates are not ready) fails the batch as retryable, and the batch loop retries it on
+// the sink's schedule; refused on the batch's last attempt, the batch goes without the template. 403 (no
+// privilege to manage templates) goes without it at once; 401 fails the batch (the credentials). No answer,
+// 408, 425 and 429 say nothing of the template: retried as any request. While the cluster takes no
+// documents either (a _bulk failure worth retrying: down, overloaded), the template is tried again first;
+// going without it is said once, when the cluster has answered a _bulk request without it.
 import { plural } from '../../../util/count-text.ts';
 import { failedTransmission, type Transmission } from '../../core/batch-sink.ts';
 import type { TroubleReport } from '../../core/delivery.ts';
