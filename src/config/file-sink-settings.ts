@@ -31,7 +31,7 @@ import type { RawWatchFlags, WatchSettings } from './watch-settings.ts';
  * OUTPUT_COMPONENT), if it lists one: it replaces the sink they would add.
  */
 export function outputEntryOf(config: ConfigInput): SinkInput | undefined {
-  return (config.sinks ?? []).find((sink) => sinkComponent(sink.type)?.fromOutput !== undefined);
+  return (config.sinks ?? []).find((sink) => OUTPUT_COMPONENT?.types.includes(sink.type));
 }
 
 /**

@@ -42,7 +42,7 @@ export function durationFormat(name: string, rules?: DurationRules, expected?: s
 /** A size (64MB, 1GB; binary units). */
 export const SIZE_FORMAT: ValueFormat = {
   name: 'size',
-  problem: (value) => sizeProblem(value),
+  problem: sizeProblem,
   inFile: (_problem, { shown }) => `expected a size such as 64MB or 1GB, got ${shown}`,
 };
 

@@ -1,7 +1,6 @@
 // The file sink's settings (docs/sinks.md#file): its entry in the config file's `sinks:` (the schema
 // fragment the file's schema is assembled from, its defaults, its values' formats and the rule that spans
-// keys), the
-// `--output-file` flag, and the spec the factory creates the sink from.
+// keys), the `--output-file` flag, and the spec the factory creates the sink from.
 import type { FromSchema } from 'json-schema-to-ts';
 import { checkDuration } from '../../util/duration.ts';
 import { UsageError } from '../../util/errors.ts';

@@ -6,11 +6,11 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { isJsonObject } from '../../../kube/types.ts';
 import { type Credential, secretCredentials } from '../../../util/credentials.ts';
 import type { Env } from '../../../util/environment.ts';
-import { invalidSetting, UsageError } from '../../../util/errors.ts';
+import { UsageError } from '../../../util/errors.ts';
 import type { FlagSpec } from '../../../util/flag-spec.ts';
 import type { Check, Checks } from '../../../util/key-checks.ts';
 import { redactUrl } from '../../../util/url.ts';
-import type { ValueFormat } from '../../../util/value-format.ts';
+import { checkedValue, type ValueFormat } from '../../../util/value-format.ts';
 import type { CommonEntrySpec, EntryContext, HttpSinkSpec } from '../../component.ts';
 import { commonKeys, deliveryKeys, durationOrZero } from '../../core/entry-schema.ts';
 import { checkedMs, sinkEnvValue } from '../../core/entry-settings.ts';
@@ -95,8 +95,7 @@ export function slackSpecsFromFlags(values: object, env: Env): SlackSinkSpec[] {
   const apiUrl = sinkEnvValue(env, SLACK_ENV.apiUrl);
   if (apiUrl) checkHttpUrl(apiUrl, `invalid ${SLACK_ENV.apiUrl}`);
   if (channel !== undefined) {
-    const channelProblem = slackChannelFormat.problem(channel);
-    if (channelProblem) throw invalidSetting('--slack-channel', channel, channelProblem);
+    checkedValue('--slack-channel', slackChannelFormat, channel);
     if (!token) {
       throw new UsageError(
         `--slack-channel needs a bot token: set ${SLACK_ENV.token} (an xoxb-… token with the chat:write scope).`,
