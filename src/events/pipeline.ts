@@ -33,6 +33,11 @@ export interface StoreChange {
   initial?: true;
   /** The cluster of the source it came from (its events' `cluster`). */
   cluster?: string | undefined;
+  /**
+   * A change of the replay after a restart (src/informer/informer.ts, ReplayMark): of an object created
+   * and deleted while kubediff was not running, which no store holds (its event is kept, not its object).
+   */
+  replayed?: true;
 }
 
 /**
@@ -244,6 +249,7 @@ export class Pipeline {
             type,
             object,
             ...(context.initial ? { initial: true as const } : {}),
+            ...(context.replayed ? { replayed: true as const } : {}),
             ...where,
           },
           event: builder.added(type, object, context),
@@ -258,6 +264,7 @@ export class Pipeline {
             object: current,
             ...(context.withoutWrite ? {} : { previousResourceVersion: previous.resourceVersion }),
             previous,
+            ...(context.replayed ? { replayed: true as const } : {}),
             ...where,
           },
           event: builder.updated(type, previous, current, context),
@@ -271,6 +278,7 @@ export class Pipeline {
             type,
             object: last,
             previousResourceVersion: context.previousResourceVersion ?? last.resourceVersion,
+            ...(context.replayed ? { replayed: true as const } : {}),
             ...where,
           },
           event: builder.deleted(type, last, context),

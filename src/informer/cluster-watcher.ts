@@ -65,7 +65,7 @@ export interface ClusterWatcherOptions {
     type: ResourceType,
     namespace: string | undefined,
     initialList: InitialListMode,
-  ) => { initialList: InitialListMode; preload?: StoredObject[]; preloadPartial?: true };
+  ) => { initialList: InitialListMode; preload?: StoredObject[]; preloadPartial?: true; replayFrom?: string };
 }
 
 /** Failures that concern the connection to the API server, not one resource. */
@@ -334,6 +334,14 @@ export class ClusterWatcher {
       qualifiedName(informer.type) + (informer.namespace ? ` in namespace ${informer.namespace}` : '');
     if (state.phase === 'list-progress') {
       this.options.log.warn(`${name}: ${describeListProgress(state.progress)}`);
+      return;
+    }
+    if (state.phase === 'replay-unavailable') {
+      // A type quiet for longer than the server keeps events is the usual case: nothing to say at info.
+      this.options.log.debug(
+        `${name}: the API server no longer holds its changes since resourceVersion ${state.from}; ` +
+          'objects created and deleted while kubediff was not running are not reported.',
+      );
       return;
     }
     if (state.phase === 'failing') {

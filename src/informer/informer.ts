@@ -5,7 +5,8 @@
 // an object whose resourceVersion did not change but which the API server
 // now serves differently (a CRD gained a default, nobody wrote the object)
 // is an update too, reported as one without a write (UpdateContext.withoutWrite),
-// never folded silently into the store.
+// never folded silently into the store. With a replay point (--state), the changes between it and the
+// first LIST are read too, for what the LIST cannot show: objects created and deleted in between.
 
 import type { KubeError } from '../kube/errors.ts';
 import type { ListerWatcher } from '../kube/lister-watcher.ts';
@@ -28,7 +29,15 @@ import {
 } from './reflector.ts';
 import { ObjectStore, type StoredObject } from './store.ts';
 
-export interface AddContext {
+/**
+ * Set on a change of the replay (InformerOptions.replayFrom): of an object created after the replay
+ * point and gone by the first LIST, which the informer's store never holds.
+ */
+interface ReplayMark {
+  replayed?: true;
+}
+
+export interface AddContext extends ReplayMark {
   /** Seen by a LIST rather than a live watch event: it happened while kubediff was not looking. */
   offline: boolean;
   /** Part of the first LIST's inventory (--initial), not a change. */
@@ -36,7 +45,7 @@ export interface AddContext {
   /** The object's managedFields as served, for this call only: the store never keeps them. */
   managedFields?: readonly ManagedFieldsEntry[] | undefined;
 }
-export interface UpdateContext {
+export interface UpdateContext extends ReplayMark {
   offline: boolean;
   /** The new version's managedFields as served, for this call only (the previous one's signature is stored). */
   managedFields?: readonly ManagedFieldsEntry[] | undefined;
@@ -60,7 +69,7 @@ export type WithoutWriteCause = 'schema' | 'relist';
  * requests drain, at most twice its request timeout (2 × 60 s).
  */
 export const SCHEMA_SETTLE_MS = 120_000;
-export interface DeleteContext {
+export interface DeleteContext extends ReplayMark {
   offline: boolean;
   /** The object vanished between two LISTs: its last state is the one we had. */
   finalStateUnknown: boolean;
@@ -163,6 +172,12 @@ export class Informer implements ReflectorSink {
    * starts over finds them again). At most one per object of the type.
    */
   private unwritten: Unwritten[] = [];
+  /**
+   * During the replay (InformerOptions.replayFrom): the uids the recorded objects and the first LIST
+   * hold, whose changes the LIST has told; and the objects the replay follows, born after the replay
+   * point and gone by the LIST, by uid.
+   */
+  private replay: { known: Set<string>; followed: Map<string, StoredObject> } | undefined;
   /** Why the LIST in progress would find objects changed without a write. */
   private listCause: WithoutWriteCause = 'relist';
   /** Until then (Date.now()), a LIST that starts is one after a schema change (servedSchemaChanged). */
@@ -179,6 +194,8 @@ export class Informer implements ReflectorSink {
     this.reconcileFirstList = options.preload !== undefined;
     this.preloadPartial = options.preloadPartial === true;
     for (const entry of options.preload ?? []) this.store.set(entry);
+    if (options.replayFrom !== undefined)
+      this.replay = { known: new Set(options.preload?.map((entry) => entry.uid)), followed: new Map() };
     this.reflector = new Reflector(source, options, this);
   }
 
@@ -266,6 +283,7 @@ export class Informer implements ReflectorSink {
       // Seen even if it cannot be processed: it exists, and must not be reported deleted.
       const key = objectKey(item.metadata);
       seen.add(key);
+      if (!this.synced) this.replay?.known.add(item.metadata.uid);
       const arrival = this.toStored(item);
       if (!arrival) continue;
       if (this.inBaseline(key)) this.applyInitial(arrival);
@@ -325,6 +343,40 @@ export class Informer implements ReflectorSink {
       return;
     }
     this.apply(arrival, false);
+  }
+
+  /**
+   * A change between the replay point and the first LIST. What the LIST showed of an object is reported
+   * already (its offline changes); the others were created after the replay point and are gone by the
+   * LIST: each is reported as it happened, offline: ADDED, its updates, DELETED with its last state.
+   */
+  replayEvent(type: WatchEventType, object: KubeObject): void {
+    const replay = this.replay;
+    if (!replay || replay.known.has(object.metadata.uid)) return;
+    const arrival = this.toStored(object);
+    if (!arrival) return;
+    const { stored: current, managedFields } = arrival;
+    const previous = replay.followed.get(current.uid);
+    if (type === 'DELETED') {
+      replay.followed.delete(current.uid);
+      this.handler.onDelete(this.type, current, {
+        offline: true,
+        replayed: true,
+        finalStateUnknown: false,
+        resourceVersion: current.resourceVersion,
+        ...(previous ? { previousResourceVersion: previous.resourceVersion } : {}),
+      });
+      return;
+    }
+    replay.followed.set(current.uid, current);
+    const context = { offline: true, replayed: true as const, managedFields };
+    if (!previous) this.handler.onAdd(this.type, current, { ...context, initial: false });
+    else if (previous.resourceVersion !== current.resourceVersion)
+      this.handler.onUpdate(this.type, previous, current, context);
+  }
+
+  replayEnded(): void {
+    this.replay = undefined;
   }
 
   stateChanged(state: ReflectorState): void {

@@ -4,11 +4,18 @@
 // runs. Relists on 410 Gone and on relist(); backs off with jitter (Retry-After honoured) on network and
 // server errors; replaces a watch silent past idleTimeoutMs; reports 403, 404 and an object too large to
 // read (KubeClient.maxReadBytes) once and retries them slowly. Only this resource is ever affected.
+// Given a replay point (ReflectorOptions.replayFrom), the first watch after the first LIST starts there
+// instead, and hands on the events up to that LIST apart (ReflectorSink.replayEvent).
 import type { Readable } from 'node:stream';
 import { brokenStream, KubeError } from '../kube/errors.ts';
 import { ListPager, type ListProgress, type PageHandler } from '../kube/list-pager.ts';
 import type { ListerWatcher } from '../kube/lister-watcher.ts';
-import { apiVersionOf, type KubeObject, type ResourceType } from '../kube/types.ts';
+import {
+  apiVersionOf,
+  type KubeObject,
+  numericResourceVersion as numericVersion,
+  type ResourceType,
+} from '../kube/types.ts';
 import { watchLines } from '../kube/watch-stream.ts';
 import { Backoff, type BackoffOptions, sleep } from '../util/backoff.ts';
 
@@ -22,6 +29,13 @@ export interface ReflectorSink {
   /** The LIST completed at this resourceVersion: anything not seen in it is gone. */
   listCompleted(resourceVersion: string): void;
   watchEvent(type: WatchEventType, object: KubeObject): void;
+  /**
+   * An event of the replay (ReflectorOptions.replayFrom): made after the replay point and at or before
+   * the first LIST, which has already been handed on.
+   */
+  replayEvent?(type: WatchEventType, object: KubeObject): void;
+  /** The replay is over: every event up to the first LIST was handed on (`complete`), or the server no longer had them. */
+  replayEnded?(complete: boolean): void;
   /** Health, for progress, logs and readiness. */
   stateChanged(state: ReflectorState): void;
 }
@@ -31,6 +45,8 @@ export type ReflectorState =
   /** Not a change of phase: how far a LIST has come, when it is slow or read whole (for the log). */
   | { phase: 'list-progress'; progress: ListProgress }
   | { phase: 'watching' }
+  /** The server no longer holds the events since the replay point (410 Gone): no replay. */
+  | { phase: 'replay-unavailable'; from: string }
   /** Something failed; the reflector retries after `retryInMs`. `slow` for 403/404. */
   | { phase: 'failing'; error: KubeError; retryInMs: number; slow: boolean }
   | { phase: 'stopped' };
@@ -79,6 +95,13 @@ export interface ReflectorOptions {
    * pushes back on it; a watch the server drops meanwhile resumes (or relists) with no loss.
    */
   flowControl?: (() => Promise<void> | undefined) | undefined;
+  /**
+   * A resourceVersion before the first LIST (a previous run's recorded point, --state): the first watch
+   * resumes from it rather than from the LIST, so that the changes between the two are handed on too
+   * (replayEvent), what the LIST alone cannot show among them: objects created and deleted meanwhile.
+   * Ignored unless both are numeric (as etcd's are) and it is the older.
+   */
+  replayFrom?: string | undefined;
 }
 
 interface WatchLine {
@@ -111,6 +134,10 @@ export class Reflector {
   private relistUntil = 0;
   /** Ends the WATCH request in progress (relist), not the reflector. */
   private currentWatch: AbortController | undefined;
+  /** Where the replay starts, until the first LIST has completed (then cleared). */
+  private replayFrom: bigint | undefined;
+  /** During the replay: the first LIST's resourceVersion, up to which events are replayed. */
+  private replayUntil: bigint | undefined;
 
   constructor(source: ListerWatcher, options: ReflectorOptions, sink: ReflectorSink) {
     this.source = source;
@@ -122,6 +149,7 @@ export class Reflector {
     this.path = source.path;
     this.apiVersion = apiVersionOf(options.type);
     this.pager = new ListPager(source, this.timing);
+    this.replayFrom = numericVersion(options.replayFrom);
     this.listHandler = {
       started: () => this.sink.listStarted(),
       page: (items) => this.handOn(items),
@@ -129,9 +157,12 @@ export class Reflector {
     };
   }
 
-  /** The resourceVersion the next WATCH would resume from. */
+  /**
+   * How far the collection is followed: the resourceVersion the next WATCH would resume from, but during
+   * the replay the first LIST's (the state handed on is that LIST's; the replay only reports).
+   */
   get resourceVersion(): string {
-    return this.lastResourceVersion;
+    return this.replayUntil?.toString() ?? this.lastResourceVersion;
   }
 
   start(): void {
@@ -206,6 +237,11 @@ export class Reflector {
           listOnce = true;
           continue;
         }
+        if (failure.kind === 'gone' && this.replayUntil !== undefined) {
+          // The replay point is older than what the server keeps: the LIST alone tells what changed.
+          this.endReplay('gone');
+          continue;
+        }
         if (failure.kind === 'gone') {
           // The resume point was compacted away: start over from a fresh LIST.
           needList = true;
@@ -229,11 +265,44 @@ export class Reflector {
 
   /** A paged LIST (kube/list-pager.ts), then the watch resumes from its resourceVersion. */
   private async list(): Promise<void> {
+    this.endReplay('relisted');
     this.sink.stateChanged({ phase: 'listing' });
     const resourceVersion = await this.pager.list(this.listHandler, this.abort.signal);
     if (resourceVersion === undefined) return;
     this.lastResourceVersion = resourceVersion;
     this.sink.listCompleted(resourceVersion);
+    this.startReplay(resourceVersion);
+  }
+
+  /**
+   * After the first LIST completed at `listedAt`: with a replay point before it, the next watch
+   * resumes from there. Returns whether it will.
+   */
+  private startReplay(listedAt: string): boolean {
+    const from = this.replayFrom;
+    this.replayFrom = undefined;
+    const until = numericVersion(listedAt);
+    if (from === undefined || until === undefined || from >= until) return false;
+    this.replayUntil = until;
+    this.lastResourceVersion = from.toString();
+    return true;
+  }
+
+  /**
+   * The replay is over: `complete`; `gone`, the server no longer had its events (the watch goes on from
+   * the LIST); or `relisted`, a LIST taken meanwhile (relist()) tells the rest.
+   */
+  private endReplay(how: 'complete' | 'gone' | 'relisted'): void {
+    const until = this.replayUntil;
+    if (until === undefined) return;
+    this.replayUntil = undefined;
+    if (how === 'gone') {
+      const from = this.lastResourceVersion;
+      const reached = numericVersion(from);
+      if (reached === undefined || reached < until) this.lastResourceVersion = until.toString();
+      this.sink.stateChanged({ phase: 'replay-unavailable', from });
+    }
+    this.sink.replayEnded?.(how === 'complete');
   }
 
   /**
@@ -261,7 +330,10 @@ export class Reflector {
   ): Promise<void> {
     const min = this.timing.minWatchTimeoutSeconds;
     const timeoutSeconds = Math.floor(min + this.random() * min);
-    if (stream) this.sink.stateChanged({ phase: 'listing' });
+    if (stream) {
+      this.endReplay('relisted');
+      this.sink.stateChanged({ phase: 'listing' });
+    }
     const request = new AbortController();
     this.currentWatch = request;
     /** relist() ended this watch: it simply ends, and the run loop lists. */
@@ -378,6 +450,14 @@ export class Reflector {
           return;
         }
         this.lastResourceVersion = object.metadata.resourceVersion;
+        if (this.replayUntil !== undefined) {
+          const at = numericVersion(object.metadata.resourceVersion);
+          if (at !== undefined && at <= this.replayUntil) {
+            this.sink.replayEvent?.(line.type, object);
+            return;
+          }
+          this.endReplay('complete');
+        }
         this.sink.watchEvent(line.type, object);
         return;
       case 'BOOKMARK':
@@ -389,10 +469,16 @@ export class Reflector {
           this.lastResourceVersion = object.metadata.resourceVersion;
           this.sink.listCompleted(object.metadata.resourceVersion);
           this.onInitialEventsEnd();
-          this.sink.stateChanged({ phase: 'watching' });
+          // The replay needs a watch of its own, from the replay point: this one ends here.
+          if (this.startReplay(object.metadata.resourceVersion)) this.currentWatch?.abort();
+          else this.sink.stateChanged({ phase: 'watching' });
           return;
         }
         this.lastResourceVersion = object.metadata.resourceVersion;
+        if (this.replayUntil !== undefined) {
+          const at = numericVersion(object.metadata.resourceVersion);
+          if (at !== undefined && at >= this.replayUntil) this.endReplay('complete');
+        }
         return;
       case 'ERROR': {
         const status = typeof object.code === 'number' ? object.code : 500;

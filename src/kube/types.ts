@@ -82,3 +82,11 @@ export function objectApiPath(object: {
 export function objectKey(meta: Pick<ObjectMeta, 'name' | 'namespace'>): string {
   return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
 }
+
+/**
+ * A resourceVersion as a number, when it is one. The API calls them opaque; etcd's are its revisions,
+ * in the order of the writes, and kubediff compares them only where they are numeric.
+ */
+export function numericResourceVersion(resourceVersion: string | undefined): bigint | undefined {
+  return resourceVersion !== undefined && /^\d+$/.test(resourceVersion) ? BigInt(resourceVersion) : undefined;
+}

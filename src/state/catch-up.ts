@@ -6,7 +6,7 @@
 import type { Informer, InformerHandler, InitialListMode } from '../informer/informer.ts';
 import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
-import { qualifiedName, type ResourceType } from '../kube/types.ts';
+import { numericResourceVersion, qualifiedName, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
 import type { StateStore } from './store.ts';
 
@@ -20,6 +20,11 @@ export interface InformerPlan {
   preload?: StoredObject[];
   /** The recorded objects are part of a first LIST never wholly committed (see InformerOptions). */
   preloadPartial?: true;
+  /**
+   * How far the previous run followed the type (every change up to it committed): the changes after
+   * it are replayed (ReflectorOptions.replayFrom), for objects created and deleted since.
+   */
+  replayFrom?: string;
 }
 
 /** A type as the previous run recorded it. */
@@ -27,6 +32,8 @@ interface RecordedType {
   watched: boolean;
   /** Its recorded objects were a complete inventory. */
   listed: boolean;
+  /** Listed: how far it was followed ('' when not known). */
+  followed: string;
   type: ResourceType;
 }
 
@@ -72,7 +79,7 @@ export class CatchUp {
       previous = new Map(
         resources.map((entry) => [
           entry.resource,
-          { watched: entry.watched, listed: entry.listed, type: entry.type },
+          { watched: entry.watched, listed: entry.listed, followed: entry.resourceVersion, type: entry.type },
         ]),
       );
     }
@@ -105,7 +112,8 @@ export class CatchUp {
     const recorded = this.preloaded.get(resource) ?? [];
     const preload =
       namespace === undefined ? recorded : recorded.filter((object) => object.namespace === namespace);
-    if (before.listed) return { initialList: 'silent', preload };
+    if (before.listed)
+      return { initialList: 'silent', preload, ...(before.followed ? { replayFrom: before.followed } : {}) };
     // Not listed: the previous run's first LIST was not wholly committed (killed between its
     // transactions, or some of it dropped while the store was down). What it recorded is compared; the
     // objects it did not record take a silent baseline, as a first start's would.
@@ -170,9 +178,8 @@ export function selectionSignature(settings: {
 function newestResourceVersion(informers: readonly Informer[]): string | undefined {
   let best: bigint | undefined;
   for (const informer of informers) {
-    if (!/^\d+$/.test(informer.resourceVersion)) continue;
-    const value = BigInt(informer.resourceVersion);
-    if (best === undefined || value > best) best = value;
+    const value = numericResourceVersion(informer.resourceVersion);
+    if (value !== undefined && (best === undefined || value > best)) best = value;
   }
   return best?.toString();
 }

@@ -4,7 +4,7 @@
 // recorded objects even when it has none (so that what was created meanwhile is reported); an unlisted
 // one without objects takes a silent baseline instead.
 import type { Informer } from '../informer/informer.ts';
-import { qualifiedName } from '../kube/types.ts';
+import { numericResourceVersion, qualifiedName } from '../kube/types.ts';
 import type { QueuedWrite, WriteQueue } from './write-queue.ts';
 
 export class ListedTypes {
@@ -35,7 +35,8 @@ export class ListedTypes {
       const resource = qualifiedName(informer.type);
       const resourceVersion = this.syncedAt.get(informer);
       if (resourceVersion === undefined) incomplete.add(resource);
-      else versions.set(resource, resourceVersion);
+      // With -n, one informer per namespace: the type is followed as far as the one behind.
+      else versions.set(resource, older(versions.get(resource), resourceVersion));
     }
     for (const resource of versions.keys()) {
       if (incomplete.has(resource) || this.listed.has(resource) || !queue.firstListDone(resource, batch))
@@ -53,6 +54,15 @@ export class ListedTypes {
     return this.listed.has(resource);
   }
 
+  /**
+   * Where `informer`'s type is followed from, when the store holds it as listed: the resourceVersion the
+   * informer's first LIST ended at (or, after a takeover's resync, the one it was marked with).
+   */
+  followedFrom(informer: Informer): string | undefined {
+    const marked = this.listed.get(qualifiedName(informer.type));
+    return marked === undefined ? undefined : (this.syncedAt.get(informer) ?? marked);
+  }
+
   /** Of `versions`, those not marked yet. */
   unmarked(versions: ReadonlyMap<string, string>): Map<string, string> {
     return new Map([...versions].filter(([resource]) => !this.listed.has(resource)));
@@ -62,4 +72,11 @@ export class ListedTypes {
   keepWatched(watched: ReadonlySet<string>): void {
     for (const resource of [...this.listed.keys()]) if (!watched.has(resource)) this.listed.delete(resource);
   }
+}
+
+/** The older of two resourceVersions (`next` when they cannot be compared). */
+function older(before: string | undefined, next: string): string {
+  const a = numericResourceVersion(before);
+  const b = numericResourceVersion(next);
+  return a !== undefined && b !== undefined && a < b ? (before as string) : next;
 }

@@ -218,8 +218,12 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
     });
   }
 
-  async write(batch: readonly SerializedWrite[], listed: ReadonlyMap<string, string>): Promise<void> {
-    if (batch.length === 0 && listed.size === 0) return;
+  async write(
+    batch: readonly SerializedWrite[],
+    listed: ReadonlyMap<string, string>,
+    followed: ReadonlyMap<string, string> = new Map(),
+  ): Promise<void> {
+    if (batch.length === 0 && listed.size === 0 && followed.size === 0) return;
     await this.transaction(async (client) => {
       // Runs of objects, deletions and events are written with one statement each; a discovery's note
       // (resources, forget) ends a run, so that everything applies in the queue's order.
@@ -236,6 +240,12 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
       for (const [resource, resourceVersion] of listed) {
         await client.query(
           'UPDATE kubediff_resources SET listed = true, resource_version = $3 WHERE cluster = $1 AND resource = $2',
+          [this.cluster, resource, resourceVersion],
+        );
+      }
+      for (const [resource, resourceVersion] of followed) {
+        await client.query(
+          'UPDATE kubediff_resources SET resource_version = $3 WHERE cluster = $1 AND resource = $2 AND listed',
           [this.cluster, resource, resourceVersion],
         );
       }

@@ -248,7 +248,13 @@ export class StateRecorder implements PipelineObserver {
     // The event is this change's: its resource is the change's type, named once for both rows.
     const resource = qualifiedName(change.type);
     if (reported) this.queue({ kind: 'event', resource, event: reported }, mark);
-    if (change.kind === 'deleted') this.queue({ kind: 'delete', resource, key: change.object.key }, mark);
+    // A change of the replay (an object created and deleted while kubediff was not running): no store
+    // holds its object; its event alone is kept.
+    if (change.replayed) return;
+    if (change.kind === 'deleted') {
+      const { key, namespace, resourceVersion } = change.object;
+      this.queue({ kind: 'delete', resource, key, namespace, resourceVersion }, mark);
+    }
     // A baseline's object carries no event: it waits for no sink.
     else if (change.kind === 'baseline' && !reported)
       this.queue({ kind: 'object', resource, object: change.object }, [], true);

@@ -218,6 +218,14 @@ export class SqliteDatabase {
     for (const entry of entries) upsert.run(entry.resource, entry.json, entry.watched ? 1 : 0);
   }
 
+  /** How far a listed type is followed (followed-versions.ts). */
+  markFollowed(resource: string, resourceVersion: string): void {
+    this.statement('UPDATE resources SET resource_version = ? WHERE resource = ? AND listed = 1').run(
+      resourceVersion,
+      resource,
+    );
+  }
+
   /** A resource type's objects are a complete inventory as of this resourceVersion. */
   markListed(resource: string, resourceVersion: string): void {
     this.statement('UPDATE resources SET listed = 1, resource_version = ? WHERE resource = ?').run(

@@ -52,9 +52,15 @@ export class SqliteStateStore implements StateStore, HistoryReader {
     this.database.forgetObjects();
   }
 
-  async write(batch: readonly SerializedWrite[], listed: ReadonlyMap<string, string>): Promise<void> {
+  async write(
+    batch: readonly SerializedWrite[],
+    listed: ReadonlyMap<string, string>,
+    followed: ReadonlyMap<string, string> = new Map(),
+  ): Promise<void> {
     this.database.writeSerialized(batch, () => {
       for (const [resource, resourceVersion] of listed) this.database.markListed(resource, resourceVersion);
+      for (const [resource, resourceVersion] of followed)
+        this.database.markFollowed(resource, resourceVersion);
     });
   }
 

@@ -8,6 +8,7 @@ import type { Informer } from '../informer/informer.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Logger } from '../util/log.ts';
 import { BacklogBound } from './backlog-bound.ts';
+import { FollowedVersions } from './followed-versions.ts';
 import type { LeaderClaim, Snapshot } from './leader-claim.ts';
 import { ListedTypes } from './listed-types.ts';
 import { ClaimLost, type Retention, type SerializedWrite, type StateStore } from './store.ts';
@@ -27,6 +28,7 @@ export interface WriterContext {
 export class StateWriter {
   readonly queue = new WriteQueue();
   readonly listed = new ListedTypes();
+  private readonly followed = new FollowedVersions();
   readonly bound: BacklogBound;
   private readonly outage: StoreOutage;
   private readonly store: StateStore;
@@ -159,12 +161,16 @@ export class StateWriter {
 
   /** Commits `batch`, queue entries in queue order, and marks the types they complete as listed. */
   private commit(batch: readonly QueuedWrite[]): Promise<void> {
-    const listed = this.listed.newlyListed(this.context.informers(), this.queue, batch);
+    const informers = this.context.informers();
+    const listed = this.listed.newlyListed(informers, this.queue, batch);
+    // How far the types are followed after the commits before this one.
+    const followed = this.followed.moved(informers, this.listed);
     const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
     // Idle: no write at all.
-    if (batch.length === 0 && listed.size === 0 && !due && !this.claim?.waiting) return Promise.resolve();
+    if (batch.length === 0 && listed.size === 0 && followed.size === 0 && !due && !this.claim?.waiting)
+      return Promise.resolve();
     this.inFlight = new Set(batch);
-    const done = this.write(batch, listed, due).finally(() => {
+    const done = this.write(batch, listed, followed, due).finally(() => {
       this.inFlight = new Set();
       this.writing = undefined;
       if (this.relieveAfterWrite) {
@@ -179,6 +185,7 @@ export class StateWriter {
   private async write(
     batch: readonly QueuedWrite[],
     listed: Map<string, string>,
+    followed: Map<string, string>,
     due: boolean,
   ): Promise<void> {
     try {
@@ -188,13 +195,16 @@ export class StateWriter {
         // The resync marked what it wrote as listed.
         listed = this.listed.unmarked(listed);
       }
-      if (batch.length > 0 || listed.size > 0) {
+      if (batch.length > 0 || listed.size > 0 || followed.size > 0) {
         await this.store.write(
           batch.map((entry) => entry.write),
           listed,
+          followed,
         );
         this.listed.marked(listed);
+        this.followed.wrote(followed);
       }
+      this.followed.committed(batch);
       this.queue.remove(batch);
       this.outage.succeeded();
       this.context.committed();

@@ -17,6 +17,7 @@ export interface StoredResource {
   type: ResourceType;
   watched: boolean;
   listed: boolean;
+  /** Listed: how far its objects are followed (every change up to it committed); '' if not known. */
   resourceVersion: string;
 }
 
@@ -30,8 +31,20 @@ export interface ResourceEntry {
 /** One unit of a batch, applied in order. */
 export type StateWrite =
   | { kind: 'object'; resource: string; object: StoredObject }
-  | { kind: 'delete'; resource: string; key: string }
+  | DeleteWrite
   | { kind: 'event'; resource: string; event: KubediffEvent };
+
+/**
+ * An object's row removed. A deletion the informer saw names its namespace and the resourceVersion it
+ * was seen at (how far the type is followed, followed-versions.ts).
+ */
+export interface DeleteWrite {
+  kind: 'delete';
+  resource: string;
+  key: string;
+  namespace?: string | undefined;
+  resourceVersion?: string;
+}
 
 /**
  * A StateWrite with its JSON made: the rows it writes, and nothing else. The recorder holds writes in
@@ -50,7 +63,7 @@ export type SerializedWrite =
       resourceVersion: string;
       json: string;
     }
-  | { kind: 'delete'; resource: string; key: string }
+  | DeleteWrite
   | {
       kind: 'event';
       resource: string;
@@ -197,9 +210,14 @@ export interface StateStore {
   forgetObjects(): Promise<void>;
   /**
    * Applies a batch in one transaction, then marks `listed` types (resource → resourceVersion) as a complete
-   * inventory. Throws on failure, having applied nothing.
+   * inventory, and sets how far listed types are `followed` (resource → resourceVersion: every change up
+   * to it is committed; followed-versions.ts). Throws on failure, having applied nothing.
    */
-  write(batch: readonly SerializedWrite[], listed: ReadonlyMap<string, string>): Promise<void>;
+  write(
+    batch: readonly SerializedWrite[],
+    listed: ReadonlyMap<string, string>,
+    followed?: ReadonlyMap<string, string>,
+  ): Promise<void>;
   /** Removes events beyond the retention limits; returns how many. */
   prune(retention: Retention): Promise<number>;
   /** A failure worth retrying (the database unreachable, restarting, timing out); else recording stops. */

@@ -457,6 +457,104 @@ test('a first baseline recorded only in part (a start killed between its transac
   );
 });
 
+test('an object a kill -9 kept from the store, deleted while kubediff was down: the restart reports its DELETED; one created and deleted meanwhile, both', async (t) => {
+  const ns = await namespaceFor(t, 'state-replay');
+  const state = join(dir, `${ns}.db`);
+  // A webhook that takes nothing: what it holds is delivered on stdout but never committed.
+  const stuck = await HttpReceiver.start({ defaultReply: { hang: true } });
+  t.after(() => stuck.close());
+  const first = startWatch(ns, state, ['-r', 'configmaps', '--webhook', stuck.url('/hook')]);
+  await first.waitForStderr(WATCHING);
+  const followed = () =>
+    readState(state, "SELECT listed, resource_version FROM resources WHERE resource = 'configmaps'")[0];
+  await waitFor(() => Number(followed()?.listed) === 1, { what: 'the ConfigMaps baseline committed' });
+  const base = followed()?.resource_version;
+  const shortLived = await admin.create(cmPath(ns), { metadata: { name: 'short-lived' }, data: { k: 'v' } });
+  await first.waitForEvent((e) => e.id === id(shortLived), { description: 'short-lived ADDED on stdout' });
+  await stuck.waitForRequests(1);
+  await first.kill();
+  assert.equal(
+    Number(readState(state, `SELECT count(*) AS n FROM objects WHERE name = 'short-lived'`)[0]?.n),
+    0,
+    'reported, but not recorded: the webhook never took it',
+  );
+  assert.equal(followed()?.resource_version, base, 'the point recorded is not past what is committed');
+
+  // While down: short-lived is deleted; brief is created and deleted; stays is created.
+  await admin.delete(cmPath(ns, 'short-lived'));
+  const brief = await admin.create(cmPath(ns), { metadata: { name: 'brief' }, data: { k: '1' } });
+  const briefChanged = await admin.patch(cmPath(ns, 'brief'), { data: { k: '2' } });
+  await admin.delete(cmPath(ns, 'brief'));
+  const stays = await admin.create(cmPath(ns), { metadata: { name: 'stays' } });
+
+  const receiver = await HttpReceiver.start();
+  t.after(() => receiver.close());
+  const second = startWatch(ns, state, ['-r', 'configmaps', '--webhook', receiver.url('/hook')]);
+  await second.waitForEvent((e) => e.id === id(stays), { description: 'stays ADDED offline (the LIST)' });
+  const shortLivedGone = await second.waitForEvent(
+    (e) => e.type === 'DELETED' && e.object.uid === shortLived.metadata.uid,
+    { description: 'short-lived DELETED (the replay)' },
+  );
+  const briefGone = await second.waitForEvent(
+    (e) => e.type === 'DELETED' && e.object.uid === brief.metadata.uid,
+    { description: 'brief DELETED (the replay)' },
+  );
+  const sentinel = await admin.create(cmPath(ns), { metadata: { name: 'sentinel' } });
+  await second.waitForEvent((e) => e.id === id(sentinel), { description: 'sentinel ADDED, live' });
+  const secondExit = await second.stop();
+  assert.equal(secondExit.code, 0, secondExit.stderr);
+  const reported = second.events.filter(inNamespace(ns));
+  const before = reported.slice(
+    0,
+    reported.findIndex((e) => e.id === id(sentinel)),
+  );
+  // Each as it happened, offline, in order: short-lived's ADDED again (same id: not recorded), then
+  // its DELETED with its last state; brief's ADDED, UPDATED and DELETED.
+  assert.deepEqual(
+    before
+      .filter((e) => e.object.name !== 'stays')
+      .map((e) => `${e.type} ${e.object.name} ${e.id}${e.offline ? ' offline' : ''}`),
+    [
+      `ADDED short-lived ${id(shortLived)} offline`,
+      `DELETED short-lived ${shortLivedGone.id} offline`,
+      `ADDED brief ${id(brief)} offline`,
+      `UPDATED brief ${id(briefChanged)} offline`,
+      `DELETED brief ${briefGone.id} offline`,
+    ],
+    describeAll(reported),
+  );
+  // Seen as it happened: at the deletion's resourceVersion, not an inference from a LIST.
+  assert.equal(shortLivedGone.finalStateUnknown, undefined);
+  assert.ok(BigInt(shortLivedGone.object.resourceVersion) > BigInt(shortLived.metadata.resourceVersion));
+  assert.ok(reported.filter((e) => e.object.name === 'stays').every((e) => e.type === 'ADDED' && e.offline));
+  const delivered = receiver.requests.map((request) => (JSON.parse(request.body) as TestEvent).id);
+  for (const event of before) assert.ok(delivered.includes(event.id), `${event.id} delivered to the webhook`);
+  // The store holds neither (their events are in the history), and the next start reports nothing again.
+  assert.deepEqual(
+    readState(state, `SELECT name FROM objects WHERE resource = 'configmaps' ORDER BY name`).map(
+      (row) => row.name,
+    ),
+    ['sentinel', 'stays'],
+  );
+  const recorded = readState(state, `SELECT id FROM events WHERE name IN ('short-lived', 'brief')`).map(
+    (row) => row.id,
+  );
+  assert.deepEqual(
+    new Set(recorded),
+    new Set([...before].filter((e) => e.object.name !== 'stays').map((e) => e.id)),
+  );
+  const third = startWatch(ns, state, ['-r', 'configmaps']);
+  await third.waitForStderr(WATCHING);
+  const last = await admin.create(cmPath(ns), { metadata: { name: 'last' } });
+  await third.waitForEvent((e) => e.id === id(last), { description: 'last ADDED, live' });
+  assert.equal((await third.stop()).code, 0);
+  assert.deepEqual(
+    third.events.filter(inNamespace(ns)).map((e) => `${e.type} ${e.object.name}`),
+    ['ADDED last'],
+    'nothing reported again',
+  );
+});
+
 test('the state file, its -wal and its -shm are created 0600, whatever the umask lets through', async (t) => {
   const ns = await namespaceFor(t, 'state-modes');
   const state = join(dir, 'modes.db');

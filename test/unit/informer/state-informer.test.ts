@@ -1,6 +1,7 @@
 // An informer pre-loaded from the state file (--state) treats its first LIST as a relist: it reports
 // exactly what changed since the recorded state, offline, and nothing for unchanged objects; without a
-// pre-load the first LIST stays a silent baseline, each object handed to onBaseline for recording.
+// pre-load the first LIST stays a silent baseline, each object handed to onBaseline for recording. With
+// a replay point, the changes between it and the LIST report the objects created and deleted meanwhile.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Informer, type InformerHandler } from '../../../src/informer/informer.ts';
@@ -41,14 +42,15 @@ function recorder(): { handler: InformerHandler; log: string[] } {
   return {
     log,
     handler: {
-      onAdd: (_t, o, c) => log.push(`ADDED ${o.name} ${o.uid}${c.offline ? ' offline' : ''}`),
+      onAdd: (_t, o, c) =>
+        log.push(`ADDED ${o.name} ${o.uid}${c.offline ? ' offline' : ''}${c.replayed ? ' replayed' : ''}`),
       onUpdate: (_t, p, o, c) =>
         log.push(
-          `UPDATED ${o.name} ${p.resourceVersion}->${o.resourceVersion}${c.offline ? ' offline' : ''}`,
+          `UPDATED ${o.name} ${p.resourceVersion}->${o.resourceVersion}${c.offline ? ' offline' : ''}${c.replayed ? ' replayed' : ''}`,
         ),
       onDelete: (_t, o, c) =>
         log.push(
-          `DELETED ${o.name} ${o.uid}${c.offline ? ' offline' : ''}${c.finalStateUnknown ? ' unknown' : ''} @${c.resourceVersion}`,
+          `DELETED ${o.name} ${o.uid}${c.offline ? ' offline' : ''}${c.finalStateUnknown ? ' unknown' : ''}${c.replayed ? ' replayed' : ''} @${c.resourceVersion}`,
         ),
       onBaseline: (_t, o) => log.push(`BASELINE ${o.name}`),
     },
@@ -132,4 +134,42 @@ test('a partial pre-load (a first LIST not wholly recorded) reconciles what it h
     'BASELINE other',
     'DELETED gone u2 offline unknown @30',
   ]);
+});
+
+test('the replay reports what the LIST cannot show: objects created after the replay point and deleted before the LIST, as they happened', () => {
+  const { handler, log } = recorder();
+  const informer = new Informer(
+    client,
+    {
+      type: configmaps,
+      normalize,
+      initialList: 'silent',
+      preload: [stored(cm('keep', 'u1', '10', {})), stored(cm('web-0', 'u2', '11', {}))],
+      replayFrom: '12',
+    },
+    handler,
+  );
+  informer.listStarted();
+  // web-0 was deleted and created again under the same name (u4); u3 lived in between.
+  informer.listPage([cm('keep', 'u1', '10', {}), cm('web-0', 'u4', '18', {})]);
+  informer.listCompleted('20');
+  // The changes the LIST has told (of u1, u2, u4) are not reported twice; u3's are, in order.
+  informer.replayEvent('DELETED', cm('web-0', 'u2', '13', {}));
+  informer.replayEvent('ADDED', cm('web-0', 'u3', '14', {}));
+  informer.replayEvent('MODIFIED', cm('web-0', 'u3', '15', { k: 'v' }));
+  informer.replayEvent('DELETED', cm('web-0', 'u3', '16', { k: 'v' }));
+  informer.replayEvent('ADDED', cm('web-0', 'u4', '18', {}));
+  informer.replayEnded();
+  // After the replay the store is the LIST's: u4 is web-0, live changes compare against it.
+  informer.watchEvent('MODIFIED', cm('web-0', 'u4', '21', { k: '1' }));
+  assert.deepEqual(log, [
+    'DELETED web-0 u2 offline unknown @18',
+    'ADDED web-0 u4 offline',
+    'ADDED web-0 u3 offline replayed',
+    'UPDATED web-0 14->15 offline replayed',
+    'DELETED web-0 u3 offline replayed @16',
+    'UPDATED web-0 18->21',
+  ]);
+  assert.equal(informer.get('ns/web-0')?.uid, 'u4');
+  assert.equal(informer.objectCount, 2);
 });

@@ -64,10 +64,15 @@ test('each informer starts from what the previous run recorded of its type', asy
   assert.equal(catchUp.hasPreviousState, true);
   const preloaded = (type: ResourceType, namespace?: string) =>
     catchUp.plan(type, namespace, 'silent').preload?.map((object) => object.name);
-  // Watched and listed: pre-loaded (per namespace with -n), its first LIST a relist.
+  // Watched and listed: pre-loaded (per namespace with -n), its first LIST a relist, then the replay of
+  // the changes since the point it was followed to.
   assert.deepEqual(preloaded(configmaps), ['a', 'b']);
   assert.deepEqual(preloaded(configmaps, 'ns'), ['a']);
-  assert.deepEqual(catchUp.plan(configmaps, 'shop', 'silent'), { initialList: 'silent', preload: [] });
+  assert.deepEqual(catchUp.plan(configmaps, 'shop', 'silent'), {
+    initialList: 'silent',
+    preload: [],
+    replayFrom: '5',
+  });
   // Not listed and nothing recorded: a silent baseline.
   assert.deepEqual(catchUp.plan(secrets, undefined, 'silent'), { initialList: 'silent' });
   // Served but not watched: a silent baseline.

@@ -313,3 +313,75 @@ test('a recorder whose file was written with another selection takes a new basel
   assert.equal(third.hasPreviousState, true);
   await third.close();
 });
+
+test('how far a type is followed: from its first LIST, by committed changes alone, with -n as far as the namespace behind; a replayed change keeps its event only', async () => {
+  const { db, recorder } = await openRecorder(file());
+  let finished = 0;
+  const inA = fakeInformer(configmaps, 'a');
+  const inB = fakeInformer(configmaps, 'b');
+  recorder.attach({ finished: () => [finished] }, () => [inA.informer, inB.informer]);
+  recorder.noteSelection(selection(configmaps));
+  const followed = () => db.resources().find((entry) => entry.resource === 'configmaps')?.resourceVersion;
+  const inNamespace = (namespace: string, name: string, rv: string): StoredObject => ({
+    ...object(name, rv),
+    namespace,
+    key: `${namespace}/${name}`,
+  });
+  const change = (namespace: string, name: string, rv: string, accepted: number) =>
+    recorder.changeProcessed(
+      { kind: 'added', type: configmaps, object: inNamespace(namespace, name, rv) },
+      added(configmaps, name, rv),
+      [accepted],
+    );
+  /** A commit, then the one that writes how far it got (the point follows one commit behind). */
+  const commit = async () => {
+    await recorder.flush();
+    await recorder.flush();
+  };
+  inA.sync('10');
+  recorder.stateChanged(inA.informer, { phase: 'watching' });
+  inB.sync('14');
+  recorder.stateChanged(inB.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  assert.equal(followed(), '10', 'listed: as far as the informer whose LIST ended first');
+
+  change('b', 'x', '15', 1);
+  change('a', 'y', '16', 2);
+  change('b', 'z', '17', 3);
+  finished = 1;
+  await commit();
+  assert.equal(followed(), '10', "b's change at 15 is committed, a is still at its LIST");
+  finished = 2;
+  await commit();
+  assert.equal(followed(), '15', "a's change at 16 is committed: b, behind at 15, holds the point");
+  await commit();
+  assert.equal(followed(), '15', 'the sink has not finished the change at 17: not past it');
+  finished = 3;
+  await commit();
+  assert.equal(followed(), '16');
+
+  // A change of the replay (an object created and deleted while kubediff was down): its event is kept,
+  // no row for its object, and the point does not move.
+  recorder.changeProcessed(
+    { kind: 'added', type: configmaps, object: inNamespace('a', 'brief', '18'), replayed: true },
+    added(configmaps, 'brief', '18'),
+    [4],
+  );
+  recorder.changeProcessed(
+    { kind: 'deleted', type: configmaps, object: inNamespace('a', 'brief', '19'), replayed: true },
+    changeEvent('brief', '19', undefined, 'DELETED'),
+    [5],
+  );
+  finished = 5;
+  await commit();
+  assert.equal(followed(), '16');
+  assert.deepEqual(
+    db
+      .history({})
+      .filter((entry) => entry.object.name === 'brief')
+      .map((entry) => entry.id),
+    ['uid-brief:18', 'uid-brief:19'],
+  );
+  assert.deepEqual(objectNames(db), ['x', 'y', 'z']);
+  await recorder.close();
+});
