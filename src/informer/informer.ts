@@ -347,16 +347,23 @@ export class Informer implements ReflectorSink {
 
   /**
    * A change between the replay point and the first LIST. What the LIST showed of an object is reported
-   * already (its offline changes); the others were created after the replay point and are gone by the
-   * LIST: each is reported as it happened, offline: ADDED, its updates, DELETED with its last state.
+   * already (its offline changes). Of the others, those created after the replay point (their first
+   * change here an ADDED) are gone by the LIST: each change is reported as it happened, offline: ADDED,
+   * its updates, DELETED. One that existed before (a first change that is not an ADDED) was recorded,
+   * and its deletion reported by the run that recorded it gone: nothing of it is reported again.
    */
   replayEvent(type: WatchEventType, object: KubeObject): void {
     const replay = this.replay;
-    if (!replay || replay.known.has(object.metadata.uid)) return;
+    const uid = object.metadata.uid;
+    if (!replay || replay.known.has(uid)) return;
+    const previous = replay.followed.get(uid);
+    if (!previous && type !== 'ADDED') {
+      replay.known.add(uid);
+      return;
+    }
     const arrival = this.toStored(object);
     if (!arrival) return;
     const { stored: current, managedFields } = arrival;
-    const previous = replay.followed.get(current.uid);
     if (type === 'DELETED') {
       replay.followed.delete(current.uid);
       this.handler.onDelete(this.type, current, {

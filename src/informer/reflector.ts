@@ -469,9 +469,10 @@ export class Reflector {
           this.lastResourceVersion = object.metadata.resourceVersion;
           this.sink.listCompleted(object.metadata.resourceVersion);
           this.onInitialEventsEnd();
+          const replaying = this.startReplay(object.metadata.resourceVersion);
+          this.sink.stateChanged({ phase: 'watching' });
           // The replay needs a watch of its own, from the replay point: this one ends here.
-          if (this.startReplay(object.metadata.resourceVersion)) this.currentWatch?.abort();
-          else this.sink.stateChanged({ phase: 'watching' });
+          if (replaying) this.currentWatch?.abort();
           return;
         }
         this.lastResourceVersion = object.metadata.resourceVersion;

@@ -5,8 +5,8 @@
 //
 // Per informer (one per namespace with -n, each in the order of its own stream): the newer of the
 // resourceVersion its first LIST ended at and the newest of its committed changes. Per type: the oldest
-// of its informers'. Computed after each commit and written with the next one, so the point stored is
-// never ahead of what is committed.
+// of its informers'. Written in the transaction that commits the changes it counts: never ahead of what
+// is committed.
 import type { Informer } from '../informer/informer.ts';
 import { numericResourceVersion as numeric, qualifiedName } from '../kube/types.ts';
 import type { ListedTypes } from './listed-types.ts';
@@ -23,17 +23,20 @@ export class FollowedVersions {
 
   /** `batch` is committed: its changes count. */
   committed(batch: readonly { write: SerializedWrite }[]): void {
-    for (const { write } of batch) {
-      if (write.kind !== 'object' && write.kind !== 'delete') continue;
-      const version = numeric(write.resourceVersion);
-      if (version === undefined) continue;
-      this.raise(keyOf(write.resource, write.namespace ?? ANY_NAMESPACE), version);
-      this.raise(keyOf(write.resource, ANY_NAMESPACE), version);
-    }
+    raiseBy(this.newest, batch);
   }
 
-  /** The types whose point moved past what the store holds: resource → resourceVersion. */
-  moved(informers: readonly Informer[], listed: ListedTypes): Map<string, string> {
+  /**
+   * The types whose point moves past what the store holds once `batch` is committed too: resource →
+   * resourceVersion.
+   */
+  moved(
+    informers: readonly Informer[],
+    listed: ListedTypes,
+    batch: readonly { write: SerializedWrite }[],
+  ): Map<string, string> {
+    const newest = new Map(this.newest);
+    raiseBy(newest, batch);
     const points = new Map<string, bigint | undefined>();
     for (const informer of informers) {
       const resource = qualifiedName(informer.type);
@@ -44,7 +47,7 @@ export class FollowedVersions {
         points.set(resource, undefined);
         continue;
       }
-      const changes = this.newest.get(keyOf(resource, informer.namespace ?? ANY_NAMESPACE));
+      const changes = newest.get(keyOf(resource, informer.namespace ?? ANY_NAMESPACE));
       const point = changes !== undefined && changes > base ? changes : base;
       const before = points.get(resource);
       points.set(resource, before === undefined || point < before ? point : before);
@@ -62,10 +65,20 @@ export class FollowedVersions {
   wrote(points: ReadonlyMap<string, string>): void {
     for (const [resource, point] of points) this.stored.set(resource, point);
   }
+}
 
-  private raise(key: string, version: bigint): void {
-    const before = this.newest.get(key);
-    if (before === undefined || version > before) this.newest.set(key, version);
+/** Raises `newest` by the changes of `batch`: per resource and namespace, and per resource. */
+function raiseBy(newest: Map<string, bigint>, batch: readonly { write: SerializedWrite }[]): void {
+  const raise = (key: string, version: bigint) => {
+    const before = newest.get(key);
+    if (before === undefined || version > before) newest.set(key, version);
+  };
+  for (const { write } of batch) {
+    if (write.kind !== 'object' && write.kind !== 'delete') continue;
+    const version = numeric(write.resourceVersion);
+    if (version === undefined) continue;
+    raise(keyOf(write.resource, write.namespace ?? ANY_NAMESPACE), version);
+    raise(keyOf(write.resource, ANY_NAMESPACE), version);
   }
 }
 

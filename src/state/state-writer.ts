@@ -163,8 +163,8 @@ export class StateWriter {
   private commit(batch: readonly QueuedWrite[]): Promise<void> {
     const informers = this.context.informers();
     const listed = this.listed.newlyListed(informers, this.queue, batch);
-    // How far the types are followed after the commits before this one.
-    const followed = this.followed.moved(informers, this.listed);
+    // How far the types are followed once this batch is committed (written in its transaction).
+    const followed = this.followed.moved(informers, this.listed, batch);
     const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
     // Idle: no write at all.
     if (batch.length === 0 && listed.size === 0 && followed.size === 0 && !due && !this.claim?.waiting)

@@ -2,7 +2,8 @@
 // two processes recording two clusters in one database, each catching up only from its own snapshot;
 // a third claiming a cluster already recorded is refused; the history across the fleet with --cluster;
 // the database stopped during churn and restarted (nothing lost within the bound, nothing twice); a
-// database of the previous schema migrated by `kubediff migrate`. The password is never printed.
+// database of the previous schema migrated by `kubediff migrate`; after a kill -9, the replay of what the
+// database did not record (docs/state.md, "The replay"). The password is never printed.
 //
 // The two "clusters" are two cluster names (--cluster-name) on the test API server: their snapshots,
 // claims and history are kept apart by name, which is what the database sees.
@@ -15,7 +16,8 @@ import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../src/state/po
 import { PostgresStateStore } from '../../src/state/postgres-store.ts';
 import { killAll, runKubediff, runKubediffToCompletion, WATCHING, watchArgs } from '../helpers/cli.ts';
 import { gatedFirstRun } from '../helpers/gated-first-run.ts';
-import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject } from '../helpers/kube-admin.ts';
+import { HttpReceiver } from '../helpers/http-receiver.ts';
+import { ADMIN_FIELD_MANAGER, adminClient, type KubeObject, waitFor } from '../helpers/kube-admin.ts';
 import { SERVING, scrapeMetrics } from '../helpers/metrics.ts';
 import { psql, startPostgres } from '../helpers/postgres.ts';
 import { createTestDatabase, stateUrl } from '../helpers/postgres-env.ts';
@@ -220,6 +222,65 @@ test('a first run killed the moment it says it records state is caught up by the
     { description: 'b DELETED' },
   );
   await second.stop();
+});
+
+test('killed before it recorded an ADDED, the object deleted meanwhile: the next start replays it, ADDED and DELETED; the database follows each type only as far as it committed', async (t) => {
+  const ns = await namespaceFor(t, 'pg-replay');
+  const database = await createTestDatabase('state replay');
+  t.after(() => database.drop());
+  const url = stateUrl(database.info);
+  const env = { PGPASSWORD: database.info.password };
+  const cluster = ['--cluster-name', 'replay'];
+  const followed = async () =>
+    (
+      await psql(
+        database.info,
+        "SELECT listed, resource_version FROM kubediff_resources WHERE cluster = 'replay' AND resource = 'configmaps'",
+      )
+    ).trim();
+  // A webhook that takes nothing: what it holds is on stdout, never committed.
+  const stuck = await HttpReceiver.start({ defaultReply: { hang: true } });
+  t.after(() => stuck.close());
+  const watch = (extra: string[]) =>
+    runKubediff(watchArgs(ns, ['configmaps'], '--state', url, ...cluster, ...extra), {
+      checkEvents: true,
+      timeoutMs: 30_000,
+      env,
+    });
+  const first = watch(['--webhook', stuck.url('/hook')]);
+  await first.waitForStderr(WATCHING);
+  const listed = await waitFor(async () => ((await followed()).startsWith('t|') ? followed() : undefined), {
+    what: 'the ConfigMaps baseline committed',
+  });
+  const shortLived = await admin.create(cmPath(ns), { metadata: { name: 'short-lived' }, data: { k: 'v' } });
+  await first.waitForEvent((e) => e.id === id(shortLived), { description: 'short-lived ADDED on stdout' });
+  await stuck.waitForRequests(1);
+  await first.kill();
+  assert.equal(await followed(), listed, 'not followed past what is committed');
+  await admin.delete(cmPath(ns, 'short-lived'));
+
+  const second = watch([]);
+  const gone = await second.waitForEvent(
+    (e) => e.type === 'DELETED' && e.object.uid === shortLived.metadata.uid,
+    { description: 'short-lived DELETED, replayed' },
+  );
+  const sentinel = await admin.create(cmPath(ns), { metadata: { name: 'sentinel' } });
+  await second.waitForEvent((e) => e.id === id(sentinel), { description: 'sentinel ADDED' });
+  const exit = await second.stop();
+  assert.equal(exit.code, 0, exit.stderr);
+  assert.deepEqual(
+    second.events
+      .filter((e) => e.object.name === 'short-lived')
+      .map((e) => `${e.type} ${e.id}${e.offline ? ' offline' : ''}`),
+    [`ADDED ${id(shortLived)} offline`, `DELETED ${gone.id} offline`],
+  );
+  // Followed as far as the sentinel, the last change committed; short-lived has no row, its events do.
+  assert.equal(await followed(), `t|${sentinel.metadata.resourceVersion}`);
+  const rows = await psql(
+    database.info,
+    `SELECT (SELECT count(*) FROM kubediff_objects WHERE cluster = 'replay' AND name = 'short-lived'), (SELECT count(*) FROM kubediff_events WHERE cluster = 'replay' AND name = 'short-lived')`,
+  );
+  assert.equal(rows.trim(), '0|2');
 });
 
 test('the database stopped during churn and restarted: watching goes on, the history is complete and has nothing twice', async (t) => {

@@ -121,6 +121,8 @@ describe('Reflector replay', () => {
       'list',
       'page a@5',
       'listed @10',
+      // At the initial events' end (the LIST is handed on), and when the replay's watch starts.
+      'watching',
       'watching',
       'replayed DELETED gone@7',
       'replay complete',

@@ -136,7 +136,7 @@ test('a partial pre-load (a first LIST not wholly recorded) reconciles what it h
   ]);
 });
 
-test('the replay reports what the LIST cannot show: objects created after the replay point and deleted before the LIST, as they happened', () => {
+test('the replay reports what the LIST cannot show: objects created after the replay point and deleted before the LIST, as they happened; nothing of one created before it', () => {
   const { handler, log } = recorder();
   const informer = new Informer(
     client,
@@ -155,6 +155,10 @@ test('the replay reports what the LIST cannot show: objects created after the re
   informer.listCompleted('20');
   // The changes the LIST has told (of u1, u2, u4) are not reported twice; u3's are, in order.
   informer.replayEvent('DELETED', cm('web-0', 'u2', '13', {}));
+  // old existed before the replay point and is neither recorded nor listed: a run before this one
+  // recorded it and reported it gone. Nothing of it again.
+  informer.replayEvent('MODIFIED', cm('old', 'u9', '13', { k: 'v' }));
+  informer.replayEvent('DELETED', cm('old', 'u9', '14', { k: 'v' }));
   informer.replayEvent('ADDED', cm('web-0', 'u3', '14', {}));
   informer.replayEvent('MODIFIED', cm('web-0', 'u3', '15', { k: 'v' }));
   informer.replayEvent('DELETED', cm('web-0', 'u3', '16', { k: 'v' }));
