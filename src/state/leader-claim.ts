@@ -5,7 +5,7 @@
 // process is gone or cut off. Holding the claim, it brings the snapshot up to date with its own informers
 // (resync), and only then records. When it stops leading, it releases the claim.
 import type { Informer } from '../informer/informer.ts';
-import { qualifiedName } from '../kube/types.ts';
+import { olderResourceVersion, qualifiedName } from '../kube/types.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import { type EventFailures, identityOf } from '../util/event-failures.ts';
@@ -186,7 +186,12 @@ export class LeaderClaim {
     }
     const written = batch.length;
     if (synced) for (const key of recorded.keys()) batch.push({ kind: 'delete', resource, key });
-    const resourceVersion = informers[0]?.resourceVersion ?? '';
+    // With -n, one informer per namespace: the type is followed as far as the one behind.
+    const resourceVersion =
+      informers.reduce<string | undefined>(
+        (oldest, informer) => olderResourceVersion(oldest, informer.resourceVersion),
+        undefined,
+      ) ?? '';
     const complete = synced ? new Map([[resource, resourceVersion]]) : new Map<string, string>();
     for (let start = 0; start < batch.length || start === 0; start += MAX_BATCH) {
       const last = start + MAX_BATCH >= batch.length;

@@ -4,7 +4,7 @@
 // recorded objects even when it has none (so that what was created meanwhile is reported); an unlisted
 // one without objects takes a silent baseline instead.
 import type { Informer } from '../informer/informer.ts';
-import { numericResourceVersion, qualifiedName } from '../kube/types.ts';
+import { olderResourceVersion, qualifiedName } from '../kube/types.ts';
 import type { QueuedWrite, WriteQueue } from './write-queue.ts';
 
 export class ListedTypes {
@@ -36,7 +36,7 @@ export class ListedTypes {
       const resourceVersion = this.syncedAt.get(informer);
       if (resourceVersion === undefined) incomplete.add(resource);
       // With -n, one informer per namespace: the type is followed as far as the one behind.
-      else versions.set(resource, older(versions.get(resource), resourceVersion));
+      else versions.set(resource, olderResourceVersion(versions.get(resource), resourceVersion));
     }
     for (const resource of versions.keys()) {
       if (incomplete.has(resource) || this.listed.has(resource) || !queue.firstListDone(resource, batch))
@@ -72,11 +72,4 @@ export class ListedTypes {
   keepWatched(watched: ReadonlySet<string>): void {
     for (const resource of [...this.listed.keys()]) if (!watched.has(resource)) this.listed.delete(resource);
   }
-}
-
-/** The older of two resourceVersions (`next` when they cannot be compared). */
-function older(before: string | undefined, next: string): string {
-  const a = numericResourceVersion(before);
-  const b = numericResourceVersion(next);
-  return a !== undefined && b !== undefined && a < b ? (before as string) : next;
 }
