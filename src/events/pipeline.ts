@@ -33,6 +33,8 @@ export interface StoreChange {
   initial?: true;
   /** The cluster of the source it came from (its events' `cluster`). */
   cluster?: string | undefined;
+  /** Found by a LIST (or a replay) rather than a live watch event: it happened while nobody looked. */
+  offline?: true;
   /**
    * A change of the replay after a restart (src/informer/informer.ts, ReplayMark): of an object created
    * and deleted while kubediff was not running, which no store holds (its event is kept, not its object).
@@ -249,7 +251,7 @@ export class Pipeline {
             type,
             object,
             ...(context.initial ? { initial: true as const } : {}),
-            ...(context.replayed ? { replayed: true as const } : {}),
+            ...replayMarks(context),
             ...where,
           },
           event: builder.added(type, object, context),
@@ -264,7 +266,7 @@ export class Pipeline {
             object: current,
             ...(context.withoutWrite ? {} : { previousResourceVersion: previous.resourceVersion }),
             previous,
-            ...(context.replayed ? { replayed: true as const } : {}),
+            ...replayMarks(context),
             ...where,
           },
           event: builder.updated(type, previous, current, context),
@@ -278,7 +280,7 @@ export class Pipeline {
             type,
             object: last,
             previousResourceVersion: context.previousResourceVersion ?? last.resourceVersion,
-            ...(context.replayed ? { replayed: true as const } : {}),
+            ...replayMarks(context),
             ...where,
           },
           event: builder.deleted(type, last, context),
@@ -297,6 +299,15 @@ export class Pipeline {
       },
     };
   }
+}
+
+/** A change's `offline` and `replayed`, set only when true (one object less per live change). */
+function replayMarks(context: {
+  offline: boolean;
+  replayed?: true;
+}): Pick<StoreChange, 'offline' | 'replayed'> {
+  if (!context.offline) return {};
+  return context.replayed ? { offline: true, replayed: true } : { offline: true };
 }
 
 /** A stage from a function that returns the event to pass on, or undefined to drop it. */

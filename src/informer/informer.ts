@@ -177,7 +177,7 @@ export class Informer implements ReflectorSink {
    * hold, whose changes the LIST has told; and the objects the replay follows, born after the replay
    * point and gone by the LIST, by uid.
    */
-  private replay: { known: Set<string>; followed: Map<string, StoredObject> } | undefined;
+  private replay: { known: Set<string>; followed: Map<string, StoredObject>; listedAt?: string } | undefined;
   /** Why the LIST in progress would find objects changed without a write. */
   private listCause: WithoutWriteCause = 'relist';
   /** Until then (Date.now()), a LIST that starts is one after a schema change (servedSchemaChanged). */
@@ -313,6 +313,7 @@ export class Informer implements ReflectorSink {
       this.store.set(stored);
       this.handler.onUpdate(this.type, previous, stored, { offline: true, managedFields, withoutWrite });
     }
+    if (this.replay && !this.synced) this.replay.listedAt = resourceVersion;
     if ((this.synced || this.reconcileFirstList || restarted) && seen) {
       for (const entry of [...this.store.values()]) {
         if (seen.has(entry.key)) continue;
@@ -382,8 +383,22 @@ export class Informer implements ReflectorSink {
       this.handler.onUpdate(this.type, previous, current, context);
   }
 
-  replayEnded(): void {
+  /**
+   * The replay is over. Ended before the LIST (410 Gone, a relist): the objects it reported and did not
+   * see deleted are gone all the same (the LIST did not hold them), reported so, at the LIST.
+   */
+  replayEnded(complete: boolean): void {
+    const replay = this.replay;
     this.replay = undefined;
+    if (!replay || complete) return;
+    for (const last of replay.followed.values()) {
+      this.handler.onDelete(this.type, last, {
+        offline: true,
+        replayed: true,
+        finalStateUnknown: true,
+        resourceVersion: replay.listedAt ?? last.resourceVersion,
+      });
+    }
   }
 
   stateChanged(state: ReflectorState): void {

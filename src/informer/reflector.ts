@@ -138,6 +138,8 @@ export class Reflector {
   private replayFrom: bigint | undefined;
   /** During the replay: the first LIST's resourceVersion, up to which events are replayed. */
   private replayUntil: bigint | undefined;
+  /** 'watching' was said when a streaming list ended into a replay: its watch does not say it again. */
+  private watchingSaid = false;
 
   constructor(source: ListerWatcher, options: ReflectorOptions, sink: ReflectorSink) {
     this.source = source;
@@ -158,11 +160,11 @@ export class Reflector {
   }
 
   /**
-   * How far the collection is followed: the resourceVersion the next WATCH would resume from, but during
-   * the replay the first LIST's (the state handed on is that LIST's; the replay only reports).
+   * The resourceVersion the next WATCH would resume from. During the replay, how far the replay has
+   * read: what the recorder may take as followed (src/state/followed-versions.ts) goes no further.
    */
   get resourceVersion(): string {
-    return this.replayUntil?.toString() ?? this.lastResourceVersion;
+    return this.lastResourceVersion;
   }
 
   start(): void {
@@ -356,6 +358,8 @@ export class Reflector {
       this.sink.listStarted();
       this.initialEvents = [];
       this.onInitialEventsEnd = stream.onInitialEventsEnd;
+    } else if (this.watchingSaid) {
+      this.watchingSaid = false;
     } else {
       this.sink.stateChanged({ phase: 'watching' });
     }
@@ -472,7 +476,10 @@ export class Reflector {
           const replaying = this.startReplay(object.metadata.resourceVersion);
           this.sink.stateChanged({ phase: 'watching' });
           // The replay needs a watch of its own, from the replay point: this one ends here.
-          if (replaying) this.currentWatch?.abort();
+          if (replaying) {
+            this.watchingSaid = true;
+            this.currentWatch?.abort();
+          }
           return;
         }
         this.lastResourceVersion = object.metadata.resourceVersion;

@@ -85,7 +85,7 @@ export class BacklogBound {
    * Drops the oldest entries down to half the bound, but those being written (`inFlight`) and the
    * discovery's notes; counted, said once. Returns how many.
    */
-  drop(queue: WriteQueue, inFlight: ReadonlySet<QueuedWrite>): number {
+  drop(queue: WriteQueue, inFlight: ReadonlySet<QueuedWrite>): QueuedWrite[] {
     let bytes = queue.bytes;
     const dropped = queue.dropWhere((entry) => {
       if (bytes <= this.maxBytes / 2 || inFlight.has(entry)) return false;
@@ -93,7 +93,7 @@ export class BacklogBound {
       bytes -= entry.bytes;
       return true;
     });
-    if (dropped.length === 0) return 0;
+    if (dropped.length === 0) return dropped;
     if (this.droppedCount === 0) {
       this.log.warn(
         `state: ${this.label} has not taken the changes of the last ${formatSize(this.maxBytes)}; ` +
@@ -102,7 +102,7 @@ export class BacklogBound {
       );
     }
     this.droppedCount += dropped.length;
-    return dropped.length;
+    return dropped;
   }
 
   /** Entries not recorded for another reason (left at exit, or held when this replica stopped leading). */

@@ -1,40 +1,63 @@
 // How far each listed type's recorded objects are followed: a resourceVersion up to which every change
-// of the type is committed (a change is committed only once every sink is done with it, in the order the
-// informer handed it on). A restart replays the changes after it (src/informer/reflector.ts, replayFrom):
-// among them, those a kill -9 kept from the store, whose objects the LIST can no longer show.
+// of the type is committed (a change is committed only once every sink is done with it). A restart
+// replays the changes after it (src/informer/reflector.ts, replayFrom): among them, those a kill -9 kept
+// from the store, whose objects the LIST can no longer show.
 //
-// Per informer (one per namespace with -n, each in the order of its own stream): the newer of the
-// resourceVersion its first LIST ended at and the newest of its committed changes. Per type: the oldest
-// of its informers'. Written in the transaction that commits the changes it counts: never ahead of what
-// is committed.
+// Per informer (one per namespace with -n): where its first LIST left it (the LIST's resourceVersion, or
+// the point its replay started from), raised by each committed change read in its stream's order (a watch
+// event, live or replayed): the changes of one informer are queued in that order, and committed as a
+// prefix of the queue, so every change before a committed one is committed. Changes found by comparing a
+// LIST come in no such order and raise nothing. A change dropped at the backlog bound is never committed:
+// the point stays below it for the rest of the run. Events a new leader hands over (held back as a
+// standby, older than its informers) hold the point below them until they are committed. Per type: the
+// oldest of its informers'. Written in the transaction that commits the changes it counts.
 import type { Informer } from '../informer/informer.ts';
 import { numericResourceVersion as numeric, qualifiedName } from '../kube/types.ts';
 import type { ListedTypes } from './listed-types.ts';
-import type { SerializedWrite } from './store.ts';
+import { type QueuedWrite, resourceOf } from './write-queue.ts';
 
 /** An informer of every namespace counts the changes of any (the key's namespace part). */
 const ANY_NAMESPACE = '';
 
+type Entries = readonly Pick<QueuedWrite, 'write' | 'followed'>[];
+
 export class FollowedVersions {
   /** The newest committed change's resourceVersion, by resource and namespace ('' for any). */
   private readonly newest = new Map<string, bigint>();
+  /** Below the oldest change dropped uncommitted, by resource and namespace ('' for any). */
+  private readonly caps = new Map<string, bigint>();
+  /** Below events handed over by the leader gate, until the queue entries up to `until` are committed. */
+  private holds: { until: number; caps: Map<string, bigint> }[] = [];
   /** What the store holds, by resource. */
   private readonly stored = new Map<string, string>();
 
   /** `batch` is committed: its changes count. */
-  committed(batch: readonly { write: SerializedWrite }[]): void {
+  committed(batch: Entries): void {
     raiseBy(this.newest, batch);
+  }
+
+  /** `entries` left the queue uncommitted (the backlog bound): no point reaches them. */
+  dropped(entries: Entries): void {
+    capBelow(this.caps, entries);
+  }
+
+  /** Handed-over events, queued up to seq `until`: no point reaches them before they are committed. */
+  hold(until: number, entries: Entries): void {
+    const caps = new Map<string, bigint>();
+    capBelow(caps, entries);
+    if (caps.size > 0) this.holds.push({ until, caps });
+  }
+
+  /** After a commit: the holds whose entries are all committed (none waits at or below `until`) end. */
+  release(oldestWaiting: number | undefined): void {
+    this.holds = this.holds.filter((hold) => oldestWaiting !== undefined && oldestWaiting <= hold.until);
   }
 
   /**
    * The types whose point moves past what the store holds once `batch` is committed too: resource →
    * resourceVersion.
    */
-  moved(
-    informers: readonly Informer[],
-    listed: ListedTypes,
-    batch: readonly { write: SerializedWrite }[],
-  ): Map<string, string> {
+  moved(informers: readonly Informer[], listed: ListedTypes, batch: Entries): Map<string, string> {
     const newest = new Map(this.newest);
     raiseBy(newest, batch);
     const points = new Map<string, bigint | undefined>();
@@ -47,8 +70,13 @@ export class FollowedVersions {
         points.set(resource, undefined);
         continue;
       }
-      const changes = newest.get(keyOf(resource, informer.namespace ?? ANY_NAMESPACE));
-      const point = changes !== undefined && changes > base ? changes : base;
+      const key = keyOf(resource, informer.namespace ?? ANY_NAMESPACE);
+      const changes = newest.get(key);
+      let point = changes !== undefined && changes > base ? changes : base;
+      for (const caps of [this.caps, ...this.holds.map((hold) => hold.caps)]) {
+        const cap = caps.get(key);
+        if (cap !== undefined && cap < point) point = cap;
+      }
       const before = points.get(resource);
       points.set(resource, before === undefined || point < before ? point : before);
     }
@@ -61,6 +89,16 @@ export class FollowedVersions {
     return moved;
   }
 
+  /** `resourceVersion`, or the lowest cap on any of the type's keys below it. */
+  atMost(resource: string, resourceVersion: string): string {
+    let point = numeric(resourceVersion);
+    if (point === undefined) return resourceVersion;
+    const prefix = keyOf(resource, '');
+    for (const caps of [this.caps, ...this.holds.map((hold) => hold.caps)])
+      for (const [key, cap] of caps) if (key.startsWith(prefix) && cap < point) point = cap;
+    return point.toString();
+  }
+
   /** The store holds these points now. */
   wrote(points: ReadonlyMap<string, string>): void {
     for (const [resource, point] of points) this.stored.set(resource, point);
@@ -68,18 +106,34 @@ export class FollowedVersions {
 }
 
 /** Raises `newest` by the changes of `batch`: per resource and namespace, and per resource. */
-function raiseBy(newest: Map<string, bigint>, batch: readonly { write: SerializedWrite }[]): void {
-  const raise = (key: string, version: bigint) => {
-    const before = newest.get(key);
-    if (before === undefined || version > before) newest.set(key, version);
-  };
-  for (const { write } of batch) {
-    if (write.kind !== 'object' && write.kind !== 'delete') continue;
-    const version = numeric(write.resourceVersion);
+function raiseBy(newest: Map<string, bigint>, batch: Entries): void {
+  for (const { write, followed } of batch) {
+    const version = numeric(followed?.resourceVersion);
     if (version === undefined) continue;
-    raise(keyOf(write.resource, write.namespace ?? ANY_NAMESPACE), version);
-    raise(keyOf(write.resource, ANY_NAMESPACE), version);
+    for (const key of keysOf(resourceOf(write), followed?.namespace)) {
+      const before = newest.get(key);
+      if (before === undefined || version > before) newest.set(key, version);
+    }
   }
+}
+
+/** Lowers `caps` below each of `entries`: per resource and namespace, and per resource. */
+function capBelow(caps: Map<string, bigint>, entries: Entries): void {
+  for (const { write, followed } of entries) {
+    const version = numeric(followed?.resourceVersion);
+    if (version === undefined) continue;
+    for (const key of keysOf(resourceOf(write), followed?.namespace)) {
+      const cap = caps.get(key);
+      if (cap === undefined || version - 1n < cap) caps.set(key, version - 1n);
+    }
+  }
+}
+
+/** The keys a change of `namespace` counts under: its namespace's informer and an all-namespaces one. */
+function keysOf(resource: string | undefined, namespace: string | undefined): string[] {
+  if (resource === undefined) return [];
+  const any = keyOf(resource, ANY_NAMESPACE);
+  return namespace ? [keyOf(resource, namespace), any] : [any];
 }
 
 function keyOf(resource: string, namespace: string): string {

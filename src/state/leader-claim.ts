@@ -27,6 +27,8 @@ export interface Snapshot {
   informers: readonly Informer[];
   /** Marked for each type whose objects the resync wrote as a complete inventory. */
   listed: ListedTypes;
+  /** How far a type may be recorded as followed, given how far its informers are (followed-versions.ts). */
+  followedAtMost(resource: string, resourceVersion: string): string;
 }
 
 export class LeaderClaim {
@@ -147,7 +149,7 @@ export class LeaderClaim {
     let written = 0;
     let removed = 0;
     for (const [resource, informers] of byResource) {
-      const counts = await this.resyncType(resource, informers, snapshot.listed);
+      const counts = await this.resyncType(resource, informers, snapshot);
       written += counts.written;
       removed += counts.removed;
     }
@@ -161,7 +163,7 @@ export class LeaderClaim {
   private async resyncType(
     resource: string,
     informers: readonly Informer[],
-    listed: ListedTypes,
+    snapshot: Snapshot,
   ): Promise<{ written: number; removed: number }> {
     const recorded = await this.store.objectVersions(resource);
     const synced = informers.every((informer) => informer.hasSynced);
@@ -186,18 +188,21 @@ export class LeaderClaim {
     }
     const written = batch.length;
     if (synced) for (const key of recorded.keys()) batch.push({ kind: 'delete', resource, key });
-    // With -n, one informer per namespace: the type is followed as far as the one behind.
-    const resourceVersion =
+    // With -n, one informer per namespace: the type is followed as far as the one behind, and no
+    // further than the events this leader hands over and has not committed yet.
+    const resourceVersion = snapshot.followedAtMost(
+      resource,
       informers.reduce<string | undefined>(
         (oldest, informer) => olderResourceVersion(oldest, informer.resourceVersion),
         undefined,
-      ) ?? '';
+      ) ?? '',
+    );
     const complete = synced ? new Map([[resource, resourceVersion]]) : new Map<string, string>();
     for (let start = 0; start < batch.length || start === 0; start += MAX_BATCH) {
       const last = start + MAX_BATCH >= batch.length;
       await this.store.write(batch.slice(start, start + MAX_BATCH), last ? complete : new Map());
     }
-    if (synced) listed.marked(complete);
+    if (synced) snapshot.listed.marked(complete);
     return { written, removed: synced ? recorded.size : 0 };
   }
 }

@@ -31,7 +31,7 @@ import {
   type StateWrite,
   serializeWrite,
 } from './store.ts';
-import type { DeliveryProgress } from './write-queue.ts';
+import type { DeliveryProgress, FollowedAt } from './write-queue.ts';
 
 export interface StateRecorderOptions {
   store: StateStore;
@@ -119,6 +119,8 @@ export class StateRecorder implements PipelineObserver {
           signature: this.signature,
           informers: this.informers(),
           listed: this.writer.listed,
+          followedAtMost: (resource, resourceVersion) =>
+            this.writer.followedAtMost(resource, resourceVersion),
         }),
         committed: () => this.announceWhenDurable(),
       },
@@ -247,18 +249,25 @@ export class StateRecorder implements PipelineObserver {
   changeProcessed(change: StoreChange, reported: ChangeEvent | undefined, mark: DeliveryMark): void {
     // The event is this change's: its resource is the change's type, named once for both rows.
     const resource = qualifiedName(change.type);
-    if (reported) this.queue({ kind: 'event', resource, event: reported }, mark);
+    // Read in its stream's order (a watch event, live or replayed): its last entry says where, so that
+    // the type is followed that far once it is committed (followed-versions.ts).
+    const followed =
+      change.kind !== 'baseline' && (!change.offline || change.replayed)
+        ? { namespace: change.object.namespace, resourceVersion: change.object.resourceVersion }
+        : undefined;
     // A change of the replay (an object created and deleted while kubediff was not running): no store
     // holds its object; its event alone is kept.
-    if (change.replayed) return;
-    if (change.kind === 'deleted') {
-      const { key, namespace, resourceVersion } = change.object;
-      this.queue({ kind: 'delete', resource, key, namespace, resourceVersion }, mark);
+    if (change.replayed) {
+      if (reported) this.queue({ kind: 'event', resource, event: reported }, mark, false, followed);
+      return;
     }
+    if (reported) this.queue({ kind: 'event', resource, event: reported }, mark);
+    if (change.kind === 'deleted')
+      this.queue({ kind: 'delete', resource, key: change.object.key }, mark, false, followed);
     // A baseline's object carries no event: it waits for no sink.
     else if (change.kind === 'baseline' && !reported)
       this.queue({ kind: 'object', resource, object: change.object }, [], true);
-    else this.queue({ kind: 'object', resource, object: change.object }, mark);
+    else this.queue({ kind: 'object', resource, object: change.object }, mark, false, followed);
   }
 
   /**
@@ -364,8 +373,16 @@ export class StateRecorder implements PipelineObserver {
     this.leading = true;
     this.claim.begin();
     const mark = this.progress.accepted?.() ?? [];
-    for (const event of events)
-      this.queue({ kind: 'event', resource: qualifiedResource(event), event }, mark);
+    const queued = this.writer.queue.length;
+    for (const event of events) {
+      // Older than what the informers have read: the types are not followed past them until committed.
+      const { namespace, resourceVersion } = event.object;
+      this.queue({ kind: 'event', resource: qualifiedResource(event), event }, mark, false, {
+        namespace,
+        resourceVersion,
+      });
+    }
+    this.writer.holdFollowed(this.writer.queue.length - queued);
   }
 
   /**
@@ -421,7 +438,7 @@ export class StateRecorder implements PipelineObserver {
     return this.writer.bound.dropped;
   }
 
-  private queue(write: StateWrite, mark: DeliveryMark, baseline = false): void {
+  private queue(write: StateWrite, mark: DeliveryMark, baseline = false, followed?: FollowedAt): void {
     if (this.closed || this.writer.failed || !this.leading) return;
     let serialized: SerializedWrite;
     try {
@@ -438,15 +455,15 @@ export class StateRecorder implements PipelineObserver {
       );
       return;
     }
-    this.push(serialized, mark, baseline);
+    this.push(serialized, mark, baseline, followed);
   }
 
-  private push(write: SerializedWrite, mark: DeliveryMark, baseline = false): void {
+  private push(write: SerializedWrite, mark: DeliveryMark, baseline = false, followed?: FollowedAt): void {
     if (this.closed || this.writer.failed) return;
     if (write.kind === 'resources') this.lastNote = write;
     // A standby: the snapshot is brought up to date when it takes over; the discovery is noted then.
     if (!this.leading) return;
-    this.writer.push(write, mark, baseline);
+    this.writer.push(write, mark, baseline, followed);
   }
 
   /**

@@ -13,7 +13,13 @@ import type { LeaderClaim, Snapshot } from './leader-claim.ts';
 import { ListedTypes } from './listed-types.ts';
 import { ClaimLost, type Retention, type SerializedWrite, type StateStore } from './store.ts';
 import { StoreOutage } from './store-outage.ts';
-import { type DeliveryProgress, MAX_BATCH, type QueuedWrite, WriteQueue } from './write-queue.ts';
+import {
+  type DeliveryProgress,
+  type FollowedAt,
+  MAX_BATCH,
+  type QueuedWrite,
+  WriteQueue,
+} from './write-queue.ts';
 
 /** What the writer reads of the recorder when it commits. */
 export interface WriterContext {
@@ -77,10 +83,26 @@ export class StateWriter {
     return this.writing;
   }
 
-  push(write: SerializedWrite, mark: readonly number[], baseline = false): void {
+  push(write: SerializedWrite, mark: readonly number[], baseline = false, followed?: FollowedAt): void {
     if (this.stopped) return;
-    this.queue.push(write, mark, baseline);
+    this.queue.push(write, mark, baseline, followed);
     if (this.bound.exceeded(this.queue)) this.relieve();
+  }
+
+  /** `resourceVersion`, or less: no further than what holds the type's point back (followed-versions.ts). */
+  followedAtMost(resource: string, resourceVersion: string): string {
+    return this.followed.atMost(resource, resourceVersion);
+  }
+
+  /**
+   * Events a new leader hands over, just pushed (leader gate): the types are not followed past them
+   * until they are committed.
+   */
+  holdFollowed(count: number): void {
+    if (count <= 0) return;
+    const handed = this.queue.entries.slice(-count);
+    const last = handed.at(-1);
+    if (last) this.followed.hold(last.seq, handed);
   }
 
   /**
@@ -147,13 +169,14 @@ export class StateWriter {
    */
   private relieve(): void {
     if (this.outage.down) {
-      this.bound.drop(this.queue, this.inFlight);
+      this.followed.dropped(this.bound.drop(this.queue, this.inFlight));
       return;
     }
     if (this.writing) {
       // After the commit in progress; meanwhile at most twice the bound is held, beyond it the oldest go.
       this.relieveAfterWrite = true;
-      if (this.bound.farExceeded(this.queue)) this.bound.drop(this.queue, this.inFlight);
+      if (this.bound.farExceeded(this.queue))
+        this.followed.dropped(this.bound.drop(this.queue, this.inFlight));
       return;
     }
     void this.commit(this.bound.early(this.queue, this.context.progress()));
@@ -206,6 +229,7 @@ export class StateWriter {
       }
       this.followed.committed(batch);
       this.queue.remove(batch);
+      this.followed.release(this.queue.entries[0]?.seq);
       this.outage.succeeded();
       this.context.committed();
       if (due) await this.prune();

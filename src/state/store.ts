@@ -34,16 +34,11 @@ export type StateWrite =
   | DeleteWrite
   | { kind: 'event'; resource: string; event: KubediffEvent };
 
-/**
- * An object's row removed. A deletion the informer saw names its namespace and the resourceVersion it
- * was seen at (how far the type is followed, followed-versions.ts).
- */
+/** An object's row removed. */
 export interface DeleteWrite {
   kind: 'delete';
   resource: string;
   key: string;
-  namespace?: string | undefined;
-  resourceVersion?: string;
 }
 
 /**

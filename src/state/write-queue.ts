@@ -43,6 +43,14 @@ export interface QueuedWrite {
   baseline: boolean;
   /** When it was queued (Date.now()): how long the oldest has waited is a fleet's lag. */
   at: number;
+  /** The last entry of a change read in its stream's order: where it was read (followed-versions.ts). */
+  followed?: FollowedAt | undefined;
+}
+
+/** Where in a type's stream a change was read: its namespace (for -n) and resourceVersion. */
+export interface FollowedAt {
+  namespace: string | undefined;
+  resourceVersion: string;
 }
 
 /** At most this many entries per transaction, so that a huge baseline does not stall the event loop at once. */
@@ -90,9 +98,9 @@ export class WriteQueue {
     return this.baselines;
   }
 
-  push(write: SerializedWrite, mark: DeliveryMark, baseline = false): void {
+  push(write: SerializedWrite, mark: DeliveryMark, baseline = false, followed?: FollowedAt): void {
     const bytes = ENTRY_OVERHEAD_BYTES + sizeOf(write);
-    this.queued.push({ write, mark, bytes, seq: this.nextSeq++, baseline, at: Date.now() });
+    this.queued.push({ write, mark, bytes, seq: this.nextSeq++, baseline, at: Date.now(), followed });
     this.totalBytes += bytes;
     if (baseline) this.baselines++;
     const resource = resourceOf(write);
@@ -212,7 +220,8 @@ export function lagging(finished: readonly number[], mark: DeliveryMark): number
 }
 
 /** The resource type a write is about; none for a discovery's note. */
-function resourceOf(write: SerializedWrite): string | undefined {
+/** The resource type a write is about; undefined for a discovery's note of every type. */
+export function resourceOf(write: SerializedWrite): string | undefined {
   return write.kind === 'resources' ? undefined : write.resource;
 }
 

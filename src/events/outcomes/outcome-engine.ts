@@ -206,7 +206,8 @@ export class OutcomeEngine implements PipelineObserver {
       if (workload !== undefined) this.mark(rolloutKey(cluster, workload));
       return;
     }
-    if (!reported || kind === 'Pod' || kind === 'ReplicaSet') return;
+    // A replayed workload (created and deleted while kubediff was down) has no outcome to follow.
+    if (!reported || change.replayed || kind === 'Pod' || kind === 'ReplicaSet') return;
     if (!startsRollout(reported, kind, change.initial === true)) return;
     const open = this.open.get(rolloutKey(cluster, reported.object.uid));
     if (open && isScaleOnly(reported)) {

@@ -181,6 +181,24 @@ describe('the outcome engine', () => {
     return event;
   };
 
+  it('a replayed change (a restart reporting what happened while it was down) opens no rollout', async () => {
+    seen(DEPLOYMENTS, deployment({ generation: 2, observed: 1, revision: '1' }));
+    const replayed = update(['/spec/template/spec/containers/0/image'], clock);
+    engine.changeProcessed({ ...processed(replayed), offline: true, replayed: true }, replayed, []);
+    // A live rollout after it, followed to its verdict: the only OUTCOME.
+    const live = rollOut();
+    clock += 1_000;
+    seen(REPLICASETS, replicaSet('rs2', '2'));
+    seen(PODS, pod('new-a', 'rs2'));
+    seen(PODS, pod('new-b', 'rs2'));
+    seen(DEPLOYMENTS, deployment({ generation: 2, observed: 2, revision: '2' }));
+    await tick();
+    assert.deepEqual(
+      outcomes.map((outcome) => [outcome.verdict, outcome.follows]),
+      [['healthy', [live.id]]],
+    );
+  });
+
   it('a rollout whose new pods become ready is healthy, `after` counted from the change', async () => {
     const event = rollOut();
     clock += 1_000;

@@ -163,7 +163,7 @@ test('the replay reports what the LIST cannot show: objects created after the re
   informer.replayEvent('MODIFIED', cm('web-0', 'u3', '15', { k: 'v' }));
   informer.replayEvent('DELETED', cm('web-0', 'u3', '16', { k: 'v' }));
   informer.replayEvent('ADDED', cm('web-0', 'u4', '18', {}));
-  informer.replayEnded();
+  informer.replayEnded(true);
   // After the replay the store is the LIST's: u4 is web-0, live changes compare against it.
   informer.watchEvent('MODIFIED', cm('web-0', 'u4', '21', { k: '1' }));
   assert.deepEqual(log, [
@@ -176,4 +176,18 @@ test('the replay reports what the LIST cannot show: objects created after the re
   ]);
   assert.equal(informer.get('ns/web-0')?.uid, 'u4');
   assert.equal(informer.objectCount, 2);
+});
+
+test('a replay ended before the LIST (410 Gone, a relist): what it reported created and did not see deleted is reported DELETED at the LIST', () => {
+  const { handler, log } = recorder();
+  const informer = new Informer(
+    client,
+    { type: configmaps, normalize, initialList: 'silent', preload: [], replayFrom: '12' },
+    handler,
+  );
+  informer.listStarted();
+  informer.listCompleted('20');
+  informer.replayEvent('ADDED', cm('brief', 'u3', '14', {}));
+  informer.replayEnded(false);
+  assert.deepEqual(log, ['ADDED brief u3 offline replayed', 'DELETED brief u3 offline unknown replayed @20']);
 });

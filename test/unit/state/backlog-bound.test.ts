@@ -56,7 +56,7 @@ test('drop: the oldest down to half the bound, but a discovery note and what is 
   queue.push({ kind: 'resources', entries: [] }, []);
   const inFlight = new Set(queue.oldest(1));
   // o0 is being written: it stays, and still counts.
-  assert.equal(bound.drop(queue, inFlight), 8);
+  assert.equal(bound.drop(queue, inFlight).length, 8);
   assert.deepEqual(
     queue.entries.map(({ write }) => (write.kind === 'object' ? write.name : write.kind)),
     ['o0', 'o9', 'resources'],
@@ -65,7 +65,7 @@ test('drop: the oldest down to half the bound, but a discovery note and what is 
   assert.deepEqual(warnings, [
     `state: postgres://db/state has not taken the changes of the last ${warnings[0]?.match(/last (.+?);/)?.[1]}; the oldest are dropped so that memory stays bounded: their history is lost, and the next start reports their objects again where they differ. Counted in kubediff_state_dropped_writes_total; logged once.`,
   ]);
-  assert.equal(bound.drop(queue, new Set()), 0, 'within half the bound: nothing more');
+  assert.equal(bound.drop(queue, new Set()).length, 0, 'within half the bound: nothing more');
   bound.countDropped(2);
   assert.equal(bound.dropped, 10);
 });

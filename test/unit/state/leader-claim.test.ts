@@ -81,7 +81,13 @@ test('a new leader waits while the previous one holds the claim, ends its sessio
     },
     fenceAfterMs: 15_000,
   });
-  const snapshot = { note: undefined, signature: 's', informers: [], listed: new ListedTypes() };
+  const snapshot = {
+    note: undefined,
+    signature: 's',
+    informers: [],
+    listed: new ListedTypes(),
+    followedAtMost: (_resource: string, resourceVersion: string) => resourceVersion,
+  };
   claim.begin();
   assert.equal(claim.waiting, true);
   assert.equal(await claim.take(snapshot), false);
@@ -138,7 +144,13 @@ test("holding the claim, the snapshot becomes this replica's: changed objects wr
   claim.begin();
   const note = { kind: 'resources' as const, entries: [] };
   assert.equal(
-    await claim.take({ note, signature: 'sig', informers: [cms.informer, keys.informer], listed }),
+    await claim.take({
+      note,
+      signature: 'sig',
+      informers: [cms.informer, keys.informer],
+      listed,
+      followedAtMost: (_resource, resourceVersion) => resourceVersion,
+    }),
     true,
   );
   assert.deepEqual(store.writes, ['resources', 'forget', 'object ns/c', 'delete ns/b', 'object ns/k']);

@@ -1,0 +1,347 @@
+// How far the state records each type as followed (src/state/followed-versions.ts), over a real SQLite
+// file, driven as the pipeline drives the recorder: never past a change that is not committed (one a
+// sink has not finished, one dropped at the backlog bound, one a new leader hands over), raised by the
+// changes read in their stream's order (live or replayed) and by nothing a LIST's comparison found; with
+// -n, as far as the namespace behind. A restart replays from it (docs/state.md, "The replay").
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import type { StoredObject } from '../../../src/informer/store.ts';
+import { StateRecorder } from '../../../src/state/recorder.ts';
+import { SqliteDatabase } from '../../../src/state/sqlite-database.ts';
+import { SqliteStateStore } from '../../../src/state/sqlite-store.ts';
+import { StateWriter } from '../../../src/state/state-writer.ts';
+import { DEFAULT_RETENTION, type SerializedWrite, serializeWrite } from '../../../src/state/store.ts';
+import { silentLogger } from '../../../src/util/log.ts';
+import { configmaps } from '../../helpers/resource-types.ts';
+import { changeEvent, fakeInformer, selection, storedObject } from '../../helpers/state-fixtures.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'kubediff-followed-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+const file = () => join(dir, `state-${++counter}.db`);
+
+async function open(path: string) {
+  const db = SqliteDatabase.open(path);
+  const recorder = await StateRecorder.open({
+    store: new SqliteStateStore(db),
+    log: silentLogger,
+    signature: 's',
+    // No timer: every commit is one the test asks for (flush) or the recorder makes of its own accord.
+    flushIntervalMs: 1e9,
+  });
+  return { db, recorder };
+}
+
+const followed = (db: SqliteDatabase) =>
+  db.resources().find((entry) => entry.resource === 'configmaps')?.resourceVersion;
+
+function inNamespace(namespace: string, name: string, rv: string): StoredObject {
+  return { ...storedObject(name, rv), namespace, key: `${namespace}/${name}` };
+}
+
+/** Where the next start would replay configmaps from, the store as a kill -9 left it. */
+async function nextReplayFrom(path: string, namespace?: string): Promise<string | undefined> {
+  const { recorder } = await open(path);
+  const plan = recorder.plan(configmaps, namespace, 'silent');
+  await recorder.abandon();
+  return plan.replayFrom;
+}
+
+test('from the first LIST, by committed changes alone; with -n as far as the namespace behind; a replayed change raises it and keeps its event only', async () => {
+  const { db, recorder } = await open(file());
+  let finished = 0;
+  const inA = fakeInformer(configmaps, 'a');
+  const inB = fakeInformer(configmaps, 'b');
+  recorder.attach({ finished: () => [finished] }, () => [inA.informer, inB.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  const change = (namespace: string, name: string, rv: string, accepted: number) =>
+    recorder.changeProcessed(
+      { kind: 'added', type: configmaps, object: inNamespace(namespace, name, rv) },
+      changeEvent(name, rv),
+      [accepted],
+    );
+  inA.sync('10');
+  recorder.stateChanged(inA.informer, { phase: 'watching' });
+  inB.sync('14');
+  recorder.stateChanged(inB.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  assert.equal(followed(db), '10', 'listed: as far as the informer whose LIST ended first');
+
+  change('b', 'x', '15', 1);
+  change('a', 'y', '16', 2);
+  change('b', 'z', '17', 3);
+  finished = 1;
+  await recorder.flush();
+  assert.equal(followed(db), '10', "b's change at 15 is committed, a is still at its LIST");
+  finished = 2;
+  await recorder.flush();
+  assert.equal(followed(db), '15', "a's change at 16 is committed: b, behind at 15, holds the point");
+  await recorder.flush();
+  assert.equal(followed(db), '15', 'the sink has not finished the change at 17: not past it');
+  finished = 3;
+  await recorder.flush();
+  assert.equal(followed(db), '16');
+
+  // Replayed in namespace a: brief created and deleted while kubediff was down. Its events are kept, no
+  // row for its object; committed, they count like any change read in order.
+  recorder.changeProcessed(
+    {
+      kind: 'added',
+      type: configmaps,
+      object: inNamespace('a', 'brief', '18'),
+      offline: true,
+      replayed: true,
+    },
+    changeEvent('brief', '18'),
+    [4],
+  );
+  recorder.changeProcessed(
+    {
+      kind: 'deleted',
+      type: configmaps,
+      object: inNamespace('a', 'brief', '19'),
+      offline: true,
+      replayed: true,
+    },
+    changeEvent('brief', '19', undefined, 'DELETED'),
+    [5],
+  );
+  finished = 5;
+  await recorder.flush();
+  assert.equal(followed(db), '17', 'a at 19, b at 17');
+  assert.deepEqual(
+    db
+      .history({})
+      .filter((entry) => entry.object.name === 'brief')
+      .map((entry) => entry.id),
+    ['uid-brief:18', 'uid-brief:19'],
+  );
+  assert.deepEqual(
+    db
+      .objects('configmaps')
+      .map((entry) => entry.name)
+      .sort(),
+    ['x', 'y', 'z'],
+  );
+  await recorder.close();
+});
+
+test('a restart replaying: from the replay point until the replayed changes are committed; killed before, the next start replays them again', async () => {
+  const path = file();
+  {
+    const { recorder } = await open(path);
+    const cms = fakeInformer(configmaps);
+    recorder.attach({ finished: () => [0] }, () => [cms.informer]);
+    recorder.noteSelection(selection([configmaps]));
+    cms.sync('10');
+    recorder.stateChanged(cms.informer, { phase: 'watching' });
+    await recorder.flowControl();
+    await recorder.close();
+  }
+  const { db, recorder } = await open(path);
+  assert.equal(recorder.plan(configmaps, undefined, 'silent').replayFrom, '10');
+  let finished = 0;
+  const cms = fakeInformer(configmaps);
+  recorder.attach({ finished: () => [finished] }, () => [cms.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  // The LIST at 30 compared, the replay's watch from 10 starting: the informer is at the replay point
+  // (src/informer/reflector.ts, resourceVersion), and its first LIST is marked there.
+  cms.sync('10');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  const replayed = (name: string, rv: string, kind: 'added' | 'deleted', accepted: number) =>
+    recorder.changeProcessed(
+      { kind, type: configmaps, object: inNamespace('ns', name, rv), offline: true, replayed: true },
+      changeEvent(name, rv, undefined, kind === 'added' ? 'ADDED' : 'DELETED'),
+      [accepted],
+    );
+  replayed('brief', '12', 'added', 1);
+  replayed('brief', '14', 'deleted', 2);
+  await recorder.flush();
+  assert.equal(followed(db), '10', 'the sink has finished neither');
+  assert.equal(await nextReplayFrom(path), '10', 'killed now: the next start replays brief again');
+  finished = 2;
+  await recorder.flush();
+  assert.equal(followed(db), '14');
+  await recorder.close();
+});
+
+test("a relist's changes (found by comparing a LIST, in its order) raise nothing", async () => {
+  const path = file();
+  const { db, recorder } = await open(path);
+  let finished = 0;
+  const cms = fakeInformer(configmaps);
+  recorder.attach({ finished: () => [finished] }, () => [cms.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  cms.sync('10');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  // A relist at 30 (410 mid-run) finds b written at 29 and c created at 20, handed on by name.
+  for (const [name, rv, accepted] of [
+    ['b', '29', 1],
+    ['c', '20', 2],
+  ] as const) {
+    recorder.changeProcessed(
+      { kind: 'added', type: configmaps, object: inNamespace('ns', name, rv), offline: true },
+      changeEvent(name, rv),
+      [accepted],
+    );
+  }
+  finished = 1;
+  await recorder.flush();
+  assert.equal(followed(db), '10', "b committed, c not: past c's ADDED a kill -9 would lose its deletion");
+  // A live change after the relist, committed: every change before it is.
+  recorder.changeProcessed(
+    { kind: 'added', type: configmaps, object: inNamespace('ns', 'd', '31') },
+    changeEvent('d', '31'),
+    [3],
+  );
+  finished = 3;
+  await recorder.flush();
+  assert.equal(followed(db), '31');
+  await recorder.close();
+});
+
+test('a change dropped at the backlog bound (the store down) holds the point below it for the rest of the run', async () => {
+  const db = SqliteDatabase.open(file());
+  const store = new SqliteStateStore(db);
+  const down = new Error('connection refused');
+  let failure: Error | undefined;
+  const flaky = Object.assign(Object.create(store) as SqliteStateStore, {
+    write: async (...args: Parameters<SqliteStateStore['write']>) => {
+      if (failure) throw failure;
+      return store.write(...args);
+    },
+    isTransient: (error: unknown) => error === down,
+  });
+  const object = (name: string, rv: string): SerializedWrite =>
+    serializeWrite({
+      kind: 'object',
+      resource: 'configmaps',
+      object: storedObject(name, rv, { v: 'x'.repeat(1_000) }),
+    });
+  const probe = object('probe', '1');
+  const entryBytes = 200 + (probe.kind === 'object' ? probe.json.length : 0);
+  const cms = fakeInformer(configmaps);
+  const writer = new StateWriter({
+    store: flaky,
+    log: silentLogger,
+    retention: DEFAULT_RETENTION,
+    pruneIntervalMs: 1e9,
+    maxBacklogBytes: entryBytes * 10,
+    context: {
+      progress: () => ({ finished: () => [] }),
+      informers: () => [cms.informer],
+      snapshot: () => {
+        throw new Error('not leader-elected');
+      },
+      committed: () => {},
+    },
+  });
+  writer.push(
+    {
+      kind: 'resources',
+      entries: [{ resource: 'configmaps', json: JSON.stringify(configmaps), watched: true }],
+    },
+    [],
+  );
+  cms.sync('10');
+  writer.listed.firstListEnded(cms.informer);
+  writer.queue.firstListEnded('configmaps');
+  await writer.flush();
+  assert.equal(followed(db), '10');
+  const live = (name: string, rv: string) =>
+    writer.push(object(name, rv), [], false, { namespace: 'ns', resourceVersion: rv });
+  failure = down;
+  live('x', '20');
+  await writer.flush();
+  for (let i = 0; i < 20; i++) live(`o${i}`, String(21 + i));
+  assert.ok(writer.bound.dropped > 0);
+  failure = undefined;
+  await writer.flush(true);
+  assert.equal(
+    db.objects('configmaps').some((entry) => entry.name === 'x'),
+    false,
+    "x's ADDED was dropped",
+  );
+  assert.equal(followed(db), '19', "below x's dropped ADDED, whatever was committed after it");
+  db.close();
+});
+
+/** A shared store (as PostgreSQL's claims answer) holding configmaps listed and followed to `point`. */
+class SharedStore {
+  readonly label = 'postgres://db/state';
+  point: string;
+  constructor(point: string) {
+    this.point = point;
+  }
+  async claim() {
+    return true;
+  }
+  async fence() {
+    return 0;
+  }
+  async release() {}
+  async objectVersions() {
+    return new Map<string, string>();
+  }
+  async getMeta() {
+    return 's';
+  }
+  async setMeta() {}
+  async resources() {
+    return [
+      { resource: 'configmaps', type: configmaps, watched: true, listed: true, resourceVersion: this.point },
+    ];
+  }
+  async objects() {
+    return [];
+  }
+  async forgetObjects() {}
+  async write(
+    _batch: readonly unknown[],
+    listed: ReadonlyMap<string, string>,
+    followedTo: ReadonlyMap<string, string> = new Map(),
+  ) {
+    for (const [, version] of listed) this.point = version;
+    for (const [, version] of followedTo) this.point = version;
+  }
+  async prune() {
+    return 0;
+  }
+  isTransient() {
+    return false;
+  }
+  async close() {}
+}
+
+test('a new leader: not followed past the events it hands over until they are committed', async () => {
+  const store = new SharedStore('10');
+  const recorder = await StateRecorder.open({
+    store: store as never,
+    log: silentLogger,
+    signature: 's',
+    flushIntervalMs: 1e9,
+    leaderElected: { fenceAfterMs: 15_000 },
+  });
+  let finished = 0;
+  const cms = fakeInformer(configmaps);
+  // One sink: it has accepted the two events handed over.
+  recorder.attach({ finished: () => [finished], accepted: () => [2] }, () => [cms.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  cms.sync('50');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  // The old leader died having delivered up to 25; the standby hands over brief, created at 30 and
+  // deleted at 35, which it held back.
+  recorder.startedLeading([changeEvent('brief', '30'), changeEvent('brief', '35', undefined, 'DELETED')]);
+  await recorder.flush();
+  assert.equal(store.point, '29', 'the resync, held below the events handed over');
+  finished = 2;
+  await recorder.flush();
+  await recorder.flush();
+  assert.equal(store.point, '50', 'committed: as far as the informers');
+  await recorder.close();
+});
