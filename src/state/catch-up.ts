@@ -8,6 +8,7 @@ import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
 import { numericResourceVersion, qualifiedName, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
+import { replayPointOf } from './followed-versions.ts';
 import type { StateStore } from './store.ts';
 
 /** The meta key of the selection signature the recorded objects were taken with. */
@@ -112,8 +113,10 @@ export class CatchUp {
     const recorded = this.preloaded.get(resource) ?? [];
     const preload =
       namespace === undefined ? recorded : recorded.filter((object) => object.namespace === namespace);
-    if (before.listed)
-      return { initialList: 'silent', preload, ...(before.followed ? { replayFrom: before.followed } : {}) };
+    if (before.listed) {
+      const replayFrom = replayPointOf(before.followed, namespace);
+      return { initialList: 'silent', preload, ...(replayFrom ? { replayFrom } : {}) };
+    }
     // Not listed: the previous run's first LIST was not wholly committed (killed between its
     // transactions, or some of it dropped while the store was down). What it recorded is compared; the
     // objects it did not record take a silent baseline, as a first start's would.

@@ -9,8 +9,9 @@
 // prefix of the queue, so every change before a committed one is committed. Changes found by comparing a
 // LIST come in no such order and raise nothing. A change dropped at the backlog bound is never committed:
 // the point stays below it for the rest of the run. Events a new leader hands over (held back as a
-// standby, older than its informers) hold the point below them until they are committed. Per type: the
-// oldest of its informers'. Written in the transaction that commits the changes it counts.
+// standby, older than its informers) hold the point below them until they are committed. Recorded per
+// type: one resourceVersion, or with -n one per namespace (encodePoints), each informer replaying from
+// its own. Written in the transaction that commits the changes it counts.
 import type { Informer } from '../informer/informer.ts';
 import { numericResourceVersion as numeric, qualifiedName } from '../kube/types.ts';
 import type { ListedTypes } from './listed-types.ts';
@@ -60,7 +61,8 @@ export class FollowedVersions {
   moved(informers: readonly Informer[], listed: ListedTypes, batch: Entries): Map<string, string> {
     const newest = new Map(this.newest);
     raiseBy(newest, batch);
-    const points = new Map<string, bigint | undefined>();
+    /** Per type, each informer's point by its namespace ('' for all); undefined: the type has none. */
+    const points = new Map<string, Map<string, bigint> | undefined>();
     for (const informer of informers) {
       const resource = qualifiedName(informer.type);
       if (points.has(resource) && points.get(resource) === undefined) continue;
@@ -70,21 +72,23 @@ export class FollowedVersions {
         points.set(resource, undefined);
         continue;
       }
-      const key = keyOf(resource, informer.namespace ?? ANY_NAMESPACE);
+      const namespace = informer.namespace ?? ANY_NAMESPACE;
+      const key = keyOf(resource, namespace);
       const changes = newest.get(key);
       let point = changes !== undefined && changes > base ? changes : base;
       for (const caps of [this.caps, ...this.holds.map((hold) => hold.caps)]) {
         const cap = caps.get(key);
         if (cap !== undefined && cap < point) point = cap;
       }
-      const before = points.get(resource);
-      points.set(resource, before === undefined || point < before ? point : before);
+      const perNamespace = points.get(resource) ?? new Map<string, bigint>();
+      perNamespace.set(namespace, point);
+      points.set(resource, perNamespace);
     }
     const moved = new Map<string, string>();
-    for (const [resource, point] of points) {
-      if (point === undefined) continue;
-      const stored = numeric(this.stored.get(resource));
-      if (stored === undefined || point > stored) moved.set(resource, point.toString());
+    for (const [resource, perNamespace] of points) {
+      if (!perNamespace) continue;
+      const encoded = encodePoints(perNamespace);
+      if (encoded !== this.stored.get(resource)) moved.set(resource, encoded);
     }
     return moved;
   }
@@ -102,6 +106,34 @@ export class FollowedVersions {
   /** The store holds these points now. */
   wrote(points: ReadonlyMap<string, string>): void {
     for (const [resource, point] of points) this.stored.set(resource, point);
+  }
+}
+
+/**
+ * A type's points as the store keeps them: one resourceVersion for an informer of every namespace, a
+ * JSON object of namespace → resourceVersion with -n.
+ */
+function encodePoints(perNamespace: ReadonlyMap<string, bigint>): string {
+  const all = perNamespace.get(ANY_NAMESPACE);
+  if (perNamespace.size === 1 && all !== undefined) return all.toString();
+  const entries = [...perNamespace].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify(
+    Object.fromEntries(entries.map(([namespace, point]) => [namespace, point.toString()])),
+  );
+}
+
+/**
+ * Where the informer of `namespace` (undefined: every namespace) replays from, as the store keeps the
+ * type's points (encodePoints); one resourceVersion holds for every informer (a first LIST's mark).
+ */
+export function replayPointOf(stored: string, namespace: string | undefined): string | undefined {
+  if (!stored.startsWith('{')) return stored || undefined;
+  try {
+    const points = JSON.parse(stored) as Record<string, unknown>;
+    const point = points[namespace ?? ANY_NAMESPACE];
+    return typeof point === 'string' ? point : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -17,7 +17,10 @@ export interface StoredResource {
   type: ResourceType;
   watched: boolean;
   listed: boolean;
-  /** Listed: how far its objects are followed (every change up to it committed); '' if not known. */
+  /**
+   * Listed: how far its objects are followed (every change up to it committed): a resourceVersion, or
+   * with -n a JSON object of one per namespace (followed-versions.ts); '' if not known.
+   */
   resourceVersion: string;
 }
 

@@ -2,7 +2,7 @@
 // file, driven as the pipeline drives the recorder: never past a change that is not committed (one a
 // sink has not finished, one dropped at the backlog bound, one a new leader hands over), raised by the
 // changes read in their stream's order (live or replayed) and by nothing a LIST's comparison found; with
-// -n, as far as the namespace behind. A restart replays from it (docs/state.md, "The replay").
+// -n, one per namespace. A restart replays from it (docs/state.md, "The replay").
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,8 +50,9 @@ async function nextReplayFrom(path: string, namespace?: string): Promise<string 
   return plan.replayFrom;
 }
 
-test('from the first LIST, by committed changes alone; with -n as far as the namespace behind; a replayed change raises it and keeps its event only', async () => {
-  const { db, recorder } = await open(file());
+test('from the first LIST, by committed changes alone; with -n one per namespace, each replayed from its own; a replayed change raises it and keeps its event only', async () => {
+  const path = file();
+  const { db, recorder } = await open(path);
   let finished = 0;
   const inA = fakeInformer(configmaps, 'a');
   const inB = fakeInformer(configmaps, 'b');
@@ -68,22 +69,28 @@ test('from the first LIST, by committed changes alone; with -n as far as the nam
   inB.sync('14');
   recorder.stateChanged(inB.informer, { phase: 'watching' });
   await recorder.flowControl();
-  assert.equal(followed(db), '10', 'listed: as far as the informer whose LIST ended first');
+  assert.equal(followed(db), '10', 'listed: as far as the informer whose LIST ended first, for both');
+  await recorder.flush();
+  assert.equal(followed(db), '{"a":"10","b":"14"}', 'then each namespace its own');
 
   change('b', 'x', '15', 1);
   change('a', 'y', '16', 2);
   change('b', 'z', '17', 3);
   finished = 1;
   await recorder.flush();
-  assert.equal(followed(db), '10', "b's change at 15 is committed, a is still at its LIST");
+  assert.equal(followed(db), '{"a":"10","b":"15"}');
   finished = 2;
   await recorder.flush();
-  assert.equal(followed(db), '15', "a's change at 16 is committed: b, behind at 15, holds the point");
+  assert.equal(followed(db), '{"a":"16","b":"15"}');
   await recorder.flush();
-  assert.equal(followed(db), '15', 'the sink has not finished the change at 17: not past it');
+  assert.equal(
+    followed(db),
+    '{"a":"16","b":"15"}',
+    'the sink has not finished the change at 17: not past it',
+  );
   finished = 3;
   await recorder.flush();
-  assert.equal(followed(db), '16');
+  assert.equal(followed(db), '{"a":"16","b":"17"}');
 
   // Replayed in namespace a: brief created and deleted while kubediff was down. Its events are kept, no
   // row for its object; committed, they count like any change read in order.
@@ -111,7 +118,7 @@ test('from the first LIST, by committed changes alone; with -n as far as the nam
   );
   finished = 5;
   await recorder.flush();
-  assert.equal(followed(db), '17', 'a at 19, b at 17');
+  assert.equal(followed(db), '{"a":"19","b":"17"}');
   assert.deepEqual(
     db
       .history({})
@@ -127,6 +134,10 @@ test('from the first LIST, by committed changes alone; with -n as far as the nam
     ['x', 'y', 'z'],
   );
   await recorder.close();
+  // The next start replays each namespace from its own point: a's brief is not replayed again.
+  assert.equal(await nextReplayFrom(path, 'a'), '19');
+  assert.equal(await nextReplayFrom(path, 'b'), '17');
+  assert.equal(await nextReplayFrom(path, 'c'), undefined, 'a namespace never followed: no replay');
 });
 
 test('a restart replaying: from the replay point until the replayed changes are committed; killed before, the next start replays them again', async () => {
