@@ -231,13 +231,19 @@ test('killed before it recorded an ADDED, the object deleted meanwhile: the next
   const url = stateUrl(database.info);
   const env = { PGPASSWORD: database.info.password };
   const cluster = ['--cluster-name', 'replay'];
-  const followed = async () =>
-    (
+  /** 'listed|point' of configmaps, the point this namespace's (with -n, one per namespace). */
+  const followed = async () => {
+    const [listed, stored = ''] = (
       await psql(
         database.info,
         "SELECT listed, resource_version FROM kubediff_resources WHERE cluster = 'replay' AND resource = 'configmaps'",
       )
-    ).trim();
+    )
+      .trim()
+      .split('|');
+    const point = stored.startsWith('{') ? (JSON.parse(stored) as Record<string, string>)[ns] : stored;
+    return `${listed}|${point}`;
+  };
   // A webhook that takes nothing: what it holds is on stdout, never committed.
   const stuck = await HttpReceiver.start({ defaultReply: { hang: true } });
   t.after(() => stuck.close());
