@@ -47,6 +47,8 @@ export type ReflectorState =
   | { phase: 'watching' }
   /** The server no longer holds the events since the replay point (410 Gone): no replay. */
   | { phase: 'replay-unavailable'; from: string }
+  /** The replay is over: every change it reports is handed on; the state is the first LIST's, at `listedAt`. */
+  | { phase: 'replayed'; listedAt: string }
   /** Something failed; the reflector retries after `retryInMs`. `slow` for 403/404. */
   | { phase: 'failing'; error: KubeError; retryInMs: number; slow: boolean }
   | { phase: 'stopped' };
@@ -305,6 +307,7 @@ export class Reflector {
       this.sink.stateChanged({ phase: 'replay-unavailable', from });
     }
     this.sink.replayEnded?.(how === 'complete');
+    this.sink.stateChanged({ phase: 'replayed', listedAt: until.toString() });
   }
 
   /**

@@ -90,10 +90,3 @@ export function objectKey(meta: Pick<ObjectMeta, 'name' | 'namespace'>): string 
 export function numericResourceVersion(resourceVersion: string | undefined): bigint | undefined {
   return resourceVersion !== undefined && /^\d+$/.test(resourceVersion) ? BigInt(resourceVersion) : undefined;
 }
-
-/** The older of two resourceVersions; `next` when they cannot be compared (or `before` is undefined). */
-export function olderResourceVersion(before: string | undefined, next: string): string {
-  const a = numericResourceVersion(before);
-  const b = numericResourceVersion(next);
-  return a !== undefined && b !== undefined && a < b ? (before as string) : next;
-}

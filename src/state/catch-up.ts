@@ -8,11 +8,17 @@ import type { StoredObject } from '../informer/store.ts';
 import type { Selection } from '../kube/selection.ts';
 import { numericResourceVersion, qualifiedName, type ResourceType } from '../kube/types.ts';
 import type { Logger } from '../util/log.ts';
-import { replayPointOf } from './followed-versions.ts';
+import { replayPointOf } from './followed-points.ts';
 import type { StateStore } from './store.ts';
 
 /** The meta key of the selection signature the recorded objects were taken with. */
 export const SIGNATURE_KEY = 'selection';
+
+/**
+ * The meta key that says the types' resourceVersions are how far they are followed (followed-versions.ts):
+ * a kubediff before the replay wrote where their first LIST ended there, which is no replay point.
+ */
+export const FOLLOWED_KEY = 'followed';
 
 /** What an informer starts with. */
 export interface InformerPlan {
@@ -88,6 +94,14 @@ export class CatchUp {
     for (const [resource, before] of previous)
       if (before.watched) preloaded.set(resource, await store.objects(resource));
     if (!options.readOnly) await store.setMeta(SIGNATURE_KEY, options.signature);
+    if ((await store.getMeta(FOLLOWED_KEY)) !== '1') {
+      // Written by a kubediff before the replay: no replay this time, and what this run writes is new.
+      for (const before of previous.values()) before.followed = '';
+      if (!options.readOnly) {
+        await store.forgetFollowed();
+        await store.setMeta(FOLLOWED_KEY, '1');
+      }
+    }
     return new CatchUp(log, previous, preloaded);
   }
 

@@ -3,22 +3,20 @@
 // replays the changes after it (src/informer/reflector.ts, replayFrom): among them, those a kill -9 kept
 // from the store, whose objects the LIST can no longer show.
 //
-// Per informer (one per namespace with -n): where its first LIST left it (the LIST's resourceVersion, or
-// the point its replay started from), raised by each committed change read in its stream's order (a watch
-// event, live or replayed): the changes of one informer are queued in that order, and committed as a
-// prefix of the queue, so every change before a committed one is committed. Changes found by comparing a
-// LIST come in no such order and raise nothing. A change dropped at the backlog bound is never committed:
-// the point stays below it for the rest of the run. Events a new leader hands over (held back as a
+// Per informer (one per namespace with -n): where its first LIST left it (the LIST's resourceVersion; with
+// a replay, the replay point until the replay's changes are committed, then the LIST's), raised by each
+// committed live change: the changes of one informer are queued in the order it read them, and committed
+// as a prefix of the queue, so every change before a committed one is committed. Changes found by comparing a
+// LIST come in no such order and raise nothing. A change dropped at the backlog bound (never committed) or
+// committed there before every sink finished it keeps the point below it for the rest of the run. Events a new leader hands over (held back as a
 // standby, older than its informers) hold the point below them until they are committed. Recorded per
 // type: one resourceVersion, or with -n one per namespace (encodePoints), each informer replaying from
 // its own. Written in the transaction that commits the changes it counts.
 import type { Informer } from '../informer/informer.ts';
 import { numericResourceVersion as numeric, qualifiedName } from '../kube/types.ts';
+import { ANY_NAMESPACE, encodePoints } from './followed-points.ts';
 import type { ListedTypes } from './listed-types.ts';
 import { type QueuedWrite, resourceOf } from './write-queue.ts';
-
-/** An informer of every namespace counts the changes of any (the key's namespace part). */
-const ANY_NAMESPACE = '';
 
 type Entries = readonly Pick<QueuedWrite, 'write' | 'followed'>[];
 
@@ -37,8 +35,11 @@ export class FollowedVersions {
     raiseBy(this.newest, batch);
   }
 
-  /** `entries` left the queue uncommitted (the backlog bound): no point reaches them. */
-  dropped(entries: Entries): void {
+  /**
+   * `entries` left the queue uncommitted, or were committed before every sink finished them (both at the
+   * backlog bound): no point reaches them for the rest of the run.
+   */
+  unconfirmed(entries: Entries): void {
     capBelow(this.caps, entries);
   }
 
@@ -87,7 +88,9 @@ export class FollowedVersions {
     const moved = new Map<string, string>();
     for (const [resource, perNamespace] of points) {
       if (!perNamespace) continue;
-      const encoded = encodePoints(perNamespace);
+      const encoded = encodePoints(
+        new Map([...perNamespace].map(([namespace, point]) => [namespace, point.toString()])),
+      );
       if (encoded !== this.stored.get(resource)) moved.set(resource, encoded);
     }
     return moved;
@@ -106,34 +109,6 @@ export class FollowedVersions {
   /** The store holds these points now. */
   wrote(points: ReadonlyMap<string, string>): void {
     for (const [resource, point] of points) this.stored.set(resource, point);
-  }
-}
-
-/**
- * A type's points as the store keeps them: one resourceVersion for an informer of every namespace, a
- * JSON object of namespace → resourceVersion with -n.
- */
-function encodePoints(perNamespace: ReadonlyMap<string, bigint>): string {
-  const all = perNamespace.get(ANY_NAMESPACE);
-  if (perNamespace.size === 1 && all !== undefined) return all.toString();
-  const entries = [...perNamespace].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return JSON.stringify(
-    Object.fromEntries(entries.map(([namespace, point]) => [namespace, point.toString()])),
-  );
-}
-
-/**
- * Where the informer of `namespace` (undefined: every namespace) replays from, as the store keeps the
- * type's points (encodePoints); one resourceVersion holds for every informer (a first LIST's mark).
- */
-export function replayPointOf(stored: string, namespace: string | undefined): string | undefined {
-  if (!stored.startsWith('{')) return stored || undefined;
-  try {
-    const points = JSON.parse(stored) as Record<string, unknown>;
-    const point = points[namespace ?? ANY_NAMESPACE];
-    return typeof point === 'string' ? point : undefined;
-  } catch {
-    return undefined;
   }
 }
 

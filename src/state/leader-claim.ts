@@ -5,12 +5,13 @@
 // process is gone or cut off. Holding the claim, it brings the snapshot up to date with its own informers
 // (resync), and only then records. When it stops leading, it releases the claim.
 import type { Informer } from '../informer/informer.ts';
-import { olderResourceVersion, qualifiedName } from '../kube/types.ts';
+import { qualifiedName } from '../kube/types.ts';
 import { formatDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import { type EventFailures, identityOf } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { SIGNATURE_KEY } from './catch-up.ts';
+import { ANY_NAMESPACE, encodePoints } from './followed-points.ts';
 import type { ListedTypes } from './listed-types.ts';
 import { type ClaimedStateStore, type SerializedWrite, serializeWrite } from './store.ts';
 import { MAX_BATCH } from './write-queue.ts';
@@ -188,21 +189,23 @@ export class LeaderClaim {
     }
     const written = batch.length;
     if (synced) for (const key of recorded.keys()) batch.push({ kind: 'delete', resource, key });
-    // With -n, one informer per namespace: the type is followed as far as the one behind, and no
-    // further than the events this leader hands over and has not committed yet.
-    const resourceVersion = snapshot.followedAtMost(
-      resource,
-      informers.reduce<string | undefined>(
-        (oldest, informer) => olderResourceVersion(oldest, informer.resourceVersion),
-        undefined,
-      ) ?? '',
+    // Each informer (one per namespace with -n) followed as far as it has read, and no further than the
+    // events this leader hands over and has not committed yet.
+    const points = new Map(
+      informers.map((informer) => [
+        informer.namespace ?? ANY_NAMESPACE,
+        snapshot.followedAtMost(resource, informer.resourceVersion),
+      ]),
     );
-    const complete = synced ? new Map([[resource, resourceVersion]]) : new Map<string, string>();
+    const complete = synced ? new Map([[resource, encodePoints(points)]]) : new Map<string, string>();
     for (let start = 0; start < batch.length || start === 0; start += MAX_BATCH) {
       const last = start + MAX_BATCH >= batch.length;
       await this.store.write(batch.slice(start, start + MAX_BATCH), last ? complete : new Map());
     }
-    if (synced) snapshot.listed.marked(complete);
+    if (synced) {
+      snapshot.listed.marked(complete);
+      for (const informer of informers) snapshot.listed.moveTo(informer, informer.resourceVersion);
+    }
     return { written, removed: synced ? recorded.size : 0 };
   }
 }

@@ -1,16 +1,19 @@
-// Which resource types' objects in the store are a complete inventory ("listed", with the resourceVersion
-// they were followed to): every informer of the type (one per namespace with -n) has ended its first LIST
-// and every entry of those LISTs is committed. At the next start a listed type is reconciled against its
+// Which resource types' objects in the store are a complete inventory ("listed", with where each informer
+// is followed from, followed-points.ts): every informer of the type (one per namespace with -n) has ended
+// its first LIST and every entry of those LISTs is committed. At the next start a listed type is reconciled against its
 // recorded objects even when it has none (so that what was created meanwhile is reported); an unlisted
 // one without objects takes a silent baseline instead.
 import type { Informer } from '../informer/informer.ts';
-import { olderResourceVersion, qualifiedName } from '../kube/types.ts';
+import { numericResourceVersion, qualifiedName } from '../kube/types.ts';
+import { ANY_NAMESPACE, encodePoints, replayPointOf } from './followed-points.ts';
 import type { QueuedWrite, WriteQueue } from './write-queue.ts';
 
 export class ListedTypes {
-  /** The resourceVersion at which each informer's first LIST ended. */
+  /** The resourceVersion at which each informer's first LIST ended (during a replay: its replay point). */
   private readonly syncedAt = new Map<Informer, string>();
-  /** Per type marked listed in the store: the resourceVersion it was followed to. */
+  /** Where an informer is followed from past its first LIST: its replay ended, a takeover's resync. */
+  private readonly movedTo = new Map<Informer, string>();
+  /** Per type marked listed in the store: where its informers were followed from (encoded). */
   private readonly listed = new Map<string, string>();
 
   /** An informer's first LIST ended: true the first time only. */
@@ -22,27 +25,40 @@ export class ListedTypes {
 
   /**
    * Types not marked yet whose informers (all of them) have ended their first LIST, and whose entries of
-   * those LISTs are all committed once `batch` is: resource → resourceVersion.
+   * those LISTs are all committed once `batch` is: resource → each informer's first LIST's end, encoded.
    */
   newlyListed(
     informers: readonly Informer[],
     queue: WriteQueue,
     batch: readonly QueuedWrite[],
   ): Map<string, string> {
-    const versions = new Map<string, string>();
+    const perType = new Map<string, Map<string, string>>();
     const incomplete = new Set<string>();
     for (const informer of informers) {
       const resource = qualifiedName(informer.type);
       const resourceVersion = this.syncedAt.get(informer);
       if (resourceVersion === undefined) incomplete.add(resource);
-      // With -n, one informer per namespace: the type is followed as far as the one behind.
-      else versions.set(resource, olderResourceVersion(versions.get(resource), resourceVersion));
+      else {
+        const perNamespace = perType.get(resource) ?? new Map<string, string>();
+        perNamespace.set(informer.namespace ?? ANY_NAMESPACE, resourceVersion);
+        perType.set(resource, perNamespace);
+      }
     }
-    for (const resource of versions.keys()) {
+    const versions = new Map<string, string>();
+    for (const [resource, perNamespace] of perType) {
       if (incomplete.has(resource) || this.listed.has(resource) || !queue.firstListDone(resource, batch))
-        versions.delete(resource);
+        continue;
+      versions.set(resource, encodePoints(perNamespace));
     }
     return versions;
+  }
+
+  /** `informer` is followed from `resourceVersion` now (never moved back). */
+  moveTo(informer: Informer, resourceVersion: string): void {
+    const next = numericResourceVersion(resourceVersion);
+    const before = numericResourceVersion(this.movedTo.get(informer) ?? this.syncedAt.get(informer));
+    if (next !== undefined && (before === undefined || next > before))
+      this.movedTo.set(informer, resourceVersion);
   }
 
   /** The store marked these types listed. */
@@ -55,12 +71,15 @@ export class ListedTypes {
   }
 
   /**
-   * Where `informer`'s type is followed from, when the store holds it as listed: the resourceVersion the
-   * informer's first LIST ended at (or, after a takeover's resync, the one it was marked with).
+   * Where `informer` is followed from, when the store holds its type as listed: where it was moved to,
+   * else where its first LIST ended, else what the type was marked with.
    */
   followedFrom(informer: Informer): string | undefined {
     const marked = this.listed.get(qualifiedName(informer.type));
-    return marked === undefined ? undefined : (this.syncedAt.get(informer) ?? marked);
+    if (marked === undefined) return undefined;
+    return (
+      this.movedTo.get(informer) ?? this.syncedAt.get(informer) ?? replayPointOf(marked, informer.namespace)
+    );
   }
 
   /** Of `versions`, those not marked yet. */

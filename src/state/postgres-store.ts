@@ -211,6 +211,14 @@ export class PostgresStateStore extends PostgresConnection implements ClaimedSta
     return result.rows.map(storedObjectOf);
   }
 
+  async forgetFollowed(): Promise<void> {
+    await this.transaction(async (client) => {
+      await client.query("UPDATE kubediff_resources SET resource_version = '' WHERE cluster = $1", [
+        this.cluster,
+      ]);
+    });
+  }
+
   async forgetObjects(): Promise<void> {
     await this.transaction(async (client) => {
       await client.query('DELETE FROM kubediff_objects WHERE cluster = $1', [this.cluster]);

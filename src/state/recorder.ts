@@ -212,6 +212,8 @@ export class StateRecorder implements PipelineObserver {
 
   /** PipelineObserver: after the first LIST of an informer, where its objects end in the queue. */
   stateChanged(informer: Informer, state: ReflectorState): void {
+    // Its replay handed on (src/informer/reflector.ts): followed from its LIST once that is committed.
+    if (state.phase === 'replayed') this.writer.replayEnded(informer, state.listedAt);
     // Watching after the first LIST: every object of that LIST has been queued by now.
     if (state.phase === 'watching' && informer.hasSynced && this.writer.listed.firstListEnded(informer)) {
       this.writer.queue.firstListEnded(qualifiedName(informer.type));
@@ -249,16 +251,17 @@ export class StateRecorder implements PipelineObserver {
   changeProcessed(change: StoreChange, reported: ChangeEvent | undefined, mark: DeliveryMark): void {
     // The event is this change's: its resource is the change's type, named once for both rows.
     const resource = qualifiedName(change.type);
-    // Read in its stream's order (a watch event, live or replayed): its last entry says where, so that
-    // the type is followed that far once it is committed (followed-versions.ts).
+    // A live change (a watch event, read in its stream's order): its last entry says where, so that the
+    // type is followed that far once it is committed (followed-versions.ts). A replay's changes move
+    // nothing until the replay is over (stateChanged, 'replayed').
     const followed =
-      change.kind !== 'baseline' && (!change.offline || change.replayed)
+      change.kind !== 'baseline' && !change.offline
         ? { namespace: change.object.namespace, resourceVersion: change.object.resourceVersion }
         : undefined;
     // A change of the replay (an object created and deleted while kubediff was not running): no store
     // holds its object; its event alone is kept.
     if (change.replayed) {
-      if (reported) this.queue({ kind: 'event', resource, event: reported }, mark, false, followed);
+      if (reported) this.queue({ kind: 'event', resource, event: reported }, mark);
       return;
     }
     if (reported) this.queue({ kind: 'event', resource, event: reported }, mark);

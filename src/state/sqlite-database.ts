@@ -234,6 +234,11 @@ export class SqliteDatabase {
     );
   }
 
+  /** Forgets how far every type is followed (followed-versions.ts). */
+  forgetFollowed(): void {
+    this.db.exec("UPDATE resources SET resource_version = ''");
+  }
+
   /** Forgets every object of a resource type (no longer watched, or its state is being rebuilt). */
   forgetObjects(resource?: string): void {
     if (resource === undefined) {

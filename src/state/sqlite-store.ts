@@ -52,6 +52,10 @@ export class SqliteStateStore implements StateStore, HistoryReader {
     this.database.forgetObjects();
   }
 
+  async forgetFollowed(): Promise<void> {
+    this.database.forgetFollowed();
+  }
+
   async write(
     batch: readonly SerializedWrite[],
     listed: ReadonlyMap<string, string>,

@@ -18,6 +18,7 @@ import {
   type FollowedAt,
   MAX_BATCH,
   type QueuedWrite,
+  reached,
   WriteQueue,
 } from './write-queue.ts';
 
@@ -35,6 +36,8 @@ export class StateWriter {
   readonly queue = new WriteQueue();
   readonly listed = new ListedTypes();
   private readonly followed = new FollowedVersions();
+  /** Informers whose replay ended, until the entries queued up to then (seq `until`) are committed. */
+  private replays: { informer: Informer; listedAt: string; until: number }[] = [];
   readonly bound: BacklogBound;
   private readonly outage: StoreOutage;
   private readonly store: StateStore;
@@ -87,6 +90,26 @@ export class StateWriter {
     if (this.stopped) return;
     this.queue.push(write, mark, baseline, followed);
     if (this.bound.exceeded(this.queue)) this.relieve();
+  }
+
+  /**
+   * `informer`'s replay is over, its changes queued: it is followed from `listedAt` (its first LIST) once
+   * every entry queued so far is committed or dropped.
+   */
+  replayEnded(informer: Informer, listedAt: string): void {
+    const until = this.queue.entries.at(-1)?.seq;
+    if (until === undefined) this.listed.moveTo(informer, listedAt);
+    else this.replays.push({ informer, listedAt, until });
+  }
+
+  /** After a commit: the replays whose entries have all left the queue move their informers on. */
+  private movePastReplays(): void {
+    const oldestWaiting = this.queue.entries[0]?.seq;
+    this.replays = this.replays.filter(({ informer, listedAt, until }) => {
+      if (oldestWaiting !== undefined && oldestWaiting <= until) return true;
+      this.listed.moveTo(informer, listedAt);
+      return false;
+    });
   }
 
   /** `resourceVersion`, or less: no further than what holds the type's point back (followed-versions.ts). */
@@ -169,17 +192,22 @@ export class StateWriter {
    */
   private relieve(): void {
     if (this.outage.down) {
-      this.followed.dropped(this.bound.drop(this.queue, this.inFlight));
+      this.followed.unconfirmed(this.bound.drop(this.queue, this.inFlight));
       return;
     }
     if (this.writing) {
       // After the commit in progress; meanwhile at most twice the bound is held, beyond it the oldest go.
       this.relieveAfterWrite = true;
       if (this.bound.farExceeded(this.queue))
-        this.followed.dropped(this.bound.drop(this.queue, this.inFlight));
+        this.followed.unconfirmed(this.bound.drop(this.queue, this.inFlight));
       return;
     }
-    void this.commit(this.bound.early(this.queue, this.context.progress()));
+    const progress = this.context.progress();
+    const early = this.bound.early(this.queue, progress);
+    // Committed before every sink finished them: the type is not followed past them for the run.
+    const finished = progress.finished();
+    this.followed.unconfirmed(early.filter((entry) => !reached(finished, entry.mark)));
+    void this.commit(early);
   }
 
   /** Commits `batch`, queue entries in queue order, and marks the types they complete as listed. */
@@ -230,6 +258,7 @@ export class StateWriter {
       this.followed.committed(batch);
       this.queue.remove(batch);
       this.followed.release(this.queue.entries[0]?.seq);
+      this.movePastReplays();
       this.outage.succeeded();
       this.context.committed();
       if (due) await this.prune();

@@ -206,6 +206,8 @@ export interface StateStore {
   objects(resource: string): Promise<StoredObject[]>;
   /** Forgets every object (the recorded state no longer compares). */
   forgetObjects(): Promise<void>;
+  /** Forgets how far every type is followed (written by a kubediff that meant something else by it). */
+  forgetFollowed(): Promise<void>;
   /**
    * Applies a batch in one transaction, then marks `listed` types (resource → resourceVersion) as a complete
    * inventory, and sets how far listed types are `followed` (resource → resourceVersion: every change up

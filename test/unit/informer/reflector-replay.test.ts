@@ -26,9 +26,11 @@ function recordingSink(): ReflectorSink & { log: string[] } {
       log.push(
         state.phase === 'replay-unavailable'
           ? `replay unavailable from ${state.from}`
-          : state.phase === 'failing'
-            ? `failing ${state.error.kind}`
-            : state.phase,
+          : state.phase === 'replayed'
+            ? `replayed, state @${state.listedAt}`
+            : state.phase === 'failing'
+              ? `failing ${state.error.kind}`
+              : state.phase,
       ),
   };
 }
@@ -86,6 +88,7 @@ describe('Reflector replay', () => {
       'replayed DELETED gone@8',
       'replayed MODIFIED a@10',
       'replay complete',
+      'replayed, state @10',
       'MODIFIED a@11',
       'ADDED b@12',
     ]);
@@ -125,6 +128,7 @@ describe('Reflector replay', () => {
       'watching',
       'replayed DELETED gone@7',
       'replay complete',
+      'replayed, state @10',
       'MODIFIED a@11',
     ]);
   });
@@ -147,6 +151,7 @@ describe('Reflector replay', () => {
       'watching',
       'replay unavailable from 4',
       'replay incomplete',
+      'replayed, state @10',
       'watching',
       'MODIFIED a@11',
     ]);
@@ -182,6 +187,7 @@ describe('Reflector replay', () => {
       'watching',
       'replayed ADDED gone@6',
       'replay incomplete',
+      'replayed, state @10',
       'listing',
       'list',
       'page b@25',

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { InformerHandler } from '../../../src/informer/informer.ts';
 import type { ResourceType } from '../../../src/kube/types.ts';
-import { CatchUp, SIGNATURE_KEY, selectionSignature } from '../../../src/state/catch-up.ts';
+import { CatchUp, FOLLOWED_KEY, SIGNATURE_KEY, selectionSignature } from '../../../src/state/catch-up.ts';
 import { SqliteStateStore } from '../../../src/state/sqlite-store.ts';
 import { silentLogger } from '../../../src/util/log.ts';
 import { configmaps, secrets } from '../../helpers/resource-types.ts';
@@ -37,6 +37,7 @@ const note = (...entries: [ResourceType, boolean][]) => ({
 async function previousRun(signature = 's'): Promise<SqliteStateStore> {
   const store = SqliteStateStore.open(join(dir, `state-${++counter}.db`));
   await store.setMeta(SIGNATURE_KEY, signature);
+  await store.setMeta(FOLLOWED_KEY, '1');
   const other = { ...storedObject('b', '2'), key: 'web/b', namespace: 'web' };
   await store.write(
     [
@@ -165,5 +166,26 @@ test('a standby reads the previous state but writes nothing', async () => {
   assert.equal(catchUp.hasPreviousState, false);
   assert.equal((await store.objects('configmaps')).length, 2, 'not forgotten');
   assert.equal(await store.getMeta(SIGNATURE_KEY), 'old');
+  await store.close();
+});
+
+test('a state written before the replay (its resourceVersions where first LISTs ended): no replay this start, and those values are forgotten', async () => {
+  const store = await previousRun();
+  // As a kubediff before the replay left it: no word that the resourceVersions are followed points.
+  await store.setMeta(FOLLOWED_KEY, '');
+  const standby = await CatchUp.read(store, { signature: 's', log: silentLogger, readOnly: true });
+  assert.equal(standby.plan(configmaps, undefined, 'silent').replayFrom, undefined);
+  assert.equal(
+    (await store.resources()).find((entry) => entry.resource === 'configmaps')?.resourceVersion,
+    '5',
+  );
+  const catchUp = await CatchUp.read(store, { signature: 's', log: silentLogger, readOnly: false });
+  assert.equal(catchUp.plan(configmaps, undefined, 'silent').replayFrom, undefined);
+  assert.deepEqual(
+    (await store.resources()).map((entry) => entry.resourceVersion),
+    ['', '', '', ''],
+    'forgotten: what this run writes is new',
+  );
+  assert.equal(await store.getMeta(FOLLOWED_KEY), '1');
   await store.close();
 });

@@ -1,8 +1,9 @@
 // How far the state records each type as followed (src/state/followed-versions.ts), over a real SQLite
 // file, driven as the pipeline drives the recorder: never past a change that is not committed (one a
-// sink has not finished, one dropped at the backlog bound, one a new leader hands over), raised by the
-// changes read in their stream's order (live or replayed) and by nothing a LIST's comparison found; with
-// -n, one per namespace. A restart replays from it (docs/state.md, "The replay").
+// sink has not finished, one dropped at the backlog bound, one a new leader hands over, one of a replay
+// not over), raised by committed live changes, by the end of a replay once its changes are committed,
+// and by nothing a LIST's comparison found; with -n, one per namespace. A restart replays from it
+// (docs/state.md, "The replay").
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,7 +51,7 @@ async function nextReplayFrom(path: string, namespace?: string): Promise<string 
   return plan.replayFrom;
 }
 
-test('from the first LIST, by committed changes alone; with -n one per namespace, each replayed from its own; a replayed change raises it and keeps its event only', async () => {
+test('from the first LIST, by committed live changes; with -n one per namespace, each replayed from its own; a replayed change keeps its event only and raises nothing', async () => {
   const path = file();
   const { db, recorder } = await open(path);
   let finished = 0;
@@ -69,9 +70,7 @@ test('from the first LIST, by committed changes alone; with -n one per namespace
   inB.sync('14');
   recorder.stateChanged(inB.informer, { phase: 'watching' });
   await recorder.flowControl();
-  assert.equal(followed(db), '10', 'listed: as far as the informer whose LIST ended first, for both');
-  await recorder.flush();
-  assert.equal(followed(db), '{"a":"10","b":"14"}', 'then each namespace its own');
+  assert.equal(followed(db), '{"a":"10","b":"14"}', 'listed: each namespace where its LIST ended');
 
   change('b', 'x', '15', 1);
   change('a', 'y', '16', 2);
@@ -93,7 +92,7 @@ test('from the first LIST, by committed changes alone; with -n one per namespace
   assert.equal(followed(db), '{"a":"16","b":"17"}');
 
   // Replayed in namespace a: brief created and deleted while kubediff was down. Its events are kept, no
-  // row for its object; committed, they count like any change read in order.
+  // row for its object, and the point does not move: the replay is not over.
   recorder.changeProcessed(
     {
       kind: 'added',
@@ -118,7 +117,7 @@ test('from the first LIST, by committed changes alone; with -n one per namespace
   );
   finished = 5;
   await recorder.flush();
-  assert.equal(followed(db), '{"a":"19","b":"17"}');
+  assert.equal(followed(db), '{"a":"16","b":"17"}');
   assert.deepEqual(
     db
       .history({})
@@ -134,13 +133,13 @@ test('from the first LIST, by committed changes alone; with -n one per namespace
     ['x', 'y', 'z'],
   );
   await recorder.close();
-  // The next start replays each namespace from its own point: a's brief is not replayed again.
-  assert.equal(await nextReplayFrom(path, 'a'), '19');
+  // The next start replays each namespace from its own point.
+  assert.equal(await nextReplayFrom(path, 'a'), '16');
   assert.equal(await nextReplayFrom(path, 'b'), '17');
   assert.equal(await nextReplayFrom(path, 'c'), undefined, 'a namespace never followed: no replay');
 });
 
-test('a restart replaying: from the replay point until the replayed changes are committed; killed before, the next start replays them again', async () => {
+test('a restart replaying: at the replay point until the replay is over and its changes committed, then at the LIST; stopped or killed before, the next start replays it again', async () => {
   const path = file();
   {
     const { recorder } = await open(path);
@@ -170,13 +169,20 @@ test('a restart replaying: from the replay point until the replayed changes are 
       [accepted],
     );
   replayed('brief', '12', 'added', 1);
-  replayed('brief', '14', 'deleted', 2);
+  finished = 1;
   await recorder.flush();
-  assert.equal(followed(db), '10', 'the sink has finished neither');
-  assert.equal(await nextReplayFrom(path), '10', 'killed now: the next start replays brief again');
+  assert.equal(followed(db), '10', "brief's ADDED committed, its DELETED not read yet");
+  assert.equal(await nextReplayFrom(path), '10', 'killed now: the next start replays brief again, whole');
+  replayed('brief', '14', 'deleted', 2);
+  // The replay is over (a change or bookmark past the LIST, at 30): the state is the LIST's.
+  recorder.stateChanged(cms.informer, { phase: 'replayed', listedAt: '30' });
+  await recorder.flush();
+  await recorder.flush();
+  assert.equal(followed(db), '10', "brief's DELETED not committed");
   finished = 2;
   await recorder.flush();
-  assert.equal(followed(db), '14');
+  await recorder.flush();
+  assert.equal(followed(db), '30', 'the replay committed: at the LIST');
   await recorder.close();
 });
 
@@ -282,6 +288,139 @@ test('a change dropped at the backlog bound (the store down) holds the point bel
   db.close();
 });
 
+test('-n, a restart: marking the type listed again does not move a namespace back to the point of the one behind', async () => {
+  const path = file();
+  {
+    const { db, recorder } = await open(path);
+    let finished = 0;
+    const inA = fakeInformer(configmaps, 'a');
+    const inB = fakeInformer(configmaps, 'b');
+    recorder.attach({ finished: () => [finished] }, () => [inA.informer, inB.informer]);
+    recorder.noteSelection(selection([configmaps]));
+    inA.sync('10');
+    recorder.stateChanged(inA.informer, { phase: 'watching' });
+    inB.sync('14');
+    recorder.stateChanged(inB.informer, { phase: 'watching' });
+    await recorder.flowControl();
+    await recorder.flush();
+    // b follows a brief object created and deleted at 20 and 21: reported, committed.
+    for (const [kind, rv, n] of [
+      ['added', '20', 1],
+      ['deleted', '21', 2],
+    ] as const) {
+      recorder.changeProcessed(
+        { kind, type: configmaps, object: inNamespace('b', 'brief', rv) },
+        changeEvent('brief', rv, undefined, kind === 'added' ? 'ADDED' : 'DELETED'),
+        [n],
+      );
+    }
+    finished = 2;
+    await recorder.flush();
+    assert.equal(followed(db), '{"a":"10","b":"21"}');
+    await recorder.close();
+  }
+  // The next start: each informer at its own replay point when its first LIST ends (reflector.ts).
+  const { recorder } = await open(path);
+  const inA = fakeInformer(configmaps, 'a');
+  const inB = fakeInformer(configmaps, 'b');
+  recorder.attach({ finished: () => [0] }, () => [inA.informer, inB.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  inA.sync(recorder.plan(configmaps, 'a', 'silent').replayFrom ?? '');
+  recorder.stateChanged(inA.informer, { phase: 'watching' });
+  inB.sync(recorder.plan(configmaps, 'b', 'silent').replayFrom ?? '');
+  recorder.stateChanged(inB.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  // Killed here (kill -9): b would replay from a's point, and report brief (20, 21) a second time.
+  assert.equal(await nextReplayFrom(path, 'b'), '21');
+  await recorder.abandon();
+});
+
+test('a replay the server no longer holds (410): once the LIST is committed, the point is no longer the compacted one', async () => {
+  const path = file();
+  {
+    const { recorder } = await open(path);
+    const cms = fakeInformer(configmaps);
+    recorder.attach({ finished: () => [0] }, () => [cms.informer]);
+    recorder.noteSelection(selection([configmaps]));
+    cms.sync('10');
+    recorder.stateChanged(cms.informer, { phase: 'watching' });
+    await recorder.flowControl();
+    await recorder.close();
+  }
+  const { db, recorder } = await open(path);
+  const cms = fakeInformer(configmaps);
+  recorder.attach({ finished: () => [0] }, () => [cms.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  // LIST at 3000, the replay's watch from 10: the informer at 10 when 'watching' is said ...
+  cms.sync('10');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  await recorder.flowControl();
+  // ... then 410 Gone: the reflector goes on from the LIST (reflector.ts endReplay('gone')); bookmarks.
+  recorder.stateChanged(cms.informer, { phase: 'replay-unavailable', from: '10' });
+  recorder.stateChanged(cms.informer, { phase: 'replayed', listedAt: '3000' });
+  cms.sync('3000');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  await recorder.flush();
+  await recorder.flush();
+  // At the LIST: a later start does not replay from the point the server no longer holds.
+  assert.equal(followed(db), '3000');
+  await recorder.close();
+});
+
+test('changes committed early at the backlog bound (a sink behind) do not raise the point past what that sink has not finished', async () => {
+  const db = SqliteDatabase.open(file());
+  const object = (name: string, rv: string): SerializedWrite =>
+    serializeWrite({
+      kind: 'object',
+      resource: 'configmaps',
+      object: storedObject(name, rv, { v: 'x'.repeat(1_000) }),
+    });
+  const probe = object('probe', '1');
+  const entryBytes = 200 + (probe.kind === 'object' ? probe.json.length : 0);
+  const cms = fakeInformer(configmaps);
+  const writer = new StateWriter({
+    store: new SqliteStateStore(db),
+    log: silentLogger,
+    retention: DEFAULT_RETENTION,
+    pruneIntervalMs: 1e9,
+    maxBacklogBytes: entryBytes * 10,
+    context: {
+      // One sink, stuck: it has finished nothing after the LIST.
+      progress: () => ({ finished: () => [0] }),
+      informers: () => [cms.informer],
+      snapshot: () => {
+        throw new Error('not leader-elected');
+      },
+      committed: () => {},
+    },
+  });
+  writer.push(
+    {
+      kind: 'resources',
+      entries: [{ resource: 'configmaps', json: JSON.stringify(configmaps), watched: true }],
+    },
+    [],
+  );
+  cms.sync('10');
+  writer.listed.firstListEnded(cms.informer);
+  writer.queue.firstListEnded('configmaps');
+  await writer.flush();
+  assert.equal(followed(db), '10');
+  for (let i = 0; i < 20; i++)
+    writer.push(object(`o${i}`, String(20 + i)), [1], false, {
+      namespace: 'ns',
+      resourceVersion: String(20 + i),
+    });
+  await writer.busy;
+  await writer.flush();
+  assert.ok(writer.bound.unconfirmed > 0, 'committed before the sink finished');
+  assert.ok(
+    BigInt(followed(db) ?? '0') < 20n,
+    `followed to ${followed(db)}: the sink has finished none of them, a kill -9 loses them, the replay must not skip them`,
+  );
+  db.close();
+});
+
 /** A shared store (as PostgreSQL's claims answer) holding configmaps listed and followed to `point`. */
 class SharedStore {
   readonly label = 'postgres://db/state';
@@ -299,10 +438,13 @@ class SharedStore {
   async objectVersions() {
     return new Map<string, string>();
   }
-  async getMeta() {
-    return 's';
+  async getMeta(key: string) {
+    return key === 'followed' ? '1' : 's';
   }
   async setMeta() {}
+  async forgetFollowed() {
+    this.point = '';
+  }
   async resources() {
     return [
       { resource: 'configmaps', type: configmaps, watched: true, listed: true, resourceVersion: this.point },
@@ -354,5 +496,31 @@ test('a new leader: not followed past the events it hands over until they are co
   await recorder.flush();
   await recorder.flush();
   assert.equal(store.point, '50', 'committed: as far as the informers');
+  await recorder.close();
+});
+
+test("a new leader: after the resync, the point does not fall back to where the standby's first LIST ended", async () => {
+  const store = new SharedStore('10');
+  const recorder = await StateRecorder.open({
+    store: store as never,
+    log: silentLogger,
+    signature: 's',
+    flushIntervalMs: 1e9,
+    leaderElected: { fenceAfterMs: 15_000 },
+  });
+  const cms = fakeInformer(configmaps);
+  recorder.attach({ finished: () => [0], accepted: () => [0] }, () => [cms.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  // A standby: its first LIST ended at 50, its watch read on to 500 (the old leader recorded 50..500).
+  cms.sync('50');
+  recorder.stateChanged(cms.informer, { phase: 'watching' });
+  cms.sync('500');
+  recorder.startedLeading([]);
+  await recorder.flush();
+  assert.equal(store.point, '500', 'the resync: as far as the informer');
+  await recorder.flush();
+  // Back at 50, the next start replays 50..LIST: what the old leader reported of objects created and
+  // deleted in between is reported again.
+  assert.equal(store.point, '500', 'not back to the standby LIST');
   await recorder.close();
 });

@@ -49,6 +49,7 @@ class SharedStore implements ClaimedStateStore {
     return [];
   }
   async forgetObjects() {}
+  async forgetFollowed() {}
   async write(batch: readonly SerializedWrite[], listed: ReadonlyMap<string, string>) {
     for (const write of batch)
       this.writes.push(

@@ -37,9 +37,9 @@ test('a type is listed once all its informers have listed and their entries are 
   queue.firstListEnded('secrets');
   assert.deepEqual([...listed.newlyListed(informers, queue, [])], [['secrets', '12']], 'b not committed yet');
   const versions = listed.newlyListed(informers, queue, queue.committable([], 100));
-  // configmaps as far as shop, whose LIST ended first (10): followed no further than the one behind.
+  // configmaps per namespace (-n: an informer each), secrets as one.
   assert.deepEqual([...versions].sort(), [
-    ['configmaps', '10'],
+    ['configmaps', '{"shop":"10","web":"12"}'],
     ['secrets', '12'],
   ]);
   listed.marked(versions);
