@@ -56,10 +56,15 @@ export class FollowedVersions {
   }
 
   /**
-   * The types whose point moves past what the store holds once `batch` is committed too: resource →
-   * resourceVersion.
+   * The types whose points differ from what the store holds once `batch` is committed, with the types
+   * that commit marks listed (`marking`): resource → points (followed-points.ts).
    */
-  moved(informers: readonly Informer[], listed: ListedTypes, batch: Entries): Map<string, string> {
+  moved(
+    informers: readonly Informer[],
+    listed: ListedTypes,
+    batch: Entries,
+    marking: ReadonlyMap<string, string>,
+  ): Map<string, string> {
     const newest = new Map(this.newest);
     raiseBy(newest, batch);
     /** Per type, each informer's point by its namespace ('' for all); undefined: the type has none. */
@@ -67,7 +72,7 @@ export class FollowedVersions {
     for (const informer of informers) {
       const resource = qualifiedName(informer.type);
       if (points.has(resource) && points.get(resource) === undefined) continue;
-      const base = numeric(listed.followedFrom(informer));
+      const base = numeric(listed.followedFrom(informer, marking));
       if (base === undefined) {
         // Not listed yet, or not numeric: the type has no point.
         points.set(resource, undefined);

@@ -71,11 +71,13 @@ export class ListedTypes {
   }
 
   /**
-   * Where `informer` is followed from, when the store holds its type as listed: where it was moved to,
-   * else where its first LIST ended, else what the type was marked with.
+   * Where `informer` is followed from, when the store holds its type as listed (or the commit in progress
+   * marks it, `marking`): where it was moved to, else where its first LIST ended, else what the type was
+   * marked with.
    */
-  followedFrom(informer: Informer): string | undefined {
-    const marked = this.listed.get(qualifiedName(informer.type));
+  followedFrom(informer: Informer, marking?: ReadonlyMap<string, string>): string | undefined {
+    const resource = qualifiedName(informer.type);
+    const marked = this.listed.get(resource) ?? marking?.get(resource);
     if (marked === undefined) return undefined;
     return (
       this.movedTo.get(informer) ?? this.syncedAt.get(informer) ?? replayPointOf(marked, informer.namespace)

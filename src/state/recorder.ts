@@ -304,6 +304,8 @@ export class StateRecorder implements PipelineObserver {
       if (this.writer.queue.length > 0)
         await new Promise((resolve) => setTimeout(resolve, this.flushIntervalMs));
     }
+    // How far the types are followed once that is committed, if it moved (the next owner replays from it).
+    if (!this.writer.failed) await this.flush();
     const left = this.writer.failed ? 0 : this.writer.queue.length;
     if (left > 0) {
       this.writer.bound.countDropped(left);
@@ -348,7 +350,9 @@ export class StateRecorder implements PipelineObserver {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     await this.writer.busy;
-    // One more attempt even when the store was down: it may be back.
+    // One more attempt even when the store was down: it may be back. Then how far the types are
+    // followed once that is committed (a replay over with it), if it moved.
+    await this.flush(true);
     await this.flush(true);
     const left = this.writer.queue.length;
     if (left > 0) {

@@ -215,7 +215,7 @@ export class StateWriter {
     const informers = this.context.informers();
     const listed = this.listed.newlyListed(informers, this.queue, batch);
     // How far the types are followed once this batch is committed (written in its transaction).
-    const followed = this.followed.moved(informers, this.listed, batch);
+    const followed = this.followed.moved(informers, this.listed, batch, listed);
     const due = Date.now() - this.lastPrune >= this.pruneIntervalMs;
     // Idle: no write at all.
     if (batch.length === 0 && listed.size === 0 && followed.size === 0 && !due && !this.claim?.waiting)
@@ -243,8 +243,9 @@ export class StateWriter {
       // A new leader writes nothing before it holds the claim and the snapshot is its own.
       if (this.claim?.waiting) {
         if (!(await this.claim.take(this.context.snapshot()))) return;
-        // The resync marked what it wrote as listed.
+        // The resync marked what it wrote as listed, and moved the informers to where they are.
         listed = this.listed.unmarked(listed);
+        followed = this.followed.moved(this.context.informers(), this.listed, batch, listed);
       }
       if (batch.length > 0 || listed.size > 0 || followed.size > 0) {
         await this.store.write(
