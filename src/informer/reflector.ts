@@ -34,7 +34,10 @@ export interface ReflectorSink {
    * the first LIST, which has already been handed on.
    */
   replayEvent?(type: WatchEventType, object: KubeObject): void;
-  /** The replay is over: every event up to the first LIST was handed on (`complete`), or the server no longer had them. */
+  /**
+   * The replay is over: every event up to the first LIST was handed on (`complete`), or not (the server
+   * no longer had them, or a LIST was taken meanwhile).
+   */
   replayEnded?(complete: boolean): void;
   /** Health, for progress, logs and readiness. */
   stateChanged(state: ReflectorState): void;
@@ -47,7 +50,7 @@ export type ReflectorState =
   | { phase: 'watching' }
   /** The server no longer holds the events since the replay point (410 Gone): no replay. */
   | { phase: 'replay-unavailable'; from: string }
-  /** The replay is over: every change it reports is handed on; the state is the first LIST's, at `listedAt`. */
+  /** The replay is over: every change it reports is handed on; the state is the first LIST's (`listedAt`). */
   | { phase: 'replayed'; listedAt: string }
   /** Something failed; the reflector retries after `retryInMs`. `slow` for 403/404. */
   | { phase: 'failing'; error: KubeError; retryInMs: number; slow: boolean }

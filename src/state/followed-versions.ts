@@ -3,15 +3,16 @@
 // replays the changes after it (src/informer/reflector.ts, replayFrom): among them, those a kill -9 kept
 // from the store, whose objects the LIST can no longer show.
 //
-// Per informer (one per namespace with -n): where its first LIST left it (the LIST's resourceVersion; with
-// a replay, the replay point until the replay's changes are committed, then the LIST's), raised by each
-// committed live change: the changes of one informer are queued in the order it read them, and committed
-// as a prefix of the queue, so every change before a committed one is committed. Changes found by comparing a
-// LIST come in no such order and raise nothing. A change dropped at the backlog bound (never committed) or
-// committed there before every sink finished it keeps the point below it for the rest of the run. Events a new leader hands over (held back as a
-// standby, older than its informers) hold the point below them until they are committed. Recorded per
-// type: one resourceVersion, or with -n one per namespace (encodePoints), each informer replaying from
-// its own. Written in the transaction that commits the changes it counts.
+// Per informer (one per namespace with -n): where its first LIST left it (the LIST's resourceVersion;
+// with a replay, the replay point until the replay's changes are committed, then the LIST's), raised by
+// each committed live change: the changes of one informer are queued in the order it read them and
+// committed as a prefix of the queue, so every change before a committed one is committed. Changes found
+// by comparing a LIST come in no such order and raise nothing. A change dropped at the backlog bound
+// (never committed), or committed there before every sink finished it, keeps the point below it for the
+// rest of the run. Events a new leader hands over (held back as a standby, older than its informers) hold
+// the point below them until they are committed. Recorded per type: one resourceVersion, or with -n one
+// per namespace (followed-points.ts), each informer replaying from its own. Written in the transaction
+// that commits the changes it counts.
 import type { Informer } from '../informer/informer.ts';
 import { numericResourceVersion as numeric, qualifiedName } from '../kube/types.ts';
 import { ANY_NAMESPACE, encodePoints } from './followed-points.ts';

@@ -1,8 +1,8 @@
 // Which resource types' objects in the store are a complete inventory ("listed", with where each informer
 // is followed from, followed-points.ts): every informer of the type (one per namespace with -n) has ended
-// its first LIST and every entry of those LISTs is committed. At the next start a listed type is reconciled against its
-// recorded objects even when it has none (so that what was created meanwhile is reported); an unlisted
-// one without objects takes a silent baseline instead.
+// its first LIST and every entry of those LISTs is committed. At the next start a listed type is
+// reconciled against its recorded objects even when it has none (so that what was created meanwhile is
+// reported); an unlisted one without objects takes a silent baseline instead.
 import type { Informer } from '../informer/informer.ts';
 import { numericResourceVersion, qualifiedName } from '../kube/types.ts';
 import { ANY_NAMESPACE, encodePoints, replayPointOf } from './followed-points.ts';
