@@ -222,35 +222,31 @@ test("a relist's changes (found by comparing a LIST, in its order) raise nothing
   await recorder.close();
 });
 
-test('a change dropped at the backlog bound (the store down) holds the point below it for the rest of the run', async () => {
-  const db = SqliteDatabase.open(file());
-  const store = new SqliteStateStore(db);
-  const down = new Error('connection refused');
-  let failure: Error | undefined;
-  const flaky = Object.assign(Object.create(store) as SqliteStateStore, {
-    write: async (...args: Parameters<SqliteStateStore['write']>) => {
-      if (failure) throw failure;
-      return store.write(...args);
-    },
-    isTransient: (error: unknown) => error === down,
+/** A 1 KiB ConfigMap's write: ten of them fill the bound of boundedWriter. */
+function bigObject(name: string, rv: string): SerializedWrite {
+  return serializeWrite({
+    kind: 'object',
+    resource: 'configmaps',
+    object: storedObject(name, rv, { v: 'x'.repeat(1_000) }),
   });
-  const object = (name: string, rv: string): SerializedWrite =>
-    serializeWrite({
-      kind: 'object',
-      resource: 'configmaps',
-      object: storedObject(name, rv, { v: 'x'.repeat(1_000) }),
-    });
-  const probe = object('probe', '1');
+}
+
+/**
+ * A writer over `store` whose backlog holds ten of bigObject's entries, configmaps listed at 10; one
+ * sink, which has finished `finished()`.
+ */
+async function boundedWriter(store: SqliteStateStore, finished: () => number[]): Promise<StateWriter> {
+  const probe = bigObject('probe', '1');
   const entryBytes = 200 + (probe.kind === 'object' ? probe.json.length : 0);
   const cms = fakeInformer(configmaps);
   const writer = new StateWriter({
-    store: flaky,
+    store,
     log: silentLogger,
     retention: DEFAULT_RETENTION,
     pruneIntervalMs: 1e9,
     maxBacklogBytes: entryBytes * 10,
     context: {
-      progress: () => ({ finished: () => [] }),
+      progress: () => ({ finished }),
       informers: () => [cms.informer],
       snapshot: () => {
         throw new Error('not leader-elected');
@@ -269,9 +265,25 @@ test('a change dropped at the backlog bound (the store down) holds the point bel
   writer.listed.firstListEnded(cms.informer);
   writer.queue.firstListEnded('configmaps');
   await writer.flush();
+  return writer;
+}
+
+test('a change dropped at the backlog bound (the store down) holds the point below it for the rest of the run', async () => {
+  const db = SqliteDatabase.open(file());
+  const store = new SqliteStateStore(db);
+  const down = new Error('connection refused');
+  let failure: Error | undefined;
+  const flaky = Object.assign(Object.create(store) as SqliteStateStore, {
+    write: async (...args: Parameters<SqliteStateStore['write']>) => {
+      if (failure) throw failure;
+      return store.write(...args);
+    },
+    isTransient: (error: unknown) => error === down,
+  });
+  const writer = await boundedWriter(flaky, () => []);
   assert.equal(followed(db), '10');
   const live = (name: string, rv: string) =>
-    writer.push(object(name, rv), [], false, { namespace: 'ns', resourceVersion: rv });
+    writer.push(bigObject(name, rv), [], false, { namespace: 'ns', resourceVersion: rv });
   failure = down;
   live('x', '20');
   await writer.flush();
@@ -369,45 +381,11 @@ test('a replay the server no longer holds (410): once the LIST is committed, the
 
 test('changes committed early at the backlog bound (a sink behind) do not raise the point past what that sink has not finished', async () => {
   const db = SqliteDatabase.open(file());
-  const object = (name: string, rv: string): SerializedWrite =>
-    serializeWrite({
-      kind: 'object',
-      resource: 'configmaps',
-      object: storedObject(name, rv, { v: 'x'.repeat(1_000) }),
-    });
-  const probe = object('probe', '1');
-  const entryBytes = 200 + (probe.kind === 'object' ? probe.json.length : 0);
-  const cms = fakeInformer(configmaps);
-  const writer = new StateWriter({
-    store: new SqliteStateStore(db),
-    log: silentLogger,
-    retention: DEFAULT_RETENTION,
-    pruneIntervalMs: 1e9,
-    maxBacklogBytes: entryBytes * 10,
-    context: {
-      // One sink, stuck: it has finished nothing after the LIST.
-      progress: () => ({ finished: () => [0] }),
-      informers: () => [cms.informer],
-      snapshot: () => {
-        throw new Error('not leader-elected');
-      },
-      committed: () => {},
-    },
-  });
-  writer.push(
-    {
-      kind: 'resources',
-      entries: [{ resource: 'configmaps', json: JSON.stringify(configmaps), watched: true }],
-    },
-    [],
-  );
-  cms.sync('10');
-  writer.listed.firstListEnded(cms.informer);
-  writer.queue.firstListEnded('configmaps');
-  await writer.flush();
+  // One sink, stuck: it has finished nothing after the LIST.
+  const writer = await boundedWriter(new SqliteStateStore(db), () => [0]);
   assert.equal(followed(db), '10');
   for (let i = 0; i < 20; i++)
-    writer.push(object(`o${i}`, String(20 + i)), [1], false, {
+    writer.push(bigObject(`o${i}`, String(20 + i)), [1], false, {
       namespace: 'ns',
       resourceVersion: String(20 + i),
     });
