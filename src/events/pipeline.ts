@@ -301,13 +301,16 @@ export class Pipeline {
   }
 }
 
-/** A change's `offline` and `replayed`, set only when true (one object less per live change). */
+const LIVE: Pick<StoreChange, 'offline' | 'replayed'> = Object.freeze({});
+const OFFLINE: Pick<StoreChange, 'offline' | 'replayed'> = Object.freeze({ offline: true });
+const REPLAYED: Pick<StoreChange, 'offline' | 'replayed'> = Object.freeze({ offline: true, replayed: true });
+
+/** A change's `offline` and `replayed`, set only when true: no object made per change. */
 function replayMarks(context: {
   offline: boolean;
   replayed?: true;
 }): Pick<StoreChange, 'offline' | 'replayed'> {
-  if (!context.offline) return {};
-  return context.replayed ? { offline: true, replayed: true } : { offline: true };
+  return !context.offline ? LIVE : context.replayed ? REPLAYED : OFFLINE;
 }
 
 /** A stage from a function that returns the event to pass on, or undefined to drop it. */

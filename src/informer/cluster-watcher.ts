@@ -336,12 +336,13 @@ export class ClusterWatcher {
       this.options.log.warn(`${name}: ${describeListProgress(state.progress)}`);
       return;
     }
-    if (state.phase === 'replay-unavailable') {
+    if (state.phase === 'replayed') {
       // A type quiet for longer than the server keeps events is the usual case: nothing to say at info.
-      this.options.log.debug(
-        `${name}: the API server no longer holds its changes since resourceVersion ${state.from}; ` +
-          'objects created and deleted while kubediff was not running are not reported.',
-      );
+      if (state.goneFrom !== undefined)
+        this.options.log.debug(
+          `${name}: the API server no longer holds its changes since resourceVersion ${state.goneFrom}; ` +
+            'objects created and deleted while kubediff was not running are not reported.',
+        );
       return;
     }
     if (state.phase === 'failing') {

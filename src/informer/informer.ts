@@ -174,10 +174,10 @@ export class Informer implements ReflectorSink {
   private unwritten: Unwritten[] = [];
   /**
    * During the replay (InformerOptions.replayFrom): the uids the recorded objects and the first LIST
-   * hold, whose changes the LIST has told; and the objects the replay follows, born after the replay
-   * point and gone by the LIST, by uid.
+   * hold, whose changes the LIST has told; and the objects it saw created after the replay point (gone
+   * by the LIST) and not yet deleted, by uid.
    */
-  private replay: { known: Set<string>; followed: Map<string, StoredObject>; listedAt?: string } | undefined;
+  private replay: { known: Set<string>; created: Map<string, StoredObject> } | undefined;
   /** Why the LIST in progress would find objects changed without a write. */
   private listCause: WithoutWriteCause = 'relist';
   /** Until then (Date.now()), a LIST that starts is one after a schema change (servedSchemaChanged). */
@@ -195,7 +195,7 @@ export class Informer implements ReflectorSink {
     this.preloadPartial = options.preloadPartial === true;
     for (const entry of options.preload ?? []) this.store.set(entry);
     if (options.replayFrom !== undefined)
-      this.replay = { known: new Set(options.preload?.map((entry) => entry.uid)), followed: new Map() };
+      this.replay = { known: new Set(options.preload?.map((entry) => entry.uid)), created: new Map() };
     this.reflector = new Reflector(source, options, this);
   }
 
@@ -313,7 +313,6 @@ export class Informer implements ReflectorSink {
       this.store.set(stored);
       this.handler.onUpdate(this.type, previous, stored, { offline: true, managedFields, withoutWrite });
     }
-    if (this.replay && !this.synced) this.replay.listedAt = resourceVersion;
     if ((this.synced || this.reconcileFirstList || restarted) && seen) {
       for (const entry of [...this.store.values()]) {
         if (seen.has(entry.key)) continue;
@@ -357,7 +356,7 @@ export class Informer implements ReflectorSink {
     const replay = this.replay;
     const uid = object.metadata.uid;
     if (!replay || replay.known.has(uid)) return;
-    const previous = replay.followed.get(uid);
+    const previous = replay.created.get(uid);
     if (!previous && type !== 'ADDED') {
       replay.known.add(uid);
       return;
@@ -366,7 +365,7 @@ export class Informer implements ReflectorSink {
     if (!arrival) return;
     const { stored: current, managedFields } = arrival;
     if (type === 'DELETED') {
-      replay.followed.delete(current.uid);
+      replay.created.delete(current.uid);
       this.handler.onDelete(this.type, current, {
         offline: true,
         replayed: true,
@@ -376,7 +375,7 @@ export class Informer implements ReflectorSink {
       });
       return;
     }
-    replay.followed.set(current.uid, current);
+    replay.created.set(current.uid, current);
     const context = { offline: true, replayed: true as const, managedFields };
     if (!previous) this.handler.onAdd(this.type, current, { ...context, initial: false });
     else if (previous.resourceVersion !== current.resourceVersion)
@@ -387,16 +386,16 @@ export class Informer implements ReflectorSink {
    * The replay is over. Ended before the LIST (410 Gone, a relist): the objects it reported and did not
    * see deleted are gone all the same (the LIST did not hold them), reported so, at the LIST.
    */
-  replayEnded(complete: boolean): void {
+  replayEnded(complete: boolean, listedAt: string): void {
     const replay = this.replay;
     this.replay = undefined;
     if (!replay || complete) return;
-    for (const last of replay.followed.values()) {
+    for (const last of replay.created.values()) {
       this.handler.onDelete(this.type, last, {
         offline: true,
         replayed: true,
         finalStateUnknown: true,
-        resourceVersion: replay.listedAt ?? last.resourceVersion,
+        resourceVersion: listedAt,
       });
     }
   }

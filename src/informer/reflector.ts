@@ -35,10 +35,10 @@ export interface ReflectorSink {
    */
   replayEvent?(type: WatchEventType, object: KubeObject): void;
   /**
-   * The replay is over: every event up to the first LIST was handed on (`complete`), or not (the server
-   * no longer had them, or a LIST was taken meanwhile).
+   * The replay is over: every event up to the first LIST (at `listedAt`) was handed on (`complete`), or
+   * not (the server no longer had them, or a LIST was taken meanwhile).
    */
-  replayEnded?(complete: boolean): void;
+  replayEnded?(complete: boolean, listedAt: string): void;
   /** Health, for progress, logs and readiness. */
   stateChanged(state: ReflectorState): void;
 }
@@ -48,10 +48,11 @@ export type ReflectorState =
   /** Not a change of phase: how far a LIST has come, when it is slow or read whole (for the log). */
   | { phase: 'list-progress'; progress: ListProgress }
   | { phase: 'watching' }
-  /** The server no longer holds the events since the replay point (410 Gone): no replay. */
-  | { phase: 'replay-unavailable'; from: string }
-  /** The replay is over: every change it reports is handed on; the state is the first LIST's (`listedAt`). */
-  | { phase: 'replayed'; listedAt: string }
+  /**
+   * The replay is over: every change it reports is handed on; the state is the first LIST's (`listedAt`).
+   * `goneFrom`: the server no longer held the events since this resourceVersion (410 Gone).
+   */
+  | { phase: 'replayed'; listedAt: string; goneFrom?: string }
   /** Something failed; the reflector retries after `retryInMs`. `slow` for 403/404. */
   | { phase: 'failing'; error: KubeError; retryInMs: number; slow: boolean }
   | { phase: 'stopped' };
@@ -303,14 +304,14 @@ export class Reflector {
     const until = this.replayUntil;
     if (until === undefined) return;
     this.replayUntil = undefined;
-    if (how === 'gone') {
-      const from = this.lastResourceVersion;
-      const reached = numericVersion(from);
-      if (reached === undefined || reached < until) this.lastResourceVersion = until.toString();
-      this.sink.stateChanged({ phase: 'replay-unavailable', from });
+    const listedAt = until.toString();
+    const goneFrom = how === 'gone' ? this.lastResourceVersion : undefined;
+    if (goneFrom !== undefined) {
+      const reached = numericVersion(goneFrom);
+      if (reached === undefined || reached < until) this.lastResourceVersion = listedAt;
     }
-    this.sink.replayEnded?.(how === 'complete');
-    this.sink.stateChanged({ phase: 'replayed', listedAt: until.toString() });
+    this.sink.replayEnded?.(how === 'complete', listedAt);
+    this.sink.stateChanged({ phase: 'replayed', listedAt, ...(goneFrom !== undefined ? { goneFrom } : {}) });
   }
 
   /**

@@ -26,8 +26,16 @@ export class FollowedVersions {
   private readonly newest = new Map<string, bigint>();
   /** Below the oldest change dropped uncommitted, by resource and namespace ('' for any). */
   private readonly caps = new Map<string, bigint>();
-  /** Below events handed over by the leader gate, until the queue entries up to `until` are committed. */
-  private holds: { until: number; caps: Map<string, bigint> }[] = [];
+  /** Where an informer is followed from past its first LIST: its replay over, a takeover's resync. */
+  private readonly movedTo = new Map<Informer, bigint>();
+  /**
+   * What waits for the queue entries up to seq `until` to be committed: caps below events a new leader
+   * handed over (lifted then), or an informer's move past its replay (made then).
+   */
+  private waiting: (
+    | { until: number; caps: Map<string, bigint> }
+    | { until: number; move: { informer: Informer; to: bigint } }
+  )[] = [];
   /** What the store holds, by resource. */
   private readonly stored = new Map<string, string>();
 
@@ -48,12 +56,32 @@ export class FollowedVersions {
   hold(until: number, entries: Entries): void {
     const caps = new Map<string, bigint>();
     capBelow(caps, entries);
-    if (caps.size > 0) this.holds.push({ until, caps });
+    if (caps.size > 0) this.waiting.push({ until, caps });
   }
 
-  /** After a commit: the holds whose entries are all committed (none waits at or below `until`) end. */
+  /**
+   * `informer` is followed from `resourceVersion` once the queue entries up to seq `until` are committed
+   * (at once without `until`); never moved back.
+   */
+  moveTo(informer: Informer, resourceVersion: string, until?: number): void {
+    const to = numeric(resourceVersion);
+    if (to === undefined) return;
+    if (until === undefined) this.move({ informer, to });
+    else this.waiting.push({ until, move: { informer, to } });
+  }
+
+  /** After a commit: what waited for entries that are all committed now (none left at or below `until`). */
   release(oldestWaiting: number | undefined): void {
-    this.holds = this.holds.filter((hold) => oldestWaiting !== undefined && oldestWaiting <= hold.until);
+    this.waiting = this.waiting.filter((entry) => {
+      if (oldestWaiting !== undefined && oldestWaiting <= entry.until) return true;
+      if ('move' in entry) this.move(entry.move);
+      return false;
+    });
+  }
+
+  private move({ informer, to }: { informer: Informer; to: bigint }): void {
+    const before = this.movedTo.get(informer);
+    if (before === undefined || to > before) this.movedTo.set(informer, to);
   }
 
   /**
@@ -66,24 +94,27 @@ export class FollowedVersions {
     batch: Entries,
     marking: ReadonlyMap<string, string>,
   ): Map<string, string> {
-    const newest = new Map(this.newest);
-    raiseBy(newest, batch);
+    // This batch's changes, over those committed before.
+    const batchNewest = new Map<string, bigint>();
+    raiseBy(batchNewest, batch);
+    const holds = this.waiting.flatMap((entry) => ('caps' in entry ? [entry.caps] : []));
     /** Per type, each informer's point by its namespace ('' for all); undefined: the type has none. */
     const points = new Map<string, Map<string, bigint> | undefined>();
     for (const informer of informers) {
       const resource = qualifiedName(informer.type);
       if (points.has(resource) && points.get(resource) === undefined) continue;
-      const base = numeric(listed.followedFrom(informer, marking));
-      if (base === undefined) {
+      const first = numeric(listed.followedFrom(informer, marking));
+      if (first === undefined) {
         // Not listed yet, or not numeric: the type has no point.
         points.set(resource, undefined);
         continue;
       }
       const namespace = informer.namespace ?? ANY_NAMESPACE;
       const key = keyOf(resource, namespace);
-      const changes = newest.get(key);
-      let point = changes !== undefined && changes > base ? changes : base;
-      for (const caps of [this.caps, ...this.holds.map((hold) => hold.caps)]) {
+      let point = first;
+      for (const raised of [this.movedTo.get(informer), this.newest.get(key), batchNewest.get(key)])
+        if (raised !== undefined && raised > point) point = raised;
+      for (const caps of [this.caps, ...holds]) {
         const cap = caps.get(key);
         if (cap !== undefined && cap < point) point = cap;
       }
@@ -107,8 +138,9 @@ export class FollowedVersions {
     let point = numeric(resourceVersion);
     if (point === undefined) return resourceVersion;
     const prefix = keyOf(resource, '');
-    for (const caps of [this.caps, ...this.holds.map((hold) => hold.caps)])
-      for (const [key, cap] of caps) if (key.startsWith(prefix) && cap < point) point = cap;
+    for (const entry of [{ caps: this.caps }, ...this.waiting])
+      if ('caps' in entry)
+        for (const [key, cap] of entry.caps) if (key.startsWith(prefix) && cap < point) point = cap;
     return point.toString();
   }
 

@@ -12,6 +12,7 @@ import { type EventFailures, identityOf } from '../util/event-failures.ts';
 import type { Logger } from '../util/log.ts';
 import { SIGNATURE_KEY } from './catch-up.ts';
 import { ANY_NAMESPACE, encodePoints } from './followed-points.ts';
+import type { FollowedVersions } from './followed-versions.ts';
 import type { ListedTypes } from './listed-types.ts';
 import { type ClaimedStateStore, type SerializedWrite, serializeWrite } from './store.ts';
 import { MAX_BATCH } from './write-queue.ts';
@@ -28,8 +29,8 @@ export interface Snapshot {
   informers: readonly Informer[];
   /** Marked for each type whose objects the resync wrote as a complete inventory. */
   listed: ListedTypes;
-  /** How far a type may be recorded as followed, given how far its informers are (followed-versions.ts). */
-  followedAtMost(resource: string, resourceVersion: string): string;
+  /** How far each type is followed (followed-versions.ts): the resync moves its informers there. */
+  followed: FollowedVersions;
 }
 
 export class LeaderClaim {
@@ -189,12 +190,13 @@ export class LeaderClaim {
     }
     const written = batch.length;
     if (synced) for (const key of recorded.keys()) batch.push({ kind: 'delete', resource, key });
-    // Each informer (one per namespace with -n) followed as far as it has read, and no further than the
-    // events this leader hands over and has not committed yet.
+    // Each informer (one per namespace with -n) followed as far as it had read when its objects were
+    // taken just above, and no further than the events this leader hands over and has not committed yet.
+    const readTo = informers.map((informer) => [informer, informer.resourceVersion] as const);
     const points = new Map(
-      informers.map((informer) => [
+      readTo.map(([informer, version]) => [
         informer.namespace ?? ANY_NAMESPACE,
-        snapshot.followedAtMost(resource, informer.resourceVersion),
+        snapshot.followed.atMost(resource, version),
       ]),
     );
     const complete = synced ? new Map([[resource, encodePoints(points)]]) : new Map<string, string>();
@@ -204,7 +206,7 @@ export class LeaderClaim {
     }
     if (synced) {
       snapshot.listed.marked(complete);
-      for (const informer of informers) snapshot.listed.moveTo(informer, informer.resourceVersion);
+      for (const [informer, version] of readTo) snapshot.followed.moveTo(informer, version);
     }
     return { written, removed: synced ? recorded.size : 0 };
   }

@@ -4,15 +4,13 @@
 // reconciled against its recorded objects even when it has none (so that what was created meanwhile is
 // reported); an unlisted one without objects takes a silent baseline instead.
 import type { Informer } from '../informer/informer.ts';
-import { numericResourceVersion, qualifiedName } from '../kube/types.ts';
+import { qualifiedName } from '../kube/types.ts';
 import { ANY_NAMESPACE, encodePoints, replayPointOf } from './followed-points.ts';
 import type { QueuedWrite, WriteQueue } from './write-queue.ts';
 
 export class ListedTypes {
   /** The resourceVersion at which each informer's first LIST ended (during a replay: its replay point). */
   private readonly syncedAt = new Map<Informer, string>();
-  /** Where an informer is followed from past its first LIST: its replay ended, a takeover's resync. */
-  private readonly movedTo = new Map<Informer, string>();
   /** Per type marked listed in the store: where its informers were followed from (encoded). */
   private readonly listed = new Map<string, string>();
 
@@ -53,14 +51,6 @@ export class ListedTypes {
     return versions;
   }
 
-  /** `informer` is followed from `resourceVersion` now (never moved back). */
-  moveTo(informer: Informer, resourceVersion: string): void {
-    const next = numericResourceVersion(resourceVersion);
-    const before = numericResourceVersion(this.movedTo.get(informer) ?? this.syncedAt.get(informer));
-    if (next !== undefined && (before === undefined || next > before))
-      this.movedTo.set(informer, resourceVersion);
-  }
-
   /** The store marked these types listed. */
   marked(versions: ReadonlyMap<string, string>): void {
     for (const [resource, resourceVersion] of versions) this.listed.set(resource, resourceVersion);
@@ -72,16 +62,13 @@ export class ListedTypes {
 
   /**
    * Where `informer` is followed from, when the store holds its type as listed (or the commit in progress
-   * marks it, `marking`): where it was moved to, else where its first LIST ended, else what the type was
-   * marked with.
+   * marks it, `marking`): where its first LIST ended, else what the type was marked with.
    */
   followedFrom(informer: Informer, marking?: ReadonlyMap<string, string>): string | undefined {
     const resource = qualifiedName(informer.type);
     const marked = this.listed.get(resource) ?? marking?.get(resource);
     if (marked === undefined) return undefined;
-    return (
-      this.movedTo.get(informer) ?? this.syncedAt.get(informer) ?? replayPointOf(marked, informer.namespace)
-    );
+    return this.syncedAt.get(informer) ?? replayPointOf(marked, informer.namespace);
   }
 
   /** Of `versions`, those not marked yet. */

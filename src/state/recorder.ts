@@ -119,8 +119,7 @@ export class StateRecorder implements PipelineObserver {
           signature: this.signature,
           informers: this.informers(),
           listed: this.writer.listed,
-          followedAtMost: (resource, resourceVersion) =>
-            this.writer.followedAtMost(resource, resourceVersion),
+          followed: this.writer.followed,
         }),
         committed: () => this.announceWhenDurable(),
       },

@@ -35,9 +35,8 @@ export interface WriterContext {
 export class StateWriter {
   readonly queue = new WriteQueue();
   readonly listed = new ListedTypes();
-  private readonly followed = new FollowedVersions();
-  /** Informers whose replay ended, until the entries queued up to then (seq `until`) are committed. */
-  private replays: { informer: Informer; listedAt: string; until: number }[] = [];
+  /** How far each type is followed (what a restart replays from). */
+  readonly followed = new FollowedVersions();
   readonly bound: BacklogBound;
   private readonly outage: StoreOutage;
   private readonly store: StateStore;
@@ -97,24 +96,7 @@ export class StateWriter {
    * every entry queued so far is committed or dropped.
    */
   replayEnded(informer: Informer, listedAt: string): void {
-    const until = this.queue.entries.at(-1)?.seq;
-    if (until === undefined) this.listed.moveTo(informer, listedAt);
-    else this.replays.push({ informer, listedAt, until });
-  }
-
-  /** After a commit: the replays whose entries have all left the queue move their informers on. */
-  private movePastReplays(): void {
-    const oldestWaiting = this.queue.entries[0]?.seq;
-    this.replays = this.replays.filter(({ informer, listedAt, until }) => {
-      if (oldestWaiting !== undefined && oldestWaiting <= until) return true;
-      this.listed.moveTo(informer, listedAt);
-      return false;
-    });
-  }
-
-  /** `resourceVersion`, or less: no further than what holds the type's point back (followed-versions.ts). */
-  followedAtMost(resource: string, resourceVersion: string): string {
-    return this.followed.atMost(resource, resourceVersion);
+    this.followed.moveTo(informer, listedAt, this.queue.entries.at(-1)?.seq);
   }
 
   /**
@@ -259,7 +241,6 @@ export class StateWriter {
       this.followed.committed(batch);
       this.queue.remove(batch);
       this.followed.release(this.queue.entries[0]?.seq);
-      this.movePastReplays();
       this.outage.succeeded();
       this.context.committed();
       if (due) await this.prune();

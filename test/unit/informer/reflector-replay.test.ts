@@ -21,16 +21,15 @@ function recordingSink(): ReflectorSink & { log: string[] } {
     listCompleted: (resourceVersion) => log.push(`listed @${resourceVersion}`),
     watchEvent: (type, object) => log.push(`${type} ${named(object)}`),
     replayEvent: (type, object) => log.push(`replayed ${type} ${named(object)}`),
-    replayEnded: (complete) => log.push(`replay ${complete ? 'complete' : 'incomplete'}`),
+    replayEnded: (complete, listedAt) =>
+      log.push(`replay ${complete ? 'complete' : 'incomplete'}, state @${listedAt}`),
     stateChanged: (state) =>
       log.push(
-        state.phase === 'replay-unavailable'
-          ? `replay unavailable from ${state.from}`
-          : state.phase === 'replayed'
-            ? `replayed, state @${state.listedAt}`
-            : state.phase === 'failing'
-              ? `failing ${state.error.kind}`
-              : state.phase,
+        state.phase === 'replayed'
+          ? `replayed${state.goneFrom ? `, gone from ${state.goneFrom}` : ''}`
+          : state.phase === 'failing'
+            ? `failing ${state.error.kind}`
+            : state.phase,
       ),
   };
 }
@@ -87,8 +86,8 @@ describe('Reflector replay', () => {
       'replayed ADDED gone@6',
       'replayed DELETED gone@8',
       'replayed MODIFIED a@10',
-      'replay complete',
-      'replayed, state @10',
+      'replay complete, state @10',
+      'replayed',
       'MODIFIED a@11',
       'ADDED b@12',
     ]);
@@ -127,8 +126,8 @@ describe('Reflector replay', () => {
       // At the initial events' end (the LIST is handed on); the replay's watch does not say it again.
       'watching',
       'replayed DELETED gone@7',
-      'replay complete',
-      'replayed, state @10',
+      'replay complete, state @10',
+      'replayed',
       'MODIFIED a@11',
     ]);
   });
@@ -149,9 +148,8 @@ describe('Reflector replay', () => {
       'page a@5',
       'listed @10',
       'watching',
-      'replay unavailable from 4',
-      'replay incomplete',
-      'replayed, state @10',
+      'replay incomplete, state @10',
+      'replayed, gone from 4',
       'watching',
       'MODIFIED a@11',
     ]);
@@ -186,8 +184,8 @@ describe('Reflector replay', () => {
       'listed @10',
       'watching',
       'replayed ADDED gone@6',
-      'replay incomplete',
-      'replayed, state @10',
+      'replay incomplete, state @10',
+      'replayed',
       'listing',
       'list',
       'page b@25',

@@ -163,7 +163,7 @@ test('the replay reports what the LIST cannot show: objects created after the re
   informer.replayEvent('MODIFIED', cm('web-0', 'u3', '15', { k: 'v' }));
   informer.replayEvent('DELETED', cm('web-0', 'u3', '16', { k: 'v' }));
   informer.replayEvent('ADDED', cm('web-0', 'u4', '18', {}));
-  informer.replayEnded(true);
+  informer.replayEnded(true, '20');
   // After the replay the store is the LIST's: u4 is web-0, live changes compare against it.
   informer.watchEvent('MODIFIED', cm('web-0', 'u4', '21', { k: '1' }));
   assert.deepEqual(log, [
@@ -188,6 +188,6 @@ test('a replay ended before the LIST (410 Gone, a relist): what it reported crea
   informer.listStarted();
   informer.listCompleted('20');
   informer.replayEvent('ADDED', cm('brief', 'u3', '14', {}));
-  informer.replayEnded(false);
+  informer.replayEnded(false, '20');
   assert.deepEqual(log, ['ADDED brief u3 offline replayed', 'DELETED brief u3 offline unknown replayed @20']);
 });

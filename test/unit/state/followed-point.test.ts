@@ -51,25 +51,40 @@ async function nextReplayFrom(path: string, namespace?: string): Promise<string 
   return plan.replayFrom;
 }
 
+/**
+ * configmaps watched with -n a -n b by `recorder`, each informer's first LIST ended at its point (and the
+ * baseline committed); the sink has finished `finished()`.
+ */
+async function listedInTwoNamespaces(
+  recorder: StateRecorder,
+  finished: () => number,
+  points: { a: string; b: string },
+): Promise<void> {
+  const inA = fakeInformer(configmaps, 'a');
+  const inB = fakeInformer(configmaps, 'b');
+  recorder.attach({ finished: () => [finished()] }, () => [inA.informer, inB.informer]);
+  recorder.noteSelection(selection([configmaps]));
+  for (const [informer, point] of [
+    [inA, points.a],
+    [inB, points.b],
+  ] as const) {
+    informer.sync(point);
+    recorder.stateChanged(informer.informer, { phase: 'watching' });
+  }
+  await recorder.flowControl();
+}
+
 test('from the first LIST, by committed live changes; with -n one per namespace, each replayed from its own; a replayed change keeps its event only and raises nothing', async () => {
   const path = file();
   const { db, recorder } = await open(path);
   let finished = 0;
-  const inA = fakeInformer(configmaps, 'a');
-  const inB = fakeInformer(configmaps, 'b');
-  recorder.attach({ finished: () => [finished] }, () => [inA.informer, inB.informer]);
-  recorder.noteSelection(selection([configmaps]));
   const change = (namespace: string, name: string, rv: string, accepted: number) =>
     recorder.changeProcessed(
       { kind: 'added', type: configmaps, object: inNamespace(namespace, name, rv) },
       changeEvent(name, rv),
       [accepted],
     );
-  inA.sync('10');
-  recorder.stateChanged(inA.informer, { phase: 'watching' });
-  inB.sync('14');
-  recorder.stateChanged(inB.informer, { phase: 'watching' });
-  await recorder.flowControl();
+  await listedInTwoNamespaces(recorder, () => finished, { a: '10', b: '14' });
   assert.equal(followed(db), '{"a":"10","b":"14"}', 'listed: each namespace where its LIST ended');
 
   change('b', 'x', '15', 1);
@@ -305,15 +320,7 @@ test('-n, a restart: marking the type listed again does not move a namespace bac
   {
     const { db, recorder } = await open(path);
     let finished = 0;
-    const inA = fakeInformer(configmaps, 'a');
-    const inB = fakeInformer(configmaps, 'b');
-    recorder.attach({ finished: () => [finished] }, () => [inA.informer, inB.informer]);
-    recorder.noteSelection(selection([configmaps]));
-    inA.sync('10');
-    recorder.stateChanged(inA.informer, { phase: 'watching' });
-    inB.sync('14');
-    recorder.stateChanged(inB.informer, { phase: 'watching' });
-    await recorder.flowControl();
+    await listedInTwoNamespaces(recorder, () => finished, { a: '10', b: '14' });
     await recorder.flush();
     // b follows a brief object created and deleted at 20 and 21: reported, committed.
     for (const [kind, rv, n] of [
@@ -333,15 +340,10 @@ test('-n, a restart: marking the type listed again does not move a namespace bac
   }
   // The next start: each informer at its own replay point when its first LIST ends (reflector.ts).
   const { recorder } = await open(path);
-  const inA = fakeInformer(configmaps, 'a');
-  const inB = fakeInformer(configmaps, 'b');
-  recorder.attach({ finished: () => [0] }, () => [inA.informer, inB.informer]);
-  recorder.noteSelection(selection([configmaps]));
-  inA.sync(recorder.plan(configmaps, 'a', 'silent').replayFrom ?? '');
-  recorder.stateChanged(inA.informer, { phase: 'watching' });
-  inB.sync(recorder.plan(configmaps, 'b', 'silent').replayFrom ?? '');
-  recorder.stateChanged(inB.informer, { phase: 'watching' });
-  await recorder.flowControl();
+  await listedInTwoNamespaces(recorder, () => 0, {
+    a: recorder.plan(configmaps, 'a', 'silent').replayFrom ?? '',
+    b: recorder.plan(configmaps, 'b', 'silent').replayFrom ?? '',
+  });
   // Killed here (kill -9): b would replay from a's point, and report brief (20, 21) a second time.
   assert.equal(await nextReplayFrom(path, 'b'), '21');
   await recorder.abandon();
@@ -368,8 +370,7 @@ test('a replay the server no longer holds (410): once the LIST is committed, the
   recorder.stateChanged(cms.informer, { phase: 'watching' });
   await recorder.flowControl();
   // ... then 410 Gone: the reflector goes on from the LIST (reflector.ts endReplay('gone')); bookmarks.
-  recorder.stateChanged(cms.informer, { phase: 'replay-unavailable', from: '10' });
-  recorder.stateChanged(cms.informer, { phase: 'replayed', listedAt: '3000' });
+  recorder.stateChanged(cms.informer, { phase: 'replayed', listedAt: '3000', goneFrom: '10' });
   cms.sync('3000');
   recorder.stateChanged(cms.informer, { phase: 'watching' });
   await recorder.flush();

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, mock, test } from 'node:test';
 import { SIGNATURE_KEY } from '../../../src/state/catch-up.ts';
+import { FollowedVersions } from '../../../src/state/followed-versions.ts';
 import { LeaderClaim } from '../../../src/state/leader-claim.ts';
 import { ListedTypes } from '../../../src/state/listed-types.ts';
 import type { ClaimedStateStore, SerializedWrite, StoredResource } from '../../../src/state/store.ts';
@@ -87,7 +88,7 @@ test('a new leader waits while the previous one holds the claim, ends its sessio
     signature: 's',
     informers: [],
     listed: new ListedTypes(),
-    followedAtMost: (_resource: string, resourceVersion: string) => resourceVersion,
+    followed: new FollowedVersions(),
   };
   claim.begin();
   assert.equal(claim.waiting, true);
@@ -150,7 +151,7 @@ test("holding the claim, the snapshot becomes this replica's: changed objects wr
       signature: 'sig',
       informers: [cms.informer, keys.informer],
       listed,
-      followedAtMost: (_resource, resourceVersion) => resourceVersion,
+      followed: new FollowedVersions(),
     }),
     true,
   );
