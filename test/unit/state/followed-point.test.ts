@@ -17,7 +17,13 @@ import { StateWriter } from '../../../src/state/state-writer.ts';
 import { DEFAULT_RETENTION, type SerializedWrite, serializeWrite } from '../../../src/state/store.ts';
 import { silentLogger } from '../../../src/util/log.ts';
 import { configmaps } from '../../helpers/resource-types.ts';
-import { changeEvent, fakeInformer, selection, storedObject } from '../../helpers/state-fixtures.ts';
+import {
+  changeEvent,
+  type FakeInformer,
+  fakeInformer,
+  selection,
+  storedObject,
+} from '../../helpers/state-fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubediff-followed-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -52,26 +58,35 @@ async function nextReplayFrom(path: string, namespace?: string): Promise<string 
 }
 
 /**
- * configmaps watched with -n a -n b by `recorder`, each informer's first LIST ended at its point (and the
- * baseline committed); the sink has finished `finished()`.
+ * configmaps watched by `recorder`, one informer per key of `points` ('' for every namespace, else -n
+ * with that namespace), each informer's first LIST ended at its point and the baseline committed; the
+ * sink has finished `finished()`. Returns the informers by key.
  */
-async function listedInTwoNamespaces(
+async function listedAt(
   recorder: StateRecorder,
   finished: () => number,
-  points: { a: string; b: string },
-): Promise<void> {
-  const inA = fakeInformer(configmaps, 'a');
-  const inB = fakeInformer(configmaps, 'b');
-  recorder.attach({ finished: () => [finished()] }, () => [inA.informer, inB.informer]);
+  points: Record<string, string>,
+): Promise<Map<string, FakeInformer>> {
+  const informers = new Map(
+    Object.keys(points).map((namespace) => [namespace, fakeInformer(configmaps, namespace || undefined)]),
+  );
+  recorder.attach({ finished: () => [finished()], accepted: () => [finished()] }, () =>
+    [...informers.values()].map((entry) => entry.informer),
+  );
   recorder.noteSelection(selection([configmaps]));
-  for (const [informer, point] of [
-    [inA, points.a],
-    [inB, points.b],
-  ] as const) {
-    informer.sync(point);
+  for (const [namespace, informer] of informers) {
+    informer.sync(points[namespace] ?? '');
     recorder.stateChanged(informer.informer, { phase: 'watching' });
   }
   await recorder.flowControl();
+  return informers;
+}
+
+/** A first run that lists configmaps at `rv` and stops cleanly: the type is followed from `rv`. */
+async function firstRun(path: string, rv: string): Promise<void> {
+  const { recorder } = await open(path);
+  await listedAt(recorder, () => 0, { '': rv });
+  await recorder.close();
 }
 
 test('from the first LIST, by committed live changes; with -n one per namespace, each replayed from its own; a replayed change keeps its event only and raises nothing', async () => {
@@ -84,7 +99,7 @@ test('from the first LIST, by committed live changes; with -n one per namespace,
       changeEvent(name, rv),
       [accepted],
     );
-  await listedInTwoNamespaces(recorder, () => finished, { a: '10', b: '14' });
+  await listedAt(recorder, () => finished, { a: '10', b: '14' });
   assert.equal(followed(db), '{"a":"10","b":"14"}', 'listed: each namespace where its LIST ended');
 
   change('b', 'x', '15', 1);
@@ -156,27 +171,15 @@ test('from the first LIST, by committed live changes; with -n one per namespace,
 
 test('a restart replaying: at the replay point until the replay is over and its changes committed, then at the LIST; stopped or killed before, the next start replays it again', async () => {
   const path = file();
-  {
-    const { recorder } = await open(path);
-    const cms = fakeInformer(configmaps);
-    recorder.attach({ finished: () => [0] }, () => [cms.informer]);
-    recorder.noteSelection(selection([configmaps]));
-    cms.sync('10');
-    recorder.stateChanged(cms.informer, { phase: 'watching' });
-    await recorder.flowControl();
-    await recorder.close();
-  }
+  await firstRun(path, '10');
   const { db, recorder } = await open(path);
   assert.equal(recorder.plan(configmaps, undefined, 'silent').replayFrom, '10');
   let finished = 0;
-  const cms = fakeInformer(configmaps);
-  recorder.attach({ finished: () => [finished] }, () => [cms.informer]);
-  recorder.noteSelection(selection([configmaps]));
   // The LIST at 30 compared, the replay's watch from 10 starting: the informer is at the replay point
   // (src/informer/reflector.ts, resourceVersion), and its first LIST is marked there.
-  cms.sync('10');
-  recorder.stateChanged(cms.informer, { phase: 'watching' });
-  await recorder.flowControl();
+  const cms = (await listedAt(recorder, () => finished, { '': '10' })).get('') as ReturnType<
+    typeof fakeInformer
+  >;
   const replayed = (name: string, rv: string, kind: 'added' | 'deleted', accepted: number) =>
     recorder.changeProcessed(
       { kind, type: configmaps, object: inNamespace('ns', name, rv), offline: true, replayed: true },
@@ -205,12 +208,7 @@ test("a relist's changes (found by comparing a LIST, in its order) raise nothing
   const path = file();
   const { db, recorder } = await open(path);
   let finished = 0;
-  const cms = fakeInformer(configmaps);
-  recorder.attach({ finished: () => [finished] }, () => [cms.informer]);
-  recorder.noteSelection(selection([configmaps]));
-  cms.sync('10');
-  recorder.stateChanged(cms.informer, { phase: 'watching' });
-  await recorder.flowControl();
+  await listedAt(recorder, () => finished, { '': '10' });
   // A relist at 30 (410 mid-run) finds b written at 29 and c created at 20, handed on by name.
   for (const [name, rv, accepted] of [
     ['b', '29', 1],
@@ -320,7 +318,7 @@ test('-n, a restart: marking the type listed again does not move a namespace bac
   {
     const { db, recorder } = await open(path);
     let finished = 0;
-    await listedInTwoNamespaces(recorder, () => finished, { a: '10', b: '14' });
+    await listedAt(recorder, () => finished, { a: '10', b: '14' });
     await recorder.flush();
     // b follows a brief object created and deleted at 20 and 21: reported, committed.
     for (const [kind, rv, n] of [
@@ -340,7 +338,7 @@ test('-n, a restart: marking the type listed again does not move a namespace bac
   }
   // The next start: each informer at its own replay point when its first LIST ends (reflector.ts).
   const { recorder } = await open(path);
-  await listedInTwoNamespaces(recorder, () => 0, {
+  await listedAt(recorder, () => 0, {
     a: recorder.plan(configmaps, 'a', 'silent').replayFrom ?? '',
     b: recorder.plan(configmaps, 'b', 'silent').replayFrom ?? '',
   });
@@ -351,24 +349,10 @@ test('-n, a restart: marking the type listed again does not move a namespace bac
 
 test('a replay the server no longer holds (410): once the LIST is committed, the point is no longer the compacted one', async () => {
   const path = file();
-  {
-    const { recorder } = await open(path);
-    const cms = fakeInformer(configmaps);
-    recorder.attach({ finished: () => [0] }, () => [cms.informer]);
-    recorder.noteSelection(selection([configmaps]));
-    cms.sync('10');
-    recorder.stateChanged(cms.informer, { phase: 'watching' });
-    await recorder.flowControl();
-    await recorder.close();
-  }
+  await firstRun(path, '10');
   const { db, recorder } = await open(path);
-  const cms = fakeInformer(configmaps);
-  recorder.attach({ finished: () => [0] }, () => [cms.informer]);
-  recorder.noteSelection(selection([configmaps]));
   // LIST at 3000, the replay's watch from 10: the informer at 10 when 'watching' is said ...
-  cms.sync('10');
-  recorder.stateChanged(cms.informer, { phase: 'watching' });
-  await recorder.flowControl();
+  const cms = (await listedAt(recorder, () => 0, { '': '10' })).get('') as FakeInformer;
   // ... then 410 Gone: the reflector goes on from the LIST (reflector.ts endReplay('gone')); bookmarks.
   recorder.stateChanged(cms.informer, { phase: 'replayed', listedAt: '3000', goneFrom: '10' });
   cms.sync('3000');
